@@ -1,0 +1,147 @@
+//! A simulated node as its own software sees it: its name, its clocks, its pause gate, its
+//! random stream, and a way to log into the history.
+//!
+//! Code running on a node (a lock client, a Redis master) only ever reads time through its
+//! [`Node`]: `wall_ms()` jumps with the node's wall clock, `monotonic_ms()` never jumps, and
+//! `sleep_local_ms()` sleeps by the node's own rate. Tasks must be spawned with [`Node::spawn`]
+//! so that a pause freezes them too.
+
+use crate::clock::NodeClock;
+use crate::history::{EventKind, HistoryHandle};
+use crate::pause::{PauseGate, TrueTime};
+use rand_chacha::ChaCha8Rng;
+use std::cell::{RefCell, RefMut};
+use std::future::Future;
+use std::rc::Rc;
+use std::time::Duration;
+
+struct NodeInner {
+    name: String,
+    clock: NodeClock,
+    gate: PauseGate,
+    time: TrueTime,
+    history: HistoryHandle,
+    rng: RefCell<ChaCha8Rng>,
+}
+
+/// A handle to one simulated node. Cheap to clone; not `Send` (a simulation runs on one thread).
+#[derive(Clone)]
+pub struct Node {
+    inner: Rc<NodeInner>,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node").field("name", &self.inner.name).finish()
+    }
+}
+
+/// The local time ran out before the future completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("timed out after {0} ms by the node's clock")]
+pub struct LocalTimeout(pub u64);
+
+impl Node {
+    pub(crate) fn new(
+        name: &str,
+        clock: NodeClock,
+        time: TrueTime,
+        history: HistoryHandle,
+        rng: ChaCha8Rng,
+    ) -> Self {
+        Node {
+            inner: Rc::new(NodeInner {
+                name: name.to_string(),
+                clock,
+                gate: PauseGate::new(time.clone()),
+                time,
+                history,
+                rng: RefCell::new(rng),
+            }),
+        }
+    }
+
+    /// The node's name (also its host name in the simulated network).
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// True simulated time in µs (what no node can read; for the history and the world).
+    pub fn true_time_us(&self) -> u64 {
+        self.inner.time.now_us()
+    }
+
+    /// The node's wall clock, ms since the Unix epoch. Jumps with clock-jump faults.
+    pub fn wall_ms(&self) -> i64 {
+        self.inner.clock.wall_ms(self.true_time_us())
+    }
+
+    /// The node's monotonic clock in ms. Drifts, never jumps.
+    pub fn monotonic_ms(&self) -> i64 {
+        self.inner.clock.monotonic_ms(self.true_time_us())
+    }
+
+    /// The node's clock (to apply faults).
+    pub fn clock(&self) -> &NodeClock {
+        &self.inner.clock
+    }
+
+    /// The node's pause gate.
+    pub fn gate(&self) -> &PauseGate {
+        &self.inner.gate
+    }
+
+    /// Whether the node is frozen now.
+    pub fn is_paused(&self) -> bool {
+        self.inner.gate.is_paused()
+    }
+
+    /// The node's own random stream (derived from the run's seed and the node's name).
+    pub fn rng(&self) -> RefMut<'_, ChaCha8Rng> {
+        self.inner.rng.borrow_mut()
+    }
+
+    /// Appends an event stamped with the true time and this node's readings. Returns its `seq`.
+    pub fn record(&self, kind: EventKind) -> u64 {
+        let at_us = self.true_time_us();
+        self.inner.history.push(
+            at_us,
+            &self.inner.name,
+            self.inner.clock.wall_ms(at_us),
+            self.inner.clock.monotonic_ms(at_us),
+            kind,
+        )
+    }
+
+    /// A fresh operation id for [`EventKind::Op`].
+    pub fn next_op_id(&self) -> u64 {
+        self.inner.history.next_op_id()
+    }
+
+    /// Spawns a task on this node, behind its pause gate.
+    pub fn spawn<F>(&self, future: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        tokio::task::spawn_local(self.inner.gate.gate(future))
+    }
+
+    /// Sleeps `local_ms` milliseconds as counted by this node's clock rate.
+    pub async fn sleep_local_ms(&self, local_ms: u64) {
+        let true_us = self.inner.clock.local_to_sim_us(local_ms.saturating_mul(1_000));
+        tokio::time::sleep(Duration::from_micros(true_us)).await;
+    }
+
+    /// Runs `future` with a deadline of `local_ms` by this node's clock rate.
+    pub async fn timeout_local_ms<F: Future>(
+        &self,
+        local_ms: u64,
+        future: F,
+    ) -> Result<F::Output, LocalTimeout> {
+        let true_us = self.inner.clock.local_to_sim_us(local_ms.saturating_mul(1_000));
+        tokio::time::timeout(Duration::from_micros(true_us), future)
+            .await
+            .map_err(|_| LocalTimeout(local_ms))
+    }
+}

@@ -1,0 +1,135 @@
+//! Process pauses (GC, VM stall): one gate every task of a node is polled through.
+//!
+//! turmoil has no notion of a paused process, so a node's tasks (its main future, its
+//! connection drivers, everything it spawns through [`crate::node::Node::spawn`]) are wrapped in
+//! [`Gated`]. While the gate is closed, a gated future is not polled at all: it registers one
+//! timer for the end of the pause and returns `Pending`. Bytes sent to the node wait in its socket
+//! buffers; its own timers expire but are only observed when it resumes, exactly as a frozen
+//! process finds its timers overdue when it wakes.
+//!
+//! What it leaves out: a pause does not stop the node's clocks (they are hardware), and the
+//! kernel's TCP stack keeps accepting bytes (turmoil's socket buffers), which is also true of a
+//! real stalled process.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// The shared true time of the run, in microseconds, as the world's step loop sets it.
+///
+/// Every reading made during one step uses the time at the end of that step, so that events
+/// logged by different hosts within one step never appear out of time order.
+#[derive(Debug, Clone, Default)]
+pub struct TrueTime(Rc<Cell<u64>>);
+
+impl TrueTime {
+    /// A clock at 0.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The current true time in µs.
+    pub fn now_us(&self) -> u64 {
+        self.0.get()
+    }
+
+    /// Moves true time to `at_us`.
+    ///
+    /// # Panics
+    /// If `at_us` is earlier than the current time: the scheduler never goes back in time.
+    pub fn advance_to(&self, at_us: u64) {
+        assert!(
+            at_us >= self.0.get(),
+            "true time went backwards: {at_us} < {}",
+            self.0.get()
+        );
+        self.0.set(at_us);
+    }
+}
+
+/// The gate of one node: closed until a true instant, or open.
+#[derive(Debug, Clone)]
+pub struct PauseGate {
+    paused_until_us: Rc<Cell<u64>>,
+    time: TrueTime,
+}
+
+impl PauseGate {
+    /// An open gate reading `time`.
+    pub fn new(time: TrueTime) -> Self {
+        PauseGate {
+            paused_until_us: Rc::new(Cell::new(0)),
+            time,
+        }
+    }
+
+    /// Freezes the node for `duration_us` from now. Overlapping pauses extend each other.
+    pub fn pause_for_us(&self, duration_us: u64) {
+        let until = self.time.now_us().saturating_add(duration_us);
+        self.paused_until_us.set(self.paused_until_us.get().max(until));
+    }
+
+    /// Whether the node is frozen now.
+    pub fn is_paused(&self) -> bool {
+        self.time.now_us() < self.paused_until_us.get()
+    }
+
+    /// When the current pause ends (true µs); `None` when not paused.
+    pub fn paused_until_us(&self) -> Option<u64> {
+        self.is_paused().then(|| self.paused_until_us.get())
+    }
+
+    /// Wraps `future` so that it is only polled while the gate is open.
+    pub fn gate<F: Future>(&self, future: F) -> Gated<F> {
+        Gated {
+            gate: self.clone(),
+            inner: Box::pin(future),
+            wake_timer: None,
+        }
+    }
+}
+
+/// A future polled only while its node is not paused.
+pub struct Gated<F: Future> {
+    gate: PauseGate,
+    inner: Pin<Box<F>>,
+    wake_timer: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<F: Future> Future for Gated<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        loop {
+            match self.gate.paused_until_us() {
+                Some(until_us) => {
+                    let now_us = self.gate.time.now_us();
+                    // Sleep at least a millisecond: the runtime's timers have ms resolution and
+                    // a zero sleep would spin.
+                    let wait = Duration::from_micros((until_us - now_us).max(1_000));
+                    let timer = self
+                        .wake_timer
+                        .get_or_insert_with(|| Box::pin(tokio::time::sleep(wait)));
+                    match timer.as_mut().poll(cx) {
+                        Poll::Pending => return Poll::Pending,
+                        // The timer fired but the true time of this step may still be inside
+                        // the pause: arm a new one and check again.
+                        Poll::Ready(()) => self.wake_timer = None,
+                    }
+                    if self.gate.is_paused() {
+                        let wait = Duration::from_micros(1_000);
+                        self.wake_timer = Some(Box::pin(tokio::time::sleep(wait)));
+                        continue;
+                    }
+                }
+                None => {
+                    self.wake_timer = None;
+                    return self.inner.as_mut().poll(cx);
+                }
+            }
+        }
+    }
+}

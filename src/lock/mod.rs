@@ -1,0 +1,200 @@
+//! Lock algorithms: the [`LockClient`] trait users implement, and the built-in algorithms.
+//!
+//! A lock client runs inside a simulated client node. It gets reconnecting redis-rs connections
+//! to the simulated masters ([`RedisLink`]), the node's own clocks and its seeded random stream
+//! (both through [`Node`]). It does not record anything itself: the workload wraps every call in
+//! the history's invoke/ok/fail/info events (see [`crate::ops`]), so a user-written lock is
+//! judged exactly like the built-in ones.
+//!
+//! Built-ins, one file each: [`naive`] (SET NX PX, release by plain DEL), [`token_release`]
+//! (release by a Lua compare-and-delete), [`watchdog`] (token-release plus automatic extension),
+//! [`redlock`] (N independent masters). Fencing (`fencing = "incr"`) wraps any of them: see
+//! [`fencing`].
+
+pub mod fencing;
+pub mod naive;
+pub mod redlock;
+pub mod token_release;
+pub mod watchdog;
+
+use crate::ops::Grant;
+use crate::scenario::{Algorithm, Fencing, LockSpec};
+use async_trait::async_trait;
+use lockstep_sim::{LinkError, Node, RedisLink};
+use rand::RngCore;
+use std::rc::Rc;
+
+/// The Lua compare-and-delete that releases a lock only if it still holds our value.
+pub const RELEASE_SCRIPT: &str =
+    r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#;
+
+/// The Lua compare-and-PEXPIRE that extends a lock only if it still holds our value.
+pub const EXTEND_SCRIPT: &str = r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end"#;
+
+/// Why a lock operation did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LockError {
+    /// Another client holds the lock; we certainly do not.
+    #[error("lock is busy")]
+    Busy,
+    /// The lock is not ours (any more): an extension or release found another value or none.
+    #[error("lock lost: {0}")]
+    Lost(String),
+    /// The operation certainly had no effect (e.g. no connection could be made).
+    #[error("failed: {0}")]
+    Failed(String),
+    /// The operation may or may not have taken effect (a timeout after sending).
+    #[error("outcome unknown: {0}")]
+    Unknown(String),
+}
+
+impl From<LinkError> for LockError {
+    fn from(e: LinkError) -> Self {
+        if e.outcome_unknown() {
+            LockError::Unknown(e.to_string())
+        } else {
+            LockError::Failed(e.to_string())
+        }
+    }
+}
+
+impl LockError {
+    /// Whether the operation may have taken effect (recorded as `info`, not `fail`).
+    pub fn outcome_unknown(&self) -> bool {
+        matches!(self, LockError::Unknown(_))
+    }
+}
+
+/// How a lock is kept alive while the work runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AutoExtend {
+    /// Extend every `interval_ms` (a watchdog).
+    Every {
+        /// The period, by the client's clock.
+        interval_ms: u64,
+    },
+    /// Extend when less than `threshold_ms` of validity is left (node-redlock's `using()`).
+    BeforeExpiry {
+        /// The margin, by the client's clock.
+        threshold_ms: u64,
+    },
+}
+
+/// A distributed lock algorithm, as seen by the workload. Implement it to test your own lock.
+///
+/// Methods take `&self`: a client may be extended by a background task while the workload
+/// holds it; use `RefCell` for state. Nothing here is `Send`: a simulation runs on one thread.
+#[async_trait(?Send)]
+pub trait LockClient {
+    /// Tries once (or as the algorithm's own retry policy says) to take `key` for `ttl_ms`.
+    async fn acquire(&self, key: &str, ttl_ms: u64) -> Result<Grant, LockError>;
+    /// Extends `grant` to `ttl_ms` from now; returns the grant with its new validity.
+    async fn extend(&self, grant: &Grant, ttl_ms: u64) -> Result<Grant, LockError>;
+    /// Gives `grant` up. `Ok(true)` if a key was deleted.
+    async fn release(&self, grant: &Grant) -> Result<bool, LockError>;
+    /// Whether the workload should keep the lock alive automatically while the work runs.
+    fn auto_extend(&self) -> Option<AutoExtend> {
+        None
+    }
+}
+
+/// What a lock client is built from.
+#[derive(Debug, Clone)]
+pub struct ClientEnv {
+    /// The client node: clocks, random stream, spawning.
+    pub node: Node,
+    /// One reconnecting link per master, in topology order.
+    pub masters: Vec<RedisLink>,
+    /// The index in `masters` of the master that issues fencing tokens.
+    pub fencing_master: usize,
+}
+
+/// A fresh random lock value (20 bytes as hex) from the node's seeded stream.
+pub fn random_value(node: &Node) -> String {
+    let mut bytes = [0u8; 20];
+    node.rng().fill_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The names and one-line descriptions of the built-in algorithms.
+pub const ALGORITHMS: &[(&str, &str)] = &[
+    ("naive", "SET NX PX; release by a plain DEL (deletes whatever lock is there)"),
+    ("token-release", "SET NX PX with a random value; release by a Lua compare-and-delete"),
+    ("watchdog", "token-release plus a Lua compare-and-PEXPIRE every ttl/3 while the work runs"),
+    ("redlock", "N independent masters, quorum N/2+1, validity = ttl - elapsed - drift"),
+];
+
+/// Builds the built-in algorithm `spec` names for one client.
+pub fn build(spec: &LockSpec, env: ClientEnv) -> Rc<dyn LockClient> {
+    let fencing_link = env.masters.get(env.fencing_master).cloned();
+    let inner: Rc<dyn LockClient> = match spec.algorithm {
+        Algorithm::Naive => Rc::new(naive::Naive::new(env)),
+        Algorithm::TokenRelease => Rc::new(token_release::TokenRelease::new(env)),
+        Algorithm::Watchdog => Rc::new(watchdog::Watchdog::new(env, spec.extend_every_ms)),
+        Algorithm::Redlock => Rc::new(redlock::Redlock::new(env, redlock::RedlockConfig::from_spec(spec))),
+    };
+    match (spec.fencing, fencing_link) {
+        (Fencing::Incr, Some(link)) => Rc::new(fencing::IncrFencing::new(inner, link)),
+        _ => inner,
+    }
+}
+
+/// The random value, ttl and validity arithmetic shared by the single-master algorithms.
+pub(crate) mod single {
+    use super::*;
+
+    /// `SET key value NX PX ttl` on `link`; a grant when the reply is OK.
+    pub async fn set_nx(link: &RedisLink, node: &Node, key: &str, ttl_ms: u64) -> Result<Grant, LockError> {
+        let value = random_value(node);
+        let start_ms = node.monotonic_ms();
+        let reply: Option<String> = link
+            .query(redis::cmd("SET").arg(key).arg(&value).arg("NX").arg("PX").arg(ttl_ms))
+            .await?;
+        match reply {
+            Some(_) => {
+                let elapsed_ms = (node.monotonic_ms() - start_ms).max(0) as u64;
+                Ok(Grant {
+                    key: key.to_string(),
+                    value,
+                    fencing_token: None,
+                    validity_ms: ttl_ms.saturating_sub(elapsed_ms),
+                })
+            }
+            None => Err(LockError::Busy),
+        }
+    }
+
+    /// Runs a compare-and-X script for `grant` with EVAL; returns the script's integer reply.
+    ///
+    /// EVAL rather than EVALSHA-then-EVAL: a request delayed in the network must carry the whole
+    /// script, or a `NOSCRIPT` reply to a stale EVALSHA would make a release look safe for the
+    /// wrong reason.
+    pub async fn script(link: &RedisLink, source: &'static str, grant: &Grant, extra_arg: Option<u64>) -> Result<i64, LockError> {
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(source).arg(1).arg(&grant.key).arg(&grant.value);
+        if let Some(extra) = extra_arg {
+            cmd.arg(extra);
+        }
+        Ok(link.query::<i64>(&cmd).await?)
+    }
+
+    /// Extends `grant` with the compare-and-PEXPIRE script.
+    pub async fn extend_checked(link: &RedisLink, node: &Node, grant: &Grant, ttl_ms: u64) -> Result<Grant, LockError> {
+        let start_ms = node.monotonic_ms();
+        match script(link, EXTEND_SCRIPT, grant, Some(ttl_ms)).await? {
+            1 => {
+                let elapsed_ms = (node.monotonic_ms() - start_ms).max(0) as u64;
+                Ok(Grant {
+                    validity_ms: ttl_ms.saturating_sub(elapsed_ms),
+                    ..grant.clone()
+                })
+            }
+            _ => Err(LockError::Lost(format!("{} no longer holds our value", link.host()))),
+        }
+    }
+
+    /// Releases `grant` with the compare-and-delete script.
+    pub async fn release_checked(link: &RedisLink, grant: &Grant) -> Result<bool, LockError> {
+        Ok(script(link, RELEASE_SCRIPT, grant, None).await? == 1)
+    }
+}

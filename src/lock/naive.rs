@@ -1,0 +1,59 @@
+//! `naive`: SET NX PX to acquire, and a plain DEL to release.
+//!
+//! The lesson's unsafe release: if the lock expired while the holder worked and another client
+//! took it, the DEL deletes the other client's lock, and a third client can then take it while
+//! the second still believes it holds it. Extension is a plain PEXPIRE, unsafe for the same
+//! reason. Uses the first master only.
+
+use super::{single, ClientEnv, LockClient, LockError};
+use crate::ops::Grant;
+use async_trait::async_trait;
+
+/// The naive single-master lock.
+#[derive(Debug)]
+pub struct Naive {
+    env: ClientEnv,
+}
+
+impl Naive {
+    /// A naive lock on the first master of `env`.
+    pub fn new(env: ClientEnv) -> Self {
+        Naive { env }
+    }
+
+    fn link(&self) -> Result<&lockstep_sim::RedisLink, LockError> {
+        self.env
+            .masters
+            .first()
+            .ok_or_else(|| LockError::Failed("no master configured".into()))
+    }
+}
+
+#[async_trait(?Send)]
+impl LockClient for Naive {
+    async fn acquire(&self, key: &str, ttl_ms: u64) -> Result<Grant, LockError> {
+        single::set_nx(self.link()?, &self.env.node, key, ttl_ms).await
+    }
+
+    async fn extend(&self, grant: &Grant, ttl_ms: u64) -> Result<Grant, LockError> {
+        let start_ms = self.env.node.monotonic_ms();
+        let extended: i64 = self
+            .link()?
+            .query(redis::cmd("PEXPIRE").arg(&grant.key).arg(ttl_ms))
+            .await?;
+        if extended == 1 {
+            let elapsed_ms = (self.env.node.monotonic_ms() - start_ms).max(0) as u64;
+            Ok(Grant {
+                validity_ms: ttl_ms.saturating_sub(elapsed_ms),
+                ..grant.clone()
+            })
+        } else {
+            Err(LockError::Lost("the key is gone".into()))
+        }
+    }
+
+    async fn release(&self, grant: &Grant) -> Result<bool, LockError> {
+        let deleted: i64 = self.link()?.query(redis::cmd("DEL").arg(&grant.key)).await?;
+        Ok(deleted > 0)
+    }
+}

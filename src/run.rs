@@ -1,0 +1,161 @@
+//! Running one scenario: scenario → seeded world → history → checkers → verdicts compared with
+//! the scenario's expectations.
+
+use crate::checker::{self, CheckResult, Verdict};
+use crate::lock::{self, ClientEnv, LockClient};
+use crate::scenario::Scenario;
+use crate::workload::{self, ClientPlan};
+use lockstep_sim::{
+    ClockSpec, History, LinkTimeouts, RedisLink, ResourceClient, RunEnd, World, WorldError, REDIS_PORT,
+};
+use serde::{Deserialize, Serialize};
+use std::rc::Rc;
+
+/// The name of the resource node in every scenario.
+pub const RESOURCE_NODE: &str = "resource";
+
+/// Builds the lock client of one client node. The built-in algorithms come from
+/// [`lock::build`]; a user passes their own to [`run_with_lock`].
+pub type LockFactory = Rc<dyn Fn(ClientEnv) -> Rc<dyn LockClient>>;
+
+/// A checker whose verdict differs from the scenario's expectation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mismatch {
+    /// The checker.
+    pub checker: String,
+    /// What the scenario expected.
+    pub expected: Verdict,
+    /// What the checker found.
+    pub actual: Verdict,
+}
+
+/// Everything one run produced.
+#[derive(Debug, Clone)]
+pub struct ScenarioRun {
+    /// The scenario's name.
+    pub name: String,
+    /// The seed actually used.
+    pub seed: u64,
+    /// How the run ended.
+    pub end: RunEnd,
+    /// The history.
+    pub history: History,
+    /// The history's digest.
+    pub digest: String,
+    /// One result per checker, in [`checker::NAMES`] order.
+    pub results: Vec<CheckResult>,
+    /// Expectations that did not hold.
+    pub mismatches: Vec<Mismatch>,
+}
+
+impl ScenarioRun {
+    /// The verdict of `checker` (`None` if it did not run).
+    pub fn verdict(&self, checker: &str) -> Option<Verdict> {
+        self.results.iter().find(|r| r.checker == checker).map(|r| r.verdict)
+    }
+
+    /// The result of `checker`.
+    pub fn result(&self, checker: &str) -> Option<&CheckResult> {
+        self.results.iter().find(|r| r.checker == checker)
+    }
+
+    /// Whether every expectation held.
+    pub fn as_expected(&self) -> bool {
+        self.mismatches.is_empty()
+    }
+}
+
+/// Runs `scenario` with the built-in algorithm it names. `seed` overrides the file's seed.
+pub fn run_scenario(scenario: &Scenario, seed: Option<u64>) -> Result<ScenarioRun, WorldError> {
+    let spec = scenario.lock.clone();
+    run_with_lock(scenario, seed, Rc::new(move |env| lock::build(&spec, env)))
+}
+
+/// Runs `scenario` with a user-supplied lock algorithm.
+pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactory) -> Result<ScenarioRun, WorldError> {
+    let mut config = scenario.world_config();
+    if let Some(seed) = seed {
+        config.seed = seed;
+    }
+    let used_seed = config.seed;
+    let mut world = World::new(config)?;
+    for master in &scenario.masters {
+        world.add_master(
+            &master.name,
+            ClockSpec {
+                offset_ms: master.offset_ms,
+                drift_ppm: master.drift_ppm,
+            },
+        )?;
+    }
+    world.add_resource(RESOURCE_NODE, scenario.resource, ClockSpec::default())?;
+    let master_names: Vec<String> = scenario.masters.iter().map(|m| m.name.clone()).collect();
+    let fencing_master = master_names
+        .iter()
+        .position(|m| *m == scenario.lock.fencing_master)
+        .unwrap_or(0);
+    let timeouts = LinkTimeouts {
+        connect_timeout_ms: scenario.lock.connect_timeout_ms,
+        request_timeout_ms: scenario.lock.request_timeout_ms,
+    };
+    for client in &scenario.clients {
+        let plan = ClientPlan {
+            start_ms: client.start_ms,
+            iterations: client.iterations.or(scenario.workload.iterations),
+            until_ms: scenario.workload.until_ms,
+            work_ms: client.work_ms.unwrap_or(scenario.workload.work_ms),
+            acquire_retry_ms: scenario.workload.acquire_retry_ms,
+            think_ms: scenario.workload.think_ms,
+            lock_key: scenario.lock.key.clone(),
+            ttl_ms: scenario.lock.ttl_ms,
+            resource_key: scenario.workload.key.clone(),
+        };
+        let factory = factory.clone();
+        let master_names = master_names.clone();
+        world.add_client(
+            &client.name,
+            ClockSpec {
+                offset_ms: client.offset_ms,
+                drift_ppm: client.drift_ppm,
+            },
+            move |node| async move {
+                let masters = master_names
+                    .iter()
+                    .map(|m| RedisLink::new(&node, m, REDIS_PORT, timeouts))
+                    .collect();
+                let env = ClientEnv {
+                    node: node.clone(),
+                    masters,
+                    fencing_master,
+                };
+                let lock = factory(env);
+                let resource = ResourceClient::new(&node, RESOURCE_NODE, timeouts);
+                workload::run_client(node, lock, resource, plan).await;
+            },
+        )?;
+    }
+    let end = world.run(&scenario.faults)?;
+    let history = world.history();
+    let results: Vec<CheckResult> = checker::all().iter().map(|c| c.check(&history)).collect();
+    let mismatches = scenario
+        .expect
+        .iter()
+        .filter_map(|(name, expected)| {
+            let actual = results.iter().find(|r| r.checker == *name)?.verdict;
+            (actual != *expected).then(|| Mismatch {
+                checker: name.clone(),
+                expected: *expected,
+                actual,
+            })
+        })
+        .collect();
+    Ok(ScenarioRun {
+        name: scenario.name.clone(),
+        seed: used_seed,
+        end,
+        digest: history.digest(),
+        history,
+        results,
+        mismatches,
+    })
+}

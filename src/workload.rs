@@ -1,0 +1,265 @@
+//! The workload: what each client does in a loop, and the history it leaves.
+//!
+//! Each iteration: acquire the lock (retrying every `acquire_retry_ms` while it is busy) → read
+//! the counter at the resource → work for `work_ms` (fixed or drawn from a range with the
+//! client's seeded stream) → write the value read plus one, with the grant's fencing token →
+//! release. Algorithms that keep their lock alive ([`crate::lock::AutoExtend`]) get a background
+//! task that extends it while the work runs; when an extension fails the task raises the abort
+//! signal, and the workload skips its write, like node-redlock's `signal.aborted`. The signal is
+//! checked just before the write — the lesson's point is that a pause can still fall between that
+//! check and the write.
+//!
+//! Every lock call and resource call is recorded as an operation (see [`crate::ops`]), so a
+//! user-written [`LockClient`] is judged exactly like the built-ins.
+
+use crate::lock::{AutoExtend, LockClient, LockError};
+use crate::ops::{self, names, AcquireInvoke, Grant, GrantRef, OpError, ReadOk, WriteInvoke};
+use crate::scenario::WorkMs;
+use lockstep_sim::{LinkError, Node, Phase, ResourceClient, WriteOutcome};
+use rand::Rng;
+use serde_json::json;
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// What one client does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientPlan {
+    /// True time at which the client starts, ms.
+    pub start_ms: u64,
+    /// Iterations to run (`None`: until `until_ms`).
+    pub iterations: Option<u64>,
+    /// No iteration starts after this true time, ms.
+    pub until_ms: Option<u64>,
+    /// How long the critical section's work takes, by the client's clock.
+    pub work_ms: WorkMs,
+    /// Delay between failed acquire attempts, by the client's clock.
+    pub acquire_retry_ms: u64,
+    /// Delay between iterations, by the client's clock.
+    pub think_ms: u64,
+    /// The lock's key.
+    pub lock_key: String,
+    /// The lock's TTL.
+    pub ttl_ms: u64,
+    /// The counter's key at the resource.
+    pub resource_key: String,
+}
+
+/// Records operations of one client into the history.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    node: Node,
+}
+
+impl Recorder {
+    /// A recorder for `node`.
+    pub fn new(node: &Node) -> Self {
+        Recorder { node: node.clone() }
+    }
+
+    /// Records an invoke; returns the operation's id.
+    pub fn invoke(&self, op: &str, data: serde_json::Value) -> u64 {
+        let id = self.node.next_op_id();
+        self.node.record(lockstep_sim::EventKind::Op {
+            id,
+            phase: Phase::Invoke,
+            op: op.to_string(),
+            data,
+        });
+        id
+    }
+
+    /// Records the completion of operation `id`.
+    pub fn complete(&self, id: u64, op: &str, phase: Phase, data: serde_json::Value) {
+        self.node.record(lockstep_sim::EventKind::Op {
+            id,
+            phase,
+            op: op.to_string(),
+            data,
+        });
+    }
+
+    /// Records a lock error as `fail` or, when its outcome is unknown, `info`.
+    pub fn complete_error(&self, id: u64, op: &str, error: &LockError) {
+        let phase = if error.outcome_unknown() {
+            Phase::Info
+        } else {
+            Phase::Fail
+        };
+        self.complete(
+            id,
+            op,
+            phase,
+            ops::to_data(&OpError {
+                error: error.to_string(),
+            }),
+        );
+    }
+
+    /// Records a link error as `fail` or `info`.
+    pub fn complete_link_error(&self, id: u64, op: &str, error: &LinkError) {
+        self.complete_error(id, op, &LockError::from(error.clone()));
+    }
+}
+
+fn sample_work_ms(node: &Node, work: WorkMs) -> u64 {
+    match work {
+        WorkMs::Fixed(ms) => ms,
+        WorkMs::Range(min, max) => node.rng().random_range(min..=max.max(min)),
+    }
+}
+
+fn until_passed(node: &Node, plan: &ClientPlan) -> bool {
+    plan.until_ms
+        .is_some_and(|until| node.true_time_us() >= until.saturating_mul(1_000))
+}
+
+/// Acquires with retries; `None` when `until_ms` passed first.
+async fn acquire(node: &Node, rec: &Recorder, lock: &dyn LockClient, plan: &ClientPlan) -> Option<Grant> {
+    loop {
+        if until_passed(node, plan) {
+            return None;
+        }
+        let id = rec.invoke(
+            names::ACQUIRE,
+            ops::to_data(&AcquireInvoke {
+                key: plan.lock_key.clone(),
+                ttl_ms: plan.ttl_ms,
+            }),
+        );
+        match lock.acquire(&plan.lock_key, plan.ttl_ms).await {
+            Ok(grant) => {
+                rec.complete(id, names::ACQUIRE, Phase::Ok, ops::to_data(&grant));
+                return Some(grant);
+            }
+            Err(e) => {
+                rec.complete_error(id, names::ACQUIRE, &e);
+                node.sleep_local_ms(plan.acquire_retry_ms.max(1)).await;
+            }
+        }
+    }
+}
+
+/// Keeps `grant` alive until the task is dropped or an extension fails (then raises `aborted`).
+async fn keep_alive(
+    node: Node,
+    rec: Recorder,
+    lock: Rc<dyn LockClient>,
+    policy: AutoExtend,
+    grant: Grant,
+    ttl_ms: u64,
+    aborted: Rc<Cell<bool>>,
+) {
+    let mut current = grant;
+    loop {
+        let wait_ms = match policy {
+            AutoExtend::Every { interval_ms } => interval_ms,
+            AutoExtend::BeforeExpiry { threshold_ms } => current.validity_ms.saturating_sub(threshold_ms),
+        };
+        node.sleep_local_ms(wait_ms.max(1)).await;
+        let id = rec.invoke(
+            names::EXTEND,
+            json!({ "key": current.key, "value": current.value, "fencing_token": current.fencing_token, "ttl_ms": ttl_ms }),
+        );
+        match lock.extend(&current, ttl_ms).await {
+            Ok(renewed) => {
+                rec.complete(id, names::EXTEND, Phase::Ok, ops::to_data(&renewed));
+                current = renewed;
+            }
+            Err(e) => {
+                rec.complete_error(id, names::EXTEND, &e);
+                aborted.set(true);
+                let abort_id = rec.invoke(names::ABORT, ops::to_data(&GrantRef::from(&current)));
+                rec.complete(abort_id, names::ABORT, Phase::Info, json!({ "reason": e.to_string() }));
+                return;
+            }
+        }
+    }
+}
+
+/// One critical section under `grant`: read, work, write.
+async fn critical_section(
+    node: &Node,
+    rec: &Recorder,
+    resource: &ResourceClient,
+    plan: &ClientPlan,
+    grant: &Grant,
+    aborted: &Cell<bool>,
+) {
+    let key = &plan.resource_key;
+    let id = rec.invoke(names::READ, json!({ "key": key }));
+    let current = match resource.read(key).await {
+        Ok((value, version)) => {
+            rec.complete(id, names::READ, Phase::Ok, ops::to_data(&ReadOk { value, version }));
+            value.unwrap_or(0)
+        }
+        Err(e) => {
+            // Without the current value there is nothing safe to write.
+            rec.complete_link_error(id, names::READ, &e);
+            return;
+        }
+    };
+    node.sleep_local_ms(sample_work_ms(node, plan.work_ms)).await;
+    if aborted.get() {
+        return;
+    }
+    let write = WriteInvoke {
+        key: key.clone(),
+        value: current + 1,
+        fencing_token: grant.fencing_token,
+    };
+    let id = rec.invoke(names::WRITE, ops::to_data(&write));
+    match resource.write(key, write.value, write.fencing_token).await {
+        Ok(WriteOutcome::Accepted { version }) => {
+            rec.complete(id, names::WRITE, Phase::Ok, json!({ "version": version }));
+        }
+        Ok(WriteOutcome::Rejected { message }) => {
+            rec.complete(id, names::WRITE, Phase::Fail, ops::to_data(&OpError { error: message }));
+        }
+        Err(e) => rec.complete_link_error(id, names::WRITE, &e),
+    }
+}
+
+/// Runs one client's loop to the end of its plan.
+pub async fn run_client(node: Node, lock: Rc<dyn LockClient>, resource: ResourceClient, plan: ClientPlan) {
+    tokio::time::sleep(Duration::from_millis(plan.start_ms)).await;
+    let rec = Recorder::new(&node);
+    let mut done = 0u64;
+    loop {
+        let iterations_left = match plan.iterations {
+            Some(n) => done < n,
+            None => plan.until_ms.is_some(),
+        };
+        if !iterations_left || until_passed(&node, &plan) {
+            return;
+        }
+        let Some(grant) = acquire(&node, &rec, lock.as_ref(), &plan).await else {
+            return;
+        };
+        let aborted = Rc::new(Cell::new(false));
+        let keeper = lock.auto_extend().map(|policy| {
+            node.spawn(keep_alive(
+                node.clone(),
+                rec.clone(),
+                lock.clone(),
+                policy,
+                grant.clone(),
+                plan.ttl_ms,
+                aborted.clone(),
+            ))
+        });
+        critical_section(&node, &rec, &resource, &plan, &grant, &aborted).await;
+        if let Some(keeper) = keeper {
+            keeper.abort();
+        }
+        let id = rec.invoke(names::RELEASE, ops::to_data(&GrantRef::from(&grant)));
+        match lock.release(&grant).await {
+            Ok(released) => rec.complete(id, names::RELEASE, Phase::Ok, json!({ "released": released })),
+            Err(e) => rec.complete_error(id, names::RELEASE, &e),
+        }
+        done += 1;
+        if plan.think_ms > 0 {
+            node.sleep_local_ms(plan.think_ms).await;
+        }
+    }
+}

@@ -112,6 +112,7 @@ pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactor
         };
         let factory = factory.clone();
         let master_names = master_names.clone();
+        let lock_spec = scenario.lock.clone();
         world.add_client(
             &client.name,
             ClockSpec {
@@ -128,7 +129,7 @@ pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactor
                     masters,
                     fencing_master,
                 };
-                let lock = factory(env);
+                let lock = lock::with_fencing(&lock_spec, &env, factory(env.clone()));
                 let resource = ResourceClient::new(&node, RESOURCE_NODE, timeouts);
                 workload::run_client(node, lock, resource, plan).await;
             },

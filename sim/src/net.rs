@@ -150,7 +150,10 @@ impl RedisLink {
             let config = AsyncConnectionConfig::new()
                 .set_response_timeout(None)
                 .set_connection_timeout(None);
-            MultiplexedConnection::new_with_config(&RedisConnectionInfo::default(), stream, config)
+            // redis-rs ties the connection's driver to the lifetime of the info it was built from.
+            static INFO: std::sync::OnceLock<RedisConnectionInfo> = std::sync::OnceLock::new();
+            let info = INFO.get_or_init(RedisConnectionInfo::default);
+            MultiplexedConnection::new_with_config(info, stream, config)
                 .await
                 .map_err(|e| connect_error(e.to_string()))
         };

@@ -124,17 +124,21 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
     ("redlock", "N independent masters, quorum N/2+1, validity = ttl - elapsed - drift"),
 ];
 
-/// Builds the built-in algorithm `spec` names for one client.
+/// Builds the built-in algorithm `spec` names for one client (without fencing: see
+/// [`with_fencing`], which the runner applies to built-in and user-written locks alike).
 pub fn build(spec: &LockSpec, env: ClientEnv) -> Rc<dyn LockClient> {
-    let fencing_link = env.masters.get(env.fencing_master).cloned();
-    let inner: Rc<dyn LockClient> = match spec.algorithm {
+    match spec.algorithm {
         Algorithm::Naive => Rc::new(naive::Naive::new(env)),
         Algorithm::TokenRelease => Rc::new(token_release::TokenRelease::new(env)),
         Algorithm::Watchdog => Rc::new(watchdog::Watchdog::new(env, spec.extend_every_ms)),
         Algorithm::Redlock => Rc::new(redlock::Redlock::new(env, redlock::RedlockConfig::from_spec(spec))),
-    };
-    match (spec.fencing, fencing_link) {
-        (Fencing::Incr, Some(link)) => Rc::new(fencing::IncrFencing::new(inner, link)),
+    }
+}
+
+/// Wraps `inner` with INCR fencing tokens when `spec` asks for `fencing = "incr"`.
+pub fn with_fencing(spec: &LockSpec, env: &ClientEnv, inner: Rc<dyn LockClient>) -> Rc<dyn LockClient> {
+    match (spec.fencing, env.masters.get(env.fencing_master)) {
+        (Fencing::Incr, Some(link)) => Rc::new(fencing::IncrFencing::new(inner, link.clone())),
         _ => inner,
     }
 }

@@ -8,6 +8,9 @@
 //!   library rejects, where Redis names the exact fault (`invalid multibulk length`, ...); a
 //!   command element that is not a bulk string gets Redis' own `expected '$', got 'X'`;
 //! * Redis' size limits (1M arguments, 512 MB bulk strings) are not enforced.
+//!
+//! Like Redis, the two bytes after a bulk string's payload are skipped without checking that
+//! they are CRLF.
 
 use super::reply::Reply;
 use bytes::{Bytes, BytesMut};
@@ -163,13 +166,19 @@ mod tests {
         let cases: &[(&[u8], &str)] = &[
             (b"*x\r\n", "ERR Protocol error: invalid RESP frame"),
             (b"*1\r\n$-5\r\n", "ERR Protocol error: invalid RESP frame"),
-            (b"*1\r\n$3\r\nabcd\r\n", "ERR Protocol error: invalid RESP frame"),
+            (
+                b"*1\r\n$3x\r\nabc\r\n",
+                "ERR Protocol error: invalid RESP frame",
+            ),
             (b"*1\r\n!3\r\n", "ERR Protocol error: invalid RESP frame"),
             (b"*1\r\n:3\r\n", "ERR Protocol error: expected '$', got ':'"),
             (b"*1\r\n*0\r\n", "ERR Protocol error: expected '$', got '*'"),
             (b"*1\r\n$-1\r\n", "ERR Protocol error: invalid bulk length"),
             (b"PING\r\n", "ERR Protocol error: expected '*', got 'P'"),
-            (b"$3\r\nabc\r\n", "ERR Protocol error: expected '*', got '$'"),
+            (
+                b"$3\r\nabc\r\n",
+                "ERR Protocol error: expected '*', got '$'",
+            ),
         ];
         for (input, want) in cases {
             let mut buf = BytesMut::from(*input);
@@ -194,7 +203,11 @@ mod tests {
             (Reply::Array(None), b"*-1\r\n"),
             (Reply::Array(Some(vec![])), b"*0\r\n"),
             (
-                Reply::Array(Some(vec![Reply::Integer(1), Reply::nil(), Reply::bulk(b("x"))])),
+                Reply::Array(Some(vec![
+                    Reply::Integer(1),
+                    Reply::nil(),
+                    Reply::bulk(b("x")),
+                ])),
                 b"*3\r\n:1\r\n$-1\r\n$1\r\nx\r\n",
             ),
             (
@@ -212,7 +225,13 @@ mod tests {
     #[test]
     fn round_trip_encode_decode() {
         // A command encoded as a reply array of bulk strings decodes back to the same args.
-        let args = vec![b("SET"), b("k"), b("v\r\nwith crlf"), b(""), Bytes::from(vec![0u8, 255])];
+        let args = vec![
+            b("SET"),
+            b("k"),
+            b("v\r\nwith crlf"),
+            b(""),
+            Bytes::from(vec![0u8, 255]),
+        ];
         let mut out = BytesMut::new();
         encode_reply(
             &Reply::Array(Some(args.iter().cloned().map(Reply::bulk).collect())),

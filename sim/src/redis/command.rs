@@ -1,0 +1,1577 @@
+//! The command engine: Redis 7 command semantics over a [`Keyspace`], plus Lua scripting.
+//!
+//! Every reply and error text of the supported subset is Redis 7.2's, including argument-parsing
+//! order (which error wins when several apply). Time is the node's wall clock passed to each
+//! call, in ms since the Unix epoch; keys store absolute expiry times on that clock, so a wall
+//! clock jump forwards expires keys at once and a jump backwards extends them.
+
+use super::keyspace::{Keyspace, Value};
+use super::lua::ScriptRuntime;
+use super::reply::Reply;
+use bytes::Bytes;
+use std::collections::VecDeque;
+
+const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+const SYNTAX: &str = "ERR syntax error";
+const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+
+/// Engine settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// Lua VM instructions a script may execute before it is stopped with
+    /// `ERR Script killed: exceeded instruction budget of N` (a deterministic stand-in for
+    /// Redis' `busy-reply-threshold`). Default 100 000 000.
+    pub lua_instruction_budget: u64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            lua_instruction_budget: 100_000_000,
+        }
+    }
+}
+
+/// Connection-scoped state (`CLIENT SETNAME`, `CLIENT SETINFO`, `HELLO`). The engine keeps one
+/// default session for [`RedisEngine::execute`]; a server that wants per-connection names uses
+/// [`RedisEngine::execute_as`] with one session per connection.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClientSession {
+    /// The id `CLIENT ID` and `HELLO` report.
+    pub id: i64,
+    /// The name set by `CLIENT SETNAME` / `HELLO ... SETNAME`.
+    pub name: Option<Bytes>,
+    /// `CLIENT SETINFO LIB-NAME`.
+    pub lib_name: Option<Bytes>,
+    /// `CLIENT SETINFO LIB-VER`.
+    pub lib_ver: Option<Bytes>,
+}
+
+impl ClientSession {
+    /// A session with the given client id and no name.
+    pub fn new(id: i64) -> Self {
+        ClientSession {
+            id,
+            ..Self::default()
+        }
+    }
+}
+
+/// A pure, synchronous Redis: keyspace, script cache and Lua VM. No I/O, no system time.
+///
+/// The engine holds a Lua VM and is therefore neither `Send` nor `Sync`.
+pub struct RedisEngine {
+    config: EngineConfig,
+    keyspace: Keyspace,
+    scripts: ScriptRuntime,
+    session: ClientSession,
+}
+
+impl std::fmt::Debug for RedisEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisEngine")
+            .field("config", &self.config)
+            .field("keyspace", &self.keyspace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisEngine {
+    /// An empty engine.
+    pub fn new(config: EngineConfig) -> Self {
+        let scripts = ScriptRuntime::new(config.lua_instruction_budget);
+        RedisEngine {
+            config,
+            keyspace: Keyspace::new(),
+            scripts,
+            session: ClientSession::new(1),
+        }
+    }
+
+    /// Executes one command (`args[0]` is the name, case-insensitive) at the node's wall clock
+    /// `now_wall_ms`, as the engine's default client session.
+    pub fn execute(&mut self, args: &[Bytes], now_wall_ms: i64) -> Reply {
+        let mut session = std::mem::take(&mut self.session);
+        let reply = self.execute_as(&mut session, args, now_wall_ms);
+        self.session = session;
+        reply
+    }
+
+    /// Executes one command on behalf of the connection whose state is `session`.
+    pub fn execute_as(
+        &mut self,
+        session: &mut ClientSession,
+        args: &[Bytes],
+        now_wall_ms: i64,
+    ) -> Reply {
+        let fullname = match lookup(args) {
+            Lookup::Found(spec, fullname) => {
+                let _ = spec;
+                fullname
+            }
+            Lookup::UnknownCommand => return unknown_command(args),
+            Lookup::UnknownSubcommand => return unknown_subcommand(args),
+            Lookup::Arity(fullname) => return arity_error(&fullname),
+        };
+        let now = now_wall_ms;
+        match fullname.as_str() {
+            "hello" => hello(session, args),
+            "client|id" => Reply::Integer(session.id),
+            "client|getname" => Reply::Bulk(session.name.clone()),
+            "client|setname" => match valid_client_attr(&args[2]) {
+                true => {
+                    session.name = (!args[2].is_empty()).then(|| args[2].clone());
+                    Reply::ok()
+                }
+                false => Reply::error(
+                    "ERR Client names cannot contain spaces, newlines or special characters.",
+                ),
+            },
+            "client|setinfo" => client_setinfo(session, args),
+            "eval" => self.eval(args, now, false),
+            "evalsha" => self.eval(args, now, true),
+            "script|load" => match self.scripts.load(&args[2]) {
+                Ok(sha) => Reply::bulk(sha),
+                Err(e) => Reply::Error(e),
+            },
+            "script|exists" => Reply::Array(Some(
+                args[2..]
+                    .iter()
+                    .map(|sha| {
+                        let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
+                        Reply::Integer(i64::from(self.scripts.contains(&sha)))
+                    })
+                    .collect(),
+            )),
+            "script|flush" => {
+                let ok = args.len() == 2
+                    || (args.len() == 3 && (eq_ic(&args[2], "sync") || eq_ic(&args[2], "async")));
+                if !ok {
+                    return Reply::error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+                }
+                self.scripts = ScriptRuntime::new(self.config.lua_instruction_budget);
+                Reply::ok()
+            }
+            name => exec_data(&mut self.keyspace, name, args, now),
+        }
+    }
+
+    /// Removes and returns, in key order, every key that is expired at `now_wall_ms` (active
+    /// expiry). With Redis' rule a key expires once `now > expire_at`, so this removes exactly
+    /// the keys with `expire_at < now_wall_ms` — the ones no command can see any more. Costs one
+    /// index probe when nothing is due.
+    pub fn expire_due(&mut self, now_wall_ms: i64) -> Vec<Bytes> {
+        self.keyspace.remove_expired(now_wall_ms)
+    }
+
+    /// Restart with empty state (a crash without persistence): keyspace, script cache, Lua VM
+    /// and the default session are all fresh.
+    pub fn reset(&mut self) {
+        self.keyspace.clear();
+        self.scripts = ScriptRuntime::new(self.config.lua_instruction_budget);
+        self.session = ClientSession::new(1);
+    }
+
+    /// The keyspace (clone it for a snapshot).
+    pub fn keyspace(&self) -> &Keyspace {
+        &self.keyspace
+    }
+
+    /// Replaces the keyspace (restore from a snapshot). The script cache is untouched.
+    pub fn restore(&mut self, ks: Keyspace) {
+        self.keyspace = ks;
+    }
+
+    /// Number of keys not expired at `now_wall_ms`.
+    pub fn key_count(&self, now_wall_ms: i64) -> usize {
+        self.keyspace.live_len(now_wall_ms)
+    }
+
+    /// The configuration the engine was built with.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    fn eval(&mut self, args: &[Bytes], now: i64, by_sha: bool) -> Reply {
+        if by_sha && args[1].len() != 40 {
+            return Reply::error(NOSCRIPT);
+        }
+        let Some(numkeys) = parse_ll(&args[2]) else {
+            return Reply::error(NOT_INTEGER);
+        };
+        let available = (args.len() - 3) as i64;
+        if numkeys > available {
+            return Reply::error("ERR Number of keys can't be greater than number of args");
+        }
+        if numkeys < 0 {
+            return Reply::error("ERR Number of keys can't be negative");
+        }
+        let sha = if by_sha {
+            let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+            if !self.scripts.contains(&sha) {
+                return Reply::error(NOSCRIPT);
+            }
+            sha
+        } else {
+            match self.scripts.load(&args[1]) {
+                Ok(sha) => sha,
+                Err(e) => return Reply::Error(e),
+            }
+        };
+        let split = 3 + numkeys as usize;
+        self.scripts.run(
+            &sha,
+            &args[3..split],
+            &args[split..],
+            &mut self.keyspace,
+            now,
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Command table
+// ---------------------------------------------------------------------------------------------
+
+/// One command of the table: Redis' arity convention (negative = at least), and whether
+/// scripts may call it.
+pub(crate) struct Spec {
+    name: &'static str,
+    arity: i32,
+    noscript: bool,
+    subcommands: &'static [Spec],
+}
+
+const fn cmd(name: &'static str, arity: i32) -> Spec {
+    Spec {
+        name,
+        arity,
+        noscript: false,
+        subcommands: &[],
+    }
+}
+
+const fn noscript(name: &'static str, arity: i32) -> Spec {
+    Spec {
+        name,
+        arity,
+        noscript: true,
+        subcommands: &[],
+    }
+}
+
+const fn container(name: &'static str, subcommands: &'static [Spec]) -> Spec {
+    Spec {
+        name,
+        arity: -2,
+        noscript: true,
+        subcommands,
+    }
+}
+
+static COMMANDS: &[Spec] = &[
+    cmd("ping", -1),
+    cmd("echo", 2),
+    noscript("hello", -1),
+    container(
+        "client",
+        &[
+            noscript("id", 2),
+            noscript("getname", 2),
+            noscript("setname", 3),
+            noscript("setinfo", 4),
+        ],
+    ),
+    cmd("select", 2),
+    cmd("get", 2),
+    cmd("set", -3),
+    cmd("del", -2),
+    cmd("exists", -2),
+    cmd("expire", -3),
+    cmd("pexpire", -3),
+    cmd("expireat", -3),
+    cmd("pexpireat", -3),
+    cmd("ttl", 2),
+    cmd("pttl", 2),
+    cmd("persist", 2),
+    cmd("type", 2),
+    cmd("incr", 2),
+    cmd("decr", 2),
+    cmd("incrby", 3),
+    cmd("decrby", 3),
+    cmd("lpush", -3),
+    cmd("rpush", -3),
+    cmd("llen", 2),
+    cmd("lpop", -2),
+    cmd("rpop", -2),
+    cmd("dbsize", 1),
+    cmd("flushall", -1),
+    noscript("eval", -3),
+    noscript("evalsha", -3),
+    container(
+        "script",
+        &[
+            noscript("load", 3),
+            noscript("exists", -3),
+            noscript("flush", -2),
+        ],
+    ),
+];
+
+enum Lookup {
+    Found(&'static Spec, String),
+    UnknownCommand,
+    UnknownSubcommand,
+    Arity(String),
+}
+
+fn lookup(args: &[Bytes]) -> Lookup {
+    let Some(first) = args.first() else {
+        return Lookup::UnknownCommand;
+    };
+    let Some(spec) = COMMANDS.iter().find(|s| eq_ic(first, s.name)) else {
+        return Lookup::UnknownCommand;
+    };
+    let (spec, fullname) = if spec.subcommands.is_empty() {
+        (spec, spec.name.to_string())
+    } else {
+        if args.len() == 1 {
+            return Lookup::Arity(spec.name.to_string());
+        }
+        match spec.subcommands.iter().find(|s| eq_ic(&args[1], s.name)) {
+            Some(sub) => (sub, format!("{}|{}", spec.name, sub.name)),
+            None => return Lookup::UnknownSubcommand,
+        }
+    };
+    let argc = args.len() as i64;
+    let arity = i64::from(spec.arity);
+    if (arity > 0 && argc != arity) || argc < -arity {
+        return Lookup::Arity(fullname);
+    }
+    Lookup::Found(spec, fullname)
+}
+
+/// Runs a command for `redis.call`; `Err` is the script-level refusal text (Redis'
+/// `scriptCall`), which the caller turns into an `ERR ...` error table.
+pub(crate) fn exec_from_script(
+    ks: &mut Keyspace,
+    args: &[Bytes],
+    now: i64,
+) -> Result<Reply, &'static str> {
+    match lookup(args) {
+        Lookup::UnknownCommand | Lookup::UnknownSubcommand => {
+            Err("Unknown Redis command called from script")
+        }
+        Lookup::Arity(_) => Err("Wrong number of args calling Redis command from script"),
+        Lookup::Found(spec, _) if spec.noscript => {
+            Err("This Redis command is not allowed from script")
+        }
+        Lookup::Found(_, fullname) => Ok(exec_data(ks, &fullname, args, now)),
+    }
+}
+
+/// Commands that only touch the keyspace (callable from scripts). `name` is the table name and
+/// the arity has been checked.
+fn exec_data(ks: &mut Keyspace, name: &str, args: &[Bytes], now: i64) -> Reply {
+    match name {
+        "ping" => match args.len() {
+            1 => Reply::Status("PONG".to_string()),
+            2 => Reply::Bulk(Some(args[1].clone())),
+            _ => arity_error("ping"),
+        },
+        "echo" => Reply::Bulk(Some(args[1].clone())),
+        "select" => match parse_ll(&args[1]).filter(|v| i32::try_from(*v).is_ok()) {
+            None => Reply::error(NOT_INTEGER),
+            Some(0) => Reply::ok(),
+            Some(_) => Reply::error("ERR DB index is out of range"),
+        },
+        "get" => match ks.lookup(&args[1], now) {
+            None => Reply::nil(),
+            Some(e) => match &e.value {
+                Value::String(s) => Reply::Bulk(Some(s.clone())),
+                _ => Reply::error(WRONGTYPE),
+            },
+        },
+        "set" => set(ks, args, now),
+        "del" => {
+            let mut n = 0;
+            for key in &args[1..] {
+                if ks.lookup(key, now).is_some() && ks.remove(key).is_some() {
+                    n += 1;
+                }
+            }
+            Reply::Integer(n)
+        }
+        "exists" => Reply::Integer(
+            args[1..]
+                .iter()
+                .filter(|k| ks.lookup(k, now).is_some())
+                .count() as i64,
+        ),
+        "expire" => expire(ks, args, now, now, true, "expire"),
+        "pexpire" => expire(ks, args, now, now, false, "pexpire"),
+        "expireat" => expire(ks, args, now, 0, true, "expireat"),
+        "pexpireat" => expire(ks, args, now, 0, false, "pexpireat"),
+        "ttl" | "pttl" => match ks.lookup(&args[1], now) {
+            None => Reply::Integer(-2),
+            Some(e) => match e.expire_at_ms {
+                None => Reply::Integer(-1),
+                Some(t) => {
+                    let ttl = t.saturating_sub(now).max(0);
+                    Reply::Integer(if name == "pttl" {
+                        ttl
+                    } else {
+                        (ttl + 500) / 1000
+                    })
+                }
+            },
+        },
+        "persist" => match ks.lookup(&args[1], now).map(|e| e.expire_at_ms) {
+            Some(Some(_)) => {
+                ks.set_expire(&args[1], None);
+                Reply::Integer(1)
+            }
+            _ => Reply::Integer(0),
+        },
+        "type" => Reply::Status(
+            ks.lookup(&args[1], now)
+                .map_or("none", |e| e.value.type_name())
+                .to_string(),
+        ),
+        "incr" => incr_by(ks, &args[1], 1, now),
+        "decr" => incr_by(ks, &args[1], -1, now),
+        "incrby" => match parse_ll(&args[2]) {
+            None => Reply::error(NOT_INTEGER),
+            Some(by) => incr_by(ks, &args[1], by, now),
+        },
+        "decrby" => match parse_ll(&args[2]) {
+            None => Reply::error(NOT_INTEGER),
+            Some(i64::MIN) => Reply::error("ERR decrement would overflow"),
+            Some(by) => incr_by(ks, &args[1], -by, now),
+        },
+        "lpush" => push(ks, args, now, true),
+        "rpush" => push(ks, args, now, false),
+        "llen" => match ks.lookup(&args[1], now) {
+            None => Reply::Integer(0),
+            Some(e) => match &e.value {
+                Value::List(l) => Reply::Integer(l.len() as i64),
+                _ => Reply::error(WRONGTYPE),
+            },
+        },
+        "lpop" => pop(ks, args, now, true, "lpop"),
+        "rpop" => pop(ks, args, now, false, "rpop"),
+        "dbsize" => Reply::Integer(ks.len() as i64),
+        "flushall" => {
+            let ok = args.len() == 1
+                || (args.len() == 2 && (eq_ic(&args[1], "sync") || eq_ic(&args[1], "async")));
+            if !ok {
+                return Reply::error(SYNTAX);
+            }
+            ks.clear();
+            Reply::ok()
+        }
+        _ => unknown_command(args),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commands
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ExpireKind {
+    Ex,
+    Px,
+    ExAt,
+    PxAt,
+}
+
+/// `SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]`, parsed exactly like
+/// Redis' `parseExtendedStringArgumentsOrReply` (repeating the same option is allowed).
+fn set(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
+    let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
+    let mut expire: Option<(ExpireKind, &Bytes)> = None;
+    let mut j = 3;
+    while j < args.len() {
+        let opt = &args[j];
+        let next = args.get(j + 1);
+        let kind = expire.map(|(k, _)| k);
+        let expire_option = |want: ExpireKind| -> bool {
+            !keepttl && (kind.is_none() || kind == Some(want)) && next.is_some()
+        };
+        if eq_ic(opt, "nx") && !xx {
+            nx = true;
+        } else if eq_ic(opt, "xx") && !nx {
+            xx = true;
+        } else if eq_ic(opt, "get") {
+            get = true;
+        } else if eq_ic(opt, "keepttl") && kind.is_none() {
+            keepttl = true;
+        } else if let (Some(want), Some(value)) = (expire_kind(opt), next) {
+            if !expire_option(want) {
+                return Reply::error(SYNTAX);
+            }
+            expire = Some((want, value));
+            j += 1;
+        } else {
+            return Reply::error(SYNTAX);
+        }
+        j += 1;
+    }
+
+    let expire_at = match expire {
+        None => None,
+        Some((kind, raw)) => {
+            let Some(mut ms) = parse_ll(raw) else {
+                return Reply::error(NOT_INTEGER);
+            };
+            let seconds = matches!(kind, ExpireKind::Ex | ExpireKind::ExAt);
+            if ms <= 0 || (seconds && ms > i64::MAX / 1000) {
+                return invalid_expire("set");
+            }
+            if seconds {
+                ms *= 1000;
+            }
+            if matches!(kind, ExpireKind::Ex | ExpireKind::Px) {
+                match ms.checked_add(now) {
+                    Some(at) => ms = at,
+                    None => return invalid_expire("set"),
+                }
+            }
+            if ms <= 0 {
+                return invalid_expire("set");
+            }
+            Some(ms)
+        }
+    };
+
+    let key = &args[1];
+    let old = ks
+        .lookup(key, now)
+        .map(|e| (e.value.clone(), e.expire_at_ms));
+    let old_value = match &old {
+        Some((Value::String(s), _)) => Some(s.clone()),
+        Some(_) if get => return Reply::error(WRONGTYPE),
+        _ => None,
+    };
+    let found = old.is_some();
+    let reply_for_abort = || {
+        if get {
+            Reply::Bulk(old_value.clone())
+        } else {
+            Reply::nil()
+        }
+    };
+    if (nx && found) || (xx && !found) {
+        return reply_for_abort();
+    }
+    let ttl = match (keepttl, &old) {
+        (true, Some((_, t))) => *t,
+        _ => expire_at,
+    };
+    ks.insert(key.clone(), Value::String(args[2].clone()), ttl);
+    if get {
+        Reply::Bulk(old_value)
+    } else {
+        Reply::ok()
+    }
+}
+
+fn expire_kind(opt: &[u8]) -> Option<ExpireKind> {
+    if eq_ic(opt, "ex") {
+        Some(ExpireKind::Ex)
+    } else if eq_ic(opt, "px") {
+        Some(ExpireKind::Px)
+    } else if eq_ic(opt, "exat") {
+        Some(ExpireKind::ExAt)
+    } else if eq_ic(opt, "pxat") {
+        Some(ExpireKind::PxAt)
+    } else {
+        None
+    }
+}
+
+/// `EXPIRE`/`PEXPIRE`/`EXPIREAT`/`PEXPIREAT key t [NX|XX|GT|LT]` (`expireGenericCommand`).
+fn expire(
+    ks: &mut Keyspace,
+    args: &[Bytes],
+    now: i64,
+    basetime: i64,
+    seconds: bool,
+    name: &str,
+) -> Reply {
+    let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
+    for opt in &args[3..] {
+        if eq_ic(opt, "nx") {
+            nx = true;
+        } else if eq_ic(opt, "xx") {
+            xx = true;
+        } else if eq_ic(opt, "gt") {
+            gt = true;
+        } else if eq_ic(opt, "lt") {
+            lt = true;
+        } else {
+            return Reply::Error(sanitize(format!(
+                "ERR Unsupported option {}",
+                String::from_utf8_lossy(opt)
+            )));
+        }
+    }
+    if nx && (xx || gt || lt) {
+        return Reply::error("ERR NX and XX, GT or LT options at the same time are not compatible");
+    }
+    if gt && lt {
+        return Reply::error("ERR GT and LT options at the same time are not compatible");
+    }
+    let Some(mut when) = parse_ll(&args[2]) else {
+        return Reply::error(NOT_INTEGER);
+    };
+    if seconds {
+        match when.checked_mul(1000) {
+            Some(ms) => when = ms,
+            None => return invalid_expire(name),
+        }
+    }
+    let Some(when) = when.checked_add(basetime) else {
+        return invalid_expire(name);
+    };
+    let key = &args[1];
+    let Some(current) = ks.lookup(key, now).map(|e| e.expire_at_ms) else {
+        return Reply::Integer(0);
+    };
+    if (nx && current.is_some())
+        || (xx && current.is_none())
+        || (gt && current.is_none_or(|c| when <= c))
+        || (lt && current.is_some_and(|c| when >= c))
+    {
+        return Reply::Integer(0);
+    }
+    if when <= now {
+        ks.remove(key);
+    } else {
+        ks.set_expire(key, Some(when));
+    }
+    Reply::Integer(1)
+}
+
+fn incr_by(ks: &mut Keyspace, key: &Bytes, by: i64, now: i64) -> Reply {
+    let current = match ks.lookup(key, now) {
+        None => None,
+        Some(e) => match &e.value {
+            Value::String(s) => match parse_ll(s) {
+                Some(v) => Some(v),
+                None => return Reply::error(NOT_INTEGER),
+            },
+            _ => return Reply::error(WRONGTYPE),
+        },
+    };
+    let Some(new) = current.unwrap_or(0).checked_add(by) else {
+        return Reply::error("ERR increment or decrement would overflow");
+    };
+    let text = Bytes::from(new.to_string());
+    match ks.value_mut(key, now) {
+        Some(v) => *v = Value::String(text),
+        None => ks.insert(key.clone(), Value::String(text), None),
+    }
+    Reply::Integer(new)
+}
+
+fn push(ks: &mut Keyspace, args: &[Bytes], now: i64, left: bool) -> Reply {
+    let key = &args[1];
+    match ks
+        .lookup(key, now)
+        .map(|e| matches!(e.value, Value::List(_)))
+    {
+        Some(false) => return Reply::error(WRONGTYPE),
+        Some(true) => {}
+        None => ks.insert(key.clone(), Value::List(VecDeque::new()), None),
+    }
+    match ks.value_mut(key, now) {
+        Some(Value::List(list)) => {
+            for v in &args[2..] {
+                if left {
+                    list.push_front(v.clone());
+                } else {
+                    list.push_back(v.clone());
+                }
+            }
+            Reply::Integer(list.len() as i64)
+        }
+        _ => Reply::error(WRONGTYPE),
+    }
+}
+
+fn pop(ks: &mut Keyspace, args: &[Bytes], now: i64, left: bool, name: &str) -> Reply {
+    if args.len() > 3 {
+        return arity_error(name);
+    }
+    let count = match args.get(2) {
+        None => None,
+        Some(raw) => match parse_ll(raw).filter(|c| *c >= 0) {
+            Some(c) => Some(c as usize),
+            None => return Reply::error("ERR value is out of range, must be positive"),
+        },
+    };
+    let key = &args[1];
+    let (reply, now_empty) = match ks.value_mut(key, now) {
+        None => {
+            return match count {
+                Some(_) => Reply::Array(None),
+                None => Reply::nil(),
+            }
+        }
+        Some(Value::List(list)) => {
+            let mut take = || {
+                if left {
+                    list.pop_front()
+                } else {
+                    list.pop_back()
+                }
+            };
+            let reply = match count {
+                None => Reply::Bulk(take()),
+                Some(n) => {
+                    let mut items = Vec::new();
+                    while items.len() < n {
+                        match take() {
+                            Some(v) => items.push(Reply::Bulk(Some(v))),
+                            None => break,
+                        }
+                    }
+                    Reply::Array(Some(items))
+                }
+            };
+            (reply, list.is_empty())
+        }
+        Some(_) => return Reply::error(WRONGTYPE),
+    };
+    if now_empty {
+        ks.remove(key);
+    }
+    reply
+}
+
+fn hello(session: &mut ClientSession, args: &[Bytes]) -> Reply {
+    let mut next = 1;
+    if args.len() >= 2 {
+        next = 2;
+        match parse_ll(&args[1]) {
+            None => return Reply::error("ERR Protocol version is not an integer or out of range"),
+            // Only RESP2 is spoken; Redis would switch to RESP3 for 3.
+            Some(2) => {}
+            Some(_) => return Reply::error("NOPROTO unsupported protocol version"),
+        }
+    }
+    let mut setname = None;
+    let mut j = next;
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        if eq_ic(&args[j], "auth") && more >= 2 {
+            // The default user has no password: any credentials are accepted.
+            j += 2;
+        } else if eq_ic(&args[j], "setname") && more >= 1 {
+            setname = Some(args[j + 1].clone());
+            j += 1;
+        } else {
+            return Reply::Error(sanitize(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(&args[j])
+            )));
+        }
+        j += 1;
+    }
+    if let Some(name) = setname {
+        if !valid_client_attr(&name) {
+            return Reply::error(
+                "ERR Client names cannot contain spaces, newlines or special characters.",
+            );
+        }
+        session.name = (!name.is_empty()).then_some(name);
+    }
+    let s = |v: &'static str| Reply::bulk(Bytes::from_static(v.as_bytes()));
+    Reply::Array(Some(vec![
+        s("server"),
+        s("redis"),
+        s("version"),
+        s("7.2.0"),
+        s("proto"),
+        Reply::Integer(2),
+        s("id"),
+        Reply::Integer(session.id),
+        s("mode"),
+        s("standalone"),
+        s("role"),
+        s("master"),
+        s("modules"),
+        Reply::Array(Some(vec![])),
+    ]))
+}
+
+fn client_setinfo(session: &mut ClientSession, args: &[Bytes]) -> Reply {
+    let attr = &args[2];
+    let value = &args[3];
+    let is_name = eq_ic(attr, "lib-name");
+    if !is_name && !eq_ic(attr, "lib-ver") {
+        return Reply::Error(sanitize(format!(
+            "ERR Unrecognized option '{}'",
+            String::from_utf8_lossy(attr)
+        )));
+    }
+    if !valid_client_attr(value) {
+        return Reply::Error(sanitize(format!(
+            "ERR {} cannot contain spaces, newlines or special characters.",
+            String::from_utf8_lossy(attr)
+        )));
+    }
+    let slot = if is_name {
+        &mut session.lib_name
+    } else {
+        &mut session.lib_ver
+    };
+    *slot = (!value.is_empty()).then(|| value.clone());
+    Reply::ok()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+/// Redis' `string2ll`: an optional `-`, no `+`, no leading zeros, no spaces, fits in `i64`.
+pub(crate) fn parse_ll(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() >= 21 {
+        return None;
+    }
+    if s == b"0" {
+        return Some(0);
+    }
+    let (negative, digits) = match s.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, s),
+    };
+    match digits.first() {
+        Some(b'1'..=b'9') => {}
+        _ => return None,
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    if negative {
+        if v > i64::MIN.unsigned_abs() {
+            return None;
+        }
+        Some((v as i64).wrapping_neg())
+    } else {
+        i64::try_from(v).ok()
+    }
+}
+
+fn eq_ic(arg: &[u8], name: &str) -> bool {
+    arg.eq_ignore_ascii_case(name.as_bytes())
+}
+
+/// Redis' `validateClientAttr`: printable ASCII without spaces.
+fn valid_client_attr(v: &[u8]) -> bool {
+    v.iter().all(|c| (b'!'..=b'~').contains(c))
+}
+
+fn sanitize(s: String) -> String {
+    if s.contains(['\r', '\n']) {
+        s.replace(['\r', '\n'], " ")
+    } else {
+        s
+    }
+}
+
+fn truncated(b: &[u8], max: usize) -> String {
+    String::from_utf8_lossy(&b[..b.len().min(max)]).into_owned()
+}
+
+fn unknown_command(args: &[Bytes]) -> Reply {
+    let name = args.first().map(|n| truncated(n, 128)).unwrap_or_default();
+    let mut listed: Vec<u8> = Vec::new();
+    for arg in args.iter().skip(1) {
+        if listed.len() >= 128 {
+            break;
+        }
+        let room = 128 - listed.len();
+        listed.push(b'\'');
+        listed.extend_from_slice(&arg[..arg.len().min(room)]);
+        listed.extend_from_slice(b"' ");
+    }
+    Reply::Error(sanitize(format!(
+        "ERR unknown command '{name}', with args beginning with: {}",
+        String::from_utf8_lossy(&listed)
+    )))
+}
+
+fn unknown_subcommand(args: &[Bytes]) -> Reply {
+    let sub = args.get(1).map(|s| truncated(s, 128)).unwrap_or_default();
+    let container = args
+        .first()
+        .map(|c| String::from_utf8_lossy(c).to_ascii_uppercase())
+        .unwrap_or_default();
+    Reply::Error(sanitize(format!(
+        "ERR unknown subcommand '{sub}'. Try {container} HELP."
+    )))
+}
+
+fn arity_error(fullname: &str) -> Reply {
+    Reply::Error(format!(
+        "ERR wrong number of arguments for '{fullname}' command"
+    ))
+}
+
+fn invalid_expire(name: &str) -> Reply {
+    Reply::Error(format!("ERR invalid expire time in '{name}' command"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(cmd: &[&str]) -> Vec<Bytes> {
+        cmd.iter()
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect()
+    }
+    fn st(s: &str) -> Reply {
+        Reply::Status(s.to_string())
+    }
+    fn err(s: &str) -> Reply {
+        Reply::Error(s.to_string())
+    }
+    fn int(i: i64) -> Reply {
+        Reply::Integer(i)
+    }
+    fn bulk(s: &str) -> Reply {
+        Reply::Bulk(Some(Bytes::copy_from_slice(s.as_bytes())))
+    }
+    fn nil() -> Reply {
+        Reply::Bulk(None)
+    }
+    fn arr(items: Vec<Reply>) -> Reply {
+        Reply::Array(Some(items))
+    }
+
+    /// Runs `(now, command, expected reply)` rows in order on one engine.
+    fn check(engine: &mut RedisEngine, rows: &[(i64, &[&str], Reply)]) {
+        for (i, (now, cmd, want)) in rows.iter().enumerate() {
+            let got = engine.execute(&args(cmd), *now);
+            assert_eq!(&got, want, "row {i}: {cmd:?} at t={now}");
+        }
+    }
+
+    const NOT_INT: &str = "ERR value is not an integer or out of range";
+    const WT: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+    #[test]
+    fn parse_ll_is_string2ll() {
+        let ok: &[(&str, i64)] = &[
+            ("0", 0),
+            ("1", 1),
+            ("-1", -1),
+            ("9223372036854775807", i64::MAX),
+            ("-9223372036854775808", i64::MIN),
+        ];
+        for (s, v) in ok {
+            assert_eq!(parse_ll(s.as_bytes()), Some(*v), "{s}");
+        }
+        for s in [
+            "",
+            "-",
+            "+1",
+            "01",
+            "-0",
+            " 1",
+            "1 ",
+            "1.0",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "abc",
+            "100000000000000000000",
+        ] {
+            assert_eq!(parse_ll(s.as_bytes()), None, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn connection_and_generic_commands() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let t = 1_000;
+        check(
+            &mut e,
+            &[
+                (t, &["PING"], st("PONG")),
+                (t, &["ping", "hi"], bulk("hi")),
+                (
+                    t,
+                    &["PING", "a", "b"],
+                    err("ERR wrong number of arguments for 'ping' command"),
+                ),
+                (t, &["ECHO", "x"], bulk("x")),
+                (
+                    t,
+                    &["echo"],
+                    err("ERR wrong number of arguments for 'echo' command"),
+                ),
+                (t, &["SELECT", "0"], st("OK")),
+                (t, &["SELECT", "1"], err("ERR DB index is out of range")),
+                (t, &["SELECT", "x"], err(NOT_INT)),
+                (t, &["SELECT", "99999999999"], err(NOT_INT)),
+                (
+                    t,
+                    &["foo", "bar", "baz"],
+                    err("ERR unknown command 'foo', with args beginning with: 'bar' 'baz' "),
+                ),
+                (
+                    t,
+                    &["FOO"],
+                    err("ERR unknown command 'FOO', with args beginning with: "),
+                ),
+                (
+                    t,
+                    &["foo", "a\r\nb"],
+                    err("ERR unknown command 'foo', with args beginning with: 'a  b' "),
+                ),
+                (
+                    t,
+                    &["GET"],
+                    err("ERR wrong number of arguments for 'get' command"),
+                ),
+                (
+                    t,
+                    &["get", "a", "b"],
+                    err("ERR wrong number of arguments for 'get' command"),
+                ),
+                (
+                    t,
+                    &["DEL"],
+                    err("ERR wrong number of arguments for 'del' command"),
+                ),
+                (
+                    t,
+                    &["HELLO", "3"],
+                    err("NOPROTO unsupported protocol version"),
+                ),
+                (
+                    t,
+                    &["HELLO", "x"],
+                    err("ERR Protocol version is not an integer or out of range"),
+                ),
+                (
+                    t,
+                    &["HELLO", "2", "FOO"],
+                    err("ERR Syntax error in HELLO option 'FOO'"),
+                ),
+                (
+                    t,
+                    &["HELLO", "2", "AUTH", "default", "pw", "SETNAME", "me"],
+                    arr(vec![
+                        bulk("server"),
+                        bulk("redis"),
+                        bulk("version"),
+                        bulk("7.2.0"),
+                        bulk("proto"),
+                        int(2),
+                        bulk("id"),
+                        int(1),
+                        bulk("mode"),
+                        bulk("standalone"),
+                        bulk("role"),
+                        bulk("master"),
+                        bulk("modules"),
+                        arr(vec![]),
+                    ]),
+                ),
+                (t, &["CLIENT", "GETNAME"], bulk("me")),
+                (
+                    t,
+                    &["client", "setname", "a b"],
+                    err("ERR Client names cannot contain spaces, newlines or special characters."),
+                ),
+                (t, &["CLIENT", "SETNAME", "worker-1"], st("OK")),
+                (t, &["CLIENT", "GETNAME"], bulk("worker-1")),
+                (t, &["CLIENT", "SETNAME", ""], st("OK")),
+                (t, &["CLIENT", "GETNAME"], nil()),
+                (t, &["CLIENT", "ID"], int(1)),
+                (t, &["CLIENT", "SETINFO", "lib-name", "redis-rs"], st("OK")),
+                (t, &["CLIENT", "SETINFO", "LIB-VER", "1.0.0"], st("OK")),
+                (
+                    t,
+                    &["CLIENT", "SETINFO", "lib-name", "a b"],
+                    err("ERR lib-name cannot contain spaces, newlines or special characters."),
+                ),
+                (
+                    t,
+                    &["CLIENT", "SETINFO", "foo", "x"],
+                    err("ERR Unrecognized option 'foo'"),
+                ),
+                (
+                    t,
+                    &["CLIENT", "SETINFO", "lib-name"],
+                    err("ERR wrong number of arguments for 'client|setinfo' command"),
+                ),
+                (
+                    t,
+                    &["client", "nope"],
+                    err("ERR unknown subcommand 'nope'. Try CLIENT HELP."),
+                ),
+                (
+                    t,
+                    &["CLIENT"],
+                    err("ERR wrong number of arguments for 'client' command"),
+                ),
+                (
+                    t,
+                    &["SCRIPT", "nope"],
+                    err("ERR unknown subcommand 'nope'. Try SCRIPT HELP."),
+                ),
+                (
+                    t,
+                    &["SCRIPT", "LOAD"],
+                    err("ERR wrong number of arguments for 'script|load' command"),
+                ),
+                (
+                    t,
+                    &["SCRIPT", "FLUSH", "x"],
+                    err("ERR SCRIPT FLUSH only support SYNC|ASYNC option"),
+                ),
+                (t, &["SCRIPT", "FLUSH", "ASYNC"], st("OK")),
+                (t, &["SET", "a", "1"], st("OK")),
+                (t, &["SET", "b", "2"], st("OK")),
+                (t, &["DBSIZE"], int(2)),
+                (t, &["FLUSHALL", "x"], err("ERR syntax error")),
+                (t, &["FLUSHALL", "SYNC"], st("OK")),
+                (t, &["DBSIZE"], int(0)),
+            ],
+        );
+        assert_eq!(
+            e.session,
+            ClientSession {
+                id: 1,
+                name: None,
+                lib_name: Some(Bytes::from_static(b"redis-rs")),
+                lib_ver: Some(Bytes::from_static(b"1.0.0")),
+            }
+        );
+    }
+
+    #[test]
+    fn sessions_are_per_connection_with_execute_as() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let mut a = ClientSession::new(7);
+        let mut b = ClientSession::new(8);
+        e.execute_as(&mut a, &args(&["CLIENT", "SETNAME", "a"]), 0);
+        assert_eq!(
+            e.execute_as(&mut a, &args(&["CLIENT", "GETNAME"]), 0),
+            bulk("a")
+        );
+        assert_eq!(
+            e.execute_as(&mut b, &args(&["CLIENT", "GETNAME"]), 0),
+            nil()
+        );
+        assert_eq!(e.execute_as(&mut b, &args(&["CLIENT", "ID"]), 0), int(8));
+        assert_eq!(e.execute(&args(&["CLIENT", "GETNAME"]), 0), nil());
+    }
+
+    #[test]
+    fn set_options_and_errors() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let t = 1_000;
+        check(
+            &mut e,
+            &[
+                (t, &["GET", "k"], nil()),
+                (
+                    t,
+                    &["SET", "k"],
+                    err("ERR wrong number of arguments for 'set' command"),
+                ),
+                (t, &["SET", "k", "v"], st("OK")),
+                (t, &["GET", "k"], bulk("v")),
+                (t, &["GET", "K"], nil()),
+                (t, &["SET", "k", "v2", "NX"], nil()),
+                (t, &["SET", "k", "v2", "xx"], st("OK")),
+                (t, &["GET", "k"], bulk("v2")),
+                (t, &["SET", "k2", "v", "XX"], nil()),
+                (t, &["SET", "k2", "v", "NX"], st("OK")),
+                (t, &["SET", "k", "v", "NX", "XX"], err("ERR syntax error")),
+                (t, &["SET", "k", "v", "XX", "NX"], err("ERR syntax error")),
+                (t, &["SET", "k", "v", "NX", "NX"], nil()),
+                (
+                    t,
+                    &["SET", "k", "v", "EX", "10", "PX", "100"],
+                    err("ERR syntax error"),
+                ),
+                (
+                    t,
+                    &["SET", "k", "v", "PX", "100", "EXAT", "10"],
+                    err("ERR syntax error"),
+                ),
+                (
+                    t,
+                    &["SET", "k", "v", "KEEPTTL", "PX", "100"],
+                    err("ERR syntax error"),
+                ),
+                (
+                    t,
+                    &["SET", "k", "v", "PX", "100", "KEEPTTL"],
+                    err("ERR syntax error"),
+                ),
+                (t, &["SET", "k", "v", "EX"], err("ERR syntax error")),
+                (t, &["SET", "k", "v", "FOO"], err("ERR syntax error")),
+                (
+                    t,
+                    &["SET", "k", "v", "EX", "0"],
+                    err("ERR invalid expire time in 'set' command"),
+                ),
+                (
+                    t,
+                    &["SET", "k", "v", "PX", "-1"],
+                    err("ERR invalid expire time in 'set' command"),
+                ),
+                (
+                    t,
+                    &["SET", "k", "v", "EXAT", "0"],
+                    err("ERR invalid expire time in 'set' command"),
+                ),
+                (t, &["SET", "k", "v", "EX", "abc"], err(NOT_INT)),
+                (t, &["SET", "k", "v", "PX", "1.5"], err(NOT_INT)),
+                (
+                    t,
+                    &["SET", "k", "v", "EX", "9223372036854775807"],
+                    err("ERR invalid expire time in 'set' command"),
+                ),
+                (
+                    t,
+                    &["SET", "k", "v", "PX", "9223372036854775807"],
+                    err("ERR invalid expire time in 'set' command"),
+                ),
+                // A failed SET changes nothing.
+                (t, &["GET", "k"], bulk("v2")),
+                (t, &["PTTL", "k"], int(-1)),
+                (t, &["SET", "k", "v", "EX", "10", "EX", "20"], st("OK")),
+                (t, &["PTTL", "k"], int(20_000)),
+                (t, &["TTL", "k"], int(20)),
+                (t, &["SET", "k", "v", "PX", "100"], st("OK")),
+                (t, &["PTTL", "k"], int(100)),
+                (t, &["TTL", "k"], int(0)),
+                (t, &["SET", "k", "v", "PX", "1500"], st("OK")),
+                (t, &["TTL", "k"], int(2)),
+                (t, &["SET", "k", "v", "px", "1499"], st("OK")),
+                (t, &["TTL", "k"], int(1)),
+                (t, &["SET", "k", "w", "KEEPTTL"], st("OK")),
+                (t, &["PTTL", "k"], int(1499)),
+                (t, &["GET", "k"], bulk("w")),
+                (t, &["SET", "k", "w"], st("OK")),
+                (t, &["PTTL", "k"], int(-1)),
+                (t, &["SET", "k", "v", "EXAT", "2"], st("OK")),
+                (t, &["PTTL", "k"], int(1_000)),
+                (t, &["SET", "k", "v", "PXAT", "1500", "XX"], st("OK")),
+                (t, &["PTTL", "k"], int(500)),
+                (t, &["SET", "k", "v", "PXAT", "1000"], st("OK")),
+                (t, &["PTTL", "k"], int(0)),
+                (t, &["SET", "k", "v", "PXAT", "999"], st("OK")),
+                (t, &["GET", "k"], nil()),
+                // GET option
+                (t, &["SET", "g", "1"], st("OK")),
+                (t, &["SET", "g", "2", "GET"], bulk("1")),
+                (t, &["SET", "g", "3", "NX", "GET"], bulk("2")),
+                (t, &["GET", "g"], bulk("2")),
+                (t, &["SET", "g", "4", "XX", "GET", "PX", "100"], bulk("2")),
+                (t, &["PTTL", "g"], int(100)),
+                (t, &["SET", "m", "x", "XX", "GET"], nil()),
+                (t, &["GET", "m"], nil()),
+                (t, &["SET", "m", "x", "NX", "GET"], nil()),
+                (t, &["GET", "m"], bulk("x")),
+                (t, &["LPUSH", "list", "a"], int(1)),
+                (t, &["SET", "list", "x", "GET"], err(WT)),
+                (
+                    t,
+                    &["SET", "list", "x", "GET", "EX", "0"],
+                    err("ERR invalid expire time in 'set' command"),
+                ),
+                (t, &["TYPE", "list"], st("list")),
+                (t, &["SET", "list", "x"], st("OK")),
+                (t, &["TYPE", "list"], st("string")),
+                (t, &["TYPE", "nope"], st("none")),
+            ],
+        );
+    }
+
+    #[test]
+    fn del_exists_incr_and_lists() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let t = 5;
+        check(
+            &mut e,
+            &[
+                (t, &["SET", "a", "1"], st("OK")),
+                (t, &["SET", "b", "1"], st("OK")),
+                (t, &["EXISTS", "a", "a", "b", "c"], int(3)),
+                (t, &["DEL", "a", "b", "b", "c"], int(2)),
+                (t, &["EXISTS", "a"], int(0)),
+                (t, &["INCR", "n"], int(1)),
+                (t, &["INCRBY", "n", "10"], int(11)),
+                (t, &["DECR", "n"], int(10)),
+                (t, &["DECRBY", "n", "5"], int(5)),
+                (t, &["INCRBY", "n", "-10"], int(-5)),
+                (t, &["GET", "n"], bulk("-5")),
+                (t, &["INCRBY", "n", "x"], err(NOT_INT)),
+                (t, &["INCRBY", "n", "+1"], err(NOT_INT)),
+                (t, &["SET", "s", "v"], st("OK")),
+                (t, &["INCR", "s"], err(NOT_INT)),
+                (t, &["SET", "s", " 1"], st("OK")),
+                (t, &["INCR", "s"], err(NOT_INT)),
+                (t, &["SET", "big", "9223372036854775807"], st("OK")),
+                (
+                    t,
+                    &["INCR", "big"],
+                    err("ERR increment or decrement would overflow"),
+                ),
+                (t, &["SET", "small", "-9223372036854775808"], st("OK")),
+                (
+                    t,
+                    &["DECR", "small"],
+                    err("ERR increment or decrement would overflow"),
+                ),
+                (
+                    t,
+                    &["DECRBY", "n", "-9223372036854775808"],
+                    err("ERR decrement would overflow"),
+                ),
+                (t, &["SET", "c", "1", "PX", "5000"], st("OK")),
+                (t, &["INCR", "c"], int(2)),
+                (t, &["PTTL", "c"], int(5000)),
+                (t, &["LPUSH", "l", "a", "b"], int(2)),
+                (t, &["RPUSH", "l", "c"], int(3)),
+                (t, &["LLEN", "l"], int(3)),
+                (t, &["LLEN", "nope"], int(0)),
+                (t, &["GET", "l"], err(WT)),
+                (t, &["INCR", "l"], err(WT)),
+                (t, &["LPUSH", "s", "x"], err(WT)),
+                (t, &["LLEN", "s"], err(WT)),
+                (t, &["LPOP", "s"], err(WT)),
+                (
+                    t,
+                    &["LPOP", "l", "1", "2"],
+                    err("ERR wrong number of arguments for 'lpop' command"),
+                ),
+                (
+                    t,
+                    &["LPOP", "l", "-1"],
+                    err("ERR value is out of range, must be positive"),
+                ),
+                (t, &["LPOP", "l", "0"], arr(vec![])),
+                (t, &["LPOP", "l"], bulk("b")),
+                (t, &["RPOP", "l"], bulk("c")),
+                (t, &["RPOP", "l", "5"], arr(vec![bulk("a")])),
+                (t, &["EXISTS", "l"], int(0)),
+                (t, &["LPOP", "l"], nil()),
+                (t, &["LPOP", "l", "2"], Reply::Array(None)),
+            ],
+        );
+    }
+
+    #[test]
+    fn expire_family() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let t = 10_000;
+        check(
+            &mut e,
+            &[
+                (t, &["PEXPIRE", "k", "100"], int(0)),
+                (t, &["PTTL", "k"], int(-2)),
+                (t, &["TTL", "k"], int(-2)),
+                (t, &["SET", "k", "v"], st("OK")),
+                (t, &["PTTL", "k"], int(-1)),
+                (t, &["TTL", "k"], int(-1)),
+                (t, &["PEXPIRE", "k", "abc"], err(NOT_INT)),
+                (
+                    t,
+                    &["PEXPIRE", "k", "100", "FOO"],
+                    err("ERR Unsupported option FOO"),
+                ),
+                (
+                    t,
+                    &["PEXPIRE", "k", "100", "NX", "XX"],
+                    err("ERR NX and XX, GT or LT options at the same time are not compatible"),
+                ),
+                (
+                    t,
+                    &["PEXPIRE", "k", "100", "GT", "LT"],
+                    err("ERR GT and LT options at the same time are not compatible"),
+                ),
+                (t, &["PEXPIRE", "k", "100", "XX"], int(0)),
+                (t, &["PEXPIRE", "k", "100", "GT"], int(0)),
+                (t, &["PEXPIRE", "k", "500", "LT"], int(1)),
+                (t, &["PTTL", "k"], int(500)),
+                (t, &["PEXPIRE", "k", "100", "NX"], int(0)),
+                (t, &["PEXPIRE", "k", "400", "GT"], int(0)),
+                (t, &["PEXPIRE", "k", "600", "gt"], int(1)),
+                (t, &["PEXPIRE", "k", "700", "LT"], int(0)),
+                (t, &["PEXPIRE", "k", "300", "LT", "XX"], int(1)),
+                (t, &["PTTL", "k"], int(300)),
+                (t, &["EXPIRE", "k", "5"], int(1)),
+                (t, &["TTL", "k"], int(5)),
+                (t, &["PTTL", "k"], int(5000)),
+                (
+                    t,
+                    &["EXPIRE", "k", "9223372036854775807"],
+                    err("ERR invalid expire time in 'expire' command"),
+                ),
+                (
+                    t,
+                    &["PEXPIRE", "k", "9223372036854775807"],
+                    err("ERR invalid expire time in 'pexpire' command"),
+                ),
+                (t, &["EXPIREAT", "k", "20"], int(1)),
+                (t, &["PTTL", "k"], int(10_000)),
+                (t, &["PEXPIREAT", "k", "15000"], int(1)),
+                (t, &["PTTL", "k"], int(5_000)),
+                (t, &["PERSIST", "k"], int(1)),
+                (t, &["PERSIST", "k"], int(0)),
+                (t, &["PERSIST", "nope"], int(0)),
+                (t, &["PTTL", "k"], int(-1)),
+                // A non-positive relative TTL, or an absolute time not in the future, deletes.
+                (t, &["PEXPIRE", "k", "0"], int(1)),
+                (t, &["EXISTS", "k"], int(0)),
+                (t, &["SET", "k", "v"], st("OK")),
+                (t, &["PEXPIRE", "k", "-5"], int(1)),
+                (t, &["GET", "k"], nil()),
+                (t, &["SET", "k", "v"], st("OK")),
+                (t, &["PEXPIREAT", "k", "10000"], int(1)),
+                (t, &["GET", "k"], nil()),
+                (t, &["SET", "k", "v"], st("OK")),
+                (t, &["EXPIRE", "k", "-1", "LT"], int(1)),
+                (t, &["EXISTS", "k"], int(0)),
+            ],
+        );
+    }
+
+    #[test]
+    fn expiry_at_the_exact_millisecond() {
+        // Redis' rule (db.c keyIsExpired: `now > when`): SET PX 100 at t=1000 gives an expiry
+        // of 1100; the key is still there at 1100 (PTTL 0) and gone at 1101.
+        let mut e = RedisEngine::new(EngineConfig::default());
+        check(
+            &mut e,
+            &[
+                (1000, &["SET", "k", "v", "PX", "100"], st("OK")),
+                (1000, &["PTTL", "k"], int(100)),
+                (1099, &["PTTL", "k"], int(1)),
+                (1099, &["GET", "k"], bulk("v")),
+                (1100, &["PTTL", "k"], int(0)),
+                (1100, &["GET", "k"], bulk("v")),
+                (1100, &["EXISTS", "k"], int(1)),
+                (1101, &["GET", "k"], nil()),
+                (1101, &["PTTL", "k"], int(-2)),
+                (1101, &["EXISTS", "k"], int(0)),
+            ],
+        );
+        assert!(e.keyspace().is_empty());
+    }
+
+    #[test]
+    fn active_expiry_returns_due_keys_in_key_order() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        check(
+            &mut e,
+            &[
+                (1000, &["SET", "b", "v", "PX", "100"], st("OK")),
+                (1000, &["SET", "a", "v", "PX", "100"], st("OK")),
+                (1000, &["SET", "c", "v", "PX", "50"], st("OK")),
+                (1000, &["SET", "d", "v"], st("OK")),
+            ],
+        );
+        assert!(e.expire_due(1050).is_empty());
+        assert_eq!(e.key_count(1051), 3);
+        assert_eq!(e.expire_due(1051), vec![Bytes::from_static(b"c")]);
+        assert!(e.expire_due(1100).is_empty());
+        assert_eq!(
+            e.expire_due(1101),
+            vec![Bytes::from_static(b"a"), Bytes::from_static(b"b")]
+        );
+        assert_eq!(e.key_count(1101), 1);
+        assert_eq!(e.execute(&args(&["DBSIZE"]), 1101), int(1));
+    }
+
+    #[test]
+    fn wall_clock_jumps_move_expiry() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        check(
+            &mut e,
+            &[
+                (1_000, &["SET", "lock", "tok", "PX", "30000"], st("OK")),
+                // The node's clock jumps back: the lock lives longer in real time.
+                (500, &["PTTL", "lock"], int(30_500)),
+                // The node's clock jumps forward past the expiry: gone at once.
+                (61_000, &["GET", "lock"], nil()),
+                (
+                    61_000,
+                    &["SET", "lock", "other", "NX", "PX", "30000"],
+                    st("OK"),
+                ),
+            ],
+        );
+        // Active expiry after a forward jump.
+        e.execute(&args(&["SET", "x", "1", "PX", "10"]), 61_000);
+        assert_eq!(
+            e.expire_due(1_000_000),
+            vec![Bytes::from_static(b"lock"), Bytes::from_static(b"x")]
+        );
+    }
+
+    #[test]
+    fn reset_and_restore() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        e.execute(&args(&["SET", "k", "v", "PX", "100"]), 0);
+        let load = e.execute(&args(&["SCRIPT", "LOAD", "return 1"]), 0);
+        let snapshot = e.keyspace().clone();
+        e.reset();
+        assert!(e.keyspace().is_empty());
+        assert_eq!(e.execute(&args(&["GET", "k"]), 0), nil());
+        let Reply::Bulk(Some(sha)) = load else {
+            panic!("SCRIPT LOAD gave {load:?}");
+        };
+        let sha = String::from_utf8_lossy(&sha).into_owned();
+        assert_eq!(
+            e.execute(&args(&["EVALSHA", &sha, "0"]), 0),
+            err("NOSCRIPT No matching script. Please use EVAL.")
+        );
+        e.restore(snapshot.clone());
+        assert_eq!(e.keyspace(), &snapshot);
+        assert_eq!(e.execute(&args(&["PTTL", "k"]), 0), int(100));
+    }
+
+    #[test]
+    fn no_panic_on_odd_input() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        assert_eq!(
+            e.execute(&[], 0),
+            err("ERR unknown command '', with args beginning with: ")
+        );
+        let junk = vec![Bytes::from(vec![0xff, 0xfe]), Bytes::from(vec![0u8; 300])];
+        assert!(e.execute(&junk, 0).is_error());
+        for cmd in [
+            &["SET", "k", "v", "EX", "-9223372036854775808"][..],
+            &["PEXPIRE", "k", "-9223372036854775808"],
+            &["EXPIRE", "k", "-9223372036854775808"],
+            &["PEXPIREAT", "k", "9223372036854775807"],
+            &["INCRBY", "k", "9223372036854775807"],
+            &["EVAL", "return 1", "9223372036854775807"],
+            &["EVAL", "return 1", "-9223372036854775808"],
+        ] {
+            let _ = e.execute(&args(cmd), i64::MAX);
+            let _ = e.execute(&args(cmd), i64::MIN);
+            let _ = e.execute(&args(cmd), 0);
+        }
+        let _ = e.expire_due(i64::MIN);
+        let _ = e.expire_due(i64::MAX);
+    }
+}

@@ -1,0 +1,1363 @@
+//! Lua scripting (`EVAL`, `EVALSHA`, `SCRIPT`) on an embedded Lua 5.1, as Redis embeds it.
+//!
+//! What is modelled (Redis 7.2 behaviour):
+//! * scripts are compiled as chunk `@user_script` and cached by the SHA1 of their body;
+//! * globals `KEYS` and `ARGV`; `redis.call`, `redis.pcall`, `redis.error_reply`,
+//!   `redis.status_reply`, `redis.sha1hex`, `redis.log` (a no-op after Redis' argument checks),
+//!   `redis.setresp(2)`, `redis.set_repl`, `redis.replicate_commands`, the `LOG_*`/`REPL_*`
+//!   constants and `REDIS_VERSION`/`REDIS_VERSION_NUM`;
+//! * Redis' reply conversions both ways (nil bulk -> `false`, status -> `{ok=..}`, error ->
+//!   `{err=..}`, numbers truncated to integers, arrays stop at the first nil, ...), and Redis'
+//!   `%.17g` rendering of Lua numbers passed as command arguments;
+//! * Redis 7 error texts: a `redis.call` error or a runtime error aborts the script with
+//!   `<error> script: <sha>, on @user_script:<line>.` (e.g.
+//!   `ERR user_script:1: Script attempted to access nonexistent global variable 'x' script: ...`),
+//!   compile errors answer `ERR Error compiling script (new function): user_script:1: ...`;
+//! * reading an undefined global is an error and globals are read-only (`Attempt to modify a
+//!   readonly table`); Lua's `pcall` returns the `err` text of Redis error tables, as Redis' own
+//!   `pcall` replacement does; `math.random` is Redis' deterministic `lrand48`, reseeded with 0 for
+//!   every script.
+//!
+//! Deliberate differences from Redis:
+//! * a script is stopped after `lua_instruction_budget` Lua VM instructions (checked every
+//!   `min(budget, 10000)` instructions) and answers
+//!   `ERR Script killed: exceeded instruction budget of N`, where Redis would keep running it and
+//!   answer `BUSY` to other clients until `SCRIPT KILL`/`SHUTDOWN NOSAVE`. The budget cannot be
+//!   dodged with `pcall`/`xpcall`. Writes the script made before it was stopped stay (as with
+//!   any script error in Redis). Time spent inside C library functions (`string.rep`, pattern
+//!   matching) is not counted; Lua memory is capped at 256 MiB;
+//! * the sandbox is built from Lua rather than Redis' patched interpreter: every script run gets
+//!   a fresh environment table whose `redis`, `string`, `math` and `table` are read-only views,
+//!   so one script cannot break the next; `rawget`/`pairs` on those views see nothing, and
+//!   `KEYS`/`ARGV` can be reassigned within a run. `coroutine`, `load`, `print`, `dofile`,
+//!   `loadfile`, `os`, `io`, `debug`, `package`, `cjson`, `cmsgpack`, `struct` and `bit` are not
+//!   available; `loadstring` refuses bytecode;
+//! * only RESP2 is spoken: `redis.setresp(3)` raises an error, and `{map=..}`/`{set=..}` reply
+//!   tables are treated as plain arrays; replies nested deeper than 128 levels become
+//!   `ERR reached lua stack limit`;
+//! * `tostring` of an error object that is a function/table/userdata renders as its type name
+//!   (Lua prints an address, which would not be deterministic); an error table without an `err`
+//!   field (`error({})`) answers `ERR Error running script: error object without 'err' field`
+//!   (Redis would dereference NULL); no `#!lua` shebang support;
+//! * errors that `redis.call` and the other `redis.*` helpers raise travel as mlua error
+//!   userdata, not as Lua tables: the final reply, `redis.pcall` and `pcall` are exactly Redis',
+//!   but a user `xpcall` handler receives that userdata where Redis passes an `{err=..}` table;
+//! * as in any Lua, `tostring(t)` of a table/function and `pairs` over tables keyed by tables or
+//!   functions depend on memory addresses; scripts that want deterministic output must not use
+//!   them (the lock scripts do not).
+
+use super::command::exec_from_script;
+use super::keyspace::Keyspace;
+use super::reply::Reply;
+use bytes::Bytes;
+use mlua::{
+    ChunkMode, Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState,
+};
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// Deepest Lua table nesting converted to a reply.
+const MAX_REPLY_DEPTH: usize = 128;
+/// Lua heap cap per engine.
+const LUA_MEMORY_LIMIT: usize = 256 << 20;
+/// The chunk name Redis gives scripts.
+const USER_SCRIPT: &str = "@user_script";
+
+/// Lowercase hex SHA1 of `data`, as `SCRIPT LOAD` and `redis.sha1hex` compute it.
+pub fn sha1_hex(data: &[u8]) -> String {
+    sha1_smol::Sha1::from(data).digest().to_string()
+}
+
+/// A Redis error table raised from Rust (`luaPushError` + `luaError`): its text becomes the
+/// `err` field the message handler builds. Raised as an mlua external error because a Rust
+/// callback cannot raise a Lua table; the callbacks stay C functions so that a
+/// `return redis.call(...)` keeps the caller's frame (and line) on the stack, as in Redis.
+#[derive(Debug)]
+struct RaisedError(String);
+
+impl std::fmt::Display for RaisedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RaisedError {}
+
+fn raise<T>(text: impl Into<String>) -> mlua::Result<T> {
+    Err(mlua::Error::external(RaisedError(text.into())))
+}
+
+/// Per-run state shared with the hook and the Rust functions exposed to Lua.
+#[derive(Default)]
+struct RunState {
+    executed: Cell<u64>,
+    exceeded: Cell<bool>,
+    rand48: Cell<u64>,
+}
+
+impl RunState {
+    fn begin(&self) {
+        self.executed.set(0);
+        self.exceeded.set(false);
+        self.seed(0);
+    }
+
+    /// `redisSrand48`.
+    fn seed(&self, seed: i32) {
+        self.rand48.set(((seed as u32 as u64) << 16) | 0x330E);
+    }
+
+    /// `redisLrand48`: the classic 48-bit LCG, 31 output bits.
+    fn next(&self) -> i64 {
+        let x = self
+            .rand48
+            .get()
+            .wrapping_mul(0x5_DEEC_E66D)
+            .wrapping_add(0xB)
+            & ((1u64 << 48) - 1);
+        self.rand48.set(x);
+        (x >> 17) as i64
+    }
+}
+
+struct Vm {
+    lua: Lua,
+    run: Function,
+    set_dispatch: Function,
+    handler: Function,
+    scripts: BTreeMap<String, Function>,
+    state: Rc<RunState>,
+}
+
+/// The Lua VM of one engine and its script cache.
+pub(crate) struct ScriptRuntime {
+    budget: u64,
+    vm: Result<Vm, String>,
+}
+
+impl ScriptRuntime {
+    /// A fresh VM with an empty script cache.
+    pub(crate) fn new(budget: u64) -> Self {
+        let vm = Vm::new(budget).map_err(|e| format!("ERR Lua VM unavailable: {e}"));
+        ScriptRuntime { budget, vm }
+    }
+
+    /// Whether a script with this (lowercase) SHA is cached.
+    pub(crate) fn contains(&self, sha: &str) -> bool {
+        self.vm
+            .as_ref()
+            .is_ok_and(|vm| vm.scripts.contains_key(sha))
+    }
+
+    /// Compiles and caches `body` (if not cached yet); returns its SHA or the error reply text.
+    pub(crate) fn load(&mut self, body: &[u8]) -> Result<String, String> {
+        let vm = self.vm.as_mut().map_err(|e| e.clone())?;
+        let sha = sha1_hex(body);
+        if vm.scripts.contains_key(&sha) {
+            return Ok(sha);
+        }
+        let compiled = vm
+            .lua
+            .load(body)
+            .set_name(USER_SCRIPT)
+            .set_mode(ChunkMode::Text)
+            .into_function();
+        match compiled {
+            Ok(f) => {
+                vm.scripts.insert(sha.clone(), f);
+                Ok(sha)
+            }
+            Err(e) => Err(format!(
+                "ERR Error compiling script (new function): {}",
+                lua_error_message(&e)
+            )),
+        }
+    }
+
+    /// Runs the cached script `sha` against `ks` at `now_ms`.
+    pub(crate) fn run(
+        &mut self,
+        sha: &str,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        ks: &mut Keyspace,
+        now_ms: i64,
+    ) -> Reply {
+        let budget = self.budget;
+        let vm = match self.vm.as_mut() {
+            Ok(vm) => vm,
+            Err(e) => return Reply::Error(e.clone()),
+        };
+        let Some(func) = vm.scripts.get(sha).cloned() else {
+            return Reply::error("NOSCRIPT No matching script. Please use EVAL.");
+        };
+        vm.state.begin();
+        let ks = RefCell::new(ks);
+        let outcome = vm.lua.scope(|scope| {
+            let call = scope.create_function(|lua, args: MultiValue| {
+                match dispatch(lua, &ks, now_ms, args)? {
+                    Ok(value) => Ok(value),
+                    Err(text) => raise(text),
+                }
+            })?;
+            let pcall = scope.create_function(|lua, args: MultiValue| {
+                match dispatch(lua, &ks, now_ms, args)? {
+                    Ok(value) => Ok(value),
+                    Err(text) => err_table(lua, &text),
+                }
+            })?;
+            vm.set_dispatch.call::<()>((call, pcall))?;
+            let keys = string_table(&vm.lua, keys)?;
+            let argv = string_table(&vm.lua, argv)?;
+            let result = vm
+                .run
+                .call::<(bool, Value)>((func, keys, argv, vm.handler.clone()));
+            vm.set_dispatch.call::<()>(())?;
+            let (ok, value) = result?;
+            if vm.state.exceeded.get() {
+                return Ok(Reply::Error(format!(
+                    "ERR Script killed: exceeded instruction budget of {budget}"
+                )));
+            }
+            if ok {
+                Ok(lua_to_reply(&value, 0))
+            } else {
+                Ok(script_error_reply(&vm.lua, sha, &value))
+            }
+        });
+        match outcome {
+            Ok(reply) => reply,
+            Err(e) => Reply::Error(format!(
+                "ERR Error running script {sha}, {}",
+                lua_error_message(&e)
+            )),
+        }
+    }
+}
+
+impl Vm {
+    fn new(budget: u64) -> mlua::Result<Vm> {
+        let lua = Lua::new_with(
+            StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+            LuaOptions::default(),
+        )?;
+        // A failure to cap memory only loses the cap.
+        let _ = lua.set_memory_limit(LUA_MEMORY_LIMIT);
+        let state = Rc::new(RunState::default());
+
+        let sha1hex = lua.create_function(|lua, args: MultiValue| {
+            if args.len() != 1 {
+                return raise("ERR wrong number of arguments");
+            }
+            let bytes = match args.front() {
+                Some(Value::String(s)) => s.as_bytes().to_vec(),
+                Some(v @ (Value::Integer(_) | Value::Number(_))) => lua
+                    .coerce_string(v.clone())?
+                    .map(|s| s.as_bytes().to_vec())
+                    .unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            Ok(sha1_hex(&bytes))
+        })?;
+        let error_reply =
+            lua.create_function(|lua, args: MultiValue| match single_string(&args) {
+                Some(s) => {
+                    let buf = if s.starts_with('-') {
+                        s
+                    } else {
+                        format!("-{s}")
+                    };
+                    err_table(lua, &push_error_text(&buf))
+                }
+                None => err_table(lua, "ERR wrong number or type of arguments"),
+            })?;
+        let status_reply = lua.create_function(|lua, args: MultiValue| match args.front() {
+            Some(Value::String(s)) if args.len() == 1 => {
+                let t = lua.create_table()?;
+                t.raw_set("ok", s.clone())?;
+                Ok(Value::Table(t))
+            }
+            _ => err_table(lua, "ERR wrong number or type of arguments"),
+        })?;
+        let log = lua.create_function(|lua, args: MultiValue| {
+            if args.len() < 2 {
+                return raise("ERR redis.log() requires two arguments or more.");
+            }
+            let level = args.front().cloned().map(|v| lua.coerce_number(v));
+            let Some(Ok(Some(level))) = level else {
+                return raise("ERR First argument must be a number (log level).");
+            };
+            if !(0..=3).contains(&(level as i64)) || level <= -1.0 {
+                return raise("ERR Invalid debug level.");
+            }
+            Ok(())
+        })?;
+        let setresp = lua.create_function(|lua, args: MultiValue| {
+            if args.len() != 1 {
+                return raise("ERR redis.setresp() requires one argument.");
+            }
+            let v = args.front().cloned().map(|v| lua.coerce_number(v));
+            match v {
+                Some(Ok(Some(n))) if n as i64 == 2 => Ok(()),
+                Some(Ok(Some(n))) if n as i64 == 3 => {
+                    raise("ERR RESP3 is not supported by this simulated server.")
+                }
+                _ => raise("ERR RESP version must be 2 or 3."),
+            }
+        })?;
+        let set_repl = lua.create_function(|lua, args: MultiValue| {
+            if args.len() != 1 {
+                return raise("ERR redis.set_repl() requires two arguments.");
+            }
+            let flags = args
+                .front()
+                .cloned()
+                .and_then(|v| lua.coerce_number(v).ok().flatten())
+                .unwrap_or(0.0) as i64;
+            if !(0..=3).contains(&flags) {
+                return raise(
+                    "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
+                );
+            }
+            Ok(())
+        })?;
+        let st = state.clone();
+        let random = lua.create_function(move |lua, args: MultiValue| {
+            const MAX: i64 = 2_147_483_647;
+            let r = (st.next() % MAX) as f64 / MAX as f64;
+            match args.len() {
+                0 => Ok(r),
+                1 => {
+                    let u = check_int(lua, &args, 0, "random")?;
+                    if u < 1 {
+                        return Err(mlua::Error::runtime(
+                            "bad argument #1 to 'random' (interval is empty)",
+                        ));
+                    }
+                    Ok((r * u as f64).floor() + 1.0)
+                }
+                2 => {
+                    let l = check_int(lua, &args, 0, "random")?;
+                    let u = check_int(lua, &args, 1, "random")?;
+                    if l > u {
+                        return Err(mlua::Error::runtime(
+                            "bad argument #2 to 'random' (interval is empty)",
+                        ));
+                    }
+                    Ok((r * (u - l + 1) as f64).floor() + l as f64)
+                }
+                _ => Err(mlua::Error::runtime("wrong number of arguments")),
+            }
+        })?;
+        let st = state.clone();
+        let randomseed = lua.create_function(move |lua, args: MultiValue| {
+            st.seed(check_int(lua, &args, 0, "randomseed")? as i32);
+            Ok(())
+        })?;
+        let st = state.clone();
+        let budget_exceeded = lua.create_function(move |_, ()| Ok(st.exceeded.get()))?;
+        let error_text = lua.create_function(|lua, v: Value| match v {
+            Value::Error(e) => Ok(Value::String(
+                lua.create_string(raised_text(&e).unwrap_or_else(|| lua_error_message(&e)))?,
+            )),
+            other => Ok(other),
+        })?;
+
+        let ctl: Table = lua.load(HELPER_LUA).set_name("=lockstep_redis_lib").call((
+            sha1hex,
+            error_reply,
+            status_reply,
+            log,
+            setresp,
+            set_repl,
+            random,
+            randomseed,
+            budget_exceeded,
+            error_text,
+        ))?;
+        let run: Function = ctl.get("run")?;
+        let set_dispatch: Function = ctl.get("set_dispatch")?;
+        let handler = lua.create_function(error_handler)?;
+
+        let every = budget.clamp(1, 10_000);
+        let st = state.clone();
+        lua.set_hook(
+            HookTriggers::new().every_nth_instruction(every as u32),
+            move |_, _| {
+                let executed = st.executed.get().saturating_add(every);
+                st.executed.set(executed);
+                if st.exceeded.get() || executed >= budget {
+                    st.exceeded.set(true);
+                    return Err(mlua::Error::runtime("Script killed: instruction budget"));
+                }
+                Ok(VmState::Continue)
+            },
+        )?;
+
+        Ok(Vm {
+            lua,
+            run,
+            set_dispatch,
+            handler,
+            scripts: BTreeMap::new(),
+            state,
+        })
+    }
+}
+
+/// `luaL_checkint` for argument `i` (0-based) of `fname`.
+fn check_int(lua: &Lua, args: &MultiValue, i: usize, fname: &str) -> mlua::Result<i64> {
+    let v = args.get(i).cloned().unwrap_or(Value::Nil);
+    let type_name = if i < args.len() {
+        v.type_name()
+    } else {
+        "no value"
+    };
+    match lua.coerce_number(v)? {
+        Some(n) => Ok(n as i64),
+        None => Err(mlua::Error::runtime(format!(
+            "bad argument #{} to '{fname}' (number expected, got {type_name})",
+            i + 1
+        ))),
+    }
+}
+
+/// Body of `redis.call`/`redis.pcall`: runs the command and converts the reply; `Err(text)` is
+/// a Redis error (a command error reply or a script-level refusal) as its `err` text.
+fn dispatch(
+    lua: &Lua,
+    ks: &RefCell<&mut Keyspace>,
+    now_ms: i64,
+    args: MultiValue,
+) -> mlua::Result<Result<Value, String>> {
+    if args.is_empty() {
+        return Ok(Err(
+            "ERR Please specify at least one argument for this redis lib call".to_string(),
+        ));
+    }
+    let mut argv = Vec::with_capacity(args.len());
+    for v in args.iter() {
+        match v {
+            Value::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
+            Value::Integer(i) => argv.push(Bytes::from(fmt_g(*i as f64, 17))),
+            Value::Number(n) => argv.push(Bytes::from(fmt_g(*n, 17))),
+            _ => {
+                return Ok(Err(
+                    "ERR Lua redis lib command arguments must be strings or integers".to_string(),
+                ))
+            }
+        }
+    }
+    let Ok(mut ks) = ks.try_borrow_mut() else {
+        return Ok(Err(
+            "ERR redis.call/pcall recursive call detected".to_string()
+        ));
+    };
+    match exec_from_script(&mut ks, &argv, now_ms) {
+        Err(refusal) => Ok(Err(push_error_text(refusal))),
+        Ok(Reply::Error(e)) => Ok(Err(push_error_text(&format!("-{e}")))),
+        Ok(reply) => Ok(Ok(reply_to_lua(lua, &reply)?)),
+    }
+}
+
+/// The `xpcall` message handler: Redis' `__redis__err__handler`. It turns the error into an
+/// `{err=..}` table and records the line of the nearest `@user_script` frame (Redis looks two
+/// or three levels up, which is the same frame for everything a script can call).
+fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
+    let t = match err {
+        Value::Table(t) => t,
+        Value::Error(e) if raised_text(&e).is_some() => {
+            let t = lua.create_table()?;
+            t.raw_set("err", raised_text(&e).unwrap_or_default())?;
+            t
+        }
+        other => {
+            let t = lua.create_table()?;
+            t.raw_set("err", format!("ERR {}", display_value(lua, &other)))?;
+            t
+        }
+    };
+    let mut level = 1;
+    while level < 10_000 {
+        let Some((is_user, line)) = lua.inspect_stack(level, |d| {
+            (
+                d.source().source.as_deref() == Some(USER_SCRIPT),
+                d.current_line(),
+            )
+        }) else {
+            break;
+        };
+        if is_user {
+            if let Some(line) = line {
+                t.raw_set("source", USER_SCRIPT)?;
+                t.raw_set("line", line as i64)?;
+            }
+            break;
+        }
+        level += 1;
+    }
+    Ok(t)
+}
+
+/// The reply for a script that raised `value` (after the handler ran).
+fn script_error_reply(lua: &Lua, sha: &str, value: &Value) -> Reply {
+    let Value::Table(t) = value else {
+        let msg = display_value(lua, value);
+        let msg: String = msg.chars().take(100).collect();
+        return Reply::Error(format!("ERR Error running script {sha}, {msg} "));
+    };
+    let field = |name: &str| -> Option<String> {
+        match t.raw_get::<Value>(name).ok()? {
+            v @ (Value::String(_) | Value::Integer(_) | Value::Number(_)) => {
+                Some(display_value(lua, &v))
+            }
+            _ => None,
+        }
+    };
+    let Some(msg) = field("err") else {
+        return Reply::error("ERR Error running script: error object without 'err' field");
+    };
+    match (field("source"), field("line")) {
+        (Some(source), Some(line)) => {
+            Reply::Error(format!("{msg} script: {sha}, on {source}:{line}."))
+        }
+        _ => Reply::Error(msg),
+    }
+}
+
+/// Redis reply -> Lua value (`redisProtocolToLuaType`), for non-error replies.
+fn reply_to_lua(lua: &Lua, reply: &Reply) -> mlua::Result<Value> {
+    Ok(match reply {
+        Reply::Status(s) => {
+            let t = lua.create_table()?;
+            t.raw_set("ok", s.as_str())?;
+            Value::Table(t)
+        }
+        Reply::Error(e) => err_table(lua, &push_error_text(&format!("-{e}")))?,
+        Reply::Integer(i) => Value::Number(*i as f64),
+        Reply::Bulk(Some(b)) => Value::String(lua.create_string(b)?),
+        Reply::Bulk(None) | Reply::Array(None) => Value::Boolean(false),
+        Reply::Array(Some(items)) => {
+            let t = lua.create_table()?;
+            for (i, item) in items.iter().enumerate() {
+                t.raw_set(i + 1, reply_to_lua(lua, item)?)?;
+            }
+            Value::Table(t)
+        }
+    })
+}
+
+/// Lua value -> Redis reply (`luaReplyToRedisReply`, RESP2).
+fn lua_to_reply(value: &Value, depth: usize) -> Reply {
+    match value {
+        Value::String(s) => Reply::Bulk(Some(Bytes::copy_from_slice(&s.as_bytes()))),
+        Value::Boolean(true) => Reply::Integer(1),
+        Value::Integer(i) => Reply::Integer(*i),
+        // `(long long)` of a double truncates; Rust's cast saturates where C is undefined.
+        Value::Number(n) => Reply::Integer(*n as i64),
+        Value::Table(t) => table_to_reply(t, depth),
+        _ => Reply::Bulk(None),
+    }
+}
+
+fn table_to_reply(t: &Table, depth: usize) -> Reply {
+    if depth >= MAX_REPLY_DEPTH {
+        return Reply::error("ERR reached lua stack limit");
+    }
+    let get = |k: &str| t.raw_get::<Value>(k).unwrap_or(Value::Nil);
+    if let Value::String(s) = get("err") {
+        return Reply::Error(s.to_string_lossy());
+    }
+    if let Value::String(s) = get("ok") {
+        return Reply::Status(s.to_string_lossy().replace(['\r', '\n'], " "));
+    }
+    match get("double") {
+        Value::Integer(i) => return Reply::bulk(fmt_g(i as f64, 17)),
+        Value::Number(n) => return Reply::bulk(fmt_g(n, 17)),
+        _ => {}
+    }
+    if let Value::String(s) = get("big_number") {
+        return Reply::bulk(s.to_string_lossy().replace(['\r', '\n'], " "));
+    }
+    let mut items = Vec::new();
+    for i in 1usize.. {
+        let v = t.raw_get::<Value>(i).unwrap_or(Value::Nil);
+        if v.is_nil() {
+            break;
+        }
+        items.push(lua_to_reply(&v, depth + 1));
+    }
+    Reply::Array(Some(items))
+}
+
+/// `luaPushErrorBuff`: `-CODE msg` keeps its code, anything else gets `ERR`.
+fn push_error_text(buf: &str) -> String {
+    let (code, msg) = match buf.strip_prefix('-') {
+        Some(rest) => match rest.find(' ') {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => ("ERR", rest),
+        },
+        None => ("ERR", buf),
+    };
+    format!("{code} {}", msg.trim_matches(['\r', '\n']))
+}
+
+fn err_table(lua: &Lua, text: &str) -> mlua::Result<Value> {
+    let t = lua.create_table()?;
+    t.raw_set("err", text)?;
+    Ok(Value::Table(t))
+}
+
+fn string_table(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, item) in items.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(item)?)?;
+    }
+    Ok(t)
+}
+
+fn single_string(args: &MultiValue) -> Option<String> {
+    match args.front() {
+        Some(Value::String(s)) if args.len() == 1 => Some(s.to_string_lossy()),
+        _ => None,
+    }
+}
+
+/// `tostring` of an error value, deterministic.
+fn display_value(lua: &Lua, v: &Value) -> String {
+    match v {
+        Value::Nil => "nil".to_string(),
+        Value::Boolean(b) => b.to_string(),
+        Value::String(s) => s.to_string_lossy(),
+        Value::Integer(_) | Value::Number(_) => lua
+            .coerce_string(v.clone())
+            .ok()
+            .flatten()
+            .map(|s| s.to_string_lossy())
+            .unwrap_or_default(),
+        Value::Error(e) => raised_text(e).unwrap_or_else(|| lua_error_message(e)),
+        other => other.type_name().to_string(),
+    }
+}
+
+/// The text of a [`RaisedError`] inside an mlua error, if it is one.
+fn raised_text(e: &mlua::Error) -> Option<String> {
+    match e {
+        mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => {
+            raised_text(cause)
+        }
+        mlua::Error::ExternalError(inner) => {
+            inner.downcast_ref::<RaisedError>().map(|r| r.0.clone())
+        }
+        _ => None,
+    }
+}
+
+/// The innermost message of an mlua error, without mlua's decorations.
+fn lua_error_message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        mlua::Error::RuntimeError(m) => m.clone(),
+        mlua::Error::MemoryError(_) => "not enough memory".to_string(),
+        mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => {
+            lua_error_message(cause)
+        }
+        mlua::Error::ExternalError(inner) => inner.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// C's `%.<prec>g` for a double (what Redis and Lua use to print numbers).
+pub(crate) fn fmt_g(x: f64, prec: usize) -> String {
+    if x.is_nan() {
+        return if x.is_sign_negative() { "-nan" } else { "nan" }.to_string();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0" } else { "0" }.to_string();
+    }
+    let p = prec.max(1);
+    let sci = format!("{:.*e}", p - 1, x);
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if exp < -4 || exp >= p as i32 {
+        format!(
+            "{}e{}{:02}",
+            strip_fraction_zeros(mantissa),
+            if exp < 0 { '-' } else { '+' },
+            exp.unsigned_abs()
+        )
+    } else {
+        let decimals = (p as i32 - 1 - exp).max(0) as usize;
+        strip_fraction_zeros(&format!("{x:.decimals$}")).to_string()
+    }
+}
+
+fn strip_fraction_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+/// The Lua half of the sandbox. Receives the Rust functions as chunk arguments and returns the
+/// control functions `run` and `set_dispatch`. It only uses locals and upvalues, so scripts
+/// cannot affect it through globals.
+const HELPER_LUA: &str = r#"
+local sha1hex, error_reply, status_reply, log, setresp, set_repl, random, randomseed,
+      budget_exceeded, error_text = ...
+local G = _G
+local type, error, rawget, rawset, setmetatable, getmetatable, setfenv, getfenv =
+      type, error, rawget, rawset, setmetatable, getmetatable, setfenv, getfenv
+local raw_pcall, raw_xpcall, raw_loadstring = pcall, xpcall, loadstring
+
+local current_env = nil
+
+local redis = {
+  sha1hex = sha1hex, error_reply = error_reply, status_reply = status_reply,
+  log = log, setresp = setresp, set_repl = set_repl,
+  replicate_commands = function() return true end,
+  LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+  REPL_NONE = 0, REPL_AOF = 1, REPL_SLAVE = 2, REPL_REPLICA = 2, REPL_ALL = 3,
+  REDIS_VERSION = '7.2.0', REDIS_VERSION_NUM = 459264,
+}
+math.random = random
+math.randomseed = randomseed
+
+-- pcall/xpcall: Redis' pcall returns the text of error tables; neither may swallow a budget kill.
+local KILLED = 'Script killed: instruction budget exceeded'
+local function pcall_done(ok, ...)
+  if budget_exceeded() then error(KILLED, 0) end
+  if ok then return true, ... end
+  local e = error_text((...))
+  if type(e) == 'table' then
+    local m = rawget(e, 'err')
+    if type(m) == 'string' or type(m) == 'number' then return false, m end
+  end
+  return false, e
+end
+local function xpcall_done(...)
+  if budget_exceeded() then error(KILLED, 0) end
+  return ...
+end
+
+local base = {
+  assert = assert, error = error, ipairs = ipairs, next = next, pairs = pairs,
+  rawequal = rawequal, rawget = rawget, rawset = rawset, select = select,
+  setmetatable = setmetatable, getmetatable = getmetatable, tonumber = tonumber,
+  tostring = tostring, type = type, unpack = unpack, gcinfo = gcinfo,
+  collectgarbage = collectgarbage, newproxy = newproxy, _VERSION = _VERSION,
+  setfenv = setfenv,
+}
+base.pcall = function(...) return pcall_done(raw_pcall(...)) end
+base.xpcall = function(f, h) return xpcall_done(raw_xpcall(f, h)) end
+base.loadstring = function(s, name)
+  if type(s) == 'string' and s:byte(1) == 27 then return nil, 'bytecode loading is disabled' end
+  local f, e = raw_loadstring(s, name)
+  if f then setfenv(f, current_env) end
+  return f, e
+end
+base.getfenv = function(f)
+  if f == nil then f = 1 end
+  if type(f) == 'number' and f > 0 then f = f + 1 end
+  local e = getfenv(f)
+  if e == G then return current_env end
+  return e
+end
+
+local function readonly_mt(t)
+  return {
+    __index = t,
+    __newindex = function() error('Attempt to modify a readonly table', 2) end,
+    __metatable = false,
+  }
+end
+local redis_mt, string_mt, math_mt, table_mt =
+  readonly_mt(redis), readonly_mt(string), readonly_mt(math), readonly_mt(table)
+local env_mt = {
+  __index = function(_, k)
+    local v = base[k]
+    if v == nil then
+      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 0)
+    end
+    return v
+  end,
+  __newindex = function() error('Attempt to modify a readonly table', 2) end,
+  __metatable = false,
+}
+-- Hide the real string library behind ("x"):len().
+local smt = getmetatable('')
+if smt then smt.__metatable = false end
+
+local function run(f, keys, argv, handler)
+  local env = setmetatable({}, env_mt)
+  rawset(env, '_G', env)
+  rawset(env, 'KEYS', keys)
+  rawset(env, 'ARGV', argv)
+  rawset(env, 'redis', setmetatable({}, redis_mt))
+  rawset(env, 'string', setmetatable({}, string_mt))
+  rawset(env, 'math', setmetatable({}, math_mt))
+  rawset(env, 'table', setmetatable({}, table_mt))
+  current_env = env
+  setfenv(f, env)
+  return raw_xpcall(f, handler)
+end
+
+return {
+  run = run,
+  set_dispatch = function(call, pcall) redis.call = call; redis.pcall = pcall end,
+}
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::redis::{EngineConfig, RedisEngine};
+
+    const RELEASE: &str = r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#;
+    const EXTEND: &str = r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end"#;
+
+    fn args(cmd: &[&str]) -> Vec<Bytes> {
+        cmd.iter()
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect()
+    }
+    fn run(e: &mut RedisEngine, cmd: &[&str]) -> Reply {
+        e.execute(&args(cmd), 1_000)
+    }
+    /// EVAL `script` with `keys` then `argv`.
+    fn eval(e: &mut RedisEngine, script: &str, keys: &[&str], argv: &[&str]) -> Reply {
+        let n = keys.len().to_string();
+        let mut cmd = vec!["EVAL", script, n.as_str()];
+        cmd.extend_from_slice(keys);
+        cmd.extend_from_slice(argv);
+        run(e, &cmd)
+    }
+    fn err(s: &str) -> Reply {
+        Reply::Error(s.to_string())
+    }
+    fn int(i: i64) -> Reply {
+        Reply::Integer(i)
+    }
+    fn bulk(s: &str) -> Reply {
+        Reply::Bulk(Some(Bytes::copy_from_slice(s.as_bytes())))
+    }
+    fn arr(items: Vec<Reply>) -> Reply {
+        Reply::Array(Some(items))
+    }
+    /// Redis 7's suffix for an error raised by a script.
+    fn raised(msg: &str, script: &str, line: u32) -> Reply {
+        Reply::Error(format!(
+            "{msg} script: {}, on @user_script:{line}.",
+            sha1_hex(script.as_bytes())
+        ))
+    }
+
+    #[test]
+    fn fmt_g_matches_printf() {
+        let cases: &[(f64, usize, &str)] = &[
+            (100.0, 17, "100"),
+            (-3.0, 17, "-3"),
+            (0.5, 17, "0.5"),
+            (0.1, 17, "0.10000000000000001"),
+            (0.1, 14, "0.1"),
+            (1e20, 17, "1e+20"),
+            (1e16, 17, "10000000000000000"),
+            (1e17, 17, "1e+17"),
+            (1.5e-5, 17, "1.5e-05"),
+            (0.0001, 14, "0.0001"),
+            (1152921504606846976.0, 17, "1.152921504606847e+18"),
+            (123456789012.0, 14, "123456789012"),
+            (0.0, 17, "0"),
+        ];
+        for (x, p, want) in cases {
+            assert_eq!(fmt_g(*x, *p), *want, "{x} %.{p}g");
+        }
+    }
+
+    #[test]
+    fn lrand48_matches_glibc() {
+        let st = RunState::default();
+        st.seed(0);
+        assert_eq!(
+            [st.next(), st.next(), st.next()],
+            [366850414, 1610402240, 206956554]
+        );
+    }
+
+    #[test]
+    fn push_error_text_like_redis() {
+        assert_eq!(push_error_text("-ERR syntax error"), "ERR syntax error");
+        assert_eq!(
+            push_error_text("-WRONGTYPE Operation"),
+            "WRONGTYPE Operation"
+        );
+        assert_eq!(push_error_text("-oops"), "ERR oops");
+        assert_eq!(push_error_text("plain text\r\n"), "ERR plain text");
+    }
+
+    #[test]
+    fn lock_scripts_by_eval() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        assert_eq!(
+            run(&mut e, &["SET", "lock", "tok", "PX", "10000"]),
+            Reply::ok()
+        );
+        // Mismatching token: nothing happens.
+        assert_eq!(eval(&mut e, EXTEND, &["lock"], &["other", "50000"]), int(0));
+        assert_eq!(run(&mut e, &["PTTL", "lock"]), int(10_000));
+        assert_eq!(eval(&mut e, RELEASE, &["lock"], &["other"]), int(0));
+        assert_eq!(run(&mut e, &["GET", "lock"]), bulk("tok"));
+        // Matching token.
+        assert_eq!(eval(&mut e, EXTEND, &["lock"], &["tok", "50000"]), int(1));
+        assert_eq!(run(&mut e, &["PTTL", "lock"]), int(50_000));
+        assert_eq!(eval(&mut e, RELEASE, &["lock"], &["tok"]), int(1));
+        assert_eq!(run(&mut e, &["GET", "lock"]), Reply::nil());
+        // Missing key.
+        assert_eq!(eval(&mut e, RELEASE, &["lock"], &["tok"]), int(0));
+        assert_eq!(eval(&mut e, EXTEND, &["lock"], &["tok", "100"]), int(0));
+        assert_eq!(run(&mut e, &["EXISTS", "lock"]), int(0));
+    }
+
+    #[test]
+    fn lock_scripts_by_evalsha_and_script_commands() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let release_sha = sha1_hex(RELEASE.as_bytes());
+        let extend_sha = sha1_hex(EXTEND.as_bytes());
+        assert_eq!(
+            run(&mut e, &["EVALSHA", &release_sha, "1", "lock", "tok"]),
+            err("NOSCRIPT No matching script. Please use EVAL.")
+        );
+        assert_eq!(
+            run(&mut e, &["SCRIPT", "LOAD", RELEASE]),
+            bulk(&release_sha)
+        );
+        assert_eq!(run(&mut e, &["SCRIPT", "LOAD", EXTEND]), bulk(&extend_sha));
+        assert_eq!(
+            run(
+                &mut e,
+                &[
+                    "SCRIPT",
+                    "EXISTS",
+                    &release_sha,
+                    &"f".repeat(40),
+                    &extend_sha.to_uppercase()
+                ]
+            ),
+            arr(vec![int(1), int(0), int(1)])
+        );
+        run(&mut e, &["SET", "lock", "tok", "PX", "10000"]);
+        assert_eq!(
+            run(&mut e, &["EVALSHA", &extend_sha, "1", "lock", "bad", "1"]),
+            int(0)
+        );
+        assert_eq!(
+            run(
+                &mut e,
+                &["EVALSHA", &extend_sha, "1", "lock", "tok", "20000"]
+            ),
+            int(1)
+        );
+        assert_eq!(run(&mut e, &["PTTL", "lock"]), int(20_000));
+        assert_eq!(
+            run(&mut e, &["EVALSHA", &release_sha, "1", "lock", "bad"]),
+            int(0)
+        );
+        assert_eq!(
+            run(
+                &mut e,
+                &["EVALSHA", &release_sha.to_uppercase(), "1", "lock", "tok"]
+            ),
+            int(1)
+        );
+        assert_eq!(run(&mut e, &["EXISTS", "lock"]), int(0));
+        assert_eq!(run(&mut e, &["SCRIPT", "FLUSH"]), Reply::ok());
+        assert_eq!(
+            run(&mut e, &["EVALSHA", &release_sha, "1", "lock", "tok"]),
+            err("NOSCRIPT No matching script. Please use EVAL.")
+        );
+        assert_eq!(
+            run(&mut e, &["EVALSHA", "abc", "x"]),
+            err("NOSCRIPT No matching script. Please use EVAL.")
+        );
+        // EVAL caches the script for EVALSHA.
+        assert_eq!(eval(&mut e, "return 7", &[], &[]), int(7));
+        let sha = sha1_hex(b"return 7");
+        assert_eq!(run(&mut e, &["EVALSHA", &sha, "0"]), int(7));
+        assert_eq!(
+            run(&mut e, &["EVAL", "return 1", "2", "a"]),
+            err("ERR Number of keys can't be greater than number of args")
+        );
+        assert_eq!(
+            run(&mut e, &["EVAL", "return 1", "-1"]),
+            err("ERR Number of keys can't be negative")
+        );
+        assert_eq!(
+            run(&mut e, &["EVAL", "return 1", "x"]),
+            err("ERR value is not an integer or out of range")
+        );
+        assert_eq!(
+            run(&mut e, &["EVALSHA", &sha, "x"]),
+            err("ERR value is not an integer or out of range")
+        );
+        assert_eq!(
+            run(&mut e, &["EVAL", "return 1"]),
+            err("ERR wrong number of arguments for 'eval' command")
+        );
+    }
+
+    #[test]
+    fn lua_to_resp_conversions() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let cases: Vec<(&str, Reply)> = vec![
+            ("return 3.99", int(3)),
+            ("return -3.99", int(-3)),
+            ("return 42", int(42)),
+            ("return true", int(1)),
+            ("return false", Reply::nil()),
+            ("return nil", Reply::nil()),
+            ("return", Reply::nil()),
+            ("return 'x'", bulk("x")),
+            ("return function() end", Reply::nil()),
+            (
+                "return {1, 'a', {2, false}, nil, 5}",
+                arr(vec![int(1), bulk("a"), arr(vec![int(2), Reply::nil()])]),
+            ),
+            ("return {}", arr(vec![])),
+            ("return {ok='fine'}", Reply::Status("fine".into())),
+            ("return {err='BAD thing'}", err("BAD thing")),
+            ("return {err='x', ok='y'}", err("x")),
+            ("return {1, {err='inner'}}", arr(vec![int(1), err("inner")])),
+            ("return redis.error_reply('My Error')", err("My Error")),
+            ("return redis.error_reply('oops')", err("ERR oops")),
+            ("return redis.error_reply('-WRONGTYPE bad')", err("WRONGTYPE bad")),
+            ("return redis.error_reply(1)", err("ERR wrong number or type of arguments")),
+            ("return redis.status_reply('PONG')", Reply::Status("PONG".into())),
+            ("return redis.status_reply()", err("ERR wrong number or type of arguments")),
+            ("return redis.sha1hex('')", bulk("da39a3ee5e6b4b0d3255bfef95601890afd80709")),
+            ("return {double=1.5}", bulk("1.5")),
+            ("return math.random(100)", int(18)),
+            ("return {math.random(100), math.random(1, 6)}", arr(vec![int(18), int(5)])),
+            ("local s = 0 for i = 1, 1000 do s = s + i end return s", int(500500)),
+            ("return string.format('%d-%s', 7, 'x') .. ('ab'):upper()", bulk("7-xAB")),
+            ("return table.concat({'a','b'}, ',')", bulk("a,b")),
+            ("local f = loadstring('return 5'); return f()", int(5)),
+            ("return loadstring(string.dump(function() end))", Reply::nil()),
+            ("return type(os)", err(&format!(
+                "ERR Script attempted to access nonexistent global variable 'os' script: {}, on @user_script:1.",
+                sha1_hex(b"return type(os)")
+            ))),
+        ];
+        for (script, want) in cases {
+            assert_eq!(eval(&mut e, script, &[], &[]), want, "{script}");
+        }
+    }
+
+    #[test]
+    fn resp_to_lua_conversions_and_redis_call() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        run(&mut e, &["SET", "str", "v"]);
+        run(&mut e, &["RPUSH", "list", "a", "b"]);
+        let cases: Vec<(&str, Reply)> = vec![
+            (
+                "return {KEYS[1], ARGV[1], #KEYS, #ARGV}",
+                arr(vec![bulk("str"), bulk("a1"), int(1), int(2)]),
+            ),
+            ("return redis.call('get', 'missing') == false", int(1)),
+            ("return type(redis.call('get', 'missing'))", bulk("boolean")),
+            ("return redis.call('get', KEYS[1])", bulk("v")),
+            ("return redis.call('SET', 'new', 'x')", Reply::ok()),
+            ("return redis.call('set', 'new', 'x').ok", bulk("OK")),
+            ("return redis.call('incr', 'cnt')", int(1)),
+            ("return redis.call('incrby', 'cnt', 41)", int(42)),
+            ("return type(redis.call('incr', 'cnt'))", bulk("number")),
+            (
+                "return redis.call('lpop', 'list', 5)",
+                arr(vec![bulk("a"), bulk("b")]),
+            ),
+            ("return redis.call('lpop', 'list', 5) == false", int(1)),
+            (
+                "redis.call('set', 'num', 100); return redis.call('get', 'num')",
+                bulk("100"),
+            ),
+            (
+                "redis.call('set', 'num', 1.5); return redis.call('get', 'num')",
+                bulk("1.5"),
+            ),
+            ("return redis.call('ping')", Reply::Status("PONG".into())),
+            (
+                "return redis.pcall('incr', KEYS[1])",
+                err("ERR value is not an integer or out of range"),
+            ),
+            (
+                "return redis.pcall('incr', KEYS[1]).err",
+                bulk("ERR value is not an integer or out of range"),
+            ),
+            (
+                "return redis.pcall('rpush', KEYS[1], 'x')",
+                err("WRONGTYPE Operation against a key holding the wrong kind of value"),
+            ),
+            (
+                "return redis.pcall('get')",
+                err("ERR Wrong number of args calling Redis command from script"),
+            ),
+            (
+                "return redis.pcall('nosuch')",
+                err("ERR Unknown Redis command called from script"),
+            ),
+            (
+                "return redis.pcall('client', 'nope')",
+                err("ERR Unknown Redis command called from script"),
+            ),
+            (
+                "return redis.pcall('eval', 'return 1', '0')",
+                err("ERR This Redis command is not allowed from script"),
+            ),
+            (
+                "return redis.pcall('script', 'flush')",
+                err("ERR This Redis command is not allowed from script"),
+            ),
+            (
+                "return redis.pcall()",
+                err("ERR Please specify at least one argument for this redis lib call"),
+            ),
+            (
+                "return redis.pcall('get', {})",
+                err("ERR Lua redis lib command arguments must be strings or integers"),
+            ),
+            (
+                "return redis.pcall('get', nil)",
+                err("ERR Lua redis lib command arguments must be strings or integers"),
+            ),
+            (
+                "local ok, e = pcall(redis.call, 'incr', KEYS[1]); return {tostring(ok), e}",
+                arr(vec![
+                    bulk("false"),
+                    bulk("ERR value is not an integer or out of range"),
+                ]),
+            ),
+            ("local ok, e = pcall(error, 'x'); return e", bulk("x")),
+            (
+                "local ok, e = pcall(function() local t = nil; return t.x end); return e",
+                bulk("user_script:1: attempt to index local 't' (a nil value)"),
+            ),
+            ("redis.log(redis.LOG_WARNING, 'hello'); return 1", int(1)),
+            ("return redis.setresp(2)", Reply::nil()),
+            ("return redis.REDIS_VERSION", bulk("7.2.0")),
+        ];
+        for (script, want) in cases {
+            assert_eq!(
+                eval(&mut e, script, &["str"], &["a1", "a2"]),
+                want,
+                "{script}"
+            );
+        }
+    }
+
+    #[test]
+    fn script_errors_match_redis_7() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        run(&mut e, &["SET", "str", "v"]);
+        run(&mut e, &["RPUSH", "list", "a"]);
+        let cases: Vec<(&str, &str, u32)> = vec![
+            (
+                "return redis.call('incr', KEYS[1])",
+                "ERR value is not an integer or out of range",
+                1,
+            ),
+            (
+                "return redis.call('get', 'list')",
+                "WRONGTYPE Operation against a key holding the wrong kind of value",
+                1,
+            ),
+            (
+                "local a = 1\nlocal b = 2\nreturn redis.call('incr', KEYS[1])",
+                "ERR value is not an integer or out of range",
+                3,
+            ),
+            (
+                "return redis.call('nosuch')",
+                "ERR Unknown Redis command called from script",
+                1,
+            ),
+            (
+                "return redis.call()",
+                "ERR Please specify at least one argument for this redis lib call",
+                1,
+            ),
+            (
+                "return redis.call('get', true)",
+                "ERR Lua redis lib command arguments must be strings or integers",
+                1,
+            ),
+            ("error('boom')", "ERR user_script:1: boom", 1),
+            ("\nerror('boom', 0)", "ERR boom", 2),
+            ("error({err='CUSTOM failure'})", "CUSTOM failure", 1),
+            ("error(redis.error_reply('MY err'))", "MY err", 1),
+            (
+                "return nil + 1",
+                "ERR user_script:1: attempt to perform arithmetic on a nil value",
+                1,
+            ),
+            (
+                "local t = nil\nreturn t.x",
+                "ERR user_script:2: attempt to index local 't' (a nil value)",
+                2,
+            ),
+            (
+                "return undefined_fn()",
+                "ERR Script attempted to access nonexistent global variable 'undefined_fn'",
+                1,
+            ),
+            (
+                "x = 1",
+                "ERR user_script:1: Attempt to modify a readonly table",
+                1,
+            ),
+            (
+                "redis.call = nil",
+                "ERR user_script:1: Attempt to modify a readonly table",
+                1,
+            ),
+            (
+                "string.len = nil",
+                "ERR user_script:1: Attempt to modify a readonly table",
+                1,
+            ),
+            ("return redis.sha1hex()", "ERR wrong number of arguments", 1),
+            (
+                "redis.log('x', 'y')",
+                "ERR First argument must be a number (log level).",
+                1,
+            ),
+            ("redis.log(9, 'y')", "ERR Invalid debug level.", 1),
+            (
+                "return math.random(0)",
+                "ERR bad argument #1 to 'random' (interval is empty)",
+                1,
+            ),
+            (
+                "return redis.setresp(3)",
+                "ERR RESP3 is not supported by this simulated server.",
+                1,
+            ),
+            ("return pcall(function() error({err='T x'}) end)", "", 0),
+        ];
+        for (script, msg, line) in cases {
+            let got = eval(&mut e, script, &["str"], &[]);
+            if line == 0 {
+                // pcall returns false + the err text: the reply is the nil for `false`.
+                assert_eq!(got, Reply::nil(), "{script}");
+            } else {
+                assert_eq!(got, raised(msg, script, line), "{script}");
+            }
+            // The engine keeps serving after every failed script.
+            assert_eq!(run(&mut e, &["GET", "str"]), bulk("v"), "after {script}");
+        }
+        // A script cannot break the next one.
+        assert_eq!(
+            eval(&mut e, "return redis.call('get', KEYS[1])", &["str"], &[]),
+            bulk("v")
+        );
+        assert_eq!(
+            eval(&mut e, "rawset(_G, 'y', 1) return y", &[], &[]),
+            int(1)
+        );
+        let probe = "return y";
+        assert_eq!(
+            eval(&mut e, probe, &[], &[]),
+            raised(
+                "ERR Script attempted to access nonexistent global variable 'y'",
+                probe,
+                1
+            )
+        );
+        // getfenv(0) gives the run's own environment, not the real globals.
+        let escape = "local g = getfenv(0); g.string = nil; return g == _G";
+        assert_eq!(eval(&mut e, escape, &[], &[]), int(1));
+        assert_eq!(eval(&mut e, "return string.len('ab')", &[], &[]), int(2));
+        assert_eq!(
+            eval(&mut e, "return getmetatable('')", &[], &[]),
+            Reply::nil()
+        );
+    }
+
+    #[test]
+    fn compile_errors() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let got = eval(&mut e, "return +", &[], &[]);
+        assert_eq!(
+            got,
+            err("ERR Error compiling script (new function): user_script:1: unexpected symbol near '+'")
+        );
+        let got = run(&mut e, &["SCRIPT", "LOAD", "local x ="]);
+        assert_eq!(
+            got,
+            err("ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'")
+        );
+        let bytecode = "\x1bLua";
+        assert!(matches!(eval(&mut e, bytecode, &[], &[]), Reply::Error(m)
+            if m.starts_with("ERR Error compiling script (new function): ")));
+        assert_eq!(run(&mut e, &["PING"]), Reply::Status("PONG".into()));
+    }
+
+    #[test]
+    fn runaway_scripts_are_stopped_by_the_budget() {
+        let mut e = RedisEngine::new(EngineConfig {
+            lua_instruction_budget: 100_000,
+        });
+        run(&mut e, &["SET", "k", "v"]);
+        let killed = err("ERR Script killed: exceeded instruction budget of 100000");
+        for script in [
+            "while true do end",
+            "while true do pcall(function() while true do end end) end",
+            "while true do xpcall(function() while true do end end, function(e) return e end) end",
+            "local function f() return f() end return f()",
+            "redis.call('set', 'k', 'w') while true do redis.call('get', 'k') end",
+            "while true do local ok = pcall(redis.call, 'get', 'k') end",
+        ] {
+            assert_eq!(eval(&mut e, script, &[], &[]), killed, "{script}");
+            assert!(matches!(run(&mut e, &["GET", "k"]), Reply::Bulk(Some(_))));
+        }
+        // Writes made before the kill stay, as with any script error.
+        assert_eq!(run(&mut e, &["GET", "k"]), bulk("w"));
+        // The budget is per script run.
+        for _ in 0..3 {
+            assert_eq!(
+                eval(
+                    &mut e,
+                    "local s = 0 for i = 1, 1000 do s = s + i end return s",
+                    &[],
+                    &[]
+                ),
+                int(500500)
+            );
+        }
+    }
+
+    #[test]
+    fn deep_and_self_referencing_tables_do_not_crash() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let mut reply = eval(&mut e, "local t = {} t[1] = t return t", &[], &[]);
+        let mut depth = 0;
+        while let Reply::Array(Some(mut items)) = reply {
+            assert_eq!(items.len(), 1);
+            reply = items.remove(0);
+            depth += 1;
+        }
+        assert_eq!(depth, MAX_REPLY_DEPTH);
+        assert_eq!(reply, err("ERR reached lua stack limit"));
+        let big = eval(
+            &mut e,
+            "return string.rep('x', 1024 * 1024 * 1024)",
+            &[],
+            &[],
+        );
+        assert!(big.is_error(), "{big:?}");
+        assert_eq!(run(&mut e, &["PING"]), Reply::Status("PONG".into()));
+    }
+}

@@ -1,0 +1,33 @@
+//! A simulated Redis server: a pure, synchronous command engine with Lua scripting.
+//!
+//! [`RedisEngine`] models one Redis 7.2 master without persistence: a single database (`SELECT 0`
+//! only), string keys with millisecond expiry on the node's own wall clock (passed in with every
+//! call, so clock jumps affect expiry exactly as they would on a real node), a minimal list type
+//! (so `WRONGTYPE` is reachable), and `EVAL`/`EVALSHA`/`SCRIPT` on an embedded Lua 5.1 — the
+//! commands a Redis-based lock client sends. Replies and error texts match Redis 7.2 for that
+//! subset. [`codec`] frames commands and replies in RESP2 with `redis-protocol`.
+//!
+//! Nothing here performs I/O, reads system time or iterates a hash map: the same commands at the
+//! same times always give the same replies.
+//!
+//! Left out: RESP3 (`HELLO 3` answers `NOPROTO`), inline commands, other data types and
+//! commands, `MULTI`/`EXEC`, `WATCH`, pub/sub, blocking commands, replication, persistence (the
+//! keyspace can be snapshotted with [`RedisEngine::keyspace`] and put back with
+//! [`RedisEngine::restore`]), eviction, ACLs/`AUTH` (any credentials are accepted), cluster mode,
+//! keyspace notifications, `SCRIPT KILL` and `BUSY` (a runaway script is stopped by an
+//! instruction budget instead, see [`EngineConfig`]), `FUNCTION`, and the `#!lua` shebang.
+//! `DBSIZE` counts keys that are expired but not reclaimed yet, as Redis does.
+//! Other deliberate differences are listed in the docs of [`codec`] and of the Lua module
+//! (`lua.rs`).
+
+pub mod codec;
+mod command;
+mod keyspace;
+mod lua;
+mod reply;
+
+pub use codec::{decode_command, encode_reply};
+pub use command::{ClientSession, EngineConfig, RedisEngine};
+pub use keyspace::{Entry, Keyspace, Value};
+pub use lua::sha1_hex;
+pub use reply::Reply;

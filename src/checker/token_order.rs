@@ -1,0 +1,251 @@
+//! `token-order`: fencing tokens are unique and strictly increase in grant order, per lock key.
+//!
+//! Every `acquire` `ok` whose [`Grant`] carries a fencing token issues that token for the grant's
+//! key; grants are ordered by their position (`seq`). A token equal to one issued earlier for the
+//! same key is a duplicate, one below the highest issued so far a decrease. The explanation and
+//! witness (the two acquire oks) describe the first such grant; the explanation counts them all.
+//! When no grant carries a token the verdict is unknown: there is nothing to order.
+//!
+//! Left out: grants without a token (skipped), acquires whose outcome is unknown (`info`: a token
+//! the client never saw), gaps between tokens (allowed), tokens sent with writes (that is
+//! [`stale-write`](super::stale_write)), and whether the resource enforced them. Ops whose data
+//! does not decode are skipped.
+
+use super::{count, witness, CheckResult, Checker, Verdict};
+use crate::ops::{names, Grant, OpView};
+use lockstep_sim::{Event, History, Phase};
+use std::collections::BTreeMap;
+
+/// This checker's name.
+pub const NAME: &str = "token-order";
+
+/// Checks that fencing tokens strictly increase per lock key; see the [module](self) docs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenOrder;
+
+/// A token issued by one grant.
+#[derive(Clone, Copy)]
+struct Issued<'a> {
+    token: u64,
+    ok: &'a Event,
+}
+
+/// What has been issued so far for one key.
+#[derive(Default)]
+struct KeyTokens<'a> {
+    /// Every token issued, with its first grant.
+    seen: BTreeMap<u64, Issued<'a>>,
+    /// The highest token issued.
+    highest: Option<Issued<'a>>,
+}
+
+/// The first violation: the earlier grant, the offending one, and whether it is a duplicate.
+type Violation<'a> = (Issued<'a>, Issued<'a>, bool);
+
+/// `client-1 (grant abc)`, from an acquire ok.
+fn holder(ok: &Event) -> String {
+    let value = OpView::of(ok)
+        .and_then(|op| op.decode::<Grant>())
+        .map(|g| g.value)
+        .unwrap_or_default();
+    format!("{} (grant {value})", ok.node)
+}
+
+impl Checker for TokenOrder {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn check(&self, history: &History) -> CheckResult {
+        let mut keys: BTreeMap<String, KeyTokens<'_>> = BTreeMap::new();
+        let mut issued = 0usize;
+        let mut violations = 0usize;
+        let mut first: Option<(String, Violation<'_>)> = None;
+
+        for event in history.events() {
+            let Some(op) = OpView::of(event) else { continue };
+            if op.op != names::ACQUIRE || op.phase != Phase::Ok {
+                continue;
+            }
+            let Some(grant) = op.decode::<Grant>() else { continue };
+            let Some(token) = grant.fencing_token else { continue };
+            issued += 1;
+            let this = Issued { token, ok: event };
+            let state = keys.entry(grant.key.clone()).or_default();
+            let violation = if let Some(&earlier) = state.seen.get(&token) {
+                Some((earlier, this, true))
+            } else {
+                state
+                    .highest
+                    .filter(|highest| highest.token > token)
+                    .map(|highest| (highest, this, false))
+            };
+            if let Some(violation) = violation {
+                violations += 1;
+                first.get_or_insert((grant.key.clone(), violation));
+            }
+            state.seen.entry(token).or_insert(this);
+            if state.highest.is_none_or(|highest| token > highest.token) {
+                state.highest = Some(this);
+            }
+        }
+
+        let (verdict, explanation, witness) = match first {
+            None if issued == 0 => (
+                Verdict::Unknown,
+                "no fencing tokens were issued".to_string(),
+                Vec::new(),
+            ),
+            None => (
+                Verdict::Valid,
+                format!(
+                    "{} on {}, unique and strictly increasing",
+                    count(issued, "fencing token", "fencing tokens"),
+                    count(keys.len(), "key", "keys"),
+                ),
+                Vec::new(),
+            ),
+            Some((key, (earlier, later, duplicate))) => {
+                let what = if duplicate {
+                    format!(
+                        "token {} for {key:?} was issued twice: to {} and to {}",
+                        later.token,
+                        holder(earlier.ok),
+                        holder(later.ok)
+                    )
+                } else {
+                    format!(
+                        "token {} for {key:?} was issued to {} after token {} to {}",
+                        later.token,
+                        holder(later.ok),
+                        earlier.token,
+                        holder(earlier.ok)
+                    )
+                };
+                (
+                    Verdict::Invalid,
+                    format!(
+                        "{what}; {} among {}",
+                        count(violations, "violation", "violations"),
+                        count(issued, "token", "tokens")
+                    ),
+                    witness(&[earlier.ok, later.ok]),
+                )
+            }
+        };
+        CheckResult {
+            checker: NAME.to_string(),
+            verdict,
+            explanation,
+            witness,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::testkit::{kleppmann, malformed, Builder};
+
+    fn seqs(result: &CheckResult) -> Vec<u64> {
+        result.witness.iter().map(|e| e.seq).collect()
+    }
+
+    #[test]
+    fn no_tokens_is_unknown() {
+        let mut b = Builder::new();
+        b.acquire(0, 1_000, "client-1", "lock", "a", None);
+        b.acquire(2_000, 3_000, "client-2", "lock", "b", None);
+        let result = TokenOrder.check(&b.build());
+        assert_eq!(result.verdict, Verdict::Unknown);
+        assert_eq!(result.explanation, "no fencing tokens were issued");
+        assert_eq!(result.checker, "token-order");
+        assert_eq!(TokenOrder.check(&History::new()).verdict, Verdict::Unknown);
+    }
+
+    #[test]
+    fn increasing_tokens_are_valid() {
+        let mut b = Builder::new();
+        b.acquire(0, 1_000, "client-1", "lock", "a", Some(1));
+        b.acquire(2_000, 3_000, "client-2", "lock", "b", Some(2));
+        // Gaps and tokenless grants are fine.
+        b.acquire(4_000, 5_000, "client-1", "lock", "c", None);
+        b.acquire(6_000, 7_000, "client-3", "lock", "d", Some(9));
+        let result = TokenOrder.check(&b.build());
+        assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
+        assert_eq!(
+            result.explanation,
+            "3 fencing tokens on 1 key, unique and strictly increasing"
+        );
+    }
+
+    #[test]
+    fn a_decrease_is_invalid() {
+        let mut b = Builder::new();
+        b.acquire(0, 1_000, "client-1", "lock", "a", Some(1));
+        let five = b.acquire(2_000, 3_000, "client-2", "lock", "b", Some(5));
+        let three = b.acquire(4_000, 5_000, "client-3", "lock", "c", Some(3));
+        let result = TokenOrder.check(&b.build());
+        assert_eq!(result.verdict, Verdict::Invalid);
+        assert_eq!(seqs(&result), vec![five, three]);
+        assert_eq!(
+            result.explanation,
+            "token 3 for \"lock\" was issued to client-3 (grant c) after token 5 to client-2 (grant b); \
+             1 violation among 3 tokens"
+        );
+    }
+
+    #[test]
+    fn a_duplicate_is_invalid() {
+        let mut b = Builder::new();
+        let one = b.acquire(0, 1_000, "client-1", "lock", "a", Some(1));
+        b.acquire(2_000, 3_000, "client-2", "lock", "b", Some(2));
+        let again = b.acquire(4_000, 5_000, "client-3", "lock", "c", Some(1));
+        b.acquire(6_000, 7_000, "client-3", "lock", "d", Some(2));
+        let result = TokenOrder.check(&b.build());
+        assert_eq!(result.verdict, Verdict::Invalid);
+        assert_eq!(seqs(&result), vec![one, again]);
+        assert_eq!(
+            result.explanation,
+            "token 1 for \"lock\" was issued twice: to client-1 (grant a) and to client-3 (grant c); \
+             2 violations among 4 tokens"
+        );
+    }
+
+    #[test]
+    fn different_keys_are_independent() {
+        let mut b = Builder::new();
+        b.acquire(0, 1_000, "client-1", "lock-a", "a", Some(5));
+        b.acquire(2_000, 3_000, "client-2", "lock-b", "b", Some(1));
+        b.acquire(4_000, 5_000, "client-3", "lock-b", "c", Some(5));
+        let result = TokenOrder.check(&b.build());
+        assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
+        assert_eq!(
+            result.explanation,
+            "3 fencing tokens on 2 keys, unique and strictly increasing"
+        );
+    }
+
+    #[test]
+    fn kleppmann_tokens_increase_fenced_or_not() {
+        for fenced in [false, true] {
+            let (history, _) = kleppmann(fenced);
+            let result = TokenOrder.check(&history);
+            assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
+            assert_eq!(
+                result.explanation,
+                "2 fencing tokens on 1 key, unique and strictly increasing"
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_data_does_not_panic() {
+        let result = TokenOrder.check(&malformed());
+        assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
+        assert_eq!(
+            result.explanation,
+            "1 fencing token on 1 key, unique and strictly increasing"
+        );
+    }
+}

@@ -1,0 +1,681 @@
+//! Scenario files: one TOML file per scenario describes a whole run — the world (seed, network,
+//! masters, clients, resource), the lock under test, the workload, the fault schedule and the
+//! verdicts the checkers are expected to reach.
+//!
+//! [`Scenario::from_file`] / [`Scenario::from_str`] parse and validate a file, resolving every
+//! default; [`load_dir`] loads every `*.toml` of a directory; [`Scenario::to_toml`] writes a
+//! scenario back as an explicit file. Every error — syntax, an unknown or mistyped field, a value
+//! out of range, a name that does not resolve — is a [`ScenarioError`] naming the file, the line
+//! and column of the offending key (or value), and the dotted field, e.g.
+//!
+//! ```text
+//! scenarios/gc-pause.toml:14:1: field `lock.ttl_ms`: must be greater than 0
+//! scenarios/gc-pause.toml:31:1: field `fault[1].node`: unknown node `client-9` (nodes: redis-1, resource, client-1, client-2)
+//! ```
+//!
+//! Array-of-tables entries are numbered from 0 in field names: `fault[0]` is the first
+//! `[[fault]]`.
+//!
+//! # Format reference
+//!
+//! Unknown keys are errors everywhere. Durations are whole milliseconds of *true* (simulated)
+//! time unless said otherwise.
+//!
+//! ## Top level
+//!
+//! | key           | type    | default | meaning |
+//! |---------------|---------|---------|---------|
+//! | `name`        | string  | required | `[a-z0-9-]+`; the scenario's name in reports |
+//! | `description` | string  | required | what the scenario shows (not blank) |
+//! | `seed`        | integer | `0`     | the one seed of the run; a decimal string (`"18446744073709551615"`) is accepted for seeds above 2^63 − 1 |
+//! | `duration_ms` | integer | `60000` | when the run stops if the clients have not finished; ≥ 1 |
+//! | `tick_ms`     | integer | `1`     | the scheduler's step; ≥ 1 |
+//!
+//! ## `[network]` (optional)
+//!
+//! | key              | type    | default | meaning |
+//! |------------------|---------|---------|---------|
+//! | `min_latency_ms` | integer | `1`     | smallest one-way message delay |
+//! | `max_latency_ms` | integer | `5`     | largest one-way message delay; ≥ `min_latency_ms` |
+//!
+//! ## `[topology]` (optional)
+//!
+//! | key        | type    | default      | meaning |
+//! |------------|---------|--------------|---------|
+//! | `masters`  | integer | `1`          | N Redis masters named `redis-1` … `redis-N` with exact clocks; 1 ≤ N ≤ 1000 |
+//! | `clients`  | integer | `2`          | N clients named `client-1` … `client-N`; 1 ≤ N ≤ 1000; ignored when `[[client]]` tables exist |
+//! | `resource` | string  | `"unfenced"` | how the resource judges fencing tokens: `unfenced`, `fenced` (rejects lower tokens) or `strict` (rejects lower and equal tokens) |
+//!
+//! Instead of `masters = N` the masters may be listed, one `[[topology.master]]` table each (not
+//! both):
+//!
+//! | key         | type    | default  | meaning |
+//! |-------------|---------|----------|---------|
+//! | `name`      | string  | required | unique node name |
+//! | `offset_ms` | integer | `0`      | wall-clock offset from true time (may be negative) |
+//! | `drift_ppm` | integer | `0`      | clock rate error in parts per million; > −1000000 |
+//!
+//! The resource node is always named `resource`. Node names are made of `A-Z a-z 0-9 - _ .`,
+//! and `resource`, `net` and `world` are reserved.
+//!
+//! ## `[lock]` (required)
+//!
+//! | key                      | type    | default        | meaning |
+//! |--------------------------|---------|----------------|---------|
+//! | `algorithm`              | string  | required       | `naive`, `token-release`, `watchdog` or `redlock` |
+//! | `key`                    | string  | `"lock"`       | the Redis key of the lock (not empty) |
+//! | `ttl_ms`                 | integer | `10000`        | the lock's time to live; > 0 |
+//! | `fencing`                | string  | `"none"`       | `none`, or `incr`: take a fencing token with `INCR` on `fencing_master` |
+//! | `fencing_master`         | string  | first master   | must name a master |
+//! | `request_timeout_ms`     | integer | `50`           | per-request timeout of the client; ≥ 1 |
+//! | `connect_timeout_ms`     | integer | `100`          | connection timeout of the client; ≥ 1 |
+//! | `retry_count`            | integer | `10`           | redlock: acquisition attempts; `-1` = unlimited; ≥ −1 |
+//! | `retry_delay_ms`         | integer | `200`          | redlock: delay between attempts |
+//! | `retry_jitter_ms`        | integer | `100`          | redlock: random extra delay, up to this |
+//! | `drift_factor`           | float   | `0.01`         | redlock: clock drift allowance, in [0, 1) |
+//! | `clock`                  | string  | `"monotonic"`  | how the client times itself: `monotonic` or `wall` |
+//! | `extend_every_ms`        | integer | `ttl_ms / 3`   | watchdog: extension period; when written, 0 < value < `ttl_ms` |
+//! | `auto_extend`            | bool    | `false`        | redlock: extend automatically while the work runs (node-redlock's `using()`) |
+//! | `extension_threshold_ms` | integer | `500`          | redlock auto-extension: extend when validity left < this; < `ttl_ms` when `auto_extend` |
+//!
+//! ## `[workload]` (optional)
+//!
+//! Each client loops: acquire the lock (retrying), read the counter from the resource, work,
+//! write it back incremented, release, think.
+//!
+//! | key                | type             | default | meaning |
+//! |--------------------|------------------|---------|---------|
+//! | `key`              | string           | `"counter"` | the resource key (not empty) |
+//! | `iterations`       | integer          | unlimited if `until_ms` is set, else `1` | iterations per client |
+//! | `until_ms`         | integer          | none    | stop starting new iterations after this true time |
+//! | `work_ms`          | integer or pair  | `100`   | work inside the critical section: fixed, or `[min, max]` drawn uniformly (min ≤ max) |
+//! | `acquire_retry_ms` | integer          | `100`   | delay between failed acquire attempts |
+//! | `think_ms`         | integer          | `0`     | pause between iterations |
+//! | `resource_timeout_ms` | integer       | `lock.request_timeout_ms` | per-request timeout of the client's connection to the resource (a long one lets a delayed write arrive late); ≥ 1 |
+//!
+//! ## `[[client]]` (optional, repeated)
+//!
+//! When present, these are the clients (and `topology.clients` is ignored).
+//!
+//! | key          | type            | default  | meaning |
+//! |--------------|-----------------|----------|---------|
+//! | `name`       | string          | required | unique; not a master's name nor `resource` |
+//! | `start_ms`   | integer         | `0`      | when the client starts, true time |
+//! | `offset_ms`  | integer         | `0`      | wall-clock offset |
+//! | `drift_ppm`  | integer         | `0`      | clock rate error, ppm; > −1000000 |
+//! | `iterations` | integer         | workload's | override of `workload.iterations` |
+//! | `work_ms`    | integer or pair | workload's | override of `workload.work_ms` |
+//!
+//! ## `[[fault]]` (optional, repeated)
+//!
+//! Each table is one [`lockstep_sim::ScheduledFault`]: `at_ms` (true time, ≤ `duration_ms`),
+//! `kind`, and the kind's own keys:
+//!
+//! | kind         | keys |
+//! |--------------|------|
+//! | `pause`      | `node`, `duration_ms` — freeze every task of the node |
+//! | `clock-jump` | `node`, `delta_ms` (may be negative) — step the node's wall clock |
+//! | `drift`      | `node`, `drift_ppm` (> −1000000) — set the node's clock rate error |
+//! | `partition`  | `a`, `b`, `oneway` (default `false`) — drop messages between two nodes |
+//! | `heal`       | `a`, `b`, `oneway` (default `false`) — restore the link |
+//! | `hold`       | `a`, `b` — hold every message on the link |
+//! | `release`    | `a`, `b` — deliver the held messages, stop holding |
+//! | `latency`    | `a`, `b`, `latency_ms` — fix the link's one-way delay |
+//! | `loss`       | `a`, `b`, `rate_ppm` (≤ 1000000) — per-message probability that the link breaks |
+//! | `crash`      | `node` — a master only: stop it and lose its memory |
+//! | `restart`    | `node` — a master only: restart it empty |
+//!
+//! Every node named must exist; a link needs two different nodes.
+//!
+//! ## `[expect]` (optional)
+//!
+//! The expected verdict of each checker, `valid`, `invalid` or `unknown`. Keys: the checkers of
+//! [`CHECKERS`] (`mutual-exclusion`, `stale-write`, `lost-update`, `token-order`); all optional.
+//!
+//! # Example
+//!
+//! ```toml
+//! name = "kleppmann-gc-pause"
+//! description = """
+//! A client pauses past its lease; the second client acquires and writes; the first wakes up and
+//! writes too, unfenced."""
+//! seed = 1
+//! duration_ms = 40000
+//!
+//! [topology]
+//! masters = 1
+//! clients = 2
+//! resource = "unfenced"
+//!
+//! [lock]
+//! algorithm = "token-release"
+//! ttl_ms = 10000
+//!
+//! [workload]
+//! iterations = 1
+//! work_ms = 1000
+//!
+//! [[fault]]
+//! at_ms = 1000
+//! kind = "pause"
+//! node = "client-1"
+//! duration_ms = 15000
+//!
+//! [expect]
+//! mutual-exclusion = "invalid"
+//! ```
+
+mod locate;
+mod raw;
+mod resolve;
+#[cfg(test)]
+mod tests;
+mod write;
+
+use crate::checker::Verdict;
+use lockstep_sim::{ClockSpec, FaultPlan, FencingMode, WorldConfig};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The name of the resource node.
+pub const RESOURCE_NODE: &str = "resource";
+
+/// The checkers a scenario's `[expect]` table may name ([`crate::checker::NAMES`]).
+pub const CHECKERS: &[&str] = crate::checker::NAMES;
+
+/// The most masters (`topology.masters`) or clients (`topology.clients`) a file may ask for.
+pub const MAX_GENERATED_NODES: u64 = 1000;
+
+/// One scenario, fully resolved: every default filled in, every name checked.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Scenario {
+    /// The scenario's name, `[a-z0-9-]+`.
+    pub name: String,
+    /// What the scenario shows.
+    pub description: String,
+    /// The one seed of the run.
+    pub seed: u64,
+    /// When the run stops if the clients have not finished, true ms.
+    pub duration_ms: u64,
+    /// The scheduler's step, ms (≥ 1).
+    pub tick_ms: u64,
+    /// Message delays.
+    pub network: NetworkSpec,
+    /// The Redis masters, in file order (never empty).
+    pub masters: Vec<NodeSpec>,
+    /// How the resource judges fencing tokens.
+    pub resource: FencingMode,
+    /// The lock under test.
+    pub lock: LockSpec,
+    /// What each client does.
+    pub workload: WorkloadSpec,
+    /// The clients, in file order (never empty).
+    pub clients: Vec<ClientSpec>,
+    /// The fault schedule, in file order.
+    pub faults: FaultPlan,
+    /// The expected verdict per checker name (a subset of [`CHECKERS`]).
+    pub expect: BTreeMap<String, Verdict>,
+}
+
+/// Message delays of the simulated network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct NetworkSpec {
+    /// The smallest one-way delay, ms.
+    pub min_latency_ms: u64,
+    /// The largest one-way delay, ms (≥ `min_latency_ms`).
+    pub max_latency_ms: u64,
+}
+
+impl Default for NetworkSpec {
+    fn default() -> Self {
+        NetworkSpec {
+            min_latency_ms: 1,
+            max_latency_ms: 5,
+        }
+    }
+}
+
+/// A Redis master and its clock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeSpec {
+    /// The node's name.
+    pub name: String,
+    /// Wall-clock offset from true time, ms.
+    pub offset_ms: i64,
+    /// Clock rate error, ppm (> −1000000).
+    pub drift_ppm: i64,
+}
+
+impl NodeSpec {
+    /// The node's clock at the start of the run.
+    pub fn clock(&self) -> ClockSpec {
+        ClockSpec {
+            offset_ms: self.offset_ms,
+            drift_ppm: self.drift_ppm,
+        }
+    }
+}
+
+/// The lock algorithm under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Algorithm {
+    /// `SET NX PX` to acquire, plain `DEL` to release.
+    Naive,
+    /// `SET NX PX` with a random token; release only if the token still matches.
+    TokenRelease,
+    /// Token release plus a watchdog extending the TTL every `extend_every_ms`.
+    Watchdog,
+    /// Redlock over every master.
+    Redlock,
+}
+
+impl Algorithm {
+    /// Every algorithm, in declaration order.
+    pub const ALL: [Algorithm; 4] = [
+        Algorithm::Naive,
+        Algorithm::TokenRelease,
+        Algorithm::Watchdog,
+        Algorithm::Redlock,
+    ];
+
+    /// The name as written in scenario files (`token-release`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Algorithm::Naive => "naive",
+            Algorithm::TokenRelease => "token-release",
+            Algorithm::Watchdog => "watchdog",
+            Algorithm::Redlock => "redlock",
+        }
+    }
+
+    /// The algorithm of that name, if any.
+    pub fn from_name(name: &str) -> Option<Algorithm> {
+        Algorithm::ALL.into_iter().find(|a| a.name() == name)
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where fencing tokens come from.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fencing {
+    /// No tokens: writes to the resource carry none.
+    #[default]
+    None,
+    /// `INCR` a counter on the fencing master after acquiring; the result is the token.
+    Incr,
+}
+
+impl Fencing {
+    /// `none` or `incr`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Fencing::None => "none",
+            Fencing::Incr => "incr",
+        }
+    }
+}
+
+/// Which clock a lock client times its lease with.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClockKind {
+    /// The node's monotonic clock (drifts, never jumps).
+    #[default]
+    Monotonic,
+    /// The node's wall clock (drifts and jumps).
+    Wall,
+}
+
+impl ClockKind {
+    /// `monotonic` or `wall`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ClockKind::Monotonic => "monotonic",
+            ClockKind::Wall => "wall",
+        }
+    }
+}
+
+/// The lock under test and its settings (every default resolved).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LockSpec {
+    /// The algorithm.
+    pub algorithm: Algorithm,
+    /// The Redis key of the lock.
+    pub key: String,
+    /// Time to live, ms (> 0).
+    pub ttl_ms: u64,
+    /// Where fencing tokens come from.
+    pub fencing: Fencing,
+    /// The master that hands out fencing tokens (always names a master).
+    pub fencing_master: String,
+    /// Per-request timeout, ms.
+    pub request_timeout_ms: u64,
+    /// Connection timeout, ms.
+    pub connect_timeout_ms: u64,
+    /// Redlock: acquisition attempts, `-1` = unlimited.
+    pub retry_count: i64,
+    /// Redlock: delay between attempts, ms.
+    pub retry_delay_ms: u64,
+    /// Redlock: random extra delay, up to this many ms.
+    pub retry_jitter_ms: u64,
+    /// Redlock: clock drift allowance, in [0, 1).
+    pub drift_factor: f64,
+    /// Which clock the client times itself with.
+    pub clock: ClockKind,
+    /// Watchdog: extension period, ms (resolved; `ttl_ms / 3` unless written).
+    pub extend_every_ms: u64,
+    /// Redlock: extend automatically while the work runs.
+    pub auto_extend: bool,
+    /// Redlock auto-extension: extend when validity left is below this, ms.
+    pub extension_threshold_ms: u64,
+}
+
+/// How long a client works inside the critical section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkMs {
+    /// Always this many ms.
+    Fixed(u64),
+    /// Uniformly between the two bounds, inclusive (`min <= max`).
+    Range(u64, u64),
+}
+
+impl WorkMs {
+    /// The smallest possible duration.
+    pub fn min(&self) -> u64 {
+        match *self {
+            WorkMs::Fixed(ms) => ms,
+            WorkMs::Range(min, _) => min,
+        }
+    }
+
+    /// The largest possible duration.
+    pub fn max(&self) -> u64 {
+        match *self {
+            WorkMs::Fixed(ms) => ms,
+            WorkMs::Range(_, max) => max,
+        }
+    }
+}
+
+impl Default for WorkMs {
+    fn default() -> Self {
+        WorkMs::Fixed(100)
+    }
+}
+
+impl fmt::Display for WorkMs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WorkMs::Fixed(ms) => write!(f, "{ms}"),
+            WorkMs::Range(min, max) => write!(f, "[{min}, {max}]"),
+        }
+    }
+}
+
+impl Serialize for WorkMs {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            WorkMs::Fixed(ms) => serializer.serialize_u64(ms),
+            WorkMs::Range(min, max) => [min, max].serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for WorkMs {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = WorkMs;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a non-negative integer or a [min, max] pair of them")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<WorkMs, E> {
+                Ok(WorkMs::Fixed(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<WorkMs, E> {
+                u64::try_from(v)
+                    .map(WorkMs::Fixed)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<WorkMs, A::Error> {
+                use serde::de::Error;
+                let min: u64 = seq
+                    .next_element()?
+                    .ok_or_else(|| A::Error::invalid_length(0, &self))?;
+                let max: u64 = seq
+                    .next_element()?
+                    .ok_or_else(|| A::Error::invalid_length(1, &self))?;
+                if seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    return Err(A::Error::invalid_length(3, &self));
+                }
+                Ok(WorkMs::Range(min, max))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// What each client does (every default resolved).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorkloadSpec {
+    /// The resource key holding the counter.
+    pub key: String,
+    /// Iterations per client; `None` = unlimited (until `until_ms` or the end of the run).
+    pub iterations: Option<u64>,
+    /// Stop starting new iterations after this true time, ms.
+    pub until_ms: Option<u64>,
+    /// Work inside the critical section.
+    pub work_ms: WorkMs,
+    /// Delay between failed acquire attempts, ms.
+    pub acquire_retry_ms: u64,
+    /// Pause between iterations, ms.
+    pub think_ms: u64,
+    /// Per-request timeout of the clients' resource connection, ms (resolved; the lock's
+    /// `request_timeout_ms` unless written).
+    pub resource_timeout_ms: u64,
+}
+
+/// A client node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClientSpec {
+    /// The node's name.
+    pub name: String,
+    /// When the client starts, true ms.
+    pub start_ms: u64,
+    /// Wall-clock offset from true time, ms.
+    pub offset_ms: i64,
+    /// Clock rate error, ppm (> −1000000).
+    pub drift_ppm: i64,
+    /// Override of [`WorkloadSpec::iterations`] (`None`: the workload's).
+    pub iterations: Option<u64>,
+    /// Override of [`WorkloadSpec::work_ms`] (`None`: the workload's).
+    pub work_ms: Option<WorkMs>,
+}
+
+impl ClientSpec {
+    /// A client named `name` with the default settings.
+    pub fn named(name: impl Into<String>) -> Self {
+        ClientSpec {
+            name: name.into(),
+            start_ms: 0,
+            offset_ms: 0,
+            drift_ppm: 0,
+            iterations: None,
+            work_ms: None,
+        }
+    }
+
+    /// The node's clock at the start of the run.
+    pub fn clock(&self) -> ClockSpec {
+        ClockSpec {
+            offset_ms: self.offset_ms,
+            drift_ppm: self.drift_ppm,
+        }
+    }
+
+    /// This client's iterations: its override, else the workload's (`None` = unlimited).
+    pub fn effective_iterations(&self, workload: &WorkloadSpec) -> Option<u64> {
+        self.iterations.or(workload.iterations)
+    }
+
+    /// This client's work duration: its override, else the workload's.
+    pub fn effective_work_ms(&self, workload: &WorkloadSpec) -> WorkMs {
+        self.work_ms.unwrap_or(workload.work_ms)
+    }
+}
+
+/// Why a scenario file could not be loaded: where (file, line, column, dotted field) and what.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.render())]
+pub struct ScenarioError {
+    /// The file (or the origin given to [`Scenario::from_str`]).
+    pub path: String,
+    /// 1-based line of the offending key or value, when known.
+    pub line: Option<usize>,
+    /// 1-based column (in characters) of the offending key or value, when known.
+    pub column: Option<usize>,
+    /// The dotted field, e.g. `lock.ttl_ms` or `fault[2].node`, when known.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl ScenarioError {
+    /// An error about a whole file (I/O, encoding), with no position.
+    pub fn file(path: impl Into<String>, message: impl Into<String>) -> Self {
+        ScenarioError {
+            path: path.into(),
+            line: None,
+            column: None,
+            field: None,
+            message: message.into(),
+        }
+    }
+
+    /// `path:line:column: field `f`: message`, leaving out what is unknown.
+    fn render(&self) -> String {
+        let mut out = self.path.clone();
+        if let Some(line) = self.line {
+            out.push_str(&format!(":{line}"));
+            if let Some(column) = self.column {
+                out.push_str(&format!(":{column}"));
+            }
+        }
+        out.push_str(": ");
+        if let Some(field) = &self.field {
+            out.push_str(&format!("field `{field}`: "));
+        }
+        out.push_str(&self.message);
+        out
+    }
+}
+
+impl Scenario {
+    /// Reads and parses the scenario file at `path` (errors name the path as given).
+    pub fn from_file(path: &Path) -> Result<Scenario, ScenarioError> {
+        let shown = path.display().to_string();
+        let bytes = std::fs::read(path)
+            .map_err(|e| ScenarioError::file(&shown, format!("cannot read file: {e}")))?;
+        let source = String::from_utf8(bytes)
+            .map_err(|e| ScenarioError::file(&shown, format!("file is not valid UTF-8: {e}")))?;
+        Scenario::from_str(&source, &shown)
+    }
+
+    /// Parses and validates a scenario from TOML text; `origin` (usually the file name) is the
+    /// `path` of any error.
+    pub fn from_str(source: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+        resolve::parse(source, origin)
+    }
+
+    /// The scenario as an explicit TOML file: masters as `[[topology.master]]`, clients as
+    /// `[[client]]`, every fault and expectation written out. It parses back to an equal
+    /// scenario.
+    pub fn to_toml(&self) -> String {
+        write::to_toml(self)
+    }
+
+    /// The world settings of this scenario (the rest at [`WorldConfig::default`]).
+    pub fn world_config(&self) -> WorldConfig {
+        WorldConfig {
+            seed: self.seed,
+            tick_ms: self.tick_ms,
+            duration_ms: self.duration_ms,
+            min_latency_ms: self.network.min_latency_ms,
+            max_latency_ms: self.network.max_latency_ms,
+            ..WorldConfig::default()
+        }
+    }
+
+    /// Every node's name: the masters, then [`RESOURCE_NODE`], then the clients.
+    pub fn node_names(&self) -> Vec<String> {
+        self.masters
+            .iter()
+            .map(|m| m.name.clone())
+            .chain(std::iter::once(RESOURCE_NODE.to_string()))
+            .chain(self.clients.iter().map(|c| c.name.clone()))
+            .collect()
+    }
+
+    /// The expected verdict of `checker`, if the file states one.
+    pub fn expected(&self, checker: &str) -> Option<Verdict> {
+        self.expect.get(checker).copied()
+    }
+}
+
+/// Loads every `*.toml` file directly in `dir` (not in subdirectories), sorted by path. Fails on
+/// the first file that does not load, or when two files use the same scenario `name`.
+pub fn load_dir(dir: &Path) -> Result<Vec<(PathBuf, Scenario)>, ScenarioError> {
+    let shown = dir.display().to_string();
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| ScenarioError::file(&shown, format!("cannot read directory: {e}")))?;
+    let mut paths = Vec::new();
+    for entry in entries {
+        let entry = entry
+            .map_err(|e| ScenarioError::file(&shown, format!("cannot read directory: {e}")))?;
+        let path = entry.path();
+        if path.extension().is_some_and(|ext| ext == "toml") && path.is_file() {
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    let mut loaded: Vec<(PathBuf, Scenario)> = Vec::with_capacity(paths.len());
+    let mut names: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for path in paths {
+        let scenario = Scenario::from_file(&path)?;
+        if let Some(first) = names.get(&scenario.name) {
+            let source = std::fs::read_to_string(&path).unwrap_or_default();
+            let mut err = resolve::error_at_key(
+                &source,
+                &path.display().to_string(),
+                "name",
+                format!(
+                    "scenario name `{}` is also used by {}",
+                    scenario.name,
+                    first.display()
+                ),
+            );
+            err.field = Some("name".into());
+            return Err(err);
+        }
+        names.insert(scenario.name.clone(), path.clone());
+        loaded.push((path, scenario));
+    }
+    Ok(loaded)
+}

@@ -1,0 +1,129 @@
+//! The file as written: serde structures with every optional key optional, before defaults and
+//! validation. Unknown keys are rejected here.
+
+use super::{Algorithm, ClockKind, Fencing, WorkMs};
+use crate::checker::Verdict;
+use lockstep_sim::FencingMode;
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
+use std::fmt;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawScenario {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub seed: Option<SeedValue>,
+    pub duration_ms: Option<u64>,
+    pub tick_ms: Option<u64>,
+    pub network: Option<RawNetwork>,
+    pub topology: Option<RawTopology>,
+    pub lock: Option<RawLock>,
+    pub workload: Option<RawWorkload>,
+    pub client: Option<Vec<RawClient>>,
+    /// Checked table by table in `resolve`, so errors name the fault's own keys.
+    pub fault: Option<Vec<toml::Table>>,
+    pub expect: Option<BTreeMap<String, Verdict>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawNetwork {
+    pub min_latency_ms: Option<u64>,
+    pub max_latency_ms: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTopology {
+    pub masters: Option<u64>,
+    pub master: Option<Vec<RawNode>>,
+    pub clients: Option<u64>,
+    pub resource: Option<FencingMode>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawNode {
+    pub name: String,
+    pub offset_ms: Option<i64>,
+    pub drift_ppm: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLock {
+    pub algorithm: Algorithm,
+    pub key: Option<String>,
+    pub ttl_ms: Option<u64>,
+    pub fencing: Option<Fencing>,
+    pub fencing_master: Option<String>,
+    pub request_timeout_ms: Option<u64>,
+    pub connect_timeout_ms: Option<u64>,
+    pub retry_count: Option<i64>,
+    pub retry_delay_ms: Option<u64>,
+    pub retry_jitter_ms: Option<u64>,
+    pub drift_factor: Option<f64>,
+    pub clock: Option<ClockKind>,
+    pub extend_every_ms: Option<u64>,
+    pub auto_extend: Option<bool>,
+    pub extension_threshold_ms: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWorkload {
+    pub key: Option<String>,
+    pub iterations: Option<u64>,
+    pub until_ms: Option<u64>,
+    pub work_ms: Option<WorkMs>,
+    pub acquire_retry_ms: Option<u64>,
+    pub think_ms: Option<u64>,
+    pub resource_timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawClient {
+    pub name: String,
+    pub start_ms: Option<u64>,
+    pub offset_ms: Option<i64>,
+    pub drift_ppm: Option<i64>,
+    pub iterations: Option<u64>,
+    pub work_ms: Option<WorkMs>,
+}
+
+/// A seed: a non-negative TOML integer, or a decimal string for seeds above `i64::MAX`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SeedValue(pub u64);
+
+impl<'de> Deserialize<'de> for SeedValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = SeedValue;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "a non-negative integer, or a decimal string of one up to 18446744073709551615",
+                )
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SeedValue, E> {
+                Ok(SeedValue(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<SeedValue, E> {
+                u64::try_from(v)
+                    .map(SeedValue)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SeedValue, E> {
+                if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+                    if let Ok(seed) = v.parse() {
+                        return Ok(SeedValue(seed));
+                    }
+                }
+                Err(E::invalid_value(serde::de::Unexpected::Str(v), &self))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}

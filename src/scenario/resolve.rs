@@ -1,0 +1,701 @@
+//! From text to a validated [`Scenario`]: parse, deserialize the raw file, fill in defaults,
+//! check every value and name, and turn each failure into a [`ScenarioError`] with the line and
+//! the dotted field.
+
+use super::locate::{line_col, FieldPath, Locator};
+use super::raw::{RawClient, RawNode, RawScenario, RawTopology};
+use super::{
+    Algorithm, ClientSpec, LockSpec, NetworkSpec, NodeSpec, Scenario, ScenarioError, WorkMs,
+    WorkloadSpec, CHECKERS, MAX_GENERATED_NODES, RESOURCE_NODE,
+};
+use lockstep_sim::{Fault, FaultPlan, ScheduledFault};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+/// Node names the world reserves.
+const RESERVED_NODES: &[&str] = &[RESOURCE_NODE, "net", "world"];
+
+/// The smallest clock rate error a clock survives (at −1000000 ppm it stops).
+const MIN_DRIFT_PPM: i64 = -1_000_000;
+
+/// Parses and validates `source`; errors name `origin`.
+pub(super) fn parse(source: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+    let ctx = Ctx {
+        source,
+        origin,
+        locator: Locator::new(source),
+    };
+    let doc = toml::de::DeTable::parse(source).map_err(|e| ctx.toml_error(&e))?;
+    let raw = RawScenario::deserialize(toml::de::Deserializer::from(doc))
+        .map_err(|e| ctx.toml_error(&e))?;
+    ctx.resolve(raw)
+}
+
+/// An error at the top-level `key` of `source` (for checks across files).
+pub(super) fn error_at_key(
+    source: &str,
+    origin: &str,
+    key: &str,
+    message: String,
+) -> ScenarioError {
+    let ctx = Ctx {
+        source,
+        origin,
+        locator: Locator::new(source),
+    };
+    ctx.err(&FieldPath::keys(&[key]), message)
+}
+
+/// The text between `prefix` and the next backtick, when `message` contains `prefix`.
+fn quoted_after<'m>(message: &'m str, prefix: &str) -> Option<&'m str> {
+    let start = message.find(prefix)? + prefix.len();
+    let rest = &message[start..];
+    rest.find('`').map(|end| &rest[..end])
+}
+
+fn check_scenario_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
+    {
+        return Err(format!(
+            "`{name}` contains {bad:?}: a scenario name is made of a-z, 0-9 and `-`"
+        ));
+    }
+    Ok(())
+}
+
+fn check_node_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("a node name must not be empty".into());
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
+        return Err(format!(
+            "node name `{name}` contains {bad:?}: node names are made of A-Z, a-z, 0-9, `-`, `_` and `.`"
+        ));
+    }
+    if RESERVED_NODES.contains(&name) {
+        return Err(format!("node name `{name}` is reserved"));
+    }
+    Ok(())
+}
+
+fn check_drift(drift_ppm: i64) -> Result<(), String> {
+    if drift_ppm <= MIN_DRIFT_PPM {
+        Err(format!(
+            "{drift_ppm} ppm would stop or reverse the clock: must be above {MIN_DRIFT_PPM}"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+fn check_work(work: WorkMs) -> Result<(), String> {
+    match work {
+        WorkMs::Range(min, max) if min > max => Err(format!("[{min}, {max}]: min is above max")),
+        _ => Ok(()),
+    }
+}
+
+/// What kind of node a name is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Master,
+    Resource,
+    Client,
+}
+
+impl Kind {
+    fn describe(self) -> &'static str {
+        match self {
+            Kind::Master => "a master",
+            Kind::Resource => "the resource",
+            Kind::Client => "a client",
+        }
+    }
+}
+
+/// The nodes defined so far: their kinds, and their names in definition order.
+#[derive(Default)]
+struct Nodes {
+    kinds: BTreeMap<String, Kind>,
+    order: Vec<String>,
+}
+
+struct Ctx<'a> {
+    source: &'a str,
+    origin: &'a str,
+    locator: Locator,
+}
+
+impl Ctx<'_> {
+    fn at(
+        &self,
+        span: Option<Range<usize>>,
+        field: Option<String>,
+        message: String,
+    ) -> ScenarioError {
+        let position = span.map(|s| line_col(self.source, s.start));
+        ScenarioError {
+            path: self.origin.to_string(),
+            line: position.map(|p| p.0),
+            column: position.map(|p| p.1),
+            field,
+            message,
+        }
+    }
+
+    /// An error about `path`, positioned at its key (or its nearest written ancestor).
+    fn err(&self, path: &FieldPath, message: impl Into<String>) -> ScenarioError {
+        self.at(
+            self.locator.nearest_span(path),
+            Some(path.to_string()),
+            message.into(),
+        )
+    }
+
+    /// A required `key` missing from the table at `table`.
+    fn missing(&self, table: &FieldPath, key: &str, message: impl Into<String>) -> ScenarioError {
+        let span = self
+            .locator
+            .value_span_of(table)
+            .or_else(|| self.locator.nearest_span(table));
+        self.at(span, Some(table.key(key).to_string()), message.into())
+    }
+
+    /// A syntax or deserialization error from toml, positioned by its span.
+    fn toml_error(&self, error: &toml::de::Error) -> ScenarioError {
+        let message = error.message().trim().to_string();
+        let span = error.span();
+        let located = span.as_ref().and_then(|s| self.locator.field_at(s));
+        let field = if let Some(name) = quoted_after(&message, "missing field `") {
+            Some(located.unwrap_or_default().key(name).to_string())
+        } else if let Some(path) = located {
+            Some(path.to_string())
+        } else if let Some(name) = quoted_after(&message, "unknown field `") {
+            Some(name.to_string())
+        } else if message.contains("duplicate key") {
+            // The second occurrence is not in the document: name the first one's path.
+            span.as_ref()
+                .and_then(|s| {
+                    let text = self.source.get(s.clone())?.trim();
+                    let first = self.locator.preceding_key(text, s.start);
+                    Some(first.map_or_else(|| text.to_string(), |p| p.to_string()))
+                })
+                .filter(|text| !text.is_empty())
+        } else {
+            None
+        };
+        self.at(span, field, message)
+    }
+
+    fn resolve(&self, raw: RawScenario) -> Result<Scenario, ScenarioError> {
+        let key = |k: &str| FieldPath::keys(&[k]);
+        let name = raw
+            .name
+            .ok_or_else(|| self.err(&key("name"), "required field is missing"))?;
+        check_scenario_name(&name).map_err(|m| self.err(&key("name"), m))?;
+        let description = raw
+            .description
+            .ok_or_else(|| self.err(&key("description"), "required field is missing"))?;
+        if description.trim().is_empty() {
+            return Err(self.err(&key("description"), "must not be blank"));
+        }
+        let seed = raw.seed.map_or(0, |s| s.0);
+        let duration_ms = raw.duration_ms.unwrap_or(60_000);
+        if duration_ms == 0 {
+            return Err(self.err(&key("duration_ms"), "must be at least 1"));
+        }
+        let tick_ms = raw.tick_ms.unwrap_or(1);
+        if tick_ms == 0 {
+            return Err(self.err(&key("tick_ms"), "must be at least 1"));
+        }
+
+        let network = raw.network.unwrap_or_default();
+        let defaults = NetworkSpec::default();
+        let network_spec = NetworkSpec {
+            min_latency_ms: network.min_latency_ms.unwrap_or(defaults.min_latency_ms),
+            max_latency_ms: network.max_latency_ms.unwrap_or(defaults.max_latency_ms),
+        };
+        if network_spec.min_latency_ms > network_spec.max_latency_ms {
+            let field = if network.max_latency_ms.is_some() || network.min_latency_ms.is_none() {
+                "max_latency_ms"
+            } else {
+                "min_latency_ms"
+            };
+            return Err(self.err(
+                &FieldPath::keys(&["network", field]),
+                format!(
+                    "max_latency_ms {} is below min_latency_ms {}",
+                    network_spec.max_latency_ms, network_spec.min_latency_ms
+                ),
+            ));
+        }
+
+        let topology = raw.topology.unwrap_or_default();
+        let mut kinds = Nodes::default();
+        let masters = self.masters(&topology, &mut kinds)?;
+        kinds
+            .kinds
+            .insert(RESOURCE_NODE.to_string(), Kind::Resource);
+        kinds.order.push(RESOURCE_NODE.to_string());
+        let clients = self.clients(&topology, raw.client, &mut kinds)?;
+        let lock = self.lock(raw.lock, &masters)?;
+        let workload = self.workload(raw.workload, &lock)?;
+
+        let mut faults = Vec::new();
+        for (index, table) in raw.fault.unwrap_or_default().into_iter().enumerate() {
+            faults.push(self.fault(index, table, duration_ms, &kinds)?);
+        }
+
+        let mut expect = BTreeMap::new();
+        for (checker, verdict) in raw.expect.unwrap_or_default() {
+            if !CHECKERS.contains(&checker.as_str()) {
+                return Err(self.err(
+                    &FieldPath::keys(&["expect", &checker]),
+                    format!(
+                        "unknown checker `{checker}` (checkers: {})",
+                        CHECKERS.join(", ")
+                    ),
+                ));
+            }
+            expect.insert(checker, verdict);
+        }
+
+        Ok(Scenario {
+            name,
+            description,
+            seed,
+            duration_ms,
+            tick_ms,
+            network: network_spec,
+            masters,
+            resource: topology.resource.unwrap_or_default(),
+            lock,
+            workload,
+            clients,
+            faults: FaultPlan::new(faults),
+            expect,
+        })
+    }
+
+    /// Registers node `name` written at `path`, rejecting bad and duplicate names.
+    fn claim(
+        &self,
+        nodes: &mut Nodes,
+        name: &str,
+        kind: Kind,
+        path: &FieldPath,
+    ) -> Result<(), ScenarioError> {
+        if name == RESOURCE_NODE {
+            return Err(self.err(path, format!("`{name}` is the resource's name")));
+        }
+        if let Some(existing) = nodes.kinds.get(name) {
+            return Err(self.err(
+                path,
+                format!(
+                    "duplicate node name: `{name}` is already {}",
+                    existing.describe()
+                ),
+            ));
+        }
+        check_node_name(name).map_err(|m| self.err(path, m))?;
+        nodes.kinds.insert(name.to_string(), kind);
+        nodes.order.push(name.to_string());
+        Ok(())
+    }
+
+    fn masters(
+        &self,
+        topology: &RawTopology,
+        kinds: &mut Nodes,
+    ) -> Result<Vec<NodeSpec>, ScenarioError> {
+        match (topology.masters, &topology.master) {
+            (Some(_), Some(_)) => Err(self.err(
+                &FieldPath::keys(&["topology", "masters"]),
+                "give either `masters = N` or [[topology.master]] tables, not both",
+            )),
+            (_, Some(list)) => {
+                if list.is_empty() {
+                    return Err(self.err(
+                        &FieldPath::keys(&["topology", "master"]),
+                        "at least one master is needed",
+                    ));
+                }
+                let mut masters = Vec::with_capacity(list.len());
+                for (
+                    index,
+                    RawNode {
+                        name,
+                        offset_ms,
+                        drift_ppm,
+                    },
+                ) in list.iter().enumerate()
+                {
+                    let base = FieldPath(vec![
+                        super::locate::Seg::Key("topology".into()),
+                        super::locate::Seg::Key("master".into()),
+                        super::locate::Seg::Index(index),
+                    ]);
+                    self.claim(kinds, name, Kind::Master, &base.key("name"))?;
+                    let drift_ppm = drift_ppm.unwrap_or(0);
+                    check_drift(drift_ppm).map_err(|m| self.err(&base.key("drift_ppm"), m))?;
+                    masters.push(NodeSpec {
+                        name: name.clone(),
+                        offset_ms: offset_ms.unwrap_or(0),
+                        drift_ppm,
+                    });
+                }
+                Ok(masters)
+            }
+            (count, None) => {
+                let count = count.unwrap_or(1);
+                let path = FieldPath::keys(&["topology", "masters"]);
+                if count == 0 || count > MAX_GENERATED_NODES {
+                    return Err(self.err(
+                        &path,
+                        format!("{count}: must be between 1 and {MAX_GENERATED_NODES}"),
+                    ));
+                }
+                let mut masters = Vec::new();
+                for i in 1..=count {
+                    let name = format!("redis-{i}");
+                    self.claim(kinds, &name, Kind::Master, &path)?;
+                    masters.push(NodeSpec {
+                        name,
+                        offset_ms: 0,
+                        drift_ppm: 0,
+                    });
+                }
+                Ok(masters)
+            }
+        }
+    }
+
+    fn clients(
+        &self,
+        topology: &RawTopology,
+        explicit: Option<Vec<RawClient>>,
+        kinds: &mut Nodes,
+    ) -> Result<Vec<ClientSpec>, ScenarioError> {
+        let Some(list) = explicit else {
+            let count = topology.clients.unwrap_or(2);
+            let path = FieldPath::keys(&["topology", "clients"]);
+            if count == 0 || count > MAX_GENERATED_NODES {
+                return Err(self.err(
+                    &path,
+                    format!("{count}: must be between 1 and {MAX_GENERATED_NODES}"),
+                ));
+            }
+            let mut clients = Vec::new();
+            for i in 1..=count {
+                let client = ClientSpec::named(format!("client-{i}"));
+                self.claim(kinds, &client.name, Kind::Client, &path)?;
+                clients.push(client);
+            }
+            return Ok(clients);
+        };
+        if list.is_empty() {
+            return Err(self.err(
+                &FieldPath::keys(&["client"]),
+                "at least one client is needed",
+            ));
+        }
+        let mut clients = Vec::with_capacity(list.len());
+        for (index, raw) in list.into_iter().enumerate() {
+            let base = FieldPath::item("client", index);
+            self.claim(kinds, &raw.name, Kind::Client, &base.key("name"))?;
+            let drift_ppm = raw.drift_ppm.unwrap_or(0);
+            check_drift(drift_ppm).map_err(|m| self.err(&base.key("drift_ppm"), m))?;
+            if let Some(work) = raw.work_ms {
+                check_work(work).map_err(|m| self.err(&base.key("work_ms"), m))?;
+            }
+            clients.push(ClientSpec {
+                name: raw.name,
+                start_ms: raw.start_ms.unwrap_or(0),
+                offset_ms: raw.offset_ms.unwrap_or(0),
+                drift_ppm,
+                iterations: raw.iterations,
+                work_ms: raw.work_ms,
+            });
+        }
+        Ok(clients)
+    }
+
+    fn lock(
+        &self,
+        raw: Option<super::raw::RawLock>,
+        masters: &[NodeSpec],
+    ) -> Result<LockSpec, ScenarioError> {
+        let path = |k: &str| FieldPath::keys(&["lock", k]);
+        let Some(raw) = raw else {
+            return Err(self.err(
+                &path("algorithm"),
+                format!(
+                    "required field is missing: a [lock] table with `algorithm` ({})",
+                    Algorithm::ALL.map(|a| a.name()).join(", ")
+                ),
+            ));
+        };
+        let key = raw.key.unwrap_or_else(|| "lock".into());
+        if key.is_empty() {
+            return Err(self.err(&path("key"), "must not be empty"));
+        }
+        let ttl_ms = raw.ttl_ms.unwrap_or(10_000);
+        if ttl_ms == 0 {
+            return Err(self.err(&path("ttl_ms"), "must be greater than 0"));
+        }
+        let fencing_master = match raw.fencing_master {
+            Some(name) => {
+                if !masters.iter().any(|m| m.name == name) {
+                    let names: Vec<&str> = masters.iter().map(|m| m.name.as_str()).collect();
+                    return Err(self.err(
+                        &path("fencing_master"),
+                        format!("`{name}` is not a master (masters: {})", names.join(", ")),
+                    ));
+                }
+                name
+            }
+            None => masters[0].name.clone(),
+        };
+        let request_timeout_ms = raw.request_timeout_ms.unwrap_or(50);
+        if request_timeout_ms == 0 {
+            return Err(self.err(&path("request_timeout_ms"), "must be at least 1"));
+        }
+        let connect_timeout_ms = raw.connect_timeout_ms.unwrap_or(100);
+        if connect_timeout_ms == 0 {
+            return Err(self.err(&path("connect_timeout_ms"), "must be at least 1"));
+        }
+        let retry_count = raw.retry_count.unwrap_or(10);
+        if retry_count < -1 {
+            return Err(self.err(
+                &path("retry_count"),
+                format!("{retry_count}: must be -1 (unlimited) or more"),
+            ));
+        }
+        let drift_factor = raw.drift_factor.unwrap_or(0.01);
+        if !(0.0..1.0).contains(&drift_factor) {
+            return Err(self.err(
+                &path("drift_factor"),
+                format!("{drift_factor}: must be in [0, 1)"),
+            ));
+        }
+        let extend_every_ms = match raw.extend_every_ms {
+            Some(every) => {
+                if every == 0 || every >= ttl_ms {
+                    return Err(self.err(
+                        &path("extend_every_ms"),
+                        format!("{every}: must be above 0 and below ttl_ms ({ttl_ms})"),
+                    ));
+                }
+                every
+            }
+            None => {
+                let every = ttl_ms / 3;
+                if every == 0 && raw.algorithm == Algorithm::Watchdog {
+                    return Err(self.err(
+                        &path("ttl_ms"),
+                        format!("{ttl_ms} is too short for a watchdog: the default extend_every_ms (ttl_ms / 3) would be 0"),
+                    ));
+                }
+                every
+            }
+        };
+        let auto_extend = raw.auto_extend.unwrap_or(false);
+        let extension_threshold_ms = raw.extension_threshold_ms.unwrap_or(500);
+        if auto_extend && extension_threshold_ms >= ttl_ms {
+            return Err(self.err(
+                &path("extension_threshold_ms"),
+                format!("{extension_threshold_ms}: must be below ttl_ms ({ttl_ms}) when auto_extend is on"),
+            ));
+        }
+        Ok(LockSpec {
+            algorithm: raw.algorithm,
+            key,
+            ttl_ms,
+            fencing: raw.fencing.unwrap_or_default(),
+            fencing_master,
+            request_timeout_ms,
+            connect_timeout_ms,
+            retry_count,
+            retry_delay_ms: raw.retry_delay_ms.unwrap_or(200),
+            retry_jitter_ms: raw.retry_jitter_ms.unwrap_or(100),
+            drift_factor,
+            clock: raw.clock.unwrap_or_default(),
+            extend_every_ms,
+            auto_extend,
+            extension_threshold_ms,
+        })
+    }
+
+    fn workload(
+        &self,
+        raw: Option<super::raw::RawWorkload>,
+        lock: &LockSpec,
+    ) -> Result<WorkloadSpec, ScenarioError> {
+        let raw = raw.unwrap_or_default();
+        let path = |k: &str| FieldPath::keys(&["workload", k]);
+        let key = raw.key.unwrap_or_else(|| "counter".into());
+        if key.is_empty() {
+            return Err(self.err(&path("key"), "must not be empty"));
+        }
+        let work_ms = raw.work_ms.unwrap_or_default();
+        check_work(work_ms).map_err(|m| self.err(&path("work_ms"), m))?;
+        let iterations = match (raw.iterations, raw.until_ms) {
+            (Some(n), _) => Some(n),
+            (None, Some(_)) => None,
+            (None, None) => Some(1),
+        };
+        let resource_timeout_ms = raw.resource_timeout_ms.unwrap_or(lock.request_timeout_ms);
+        if resource_timeout_ms == 0 {
+            return Err(self.err(&path("resource_timeout_ms"), "must be at least 1"));
+        }
+        Ok(WorkloadSpec {
+            key,
+            iterations,
+            until_ms: raw.until_ms,
+            work_ms,
+            acquire_retry_ms: raw.acquire_retry_ms.unwrap_or(100),
+            think_ms: raw.think_ms.unwrap_or(0),
+            resource_timeout_ms,
+        })
+    }
+
+    /// The `index`th `[[fault]]`: deserialized into the sim's own type, then checked against the
+    /// run's duration and nodes.
+    fn fault(
+        &self,
+        index: usize,
+        table: toml::Table,
+        duration_ms: u64,
+        nodes: &Nodes,
+    ) -> Result<ScheduledFault, ScenarioError> {
+        let base = FieldPath::item("fault", index);
+        match table.get("at_ms") {
+            Some(toml::Value::Integer(at)) if *at >= 0 => {}
+            Some(_) => {
+                return Err(self.err(
+                    &base.key("at_ms"),
+                    "must be a non-negative integer (true ms)",
+                ))
+            }
+            None => return Err(self.missing(&base, "at_ms", "required field is missing")),
+        }
+        let kinds_list = Fault::KINDS.join(", ");
+        let kind = match table.get("kind") {
+            Some(toml::Value::String(kind)) if Fault::KINDS.contains(&kind.as_str()) => {
+                kind.clone()
+            }
+            Some(toml::Value::String(kind)) => {
+                return Err(self.err(
+                    &base.key("kind"),
+                    format!("unknown fault kind `{kind}` (kinds: {kinds_list})"),
+                ))
+            }
+            Some(_) => {
+                return Err(self.err(
+                    &base.key("kind"),
+                    format!("must be a string, one of {kinds_list}"),
+                ))
+            }
+            None => {
+                return Err(self.missing(
+                    &base,
+                    "kind",
+                    format!("required field is missing (kinds: {kinds_list})"),
+                ))
+            }
+        };
+        let scheduled = match ScheduledFault::deserialize(toml::Value::Table(table.clone())) {
+            Ok(scheduled) => scheduled,
+            Err(e) => {
+                let message = e.message().trim().to_string();
+                if let Some(name) = quoted_after(&message, "missing field `") {
+                    return Err(self.missing(
+                        &base,
+                        name,
+                        format!("required field is missing (for kind `{kind}`)"),
+                    ));
+                }
+                let field = if let Some(name) = quoted_after(&message, "unknown field `") {
+                    base.key(name)
+                } else {
+                    // A mistyped value: the error does not say which key, so try each key alone.
+                    table
+                        .iter()
+                        .filter(|(k, _)| *k != "kind" && *k != "at_ms")
+                        .find(|(k, v)| {
+                            let mut probe = toml::Table::new();
+                            probe.insert("kind".into(), toml::Value::String(kind.clone()));
+                            probe.insert((*k).clone(), (*v).clone());
+                            Fault::deserialize(toml::Value::Table(probe)).is_err_and(|pe| {
+                                let m = pe.message();
+                                m.starts_with("invalid type") || m.starts_with("invalid value")
+                            })
+                        })
+                        .map_or_else(|| base.clone(), |(k, _)| base.key(k))
+                };
+                return Err(self.err(&field, message));
+            }
+        };
+
+        if scheduled.at_ms > duration_ms {
+            return Err(self.err(
+                &base.key("at_ms"),
+                format!(
+                    "{} ms is after the end of the run (duration_ms = {duration_ms})",
+                    scheduled.at_ms
+                ),
+            ));
+        }
+        let fault = &scheduled.fault;
+        let names = fault.nodes();
+        let fields: &[&str] = if names.len() == 1 {
+            &["node"]
+        } else {
+            &["a", "b"]
+        };
+        for (node, field) in names.iter().zip(fields) {
+            let Some(node_kind) = nodes.kinds.get(*node) else {
+                return Err(self.err(
+                    &base.key(field),
+                    format!("unknown node `{node}` (nodes: {})", nodes.order.join(", ")),
+                ));
+            };
+            if matches!(fault, Fault::Crash { .. } | Fault::Restart { .. })
+                && *node_kind != Kind::Master
+            {
+                return Err(self.err(
+                    &base.key(field),
+                    format!(
+                        "only Redis masters crash and restart; `{node}` is {}",
+                        node_kind.describe()
+                    ),
+                ));
+            }
+        }
+        if names.len() == 2 && names[0] == names[1] {
+            return Err(self.err(&base.key("b"), "a link needs two different nodes"));
+        }
+        match fault {
+            Fault::Loss { rate_ppm, .. } if *rate_ppm > 1_000_000 => {
+                return Err(self.err(
+                    &base.key("rate_ppm"),
+                    format!("{rate_ppm}: must be at most 1000000"),
+                ));
+            }
+            Fault::Drift { drift_ppm, .. } => {
+                check_drift(*drift_ppm).map_err(|m| self.err(&base.key("drift_ppm"), m))?;
+            }
+            _ => {}
+        }
+        Ok(scheduled)
+    }
+}

@@ -1,0 +1,133 @@
+//! A scenario written back as an explicit TOML file.
+
+use super::{Scenario, WorkMs};
+use std::fmt::Write;
+
+/// A TOML string literal.
+fn quote(text: &str) -> String {
+    toml::Value::String(text.to_string()).to_string()
+}
+
+/// A TOML key: bare when it can be.
+fn key(text: &str) -> String {
+    if !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        text.to_string()
+    } else {
+        quote(text)
+    }
+}
+
+fn work(work: WorkMs) -> String {
+    match work {
+        WorkMs::Fixed(ms) => ms.to_string(),
+        WorkMs::Range(min, max) => format!("[{min}, {max}]"),
+    }
+}
+
+/// The scenario as TOML. Infallible: a value TOML cannot hold (an integer above `i64::MAX`) is
+/// written as is and rejected when read back; seeds above `i64::MAX` are written as strings.
+pub(super) fn to_toml(s: &Scenario) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail; the results are ignored on purpose.
+    let _ = writeln!(out, "name = {}", quote(&s.name));
+    let _ = writeln!(out, "description = {}", quote(&s.description));
+    if i64::try_from(s.seed).is_ok() {
+        let _ = writeln!(out, "seed = {}", s.seed);
+    } else {
+        let _ = writeln!(out, "seed = \"{}\"", s.seed);
+    }
+    let _ = writeln!(out, "duration_ms = {}", s.duration_ms);
+    let _ = writeln!(out, "tick_ms = {}", s.tick_ms);
+
+    let _ = writeln!(out, "\n[network]");
+    let _ = writeln!(out, "min_latency_ms = {}", s.network.min_latency_ms);
+    let _ = writeln!(out, "max_latency_ms = {}", s.network.max_latency_ms);
+
+    let _ = writeln!(out, "\n[topology]");
+    let _ = writeln!(out, "resource = {}", quote(s.resource.name()));
+    for master in &s.masters {
+        let _ = writeln!(out, "\n[[topology.master]]");
+        let _ = writeln!(out, "name = {}", quote(&master.name));
+        let _ = writeln!(out, "offset_ms = {}", master.offset_ms);
+        let _ = writeln!(out, "drift_ppm = {}", master.drift_ppm);
+    }
+
+    let l = &s.lock;
+    let _ = writeln!(out, "\n[lock]");
+    let _ = writeln!(out, "algorithm = {}", quote(l.algorithm.name()));
+    let _ = writeln!(out, "key = {}", quote(&l.key));
+    let _ = writeln!(out, "ttl_ms = {}", l.ttl_ms);
+    let _ = writeln!(out, "fencing = {}", quote(l.fencing.name()));
+    let _ = writeln!(out, "fencing_master = {}", quote(&l.fencing_master));
+    let _ = writeln!(out, "request_timeout_ms = {}", l.request_timeout_ms);
+    let _ = writeln!(out, "connect_timeout_ms = {}", l.connect_timeout_ms);
+    let _ = writeln!(out, "retry_count = {}", l.retry_count);
+    let _ = writeln!(out, "retry_delay_ms = {}", l.retry_delay_ms);
+    let _ = writeln!(out, "retry_jitter_ms = {}", l.retry_jitter_ms);
+    let _ = writeln!(out, "drift_factor = {}", toml::Value::Float(l.drift_factor));
+    let _ = writeln!(out, "clock = {}", quote(l.clock.name()));
+    // The default (ttl_ms / 3) is left implicit: it may be 0 for short TTLs, which a written
+    // value may not be.
+    if l.extend_every_ms != l.ttl_ms / 3 {
+        let _ = writeln!(out, "extend_every_ms = {}", l.extend_every_ms);
+    }
+    let _ = writeln!(out, "auto_extend = {}", l.auto_extend);
+    let _ = writeln!(out, "extension_threshold_ms = {}", l.extension_threshold_ms);
+
+    let w = &s.workload;
+    let _ = writeln!(out, "\n[workload]");
+    let _ = writeln!(out, "key = {}", quote(&w.key));
+    if let Some(iterations) = w.iterations {
+        let _ = writeln!(out, "iterations = {iterations}");
+    }
+    if let Some(until) = w.until_ms {
+        let _ = writeln!(out, "until_ms = {until}");
+    }
+    let _ = writeln!(out, "work_ms = {}", work(w.work_ms));
+    let _ = writeln!(out, "acquire_retry_ms = {}", w.acquire_retry_ms);
+    let _ = writeln!(out, "think_ms = {}", w.think_ms);
+    let _ = writeln!(out, "resource_timeout_ms = {}", w.resource_timeout_ms);
+
+    for c in &s.clients {
+        let _ = writeln!(out, "\n[[client]]");
+        let _ = writeln!(out, "name = {}", quote(&c.name));
+        let _ = writeln!(out, "start_ms = {}", c.start_ms);
+        let _ = writeln!(out, "offset_ms = {}", c.offset_ms);
+        let _ = writeln!(out, "drift_ppm = {}", c.drift_ppm);
+        if let Some(iterations) = c.iterations {
+            let _ = writeln!(out, "iterations = {iterations}");
+        }
+        if let Some(w) = c.work_ms {
+            let _ = writeln!(out, "work_ms = {}", work(w));
+        }
+    }
+
+    for f in &s.faults.faults {
+        let _ = writeln!(out, "\n[[fault]]");
+        let _ = writeln!(out, "at_ms = {}", f.at_ms);
+        let _ = writeln!(out, "kind = {}", quote(f.fault.kind()));
+        match toml::Value::try_from(&f.fault) {
+            Ok(toml::Value::Table(table)) => {
+                for (key, value) in table.iter().filter(|(k, _)| k.as_str() != "kind") {
+                    let _ = writeln!(out, "{key} = {value}");
+                }
+            }
+            // Only an integer above i64::MAX gets here; keep the file readable and say so.
+            _ => {
+                let _ = writeln!(out, "# not representable in TOML: {:?}", f.fault);
+            }
+        }
+    }
+
+    if !s.expect.is_empty() {
+        let _ = writeln!(out, "\n[expect]");
+        for (checker, verdict) in &s.expect {
+            let _ = writeln!(out, "{} = {}", key(checker), quote(verdict.name()));
+        }
+    }
+    out
+}

@@ -1,0 +1,79 @@
+//! The `lockstep` command as a user runs it: output and exit codes.
+
+use std::path::Path;
+use std::process::Command;
+
+fn lockstep(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn temp_file(name: &str, content: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("lockstep-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, content).unwrap();
+    path
+}
+
+#[test]
+fn kleppmann_shows_the_violation_and_exits_0_because_it_is_expected() {
+    let (code, out, err) = lockstep(&["run", "scenarios/kleppmann-gc-pause.toml"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("PAUSED for 15000 ms"), "{out}");
+    assert!(out.contains("ACCEPTED write value=1"), "{out}");
+    assert!(out.contains("mutual-exclusion   invalid"), "{out}");
+    assert!(out.contains("result: as expected"), "{out}");
+}
+
+#[test]
+fn fenced_kleppmann_says_plainly_that_the_resource_stayed_safe() {
+    let (code, out, _) = lockstep(&["run", "scenarios/kleppmann-gc-pause-fenced.toml"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("REJECTED write value=1 token=1"), "{out}");
+    assert!(out.contains("Mutual exclusion was violated, yet the resource stayed safe"), "{out}");
+}
+
+#[test]
+fn a_wrong_expectation_exits_1_and_prints_the_replay_command() {
+    let source = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/kleppmann-gc-pause.toml")).unwrap();
+    let wrong = source.replace("mutual-exclusion = \"invalid\"", "mutual-exclusion = \"valid\"");
+    assert_ne!(source, wrong);
+    let path = temp_file("wrong-expectation.toml", &wrong);
+    let (code, out, _) = lockstep(&["run", "--quiet", path.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("UNEXPECTED: mutual-exclusion is invalid but the scenario expects valid"), "{out}");
+    assert!(out.contains("replay: lockstep run"), "{out}");
+}
+
+#[test]
+fn a_malformed_file_exits_2_naming_the_line_and_field() {
+    let source = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/kleppmann-gc-pause.toml")).unwrap();
+    let bad = source.replace("ttl_ms = 10000", "ttl_ms = 10000\nttl_secs = 10");
+    let line = bad.lines().position(|l| l.starts_with("ttl_secs")).unwrap() + 1;
+    let path = temp_file("malformed.toml", &bad);
+    let (code, out, err) = lockstep(&["run", path.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains(&format!(":{line}:")), "names line {line}: {err}");
+    assert!(err.contains("ttl_secs"), "names the field: {err}");
+    let (code, _, err) = lockstep(&["run", "no/such/file.toml"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no/such/file.toml"), "{err}");
+}
+
+#[test]
+fn list_shows_algorithms_faults_and_scenarios() {
+    let (code, out, _) = lockstep(&["list"]);
+    assert_eq!(code, 0);
+    for needle in ["redlock", "watchdog", "clock-jump", "pause", "kleppmann-gc-pause.toml", "mutual-exclusion"] {
+        assert!(out.contains(needle), "missing {needle}: {out}");
+    }
+}

@@ -98,6 +98,10 @@ pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactor
         connect_timeout_ms: scenario.lock.connect_timeout_ms,
         request_timeout_ms: scenario.lock.request_timeout_ms,
     };
+    let resource_timeouts = LinkTimeouts {
+        connect_timeout_ms: scenario.lock.connect_timeout_ms,
+        request_timeout_ms: scenario.workload.resource_timeout_ms,
+    };
     for client in &scenario.clients {
         let plan = ClientPlan {
             start_ms: client.start_ms,
@@ -130,7 +134,7 @@ pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactor
                     fencing_master,
                 };
                 let lock = lock::with_fencing(&lock_spec, &env, factory(env.clone()));
-                let resource = ResourceClient::new(&node, RESOURCE_NODE, timeouts);
+                let resource = ResourceClient::new(&node, RESOURCE_NODE, resource_timeouts);
                 workload::run_client(node, lock, resource, plan).await;
             },
         )?;

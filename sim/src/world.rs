@@ -499,11 +499,13 @@ impl World {
                 self.apply(&scheduled.fault);
                 next_fault += 1;
             }
-            self.log_resumptions();
             if clients_finished || now_ms >= self.config.duration_ms {
                 break;
             }
+            // Readings during the step are stamped with the step's end; a pause that ends by then
+            // is over for the software that runs in this step.
             self.time.advance_to((now_ms + tick_ms) * 1_000);
+            self.log_resumptions();
             clients_finished = self.sim.step().map_err(|e| WorldError::Host(e.to_string()))?;
             self.active_expiry();
         }

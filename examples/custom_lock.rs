@@ -9,7 +9,6 @@
 //! Run: `cargo run --example custom_lock`, or `cargo test --example custom_lock`.
 
 use async_trait::async_trait;
-use lockstep::checker::Verdict;
 use lockstep::lock::{random_value, ClientEnv, LockClient, LockError, RELEASE_SCRIPT};
 use lockstep::ops::Grant;
 use lockstep::run::{run_with_lock, LockFactory, ScenarioRun};
@@ -26,7 +25,13 @@ struct MyLock {
 impl LockClient for MyLock {
     async fn acquire(&self, key: &str, ttl_ms: u64) -> Result<Grant, LockError> {
         let value = random_value(&self.env.node);
-        let set = redis::cmd("SET").arg(key).arg(&value).arg("NX").arg("PX").arg(ttl_ms).clone();
+        let set = redis::cmd("SET")
+            .arg(key)
+            .arg(&value)
+            .arg("NX")
+            .arg("PX")
+            .arg(ttl_ms)
+            .clone();
         match self.env.masters[0].query::<Option<String>>(&set).await? {
             Some(_) => Ok(Grant {
                 key: key.to_string(),
@@ -43,7 +48,12 @@ impl LockClient for MyLock {
     }
 
     async fn release(&self, grant: &Grant) -> Result<bool, LockError> {
-        let eval = redis::cmd("EVAL").arg(RELEASE_SCRIPT).arg(1).arg(&grant.key).arg(&grant.value).clone();
+        let eval = redis::cmd("EVAL")
+            .arg(RELEASE_SCRIPT)
+            .arg(1)
+            .arg(&grant.key)
+            .arg(&grant.value)
+            .clone();
         Ok(self.env.masters[0].query::<i64>(&eval).await? == 1)
     }
 }
@@ -60,7 +70,12 @@ fn main() {
         let run = run_my_lock(file);
         println!("{file}:");
         for result in &run.results {
-            println!("  {:<18} {:<8} {}", result.checker, result.verdict.name(), result.explanation);
+            println!(
+                "  {:<18} {:<8} {}",
+                result.checker,
+                result.verdict.name(),
+                result.explanation
+            );
         }
     }
 }
@@ -68,6 +83,7 @@ fn main() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lockstep::checker::Verdict;
 
     #[test]
     fn my_lock_cannot_stop_a_paused_client() {

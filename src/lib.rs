@@ -8,7 +8,10 @@
 
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod checker;
+pub mod explore;
+pub mod liveness;
 pub mod lock;
 pub mod ops;
 pub mod run;

@@ -34,12 +34,98 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Explore one configuration over many seeds with generated fault plans; shrink failures.
+    ///
+    /// Exit code 0: no violation, error or determinism mismatch. 1: something was found.
+    /// 2: bad input.
+    Explore(ExploreArgs),
+    /// Merge the summaries (JSON) of sharded explorations into one.
+    Merge {
+        /// Summary files written by `lockstep explore --summary`.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Write the merged summary here (JSON).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Measure the simulator: overhead against bare turmoil, scaling over jobs, scenarios/minute.
+    Bench(BenchArgs),
     /// List the lock algorithms, the fault kinds, the checkers and the shipped scenarios.
     List {
         /// Where the shipped scenarios are.
         #[arg(long, default_value = "scenarios")]
         dir: PathBuf,
     },
+}
+
+#[derive(clap::Args)]
+struct ExploreArgs {
+    /// A scenario file used as the template (its faults are replaced by generated ones).
+    file: Option<PathBuf>,
+    /// Without a file: the algorithm of the standard template.
+    #[arg(long, default_value = "token-release")]
+    algorithm: String,
+    /// Without a file: `none` or `incr`.
+    #[arg(long, default_value = "none")]
+    fencing: String,
+    /// Without a file: `unfenced`, `fenced` or `strict`.
+    #[arg(long, default_value = "unfenced")]
+    resource: String,
+    /// Without a file: the scheduler tick in ms.
+    #[arg(long, default_value_t = 1)]
+    tick_ms: u64,
+    /// Run seeds 0..N.
+    #[arg(long, default_value_t = 1000, conflicts_with = "seed_range")]
+    seeds: u64,
+    /// Run seeds A..B (B excluded).
+    #[arg(long)]
+    seed_range: Option<String>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Run only shard K of N (1-based), for CI matrices.
+    #[arg(long)]
+    shard: Option<lockstep::explore::Shard>,
+    /// Stop starting new seeds after this many wall seconds.
+    #[arg(long)]
+    time_limit: Option<u64>,
+    /// Fault kinds that may be generated (comma-separated; default: all).
+    #[arg(long, value_delimiter = ',')]
+    kinds: Option<Vec<String>>,
+    /// At most this many generated faults per seed.
+    #[arg(long, default_value_t = 4)]
+    faults_max: usize,
+    /// Aim faults where locks break (pauses around the TTL, jumps inside validity windows).
+    #[arg(long)]
+    lock_aware: bool,
+    /// Rerun this percentage of seeds and fail on any digest mismatch.
+    #[arg(long, num_args = 0..=1, default_missing_value = "5")]
+    check_determinism: Option<f64>,
+    /// Shrink this many of the first failing seeds.
+    #[arg(long, default_value_t = 1)]
+    shrink: usize,
+    /// Scenario runs a shrink may spend.
+    #[arg(long, default_value_t = 300)]
+    shrink_runs: usize,
+    /// Where counterexamples are written.
+    #[arg(long, default_value = "reports/counterexamples")]
+    out: PathBuf,
+    /// Also write the summary as JSON here.
+    #[arg(long)]
+    summary: Option<PathBuf>,
+    /// No progress output.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(clap::Args)]
+struct BenchArgs {
+    /// Scenarios per measurement.
+    #[arg(long, default_value_t = 40)]
+    scenarios: u64,
+    /// The scheduler tick of the exploration profile, ms.
+    #[arg(long, default_value_t = 1)]
+    tick_ms: u64,
 }
 
 fn mark(expected: Option<Verdict>, actual: Verdict) -> &'static str {
@@ -82,7 +168,9 @@ fn print_run(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool) {
         .all(|c| run.verdict(c) != Some(Verdict::Invalid));
     if run.verdict("mutual-exclusion") == Some(Verdict::Invalid) {
         if resource_safe {
-            println!("\n   Mutual exclusion was violated, yet the resource stayed safe: fencing rejected the stale write.");
+            println!(
+                "\n   Mutual exclusion was violated, yet the resource stayed safe: fencing rejected the stale write."
+            );
         } else {
             println!("\n   Mutual exclusion was violated and the resource was damaged.");
         }
@@ -156,7 +244,8 @@ fn cmd_list(dir: &Path) -> Result<ExitCode> {
                 let first_line = s.description.lines().next().unwrap_or("").trim();
                 println!(
                     "  {:<34} {}",
-                    path.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned()),
+                    path.file_name()
+                        .map_or_else(String::new, |f| f.to_string_lossy().into_owned()),
                     first_line
                 );
             }
@@ -166,11 +255,184 @@ fn cmd_list(dir: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn parse_range(s: &str) -> Result<std::ops::Range<u64>> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| anyhow::anyhow!("--seed-range `{s}` is not A..B"))?;
+    let a: u64 = a
+        .trim()
+        .parse()
+        .map_err(|_| anyhow::anyhow!("--seed-range start `{a}` is not a number"))?;
+    let b: u64 = b
+        .trim()
+        .parse()
+        .map_err(|_| anyhow::anyhow!("--seed-range end `{b}` is not a number"))?;
+    anyhow::ensure!(a < b, "--seed-range `{s}` is empty");
+    Ok(a..b)
+}
+
+fn cmd_explore(args: ExploreArgs) -> Result<ExitCode> {
+    use lockstep::explore::{self, generate::FaultProfile, shrink, ExploreConfig};
+    let template = match &args.file {
+        Some(file) => Scenario::from_file(file),
+        None => {
+            if Algorithm::from_name(&args.algorithm).is_none() {
+                eprintln!(
+                    "error: unknown algorithm `{}` (known: {})",
+                    args.algorithm,
+                    lock::ALGORITHMS.iter().map(|a| a.0).collect::<Vec<_>>().join(", ")
+                );
+                return Ok(ExitCode::from(2));
+            }
+            explore::standard_template(&args.algorithm, &args.fencing, &args.resource, args.tick_ms)
+        }
+    };
+    let template = match template {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let seeds = match &args.seed_range {
+        Some(range) => match parse_range(range) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        },
+        None => 0..args.seeds,
+    };
+    let mut profile = FaultProfile {
+        faults_max: args.faults_max,
+        lock_aware: args.lock_aware,
+        ..FaultProfile::default()
+    };
+    if let Some(kinds) = args.kinds {
+        for kind in &kinds {
+            if !explore::generate::GENERATED_KINDS.contains(&kind.as_str()) {
+                eprintln!(
+                    "error: unknown fault kind `{kind}` (known: {})",
+                    explore::generate::GENERATED_KINDS.join(", ")
+                );
+                return Ok(ExitCode::from(2));
+            }
+        }
+        profile.kinds = kinds;
+    }
+    let config = ExploreConfig {
+        seeds,
+        jobs: args.jobs.unwrap_or_else(|| ExploreConfig::default().jobs),
+        shard: args.shard,
+        time_limit: args.time_limit.map(std::time::Duration::from_secs),
+        profile: profile.clone(),
+        determinism_per_10k: args
+            .check_determinism
+            .map_or(0, |pct| (pct * 100.0).round().clamp(0.0, 10_000.0) as u64),
+        progress: !args.quiet,
+    };
+    let summary = explore::explore(&template, &config);
+    print!("{}", summary.render());
+    if let Some(path) = &args.summary {
+        write_atomically(path, &serde_json::to_string_pretty(&summary)?)?;
+        println!("  summary written to {}", path.display());
+    }
+    for failing in summary.first_failing.iter().take(args.shrink) {
+        let Some(checker) = failing.checkers.first() else {
+            continue;
+        };
+        match shrink::shrink(&template, &profile, failing.seed, checker, args.shrink_runs) {
+            Some(cx) => {
+                let file = args.out.join(format!("{}.toml", cx.scenario.name));
+                write_atomically(&file, &shrink::counterexample_toml(&cx))?;
+                println!(
+                    "  shrunk seed {} ({checker}): {} -> {} faults, {} clients, in {} runs",
+                    cx.seed,
+                    cx.faults_before,
+                    cx.case.faults.len(),
+                    cx.case.clients,
+                    cx.runs
+                );
+                for fault in &cx.scenario.faults.faults {
+                    println!("    at {:>6} ms  {}", fault.at_ms, serde_json::to_string(&fault.fault)?);
+                }
+                println!(
+                    "  counterexample: {}\n  replay: lockstep run {}",
+                    file.display(),
+                    file.display()
+                );
+            }
+            None => println!(
+                "  seed {} no longer fails {checker} on its own (not shrunk)",
+                failing.seed
+            ),
+        }
+    }
+    Ok(if summary.is_clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn cmd_merge(files: &[PathBuf], out: Option<&Path>) -> Result<ExitCode> {
+    let mut merged = lockstep::explore::ExploreSummary::default();
+    for file in files {
+        let text = match std::fs::read_to_string(file) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: {}: {e}", file.display());
+                return Ok(ExitCode::from(2));
+            }
+        };
+        let part: lockstep::explore::ExploreSummary = match serde_json::from_str(&text) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!(
+                    "error: {}:{}:{}: not an exploration summary: {e}",
+                    file.display(),
+                    e.line(),
+                    e.column()
+                );
+                return Ok(ExitCode::from(2));
+            }
+        };
+        merged.merge(&part);
+    }
+    print!("{}", merged.render());
+    if let Some(out) = out {
+        write_atomically(out, &serde_json::to_string_pretty(&merged)?)?;
+    }
+    Ok(if merged.is_clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Writes `content` to a temporary file beside `path`, then renames it into place.
+fn write_atomically(path: &Path, content: &str) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, content).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run { files, seed, quiet } => cmd_run(&files, seed, quiet),
         Command::List { dir } => cmd_list(&dir),
+        Command::Explore(args) => cmd_explore(args),
+        Command::Merge { files, out } => cmd_merge(&files, out.as_deref()),
+        Command::Bench(args) => lockstep::bench::run(args.scenarios, args.tick_ms).map(|report| {
+            print!("{report}");
+            ExitCode::SUCCESS
+        }),
     };
     result.unwrap_or_else(|e| {
         eprintln!("error: {e:#}");

@@ -39,24 +39,34 @@ fn fenced_kleppmann_says_plainly_that_the_resource_stayed_safe() {
     let (code, out, _) = lockstep(&["run", "scenarios/kleppmann-gc-pause-fenced.toml"]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("REJECTED write value=1 token=1"), "{out}");
-    assert!(out.contains("Mutual exclusion was violated, yet the resource stayed safe"), "{out}");
+    assert!(
+        out.contains("Mutual exclusion was violated, yet the resource stayed safe"),
+        "{out}"
+    );
 }
 
 #[test]
 fn a_wrong_expectation_exits_1_and_prints_the_replay_command() {
-    let source = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/kleppmann-gc-pause.toml")).unwrap();
+    let source =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/kleppmann-gc-pause.toml"))
+            .unwrap();
     let wrong = source.replace("mutual-exclusion = \"invalid\"", "mutual-exclusion = \"valid\"");
     assert_ne!(source, wrong);
     let path = temp_file("wrong-expectation.toml", &wrong);
     let (code, out, _) = lockstep(&["run", "--quiet", path.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("UNEXPECTED: mutual-exclusion is invalid but the scenario expects valid"), "{out}");
+    assert!(
+        out.contains("UNEXPECTED: mutual-exclusion is invalid but the scenario expects valid"),
+        "{out}"
+    );
     assert!(out.contains("replay: lockstep run"), "{out}");
 }
 
 #[test]
 fn a_malformed_file_exits_2_naming_the_line_and_field() {
-    let source = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/kleppmann-gc-pause.toml")).unwrap();
+    let source =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/kleppmann-gc-pause.toml"))
+            .unwrap();
     let bad = source.replace("ttl_ms = 10000", "ttl_ms = 10000\nttl_secs = 10");
     let line = bad.lines().position(|l| l.starts_with("ttl_secs")).unwrap() + 1;
     let path = temp_file("malformed.toml", &bad);
@@ -73,7 +83,14 @@ fn a_malformed_file_exits_2_naming_the_line_and_field() {
 fn list_shows_algorithms_faults_and_scenarios() {
     let (code, out, _) = lockstep(&["list"]);
     assert_eq!(code, 0);
-    for needle in ["redlock", "watchdog", "clock-jump", "pause", "kleppmann-gc-pause.toml", "mutual-exclusion"] {
+    for needle in [
+        "redlock",
+        "watchdog",
+        "clock-jump",
+        "pause",
+        "kleppmann-gc-pause.toml",
+        "mutual-exclusion",
+    ] {
         assert!(out.contains(needle), "missing {needle}: {out}");
     }
 }

@@ -69,7 +69,10 @@ fn kleppmann_unfenced_the_paused_clients_stale_write_is_accepted() {
     );
     let me = run.result("mutual-exclusion").unwrap();
     let holders: Vec<&str> = me.witness.iter().map(|e| e.node.as_str()).collect();
-    assert!(holders.contains(&"client-1") && holders.contains(&"client-2"), "{holders:?}");
+    assert!(
+        holders.contains(&"client-1") && holders.contains(&"client-2"),
+        "{holders:?}"
+    );
 }
 
 #[test]
@@ -99,7 +102,10 @@ fn delayed_write_packet_arrives_after_the_lock_moved_on() {
         .collect();
     assert_eq!(writes.len(), 2);
     assert_eq!(writes[1].node, "resource");
-    assert!(writes[1].at_us >= 92_000_000, "the held write lands at 92 s, not before");
+    assert!(
+        writes[1].at_us >= 92_000_000,
+        "the held write lands at 92 s, not before"
+    );
 }
 
 #[test]
@@ -107,7 +113,10 @@ fn unsafe_release_naive_del_lets_a_third_client_in_and_token_release_does_not() 
     let naive = run("unsafe-release.toml");
     let me = naive.result("mutual-exclusion").unwrap();
     let holders: Vec<&str> = me.witness.iter().map(|e| e.node.as_str()).collect();
-    assert!(holders.contains(&"client-2") && holders.contains(&"client-3"), "{holders:?}");
+    assert!(
+        holders.contains(&"client-2") && holders.contains(&"client-3"),
+        "{holders:?}"
+    );
     let token = run("unsafe-release-token.toml");
     assert_eq!(token.verdict("mutual-exclusion"), Some(Verdict::Valid));
 }
@@ -122,7 +131,11 @@ fn redlock_clock_jump_gives_two_quorums() {
         .filter(|e| matches!(&e.kind, EventKind::Expired { key } if key == "lock"))
         .map(|e| e.node.as_str())
         .collect();
-    assert_eq!(expired_on.first(), Some(&"redis-3"), "the jump expires the key on redis-3 first");
+    assert_eq!(
+        expired_on.first(),
+        Some(&"redis-3"),
+        "the jump expires the key on redis-3 first"
+    );
 }
 
 #[test]
@@ -130,7 +143,13 @@ fn baselines_are_valid_for_every_algorithm() {
     for algo in ["naive", "token-release", "watchdog", "redlock"] {
         let run = run(&format!("baseline-{algo}.toml"));
         for result in &run.results {
-            assert_eq!(result.verdict, Verdict::Valid, "{algo}: {} {}", result.checker, result.explanation);
+            assert_eq!(
+                result.verdict,
+                Verdict::Valid,
+                "{algo}: {} {}",
+                result.checker,
+                result.explanation
+            );
         }
         let accepted = resource_writes(&run).iter().filter(|w| w.3).count();
         assert_eq!(accepted, 15, "{algo}: 3 clients x 5 critical sections all wrote");

@@ -27,7 +27,9 @@ fn world_run(seed: u64, sim_ms: u64) -> usize {
     for m in MASTERS {
         world.add_master(m, ClockSpec::default()).unwrap();
     }
-    world.add_resource("resource", FencingMode::Fenced, ClockSpec::default()).unwrap();
+    world
+        .add_resource("resource", FencingMode::Fenced, ClockSpec::default())
+        .unwrap();
     for c in ["client-1", "client-2", "client-3"] {
         world
             .add_client(c, ClockSpec::default(), |node| async move {
@@ -41,7 +43,9 @@ fn world_run(seed: u64, sim_ms: u64) -> usize {
                     let value: u64 = node.rng().random();
                     for link in &links {
                         let _ = link
-                            .query::<Option<String>>(redis::cmd("SET").arg("lock").arg(value).arg("NX").arg("PX").arg(1_000))
+                            .query::<Option<String>>(
+                                redis::cmd("SET").arg("lock").arg(value).arg("NX").arg("PX").arg(1_000),
+                            )
                             .await;
                     }
                     token += 1;
@@ -103,6 +107,12 @@ fn main() {
         events,
         events as f64 / world_wall
     );
-    println!("bare:   {:>8.1} simulated s per wall s (turmoil, idle hosts)", total_sim_s / bare_wall);
-    println!("ratio:  {:>8.2}x (world cost / bare turmoil cost)", world_wall / bare_wall);
+    println!(
+        "bare:   {:>8.1} simulated s per wall s (turmoil, idle hosts)",
+        total_sim_s / bare_wall
+    );
+    println!(
+        "ratio:  {:>8.2}x (world cost / bare turmoil cost)",
+        world_wall / bare_wall
+    );
 }

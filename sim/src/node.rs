@@ -42,13 +42,7 @@ impl std::fmt::Debug for Node {
 pub struct LocalTimeout(pub u64);
 
 impl Node {
-    pub(crate) fn new(
-        name: &str,
-        clock: NodeClock,
-        time: TrueTime,
-        history: HistoryHandle,
-        rng: ChaCha8Rng,
-    ) -> Self {
+    pub(crate) fn new(name: &str, clock: NodeClock, time: TrueTime, history: HistoryHandle, rng: ChaCha8Rng) -> Self {
         Node {
             inner: Rc::new(NodeInner {
                 name: name.to_string(),
@@ -134,11 +128,7 @@ impl Node {
     }
 
     /// Runs `future` with a deadline of `local_ms` by this node's clock rate.
-    pub async fn timeout_local_ms<F: Future>(
-        &self,
-        local_ms: u64,
-        future: F,
-    ) -> Result<F::Output, LocalTimeout> {
+    pub async fn timeout_local_ms<F: Future>(&self, local_ms: u64, future: F) -> Result<F::Output, LocalTimeout> {
         let true_us = self.inner.clock.local_to_sim_us(local_ms.saturating_mul(1_000));
         tokio::time::timeout(Duration::from_micros(true_us), future)
             .await

@@ -34,12 +34,7 @@ pub async fn serve(node: Node, port: u16, handler: Handler) -> turmoil::Result {
     }
 }
 
-async fn connection(
-    mut stream: TcpStream,
-    conn: u64,
-    peer: &str,
-    handler: Handler,
-) -> std::io::Result<()> {
+async fn connection(mut stream: TcpStream, conn: u64, peer: &str, handler: Handler) -> std::io::Result<()> {
     let mut input = BytesMut::with_capacity(4096);
     let mut output = BytesMut::with_capacity(4096);
     loop {
@@ -85,7 +80,5 @@ pub fn render_reply(reply: &Reply) -> String {
 
 /// Lossy UTF-8 renderings of command arguments.
 pub fn render_args(args: &[Bytes]) -> Vec<String> {
-    args.iter()
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect()
+    args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect()
 }

@@ -387,12 +387,7 @@ impl World {
             _ => "net".to_string(),
         };
         // Log first, so the fault precedes its consequences in the history.
-        self.record_world(
-            &target,
-            EventKind::Fault {
-                fault: fault.clone(),
-            },
-        );
+        self.record_world(&target, EventKind::Fault { fault: fault.clone() });
         let now_us = self.time.now_us();
         match fault {
             Fault::Pause { node, duration_ms } => {

@@ -96,7 +96,11 @@ fn busy_world_digest(seed: u64) -> String {
     }
     world.run(&plan_for(seed)).unwrap();
     let history = world.history();
-    assert!(history.len() > 100, "seed {seed}: the world was not busy ({} events)", history.len());
+    assert!(
+        history.len() > 100,
+        "seed {seed}: the world was not busy ({} events)",
+        history.len()
+    );
     history.digest()
 }
 
@@ -111,8 +115,19 @@ fn the_same_seed_gives_the_same_digest_twice_and_on_two_threads() {
     }
     // Two threads at once, each running half of the seeds in the opposite order.
     let (evens, odds) = std::thread::scope(|scope| {
-        let evens = scope.spawn(|| (0..SEEDS).rev().step_by(2).map(|s| (s, busy_world_digest(s))).collect::<Vec<_>>());
-        let odds = scope.spawn(|| (0..SEEDS).step_by(2).map(|s| (s, busy_world_digest(s))).collect::<Vec<_>>());
+        let evens = scope.spawn(|| {
+            (0..SEEDS)
+                .rev()
+                .step_by(2)
+                .map(|s| (s, busy_world_digest(s)))
+                .collect::<Vec<_>>()
+        });
+        let odds = scope.spawn(|| {
+            (0..SEEDS)
+                .step_by(2)
+                .map(|s| (s, busy_world_digest(s)))
+                .collect::<Vec<_>>()
+        });
         (evens.join().unwrap(), odds.join().unwrap())
     });
     for (seed, digest) in evens.into_iter().chain(odds) {

@@ -56,7 +56,10 @@ fn a_real_redis_rs_client_runs_every_command_over_simulated_tcp() {
             let redis = link(&node, "redis-1", 1_000);
             let mut push = |s: String| out.borrow_mut().push(s);
             push(format!("{:?}", redis.query::<String>(&redis::cmd("PING")).await));
-            push(format!("{:?}", redis.query::<String>(redis::cmd("ECHO").arg("hi")).await));
+            push(format!(
+                "{:?}",
+                redis.query::<String>(redis::cmd("ECHO").arg("hi")).await
+            ));
             let set = |args: &[&str]| {
                 let mut c = redis::cmd("SET");
                 for a in args {
@@ -64,25 +67,83 @@ fn a_real_redis_rs_client_runs_every_command_over_simulated_tcp() {
                 }
                 c
             };
-            push(format!("{:?}", redis.query::<Option<String>>(&set(&["k", "v1", "NX", "PX", "10000"])).await));
-            push(format!("{:?}", redis.query::<Option<String>>(&set(&["k", "v2", "NX", "PX", "10000"])).await));
-            push(format!("{:?}", redis.query::<Option<String>>(&set(&["k", "v3", "XX", "GET", "KEEPTTL"])).await));
-            push(format!("{:?}", redis.query::<Option<String>>(redis::cmd("GET").arg("k")).await));
-            push(format!("{:?}", redis.query::<i64>(redis::cmd("PTTL").arg("k")).await.map(|t| t > 9_000)));
+            push(format!(
+                "{:?}",
+                redis
+                    .query::<Option<String>>(&set(&["k", "v1", "NX", "PX", "10000"]))
+                    .await
+            ));
+            push(format!(
+                "{:?}",
+                redis
+                    .query::<Option<String>>(&set(&["k", "v2", "NX", "PX", "10000"]))
+                    .await
+            ));
+            push(format!(
+                "{:?}",
+                redis
+                    .query::<Option<String>>(&set(&["k", "v3", "XX", "GET", "KEEPTTL"]))
+                    .await
+            ));
+            push(format!(
+                "{:?}",
+                redis.query::<Option<String>>(redis::cmd("GET").arg("k")).await
+            ));
+            push(format!(
+                "{:?}",
+                redis.query::<i64>(redis::cmd("PTTL").arg("k")).await.map(|t| t > 9_000)
+            ));
             push(format!("{:?}", redis.query::<i64>(redis::cmd("TTL").arg("k")).await));
-            push(format!("{:?}", redis.query::<i64>(redis::cmd("EXISTS").arg("k").arg("nope")).await));
-            push(format!("{:?}", redis.query::<i64>(redis::cmd("PEXPIRE").arg("k").arg(500)).await));
-            let release = r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#;
-            push(format!("{:?}", redis.query::<i64>(redis::cmd("EVAL").arg(release).arg(1).arg("k").arg("wrong")).await));
-            let sha: String = redis.query(redis::cmd("SCRIPT").arg("LOAD").arg(release)).await.unwrap();
-            push(format!("{:?}", redis.query::<Vec<i64>>(redis::cmd("SCRIPT").arg("EXISTS").arg(&sha)).await));
-            push(format!("{:?}", redis.query::<i64>(redis::cmd("EVALSHA").arg(&sha).arg(1).arg("k").arg("v3")).await));
+            push(format!(
+                "{:?}",
+                redis.query::<i64>(redis::cmd("EXISTS").arg("k").arg("nope")).await
+            ));
+            push(format!(
+                "{:?}",
+                redis.query::<i64>(redis::cmd("PEXPIRE").arg("k").arg(500)).await
+            ));
+            let release =
+                r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#;
+            push(format!(
+                "{:?}",
+                redis
+                    .query::<i64>(redis::cmd("EVAL").arg(release).arg(1).arg("k").arg("wrong"))
+                    .await
+            ));
+            let sha: String = redis
+                .query(redis::cmd("SCRIPT").arg("LOAD").arg(release))
+                .await
+                .unwrap();
+            push(format!(
+                "{:?}",
+                redis
+                    .query::<Vec<i64>>(redis::cmd("SCRIPT").arg("EXISTS").arg(&sha))
+                    .await
+            ));
+            push(format!(
+                "{:?}",
+                redis
+                    .query::<i64>(redis::cmd("EVALSHA").arg(&sha).arg(1).arg("k").arg("v3"))
+                    .await
+            ));
             push(format!("{:?}", redis.query::<i64>(redis::cmd("INCR").arg("n")).await));
-            push(format!("{:?}", redis.query::<i64>(redis::cmd("INCRBY").arg("n").arg(41)).await));
+            push(format!(
+                "{:?}",
+                redis.query::<i64>(redis::cmd("INCRBY").arg("n").arg(41)).await
+            ));
             push(format!("{:?}", redis.query::<i64>(redis::cmd("DEL").arg("n")).await));
-            push(format!("{:?}", redis.query::<String>(redis::cmd("SCRIPT").arg("FLUSH")).await));
-            push(format!("{:?}", redis.query::<i64>(redis::cmd("EVALSHA").arg(&sha).arg(0)).await));
-            push(format!("{:?}", redis.query::<String>(redis::cmd("NOSUCH").arg("x")).await));
+            push(format!(
+                "{:?}",
+                redis.query::<String>(redis::cmd("SCRIPT").arg("FLUSH")).await
+            ));
+            push(format!(
+                "{:?}",
+                redis.query::<i64>(redis::cmd("EVALSHA").arg(&sha).arg(0)).await
+            ));
+            push(format!(
+                "{:?}",
+                redis.query::<String>(redis::cmd("NOSUCH").arg("x")).await
+            ));
         })
         .unwrap();
     let end = world.run(&FaultPlan::default()).unwrap();
@@ -142,7 +203,8 @@ fn a_wall_clock_jump_expires_a_key_on_that_node_only() {
             }
             sleep_until_true_ms(&node, 1_100).await;
             for r in [&r1, &r2] {
-                out.borrow_mut().push(r.query(redis::cmd("EXISTS").arg("lock")).await.unwrap());
+                out.borrow_mut()
+                    .push(r.query(redis::cmd("EXISTS").arg("lock")).await.unwrap());
             }
         })
         .unwrap();
@@ -170,7 +232,13 @@ fn a_wall_clock_jump_expires_a_key_on_that_node_only() {
 fn set_then_expire(drift_ppm: i64) -> ((u64, i64), (u64, i64)) {
     let mut world = fixed_latency_world(3);
     world
-        .add_master("redis-1", ClockSpec { offset_ms: 0, drift_ppm })
+        .add_master(
+            "redis-1",
+            ClockSpec {
+                offset_ms: 0,
+                drift_ppm,
+            },
+        )
         .unwrap();
     world
         .add_client("c", ClockSpec::default(), move |node| async move {
@@ -202,7 +270,11 @@ fn keys_expire_at_the_exact_millisecond_of_the_nodes_clock() {
     // As in Redis (`keyIsExpired`: now > when), a key is alive at its deadline's millisecond
     // (PTTL 0) and gone in the next one.
     let ((set_us, set_wall), (exp_us, exp_wall)) = set_then_expire(0);
-    assert_eq!(exp_wall, set_wall + 1_001, "expiry at the exact ms of the master's clock");
+    assert_eq!(
+        exp_wall,
+        set_wall + 1_001,
+        "expiry at the exact ms of the master's clock"
+    );
     assert_eq!(exp_us - set_us, 1_001_000);
     // redis-1's clock runs 10 % fast: its wall clock advances 1.1 ms per 1 ms step, so the key
     // expires in the first step whose reading passes the deadline, after 910-911 true ms.
@@ -259,7 +331,10 @@ fn a_paused_client_reads_its_reply_and_fires_its_timers_only_after_resuming() {
     )]);
     world.run(&plan).unwrap();
     let reply_ms = reply_at.borrow().expect("the reply was read");
-    assert!(reply_ms >= 16_002, "reply read at {reply_ms} ms, before the pause ended");
+    assert!(
+        reply_ms >= 16_002,
+        "reply read at {reply_ms} ms, before the pause ended"
+    );
     let timer_ms = timer_at.borrow().expect("the timer fired");
     assert!(timer_ms >= 16_002, "timer fired at {timer_ms} ms, inside the pause");
     let ticks = ticks.borrow();
@@ -345,7 +420,11 @@ fn bad_input_gets_a_clear_error_and_the_server_keeps_serving() {
     let got = replies.borrow();
     assert!(got[0].starts_with("-ERR Protocol error"), "{}", got[0]);
     assert!(got[1].contains("unknown command"), "{}", got[1]);
-    assert!(got[2].contains("wrong number of arguments for 'get' command"), "{}", got[2]);
+    assert!(
+        got[2].contains("wrong number of arguments for 'get' command"),
+        "{}",
+        got[2]
+    );
     assert!(got[3].contains("ERR") && got[3].contains("arithmetic"), "{}", got[3]);
     assert!(got[4].contains("ERR"), "the runaway script is stopped: {}", got[4]);
     assert!(got[5].contains("PONG"), "the server still serves: {}", got[5]);
@@ -356,12 +435,7 @@ fn faults_naming_unknown_nodes_are_rejected_before_the_run() {
     let mut world = fixed_latency_world(7);
     world.add_master("redis-1", ClockSpec::default()).unwrap();
     world.add_client("c", ClockSpec::default(), |_node| async {}).unwrap();
-    let plan = FaultPlan::new(vec![at(
-        10,
-        Fault::Crash {
-            node: "c".into(),
-        },
-    )]);
+    let plan = FaultPlan::new(vec![at(10, Fault::Crash { node: "c".into() })]);
     let err = world.run(&plan).unwrap_err().to_string();
     assert!(err.contains("only Redis masters"), "{err}");
     let plan = FaultPlan::new(vec![at(
@@ -404,5 +478,9 @@ fn a_crashed_master_restarts_empty() {
     ]);
     world.run(&plan).unwrap();
     let seen = seen.borrow();
-    assert_eq!(seen.last().map(String::as_str), Some("None"), "restarted empty: {seen:?}");
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("None"),
+        "restarted empty: {seen:?}"
+    );
 }

@@ -33,7 +33,11 @@ impl IncrFencing {
 impl LockClient for IncrFencing {
     async fn acquire(&self, key: &str, ttl_ms: u64) -> Result<Grant, LockError> {
         let grant = self.inner.acquire(key, ttl_ms).await?;
-        match self.link.query::<u64>(redis::cmd("INCR").arg(Self::counter_key(key))).await {
+        match self
+            .link
+            .query::<u64>(redis::cmd("INCR").arg(Self::counter_key(key)))
+            .await
+        {
             Ok(token) => Ok(Grant {
                 fencing_token: Some(token),
                 ..grant

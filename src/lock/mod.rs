@@ -29,7 +29,8 @@ pub const RELEASE_SCRIPT: &str =
     r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#;
 
 /// The Lua compare-and-PEXPIRE that extends a lock only if it still holds our value.
-pub const EXTEND_SCRIPT: &str = r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end"#;
+pub const EXTEND_SCRIPT: &str =
+    r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end"#;
 
 /// Why a lock operation did not succeed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -118,10 +119,22 @@ pub fn random_value(node: &Node) -> String {
 
 /// The names and one-line descriptions of the built-in algorithms.
 pub const ALGORITHMS: &[(&str, &str)] = &[
-    ("naive", "SET NX PX; release by a plain DEL (deletes whatever lock is there)"),
-    ("token-release", "SET NX PX with a random value; release by a Lua compare-and-delete"),
-    ("watchdog", "token-release plus a Lua compare-and-PEXPIRE every ttl/3 while the work runs"),
-    ("redlock", "N independent masters, quorum N/2+1, validity = ttl - elapsed - drift"),
+    (
+        "naive",
+        "SET NX PX; release by a plain DEL (deletes whatever lock is there)",
+    ),
+    (
+        "token-release",
+        "SET NX PX with a random value; release by a Lua compare-and-delete",
+    ),
+    (
+        "watchdog",
+        "token-release plus a Lua compare-and-PEXPIRE every ttl/3 while the work runs",
+    ),
+    (
+        "redlock",
+        "N independent masters, quorum N/2+1, validity = ttl - elapsed - drift",
+    ),
 ];
 
 /// Builds the built-in algorithm `spec` names for one client (without fencing: see
@@ -173,7 +186,12 @@ pub(crate) mod single {
     /// EVAL rather than EVALSHA-then-EVAL: a request delayed in the network must carry the whole
     /// script, or a `NOSCRIPT` reply to a stale EVALSHA would make a release look safe for the
     /// wrong reason.
-    pub async fn script(link: &RedisLink, source: &'static str, grant: &Grant, extra_arg: Option<u64>) -> Result<i64, LockError> {
+    pub async fn script(
+        link: &RedisLink,
+        source: &'static str,
+        grant: &Grant,
+        extra_arg: Option<u64>,
+    ) -> Result<i64, LockError> {
         let mut cmd = redis::cmd("EVAL");
         cmd.arg(source).arg(1).arg(&grant.key).arg(&grant.value);
         if let Some(extra) = extra_arg {

@@ -47,10 +47,7 @@ impl FieldPath {
 }
 
 fn is_bare_key(key: &str) -> bool {
-    !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 impl fmt::Display for FieldPath {
@@ -152,11 +149,7 @@ impl Locator {
         }
         self.entries
             .iter()
-            .filter(|e| {
-                e.value.start <= span.start
-                    && span.end <= e.value.end
-                    && e.value.start < e.value.end
-            })
+            .filter(|e| e.value.start <= span.start && span.end <= e.value.end && e.value.start < e.value.end)
             .min_by_key(|e| e.value.end - e.value.start)
             .map(|e| e.path.clone())
     }
@@ -182,10 +175,7 @@ impl Locator {
 
     /// Where the value of `path` is written.
     pub fn value_span_of(&self, path: &FieldPath) -> Option<Range<usize>> {
-        self.entries
-            .iter()
-            .find(|e| &e.path == path)
-            .map(|e| e.value.clone())
+        self.entries.iter().find(|e| &e.path == path).map(|e| e.value.clone())
     }
 
     /// The span of `path`, or of its nearest written ancestor.

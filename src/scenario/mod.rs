@@ -304,9 +304,7 @@ impl fmt::Display for Algorithm {
 }
 
 /// Where fencing tokens come from.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Fencing {
     /// No tokens: writes to the resource carry none.
@@ -327,9 +325,7 @@ impl Fencing {
 }
 
 /// Which clock a lock client times its lease with.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ClockKind {
     /// The node's monotonic clock (drifts, never jumps).
@@ -451,17 +447,10 @@ impl<'de> Deserialize<'de> for WorkMs {
                     .map(WorkMs::Fixed)
                     .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<WorkMs, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<WorkMs, A::Error> {
                 use serde::de::Error;
-                let min: u64 = seq
-                    .next_element()?
-                    .ok_or_else(|| A::Error::invalid_length(0, &self))?;
-                let max: u64 = seq
-                    .next_element()?
-                    .ok_or_else(|| A::Error::invalid_length(1, &self))?;
+                let min: u64 = seq.next_element()?.ok_or_else(|| A::Error::invalid_length(0, &self))?;
+                let max: u64 = seq.next_element()?.ok_or_else(|| A::Error::invalid_length(1, &self))?;
                 if seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
                     return Err(A::Error::invalid_length(3, &self));
                 }
@@ -591,8 +580,7 @@ impl Scenario {
     /// Reads and parses the scenario file at `path` (errors name the path as given).
     pub fn from_file(path: &Path) -> Result<Scenario, ScenarioError> {
         let shown = path.display().to_string();
-        let bytes = std::fs::read(path)
-            .map_err(|e| ScenarioError::file(&shown, format!("cannot read file: {e}")))?;
+        let bytes = std::fs::read(path).map_err(|e| ScenarioError::file(&shown, format!("cannot read file: {e}")))?;
         let source = String::from_utf8(bytes)
             .map_err(|e| ScenarioError::file(&shown, format!("file is not valid UTF-8: {e}")))?;
         Scenario::from_str(&source, &shown)
@@ -643,12 +631,11 @@ impl Scenario {
 /// the first file that does not load, or when two files use the same scenario `name`.
 pub fn load_dir(dir: &Path) -> Result<Vec<(PathBuf, Scenario)>, ScenarioError> {
     let shown = dir.display().to_string();
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| ScenarioError::file(&shown, format!("cannot read directory: {e}")))?;
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| ScenarioError::file(&shown, format!("cannot read directory: {e}")))?;
     let mut paths = Vec::new();
     for entry in entries {
-        let entry = entry
-            .map_err(|e| ScenarioError::file(&shown, format!("cannot read directory: {e}")))?;
+        let entry = entry.map_err(|e| ScenarioError::file(&shown, format!("cannot read directory: {e}")))?;
         let path = entry.path();
         if path.extension().is_some_and(|ext| ext == "toml") && path.is_file() {
             paths.push(path);
@@ -665,11 +652,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<(PathBuf, Scenario)>, ScenarioError> {
                 &source,
                 &path.display().to_string(),
                 "name",
-                format!(
-                    "scenario name `{}` is also used by {}",
-                    scenario.name,
-                    first.display()
-                ),
+                format!("scenario name `{}` is also used by {}", scenario.name, first.display()),
             );
             err.field = Some("name".into());
             return Err(err);

@@ -103,9 +103,7 @@ impl<'de> Deserialize<'de> for SeedValue {
         impl serde::de::Visitor<'_> for Visitor {
             type Value = SeedValue;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(
-                    "a non-negative integer, or a decimal string of one up to 18446744073709551615",
-                )
+                f.write_str("a non-negative integer, or a decimal string of one up to 18446744073709551615")
             }
             fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SeedValue, E> {
                 Ok(SeedValue(v))

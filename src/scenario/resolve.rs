@@ -5,8 +5,8 @@
 use super::locate::{line_col, FieldPath, Locator};
 use super::raw::{RawClient, RawNode, RawScenario, RawTopology};
 use super::{
-    Algorithm, ClientSpec, LockSpec, NetworkSpec, NodeSpec, Scenario, ScenarioError, WorkMs,
-    WorkloadSpec, CHECKERS, MAX_GENERATED_NODES, RESOURCE_NODE,
+    Algorithm, ClientSpec, LockSpec, NetworkSpec, NodeSpec, Scenario, ScenarioError, WorkMs, WorkloadSpec, CHECKERS,
+    MAX_GENERATED_NODES, RESOURCE_NODE,
 };
 use lockstep_sim::{Fault, FaultPlan, ScheduledFault};
 use serde::Deserialize;
@@ -27,18 +27,12 @@ pub(super) fn parse(source: &str, origin: &str) -> Result<Scenario, ScenarioErro
         locator: Locator::new(source),
     };
     let doc = toml::de::DeTable::parse(source).map_err(|e| ctx.toml_error(&e))?;
-    let raw = RawScenario::deserialize(toml::de::Deserializer::from(doc))
-        .map_err(|e| ctx.toml_error(&e))?;
+    let raw = RawScenario::deserialize(toml::de::Deserializer::from(doc)).map_err(|e| ctx.toml_error(&e))?;
     ctx.resolve(raw)
 }
 
 /// An error at the top-level `key` of `source` (for checks across files).
-pub(super) fn error_at_key(
-    source: &str,
-    origin: &str,
-    key: &str,
-    message: String,
-) -> ScenarioError {
+pub(super) fn error_at_key(source: &str, origin: &str, key: &str, message: String) -> ScenarioError {
     let ctx = Ctx {
         source,
         origin,
@@ -136,12 +130,7 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn at(
-        &self,
-        span: Option<Range<usize>>,
-        field: Option<String>,
-        message: String,
-    ) -> ScenarioError {
+    fn at(&self, span: Option<Range<usize>>, field: Option<String>, message: String) -> ScenarioError {
         let position = span.map(|s| line_col(self.source, s.start));
         ScenarioError {
             path: self.origin.to_string(),
@@ -154,11 +143,7 @@ impl Ctx<'_> {
 
     /// An error about `path`, positioned at its key (or its nearest written ancestor).
     fn err(&self, path: &FieldPath, message: impl Into<String>) -> ScenarioError {
-        self.at(
-            self.locator.nearest_span(path),
-            Some(path.to_string()),
-            message.into(),
-        )
+        self.at(self.locator.nearest_span(path), Some(path.to_string()), message.into())
     }
 
     /// A required `key` missing from the table at `table`.
@@ -242,9 +227,7 @@ impl Ctx<'_> {
         let topology = raw.topology.unwrap_or_default();
         let mut kinds = Nodes::default();
         let masters = self.masters(&topology, &mut kinds)?;
-        kinds
-            .kinds
-            .insert(RESOURCE_NODE.to_string(), Kind::Resource);
+        kinds.kinds.insert(RESOURCE_NODE.to_string(), Kind::Resource);
         kinds.order.push(RESOURCE_NODE.to_string());
         let clients = self.clients(&topology, raw.client, &mut kinds)?;
         let lock = self.lock(raw.lock, &masters)?;
@@ -260,10 +243,7 @@ impl Ctx<'_> {
             if !CHECKERS.contains(&checker.as_str()) {
                 return Err(self.err(
                     &FieldPath::keys(&["expect", &checker]),
-                    format!(
-                        "unknown checker `{checker}` (checkers: {})",
-                        CHECKERS.join(", ")
-                    ),
+                    format!("unknown checker `{checker}` (checkers: {})", CHECKERS.join(", ")),
                 ));
             }
             expect.insert(checker, verdict);
@@ -287,23 +267,14 @@ impl Ctx<'_> {
     }
 
     /// Registers node `name` written at `path`, rejecting bad and duplicate names.
-    fn claim(
-        &self,
-        nodes: &mut Nodes,
-        name: &str,
-        kind: Kind,
-        path: &FieldPath,
-    ) -> Result<(), ScenarioError> {
+    fn claim(&self, nodes: &mut Nodes, name: &str, kind: Kind, path: &FieldPath) -> Result<(), ScenarioError> {
         if name == RESOURCE_NODE {
             return Err(self.err(path, format!("`{name}` is the resource's name")));
         }
         if let Some(existing) = nodes.kinds.get(name) {
             return Err(self.err(
                 path,
-                format!(
-                    "duplicate node name: `{name}` is already {}",
-                    existing.describe()
-                ),
+                format!("duplicate node name: `{name}` is already {}", existing.describe()),
             ));
         }
         check_node_name(name).map_err(|m| self.err(path, m))?;
@@ -312,11 +283,7 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    fn masters(
-        &self,
-        topology: &RawTopology,
-        kinds: &mut Nodes,
-    ) -> Result<Vec<NodeSpec>, ScenarioError> {
+    fn masters(&self, topology: &RawTopology, kinds: &mut Nodes) -> Result<Vec<NodeSpec>, ScenarioError> {
         match (topology.masters, &topology.master) {
             (Some(_), Some(_)) => Err(self.err(
                 &FieldPath::keys(&["topology", "masters"]),
@@ -359,10 +326,7 @@ impl Ctx<'_> {
                 let count = count.unwrap_or(1);
                 let path = FieldPath::keys(&["topology", "masters"]);
                 if count == 0 || count > MAX_GENERATED_NODES {
-                    return Err(self.err(
-                        &path,
-                        format!("{count}: must be between 1 and {MAX_GENERATED_NODES}"),
-                    ));
+                    return Err(self.err(&path, format!("{count}: must be between 1 and {MAX_GENERATED_NODES}")));
                 }
                 let mut masters = Vec::new();
                 for i in 1..=count {
@@ -389,10 +353,7 @@ impl Ctx<'_> {
             let count = topology.clients.unwrap_or(2);
             let path = FieldPath::keys(&["topology", "clients"]);
             if count == 0 || count > MAX_GENERATED_NODES {
-                return Err(self.err(
-                    &path,
-                    format!("{count}: must be between 1 and {MAX_GENERATED_NODES}"),
-                ));
+                return Err(self.err(&path, format!("{count}: must be between 1 and {MAX_GENERATED_NODES}")));
             }
             let mut clients = Vec::new();
             for i in 1..=count {
@@ -403,10 +364,7 @@ impl Ctx<'_> {
             return Ok(clients);
         };
         if list.is_empty() {
-            return Err(self.err(
-                &FieldPath::keys(&["client"]),
-                "at least one client is needed",
-            ));
+            return Err(self.err(&FieldPath::keys(&["client"]), "at least one client is needed"));
         }
         let mut clients = Vec::with_capacity(list.len());
         for (index, raw) in list.into_iter().enumerate() {
@@ -429,11 +387,7 @@ impl Ctx<'_> {
         Ok(clients)
     }
 
-    fn lock(
-        &self,
-        raw: Option<super::raw::RawLock>,
-        masters: &[NodeSpec],
-    ) -> Result<LockSpec, ScenarioError> {
+    fn lock(&self, raw: Option<super::raw::RawLock>, masters: &[NodeSpec]) -> Result<LockSpec, ScenarioError> {
         let path = |k: &str| FieldPath::keys(&["lock", k]);
         let Some(raw) = raw else {
             return Err(self.err(
@@ -482,10 +436,7 @@ impl Ctx<'_> {
         }
         let drift_factor = raw.drift_factor.unwrap_or(0.01);
         if !(0.0..1.0).contains(&drift_factor) {
-            return Err(self.err(
-                &path("drift_factor"),
-                format!("{drift_factor}: must be in [0, 1)"),
-            ));
+            return Err(self.err(&path("drift_factor"), format!("{drift_factor}: must be in [0, 1)")));
         }
         let extend_every_ms = match raw.extend_every_ms {
             Some(every) => {
@@ -502,7 +453,9 @@ impl Ctx<'_> {
                 if every == 0 && raw.algorithm == Algorithm::Watchdog {
                     return Err(self.err(
                         &path("ttl_ms"),
-                        format!("{ttl_ms} is too short for a watchdog: the default extend_every_ms (ttl_ms / 3) would be 0"),
+                        format!(
+                            "{ttl_ms} is too short for a watchdog: the default extend_every_ms (ttl_ms / 3) would be 0"
+                        ),
                     ));
                 }
                 every
@@ -535,11 +488,7 @@ impl Ctx<'_> {
         })
     }
 
-    fn workload(
-        &self,
-        raw: Option<super::raw::RawWorkload>,
-        lock: &LockSpec,
-    ) -> Result<WorkloadSpec, ScenarioError> {
+    fn workload(&self, raw: Option<super::raw::RawWorkload>, lock: &LockSpec) -> Result<WorkloadSpec, ScenarioError> {
         let raw = raw.unwrap_or_default();
         let path = |k: &str| FieldPath::keys(&["workload", k]);
         let key = raw.key.unwrap_or_else(|| "counter".into());
@@ -580,31 +529,19 @@ impl Ctx<'_> {
         let base = FieldPath::item("fault", index);
         match table.get("at_ms") {
             Some(toml::Value::Integer(at)) if *at >= 0 => {}
-            Some(_) => {
-                return Err(self.err(
-                    &base.key("at_ms"),
-                    "must be a non-negative integer (true ms)",
-                ))
-            }
+            Some(_) => return Err(self.err(&base.key("at_ms"), "must be a non-negative integer (true ms)")),
             None => return Err(self.missing(&base, "at_ms", "required field is missing")),
         }
         let kinds_list = Fault::KINDS.join(", ");
         let kind = match table.get("kind") {
-            Some(toml::Value::String(kind)) if Fault::KINDS.contains(&kind.as_str()) => {
-                kind.clone()
-            }
+            Some(toml::Value::String(kind)) if Fault::KINDS.contains(&kind.as_str()) => kind.clone(),
             Some(toml::Value::String(kind)) => {
                 return Err(self.err(
                     &base.key("kind"),
                     format!("unknown fault kind `{kind}` (kinds: {kinds_list})"),
                 ))
             }
-            Some(_) => {
-                return Err(self.err(
-                    &base.key("kind"),
-                    format!("must be a string, one of {kinds_list}"),
-                ))
-            }
+            Some(_) => return Err(self.err(&base.key("kind"), format!("must be a string, one of {kinds_list}"))),
             None => {
                 return Err(self.missing(
                     &base,
@@ -618,11 +555,7 @@ impl Ctx<'_> {
             Err(e) => {
                 let message = e.message().trim().to_string();
                 if let Some(name) = quoted_after(&message, "missing field `") {
-                    return Err(self.missing(
-                        &base,
-                        name,
-                        format!("required field is missing (for kind `{kind}`)"),
-                    ));
+                    return Err(self.missing(&base, name, format!("required field is missing (for kind `{kind}`)")));
                 }
                 let field = if let Some(name) = quoted_after(&message, "unknown field `") {
                     base.key(name)
@@ -657,11 +590,7 @@ impl Ctx<'_> {
         }
         let fault = &scheduled.fault;
         let names = fault.nodes();
-        let fields: &[&str] = if names.len() == 1 {
-            &["node"]
-        } else {
-            &["a", "b"]
-        };
+        let fields: &[&str] = if names.len() == 1 { &["node"] } else { &["a", "b"] };
         for (node, field) in names.iter().zip(fields) {
             let Some(node_kind) = nodes.kinds.get(*node) else {
                 return Err(self.err(
@@ -669,9 +598,7 @@ impl Ctx<'_> {
                     format!("unknown node `{node}` (nodes: {})", nodes.order.join(", ")),
                 ));
             };
-            if matches!(fault, Fault::Crash { .. } | Fault::Restart { .. })
-                && *node_kind != Kind::Master
-            {
+            if matches!(fault, Fault::Crash { .. } | Fault::Restart { .. }) && *node_kind != Kind::Master {
                 return Err(self.err(
                     &base.key(field),
                     format!(
@@ -686,10 +613,7 @@ impl Ctx<'_> {
         }
         match fault {
             Fault::Loss { rate_ppm, .. } if *rate_ppm > 1_000_000 => {
-                return Err(self.err(
-                    &base.key("rate_ppm"),
-                    format!("{rate_ppm}: must be at most 1000000"),
-                ));
+                return Err(self.err(&base.key("rate_ppm"), format!("{rate_ppm}: must be at most 1000000")));
             }
             Fault::Drift { drift_ppm, .. } => {
                 check_drift(*drift_ppm).map_err(|m| self.err(&base.key("drift_ppm"), m))?;

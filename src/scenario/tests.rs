@@ -163,10 +163,7 @@ fn full_example_parses_every_key() {
     assert_eq!(l.fencing, Fencing::Incr);
     assert_eq!(l.fencing_master, "redis-b");
     assert_eq!((l.request_timeout_ms, l.connect_timeout_ms), (60, 120));
-    assert_eq!(
-        (l.retry_count, l.retry_delay_ms, l.retry_jitter_ms),
-        (-1, 150, 50)
-    );
+    assert_eq!((l.retry_count, l.retry_delay_ms, l.retry_jitter_ms), (-1, 150, 50));
     assert_eq!(l.drift_factor, 0.02);
     assert_eq!(l.clock, ClockKind::Wall);
     assert_eq!(l.extend_every_ms, 1000);
@@ -197,14 +194,8 @@ fn full_example_parses_every_key() {
     );
     assert_eq!(s.clients[1], ClientSpec::named("bob"));
     assert_eq!(s.clients[1].effective_iterations(&s.workload), Some(3));
-    assert_eq!(
-        s.clients[1].effective_work_ms(&s.workload),
-        WorkMs::Range(100, 2000)
-    );
-    assert_eq!(
-        s.clients[0].effective_work_ms(&s.workload),
-        WorkMs::Fixed(2000)
-    );
+    assert_eq!(s.clients[1].effective_work_ms(&s.workload), WorkMs::Range(100, 2000));
+    assert_eq!(s.clients[0].effective_work_ms(&s.workload), WorkMs::Fixed(2000));
     assert_eq!(
         s.faults.faults,
         vec![
@@ -255,10 +246,7 @@ fn minimal_file_resolves_every_default() {
     assert_eq!(l.fencing, Fencing::None);
     assert_eq!(l.fencing_master, "redis-1");
     assert_eq!((l.request_timeout_ms, l.connect_timeout_ms), (50, 100));
-    assert_eq!(
-        (l.retry_count, l.retry_delay_ms, l.retry_jitter_ms),
-        (10, 200, 100)
-    );
+    assert_eq!((l.retry_count, l.retry_delay_ms, l.retry_jitter_ms), (10, 200, 100));
     assert_eq!(l.drift_factor, 0.01);
     assert_eq!(l.clock, ClockKind::Monotonic);
     assert_eq!(l.extend_every_ms, 3333);
@@ -294,25 +282,17 @@ fn generated_topology_and_iteration_defaults() {
     assert_eq!(s.clients.len(), 4);
     assert_eq!(s.clients[3].name, "client-4");
     assert_eq!(s.resource, FencingMode::Fenced);
-    assert_eq!(
-        s.workload.iterations, None,
-        "unlimited when until_ms is set"
-    );
+    assert_eq!(s.workload.iterations, None, "unlimited when until_ms is set");
     assert_eq!(s.clients[0].effective_iterations(&s.workload), None);
     // Explicit clients win over topology.clients.
-    let s = parse(&with(
-        "[topology]\nclients = 5\n[[client]]\nname = \"solo\"\n",
-    ));
+    let s = parse(&with("[topology]\nclients = 5\n[[client]]\nname = \"solo\"\n"));
     assert_eq!(s.clients, vec![ClientSpec::named("solo")]);
 }
 
 #[test]
 fn node_names_and_world_config() {
     let s = parse(FULL);
-    assert_eq!(
-        s.node_names(),
-        ["redis-a", "redis-b", "resource", "alice", "bob"]
-    );
+    assert_eq!(s.node_names(), ["redis-a", "redis-b", "resource", "alice", "bob"]);
     let w = s.world_config();
     assert_eq!((w.seed, w.tick_ms, w.duration_ms), (7, 2, 40_000));
     assert_eq!((w.min_latency_ms, w.max_latency_ms), (2, 9));
@@ -351,14 +331,8 @@ fn every_fault_kind_parses() {
         ("heal", "a = \"client-1\"\nb = \"redis-1\"\noneway = true"),
         ("hold", "a = \"client-1\"\nb = \"resource\""),
         ("release", "a = \"client-1\"\nb = \"resource\""),
-        (
-            "latency",
-            "a = \"client-2\"\nb = \"redis-1\"\nlatency_ms = 40",
-        ),
-        (
-            "loss",
-            "a = \"client-2\"\nb = \"redis-1\"\nrate_ppm = 1000000",
-        ),
+        ("latency", "a = \"client-2\"\nb = \"redis-1\"\nlatency_ms = 40"),
+        ("loss", "a = \"client-2\"\nb = \"redis-1\"\nrate_ppm = 1000000"),
         ("crash", "node = \"redis-1\""),
         ("restart", "node = \"redis-1\""),
     ];
@@ -366,10 +340,7 @@ fn every_fault_kind_parses() {
     assert_eq!(covered, Fault::KINDS, "a case per kind");
     let mut all = String::new();
     for (i, (kind, body)) in cases.iter().enumerate() {
-        let block = format!(
-            "\n[[fault]]\nat_ms = {}\nkind = \"{kind}\"\n{body}\n",
-            i * 10
-        );
+        let block = format!("\n[[fault]]\nat_ms = {}\nkind = \"{kind}\"\n{body}\n", i * 10);
         let s = parse(&with(&block));
         assert_eq!(s.faults.faults.len(), 1);
         assert_eq!(s.faults.faults[0].fault.kind(), *kind);
@@ -402,8 +373,7 @@ fn round_trip_full_minimal_and_odd_values() {
     for source in [FULL, MINIMAL] {
         let s = parse(source);
         let text = s.to_toml();
-        let back =
-            Scenario::from_str(&text, "written.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let back = Scenario::from_str(&text, "written.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
         assert_eq!(back, s, "{text}");
         assert!(text.contains("[[topology.master]]"), "{text}");
         assert!(text.contains("[[client]]"), "{text}");
@@ -472,10 +442,7 @@ fn unknown_fields_name_the_key_and_its_line() {
     let source = with("ttl = 5\n");
     let err = parse_err(&source);
     assert_at(&err, "lock.ttl", line_of(&source, "ttl ="));
-    assert!(
-        err.message.contains("expected one of"),
-        "lists the known keys: {err}"
-    );
+    assert!(err.message.contains("expected one of"), "lists the known keys: {err}");
 }
 
 #[test]
@@ -488,28 +455,12 @@ fn wrong_types_name_the_value() {
         ("algorithm2 = 1\n", "lock.algorithm2", "algorithm2"),
         ("fencing = \"tokens\"\n", "lock.fencing", "fencing"),
         ("clock = \"sundial\"\n", "lock.clock", "clock ="),
-        (
-            "[workload]\nwork_ms = \"long\"\n",
-            "workload.work_ms",
-            "work_ms",
-        ),
-        (
-            "[workload]\nwork_ms = [1, 2, 3]\n",
-            "workload.work_ms",
-            "work_ms",
-        ),
+        ("[workload]\nwork_ms = \"long\"\n", "workload.work_ms", "work_ms"),
+        ("[workload]\nwork_ms = [1, 2, 3]\n", "workload.work_ms", "work_ms"),
         ("[workload]\nwork_ms = [1]\n", "workload.work_ms", "work_ms"),
         ("[workload]\nwork_ms = -1\n", "workload.work_ms", "work_ms"),
-        (
-            "[topology]\nresource = \"maybe\"\n",
-            "topology.resource",
-            "resource",
-        ),
-        (
-            "[topology]\nmasters = \"three\"\n",
-            "topology.masters",
-            "masters",
-        ),
+        ("[topology]\nresource = \"maybe\"\n", "topology.resource", "resource"),
+        ("[topology]\nmasters = \"three\"\n", "topology.masters", "masters"),
         (
             "[expect]\nmutual-exclusion = \"broken\"\n",
             "expect.mutual-exclusion",
@@ -528,11 +479,7 @@ fn wrong_types_name_the_value() {
     }
     // A value inside an array: the element is named.
     let source = with("[workload]\nwork_ms = [1, \"x\"]\n");
-    assert_at(
-        &parse_err(&source),
-        "workload.work_ms[1]",
-        line_of(&source, "work_ms"),
-    );
+    assert_at(&parse_err(&source), "workload.work_ms[1]", line_of(&source, "work_ms"));
     // A table where a value belongs.
     let source = "name = \"x\"\ndescription = \"d\"\nlock = 5\n";
     assert_at(&parse_err(source), "lock", 3);
@@ -553,13 +500,9 @@ fn huge_numbers_are_errors_not_panics() {
             Some(line_of(&source, extra.split(' ').next().unwrap())),
             "{err}"
         );
-        assert!(
-            err.field.as_deref().unwrap_or("").starts_with("lock."),
-            "{err}"
-        );
+        assert!(err.field.as_deref().unwrap_or("").starts_with("lock."), "{err}");
     }
-    let source =
-        with("[[fault]]\nat_ms = 99999999999999999999\nkind = \"crash\"\nnode = \"redis-1\"\n");
+    let source = with("[[fault]]\nat_ms = 99999999999999999999\nkind = \"crash\"\nnode = \"redis-1\"\n");
     assert_eq!(parse_err(&source).line, Some(line_of(&source, "at_ms")));
     // The largest integers are fine where they make sense (toml reads u64 settings in full).
     let s = parse(&with("ttl_ms = 18446744073709551615\n"));
@@ -600,11 +543,7 @@ fn syntax_errors_have_a_position() {
     assert_eq!(err.line, Some(2), "{err}");
     assert!(err.column.is_some());
     let err = parse_err("name = \"x\"\nname = \"y\"\n");
-    assert_eq!(
-        (err.line, err.field.as_deref()),
-        (Some(2), Some("name")),
-        "{err}"
-    );
+    assert_eq!((err.line, err.field.as_deref()), (Some(2), Some("name")), "{err}");
     let err = parse_err(&with("ttl_ms = 1\nttl_ms = 2\n"));
     assert_eq!(err.field.as_deref(), Some("lock.ttl_ms"), "{err}");
     assert!(err.message.contains("duplicate key"), "{err}");
@@ -624,22 +563,14 @@ fn scenario_settings_out_of_range() {
     let source = with("").replace("[lock]", "tick_ms = 0\n[lock]");
     assert_at(&parse_err(&source), "tick_ms", line_of(&source, "tick_ms"));
     let source = with("").replace("[lock]", "duration_ms = 0\n[lock]");
-    assert_at(
-        &parse_err(&source),
-        "duration_ms",
-        line_of(&source, "duration_ms"),
-    );
+    assert_at(&parse_err(&source), "duration_ms", line_of(&source, "duration_ms"));
 }
 
 #[test]
 fn network_latency_min_above_max() {
     let source = with("[network]\nmin_latency_ms = 10\nmax_latency_ms = 3\n");
     let err = parse_err(&source);
-    assert_at(
-        &err,
-        "network.max_latency_ms",
-        line_of(&source, "max_latency_ms"),
-    );
+    assert_at(&err, "network.max_latency_ms", line_of(&source, "max_latency_ms"));
     assert!(err.message.contains("below min_latency_ms 10"), "{err}");
     // Only min written (above the default max of 5): min is the culprit.
     let source = with("[network]\nmin_latency_ms = 10\n");
@@ -654,14 +585,8 @@ fn network_latency_min_above_max() {
 fn lock_settings_out_of_range() {
     let cases: &[(&str, &str)] = &[
         ("ttl_ms = 0\n", "lock.ttl_ms"),
-        (
-            "ttl_ms = 900\nextend_every_ms = 900\n",
-            "lock.extend_every_ms",
-        ),
-        (
-            "ttl_ms = 900\nextend_every_ms = 5000\n",
-            "lock.extend_every_ms",
-        ),
+        ("ttl_ms = 900\nextend_every_ms = 900\n", "lock.extend_every_ms"),
+        ("ttl_ms = 900\nextend_every_ms = 5000\n", "lock.extend_every_ms"),
         ("extend_every_ms = 0\n", "lock.extend_every_ms"),
         ("fencing_master = \"redis-9\"\n", "lock.fencing_master"),
         ("retry_count = -2\n", "lock.retry_count"),
@@ -671,10 +596,7 @@ fn lock_settings_out_of_range() {
         ("request_timeout_ms = 0\n", "lock.request_timeout_ms"),
         ("connect_timeout_ms = 0\n", "lock.connect_timeout_ms"),
         ("key = \"\"\n", "lock.key"),
-        (
-            "auto_extend = true\nttl_ms = 400\n",
-            "lock.extension_threshold_ms",
-        ),
+        ("auto_extend = true\nttl_ms = 400\n", "lock.extension_threshold_ms"),
     ];
     for (extra, field) in cases {
         let source = with(extra);
@@ -692,11 +614,7 @@ fn lock_settings_out_of_range() {
     assert!(err.message.contains("redis-1"), "{err}");
     // A watchdog whose default period would be 0 points at ttl_ms.
     let source = with("ttl_ms = 2\n");
-    assert_at(
-        &parse_err(&source),
-        "lock.ttl_ms",
-        line_of(&source, "ttl_ms"),
-    );
+    assert_at(&parse_err(&source), "lock.ttl_ms", line_of(&source, "ttl_ms"));
     // Other algorithms do not care.
     let s = parse(&with("ttl_ms = 2\n").replace("watchdog", "naive"));
     assert_eq!(s.lock.extend_every_ms, 0);
@@ -709,38 +627,21 @@ fn topology_errors() {
     assert_at(&err, "topology.masters", line_of(&source, "masters"));
     assert!(err.message.contains("not both"), "{err}");
     let source = with("[topology]\nmasters = 0\n");
-    assert_at(
-        &parse_err(&source),
-        "topology.masters",
-        line_of(&source, "masters"),
-    );
+    assert_at(&parse_err(&source), "topology.masters", line_of(&source, "masters"));
     let source = with("[topology]\nmasters = 5000000000\n");
-    assert_at(
-        &parse_err(&source),
-        "topology.masters",
-        line_of(&source, "masters"),
-    );
+    assert_at(&parse_err(&source), "topology.masters", line_of(&source, "masters"));
     let source = with("[topology]\nclients = 0\n");
-    assert_at(
-        &parse_err(&source),
-        "topology.clients",
-        line_of(&source, "clients"),
-    );
+    assert_at(&parse_err(&source), "topology.clients", line_of(&source, "clients"));
     let source = with("[topology]\nmaster = []\n");
-    assert_at(
-        &parse_err(&source),
-        "topology.master",
-        line_of(&source, "master"),
-    );
-    let source = with("client = []\n").replace("[lock]\nalgorithm = \"watchdog\"\n", "")
-        + "[lock]\nalgorithm = \"naive\"\n";
+    assert_at(&parse_err(&source), "topology.master", line_of(&source, "master"));
+    let source =
+        with("client = []\n").replace("[lock]\nalgorithm = \"watchdog\"\n", "") + "[lock]\nalgorithm = \"naive\"\n";
     assert_at(&parse_err(&source), "client", line_of(&source, "client"));
 }
 
 #[test]
 fn duplicate_and_bad_node_names() {
-    let masters =
-        "[topology]\n[[topology.master]]\nname = \"r1\"\n[[topology.master]]\nname = \"r1\"\n";
+    let masters = "[topology]\n[[topology.master]]\nname = \"r1\"\n[[topology.master]]\nname = \"r1\"\n";
     let source = with(masters);
     let err = parse_err(&source);
     assert_at(&err, "topology.master[1].name", source.lines().count());
@@ -762,11 +663,7 @@ fn duplicate_and_bad_node_names() {
     assert!(err.message.contains("resource"), "{err}");
 
     let source = with("[[client]]\nname = \"has space\"\n");
-    assert_at(
-        &parse_err(&source),
-        "client[0].name",
-        source.lines().count(),
-    );
+    assert_at(&parse_err(&source), "client[0].name", source.lines().count());
     let source = with("[[client]]\nname = \"net\"\n");
     assert!(parse_err(&source).message.contains("reserved"));
 
@@ -808,11 +705,7 @@ fn drift_and_work_ranges() {
     let s = parse(&with("request_timeout_ms = 75\n"));
     assert_eq!(s.workload.resource_timeout_ms, 75);
     let source = with("[[client]]\nname = \"c\"\nwork_ms = [3, 2]\n");
-    assert_at(
-        &parse_err(&source),
-        "client[0].work_ms",
-        line_of(&source, "work_ms"),
-    );
+    assert_at(&parse_err(&source), "client[0].work_ms", line_of(&source, "work_ms"));
 }
 
 fn fault_err(block: &str) -> (String, ScenarioError) {
@@ -826,38 +719,24 @@ fn fault_err(block: &str) -> (String, ScenarioError) {
 #[test]
 fn fault_errors_name_the_fault_key() {
     // Unknown node (the second fault, so fault[1]).
-    let (source, err) =
-        fault_err("[[fault]]\nat_ms = 5\nkind = \"pause\"\nnode = \"ghost\"\nduration_ms = 1\n");
+    let (source, err) = fault_err("[[fault]]\nat_ms = 5\nkind = \"pause\"\nnode = \"ghost\"\nduration_ms = 1\n");
     assert_at(&err, "fault[1].node", line_of(&source, "node = \"ghost\""));
     assert!(err.message.contains("unknown node `ghost`"), "{err}");
     assert!(
-        err.message
-            .contains("(nodes: redis-1, resource, client-1, client-2)"),
+        err.message.contains("(nodes: redis-1, resource, client-1, client-2)"),
         "lists the nodes in order: {err}"
     );
     // Unknown node on the b side of a link.
-    let (source, err) = fault_err(
-        "[[fault]]\nat_ms = 5\nkind = \"partition\"\na = \"client-1\"\nb = \"redis-7\"\n",
-    );
+    let (source, err) = fault_err("[[fault]]\nat_ms = 5\nkind = \"partition\"\na = \"client-1\"\nb = \"redis-7\"\n");
     assert_at(&err, "fault[1].b", line_of(&source, "b = "));
     // Crash of a client, restart of the resource.
     let (source, err) = fault_err("[[fault]]\nat_ms = 5\nkind = \"crash\"\nnode = \"client-1\"\n");
-    assert_at(
-        &err,
-        "fault[1].node",
-        line_of(&source, "node = \"client-1\""),
-    );
+    assert_at(&err, "fault[1].node", line_of(&source, "node = \"client-1\""));
     assert!(err.message.contains("only Redis masters"), "{err}");
-    let (source, err) =
-        fault_err("[[fault]]\nat_ms = 5\nkind = \"restart\"\nnode = \"resource\"\n");
-    assert_at(
-        &err,
-        "fault[1].node",
-        line_of(&source, "node = \"resource\""),
-    );
+    let (source, err) = fault_err("[[fault]]\nat_ms = 5\nkind = \"restart\"\nnode = \"resource\"\n");
+    assert_at(&err, "fault[1].node", line_of(&source, "node = \"resource\""));
     // After the end of the run.
-    let (source, err) =
-        fault_err("[[fault]]\nat_ms = 60001\nkind = \"crash\"\nnode = \"redis-1\"\n");
+    let (source, err) = fault_err("[[fault]]\nat_ms = 60001\nkind = \"crash\"\nnode = \"redis-1\"\n");
     assert_at(&err, "fault[1].at_ms", line_of(&source, "at_ms = 60001"));
     assert!(err.message.contains("after the end"), "{err}");
     // At the very end is fine.
@@ -865,15 +744,13 @@ fn fault_errors_name_the_fault_key() {
         "[[fault]]\nat_ms = 60000\nkind = \"crash\"\nnode = \"redis-1\"\n",
     ));
     // A link to itself, an impossible loss rate, a stopping drift.
-    let (source, err) =
-        fault_err("[[fault]]\nat_ms = 5\nkind = \"hold\"\na = \"client-1\"\nb = \"client-1\"\n");
+    let (source, err) = fault_err("[[fault]]\nat_ms = 5\nkind = \"hold\"\na = \"client-1\"\nb = \"client-1\"\n");
     assert_at(&err, "fault[1].b", line_of(&source, "b = "));
     let (source, err) =
         fault_err("[[fault]]\nat_ms = 5\nkind = \"loss\"\na = \"client-1\"\nb = \"redis-1\"\nrate_ppm = 1000001\n");
     assert_at(&err, "fault[1].rate_ppm", line_of(&source, "rate_ppm"));
-    let (source, err) = fault_err(
-        "[[fault]]\nat_ms = 5\nkind = \"drift\"\nnode = \"client-1\"\ndrift_ppm = -1000000\n",
-    );
+    let (source, err) =
+        fault_err("[[fault]]\nat_ms = 5\nkind = \"drift\"\nnode = \"client-1\"\ndrift_ppm = -1000000\n");
     assert_at(&err, "fault[1].drift_ppm", line_of(&source, "drift_ppm"));
 }
 
@@ -889,34 +766,24 @@ fn fault_structure_errors_name_the_fault_key() {
     assert_at(&err, "fault[1].kind", source.lines().count() - 2);
     let (source, err) = fault_err("\n[[fault]]\nkind = \"crash\"\nnode = \"redis-1\"\n");
     assert_at(&err, "fault[1].at_ms", source.lines().count() - 2);
-    let (source, err) =
-        fault_err("\n[[fault]]\nat_ms = 5\nkind = \"pause\"\nnode = \"client-1\"\n");
+    let (source, err) = fault_err("\n[[fault]]\nat_ms = 5\nkind = \"pause\"\nnode = \"client-1\"\n");
     assert_at(&err, "fault[1].duration_ms", source.lines().count() - 3);
     // Mistyped values point at the value's key.
-    let (source, err) = fault_err(
-        "[[fault]]\nat_ms = 5\nkind = \"pause\"\nnode = \"client-1\"\nduration_ms = \"long\"\n",
-    );
-    assert_at(
-        &err,
-        "fault[1].duration_ms",
-        line_of(&source, "duration_ms"),
-    );
     let (source, err) =
-        fault_err("[[fault]]\nat_ms = 5\nkind = \"pause\"\nnode = 1\nduration_ms = 1\n");
+        fault_err("[[fault]]\nat_ms = 5\nkind = \"pause\"\nnode = \"client-1\"\nduration_ms = \"long\"\n");
+    assert_at(&err, "fault[1].duration_ms", line_of(&source, "duration_ms"));
+    let (source, err) = fault_err("[[fault]]\nat_ms = 5\nkind = \"pause\"\nnode = 1\nduration_ms = 1\n");
     assert_at(&err, "fault[1].node", line_of(&source, "node = 1"));
-    let (source, err) = fault_err(
-        "[[fault]]\nat_ms = 5\nkind = \"heal\"\na = \"client-1\"\nb = \"redis-1\"\noneway = 1\n",
-    );
+    let (source, err) =
+        fault_err("[[fault]]\nat_ms = 5\nkind = \"heal\"\na = \"client-1\"\nb = \"redis-1\"\noneway = 1\n");
     assert_at(&err, "fault[1].oneway", line_of(&source, "oneway"));
-    let (source, err) = fault_err(
-        "[[fault]]\nat_ms = 5\nkind = \"loss\"\na = \"client-1\"\nb = \"redis-1\"\nrate_ppm = -1\n",
-    );
+    let (source, err) =
+        fault_err("[[fault]]\nat_ms = 5\nkind = \"loss\"\na = \"client-1\"\nb = \"redis-1\"\nrate_ppm = -1\n");
     assert_at(&err, "fault[1].rate_ppm", line_of(&source, "rate_ppm"));
     let (source, err) = fault_err("[[fault]]\nat_ms = -5\nkind = \"crash\"\nnode = \"redis-1\"\n");
     assert_at(&err, "fault[1].at_ms", line_of(&source, "at_ms = -5"));
     // A key of another kind.
-    let (source, err) =
-        fault_err("[[fault]]\nat_ms = 5\nkind = \"crash\"\nnode = \"redis-1\"\nduration_ms = 3\n");
+    let (source, err) = fault_err("[[fault]]\nat_ms = 5\nkind = \"crash\"\nnode = \"redis-1\"\nduration_ms = 3\n");
     assert_at(&err, "fault[1].duration_ms", source.lines().count());
     // Not a table at all.
     let source = with("").replace("[lock]", "fault = [1]\n[lock]");
@@ -928,10 +795,7 @@ fn expect_errors() {
     let source = with("[expect]\nmutual-exclusion = \"valid\"\nliveness = \"valid\"\n");
     let err = parse_err(&source);
     assert_at(&err, "expect.liveness", line_of(&source, "liveness"));
-    assert!(
-        err.message.contains("token-order"),
-        "lists the checkers: {err}"
-    );
+    assert!(err.message.contains("token-order"), "lists the checkers: {err}");
     let source = with("[expect]\nstale-write = \"VALID\"\n");
     let err = parse_err(&source);
     assert_at(&err, "expect.stale-write", line_of(&source, "stale-write"));
@@ -997,9 +861,7 @@ fn columns_count_characters() {
     let err = parse_err(source);
     assert_eq!((err.line, err.column), (Some(6), Some(3)), "{err}");
     assert_eq!(err.field.as_deref(), Some("workload.\"wörk\""));
-    let err = parse_err(
-        "name = \"é\"\ndescription = \"d\"\n[lock]\nalgorithm = \"naive\"\nttl_ms =    \"x\"\n",
-    );
+    let err = parse_err("name = \"é\"\ndescription = \"d\"\n[lock]\nalgorithm = \"naive\"\nttl_ms =    \"x\"\n");
     assert_eq!((err.line, err.column), (Some(5), Some(13)), "{err}");
 }
 
@@ -1041,18 +903,10 @@ fn files_and_directories() {
     std::fs::remove_file(dir.join("c.toml")).unwrap();
 
     // Two files, one name.
-    std::fs::write(
-        dir.join("c.toml"),
-        format!("\n{MINIMAL}").replace("minimal", "bee"),
-    )
-    .unwrap();
+    std::fs::write(dir.join("c.toml"), format!("\n{MINIMAL}").replace("minimal", "bee")).unwrap();
     let err = load_dir(&dir).unwrap_err();
     assert!(err.path.ends_with("c.toml"), "{err}");
-    assert_eq!(
-        (err.field.as_deref(), err.line),
-        (Some("name"), Some(3)),
-        "{err}"
-    );
+    assert_eq!((err.field.as_deref(), err.line), (Some("name"), Some(3)), "{err}");
     assert!(err.message.contains("b.toml"), "{err}");
     std::fs::remove_file(dir.join("c.toml")).unwrap();
 
@@ -1146,11 +1000,7 @@ fn fuzz_mutations_never_panic() {
                 parsed += 1;
                 // Whatever parses, round-trips.
                 let written = s.to_toml();
-                assert_eq!(
-                    Scenario::from_str(&written, "w.toml").as_ref(),
-                    Ok(&s),
-                    "{written}"
-                );
+                assert_eq!(Scenario::from_str(&written, "w.toml").as_ref(), Ok(&s), "{written}");
             }
             Err(e) => {
                 assert_eq!(e.path, "m.toml");
@@ -1205,11 +1055,7 @@ fn fuzz_deep_nesting_is_an_error_not_a_crash() {
         "[".repeat(20_000),
         "]".repeat(20_000)
     );
-    let deep_table = format!(
-        "{MINIMAL}x = {}1{}\n",
-        "{a = ".repeat(20_000),
-        "}".repeat(20_000)
-    );
+    let deep_table = format!("{MINIMAL}x = {}1{}\n", "{a = ".repeat(20_000), "}".repeat(20_000));
     let long_key = format!("{} = 1\n{MINIMAL}", vec!["a"; 20_000].join("."));
     for source in [deep_array, deep_table, long_key] {
         let err = parse_err(&source);

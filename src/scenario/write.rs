@@ -10,11 +10,7 @@ fn quote(text: &str) -> String {
 
 /// A TOML key: bare when it can be.
 fn key(text: &str) -> String {
-    if !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
+    if !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
         text.to_string()
     } else {
         quote(text)

@@ -29,10 +29,7 @@ pub fn decode_command(buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, String> 
             return Ok(None);
         };
         if first != b'*' {
-            return Err(format!(
-                "ERR Protocol error: expected '*', got '{}'",
-                printable(first)
-            ));
+            return Err(format!("ERR Protocol error: expected '*', got '{}'", printable(first)));
         }
         let frame = match decode_bytes_mut(buf) {
             Ok(None) => return Ok(None),
@@ -47,25 +44,13 @@ pub fn decode_command(buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, String> 
                 for item in items {
                     match item {
                         BytesFrame::BulkString(b) => args.push(b),
-                        BytesFrame::Null => {
-                            return Err("ERR Protocol error: invalid bulk length".to_string())
-                        }
-                        other => {
-                            return Err(format!(
-                                "ERR Protocol error: expected '$', got '{}'",
-                                kind_byte(&other)
-                            ))
-                        }
+                        BytesFrame::Null => return Err("ERR Protocol error: invalid bulk length".to_string()),
+                        other => return Err(format!("ERR Protocol error: expected '$', got '{}'", kind_byte(&other))),
                     }
                 }
                 return Ok(Some(args));
             }
-            other => {
-                return Err(format!(
-                    "ERR Protocol error: expected '*', got '{}'",
-                    kind_byte(&other)
-                ))
-            }
+            other => return Err(format!("ERR Protocol error: expected '*', got '{}'", kind_byte(&other))),
         }
     }
 }
@@ -166,19 +151,13 @@ mod tests {
         let cases: &[(&[u8], &str)] = &[
             (b"*x\r\n", "ERR Protocol error: invalid RESP frame"),
             (b"*1\r\n$-5\r\n", "ERR Protocol error: invalid RESP frame"),
-            (
-                b"*1\r\n$3x\r\nabc\r\n",
-                "ERR Protocol error: invalid RESP frame",
-            ),
+            (b"*1\r\n$3x\r\nabc\r\n", "ERR Protocol error: invalid RESP frame"),
             (b"*1\r\n!3\r\n", "ERR Protocol error: invalid RESP frame"),
             (b"*1\r\n:3\r\n", "ERR Protocol error: expected '$', got ':'"),
             (b"*1\r\n*0\r\n", "ERR Protocol error: expected '$', got '*'"),
             (b"*1\r\n$-1\r\n", "ERR Protocol error: invalid bulk length"),
             (b"PING\r\n", "ERR Protocol error: expected '*', got 'P'"),
-            (
-                b"$3\r\nabc\r\n",
-                "ERR Protocol error: expected '*', got '$'",
-            ),
+            (b"$3\r\nabc\r\n", "ERR Protocol error: expected '*', got '$'"),
         ];
         for (input, want) in cases {
             let mut buf = BytesMut::from(*input);
@@ -203,11 +182,7 @@ mod tests {
             (Reply::Array(None), b"*-1\r\n"),
             (Reply::Array(Some(vec![])), b"*0\r\n"),
             (
-                Reply::Array(Some(vec![
-                    Reply::Integer(1),
-                    Reply::nil(),
-                    Reply::bulk(b("x")),
-                ])),
+                Reply::Array(Some(vec![Reply::Integer(1), Reply::nil(), Reply::bulk(b("x"))])),
                 b"*3\r\n:1\r\n$-1\r\n$1\r\nx\r\n",
             ),
             (

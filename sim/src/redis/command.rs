@@ -51,10 +51,7 @@ pub struct ClientSession {
 impl ClientSession {
     /// A session with the given client id and no name.
     pub fn new(id: i64) -> Self {
-        ClientSession {
-            id,
-            ..Self::default()
-        }
+        ClientSession { id, ..Self::default() }
     }
 }
 
@@ -99,12 +96,7 @@ impl RedisEngine {
     }
 
     /// Executes one command on behalf of the connection whose state is `session`.
-    pub fn execute_as(
-        &mut self,
-        session: &mut ClientSession,
-        args: &[Bytes],
-        now_wall_ms: i64,
-    ) -> Reply {
+    pub fn execute_as(&mut self, session: &mut ClientSession, args: &[Bytes], now_wall_ms: i64) -> Reply {
         let fullname = match lookup(args) {
             Lookup::Found(spec, fullname) => {
                 let _ = spec;
@@ -124,9 +116,7 @@ impl RedisEngine {
                     session.name = (!args[2].is_empty()).then(|| args[2].clone());
                     Reply::ok()
                 }
-                false => Reply::error(
-                    "ERR Client names cannot contain spaces, newlines or special characters.",
-                ),
+                false => Reply::error("ERR Client names cannot contain spaces, newlines or special characters."),
             },
             "client|setinfo" => client_setinfo(session, args),
             "eval" => self.eval(args, now, false),
@@ -145,8 +135,7 @@ impl RedisEngine {
                     .collect(),
             )),
             "script|flush" => {
-                let ok = args.len() == 2
-                    || (args.len() == 3 && (eq_ic(&args[2], "sync") || eq_ic(&args[2], "async")));
+                let ok = args.len() == 2 || (args.len() == 3 && (eq_ic(&args[2], "sync") || eq_ic(&args[2], "async")));
                 if !ok {
                     return Reply::error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
                 }
@@ -220,13 +209,8 @@ impl RedisEngine {
             }
         };
         let split = 3 + numkeys as usize;
-        self.scripts.run(
-            &sha,
-            &args[3..split],
-            &args[split..],
-            &mut self.keyspace,
-            now,
-        )
+        self.scripts
+            .run(&sha, &args[3..split], &args[split..], &mut self.keyspace, now)
     }
 }
 
@@ -311,11 +295,7 @@ static COMMANDS: &[Spec] = &[
     noscript("evalsha", -3),
     container(
         "script",
-        &[
-            noscript("load", 3),
-            noscript("exists", -3),
-            noscript("flush", -2),
-        ],
+        &[noscript("load", 3), noscript("exists", -3), noscript("flush", -2)],
     ),
 ];
 
@@ -354,19 +334,11 @@ fn lookup(args: &[Bytes]) -> Lookup {
 
 /// Runs a command for `redis.call`; `Err` is the script-level refusal text (Redis'
 /// `scriptCall`), which the caller turns into an `ERR ...` error table.
-pub(crate) fn exec_from_script(
-    ks: &mut Keyspace,
-    args: &[Bytes],
-    now: i64,
-) -> Result<Reply, &'static str> {
+pub(crate) fn exec_from_script(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Result<Reply, &'static str> {
     match lookup(args) {
-        Lookup::UnknownCommand | Lookup::UnknownSubcommand => {
-            Err("Unknown Redis command called from script")
-        }
+        Lookup::UnknownCommand | Lookup::UnknownSubcommand => Err("Unknown Redis command called from script"),
         Lookup::Arity(_) => Err("Wrong number of args calling Redis command from script"),
-        Lookup::Found(spec, _) if spec.noscript => {
-            Err("This Redis command is not allowed from script")
-        }
+        Lookup::Found(spec, _) if spec.noscript => Err("This Redis command is not allowed from script"),
         Lookup::Found(_, fullname) => Ok(exec_data(ks, &fullname, args, now)),
     }
 }
@@ -403,12 +375,7 @@ fn exec_data(ks: &mut Keyspace, name: &str, args: &[Bytes], now: i64) -> Reply {
             }
             Reply::Integer(n)
         }
-        "exists" => Reply::Integer(
-            args[1..]
-                .iter()
-                .filter(|k| ks.lookup(k, now).is_some())
-                .count() as i64,
-        ),
+        "exists" => Reply::Integer(args[1..].iter().filter(|k| ks.lookup(k, now).is_some()).count() as i64),
         "expire" => expire(ks, args, now, now, true, "expire"),
         "pexpire" => expire(ks, args, now, now, false, "pexpire"),
         "expireat" => expire(ks, args, now, 0, true, "expireat"),
@@ -419,11 +386,7 @@ fn exec_data(ks: &mut Keyspace, name: &str, args: &[Bytes], now: i64) -> Reply {
                 None => Reply::Integer(-1),
                 Some(t) => {
                     let ttl = t.saturating_sub(now).max(0);
-                    Reply::Integer(if name == "pttl" {
-                        ttl
-                    } else {
-                        (ttl + 500) / 1000
-                    })
+                    Reply::Integer(if name == "pttl" { ttl } else { (ttl + 500) / 1000 })
                 }
             },
         },
@@ -463,8 +426,7 @@ fn exec_data(ks: &mut Keyspace, name: &str, args: &[Bytes], now: i64) -> Reply {
         "rpop" => pop(ks, args, now, false, "rpop"),
         "dbsize" => Reply::Integer(ks.len() as i64),
         "flushall" => {
-            let ok = args.len() == 1
-                || (args.len() == 2 && (eq_ic(&args[1], "sync") || eq_ic(&args[1], "async")));
+            let ok = args.len() == 1 || (args.len() == 2 && (eq_ic(&args[1], "sync") || eq_ic(&args[1], "async")));
             if !ok {
                 return Reply::error(SYNTAX);
             }
@@ -497,9 +459,8 @@ fn set(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
         let opt = &args[j];
         let next = args.get(j + 1);
         let kind = expire.map(|(k, _)| k);
-        let expire_option = |want: ExpireKind| -> bool {
-            !keepttl && (kind.is_none() || kind == Some(want)) && next.is_some()
-        };
+        let expire_option =
+            |want: ExpireKind| -> bool { !keepttl && (kind.is_none() || kind == Some(want)) && next.is_some() };
         if eq_ic(opt, "nx") && !xx {
             nx = true;
         } else if eq_ic(opt, "xx") && !nx {
@@ -547,9 +508,7 @@ fn set(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
     };
 
     let key = &args[1];
-    let old = ks
-        .lookup(key, now)
-        .map(|e| (e.value.clone(), e.expire_at_ms));
+    let old = ks.lookup(key, now).map(|e| (e.value.clone(), e.expire_at_ms));
     let old_value = match &old {
         Some((Value::String(s), _)) => Some(s.clone()),
         Some(_) if get => return Reply::error(WRONGTYPE),
@@ -593,14 +552,7 @@ fn expire_kind(opt: &[u8]) -> Option<ExpireKind> {
 }
 
 /// `EXPIRE`/`PEXPIRE`/`EXPIREAT`/`PEXPIREAT key t [NX|XX|GT|LT]` (`expireGenericCommand`).
-fn expire(
-    ks: &mut Keyspace,
-    args: &[Bytes],
-    now: i64,
-    basetime: i64,
-    seconds: bool,
-    name: &str,
-) -> Reply {
+fn expire(ks: &mut Keyspace, args: &[Bytes], now: i64, basetime: i64, seconds: bool, name: &str) -> Reply {
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for opt in &args[3..] {
         if eq_ic(opt, "nx") {
@@ -679,10 +631,7 @@ fn incr_by(ks: &mut Keyspace, key: &Bytes, by: i64, now: i64) -> Reply {
 
 fn push(ks: &mut Keyspace, args: &[Bytes], now: i64, left: bool) -> Reply {
     let key = &args[1];
-    match ks
-        .lookup(key, now)
-        .map(|e| matches!(e.value, Value::List(_)))
-    {
+    match ks.lookup(key, now).map(|e| matches!(e.value, Value::List(_))) {
         Some(false) => return Reply::error(WRONGTYPE),
         Some(true) => {}
         None => ks.insert(key.clone(), Value::List(VecDeque::new()), None),
@@ -783,9 +732,7 @@ fn hello(session: &mut ClientSession, args: &[Bytes]) -> Reply {
     }
     if let Some(name) = setname {
         if !valid_client_attr(&name) {
-            return Reply::error(
-                "ERR Client names cannot contain spaces, newlines or special characters.",
-            );
+            return Reply::error("ERR Client names cannot contain spaces, newlines or special characters.");
         }
         session.name = (!name.is_empty()).then_some(name);
     }
@@ -921,9 +868,7 @@ fn unknown_subcommand(args: &[Bytes]) -> Reply {
 }
 
 fn arity_error(fullname: &str) -> Reply {
-    Reply::Error(format!(
-        "ERR wrong number of arguments for '{fullname}' command"
-    ))
+    Reply::Error(format!("ERR wrong number of arguments for '{fullname}' command"))
 }
 
 fn invalid_expire(name: &str) -> Reply {
@@ -935,9 +880,7 @@ mod tests {
     use super::*;
 
     fn args(cmd: &[&str]) -> Vec<Bytes> {
-        cmd.iter()
-            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-            .collect()
+        cmd.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect()
     }
     fn st(s: &str) -> Reply {
         Reply::Status(s.to_string())
@@ -1014,11 +957,7 @@ mod tests {
                     err("ERR wrong number of arguments for 'ping' command"),
                 ),
                 (t, &["ECHO", "x"], bulk("x")),
-                (
-                    t,
-                    &["echo"],
-                    err("ERR wrong number of arguments for 'echo' command"),
-                ),
+                (t, &["echo"], err("ERR wrong number of arguments for 'echo' command")),
                 (t, &["SELECT", "0"], st("OK")),
                 (t, &["SELECT", "1"], err("ERR DB index is out of range")),
                 (t, &["SELECT", "x"], err(NOT_INT)),
@@ -1038,36 +977,20 @@ mod tests {
                     &["foo", "a\r\nb"],
                     err("ERR unknown command 'foo', with args beginning with: 'a  b' "),
                 ),
-                (
-                    t,
-                    &["GET"],
-                    err("ERR wrong number of arguments for 'get' command"),
-                ),
+                (t, &["GET"], err("ERR wrong number of arguments for 'get' command")),
                 (
                     t,
                     &["get", "a", "b"],
                     err("ERR wrong number of arguments for 'get' command"),
                 ),
-                (
-                    t,
-                    &["DEL"],
-                    err("ERR wrong number of arguments for 'del' command"),
-                ),
-                (
-                    t,
-                    &["HELLO", "3"],
-                    err("NOPROTO unsupported protocol version"),
-                ),
+                (t, &["DEL"], err("ERR wrong number of arguments for 'del' command")),
+                (t, &["HELLO", "3"], err("NOPROTO unsupported protocol version")),
                 (
                     t,
                     &["HELLO", "x"],
                     err("ERR Protocol version is not an integer or out of range"),
                 ),
-                (
-                    t,
-                    &["HELLO", "2", "FOO"],
-                    err("ERR Syntax error in HELLO option 'FOO'"),
-                ),
+                (t, &["HELLO", "2", "FOO"], err("ERR Syntax error in HELLO option 'FOO'")),
                 (
                     t,
                     &["HELLO", "2", "AUTH", "default", "pw", "SETNAME", "me"],
@@ -1167,14 +1090,8 @@ mod tests {
         let mut a = ClientSession::new(7);
         let mut b = ClientSession::new(8);
         e.execute_as(&mut a, &args(&["CLIENT", "SETNAME", "a"]), 0);
-        assert_eq!(
-            e.execute_as(&mut a, &args(&["CLIENT", "GETNAME"]), 0),
-            bulk("a")
-        );
-        assert_eq!(
-            e.execute_as(&mut b, &args(&["CLIENT", "GETNAME"]), 0),
-            nil()
-        );
+        assert_eq!(e.execute_as(&mut a, &args(&["CLIENT", "GETNAME"]), 0), bulk("a"));
+        assert_eq!(e.execute_as(&mut b, &args(&["CLIENT", "GETNAME"]), 0), nil());
         assert_eq!(e.execute_as(&mut b, &args(&["CLIENT", "ID"]), 0), int(8));
         assert_eq!(e.execute(&args(&["CLIENT", "GETNAME"]), 0), nil());
     }
@@ -1187,11 +1104,7 @@ mod tests {
             &mut e,
             &[
                 (t, &["GET", "k"], nil()),
-                (
-                    t,
-                    &["SET", "k"],
-                    err("ERR wrong number of arguments for 'set' command"),
-                ),
+                (t, &["SET", "k"], err("ERR wrong number of arguments for 'set' command")),
                 (t, &["SET", "k", "v"], st("OK")),
                 (t, &["GET", "k"], bulk("v")),
                 (t, &["GET", "K"], nil()),
@@ -1203,26 +1116,14 @@ mod tests {
                 (t, &["SET", "k", "v", "NX", "XX"], err("ERR syntax error")),
                 (t, &["SET", "k", "v", "XX", "NX"], err("ERR syntax error")),
                 (t, &["SET", "k", "v", "NX", "NX"], nil()),
-                (
-                    t,
-                    &["SET", "k", "v", "EX", "10", "PX", "100"],
-                    err("ERR syntax error"),
-                ),
+                (t, &["SET", "k", "v", "EX", "10", "PX", "100"], err("ERR syntax error")),
                 (
                     t,
                     &["SET", "k", "v", "PX", "100", "EXAT", "10"],
                     err("ERR syntax error"),
                 ),
-                (
-                    t,
-                    &["SET", "k", "v", "KEEPTTL", "PX", "100"],
-                    err("ERR syntax error"),
-                ),
-                (
-                    t,
-                    &["SET", "k", "v", "PX", "100", "KEEPTTL"],
-                    err("ERR syntax error"),
-                ),
+                (t, &["SET", "k", "v", "KEEPTTL", "PX", "100"], err("ERR syntax error")),
+                (t, &["SET", "k", "v", "PX", "100", "KEEPTTL"], err("ERR syntax error")),
                 (t, &["SET", "k", "v", "EX"], err("ERR syntax error")),
                 (t, &["SET", "k", "v", "FOO"], err("ERR syntax error")),
                 (
@@ -1329,17 +1230,9 @@ mod tests {
                 (t, &["SET", "s", " 1"], st("OK")),
                 (t, &["INCR", "s"], err(NOT_INT)),
                 (t, &["SET", "big", "9223372036854775807"], st("OK")),
-                (
-                    t,
-                    &["INCR", "big"],
-                    err("ERR increment or decrement would overflow"),
-                ),
+                (t, &["INCR", "big"], err("ERR increment or decrement would overflow")),
                 (t, &["SET", "small", "-9223372036854775808"], st("OK")),
-                (
-                    t,
-                    &["DECR", "small"],
-                    err("ERR increment or decrement would overflow"),
-                ),
+                (t, &["DECR", "small"], err("ERR increment or decrement would overflow")),
                 (
                     t,
                     &["DECRBY", "n", "-9223372036854775808"],
@@ -1392,11 +1285,7 @@ mod tests {
                 (t, &["PTTL", "k"], int(-1)),
                 (t, &["TTL", "k"], int(-1)),
                 (t, &["PEXPIRE", "k", "abc"], err(NOT_INT)),
-                (
-                    t,
-                    &["PEXPIRE", "k", "100", "FOO"],
-                    err("ERR Unsupported option FOO"),
-                ),
+                (t, &["PEXPIRE", "k", "100", "FOO"], err("ERR Unsupported option FOO")),
                 (
                     t,
                     &["PEXPIRE", "k", "100", "NX", "XX"],
@@ -1512,11 +1401,7 @@ mod tests {
                 (500, &["PTTL", "lock"], int(30_500)),
                 // The node's clock jumps forward past the expiry: gone at once.
                 (61_000, &["GET", "lock"], nil()),
-                (
-                    61_000,
-                    &["SET", "lock", "other", "NX", "PX", "30000"],
-                    st("OK"),
-                ),
+                (61_000, &["SET", "lock", "other", "NX", "PX", "30000"], st("OK")),
             ],
         );
         // Active expiry after a forward jump.

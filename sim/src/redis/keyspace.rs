@@ -107,13 +107,7 @@ impl Keyspace {
         if let Some(t) = expire_at_ms {
             self.expiries.insert((t, key.clone()));
         }
-        self.entries.insert(
-            key,
-            Entry {
-                value,
-                expire_at_ms,
-            },
-        );
+        self.entries.insert(key, Entry { value, expire_at_ms });
     }
 
     /// Removes `key` (expired or not) and returns its entry.
@@ -172,11 +166,7 @@ impl Keyspace {
     }
 
     fn expire_if_needed(&mut self, key: &[u8], now_ms: i64) {
-        if self
-            .entries
-            .get(key)
-            .is_some_and(|e| e.is_expired_at(now_ms))
-        {
+        if self.entries.get(key).is_some_and(|e| e.is_expired_at(now_ms)) {
             self.remove(key);
         }
     }

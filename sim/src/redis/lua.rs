@@ -50,9 +50,7 @@ use super::command::exec_from_script;
 use super::keyspace::Keyspace;
 use super::reply::Reply;
 use bytes::Bytes;
-use mlua::{
-    ChunkMode, Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState,
-};
+use mlua::{ChunkMode, Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -110,12 +108,7 @@ impl RunState {
 
     /// `redisLrand48`: the classic 48-bit LCG, 31 output bits.
     fn next(&self) -> i64 {
-        let x = self
-            .rand48
-            .get()
-            .wrapping_mul(0x5_DEEC_E66D)
-            .wrapping_add(0xB)
-            & ((1u64 << 48) - 1);
+        let x = self.rand48.get().wrapping_mul(0x5_DEEC_E66D).wrapping_add(0xB) & ((1u64 << 48) - 1);
         self.rand48.set(x);
         (x >> 17) as i64
     }
@@ -145,9 +138,7 @@ impl ScriptRuntime {
 
     /// Whether a script with this (lowercase) SHA is cached.
     pub(crate) fn contains(&self, sha: &str) -> bool {
-        self.vm
-            .as_ref()
-            .is_ok_and(|vm| vm.scripts.contains_key(sha))
+        self.vm.as_ref().is_ok_and(|vm| vm.scripts.contains_key(sha))
     }
 
     /// Compiles and caches `body` (if not cached yet); returns its SHA or the error reply text.
@@ -176,14 +167,7 @@ impl ScriptRuntime {
     }
 
     /// Runs the cached script `sha` against `ks` at `now_ms`.
-    pub(crate) fn run(
-        &mut self,
-        sha: &str,
-        keys: &[Bytes],
-        argv: &[Bytes],
-        ks: &mut Keyspace,
-        now_ms: i64,
-    ) -> Reply {
+    pub(crate) fn run(&mut self, sha: &str, keys: &[Bytes], argv: &[Bytes], ks: &mut Keyspace, now_ms: i64) -> Reply {
         let budget = self.budget;
         let vm = match self.vm.as_mut() {
             Ok(vm) => vm,
@@ -195,24 +179,18 @@ impl ScriptRuntime {
         vm.state.begin();
         let ks = RefCell::new(ks);
         let outcome = vm.lua.scope(|scope| {
-            let call = scope.create_function(|lua, args: MultiValue| {
-                match dispatch(lua, &ks, now_ms, args)? {
-                    Ok(value) => Ok(value),
-                    Err(text) => raise(text),
-                }
+            let call = scope.create_function(|lua, args: MultiValue| match dispatch(lua, &ks, now_ms, args)? {
+                Ok(value) => Ok(value),
+                Err(text) => raise(text),
             })?;
-            let pcall = scope.create_function(|lua, args: MultiValue| {
-                match dispatch(lua, &ks, now_ms, args)? {
-                    Ok(value) => Ok(value),
-                    Err(text) => err_table(lua, &text),
-                }
+            let pcall = scope.create_function(|lua, args: MultiValue| match dispatch(lua, &ks, now_ms, args)? {
+                Ok(value) => Ok(value),
+                Err(text) => err_table(lua, &text),
             })?;
             vm.set_dispatch.call::<()>((call, pcall))?;
             let keys = string_table(&vm.lua, keys)?;
             let argv = string_table(&vm.lua, argv)?;
-            let result = vm
-                .run
-                .call::<(bool, Value)>((func, keys, argv, vm.handler.clone()));
+            let result = vm.run.call::<(bool, Value)>((func, keys, argv, vm.handler.clone()));
             vm.set_dispatch.call::<()>(())?;
             let (ok, value) = result?;
             if vm.state.exceeded.get() {
@@ -228,20 +206,14 @@ impl ScriptRuntime {
         });
         match outcome {
             Ok(reply) => reply,
-            Err(e) => Reply::Error(format!(
-                "ERR Error running script {sha}, {}",
-                lua_error_message(&e)
-            )),
+            Err(e) => Reply::Error(format!("ERR Error running script {sha}, {}", lua_error_message(&e))),
         }
     }
 }
 
 impl Vm {
     fn new(budget: u64) -> mlua::Result<Vm> {
-        let lua = Lua::new_with(
-            StdLib::TABLE | StdLib::STRING | StdLib::MATH,
-            LuaOptions::default(),
-        )?;
+        let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
         // A failure to cap memory only loses the cap.
         let _ = lua.set_memory_limit(LUA_MEMORY_LIMIT);
         let state = Rc::new(RunState::default());
@@ -260,18 +232,13 @@ impl Vm {
             };
             Ok(sha1_hex(&bytes))
         })?;
-        let error_reply =
-            lua.create_function(|lua, args: MultiValue| match single_string(&args) {
-                Some(s) => {
-                    let buf = if s.starts_with('-') {
-                        s
-                    } else {
-                        format!("-{s}")
-                    };
-                    err_table(lua, &push_error_text(&buf))
-                }
-                None => err_table(lua, "ERR wrong number or type of arguments"),
-            })?;
+        let error_reply = lua.create_function(|lua, args: MultiValue| match single_string(&args) {
+            Some(s) => {
+                let buf = if s.starts_with('-') { s } else { format!("-{s}") };
+                err_table(lua, &push_error_text(&buf))
+            }
+            None => err_table(lua, "ERR wrong number or type of arguments"),
+        })?;
         let status_reply = lua.create_function(|lua, args: MultiValue| match args.front() {
             Some(Value::String(s)) if args.len() == 1 => {
                 let t = lua.create_table()?;
@@ -300,9 +267,7 @@ impl Vm {
             let v = args.front().cloned().map(|v| lua.coerce_number(v));
             match v {
                 Some(Ok(Some(n))) if n as i64 == 2 => Ok(()),
-                Some(Ok(Some(n))) if n as i64 == 3 => {
-                    raise("ERR RESP3 is not supported by this simulated server.")
-                }
+                Some(Ok(Some(n))) if n as i64 == 3 => raise("ERR RESP3 is not supported by this simulated server."),
                 _ => raise("ERR RESP version must be 2 or 3."),
             }
         })?;
@@ -316,9 +281,7 @@ impl Vm {
                 .and_then(|v| lua.coerce_number(v).ok().flatten())
                 .unwrap_or(0.0) as i64;
             if !(0..=3).contains(&flags) {
-                return raise(
-                    "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
-                );
+                return raise("ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.");
             }
             Ok(())
         })?;
@@ -331,9 +294,7 @@ impl Vm {
                 1 => {
                     let u = check_int(lua, &args, 0, "random")?;
                     if u < 1 {
-                        return Err(mlua::Error::runtime(
-                            "bad argument #1 to 'random' (interval is empty)",
-                        ));
+                        return Err(mlua::Error::runtime("bad argument #1 to 'random' (interval is empty)"));
                     }
                     Ok((r * u as f64).floor() + 1.0)
                 }
@@ -341,9 +302,7 @@ impl Vm {
                     let l = check_int(lua, &args, 0, "random")?;
                     let u = check_int(lua, &args, 1, "random")?;
                     if l > u {
-                        return Err(mlua::Error::runtime(
-                            "bad argument #2 to 'random' (interval is empty)",
-                        ));
+                        return Err(mlua::Error::runtime("bad argument #2 to 'random' (interval is empty)"));
                     }
                     Ok((r * (u - l + 1) as f64).floor() + l as f64)
                 }
@@ -382,18 +341,15 @@ impl Vm {
 
         let every = budget.clamp(1, 10_000);
         let st = state.clone();
-        lua.set_hook(
-            HookTriggers::new().every_nth_instruction(every as u32),
-            move |_, _| {
-                let executed = st.executed.get().saturating_add(every);
-                st.executed.set(executed);
-                if st.exceeded.get() || executed >= budget {
-                    st.exceeded.set(true);
-                    return Err(mlua::Error::runtime("Script killed: instruction budget"));
-                }
-                Ok(VmState::Continue)
-            },
-        )?;
+        lua.set_hook(HookTriggers::new().every_nth_instruction(every as u32), move |_, _| {
+            let executed = st.executed.get().saturating_add(every);
+            st.executed.set(executed);
+            if st.exceeded.get() || executed >= budget {
+                st.exceeded.set(true);
+                return Err(mlua::Error::runtime("Script killed: instruction budget"));
+            }
+            Ok(VmState::Continue)
+        })?;
 
         Ok(Vm {
             lua,
@@ -409,11 +365,7 @@ impl Vm {
 /// `luaL_checkint` for argument `i` (0-based) of `fname`.
 fn check_int(lua: &Lua, args: &MultiValue, i: usize, fname: &str) -> mlua::Result<i64> {
     let v = args.get(i).cloned().unwrap_or(Value::Nil);
-    let type_name = if i < args.len() {
-        v.type_name()
-    } else {
-        "no value"
-    };
+    let type_name = if i < args.len() { v.type_name() } else { "no value" };
     match lua.coerce_number(v)? {
         Some(n) => Ok(n as i64),
         None => Err(mlua::Error::runtime(format!(
@@ -433,7 +385,7 @@ fn dispatch(
 ) -> mlua::Result<Result<Value, String>> {
     if args.is_empty() {
         return Ok(Err(
-            "ERR Please specify at least one argument for this redis lib call".to_string(),
+            "ERR Please specify at least one argument for this redis lib call".to_string()
         ));
     }
     let mut argv = Vec::with_capacity(args.len());
@@ -444,15 +396,13 @@ fn dispatch(
             Value::Number(n) => argv.push(Bytes::from(fmt_g(*n, 17))),
             _ => {
                 return Ok(Err(
-                    "ERR Lua redis lib command arguments must be strings or integers".to_string(),
+                    "ERR Lua redis lib command arguments must be strings or integers".to_string()
                 ))
             }
         }
     }
     let Ok(mut ks) = ks.try_borrow_mut() else {
-        return Ok(Err(
-            "ERR redis.call/pcall recursive call detected".to_string()
-        ));
+        return Ok(Err("ERR redis.call/pcall recursive call detected".to_string()));
     };
     match exec_from_script(&mut ks, &argv, now_ms) {
         Err(refusal) => Ok(Err(push_error_text(refusal))),
@@ -481,10 +431,7 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
     let mut level = 1;
     while level < 10_000 {
         let Some((is_user, line)) = lua.inspect_stack(level, |d| {
-            (
-                d.source().source.as_deref() == Some(USER_SCRIPT),
-                d.current_line(),
-            )
+            (d.source().source.as_deref() == Some(USER_SCRIPT), d.current_line())
         }) else {
             break;
         };
@@ -509,9 +456,7 @@ fn script_error_reply(lua: &Lua, sha: &str, value: &Value) -> Reply {
     };
     let field = |name: &str| -> Option<String> {
         match t.raw_get::<Value>(name).ok()? {
-            v @ (Value::String(_) | Value::Integer(_) | Value::Number(_)) => {
-                Some(display_value(lua, &v))
-            }
+            v @ (Value::String(_) | Value::Integer(_) | Value::Number(_)) => Some(display_value(lua, &v)),
             _ => None,
         }
     };
@@ -519,9 +464,7 @@ fn script_error_reply(lua: &Lua, sha: &str, value: &Value) -> Reply {
         return Reply::error("ERR Error running script: error object without 'err' field");
     };
     match (field("source"), field("line")) {
-        (Some(source), Some(line)) => {
-            Reply::Error(format!("{msg} script: {sha}, on {source}:{line}."))
-        }
+        (Some(source), Some(line)) => Reply::Error(format!("{msg} script: {sha}, on {source}:{line}.")),
         _ => Reply::Error(msg),
     }
 }
@@ -644,12 +587,8 @@ fn display_value(lua: &Lua, v: &Value) -> String {
 /// The text of a [`RaisedError`] inside an mlua error, if it is one.
 fn raised_text(e: &mlua::Error) -> Option<String> {
     match e {
-        mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => {
-            raised_text(cause)
-        }
-        mlua::Error::ExternalError(inner) => {
-            inner.downcast_ref::<RaisedError>().map(|r| r.0.clone())
-        }
+        mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => raised_text(cause),
+        mlua::Error::ExternalError(inner) => inner.downcast_ref::<RaisedError>().map(|r| r.0.clone()),
         _ => None,
     }
 }
@@ -660,9 +599,7 @@ fn lua_error_message(e: &mlua::Error) -> String {
         mlua::Error::SyntaxError { message, .. } => message.clone(),
         mlua::Error::RuntimeError(m) => m.clone(),
         mlua::Error::MemoryError(_) => "not enough memory".to_string(),
-        mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => {
-            lua_error_message(cause)
-        }
+        mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => lua_error_message(cause),
         mlua::Error::ExternalError(inner) => inner.to_string(),
         other => other.to_string(),
     }
@@ -818,13 +755,12 @@ mod tests {
     use super::*;
     use crate::redis::{EngineConfig, RedisEngine};
 
-    const RELEASE: &str = r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#;
+    const RELEASE: &str =
+        r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#;
     const EXTEND: &str = r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end"#;
 
     fn args(cmd: &[&str]) -> Vec<Bytes> {
-        cmd.iter()
-            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-            .collect()
+        cmd.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect()
     }
     fn run(e: &mut RedisEngine, cmd: &[&str]) -> Reply {
         e.execute(&args(cmd), 1_000)
@@ -883,19 +819,13 @@ mod tests {
     fn lrand48_matches_glibc() {
         let st = RunState::default();
         st.seed(0);
-        assert_eq!(
-            [st.next(), st.next(), st.next()],
-            [366850414, 1610402240, 206956554]
-        );
+        assert_eq!([st.next(), st.next(), st.next()], [366850414, 1610402240, 206956554]);
     }
 
     #[test]
     fn push_error_text_like_redis() {
         assert_eq!(push_error_text("-ERR syntax error"), "ERR syntax error");
-        assert_eq!(
-            push_error_text("-WRONGTYPE Operation"),
-            "WRONGTYPE Operation"
-        );
+        assert_eq!(push_error_text("-WRONGTYPE Operation"), "WRONGTYPE Operation");
         assert_eq!(push_error_text("-oops"), "ERR oops");
         assert_eq!(push_error_text("plain text\r\n"), "ERR plain text");
     }
@@ -903,10 +833,7 @@ mod tests {
     #[test]
     fn lock_scripts_by_eval() {
         let mut e = RedisEngine::new(EngineConfig::default());
-        assert_eq!(
-            run(&mut e, &["SET", "lock", "tok", "PX", "10000"]),
-            Reply::ok()
-        );
+        assert_eq!(run(&mut e, &["SET", "lock", "tok", "PX", "10000"]), Reply::ok());
         // Mismatching token: nothing happens.
         assert_eq!(eval(&mut e, EXTEND, &["lock"], &["other", "50000"]), int(0));
         assert_eq!(run(&mut e, &["PTTL", "lock"]), int(10_000));
@@ -932,10 +859,7 @@ mod tests {
             run(&mut e, &["EVALSHA", &release_sha, "1", "lock", "tok"]),
             err("NOSCRIPT No matching script. Please use EVAL.")
         );
-        assert_eq!(
-            run(&mut e, &["SCRIPT", "LOAD", RELEASE]),
-            bulk(&release_sha)
-        );
+        assert_eq!(run(&mut e, &["SCRIPT", "LOAD", RELEASE]), bulk(&release_sha));
         assert_eq!(run(&mut e, &["SCRIPT", "LOAD", EXTEND]), bulk(&extend_sha));
         assert_eq!(
             run(
@@ -951,27 +875,15 @@ mod tests {
             arr(vec![int(1), int(0), int(1)])
         );
         run(&mut e, &["SET", "lock", "tok", "PX", "10000"]);
+        assert_eq!(run(&mut e, &["EVALSHA", &extend_sha, "1", "lock", "bad", "1"]), int(0));
         assert_eq!(
-            run(&mut e, &["EVALSHA", &extend_sha, "1", "lock", "bad", "1"]),
-            int(0)
-        );
-        assert_eq!(
-            run(
-                &mut e,
-                &["EVALSHA", &extend_sha, "1", "lock", "tok", "20000"]
-            ),
+            run(&mut e, &["EVALSHA", &extend_sha, "1", "lock", "tok", "20000"]),
             int(1)
         );
         assert_eq!(run(&mut e, &["PTTL", "lock"]), int(20_000));
+        assert_eq!(run(&mut e, &["EVALSHA", &release_sha, "1", "lock", "bad"]), int(0));
         assert_eq!(
-            run(&mut e, &["EVALSHA", &release_sha, "1", "lock", "bad"]),
-            int(0)
-        );
-        assert_eq!(
-            run(
-                &mut e,
-                &["EVALSHA", &release_sha.to_uppercase(), "1", "lock", "tok"]
-            ),
+            run(&mut e, &["EVALSHA", &release_sha.to_uppercase(), "1", "lock", "tok"]),
             int(1)
         );
         assert_eq!(run(&mut e, &["EXISTS", "lock"]), int(0));
@@ -1035,22 +947,37 @@ mod tests {
             ("return redis.error_reply('My Error')", err("My Error")),
             ("return redis.error_reply('oops')", err("ERR oops")),
             ("return redis.error_reply('-WRONGTYPE bad')", err("WRONGTYPE bad")),
-            ("return redis.error_reply(1)", err("ERR wrong number or type of arguments")),
+            (
+                "return redis.error_reply(1)",
+                err("ERR wrong number or type of arguments"),
+            ),
             ("return redis.status_reply('PONG')", Reply::Status("PONG".into())),
-            ("return redis.status_reply()", err("ERR wrong number or type of arguments")),
-            ("return redis.sha1hex('')", bulk("da39a3ee5e6b4b0d3255bfef95601890afd80709")),
+            (
+                "return redis.status_reply()",
+                err("ERR wrong number or type of arguments"),
+            ),
+            (
+                "return redis.sha1hex('')",
+                bulk("da39a3ee5e6b4b0d3255bfef95601890afd80709"),
+            ),
             ("return {double=1.5}", bulk("1.5")),
             ("return math.random(100)", int(18)),
-            ("return {math.random(100), math.random(1, 6)}", arr(vec![int(18), int(5)])),
+            (
+                "return {math.random(100), math.random(1, 6)}",
+                arr(vec![int(18), int(5)]),
+            ),
             ("local s = 0 for i = 1, 1000 do s = s + i end return s", int(500500)),
             ("return string.format('%d-%s', 7, 'x') .. ('ab'):upper()", bulk("7-xAB")),
             ("return table.concat({'a','b'}, ',')", bulk("a,b")),
             ("local f = loadstring('return 5'); return f()", int(5)),
             ("return loadstring(string.dump(function() end))", Reply::nil()),
-            ("return type(os)", err(&format!(
-                "ERR Script attempted to access nonexistent global variable 'os' script: {}, on @user_script:1.",
-                sha1_hex(b"return type(os)")
-            ))),
+            (
+                "return type(os)",
+                err(&format!(
+                    "ERR Script attempted to access nonexistent global variable 'os' script: {}, on @user_script:1.",
+                    sha1_hex(b"return type(os)")
+                )),
+            ),
         ];
         for (script, want) in cases {
             assert_eq!(eval(&mut e, script, &[], &[]), want, "{script}");
@@ -1075,10 +1002,7 @@ mod tests {
             ("return redis.call('incr', 'cnt')", int(1)),
             ("return redis.call('incrby', 'cnt', 41)", int(42)),
             ("return type(redis.call('incr', 'cnt'))", bulk("number")),
-            (
-                "return redis.call('lpop', 'list', 5)",
-                arr(vec![bulk("a"), bulk("b")]),
-            ),
+            ("return redis.call('lpop', 'list', 5)", arr(vec![bulk("a"), bulk("b")])),
             ("return redis.call('lpop', 'list', 5) == false", int(1)),
             (
                 "redis.call('set', 'num', 100); return redis.call('get', 'num')",
@@ -1135,10 +1059,7 @@ mod tests {
             ),
             (
                 "local ok, e = pcall(redis.call, 'incr', KEYS[1]); return {tostring(ok), e}",
-                arr(vec![
-                    bulk("false"),
-                    bulk("ERR value is not an integer or out of range"),
-                ]),
+                arr(vec![bulk("false"), bulk("ERR value is not an integer or out of range")]),
             ),
             ("local ok, e = pcall(error, 'x'); return e", bulk("x")),
             (
@@ -1150,11 +1071,7 @@ mod tests {
             ("return redis.REDIS_VERSION", bulk("7.2.0")),
         ];
         for (script, want) in cases {
-            assert_eq!(
-                eval(&mut e, script, &["str"], &["a1", "a2"]),
-                want,
-                "{script}"
-            );
+            assert_eq!(eval(&mut e, script, &["str"], &["a1", "a2"]), want, "{script}");
         }
     }
 
@@ -1213,11 +1130,7 @@ mod tests {
                 "ERR Script attempted to access nonexistent global variable 'undefined_fn'",
                 1,
             ),
-            (
-                "x = 1",
-                "ERR user_script:1: Attempt to modify a readonly table",
-                1,
-            ),
+            ("x = 1", "ERR user_script:1: Attempt to modify a readonly table", 1),
             (
                 "redis.call = nil",
                 "ERR user_script:1: Attempt to modify a readonly table",
@@ -1263,10 +1176,7 @@ mod tests {
             eval(&mut e, "return redis.call('get', KEYS[1])", &["str"], &[]),
             bulk("v")
         );
-        assert_eq!(
-            eval(&mut e, "rawset(_G, 'y', 1) return y", &[], &[]),
-            int(1)
-        );
+        assert_eq!(eval(&mut e, "rawset(_G, 'y', 1) return y", &[], &[]), int(1));
         let probe = "return y";
         assert_eq!(
             eval(&mut e, probe, &[], &[]),
@@ -1280,10 +1190,7 @@ mod tests {
         let escape = "local g = getfenv(0); g.string = nil; return g == _G";
         assert_eq!(eval(&mut e, escape, &[], &[]), int(1));
         assert_eq!(eval(&mut e, "return string.len('ab')", &[], &[]), int(2));
-        assert_eq!(
-            eval(&mut e, "return getmetatable('')", &[], &[]),
-            Reply::nil()
-        );
+        assert_eq!(eval(&mut e, "return getmetatable('')", &[], &[]), Reply::nil());
     }
 
     #[test]
@@ -1351,12 +1258,7 @@ mod tests {
         }
         assert_eq!(depth, MAX_REPLY_DEPTH);
         assert_eq!(reply, err("ERR reached lua stack limit"));
-        let big = eval(
-            &mut e,
-            "return string.rep('x', 1024 * 1024 * 1024)",
-            &[],
-            &[],
-        );
+        let big = eval(&mut e, "return string.rep('x', 1024 * 1024 * 1024)", &[], &[]);
         assert!(big.is_error(), "{big:?}");
         assert_eq!(run(&mut e, &["PING"]), Reply::Status("PONG".into()));
     }

@@ -1,0 +1,998 @@
+//! Differential conformance: the simulated Redis master against a real `redis-server`.
+//!
+//! # What it does
+//!
+//! Seeded proptest strategies generate command sequences over the subset the simulated master
+//! supports (see [`command`]): `SET` with every option combination (and malformed ones), `GET`,
+//! `DEL`, `EXISTS`, the `EXPIRE` family with `NX|XX|GT|LT`, `PTTL`/`TTL`, `INCR`/`INCRBY`/`DECR`,
+//! a little of the list type (so `WRONGTYPE` is reachable), `EVAL`/`EVALSHA`/`SCRIPT` with the
+//! lock scripts and Lua scripts that exercise `redis.call`/`redis.pcall`, error and status
+//! replies and the nil/false conversions ([`SCRIPTS`]), plus wrong arities, unknown commands and
+//! subcommands. Keys and values come from small alphabets so that commands interact.
+//!
+//! Every sequence runs twice through the same redis-rs code ([`run_pipeline`]: one pipeline with
+//! `ignore_errors`, so every reply and every error comes back as a [`redis::Value`]):
+//! * against the simulated master, inside one [`World`] per chunk of sequences, from a client
+//!   node over turmoil TCP ([`RedisLink::run`]);
+//! * against a real `redis-server` started by the test on a free loopback port with a temporary
+//!   directory ([`RedisServer`]), over real tokio TCP in its own thread and runtime.
+//!
+//! Each sequence starts from `FLUSHALL` + `SCRIPT FLUSH`. The replies are compared one by one,
+//! exactly, except for what `docs/redis-differences.md` lists as normalised here:
+//! `PTTL`/`TTL` replies that are both non-negative may differ by [`PTTL_TOLERANCE_MS`] /
+//! [`TTL_TOLERANCE_S`].
+//!
+//! # Time
+//!
+//! The two servers have different clocks (the simulated one starts at 2026-01-01), so absolute
+//! times are generated as offsets from a per-sequence *base*: the first whole second after "now"
+//! on that side (the real server's `TIME`; the simulated client's wall clock, which is the
+//! master's). `{ms+N}` / `{s+N}` in a printed sequence are `base*1000 + N` / `base + N`.
+//! Generated times keep clear of every boundary a few seconds of skew could cross: relative
+//! TTLs are multiples of 10 s (distinct within a sequence, so `GT`/`LT` never compare two equal
+//! relative expiries set at slightly different instants), future absolute times are
+//! `base + 10k s + 5 s`, past ones at least 5 s back. No key expires by the passage of time
+//! while a sequence runs, and nothing sleeps.
+//!
+//! # When it fails
+//!
+//! It prints the seed, the sequence index, the command, both replies, the sequence, and a
+//! shrunk version as a [`REGRESSIONS`] entry; reproduce one sequence with
+//! `LOCKSTEP_CONFORMANCE_SEED=<seed> LOCKSTEP_CONFORMANCE_ONLY=<index>`. Fixed differences are
+//! kept in [`REGRESSIONS`], which run first. `LOCKSTEP_CONFORMANCE_CASES` changes the number
+//! of sequences (default [`DEFAULT_CASES`]).
+//!
+//! Without `redis-server` on the `PATH` (or at `$REDIS_SERVER`) the test says so and passes,
+//! except under `CI=true`, where it fails.
+
+use lockstep_sim::redis::sha1_hex;
+use lockstep_sim::{ClockSpec, FaultPlan, LinkTimeouts, Node, RedisLink, World, WorldConfig, REDIS_PORT};
+use proptest::collection::vec;
+use proptest::prelude::*;
+use proptest::sample::select;
+use proptest::strategy::{BoxedStrategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use redis::aio::MultiplexedConnection;
+use redis::Value;
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// Generated sequences per run.
+const DEFAULT_CASES: usize = 5_000;
+/// The default seed.
+const DEFAULT_SEED: u64 = 0x10c4_57e9_c0f0_2026;
+/// Sequences per simulated world (bounds the history each world keeps).
+const SEQUENCES_PER_WORLD: usize = 500;
+/// How far apart two non-negative `PTTL` replies may be: the sub-second part of the two bases
+/// (< 1 s) plus the time a sequence takes.
+const PTTL_TOLERANCE_MS: i64 = 1_500;
+/// How far apart two non-negative `TTL` replies may be (see [`PTTL_TOLERANCE_MS`]).
+const TTL_TOLERANCE_S: i64 = 1;
+/// Most shrink steps for one failing sequence.
+const SHRINK_BUDGET: usize = 400;
+
+// ---------------------------------------------------------------------------------------------
+// Sequences
+// ---------------------------------------------------------------------------------------------
+
+/// One argument of a command as generated: resolved against a side's base time before sending.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Arg {
+    /// Sent as is.
+    Lit(String),
+    /// `base * 1000 + offset`, an absolute Unix time in ms.
+    AtMs(i64),
+    /// `base + offset`, an absolute Unix time in seconds.
+    AtS(i64),
+}
+
+impl Arg {
+    fn resolve(&self, base_s: i64) -> String {
+        match self {
+            Arg::Lit(s) => s.clone(),
+            Arg::AtMs(off) => (base_s * 1000 + off).to_string(),
+            Arg::AtS(off) => (base_s + off).to_string(),
+        }
+    }
+
+    /// The regression-table spelling: a Rust string literal.
+    fn literal(&self) -> String {
+        match self {
+            Arg::Lit(s) => format!("{s:?}"),
+            Arg::AtMs(off) => format!("\"{{ms{off:+}}}\""),
+            Arg::AtS(off) => format!("\"{{s{off:+}}}\""),
+        }
+    }
+
+    /// Parses the regression-table spelling (without the quotes).
+    fn parse(s: &str) -> Arg {
+        let at = |prefix: &str| {
+            s.strip_prefix(prefix)
+                .and_then(|r| r.strip_suffix('}'))
+                .and_then(|n| n.parse::<i64>().ok())
+        };
+        if let Some(off) = at("{ms") {
+            Arg::AtMs(off)
+        } else if let Some(off) = at("{s") {
+            Arg::AtS(off)
+        } else {
+            Arg::Lit(s.to_string())
+        }
+    }
+}
+
+impl std::fmt::Display for Arg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Arg::Lit(s) if s.is_empty() || s.contains([' ', '\n', '"']) => write!(f, "{s:?}"),
+            Arg::Lit(s) => f.write_str(s),
+            Arg::AtMs(off) => write!(f, "{{ms{off:+}}}"),
+            Arg::AtS(off) => write!(f, "{{s{off:+}}}"),
+        }
+    }
+}
+
+type Cmd = Vec<Arg>;
+type Sequence = Vec<Cmd>;
+
+fn show(cmd: &[Arg]) -> String {
+    cmd.iter().map(Arg::to_string).collect::<Vec<_>>().join(" ")
+}
+
+/// A generated token: an [`Arg`], or a relative TTL of `m * 10` s to be made unique.
+#[derive(Clone, Debug)]
+enum Tok {
+    Arg(Arg),
+    /// A relative TTL of `m * 10 s`, in seconds (`secs`) or ms.
+    Rel {
+        m: u32,
+        secs: bool,
+    },
+}
+
+fn lit(s: impl Into<String>) -> Tok {
+    Tok::Arg(Arg::Lit(s.into()))
+}
+
+/// Makes the relative TTLs of a sequence pairwise distinct (see the module docs) and turns the
+/// tokens into arguments.
+fn finalize(raw: Vec<Vec<Tok>>) -> Sequence {
+    let mut used = BTreeSet::new();
+    raw.into_iter()
+        .map(|cmd| {
+            cmd.into_iter()
+                .map(|tok| match tok {
+                    Tok::Arg(a) => a,
+                    Tok::Rel { mut m, secs } => {
+                        while !used.insert(m) {
+                            m += 1;
+                        }
+                        let v = if secs { u64::from(m) * 10 } else { u64::from(m) * 10_000 };
+                        Arg::Lit(v.to_string())
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Alphabets
+// ---------------------------------------------------------------------------------------------
+
+const KEYS: &[&str] = &["a", "b", "c"];
+
+/// Values; the numeric ones are harmless as TTLs (they delete, fail, or last 100 000 s).
+const VALUES: &[&str] = &[
+    "v1",
+    "v2",
+    "0",
+    "-7",
+    "100000",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "1.5",
+    " 1",
+    "",
+    "x y",
+];
+
+const DELTAS: &[&str] = &[
+    "1",
+    "-1",
+    "100",
+    "0",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "x",
+    "",
+    "+1",
+    " 2",
+    "1.0",
+];
+
+/// Relative TTLs that are not a plain future time.
+const BAD_RELATIVE: &[&str] = &[
+    "0",
+    "-1",
+    "-10000",
+    "abc",
+    "1.5",
+    "",
+    " 10",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "9223372036854775",
+    "9000000000000000",
+];
+
+/// Absolute times far in the past on both clocks, or invalid.
+const BAD_ABSOLUTE: &[&str] = &["0", "1", "-1", "1000", "abc", "", "9223372036854775807"];
+
+const RELEASE: &str =
+    r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#;
+const EXTEND: &str =
+    r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end"#;
+
+/// Lua scripts: the lock scripts, and the conversions and errors of Redis' scripting.
+const SCRIPTS: &[&str] = &[
+    RELEASE,
+    EXTEND,
+    r#"return redis.call("set",KEYS[1],ARGV[1],"NX","PX",ARGV[2])"#,
+    r#"return redis.call("set",KEYS[1],ARGV[1],"GET")"#,
+    r#"return redis.call("get",KEYS[1])"#,
+    r#"return redis.call("incr",KEYS[1])"#,
+    r#"return redis.pcall("incr",KEYS[1])"#,
+    r#"return {redis.call("incrby",KEYS[1],ARGV[1])}"#,
+    r#"return redis.call("expire",KEYS[1],ARGV[1])"#,
+    r#"return redis.call("exists",KEYS[1],KEYS[2])"#,
+    r#"return redis.call("del",unpack(KEYS))"#,
+    r#"return redis.call("type",KEYS[1])"#,
+    r#"return redis.status_reply(redis.call("type",KEYS[1]).ok)"#,
+    r#"return redis.call("lpop",KEYS[1])"#,
+    r#"return redis.call("ping")"#,
+    r#"return redis.call("get",KEYS[1]) == false"#,
+    r#"return type(redis.call("get",KEYS[1]))"#,
+    r#"local r = redis.pcall("get",KEYS[1]) if type(r) == "table" then return r.err end return r"#,
+    r#"local t = redis.call("pttl",KEYS[1]) if t < 0 then return t end return math.floor((t + 2500) / 5000)"#,
+    r#"redis.call("set",KEYS[1],3.5) return redis.call("get",KEYS[1])"#,
+    r#"redis.call("set",KEYS[1],ARGV[1]) return redis.call("incr",KEYS[1])"#,
+    r#"return redis.call("get",KEYS[1],"extra")"#,
+    r#"return redis.pcall("get")"#,
+    r#"return redis.call("nosuch")"#,
+    r#"return redis.pcall("eval","return 1",0)"#,
+    r#"return redis.call()"#,
+    r#"return redis.call("get",{})"#,
+    r#"local ok, e = pcall(redis.call,"incr",KEYS[1]) return {tostring(ok), e}"#,
+    r#"return redis.error_reply("My error")"#,
+    r#"return redis.error_reply("-CODE detail")"#,
+    r#"return redis.status_reply("FINE")"#,
+    r#"return {err="CUSTOM bad"}"#,
+    r#"return {ok="fine"}"#,
+    r#"return {1,"two",false,4}"#,
+    r#"return {1,nil,3}"#,
+    r#"return {1,{2,{3,"x"}},{err="inner"}}"#,
+    r#"return {double=1.5}"#,
+    "return 3.99",
+    "return -2.5",
+    "return true",
+    "return false",
+    "return nil",
+    "return",
+    "return #KEYS + #ARGV",
+    "return {KEYS[1], ARGV[1]}",
+    "return tonumber(ARGV[1])",
+    "return math.random(100)",
+    "return redis.sha1hex(ARGV[1] or '')",
+    r#"return string.format("%d-%s", 7, "x") .. tostring(nil)"#,
+    r#"error("boom")"#,
+    r#"error("boom", 0)"#,
+    r#"error({err="MYERR custom"})"#,
+    "error(redis.error_reply('WRAPPED err'))",
+    "return undefined_var",
+    "x = 5",
+    "local a = 1\nlocal b = nil\nreturn b.x",
+    "return nil + 1",
+    "return +",
+    "local x =",
+    "while true do break end return 'loop'",
+];
+
+fn sha(script: &str) -> String {
+    sha1_hex(script.as_bytes())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Strategies
+// ---------------------------------------------------------------------------------------------
+
+fn pick(items: &'static [&'static str]) -> BoxedStrategy<Tok> {
+    select(items).prop_map(lit).boxed()
+}
+
+/// A command or option name, sometimes in lower or mixed case.
+fn name(s: &'static str) -> BoxedStrategy<Tok> {
+    let lower = s.to_ascii_lowercase();
+    let mixed: String = s
+        .chars()
+        .enumerate()
+        .map(|(i, c)| if i % 2 == 0 { c.to_ascii_lowercase() } else { c })
+        .collect();
+    prop_oneof![8 => Just(lit(s)), 1 => Just(lit(lower)), 1 => Just(lit(mixed))].boxed()
+}
+
+fn key() -> BoxedStrategy<Tok> {
+    pick(KEYS)
+}
+
+fn value() -> BoxedStrategy<Tok> {
+    pick(VALUES)
+}
+
+/// A relative TTL, in seconds or ms.
+fn relative(secs: bool) -> BoxedStrategy<Tok> {
+    prop_oneof![
+        8 => (1u32..=12).prop_map(move |m| Tok::Rel { m, secs }),
+        2 => pick(BAD_RELATIVE),
+    ]
+    .boxed()
+}
+
+/// An absolute time, in seconds or ms.
+fn absolute(secs: bool) -> BoxedStrategy<Tok> {
+    let at = move |n: i64| {
+        Tok::Arg(if secs {
+            Arg::AtS(n * 10 + 5 * n.signum())
+        } else {
+            Arg::AtMs(n * 10_000 + 5_000 * n.signum())
+        })
+    };
+    prop_oneof![
+        6 => (0i64..=6).prop_map(move |n| at(n + 1)),
+        2 => (1i64..=3).prop_map(move |n| at(-n)),
+        1 => pick(BAD_ABSOLUTE),
+    ]
+    .boxed()
+}
+
+fn cmd_of(parts: Vec<Vec<Tok>>) -> Vec<Tok> {
+    parts.into_iter().flatten().collect()
+}
+
+fn set_option() -> BoxedStrategy<Vec<Tok>> {
+    prop_oneof![
+        3 => name("NX").prop_map(|t| vec![t]),
+        3 => name("XX").prop_map(|t| vec![t]),
+        3 => name("GET").prop_map(|t| vec![t]),
+        2 => name("KEEPTTL").prop_map(|t| vec![t]),
+        3 => (name("EX"), relative(true)).prop_map(|(a, b)| vec![a, b]),
+        3 => (name("PX"), relative(false)).prop_map(|(a, b)| vec![a, b]),
+        2 => (name("EXAT"), absolute(true)).prop_map(|(a, b)| vec![a, b]),
+        2 => (name("PXAT"), absolute(false)).prop_map(|(a, b)| vec![a, b]),
+        1 => pick(&["FOO", "EX", "PX", "", "NXX"]).prop_map(|t| vec![t]),
+    ]
+    .boxed()
+}
+
+fn set_command() -> BoxedStrategy<Vec<Tok>> {
+    (name("SET"), key(), value(), vec(set_option(), 0..=3))
+        .prop_map(|(n, k, v, opts)| cmd_of(vec![vec![n, k, v], opts.concat()]))
+        .boxed()
+}
+
+fn expire_option() -> BoxedStrategy<Tok> {
+    prop_oneof![
+        3 => name("NX"),
+        3 => name("XX"),
+        3 => name("GT"),
+        3 => name("LT"),
+        1 => pick(&["FOO", ""]),
+    ]
+    .boxed()
+}
+
+fn expire_command() -> BoxedStrategy<Vec<Tok>> {
+    let when = prop_oneof![
+        3 => (name("PEXPIRE"), relative(false)),
+        2 => (name("EXPIRE"), relative(true)),
+        3 => (name("PEXPIREAT"), absolute(false)),
+        2 => (name("EXPIREAT"), absolute(true)),
+    ];
+    (when, key(), vec(expire_option(), 0..=2))
+        .prop_map(|((n, t), k, opts)| cmd_of(vec![vec![n, k, t], opts]))
+        .boxed()
+}
+
+fn key_command() -> BoxedStrategy<Vec<Tok>> {
+    let n = prop_oneof![
+        4 => name("GET"),
+        4 => name("PTTL"),
+        2 => name("TTL"),
+        2 => name("INCR"),
+        1 => name("DECR"),
+        1 => name("TYPE"),
+        1 => name("PERSIST"),
+        1 => name("LLEN"),
+    ];
+    (n, key()).prop_map(|(n, k)| vec![n, k]).boxed()
+}
+
+fn multi_key_command() -> BoxedStrategy<Vec<Tok>> {
+    (prop_oneof![name("DEL"), name("EXISTS")], vec(key(), 1..=3))
+        .prop_map(|(n, ks)| cmd_of(vec![vec![n], ks]))
+        .boxed()
+}
+
+fn incrby_command() -> BoxedStrategy<Vec<Tok>> {
+    (
+        prop_oneof![3 => name("INCRBY"), 1 => name("DECRBY")],
+        key(),
+        pick(DELTAS),
+    )
+        .prop_map(|(n, k, d)| vec![n, k, d])
+        .boxed()
+}
+
+fn list_command() -> BoxedStrategy<Vec<Tok>> {
+    prop_oneof![
+        (prop_oneof![name("LPUSH"), name("RPUSH")], key(), vec(value(), 1..=2))
+            .prop_map(|(n, k, vs)| cmd_of(vec![vec![n, k], vs])),
+        (
+            prop_oneof![name("LPOP"), name("RPOP")],
+            key(),
+            proptest::option::of(pick(&["0", "1", "2", "-1", "x"]))
+        )
+            .prop_map(|(n, k, c)| cmd_of(vec![vec![n, k], c.into_iter().collect()])),
+    ]
+    .boxed()
+}
+
+fn misc_command() -> BoxedStrategy<Vec<Tok>> {
+    prop_oneof![
+        Just(vec![lit("DBSIZE")]),
+        Just(vec![lit("PING")]),
+        value().prop_map(|v| vec![lit("PING"), v]),
+        value().prop_map(|v| vec![lit("ECHO"), v]),
+    ]
+    .boxed()
+}
+
+/// Wrong arities, unknown commands and subcommands. The arguments are never numbers, so nothing
+/// here sets a TTL.
+fn junk_command() -> BoxedStrategy<Vec<Tok>> {
+    let names: &'static [&'static str] = &[
+        "GET",
+        "SET",
+        "DEL",
+        "EXISTS",
+        "PEXPIRE",
+        "PEXPIREAT",
+        "EXPIRE",
+        "PTTL",
+        "TTL",
+        "INCR",
+        "INCRBY",
+        "DECRBY",
+        "EVAL",
+        "EVALSHA",
+        "SCRIPT",
+        "PERSIST",
+        "TYPE",
+        "LPUSH",
+        "LPOP",
+        "ECHO",
+        "DBSIZE",
+        "FLUSHALL",
+        "NOSUCH",
+        "GETT",
+        "",
+    ];
+    let word: &'static [&'static str] = &[
+        "a", "b", "x", "NX", "GET", "KEEPTTL", "LOAD", "EXISTS", "FLUSH", "KILL", "",
+    ];
+    (pick(names), vec(pick(word), 0..=4))
+        .prop_map(|(n, args)| cmd_of(vec![vec![n], args]))
+        .boxed()
+}
+
+fn script() -> BoxedStrategy<&'static str> {
+    prop_oneof![3 => select(&[RELEASE, EXTEND][..]), 7 => select(SCRIPTS)].boxed()
+}
+
+fn script_arg() -> BoxedStrategy<Tok> {
+    prop_oneof![4 => value(), 2 => key(), 2 => relative(false)].boxed()
+}
+
+/// `numkeys keys... args...`, with a bad `numkeys` now and then.
+fn script_tail() -> BoxedStrategy<Vec<Tok>> {
+    (
+        0usize..=2,
+        vec(key(), 2),
+        vec(script_arg(), 0..=3),
+        proptest::option::weighted(0.1, pick(&["-1", "x", "5", "", "01"])),
+    )
+        .prop_map(|(n, keys, args, bad)| {
+            let numkeys = bad.unwrap_or_else(|| lit(n.to_string()));
+            cmd_of(vec![vec![numkeys], keys[..n].to_vec(), args])
+        })
+        .boxed()
+}
+
+fn sha_arg() -> BoxedStrategy<Tok> {
+    prop_oneof![
+        7 => script().prop_map(|s| lit(sha(s))),
+        1 => script().prop_map(|s| lit(sha(s).to_ascii_uppercase())),
+        2 => pick(&["0123456789012345678901234567890123456789", "abc", ""]),
+    ]
+    .boxed()
+}
+
+fn eval_command() -> BoxedStrategy<Vec<Tok>> {
+    prop_oneof![
+        3 => (name("EVAL"), script(), script_tail())
+            .prop_map(|(n, s, tail)| cmd_of(vec![vec![n, lit(s)], tail])),
+        2 => (name("EVALSHA"), sha_arg(), script_tail())
+            .prop_map(|(n, s, tail)| cmd_of(vec![vec![n, s], tail])),
+    ]
+    .boxed()
+}
+
+fn script_command() -> BoxedStrategy<Vec<Tok>> {
+    prop_oneof![
+        4 => (name("LOAD"), script()).prop_map(|(n, s)| vec![lit("SCRIPT"), n, lit(s)]),
+        3 => (name("EXISTS"), vec(sha_arg(), 1..=3))
+            .prop_map(|(n, shas)| cmd_of(vec![vec![lit("SCRIPT"), n], shas])),
+        1 => (name("FLUSH"), proptest::option::of(pick(&["SYNC", "async", "NOW"])))
+            .prop_map(|(n, o)| cmd_of(vec![vec![lit("SCRIPT"), n], o.into_iter().collect()])),
+        1 => pick(&["KILL", "NOPE", "DEBUG"]).prop_map(|s| vec![lit("SCRIPT"), s]),
+    ]
+    .boxed()
+}
+
+fn command() -> BoxedStrategy<Vec<Tok>> {
+    prop_oneof![
+        20 => set_command(),
+        12 => expire_command(),
+        16 => key_command(),
+        5 => multi_key_command(),
+        5 => incrby_command(),
+        3 => list_command(),
+        2 => misc_command(),
+        4 => junk_command(),
+        20 => eval_command(),
+        5 => script_command(),
+    ]
+    .boxed()
+}
+
+fn sequence() -> BoxedStrategy<Sequence> {
+    vec(command(), 10..=40).prop_map(finalize).boxed()
+}
+
+/// The runner that generates sequence `index` of a run with `seed`: each sequence has its own
+/// seeded stream, so one can be regenerated (and shrunk) alone.
+fn runner_for(seed: u64, index: usize) -> TestRunner {
+    let mut bytes = [0u8; 32];
+    let mut x = seed ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    for chunk in bytes.chunks_mut(8) {
+        // splitmix64
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        chunk.copy_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    TestRunner::new_with_rng(Config::default(), TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
+}
+
+fn generate(seed: u64, index: usize) -> Sequence {
+    sequence()
+        .new_tree(&mut runner_for(seed, index))
+        .expect("sequence strategy")
+        .current()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Regression cases
+// ---------------------------------------------------------------------------------------------
+
+/// Shrunk sequences on which the two servers once disagreed, kept as permanent cases: `(what
+/// it caught, commands)`. `{ms+N}` / `{s+N}` are absolute times relative to the sequence's base.
+const REGRESSIONS: &[(&str, &[&[&str]])] = &[];
+
+fn regression_sequences() -> Vec<Sequence> {
+    REGRESSIONS
+        .iter()
+        .map(|(_, cmds)| {
+            cmds.iter()
+                .map(|cmd| cmd.iter().map(|a| Arg::parse(a)).collect())
+                .collect()
+        })
+        .collect()
+}
+
+fn regression_literal(what: &str, seq: &Sequence) -> String {
+    let mut out = format!("    (\n        {what:?},\n        &[\n");
+    for cmd in seq {
+        let args: Vec<String> = cmd.iter().map(Arg::literal).collect();
+        out.push_str(&format!("            &[{}],\n", args.join(", ")));
+    }
+    out.push_str("        ],\n    ),\n");
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running a sequence (the same redis-rs code on both sides)
+// ---------------------------------------------------------------------------------------------
+
+fn pipeline(seq: &Sequence, base_s: i64) -> redis::Pipeline {
+    let mut pipe = redis::pipe();
+    for cmd in seq {
+        let mut c = redis::Cmd::new();
+        for arg in cmd {
+            c.arg(arg.resolve(base_s));
+        }
+        pipe.add_command(c);
+    }
+    pipe.ignore_errors();
+    pipe
+}
+
+/// Sends one pipeline; every reply, errors included, comes back as a value.
+async fn run_pipeline(mut conn: MultiplexedConnection, pipe: redis::Pipeline) -> redis::RedisResult<Vec<Value>> {
+    pipe.query_async::<Vec<Value>>(&mut conn).await
+}
+
+fn reset_pipeline() -> redis::Pipeline {
+    let mut pipe = redis::pipe();
+    pipe.cmd("FLUSHALL").cmd("SCRIPT").arg("FLUSH").ignore_errors();
+    pipe
+}
+
+/// The first whole second at or after `ms`.
+fn base_second(ms: i64) -> i64 {
+    (ms + 999).div_euclid(1000)
+}
+
+/// Runs the sequences against one simulated master per chunk of [`SEQUENCES_PER_WORLD`].
+fn run_simulated(seqs: &[Sequence], seed: u64) -> Vec<Vec<Value>> {
+    let mut all = Vec::with_capacity(seqs.len());
+    for (chunk_index, chunk) in seqs.chunks(SEQUENCES_PER_WORLD).enumerate() {
+        let mut world = World::new(WorldConfig {
+            seed: seed ^ chunk_index as u64,
+            duration_ms: 24 * 3_600_000,
+            min_latency_ms: 1,
+            max_latency_ms: 1,
+            ..WorldConfig::default()
+        })
+        .expect("valid world config");
+        world.add_master("redis-1", ClockSpec::default()).expect("add master");
+        let out: Rc<RefCell<Vec<Vec<Value>>>> = Rc::default();
+        let results = out.clone();
+        let chunk = chunk.to_vec();
+        world
+            .add_client("conformance", ClockSpec::default(), move |node: Node| async move {
+                let link = RedisLink::new(
+                    &node,
+                    "redis-1",
+                    REDIS_PORT,
+                    LinkTimeouts {
+                        connect_timeout_ms: 10_000,
+                        request_timeout_ms: 60_000,
+                    },
+                );
+                for seq in &chunk {
+                    let reset = link.run(|conn| run_pipeline(conn, reset_pipeline())).await;
+                    assert_eq!(reset, Ok(vec![Value::Okay, Value::Okay]), "simulated reset");
+                    // The master's wall clock is the client's: same epoch, no offset, no drift.
+                    let base_s = base_second(node.wall_ms());
+                    let pipe = pipeline(seq, base_s);
+                    let replies = link.run(|conn| run_pipeline(conn, pipe)).await;
+                    results.borrow_mut().push(replies.expect("simulated pipeline"));
+                }
+            })
+            .expect("add client");
+        let end = world.run(&FaultPlan::default()).expect("world runs");
+        assert!(end.clients_finished, "the simulated run did not finish");
+        all.append(&mut out.borrow_mut());
+    }
+    all
+}
+
+/// A `redis-server` process on a free loopback port, killed (and its directory removed) on drop.
+struct RedisServer {
+    child: Child,
+    dir: PathBuf,
+    port: u16,
+    version: String,
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl RedisServer {
+    /// Starts the server; `None` if the binary is not installed.
+    fn start() -> Option<RedisServer> {
+        let bin = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string());
+        let version = match Command::new(&bin).arg("--version").output() {
+            Ok(out) => String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => panic!("cannot run {bin}: {e}"),
+        };
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let dir = std::env::temp_dir().join(format!("lockstep-conformance-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let child = Command::new(&bin)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .arg("--dir")
+            .arg(&dir)
+            .args(["--logfile", "redis.log"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {bin}: {e}"));
+        let server = RedisServer {
+            child,
+            dir,
+            port,
+            version,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !server.answers_ping() {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server on port {port} did not answer PING; see {}",
+                server.dir.join("redis.log").display()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(server)
+    }
+
+    fn answers_ping(&self) -> bool {
+        let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+        let mut buf = [0u8; 7];
+        s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
+    }
+}
+
+/// A redis-rs connection to the real server, with its own tokio runtime (real time, real TCP).
+struct RealClient {
+    runtime: tokio::runtime::Runtime,
+    conn: MultiplexedConnection,
+}
+
+impl RealClient {
+    fn connect(port: u16) -> RealClient {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        let conn = runtime
+            .block_on(async {
+                redis::Client::open(format!("redis://127.0.0.1:{port}"))?
+                    .get_multiplexed_async_connection()
+                    .await
+            })
+            .expect("connect to redis-server");
+        RealClient { runtime, conn }
+    }
+
+    fn run(&mut self, seqs: &[Sequence]) -> Vec<Vec<Value>> {
+        let conn = self.conn.clone();
+        self.runtime.block_on(async move {
+            let mut all = Vec::with_capacity(seqs.len());
+            for seq in seqs {
+                let reset = run_pipeline(conn.clone(), reset_pipeline()).await;
+                assert_eq!(reset, Ok(vec![Value::Okay, Value::Okay]), "real reset");
+                let time: Vec<i64> = redis::cmd("TIME").query_async(&mut conn.clone()).await.expect("TIME");
+                let base_s = time[0] + i64::from(time[1] > 0);
+                let replies = run_pipeline(conn.clone(), pipeline(seq, base_s)).await;
+                all.push(replies.expect("real pipeline"));
+            }
+            all
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Comparing
+// ---------------------------------------------------------------------------------------------
+
+/// Whether two replies to `cmd` agree, after the documented normalisation.
+fn agree(cmd: &[Arg], sim: &Value, real: &Value) -> bool {
+    let tolerance = match cmd.first() {
+        Some(Arg::Lit(n)) if n.eq_ignore_ascii_case("pttl") => PTTL_TOLERANCE_MS,
+        Some(Arg::Lit(n)) if n.eq_ignore_ascii_case("ttl") => TTL_TOLERANCE_S,
+        _ => 0,
+    };
+    match (sim, real) {
+        (Value::Int(a), Value::Int(b)) if tolerance > 0 && *a >= 0 && *b >= 0 => a.abs_diff(*b) <= tolerance as u64,
+        _ => sim == real,
+    }
+}
+
+fn render(v: &Value) -> String {
+    match v {
+        Value::Nil => "(nil)".to_string(),
+        Value::Int(i) => format!("(integer) {i}"),
+        Value::BulkString(b) => format!("{:?}", String::from_utf8_lossy(b)),
+        Value::SimpleString(s) => format!("+{s}"),
+        Value::Okay => "+OK".to_string(),
+        Value::ServerError(e) => format!("(error) {} {}", e.code(), e.details().unwrap_or("")),
+        Value::Array(items) => format!("[{}]", items.iter().map(render).collect::<Vec<_>>().join(", ")),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The first disagreement of one sequence: `(command index, simulated, real)`.
+fn first_mismatch(seq: &Sequence, sim: &[Value], real: &[Value]) -> Option<(usize, String, String)> {
+    let missing = Value::SimpleString("<no reply>".to_string());
+    (0..seq.len().max(sim.len()).max(real.len())).find_map(|i| {
+        let (s, r) = (sim.get(i).unwrap_or(&missing), real.get(i).unwrap_or(&missing));
+        let cmd = seq.get(i).map_or(&[][..], |c| &c[..]);
+        (!agree(cmd, s, r)).then(|| (i, render(s), render(r)))
+    })
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    let raw = std::env::var(name).ok()?;
+    let parsed = match raw.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => raw.parse(),
+    };
+    Some(parsed.unwrap_or_else(|_| panic!("{name}={raw} is not a number")))
+}
+
+/// Shrinks failing sequence `index` with proptest's value tree, re-running both sides.
+fn shrink(seed: u64, index: usize, real: &mut RealClient) -> Sequence {
+    let mut tree = sequence()
+        .new_tree(&mut runner_for(seed, index))
+        .expect("sequence strategy");
+    let mut fails = |seq: &Sequence| {
+        let sim = run_simulated(std::slice::from_ref(seq), seed);
+        let got = real.run(std::slice::from_ref(seq));
+        first_mismatch(seq, &sim[0], &got[0]).is_some()
+    };
+    let mut smallest = tree.current();
+    let mut steps = 0;
+    if !tree.simplify() {
+        return smallest;
+    }
+    while steps < SHRINK_BUDGET {
+        steps += 1;
+        let candidate = tree.current();
+        if fails(&candidate) {
+            smallest = candidate;
+            if !tree.simplify() {
+                break;
+            }
+        } else if !tree.complicate() {
+            break;
+        }
+    }
+    smallest
+}
+
+#[test]
+fn simulated_master_agrees_with_redis_server() {
+    let Some(server) = RedisServer::start() else {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        assert!(
+            !ci,
+            "redis-server is not installed, and CI=true: install it (apt-get install redis-server)"
+        );
+        eprintln!("SKIPPED: redis-server is not installed (apt-get install redis-server); conformance not checked");
+        return;
+    };
+    let seed = env_u64("LOCKSTEP_CONFORMANCE_SEED").unwrap_or(DEFAULT_SEED);
+    let cases = env_u64("LOCKSTEP_CONFORMANCE_CASES").map_or(DEFAULT_CASES, |n| n as usize);
+    let only = env_u64("LOCKSTEP_CONFORMANCE_ONLY").map(|i| i as usize);
+    eprintln!(
+        "conformance against {} on port {}, seed={seed:#x}",
+        server.version, server.port
+    );
+
+    let started = Instant::now();
+    let regressions = regression_sequences();
+    let indices: Vec<usize> = match only {
+        Some(i) => vec![i],
+        None => (0..cases).collect(),
+    };
+    let generated: Vec<Sequence> = indices.iter().map(|&i| generate(seed, i)).collect();
+    let mut seqs = regressions.clone();
+    seqs.extend(generated.iter().cloned());
+    let commands: usize = generated.iter().map(Vec::len).sum();
+    let generated_in = started.elapsed();
+
+    // The real server in its own thread, the simulation in this one.
+    let real_seqs = seqs.clone();
+    let real_thread = std::thread::spawn(move || {
+        let mut client = RealClient::connect(server.port);
+        let replies = client.run(&real_seqs);
+        (server, client, replies)
+    });
+    let sim_replies = run_simulated(&seqs, seed);
+    let (server, mut real_client, real_replies) = real_thread.join().expect("real-server thread");
+    let ran_in = started.elapsed();
+
+    let mut failures = Vec::new();
+    for (n, seq) in seqs.iter().enumerate() {
+        if let Some(found) = first_mismatch(seq, &sim_replies[n], &real_replies[n]) {
+            failures.push((n, found));
+        }
+    }
+    eprintln!(
+        "{} regression sequences, {} generated sequences, {commands} commands (average {:.1}); \
+         generated in {generated_in:?}, ran in {ran_in:?}; {} disagree",
+        regressions.len(),
+        generated.len(),
+        commands as f64 / generated.len().max(1) as f64,
+        failures.len()
+    );
+    if failures.is_empty() {
+        drop(server);
+        return;
+    }
+
+    let mut report = String::new();
+    for (shown, (n, (i, sim, real))) in failures.iter().enumerate() {
+        let seq = &seqs[*n];
+        let label = if *n < regressions.len() {
+            format!("regression case #{n} ({})", REGRESSIONS[*n].0)
+        } else {
+            let index = indices[*n - regressions.len()];
+            format!(
+                "sequence #{index} (reproduce: LOCKSTEP_CONFORMANCE_SEED={seed:#x} LOCKSTEP_CONFORMANCE_ONLY={index} \
+                 cargo test -p lockstep-sim --test conformance)"
+            )
+        };
+        report.push_str(&format!(
+            "\n{label}\n  command #{i}: {}\n  simulated: {sim}\n  real:      {real}\n",
+            seq.get(*i).map_or_else(String::new, |c| show(c))
+        ));
+        if shown < 3 {
+            report.push_str("  sequence:\n");
+            for (j, cmd) in seq.iter().enumerate() {
+                report.push_str(&format!("    {j:>2}: {}\n", show(cmd)));
+            }
+            if *n >= regressions.len() {
+                let shrunk = shrink(seed, indices[*n - regressions.len()], &mut real_client);
+                report.push_str("  shrunk, as a REGRESSIONS entry:\n");
+                report.push_str(&regression_literal("TODO: what it caught", &shrunk));
+            }
+        }
+    }
+    drop(server);
+    panic!(
+        "{} of {} sequences disagree with the real redis-server (seed={seed:#x}):{report}",
+        failures.len(),
+        seqs.len()
+    );
+}

@@ -1,0 +1,419 @@
+//! Fault plans from a seed: swarm testing over proptest strategies.
+//!
+//! For each seed, [`case_strategy`] first chooses which fault kinds are on and how strong they
+//! are (swarm testing, as in TigerBeetle's VOPR: a run with only pauses finds what a run with
+//! every fault at once would drown), then places that many faults in time. Because it is a
+//! proptest [`Strategy`], users can write `proptest!` tests over fault plans and get proptest's
+//! shrinking, and `explore` shrinks failing seeds with the very same value trees.
+//!
+//! A generated fault is a [`GenFault`]: windows (a partition, a held link, a crash) carry their
+//! own length, so shrinking removes or shortens a window as one fault. [`ExploreCase::plan`]
+//! expands them into the world's [`FaultPlan`].
+//!
+//! Lock-aware mode aims faults where locks break: pauses that straddle a lease expiry (lengths
+//! around the TTL), clock jumps on masters of half to twice the TTL (inside a validity window),
+//! and short partitions between clients and masters while clients acquire.
+
+use lockstep_sim::{Fault, FaultPlan, ScheduledFault, Seed};
+use proptest::prelude::*;
+use proptest::strategy::{BoxedStrategy, Union, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use serde::{Deserialize, Serialize};
+
+/// The fault kinds the generator knows.
+pub const GENERATED_KINDS: &[&str] = &[
+    "pause",
+    "clock-jump",
+    "drift",
+    "partition",
+    "hold",
+    "latency",
+    "loss",
+    "crash",
+];
+
+/// One generated fault; windows carry their length so they shrink as one fault.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum GenFault {
+    /// Freeze a node.
+    Pause {
+        /// When, true ms.
+        at_ms: u64,
+        /// Which node.
+        node: String,
+        /// How long.
+        duration_ms: u64,
+    },
+    /// Step a node's wall clock.
+    ClockJump {
+        /// When.
+        at_ms: u64,
+        /// Which node.
+        node: String,
+        /// The step, ms.
+        delta_ms: i64,
+    },
+    /// Change a node's clock rate.
+    Drift {
+        /// When.
+        at_ms: u64,
+        /// Which node.
+        node: String,
+        /// The new rate error, ppm.
+        drift_ppm: i64,
+    },
+    /// Cut a link for a while.
+    Partition {
+        /// When.
+        at_ms: u64,
+        /// One side.
+        a: String,
+        /// The other.
+        b: String,
+        /// How long until healed.
+        length_ms: u64,
+        /// Only a → b.
+        oneway: bool,
+    },
+    /// Hold every message on a link for a while (delayed packets).
+    Hold {
+        /// When.
+        at_ms: u64,
+        /// One side.
+        a: String,
+        /// The other.
+        b: String,
+        /// How long until released.
+        length_ms: u64,
+    },
+    /// Set a link's latency.
+    Latency {
+        /// When.
+        at_ms: u64,
+        /// One side.
+        a: String,
+        /// The other.
+        b: String,
+        /// The delay, ms.
+        latency_ms: u64,
+    },
+    /// Make a link lossy.
+    Loss {
+        /// When.
+        at_ms: u64,
+        /// One side.
+        a: String,
+        /// The other.
+        b: String,
+        /// Per-message break probability, ppm.
+        rate_ppm: u32,
+    },
+    /// Crash a master and restart it (empty) later.
+    Crash {
+        /// When.
+        at_ms: u64,
+        /// Which master.
+        node: String,
+        /// How long it stays down.
+        down_ms: u64,
+    },
+}
+
+impl GenFault {
+    /// The kind, as in [`GENERATED_KINDS`].
+    pub fn kind(&self) -> &'static str {
+        match self {
+            GenFault::Pause { .. } => "pause",
+            GenFault::ClockJump { .. } => "clock-jump",
+            GenFault::Drift { .. } => "drift",
+            GenFault::Partition { .. } => "partition",
+            GenFault::Hold { .. } => "hold",
+            GenFault::Latency { .. } => "latency",
+            GenFault::Loss { .. } => "loss",
+            GenFault::Crash { .. } => "crash",
+        }
+    }
+
+    /// The nodes it names.
+    pub fn nodes(&self) -> Vec<&str> {
+        match self {
+            GenFault::Pause { node, .. }
+            | GenFault::ClockJump { node, .. }
+            | GenFault::Drift { node, .. }
+            | GenFault::Crash { node, .. } => vec![node],
+            GenFault::Partition { a, b, .. }
+            | GenFault::Hold { a, b, .. }
+            | GenFault::Latency { a, b, .. }
+            | GenFault::Loss { a, b, .. } => vec![a, b],
+        }
+    }
+
+    /// The world faults it expands into.
+    pub fn expand(&self) -> Vec<ScheduledFault> {
+        let at = |at_ms: u64, fault: Fault| ScheduledFault { at_ms, fault };
+        match self.clone() {
+            GenFault::Pause {
+                at_ms,
+                node,
+                duration_ms,
+            } => vec![at(at_ms, Fault::Pause { node, duration_ms })],
+            GenFault::ClockJump { at_ms, node, delta_ms } => vec![at(at_ms, Fault::ClockJump { node, delta_ms })],
+            GenFault::Drift { at_ms, node, drift_ppm } => vec![at(at_ms, Fault::Drift { node, drift_ppm })],
+            GenFault::Partition {
+                at_ms,
+                a,
+                b,
+                length_ms,
+                oneway,
+            } => vec![
+                at(
+                    at_ms,
+                    Fault::Partition {
+                        a: a.clone(),
+                        b: b.clone(),
+                        oneway,
+                    },
+                ),
+                at(at_ms + length_ms, Fault::Heal { a, b, oneway }),
+            ],
+            GenFault::Hold { at_ms, a, b, length_ms } => vec![
+                at(
+                    at_ms,
+                    Fault::Hold {
+                        a: a.clone(),
+                        b: b.clone(),
+                    },
+                ),
+                at(at_ms + length_ms, Fault::Release { a, b }),
+            ],
+            GenFault::Latency {
+                at_ms,
+                a,
+                b,
+                latency_ms,
+            } => vec![at(at_ms, Fault::Latency { a, b, latency_ms })],
+            GenFault::Loss { at_ms, a, b, rate_ppm } => vec![at(at_ms, Fault::Loss { a, b, rate_ppm })],
+            GenFault::Crash { at_ms, node, down_ms } => vec![
+                at(at_ms, Fault::Crash { node: node.clone() }),
+                at(at_ms + down_ms, Fault::Restart { node }),
+            ],
+        }
+    }
+}
+
+/// What one seed explores: how many of the template's clients take part, and the faults.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExploreCase {
+    /// The first `clients` clients of the template run.
+    pub clients: usize,
+    /// The faults.
+    pub faults: Vec<GenFault>,
+}
+
+impl ExploreCase {
+    /// The world's fault plan: every fault expanded, dropping those that name absent clients.
+    pub fn plan(&self, present: &[String]) -> FaultPlan {
+        let mut faults: Vec<ScheduledFault> = self
+            .faults
+            .iter()
+            .filter(|f| f.nodes().iter().all(|n| present.iter().any(|p| p == n)))
+            .flat_map(GenFault::expand)
+            .collect();
+        faults.sort_by_key(|f| f.at_ms);
+        FaultPlan::new(faults)
+    }
+}
+
+/// The nodes and timings a plan is generated for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topology {
+    /// Master names.
+    pub masters: Vec<String>,
+    /// Client names (the template's, in order).
+    pub clients: Vec<String>,
+    /// The resource's name.
+    pub resource: String,
+    /// The run's duration, ms.
+    pub duration_ms: u64,
+    /// The lock's TTL, ms.
+    pub ttl_ms: u64,
+}
+
+/// Which fault kinds may be switched on, and their upper strengths.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FaultProfile {
+    /// Kinds that may be on (a subset is chosen per seed).
+    pub kinds: Vec<String>,
+    /// At most this many faults per seed.
+    pub faults_max: usize,
+    /// Longest pause, ms (lock-aware: 2 × TTL).
+    pub pause_ms_max: u64,
+    /// Largest clock jump, ms (either way).
+    pub jump_ms_max: i64,
+    /// Largest drift, ppm (either way).
+    pub drift_ppm_max: i64,
+    /// Longest partition / hold / crash window, ms.
+    pub window_ms_max: u64,
+    /// Largest fixed latency, ms.
+    pub latency_ms_max: u64,
+    /// Largest loss rate, ppm.
+    pub loss_ppm_max: u32,
+    /// Aim faults where locks break.
+    pub lock_aware: bool,
+}
+
+impl Default for FaultProfile {
+    fn default() -> Self {
+        FaultProfile {
+            kinds: GENERATED_KINDS.iter().map(|k| k.to_string()).collect(),
+            faults_max: 4,
+            pause_ms_max: 20_000,
+            jump_ms_max: 20_000,
+            drift_ppm_max: 100_000,
+            window_ms_max: 5_000,
+            latency_ms_max: 200,
+            loss_ppm_max: 20_000,
+            lock_aware: false,
+        }
+    }
+}
+
+fn pick(names: &[String]) -> BoxedStrategy<String> {
+    proptest::sample::select(names.to_vec()).boxed()
+}
+
+/// The strategy of one fault kind, or `None` when the topology has no node it could target.
+fn fault_strategy(kind: &str, topo: &Topology, p: &FaultProfile) -> Option<BoxedStrategy<GenFault>> {
+    let horizon_ms = (topo.duration_ms * 4 / 5).max(1);
+    let at = 0..horizon_ms;
+    let ttl = topo.ttl_ms.max(2);
+    let clients = topo.clients.clone();
+    let masters = topo.masters.clone();
+    let mut everyone = clients.clone();
+    everyone.extend(masters.iter().cloned());
+    let mut servers = masters.clone();
+    servers.push(topo.resource.clone());
+    if clients.is_empty() || masters.is_empty() {
+        return None;
+    }
+    let window_max = p.window_ms_max.max(1);
+    Some(match kind {
+        "pause" => {
+            let (lo, hi) = if p.lock_aware {
+                (ttl / 2, (2 * ttl).max(ttl / 2 + 1))
+            } else {
+                (1, p.pause_ms_max.max(1))
+            };
+            let nodes = if p.lock_aware { clients } else { everyone };
+            (at, pick(&nodes), lo..=hi)
+                .prop_map(|(at_ms, node, duration_ms)| GenFault::Pause {
+                    at_ms,
+                    node,
+                    duration_ms,
+                })
+                .boxed()
+        }
+        "clock-jump" => {
+            let max = p.jump_ms_max.max(1);
+            if p.lock_aware {
+                let ttl = ttl as i64;
+                (at, pick(&masters), ttl / 2..=2 * ttl)
+                    .prop_map(|(at_ms, node, delta_ms)| GenFault::ClockJump { at_ms, node, delta_ms })
+                    .boxed()
+            } else {
+                (at, pick(&everyone), -max..=max)
+                    .prop_map(|(at_ms, node, delta_ms)| GenFault::ClockJump { at_ms, node, delta_ms })
+                    .boxed()
+            }
+        }
+        "drift" => {
+            let max = p.drift_ppm_max.max(1);
+            (at, pick(&everyone), -max..=max)
+                .prop_map(|(at_ms, node, drift_ppm)| GenFault::Drift { at_ms, node, drift_ppm })
+                .boxed()
+        }
+        "partition" => {
+            let lengths = if p.lock_aware {
+                1..=(ttl / 2).max(1)
+            } else {
+                1..=window_max
+            };
+            (at, pick(&clients), pick(&servers), lengths, any::<bool>())
+                .prop_map(|(at_ms, a, b, length_ms, oneway)| GenFault::Partition {
+                    at_ms,
+                    a,
+                    b,
+                    length_ms,
+                    oneway,
+                })
+                .boxed()
+        }
+        "hold" => (at, pick(&clients), pick(&servers), 1..=window_max)
+            .prop_map(|(at_ms, a, b, length_ms)| GenFault::Hold { at_ms, a, b, length_ms })
+            .boxed(),
+        "latency" => (at, pick(&clients), pick(&servers), 0..=p.latency_ms_max)
+            .prop_map(|(at_ms, a, b, latency_ms)| GenFault::Latency {
+                at_ms,
+                a,
+                b,
+                latency_ms,
+            })
+            .boxed(),
+        "loss" => (at, pick(&clients), pick(&servers), 0..=p.loss_ppm_max)
+            .prop_map(|(at_ms, a, b, rate_ppm)| GenFault::Loss { at_ms, a, b, rate_ppm })
+            .boxed(),
+        "crash" => (at, pick(&masters), 1..=window_max)
+            .prop_map(|(at_ms, node, down_ms)| GenFault::Crash { at_ms, node, down_ms })
+            .boxed(),
+        _ => return None,
+    })
+}
+
+/// The strategy of one seed's case: a swarm of kinds, then faults of those kinds in time.
+pub fn case_strategy(topo: &Topology, profile: &FaultProfile) -> BoxedStrategy<ExploreCase> {
+    let kinds: Vec<BoxedStrategy<GenFault>> = profile
+        .kinds
+        .iter()
+        .filter_map(|k| fault_strategy(k, topo, profile))
+        .collect();
+    let client_count = topo.clients.len().max(1);
+    let faults_max = profile.faults_max;
+    if kinds.is_empty() || faults_max == 0 {
+        return Just(ExploreCase {
+            clients: client_count,
+            faults: Vec::new(),
+        })
+        .boxed();
+    }
+    let kind_count = kinds.len();
+    let kinds = std::sync::Arc::new(kinds);
+    // Swarm: a non-empty subset of the kinds is on for this seed.
+    proptest::sample::subsequence((0..kind_count).collect::<Vec<_>>(), 1..=kind_count)
+        .prop_flat_map(move |on| {
+            let chosen: Vec<BoxedStrategy<GenFault>> = on.iter().map(|&i| kinds[i].clone()).collect();
+            let faults = proptest::collection::vec(Union::new(chosen), 1..=faults_max);
+            // Every client takes part; `explore`'s shrinker tries fewer clients on its own, since a
+            // proptest range would start from a random count rather than the template's.
+            (faults, Just(client_count))
+        })
+        .prop_map(|(faults, clients)| ExploreCase { clients, faults })
+        .boxed()
+}
+
+/// The proptest runner of `seed`: a ChaCha stream derived from it, so the case is fixed by the
+/// seed alone.
+pub fn runner_for(seed: u64) -> TestRunner {
+    let bytes = Seed(seed).derive_bytes("explore/case");
+    TestRunner::new_with_rng(Config::default(), TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
+}
+
+/// The value tree of `seed`'s case (its `current()` is the case; it shrinks).
+pub fn case_tree(seed: u64, strategy: &BoxedStrategy<ExploreCase>) -> Box<dyn ValueTree<Value = ExploreCase>> {
+    let mut runner = runner_for(seed);
+    // The strategies above never filter, so generation cannot be rejected.
+    strategy
+        .new_tree(&mut runner)
+        .expect("fault-plan strategies never reject a case")
+}

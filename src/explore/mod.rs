@@ -1,0 +1,353 @@
+//! Exploration: one configuration over many seeds, with fault plans generated from each seed,
+//! failures shrunk to a minimal counterexample that `lockstep run` replays.
+//!
+//! Each seed builds its own world on a worker thread (`jobs` of them); results stream to the
+//! aggregating thread, which keeps counts, not histories. Seeds can be split into shards for CI
+//! matrices ([`Shard`]); shard summaries merge into the summary of the unsharded run.
+
+pub mod generate;
+pub mod shrink;
+pub mod summary;
+
+use crate::checker::Verdict;
+use crate::liveness::liveness;
+use crate::run::{run_scenario, ScenarioRun, RESOURCE_NODE};
+use crate::scenario::Scenario;
+use generate::{case_strategy, case_tree, ExploreCase, FaultProfile, Topology};
+use lockstep_sim::Seed;
+use std::io::IsTerminal;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+pub use summary::ExploreSummary;
+
+/// `K/N`: this process runs the seeds whose position modulo `N` is `K − 1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// 1-based shard index.
+    pub index: u64,
+    /// Number of shards.
+    pub count: u64,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (k, n) = s.split_once('/').ok_or_else(|| format!("shard `{s}` is not K/N"))?;
+        let index: u64 = k
+            .trim()
+            .parse()
+            .map_err(|_| format!("shard index `{k}` is not a number"))?;
+        let count: u64 = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("shard count `{n}` is not a number"))?;
+        if count == 0 || index == 0 || index > count {
+            return Err(format!("shard `{s}`: need 1 <= K <= N"));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// How to explore.
+#[derive(Debug, Clone)]
+pub struct ExploreConfig {
+    /// The seeds, in order.
+    pub seeds: std::ops::Range<u64>,
+    /// Worker threads.
+    pub jobs: usize,
+    /// Only this shard of the seeds.
+    pub shard: Option<Shard>,
+    /// Stop starting seeds after this much wall time.
+    pub time_limit: Option<Duration>,
+    /// Which faults to generate.
+    pub profile: FaultProfile,
+    /// Rerun this share of the seeds (per ten thousand) and compare digests; 0 = off.
+    pub determinism_per_10k: u64,
+    /// Progress output: a bar on a terminal, plain lines otherwise, or none.
+    pub progress: bool,
+}
+
+impl Default for ExploreConfig {
+    fn default() -> Self {
+        ExploreConfig {
+            seeds: 0..1_000,
+            jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            shard: None,
+            time_limit: None,
+            profile: FaultProfile::default(),
+            determinism_per_10k: 0,
+            progress: false,
+        }
+    }
+}
+
+/// The topology a template offers the generator.
+pub fn topology(template: &Scenario) -> Topology {
+    Topology {
+        masters: template.masters.iter().map(|m| m.name.clone()).collect(),
+        clients: template.clients.iter().map(|c| c.name.clone()).collect(),
+        resource: RESOURCE_NODE.to_string(),
+        duration_ms: template.duration_ms,
+        ttl_ms: template.lock.ttl_ms,
+    }
+}
+
+/// The scenario one case runs: the template with the seed, the first `case.clients` clients,
+/// the case's faults (the template's own faults are replaced) and no expectations.
+pub fn case_scenario(template: &Scenario, case: &ExploreCase, seed: u64) -> Scenario {
+    let mut scenario = template.clone();
+    scenario.seed = seed;
+    scenario.clients.truncate(case.clients.max(1));
+    let present: Vec<String> = scenario.node_names();
+    scenario.faults = case.plan(&present);
+    scenario.expect.clear();
+    scenario
+}
+
+/// Runs `scenario`, turning a panic anywhere (user lock code included) into an error.
+pub fn run_guarded(scenario: &Scenario) -> Result<ScenarioRun, String> {
+    match catch_unwind(AssertUnwindSafe(|| run_scenario(scenario, None))) {
+        Ok(Ok(run)) => Ok(run),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(panic) => Err(panic_message(&panic)),
+    }
+}
+
+/// The text of a caught panic.
+pub fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        format!("panicked: {s}")
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        format!("panicked: {s}")
+    } else {
+        "panicked".to_string()
+    }
+}
+
+/// Whether `seed` is in the determinism sample (a fixed choice, the same in every shard).
+pub fn in_determinism_sample(seed: u64, per_10k: u64) -> bool {
+    per_10k > 0 && Seed(seed).derive_u64("explore/determinism") % 10_000 < per_10k
+}
+
+/// What one seed produced, as sent to the aggregator.
+enum SeedOutcome {
+    Judged {
+        seed: u64,
+        verdicts: Vec<(String, Verdict)>,
+        fault_kinds: Vec<String>,
+        faults: usize,
+        liveness: crate::liveness::Liveness,
+        sim_ms: u64,
+        determinism: Option<Result<(), String>>,
+    },
+    Error {
+        seed: u64,
+        message: String,
+    },
+}
+
+fn explore_seed(
+    template: &Scenario,
+    strategy: &proptest::strategy::BoxedStrategy<ExploreCase>,
+    seed: u64,
+    per_10k: u64,
+) -> SeedOutcome {
+    let case = case_tree(seed, strategy).current();
+    let scenario = case_scenario(template, &case, seed);
+    let run = match run_guarded(&scenario) {
+        Ok(run) => run,
+        Err(message) => return SeedOutcome::Error { seed, message },
+    };
+    let determinism = in_determinism_sample(seed, per_10k).then(|| match run_guarded(&scenario) {
+        Ok(again) if again.digest == run.digest => Ok(()),
+        Ok(again) => Err(match run.history.first_divergence(&again.history) {
+            Some((i, a, b)) => format!(
+                "histories diverge at event #{i}: {} vs {}",
+                a.map_or("(end)".to_string(), |e| e.canonical_json()),
+                b.map_or("(end)".to_string(), |e| e.canonical_json())
+            ),
+            None => "digests differ but events are equal".to_string(),
+        }),
+        Err(message) => Err(format!("the rerun failed: {message}")),
+    });
+    SeedOutcome::Judged {
+        seed,
+        verdicts: run.results.iter().map(|r| (r.checker.clone(), r.verdict)).collect(),
+        fault_kinds: case.faults.iter().map(|f| f.kind().to_string()).collect(),
+        faults: case.faults.len(),
+        liveness: liveness(&run.history),
+        sim_ms: run.end.at_ms,
+        determinism,
+    }
+}
+
+/// The seeds this process runs, in order.
+pub fn shard_seeds(config: &ExploreConfig) -> Vec<u64> {
+    config
+        .seeds
+        .clone()
+        .enumerate()
+        .filter(|(i, _)| config.shard.is_none_or(|s| *i as u64 % s.count == s.index - 1))
+        .map(|(_, seed)| seed)
+        .collect()
+}
+
+enum Progress {
+    Bar(indicatif::ProgressBar),
+    Lines { last: Instant },
+    Off,
+}
+
+impl Progress {
+    fn new(enabled: bool, total: u64) -> Self {
+        if !enabled {
+            Progress::Off
+        } else if std::io::stderr().is_terminal() {
+            let bar = indicatif::ProgressBar::new(total);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {per_sec}  eta {eta}  {msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            Progress::Bar(bar)
+        } else {
+            Progress::Lines { last: Instant::now() }
+        }
+    }
+
+    fn update(&mut self, done: u64, total: u64, violating: u64, started: Instant) {
+        match self {
+            Progress::Bar(bar) => {
+                bar.set_position(done);
+                bar.set_message(format!("{violating} violating"));
+            }
+            Progress::Lines { last } => {
+                if last.elapsed() >= Duration::from_secs(5) || done == total {
+                    *last = Instant::now();
+                    let elapsed = started.elapsed().as_secs_f64();
+                    let rate = done as f64 / elapsed.max(1e-9);
+                    let left = (total - done) as f64 / rate.max(1e-9);
+                    eprintln!("explore: {done}/{total} seeds, {rate:.1}/s, {violating} violating, ~{left:.0} s left");
+                }
+            }
+            Progress::Off => {}
+        }
+    }
+
+    fn finish(&self) {
+        if let Progress::Bar(bar) = self {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// Explores `template` over the configured seeds.
+pub fn explore(template: &Scenario, config: &ExploreConfig) -> ExploreSummary {
+    let seeds = shard_seeds(config);
+    let total = seeds.len() as u64;
+    let mut summary = ExploreSummary::new(&template.name, template.lock.algorithm.name());
+    let topo = topology(template);
+    let next = AtomicUsize::new(0);
+    let started = Instant::now();
+    let mut progress = Progress::new(config.progress, total);
+    let jobs = config.jobs.max(1);
+    std::thread::scope(|scope| {
+        let (sender, receiver) = mpsc::channel::<SeedOutcome>();
+        for _ in 0..jobs {
+            let sender = sender.clone();
+            let (seeds, next, topo) = (&seeds, &next, &topo);
+            scope.spawn(move || {
+                // Strategies are not `Send`: each worker builds its own from the same profile.
+                let strategy = case_strategy(topo, &config.profile);
+                loop {
+                    if config.time_limit.is_some_and(|limit| started.elapsed() >= limit) {
+                        return;
+                    }
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&seed) = seeds.get(i) else { return };
+                    let outcome = explore_seed(template, &strategy, seed, config.determinism_per_10k);
+                    if sender.send(outcome).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        let mut done = 0;
+        for outcome in receiver {
+            match outcome {
+                SeedOutcome::Judged {
+                    seed,
+                    verdicts,
+                    fault_kinds,
+                    faults,
+                    liveness,
+                    sim_ms,
+                    determinism,
+                } => {
+                    summary.add_verdicts(seed, &verdicts, &fault_kinds, faults);
+                    summary.add_liveness(&liveness, sim_ms);
+                    if let Some(result) = determinism {
+                        summary.determinism_checked += 1;
+                        if let Err(first_difference) = result {
+                            summary
+                                .determinism_failures
+                                .push(summary::DeterminismFailure { seed, first_difference });
+                            summary.determinism_failures.sort();
+                        }
+                    }
+                }
+                SeedOutcome::Error { seed, message } => summary.add_error(seed, message),
+            }
+            done += 1;
+            progress.update(done, total, summary.seeds_violating, started);
+        }
+    });
+    progress.finish();
+    let wall_s = started.elapsed().as_secs_f64();
+    summary.throughput = summary::Throughput {
+        wall_s,
+        scenarios_per_s: summary.seeds_run as f64 / wall_s.max(1e-9),
+        sim_s_per_wall_s: summary.sim_ms as f64 / 1_000.0 / wall_s.max(1e-9),
+        jobs,
+    };
+    summary
+}
+
+/// The standard exploration template for `algorithm`: 10 simulated seconds, 3 clients, 5 masters
+/// for Redlock (1 otherwise), a 2 s TTL, clients looping until 9 s.
+pub fn standard_template(
+    algorithm: &str,
+    fencing: &str,
+    resource: &str,
+    tick_ms: u64,
+) -> Result<Scenario, crate::scenario::ScenarioError> {
+    let masters = if algorithm == "redlock" { 5 } else { 1 };
+    let source = format!(
+        r#"
+name = "explore-{algorithm}"
+description = "The standard exploration profile: {algorithm}, {masters} master(s), 3 clients, 10 s."
+seed = 0
+duration_ms = 10000
+tick_ms = {tick_ms}
+
+[topology]
+masters = {masters}
+clients = 3
+resource = "{resource}"
+
+[lock]
+algorithm = "{algorithm}"
+ttl_ms = 2000
+fencing = "{fencing}"
+
+[workload]
+until_ms = 9000
+work_ms = [50, 500]
+acquire_retry_ms = 50
+"#
+    );
+    Scenario::from_str(&source, "<standard template>")
+}

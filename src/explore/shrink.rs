@@ -1,0 +1,140 @@
+//! Shrinking a failing seed to a minimal counterexample, and writing it as a scenario file.
+//!
+//! First proptest's own shrinking runs over the seed's value tree (fewer faults, shorter pauses,
+//! smaller jumps), keeping every step that still fails the same checker. Then a greedy pass
+//! removes single faults and drops clients while the failure persists. The result is written as
+//! an explicit scenario (faults spelled out, the violation as the expected verdict) that
+//! `lockstep run` replays to the same history digest.
+
+use super::generate::{case_strategy, case_tree, ExploreCase, FaultProfile};
+use super::{case_scenario, run_guarded, topology};
+use crate::checker::Verdict;
+use crate::run::ScenarioRun;
+use crate::scenario::Scenario;
+
+/// A minimal failing case.
+#[derive(Debug, Clone)]
+pub struct Counterexample {
+    /// The seed it came from.
+    pub seed: u64,
+    /// The checker it violates.
+    pub checker: String,
+    /// Faults before shrinking.
+    pub faults_before: usize,
+    /// The shrunk case.
+    pub case: ExploreCase,
+    /// The scenario that replays it, with its verdicts as expectations.
+    pub scenario: Scenario,
+    /// The run of that scenario (its digest is what a replay must reproduce).
+    pub run: ScenarioRun,
+    /// Scenario runs spent shrinking.
+    pub runs: usize,
+}
+
+fn fails(template: &Scenario, case: &ExploreCase, seed: u64, checker: &str, runs: &mut usize) -> Option<ScenarioRun> {
+    *runs += 1;
+    let run = run_guarded(&case_scenario(template, case, seed)).ok()?;
+    (run.verdict(checker) == Some(Verdict::Invalid)).then_some(run)
+}
+
+/// Shrinks seed `seed` of an exploration of `template` with `profile`, keeping `checker`
+/// invalid. `None` when the seed does not fail that checker. At most `max_runs` runs.
+pub fn shrink(
+    template: &Scenario,
+    profile: &FaultProfile,
+    seed: u64,
+    checker: &str,
+    max_runs: usize,
+) -> Option<Counterexample> {
+    let strategy = case_strategy(&topology(template), profile);
+    let mut tree = case_tree(seed, &strategy);
+    let mut runs = 0;
+    let mut best = tree.current();
+    let faults_before = best.faults.len();
+    let mut best_run = fails(template, &best, seed, checker, &mut runs)?;
+    // proptest's shrinking: simplify while it still fails, complicate back when it passes.
+    if tree.simplify() {
+        while runs < max_runs {
+            let candidate = tree.current();
+            if let Some(run) = fails(template, &candidate, seed, checker, &mut runs) {
+                best = candidate;
+                best_run = run;
+                if !tree.simplify() {
+                    break;
+                }
+            } else if !tree.complicate() {
+                break;
+            }
+        }
+    }
+    // Greedy: drop single faults, then clients, while it still fails.
+    let mut changed = true;
+    while changed && runs < max_runs {
+        changed = false;
+        for i in (0..best.faults.len()).rev() {
+            let mut candidate = best.clone();
+            candidate.faults.remove(i);
+            if let Some(run) = fails(template, &candidate, seed, checker, &mut runs) {
+                best = candidate;
+                best_run = run;
+                changed = true;
+            }
+        }
+        while best.clients > 1 && runs < max_runs {
+            let candidate = ExploreCase {
+                clients: best.clients - 1,
+                ..best.clone()
+            };
+            match fails(template, &candidate, seed, checker, &mut runs) {
+                Some(run) => {
+                    best = candidate;
+                    best_run = run;
+                    changed = true;
+                }
+                None => break,
+            }
+        }
+    }
+    let mut scenario = case_scenario(template, &best, seed);
+    // Keep only the faults that apply to the remaining nodes (case_scenario already did), and
+    // state what this run does as the expectation: replaying it must reproduce all of it.
+    scenario.name = format!("{}-seed-{seed}-{checker}", template.name);
+    scenario.description = format!(
+        "Counterexample found by `lockstep explore` on {} (seed {seed}): {checker} is violated.\n\
+         Shrunk from {faults_before} to {} faults and {} clients. History digest {}.",
+        template.name,
+        best.faults.len(),
+        best.clients,
+        best_run.digest
+    );
+    scenario.expect = best_run
+        .results
+        .iter()
+        .map(|r| (r.checker.clone(), r.verdict))
+        .collect();
+    Some(Counterexample {
+        seed,
+        checker: checker.to_string(),
+        faults_before,
+        case: best,
+        scenario,
+        run: best_run,
+        runs,
+    })
+}
+
+/// The counterexample as a commented scenario file.
+pub fn counterexample_toml(cx: &Counterexample) -> String {
+    format!(
+        "# Minimal counterexample written by `lockstep explore`.\n\
+         # Seed {} violates {}; shrunk from {} to {} faults in {} runs.\n\
+         # Replay: lockstep run <this file>   (history digest {})\n{}",
+        cx.seed,
+        cx.checker,
+        cx.faults_before,
+        cx.case.faults.len(),
+        cx.runs,
+        cx.run.digest,
+        cx.scenario.to_toml()
+    )
+}

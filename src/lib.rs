@@ -14,6 +14,7 @@ pub mod explore;
 pub mod liveness;
 pub mod lock;
 pub mod ops;
+pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod timeline;

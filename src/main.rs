@@ -38,15 +38,30 @@ enum Command {
     ///
     /// Exit code 0: no violation, error or determinism mismatch. 1: something was found.
     /// 2: bad input.
-    Explore(ExploreArgs),
-    /// Merge the summaries (JSON) of sharded explorations into one.
+    Explore(Box<ExploreArgs>),
+    /// The CI gate: run every scenario (and its `[explore]` block), compare each verdict with
+    /// its expectation, and write the report (report.json, summary.md, junit.xml, charts,
+    /// index.html) to the `--report` directory.
+    ///
+    /// Exit code 0: every expectation held. 1: some expectation did not. 2: bad input (a file
+    /// that cannot be read or parsed, an unwritable report directory), before anything runs.
+    Ci(CiArgs),
+    /// Merge sharded results: `report.json` files of `lockstep ci --shard` runs, or the summaries
+    /// (JSON) of sharded explorations.
+    ///
+    /// Exit code (reports): as `lockstep ci`, judged on the merged report. 2: bad input (files of
+    /// different kinds or versions, missing or repeated shards).
     Merge {
-        /// Summary files written by `lockstep explore --summary`.
+        /// `report.json` files, or summary files written by `lockstep explore --summary`.
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        /// Write the merged summary here (JSON).
+        /// Write the merged summary (or the merged report.json) here.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Reports only: write the whole merged report (JSON, Markdown, JUnit, charts, HTML) to
+        /// this directory.
+        #[arg(long)]
+        report: Option<PathBuf>,
     },
     /// Measure the simulator: overhead against bare turmoil, scaling over jobs, scenarios/minute.
     Bench(BenchArgs),
@@ -114,6 +129,34 @@ struct ExploreArgs {
     #[arg(long)]
     summary: Option<PathBuf>,
     /// No progress output.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(clap::Args)]
+struct CiArgs {
+    /// Scenario files, or directories of them.
+    #[arg(default_value = "scenarios")]
+    paths: Vec<PathBuf>,
+    /// The directory the report is written to (created if needed).
+    #[arg(long, value_name = "OUT")]
+    report: PathBuf,
+    /// Run only shard K of N (1-based): scenario files round-robin, exploration seeds split.
+    #[arg(long)]
+    shard: Option<lockstep::explore::Shard>,
+    /// Worker threads for explorations (default: all cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Also sweep the lock TTL (8 values × seeds) and chart the safety/availability trade-off.
+    #[arg(long)]
+    ttl_sweep: bool,
+    /// Seeds per TTL of the sweep.
+    #[arg(long, default_value_t = lockstep::report::sweep::DEFAULT_SEEDS)]
+    sweep_seeds: u64,
+    /// The algorithm of the sweep.
+    #[arg(long, default_value = "token-release")]
+    sweep_algorithm: String,
+    /// No progress lines.
     #[arg(long, short)]
     quiet: bool,
 }
@@ -376,17 +419,159 @@ fn cmd_explore(args: ExploreArgs) -> Result<ExitCode> {
     })
 }
 
-fn cmd_merge(files: &[PathBuf], out: Option<&Path>) -> Result<ExitCode> {
-    let mut merged = lockstep::explore::ExploreSummary::default();
+fn cmd_ci(args: CiArgs) -> Result<ExitCode> {
+    use lockstep::report::{self, ci, sweep};
+    // Bad input is reported before anything runs: the files, the options, the report directory.
+    let inputs = match ci::load_inputs(&args.paths) {
+        Ok(inputs) => inputs,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if args.ttl_sweep && Algorithm::from_name(&args.sweep_algorithm).is_none() {
+        eprintln!(
+            "error: --sweep-algorithm: unknown algorithm `{}` (known: {})",
+            args.sweep_algorithm,
+            lock::ALGORITHMS.iter().map(|a| a.0).collect::<Vec<_>>().join(", ")
+        );
+        return Ok(ExitCode::from(2));
+    }
+    if let Err(e) = report::prepare_out(&args.report) {
+        eprintln!("error: {e}");
+        return Ok(ExitCode::from(2));
+    }
+    let options = ci::CiOptions {
+        shard: args.shard,
+        jobs: args.jobs.unwrap_or_else(|| ci::CiOptions::default().jobs),
+        ttl_sweep: args.ttl_sweep.then(|| sweep::SweepOptions {
+            algorithm: args.sweep_algorithm.clone(),
+            seeds: args.sweep_seeds,
+            ..sweep::SweepOptions::default()
+        }),
+        progress: !args.quiet,
+    };
+    let report = match ci::run_ci(&inputs, &options) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    finish_report(&report, &args.report)
+}
+
+/// Writes `report` to `dir`, prints its verdict, and returns its exit code.
+fn finish_report(report: &lockstep::report::Report, dir: &Path) -> Result<ExitCode> {
+    let written = lockstep::report::write_report(report, dir).map_err(|e| anyhow::anyhow!(e))?;
+    let t = &report.totals;
+    println!(
+        "{} {} scenario runs, {} explorations: {} checks passed, {} failed, {} without expectation",
+        if report.ok { "✅" } else { "❌" },
+        t.scenarios,
+        t.explorations,
+        t.passed,
+        t.failed,
+        t.unchecked
+    );
+    for s in report.scenarios.iter().filter(|s| s.status.is_failure()) {
+        println!("  ❌ {}: {}", s.name, lockstep::report::markdown::row_explanation(s));
+        println!("     replay: {}", s.replay);
+    }
+    for e in report.explorations.iter().filter(|e| e.status.is_failure()) {
+        for c in e.checks.iter().filter(|c| c.status.is_failure()) {
+            println!("  ❌ exploration {}: {}: {}", e.name, c.checker, c.explanation);
+        }
+        if e.summary.errors > 0 {
+            println!("  ❌ exploration {}: {} seeds could not be judged", e.name, e.summary.errors);
+        }
+    }
+    println!(
+        "report: {} ({} files; open {})",
+        dir.display(),
+        written.len(),
+        dir.join("index.html").display()
+    );
+    Ok(ExitCode::from(report.exit_code()))
+}
+
+/// Merges `report.json` files of sharded `lockstep ci` runs.
+fn merge_reports(texts: &[(PathBuf, String)], out: Option<&Path>, dir: Option<&Path>) -> Result<ExitCode> {
+    use lockstep::report::{self, Report};
+    if let Some(dir) = dir {
+        if let Err(e) = report::prepare_out(dir) {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    }
+    let mut parts = Vec::new();
+    for (path, text) in texts {
+        let origin = path.display().to_string();
+        match Report::from_json(text, &origin) {
+            Ok(r) => parts.push((origin, r)),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        }
+    }
+    let merged = match Report::merge(&parts) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if let Some(out) = out {
+        report::write_atomic(out, merged.to_json().as_bytes()).map_err(|e| anyhow::anyhow!(e))?;
+    }
+    match dir {
+        Some(dir) => finish_report(&merged, dir),
+        None => {
+            println!(
+                "{} merged {} reports: {} checks passed, {} failed",
+                if merged.ok { "✅" } else { "❌" },
+                parts.len(),
+                merged.totals.passed,
+                merged.totals.failed
+            );
+            Ok(ExitCode::from(merged.exit_code()))
+        }
+    }
+}
+
+fn cmd_merge(files: &[PathBuf], out: Option<&Path>, report_dir: Option<&Path>) -> Result<ExitCode> {
+    let mut texts = Vec::new();
     for file in files {
-        let text = match std::fs::read_to_string(file) {
-            Ok(t) => t,
+        match std::fs::read_to_string(file) {
+            Ok(t) => texts.push((file.clone(), t)),
             Err(e) => {
                 eprintln!("error: {}: {e}", file.display());
                 return Ok(ExitCode::from(2));
             }
-        };
-        let part: lockstep::explore::ExploreSummary = match serde_json::from_str(&text) {
+        }
+    }
+    let is_report = |text: &str| {
+        serde_json::from_str::<serde_json::Value>(text)
+            .ok()
+            .and_then(|v| v.get("format").and_then(|f| f.as_str()).map(|f| f == lockstep::report::FORMAT))
+            .unwrap_or(false)
+    };
+    let reports = texts.iter().filter(|(_, t)| is_report(t)).count();
+    if reports == texts.len() {
+        return merge_reports(&texts, out, report_dir);
+    }
+    if reports > 0 {
+        eprintln!("error: cannot merge report.json files with exploration summaries");
+        return Ok(ExitCode::from(2));
+    }
+    if report_dir.is_some() {
+        eprintln!("error: --report needs report.json files (written by `lockstep ci`)");
+        return Ok(ExitCode::from(2));
+    }
+    let mut merged = lockstep::explore::ExploreSummary::default();
+    for (file, text) in &texts {
+        let part: lockstep::explore::ExploreSummary = match serde_json::from_str(text) {
             Ok(p) => p,
             Err(e) => {
                 eprintln!(
@@ -427,8 +612,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run { files, seed, quiet } => cmd_run(&files, seed, quiet),
         Command::List { dir } => cmd_list(&dir),
-        Command::Explore(args) => cmd_explore(args),
-        Command::Merge { files, out } => cmd_merge(&files, out.as_deref()),
+        Command::Explore(args) => cmd_explore(*args),
+        Command::Ci(args) => cmd_ci(args),
+        Command::Merge { files, out, report } => cmd_merge(&files, out.as_deref(), report.as_deref()),
         Command::Bench(args) => lockstep::bench::run(args.scenarios, args.tick_ms).map(|report| {
             print!("{report}");
             ExitCode::SUCCESS

@@ -1,5 +1,6 @@
-//! Running one scenario: scenario → seeded world → history → checkers → verdicts compared with
-//! the scenario's expectations.
+//! Running one scenario: scenario → seeded world (masters deployed with their persistence,
+//! restart delay, replicas and failover) → history → checkers → verdicts compared with the
+//! scenario's expectations.
 
 use crate::checker::{self, CheckResult, Verdict};
 use crate::lock::{self, ClientEnv, LockClient};
@@ -80,13 +81,9 @@ pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactor
     let used_seed = config.seed;
     let mut world = World::new(config)?;
     for master in &scenario.masters {
-        world.add_master(
-            &master.name,
-            ClockSpec {
-                offset_ms: master.offset_ms,
-                drift_ppm: master.drift_ppm,
-            },
-        )?;
+        // Persistence, restart delay, replicas and failover as the topology says; clients name
+        // the master, and their links follow its group to whichever server is master now.
+        world.add_master_with(&master.name, &scenario.master_setup(&master.name))?;
     }
     world.add_resource(RESOURCE_NODE, scenario.resource, ClockSpec::default())?;
     let master_names: Vec<String> = scenario.masters.iter().map(|m| m.name.clone()).collect();

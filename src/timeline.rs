@@ -22,8 +22,14 @@ fn describe_fault(fault: &Fault) -> String {
         Fault::Release { a, b } => format!("network releases held messages {a} <-> {b}"),
         Fault::Latency { a, b, latency_ms } => format!("latency {a} <-> {b} set to {latency_ms} ms"),
         Fault::Loss { a, b, rate_ppm } => format!("loss {a} <-> {b} set to {rate_ppm} ppm"),
-        Fault::Crash { .. } => "CRASHED (memory lost)".to_string(),
-        Fault::Restart { .. } => "restarted".to_string(),
+        Fault::Crash { .. } => "CRASHED (memory lost; what its persistence kept survives)".to_string(),
+        Fault::PowerLoss { .. } => "POWER LOSS (memory and unsynced AOF writes lost)".to_string(),
+        Fault::Shutdown { .. } => "shut down cleanly".to_string(),
+        Fault::Restart { .. } => "restart requested".to_string(),
+        Fault::Failover { .. } => "FAILOVER forced".to_string(),
+        // Faults without a special phrasing are named by their kind.
+        #[allow(unreachable_patterns)]
+        other => other.kind().replace('-', " "),
     }
 }
 
@@ -90,6 +96,8 @@ pub fn describe(event: &Event) -> Option<String> {
         }
         EventKind::Fault { fault } => describe_fault(fault),
         EventKind::Resumed => "resumed".to_string(),
+        // Deployment events (delayed restarts, promotions, resynchronisations) on servers.
+        EventKind::Note { text } if event.node != "world" => text.clone(),
         _ => return None,
     };
     Some(text)

@@ -187,8 +187,8 @@ async fn critical_section(
     aborted: &Cell<bool>,
 ) {
     let key = &plan.resource_key;
-    let id = rec.invoke(names::READ, json!({ "key": key }));
-    let current = match resource.read(key).await {
+    let id = rec.invoke(names::READ, json!({ "key": key, "fencing_token": grant.fencing_token }));
+    let current = match resource.read(key, grant.fencing_token).await {
         Ok((value, version)) => {
             rec.complete(id, names::READ, Phase::Ok, ops::to_data(&ReadOk { value, version }));
             value.unwrap_or(0)

@@ -9,6 +9,13 @@
 //! dead until the client reconnects); `hold`/`release` delay every message on a link until
 //! released; `latency` fixes a link's delay; `loss` sets turmoil's per-link failure rate (each
 //! message may break the link until a later message repairs it).
+//!
+//! Process faults target Redis servers (masters and replicas): `crash` (the process dies; the
+//! machine keeps running), `power-loss` (the machine dies: unsynced AOF writes are lost too),
+//! `shutdown` (a clean stop: the AOF is complete), `restart` (start a stopped server, after its
+//! restart delay; a running one is shut down cleanly and started again), and `failover` (promote
+//! a replica of the node's group now). What each loses depends on the server's persistence mode:
+//! see [`crate::deployment`].
 
 use serde::{Deserialize, Serialize};
 
@@ -89,14 +96,32 @@ pub enum Fault {
         /// Probability in parts per million (integer, so plans stay exact).
         rate_ppm: u32,
     },
-    /// Crash a Redis master: its process stops and its memory is lost.
+    /// Crash a Redis server process: its memory is lost; what it persisted survives.
     Crash {
-        /// The master.
+        /// The master or replica.
         node: String,
     },
-    /// Restart a crashed Redis master (empty, without persistence).
+    /// Start a stopped Redis server (once its restart delay has passed), or restart a running one
+    /// cleanly.
     Restart {
-        /// The master.
+        /// The master or replica.
+        node: String,
+    },
+    /// Cut the power of a Redis server's machine: like a crash, and AOF writes not yet fsynced
+    /// are lost too (`aof-everysec`: up to a second of writes).
+    PowerLoss {
+        /// The master or replica.
+        node: String,
+    },
+    /// Stop a Redis server cleanly: with AOF nothing is lost.
+    Shutdown {
+        /// The master or replica.
+        node: String,
+    },
+    /// Force a failover of the replication group `node` belongs to: its best replica becomes the
+    /// master and the old master its replica.
+    Failover {
+        /// Any member of the group (usually the group's name, its original master).
         node: String,
     },
 }
@@ -116,6 +141,9 @@ impl Fault {
             Fault::Loss { .. } => "loss",
             Fault::Crash { .. } => "crash",
             Fault::Restart { .. } => "restart",
+            Fault::PowerLoss { .. } => "power-loss",
+            Fault::Shutdown { .. } => "shutdown",
+            Fault::Failover { .. } => "failover",
         }
     }
 
@@ -132,7 +160,18 @@ impl Fault {
         "loss",
         "crash",
         "restart",
+        "power-loss",
+        "shutdown",
+        "failover",
     ];
+
+    /// Whether the fault stops or starts a Redis server process (it must target a server).
+    pub fn is_process_fault(&self) -> bool {
+        matches!(
+            self,
+            Fault::Crash { .. } | Fault::Restart { .. } | Fault::PowerLoss { .. } | Fault::Shutdown { .. }
+        )
+    }
 
     /// The nodes the fault names (one for node faults, two for link faults).
     pub fn nodes(&self) -> Vec<&str> {
@@ -141,7 +180,10 @@ impl Fault {
             | Fault::ClockJump { node, .. }
             | Fault::Drift { node, .. }
             | Fault::Crash { node }
-            | Fault::Restart { node } => vec![node],
+            | Fault::Restart { node }
+            | Fault::PowerLoss { node }
+            | Fault::Shutdown { node }
+            | Fault::Failover { node } => vec![node],
             Fault::Partition { a, b, .. }
             | Fault::Heal { a, b, .. }
             | Fault::Hold { a, b }

@@ -90,6 +90,10 @@ pub enum EventKind {
         value: Option<i64>,
         /// Its version (0 if never written).
         version: u64,
+        /// The reader's fencing token, if any.
+        token: Option<u64>,
+        /// Whether the resource served it (a fenced resource refuses a stale token).
+        accepted: bool,
     },
     /// A fault was applied.
     Fault {

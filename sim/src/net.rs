@@ -6,6 +6,12 @@
 //! or a broken connection drops the connection (the next request reconnects) and is reported as
 //! [`LinkError::Unknown`]: the request may or may not have been applied, which is exactly what a
 //! history's `info` records.
+//!
+//! A link names a host; when that host names a replication group (see
+//! [`crate::deployment::Directory`]), the link connects to the group's current master, as a
+//! Sentinel-aware client does: before each request it checks that its connection still goes to
+//! the current master and reconnects otherwise, and a `READONLY` error reply (a demoted master)
+//! drops the connection too.
 
 use crate::node::Node;
 use redis::aio::MultiplexedConnection;
@@ -75,6 +81,8 @@ struct LinkInner {
     port: u16,
     timeouts: RefCell<LinkTimeouts>,
     connection: RefCell<Option<MultiplexedConnection>>,
+    /// The server the connection goes to.
+    connected_to: RefCell<Option<String>>,
 }
 
 /// A reconnecting connection from a client node to one server (a Redis master or the resource).
@@ -102,6 +110,7 @@ impl RedisLink {
                 port,
                 timeouts: RefCell::new(timeouts),
                 connection: RefCell::new(None),
+                connected_to: RefCell::new(None),
             }),
         }
     }
@@ -109,6 +118,12 @@ impl RedisLink {
     /// The server's host name.
     pub fn host(&self) -> &str {
         &self.inner.host
+    }
+
+    /// The server the link would connect to now (the current master when the host names a
+    /// replication group).
+    pub fn target(&self) -> String {
+        self.inner.node.resolve(&self.inner.host)
     }
 
     /// The node this link belongs to.
@@ -129,9 +144,15 @@ impl RedisLink {
     /// Drops the current connection; the next request reconnects.
     pub fn disconnect(&self) {
         self.inner.connection.borrow_mut().take();
+        self.inner.connected_to.borrow_mut().take();
     }
 
     async fn connect(&self) -> Result<MultiplexedConnection, LinkError> {
+        let target = self.target();
+        if self.inner.connected_to.borrow().as_deref() != Some(target.as_str()) {
+            // The group's master moved: follow it.
+            self.disconnect();
+        }
         if let Some(conn) = self.inner.connection.borrow().as_ref() {
             return Ok(conn.clone());
         }
@@ -143,7 +164,7 @@ impl RedisLink {
         };
         let timeout_ms = self.timeouts().connect_timeout_ms;
         let setup = async {
-            let stream = turmoil::net::TcpStream::connect((host.as_str(), self.inner.port))
+            let stream = turmoil::net::TcpStream::connect((target.as_str(), self.inner.port))
                 .await
                 .map_err(|e| connect_error(e.to_string()))?;
             // redis-rs' own timeouts run on true time; ours run on the node's clock instead.
@@ -163,6 +184,7 @@ impl RedisLink {
             .map_err(|e| connect_error(e.to_string()))??;
         node.spawn(driver);
         *self.inner.connection.borrow_mut() = Some(conn.clone());
+        *self.inner.connected_to.borrow_mut() = Some(target);
         Ok(conn)
     }
 
@@ -190,10 +212,14 @@ impl RedisLink {
                     reason: e.to_string(),
                 })
             }
-            Ok(Err(e)) => Err(LinkError::Server {
-                host,
-                message: server_error_text(&e),
-            }),
+            Ok(Err(e)) => {
+                let message = server_error_text(&e);
+                if message.starts_with("READONLY") {
+                    // A demoted master: ask for the current one on the next request.
+                    self.disconnect();
+                }
+                Err(LinkError::Server { host, message })
+            }
             Ok(Ok(value)) => Ok(value),
         }
     }

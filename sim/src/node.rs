@@ -7,6 +7,7 @@
 //! so that a pause freezes them too.
 
 use crate::clock::NodeClock;
+use crate::deployment::Directory;
 use crate::history::{EventKind, HistoryHandle};
 use crate::pause::{PauseGate, TrueTime};
 use rand_chacha::ChaCha8Rng;
@@ -22,6 +23,7 @@ struct NodeInner {
     time: TrueTime,
     history: HistoryHandle,
     rng: RefCell<ChaCha8Rng>,
+    directory: Directory,
 }
 
 /// A handle to one simulated node. Cheap to clone; not `Send` (a simulation runs on one thread).
@@ -42,7 +44,14 @@ impl std::fmt::Debug for Node {
 pub struct LocalTimeout(pub u64);
 
 impl Node {
-    pub(crate) fn new(name: &str, clock: NodeClock, time: TrueTime, history: HistoryHandle, rng: ChaCha8Rng) -> Self {
+    pub(crate) fn new(
+        name: &str,
+        clock: NodeClock,
+        time: TrueTime,
+        history: HistoryHandle,
+        rng: ChaCha8Rng,
+        directory: Directory,
+    ) -> Self {
         Node {
             inner: Rc::new(NodeInner {
                 name: name.to_string(),
@@ -51,6 +60,7 @@ impl Node {
                 time,
                 history,
                 rng: RefCell::new(rng),
+                directory,
             }),
         }
     }
@@ -78,6 +88,12 @@ impl Node {
     /// The node's clock (to apply faults).
     pub fn clock(&self) -> &NodeClock {
         &self.inner.clock
+    }
+
+    /// The server a client should talk to for `host`: the current master of the replication
+    /// group named `host` (as a Sentinel-aware client asks Sentinel), or `host` itself.
+    pub fn resolve(&self, host: &str) -> String {
+        self.inner.directory.resolve(host)
     }
 
     /// The node's pause gate.

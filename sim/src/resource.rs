@@ -11,8 +11,16 @@
 //! is recorded in the history with its token and value. Values are integers because lockstep's
 //! workload is a counter (so lost updates show); versions count accepted writes per key.
 //!
+//! Reads may carry a token too. When fenced (either mode), a read with a token lower than the
+//! highest seen is rejected, and an accepted read raises the highest token seen: once the holder
+//! of token 10 has read, a delayed write of token 9 can no longer land between that read and
+//! token 10's write (a lost update that write-only fencing lets through). In `strict` mode the
+//! holder's own read does not count against its write: a write must be above every earlier
+//! *write* token and at least every read token.
+//!
 //! Wire protocol (RESP, so redis-rs is the client): `FWRITE key value [token]` answers the new
-//! version or the error `FENCED ...`; `FREAD key` answers `[value or nil, version]`.
+//! version or the error `FENCED ...`; `FREAD key [token]` answers `[value or nil, version]` or
+//! `FENCED ...`.
 
 use crate::history::EventKind;
 use crate::net::{LinkError, LinkTimeouts, RedisLink};
@@ -59,8 +67,10 @@ pub struct Slot {
     pub value: Option<i64>,
     /// Accepted writes so far.
     pub version: u64,
-    /// The highest token accepted so far.
+    /// The highest token seen in an accepted read or write.
     pub highest_token: Option<u64>,
+    /// The highest token of an accepted write.
+    pub highest_write_token: Option<u64>,
 }
 
 /// The outcome of one write attempt.
@@ -94,18 +104,20 @@ impl FencedStore {
     pub fn write(&mut self, key: &str, value: i64, token: Option<u64>) -> WriteVerdict {
         let slot = self.slots.entry(key.to_string()).or_default();
         let before = slot.highest_token;
-        let accepted = match (self.mode, token, before) {
-            (FencingMode::Unfenced, _, _) => true,
-            (_, None, _) => false,
-            (_, Some(_), None) => true,
-            (FencingMode::Fenced, Some(t), Some(h)) => t >= h,
-            (FencingMode::Strict, Some(t), Some(h)) => t > h,
+        let at_least = |t: u64, h: Option<u64>| h.is_none_or(|h| t >= h);
+        let above = |t: u64, h: Option<u64>| h.is_none_or(|h| t > h);
+        let accepted = match (self.mode, token) {
+            (FencingMode::Unfenced, _) => true,
+            (_, None) => false,
+            (FencingMode::Fenced, Some(t)) => at_least(t, before),
+            (FencingMode::Strict, Some(t)) => at_least(t, before) && above(t, slot.highest_write_token),
         };
         if accepted {
             slot.value = Some(value);
             slot.version += 1;
             if let Some(t) = token {
                 slot.highest_token = Some(before.map_or(t, |h| h.max(t)));
+                slot.highest_write_token = Some(slot.highest_write_token.map_or(t, |h| h.max(t)));
             }
         }
         WriteVerdict {
@@ -115,9 +127,26 @@ impl FencedStore {
         }
     }
 
-    /// Reads a key.
+    /// Reads a key without a token (always allowed; changes nothing).
     pub fn read(&self, key: &str) -> Slot {
         self.slots.get(key).copied().unwrap_or_default()
+    }
+
+    /// Reads a key on behalf of the holder of `token`. When fenced, a token below the highest
+    /// seen is refused (`None`), and an accepted one raises the highest seen.
+    pub fn read_fenced(&mut self, key: &str, token: Option<u64>) -> Option<Slot> {
+        if self.mode == FencingMode::Unfenced {
+            return Some(self.read(key));
+        }
+        let Some(t) = token else {
+            return Some(self.read(key));
+        };
+        let slot = self.slots.entry(key.to_string()).or_default();
+        if slot.highest_token.is_some_and(|h| t < h) {
+            return None;
+        }
+        slot.highest_token = Some(slot.highest_token.map_or(t, |h| h.max(t)));
+        Some(*slot)
     }
 
     /// Every key's state, in key order.
@@ -176,21 +205,39 @@ pub(crate) fn handler(node: Node, store: Rc<RefCell<FencedStore>>) -> Handler {
                     ))
                 }
             }
-            ("FREAD", 2) => {
+            ("FREAD", 2 | 3) => {
                 let Some(key) = arg_str(&args[1]) else {
                     return Reply::Error("ERR invalid key".into());
                 };
-                let slot = store.borrow().read(key);
+                let token = match args.get(2) {
+                    None => None,
+                    Some(t) => match parse_int::<u64>(t) {
+                        Some(t) => Some(t),
+                        None => return Reply::Error("ERR token is not an integer or out of range".into()),
+                    },
+                };
+                let highest_before = store.borrow().read(key).highest_token;
+                let read = store.borrow_mut().read_fenced(key, token);
+                let slot = read.unwrap_or_else(|| store.borrow().read(key));
                 node.record(EventKind::ResourceRead {
                     client: peer.to_string(),
                     key: key.to_string(),
                     value: slot.value,
                     version: slot.version,
+                    token,
+                    accepted: read.is_some(),
                 });
-                Reply::Array(Some(vec![
-                    slot.value.map_or(Reply::Bulk(None), Reply::Integer),
-                    Reply::Integer(slot.version as i64),
-                ]))
+                match read {
+                    Some(slot) => Reply::Array(Some(vec![
+                        slot.value.map_or(Reply::Bulk(None), Reply::Integer),
+                        Reply::Integer(slot.version as i64),
+                    ])),
+                    None => Reply::Error(format!(
+                        "FENCED token {} rejected: highest seen is {}",
+                        token.map_or("none".to_string(), |t| t.to_string()),
+                        highest_before.map_or("none".to_string(), |t| t.to_string())
+                    )),
+                }
             }
             // What redis-rs sends while connecting, and health checks.
             ("CLIENT" | "SELECT", _) => Reply::Status("OK".into()),
@@ -249,9 +296,15 @@ impl ResourceClient {
         }
     }
 
-    /// Reads `key`: its value (if any) and version.
-    pub async fn read(&self, key: &str) -> Result<(Option<i64>, u64), LinkError> {
-        self.link.query(redis::cmd("FREAD").arg(key)).await
+    /// Reads `key` (with the reader's fencing token, if any): its value and version, or
+    /// `LinkError::Server` with a `FENCED ...` message when the token is stale.
+    pub async fn read(&self, key: &str, token: Option<u64>) -> Result<(Option<i64>, u64), LinkError> {
+        let mut cmd = redis::cmd("FREAD");
+        cmd.arg(key);
+        if let Some(t) = token {
+            cmd.arg(t);
+        }
+        self.link.query(&cmd).await
     }
 }
 
@@ -268,6 +321,23 @@ mod tests {
         assert!(store.write("k", 3, Some(34)).accepted);
         let slot = store.read("k");
         assert_eq!((slot.value, slot.version, slot.highest_token), (Some(3), 2, Some(34)));
+    }
+
+    #[test]
+    fn a_fenced_read_shuts_out_a_late_write_of_an_older_token() {
+        for mode in [FencingMode::Fenced, FencingMode::Strict] {
+            let mut store = FencedStore::new(mode);
+            assert!(store.write("k", 1, Some(9)).accepted);
+            // Token 10 reads before token 9's delayed write lands: that write must be refused.
+            assert!(store.read_fenced("k", Some(10)).is_some());
+            assert!(!store.write("k", 9, Some(9)).accepted, "{mode:?}");
+            assert!(store.read_fenced("k", Some(8)).is_none(), "a stale reader is refused");
+            // The holder of 10 still writes after its own read, in both modes.
+            assert!(store.write("k", 2, Some(10)).accepted, "{mode:?}");
+        }
+        let mut unfenced = FencedStore::new(FencingMode::Unfenced);
+        assert!(unfenced.read_fenced("k", Some(10)).is_some());
+        assert!(unfenced.write("k", 1, Some(9)).accepted);
     }
 
     #[test]

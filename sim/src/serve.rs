@@ -5,11 +5,17 @@
 //! it. Frames are decoded with `redis-protocol` (see [`crate::redis::codec`]); a malformed frame
 //! gets a protocol error reply and the connection is closed, as Redis does, while the server keeps
 //! serving every other connection.
+//!
+//! A handler answers at once ([`Handler`]) or, for blocking commands such as `WAIT`, may hand back
+//! a future ([`DeferringHandler`], [`Response::Later`]): the connection waits for it before it
+//! reads the next command, as a blocked Redis client does.
 
 use crate::node::Node;
 use crate::redis::{decode_command, encode_reply, Reply};
 use bytes::{Bytes, BytesMut};
 use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use turmoil::net::{TcpListener, TcpStream};
@@ -17,8 +23,25 @@ use turmoil::net::{TcpListener, TcpStream};
 /// What a server does with one command: `(connection id, peer host name, args) -> reply`.
 pub type Handler = Rc<dyn Fn(u64, &str, &[Bytes]) -> Reply>;
 
+/// A reply now, or one that a blocking command gives later.
+pub enum Response {
+    /// The reply.
+    Now(Reply),
+    /// The reply, once the future completes (the connection reads nothing meanwhile).
+    Later(Pin<Box<dyn Future<Output = Reply>>>),
+}
+
+/// What a server with blocking commands does with one command.
+pub type DeferringHandler = Rc<dyn Fn(u64, &str, &[Bytes]) -> Response>;
+
 /// Listens on `port` and serves RESP commands with `handler` until the host is crashed.
 pub async fn serve(node: Node, port: u16, handler: Handler) -> turmoil::Result {
+    let deferring: DeferringHandler = Rc::new(move |conn, peer, args| Response::Now(handler(conn, peer, args)));
+    serve_deferring(node, port, deferring).await
+}
+
+/// Like [`serve`], with a handler that may answer later.
+pub async fn serve_deferring(node: Node, port: u16, handler: DeferringHandler) -> turmoil::Result {
     let listener = TcpListener::bind(("0.0.0.0", port)).await?;
     let next_conn = Rc::new(Cell::new(0u64));
     loop {
@@ -34,14 +57,24 @@ pub async fn serve(node: Node, port: u16, handler: Handler) -> turmoil::Result {
     }
 }
 
-async fn connection(mut stream: TcpStream, conn: u64, peer: &str, handler: Handler) -> std::io::Result<()> {
+async fn connection(mut stream: TcpStream, conn: u64, peer: &str, handler: DeferringHandler) -> std::io::Result<()> {
     let mut input = BytesMut::with_capacity(4096);
     let mut output = BytesMut::with_capacity(4096);
     loop {
         loop {
             match decode_command(&mut input) {
                 Ok(Some(args)) => {
-                    let reply = handler(conn, peer, &args);
+                    let reply = match handler(conn, peer, &args) {
+                        Response::Now(reply) => reply,
+                        Response::Later(future) => {
+                            // Replies go out in order: send what is ready, then block.
+                            if !output.is_empty() {
+                                stream.write_all(&output).await?;
+                                output.clear();
+                            }
+                            future.await
+                        }
+                    };
                     encode_reply(&reply, &mut output);
                 }
                 Ok(None) => break,

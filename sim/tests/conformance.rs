@@ -15,7 +15,8 @@
 //! * against the simulated master, inside one [`World`] per chunk of sequences, from a client
 //!   node over turmoil TCP ([`RedisLink::run`]);
 //! * against a real `redis-server` started by the test on a free loopback port with a temporary
-//!   directory ([`RedisServer`]), over real tokio TCP in its own thread and runtime.
+//!   directory ([`RedisServer`]), over real tokio TCP in its own thread and runtime. It runs with
+//!   `--databases 1`, like the simulated master, and without persistence.
 //!
 //! Each sequence starts from `FLUSHALL` + `SCRIPT FLUSH`. The replies are compared one by one,
 //! exactly, except for what `docs/redis-differences.md` lists as normalised here:
@@ -40,7 +41,8 @@
 //! shrunk version as a [`REGRESSIONS`] entry; reproduce one sequence with
 //! `LOCKSTEP_CONFORMANCE_SEED=<seed> LOCKSTEP_CONFORMANCE_ONLY=<index>`. Fixed differences are
 //! kept in [`REGRESSIONS`], which run first. `LOCKSTEP_CONFORMANCE_CASES` changes the number
-//! of sequences (default [`DEFAULT_CASES`]).
+//! of sequences (default [`DEFAULT_CASES`]); `LOCKSTEP_CONFORMANCE_COVERAGE=1` (with
+//! `--nocapture`) prints the replies seen per command and every distinct error text.
 //!
 //! Without `redis-server` on the `PATH` (or at `$REDIS_SERVER`) the test says so and passes,
 //! except under `CI=true`, where it fails.
@@ -153,6 +155,12 @@ enum Tok {
         m: u32,
         secs: bool,
     },
+    /// The SHA of the `n`-th (modulo) script body sent earlier in the sequence by `EVAL` or
+    /// `SCRIPT LOAD`, so that `EVALSHA` mostly finds something; in upper case if `upper`.
+    SeenSha {
+        n: usize,
+        upper: bool,
+    },
 }
 
 fn lit(s: impl Into<String>) -> Tok {
@@ -163,22 +171,44 @@ fn lit(s: impl Into<String>) -> Tok {
 /// tokens into arguments.
 fn finalize(raw: Vec<Vec<Tok>>) -> Sequence {
     let mut used = BTreeSet::new();
-    raw.into_iter()
-        .map(|cmd| {
-            cmd.into_iter()
-                .map(|tok| match tok {
-                    Tok::Arg(a) => a,
-                    Tok::Rel { mut m, secs } => {
-                        while !used.insert(m) {
-                            m += 1;
-                        }
-                        let v = if secs { u64::from(m) * 10 } else { u64::from(m) * 10_000 };
-                        Arg::Lit(v.to_string())
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = Vec::with_capacity(raw.len());
+    for cmd in raw {
+        let cmd: Cmd = cmd
+            .into_iter()
+            .map(|tok| match tok {
+                Tok::Arg(a) => a,
+                Tok::Rel { mut m, secs } => {
+                    while !used.insert(m) {
+                        m += 1;
                     }
-                })
-                .collect()
-        })
-        .collect()
+                    let v = if secs { u64::from(m) * 10 } else { u64::from(m) * 10_000 };
+                    Arg::Lit(v.to_string())
+                }
+                Tok::SeenSha { n, upper } => {
+                    let body = seen
+                        .get(n % seen.len().max(1))
+                        .map_or(SCRIPTS[n % SCRIPTS.len()], |s| s);
+                    let sha = sha(body);
+                    Arg::Lit(if upper { sha.to_ascii_uppercase() } else { sha })
+                }
+            })
+            .collect();
+        let word = |i: usize| match cmd.get(i) {
+            Some(Arg::Lit(s)) => Some(s.as_str()),
+            _ => None,
+        };
+        let body = match (word(0), word(1)) {
+            (Some(c), Some(body)) if c.eq_ignore_ascii_case("eval") => Some(body),
+            (Some(c), Some(sub)) if c.eq_ignore_ascii_case("script") && sub.eq_ignore_ascii_case("load") => word(2),
+            _ => None,
+        };
+        if let Some(body) = body {
+            seen.push(body.to_string());
+        }
+        out.push(cmd);
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -190,6 +220,11 @@ const KEYS: &[&str] = &["a", "b", "c"];
 /// Values; the numeric ones are harmless as TTLs (they delete, fail, or last 100 000 s).
 const VALUES: &[&str] = &[
     "v1",
+    "010",
+    "-0",
+    "+5",
+    "\u{e9}t\u{e9}",
+    "a\r\nb",
     "v2",
     "0",
     "-7",
@@ -231,8 +266,11 @@ const BAD_RELATIVE: &[&str] = &[
     "9000000000000000",
 ];
 
-/// Absolute times far in the past on both clocks, or invalid.
-const BAD_ABSOLUTE: &[&str] = &["0", "1", "-1", "1000", "abc", "", "9223372036854775807"];
+/// Absolute times far in the past on both clocks, or invalid. (A valid time far in the future,
+/// like `PEXPIREAT k 9223372036854775807`, would give `PTTL`s as far apart as the two clocks.)
+const BAD_ABSOLUTE_MS: &[&str] = &["0", "1", "-1", "1000", "abc", ""];
+/// [`BAD_ABSOLUTE_MS`] in seconds, and one that overflows when converted to ms.
+const BAD_ABSOLUTE_S: &[&str] = &["0", "1", "-1", "1000", "abc", "", "9223372036854775807"];
 
 const RELEASE: &str =
     r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#;
@@ -287,7 +325,7 @@ const SCRIPTS: &[&str] = &[
     "return #KEYS + #ARGV",
     "return {KEYS[1], ARGV[1]}",
     "return tonumber(ARGV[1])",
-    "return math.random(100)",
+    "math.randomseed(7) return {math.random(100), math.random(1, 6), math.random()}",
     "return redis.sha1hex(ARGV[1] or '')",
     r#"return string.format("%d-%s", 7, "x") .. tostring(nil)"#,
     r#"error("boom")"#,
@@ -301,6 +339,48 @@ const SCRIPTS: &[&str] = &[
     "return +",
     "local x =",
     "while true do break end return 'loop'",
+    "return 1e20",
+    "return 0/0",
+    "return -0.5",
+    "return {1e20, -1e20, 2^53}",
+    r#"redis.call("set",KEYS[1],1/0) return redis.call("get",KEYS[1])"#,
+    r#"redis.call("set",KEYS[1],100) return redis.call("get",KEYS[1])"#,
+    r#"redis.call("set",KEYS[1],-0.0) return redis.call("get",KEYS[1])"#,
+    r#"redis.call("set",KEYS[1],0.1) return redis.call("get",KEYS[1])"#,
+    r#"return redis.call("set",KEYS[1],ARGV[1],"EX",ARGV[2])"#,
+    r#"return redis.call("echo",ARGV[1])"#,
+    r#"return redis.call("select",ARGV[1])"#,
+    r#"return redis.call("exists",unpack(ARGV))"#,
+    r#"return redis.call("get",KEYS[1]) .. "x""#,
+    r#"redis.call("set",KEYS[1],"written") error("after write")"#,
+    r#"redis.call("set",KEYS[1],"written") return redis.call("incr",KEYS[1])"#,
+    r#"return tostring(redis.call("pttl",KEYS[1]) > 0)"#,
+    r#"return {ok="a\r\nb"}"#,
+    r#"return {redis.pcall("nosuch"), redis.status_reply("S"), redis.call("ping")}"#,
+    r#"return {pcall(redis.call, "nosuch")}"#,
+    r#"local t = redis.pcall("incr",KEYS[1]) return type(t)"#,
+    r#"return redis.error_reply("")"#,
+    r#"return redis.error_reply("-")"#,
+    r#"return redis.error_reply("line\nbreak")"#,
+    "return redis.error_reply(5)",
+    "return redis.status_reply(5)",
+    "return redis.status_reply('')",
+    "return redis.error_reply()",
+    "error(123)",
+    "error()",
+    "return pcall(error, {err='X y'})",
+    "redis.log(redis.LOG_NOTICE, 'conformance') return 1",
+    "return redis.log(redis.LOG_WARNING)",
+    "return redis.sha1hex(1)",
+    "return redis.sha1hex()",
+    "return redis.setresp(2)",
+    "return redis.setresp(9)",
+    "return redis.REDIS_VERSION_NUM >= 0x070000",
+    "return string.rep('x', 3) .. #ARGV",
+    "return KEYS[3]",
+    "return {ARGV[1], nil, ARGV[2]}",
+    "return tostring(ARGV[1] == KEYS[1])",
+    "local n = tonumber(ARGV[1]) if n then return n * 2 end return 'nan'",
 ];
 
 fn sha(script: &str) -> String {
@@ -355,7 +435,7 @@ fn absolute(secs: bool) -> BoxedStrategy<Tok> {
     prop_oneof![
         6 => (0i64..=6).prop_map(move |n| at(n + 1)),
         2 => (1i64..=3).prop_map(move |n| at(-n)),
-        1 => pick(BAD_ABSOLUTE),
+        1 => pick(if secs { BAD_ABSOLUTE_S } else { BAD_ABSOLUTE_MS }),
     ]
     .boxed()
 }
@@ -454,10 +534,10 @@ fn list_command() -> BoxedStrategy<Vec<Tok>> {
 
 fn misc_command() -> BoxedStrategy<Vec<Tok>> {
     prop_oneof![
-        Just(vec![lit("DBSIZE")]),
         Just(vec![lit("PING")]),
         value().prop_map(|v| vec![lit("PING"), v]),
         value().prop_map(|v| vec![lit("ECHO"), v]),
+        pick(&["0", "1", "x", "-1", "16"]).prop_map(|v| vec![lit("SELECT"), v]),
     ]
     .boxed()
 }
@@ -486,11 +566,16 @@ fn junk_command() -> BoxedStrategy<Vec<Tok>> {
         "LPUSH",
         "LPOP",
         "ECHO",
-        "DBSIZE",
         "FLUSHALL",
         "NOSUCH",
         "GETT",
         "",
+        " GET",
+        "FOO\r\nBAR",
+        "\u{e9}",
+        LONG_NAME,
+        "SELECT",
+        "PING",
     ];
     let word: &'static [&'static str] = &[
         "a", "b", "x", "NX", "GET", "KEEPTTL", "LOAD", "EXISTS", "FLUSH", "KILL", "",
@@ -499,6 +584,10 @@ fn junk_command() -> BoxedStrategy<Vec<Tok>> {
         .prop_map(|(n, args)| cmd_of(vec![vec![n], args]))
         .boxed()
 }
+
+/// An unknown command name longer than the 128 characters Redis quotes.
+const LONG_NAME: &str = "XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX\
+                         XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX";
 
 fn script() -> BoxedStrategy<&'static str> {
     prop_oneof![3 => select(&[RELEASE, EXTEND][..]), 7 => select(SCRIPTS)].boxed()
@@ -525,8 +614,9 @@ fn script_tail() -> BoxedStrategy<Vec<Tok>> {
 
 fn sha_arg() -> BoxedStrategy<Tok> {
     prop_oneof![
-        7 => script().prop_map(|s| lit(sha(s))),
-        1 => script().prop_map(|s| lit(sha(s).to_ascii_uppercase())),
+        6 => (0usize..8).prop_map(|n| Tok::SeenSha { n, upper: false }),
+        1 => (0usize..8).prop_map(|n| Tok::SeenSha { n, upper: true }),
+        2 => script().prop_map(|s| lit(sha(s))),
         2 => pick(&["0123456789012345678901234567890123456789", "abc", ""]),
     ]
     .boxed()
@@ -549,7 +639,12 @@ fn script_command() -> BoxedStrategy<Vec<Tok>> {
             .prop_map(|(n, shas)| cmd_of(vec![vec![lit("SCRIPT"), n], shas])),
         1 => (name("FLUSH"), proptest::option::of(pick(&["SYNC", "async", "NOW"])))
             .prop_map(|(n, o)| cmd_of(vec![vec![lit("SCRIPT"), n], o.into_iter().collect()])),
-        1 => pick(&["KILL", "NOPE", "DEBUG"]).prop_map(|s| vec![lit("SCRIPT"), s]),
+        // Never `SCRIPT DEBUG x`: Redis refuses it while replies are pending, as in a pipeline.
+        1 => prop_oneof![
+            pick(&["KILL", "NOPE", "DEBUG", "HELP!"]).prop_map(|s| vec![lit("SCRIPT"), s]),
+            Just(vec![lit("SCRIPT"), lit("DEBUG"), lit("NO"), lit("x")]),
+            Just(vec![lit("SCRIPT"), lit("KILL"), lit("x")]),
+        ],
     ]
     .boxed()
 }
@@ -603,7 +698,51 @@ fn generate(seed: u64, index: usize) -> Sequence {
 
 /// Shrunk sequences on which the two servers once disagreed, kept as permanent cases: `(what
 /// it caught, commands)`. `{ms+N}` / `{s+N}` are absolute times relative to the sequence's base.
-const REGRESSIONS: &[(&str, &[&[&str]])] = &[];
+const REGRESSIONS: &[(&str, &[&[&str]])] = &[
+    (
+        "SCRIPT KILL and SCRIPT DEBUG were unknown subcommands",
+        &[
+            &["SCRIPT", "KILL"],
+            &["SCRIPT", "DEBUG"],
+            &["SCRIPT", "KILL", "x"],
+            &["SCRIPT", "DEBUG", "NO", "x"],
+        ],
+    ),
+    (
+        "reading an undefined global lacked Redis' `user_script:1: ` position",
+        &[&["EVAL", "return undefined_var", "0"]],
+    ),
+    (
+        "a Lua number at or above 2^63 became i64::MAX; x86-64 Redis answers i64::MIN",
+        &[
+            &["EVAL", "return tonumber(ARGV[1])", "0", "9223372036854775807"],
+            &["SET", "a", "9223372036854775806"],
+            &["EVAL", "return redis.call(\"incr\",KEYS[1])", "1", "a"],
+            &["EVAL", "return 0/0", "0"],
+        ],
+    ),
+    (
+        "SELECT with a number outside `int` has its own error",
+        &[&[
+            "EVAL",
+            "return redis.call(\"select\",ARGV[1])",
+            "0",
+            "9223372036854775807",
+        ]],
+    ),
+    (
+        "SET with a past EXAT/PXAT leaves nothing visible (DBSIZE itself is a documented difference)",
+        &[
+            &["SET", "a", "v1", "EXAT", "{s-15}"],
+            &["SET", "b", "v1", "PXAT", "{ms-15000}", "GET"],
+            &["EXISTS", "a", "b"],
+            &["PTTL", "a"],
+            &["SET", "c", "v1", "PXAT", "{ms+15000}"],
+            &["PTTL", "c"],
+            &["TTL", "c"],
+        ],
+    ),
+];
 
 fn regression_sequences() -> Vec<Sequence> {
     REGRESSIONS
@@ -645,6 +784,9 @@ fn pipeline(seq: &Sequence, base_s: i64) -> redis::Pipeline {
 
 /// Sends one pipeline; every reply, errors included, comes back as a value.
 async fn run_pipeline(mut conn: MultiplexedConnection, pipe: redis::Pipeline) -> redis::RedisResult<Vec<Value>> {
+    if pipe.is_empty() {
+        return Ok(Vec::new());
+    }
     pipe.query_async::<Vec<Value>>(&mut conn).await
 }
 
@@ -745,6 +887,8 @@ impl RedisServer {
                 "",
                 "--appendonly",
                 "no",
+                "--databases",
+                "1",
             ])
             .arg("--dir")
             .arg(&dir)
@@ -861,6 +1005,50 @@ fn first_mismatch(seq: &Sequence, sim: &[Value], real: &[Value]) -> Option<(usiz
     })
 }
 
+/// What the sequences exercised: replies per command and kind, and every distinct error text
+/// (with the script SHA cut off), in a deterministic order.
+fn coverage(seqs: &[Sequence], replies: &[Vec<Value>]) -> String {
+    use std::collections::BTreeMap;
+    let mut kinds: BTreeMap<(String, &str), usize> = BTreeMap::new();
+    let mut errors: BTreeMap<String, usize> = BTreeMap::new();
+    for (seq, got) in seqs.iter().zip(replies) {
+        for (cmd, v) in seq.iter().zip(got) {
+            let name = cmd
+                .first()
+                .map_or_else(String::new, |a| a.to_string().to_ascii_uppercase());
+            let kind = match v {
+                Value::Nil => "nil",
+                Value::Int(_) => "integer",
+                Value::BulkString(_) => "bulk",
+                Value::Okay | Value::SimpleString(_) => "status",
+                Value::Array(_) => "array",
+                Value::ServerError(e) => {
+                    let text = format!("{} {}", e.code(), e.details().unwrap_or(""));
+                    let end = [" script: ", ", with args"]
+                        .iter()
+                        .filter_map(|cut| text.find(cut))
+                        .min()
+                        .unwrap_or(text.len());
+                    let text = text[..end].to_string();
+                    *errors.entry(text).or_default() += 1;
+                    "error"
+                }
+                _ => "other",
+            };
+            *kinds.entry((name, kind)).or_default() += 1;
+        }
+    }
+    let mut out = String::from("replies by command and kind:\n");
+    for ((name, kind), n) in &kinds {
+        out.push_str(&format!("  {n:>7}  {name:.40} -> {kind}\n"));
+    }
+    out.push_str(&format!("{} distinct error texts:\n", errors.len()));
+    for (text, n) in &errors {
+        out.push_str(&format!("  {n:>7}  {text:.160}\n"));
+    }
+    out
+}
+
 fn env_u64(name: &str) -> Option<u64> {
     let raw = std::env::var(name).ok()?;
     let parsed = match raw.strip_prefix("0x") {
@@ -870,7 +1058,8 @@ fn env_u64(name: &str) -> Option<u64> {
     Some(parsed.unwrap_or_else(|_| panic!("{name}={raw} is not a number")))
 }
 
-/// Shrinks failing sequence `index` with proptest's value tree, re-running both sides.
+/// Shrinks failing sequence `index` with proptest's value tree, re-running both sides, then
+/// drops the commands the failure does not need.
 fn shrink(seed: u64, index: usize, real: &mut RealClient) -> Sequence {
     let mut tree = sequence()
         .new_tree(&mut runner_for(seed, index))
@@ -895,6 +1084,14 @@ fn shrink(seed: u64, index: usize, real: &mut RealClient) -> Sequence {
             }
         } else if !tree.complicate() {
             break;
+        }
+    }
+    // The strategy keeps at least 10 commands; drop any command the failure does not need.
+    for i in (0..smallest.len()).rev() {
+        let mut candidate = smallest.clone();
+        candidate.remove(i);
+        if fails(&candidate) {
+            smallest = candidate;
         }
     }
     smallest
@@ -931,15 +1128,18 @@ fn simulated_master_agrees_with_redis_server() {
     let commands: usize = generated.iter().map(Vec::len).sum();
     let generated_in = started.elapsed();
 
-    // The real server in its own thread, the simulation in this one.
-    let real_seqs = seqs.clone();
-    let real_thread = std::thread::spawn(move || {
-        let mut client = RealClient::connect(server.port);
-        let replies = client.run(&real_seqs);
-        (server, client, replies)
+    // The real server in its own thread, the simulation in this one. The scope joins the thread
+    // even if the simulation panics, so `server` is only dropped (killed) after its last use.
+    let port = server.port;
+    let (sim_replies, (mut real_client, real_replies)) = std::thread::scope(|scope| {
+        let real = scope.spawn(|| {
+            let mut client = RealClient::connect(port);
+            let replies = client.run(&seqs);
+            (client, replies)
+        });
+        let sim = run_simulated(&seqs, seed);
+        (sim, real.join().expect("real-server thread"))
     });
-    let sim_replies = run_simulated(&seqs, seed);
-    let (server, mut real_client, real_replies) = real_thread.join().expect("real-server thread");
     let ran_in = started.elapsed();
 
     let mut failures = Vec::new();
@@ -956,6 +1156,9 @@ fn simulated_master_agrees_with_redis_server() {
         commands as f64 / generated.len().max(1) as f64,
         failures.len()
     );
+    if std::env::var_os("LOCKSTEP_CONFORMANCE_COVERAGE").is_some() {
+        eprintln!("{}", coverage(&seqs, &real_replies));
+    }
     if failures.is_empty() {
         drop(server);
         return;

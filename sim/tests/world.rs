@@ -54,7 +54,7 @@ fn a_real_redis_rs_client_runs_every_command_over_simulated_tcp() {
     world
         .add_client("c", ClockSpec::default(), move |node| async move {
             let redis = link(&node, "redis-1", 1_000);
-            let mut push = |s: String| out.borrow_mut().push(s);
+            let push = |s: String| out.borrow_mut().push(s);
             push(format!("{:?}", redis.query::<String>(&redis::cmd("PING")).await));
             push(format!(
                 "{:?}",
@@ -203,8 +203,8 @@ fn a_wall_clock_jump_expires_a_key_on_that_node_only() {
             }
             sleep_until_true_ms(&node, 1_100).await;
             for r in [&r1, &r2] {
-                out.borrow_mut()
-                    .push(r.query(redis::cmd("EXISTS").arg("lock")).await.unwrap());
+                let exists = r.query(redis::cmd("EXISTS").arg("lock")).await.unwrap();
+                out.borrow_mut().push(exists);
             }
         })
         .unwrap();
@@ -361,6 +361,7 @@ fn the_resource_judges_tokens_over_the_network() {
         let mut world = fixed_latency_world(5);
         world.add_resource("resource", mode, ClockSpec::default()).unwrap();
         let outcomes: Rc<RefCell<Vec<bool>>> = Rc::default();
+        #[allow(clippy::type_complexity)]
         let read: Rc<RefCell<Option<(Option<i64>, u64)>>> = Rc::default();
         let (out, rd) = (outcomes.clone(), read.clone());
         world
@@ -371,7 +372,7 @@ fn the_resource_judges_tokens_over_the_network() {
                     let outcome = resource.write("k", value, Some(token)).await.unwrap();
                     out.borrow_mut().push(matches!(outcome, WriteOutcome::Accepted { .. }));
                 }
-                *rd.borrow_mut() = Some(resource.read("k").await.unwrap());
+                *rd.borrow_mut() = Some(resource.read("k", None).await.unwrap());
             })
             .unwrap();
         world.run(&FaultPlan::default()).unwrap();

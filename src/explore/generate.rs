@@ -13,6 +13,16 @@
 //! Lock-aware mode aims faults where locks break: pauses that straddle a lease expiry (lengths
 //! around the TTL), clock jumps on masters of half to twice the TTL (inside a validity window),
 //! and short partitions between clients and masters while clients acquire.
+//!
+//! Deployment faults: `crash` stops a Redis server (a master, or a replica when the template has
+//! some) and restarts it after a window (the server's own restart delay may hold it down longer);
+//! `power-loss` does the same with a power loss, and is only offered when some master runs
+//! `aof-everysec` (elsewhere it is a crash); `failover` forces a failover of a master that has
+//! replicas, and is only offered when one has. `rolling-restart` shuts down and restarts every
+//! master in turn, `gap_ms` apart (an operator's rolling restart; without persistence each comes
+//! back empty), and is only offered with two masters or more; lock-aware, the whole roll fits in
+//! a TTL. Kinds a template cannot use generate nothing, so
+//! the cases of templates without persistence or replicas are the same as before these kinds.
 
 use lockstep_sim::{Fault, FaultPlan, ScheduledFault, Seed};
 use proptest::prelude::*;
@@ -30,6 +40,9 @@ pub const GENERATED_KINDS: &[&str] = &[
     "latency",
     "loss",
     "crash",
+    "power-loss",
+    "failover",
+    "rolling-restart",
 ];
 
 /// One generated fault; windows carry their length so they shrink as one fault.
@@ -109,14 +122,41 @@ pub enum GenFault {
         /// Per-message break probability, ppm.
         rate_ppm: u32,
     },
-    /// Crash a master and restart it (empty) later.
+    /// Crash a Redis server and restart it later (with what its persistence kept).
     Crash {
-        /// When.
+        /// When, true ms.
         at_ms: u64,
-        /// Which master.
+        /// Which server.
         node: String,
         /// How long it stays down.
         down_ms: u64,
+    },
+    /// Cut a Redis server's power (unsynced AOF writes are lost) and restart it later.
+    PowerLoss {
+        /// When, true ms.
+        at_ms: u64,
+        /// Which server.
+        node: String,
+        /// How long it stays down.
+        down_ms: u64,
+    },
+    /// Shut down and restart every master in turn.
+    RollingRestart {
+        /// When the first master stops, true ms.
+        at_ms: u64,
+        /// Between one master's stop and the next one's.
+        gap_ms: u64,
+        /// How long each stays down.
+        down_ms: u64,
+        /// The masters, in order.
+        nodes: Vec<String>,
+    },
+    /// Force a failover of a master's replication group.
+    Failover {
+        /// When, true ms.
+        at_ms: u64,
+        /// The group (its original master's name).
+        node: String,
     },
 }
 
@@ -132,6 +172,9 @@ impl GenFault {
             GenFault::Latency { .. } => "latency",
             GenFault::Loss { .. } => "loss",
             GenFault::Crash { .. } => "crash",
+            GenFault::PowerLoss { .. } => "power-loss",
+            GenFault::Failover { .. } => "failover",
+            GenFault::RollingRestart { .. } => "rolling-restart",
         }
     }
 
@@ -141,7 +184,10 @@ impl GenFault {
             GenFault::Pause { node, .. }
             | GenFault::ClockJump { node, .. }
             | GenFault::Drift { node, .. }
-            | GenFault::Crash { node, .. } => vec![node],
+            | GenFault::Crash { node, .. }
+            | GenFault::PowerLoss { node, .. }
+            | GenFault::Failover { node, .. } => vec![node],
+            GenFault::RollingRestart { nodes, .. } => nodes.iter().map(String::as_str).collect(),
             GenFault::Partition { a, b, .. }
             | GenFault::Hold { a, b, .. }
             | GenFault::Latency { a, b, .. }
@@ -198,6 +244,27 @@ impl GenFault {
                 at(at_ms, Fault::Crash { node: node.clone() }),
                 at(at_ms + down_ms, Fault::Restart { node }),
             ],
+            GenFault::PowerLoss { at_ms, node, down_ms } => vec![
+                at(at_ms, Fault::PowerLoss { node: node.clone() }),
+                at(at_ms + down_ms, Fault::Restart { node }),
+            ],
+            GenFault::Failover { at_ms, node } => vec![at(at_ms, Fault::Failover { node })],
+            GenFault::RollingRestart {
+                at_ms,
+                gap_ms,
+                down_ms,
+                nodes,
+            } => nodes
+                .into_iter()
+                .enumerate()
+                .flat_map(|(i, node)| {
+                    let stop = at_ms + i as u64 * gap_ms;
+                    [
+                        at(stop, Fault::Shutdown { node: node.clone() }),
+                        at(stop + down_ms, Fault::Restart { node }),
+                    ]
+                })
+                .collect(),
         }
     }
 }
@@ -238,6 +305,12 @@ pub struct Topology {
     pub duration_ms: u64,
     /// The lock's TTL, ms.
     pub ttl_ms: u64,
+    /// Every replica's name (crash targets besides the masters).
+    pub replicas: Vec<String>,
+    /// Masters that run `aof-everysec` (where a power loss loses more than a crash).
+    pub everysec: Vec<String>,
+    /// Masters with replicas (what a failover can target).
+    pub replicated: Vec<String>,
 }
 
 /// Which fault kinds may be switched on, and their upper strengths.
@@ -364,8 +437,33 @@ fn fault_strategy(kind: &str, topo: &Topology, p: &FaultProfile) -> Option<Boxed
         "loss" => (at, pick(&clients), pick(&servers), 0..=p.loss_ppm_max)
             .prop_map(|(at_ms, a, b, rate_ppm)| GenFault::Loss { at_ms, a, b, rate_ppm })
             .boxed(),
-        "crash" => (at, pick(&masters), 1..=window_max)
-            .prop_map(|(at_ms, node, down_ms)| GenFault::Crash { at_ms, node, down_ms })
+        "crash" => {
+            let mut servers = masters.clone();
+            servers.extend(topo.replicas.iter().cloned());
+            (at, pick(&servers), 1..=window_max)
+                .prop_map(|(at_ms, node, down_ms)| GenFault::Crash { at_ms, node, down_ms })
+                .boxed()
+        }
+        "power-loss" if !topo.everysec.is_empty() => (at, pick(&topo.everysec), 1..=window_max)
+            .prop_map(|(at_ms, node, down_ms)| GenFault::PowerLoss { at_ms, node, down_ms })
+            .boxed(),
+        "rolling-restart" if masters.len() >= 2 => {
+            let (gap_max, down_max) = if p.lock_aware {
+                ((ttl / masters.len() as u64).max(1), (ttl / 4).max(1))
+            } else {
+                (window_max, window_max)
+            };
+            (at, 1..=gap_max, 1..=down_max)
+                .prop_map(move |(at_ms, gap_ms, down_ms)| GenFault::RollingRestart {
+                    at_ms,
+                    gap_ms,
+                    down_ms,
+                    nodes: masters.clone(),
+                })
+                .boxed()
+        }
+        "failover" if !topo.replicated.is_empty() => (at, pick(&topo.replicated))
+            .prop_map(|(at_ms, node)| GenFault::Failover { at_ms, node })
             .boxed(),
         _ => return None,
     })
@@ -388,7 +486,7 @@ pub fn case_strategy(topo: &Topology, profile: &FaultProfile) -> BoxedStrategy<E
         .boxed();
     }
     let kind_count = kinds.len();
-    let kinds = std::sync::Arc::new(kinds);
+    let kinds = std::rc::Rc::new(kinds);
     // Swarm: a non-empty subset of the kinds is on for this seed.
     proptest::sample::subsequence((0..kind_count).collect::<Vec<_>>(), 1..=kind_count)
         .prop_flat_map(move |on| {

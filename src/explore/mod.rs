@@ -11,7 +11,7 @@ pub mod summary;
 
 use crate::checker::Verdict;
 use crate::liveness::liveness;
-use crate::run::{run_scenario, ScenarioRun, RESOURCE_NODE};
+use crate::run::{run_scenario, run_with_lock, LockFactory, ScenarioRun, RESOURCE_NODE};
 use crate::scenario::Scenario;
 use generate::{case_strategy, case_tree, ExploreCase, FaultProfile, Topology};
 use lockstep_sim::Seed;
@@ -92,6 +92,23 @@ pub fn topology(template: &Scenario) -> Topology {
         resource: RESOURCE_NODE.to_string(),
         duration_ms: template.duration_ms,
         ttl_ms: template.lock.ttl_ms,
+        replicas: template
+            .masters
+            .iter()
+            .flat_map(|m| template.replicas_of(&m.name))
+            .collect(),
+        everysec: template
+            .masters
+            .iter()
+            .filter(|m| template.master_setup(&m.name).persistence == lockstep_sim::Persistence::AofEverysec)
+            .map(|m| m.name.clone())
+            .collect(),
+        replicated: template
+            .masters
+            .iter()
+            .filter(|m| !template.replicas_of(&m.name).is_empty())
+            .map(|m| m.name.clone())
+            .collect(),
     }
 }
 
@@ -107,12 +124,54 @@ pub fn case_scenario(template: &Scenario, case: &ExploreCase, seed: u64) -> Scen
     scenario
 }
 
-/// Runs `scenario`, turning a panic anywhere (user lock code included) into an error.
-pub fn run_guarded(scenario: &Scenario) -> Result<ScenarioRun, String> {
-    match catch_unwind(AssertUnwindSafe(|| run_scenario(scenario, None))) {
-        Ok(Ok(run)) => Ok(run),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(panic) => Err(panic_message(&panic)),
+thread_local! {
+    /// The first panic message seen on this thread since the last [`run_guarded`] began.
+    static FIRST_PANIC: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Chains a panic hook that remembers, per thread, the first panic's message and location.
+///
+/// A panic inside a simulated node is caught by the node's runtime and resurfaces as a generic
+/// "a spawned task panicked" error; the hook keeps the user's own message for the report.
+fn install_panic_capture() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let payload = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(non-text panic payload)".to_string());
+            let location = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+            FIRST_PANIC.with(|first| {
+                first.borrow_mut().get_or_insert_with(|| format!("{payload}{location}"));
+            });
+            previous(info);
+        }));
+    });
+}
+
+/// Builds a user lock factory on a worker thread (factories are not `Send`, makers are).
+pub type FactoryMaker = dyn Fn() -> LockFactory + Sync;
+
+/// Runs `scenario` with the built-in algorithm it names, or with `factory`'s lock, turning a
+/// panic anywhere (user lock code included) into an error.
+pub fn run_guarded(scenario: &Scenario, factory: Option<&LockFactory>) -> Result<ScenarioRun, String> {
+    let run = || match factory {
+        Some(factory) => run_with_lock(scenario, None, factory.clone()),
+        None => run_scenario(scenario, None),
+    };
+    install_panic_capture();
+    FIRST_PANIC.with(|first| first.borrow_mut().take());
+    let outcome = catch_unwind(AssertUnwindSafe(run));
+    let first_panic = FIRST_PANIC.with(|first| first.borrow_mut().take());
+    match (outcome, first_panic) {
+        (Ok(Ok(run)), _) => Ok(run),
+        (_, Some(message)) => Err(format!("panicked: {message}")),
+        (Ok(Err(e)), None) => Err(e.to_string()),
+        (Err(panic), None) => Err(panic_message(&panic)),
     }
 }
 
@@ -154,14 +213,15 @@ fn explore_seed(
     strategy: &proptest::strategy::BoxedStrategy<ExploreCase>,
     seed: u64,
     per_10k: u64,
+    factory: Option<&LockFactory>,
 ) -> SeedOutcome {
     let case = case_tree(seed, strategy).current();
     let scenario = case_scenario(template, &case, seed);
-    let run = match run_guarded(&scenario) {
+    let run = match run_guarded(&scenario, factory) {
         Ok(run) => run,
         Err(message) => return SeedOutcome::Error { seed, message },
     };
-    let determinism = in_determinism_sample(seed, per_10k).then(|| match run_guarded(&scenario) {
+    let determinism = in_determinism_sample(seed, per_10k).then(|| match run_guarded(&scenario, factory) {
         Ok(again) if again.digest == run.digest => Ok(()),
         Ok(again) => Err(match run.history.first_divergence(&again.history) {
             Some((i, a, b)) => format!(
@@ -243,8 +303,14 @@ impl Progress {
     }
 }
 
-/// Explores `template` over the configured seeds.
+/// Explores `template` over the configured seeds with the built-in algorithm it names.
 pub fn explore(template: &Scenario, config: &ExploreConfig) -> ExploreSummary {
+    explore_with_lock(template, config, None)
+}
+
+/// Explores `template` with a user-written lock (`maker` builds its factory on each worker).
+/// A panic in the lock's code is reported as that seed's error; the exploration goes on.
+pub fn explore_with_lock(template: &Scenario, config: &ExploreConfig, maker: Option<&FactoryMaker>) -> ExploreSummary {
     let seeds = shard_seeds(config);
     let total = seeds.len() as u64;
     let mut summary = ExploreSummary::new(&template.name, template.lock.algorithm.name());
@@ -261,13 +327,14 @@ pub fn explore(template: &Scenario, config: &ExploreConfig) -> ExploreSummary {
             scope.spawn(move || {
                 // Strategies are not `Send`: each worker builds its own from the same profile.
                 let strategy = case_strategy(topo, &config.profile);
+                let factory = maker.map(|make| make());
                 loop {
                     if config.time_limit.is_some_and(|limit| started.elapsed() >= limit) {
                         return;
                     }
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(&seed) = seeds.get(i) else { return };
-                    let outcome = explore_seed(template, &strategy, seed, config.determinism_per_10k);
+                    let outcome = explore_seed(template, &strategy, seed, config.determinism_per_10k, factory.as_ref());
                     if sender.send(outcome).is_err() {
                         return;
                     }

@@ -55,6 +55,25 @@
 //! | `offset_ms` | integer | `0`      | wall-clock offset from true time (may be negative) |
 //! | `drift_ppm` | integer | `0`      | clock rate error in parts per million; > −1000000 |
 //!
+//! ### Deployment keys
+//!
+//! How each master is deployed (see [`lockstep_sim::deployment`]). Written on `[topology]` they
+//! are the defaults of every master (also with `masters = N`); written on a
+//! `[[topology.master]]` they override the default for that master.
+//!
+//! | key                   | type    | default       | meaning |
+//! |-----------------------|---------|---------------|---------|
+//! | `persistence`         | string  | `"none"`      | `none` (a stopped master comes back empty), `aof-everysec` (a power loss loses the writes since the last fsync, once a second), `aof-always` (nothing acknowledged is lost) |
+//! | `restart_delay_ms`    | integer | `0`           | after a stop, a `restart` keeps the server down until this long after the stop |
+//! | `restart_delay_clock` | string  | `"monotonic"` | the clock that times the delay, on the server itself: `monotonic` or `wall` (a wall-clock jump cuts it short) |
+//! | `replicas`            | integer | `0`           | replicas named `<master>-replica-1` …; ≤ 16 |
+//! | `replica_offset_ms`   | integer | `0`           | the replicas' wall-clock offset (keys expire by each replica's own clock) |
+//! | `replication_lag_ms`  | integer | `0`           | delay before a write applies on the replicas; needs `replicas` |
+//! | `failover_after_ms`   | integer | none          | a Sentinel promotes a replica once the master has been unreachable (down or paused) this long; ≥ 1; needs `replicas` |
+//!
+//! Clients name a master by its (group) name and always reach the group's current master, as
+//! Sentinel-aware clients do. Replicas share their master's persistence and restart settings.
+//!
 //! The resource node is always named `resource`. Node names are made of `A-Z a-z 0-9 - _ .`,
 //! and `resource`, `net` and `world` are reserved.
 //!
@@ -122,8 +141,11 @@
 //! | `release`    | `a`, `b` — deliver the held messages, stop holding |
 //! | `latency`    | `a`, `b`, `latency_ms` — fix the link's one-way delay |
 //! | `loss`       | `a`, `b`, `rate_ppm` (≤ 1000000) — per-message probability that the link breaks |
-//! | `crash`      | `node` — a master only: stop it and lose its memory |
-//! | `restart`    | `node` — a master only: restart it empty |
+//! | `crash`      | `node` — a master or replica: the process dies (memory lost; the AOF survives) |
+//! | `power-loss` | `node` — a master or replica: its machine dies (`aof-everysec` also loses the writes since the last fsync) |
+//! | `shutdown`   | `node` — a master or replica: clean stop (with AOF nothing is lost) |
+//! | `restart`    | `node` — a master or replica: start it (after its `restart_delay_ms`); a running one restarts cleanly |
+//! | `failover`   | `node` — a master with replicas, or a replica: promote the group's best replica now |
 //!
 //! Every node named must exist; a link needs two different nodes.
 //!
@@ -131,6 +153,33 @@
 //!
 //! The expected verdict of each checker, `valid`, `invalid` or `unknown`. Keys: the checkers of
 //! [`CHECKERS`] (`mutual-exclusion`, `stale-write`, `lost-update`, `token-order`); all optional.
+//!
+//! ## `[explore]` (optional)
+//!
+//! `lockstep ci` explores the scenario over many seeds: the file is the template, its own
+//! `[[fault]]`s are replaced by faults generated from each seed (see [`crate::explore`]).
+//!
+//! | key          | type             | default   | meaning |
+//! |--------------|------------------|-----------|---------|
+//! | `seeds`      | integer          | `100`     | seeds `0..seeds` are explored; 1 ≤ N ≤ 1000000 |
+//! | `kinds`      | array of strings | all       | the fault kinds that may be generated: `pause`, `clock-jump`, `drift`, `partition`, `hold`, `latency`, `loss`, `crash`; not empty, no repeats |
+//! | `faults_max` | integer          | `4`       | at most this many generated faults per seed; 1 ≤ N ≤ 64 |
+//! | `lock_aware` | bool             | `false`   | aim faults where locks break (pauses around the TTL, clock jumps inside validity windows) |
+//!
+//! `[explore.expect]` gives, per checker, what the exploration must find:
+//! `"some-invalid"` (at least one seed violates it) or `"none-invalid"` (no seed does). A seed
+//! that cannot be judged (the world failed) always fails the gate.
+//!
+//! ```toml
+//! [explore]
+//! seeds = 200
+//! kinds = ["pause"]
+//! lock_aware = true
+//!
+//! [explore.expect]
+//! mutual-exclusion = "some-invalid"
+//! stale-write = "none-invalid"
+//! ```
 //!
 //! # Example
 //!
@@ -165,6 +214,7 @@
 //! mutual-exclusion = "invalid"
 //! ```
 
+mod exploration;
 mod locate;
 mod raw;
 mod resolve;
@@ -173,7 +223,8 @@ mod tests;
 mod write;
 
 use crate::checker::Verdict;
-use lockstep_sim::{ClockSpec, FaultPlan, FencingMode, WorldConfig};
+pub use exploration::{ExploreExpect, ExploreSpec, DEFAULT_EXPLORE_SEEDS, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS};
+use lockstep_sim::{ClockSpec, FaultPlan, FencingMode, MasterSetup, WorldConfig};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -217,6 +268,11 @@ pub struct Scenario {
     pub faults: FaultPlan,
     /// The expected verdict per checker name (a subset of [`CHECKERS`]).
     pub expect: BTreeMap<String, Verdict>,
+    /// How each master is deployed, by master name (an entry for every master; its `clock` is
+    /// the master's).
+    pub deployment: BTreeMap<String, MasterSetup>,
+    /// The `[explore]` block: how `lockstep ci` explores this scenario, if it does.
+    pub explore: Option<ExploreSpec>,
 }
 
 /// Message delays of the simulated network.
@@ -611,11 +667,26 @@ impl Scenario {
         }
     }
 
-    /// Every node's name: the masters, then [`RESOURCE_NODE`], then the clients.
+    /// How master `name` is deployed (the defaults, with its clock, if it has no entry).
+    pub fn master_setup(&self, name: &str) -> MasterSetup {
+        let clock = self.masters.iter().find(|m| m.name == name).map(NodeSpec::clock);
+        let mut setup = self.deployment.get(name).cloned().unwrap_or_default();
+        setup.clock = clock.unwrap_or(setup.clock);
+        setup
+    }
+
+    /// The names of master `name`'s replicas.
+    pub fn replicas_of(&self, name: &str) -> Vec<String> {
+        let count = self.deployment.get(name).map_or(0, |d| d.replicas);
+        (1..=count).map(|i| lockstep_sim::replica_name(name, i)).collect()
+    }
+
+    /// Every node's name: the masters (each followed by its replicas), then [`RESOURCE_NODE`],
+    /// then the clients.
     pub fn node_names(&self) -> Vec<String> {
         self.masters
             .iter()
-            .map(|m| m.name.clone())
+            .flat_map(|m| std::iter::once(m.name.clone()).chain(self.replicas_of(&m.name)))
             .chain(std::iter::once(RESOURCE_NODE.to_string()))
             .chain(self.clients.iter().map(|c| c.name.clone()))
             .collect()

@@ -3,7 +3,7 @@
 
 use super::{Algorithm, ClockKind, Fencing, WorkMs};
 use crate::checker::Verdict;
-use lockstep_sim::FencingMode;
+use lockstep_sim::{DelayClock, FencingMode, Persistence};
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -24,6 +24,17 @@ pub(super) struct RawScenario {
     /// Checked table by table in `resolve`, so errors name the fault's own keys.
     pub fault: Option<Vec<toml::Table>>,
     pub expect: Option<BTreeMap<String, Verdict>>,
+    pub explore: Option<RawExplore>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawExplore {
+    pub seeds: Option<u64>,
+    pub kinds: Option<Vec<String>>,
+    pub faults_max: Option<u64>,
+    pub lock_aware: Option<bool>,
+    pub expect: Option<BTreeMap<String, super::ExploreExpect>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -40,6 +51,55 @@ pub(super) struct RawTopology {
     pub master: Option<Vec<RawNode>>,
     pub clients: Option<u64>,
     pub resource: Option<FencingMode>,
+    /// Deployment defaults for every master (see `RawDeployment`).
+    pub persistence: Option<Persistence>,
+    pub restart_delay_ms: Option<u64>,
+    pub restart_delay_clock: Option<DelayClock>,
+    pub replicas: Option<u32>,
+    pub replica_offset_ms: Option<i64>,
+    pub replication_lag_ms: Option<u64>,
+    pub failover_after_ms: Option<u64>,
+}
+
+/// A master's deployment keys as written, on `[topology]` (defaults) or on one
+/// `[[topology.master]]` (overrides).
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct RawDeployment {
+    pub persistence: Option<Persistence>,
+    pub restart_delay_ms: Option<u64>,
+    pub restart_delay_clock: Option<DelayClock>,
+    pub replicas: Option<u32>,
+    pub replica_offset_ms: Option<i64>,
+    pub replication_lag_ms: Option<u64>,
+    pub failover_after_ms: Option<u64>,
+}
+
+impl RawTopology {
+    pub fn deployment(&self) -> RawDeployment {
+        RawDeployment {
+            persistence: self.persistence,
+            restart_delay_ms: self.restart_delay_ms,
+            restart_delay_clock: self.restart_delay_clock,
+            replicas: self.replicas,
+            replica_offset_ms: self.replica_offset_ms,
+            replication_lag_ms: self.replication_lag_ms,
+            failover_after_ms: self.failover_after_ms,
+        }
+    }
+}
+
+impl RawNode {
+    pub fn deployment(&self) -> RawDeployment {
+        RawDeployment {
+            persistence: self.persistence,
+            restart_delay_ms: self.restart_delay_ms,
+            restart_delay_clock: self.restart_delay_clock,
+            replicas: self.replicas,
+            replica_offset_ms: self.replica_offset_ms,
+            replication_lag_ms: self.replication_lag_ms,
+            failover_after_ms: self.failover_after_ms,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -48,6 +108,13 @@ pub(super) struct RawNode {
     pub name: String,
     pub offset_ms: Option<i64>,
     pub drift_ppm: Option<i64>,
+    pub persistence: Option<Persistence>,
+    pub restart_delay_ms: Option<u64>,
+    pub restart_delay_clock: Option<DelayClock>,
+    pub replicas: Option<u32>,
+    pub replica_offset_ms: Option<i64>,
+    pub replication_lag_ms: Option<u64>,
+    pub failover_after_ms: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

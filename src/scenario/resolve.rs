@@ -3,12 +3,12 @@
 //! the dotted field.
 
 use super::locate::{line_col, FieldPath, Locator};
-use super::raw::{RawClient, RawNode, RawScenario, RawTopology};
+use super::raw::{RawClient, RawDeployment, RawNode, RawScenario, RawTopology};
 use super::{
     Algorithm, ClientSpec, LockSpec, NetworkSpec, NodeSpec, Scenario, ScenarioError, WorkMs, WorkloadSpec, CHECKERS,
     MAX_GENERATED_NODES, RESOURCE_NODE,
 };
-use lockstep_sim::{Fault, FaultPlan, ScheduledFault};
+use lockstep_sim::{replica_name, ClockSpec, Fault, FaultPlan, MasterSetup, ScheduledFault};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -102,6 +102,7 @@ fn check_work(work: WorkMs) -> Result<(), String> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Master,
+    Replica,
     Resource,
     Client,
 }
@@ -110,6 +111,7 @@ impl Kind {
     fn describe(self) -> &'static str {
         match self {
             Kind::Master => "a master",
+            Kind::Replica => "a replica",
             Kind::Resource => "the resource",
             Kind::Client => "a client",
         }
@@ -121,7 +123,12 @@ impl Kind {
 struct Nodes {
     kinds: BTreeMap<String, Kind>,
     order: Vec<String>,
+    /// Masters with replicas, and the replicas: what a `failover` may name.
+    replicated: std::collections::BTreeSet<String>,
 }
+
+/// The most replicas one master may have.
+const MAX_REPLICAS: u32 = 16;
 
 struct Ctx<'a> {
     source: &'a str,
@@ -226,7 +233,8 @@ impl Ctx<'_> {
 
         let topology = raw.topology.unwrap_or_default();
         let mut kinds = Nodes::default();
-        let masters = self.masters(&topology, &mut kinds)?;
+        let mut deployment = BTreeMap::new();
+        let masters = self.masters(&topology, &mut kinds, &mut deployment)?;
         kinds.kinds.insert(RESOURCE_NODE.to_string(), Kind::Resource);
         kinds.order.push(RESOURCE_NODE.to_string());
         let clients = self.clients(&topology, raw.client, &mut kinds)?;
@@ -248,6 +256,7 @@ impl Ctx<'_> {
             }
             expect.insert(checker, verdict);
         }
+        let explore = raw.explore.map(|e| self.explore(e)).transpose()?;
 
         Ok(Scenario {
             name,
@@ -262,8 +271,70 @@ impl Ctx<'_> {
             workload,
             clients,
             faults: FaultPlan::new(faults),
+            deployment,
             expect,
+            explore,
         })
+    }
+
+    /// The `[explore]` block: defaults filled in, kinds and checkers checked.
+    fn explore(&self, raw: super::raw::RawExplore) -> Result<super::ExploreSpec, ScenarioError> {
+        use super::{ExploreSpec, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS};
+        use crate::explore::generate::GENERATED_KINDS;
+        let path = |k: &str| FieldPath::keys(&["explore", k]);
+        let mut spec = ExploreSpec::default();
+        if let Some(seeds) = raw.seeds {
+            if seeds == 0 || seeds > MAX_EXPLORE_SEEDS {
+                return Err(self.err(
+                    &path("seeds"),
+                    format!("{seeds}: must be between 1 and {MAX_EXPLORE_SEEDS}"),
+                ));
+            }
+            spec.seeds = seeds;
+        }
+        if let Some(kinds) = raw.kinds {
+            if kinds.is_empty() {
+                return Err(self.err(
+                    &path("kinds"),
+                    format!("must name at least one fault kind ({})", GENERATED_KINDS.join(", ")),
+                ));
+            }
+            for (i, kind) in kinds.iter().enumerate() {
+                if !GENERATED_KINDS.contains(&kind.as_str()) {
+                    return Err(self.err(
+                        &path("kinds"),
+                        format!(
+                            "unknown generated fault kind `{kind}` (kinds: {})",
+                            GENERATED_KINDS.join(", ")
+                        ),
+                    ));
+                }
+                if kinds[..i].contains(kind) {
+                    return Err(self.err(&path("kinds"), format!("`{kind}` is listed twice")));
+                }
+            }
+            spec.kinds = kinds;
+        }
+        if let Some(max) = raw.faults_max {
+            if max == 0 || max > MAX_EXPLORE_FAULTS {
+                return Err(self.err(
+                    &path("faults_max"),
+                    format!("{max}: must be between 1 and {MAX_EXPLORE_FAULTS}"),
+                ));
+            }
+            spec.faults_max = max as usize;
+        }
+        spec.lock_aware = raw.lock_aware.unwrap_or(false);
+        for (checker, expected) in raw.expect.unwrap_or_default() {
+            if !CHECKERS.contains(&checker.as_str()) {
+                return Err(self.err(
+                    &FieldPath::keys(&["explore", "expect", &checker]),
+                    format!("unknown checker `{checker}` (checkers: {})", CHECKERS.join(", ")),
+                ));
+            }
+            spec.expect.insert(checker, expected);
+        }
+        Ok(spec)
     }
 
     /// Registers node `name` written at `path`, rejecting bad and duplicate names.
@@ -283,7 +354,96 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    fn masters(&self, topology: &RawTopology, kinds: &mut Nodes) -> Result<Vec<NodeSpec>, ScenarioError> {
+    /// The deployment of master `name` (clock `clock`): its own keys (at `own_path`) over the
+    /// topology's defaults; its replicas are claimed as nodes.
+    #[allow(clippy::too_many_arguments)]
+    fn deployment(
+        &self,
+        name: &str,
+        clock: ClockSpec,
+        defaults: RawDeployment,
+        own: RawDeployment,
+        own_path: &FieldPath,
+        kinds: &mut Nodes,
+        out: &mut BTreeMap<String, MasterSetup>,
+    ) -> Result<(), ScenarioError> {
+        let topology = FieldPath::keys(&["topology"]);
+        // The path of a key: on the master when written there, else on [topology].
+        let at = |key: &str, written_here: bool| {
+            if written_here {
+                own_path.key(key)
+            } else {
+                topology.key(key)
+            }
+        };
+        let replicas = own.replicas.or(defaults.replicas).unwrap_or(0);
+        let replicas_path = at("replicas", own.replicas.is_some());
+        if replicas > MAX_REPLICAS {
+            return Err(self.err(&replicas_path, format!("{replicas}: must be at most {MAX_REPLICAS}")));
+        }
+        let mut failover_after_ms = own.failover_after_ms.or(defaults.failover_after_ms);
+        if failover_after_ms == Some(0) {
+            let path = at("failover_after_ms", own.failover_after_ms.is_some());
+            return Err(self.err(&path, "must be at least 1"));
+        }
+        if replicas == 0 {
+            // Written on the master itself, these make no sense without replicas; as topology
+            // defaults they only concern the masters that have some.
+            for (key, written) in [
+                ("failover_after_ms", own.failover_after_ms.is_some()),
+                ("replication_lag_ms", own.replication_lag_ms.is_some()),
+                ("replica_offset_ms", own.replica_offset_ms.is_some()),
+            ] {
+                if written {
+                    return Err(self.err(
+                        &own_path.key(key),
+                        format!("master `{name}` has no replicas: set `replicas` too"),
+                    ));
+                }
+            }
+            failover_after_ms = None;
+        }
+        for i in 1..=replicas {
+            self.claim(kinds, &replica_name(name, i), Kind::Replica, &replicas_path)?;
+            kinds.replicated.insert(replica_name(name, i));
+        }
+        if replicas > 0 {
+            kinds.replicated.insert(name.to_string());
+        }
+        out.insert(
+            name.to_string(),
+            MasterSetup {
+                clock,
+                persistence: own.persistence.or(defaults.persistence).unwrap_or_default(),
+                restart_delay_ms: own.restart_delay_ms.or(defaults.restart_delay_ms).unwrap_or(0),
+                restart_delay_clock: own
+                    .restart_delay_clock
+                    .or(defaults.restart_delay_clock)
+                    .unwrap_or_default(),
+                replicas,
+                replica_offset_ms: if replicas > 0 {
+                    own.replica_offset_ms.or(defaults.replica_offset_ms).unwrap_or(0)
+                } else {
+                    0
+                },
+                replication_lag_ms: if replicas > 0 {
+                    own.replication_lag_ms.or(defaults.replication_lag_ms).unwrap_or(0)
+                } else {
+                    0
+                },
+                failover_after_ms,
+            },
+        );
+        Ok(())
+    }
+
+    fn masters(
+        &self,
+        topology: &RawTopology,
+        kinds: &mut Nodes,
+        deployment: &mut BTreeMap<String, MasterSetup>,
+    ) -> Result<Vec<NodeSpec>, ScenarioError> {
+        let defaults = topology.deployment();
         match (topology.masters, &topology.master) {
             (Some(_), Some(_)) => Err(self.err(
                 &FieldPath::keys(&["topology", "masters"]),
@@ -297,15 +457,13 @@ impl Ctx<'_> {
                     ));
                 }
                 let mut masters = Vec::with_capacity(list.len());
-                for (
-                    index,
-                    RawNode {
+                for (index, raw_node) in list.iter().enumerate() {
+                    let RawNode {
                         name,
                         offset_ms,
                         drift_ppm,
-                    },
-                ) in list.iter().enumerate()
-                {
+                        ..
+                    } = raw_node;
                     let base = FieldPath(vec![
                         super::locate::Seg::Key("topology".into()),
                         super::locate::Seg::Key("master".into()),
@@ -314,11 +472,21 @@ impl Ctx<'_> {
                     self.claim(kinds, name, Kind::Master, &base.key("name"))?;
                     let drift_ppm = drift_ppm.unwrap_or(0);
                     check_drift(drift_ppm).map_err(|m| self.err(&base.key("drift_ppm"), m))?;
-                    masters.push(NodeSpec {
+                    let spec = NodeSpec {
                         name: name.clone(),
                         offset_ms: offset_ms.unwrap_or(0),
                         drift_ppm,
-                    });
+                    };
+                    self.deployment(
+                        name,
+                        spec.clock(),
+                        defaults,
+                        raw_node.deployment(),
+                        &base,
+                        kinds,
+                        deployment,
+                    )?;
+                    masters.push(spec);
                 }
                 Ok(masters)
             }
@@ -332,6 +500,15 @@ impl Ctx<'_> {
                 for i in 1..=count {
                     let name = format!("redis-{i}");
                     self.claim(kinds, &name, Kind::Master, &path)?;
+                    self.deployment(
+                        &name,
+                        ClockSpec::default(),
+                        defaults,
+                        RawDeployment::default(),
+                        &FieldPath::keys(&["topology"]),
+                        kinds,
+                        deployment,
+                    )?;
                     masters.push(NodeSpec {
                         name,
                         offset_ms: 0,
@@ -598,11 +775,20 @@ impl Ctx<'_> {
                     format!("unknown node `{node}` (nodes: {})", nodes.order.join(", ")),
                 ));
             };
-            if matches!(fault, Fault::Crash { .. } | Fault::Restart { .. }) && *node_kind != Kind::Master {
+            if fault.is_process_fault() && !matches!(node_kind, Kind::Master | Kind::Replica) {
                 return Err(self.err(
                     &base.key(field),
                     format!(
-                        "only Redis masters crash and restart; `{node}` is {}",
+                        "only Redis masters and replicas crash and restart; `{node}` is {}",
+                        node_kind.describe()
+                    ),
+                ));
+            }
+            if matches!(fault, Fault::Failover { .. }) && !nodes.replicated.contains(*node) {
+                return Err(self.err(
+                    &base.key(field),
+                    format!(
+                        "a failover needs a master with replicas (or one of its replicas); `{node}` is {}",
                         node_kind.describe()
                     ),
                 ));

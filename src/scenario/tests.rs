@@ -1062,3 +1062,50 @@ fn fuzz_deep_nesting_is_an_error_not_a_crash() {
         assert!(!err.message.is_empty());
     }
 }
+
+#[test]
+fn explore_block_parses_with_defaults_and_round_trips() {
+    assert_eq!(parse(MINIMAL).explore, None);
+    let s = parse(&with("[explore]\n"));
+    let e = s.explore.clone().unwrap();
+    assert_eq!(e.seeds, DEFAULT_EXPLORE_SEEDS);
+    assert_eq!(e.kinds.len(), crate::explore::generate::GENERATED_KINDS.len());
+    assert!(!e.lock_aware && e.expect.is_empty());
+    assert_eq!(parse(&s.to_toml()), s);
+
+    let s = parse(&with(
+        "[explore]\nseeds = 200\nkinds = [\"pause\", \"crash\"]\nfaults_max = 2\nlock_aware = true\n\n\
+         [explore.expect]\nmutual-exclusion = \"some-invalid\"\nstale-write = \"none-invalid\"\n",
+    ));
+    let e = s.explore.clone().unwrap();
+    assert_eq!((e.seeds, e.faults_max, e.lock_aware), (200, 2, true));
+    assert_eq!(e.kinds, ["pause", "crash"]);
+    assert_eq!(e.expect["mutual-exclusion"], ExploreExpect::SomeInvalid);
+    assert_eq!(e.expect["stale-write"], ExploreExpect::NoneInvalid);
+    assert_eq!(e.profile().kinds, e.kinds);
+    assert!(e.profile().lock_aware);
+    assert_eq!(e.seed_range(), 0..200);
+    assert_eq!(parse(&s.to_toml()), s);
+    assert!(ExploreExpect::SomeInvalid.holds(1) && !ExploreExpect::SomeInvalid.holds(0));
+    assert!(ExploreExpect::NoneInvalid.holds(0) && !ExploreExpect::NoneInvalid.holds(3));
+}
+
+#[test]
+fn explore_block_errors_name_the_field() {
+    let cases = [
+        ("[explore]\nseeds = 0\n", "explore.seeds", "between 1 and"),
+        ("[explore]\nfaults_max = 0\n", "explore.faults_max", "between 1 and"),
+        ("[explore]\nkinds = []\n", "explore.kinds", "at least one"),
+        ("[explore]\nkinds = [\"meteor\"]\n", "explore.kinds", "meteor"),
+        ("[explore]\nkinds = [\"pause\", \"pause\"]\n", "explore.kinds", "twice"),
+        ("[explore]\nseed = 3\n", "explore.seed", "unknown field"),
+        ("[explore.expect]\nlinearizable = \"none-invalid\"\n", "explore.expect.linearizable", "unknown checker"),
+        ("[explore.expect]\nstale-write = \"sometimes\"\n", "explore.expect.stale-write", "sometimes"),
+    ];
+    for (extra, field, message) in cases {
+        let err = parse_err(&with(extra));
+        assert_eq!(err.field.as_deref(), Some(field), "{extra}: {err}");
+        assert!(err.message.contains(message), "{extra}: {err}");
+        assert!(err.line.is_some(), "{extra}: {err}");
+    }
+}

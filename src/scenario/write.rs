@@ -50,6 +50,25 @@ pub(super) fn to_toml(s: &Scenario) -> String {
         let _ = writeln!(out, "name = {}", quote(&master.name));
         let _ = writeln!(out, "offset_ms = {}", master.offset_ms);
         let _ = writeln!(out, "drift_ppm = {}", master.drift_ppm);
+        // Deployment keys only when they differ from the defaults, so plain files stay plain.
+        let d = s.master_setup(&master.name);
+        if d.persistence != lockstep_sim::Persistence::None {
+            let _ = writeln!(out, "persistence = {}", quote(d.persistence.name()));
+        }
+        if d.restart_delay_ms != 0 {
+            let _ = writeln!(out, "restart_delay_ms = {}", d.restart_delay_ms);
+        }
+        if d.restart_delay_clock != lockstep_sim::DelayClock::Monotonic {
+            let _ = writeln!(out, "restart_delay_clock = {}", quote(d.restart_delay_clock.name()));
+        }
+        if d.replicas != 0 {
+            let _ = writeln!(out, "replicas = {}", d.replicas);
+            let _ = writeln!(out, "replica_offset_ms = {}", d.replica_offset_ms);
+            let _ = writeln!(out, "replication_lag_ms = {}", d.replication_lag_ms);
+            if let Some(after) = d.failover_after_ms {
+                let _ = writeln!(out, "failover_after_ms = {after}");
+            }
+        }
     }
 
     let l = &s.lock;
@@ -115,6 +134,21 @@ pub(super) fn to_toml(s: &Scenario) -> String {
             // Only an integer above i64::MAX gets here; keep the file readable and say so.
             _ => {
                 let _ = writeln!(out, "# not representable in TOML: {:?}", f.fault);
+            }
+        }
+    }
+
+    if let Some(e) = &s.explore {
+        let _ = writeln!(out, "\n[explore]");
+        let _ = writeln!(out, "seeds = {}", e.seeds);
+        let kinds: Vec<String> = e.kinds.iter().map(|k| quote(k)).collect();
+        let _ = writeln!(out, "kinds = [{}]", kinds.join(", "));
+        let _ = writeln!(out, "faults_max = {}", e.faults_max);
+        let _ = writeln!(out, "lock_aware = {}", e.lock_aware);
+        if !e.expect.is_empty() {
+            let _ = writeln!(out, "\n[explore.expect]");
+            for (checker, expected) in &e.expect {
+                let _ = writeln!(out, "{} = {}", key(checker), quote(expected.name()));
             }
         }
     }

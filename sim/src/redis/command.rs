@@ -142,6 +142,18 @@ impl RedisEngine {
                 self.scripts = ScriptRuntime::new(self.config.lua_instruction_budget);
                 Reply::ok()
             }
+            // A script always runs to its end before the next command is read.
+            "script|kill" => Reply::error("NOTBUSY No scripts in execution right now."),
+            // The Lua debugger is not modelled; `NO` (the default) is accepted.
+            "script|debug" => {
+                if eq_ic(&args[2], "no") {
+                    Reply::ok()
+                } else if eq_ic(&args[2], "yes") || eq_ic(&args[2], "sync") {
+                    Reply::error("ERR SCRIPT DEBUG is not supported by this simulated server")
+                } else {
+                    Reply::error("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+                }
+            }
             name => exec_data(&mut self.keyspace, name, args, now),
         }
     }
@@ -295,7 +307,13 @@ static COMMANDS: &[Spec] = &[
     noscript("evalsha", -3),
     container(
         "script",
-        &[noscript("load", 3), noscript("exists", -3), noscript("flush", -2)],
+        &[
+            noscript("load", 3),
+            noscript("exists", -3),
+            noscript("flush", -2),
+            noscript("kill", 2),
+            noscript("debug", 3),
+        ],
     ),
 ];
 
@@ -353,10 +371,12 @@ fn exec_data(ks: &mut Keyspace, name: &str, args: &[Bytes], now: i64) -> Reply {
             _ => arity_error("ping"),
         },
         "echo" => Reply::Bulk(Some(args[1].clone())),
-        "select" => match parse_ll(&args[1]).filter(|v| i32::try_from(*v).is_ok()) {
+        // `getIntFromObjectOrReply`: a number outside `int` has its own error.
+        "select" => match parse_ll(&args[1]).map(i32::try_from) {
             None => Reply::error(NOT_INTEGER),
-            Some(0) => Reply::ok(),
-            Some(_) => Reply::error("ERR DB index is out of range"),
+            Some(Err(_)) => Reply::error("ERR value is out of range, value must between -2147483648 and 2147483647"),
+            Some(Ok(0)) => Reply::ok(),
+            Some(Ok(_)) => Reply::error("ERR DB index is out of range"),
         },
         "get" => match ks.lookup(&args[1], now) {
             None => Reply::nil(),
@@ -961,7 +981,11 @@ mod tests {
                 (t, &["SELECT", "0"], st("OK")),
                 (t, &["SELECT", "1"], err("ERR DB index is out of range")),
                 (t, &["SELECT", "x"], err(NOT_INT)),
-                (t, &["SELECT", "99999999999"], err(NOT_INT)),
+                (
+                    t,
+                    &["SELECT", "99999999999"],
+                    err("ERR value is out of range, value must between -2147483648 and 2147483647"),
+                ),
                 (
                     t,
                     &["foo", "bar", "baz"],

@@ -7,18 +7,21 @@
 //!   `redis.setresp(2)`, `redis.set_repl`, `redis.replicate_commands`, the `LOG_*`/`REPL_*`
 //!   constants and `REDIS_VERSION`/`REDIS_VERSION_NUM`;
 //! * Redis' reply conversions both ways (nil bulk -> `false`, status -> `{ok=..}`, error ->
-//!   `{err=..}`, numbers truncated to integers, arrays stop at the first nil, ...), and Redis'
-//!   `%.17g` rendering of Lua numbers passed as command arguments;
+//!   `{err=..}`, numbers truncated to integers as x86-64 does it (NaN and out-of-range numbers
+//!   become `-9223372036854775808`), arrays stop at the first nil, ...), and Redis' `%.17g`
+//!   rendering of Lua numbers passed as command arguments;
 //! * Redis 7 error texts: a `redis.call` error or a runtime error aborts the script with
 //!   `<error> script: <sha>, on @user_script:<line>.` (e.g.
 //!   `ERR user_script:1: Script attempted to access nonexistent global variable 'x' script: ...`),
 //!   compile errors answer `ERR Error compiling script (new function): user_script:1: ...`;
 //! * reading an undefined global is an error and globals are read-only (`Attempt to modify a
 //!   readonly table`); Lua's `pcall` returns the `err` text of Redis error tables, as Redis' own
-//!   `pcall` replacement does; `math.random` is Redis' deterministic `lrand48`, reseeded with 0 for
-//!   every script.
+//!   `pcall` replacement does; `math.random`/`math.randomseed` are Redis' `lrand48`.
 //!
-//! Deliberate differences from Redis:
+//! Deliberate differences from Redis (`docs/redis-differences.md` has the full table):
+//! * `math.random` is reseeded with 0 at the start of every script (Redis 6 behaviour), so a
+//!   script's random numbers depend on nothing but the script; Redis 7 continues one
+//!   process-wide sequence across scripts (only `math.randomseed` makes it repeatable);
 //! * a script is stopped after `lua_instruction_budget` Lua VM instructions (checked every
 //!   `min(budget, 10000)` instructions) and answers
 //!   `ERR Script killed: exceeded instruction budget of N`, where Redis would keep running it and
@@ -497,10 +500,21 @@ fn lua_to_reply(value: &Value, depth: usize) -> Reply {
         Value::String(s) => Reply::Bulk(Some(Bytes::copy_from_slice(&s.as_bytes()))),
         Value::Boolean(true) => Reply::Integer(1),
         Value::Integer(i) => Reply::Integer(*i),
-        // `(long long)` of a double truncates; Rust's cast saturates where C is undefined.
-        Value::Number(n) => Reply::Integer(*n as i64),
+        Value::Number(n) => Reply::Integer(double_to_long_long(*n)),
         Value::Table(t) => table_to_reply(t, depth),
         _ => Reply::Bulk(None),
+    }
+}
+
+/// C's `(long long)` of a double as x86-64 computes it (`cvttsd2si`): truncation toward zero, and
+/// `LLONG_MIN` for NaN and for anything out of range (C leaves that undefined; Redis on ARM
+/// would saturate instead).
+fn double_to_long_long(n: f64) -> i64 {
+    // ±2^63 are exact doubles; everything in [-2^63, 2^63) truncates into range, NaN is outside.
+    if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&n) {
+        n as i64
+    } else {
+        i64::MIN
     }
 }
 
@@ -719,7 +733,7 @@ local env_mt = {
   __index = function(_, k)
     local v = base[k]
     if v == nil then
-      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 0)
+      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
     end
     return v
   end,
@@ -851,6 +865,33 @@ mod tests {
     }
 
     #[test]
+    fn script_kill_and_debug() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        assert_eq!(
+            run(&mut e, &["SCRIPT", "KILL"]),
+            err("NOTBUSY No scripts in execution right now.")
+        );
+        assert_eq!(run(&mut e, &["SCRIPT", "DEBUG", "no"]), Reply::ok());
+        assert_eq!(
+            run(&mut e, &["SCRIPT", "DEBUG", "maybe"]),
+            err("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+        );
+        assert!(run(&mut e, &["SCRIPT", "DEBUG", "YES"]).is_error());
+        assert_eq!(
+            run(&mut e, &["SCRIPT", "DEBUG"]),
+            err("ERR wrong number of arguments for 'script|debug' command")
+        );
+        assert_eq!(
+            run(&mut e, &["SCRIPT", "KILL", "x"]),
+            err("ERR wrong number of arguments for 'script|kill' command")
+        );
+        assert_eq!(
+            run(&mut e, &["EVAL", "return redis.pcall('script', 'kill')", "0"]),
+            err("ERR This Redis command is not allowed from script")
+        );
+    }
+
+    #[test]
     fn lock_scripts_by_evalsha_and_script_commands() {
         let mut e = RedisEngine::new(EngineConfig::default());
         let release_sha = sha1_hex(RELEASE.as_bytes());
@@ -928,6 +969,12 @@ mod tests {
         let cases: Vec<(&str, Reply)> = vec![
             ("return 3.99", int(3)),
             ("return -3.99", int(-3)),
+            // x86-64's `(long long)`: NaN and anything outside [-2^63, 2^63) give i64::MIN.
+            ("return 2^63", int(i64::MIN)),
+            ("return -2^63", int(i64::MIN)),
+            ("return 2^62", int(1 << 62)),
+            ("return 0/0", int(i64::MIN)),
+            ("return 1e300", int(i64::MIN)),
             ("return 42", int(42)),
             ("return true", int(1)),
             ("return false", Reply::nil()),
@@ -974,7 +1021,7 @@ mod tests {
             (
                 "return type(os)",
                 err(&format!(
-                    "ERR Script attempted to access nonexistent global variable 'os' script: {}, on @user_script:1.",
+                    "ERR user_script:1: Script attempted to access nonexistent global variable 'os' script: {}, on @user_script:1.",
                     sha1_hex(b"return type(os)")
                 )),
             ),
@@ -1127,7 +1174,7 @@ mod tests {
             ),
             (
                 "return undefined_fn()",
-                "ERR Script attempted to access nonexistent global variable 'undefined_fn'",
+                "ERR user_script:1: Script attempted to access nonexistent global variable 'undefined_fn'",
                 1,
             ),
             ("x = 1", "ERR user_script:1: Attempt to modify a readonly table", 1),
@@ -1181,7 +1228,7 @@ mod tests {
         assert_eq!(
             eval(&mut e, probe, &[], &[]),
             raised(
-                "ERR Script attempted to access nonexistent global variable 'y'",
+                "ERR user_script:1: Script attempted to access nonexistent global variable 'y'",
                 probe,
                 1
             )

@@ -14,11 +14,16 @@
 //! commands, `MULTI`/`EXEC`, `WATCH`, pub/sub, blocking commands, replication, persistence (the
 //! keyspace can be snapshotted with [`RedisEngine::keyspace`] and put back with
 //! [`RedisEngine::restore`]), eviction, ACLs/`AUTH` (any credentials are accepted), cluster mode,
-//! keyspace notifications, `SCRIPT KILL` and `BUSY` (a runaway script is stopped by an
-//! instruction budget instead, see [`EngineConfig`]), `FUNCTION`, and the `#!lua` shebang.
-//! `DBSIZE` counts keys that are expired but not reclaimed yet, as Redis does.
-//! Other deliberate differences are listed in the docs of [`codec`] and of the Lua module
-//! (`lua.rs`).
+//! keyspace notifications, `BUSY` (a runaway script is stopped by an instruction budget instead,
+//! see [`EngineConfig`]; `SCRIPT KILL` therefore always answers `NOTBUSY`), the Lua debugger
+//! (`SCRIPT DEBUG NO` is accepted, `YES`/`SYNC` are refused), `SCRIPT HELP`, `FUNCTION`, and the
+//! `#!lua` shebang. `DBSIZE` counts keys that are expired but not reclaimed yet, as Redis does;
+//! but a simulated master reclaims them sooner (see [`RedisEngine::expire_due`]).
+//!
+//! The engine is checked command for command against a real `redis-server` by
+//! `sim/tests/conformance.rs`. Every known difference, deliberate or not, is in the table of
+//! `docs/redis-differences.md`; the ones of the framing and of scripting are also in the docs
+//! of [`codec`] and of the Lua module (`lua.rs`).
 
 pub mod codec;
 mod command;

@@ -1,0 +1,378 @@
+//! How Redis is deployed: persistence modes, delayed restarts, asynchronous replication with lag,
+//! and Sentinel-like failover.
+//!
+//! These are the settings of one master ([`MasterSetup`]) and the world-owned state that the step
+//! loop and the server handlers share. What is modelled:
+//!
+//! - **Persistence** ([`Persistence`]): `none` (a stopped master comes back empty), `aof-everysec`
+//!   (the AOF is written before each reply and fsynced every second by the node's monotonic clock:
+//!   a process crash loses nothing acknowledged, since the written AOF is in the OS page cache; a
+//!   power loss loses every write since the last fsync), `aof-always` (fsynced before each reply:
+//!   nothing acknowledged is ever lost). A clean shutdown with AOF loses nothing. The script cache
+//!   is never persisted: every restart empties it (clients fall back from `EVALSHA` to `EVAL`).
+//! - **Delayed restart**: after a stop (crash, power loss, shutdown), a `restart` keeps the server
+//!   down until `restart_delay_ms` have passed since the stop on the node's own monotonic or wall
+//!   clock ([`DelayClock`]); a wall-clock jump forward while it waits cuts the delay short.
+//! - **Replication**: a master may have replicas (nodes named by [`replica_name`]). After every
+//!   command the master's keyspace change is replicated as effects, as Redis 7 does: `SET key value
+//!   PXAT t` (expiry as an absolute time, so the replica's own wall clock decides when the key
+//!   expires there), or `DEL key` (also for keys that expire on the master). Each replica applies
+//!   them `replication_lag_ms` of true time later, acknowledging at once (`WAIT` counts those
+//!   acknowledgements). What a master had not yet delivered when it stops is lost. A replica that
+//!   was down, that follows a new master or a restarted master resynchronises in full (its
+//!   keyspace becomes a copy of its master's). Replicas answer writes with `READONLY`.
+//! - **Failover**: when a group has `failover_after_ms`, a Sentinel-like process in the step loop
+//!   promotes a replica once the master has been unreachable (stopped or paused) for that long, in
+//!   true time; the replica with the most acknowledged stream wins, ties going to the first
+//!   defined. A `failover` fault forces it at once. The old master becomes a replica of the new one
+//!   (at once if it runs, on restart otherwise). Clients follow through the [`Directory`]: a link
+//!   to a group's name resolves to its current master on every (re)connect, as a Sentinel-aware
+//!   client does, and moves when the directory changes.
+//!
+//! Left out: RDB snapshots, AOF rewrites and partial AOF files, partial resynchronisation
+//! (`PSYNC`), replication over the simulated network (the lag is a fixed delay; partitions between
+//! a master and its replicas are not modelled), replica-side read staleness rules, quorum and
+//! partitions of the Sentinels themselves (one omniscient Sentinel judges reachability), `min-replicas-to-write`,
+//! and a monotonic clock that would restart at 0 after a power loss.
+
+use crate::redis::{Entry, Keyspace, Value};
+use crate::world::ClockSpec;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
+use std::rc::Rc;
+
+/// How a master persists its writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Persistence {
+    /// No persistence: every stop loses everything.
+    #[default]
+    None,
+    /// AOF with `appendfsync everysec`: a power loss loses the writes since the last fsync.
+    AofEverysec,
+    /// AOF with `appendfsync always`: nothing acknowledged is lost.
+    AofAlways,
+}
+
+impl Persistence {
+    /// Every mode.
+    pub const ALL: [Persistence; 3] = [Persistence::None, Persistence::AofEverysec, Persistence::AofAlways];
+
+    /// The name as written in scenario files.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Persistence::None => "none",
+            Persistence::AofEverysec => "aof-everysec",
+            Persistence::AofAlways => "aof-always",
+        }
+    }
+}
+
+/// The clock a delayed restart is timed by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DelayClock {
+    /// The node's monotonic clock (never jumps).
+    #[default]
+    Monotonic,
+    /// The node's wall clock (a jump forward cuts the delay short).
+    Wall,
+}
+
+impl DelayClock {
+    /// `monotonic` or `wall`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DelayClock::Monotonic => "monotonic",
+            DelayClock::Wall => "wall",
+        }
+    }
+}
+
+/// One master's deployment: its clock, persistence, restart policy, replicas and failover.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MasterSetup {
+    /// The master's clock.
+    pub clock: ClockSpec,
+    /// How it persists writes (its replicas use the same mode).
+    pub persistence: Persistence,
+    /// After a stop, a restart waits until this many ms have passed since the stop; 0: none.
+    pub restart_delay_ms: u64,
+    /// The clock that times the restart delay.
+    pub restart_delay_clock: DelayClock,
+    /// How many replicas (named `<master>-replica-<i>`, from 1).
+    pub replicas: u32,
+    /// The replicas' wall-clock offset from true time, ms.
+    pub replica_offset_ms: i64,
+    /// True ms between a write on the master and its application on the replicas.
+    pub replication_lag_ms: u64,
+    /// Promote a replica once the master has been unreachable this long (true ms); `None`: only
+    /// a `failover` fault promotes.
+    pub failover_after_ms: Option<u64>,
+}
+
+/// The name of replica `index` (from 1) of `master`.
+pub fn replica_name(master: &str, index: u32) -> String {
+    format!("{master}-replica-{index}")
+}
+
+/// Which server is the master of each replication group (a group is named after the master it
+/// was defined with). Shared by every node of a world.
+#[derive(Debug, Clone, Default)]
+pub struct Directory(Rc<RefCell<BTreeMap<String, String>>>);
+
+impl Directory {
+    /// The current master of group `host`, or `host` itself when it names no group.
+    pub fn resolve(&self, host: &str) -> String {
+        self.0.borrow().get(host).cloned().unwrap_or_else(|| host.to_string())
+    }
+
+    /// Every group and its current master.
+    pub fn snapshot(&self) -> BTreeMap<String, String> {
+        self.0.borrow().clone()
+    }
+
+    pub(crate) fn set(&self, group: &str, master: &str) {
+        self.0.borrow_mut().insert(group.to_string(), master.to_string());
+    }
+}
+
+/// One replicated change: a key's new entry, or its deletion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Effect {
+    pub key: Bytes,
+    pub entry: Option<Entry>,
+}
+
+impl Effect {
+    /// The commands Redis 7 would propagate for this effect.
+    pub fn commands(&self) -> Vec<Vec<String>> {
+        let key = String::from_utf8_lossy(&self.key).into_owned();
+        let text = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
+        match &self.entry {
+            None => vec![vec!["DEL".into(), key]],
+            Some(Entry {
+                value: Value::String(v),
+                expire_at_ms,
+            }) => {
+                let mut set = vec!["SET".into(), key, text(v)];
+                if let Some(t) = expire_at_ms {
+                    set.extend(["PXAT".to_string(), t.to_string()]);
+                }
+                vec![set]
+            }
+            Some(Entry {
+                value: Value::List(items),
+                expire_at_ms,
+            }) => {
+                let mut push = vec!["RPUSH".to_string(), key.clone()];
+                push.extend(items.iter().map(text));
+                let mut out = vec![vec!["DEL".to_string(), key.clone()], push];
+                if let Some(t) = expire_at_ms {
+                    out.push(vec!["PEXPIREAT".into(), key, t.to_string()]);
+                }
+                out
+            }
+        }
+    }
+
+    /// Applies the effect to `keyspace`.
+    pub fn apply(&self, keyspace: &mut Keyspace) {
+        match &self.entry {
+            None => {
+                keyspace.remove(&self.key);
+            }
+            Some(entry) => keyspace.insert(self.key.clone(), entry.value.clone(), entry.expire_at_ms),
+        }
+    }
+}
+
+/// The changes from `before` to `after`, in key order.
+pub(crate) fn diff(before: &Keyspace, after: &Keyspace) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    let mut old = before.iter().peekable();
+    let mut new = after.iter().peekable();
+    loop {
+        match (old.peek(), new.peek()) {
+            (None, None) => break,
+            (Some((k, _)), None) => {
+                effects.push(Effect {
+                    key: (*k).clone(),
+                    entry: None,
+                });
+                old.next();
+            }
+            (None, Some((k, e))) => {
+                effects.push(Effect {
+                    key: (*k).clone(),
+                    entry: Some((*e).clone()),
+                });
+                new.next();
+            }
+            (Some((ko, eo)), Some((kn, en))) => match ko.cmp(kn) {
+                std::cmp::Ordering::Less => {
+                    effects.push(Effect {
+                        key: (*ko).clone(),
+                        entry: None,
+                    });
+                    old.next();
+                }
+                std::cmp::Ordering::Greater => {
+                    effects.push(Effect {
+                        key: (*kn).clone(),
+                        entry: Some((*en).clone()),
+                    });
+                    new.next();
+                }
+                std::cmp::Ordering::Equal => {
+                    if eo != en {
+                        effects.push(Effect {
+                            key: (*kn).clone(),
+                            entry: Some((*en).clone()),
+                        });
+                    }
+                    old.next();
+                    new.next();
+                }
+            },
+        }
+    }
+    effects
+}
+
+/// Effects on their way to one replica.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Link {
+    /// `(due true µs, stream offset, effects)`, in order.
+    pub queue: VecDeque<(u64, u64, Vec<Effect>)>,
+    /// The stream offset the replica has applied and acknowledged.
+    pub acked: u64,
+    /// The replica must copy its master's whole keyspace before applying the stream.
+    pub needs_sync: bool,
+}
+
+/// A master and its replicas.
+#[derive(Debug, Clone)]
+pub(crate) struct Group {
+    /// Every member, the original master first, then the replicas in order.
+    pub members: Vec<String>,
+    /// The current master.
+    pub master: String,
+    pub lag_ms: u64,
+    pub failover_after_ms: Option<u64>,
+    /// The master's stream offset: one per replicated command.
+    pub offset: u64,
+    /// One link per member that is not the master.
+    pub links: BTreeMap<String, Link>,
+    /// Since when (true µs) the master has been unreachable.
+    pub unreachable_since_us: Option<u64>,
+}
+
+/// Every replication group of a world.
+#[derive(Debug, Default)]
+pub(crate) struct Replication {
+    pub groups: BTreeMap<String, Group>,
+    pub group_of: BTreeMap<String, String>,
+    pub directory: Directory,
+}
+
+/// Shared handle: the world's step loop and the servers' handlers both use it.
+pub(crate) type SharedReplication = Rc<RefCell<Replication>>;
+
+impl Replication {
+    pub fn add_group(&mut self, name: &str, replicas: &[String], lag_ms: u64, failover_after_ms: Option<u64>) {
+        let mut members = vec![name.to_string()];
+        members.extend(replicas.iter().cloned());
+        for member in &members {
+            self.group_of.insert(member.clone(), name.to_string());
+        }
+        let links = replicas
+            .iter()
+            .map(|r| (r.clone(), Link::default()))
+            .collect::<BTreeMap<_, _>>();
+        self.groups.insert(
+            name.to_string(),
+            Group {
+                members,
+                master: name.to_string(),
+                lag_ms,
+                failover_after_ms,
+                offset: 0,
+                links,
+                unreachable_since_us: None,
+            },
+        );
+        self.directory.set(name, name);
+    }
+
+    /// The group `node` belongs to.
+    pub fn group_of(&self, node: &str) -> Option<&Group> {
+        self.groups.get(self.group_of.get(node)?)
+    }
+
+    fn group_of_mut(&mut self, node: &str) -> Option<&mut Group> {
+        let name = self.group_of.get(node)?.clone();
+        self.groups.get_mut(&name)
+    }
+
+    /// Whether `node` is currently a master (a node outside every group counts as one).
+    pub fn is_master(&self, node: &str) -> bool {
+        self.group_of(node).is_none_or(|g| g.master == node)
+    }
+
+    /// Whether `node` is a master with at least one replica.
+    pub fn has_replicas(&self, node: &str) -> bool {
+        self.group_of(node)
+            .is_some_and(|g| g.master == node && !g.links.is_empty())
+    }
+
+    /// Queues `effects` from master `node` for every replica; returns the new stream offset.
+    pub fn publish(&mut self, node: &str, effects: Vec<Effect>, now_us: u64) -> u64 {
+        let Some(group) = self.group_of_mut(node) else {
+            return 0;
+        };
+        if group.master != node || effects.is_empty() {
+            return group.offset;
+        }
+        group.offset += 1;
+        let due = now_us.saturating_add(group.lag_ms.saturating_mul(1_000));
+        let offset = group.offset;
+        for link in group.links.values_mut() {
+            link.queue.push_back((due, offset, effects.clone()));
+        }
+        offset
+    }
+
+    /// The stream offset of master `node`.
+    pub fn offset(&self, node: &str) -> u64 {
+        self.group_of(node).map_or(0, |g| g.offset)
+    }
+
+    /// How many replicas of master `node` have acknowledged `offset`.
+    pub fn acked_count(&self, node: &str, offset: u64) -> usize {
+        self.group_of(node).filter(|g| g.master == node).map_or(0, |g| {
+            g.links.values().filter(|l| !l.needs_sync && l.acked >= offset).count()
+        })
+    }
+
+    /// `node` stopped: what it had not delivered (as a master) or received (as a replica) is lost;
+    /// a replica must resynchronise.
+    pub fn on_stop(&mut self, node: &str) {
+        let Some(group) = self.group_of_mut(node) else {
+            return;
+        };
+        if group.master == node {
+            // The replicas keep what they applied (one may be promoted); they resynchronise
+            // when this master starts again.
+            for link in group.links.values_mut() {
+                link.queue.clear();
+            }
+        } else if let Some(link) = group.links.get_mut(node) {
+            link.queue.clear();
+            link.needs_sync = true;
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! `junit.xml`: one test suite per scenario run and per exploration, one test case per checker.
+//!
+//! A check whose expectation held is a success; one whose expectation failed is a `failure`
+//! carrying the explanation as its message and the witness (one line per event) and the replay
+//! command as its text, so CI systems show them natively. A check without an expectation is a
+//! success with its verdict in `system-out`; a scenario the world could not run, or an
+//! exploration with seeds that could not be judged, is an `error`.
+
+use super::{Report, Status};
+use lockstep_sim::Event;
+use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
+use std::time::Duration;
+
+/// The witness as text, one event a line: true time, node, what happened.
+pub fn witness_lines(witness: &[Event]) -> Vec<String> {
+    witness
+        .iter()
+        .map(|e| {
+            let what = crate::timeline::describe(e).unwrap_or_else(|| e.canonical_json());
+            format!(
+                "#{:<5} {:>9.3} s  {:<10} {}",
+                e.seq,
+                e.at_us as f64 / 1e6,
+                e.node,
+                what
+            )
+        })
+        .collect()
+}
+
+fn case(name: &str, classname: &str, status: Status, message: &str, detail: String) -> TestCase {
+    let status = match status {
+        Status::Pass | Status::Unchecked => TestCaseStatus::success(),
+        Status::Fail => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(message);
+            s.set_type("unexpected-verdict");
+            s.set_description(detail.clone());
+            s
+        }
+        Status::Error => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+            s.set_message(message);
+            s.set_type("error");
+            s.set_description(detail.clone());
+            s
+        }
+    };
+    let mut case = TestCase::new(name, status);
+    case.set_classname(classname);
+    case
+}
+
+/// The JUnit XML of `report`.
+pub fn junit_xml(report: &Report) -> Result<String, String> {
+    let mut junit = quick_junit::Report::new("lockstep");
+    junit.set_time(Duration::from_secs_f64(report.wall_s.max(0.0)));
+    for s in &report.scenarios {
+        let mut suite = TestSuite::new(format!("scenario {}", s.name));
+        suite.add_property(Property::new("file", s.file.clone()));
+        suite.add_property(Property::new("seed", s.seed.to_string()));
+        if let Some(h) = &s.history {
+            suite.add_property(Property::new("history_digest", h.digest.clone()));
+        }
+        suite.set_time(Duration::from_secs_f64(s.wall_ms.max(0.0) / 1e3));
+        let classname = format!("lockstep.scenario.{}", s.name);
+        if let Some(error) = &s.error {
+            suite.add_test_case(case(
+                "run",
+                &classname,
+                Status::Error,
+                error,
+                format!("replay: {}", s.replay),
+            ));
+        }
+        for c in &s.checks {
+            let message = match c.expected {
+                Some(e) if c.status == Status::Fail => format!(
+                    "{} is {} but the scenario expects {}: {}",
+                    c.checker,
+                    c.verdict.name(),
+                    e.name(),
+                    c.explanation
+                ),
+                _ => c.explanation.clone(),
+            };
+            let mut detail = witness_lines(&c.witness).join("\n");
+            detail.push_str(&format!("\nreplay: {}", s.replay));
+            let mut tc = case(&c.checker, &classname, c.status, &message, detail);
+            tc.set_system_out(format!(
+                "verdict {} (expected {}): {}",
+                c.verdict.name(),
+                c.expected.map_or("nothing", |e| e.name()),
+                c.explanation
+            ));
+            suite.add_test_case(tc);
+        }
+        junit.add_test_suite(suite);
+    }
+    for e in &report.explorations {
+        let mut suite = TestSuite::new(format!("exploration {}", e.name));
+        suite.add_property(Property::new("file", e.file.clone()));
+        suite.add_property(Property::new("seeds", format!("{}..{}", e.seeds.start, e.seeds.end)));
+        suite.add_property(Property::new("outcome_digest", e.outcome_digest.clone()));
+        suite.set_time(Duration::from_secs_f64(e.summary.throughput.wall_s.max(0.0)));
+        let classname = format!("lockstep.exploration.{}", e.name);
+        if e.summary.errors > 0 || !e.summary.determinism_failures.is_empty() {
+            let mut detail: Vec<String> = e
+                .summary
+                .first_errors
+                .iter()
+                .map(|x| format!("seed {}: {}", x.seed, x.message))
+                .collect();
+            detail.extend(
+                e.summary
+                    .determinism_failures
+                    .iter()
+                    .map(|d| format!("seed {} is not deterministic: {}", d.seed, d.first_difference)),
+            );
+            suite.add_test_case(case(
+                "seeds",
+                &classname,
+                Status::Error,
+                &format!(
+                    "{} seeds could not be judged, {} determinism failures",
+                    e.summary.errors,
+                    e.summary.determinism_failures.len()
+                ),
+                detail.join("\n"),
+            ));
+        }
+        for c in &e.checks {
+            let mut detail = String::new();
+            if let Some(f) = &c.first_failing {
+                detail.push_str(&format!(
+                    "first failing seed {}: checkers {}, fault kinds {}, {} faults\n",
+                    f.seed,
+                    f.checkers.join(", "),
+                    f.fault_kinds.join(", "),
+                    f.faults
+                ));
+            }
+            if let Some(r) = &c.replay {
+                detail.push_str(&format!("replay: {r}"));
+            }
+            let message = match c.expected {
+                Some(x) if c.status == Status::Fail => {
+                    format!("{} expected {}: {}", c.checker, x.name(), c.explanation)
+                }
+                _ => c.explanation.clone(),
+            };
+            let mut tc = case(&c.checker, &classname, c.status, &message, detail);
+            tc.set_system_out(format!(
+                "{} invalid, {} unknown of {} seeds (expected {})",
+                c.invalid_seeds,
+                c.unknown_seeds,
+                e.summary.seeds_run,
+                c.expected.map_or("nothing", |x| x.name())
+            ));
+            suite.add_test_case(tc);
+        }
+        junit.add_test_suite(suite);
+    }
+    junit.to_string().map_err(|e| format!("writing junit.xml: {e}"))
+}

@@ -1,0 +1,90 @@
+//! A scenario's optional `[explore]` block: the seeds and fault profile `lockstep ci` explores the
+//! scenario with (as a template, its own faults replaced by generated ones), and what each
+//! checker is expected to find over those seeds.
+
+use crate::explore::generate::{FaultProfile, GENERATED_KINDS};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Seeds an `[explore]` block runs when it does not say (`seeds`).
+pub const DEFAULT_EXPLORE_SEEDS: u64 = 100;
+
+/// The most seeds an `[explore]` block may ask for.
+pub const MAX_EXPLORE_SEEDS: u64 = 1_000_000;
+
+/// The most generated faults per seed an `[explore]` block may ask for (`faults_max`).
+pub const MAX_EXPLORE_FAULTS: u64 = 64;
+
+/// What a checker is expected to find over an exploration's seeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExploreExpect {
+    /// At least one seed is invalid: the exploration must find the violation.
+    SomeInvalid,
+    /// No seed is invalid: the property must hold on every seed.
+    NoneInvalid,
+}
+
+impl ExploreExpect {
+    /// `some-invalid` or `none-invalid`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ExploreExpect::SomeInvalid => "some-invalid",
+            ExploreExpect::NoneInvalid => "none-invalid",
+        }
+    }
+
+    /// Whether `invalid_seeds` (the number of seeds on which the checker answered invalid)
+    /// meets the expectation.
+    pub fn holds(&self, invalid_seeds: u64) -> bool {
+        match self {
+            ExploreExpect::SomeInvalid => invalid_seeds > 0,
+            ExploreExpect::NoneInvalid => invalid_seeds == 0,
+        }
+    }
+}
+
+/// A resolved `[explore]` block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExploreSpec {
+    /// Seeds `0..seeds` are explored (≥ 1).
+    pub seeds: u64,
+    /// The fault kinds that may be generated (a non-empty subset of [`GENERATED_KINDS`]).
+    pub kinds: Vec<String>,
+    /// At most this many generated faults per seed.
+    pub faults_max: usize,
+    /// Aim faults where locks break (see [`FaultProfile::lock_aware`]).
+    pub lock_aware: bool,
+    /// The expectation per checker name (a subset of [`super::CHECKERS`]).
+    pub expect: BTreeMap<String, ExploreExpect>,
+}
+
+impl Default for ExploreSpec {
+    fn default() -> Self {
+        ExploreSpec {
+            seeds: DEFAULT_EXPLORE_SEEDS,
+            kinds: GENERATED_KINDS.iter().map(|k| k.to_string()).collect(),
+            faults_max: FaultProfile::default().faults_max,
+            lock_aware: false,
+            expect: BTreeMap::new(),
+        }
+    }
+}
+
+impl ExploreSpec {
+    /// The generator's profile: these kinds, `faults_max` and `lock_aware`, the other strengths at
+    /// their defaults.
+    pub fn profile(&self) -> FaultProfile {
+        FaultProfile {
+            kinds: self.kinds.clone(),
+            faults_max: self.faults_max,
+            lock_aware: self.lock_aware,
+            ..FaultProfile::default()
+        }
+    }
+
+    /// The seeds explored, `0..seeds`.
+    pub fn seed_range(&self) -> std::ops::Range<u64> {
+        0..self.seeds
+    }
+}

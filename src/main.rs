@@ -483,7 +483,10 @@ fn finish_report(report: &lockstep::report::Report, dir: &Path) -> Result<ExitCo
             println!("  ❌ exploration {}: {}: {}", e.name, c.checker, c.explanation);
         }
         if e.summary.errors > 0 {
-            println!("  ❌ exploration {}: {} seeds could not be judged", e.name, e.summary.errors);
+            println!(
+                "  ❌ exploration {}: {} seeds could not be judged",
+                e.name, e.summary.errors
+            );
         }
     }
     println!(
@@ -554,7 +557,11 @@ fn cmd_merge(files: &[PathBuf], out: Option<&Path>, report_dir: Option<&Path>) -
     let is_report = |text: &str| {
         serde_json::from_str::<serde_json::Value>(text)
             .ok()
-            .and_then(|v| v.get("format").and_then(|f| f.as_str()).map(|f| f == lockstep::report::FORMAT))
+            .and_then(|v| {
+                v.get("format")
+                    .and_then(|f| f.as_str())
+                    .map(|f| f == lockstep::report::FORMAT)
+            })
             .unwrap_or(false)
     };
     let reports = texts.iter().filter(|(_, t)| is_report(t)).count();

@@ -13,7 +13,8 @@
 //! | `write` | [`WriteInvoke`] | `{"version"}` | [`OpError`] (a fencing rejection is a `fail`) |
 //! | `abort` | [`GrantRef`] (the lock was lost; the workload gives up the critical section) | — | — |
 
-use lockstep_sim::{Event, EventKind, Phase};
+use crate::lock::LockError;
+use lockstep_sim::{Event, EventKind, LinkError, Node, Phase};
 use serde::{Deserialize, Serialize};
 
 /// The op names.
@@ -146,4 +147,61 @@ impl<'a> OpView<'a> {
 /// Serialises op data (plain structs with string keys never fail to serialise).
 pub fn to_data<T: Serialize>(value: &T) -> serde_json::Value {
     serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
+}
+
+/// Records operations of one client into the history.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    node: Node,
+}
+
+impl Recorder {
+    /// A recorder for `node`.
+    pub fn new(node: &Node) -> Self {
+        Recorder { node: node.clone() }
+    }
+
+    /// Records an invoke; returns the operation's id.
+    pub fn invoke(&self, op: &str, data: serde_json::Value) -> u64 {
+        let id = self.node.next_op_id();
+        self.node.record(lockstep_sim::EventKind::Op {
+            id,
+            phase: Phase::Invoke,
+            op: op.to_string(),
+            data,
+        });
+        id
+    }
+
+    /// Records the completion of operation `id`.
+    pub fn complete(&self, id: u64, op: &str, phase: Phase, data: serde_json::Value) {
+        self.node.record(lockstep_sim::EventKind::Op {
+            id,
+            phase,
+            op: op.to_string(),
+            data,
+        });
+    }
+
+    /// Records a lock error as `fail` or, when its outcome is unknown, `info`.
+    pub fn complete_error(&self, id: u64, op: &str, error: &LockError) {
+        let phase = if error.outcome_unknown() {
+            Phase::Info
+        } else {
+            Phase::Fail
+        };
+        self.complete(
+            id,
+            op,
+            phase,
+            to_data(&OpError {
+                error: error.to_string(),
+            }),
+        );
+    }
+
+    /// Records a link error as `fail` or `info`.
+    pub fn complete_link_error(&self, id: u64, op: &str, error: &LinkError) {
+        self.complete_error(id, op, &LockError::from(error.clone()));
+    }
 }

@@ -20,7 +20,15 @@ fn describe_fault(fault: &Fault) -> String {
         Fault::Heal { a, b, .. } => format!("network healed {a} <-> {b}"),
         Fault::Hold { a, b } => format!("network holds messages {a} <-> {b}"),
         Fault::Release { a, b } => format!("network releases held messages {a} <-> {b}"),
-        Fault::Latency { a, b, latency_ms } => format!("latency {a} <-> {b} set to {latency_ms} ms"),
+        Fault::Latency {
+            a,
+            b,
+            latency_ms,
+            max_latency_ms,
+        } => match max_latency_ms {
+            Some(max) => format!("latency {a} <-> {b} set to {latency_ms}..{max} ms"),
+            None => format!("latency {a} <-> {b} set to {latency_ms} ms"),
+        },
         Fault::Loss { a, b, rate_ppm } => format!("loss {a} <-> {b} set to {rate_ppm} ppm"),
         Fault::Crash { .. } => "CRASHED (memory lost; what its persistence kept survives)".to_string(),
         Fault::PowerLoss { .. } => "POWER LOSS (memory and unsynced AOF writes lost)".to_string(),

@@ -12,13 +12,13 @@
 //! Every lock call and resource call is recorded as an operation (see [`crate::ops`]), so a
 //! user-written [`LockClient`] is judged exactly like the built-ins.
 
-use crate::lock::{AutoExtend, LockClient, LockError};
-use crate::ops::{self, names, AcquireInvoke, Grant, GrantRef, OpError, ReadOk, WriteInvoke};
+use crate::lock::using::{keep_alive, AbortSignal};
+use crate::lock::LockClient;
+use crate::ops::{self, names, AcquireInvoke, Grant, GrantRef, OpError, ReadOk, Recorder, WriteInvoke};
 use crate::scenario::WorkMs;
-use lockstep_sim::{LinkError, Node, Phase, ResourceClient, WriteOutcome};
+use lockstep_sim::{Node, Phase, ResourceClient, WriteOutcome};
 use rand::Rng;
 use serde_json::json;
-use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -43,63 +43,6 @@ pub struct ClientPlan {
     pub ttl_ms: u64,
     /// The counter's key at the resource.
     pub resource_key: String,
-}
-
-/// Records operations of one client into the history.
-#[derive(Debug, Clone)]
-pub struct Recorder {
-    node: Node,
-}
-
-impl Recorder {
-    /// A recorder for `node`.
-    pub fn new(node: &Node) -> Self {
-        Recorder { node: node.clone() }
-    }
-
-    /// Records an invoke; returns the operation's id.
-    pub fn invoke(&self, op: &str, data: serde_json::Value) -> u64 {
-        let id = self.node.next_op_id();
-        self.node.record(lockstep_sim::EventKind::Op {
-            id,
-            phase: Phase::Invoke,
-            op: op.to_string(),
-            data,
-        });
-        id
-    }
-
-    /// Records the completion of operation `id`.
-    pub fn complete(&self, id: u64, op: &str, phase: Phase, data: serde_json::Value) {
-        self.node.record(lockstep_sim::EventKind::Op {
-            id,
-            phase,
-            op: op.to_string(),
-            data,
-        });
-    }
-
-    /// Records a lock error as `fail` or, when its outcome is unknown, `info`.
-    pub fn complete_error(&self, id: u64, op: &str, error: &LockError) {
-        let phase = if error.outcome_unknown() {
-            Phase::Info
-        } else {
-            Phase::Fail
-        };
-        self.complete(
-            id,
-            op,
-            phase,
-            ops::to_data(&OpError {
-                error: error.to_string(),
-            }),
-        );
-    }
-
-    /// Records a link error as `fail` or `info`.
-    pub fn complete_link_error(&self, id: u64, op: &str, error: &LinkError) {
-        self.complete_error(id, op, &LockError::from(error.clone()));
-    }
 }
 
 fn sample_work_ms(node: &Node, work: WorkMs) -> u64 {
@@ -140,43 +83,6 @@ async fn acquire(node: &Node, rec: &Recorder, lock: &dyn LockClient, plan: &Clie
     }
 }
 
-/// Keeps `grant` alive until the task is dropped or an extension fails (then raises `aborted`).
-async fn keep_alive(
-    node: Node,
-    rec: Recorder,
-    lock: Rc<dyn LockClient>,
-    policy: AutoExtend,
-    grant: Grant,
-    ttl_ms: u64,
-    aborted: Rc<Cell<bool>>,
-) {
-    let mut current = grant;
-    loop {
-        let wait_ms = match policy {
-            AutoExtend::Every { interval_ms } => interval_ms,
-            AutoExtend::BeforeExpiry { threshold_ms } => current.validity_ms.saturating_sub(threshold_ms),
-        };
-        node.sleep_local_ms(wait_ms.max(1)).await;
-        let id = rec.invoke(
-            names::EXTEND,
-            json!({ "key": current.key, "value": current.value, "fencing_token": current.fencing_token, "ttl_ms": ttl_ms }),
-        );
-        match lock.extend(&current, ttl_ms).await {
-            Ok(renewed) => {
-                rec.complete(id, names::EXTEND, Phase::Ok, ops::to_data(&renewed));
-                current = renewed;
-            }
-            Err(e) => {
-                rec.complete_error(id, names::EXTEND, &e);
-                aborted.set(true);
-                let abort_id = rec.invoke(names::ABORT, ops::to_data(&GrantRef::from(&current)));
-                rec.complete(abort_id, names::ABORT, Phase::Info, json!({ "reason": e.to_string() }));
-                return;
-            }
-        }
-    }
-}
-
 /// One critical section under `grant`: read, work, write.
 async fn critical_section(
     node: &Node,
@@ -184,7 +90,7 @@ async fn critical_section(
     resource: &ResourceClient,
     plan: &ClientPlan,
     grant: &Grant,
-    aborted: &Cell<bool>,
+    signal: &AbortSignal,
 ) {
     let key = &plan.resource_key;
     let id = rec.invoke(names::READ, json!({ "key": key, "fencing_token": grant.fencing_token }));
@@ -200,7 +106,7 @@ async fn critical_section(
         }
     };
     node.sleep_local_ms(sample_work_ms(node, plan.work_ms)).await;
-    if aborted.get() {
+    if signal.aborted() {
         return;
     }
     let write = WriteInvoke {
@@ -236,19 +142,19 @@ pub async fn run_client(node: Node, lock: Rc<dyn LockClient>, resource: Resource
         let Some(grant) = acquire(&node, &rec, lock.as_ref(), &plan).await else {
             return;
         };
-        let aborted = Rc::new(Cell::new(false));
+        let signal = AbortSignal::new();
         let keeper = lock.auto_extend().map(|policy| {
             node.spawn(keep_alive(
                 node.clone(),
-                rec.clone(),
                 lock.clone(),
                 policy,
                 grant.clone(),
                 plan.ttl_ms,
-                aborted.clone(),
+                signal.clone(),
+                Some(rec.clone()),
             ))
         });
-        critical_section(&node, &rec, &resource, &plan, &grant, &aborted).await;
+        critical_section(&node, &rec, &resource, &plan, &grant, &signal).await;
         if let Some(keeper) = keeper {
             keeper.abort();
         }

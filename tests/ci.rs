@@ -80,15 +80,15 @@ fn exit_1_when_an_exploration_misses_its_expectation() {
     std::fs::create_dir_all(&dir).unwrap();
     let source = shipped("explore-token-release-pause-crash.toml")
         .replace("seeds = 80", "seeds = 12")
-        .replace(
-            "stale-write = \"none-invalid\"",
-            "stale-write = \"some-invalid\"",
-        );
+        .replace("stale-write = \"none-invalid\"", "stale-write = \"some-invalid\"");
     std::fs::write(dir.join("x.toml"), source).unwrap();
     let out = temp("explore-wrong-out");
     let (code, stdout, stderr) = lockstep(&["ci", s(&dir), "--report", s(&out), "--quiet"]);
     assert_eq!(code, 1, "{stdout}{stderr}");
-    assert!(stdout.contains("exploration explore-token-release-pause-crash: stale-write"), "{stdout}");
+    assert!(
+        stdout.contains("exploration explore-token-release-pause-crash: stale-write"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -118,7 +118,10 @@ fn exit_2_on_bad_input_before_anything_runs() {
     let started = std::time::Instant::now();
     let (code, stdout, stderr) = lockstep(&["ci", "scenarios", "--report", s(&file.join("out"))]);
     assert_eq!(code, 2, "{stdout}{stderr}");
-    assert!(stderr.contains("report directory") && stderr.contains("cannot create"), "{stderr}");
+    assert!(
+        stderr.contains("report directory") && stderr.contains("cannot create"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("ci: "), "a scenario ran: {stderr}");
     assert!(started.elapsed().as_secs() < 30);
     let (code, _, stderr) = lockstep(&["ci", "scenarios", "--report", s(&file)]);

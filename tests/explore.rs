@@ -40,13 +40,21 @@ fn find_and_shrink(template: &Scenario, profile: FaultProfile, seeds: u64, check
         .find(|f| f.checkers.iter().any(|c| c == checker))
         .unwrap_or_else(|| panic!("no seed below {seeds} fails {checker}:\n{}", summary.render()));
     let cx = shrink(template, &profile, first.seed, checker, 200).expect("the failing seed fails alone");
-    assert!(cx.case.faults.len() <= 3, "shrunk to {} faults: {:?}", cx.case.faults.len(), cx.case);
+    assert!(
+        cx.case.faults.len() <= 3,
+        "shrunk to {} faults: {:?}",
+        cx.case.faults.len(),
+        cx.case
+    );
     assert!(cx.case.faults.len() <= cx.faults_before);
     assert_eq!(cx.run.verdict(checker), Some(Verdict::Invalid));
     let toml = counterexample_toml(&cx);
     let replayed = Scenario::from_str(&toml, "counterexample.toml").expect("the counterexample parses");
     let run = run_scenario(&replayed, None).expect("it runs");
-    assert_eq!(run.digest, cx.run.digest, "the counterexample replays to the same history");
+    assert_eq!(
+        run.digest, cx.run.digest,
+        "the counterexample replays to the same history"
+    );
     assert!(run.as_expected(), "{:?}", run.mismatches);
     assert_eq!(replayed.expected(checker), Some(Verdict::Invalid));
 }
@@ -81,7 +89,10 @@ fn token_release_with_a_fenced_resource_keeps_the_resource_safe() {
     assert_eq!(summary.errors, 0, "{}", summary.render());
     assert_eq!(summary.violations["stale-write"], 0, "{}", summary.render());
     assert_eq!(summary.violations["lost-update"], 0, "{}", summary.render());
-    assert!(summary.violations["mutual-exclusion"] > 0, "the faults did break the lock itself");
+    assert!(
+        summary.violations["mutual-exclusion"] > 0,
+        "the faults did break the lock itself"
+    );
 }
 
 #[test]
@@ -127,7 +138,11 @@ fn the_determinism_check_reruns_its_sample_and_finds_no_difference() {
     cfg.determinism_per_10k = 10_000;
     let summary = explore(&template, &cfg);
     assert_eq!(summary.determinism_checked, 12);
-    assert!(summary.determinism_failures.is_empty(), "{:?}", summary.determinism_failures);
+    assert!(
+        summary.determinism_failures.is_empty(),
+        "{:?}",
+        summary.determinism_failures
+    );
 }
 
 /// A lock whose acquire panics: user code with a bug.

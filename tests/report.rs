@@ -48,7 +48,9 @@ fn report() -> &'static Report {
         .expect("the shipped scenarios load");
         let mut wrong = inputs[0].1.clone();
         wrong.name = "kleppmann-wrong-expectation".to_string();
-        wrong.expect.insert("stale-write".into(), lockstep::checker::Verdict::Valid);
+        wrong
+            .expect
+            .insert("stale-write".into(), lockstep::checker::Verdict::Valid);
         inputs.push((dir.join("kleppmann-gc-pause.toml"), wrong));
         let options = CiOptions {
             ttl_sweep: Some(small_sweep()),
@@ -89,10 +91,15 @@ fn report_json_parses_against_its_schema_and_round_trips() {
     let mut old = value.clone();
     old["schema_version"] = serde_json::json!(99);
     let err = Report::from_json(&old.to_string(), "old.json").unwrap_err();
-    assert!(err.contains("old.json") && err.contains("schema_version") && err.contains("99"), "{err}");
+    assert!(
+        err.contains("old.json") && err.contains("schema_version") && err.contains("99"),
+        "{err}"
+    );
     let err = Report::from_json("{\"format\": 3}", "f.json").unwrap_err();
     assert!(err.contains("f.json") && err.contains("format"), "{err}");
-    assert!(Report::from_json("not json", "n.json").unwrap_err().contains("n.json:1:"));
+    assert!(Report::from_json("not json", "n.json")
+        .unwrap_err()
+        .contains("n.json:1:"));
 }
 
 #[test]
@@ -101,7 +108,11 @@ fn the_report_holds_verdicts_witnesses_faults_liveness_and_digests() {
     assert!(!report.ok, "the wrong expectation must fail the gate");
     assert_eq!(report.exit_code(), 1);
     assert_eq!(report.totals.failed, 1);
-    let k = report.scenarios.iter().find(|s| s.name == "kleppmann-gc-pause").unwrap();
+    let k = report
+        .scenarios
+        .iter()
+        .find(|s| s.name == "kleppmann-gc-pause")
+        .unwrap();
     assert_eq!(k.status, Status::Pass);
     assert_eq!(k.seed, 1);
     assert_eq!(k.faults.len(), 1);
@@ -139,7 +150,12 @@ fn the_report_holds_verdicts_witnesses_faults_liveness_and_digests() {
     assert_eq!(wrong.status, Status::Fail);
 
     let e = &report.explorations[0];
-    assert_eq!(e.status, Status::Pass, "{:#?}", e.checks);
+    assert!(!e.status.is_failure(), "{:#?}", e.checks);
+    assert!(e
+        .checks
+        .iter()
+        .filter(|c| c.expected.is_some())
+        .all(|c| c.status == Status::Pass));
     assert_eq!(e.summary.seeds_run, 80);
     assert!(e.checks.iter().any(|c| c.invalid_seeds > 0 && c.replay.is_some()));
     assert_eq!(e.outcome_digest.len(), 64);
@@ -198,7 +214,10 @@ fn every_chart_type_renders_to_svg_and_png() {
             Chart::Exploration(_) => "exploration",
         });
         let svg = chart.svg().unwrap();
-        assert!(svg.contains("<svg") && svg.contains("</svg>") && svg.contains("<text"), "{stem}");
+        assert!(
+            svg.contains("<svg") && svg.contains("</svg>") && svg.contains("<text"),
+            "{stem}"
+        );
         let png = chart.png().unwrap();
         assert!(!png.is_empty());
         assert_eq!(decode_png(&png), chart.size(), "{stem}");
@@ -216,12 +235,21 @@ fn the_report_directory_is_written_atomically_and_completely() {
     }
     assert!(written.len() >= 4 + 2 * 6, "{written:?}");
     // No temporary file is left behind.
-    let leftovers: Vec<_> = walk(&out).into_iter().filter(|p| p.to_string_lossy().contains(".tmp")).collect();
+    let leftovers: Vec<_> = walk(&out)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains(".tmp"))
+        .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
-    let first_row = md.lines().find(|l| l.starts_with("| ❌") || l.starts_with("| ✅")).unwrap();
-    assert!(first_row.contains("kleppmann-wrong-expectation"), "unexpected first: {first_row}");
+    let first_row = md
+        .lines()
+        .find(|l| l.starts_with("| ❌") || l.starts_with("| ✅"))
+        .unwrap();
+    assert!(
+        first_row.contains("kleppmann-wrong-expectation"),
+        "unexpected first: {first_row}"
+    );
     assert!(md.contains("stale-write is invalid but expected valid"));
     assert!(md.contains("lockstep run "));
     assert!(md.contains("## The TTL trade-off"));
@@ -277,7 +305,10 @@ fn sharded_reports_merge_into_the_unsharded_outcome() {
             let part = run_ci(&inputs, &options).unwrap();
             // Through JSON, as in CI.
             let text = part.to_json();
-            (format!("shard-{index}.json"), Report::from_json(&text, "shard").unwrap())
+            (
+                format!("shard-{index}.json"),
+                Report::from_json(&text, "shard").unwrap(),
+            )
         })
         .collect();
     // The scenario ran in shard 1 only; every shard explored a third of the seeds.
@@ -285,14 +316,24 @@ fn sharded_reports_merge_into_the_unsharded_outcome() {
     assert_eq!(parts[1].1.scenarios.len(), 0);
     assert_eq!(parts[1].1.explorations[0].summary.seeds_run, 8);
     let merged = Report::merge(&parts).unwrap();
-    assert_eq!(merged.explorations[0].outcome_digest, whole.explorations[0].outcome_digest);
+    assert_eq!(
+        merged.explorations[0].outcome_digest,
+        whole.explorations[0].outcome_digest
+    );
     assert_eq!(merged.explorations[0].checks, whole.explorations[0].checks);
     assert_eq!(merged.explorations[0].shards, None);
-    assert_eq!(merged.scenarios, whole.scenarios.iter().map(|s| {
-        let mut s = s.clone();
-        s.wall_ms = parts[0].1.scenarios[0].wall_ms;
-        s
-    }).collect::<Vec<_>>());
+    assert_eq!(
+        merged.scenarios,
+        whole
+            .scenarios
+            .iter()
+            .map(|s| {
+                let mut s = s.clone();
+                s.wall_ms = parts[0].1.scenarios[0].wall_ms;
+                s
+            })
+            .collect::<Vec<_>>()
+    );
     assert_eq!(merged.ok, whole.ok);
     assert_eq!(merged.merged_from, 3);
     schema_check(&serde_json::to_value(&merged).unwrap()).unwrap();
@@ -337,7 +378,10 @@ fn the_committed_example_report_reproduces_its_history_digests() {
     let example = Report::from_json(&text, "reports/example/report.json")
         .unwrap_or_else(|e| panic!("{e}\nregenerate it with: {REGENERATE}"));
     assert!(example.ok, "the example report must pass its own gate");
-    assert!(example.ttl_sweep.is_some(), "the example report shows the TTL trade-off");
+    assert!(
+        example.ttl_sweep.is_some(),
+        "the example report shows the TTL trade-off"
+    );
     let shipped = load_inputs(&[root().join("scenarios")]).unwrap();
     assert_eq!(
         example.scenarios.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
@@ -350,7 +394,10 @@ fn the_committed_example_report_reproduces_its_history_digests() {
         let run = run_scenario(&scenario, Some(s.seed)).unwrap();
         let committed = &s.history.as_ref().unwrap().digest;
         if &run.digest != committed {
-            mismatches.push(format!("{} (seed {}): {} now, {} committed", s.name, s.seed, run.digest, committed));
+            mismatches.push(format!(
+                "{} (seed {}): {} now, {} committed",
+                s.name, s.seed, run.digest, committed
+            ));
         }
     }
     for e in &example.explorations {
@@ -365,7 +412,10 @@ fn the_committed_example_report_reproduces_its_history_digests() {
         };
         let digest = lockstep::report::outcome_digest(&explore(&template, &config));
         if digest != e.outcome_digest {
-            mismatches.push(format!("exploration {}: {digest} now, {} committed", e.name, e.outcome_digest));
+            mismatches.push(format!(
+                "exploration {}: {digest} now, {} committed",
+                e.name, e.outcome_digest
+            ));
         }
     }
     assert!(

@@ -84,8 +84,12 @@ pub enum Fault {
         a: String,
         /// The other side.
         b: String,
-        /// The delay in ms.
+        /// The delay in ms; with `max_latency_ms`, the smallest delay.
         latency_ms: u64,
+        /// When set, each message's delay is drawn from `latency_ms..=max_latency_ms` (turmoil's
+        /// exponential curve), instead of being fixed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_latency_ms: Option<u64>,
     },
     /// Set the per-message probability that the link between `a` and `b` breaks.
     Loss {

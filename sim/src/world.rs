@@ -548,9 +548,18 @@ impl World {
             }
             Fault::Hold { a, b } => self.sim.hold(a.as_str(), b.as_str()),
             Fault::Release { a, b } => self.sim.release(a.as_str(), b.as_str()),
-            Fault::Latency { a, b, latency_ms } => {
+            Fault::Latency {
+                a,
+                b,
+                latency_ms,
+                max_latency_ms,
+            } => {
                 self.sim
                     .set_link_latency(a.as_str(), b.as_str(), Duration::from_millis(*latency_ms));
+                if let Some(max_ms) = max_latency_ms.filter(|max| max > latency_ms) {
+                    self.sim
+                        .set_link_max_message_latency(a.as_str(), b.as_str(), Duration::from_millis(max_ms));
+                }
             }
             Fault::Loss { a, b, rate_ppm } => {
                 self.sim

@@ -485,3 +485,39 @@ fn a_crashed_master_restarts_empty() {
         "restarted empty: {seen:?}"
     );
 }
+
+#[test]
+fn a_latency_fault_sets_a_range_per_link() {
+    let mut world = fixed_latency_world(9);
+    world.add_master("redis-1", ClockSpec::default()).unwrap();
+    let rtts: Rc<RefCell<Vec<u64>>> = Rc::default();
+    let out = rtts.clone();
+    world
+        .add_client("c", ClockSpec::default(), move |node| async move {
+            let r = link(&node, "redis-1", 10_000);
+            let _: String = r.query(&redis::cmd("PING")).await.unwrap();
+            sleep_until_true_ms(&node, 100).await;
+            for _ in 0..30 {
+                let start = node.true_time_us();
+                let _: String = r.query(&redis::cmd("PING")).await.unwrap();
+                out.borrow_mut().push((node.true_time_us() - start) / 1_000);
+            }
+        })
+        .unwrap();
+    let plan = FaultPlan::new(vec![at(
+        50,
+        Fault::Latency {
+            a: "c".into(),
+            b: "redis-1".into(),
+            latency_ms: 30,
+            max_latency_ms: Some(60),
+        },
+    )]);
+    world.run(&plan).unwrap();
+    let rtts = rtts.borrow();
+    assert!(rtts.iter().all(|&ms| (60..=122).contains(&ms)), "round trips {rtts:?}");
+    assert!(
+        rtts.iter().min() != rtts.iter().max(),
+        "delays vary within the range: {rtts:?}"
+    );
+}

@@ -238,7 +238,15 @@ impl GenFault {
                 a,
                 b,
                 latency_ms,
-            } => vec![at(at_ms, Fault::Latency { a, b, latency_ms })],
+            } => vec![at(
+                at_ms,
+                Fault::Latency {
+                    a,
+                    b,
+                    latency_ms,
+                    max_latency_ms: None,
+                },
+            )],
             GenFault::Loss { at_ms, a, b, rate_ppm } => vec![at(at_ms, Fault::Loss { a, b, rate_ppm })],
             GenFault::Crash { at_ms, node, down_ms } => vec![
                 at(at_ms, Fault::Crash { node: node.clone() }),

@@ -144,7 +144,10 @@ fn install_panic_capture() {
                 .map(|s| s.to_string())
                 .or_else(|| info.payload().downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "(non-text panic payload)".to_string());
-            let location = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+            let location = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
             FIRST_PANIC.with(|first| {
                 first.borrow_mut().get_or_insert_with(|| format!("{payload}{location}"));
             });

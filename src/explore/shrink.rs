@@ -79,7 +79,10 @@ pub fn shrink(
             // A flat-mapped tree may regenerate its inner value when the outer one shrinks; a
             // candidate that is not smaller counts as passing, so the search moves on.
             let smaller = size(&candidate) <= size(&best);
-            if let Some(run) = smaller.then(|| fails(template, &candidate, seed, checker, &mut runs)).flatten() {
+            if let Some(run) = smaller
+                .then(|| fails(template, &candidate, seed, checker, &mut runs))
+                .flatten()
+            {
                 best = candidate;
                 best_run = run;
                 if !tree.simplify() {

@@ -9,12 +9,14 @@
 //! Built-ins, one file each: [`naive`] (SET NX PX, release by plain DEL), [`token_release`]
 //! (release by a Lua compare-and-delete), [`watchdog`] (token-release plus automatic extension),
 //! [`redlock`] (N independent masters). Fencing (`fencing = "incr"`) wraps any of them: see
-//! [`fencing`].
+//! [`fencing`]. [`using::using`] holds a lock for the length of a routine with automatic
+//! extension and an abort signal, like node-redlock's `using()`.
 
 pub mod fencing;
 pub mod naive;
 pub mod redlock;
 pub mod token_release;
+pub mod using;
 pub mod watchdog;
 
 use crate::ops::Grant;

@@ -241,8 +241,11 @@ fn draw_timeline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, t: &Timeline
     for p in &t.pauses {
         let c = center(p.lane);
         let (a, b) = (p.start_us as f64 / 1e6, (p.end_us as f64 / 1e6).min(end_s));
-        area.draw(&Rectangle::new([(a, c - 0.45), (b, c + 0.45)], PAUSE.mix(0.28).filled()))
-            .map_err(err)?;
+        area.draw(&Rectangle::new(
+            [(a, c - 0.45), (b, c + 0.45)],
+            PAUSE.mix(0.28).filled(),
+        ))
+        .map_err(err)?;
         if (b - a) * px_per_s > 70.0 {
             area.draw(&Text::new(
                 p.label.clone(),
@@ -289,8 +292,11 @@ fn draw_timeline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, t: &Timeline
     for m in &t.clock_jumps {
         let c = center(m.lane);
         let x = m.at_us as f64 / 1e6;
-        area.draw(&PathElement::new(vec![(x, c - 0.48), (x, c + 0.48)], JUMP.stroke_width(3)))
-            .map_err(err)?;
+        area.draw(&PathElement::new(
+            vec![(x, c - 0.48), (x, c + 0.48)],
+            JUMP.stroke_width(3),
+        ))
+        .map_err(err)?;
         area.draw(&Text::new(
             m.label.clone(),
             (x + 5.0 / px_per_s, c + 0.42),
@@ -321,7 +327,8 @@ fn draw_timeline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, t: &Timeline
             area.draw(&TriangleMarker::new((x, c), 7, ACCEPTED.filled()))
                 .map_err(err)?;
         } else {
-            area.draw(&Cross::new((x, c), 6, REJECTED.stroke_width(3))).map_err(err)?;
+            area.draw(&Cross::new((x, c), 6, REJECTED.stroke_width(3)))
+                .map_err(err)?;
         }
         if label_writes {
             let token = w.token.map_or(String::new(), |t| format!(" (token {t})"));
@@ -384,13 +391,19 @@ fn draw_timeline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, t: &Timeline
                 .draw(&Cross::new((x + 11, y), 6, REJECTED.stroke_width(3)))
                 .map_err(err)?,
             5 => root
-                .draw(&PathElement::new(vec![(x + 11, y - 9), (x + 11, y + 9)], JUMP.stroke_width(3)))
+                .draw(&PathElement::new(
+                    vec![(x + 11, y - 9), (x + 11, y + 9)],
+                    JUMP.stroke_width(3),
+                ))
                 .map_err(err)?,
             6 => root
                 .draw(&Circle::new((x + 11, y), 4, JUMP.mix(0.7).filled()))
                 .map_err(err)?,
             _ => root
-                .draw(&Rectangle::new([(x, y - 8), (x + 22, y + 8)], VIOLATION.mix(0.2).filled()))
+                .draw(&Rectangle::new(
+                    [(x, y - 8), (x + 22, y + 8)],
+                    VIOLATION.mix(0.2).filled(),
+                ))
                 .map_err(err)?,
         }
         root.draw(&Text::new(
@@ -565,10 +578,7 @@ fn draw_exploration<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, e: &Explo
     let kind_names: Vec<String> = kinds.iter().map(|(k, _)| (*k).clone()).collect();
     let segments = kinds.len().max(1);
     let mut chart = ChartBuilder::on(&right)
-        .caption(
-            "seeds per fault kind (grey) and of those, violating (red)",
-            font(14),
-        )
+        .caption("seeds per fault kind (grey) and of those, violating (red)", font(14))
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(52)

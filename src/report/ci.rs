@@ -55,7 +55,11 @@ pub fn load_inputs(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Scenario)>, String
     if inputs.is_empty() {
         return Err(format!(
             "no scenario files in {}",
-            paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     let mut names: BTreeMap<&str, &Path> = BTreeMap::new();
@@ -81,9 +85,7 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<Rep
     });
     let mut report = Report::new(shard_info);
     for (i, (path, scenario)) in inputs.iter().enumerate() {
-        let mine = options
-            .shard
-            .is_none_or(|s| i as u64 % s.count == s.index - 1);
+        let mine = options.shard.is_none_or(|s| i as u64 % s.count == s.index - 1);
         if !mine {
             continue;
         }

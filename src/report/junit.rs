@@ -17,13 +17,7 @@ pub fn witness_lines(witness: &[Event]) -> Vec<String> {
         .iter()
         .map(|e| {
             let what = crate::timeline::describe(e).unwrap_or_else(|| e.canonical_json());
-            format!(
-                "#{:<5} {:>9.3} s  {:<10} {}",
-                e.seq,
-                e.at_us as f64 / 1e6,
-                e.node,
-                what
-            )
+            format!("#{:<5} {:>9.3} s  {:<10} {}", e.seq, e.at_us as f64 / 1e6, e.node, what)
         })
         .collect()
 }

@@ -397,7 +397,11 @@ pub fn scenario_report(file: &Path, scenario: &Scenario, run: &ScenarioRun, wall
             digest: run.digest.clone(),
             end_ms: run.end.at_ms,
         }),
-        replay: format!("lockstep run {} --seed {}", shell_word(&file.display().to_string()), run.seed),
+        replay: format!(
+            "lockstep run {} --seed {}",
+            shell_word(&file.display().to_string()),
+            run.seed
+        ),
         timeline: Some(timeline::TimelineData::of(scenario, run)),
         wall_ms,
     }
@@ -504,10 +508,7 @@ impl ExplorationReport {
                 Some(ExploreExpect::SomeInvalid) if partial => Status::Unchecked,
                 Some(_) => Status::Fail,
             };
-            let mut explanation = format!(
-                "invalid on {invalid} of {} seeds ({} unknown)",
-                s.seeds_run, unknown
-            );
+            let mut explanation = format!("invalid on {invalid} of {} seeds ({} unknown)", s.seeds_run, unknown);
             if let Some(f) = &first_failing {
                 explanation.push_str(&format!(
                     "; first on seed {} with {} ({} fault{})",
@@ -604,11 +605,15 @@ impl Report {
 
     /// Parses a `report.json`, checking its format and schema version. Errors name `origin`.
     pub fn from_json(text: &str, origin: &str) -> Result<Report, String> {
-        let value: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| format!("{origin}:{}:{}: not JSON: {e}", e.line(), e.column()))?;
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("{origin}:{}:{}: not JSON: {e}", e.line(), e.column()))?;
         match value.get("format").and_then(|f| f.as_str()) {
             Some(FORMAT) => {}
-            _ => return Err(format!("{origin}: field `format`: not a lockstep report (expected \"{FORMAT}\")")),
+            _ => {
+                return Err(format!(
+                    "{origin}: field `format`: not a lockstep report (expected \"{FORMAT}\")"
+                ))
+            }
         }
         match value.get("schema_version").and_then(|v| v.as_u64()) {
             Some(v) if v == u64::from(SCHEMA_VERSION) => {}
@@ -619,7 +624,8 @@ impl Report {
             }
             None => return Err(format!("{origin}: field `schema_version`: missing or not an integer")),
         }
-        serde_json::from_value(value).map_err(|e| format!("{origin}: does not match report schema {SCHEMA_VERSION}: {e}"))
+        serde_json::from_value(value)
+            .map_err(|e| format!("{origin}: does not match report schema {SCHEMA_VERSION}: {e}"))
     }
 
     /// The report as pretty JSON.
@@ -687,7 +693,11 @@ impl Report {
                             return Err(format!(
                                 "{origin}: exploration `{}`: shard {} is already in another report",
                                 exploration.name,
-                                theirs.iter().map(|s| format!("{}/{}", s.index, s.count)).collect::<Vec<_>>().join(", ")
+                                theirs
+                                    .iter()
+                                    .map(|s| format!("{}/{}", s.index, s.count))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
                             ));
                         }
                         shards.extend(theirs);
@@ -727,9 +737,14 @@ impl Report {
 
 /// Writes `bytes` to `path` atomically: a temporary file beside it, then a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let name = path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    let name = path
+        .file_name()
+        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     std::fs::write(&tmp, bytes).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, path).map_err(|e| {
@@ -741,13 +756,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
 /// Makes sure `out` is a directory we can write into (creating it), before anything runs.
 pub fn prepare_out(out: &Path) -> Result<(), String> {
     if out.exists() && !out.is_dir() {
-        return Err(format!("report directory {}: exists and is not a directory", out.display()));
+        return Err(format!(
+            "report directory {}: exists and is not a directory",
+            out.display()
+        ));
     }
     std::fs::create_dir_all(out.join("charts"))
         .map_err(|e| format!("report directory {}: cannot create it: {e}", out.display()))?;
     let probe = out.join(format!(".lockstep-write-probe.{}", std::process::id()));
     std::fs::write(&probe, b"probe").map_err(|e| format!("report directory {}: not writable: {e}", out.display()))?;
-    std::fs::remove_file(&probe).map_err(|e| format!("report directory {}: cannot remove a probe file: {e}", out.display()))?;
+    std::fs::remove_file(&probe)
+        .map_err(|e| format!("report directory {}: cannot remove a probe file: {e}", out.display()))?;
     Ok(())
 }
 

@@ -189,16 +189,17 @@ impl TimelineData {
         let mut open: BTreeMap<usize, (u64, Option<u64>, String, String)> = BTreeMap::new();
         let mut grant_count = 0u64;
         let mut crashed: BTreeMap<usize, u64> = BTreeMap::new();
-        let close = |data: &mut TimelineData, lane: usize, g: (u64, Option<u64>, String, String), at: u64, open: bool| {
-            data.grants.push(GrantBar {
-                lane,
-                start_us: g.0,
-                end_us: at.max(g.0),
-                token: g.1,
-                label: g.3,
-                open,
-            });
-        };
+        let close =
+            |data: &mut TimelineData, lane: usize, g: (u64, Option<u64>, String, String), at: u64, open: bool| {
+                data.grants.push(GrantBar {
+                    lane,
+                    start_us: g.0,
+                    end_us: at.max(g.0),
+                    token: g.1,
+                    label: g.3,
+                    open,
+                });
+            };
         for event in events {
             match &event.kind {
                 EventKind::Op { .. } => {

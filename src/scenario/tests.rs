@@ -1099,8 +1099,16 @@ fn explore_block_errors_name_the_field() {
         ("[explore]\nkinds = [\"meteor\"]\n", "explore.kinds", "meteor"),
         ("[explore]\nkinds = [\"pause\", \"pause\"]\n", "explore.kinds", "twice"),
         ("[explore]\nseed = 3\n", "explore.seed", "unknown field"),
-        ("[explore.expect]\nlinearizable = \"none-invalid\"\n", "explore.expect.linearizable", "unknown checker"),
-        ("[explore.expect]\nstale-write = \"sometimes\"\n", "explore.expect.stale-write", "sometimes"),
+        (
+            "[explore.expect]\nlinearizable = \"none-invalid\"\n",
+            "explore.expect.linearizable",
+            "unknown checker",
+        ),
+        (
+            "[explore.expect]\nstale-write = \"sometimes\"\n",
+            "explore.expect.stale-write",
+            "sometimes",
+        ),
     ];
     for (extra, field, message) in cases {
         let err = parse_err(&with(extra));

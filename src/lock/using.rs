@@ -1,0 +1,117 @@
+//! `using()`: hold a lock for the length of a routine, keeping it alive and telling the routine
+//! when it is lost — node-redlock's `using(resources, duration, routine)`.
+//!
+//! While the routine runs, a task on the client node extends the grant as the lock's
+//! [`AutoExtend`] policy says (a watchdog period, or shortly before the validity runs out). When
+//! an extension fails, the [`AbortSignal`] is raised and extension stops; the routine should
+//! check `signal.aborted()` before each step that needs the lock — and must not trust it across
+//! a pause, which is the whole point of fencing.
+
+use super::{AutoExtend, LockClient, LockError};
+use crate::ops::{names, to_data, Grant, GrantRef, Recorder};
+use lockstep_sim::{Node, Phase};
+use serde_json::json;
+use std::cell::Cell;
+use std::future::Future;
+use std::rc::Rc;
+
+/// Raised when the lock is known to be lost (node-redlock's `signal.aborted`).
+#[derive(Debug, Clone, Default)]
+pub struct AbortSignal(Rc<Cell<bool>>);
+
+impl AbortSignal {
+    /// A signal that has not fired.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether the lock was lost.
+    pub fn aborted(&self) -> bool {
+        self.0.get()
+    }
+
+    /// Raises the signal.
+    pub fn abort(&self) {
+        self.0.set(true);
+    }
+}
+
+/// Keeps `grant` alive under `policy` until the task is dropped or an extension fails (then
+/// raises `signal`). With a recorder, every extension and the abort are recorded as operations.
+pub async fn keep_alive(
+    node: Node,
+    lock: Rc<dyn LockClient>,
+    policy: AutoExtend,
+    grant: Grant,
+    ttl_ms: u64,
+    signal: AbortSignal,
+    recorder: Option<Recorder>,
+) {
+    let mut current = grant;
+    loop {
+        let wait_ms = match policy {
+            AutoExtend::Every { interval_ms } => interval_ms,
+            AutoExtend::BeforeExpiry { threshold_ms } => current.validity_ms.saturating_sub(threshold_ms),
+        };
+        node.sleep_local_ms(wait_ms.max(1)).await;
+        let id = recorder.as_ref().map(|rec| {
+            rec.invoke(
+                names::EXTEND,
+                json!({ "key": current.key, "value": current.value, "fencing_token": current.fencing_token, "ttl_ms": ttl_ms }),
+            )
+        });
+        let result = lock.extend(&current, ttl_ms).await;
+        if let (Some(rec), Some(id)) = (&recorder, id) {
+            match &result {
+                Ok(renewed) => rec.complete(id, names::EXTEND, Phase::Ok, to_data(renewed)),
+                Err(e) => rec.complete_error(id, names::EXTEND, e),
+            }
+        }
+        match result {
+            Ok(renewed) => current = renewed,
+            Err(e) => {
+                signal.abort();
+                if let Some(rec) = &recorder {
+                    let abort_id = rec.invoke(names::ABORT, to_data(&GrantRef::from(&current)));
+                    rec.complete(abort_id, names::ABORT, Phase::Info, json!({ "reason": e.to_string() }));
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Acquires `key` for `ttl_ms`, runs `routine(grant, signal)` while keeping the lock alive
+/// (by the lock's own policy, or by extending `threshold_ms` before expiry when it has none),
+/// then releases it. Returns the routine's output; the release's outcome is not waited on for
+/// errors (a lost lock is already reported through the signal).
+pub async fn using<T, F, Fut>(
+    lock: Rc<dyn LockClient>,
+    node: &Node,
+    key: &str,
+    ttl_ms: u64,
+    threshold_ms: u64,
+    routine: F,
+) -> Result<T, LockError>
+where
+    F: FnOnce(Grant, AbortSignal) -> Fut,
+    Fut: Future<Output = T>,
+{
+    let grant = lock.acquire(key, ttl_ms).await?;
+    let signal = AbortSignal::new();
+    let policy = lock.auto_extend().unwrap_or(AutoExtend::BeforeExpiry { threshold_ms });
+    let keeper = node.spawn(keep_alive(
+        node.clone(),
+        lock.clone(),
+        policy,
+        grant.clone(),
+        ttl_ms,
+        signal.clone(),
+        None,
+    ));
+    let output = routine(grant.clone(), signal).await;
+    keeper.abort();
+    // Best effort, as node-redlock: the lock may already be gone.
+    let _ = lock.release(&grant).await;
+    Ok(output)
+}

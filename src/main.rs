@@ -182,9 +182,9 @@ fn mark(expected: Option<Verdict>, actual: Verdict) -> &'static str {
 fn print_run(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool) {
     println!("━━ {} ({})", scenario.name, path.display());
     println!(
-        "   algorithm {} · fencing {:?} · resource {} · ttl {} ms · seed {}",
+        "   algorithm {} · fencing {} · resource {} · ttl {} ms · seed {}",
         scenario.lock.algorithm.name(),
-        scenario.lock.fencing,
+        scenario.lock.fencing.name(),
         scenario.resource.name(),
         scenario.lock.ttl_ms,
         run.seed

@@ -90,6 +90,11 @@ pub(crate) fn seconds(at_us: u64) -> String {
 }
 
 /// `token 3`, or `no token`.
+/// A grant's value shortened for one-line explanations (the witness keeps it whole).
+pub(crate) fn grant_text(value: &str) -> &str {
+    value.get(..8).unwrap_or(value)
+}
+
 pub(crate) fn token_text(token: Option<u64>) -> String {
     match token {
         Some(t) => format!("token {t}"),

@@ -63,7 +63,7 @@ impl Hold<'_> {
         format!(
             "{} (grant {}, {})",
             self.process,
-            self.grant.value,
+            super::grant_text(&self.grant.value),
             token_text(self.grant.fencing_token)
         )
     }

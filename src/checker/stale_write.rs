@@ -129,7 +129,11 @@ impl Checker for StaleWrite {
             let g = &grants[a.grant];
             (
                 g.process,
-                format!("grant {}, {}", g.grant.value, token_text(g.grant.fencing_token)),
+                format!(
+                    "grant {}, {}",
+                    super::grant_text(&g.grant.value),
+                    token_text(g.grant.fencing_token)
+                ),
             )
         };
         let (verdict, explanation, witness) = if let Some((later, older)) = first {

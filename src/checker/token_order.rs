@@ -48,7 +48,7 @@ fn holder(ok: &Event) -> String {
         .and_then(|op| op.decode::<Grant>())
         .map(|g| g.value)
         .unwrap_or_default();
-    format!("{} (grant {value})", ok.node)
+    format!("{} (grant {})", ok.node, super::grant_text(&value))
 }
 
 impl Checker for TokenOrder {

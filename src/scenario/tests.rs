@@ -335,19 +335,24 @@ fn every_fault_kind_parses() {
         ("loss", "a = \"client-2\"\nb = \"redis-1\"\nrate_ppm = 1000000"),
         ("crash", "node = \"redis-1\""),
         ("restart", "node = \"redis-1\""),
+        ("power-loss", "node = \"redis-1-replica-1\""),
+        ("shutdown", "node = \"redis-1\""),
+        ("failover", "node = \"redis-1\""),
     ];
+    // A replica, so that `failover` has something to promote.
+    const REPLICATED: &str = "\n[topology]\nreplicas = 1\n";
     let covered: Vec<&str> = cases.iter().map(|c| c.0).collect();
     assert_eq!(covered, Fault::KINDS, "a case per kind");
     let mut all = String::new();
     for (i, (kind, body)) in cases.iter().enumerate() {
         let block = format!("\n[[fault]]\nat_ms = {}\nkind = \"{kind}\"\n{body}\n", i * 10);
-        let s = parse(&with(&block));
+        let s = parse(&with(&format!("{REPLICATED}{block}")));
         assert_eq!(s.faults.faults.len(), 1);
         assert_eq!(s.faults.faults[0].fault.kind(), *kind);
         assert_eq!(s.faults.faults[0].at_ms, i as u64 * 10);
         all.push_str(&block);
     }
-    let s = parse(&with(&all));
+    let s = parse(&with(&format!("{REPLICATED}{all}")));
     assert_eq!(s.faults.faults.len(), Fault::KINDS.len());
     assert_eq!(
         s.faults.faults[1].fault,
@@ -412,7 +417,7 @@ fn seed_accepts_a_decimal_string_and_rejects_negatives() {
 fn unknown_fields_name_the_key_and_its_line() {
     let cases: &[(&str, &str, &str)] = &[
         ("[network]\njitter_ms = 3\n", "network.jitter_ms", "jitter_ms"),
-        ("[topology]\nreplicas = 2\n", "topology.replicas", "replicas"),
+        ("[topology]\nsentinels = 2\n", "topology.sentinels", "sentinels"),
         (
             "[topology]\n[[topology.master]]\nname = \"r\"\nclock = 1\n",
             "topology.master[0].clock",

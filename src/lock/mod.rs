@@ -162,6 +162,13 @@ pub fn with_fencing(spec: &LockSpec, env: &ClientEnv, inner: Rc<dyn LockClient>)
 pub(crate) mod single {
     use super::*;
 
+    /// The master a single-master algorithm uses: the first one.
+    pub fn first_master(env: &ClientEnv) -> Result<&RedisLink, LockError> {
+        env.masters
+            .first()
+            .ok_or_else(|| LockError::Failed("no master configured".into()))
+    }
+
     /// `SET key value NX PX ttl` on `link`; a grant when the reply is OK.
     pub async fn set_nx(link: &RedisLink, node: &Node, key: &str, ttl_ms: u64) -> Result<Grant, LockError> {
         let value = random_value(node);

@@ -22,10 +22,7 @@ impl Naive {
     }
 
     fn link(&self) -> Result<&lockstep_sim::RedisLink, LockError> {
-        self.env
-            .masters
-            .first()
-            .ok_or_else(|| LockError::Failed("no master configured".into()))
+        single::first_master(&self.env)
     }
 }
 

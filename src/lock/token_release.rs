@@ -21,10 +21,7 @@ impl TokenRelease {
     }
 
     fn link(&self) -> Result<&lockstep_sim::RedisLink, LockError> {
-        self.env
-            .masters
-            .first()
-            .ok_or_else(|| LockError::Failed("no master configured".into()))
+        single::first_master(&self.env)
     }
 }
 

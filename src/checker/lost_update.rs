@@ -108,11 +108,7 @@ impl Checker for LostUpdate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checker::testkit::{kleppmann, malformed, Builder};
-
-    fn seqs(result: &CheckResult) -> Vec<u64> {
-        result.witness.iter().map(|e| e.seq).collect()
-    }
+    use crate::checker::testkit::{kleppmann, malformed, seqs, Builder};
 
     #[test]
     fn no_writes_is_valid() {

@@ -127,6 +127,11 @@ pub(crate) mod testkit {
     use lockstep_sim::{EventKind, History, Phase};
     use serde_json::{json, Value};
 
+    /// The `seq`s of a result's witness.
+    pub(crate) fn seqs(result: &super::CheckResult) -> Vec<u64> {
+        result.witness.iter().map(|e| e.seq).collect()
+    }
+
     /// Builds a history event by event; times are true microseconds.
     #[derive(Default)]
     pub(crate) struct Builder {

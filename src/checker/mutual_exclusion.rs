@@ -201,12 +201,8 @@ impl Checker for MutualExclusion {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checker::testkit::{kleppmann, malformed, Builder};
+    use crate::checker::testkit::{kleppmann, malformed, seqs, Builder};
     use crate::ops::{self, GrantRef};
-
-    fn seqs(result: &CheckResult) -> Vec<u64> {
-        result.witness.iter().map(|e| e.seq).collect()
-    }
 
     #[test]
     fn empty_history_has_no_grants() {

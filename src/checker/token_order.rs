@@ -145,11 +145,7 @@ impl Checker for TokenOrder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checker::testkit::{kleppmann, malformed, Builder};
-
-    fn seqs(result: &CheckResult) -> Vec<u64> {
-        result.witness.iter().map(|e| e.seq).collect()
-    }
+    use crate::checker::testkit::{kleppmann, malformed, seqs, Builder};
 
     #[test]
     fn no_tokens_is_unknown() {

@@ -89,9 +89,9 @@ struct ExploreArgs {
     /// Without a file: the scheduler tick in ms.
     #[arg(long, default_value_t = 1)]
     tick_ms: u64,
-    /// Run seeds 0..N.
-    #[arg(long, default_value_t = 1000, conflicts_with = "seed_range")]
-    seeds: u64,
+    /// Run seeds 0..N (default: the file's `[explore] seeds`, else 1000).
+    #[arg(long, conflicts_with = "seed_range")]
+    seeds: Option<u64>,
     /// Run seeds A..B (B excluded).
     #[arg(long)]
     seed_range: Option<String>,
@@ -104,13 +104,15 @@ struct ExploreArgs {
     /// Stop starting new seeds after this many wall seconds.
     #[arg(long)]
     time_limit: Option<u64>,
-    /// Fault kinds that may be generated (comma-separated; default: all).
+    /// Fault kinds that may be generated (comma-separated; default: the file's `[explore]
+    /// kinds`, else all).
     #[arg(long, value_delimiter = ',')]
     kinds: Option<Vec<String>>,
-    /// At most this many generated faults per seed.
-    #[arg(long, default_value_t = 4)]
-    faults_max: usize,
-    /// Aim faults where locks break (pauses around the TTL, jumps inside validity windows).
+    /// At most this many generated faults per seed (default: the file's, else 4).
+    #[arg(long)]
+    faults_max: Option<usize>,
+    /// Aim faults where locks break (pauses around the TTL, jumps inside validity windows);
+    /// also on when the file's `[explore]` block says `lock_aware = true`.
     #[arg(long)]
     lock_aware: bool,
     /// Rerun this percentage of seeds and fail on any digest mismatch.
@@ -345,14 +347,27 @@ fn cmd_explore(args: ExploreArgs) -> Result<ExitCode> {
                 return Ok(ExitCode::from(2));
             }
         },
-        None => 0..args.seeds,
+        None => {
+            0..args
+                .seeds
+                .or(template.explore.as_ref().map(|e| e.seeds))
+                .unwrap_or(1_000)
+        }
     };
+    // A template's own `[explore]` block gives the defaults; flags override them.
+    let declared = template.explore.clone();
     let mut profile = FaultProfile {
-        faults_max: args.faults_max,
-        lock_aware: args.lock_aware,
+        faults_max: args
+            .faults_max
+            .or(declared.as_ref().map(|e| e.faults_max))
+            .unwrap_or(FaultProfile::default().faults_max),
+        lock_aware: args.lock_aware || declared.as_ref().is_some_and(|e| e.lock_aware),
         ..FaultProfile::default()
     };
-    if let Some(kinds) = args.kinds {
+    let kinds = args
+        .kinds
+        .or(declared.map(|e| e.kinds).filter(|kinds| !kinds.is_empty()));
+    if let Some(kinds) = kinds {
         for kind in &kinds {
             if !explore::generate::GENERATED_KINDS.contains(&kind.as_str()) {
                 eprintln!(

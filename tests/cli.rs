@@ -94,3 +94,36 @@ fn list_shows_algorithms_faults_and_scenarios() {
         assert!(out.contains(needle), "missing {needle}: {out}");
     }
 }
+
+#[test]
+fn explore_takes_a_files_explore_block_as_defaults_and_flags_override_it() {
+    let (code, out, err) = lockstep(&[
+        "explore",
+        "scenarios/explore-token-release-pause-crash.toml",
+        "--seeds",
+        "6",
+        "--shrink",
+        "0",
+        "--quiet",
+    ]);
+    assert!(code == 0 || code == 1, "{out}{err}");
+    assert!(
+        out.contains("seeds run: 6"),
+        "the flag overrides the file's 80 seeds: {out}"
+    );
+    let kinds: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.contains("seeds per fault kind"))
+        .skip(1)
+        .take_while(|l| l.starts_with("    "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(!kinds.is_empty(), "{out}");
+    assert!(
+        kinds.iter().all(|k| *k == "pause" || *k == "crash"),
+        "only the file's kinds: {kinds:?}"
+    );
+    let (code, _, err) = lockstep(&["explore", "--kinds", "nonsense", "--seeds", "1"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown fault kind `nonsense`"), "{err}");
+}

@@ -113,7 +113,8 @@ pub fn topology(template: &Scenario) -> Topology {
 }
 
 /// The scenario one case runs: the template with the seed, the first `case.clients` clients,
-/// the case's faults (the template's own faults are replaced) and no expectations.
+/// the case's faults (the template's own faults are replaced), no expectations and no
+/// `[explore]` block.
 pub fn case_scenario(template: &Scenario, case: &ExploreCase, seed: u64) -> Scenario {
     let mut scenario = template.clone();
     scenario.seed = seed;
@@ -121,6 +122,9 @@ pub fn case_scenario(template: &Scenario, case: &ExploreCase, seed: u64) -> Scen
     let present: Vec<String> = scenario.node_names();
     scenario.faults = case.plan(&present);
     scenario.expect.clear();
+    // A case is one run: a counterexample written from it must not carry the template's
+    // exploration along.
+    scenario.explore = None;
     scenario
 }
 

@@ -808,7 +808,16 @@ impl World {
     /// Applies the replication streams that are due; resynchronises replicas that need it.
     fn deliver_replication(&mut self) {
         let now_us = self.time.now_us();
-        let group_names: Vec<String> = self.replication.borrow().groups.keys().cloned().collect();
+        // Every master is a group; only groups with replicas have anything to deliver, and
+        // skipping the others keeps this per-step pass free of allocations.
+        let group_names: Vec<String> = self
+            .replication
+            .borrow()
+            .groups
+            .iter()
+            .filter(|(_, group)| !group.links.is_empty())
+            .map(|(name, _)| name.clone())
+            .collect();
         for group_name in group_names {
             let (master, replicas) = {
                 let repl = self.replication.borrow();

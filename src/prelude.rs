@@ -1,6 +1,6 @@
 //! Everything needed to write and test your own lock: `use lockstep::prelude::*;`.
 //!
-//! - To implement a lock: [`LockClient`] (with the [`async_trait`] attribute, `?Send`),
+//! - To implement a lock: [`LockClient`] (with the [`async_trait`](macro@async_trait) attribute, `?Send`),
 //!   [`LockEnv`] (the client node's clocks, sleeps, random stream and links), [`Grant`],
 //!   [`LockError`], [`AutoExtend`], the [`RELEASE_SCRIPT`] / [`EXTEND_SCRIPT`] Lua scripts,
 //!   [`random_value`], and the [`redis`] crate to build commands with.

@@ -1,6 +1,8 @@
-//! Scenario files: one TOML file per scenario describes a whole run — the world (seed, network,
-//! masters, clients, resource), the lock under test, the workload, the fault schedule and the
-//! verdicts the checkers are expected to reach.
+//! The scenario front end: one TOML file per scenario describes a whole run — the world (seed,
+//! network, masters, clients, resource), the lock under test, the workload, the fault schedule
+//! and the verdicts the checkers are expected to reach. This module turns such a file into the
+//! plain data of [`crate::model`] (re-exported here) and writes that data back as TOML; it is
+//! the only place that reads or writes scenario TOML.
 //!
 //! [`Scenario::from_file`] / [`Scenario::from_str`] parse and validate a file, resolving every
 //! default; [`load_dir`] loads every `*.toml` of a directory; [`Scenario::to_toml`] writes a

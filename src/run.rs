@@ -3,7 +3,7 @@
 //! scenario's expectations.
 
 use crate::checker::{self, CheckResult, Verdict};
-use crate::lock::{self, ClientEnv, LockClient};
+use crate::lock::{self, LockClient, LockEnv};
 use crate::scenario::Scenario;
 use crate::workload::{self, ClientPlan};
 use lockstep_sim::{
@@ -17,7 +17,7 @@ pub const RESOURCE_NODE: &str = "resource";
 
 /// Builds the lock client of one client node. The built-in algorithms come from
 /// [`lock::build`]; a user passes their own to [`run_with_lock`].
-pub type LockFactory = Rc<dyn Fn(ClientEnv) -> Rc<dyn LockClient>>;
+pub type LockFactory = Rc<dyn Fn(LockEnv) -> Rc<dyn LockClient>>;
 
 /// A checker whose verdict differs from the scenario's expectation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,11 +125,7 @@ pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactor
                     .iter()
                     .map(|m| RedisLink::new(&node, m, REDIS_PORT, timeouts))
                     .collect();
-                let env = ClientEnv {
-                    node: node.clone(),
-                    masters,
-                    fencing_master,
-                };
+                let env = LockEnv::new(&node, masters, fencing_master);
                 let lock = lock::with_fencing(&lock_spec, &env, factory(env.clone()));
                 let resource = ResourceClient::new(&node, RESOURCE_NODE, resource_timeouts);
                 workload::run_client(node, lock, resource, plan).await;

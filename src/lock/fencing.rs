@@ -6,7 +6,7 @@
 //! fails, so no grant is ever used without a token.
 
 use super::{LockClient, LockError};
-use crate::ops::Grant;
+use crate::model::Grant;
 use async_trait::async_trait;
 use lockstep_sim::RedisLink;
 use std::rc::Rc;

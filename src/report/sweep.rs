@@ -10,6 +10,7 @@
 use super::outcome_digest;
 use crate::explore::generate::FaultProfile;
 use crate::explore::{explore, standard_template, ExploreConfig};
+use crate::model::AlgorithmSpec;
 use serde::{Deserialize, Serialize};
 
 /// The TTLs swept by default, ms.
@@ -118,8 +119,11 @@ pub fn ttl_sweep(options: &SweepOptions) -> Result<TtlSweep, String> {
     for ttl in ttls {
         let mut template = base.clone();
         template.lock.ttl_ms = ttl;
-        template.lock.extend_every_ms = (ttl / 3).max(1);
-        template.lock.extension_threshold_ms = template.lock.extension_threshold_ms.min(ttl / 2);
+        match &mut template.lock.algorithm {
+            AlgorithmSpec::Watchdog(w) => w.extend_every_ms = (ttl / 3).max(1),
+            AlgorithmSpec::Redlock(r) => r.extension_threshold_ms = r.extension_threshold_ms.min(ttl / 2),
+            AlgorithmSpec::Naive | AlgorithmSpec::TokenRelease => {}
+        }
         let config = ExploreConfig {
             seeds: 0..options.seeds,
             jobs: options.jobs.max(1),

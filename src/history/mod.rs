@@ -1,0 +1,416 @@
+//! The run's history read once, as types: the [`OpHistory`] the checkers, both timelines and the
+//! liveness figures read.
+//!
+//! The world records one flat log of events; client operations are `Op` events with free-form
+//! JSON data (see [`crate::ops`]). [`OpHistory::new`] reads that log in one pass and keeps:
+//! - every event as a typed [`Step`] (same order, same `seq`), op data decoded by [`op::decode`];
+//! - [`Operation`]s: each invoke paired with its completion (`ok`, `fail`, `info`) by process and
+//!   id, or still open at the end of the history;
+//! - [`Hold`]s, one per grant (an `acquire` `ok`), in grant order: the true-time interval its
+//!   client was inside the critical section (to the release invoke, an abort, the client's next
+//!   acquire on that key, or the end of the history) and what the client believed along the way
+//!   (the validity of the grant and of each renewal);
+//! - [`WriteRecord`]s: every write attempt the resource judged, attributed to the write operation
+//!   that sent it and to the grant its client held when it invoked that write;
+//! - [`Anomaly`]s: events that do not fit the vocabulary (unknown op names, data of the wrong
+//!   shape, completions without invokes). They stay in the steps, typed as far as they go, and
+//!   play no part in holds or attribution.
+//!
+//! Positions (`seq`) order everything: the history is a linearization, so events at equal true
+//! times are ordered by `seq`. Left out: any judgement (that is the checkers').
+
+pub mod op;
+pub mod step;
+#[cfg(test)]
+pub(crate) mod testkit;
+
+pub use op::{AbortReason, ExtendInvoke, LockOp, OpData, OpName, ReadInvoke, Released, WriteOk};
+pub use step::{Anomaly, AnomalyKind, Expiry, OpStep, ReadAttempt, Step, StepKind, WriteAttempt};
+
+use crate::ops::{Grant, WriteInvoke};
+use lockstep_sim::{Event, History, Phase};
+use std::collections::BTreeMap;
+
+/// A client operation: its invoke and, unless it is still open, its completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Operation<'h> {
+    /// The process (client node) that ran it.
+    pub process: &'h str,
+    /// Its id.
+    pub id: u64,
+    /// Its name.
+    pub name: OpName,
+    /// Its invoke: an index into [`OpHistory::steps`].
+    pub invoke: usize,
+    /// Its completion, an index into [`OpHistory::steps`]; `None` while open at the end.
+    pub completion: Option<usize>,
+}
+
+/// How an operation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// It took effect.
+    Ok,
+    /// It certainly did not take effect.
+    Fail,
+    /// It may have taken effect (a timeout, a lost connection).
+    Info,
+    /// No completion was recorded before the history ended.
+    Open,
+}
+
+/// What ended a client's stay inside the critical section under a grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldEndKind {
+    /// The release invoke of the grant.
+    Release,
+    /// An abort of the grant (the client learned it had lost the lock).
+    Abort,
+    /// The client's next acquire on the same key (its invoke, or another grant's `ok`).
+    NextAcquire,
+}
+
+/// The event that ended a hold.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HoldEnd<'h> {
+    /// The event.
+    pub event: &'h Event,
+    /// What it was.
+    pub kind: HoldEndKind,
+}
+
+/// What a holder believed at one point: its grant is valid for `validity_ms` more, by its own
+/// clock, from `event` (the acquire `ok` or an extension's `ok`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Belief<'h> {
+    /// The acquire or extend `ok`.
+    pub event: &'h Event,
+    /// The validity it reported.
+    pub validity_ms: u64,
+}
+
+impl Belief<'_> {
+    /// The client's monotonic-clock reading (ms) until which it believed it held the lock.
+    pub fn believed_until_monotonic_ms(&self) -> i64 {
+        self.event.monotonic_ms.saturating_add_unsigned(self.validity_ms)
+    }
+}
+
+/// One grant and the client's stay inside the critical section under it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hold<'h> {
+    /// The process holding it.
+    pub process: &'h str,
+    /// What was granted.
+    pub grant: Grant,
+    /// The acquire `ok` (its `seq` orders grants; its `at_us` starts the hold).
+    pub granted: &'h Event,
+    /// The acquire operation ([`OpHistory::operations`] index), when its invoke was recorded.
+    pub acquire: Option<usize>,
+    /// What ended it; `None`: still held at the end of the history.
+    pub end: Option<HoldEnd<'h>>,
+    /// The validity at the grant, then after each successful extension while held.
+    pub beliefs: Vec<Belief<'h>>,
+}
+
+impl Hold<'_> {
+    /// True time the hold began, µs.
+    pub fn start_us(&self) -> u64 {
+        self.granted.at_us
+    }
+
+    /// The first position at which the client is no longer inside (`u64::MAX` while held).
+    pub fn end_seq(&self) -> u64 {
+        self.end.map_or(u64::MAX, |end| end.event.seq)
+    }
+
+    /// True time the hold ended, µs, or `history_end_us` when still held.
+    pub fn end_us_or(&self, history_end_us: u64) -> u64 {
+        self.end.map_or(history_end_us, |end| end.event.at_us)
+    }
+
+    /// Whether it ended by a release or an abort (not by a next acquire or the history's end).
+    pub fn given_up(&self) -> bool {
+        matches!(
+            self.end,
+            Some(HoldEnd {
+                kind: HoldEndKind::Release | HoldEndKind::Abort,
+                ..
+            })
+        )
+    }
+}
+
+/// A write attempt the resource judged, attributed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WriteRecord<'h> {
+    /// The resource's event.
+    pub event: &'h Event,
+    /// What the resource saw and decided.
+    pub attempt: WriteAttempt<'h>,
+    /// The write operation that sent it ([`OpHistory::operations`] index): the latest `write`
+    /// invoke by the same process before it with the same key, value and token.
+    pub operation: Option<usize>,
+    /// The grant ([`OpHistory::holds`] index) whose `ok` was that process's latest before that
+    /// invoke.
+    pub grant: Option<usize>,
+}
+
+/// The history, typed and paired; see the [module](self) docs.
+#[derive(Debug, Clone)]
+pub struct OpHistory<'h> {
+    history: &'h History,
+    steps: Vec<Step<'h>>,
+    operations: Vec<Operation<'h>>,
+    holds: Vec<Hold<'h>>,
+    writes: Vec<WriteRecord<'h>>,
+    anomalies: Vec<Anomaly>,
+}
+
+/// A process's write invoke, kept for attribution.
+struct SentWrite {
+    operation: usize,
+    write: WriteInvoke,
+    grant: Option<usize>,
+}
+
+impl<'h> OpHistory<'h> {
+    /// Reads `history` in one pass.
+    pub fn new(history: &'h History) -> Self {
+        let mut out = OpHistory {
+            history,
+            steps: Vec::with_capacity(history.len()),
+            operations: Vec::new(),
+            holds: Vec::new(),
+            writes: Vec::new(),
+            anomalies: Vec::new(),
+        };
+        // (process, id) -> its open operation.
+        let mut open_ops: BTreeMap<(&'h str, u64), usize> = BTreeMap::new();
+        // (process, lock key) -> its open hold.
+        let mut open_holds: BTreeMap<(&'h str, String), usize> = BTreeMap::new();
+        // process -> its latest grant.
+        let mut latest_grant: BTreeMap<&'h str, usize> = BTreeMap::new();
+        // process -> its write invokes so far.
+        let mut sent: BTreeMap<&'h str, Vec<SentWrite>> = BTreeMap::new();
+
+        for event in history.events() {
+            let index = out.steps.len();
+            let (step, anomaly) = Step::of(event);
+            out.anomalies.extend(anomaly);
+            let process: &'h str = &event.node;
+            match &step.kind {
+                StepKind::Op(op) => {
+                    let operation = out.pair(&mut open_ops, process, op, index, event.seq);
+                    match (&op.data, op.phase) {
+                        (Some(OpData::Invoke(LockOp::Acquire(invoke))), _) => {
+                            if let Some(i) = open_holds.remove(&(process, invoke.key.clone())) {
+                                out.end_hold(i, event, HoldEndKind::NextAcquire);
+                            }
+                        }
+                        (Some(OpData::Granted(grant)), Phase::Ok) if op.op == OpName::Acquire => {
+                            // A grant without an acquire invoke in between still ends the one before.
+                            if let Some(i) = open_holds.insert((process, grant.key.clone()), out.holds.len()) {
+                                out.end_hold(i, event, HoldEndKind::NextAcquire);
+                            }
+                            latest_grant.insert(process, out.holds.len());
+                            out.holds.push(Hold {
+                                process,
+                                grant: grant.clone(),
+                                granted: event,
+                                acquire: operation,
+                                end: None,
+                                beliefs: vec![Belief {
+                                    event,
+                                    validity_ms: grant.validity_ms,
+                                }],
+                            });
+                        }
+                        (Some(OpData::Granted(renewed)), Phase::Ok) => {
+                            let held = open_holds.get(&(process, renewed.key.clone())).copied();
+                            if let Some(hold) = held.map(|i| &mut out.holds[i]) {
+                                if hold.grant.value == renewed.value {
+                                    hold.beliefs.push(Belief {
+                                        event,
+                                        validity_ms: renewed.validity_ms,
+                                    });
+                                }
+                            }
+                        }
+                        (
+                            Some(OpData::Invoke(LockOp::Release(grant) | LockOp::Abort(grant)) | OpData::Lost(grant)),
+                            _,
+                        ) => {
+                            let slot = (process, grant.key.clone());
+                            let held = open_holds.get(&slot).copied();
+                            if let Some(i) = held.filter(|&i| out.holds[i].grant.value == grant.value) {
+                                let kind = if op.op == OpName::Release {
+                                    HoldEndKind::Release
+                                } else {
+                                    HoldEndKind::Abort
+                                };
+                                out.end_hold(i, event, kind);
+                                open_holds.remove(&slot);
+                            }
+                        }
+                        (Some(OpData::Invoke(LockOp::Write(write))), _) => {
+                            if let Some(operation) = operation {
+                                sent.entry(process).or_default().push(SentWrite {
+                                    operation,
+                                    write: write.clone(),
+                                    grant: latest_grant.get(process).copied(),
+                                });
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                StepKind::ResourceWrite(attempt) => {
+                    let matching = sent.get(attempt.client).and_then(|list| {
+                        list.iter().rev().find(|s| {
+                            s.write.key == attempt.key
+                                && s.write.value == attempt.value
+                                && s.write.fencing_token == attempt.token
+                        })
+                    });
+                    out.writes.push(WriteRecord {
+                        event,
+                        attempt: *attempt,
+                        operation: matching.map(|s| s.operation),
+                        grant: matching.and_then(|s| s.grant),
+                    });
+                }
+                _ => {}
+            }
+            out.steps.push(step);
+        }
+        out
+    }
+
+    /// Pairs an op step with its operation; returns the operation's index (`None`: an orphan
+    /// or mismatched completion).
+    fn pair(
+        &mut self,
+        open: &mut BTreeMap<(&'h str, u64), usize>,
+        process: &'h str,
+        op: &OpStep,
+        index: usize,
+        seq: u64,
+    ) -> Option<usize> {
+        let key = (process, op.id);
+        if op.phase == Phase::Invoke {
+            let operation = self.operations.len();
+            if open.insert(key, operation).is_some() {
+                self.anomalies.push(Anomaly {
+                    seq,
+                    kind: AnomalyKind::DuplicateInvoke { op: op.op, id: op.id },
+                });
+            }
+            self.operations.push(Operation {
+                process,
+                id: op.id,
+                name: op.op,
+                invoke: index,
+                completion: None,
+            });
+            return Some(operation);
+        }
+        let Some(&operation) = open.get(&key) else {
+            // An abort may be recorded as a one-off completion naming the lost grant.
+            if op.op == OpName::Abort {
+                return None;
+            }
+            self.anomalies.push(Anomaly {
+                seq,
+                kind: AnomalyKind::CompletionWithoutInvoke { op: op.op, id: op.id },
+            });
+            return None;
+        };
+        let invoked = self.operations[operation].name;
+        if invoked != op.op {
+            self.anomalies.push(Anomaly {
+                seq,
+                kind: AnomalyKind::CompletionMismatch {
+                    invoked,
+                    completed: op.op,
+                    id: op.id,
+                },
+            });
+            return None;
+        }
+        open.remove(&key);
+        self.operations[operation].completion = Some(index);
+        Some(operation)
+    }
+
+    fn end_hold(&mut self, hold: usize, event: &'h Event, kind: HoldEndKind) {
+        self.holds[hold].end = Some(HoldEnd { event, kind });
+    }
+
+    /// The raw history.
+    pub fn history(&self) -> &'h History {
+        self.history
+    }
+
+    /// Every event, typed, in history order (`steps()[i].event.seq == i`).
+    pub fn steps(&self) -> &[Step<'h>] {
+        &self.steps
+    }
+
+    /// The step of the event at position `seq`.
+    pub fn step(&self, seq: u64) -> Option<&Step<'h>> {
+        let at = usize::try_from(seq).ok()?;
+        match self.steps.get(at) {
+            Some(step) if step.event.seq == seq => Some(step),
+            _ => self
+                .steps
+                .binary_search_by_key(&seq, |s| s.event.seq)
+                .ok()
+                .map(|i| &self.steps[i]),
+        }
+    }
+
+    /// Every operation, in order of their invokes.
+    pub fn operations(&self) -> &[Operation<'h>] {
+        &self.operations
+    }
+
+    /// What `operation` asked for (`None` when its invoke's data did not fit).
+    pub fn invoked(&self, operation: &Operation<'h>) -> Option<&LockOp> {
+        match self.steps[operation.invoke].op()?.data.as_ref()? {
+            OpData::Invoke(op) => Some(op),
+            _ => None,
+        }
+    }
+
+    /// How `operation` ended.
+    pub fn outcome(&self, operation: &Operation<'h>) -> Outcome {
+        let phase = operation.completion.and_then(|i| self.steps[i].op()).map(|op| op.phase);
+        match phase {
+            Some(Phase::Ok) => Outcome::Ok,
+            Some(Phase::Fail) => Outcome::Fail,
+            Some(Phase::Info) => Outcome::Info,
+            Some(Phase::Invoke) | None => Outcome::Open,
+        }
+    }
+
+    /// Every grant with its hold, in grant order (the order of their acquire `ok`s).
+    pub fn holds(&self) -> &[Hold<'h>] {
+        &self.holds
+    }
+
+    /// Every write attempt the resource judged, in order, attributed.
+    pub fn writes(&self) -> &[WriteRecord<'h>] {
+        &self.writes
+    }
+
+    /// What did not fit the vocabulary, in order.
+    pub fn anomalies(&self) -> &[Anomaly] {
+        &self.anomalies
+    }
+
+    /// The true time of the last event, µs (0 when empty).
+    pub fn end_us(&self) -> u64 {
+        self.history.events().last().map_or(0, |e| e.at_us)
+    }
+}

@@ -1,7 +1,7 @@
 //! `token-order`: fencing tokens are unique and strictly increase in grant order, per lock key.
 //!
-//! Every `acquire` `ok` whose [`Grant`](crate::ops::Grant) carries a fencing token issues that token for the grant's
-//! key; grants are ordered by their position (`seq`). A token equal to one issued earlier for the
+//! Every grant (an `acquire` `ok`, a [`Hold`] of the [`OpHistory`]) that carries a fencing token
+//! issues that token for the grant's key; grants are ordered by their position (`seq`). A token equal to one issued earlier for the
 //! same key is a duplicate, one below the highest issued so far a decrease. The explanation and
 //! witness (the two acquire oks) describe the first such grant; the explanation counts them all.
 //! When no grant carries a token the verdict is unknown: there is nothing to order.

@@ -414,3 +414,313 @@ impl<'h> OpHistory<'h> {
         self.history.events().last().map_or(0, |e| e.at_us)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::testkit::{kleppmann, malformed, Builder};
+    use super::*;
+    use crate::ops::{names, to_data, GrantRef};
+    use lockstep_sim::EventKind;
+    use serde_json::json;
+
+    #[test]
+    fn every_event_is_one_step_in_order() {
+        let (raw, story) = kleppmann(false);
+        let history = OpHistory::new(&raw);
+        assert_eq!(history.steps().len(), raw.len());
+        for (i, step) in history.steps().iter().enumerate() {
+            assert_eq!(step.event.seq, i as u64);
+            assert_eq!(history.step(step.event.seq).map(|s| s.event.seq), Some(i as u64));
+        }
+        assert!(history.step(raw.len() as u64).is_none());
+        assert!(history.anomalies().is_empty(), "{:?}", history.anomalies());
+        let granted = history.step(story.c2_acquired).and_then(Step::op).expect("an op step");
+        assert_eq!((granted.op, granted.phase), (OpName::Acquire, Phase::Ok));
+        assert!(matches!(&granted.data, Some(OpData::Granted(g)) if g.fencing_token == Some(2)));
+        assert_eq!(history.end_us(), 17_101_000);
+    }
+
+    #[test]
+    fn invokes_pair_with_their_completions() {
+        let mut b = Builder::new();
+        b.acquire(0, 1_000, "client-1", "lock", "a", Some(1));
+        b.write(2_000, "client-1", "counter", 1, Some(1), false, 0);
+        let id = b.id();
+        b.op(
+            5_000,
+            "client-1",
+            id,
+            Phase::Invoke,
+            names::READ,
+            json!({ "key": "counter", "fencing_token": 1 }),
+        );
+        b.op(
+            5_500,
+            "client-1",
+            id,
+            Phase::Info,
+            names::READ,
+            json!({ "error": "timed out" }),
+        );
+        // Still open at the end: an acquire by client-2.
+        let open = b.acquire_invoke(6_000, "client-2", "lock");
+        let raw = b.build();
+        let history = OpHistory::new(&raw);
+        let summary: Vec<(&str, OpName, Outcome)> = history
+            .operations()
+            .iter()
+            .map(|op| (op.process, op.name, history.outcome(op)))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("client-1", OpName::Acquire, Outcome::Ok),
+                ("client-1", OpName::Write, Outcome::Fail),
+                ("client-1", OpName::Read, Outcome::Info),
+                ("client-2", OpName::Acquire, Outcome::Open),
+            ]
+        );
+        let last = history.operations()[3];
+        assert_eq!(history.steps()[last.invoke].event.seq, open);
+        assert_eq!(last.completion, None);
+        assert!(matches!(history.invoked(&last), Some(LockOp::Acquire(a)) if a.key == "lock"));
+        let read = history.operations()[2];
+        let completion = read.completion.map(|i| history.steps()[i].event.at_us);
+        assert_eq!(completion, Some(5_500));
+        assert!(history.anomalies().is_empty(), "{:?}", history.anomalies());
+    }
+
+    #[test]
+    fn pairing_anomalies_are_listed() {
+        let mut b = Builder::new();
+        // A completion nobody invoked, an id reused while open, a completion of another op.
+        let orphan = b.op(0, "client-1", 7, Phase::Ok, names::RELEASE, json!({ "released": true }));
+        b.acquire_invoke(1_000, "client-1", "lock");
+        let id = b.history.next_op_id() - 1;
+        let again = b.op(
+            2_000,
+            "client-1",
+            id,
+            Phase::Invoke,
+            names::ACQUIRE,
+            json!({ "key": "lock", "ttl_ms": 5 }),
+        );
+        let wrong = b.op(3_000, "client-1", id, Phase::Ok, names::WRITE, json!({ "version": 1 }));
+        // The same id on another process is another operation.
+        b.op(
+            4_000,
+            "client-2",
+            id,
+            Phase::Invoke,
+            names::ACQUIRE,
+            json!({ "key": "lock", "ttl_ms": 5 }),
+        );
+        let raw = b.build();
+        let history = OpHistory::new(&raw);
+        let kinds: Vec<(u64, &AnomalyKind)> = history.anomalies().iter().map(|a| (a.seq, &a.kind)).collect();
+        assert_eq!(
+            kinds,
+            [
+                (
+                    orphan,
+                    &AnomalyKind::CompletionWithoutInvoke {
+                        op: OpName::Release,
+                        id: 7
+                    }
+                ),
+                (
+                    again,
+                    &AnomalyKind::DuplicateInvoke {
+                        op: OpName::Acquire,
+                        id
+                    }
+                ),
+                (
+                    wrong,
+                    &AnomalyKind::CompletionMismatch {
+                        invoked: OpName::Acquire,
+                        completed: OpName::Write,
+                        id
+                    }
+                ),
+            ]
+        );
+        assert_eq!(history.operations().len(), 3);
+        assert!(history
+            .operations()
+            .iter()
+            .all(|op| history.outcome(op) == Outcome::Open));
+        assert_eq!(
+            history.anomalies()[0].to_string(),
+            "seq 0: release completion of id 7 without an invoke"
+        );
+    }
+
+    #[test]
+    fn holds_run_from_grant_to_release_with_beliefs() {
+        let (raw, story) = kleppmann(false);
+        let history = OpHistory::new(&raw);
+        let holds = history.holds();
+        assert_eq!(holds.len(), 2);
+        let (c1, c2) = (&holds[0], &holds[1]);
+        assert_eq!((c1.process, c1.granted.seq), ("client-1", story.c1_acquired));
+        assert_eq!((c2.process, c2.granted.seq), ("client-2", story.c2_acquired));
+        assert_eq!(
+            c1.end.map(|e| (e.event.seq, e.kind)),
+            Some((story.c1_release, HoldEndKind::Release))
+        );
+        assert_eq!(
+            c2.end.map(|e| (e.event.seq, e.kind)),
+            Some((story.c2_release, HoldEndKind::Release))
+        );
+        assert_eq!((c1.start_us(), c1.end_us_or(0)), (2_000, 17_100_000));
+        assert!(c1.given_up() && c2.given_up());
+        assert_eq!(c1.acquire.map(|i| history.operations()[i].name), Some(OpName::Acquire));
+        // What client-1 believed: 9.99 s from its grant, by its own clock.
+        assert_eq!(c1.beliefs.len(), 1);
+        assert_eq!(c1.beliefs[0].validity_ms, 9_990);
+        assert_eq!(c1.beliefs[0].believed_until_monotonic_ms(), 2 + 9_990);
+    }
+
+    #[test]
+    fn holds_end_at_aborts_and_next_acquires_and_extensions_renew_beliefs() {
+        let mut b = Builder::new();
+        b.acquire(0, 1_000, "client-1", "lock", "a", Some(1));
+        let id = b.id();
+        let extend = json!({ "key": "lock", "value": "a", "fencing_token": 1, "ttl_ms": 100 });
+        b.op(2_000, "client-1", id, Phase::Invoke, names::EXTEND, extend);
+        let renewed = json!({ "key": "lock", "value": "a", "fencing_token": 1, "validity_ms": 77 });
+        let renewal = b.op(3_000, "client-1", id, Phase::Ok, names::EXTEND, renewed);
+        let id = b.id();
+        let grant = GrantRef {
+            key: "lock".into(),
+            value: "a".into(),
+            fencing_token: Some(1),
+        };
+        let abort = b.op(4_000, "client-1", id, Phase::Invoke, names::ABORT, to_data(&grant));
+        b.op(
+            4_000,
+            "client-1",
+            id,
+            Phase::Info,
+            names::ABORT,
+            json!({ "reason": "lost" }),
+        );
+        b.acquire(5_000, 6_000, "client-2", "lock", "b", Some(2));
+        let next = b.acquire_invoke(7_000, "client-2", "lock");
+        b.acquire(8_000, 9_000, "client-3", "lock", "c", Some(3));
+        let raw = b.build();
+        let history = OpHistory::new(&raw);
+        let ends: Vec<Option<(u64, HoldEndKind)>> = history
+            .holds()
+            .iter()
+            .map(|h| h.end.map(|e| (e.event.seq, e.kind)))
+            .collect();
+        assert_eq!(
+            ends,
+            [
+                Some((abort, HoldEndKind::Abort)),
+                Some((next, HoldEndKind::NextAcquire)),
+                None
+            ]
+        );
+        let beliefs: Vec<(u64, u64)> = history.holds()[0]
+            .beliefs
+            .iter()
+            .map(|b| (b.event.seq, b.validity_ms))
+            .collect();
+        assert_eq!(beliefs, [(1, 9_990), (renewal, 77)]);
+        assert!(history.holds()[0].given_up() && !history.holds()[1].given_up());
+        assert_eq!(history.holds()[2].end_us_or(history.end_us()), 9_000);
+        assert!(history.anomalies().is_empty(), "{:?}", history.anomalies());
+    }
+
+    #[test]
+    fn writes_are_attributed_to_their_operation_and_grant() {
+        let (raw, story) = kleppmann(false);
+        let history = OpHistory::new(&raw);
+        let writes = history.writes();
+        assert_eq!(writes.len(), 2);
+        assert_eq!(writes[0].event.seq, story.c2_write);
+        assert_eq!(writes[1].event.seq, story.c1_write);
+        // client-2's write: grant 1 (token 2); client-1's late write: grant 0 (token 1).
+        assert_eq!((writes[0].grant, writes[1].grant), (Some(1), Some(0)));
+        for write in writes {
+            let op = history.operations()[write.operation.expect("attributed")];
+            assert_eq!((op.name, op.process), (OpName::Write, write.attempt.client));
+            assert_eq!(history.outcome(&op), Outcome::Ok);
+            // The invoke precedes the resource's judgement, which precedes the completion.
+            let invoke = history.steps()[op.invoke].event.seq;
+            let done = op.completion.map(|i| history.steps()[i].event.seq);
+            assert!(invoke < write.event.seq && Some(write.event.seq) < done);
+        }
+
+        // A write nobody invoked, and one invoked before any grant.
+        let mut b = Builder::new();
+        b.resource_write(0, "client-9", "counter", 1, None, true, 1);
+        b.write(1_000, "client-1", "counter", 2, None, false, 1);
+        let raw = b.build();
+        let history = OpHistory::new(&raw);
+        let attributed: Vec<(Option<usize>, Option<usize>, bool)> = history
+            .writes()
+            .iter()
+            .map(|w| (w.operation, w.grant, w.attempt.accepted))
+            .collect();
+        assert_eq!(attributed, [(None, None, true), (Some(0), None, false)]);
+    }
+
+    #[test]
+    fn malformed_events_are_anomalies_and_play_no_part() {
+        let raw = malformed();
+        let history = OpHistory::new(&raw);
+        assert_eq!(history.steps().len(), raw.len());
+        // Only the one good grant is a hold.
+        assert_eq!(history.holds().len(), 1);
+        assert_eq!(history.holds()[0].grant.fencing_token, Some(u64::MAX));
+        let unknown = history
+            .anomalies()
+            .iter()
+            .filter(|a| matches!(a.kind, AnomalyKind::UnknownOp { .. }))
+            .count();
+        // Two unknown names ("" and "???"), eight payloads, four phases.
+        assert_eq!(unknown, 2 * 8 * 4);
+        let undecodable = history
+            .anomalies()
+            .iter()
+            .filter(|a| matches!(a.kind, AnomalyKind::Undecodable { .. }))
+            .count();
+        assert!(undecodable > 100, "{undecodable}");
+        // Every anomaly points at an op event, and the good grant has none.
+        for anomaly in history.anomalies() {
+            let step = history.step(anomaly.seq).expect("a step");
+            assert!(matches!(step.event.kind, EventKind::Op { .. }), "{anomaly}");
+            assert_ne!(step.node(), "client-2", "{anomaly}");
+        }
+        // The three resource writes nobody invoked are kept, unattributed.
+        assert_eq!(history.writes().len(), 3);
+        assert!(history
+            .writes()
+            .iter()
+            .all(|w| w.operation.is_none() && w.grant.is_none()));
+    }
+
+    #[test]
+    fn expiries_know_fencing_counters_from_lock_keys() {
+        let mut b = Builder::new();
+        for key in ["lock", "lockstep:fence:lock"] {
+            let kind = EventKind::Expired { key: key.to_string() };
+            b.history.push(0, "redis-1", 0, 0, kind);
+        }
+        let raw = b.build();
+        let history = OpHistory::new(&raw);
+        let expiries: Vec<(&str, bool)> = history
+            .steps()
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StepKind::Expired(e) => Some((e.key, e.fencing_counter)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(expiries, [("lock", false), ("lockstep:fence:lock", true)]);
+    }
+}

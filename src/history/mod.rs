@@ -174,140 +174,50 @@ struct SentWrite {
     grant: Option<usize>,
 }
 
-impl<'h> OpHistory<'h> {
-    /// Reads `history` in one pass.
-    pub fn new(history: &'h History) -> Self {
-        let mut out = OpHistory {
-            history,
-            steps: Vec::with_capacity(history.len()),
-            operations: Vec::new(),
-            holds: Vec::new(),
-            writes: Vec::new(),
-            anomalies: Vec::new(),
-        };
-        // (process, id) -> its open operation.
-        let mut open_ops: BTreeMap<(&'h str, u64), usize> = BTreeMap::new();
-        // (process, lock key) -> its open hold.
-        let mut open_holds: BTreeMap<(&'h str, String), usize> = BTreeMap::new();
-        // process -> its latest grant.
-        let mut latest_grant: BTreeMap<&'h str, usize> = BTreeMap::new();
-        // process -> its write invokes so far.
-        let mut sent: BTreeMap<&'h str, Vec<SentWrite>> = BTreeMap::new();
+/// The state of the one pass that builds an [`OpHistory`].
+struct Reader<'h> {
+    out: OpHistory<'h>,
+    /// (process, id) -> its open operation.
+    open_ops: BTreeMap<(&'h str, u64), usize>,
+    /// (process, lock key) -> its open hold.
+    open_holds: BTreeMap<(&'h str, String), usize>,
+    /// process -> its latest grant.
+    latest_grant: BTreeMap<&'h str, usize>,
+    /// process -> its write invokes so far.
+    sent: BTreeMap<&'h str, Vec<SentWrite>>,
+}
 
-        for event in history.events() {
-            let index = out.steps.len();
-            let (step, anomaly) = Step::of(event);
-            out.anomalies.extend(anomaly);
-            let process: &'h str = &event.node;
-            match &step.kind {
-                StepKind::Op(op) => {
-                    let operation = out.pair(&mut open_ops, process, op, index, event.seq);
-                    match (&op.data, op.phase) {
-                        (Some(OpData::Invoke(LockOp::Acquire(invoke))), _) => {
-                            if let Some(i) = open_holds.remove(&(process, invoke.key.clone())) {
-                                out.end_hold(i, event, HoldEndKind::NextAcquire);
-                            }
-                        }
-                        (Some(OpData::Granted(grant)), Phase::Ok) if op.op == OpName::Acquire => {
-                            // A grant without an acquire invoke in between still ends the one before.
-                            if let Some(i) = open_holds.insert((process, grant.key.clone()), out.holds.len()) {
-                                out.end_hold(i, event, HoldEndKind::NextAcquire);
-                            }
-                            latest_grant.insert(process, out.holds.len());
-                            out.holds.push(Hold {
-                                process,
-                                grant: grant.clone(),
-                                granted: event,
-                                acquire: operation,
-                                end: None,
-                                beliefs: vec![Belief {
-                                    event,
-                                    validity_ms: grant.validity_ms,
-                                }],
-                            });
-                        }
-                        (Some(OpData::Granted(renewed)), Phase::Ok) => {
-                            let held = open_holds.get(&(process, renewed.key.clone())).copied();
-                            if let Some(hold) = held.map(|i| &mut out.holds[i]) {
-                                if hold.grant.value == renewed.value {
-                                    hold.beliefs.push(Belief {
-                                        event,
-                                        validity_ms: renewed.validity_ms,
-                                    });
-                                }
-                            }
-                        }
-                        (
-                            Some(OpData::Invoke(LockOp::Release(grant) | LockOp::Abort(grant)) | OpData::Lost(grant)),
-                            _,
-                        ) => {
-                            let slot = (process, grant.key.clone());
-                            let held = open_holds.get(&slot).copied();
-                            if let Some(i) = held.filter(|&i| out.holds[i].grant.value == grant.value) {
-                                let kind = if op.op == OpName::Release {
-                                    HoldEndKind::Release
-                                } else {
-                                    HoldEndKind::Abort
-                                };
-                                out.end_hold(i, event, kind);
-                                open_holds.remove(&slot);
-                            }
-                        }
-                        (Some(OpData::Invoke(LockOp::Write(write))), _) => {
-                            if let Some(operation) = operation {
-                                sent.entry(process).or_default().push(SentWrite {
-                                    operation,
-                                    write: write.clone(),
-                                    grant: latest_grant.get(process).copied(),
-                                });
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                StepKind::ResourceWrite(attempt) => {
-                    let matching = sent.get(attempt.client).and_then(|list| {
-                        list.iter().rev().find(|s| {
-                            s.write.key == attempt.key
-                                && s.write.value == attempt.value
-                                && s.write.fencing_token == attempt.token
-                        })
-                    });
-                    out.writes.push(WriteRecord {
-                        event,
-                        attempt: *attempt,
-                        operation: matching.map(|s| s.operation),
-                        grant: matching.and_then(|s| s.grant),
-                    });
-                }
-                _ => {}
+impl<'h> Reader<'h> {
+    fn read(&mut self, event: &'h Event) {
+        let index = self.out.steps.len();
+        let (step, anomaly) = Step::of(event);
+        self.out.anomalies.extend(anomaly);
+        match &step.kind {
+            StepKind::Op(op) => {
+                let operation = self.pair(event, op, index);
+                self.track(event, op, operation);
             }
-            out.steps.push(step);
+            StepKind::ResourceWrite(attempt) => self.attribute(event, *attempt),
+            _ => {}
         }
-        out
+        self.out.steps.push(step);
     }
 
     /// Pairs an op step with its operation; returns the operation's index (`None`: an orphan
     /// or mismatched completion).
-    fn pair(
-        &mut self,
-        open: &mut BTreeMap<(&'h str, u64), usize>,
-        process: &'h str,
-        op: &OpStep,
-        index: usize,
-        seq: u64,
-    ) -> Option<usize> {
-        let key = (process, op.id);
+    fn pair(&mut self, event: &'h Event, op: &OpStep, index: usize) -> Option<usize> {
+        let (out, seq) = (&mut self.out, event.seq);
+        let key = (event.node.as_str(), op.id);
         if op.phase == Phase::Invoke {
-            let operation = self.operations.len();
-            if open.insert(key, operation).is_some() {
-                self.anomalies.push(Anomaly {
+            let operation = out.operations.len();
+            if self.open_ops.insert(key, operation).is_some() {
+                out.anomalies.push(Anomaly {
                     seq,
                     kind: AnomalyKind::DuplicateInvoke { op: op.op, id: op.id },
                 });
             }
-            self.operations.push(Operation {
-                process,
+            out.operations.push(Operation {
+                process: &event.node,
                 id: op.id,
                 name: op.op,
                 invoke: index,
@@ -315,20 +225,19 @@ impl<'h> OpHistory<'h> {
             });
             return Some(operation);
         }
-        let Some(&operation) = open.get(&key) else {
+        let Some(&operation) = self.open_ops.get(&key) else {
             // An abort may be recorded as a one-off completion naming the lost grant.
-            if op.op == OpName::Abort {
-                return None;
+            if op.op != OpName::Abort {
+                out.anomalies.push(Anomaly {
+                    seq,
+                    kind: AnomalyKind::CompletionWithoutInvoke { op: op.op, id: op.id },
+                });
             }
-            self.anomalies.push(Anomaly {
-                seq,
-                kind: AnomalyKind::CompletionWithoutInvoke { op: op.op, id: op.id },
-            });
             return None;
         };
-        let invoked = self.operations[operation].name;
+        let invoked = out.operations[operation].name;
         if invoked != op.op {
-            self.anomalies.push(Anomaly {
+            out.anomalies.push(Anomaly {
                 seq,
                 kind: AnomalyKind::CompletionMismatch {
                     invoked,
@@ -338,13 +247,117 @@ impl<'h> OpHistory<'h> {
             });
             return None;
         }
-        open.remove(&key);
-        self.operations[operation].completion = Some(index);
+        self.open_ops.remove(&key);
+        out.operations[operation].completion = Some(index);
         Some(operation)
     }
 
+    /// Follows grants, holds, beliefs and write invokes through one op step.
+    fn track(&mut self, event: &'h Event, op: &OpStep, operation: Option<usize>) {
+        let process: &'h str = &event.node;
+        match (&op.data, op.phase) {
+            (Some(OpData::Invoke(LockOp::Acquire(invoke))), _) => {
+                if let Some(i) = self.open_holds.remove(&(process, invoke.key.clone())) {
+                    self.end_hold(i, event, HoldEndKind::NextAcquire);
+                }
+            }
+            (Some(OpData::Granted(grant)), Phase::Ok) if op.op == OpName::Acquire => {
+                let hold = self.out.holds.len();
+                // A grant without an acquire invoke in between still ends the one before.
+                if let Some(i) = self.open_holds.insert((process, grant.key.clone()), hold) {
+                    self.end_hold(i, event, HoldEndKind::NextAcquire);
+                }
+                self.latest_grant.insert(process, hold);
+                self.out.holds.push(Hold {
+                    process,
+                    grant: grant.clone(),
+                    granted: event,
+                    acquire: operation,
+                    end: None,
+                    beliefs: vec![Belief {
+                        event,
+                        validity_ms: grant.validity_ms,
+                    }],
+                });
+            }
+            (Some(OpData::Granted(renewed)), Phase::Ok) => {
+                let held = self.open_holds.get(&(process, renewed.key.clone())).copied();
+                if let Some(hold) = held.map(|i| &mut self.out.holds[i]) {
+                    if hold.grant.value == renewed.value {
+                        hold.beliefs.push(Belief {
+                            event,
+                            validity_ms: renewed.validity_ms,
+                        });
+                    }
+                }
+            }
+            (Some(OpData::Invoke(LockOp::Release(grant) | LockOp::Abort(grant)) | OpData::Lost(grant)), _) => {
+                let slot = (process, grant.key.clone());
+                let held = self.open_holds.get(&slot).copied();
+                if let Some(i) = held.filter(|&i| self.out.holds[i].grant.value == grant.value) {
+                    let kind = if op.op == OpName::Release {
+                        HoldEndKind::Release
+                    } else {
+                        HoldEndKind::Abort
+                    };
+                    self.end_hold(i, event, kind);
+                    self.open_holds.remove(&slot);
+                }
+            }
+            (Some(OpData::Invoke(LockOp::Write(write))), _) => {
+                if let Some(operation) = operation {
+                    self.sent.entry(process).or_default().push(SentWrite {
+                        operation,
+                        write: write.clone(),
+                        grant: self.latest_grant.get(process).copied(),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Attributes a write attempt to the latest matching write invoke of its client.
+    fn attribute(&mut self, event: &'h Event, attempt: WriteAttempt<'h>) {
+        let matching = self.sent.get(attempt.client).and_then(|list| {
+            list.iter().rev().find(|s| {
+                s.write.key == attempt.key && s.write.value == attempt.value && s.write.fencing_token == attempt.token
+            })
+        });
+        self.out.writes.push(WriteRecord {
+            event,
+            attempt,
+            operation: matching.map(|s| s.operation),
+            grant: matching.and_then(|s| s.grant),
+        });
+    }
+
     fn end_hold(&mut self, hold: usize, event: &'h Event, kind: HoldEndKind) {
-        self.holds[hold].end = Some(HoldEnd { event, kind });
+        self.out.holds[hold].end = Some(HoldEnd { event, kind });
+    }
+}
+
+impl<'h> OpHistory<'h> {
+    /// Reads `history` in one pass.
+    pub fn new(history: &'h History) -> Self {
+        let mut reader = Reader {
+            out: OpHistory {
+                history,
+                steps: Vec::with_capacity(history.len()),
+                operations: Vec::new(),
+                holds: Vec::new(),
+                writes: Vec::new(),
+                anomalies: Vec::new(),
+            },
+            open_ops: BTreeMap::new(),
+            open_holds: BTreeMap::new(),
+            latest_grant: BTreeMap::new(),
+            sent: BTreeMap::new(),
+        };
+        for event in history.events() {
+            reader.read(event);
+        }
+        reader.out
     }
 
     /// The raw history.

@@ -1,8 +1,8 @@
 //! The client-operation vocabulary lockstep writes into the world's history.
 //!
 //! The world records `Op` events with free-form JSON `data`; this module fixes what lockstep's
-//! workload puts there, so that the checkers can read it back. Every operation is an `invoke`
-//! followed by `ok`, `fail` or `info` (outcome unknown) with the same `id`.
+//! workload puts there, and [`crate::history`] reads it back (nothing else parses it). Every
+//! operation is an `invoke` followed by `ok`, `fail` or `info` (outcome unknown) with the same `id`.
 //!
 //! | op | invoke data | ok data | fail / info data |
 //! |---|---|---|---|
@@ -14,51 +14,10 @@
 //! | `abort` | [`GrantRef`] (the lock was lost; the workload gives up the critical section) | — | — |
 
 use crate::lock::LockError;
-use lockstep_sim::{Event, EventKind, LinkError, Node, Phase};
+use lockstep_sim::{LinkError, Node, Phase};
 use serde::Serialize;
 
 pub use crate::model::op::*;
-
-/// A borrowed view of one `Op` event.
-#[derive(Debug, Clone, Copy)]
-pub struct OpView<'a> {
-    /// The event (for `seq`, `at_us`, `node`).
-    pub event: &'a Event,
-    /// The operation's id.
-    pub id: u64,
-    /// Its phase.
-    pub phase: Phase,
-    /// Its name.
-    pub op: &'a str,
-    /// Its data.
-    pub data: &'a serde_json::Value,
-}
-
-impl<'a> OpView<'a> {
-    /// The view of `event`, if it is an `Op`.
-    pub fn of(event: &'a Event) -> Option<Self> {
-        match &event.kind {
-            EventKind::Op { id, phase, op, data } => Some(OpView {
-                event,
-                id: *id,
-                phase: *phase,
-                op,
-                data,
-            }),
-            _ => None,
-        }
-    }
-
-    /// The data decoded as `T` (`None` if it does not fit).
-    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
-        T::deserialize(self.data).ok()
-    }
-
-    /// The process (client node) that ran it.
-    pub fn process(&self) -> &'a str {
-        &self.event.node
-    }
-}
 
 /// Serialises op data (plain structs with string keys never fail to serialise).
 pub fn to_data<T: Serialize>(value: &T) -> serde_json::Value {

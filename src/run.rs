@@ -134,7 +134,7 @@ pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactor
     }
     let end = world.run(&scenario.faults)?;
     let history = world.history();
-    let results: Vec<CheckResult> = checker::all().iter().map(|c| c.check(&history)).collect();
+    let results: Vec<CheckResult> = checker::check_history(&history);
     let mismatches = scenario
         .expect
         .iter()

@@ -575,4 +575,90 @@ mod tests {
         assert_eq!(plan.sorted()[0].at_ms, 500);
         assert_eq!(plan.faults[1].fault.kind(), "clock-jump");
     }
+
+    #[test]
+    fn every_kind_has_a_summary_and_kind_names_match() {
+        for kind in Fault::KINDS {
+            assert!(Fault::summary(kind).is_some_and(|s| !s.is_empty()), "{kind}");
+        }
+        assert_eq!(Fault::summary("meteor"), None);
+        let drop = Fault::DropReply {
+            node: "redis-1".into(),
+            client: None,
+            count: 1,
+        };
+        assert_eq!(drop.kind(), "drop-reply");
+        assert!(Fault::KINDS.contains(&drop.kind()));
+    }
+
+    #[test]
+    fn describe_and_short_label_give_the_timeline_and_chart_texts() {
+        let pause = Fault::Pause {
+            node: "client-1".into(),
+            duration_ms: 15_000,
+        };
+        assert_eq!(pause.describe(), "PAUSED for 15000 ms (GC / VM stall)");
+        assert_eq!(pause.short_label(), "paused 15 s");
+        let jump = Fault::ClockJump {
+            node: "redis-1".into(),
+            delta_ms: -500,
+        };
+        assert_eq!(jump.describe(), "wall clock jumps -500 ms");
+        assert_eq!(jump.short_label(), "clock -500 ms");
+        let oneway = Fault::Partition {
+            a: "a".into(),
+            b: "b".into(),
+            oneway: true,
+        };
+        assert_eq!(oneway.describe(), "network partition a -> b");
+        assert_eq!(oneway.short_label(), "partition");
+        let drop = Fault::DropReply {
+            node: "redis-1".into(),
+            client: Some("client-1".into()),
+            count: 2,
+        };
+        assert_eq!(
+            drop.describe(),
+            "DROPS the next 2 replies to client-1 (the command runs, the reply is lost)"
+        );
+        assert_eq!(drop.subject(), Some("redis-1"));
+        assert_eq!(drop.nodes(), vec!["redis-1", "client-1"]);
+        assert_eq!(oneway.subject(), None);
+    }
+
+    #[test]
+    fn reply_drops_count_down_per_client() {
+        let drops = ReplyDrops::default();
+        assert!(!drops.take("c1"), "nothing armed");
+        drops.arm(&Fault::DropReply {
+            node: "r".into(),
+            client: Some("c1".into()),
+            count: 2,
+        });
+        drops.arm(&Fault::DropReply {
+            node: "r".into(),
+            client: None,
+            count: 1,
+        });
+        assert!(drops.take("c2"), "the any-client drop");
+        assert!(!drops.take("c2"));
+        assert!(drops.take("c1") && drops.take("c1"));
+        assert!(!drops.take("c1"));
+    }
+
+    #[test]
+    fn drop_reply_round_trips_and_defaults_its_count() {
+        let json = r#"{"at_ms":5,"kind":"drop-reply","node":"redis-1"}"#;
+        let s: ScheduledFault = serde_json::from_str(json).unwrap();
+        assert_eq!(
+            s.fault,
+            Fault::DropReply {
+                node: "redis-1".into(),
+                client: None,
+                count: 1
+            }
+        );
+        let back = serde_json::to_string(&s).unwrap();
+        assert_eq!(back, r#"{"at_ms":5,"kind":"drop-reply","node":"redis-1","count":1}"#);
+    }
 }

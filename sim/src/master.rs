@@ -3,15 +3,16 @@
 //! clock.
 //!
 //! Every command is logged in the history with its reply. Keys that expire are logged too: the
-//! world runs active expiry at every step, and the server runs it before each command, so an
+//! deployment runs active expiry after every step, and the server runs it before each command, so an
 //! `Expired` event always precedes the first command that no longer sees the key.
 //!
 //! A master with replicas replicates each command's effect on its keyspace (see
 //! [`crate::deployment`]) and answers `WAIT numreplicas timeout` with the number of replicas that
 //! acknowledged everything it replicated so far (it blocks the connection until enough did or the
 //! timeout, by the master's monotonic clock, ran out; 0 waits forever). A replica answers every
-//! command that would change its keyspace with `READONLY`, and `WAIT` with an error; the
-//! replication stream it applies is logged as commands on connection 0.
+//! command the command table flags as a write with `READONLY` without running it, runs anything
+//! else (a script) and undoes it with `READONLY` if it wrote, and answers `WAIT` with an error;
+//! the replication stream it applies is logged as commands on connection 0.
 
 use crate::deployment::replication::{diff, Effect, SharedReplication};
 use crate::history::EventKind;

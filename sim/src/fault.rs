@@ -328,7 +328,12 @@ impl Fault {
             Fault::Crash { node } | Fault::Restart { node } | Fault::PowerLoss { node } | Fault::Shutdown { node } => {
                 let role = exists("node", node)?;
                 if !role.is_redis_server() {
-                    return Err(wrong("node", node, role, "only Redis masters and replicas crash and restart"));
+                    return Err(wrong(
+                        "node",
+                        node,
+                        role,
+                        "only Redis masters and replicas crash and restart",
+                    ));
                 }
             }
             Fault::Failover { node } => {
@@ -347,7 +352,12 @@ impl Fault {
                 if let Some(client) = client {
                     let role = exists("client", client)?;
                     if role != Role::Client {
-                        return Err(wrong("client", client, role, "replies are dropped on their way to a client"));
+                        return Err(wrong(
+                            "client",
+                            client,
+                            role,
+                            "replies are dropped on their way to a client",
+                        ));
                     }
                 }
                 if *count == 0 {

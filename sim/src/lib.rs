@@ -33,8 +33,8 @@ pub mod seed;
 pub mod serve;
 pub mod world;
 
-pub use deployment::{replica_name, DelayClock, MasterSetup, Persistence};
 pub use clock::ClockSpec;
+pub use deployment::{replica_name, DelayClock, MasterSetup, Persistence};
 pub use directory::Directory;
 pub use fault::{Fault, FaultError, FaultPlan, FaultTargets, ScheduledFault};
 pub use history::{Event, EventKind, History, Phase};
@@ -42,6 +42,6 @@ pub use master::{READONLY_ERROR, REDIS_PORT};
 pub use net::{LinkError, LinkTimeouts, RedisLink};
 pub use node::Node;
 pub use resource::{FencingMode, ResourceClient, WriteOutcome, RESOURCE_PORT};
-pub use seed::Seed;
 pub use role::Role;
+pub use seed::Seed;
 pub use world::{RunEnd, World, WorldConfig, WorldError};

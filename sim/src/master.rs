@@ -43,10 +43,7 @@ pub(crate) fn expire_due(node: &Node, engine: &RefCell<RedisEngine>, repl: &Shar
     }
     let publish = repl.borrow().has_replicas(node.name());
     if publish {
-        let effects = expired
-            .into_iter()
-            .map(|key| Effect { key, entry: None })
-            .collect();
+        let effects = expired.into_iter().map(|key| Effect { key, entry: None }).collect();
         repl.borrow_mut().publish(node.name(), effects, node.true_time_us());
     }
 }

@@ -368,7 +368,10 @@ impl World {
     /// Logs `fault`, then applies it: to the network, to the node it names, to the deployment.
     fn apply(&mut self, fault: &Fault) {
         // Log first, so the fault precedes its consequences in the history.
-        self.record_world(fault.subject().unwrap_or("net"), EventKind::Fault { fault: fault.clone() });
+        self.record_world(
+            fault.subject().unwrap_or("net"),
+            EventKind::Fault { fault: fault.clone() },
+        );
         self.apply_to_network(fault);
         if let Some(entry) = fault.subject().and_then(|name| self.nodes.get(name)) {
             entry.node.apply_fault(fault);

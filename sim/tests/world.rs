@@ -534,7 +534,13 @@ fn a_dropped_reply_leaves_the_set_applied_while_the_client_times_out() {
             // Connect first, so that the dropped reply is the SET's.
             let _: String = r.query(&redis::cmd("PING")).await.unwrap();
             sleep_until_true_ms(&node, 100).await;
-            let set = redis::cmd("SET").arg("k").arg("v").arg("NX").arg("PX").arg(10_000).clone();
+            let set = redis::cmd("SET")
+                .arg("k")
+                .arg("v")
+                .arg("NX")
+                .arg("PX")
+                .arg(10_000)
+                .clone();
             match r.query::<Option<String>>(&set).await {
                 Ok(v) => out.borrow_mut().push(format!("ok:{v:?}")),
                 Err(e) => out.borrow_mut().push(format!("unknown:{}", e.outcome_unknown())),
@@ -561,13 +567,23 @@ fn a_dropped_reply_leaves_the_set_applied_while_the_client_times_out() {
     assert_eq!(seen[1], "Ok(None)", "NX refused: the first SET did apply: {seen:?}");
     assert_eq!(seen[2], "Ok(Some(\"v\"))", "{seen:?}");
     let keyspace = world.keyspace("redis-1").unwrap();
-    assert!(keyspace.iter().any(|(k, _)| &k[..] == b"k"), "the key is set on the server");
+    assert!(
+        keyspace.iter().any(|(k, _)| &k[..] == b"k"),
+        "the key is set on the server"
+    );
     // The history has the fault, the SET as the server ran it, then the lost reply.
     let history = world.history();
     let events = history.events();
     let fault_at = events
         .iter()
-        .position(|e| matches!(&e.kind, EventKind::Fault { fault: Fault::DropReply { .. } }))
+        .position(|e| {
+            matches!(
+                &e.kind,
+                EventKind::Fault {
+                    fault: Fault::DropReply { .. }
+                }
+            )
+        })
         .expect("the fault is logged");
     assert_eq!(events[fault_at].node, "redis-1");
     let set_at = events
@@ -577,7 +593,10 @@ fn a_dropped_reply_leaves_the_set_applied_while_the_client_times_out() {
     assert!(set_at > fault_at);
     match &events[set_at + 1].kind {
         EventKind::Note { text } => {
-            assert!(text.starts_with("reply dropped (drop-reply): `SET k v NX PX 10000` from c"), "{text}");
+            assert!(
+                text.starts_with("reply dropped (drop-reply): `SET k v NX PX 10000` from c"),
+                "{text}"
+            );
             assert!(text.contains("+OK"), "{text}");
         }
         other => panic!("expected the lost reply's note, got {other:?}"),
@@ -606,7 +625,9 @@ fn a_drop_reply_fault_is_checked_against_the_roles() {
     };
     let err = world.validate_plan(&drop("c", None, 1)).unwrap_err().to_string();
     assert!(
-        err.contains("field `node`: only a server (a master, a replica or the resource) drops replies; `c` is a client"),
+        err.contains(
+            "field `node`: only a server (a master, a replica or the resource) drops replies; `c` is a client"
+        ),
         "{err}"
     );
     let err = world
@@ -614,8 +635,14 @@ fn a_drop_reply_fault_is_checked_against_the_roles() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("field `client`"), "{err}");
-    let err = world.validate_plan(&drop("redis-1", Some("ghost"), 1)).unwrap_err().to_string();
-    assert!(err.contains("field `client`: unknown node `ghost` (nodes: redis-1, c)"), "{err}");
+    let err = world
+        .validate_plan(&drop("redis-1", Some("ghost"), 1))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("field `client`: unknown node `ghost` (nodes: redis-1, c)"),
+        "{err}"
+    );
     let err = world.validate_plan(&drop("redis-1", None, 0)).unwrap_err().to_string();
     assert!(err.contains("field `count`"), "{err}");
     world.validate_plan(&drop("redis-1", Some("c"), 2)).unwrap();

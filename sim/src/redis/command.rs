@@ -221,8 +221,14 @@ impl RedisEngine {
             }
         };
         let split = 3 + numkeys as usize;
-        self.scripts
-            .run(&sha, &args[3..split], &args[split..], &mut self.keyspace, now, exec_from_script)
+        self.scripts.run(
+            &sha,
+            &args[3..split],
+            &args[split..],
+            &mut self.keyspace,
+            now,
+            exec_from_script,
+        )
     }
 }
 

@@ -195,14 +195,16 @@ impl ScriptRuntime {
         vm.state.begin();
         let ks = RefCell::new(ks);
         let outcome = vm.lua.scope(|scope| {
-            let call = scope.create_function(|lua, args: MultiValue| match dispatch(lua, &ks, now_ms, exec, args)? {
-                Ok(value) => Ok(value),
-                Err(text) => raise(text),
-            })?;
-            let pcall = scope.create_function(|lua, args: MultiValue| match dispatch(lua, &ks, now_ms, exec, args)? {
-                Ok(value) => Ok(value),
-                Err(text) => err_table(lua, &text),
-            })?;
+            let call =
+                scope.create_function(|lua, args: MultiValue| match dispatch(lua, &ks, now_ms, exec, args)? {
+                    Ok(value) => Ok(value),
+                    Err(text) => raise(text),
+                })?;
+            let pcall =
+                scope.create_function(|lua, args: MultiValue| match dispatch(lua, &ks, now_ms, exec, args)? {
+                    Ok(value) => Ok(value),
+                    Err(text) => err_table(lua, &text),
+                })?;
             vm.set_dispatch.call::<()>((call, pcall))?;
             let keys = string_table(&vm.lua, keys)?;
             let argv = string_table(&vm.lua, argv)?;

@@ -6,7 +6,7 @@
 //! `sleep_local_ms()` sleeps by the node's own rate. Tasks must be spawned with [`Node::spawn`]
 //! so that a pause freezes them too.
 //!
-//! The world applies the faults that concern one node only through [`Node::apply_fault`]: a
+//! The world applies the faults that concern one node only through `Node::apply_fault`: a
 //! pause closes its gate, a clock jump or drift change moves its clock, a `drop-reply` arms the
 //! replies its server is to lose (see [`crate::fault`]).
 

@@ -9,7 +9,7 @@
 //!
 //! The world owns true time, the nodes, their pause gates and clocks, the network and the fault
 //! plan. The Redis deployment (masters, persistence, replicas, the Sentinel, the directory; see
-//! [`crate::deployment`]) is a component it drives through the hooks of [`crate::component`]:
+//! [`crate::deployment`]) is a component it drives through the hooks of `component.rs`:
 //! each fault, once logged and applied to the network and the node it names, goes to the
 //! deployment too; the deployment runs before and after every step.
 

@@ -649,3 +649,42 @@ fn a_drop_reply_fault_is_checked_against_the_roles() {
     let err = world.run(&drop("c", Some("c"), 1)).unwrap_err().to_string();
     assert!(err.contains("drops replies"), "{err}");
 }
+
+#[test]
+fn the_resource_can_lose_a_reply_too_and_the_write_stands() {
+    let mut world = fixed_latency_world(23);
+    world
+        .add_resource("resource", FencingMode::Fenced, ClockSpec::default())
+        .unwrap();
+    let seen: Rc<RefCell<Vec<String>>> = Rc::default();
+    let out = seen.clone();
+    world
+        .add_client("c", ClockSpec::default(), move |node| async move {
+            let timeouts = LinkTimeouts {
+                connect_timeout_ms: 1_000,
+                request_timeout_ms: 200,
+            };
+            let resource = ResourceClient::new(&node, "resource", timeouts);
+            let _ = resource.read("k", None).await.unwrap();
+            sleep_until_true_ms(&node, 100).await;
+            let first = resource.write("k", 1, Some(5)).await;
+            out.borrow_mut()
+                .push(format!("{:?}", first.map_err(|e| e.outcome_unknown())));
+            let read = resource.read("k", None).await;
+            out.borrow_mut().push(format!("{read:?}"));
+        })
+        .unwrap();
+    // No `client`: whichever client's request comes first.
+    let plan = FaultPlan::new(vec![at(
+        50,
+        Fault::DropReply {
+            node: "resource".into(),
+            client: None,
+            count: 1,
+        },
+    )]);
+    world.run(&plan).unwrap();
+    let seen = seen.borrow();
+    assert_eq!(seen[0], "Err(true)", "outcome unknown: {seen:?}");
+    assert_eq!(seen[1], "Ok((Some(1), 1))", "the write was applied: {seen:?}");
+}

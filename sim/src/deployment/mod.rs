@@ -34,7 +34,7 @@
 //! a master and its replicas are not modelled), replica-side read staleness rules, quorum and
 //! partitions of the Sentinels themselves (one omniscient Sentinel judges reachability), `min-replicas-to-write`,
 //!
-//! The deployment is a component of the world (see [`crate::component`]): the world logs every
+//! The deployment is a component of the world (see `component.rs`): the world logs every
 //! fault and hands it over; before each step the deployment starts servers whose delayed restart
 //! is due and lets the Sentinel promote a replica of a master unreachable too long; after each
 //! step it runs active expiry on every live server, fsyncs `aof-everysec` servers every second of

@@ -1,8 +1,8 @@
 //! How Redis is deployed: persistence modes, delayed restarts, asynchronous replication with lag,
 //! and Sentinel-like failover.
 //!
-//! These are the settings of one master ([`MasterSetup`]) and the world-owned state that the step
-//! loop and the server handlers share. What is modelled:
+//! These are the settings of one master ([`MasterSetup`]) and the deployment component that owns
+//! the servers' state, shared only with their handlers. What is modelled:
 //!
 //! - **Persistence** ([`Persistence`]): `none` (a stopped master comes back empty), `aof-everysec`
 //!   (the AOF is written before each reply and fsynced every second by the node's monotonic clock:
@@ -21,7 +21,7 @@
 //!   acknowledgements). What a master had not yet delivered when it stops is lost. A replica that
 //!   was down, that follows a new master or a restarted master resynchronises in full (its
 //!   keyspace becomes a copy of its master's). Replicas answer writes with `READONLY`.
-//! - **Failover**: when a group has `failover_after_ms`, a Sentinel-like process in the step loop
+//! - **Failover**: when a group has `failover_after_ms`, a Sentinel-like process run before each step
 //!   promotes a replica once the master has been unreachable (stopped or paused) for that long, in
 //!   true time; the replica with the most acknowledged stream wins, ties going to the first
 //!   defined. A `failover` fault forces it at once. The old master becomes a replica of the new one

@@ -149,7 +149,7 @@ pub(crate) struct Replication {
     pub directory: Directory,
 }
 
-/// Shared handle: the world's step loop and the servers' handlers both use it.
+/// Shared handle: the deployment's step hooks and the servers' handlers both use it.
 pub(crate) type SharedReplication = Rc<RefCell<Replication>>;
 
 impl Replication {

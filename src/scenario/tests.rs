@@ -351,6 +351,7 @@ fn every_fault_kind_parses() {
         ("power-loss", "node = \"redis-1-replica-1\""),
         ("shutdown", "node = \"redis-1\""),
         ("failover", "node = \"redis-1\""),
+        ("drop-reply", "node = \"redis-1\"\nclient = \"client-1\"\ncount = 2"),
     ];
     // A replica, so that `failover` has something to promote.
     const REPLICATED: &str = "\n[topology]\nreplicas = 1\n";

@@ -18,6 +18,12 @@
 //! OUT/index.html      one self-contained page ([`html`])
 //! ```
 //!
+//! The report is built ([`Report::build`]) from what the gate ran (`crate::run::gate::CiRun`,
+//! produced by `crate::app::ci`), merged from shard reports ([`merge`]), and rendered; nothing
+//! here runs a simulation. [`Headline`] is the one summary every renderer prints (the CLI's
+//! closing lines in [`console`], the Markdown, the HTML); [`console`] also renders what the other
+//! commands print.
+//!
 //! Everything in a report is deterministic except the wall-clock figures (`wall_ms`, `wall_s`,
 //! `throughput`), so two runs on any machine give the same digests and verdicts.
 

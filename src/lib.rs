@@ -10,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+pub mod app;
 pub mod bench;
 pub mod checker;
 pub mod explore;

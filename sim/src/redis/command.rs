@@ -420,7 +420,9 @@ impl RedisEngine {
     pub fn restore(&mut self, mut ks: Keyspace) {
         ks.take_touched();
         for (key, ids) in &self.watchers {
-            if self.db.ks.iter().find(|(k, _)| *k == key).map(|(_, e)| e) != ks.iter().find(|(k, _)| *k == key).map(|(_, e)| e) {
+            if self.db.ks.iter().find(|(k, _)| *k == key).map(|(_, e)| e)
+                != ks.iter().find(|(k, _)| *k == key).map(|(_, e)| e)
+            {
                 self.dirty.extend(ids.iter().copied());
             }
         }
@@ -733,7 +735,9 @@ fn exec_data(db: &mut Db, name: &str, args: &[Bytes], now: i64) -> Reply {
         "hset" => hset(ks, args, now),
         "hget" => match hash_of(ks, &args[1], now) {
             Err(e) => e,
-            Ok(fields) => Reply::Bulk(fields.and_then(|f| f.iter().find(|(k, _)| *k == args[2]).map(|(_, v)| v.clone()))),
+            Ok(fields) => {
+                Reply::Bulk(fields.and_then(|f| f.iter().find(|(k, _)| *k == args[2]).map(|(_, v)| v.clone())))
+            }
         },
         "hexists" => match hash_of(ks, &args[1], now) {
             Err(e) => e,
@@ -1112,9 +1116,7 @@ fn hdel(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
     match hash_of(ks, &args[1], now) {
         Err(e) => return e,
         Ok(None) => return Reply::Integer(0),
-        Ok(Some(fields)) if !args[2..].iter().any(|f| fields.iter().any(|(k, _)| k == f)) => {
-            return Reply::Integer(0)
-        }
+        Ok(Some(fields)) if !args[2..].iter().any(|f| fields.iter().any(|(k, _)| k == f)) => return Reply::Integer(0),
         Ok(Some(_)) => {}
     }
     let mut deleted = 0;
@@ -1166,7 +1168,7 @@ fn hincrby(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
 /// A blocking command's timeout in seconds (`getTimeoutFromObjectOrReply` of Redis 7.0): a
 /// float, rounded up to ms; 0 blocks forever; what does not fit in an `i64` of ms counts as
 /// negative, as the x86-64 conversion makes it.
-pub(crate) fn blocking_timeout_ms(raw: &[u8]) -> Result<i64, Reply> {
+pub fn blocking_timeout_ms(raw: &[u8]) -> Result<i64, Reply> {
     let parsed = std::str::from_utf8(raw)
         .ok()
         .filter(|s| !s.is_empty() && !s.starts_with(|c: char| c.is_ascii_whitespace()))

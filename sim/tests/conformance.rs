@@ -1199,3 +1199,259 @@ fn simulated_master_agrees_with_redis_server() {
         seqs.len()
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Several connections: pub/sub, blocking pops, WATCH across clients
+// ---------------------------------------------------------------------------------------------
+
+/// One step of a multi-connection case: send a command on a connection, or let time pass.
+#[derive(Clone, Copy)]
+enum Step {
+    /// Send the command (space-separated words) on connection `.0`.
+    Send(usize, &'static str),
+    /// Let this many ms pass (real time on the real server, simulated time in the world).
+    Sleep(u64),
+}
+
+/// How long after each step the bytes every connection received are collected.
+const SETTLE_MS: u64 = 100;
+/// Connections per case.
+const CONNS: usize = 3;
+
+/// Cases that need several connections. After each step, the raw RESP bytes each connection
+/// received are compared exactly.
+const MULTI_CONN: &[(&str, &[Step])] = &[
+    (
+        "PUBLISH reaches subscribers; subscribed mode; UNSUBSCRIBE",
+        &[
+            Step::Send(0, "SUBSCRIBE ch"),
+            Step::Send(2, "SUBSCRIBE ch other"),
+            Step::Send(1, "PUBLISH ch hello"),
+            Step::Send(1, "PUBLISH other x"),
+            Step::Send(1, "PUBLISH nobody x"),
+            Step::Send(0, "PING"),
+            Step::Send(0, "PING hi"),
+            Step::Send(0, "GET a"),
+            Step::Send(0, "UNSUBSCRIBE ch"),
+            Step::Send(0, "UNSUBSCRIBE"),
+            Step::Send(1, "PUBLISH ch again"),
+            Step::Send(0, "GET a"),
+            Step::Send(1, "EVAL return(redis.call('publish',KEYS[1],ARGV[1])) 1 other from-lua"),
+            Step::Send(2, "UNSUBSCRIBE other"),
+            Step::Send(1, "PUBLISH other y"),
+            Step::Send(2, "SUBSCRIBE"),
+            Step::Send(1, "PUBLISH a"),
+        ],
+    ),
+    (
+        "BLPOP is woken by a push from another connection; oldest blocked client first",
+        &[
+            Step::Send(0, "BLPOP q 0"),
+            Step::Send(1, "RPUSH q a b"),
+            Step::Send(1, "LLEN q"),
+            Step::Send(0, "BLPOP none q 0"),
+            Step::Send(0, "BLPOP f 0"),
+            Step::Send(2, "BLPOP g f 0"),
+            Step::Send(1, "LPUSH f x y z"),
+            Step::Send(1, "LLEN f"),
+            Step::Send(1, "LPOP f 5"),
+            Step::Send(0, "BLPOP s 0"),
+            Step::Send(1, "MULTI"),
+            Step::Send(1, "RPUSH s 1"),
+            Step::Send(1, "RPUSH s 2"),
+            Step::Send(1, "EXEC"),
+            Step::Send(1, "LPOP s"),
+            Step::Send(1, "SET str v"),
+            Step::Send(0, "BLPOP str 0"),
+            Step::Send(0, "BLPOP q -1"),
+            Step::Send(0, "BLPOP q x"),
+        ],
+    ),
+    (
+        "BLPOP times out on the server's clock",
+        &[
+            Step::Send(0, "BLPOP q 0.5"),
+            Step::Sleep(200),
+            Step::Send(1, "LLEN q"),
+            Step::Sleep(700),
+            Step::Send(1, "RPUSH q late"),
+            Step::Send(0, "LPOP q"),
+        ],
+    ),
+    (
+        "WATCH sees writes by other connections, and expiry",
+        &[
+            Step::Send(0, "WATCH k"),
+            Step::Send(1, "SET k 1"),
+            Step::Send(0, "MULTI"),
+            Step::Send(0, "SET k 2"),
+            Step::Send(0, "EXEC"),
+            Step::Send(0, "GET k"),
+            Step::Send(0, "WATCH k"),
+            Step::Send(1, "GET k"),
+            Step::Send(1, "SET other 1"),
+            Step::Send(0, "MULTI"),
+            Step::Send(0, "INCR k"),
+            Step::Send(0, "EXEC"),
+            Step::Send(0, "SET t v PX 300"),
+            Step::Send(0, "WATCH t"),
+            Step::Sleep(600),
+            Step::Send(0, "MULTI"),
+            Step::Send(0, "SET u 1"),
+            Step::Send(0, "EXEC"),
+            Step::Send(0, "GET u"),
+            Step::Send(0, "WATCH h"),
+            Step::Send(1, "HSET h f v"),
+            Step::Send(0, "MULTI"),
+            Step::Send(0, "HGET h f"),
+            Step::Send(0, "EXEC"),
+            Step::Send(0, "WATCH h"),
+            Step::Send(1, "HSET h f v"),
+            Step::Send(0, "UNWATCH"),
+            Step::Send(0, "MULTI"),
+            Step::Send(0, "HGET h f"),
+            Step::Send(0, "EXEC"),
+            Step::Send(1, "WATCH k"),
+            Step::Send(1, "MULTI"),
+            Step::Send(1, "DISCARD"),
+            Step::Send(0, "SET k 9"),
+            Step::Send(1, "MULTI"),
+            Step::Send(1, "GET k"),
+            Step::Send(1, "EXEC"),
+        ],
+    ),
+];
+
+/// RESP2 encoding of a command given as space-separated words.
+fn encode_words(cmd: &str) -> Vec<u8> {
+    let words: Vec<&str> = cmd.split(' ').collect();
+    let mut out = format!("*{}\r\n", words.len()).into_bytes();
+    for w in words {
+        out.extend_from_slice(format!("${}\r\n{w}\r\n", w.len()).as_bytes());
+    }
+    out
+}
+
+/// `(step, connection, bytes received)` for every non-empty read, in order.
+type Transcript = Vec<(usize, usize, String)>;
+
+fn run_multi_real(port: u16, steps: &[Step]) -> Transcript {
+    let mut reset = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    reset.write_all(&encode_words("FLUSHALL")).expect("write");
+    let mut buf = [0u8; 5];
+    reset.read_exact(&mut buf).expect("FLUSHALL reply");
+    let mut conns: Vec<std::net::TcpStream> = (0..CONNS)
+        .map(|_| {
+            let s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+            s.set_read_timeout(Some(Duration::from_millis(5))).expect("timeout");
+            s
+        })
+        .collect();
+    let mut transcript = Transcript::new();
+    for (i, step) in steps.iter().enumerate() {
+        match step {
+            Step::Send(c, cmd) => conns[*c].write_all(&encode_words(cmd)).expect("write"),
+            Step::Sleep(ms) => std::thread::sleep(Duration::from_millis(*ms)),
+        }
+        std::thread::sleep(Duration::from_millis(SETTLE_MS));
+        for (c, conn) in conns.iter_mut().enumerate() {
+            let mut got = Vec::new();
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = conn.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&chunk[..n]);
+            }
+            if !got.is_empty() {
+                transcript.push((i, c, String::from_utf8_lossy(&got).into_owned()));
+            }
+        }
+    }
+    transcript
+}
+
+fn run_multi_simulated(steps: &'static [Step]) -> Transcript {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut world = World::new(WorldConfig {
+        seed: 7,
+        duration_ms: 3_600_000,
+        min_latency_ms: 1,
+        max_latency_ms: 1,
+        ..WorldConfig::default()
+    })
+    .expect("valid world config");
+    world.add_master("redis-1", ClockSpec::default()).expect("add master");
+    let out: Rc<RefCell<Transcript>> = Rc::default();
+    let transcript = out.clone();
+    world
+        .add_client("conformance", ClockSpec::default(), move |_node: Node| async move {
+            let mut conns = Vec::new();
+            for _ in 0..CONNS {
+                let stream = turmoil::net::TcpStream::connect(("redis-1", REDIS_PORT))
+                    .await
+                    .expect("connect");
+                conns.push(stream);
+            }
+            for (i, step) in steps.iter().enumerate() {
+                match step {
+                    Step::Send(c, cmd) => conns[*c].write_all(&encode_words(cmd)).await.expect("write"),
+                    Step::Sleep(ms) => tokio::time::sleep(Duration::from_millis(*ms)).await,
+                }
+                tokio::time::sleep(Duration::from_millis(SETTLE_MS)).await;
+                for (c, conn) in conns.iter_mut().enumerate() {
+                    let mut got = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    while let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(1), conn.read(&mut chunk)).await {
+                        if n == 0 {
+                            break;
+                        }
+                        got.extend_from_slice(&chunk[..n]);
+                    }
+                    if !got.is_empty() {
+                        transcript
+                            .borrow_mut()
+                            .push((i, c, String::from_utf8_lossy(&got).into_owned()));
+                    }
+                }
+            }
+        })
+        .expect("add client");
+    let end = world.run(&FaultPlan::default()).expect("world runs");
+    assert!(end.clients_finished, "the simulated run did not finish");
+    let t = out.borrow().clone();
+    t
+}
+
+#[test]
+fn several_connections_agree_with_redis_server() {
+    let Some(server) = RedisServer::start() else {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        assert!(!ci, "redis-server is not installed, and CI=true");
+        eprintln!("SKIPPED: redis-server is not installed; multi-connection conformance not checked");
+        return;
+    };
+    let mut failures = String::new();
+    for (what, steps) in MULTI_CONN {
+        let real = run_multi_real(server.port, steps);
+        let sim = run_multi_simulated(steps);
+        if real != sim {
+            failures.push_str(&format!("\n{what}:\n"));
+            let show = |t: &Transcript| {
+                t.iter()
+                    .map(|(i, c, b)| format!("    step {i} ({}) conn {c}: {b:?}\n", step_text(&steps[*i])))
+                    .collect::<String>()
+            };
+            failures.push_str(&format!("  simulated:\n{}  real:\n{}", show(&sim), show(&real)));
+        }
+    }
+    drop(server);
+    assert!(failures.is_empty(), "multi-connection cases disagree:{failures}");
+}
+
+fn step_text(step: &Step) -> String {
+    match step {
+        Step::Send(c, cmd) => format!("{c}: {cmd}"),
+        Step::Sleep(ms) => format!("sleep {ms} ms"),
+    }
+}

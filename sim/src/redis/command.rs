@@ -1581,6 +1581,7 @@ mod tests {
                 name: None,
                 lib_name: Some(Bytes::from_static(b"redis-rs")),
                 lib_ver: Some(Bytes::from_static(b"1.0.0")),
+                ..ClientSession::default()
             }
         );
     }

@@ -280,6 +280,15 @@ impl RedisEngine {
 
     fn execute_one(&mut self, session: &mut ClientSession, args: &[Bytes], now_wall_ms: i64) -> Reply {
         let looked_up = lookup(args);
+        // `rejectCommand` on EXEC: the transaction (if any) is discarded.
+        if matches!(&looked_up, Lookup::Arity(n) if n == "exec") {
+            session.multi = None;
+            session.multi_error = false;
+            self.unwatch(session);
+            return Reply::error(
+                "EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command",
+            );
+        }
         if session.in_multi() {
             let control = matches!(&looked_up, Lookup::Found(_, n) if ["exec", "discard", "multi", "watch"].contains(&n.as_str()));
             if !control {
@@ -573,7 +582,13 @@ static COMMANDS: &[Spec] = &[
     cmd("llen", 2),
     write("lpop", -2),
     write("rpop", -2),
-    write("blpop", -3),
+    Spec {
+        name: "blpop",
+        arity: -3,
+        noscript: true,
+        write: true,
+        subcommands: &[],
+    },
     write("hset", -4),
     cmd("hget", 3),
     write("hdel", -3),
@@ -755,7 +770,7 @@ fn exec_data(db: &mut Db, name: &str, args: &[Bytes], now: i64) -> Reply {
         },
         "hdel" => hdel(ks, args, now),
         "hincrby" => hincrby(ks, args, now),
-        // Never blocks here (as inside MULTI or a script); the server blocks on a nil reply.
+        // Never blocks here (as inside MULTI); the server blocks on a nil reply.
         "blpop" => {
             if let Err(e) = blocking_timeout_ms(&args[args.len() - 1]) {
                 return e;

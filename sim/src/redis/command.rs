@@ -1789,6 +1789,135 @@ mod tests {
     }
 
     #[test]
+    fn hashes() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let t = 5;
+        check(
+            &mut e,
+            &[
+                (
+                    t,
+                    &["HSET", "h", "a"],
+                    err("ERR wrong number of arguments for 'hset' command"),
+                ),
+                (t, &["HSET", "h", "a", "1", "b", "2", "a", "3"], int(2)),
+                (
+                    t,
+                    &["HGETALL", "h"],
+                    arr(vec![bulk("a"), bulk("3"), bulk("b"), bulk("2")]),
+                ),
+                (t, &["HGET", "h", "a"], bulk("3")),
+                (t, &["HGET", "h", "z"], nil()),
+                (t, &["HEXISTS", "h", "b"], int(1)),
+                (t, &["HINCRBY", "h", "a", "x"], err(NOT_INT)),
+                (t, &["HINCRBY", "h", "n", "-4"], int(-4)),
+                (t, &["HSET", "h", "s", "x"], int(1)),
+                (t, &["HINCRBY", "h", "s", "1"], err("ERR hash value is not an integer")),
+                (
+                    t,
+                    &["HINCRBY", "h", "a", "9223372036854775807"],
+                    err("ERR increment or decrement would overflow"),
+                ),
+                (t, &["TYPE", "h"], st("hash")),
+                (t, &["GET", "h"], err(WT)),
+                (t, &["HDEL", "h", "a", "b", "s", "zz"], int(3)),
+                (t, &["HDEL", "h", "n"], int(1)),
+                (t, &["EXISTS", "h"], int(0)),
+                (t, &["HGETALL", "h"], arr(vec![])),
+                (t, &["SET", "s", "v"], st("OK")),
+                (t, &["HGET", "s", "a"], err(WT)),
+                (t, &["HSET", "s", "a", "1"], err(WT)),
+                (
+                    t,
+                    &["EVAL", "return redis.call('hincrby', KEYS[1], 'c', 2)", "1", "r"],
+                    int(2),
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn transactions_and_watch() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let (mut s1, mut s2) = (ClientSession::new(1), ClientSession::new(2));
+        let mut run = |e: &mut RedisEngine, s: &mut ClientSession, cmd: &[&str]| e.execute_as(s, &args(cmd), 5);
+        assert_eq!(run(&mut e, &mut s1, &["EXEC"]), err("ERR EXEC without MULTI"));
+        assert_eq!(run(&mut e, &mut s1, &["MULTI"]), st("OK"));
+        assert_eq!(run(&mut e, &mut s1, &["SET", "k", "1"]), st("QUEUED"));
+        assert_eq!(run(&mut e, &mut s1, &["INCR", "k"]), st("QUEUED"));
+        assert_eq!(run(&mut e, &mut s1, &["EXEC"]), arr(vec![st("OK"), int(2)]));
+        // A write by another session, even of the same value, aborts the watcher's EXEC.
+        assert_eq!(run(&mut e, &mut s1, &["WATCH", "k"]), st("OK"));
+        assert_eq!(run(&mut e, &mut s2, &["SET", "k", "2"]), st("OK"));
+        assert_eq!(run(&mut e, &mut s1, &["MULTI"]), st("OK"));
+        assert_eq!(run(&mut e, &mut s1, &["GET", "k"]), st("QUEUED"));
+        assert_eq!(run(&mut e, &mut s1, &["EXEC"]), Reply::Array(None));
+        // Reads and failed writes do not.
+        assert_eq!(run(&mut e, &mut s1, &["WATCH", "k"]), st("OK"));
+        assert_eq!(run(&mut e, &mut s2, &["SET", "k", "3", "NX"]), nil());
+        assert_eq!(run(&mut e, &mut s2, &["GET", "k"]), bulk("2"));
+        assert_eq!(run(&mut e, &mut s1, &["MULTI"]), st("OK"));
+        assert_eq!(run(&mut e, &mut s1, &["GET", "k"]), st("QUEUED"));
+        assert_eq!(run(&mut e, &mut s1, &["EXEC"]), arr(vec![bulk("2")]));
+        // Expiry touches a watched key.
+        assert_eq!(run(&mut e, &mut s1, &["SET", "t", "v", "PX", "10"]), st("OK"));
+        assert_eq!(run(&mut e, &mut s1, &["WATCH", "t"]), st("OK"));
+        assert_eq!(e.expire_due(100), vec![Bytes::from_static(b"t")]);
+        assert_eq!(run(&mut e, &mut s1, &["MULTI"]), st("OK"));
+        assert_eq!(run(&mut e, &mut s1, &["EXEC"]), Reply::Array(None));
+        // A refused command makes EXEC abort.
+        assert_eq!(run(&mut e, &mut s1, &["MULTI"]), st("OK"));
+        assert_eq!(
+            run(&mut e, &mut s1, &["GET"]),
+            err("ERR wrong number of arguments for 'get' command")
+        );
+        assert_eq!(
+            run(&mut e, &mut s1, &["EXEC"]),
+            err("EXECABORT Transaction discarded because of previous errors.")
+        );
+        assert_eq!(run(&mut e, &mut s1, &["DISCARD"]), err("ERR DISCARD without MULTI"));
+        assert!(e.watchers.is_empty() && e.dirty.is_empty());
+    }
+
+    #[test]
+    fn publish_and_subscribe() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let (mut sub, mut publisher) = (ClientSession::new(7), ClientSession::new(8));
+        assert_eq!(
+            e.execute_conn(&mut sub, &args(&["SUBSCRIBE", "c", "d"]), 0),
+            vec![
+                arr(vec![bulk("subscribe"), bulk("c"), int(1)]),
+                arr(vec![bulk("subscribe"), bulk("d"), int(2)])
+            ]
+        );
+        assert_eq!(e.execute_as(&mut publisher, &args(&["PUBLISH", "c", "m"]), 0), int(1));
+        assert_eq!(
+            e.take_pushes(),
+            vec![(7, arr(vec![bulk("message"), bulk("c"), bulk("m")]))]
+        );
+        assert!(e.execute_conn(&mut sub, &args(&["GET", "c"]), 0)[0].is_error());
+        e.forget_session(&mut sub);
+        assert_eq!(e.execute_as(&mut publisher, &args(&["PUBLISH", "c", "m"]), 0), int(0));
+        assert!(e.take_pushes().is_empty());
+    }
+
+    #[test]
+    fn blocking_timeouts() {
+        assert_eq!(blocking_timeout_ms(b"0"), Ok(0));
+        assert_eq!(blocking_timeout_ms(b"0.0011"), Ok(2));
+        assert_eq!(blocking_timeout_ms(b"1.5"), Ok(1500));
+        for bad in [&b"x"[..], b"", b" 1", b"nan"] {
+            assert_eq!(
+                blocking_timeout_ms(bad),
+                Err(err("ERR timeout is not a float or out of range"))
+            );
+        }
+        for negative in [&b"-1"[..], b"1e400", b"inf", b"9999999999999999"] {
+            assert_eq!(blocking_timeout_ms(negative), Err(err("ERR timeout is negative")));
+        }
+    }
+
+    #[test]
     fn expire_family() {
         let mut e = RedisEngine::new(EngineConfig::default());
         let t = 10_000;

@@ -5,10 +5,19 @@
 //! Seeded proptest strategies generate command sequences over the subset the simulated master
 //! supports (see [`command`]): `SET` with every option combination (and malformed ones), `GET`,
 //! `DEL`, `EXISTS`, the `EXPIRE` family with `NX|XX|GT|LT`, `PTTL`/`TTL`, `INCR`/`INCRBY`/`DECR`,
-//! a little of the list type (so `WRONGTYPE` is reachable), `EVAL`/`EVALSHA`/`SCRIPT` with the
-//! lock scripts and Lua scripts that exercise `redis.call`/`redis.pcall`, error and status
-//! replies and the nil/false conversions ([`SCRIPTS`]), plus wrong arities, unknown commands and
-//! subcommands. Keys and values come from small alphabets so that commands interact.
+//! `LPUSH`/`RPUSH`/`LPOP`/`RPOP`/`LLEN` and `BLPOP` (never blocking long), the hash commands
+//! (`HSET`/`HGET`/`HDEL`/`HEXISTS`/`HINCRBY`/`HGETALL`), `MULTI`/`EXEC`/`DISCARD`/`WATCH`/`UNWATCH`
+//! (`EXEC` replies are compared command by command, with the `PTTL` tolerance), `PUBLISH`,
+//! `EVAL`/`EVALSHA`/`SCRIPT` with the lock scripts (a Redisson-style hash lock among them) and Lua
+//! scripts that exercise `redis.call`/`redis.pcall`, error and status replies and the nil/false
+//! conversions ([`SCRIPTS`]), plus wrong arities, unknown commands and subcommands. Keys and
+//! values come from small alphabets so that commands interact.
+//!
+//! A second test, [`several_connections_agree_with_redis_server`], runs the fixed cases of
+//! [`MULTI_CONN`] over three raw connections to each server and compares the RESP bytes every
+//! connection received after each step: `SUBSCRIBE` delivery and subscribed mode, `BLPOP` woken
+//! by another connection (oldest blocked client first) and timing out on the server's clock,
+//! `WATCH` invalidated by another connection and by expiry.
 //!
 //! Every sequence runs twice through the same redis-rs code ([`run_pipeline`]: one pipeline with
 //! `ignore_errors`, so every reply and every error comes back as a [`redis::Value`]):

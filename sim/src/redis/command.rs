@@ -1193,7 +1193,7 @@ pub fn blocking_timeout_ms(raw: &[u8]) -> Result<i64, Reply> {
         return Err(Reply::error("ERR timeout is not a float or out of range"));
     };
     let ms = (seconds * 1000.0).ceil();
-    let ms = if ms >= -9.223_372_036_854_776e18 && ms < 9.223_372_036_854_776e18 {
+    let ms = if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&ms) {
         ms as i64
     } else {
         i64::MIN
@@ -1840,7 +1840,7 @@ mod tests {
     fn transactions_and_watch() {
         let mut e = RedisEngine::new(EngineConfig::default());
         let (mut s1, mut s2) = (ClientSession::new(1), ClientSession::new(2));
-        let mut run = |e: &mut RedisEngine, s: &mut ClientSession, cmd: &[&str]| e.execute_as(s, &args(cmd), 5);
+        let run = |e: &mut RedisEngine, s: &mut ClientSession, cmd: &[&str]| e.execute_as(s, &args(cmd), 5);
         assert_eq!(run(&mut e, &mut s1, &["EXEC"]), err("ERR EXEC without MULTI"));
         assert_eq!(run(&mut e, &mut s1, &["MULTI"]), st("OK"));
         assert_eq!(run(&mut e, &mut s1, &["SET", "k", "1"]), st("QUEUED"));

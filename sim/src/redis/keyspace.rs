@@ -102,6 +102,11 @@ impl Keyspace {
         self.entries.get(key).filter(|e| !e.is_expired_at(now_ms))
     }
 
+    /// The stored entry of `key`, expired or not.
+    pub fn get(&self, key: &[u8]) -> Option<&Entry> {
+        self.entries.get(key)
+    }
+
     /// Like [`Keyspace::peek`], but reclaims the key if it is expired (lazy expiry).
     pub fn lookup(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
         self.expire_if_needed(key, now_ms);

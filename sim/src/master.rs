@@ -13,15 +13,26 @@
 //! command the command table flags as a write with `READONLY` without running it, runs anything
 //! else (a script) and undoes it with `READONLY` if it wrote, and answers `WAIT` with an error;
 //! the replication stream it applies is logged as commands on connection 0.
+//!
+//! Each connection has its own [`ClientSession`] (`CLIENT SETNAME`, `MULTI` queue, `WATCH`ed
+//! keys, subscriptions). `PUBLISH` pushes `message`s to the subscribed connections. `BLPOP` on
+//! empty lists blocks the connection until a push by any connection (served right after the
+//! pushing command, to the longest-blocked client first, like Redis) or until its timeout runs
+//! out on the server's wall clock (checked when a timer on the node's clock rate fires: no
+//! polling). A client that disconnects while blocked stays blocked until its timeout; Redis would
+//! unblock it at once. A replica refuses writes queued inside `MULTI` with `READONLY`, and `EXEC`
+//! then answers `EXECABORT`, as Redis does.
 
 use crate::deployment::replication::{diff, Effect, SharedReplication};
 use crate::history::EventKind;
 use crate::node::Node;
-use crate::redis::{is_write_command, RedisEngine, Reply};
-use crate::serve::{render_args, render_reply, DeferringHandler, Response};
+use crate::redis::{blocking_timeout_ms, is_write_command, ClientSession, RedisEngine, Reply};
+use crate::serve::{render_args, render_reply, ConnectionHooks, DeferringHandler, Response};
 use bytes::Bytes;
 use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
+use tokio::sync::{mpsc, oneshot};
 
 /// The TCP port masters listen on.
 pub const REDIS_PORT: u16 = 6379;
@@ -97,9 +108,139 @@ fn wait(node: &Node, repl: &SharedReplication, conn: u64, args: &[Bytes]) -> Res
     }))
 }
 
-/// The command handler of a Redis server node (master or replica, as the replication state says).
-pub(crate) fn handler(node: Node, engine: Rc<RefCell<RedisEngine>>, repl: SharedReplication) -> DeferringHandler {
-    Rc::new(move |conn, _peer, args| {
+/// One open connection of a server.
+struct Conn {
+    session: ClientSession,
+    pushes: mpsc::UnboundedSender<Reply>,
+}
+
+/// A client blocked in `BLPOP`.
+struct Blocked {
+    id: u64,
+    keys: Vec<Bytes>,
+    wake: oneshot::Sender<Reply>,
+}
+
+/// The connections of one server and its blocked clients, oldest first.
+#[derive(Default)]
+struct Conns {
+    open: BTreeMap<u64, Conn>,
+    blocked: VecDeque<Blocked>,
+    next_blocked_id: u64,
+}
+
+type SharedConns = Rc<RefCell<Conns>>;
+
+/// Hands the head of a non-empty list to each blocked client that waits on it, oldest client
+/// first (each tries its keys in argument order), then delivers published messages.
+fn serve_blocked_and_pushes(node: &Node, engine: &RefCell<RedisEngine>, conns: &SharedConns) {
+    let now = node.wall_ms();
+    let mut conns = conns.borrow_mut();
+    let mut i = 0;
+    while i < conns.blocked.len() {
+        let ready = conns.blocked[i].keys.iter().find(|key| {
+            engine
+                .borrow()
+                .keyspace()
+                .peek(key, now)
+                .is_some_and(|e| matches!(e.value, crate::redis::Value::List(_)))
+        });
+        let Some(key) = ready.cloned() else {
+            i += 1;
+            continue;
+        };
+        let popped = engine
+            .borrow_mut()
+            .execute(&[Bytes::from_static(b"LPOP"), key.clone()], now);
+        if let Some(blocked) = conns.blocked.remove(i) {
+            let _ = blocked
+                .wake
+                .send(Reply::Array(Some(vec![Reply::Bulk(Some(key)), popped])));
+        }
+    }
+    for (id, push) in engine.borrow_mut().take_pushes() {
+        if let Some(conn) = u64::try_from(id).ok().and_then(|id| conns.open.get(&id)) {
+            let _ = conn.pushes.send(push);
+        }
+    }
+}
+
+/// `BLPOP` that found every list empty: blocks until served or timed out.
+fn block(node: &Node, conns: &SharedConns, conn: u64, args: &[Bytes]) -> Response {
+    let timeout_ms = blocking_timeout_ms(&args[args.len() - 1]).unwrap_or(0);
+    let (wake, woken) = oneshot::channel();
+    let id = {
+        let mut c = conns.borrow_mut();
+        c.next_blocked_id += 1;
+        let id = c.next_blocked_id;
+        c.blocked.push_back(Blocked {
+            id,
+            keys: args[1..args.len() - 1].to_vec(),
+            wake,
+        });
+        id
+    };
+    let node = node.clone();
+    let conns = conns.clone();
+    let args = args.to_vec();
+    Response::Later(Box::pin(async move {
+        let deadline_ms = node.wall_ms().saturating_add(timeout_ms);
+        let mut woken = woken;
+        let reply = loop {
+            let remaining_ms = deadline_ms - node.wall_ms();
+            if timeout_ms > 0 && remaining_ms <= 0 {
+                conns.borrow_mut().blocked.retain(|b| b.id != id);
+                break Reply::Array(None);
+            }
+            let timer = async {
+                if timeout_ms > 0 {
+                    node.sleep_local_ms(remaining_ms as u64).await;
+                } else {
+                    std::future::pending::<()>().await;
+                }
+            };
+            tokio::select! {
+                biased;
+                served = &mut woken => break served.unwrap_or(Reply::Array(None)),
+                _ = timer => {}
+            }
+        };
+        record(&node, conn, &args, &reply);
+        reply
+    }))
+}
+
+/// The command handler of a Redis server node (master or replica, as the replication state says),
+/// and its connection hooks.
+pub(crate) fn handler(
+    node: Node,
+    engine: Rc<RefCell<RedisEngine>>,
+    repl: SharedReplication,
+) -> (DeferringHandler, ConnectionHooks) {
+    let conns: SharedConns = Rc::default();
+    let hooks = {
+        let (open_conns, open_engine) = (conns.clone(), engine.clone());
+        let (close_conns, close_engine) = (conns.clone(), engine.clone());
+        ConnectionHooks {
+            open: Rc::new(move |conn| {
+                let (pushes, received) = mpsc::unbounded_channel();
+                let fresh = Conn {
+                    session: ClientSession::new(conn as i64),
+                    pushes,
+                };
+                if let Some(mut stale) = open_conns.borrow_mut().open.insert(conn, fresh) {
+                    open_engine.borrow_mut().forget_session(&mut stale.session);
+                }
+                received
+            }),
+            close: Rc::new(move |conn| {
+                if let Some(mut gone) = close_conns.borrow_mut().open.remove(&conn) {
+                    close_engine.borrow_mut().forget_session(&mut gone.session);
+                }
+            }),
+        }
+    };
+    let handler: DeferringHandler = Rc::new(move |conn, _peer, args| {
         expire_due(&node, &engine, &repl);
         let name = args
             .first()
@@ -112,32 +253,60 @@ pub(crate) fn handler(node: Node, engine: Rc<RefCell<RedisEngine>>, repl: Shared
             let r = repl.borrow();
             (r.is_master(node.name()), r.has_replicas(node.name()))
         };
-        let reply = if !is_master {
+        let mut session = conns
+            .borrow_mut()
+            .open
+            .get_mut(&conn)
+            .map(|c| std::mem::take(&mut c.session))
+            .unwrap_or_else(|| ClientSession::new(conn as i64));
+        let run = |session: &mut ClientSession| engine.borrow_mut().execute_conn(session, args, node.wall_ms());
+        let replies = if !is_master {
             if is_write_command(name.as_bytes()) {
-                Reply::error(READONLY_ERROR)
+                session.flag_transaction();
+                vec![Reply::error(READONLY_ERROR)]
             } else {
                 // Scripts and anything else: run, and undo it if it wrote.
                 let before = engine.borrow().keyspace().clone();
-                let reply = engine.borrow_mut().execute(args, node.wall_ms());
+                let replies = run(&mut session);
                 if *engine.borrow().keyspace() != before {
                     engine.borrow_mut().restore(before);
-                    Reply::error(READONLY_ERROR)
+                    vec![Reply::error(READONLY_ERROR)]
                 } else {
-                    reply
+                    serve_blocked_and_pushes(&node, &engine, &conns);
+                    replies
                 }
             }
         } else if has_replicas {
             let before = engine.borrow().keyspace().clone();
-            let reply = engine.borrow_mut().execute(args, node.wall_ms());
+            let replies = run(&mut session);
+            serve_blocked_and_pushes(&node, &engine, &conns);
             let effects = diff(&before, engine.borrow().keyspace());
             if !effects.is_empty() {
                 repl.borrow_mut().publish(node.name(), effects, node.true_time_us());
             }
-            reply
+            replies
         } else {
-            engine.borrow_mut().execute(args, node.wall_ms())
+            let replies = run(&mut session);
+            serve_blocked_and_pushes(&node, &engine, &conns);
+            replies
         };
-        record(&node, conn, args, &reply);
-        Response::Now(reply)
-    })
+        let blocks = is_master && name == "blpop" && !session.in_multi() && replies == [Reply::Array(None)];
+        if let Some(c) = conns.borrow_mut().open.get_mut(&conn) {
+            c.session = session;
+        }
+        if blocks {
+            return block(&node, &conns, conn, args);
+        }
+        match <[Reply; 1]>::try_from(replies) {
+            Ok([reply]) => {
+                record(&node, conn, args, &reply);
+                Response::Now(reply)
+            }
+            Err(replies) => {
+                record(&node, conn, args, &Reply::Array(Some(replies.clone())));
+                Response::Many(replies)
+            }
+        }
+    });
+    (handler, hooks)
 }

@@ -8,7 +8,10 @@
 //!
 //! A handler answers at once ([`Handler`]) or, for blocking commands such as `WAIT`, may hand back
 //! a future ([`DeferringHandler`], [`Response::Later`]): the connection waits for it before it
-//! reads the next command, as a blocked Redis client does.
+//! reads the next command, as a blocked Redis client does. A command may also answer several
+//! replies ([`Response::Many`], as `SUBSCRIBE a b` does). A server with per-connection state
+//! passes [`ConnectionHooks`]: it learns when a connection opens and closes, and can push replies
+//! to it at any time (pub/sub messages), which are written while the connection waits for input.
 
 use crate::history::EventKind;
 use crate::node::Node;
@@ -19,6 +22,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
 use turmoil::net::{TcpListener, TcpStream};
 
 /// What a server does with one command: `(connection id, peer host name, args) -> reply`.
@@ -30,6 +34,17 @@ pub enum Response {
     Now(Reply),
     /// The reply, once the future completes (the connection reads nothing meanwhile).
     Later(Pin<Box<dyn Future<Output = Reply>>>),
+    /// Several replies to one command, in order.
+    Many(Vec<Reply>),
+}
+
+/// What a server with per-connection state learns about its connections.
+#[derive(Clone)]
+pub struct ConnectionHooks {
+    /// A connection was accepted: returns the receiver of the replies pushed to it.
+    pub open: Rc<dyn Fn(u64) -> mpsc::UnboundedReceiver<Reply>>,
+    /// A connection ended (EOF, error, or protocol error).
+    pub close: Rc<dyn Fn(u64)>,
 }
 
 /// What a server with blocking commands does with one command.
@@ -43,6 +58,16 @@ pub async fn serve(node: Node, port: u16, handler: Handler) -> turmoil::Result {
 
 /// Like [`serve`], with a handler that may answer later.
 pub async fn serve_deferring(node: Node, port: u16, handler: DeferringHandler) -> turmoil::Result {
+    serve_with_hooks(node, port, handler, None).await
+}
+
+/// Like [`serve_deferring`], with per-connection hooks.
+pub async fn serve_with_hooks(
+    node: Node,
+    port: u16,
+    handler: DeferringHandler,
+    hooks: Option<ConnectionHooks>,
+) -> turmoil::Result {
     let listener = TcpListener::bind(("0.0.0.0", port)).await?;
     let next_conn = Rc::new(Cell::new(0u64));
     loop {
@@ -52,9 +77,14 @@ pub async fn serve_deferring(node: Node, port: u16, handler: DeferringHandler) -
         let peer_name = turmoil::reverse_lookup(peer.ip()).unwrap_or_else(|| peer.ip().to_string());
         let handler = handler.clone();
         let server = node.clone();
+        let hooks = hooks.clone();
         node.spawn(async move {
+            let pushes = hooks.as_ref().map(|h| (h.open)(conn));
             // A connection ends on EOF or error; neither concerns the server as a whole.
-            let _ = connection(&server, stream, conn, &peer_name, handler).await;
+            let _ = connection(&server, stream, conn, &peer_name, handler, pushes).await;
+            if let Some(hooks) = hooks {
+                (hooks.close)(conn);
+            }
         });
     }
 }
@@ -65,6 +95,7 @@ async fn connection(
     conn: u64,
     peer: &str,
     handler: DeferringHandler,
+    mut pushes: Option<mpsc::UnboundedReceiver<Reply>>,
 ) -> std::io::Result<()> {
     let mut input = BytesMut::with_capacity(4096);
     let mut output = BytesMut::with_capacity(4096);
@@ -72,15 +103,20 @@ async fn connection(
         loop {
             match decode_command(&mut input) {
                 Ok(Some(args)) => {
-                    let reply = match handler(conn, peer, &args) {
-                        Response::Now(reply) => reply,
+                    let (reply, more) = match handler(conn, peer, &args) {
+                        Response::Now(reply) => (reply, Vec::new()),
+                        Response::Many(mut replies) if !replies.is_empty() => {
+                            let first = replies.remove(0);
+                            (first, replies)
+                        }
+                        Response::Many(_) => continue,
                         Response::Later(future) => {
                             // Replies go out in order: send what is ready, then block.
                             if !output.is_empty() {
                                 stream.write_all(&output).await?;
                                 output.clear();
                             }
-                            future.await
+                            (future.await, Vec::new())
                         }
                     };
                     if node.drops_reply_to(peer) {
@@ -97,6 +133,9 @@ async fn connection(
                         return ignore_the_rest(stream).await;
                     }
                     encode_reply(&reply, &mut output);
+                    for reply in &more {
+                        encode_reply(reply, &mut output);
+                    }
                 }
                 Ok(None) => break,
                 Err(protocol_error) => {
@@ -111,7 +150,21 @@ async fn connection(
             stream.write_all(&output).await?;
             output.clear();
         }
-        if stream.read_buf(&mut input).await? == 0 {
+        let read = match pushes.as_mut() {
+            None => stream.read_buf(&mut input).await?,
+            Some(pushes) => loop {
+                tokio::select! {
+                    biased;
+                    Some(push) = pushes.recv() => {
+                        encode_reply(&push, &mut output);
+                        stream.write_all(&output).await?;
+                        output.clear();
+                    }
+                    read = stream.read_buf(&mut input) => break read?,
+                }
+            },
+        };
+        if read == 0 {
             return Ok(());
         }
     }

@@ -5,10 +5,19 @@
 //! Seeded proptest strategies generate command sequences over the subset the simulated master
 //! supports (see [`command`]): `SET` with every option combination (and malformed ones), `GET`,
 //! `DEL`, `EXISTS`, the `EXPIRE` family with `NX|XX|GT|LT`, `PTTL`/`TTL`, `INCR`/`INCRBY`/`DECR`,
-//! a little of the list type (so `WRONGTYPE` is reachable), `EVAL`/`EVALSHA`/`SCRIPT` with the
-//! lock scripts and Lua scripts that exercise `redis.call`/`redis.pcall`, error and status
-//! replies and the nil/false conversions ([`SCRIPTS`]), plus wrong arities, unknown commands and
-//! subcommands. Keys and values come from small alphabets so that commands interact.
+//! `LPUSH`/`RPUSH`/`LPOP`/`RPOP`/`LLEN` and `BLPOP` (never blocking long), the hash commands
+//! (`HSET`/`HGET`/`HDEL`/`HEXISTS`/`HINCRBY`/`HGETALL`), `MULTI`/`EXEC`/`DISCARD`/`WATCH`/`UNWATCH`
+//! (`EXEC` replies are compared command by command, with the `PTTL` tolerance), `PUBLISH`,
+//! `EVAL`/`EVALSHA`/`SCRIPT` with the lock scripts (a Redisson-style hash lock among them) and Lua
+//! scripts that exercise `redis.call`/`redis.pcall`, error and status replies and the nil/false
+//! conversions ([`SCRIPTS`]), plus wrong arities, unknown commands and subcommands. Keys and
+//! values come from small alphabets so that commands interact.
+//!
+//! A second test, [`several_connections_agree_with_redis_server`], runs the fixed cases of
+//! [`MULTI_CONN`] over three raw connections to each server and compares the RESP bytes every
+//! connection received after each step: `SUBSCRIBE` delivery and subscribed mode, `BLPOP` woken
+//! by another connection (oldest blocked client first) and timing out on the server's clock,
+//! `WATCH` invalidated by another connection and by expiry.
 //!
 //! Every sequence runs twice through the same redis-rs code ([`run_pipeline`]: one pipeline with
 //! `ignore_errors`, so every reply and every error comes back as a [`redis::Value`]):
@@ -293,6 +302,16 @@ const SCRIPTS: &[&str] = &[
     r#"return redis.call("type",KEYS[1])"#,
     r#"return redis.status_reply(redis.call("type",KEYS[1]).ok)"#,
     r#"return redis.call("lpop",KEYS[1])"#,
+    r#"return redis.call("hset",KEYS[1],"f",ARGV[1])"#,
+    r#"return redis.call("hgetall",KEYS[1])"#,
+    r#"return redis.call("hincrby",KEYS[1],"f",ARGV[1])"#,
+    r#"return redis.call("publish",KEYS[1],ARGV[1])"#,
+    r#"return redis.call("blpop",KEYS[1],0)"#,
+    r#"return redis.call("watch",KEYS[1])"#,
+    r#"return redis.call("multi")"#,
+    // Redisson-style reentrant lock: a hash of holder -> count.
+    r#"if redis.call("exists",KEYS[1]) == 0 or redis.call("hexists",KEYS[1],ARGV[1]) == 1 then redis.call("hincrby",KEYS[1],ARGV[1],1) redis.call("pexpire",KEYS[1],100000) return nil end return redis.call("pttl",KEYS[1]) > 0"#,
+    r#"if redis.call("hexists",KEYS[1],ARGV[1]) == 0 then return nil end local n = redis.call("hincrby",KEYS[1],ARGV[1],-1) if n > 0 then return 0 end redis.call("del",KEYS[1]) redis.call("publish",KEYS[1],"unlocked") return 1"#,
     r#"return redis.call("ping")"#,
     r#"return redis.call("get",KEYS[1]) == false"#,
     r#"return type(redis.call("get",KEYS[1]))"#,
@@ -532,6 +551,48 @@ fn list_command() -> BoxedStrategy<Vec<Tok>> {
     .boxed()
 }
 
+const FIELDS: &[&str] = &["f", "g", "h"];
+
+fn hash_command() -> BoxedStrategy<Vec<Tok>> {
+    let field = || pick(FIELDS);
+    prop_oneof![
+        4 => (name("HSET"), key(), vec((field(), value()), 1..=3), proptest::option::weighted(0.1, field()))
+            .prop_map(|(n, k, pairs, odd)| {
+                let flat = pairs.into_iter().flat_map(|(f, v)| [f, v]).collect();
+                cmd_of(vec![vec![n, k], flat, odd.into_iter().collect()])
+            }),
+        3 => (prop_oneof![name("HGET"), name("HEXISTS")], key(), field()).prop_map(|(n, k, f)| vec![n, k, f]),
+        2 => (name("HDEL"), key(), vec(field(), 1..=3)).prop_map(|(n, k, fs)| cmd_of(vec![vec![n, k], fs])),
+        2 => (name("HINCRBY"), key(), field(), pick(DELTAS)).prop_map(|(n, k, f, d)| vec![n, k, f, d]),
+        2 => (name("HGETALL"), key()).prop_map(|(n, k)| vec![n, k]),
+    ]
+    .boxed()
+}
+
+/// Transactions on one connection: `WATCH` sees this connection's own writes too.
+fn transaction_command() -> BoxedStrategy<Vec<Tok>> {
+    prop_oneof![
+        3 => Just(vec![lit("MULTI")]),
+        3 => Just(vec![lit("EXEC")]),
+        1 => Just(vec![lit("DISCARD")]),
+        2 => (name("WATCH"), vec(key(), 1..=2)).prop_map(|(n, ks)| cmd_of(vec![vec![n], ks])),
+        1 => Just(vec![lit("UNWATCH")]),
+        1 => (name("PUBLISH"), key(), value()).prop_map(|(n, k, v)| vec![n, k, v]),
+    ]
+    .boxed()
+}
+
+/// `BLPOP` that never blocks long: an element is there, the timeout is bad, or it is 10 ms.
+fn blpop_command() -> BoxedStrategy<Vec<Tok>> {
+    (
+        name("BLPOP"),
+        vec(key(), 1..=2),
+        pick(&["0.01", "x", "-1", "", "1e400"]),
+    )
+        .prop_map(|(n, ks, t)| cmd_of(vec![vec![n], ks, vec![t]]))
+        .boxed()
+}
+
 fn misc_command() -> BoxedStrategy<Vec<Tok>> {
     prop_oneof![
         Just(vec![lit("PING")]),
@@ -562,6 +623,16 @@ fn junk_command() -> BoxedStrategy<Vec<Tok>> {
         "EVALSHA",
         "SCRIPT",
         "PERSIST",
+        "HSET",
+        "HGET",
+        "HDEL",
+        "HINCRBY",
+        "HGETALL",
+        "BLPOP",
+        "PUBLISH",
+        "WATCH",
+        "MULTI",
+        "EXEC",
         "TYPE",
         "LPUSH",
         "LPOP",
@@ -661,6 +732,9 @@ fn command() -> BoxedStrategy<Vec<Tok>> {
         4 => junk_command(),
         20 => eval_command(),
         5 => script_command(),
+        8 => hash_command(),
+        5 => transaction_command(),
+        1 => blpop_command(),
     ]
     .boxed()
 }
@@ -790,10 +864,23 @@ async fn run_pipeline(mut conn: MultiplexedConnection, pipe: redis::Pipeline) ->
     pipe.query_async::<Vec<Value>>(&mut conn).await
 }
 
+/// Leaves any transaction and watch of the previous sequence, then empties the server.
 fn reset_pipeline() -> redis::Pipeline {
     let mut pipe = redis::pipe();
-    pipe.cmd("FLUSHALL").cmd("SCRIPT").arg("FLUSH").ignore_errors();
+    pipe.cmd("DISCARD")
+        .cmd("UNWATCH")
+        .cmd("FLUSHALL")
+        .cmd("SCRIPT")
+        .arg("FLUSH")
+        .ignore_errors();
     pipe
+}
+
+/// Whether the replies to [`reset_pipeline`] say the server is empty.
+fn reset_ok<E>(replies: &Result<Vec<Value>, E>) -> bool {
+    replies
+        .as_ref()
+        .is_ok_and(|r| r.len() == 4 && r[1..] == [Value::Okay, Value::Okay, Value::Okay])
 }
 
 /// The first whole second at or after `ms`.
@@ -830,7 +917,7 @@ fn run_simulated(seqs: &[Sequence], seed: u64) -> Vec<Vec<Value>> {
                 );
                 for seq in &chunk {
                     let reset = link.run(|conn| run_pipeline(conn, reset_pipeline())).await;
-                    assert_eq!(reset, Ok(vec![Value::Okay, Value::Okay]), "simulated reset");
+                    assert!(reset_ok(&reset), "simulated reset: {reset:?}");
                     // The master's wall clock is the client's: same epoch, no offset, no drift.
                     let base_s = base_second(node.wall_ms());
                     let pipe = pipeline(seq, base_s);
@@ -954,7 +1041,7 @@ impl RealClient {
             let mut all = Vec::with_capacity(seqs.len());
             for seq in seqs {
                 let reset = run_pipeline(conn.clone(), reset_pipeline()).await;
-                assert_eq!(reset, Ok(vec![Value::Okay, Value::Okay]), "real reset");
+                assert!(reset_ok(&reset), "real reset: {reset:?}");
                 let time: Vec<i64> = redis::cmd("TIME").query_async(&mut conn.clone()).await.expect("TIME");
                 let base_s = time[0] + i64::from(time[1] > 0);
                 let replies = run_pipeline(conn.clone(), pipeline(seq, base_s)).await;
@@ -995,13 +1082,31 @@ fn render(v: &Value) -> String {
     }
 }
 
-/// The first disagreement of one sequence: `(command index, simulated, real)`.
+/// The first disagreement of one sequence: `(command index, simulated, real)`. The replies in
+/// an `EXEC` array are compared as replies to the commands queued since `MULTI`.
 fn first_mismatch(seq: &Sequence, sim: &[Value], real: &[Value]) -> Option<(usize, String, String)> {
     let missing = Value::SimpleString("<no reply>".to_string());
+    let is = |cmd: &[Arg], name: &str| matches!(cmd.first(), Some(Arg::Lit(n)) if n.eq_ignore_ascii_case(name));
+    let mut queued: Option<Vec<&[Arg]>> = None;
     (0..seq.len().max(sim.len()).max(real.len())).find_map(|i| {
         let (s, r) = (sim.get(i).unwrap_or(&missing), real.get(i).unwrap_or(&missing));
         let cmd = seq.get(i).map_or(&[][..], |c| &c[..]);
-        (!agree(cmd, s, r)).then(|| (i, render(s), render(r)))
+        let agreed = match (&queued, s, r) {
+            (Some(cmds), Value::Array(a), Value::Array(b)) if is(cmd, "exec") => {
+                a.len() == b.len() && (0..a.len()).all(|j| agree(cmds.get(j).copied().unwrap_or(&[]), &a[j], &b[j]))
+            }
+            _ => agree(cmd, s, r),
+        };
+        if is(cmd, "multi") && *s == Value::Okay {
+            queued = Some(Vec::new());
+        } else if is(cmd, "exec") || is(cmd, "discard") {
+            queued = None;
+        } else if let (Some(cmds), Value::SimpleString(q)) = (queued.as_mut(), s) {
+            if q == "QUEUED" {
+                cmds.push(cmd);
+            }
+        }
+        (!agreed).then(|| (i, render(s), render(r)))
     })
 }
 
@@ -1198,4 +1303,260 @@ fn simulated_master_agrees_with_redis_server() {
         failures.len(),
         seqs.len()
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Several connections: pub/sub, blocking pops, WATCH across clients
+// ---------------------------------------------------------------------------------------------
+
+/// One step of a multi-connection case: send a command on a connection, or let time pass.
+#[derive(Clone, Copy)]
+enum Step {
+    /// Send the command (space-separated words) on connection `.0`.
+    Send(usize, &'static str),
+    /// Let this many ms pass (real time on the real server, simulated time in the world).
+    Sleep(u64),
+}
+
+/// How long after each step the bytes every connection received are collected.
+const SETTLE_MS: u64 = 100;
+/// Connections per case.
+const CONNS: usize = 3;
+
+/// Cases that need several connections. After each step, the raw RESP bytes each connection
+/// received are compared exactly.
+const MULTI_CONN: &[(&str, &[Step])] = &[
+    (
+        "PUBLISH reaches subscribers; subscribed mode; UNSUBSCRIBE",
+        &[
+            Step::Send(0, "SUBSCRIBE ch"),
+            Step::Send(2, "SUBSCRIBE ch other"),
+            Step::Send(1, "PUBLISH ch hello"),
+            Step::Send(1, "PUBLISH other x"),
+            Step::Send(1, "PUBLISH nobody x"),
+            Step::Send(0, "PING"),
+            Step::Send(0, "PING hi"),
+            Step::Send(0, "GET a"),
+            Step::Send(0, "UNSUBSCRIBE ch"),
+            Step::Send(0, "UNSUBSCRIBE"),
+            Step::Send(1, "PUBLISH ch again"),
+            Step::Send(0, "GET a"),
+            Step::Send(1, "EVAL return(redis.call('publish',KEYS[1],ARGV[1])) 1 other from-lua"),
+            Step::Send(2, "UNSUBSCRIBE other"),
+            Step::Send(1, "PUBLISH other y"),
+            Step::Send(2, "SUBSCRIBE"),
+            Step::Send(1, "PUBLISH a"),
+        ],
+    ),
+    (
+        "BLPOP is woken by a push from another connection; oldest blocked client first",
+        &[
+            Step::Send(0, "BLPOP q 0"),
+            Step::Send(1, "RPUSH q a b"),
+            Step::Send(1, "LLEN q"),
+            Step::Send(0, "BLPOP none q 0"),
+            Step::Send(0, "BLPOP f 0"),
+            Step::Send(2, "BLPOP g f 0"),
+            Step::Send(1, "LPUSH f x y z"),
+            Step::Send(1, "LLEN f"),
+            Step::Send(1, "LPOP f 5"),
+            Step::Send(0, "BLPOP s 0"),
+            Step::Send(1, "MULTI"),
+            Step::Send(1, "RPUSH s 1"),
+            Step::Send(1, "RPUSH s 2"),
+            Step::Send(1, "EXEC"),
+            Step::Send(1, "LPOP s"),
+            Step::Send(1, "SET str v"),
+            Step::Send(0, "BLPOP str 0"),
+            Step::Send(0, "BLPOP q -1"),
+            Step::Send(0, "BLPOP q x"),
+        ],
+    ),
+    (
+        "BLPOP times out on the server's clock",
+        &[
+            Step::Send(0, "BLPOP q 0.5"),
+            Step::Sleep(200),
+            Step::Send(1, "LLEN q"),
+            Step::Sleep(700),
+            Step::Send(1, "RPUSH q late"),
+            Step::Send(0, "LPOP q"),
+        ],
+    ),
+    (
+        "WATCH sees writes by other connections, and expiry",
+        &[
+            Step::Send(0, "WATCH k"),
+            Step::Send(1, "SET k 1"),
+            Step::Send(0, "MULTI"),
+            Step::Send(0, "SET k 2"),
+            Step::Send(0, "EXEC"),
+            Step::Send(0, "GET k"),
+            Step::Send(0, "WATCH k"),
+            Step::Send(1, "GET k"),
+            Step::Send(1, "SET other 1"),
+            Step::Send(0, "MULTI"),
+            Step::Send(0, "INCR k"),
+            Step::Send(0, "EXEC"),
+            Step::Send(0, "SET t v PX 300"),
+            Step::Send(0, "WATCH t"),
+            Step::Sleep(600),
+            Step::Send(0, "MULTI"),
+            Step::Send(0, "SET u 1"),
+            Step::Send(0, "EXEC"),
+            Step::Send(0, "GET u"),
+            Step::Send(0, "WATCH h"),
+            Step::Send(1, "HSET h f v"),
+            Step::Send(0, "MULTI"),
+            Step::Send(0, "HGET h f"),
+            Step::Send(0, "EXEC"),
+            Step::Send(0, "WATCH h"),
+            Step::Send(1, "HSET h f v"),
+            Step::Send(0, "UNWATCH"),
+            Step::Send(0, "MULTI"),
+            Step::Send(0, "HGET h f"),
+            Step::Send(0, "EXEC"),
+            Step::Send(1, "WATCH k"),
+            Step::Send(1, "MULTI"),
+            Step::Send(1, "DISCARD"),
+            Step::Send(0, "SET k 9"),
+            Step::Send(1, "MULTI"),
+            Step::Send(1, "GET k"),
+            Step::Send(1, "EXEC"),
+        ],
+    ),
+];
+
+/// RESP2 encoding of a command given as space-separated words.
+fn encode_words(cmd: &str) -> Vec<u8> {
+    let words: Vec<&str> = cmd.split(' ').collect();
+    let mut out = format!("*{}\r\n", words.len()).into_bytes();
+    for w in words {
+        out.extend_from_slice(format!("${}\r\n{w}\r\n", w.len()).as_bytes());
+    }
+    out
+}
+
+/// `(step, connection, bytes received)` for every non-empty read, in order.
+type Transcript = Vec<(usize, usize, String)>;
+
+fn run_multi_real(port: u16, steps: &[Step]) -> Transcript {
+    let mut reset = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    reset.write_all(&encode_words("FLUSHALL")).expect("write");
+    let mut buf = [0u8; 5];
+    reset.read_exact(&mut buf).expect("FLUSHALL reply");
+    let mut conns: Vec<std::net::TcpStream> = (0..CONNS)
+        .map(|_| {
+            let s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+            s.set_read_timeout(Some(Duration::from_millis(5))).expect("timeout");
+            s
+        })
+        .collect();
+    let mut transcript = Transcript::new();
+    for (i, step) in steps.iter().enumerate() {
+        match step {
+            Step::Send(c, cmd) => conns[*c].write_all(&encode_words(cmd)).expect("write"),
+            Step::Sleep(ms) => std::thread::sleep(Duration::from_millis(*ms)),
+        }
+        std::thread::sleep(Duration::from_millis(SETTLE_MS));
+        for (c, conn) in conns.iter_mut().enumerate() {
+            let mut got = Vec::new();
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = conn.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&chunk[..n]);
+            }
+            if !got.is_empty() {
+                transcript.push((i, c, String::from_utf8_lossy(&got).into_owned()));
+            }
+        }
+    }
+    transcript
+}
+
+fn run_multi_simulated(steps: &'static [Step]) -> Transcript {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut world = World::new(WorldConfig {
+        seed: 7,
+        duration_ms: 3_600_000,
+        min_latency_ms: 1,
+        max_latency_ms: 1,
+        ..WorldConfig::default()
+    })
+    .expect("valid world config");
+    world.add_master("redis-1", ClockSpec::default()).expect("add master");
+    let out: Rc<RefCell<Transcript>> = Rc::default();
+    let transcript = out.clone();
+    world
+        .add_client("conformance", ClockSpec::default(), move |_node: Node| async move {
+            let mut conns = Vec::new();
+            for _ in 0..CONNS {
+                let stream = turmoil::net::TcpStream::connect(("redis-1", REDIS_PORT))
+                    .await
+                    .expect("connect");
+                conns.push(stream);
+            }
+            for (i, step) in steps.iter().enumerate() {
+                match step {
+                    Step::Send(c, cmd) => conns[*c].write_all(&encode_words(cmd)).await.expect("write"),
+                    Step::Sleep(ms) => tokio::time::sleep(Duration::from_millis(*ms)).await,
+                }
+                tokio::time::sleep(Duration::from_millis(SETTLE_MS)).await;
+                for (c, conn) in conns.iter_mut().enumerate() {
+                    let mut got = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    while let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(1), conn.read(&mut chunk)).await {
+                        if n == 0 {
+                            break;
+                        }
+                        got.extend_from_slice(&chunk[..n]);
+                    }
+                    if !got.is_empty() {
+                        transcript
+                            .borrow_mut()
+                            .push((i, c, String::from_utf8_lossy(&got).into_owned()));
+                    }
+                }
+            }
+        })
+        .expect("add client");
+    let end = world.run(&FaultPlan::default()).expect("world runs");
+    assert!(end.clients_finished, "the simulated run did not finish");
+    let t = out.borrow().clone();
+    t
+}
+
+#[test]
+fn several_connections_agree_with_redis_server() {
+    let Some(server) = RedisServer::start() else {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        assert!(!ci, "redis-server is not installed, and CI=true");
+        eprintln!("SKIPPED: redis-server is not installed; multi-connection conformance not checked");
+        return;
+    };
+    let mut failures = String::new();
+    for (what, steps) in MULTI_CONN {
+        let real = run_multi_real(server.port, steps);
+        let sim = run_multi_simulated(steps);
+        if real != sim {
+            failures.push_str(&format!("\n{what}:\n"));
+            let show = |t: &Transcript| {
+                t.iter()
+                    .map(|(i, c, b)| format!("    step {i} ({}) conn {c}: {b:?}\n", step_text(&steps[*i])))
+                    .collect::<String>()
+            };
+            failures.push_str(&format!("  simulated:\n{}  real:\n{}", show(&sim), show(&real)));
+        }
+    }
+    drop(server);
+    assert!(failures.is_empty(), "multi-connection cases disagree:{failures}");
+}
+
+fn step_text(step: &Step) -> String {
+    match step {
+        Step::Send(c, cmd) => format!("{c}: {cmd}"),
+        Step::Sleep(ms) => format!("sleep {ms} ms"),
+    }
 }

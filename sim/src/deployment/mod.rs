@@ -56,7 +56,7 @@ use crate::master::{self, REDIS_PORT};
 use crate::node::Node;
 use crate::pause::TrueTime;
 use crate::redis::{EngineConfig, Keyspace, RedisEngine};
-use crate::serve::serve_deferring;
+use crate::serve::serve_with_hooks;
 use replication::{Effect, Link, Replication, SharedReplication};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -148,12 +148,14 @@ impl Deployment {
         let engine = Rc::new(RefCell::new(RedisEngine::new(EngineConfig {
             lua_instruction_budget: self.lua_instruction_budget,
         })));
-        let handler = master::handler(node.clone(), engine.clone(), self.replication.clone());
+        let (handler, hooks) = master::handler(node.clone(), engine.clone(), self.replication.clone());
         let host_node = node.clone();
         hosts.host(node.name(), move || {
             let node = host_node.clone();
             let handler = handler.clone();
-            host_node.gate().gate(serve_deferring(node, REDIS_PORT, handler))
+            host_node
+                .gate()
+                .gate(serve_with_hooks(node, REDIS_PORT, handler, Some(hooks.clone())))
         });
         self.servers.insert(
             node.name().to_string(),

@@ -46,6 +46,18 @@ impl Effect {
                 }
                 out
             }
+            Some(Entry {
+                value: Value::Hash(fields),
+                expire_at_ms,
+            }) => {
+                let mut hset = vec!["HSET".to_string(), key.clone()];
+                hset.extend(fields.iter().flat_map(|(f, v)| [text(f), text(v)]));
+                let mut out = vec![vec!["DEL".to_string(), key.clone()], hset];
+                if let Some(t) = expire_at_ms {
+                    out.push(vec!["PEXPIREAT".into(), key, t.to_string()]);
+                }
+                out
+            }
         }
     }
 

@@ -9,7 +9,7 @@ use super::keyspace::{Keyspace, Value};
 use super::lua::ScriptRuntime;
 use super::reply::Reply;
 use bytes::Bytes;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 const SYNTAX: &str = "ERR syntax error";
@@ -46,6 +46,14 @@ pub struct ClientSession {
     pub lib_name: Option<Bytes>,
     /// `CLIENT SETINFO LIB-VER`.
     pub lib_ver: Option<Bytes>,
+    /// The commands queued since `MULTI`; `None` outside a transaction.
+    pub multi: Option<Vec<Vec<Bytes>>>,
+    /// Whether a command was refused while queueing (`EXEC` then answers `EXECABORT`).
+    pub multi_error: bool,
+    /// The keys this connection `WATCH`es.
+    pub watched: Vec<Bytes>,
+    /// The channels this connection is subscribed to (RESP2 subscribed mode when not empty).
+    pub subscriptions: BTreeSet<Bytes>,
 }
 
 impl ClientSession {
@@ -53,6 +61,29 @@ impl ClientSession {
     pub fn new(id: i64) -> Self {
         ClientSession { id, ..Self::default() }
     }
+
+    /// Whether the connection is inside `MULTI`.
+    pub fn in_multi(&self) -> bool {
+        self.multi.is_some()
+    }
+
+    /// Marks the open transaction as failed (a command refused while queueing, e.g. a write
+    /// refused by a replica): `EXEC` will answer `EXECABORT`.
+    pub fn flag_transaction(&mut self) {
+        if self.multi.is_some() {
+            self.multi_error = true;
+        }
+    }
+}
+
+/// What commands reach: the keyspace, and the pub/sub channels with the messages to deliver.
+#[derive(Default)]
+pub(crate) struct Db {
+    ks: Keyspace,
+    /// Channel -> ids of the subscribed sessions.
+    channels: BTreeMap<Bytes, BTreeSet<i64>>,
+    /// Messages to push: `(session id, message)`, in publishing order.
+    outbox: Vec<(i64, Reply)>,
 }
 
 /// A pure, synchronous Redis: keyspace, script cache and Lua VM. No I/O, no system time.
@@ -60,16 +91,20 @@ impl ClientSession {
 /// The engine holds a Lua VM and is therefore neither `Send` nor `Sync`.
 pub struct RedisEngine {
     config: EngineConfig,
-    keyspace: Keyspace,
+    db: Db,
     scripts: ScriptRuntime,
     session: ClientSession,
+    /// Watched key -> ids of the sessions watching it.
+    watchers: BTreeMap<Bytes, BTreeSet<i64>>,
+    /// Sessions whose watched keys were touched since their `WATCH` (`CLIENT_DIRTY_CAS`).
+    dirty: BTreeSet<i64>,
 }
 
 impl std::fmt::Debug for RedisEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisEngine")
             .field("config", &self.config)
-            .field("keyspace", &self.keyspace)
+            .field("keyspace", &self.db.ks)
             .finish_non_exhaustive()
     }
 }
@@ -80,9 +115,11 @@ impl RedisEngine {
         let scripts = ScriptRuntime::new(config.lua_instruction_budget);
         RedisEngine {
             config,
-            keyspace: Keyspace::new(),
+            db: Db::default(),
             scripts,
             session: ClientSession::new(1),
+            watchers: BTreeMap::new(),
+            dirty: BTreeSet::new(),
         }
     }
 
@@ -96,18 +133,222 @@ impl RedisEngine {
     }
 
     /// Executes one command on behalf of the connection whose state is `session`.
+    ///
+    /// Inside `MULTI` a command is queued (`+QUEUED`), or refused (which makes `EXEC` answer
+    /// `EXECABORT`). `SUBSCRIBE`/`UNSUBSCRIBE`, which may answer several replies, and the
+    /// restrictions of subscribed mode are in [`RedisEngine::execute_conn`].
     pub fn execute_as(&mut self, session: &mut ClientSession, args: &[Bytes], now_wall_ms: i64) -> Reply {
-        let fullname = match lookup(args) {
-            Lookup::Found(spec, fullname) => {
-                let _ = spec;
-                fullname
+        let reply = self.execute_one(session, args, now_wall_ms);
+        self.note_touched();
+        reply
+    }
+
+    /// Executes one command of a connection and returns every reply it gives: one, except for
+    /// `SUBSCRIBE`/`UNSUBSCRIBE` (one per channel). In subscribed mode (RESP2) only those,
+    /// `PING` (answered `["pong", msg]`), `QUIT` and `RESET` are allowed. Messages published
+    /// meanwhile are collected by [`RedisEngine::take_pushes`].
+    pub fn execute_conn(&mut self, session: &mut ClientSession, args: &[Bytes], now_wall_ms: i64) -> Vec<Reply> {
+        let name = args
+            .first()
+            .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+            .unwrap_or_default();
+        let is_pubsub = name == "subscribe" || name == "unsubscribe";
+        if is_pubsub && !session.in_multi() {
+            if let Lookup::Arity(fullname) = lookup(args) {
+                return vec![arity_error(&fullname)];
             }
+            return if name == "subscribe" {
+                self.subscribe(session, &args[1..])
+            } else {
+                self.unsubscribe(session, &args[1..])
+            };
+        }
+        if !session.subscriptions.is_empty() && !session.in_multi() {
+            match lookup(args) {
+                Lookup::Found(_, fullname) if fullname == "ping" => {
+                    let msg = args.get(1).cloned().unwrap_or_default();
+                    return vec![Reply::Array(Some(vec![Reply::bulk("pong"), Reply::Bulk(Some(msg))]))];
+                }
+                Lookup::Found(_, fullname) if fullname != "quit" && fullname != "reset" => {
+                    return vec![Reply::Error(sanitize(format!(
+                        "ERR Can't execute '{fullname}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+                    )))];
+                }
+                _ => {}
+            }
+        }
+        vec![self.execute_as(session, args, now_wall_ms)]
+    }
+
+    /// Drains the messages published since the last call: `(session id, push)` in order.
+    pub fn take_pushes(&mut self) -> Vec<(i64, Reply)> {
+        std::mem::take(&mut self.db.outbox)
+    }
+
+    /// Forgets a closed connection: its watched keys and its subscriptions.
+    pub fn forget_session(&mut self, session: &mut ClientSession) {
+        self.unwatch(session);
+        for channel in std::mem::take(&mut session.subscriptions) {
+            self.leave_channel(&channel, session.id);
+        }
+        session.multi = None;
+        session.multi_error = false;
+    }
+
+    fn subscribe(&mut self, session: &mut ClientSession, channels: &[Bytes]) -> Vec<Reply> {
+        channels
+            .iter()
+            .map(|channel| {
+                if session.subscriptions.insert(channel.clone()) {
+                    self.db.channels.entry(channel.clone()).or_default().insert(session.id);
+                }
+                pubsub_reply("subscribe", Some(channel.clone()), session.subscriptions.len())
+            })
+            .collect()
+    }
+
+    fn unsubscribe(&mut self, session: &mut ClientSession, channels: &[Bytes]) -> Vec<Reply> {
+        let channels: Vec<Bytes> = if channels.is_empty() {
+            session.subscriptions.iter().cloned().collect()
+        } else {
+            channels.to_vec()
+        };
+        if channels.is_empty() {
+            return vec![pubsub_reply("unsubscribe", None, 0)];
+        }
+        channels
+            .into_iter()
+            .map(|channel| {
+                if session.subscriptions.remove(&channel) {
+                    self.leave_channel(&channel, session.id);
+                }
+                pubsub_reply("unsubscribe", Some(channel), session.subscriptions.len())
+            })
+            .collect()
+    }
+
+    fn leave_channel(&mut self, channel: &Bytes, id: i64) {
+        if let Some(ids) = self.db.channels.get_mut(channel) {
+            ids.remove(&id);
+            if ids.is_empty() {
+                self.db.channels.remove(channel);
+            }
+        }
+    }
+
+    fn unwatch(&mut self, session: &mut ClientSession) {
+        for key in std::mem::take(&mut session.watched) {
+            if let Some(ids) = self.watchers.get_mut(&key) {
+                ids.remove(&session.id);
+                if ids.is_empty() {
+                    self.watchers.remove(&key);
+                }
+            }
+        }
+        self.dirty.remove(&session.id);
+    }
+
+    /// Marks the sessions watching a key touched by the last command (`touchWatchedKey`).
+    fn note_touched(&mut self) {
+        let touched = self.db.ks.take_touched();
+        if self.watchers.is_empty() {
+            return;
+        }
+        for key in &touched {
+            if let Some(ids) = self.watchers.get(key) {
+                self.dirty.extend(ids.iter().copied());
+            }
+        }
+    }
+
+    fn exec(&mut self, session: &mut ClientSession, now: i64) -> Reply {
+        let Some(queued) = session.multi.take() else {
+            return Reply::error("ERR EXEC without MULTI");
+        };
+        let failed = std::mem::take(&mut session.multi_error);
+        let dirty = self.dirty.contains(&session.id);
+        self.unwatch(session);
+        if failed {
+            return Reply::error("EXECABORT Transaction discarded because of previous errors.");
+        }
+        if dirty {
+            return Reply::Array(None);
+        }
+        let replies = queued.iter().map(|cmd| self.execute_one(session, cmd, now)).collect();
+        Reply::Array(Some(replies))
+    }
+
+    fn execute_one(&mut self, session: &mut ClientSession, args: &[Bytes], now_wall_ms: i64) -> Reply {
+        let looked_up = lookup(args);
+        // `rejectCommand` on EXEC: the transaction (if any) is discarded.
+        if matches!(&looked_up, Lookup::Arity(n) if n == "exec") {
+            session.multi = None;
+            session.multi_error = false;
+            self.unwatch(session);
+            return Reply::error(
+                "EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command",
+            );
+        }
+        if session.in_multi() {
+            let control = matches!(&looked_up, Lookup::Found(_, n) if ["exec", "discard", "multi", "watch"].contains(&n.as_str()));
+            if !control {
+                let refusal = match &looked_up {
+                    Lookup::Found(..) => None,
+                    Lookup::UnknownCommand => Some(unknown_command(args)),
+                    Lookup::UnknownSubcommand => Some(unknown_subcommand(args)),
+                    Lookup::Arity(fullname) => Some(arity_error(fullname)),
+                };
+                if let Some(refusal) = refusal {
+                    session.multi_error = true;
+                    return refusal;
+                }
+                if let Some(queue) = session.multi.as_mut() {
+                    queue.push(args.to_vec());
+                }
+                return Reply::Status("QUEUED".to_string());
+            }
+        }
+        let fullname = match looked_up {
+            Lookup::Found(_, fullname) => fullname,
             Lookup::UnknownCommand => return unknown_command(args),
             Lookup::UnknownSubcommand => return unknown_subcommand(args),
             Lookup::Arity(fullname) => return arity_error(&fullname),
         };
         let now = now_wall_ms;
         match fullname.as_str() {
+            "multi" => match session.multi {
+                Some(_) => Reply::error("ERR MULTI calls can not be nested"),
+                None => {
+                    session.multi = Some(Vec::new());
+                    Reply::ok()
+                }
+            },
+            "exec" => self.exec(session, now),
+            "discard" => match session.multi.take() {
+                None => Reply::error("ERR DISCARD without MULTI"),
+                Some(_) => {
+                    session.multi_error = false;
+                    self.unwatch(session);
+                    Reply::ok()
+                }
+            },
+            "watch" if session.in_multi() => Reply::error("ERR WATCH inside MULTI is not allowed"),
+            "watch" => {
+                for key in &args[1..] {
+                    if !session.watched.contains(key) {
+                        session.watched.push(key.clone());
+                        self.watchers.entry(key.clone()).or_default().insert(session.id);
+                    }
+                }
+                Reply::ok()
+            }
+            "unwatch" => {
+                self.unwatch(session);
+                Reply::ok()
+            }
+            "subscribe" | "unsubscribe" => {
+                Reply::error("ERR SUBSCRIBE and UNSUBSCRIBE inside MULTI are not supported by this simulated server")
+            }
             "hello" => hello(session, args),
             "client|id" => Reply::Integer(session.id),
             "client|getname" => Reply::Bulk(session.name.clone()),
@@ -154,7 +395,7 @@ impl RedisEngine {
                     Reply::error("ERR Use SCRIPT DEBUG YES/SYNC/NO")
                 }
             }
-            name => exec_data(&mut self.keyspace, name, args, now),
+            name => exec_data(&mut self.db, name, args, now),
         }
     }
 
@@ -163,30 +404,43 @@ impl RedisEngine {
     /// the keys with `expire_at < now_wall_ms` — the ones no command can see any more. Costs one
     /// index probe when nothing is due.
     pub fn expire_due(&mut self, now_wall_ms: i64) -> Vec<Bytes> {
-        self.keyspace.remove_expired(now_wall_ms)
+        let due = self.db.ks.remove_expired(now_wall_ms);
+        self.note_touched();
+        due
     }
 
     /// Restart with empty state (a crash without persistence): keyspace, script cache, Lua VM
     /// and the default session are all fresh.
     pub fn reset(&mut self) {
-        self.keyspace.clear();
+        self.db = Db::default();
         self.scripts = ScriptRuntime::new(self.config.lua_instruction_budget);
         self.session = ClientSession::new(1);
+        self.watchers.clear();
+        self.dirty.clear();
     }
 
     /// The keyspace (clone it for a snapshot).
     pub fn keyspace(&self) -> &Keyspace {
-        &self.keyspace
+        &self.db.ks
     }
 
-    /// Replaces the keyspace (restore from a snapshot). The script cache is untouched.
-    pub fn restore(&mut self, ks: Keyspace) {
-        self.keyspace = ks;
+    /// Replaces the keyspace (restore from a snapshot, or a replica applying its stream). The
+    /// script cache is untouched; a watched key whose entry differs counts as touched.
+    pub fn restore(&mut self, mut ks: Keyspace) {
+        ks.take_touched();
+        for (key, ids) in &self.watchers {
+            if self.db.ks.iter().find(|(k, _)| *k == key).map(|(_, e)| e)
+                != ks.iter().find(|(k, _)| *k == key).map(|(_, e)| e)
+            {
+                self.dirty.extend(ids.iter().copied());
+            }
+        }
+        self.db.ks = ks;
     }
 
     /// Number of keys not expired at `now_wall_ms`.
     pub fn key_count(&self, now_wall_ms: i64) -> usize {
-        self.keyspace.live_len(now_wall_ms)
+        self.db.ks.live_len(now_wall_ms)
     }
 
     /// The configuration the engine was built with.
@@ -225,7 +479,7 @@ impl RedisEngine {
             &sha,
             &args[3..split],
             &args[split..],
-            &mut self.keyspace,
+            &mut self.db,
             now,
             exec_from_script,
         )
@@ -328,6 +582,27 @@ static COMMANDS: &[Spec] = &[
     cmd("llen", 2),
     write("lpop", -2),
     write("rpop", -2),
+    Spec {
+        name: "blpop",
+        arity: -3,
+        noscript: true,
+        write: true,
+        subcommands: &[],
+    },
+    write("hset", -4),
+    cmd("hget", 3),
+    write("hdel", -3),
+    cmd("hexists", 3),
+    write("hincrby", 4),
+    cmd("hgetall", 2),
+    cmd("publish", 3),
+    noscript("subscribe", -2),
+    noscript("unsubscribe", -1),
+    noscript("multi", 1),
+    noscript("exec", 1),
+    noscript("discard", 1),
+    noscript("watch", -2),
+    noscript("unwatch", 1),
     cmd("dbsize", 1),
     write("flushall", -1),
     noscript("eval", -3),
@@ -379,18 +654,19 @@ fn lookup(args: &[Bytes]) -> Lookup {
 
 /// Runs a command for `redis.call`; `Err` is the script-level refusal text (Redis'
 /// `scriptCall`), which the caller turns into an `ERR ...` error table.
-fn exec_from_script(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Result<Reply, &'static str> {
+fn exec_from_script(db: &mut Db, args: &[Bytes], now: i64) -> Result<Reply, &'static str> {
     match lookup(args) {
         Lookup::UnknownCommand | Lookup::UnknownSubcommand => Err("Unknown Redis command called from script"),
         Lookup::Arity(_) => Err("Wrong number of args calling Redis command from script"),
         Lookup::Found(spec, _) if spec.noscript => Err("This Redis command is not allowed from script"),
-        Lookup::Found(_, fullname) => Ok(exec_data(ks, &fullname, args, now)),
+        Lookup::Found(_, fullname) => Ok(exec_data(db, &fullname, args, now)),
     }
 }
 
 /// Commands that only touch the keyspace (callable from scripts). `name` is the table name and
 /// the arity has been checked.
-fn exec_data(ks: &mut Keyspace, name: &str, args: &[Bytes], now: i64) -> Reply {
+fn exec_data(db: &mut Db, name: &str, args: &[Bytes], now: i64) -> Reply {
+    let ks = &mut db.ks;
     match name {
         "ping" => match args.len() {
             1 => Reply::Status("PONG".to_string()),
@@ -471,6 +747,58 @@ fn exec_data(ks: &mut Keyspace, name: &str, args: &[Bytes], now: i64) -> Reply {
         },
         "lpop" => pop(ks, args, now, true, "lpop"),
         "rpop" => pop(ks, args, now, false, "rpop"),
+        "hset" => hset(ks, args, now),
+        "hget" => match hash_of(ks, &args[1], now) {
+            Err(e) => e,
+            Ok(fields) => {
+                Reply::Bulk(fields.and_then(|f| f.iter().find(|(k, _)| *k == args[2]).map(|(_, v)| v.clone())))
+            }
+        },
+        "hexists" => match hash_of(ks, &args[1], now) {
+            Err(e) => e,
+            Ok(fields) => Reply::Integer(i64::from(fields.is_some_and(|f| f.iter().any(|(k, _)| *k == args[2])))),
+        },
+        "hgetall" => match hash_of(ks, &args[1], now) {
+            Err(e) => e,
+            Ok(fields) => Reply::Array(Some(
+                fields
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|(k, v)| [Reply::Bulk(Some(k.clone())), Reply::Bulk(Some(v.clone()))])
+                    .collect(),
+            )),
+        },
+        "hdel" => hdel(ks, args, now),
+        "hincrby" => hincrby(ks, args, now),
+        // Never blocks here (as inside MULTI); the server blocks on a nil reply.
+        "blpop" => {
+            if let Err(e) = blocking_timeout_ms(&args[args.len() - 1]) {
+                return e;
+            }
+            for key in &args[1..args.len() - 1] {
+                match ks.lookup(key, now).map(|e| matches!(e.value, Value::List(_))) {
+                    None => continue,
+                    Some(false) => return Reply::error(WRONGTYPE),
+                    Some(true) => {
+                        let popped = pop(ks, &[Bytes::from_static(b"lpop"), key.clone()], now, true, "lpop");
+                        return Reply::Array(Some(vec![Reply::Bulk(Some(key.clone())), popped]));
+                    }
+                }
+            }
+            Reply::Array(None)
+        }
+        "publish" => {
+            let ids = db.channels.get(&args[1]).cloned().unwrap_or_default();
+            for id in &ids {
+                let message = Reply::Array(Some(vec![
+                    Reply::bulk("message"),
+                    Reply::Bulk(Some(args[1].clone())),
+                    Reply::Bulk(Some(args[2].clone())),
+                ]));
+                db.outbox.push((*id, message));
+            }
+            Reply::Integer(ids.len() as i64)
+        }
         "dbsize" => Reply::Integer(ks.len() as i64),
         "flushall" => {
             let ok = args.len() == 1 || (args.len() == 2 && (eq_ic(&args[1], "sync") || eq_ic(&args[1], "async")));
@@ -710,13 +1038,19 @@ fn pop(ks: &mut Keyspace, args: &[Bytes], now: i64, left: bool, name: &str) -> R
         },
     };
     let key = &args[1];
-    let (reply, now_empty) = match ks.value_mut(key, now) {
+    match ks.lookup(key, now).map(|e| matches!(e.value, Value::List(_))) {
         None => {
             return match count {
                 Some(_) => Reply::Array(None),
                 None => Reply::nil(),
             }
         }
+        Some(false) => return Reply::error(WRONGTYPE),
+        Some(true) if count == Some(0) => return Reply::Array(Some(Vec::new())),
+        Some(true) => {}
+    }
+    let (reply, now_empty) = match ks.value_mut(key, now) {
+        None => return Reply::nil(),
         Some(Value::List(list)) => {
             let mut take = || {
                 if left {
@@ -746,6 +1080,137 @@ fn pop(ks: &mut Keyspace, args: &[Bytes], now: i64, left: bool, name: &str) -> R
         ks.remove(key);
     }
     reply
+}
+
+/// The fields of the hash at `key` (`None` if there is no key), or the `WRONGTYPE` reply.
+fn hash_of<'a>(ks: &'a mut Keyspace, key: &[u8], now: i64) -> Result<Option<&'a Vec<(Bytes, Bytes)>>, Reply> {
+    match ks.lookup(key, now) {
+        None => Ok(None),
+        Some(e) => match &e.value {
+            Value::Hash(fields) => Ok(Some(fields)),
+            _ => Err(Reply::error(WRONGTYPE)),
+        },
+    }
+}
+
+/// The fields of the hash at `key` for a write, created if missing; `None` means `WRONGTYPE`.
+fn hash_for_write<'a>(ks: &'a mut Keyspace, key: &Bytes, now: i64) -> Option<&'a mut Vec<(Bytes, Bytes)>> {
+    if ks.lookup(key, now).is_none() {
+        ks.insert(key.clone(), Value::Hash(Vec::new()), None);
+    }
+    match ks.value_mut(key, now) {
+        Some(Value::Hash(fields)) => Some(fields),
+        _ => None,
+    }
+}
+
+fn hset(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
+    if args.len() % 2 == 1 {
+        return arity_error("hset");
+    }
+    if hash_of(ks, &args[1], now).is_err() {
+        return Reply::error(WRONGTYPE);
+    }
+    let Some(fields) = hash_for_write(ks, &args[1], now) else {
+        return Reply::error(WRONGTYPE);
+    };
+    let mut created = 0;
+    for pair in args[2..].chunks(2) {
+        match fields.iter_mut().find(|(k, _)| *k == pair[0]) {
+            Some((_, v)) => *v = pair[1].clone(),
+            None => {
+                fields.push((pair[0].clone(), pair[1].clone()));
+                created += 1;
+            }
+        }
+    }
+    Reply::Integer(created)
+}
+
+fn hdel(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
+    match hash_of(ks, &args[1], now) {
+        Err(e) => return e,
+        Ok(None) => return Reply::Integer(0),
+        Ok(Some(fields)) if !args[2..].iter().any(|f| fields.iter().any(|(k, _)| k == f)) => return Reply::Integer(0),
+        Ok(Some(_)) => {}
+    }
+    let mut deleted = 0;
+    let mut now_empty = false;
+    if let Some(Value::Hash(fields)) = ks.value_mut(&args[1], now) {
+        for field in &args[2..] {
+            if let Some(i) = fields.iter().position(|(k, _)| k == field) {
+                fields.remove(i);
+                deleted += 1;
+            }
+        }
+        now_empty = fields.is_empty();
+    }
+    if now_empty {
+        ks.remove(&args[1]);
+    }
+    Reply::Integer(deleted)
+}
+
+fn hincrby(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
+    let Some(by) = parse_ll(&args[3]) else {
+        return Reply::error(NOT_INTEGER);
+    };
+    let current = match hash_of(ks, &args[1], now) {
+        Err(e) => return e,
+        Ok(fields) => fields.and_then(|f| f.iter().find(|(k, _)| *k == args[2]).map(|(_, v)| v.clone())),
+    };
+    let current = match current {
+        None => 0,
+        Some(v) => match parse_ll(&v) {
+            Some(n) => n,
+            None => return Reply::error("ERR hash value is not an integer"),
+        },
+    };
+    let Some(new) = current.checked_add(by) else {
+        return Reply::error("ERR increment or decrement would overflow");
+    };
+    let Some(fields) = hash_for_write(ks, &args[1], now) else {
+        return Reply::error(WRONGTYPE);
+    };
+    let text = Bytes::from(new.to_string());
+    match fields.iter_mut().find(|(k, _)| *k == args[2]) {
+        Some((_, v)) => *v = text,
+        None => fields.push((args[2].clone(), text)),
+    }
+    Reply::Integer(new)
+}
+
+/// A blocking command's timeout in seconds (`getTimeoutFromObjectOrReply` of Redis 7.0): a
+/// float, rounded up to ms; 0 blocks forever; what does not fit in an `i64` of ms counts as
+/// negative, as the x86-64 conversion makes it.
+pub fn blocking_timeout_ms(raw: &[u8]) -> Result<i64, Reply> {
+    let parsed = std::str::from_utf8(raw)
+        .ok()
+        .filter(|s| !s.is_empty() && !s.starts_with(|c: char| c.is_ascii_whitespace()))
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|v| !v.is_nan());
+    let Some(seconds) = parsed else {
+        return Err(Reply::error("ERR timeout is not a float or out of range"));
+    };
+    let ms = (seconds * 1000.0).ceil();
+    let ms = if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&ms) {
+        ms as i64
+    } else {
+        i64::MIN
+    };
+    if ms < 0 {
+        return Err(Reply::error("ERR timeout is negative"));
+    }
+    Ok(ms)
+}
+
+/// A pub/sub confirmation: `[kind, channel, subscription count]`.
+fn pubsub_reply(kind: &'static str, channel: Option<Bytes>, count: usize) -> Reply {
+    Reply::Array(Some(vec![
+        Reply::bulk(kind),
+        Reply::Bulk(channel),
+        Reply::Integer(count as i64),
+    ]))
 }
 
 fn hello(session: &mut ClientSession, args: &[Bytes]) -> Reply {
@@ -1131,6 +1596,7 @@ mod tests {
                 name: None,
                 lib_name: Some(Bytes::from_static(b"redis-rs")),
                 lib_ver: Some(Bytes::from_static(b"1.0.0")),
+                ..ClientSession::default()
             }
         );
     }
@@ -1320,6 +1786,135 @@ mod tests {
                 (t, &["LPOP", "l", "2"], Reply::Array(None)),
             ],
         );
+    }
+
+    #[test]
+    fn hashes() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let t = 5;
+        check(
+            &mut e,
+            &[
+                (
+                    t,
+                    &["HSET", "h", "a"],
+                    err("ERR wrong number of arguments for 'hset' command"),
+                ),
+                (t, &["HSET", "h", "a", "1", "b", "2", "a", "3"], int(2)),
+                (
+                    t,
+                    &["HGETALL", "h"],
+                    arr(vec![bulk("a"), bulk("3"), bulk("b"), bulk("2")]),
+                ),
+                (t, &["HGET", "h", "a"], bulk("3")),
+                (t, &["HGET", "h", "z"], nil()),
+                (t, &["HEXISTS", "h", "b"], int(1)),
+                (t, &["HINCRBY", "h", "a", "x"], err(NOT_INT)),
+                (t, &["HINCRBY", "h", "n", "-4"], int(-4)),
+                (t, &["HSET", "h", "s", "x"], int(1)),
+                (t, &["HINCRBY", "h", "s", "1"], err("ERR hash value is not an integer")),
+                (
+                    t,
+                    &["HINCRBY", "h", "a", "9223372036854775807"],
+                    err("ERR increment or decrement would overflow"),
+                ),
+                (t, &["TYPE", "h"], st("hash")),
+                (t, &["GET", "h"], err(WT)),
+                (t, &["HDEL", "h", "a", "b", "s", "zz"], int(3)),
+                (t, &["HDEL", "h", "n"], int(1)),
+                (t, &["EXISTS", "h"], int(0)),
+                (t, &["HGETALL", "h"], arr(vec![])),
+                (t, &["SET", "s", "v"], st("OK")),
+                (t, &["HGET", "s", "a"], err(WT)),
+                (t, &["HSET", "s", "a", "1"], err(WT)),
+                (
+                    t,
+                    &["EVAL", "return redis.call('hincrby', KEYS[1], 'c', 2)", "1", "r"],
+                    int(2),
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn transactions_and_watch() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let (mut s1, mut s2) = (ClientSession::new(1), ClientSession::new(2));
+        let run = |e: &mut RedisEngine, s: &mut ClientSession, cmd: &[&str]| e.execute_as(s, &args(cmd), 5);
+        assert_eq!(run(&mut e, &mut s1, &["EXEC"]), err("ERR EXEC without MULTI"));
+        assert_eq!(run(&mut e, &mut s1, &["MULTI"]), st("OK"));
+        assert_eq!(run(&mut e, &mut s1, &["SET", "k", "1"]), st("QUEUED"));
+        assert_eq!(run(&mut e, &mut s1, &["INCR", "k"]), st("QUEUED"));
+        assert_eq!(run(&mut e, &mut s1, &["EXEC"]), arr(vec![st("OK"), int(2)]));
+        // A write by another session, even of the same value, aborts the watcher's EXEC.
+        assert_eq!(run(&mut e, &mut s1, &["WATCH", "k"]), st("OK"));
+        assert_eq!(run(&mut e, &mut s2, &["SET", "k", "2"]), st("OK"));
+        assert_eq!(run(&mut e, &mut s1, &["MULTI"]), st("OK"));
+        assert_eq!(run(&mut e, &mut s1, &["GET", "k"]), st("QUEUED"));
+        assert_eq!(run(&mut e, &mut s1, &["EXEC"]), Reply::Array(None));
+        // Reads and failed writes do not.
+        assert_eq!(run(&mut e, &mut s1, &["WATCH", "k"]), st("OK"));
+        assert_eq!(run(&mut e, &mut s2, &["SET", "k", "3", "NX"]), nil());
+        assert_eq!(run(&mut e, &mut s2, &["GET", "k"]), bulk("2"));
+        assert_eq!(run(&mut e, &mut s1, &["MULTI"]), st("OK"));
+        assert_eq!(run(&mut e, &mut s1, &["GET", "k"]), st("QUEUED"));
+        assert_eq!(run(&mut e, &mut s1, &["EXEC"]), arr(vec![bulk("2")]));
+        // Expiry touches a watched key.
+        assert_eq!(run(&mut e, &mut s1, &["SET", "t", "v", "PX", "10"]), st("OK"));
+        assert_eq!(run(&mut e, &mut s1, &["WATCH", "t"]), st("OK"));
+        assert_eq!(e.expire_due(100), vec![Bytes::from_static(b"t")]);
+        assert_eq!(run(&mut e, &mut s1, &["MULTI"]), st("OK"));
+        assert_eq!(run(&mut e, &mut s1, &["EXEC"]), Reply::Array(None));
+        // A refused command makes EXEC abort.
+        assert_eq!(run(&mut e, &mut s1, &["MULTI"]), st("OK"));
+        assert_eq!(
+            run(&mut e, &mut s1, &["GET"]),
+            err("ERR wrong number of arguments for 'get' command")
+        );
+        assert_eq!(
+            run(&mut e, &mut s1, &["EXEC"]),
+            err("EXECABORT Transaction discarded because of previous errors.")
+        );
+        assert_eq!(run(&mut e, &mut s1, &["DISCARD"]), err("ERR DISCARD without MULTI"));
+        assert!(e.watchers.is_empty() && e.dirty.is_empty());
+    }
+
+    #[test]
+    fn publish_and_subscribe() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let (mut sub, mut publisher) = (ClientSession::new(7), ClientSession::new(8));
+        assert_eq!(
+            e.execute_conn(&mut sub, &args(&["SUBSCRIBE", "c", "d"]), 0),
+            vec![
+                arr(vec![bulk("subscribe"), bulk("c"), int(1)]),
+                arr(vec![bulk("subscribe"), bulk("d"), int(2)])
+            ]
+        );
+        assert_eq!(e.execute_as(&mut publisher, &args(&["PUBLISH", "c", "m"]), 0), int(1));
+        assert_eq!(
+            e.take_pushes(),
+            vec![(7, arr(vec![bulk("message"), bulk("c"), bulk("m")]))]
+        );
+        assert!(e.execute_conn(&mut sub, &args(&["GET", "c"]), 0)[0].is_error());
+        e.forget_session(&mut sub);
+        assert_eq!(e.execute_as(&mut publisher, &args(&["PUBLISH", "c", "m"]), 0), int(0));
+        assert!(e.take_pushes().is_empty());
+    }
+
+    #[test]
+    fn blocking_timeouts() {
+        assert_eq!(blocking_timeout_ms(b"0"), Ok(0));
+        assert_eq!(blocking_timeout_ms(b"0.0011"), Ok(2));
+        assert_eq!(blocking_timeout_ms(b"1.5"), Ok(1500));
+        for bad in [&b"x"[..], b"", b" 1", b"nan"] {
+            assert_eq!(
+                blocking_timeout_ms(bad),
+                Err(err("ERR timeout is not a float or out of range"))
+            );
+        }
+        for negative in [&b"-1"[..], b"1e400", b"inf", b"9999999999999999"] {
+            assert_eq!(blocking_timeout_ms(negative), Err(err("ERR timeout is negative")));
+        }
     }
 
     #[test]

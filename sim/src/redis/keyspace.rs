@@ -19,6 +19,9 @@ pub enum Value {
     /// A list value (`LPUSH`, `RPUSH`, `LPOP`, `RPOP`, `LLEN`). Never empty: an emptied list is
     /// deleted, as in Redis.
     List(VecDeque<Bytes>),
+    /// A hash value (`HSET`, `HGET`, ...): fields in insertion order, as Redis keeps a small
+    /// hash (listpack encoding). Never empty: an emptied hash is deleted, as in Redis.
+    Hash(Vec<(Bytes, Bytes)>),
 }
 
 impl Value {
@@ -27,6 +30,7 @@ impl Value {
         match self {
             Value::String(_) => "string",
             Value::List(_) => "list",
+            Value::Hash(_) => "hash",
         }
     }
 }
@@ -49,12 +53,26 @@ impl Entry {
 
 /// All keys of one node, with an index of expiry times so that active expiry costs nothing when
 /// no key is due. Cloning gives a snapshot (for persistence modes); equality compares contents.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// Every mutation also notes the key as *touched* (Redis' `signalModifiedKey`, which `WATCH`
+/// observes): a write that stores, deletes (expiry included) or changes the TTL of a key, even to
+/// the same value. [`Keyspace::take_touched`] drains the notes; they take no part in equality.
+#[derive(Clone, Debug, Default)]
 pub struct Keyspace {
     entries: BTreeMap<Bytes, Entry>,
     /// `(expire_at_ms, key)` for every entry that has a TTL.
     expiries: BTreeSet<(i64, Bytes)>,
+    /// Keys modified since the last [`Keyspace::take_touched`].
+    touched: BTreeSet<Bytes>,
 }
+
+impl PartialEq for Keyspace {
+    fn eq(&self, other: &Self) -> bool {
+        self.entries == other.entries && self.expiries == other.expiries
+    }
+}
+
+impl Eq for Keyspace {}
 
 impl Keyspace {
     /// An empty keyspace.
@@ -84,17 +102,29 @@ impl Keyspace {
         self.entries.get(key).filter(|e| !e.is_expired_at(now_ms))
     }
 
+    /// The stored entry of `key`, expired or not.
+    pub fn get(&self, key: &[u8]) -> Option<&Entry> {
+        self.entries.get(key)
+    }
+
     /// Like [`Keyspace::peek`], but reclaims the key if it is expired (lazy expiry).
     pub fn lookup(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
         self.expire_if_needed(key, now_ms);
         self.entries.get(key)
     }
 
-    /// Mutable access to the value of a live key (the expiry can only change through
-    /// [`Keyspace::set_expire`], which keeps the index right).
+    /// Mutable access to the value of a live key, for a write: the key counts as touched (the
+    /// expiry can only change through [`Keyspace::set_expire`], which keeps the index right).
     pub fn value_mut(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Value> {
         self.expire_if_needed(key, now_ms);
+        let stored_key = self.entries.get_key_value(key)?.0.clone();
+        self.touched.insert(stored_key);
         self.entries.get_mut(key).map(|e| &mut e.value)
+    }
+
+    /// Drains the keys modified since the last call, in key order.
+    pub fn take_touched(&mut self) -> BTreeSet<Bytes> {
+        std::mem::take(&mut self.touched)
     }
 
     /// Stores `value` under `key` with the given expiry, replacing any previous entry and TTL.
@@ -107,6 +137,7 @@ impl Keyspace {
         if let Some(t) = expire_at_ms {
             self.expiries.insert((t, key.clone()));
         }
+        self.touched.insert(key.clone());
         self.entries.insert(key, Entry { value, expire_at_ms });
     }
 
@@ -114,8 +145,9 @@ impl Keyspace {
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let (key, entry) = self.entries.remove_entry(key)?;
         if let Some(t) = entry.expire_at_ms {
-            self.expiries.remove(&(t, key));
+            self.expiries.remove(&(t, key.clone()));
         }
+        self.touched.insert(key);
         Some(entry)
     }
 
@@ -125,6 +157,7 @@ impl Keyspace {
             return false;
         };
         let stored_key = stored_key.clone();
+        self.touched.insert(stored_key.clone());
         if let Some(t) = entry.expire_at_ms {
             self.expiries.remove(&(t, stored_key.clone()));
         }
@@ -147,6 +180,7 @@ impl Keyspace {
             }
             if let Some((_, key)) = self.expiries.pop_first() {
                 self.entries.remove(&key);
+                self.touched.insert(key.clone());
                 due.push(key);
             }
         }
@@ -156,6 +190,7 @@ impl Keyspace {
 
     /// Removes every key.
     pub fn clear(&mut self) {
+        self.touched.extend(self.entries.keys().cloned());
         self.entries.clear();
         self.expiries.clear();
     }

@@ -49,7 +49,6 @@
 //!   functions depend on memory addresses; scripts that want deterministic output must not use
 //!   them (the lock scripts do not).
 
-use super::keyspace::Keyspace;
 use super::reply::Reply;
 use bytes::Bytes;
 use mlua::{ChunkMode, Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
@@ -128,7 +127,7 @@ struct Vm {
 /// What `redis.call` runs: a command against the keyspace at the wall time `now_ms`; `Err` is the
 /// script-level refusal text (Redis' `scriptCall`), which becomes an `ERR ...` error table. The
 /// engine passes its command table in, so scripting and the table do not name each other.
-pub(crate) type ScriptCall = fn(&mut Keyspace, &[Bytes], i64) -> Result<Reply, &'static str>;
+pub(crate) type ScriptCall<D> = fn(&mut D, &[Bytes], i64) -> Result<Reply, &'static str>;
 
 /// The Lua VM of one engine and its script cache.
 pub(crate) struct ScriptRuntime {
@@ -173,16 +172,16 @@ impl ScriptRuntime {
         }
     }
 
-    /// Runs the cached script `sha` against `ks` at `now_ms`; `redis.call` runs commands with
+    /// Runs the cached script `sha` against the data `ks` at `now_ms`; `redis.call` runs commands with
     /// `exec`.
-    pub(crate) fn run(
+    pub(crate) fn run<D>(
         &mut self,
         sha: &str,
         keys: &[Bytes],
         argv: &[Bytes],
-        ks: &mut Keyspace,
+        ks: &mut D,
         now_ms: i64,
-        exec: ScriptCall,
+        exec: ScriptCall<D>,
     ) -> Reply {
         let budget = self.budget;
         let vm = match self.vm.as_mut() {
@@ -395,11 +394,11 @@ fn check_int(lua: &Lua, args: &MultiValue, i: usize, fname: &str) -> mlua::Resul
 
 /// Body of `redis.call`/`redis.pcall`: runs the command and converts the reply; `Err(text)` is
 /// a Redis error (a command error reply or a script-level refusal) as its `err` text.
-fn dispatch(
+fn dispatch<D>(
     lua: &Lua,
-    ks: &RefCell<&mut Keyspace>,
+    ks: &RefCell<&mut D>,
     now_ms: i64,
-    exec: ScriptCall,
+    exec: ScriptCall<D>,
     args: MultiValue,
 ) -> mlua::Result<Result<Value, String>> {
     if args.is_empty() {

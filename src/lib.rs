@@ -11,6 +11,7 @@
 pub mod bench;
 pub mod checker;
 pub mod explore;
+pub mod live;
 pub mod liveness;
 pub mod lock;
 pub mod ops;

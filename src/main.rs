@@ -65,6 +65,9 @@ enum Command {
     },
     /// Measure the simulator: overhead against bare turmoil, scaling over jobs, scenarios/minute.
     Bench(BenchArgs),
+    /// Run a scenario live: real lock clients (any language, via an adapter) against servers on
+    /// 127.0.0.1 in real time. Exit 0: as expected in every run; 1: not; 2: bad input or adapter.
+    Live(lockstep::live::LiveArgs),
     /// List the lock algorithms, the fault kinds, the checkers and the shipped scenarios.
     List {
         /// Where the shipped scenarios are.
@@ -632,6 +635,7 @@ fn write_atomically(path: &Path, content: &str) -> Result<()> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Live(args) => return lockstep::live::main(args),
         Command::Run { files, seed, quiet } => cmd_run(&files, seed, quiet),
         Command::List { dir } => cmd_list(&dir),
         Command::Explore(args) => cmd_explore(*args),

@@ -6,7 +6,9 @@
 //! counter → work for `work_ms` (lockstep waits; a pause of the client process during it delays
 //! the adapter's next step, the write, exactly as a stopped program would) → write the value read
 //! plus one with the grant's token → release. Every request is stamped when it is written to the
-//! adapter's stdin, every answer when its line is read.
+//! adapter's stdin, every answer when its line is read. A request due while the client's process
+//! is stopped is written when it is continued: a stopped program reads nothing, so that is when
+//! the step really starts.
 //!
 //! Left out compared with the simulated workload: lockstep does not keep a lock alive with
 //! extensions (an adapter whose library does that, e.g. node-redlock's `using()`, does it
@@ -108,6 +110,11 @@ impl Driver {
         let op = request.op();
         let id = self.rec.next_op_id();
         let request = with_id(request, id);
+        // A stopped process reads nothing: the step is handed over (and stamped) once it runs.
+        let control = self.process.control();
+        while control.is_paused() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
         self.rec.op(&client, id, Phase::Invoke, op, invoke_data);
         self.process.send(&request.to_line())?;
         let waiting_for = format!("the answer to {op} (request {id})");

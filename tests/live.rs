@@ -141,7 +141,7 @@ fn tiny_scenario(dir: &Path, extra: &str) -> PathBuf {
     std::fs::write(
         &path,
         format!(
-            "name = \"live-tiny\"\nduration_ms = 1200\n[topology]\nmasters = 1\n[lock]\nalgorithm = \
+            "name = \"live-tiny\"\ndescription = \"tiny\"\nduration_ms = 1200\n[topology]\nmasters = 1\n[lock]\nalgorithm = \
              \"token-release\"\nttl_ms = 500\n[workload]\niterations = 1\nacquire_retry_ms = 50\n\
              [[client]]\nname = \"client-1\"\n{extra}"
         ),

@@ -37,7 +37,7 @@ MASTERS = [client(a, TIMEOUT_S) for a in os.environ["LOCKSTEP_MASTERS"].split(",
 LOCK_REDIS = MASTERS[0]
 FENCE_REDIS = MASTERS[int(os.environ.get("LOCKSTEP_FENCING_MASTER", "0"))]
 FENCING = os.environ.get("LOCKSTEP_FENCING", "none") == "incr"
-RESOURCE = client(os.environ["LOCKSTEP_RESOURCE"], max(TIMEOUT_S, 1.0))
+RESOURCE = client(os.environ["LOCKSTEP_RESOURCE"], max(int(os.environ.get("LOCKSTEP_RESOURCE_TIMEOUT_MS", "1000")), 1) / 1000.0)
 
 # Grants held, by value (the lock's token): (Lock, monotonic time of the grant).
 HELD = {}

@@ -260,17 +260,21 @@ async fn connection(link: Rc<Link>, stream: TcpStream, mut closed: watch::Receiv
     };
 
     let reader_abort = reader.abort_handle();
+    let server_abort = server_task.abort_handle();
     tokio::select! {
         biased;
         _ = closed.changed() => {}
         _ = reset_rx.changed() => {}
-        _ = reader => {
-            // The client went away; let the replies in flight drain.
+        _ = async {
+            // The client closed its socket: what it sent is still in the network and arrives
+            // (once a hold is released); then let the replies drain.
+            let _ = reader.await;
+            let _ = server_task.await;
             tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        } => {}
     }
     // Dropping the halves (inside the aborted tasks) closes the socket.
     reader_abort.abort();
-    server_task.abort();
+    server_abort.abort();
     writer.abort();
 }

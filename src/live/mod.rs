@@ -227,6 +227,14 @@ async fn start_clients(
                 "LOCKSTEP_REQUEST_TIMEOUT_MS".into(),
                 lock.request_timeout_ms.to_string(),
             ),
+            (
+                "LOCKSTEP_CONNECT_TIMEOUT_MS".into(),
+                lock.connect_timeout_ms.to_string(),
+            ),
+            (
+                "LOCKSTEP_RESOURCE_TIMEOUT_MS".into(),
+                scenario.workload.resource_timeout_ms.to_string(),
+            ),
             ("LOCKSTEP_RETRY_COUNT".into(), lock.retry_count.to_string()),
             ("LOCKSTEP_RETRY_DELAY_MS".into(), lock.retry_delay_ms.to_string()),
             ("LOCKSTEP_RETRY_JITTER_MS".into(), lock.retry_jitter_ms.to_string()),

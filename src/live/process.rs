@@ -45,7 +45,7 @@ pub enum ProcessError {
         stderr: String,
     },
     /// No line came within the step timeout (time the process spent stopped does not count).
-    #[error("{client}: no answer to {waiting_for} within {timeout_ms} ms (the adapter hangs or does not flush stdout){stderr}")]
+    #[error("{client}: {waiting_for} did not come within {timeout_ms} ms (the adapter hangs, or does not flush stdout){stderr}")]
     Timeout {
         /// The client.
         client: String,

@@ -23,21 +23,23 @@ const { ExecutionError, ResourceLockedError } = redlockModule;
 const env = process.env;
 const timeoutMs = Math.max(parseInt(env.LOCKSTEP_REQUEST_TIMEOUT_MS || "1000", 10), 1);
 
-function client(addr) {
+const resourceTimeoutMs = Math.max(parseInt(env.LOCKSTEP_RESOURCE_TIMEOUT_MS || "1000", 10), 1);
+
+function client(addr, commandTimeout) {
   const i = addr.lastIndexOf(":");
   return new Redis({
     host: addr.slice(0, i),
     port: parseInt(addr.slice(i + 1), 10),
-    commandTimeout: timeoutMs,
+    commandTimeout,
     maxRetriesPerRequest: 1,
     lazyConnect: false,
   });
 }
 
-const masters = env.LOCKSTEP_MASTERS.split(",").map(client);
+const masters = env.LOCKSTEP_MASTERS.split(",").map((a) => client(a, timeoutMs));
 const fenceClient = masters[parseInt(env.LOCKSTEP_FENCING_MASTER || "0", 10)];
 const fencing = env.LOCKSTEP_FENCING === "incr";
-const resource = client(env.LOCKSTEP_RESOURCE);
+const resource = client(env.LOCKSTEP_RESOURCE, resourceTimeoutMs);
 const redlock = new Redlock(masters, {
   driftFactor: parseFloat(env.LOCKSTEP_DRIFT_FACTOR || "0.01"),
   retryCount: 0,

@@ -355,3 +355,53 @@ fn live_servers_listen_on_loopback_only() {
     }
     assert_all_dead(&pidfile);
 }
+
+/// The Rust adapter (`examples/live/rust_adapter.rs`), built by `cargo test --all-targets`
+/// next to this test's binary.
+fn rust_adapter() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let path = exe.parent()?.parent()?.join("examples").join("live_adapter");
+    if path.exists() {
+        Some(path)
+    } else {
+        assert!(!in_ci(), "{} is missing: build it with --all-targets", path.display());
+        eprintln!("skipped: {} is not built (cargo build --example live_adapter)", path.display());
+        None
+    }
+}
+
+#[test]
+fn the_rust_adapter_gives_the_simulated_verdicts_on_every_live_scenario() {
+    let Some(adapter) = rust_adapter() else { return };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/live");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5, "{files:?}");
+    let options = lockstep::live::LiveOptions {
+        client: adapter.display().to_string(),
+        ..lockstep::live::LiveOptions::default()
+    };
+    for file in files {
+        let scenario = lockstep::scenario::Scenario::from_file(&file).unwrap();
+        let simulated = lockstep::run::run_scenario(&scenario, None).unwrap();
+        assert!(simulated.as_expected(), "{}: the simulation disagrees with [expect]", file.display());
+        // Real time: two tries at agreeing (every run agrees in practice).
+        let mut last = String::new();
+        let agreed = (0..2).any(|_| {
+            let live = lockstep::live::run_live(&scenario, &options).expect("the live run works");
+            let differs: Vec<String> = simulated
+                .results
+                .iter()
+                .filter(|r| live.verdict(&r.checker) != Some(r.verdict))
+                .map(|r| format!("{}: simulated {:?}, live {:?}", r.checker, r.verdict, live.verdict(&r.checker)))
+                .collect();
+            last = differs.join("; ");
+            differs.is_empty()
+        });
+        assert!(agreed, "{}: {last}", file.display());
+    }
+}

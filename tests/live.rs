@@ -365,7 +365,10 @@ fn rust_adapter() -> Option<PathBuf> {
         Some(path)
     } else {
         assert!(!in_ci(), "{} is missing: build it with --all-targets", path.display());
-        eprintln!("skipped: {} is not built (cargo build --example live_adapter)", path.display());
+        eprintln!(
+            "skipped: {} is not built (cargo build --example live_adapter)",
+            path.display()
+        );
         None
     }
 }
@@ -388,7 +391,11 @@ fn the_rust_adapter_gives_the_simulated_verdicts_on_every_live_scenario() {
     for file in files {
         let scenario = lockstep::scenario::Scenario::from_file(&file).unwrap();
         let simulated = lockstep::run::run_scenario(&scenario, None).unwrap();
-        assert!(simulated.as_expected(), "{}: the simulation disagrees with [expect]", file.display());
+        assert!(
+            simulated.as_expected(),
+            "{}: the simulation disagrees with [expect]",
+            file.display()
+        );
         // Real time: two tries at agreeing (every run agrees in practice).
         let mut last = String::new();
         let agreed = (0..2).any(|_| {
@@ -397,7 +404,14 @@ fn the_rust_adapter_gives_the_simulated_verdicts_on_every_live_scenario() {
                 .results
                 .iter()
                 .filter(|r| live.verdict(&r.checker) != Some(r.verdict))
-                .map(|r| format!("{}: simulated {:?}, live {:?}", r.checker, r.verdict, live.verdict(&r.checker)))
+                .map(|r| {
+                    format!(
+                        "{}: simulated {:?}, live {:?}",
+                        r.checker,
+                        r.verdict,
+                        live.verdict(&r.checker)
+                    )
+                })
                 .collect();
             last = differs.join("; ");
             differs.is_empty()

@@ -42,19 +42,19 @@ pub enum StopKind {
 }
 
 enum Kind {
-    Master {
-        engine: RefCell<RedisEngine>,
-        setup: MasterSetup,
-        /// The keyspace at the last whole-second fsync (`aof-everysec`).
-        synced: RefCell<Keyspace>,
-        last_fsync_mono_ms: Cell<i64>,
-        /// (wall, monotonic) when it last stopped.
-        stopped_at: Cell<Option<(i64, i64)>>,
-        restart_pending: Cell<bool>,
-    },
-    Resource {
-        store: RefCell<FencedStore>,
-    },
+    Master(Box<MasterState>),
+    Resource { store: RefCell<FencedStore> },
+}
+
+struct MasterState {
+    engine: RefCell<RedisEngine>,
+    setup: MasterSetup,
+    /// The keyspace at the last whole-second fsync (`aof-everysec`).
+    synced: RefCell<Keyspace>,
+    last_fsync_mono_ms: Cell<i64>,
+    /// (wall, monotonic) when it last stopped.
+    stopped_at: Cell<Option<(i64, i64)>>,
+    restart_pending: Cell<bool>,
 }
 
 /// One live server.
@@ -78,14 +78,14 @@ impl Server {
             name: name.to_string(),
             clock,
             rec: rec.clone(),
-            kind: Kind::Master {
+            kind: Kind::Master(Box::new(MasterState {
                 engine: RefCell::new(RedisEngine::new(EngineConfig::default())),
                 setup,
                 synced: RefCell::new(Keyspace::new()),
                 last_fsync_mono_ms: Cell::new(0),
                 stopped_at: Cell::new(None),
                 restart_pending: Cell::new(false),
-            },
+            })),
             running: Cell::new(true),
             paused: Cell::new(false),
             generation: Cell::new(0),
@@ -117,7 +117,7 @@ impl Server {
 
     /// Whether it is a Redis master (not the resource).
     pub fn is_master(&self) -> bool {
-        matches!(self.kind, Kind::Master { .. })
+        matches!(self.kind, Kind::Master(_))
     }
 
     /// Its clock.
@@ -165,14 +165,14 @@ impl Server {
         if !self.running.get() || self.paused.get() {
             return;
         }
-        if let Kind::Master {
-            engine,
-            setup,
-            synced,
-            last_fsync_mono_ms,
-            ..
-        } = &self.kind
-        {
+        if let Kind::Master(master) = &self.kind {
+            let MasterState {
+                engine,
+                setup,
+                synced,
+                last_fsync_mono_ms,
+                ..
+            } = &**master;
             self.expire_due(engine);
             if setup.persistence == Persistence::AofEverysec {
                 let mono = self.monotonic_ms();
@@ -199,7 +199,8 @@ impl Server {
     /// Executes one command from `peer` on connection `conn`, records it, and returns the reply.
     pub fn execute(&self, session: &mut ClientSession, peer: &str, args: &[Bytes]) -> Reply {
         match &self.kind {
-            Kind::Master { engine, .. } => {
+            Kind::Master(master) => {
+                let engine = &master.engine;
                 self.expire_due(engine);
                 let name = args
                     .first()
@@ -231,15 +232,15 @@ impl Server {
         }
         self.running.set(false);
         self.generation.set(self.generation.get() + 1);
-        if let Kind::Master {
-            engine,
-            setup,
-            synced,
-            stopped_at,
-            restart_pending,
-            ..
-        } = &self.kind
-        {
+        if let Kind::Master(master) = &self.kind {
+            let MasterState {
+                engine,
+                setup,
+                synced,
+                stopped_at,
+                restart_pending,
+                ..
+            } = &**master;
             let kept = match (setup.persistence, kind) {
                 (Persistence::None, _) => Keyspace::new(),
                 (Persistence::AofEverysec, StopKind::PowerLoss) => synced.borrow().clone(),
@@ -254,9 +255,10 @@ impl Server {
 
     /// Ms of the restart delay still to wait (0: it may start).
     fn delay_left_ms(&self) -> u64 {
-        let Kind::Master { setup, stopped_at, .. } = &self.kind else {
+        let Kind::Master(master) = &self.kind else {
             return 0;
         };
+        let MasterState { setup, stopped_at, .. } = &**master;
         let Some((wall, mono)) = stopped_at.get() else {
             return 0;
         };
@@ -276,10 +278,10 @@ impl Server {
         let left = self.delay_left_ms();
         if left == 0 {
             self.start();
-        } else if let Kind::Master {
-            setup, restart_pending, ..
-        } = &self.kind
-        {
+        } else if let Kind::Master(master) = &self.kind {
+            let MasterState {
+                setup, restart_pending, ..
+            } = &**master;
             restart_pending.set(true);
             self.rec.record(
                 &self.name,
@@ -296,7 +298,8 @@ impl Server {
 
     /// Starts a server whose delayed restart is due; called every millisecond.
     pub fn tick_restart(&self) {
-        if let Kind::Master { restart_pending, .. } = &self.kind {
+        if let Kind::Master(master) = &self.kind {
+            let MasterState { restart_pending, .. } = &**master;
             if restart_pending.get() && !self.running.get() && self.delay_left_ms() == 0 {
                 restart_pending.set(false);
                 self.start();
@@ -306,13 +309,13 @@ impl Server {
 
     fn start(&self) {
         self.running.set(true);
-        if let Kind::Master {
-            engine,
-            synced,
-            last_fsync_mono_ms,
-            ..
-        } = &self.kind
-        {
+        if let Kind::Master(master) = &self.kind {
+            let MasterState {
+                engine,
+                synced,
+                last_fsync_mono_ms,
+                ..
+            } = &**master;
             last_fsync_mono_ms.set(self.monotonic_ms());
             *synced.borrow_mut() = engine.borrow().keyspace().clone();
         }

@@ -419,3 +419,72 @@ fn the_rust_adapter_gives_the_simulated_verdicts_on_every_live_scenario() {
         assert!(agreed, "{}: {last}", file.display());
     }
 }
+
+/// The real `redis-server` to test `--redis-server` with (`REDIS_SERVER` or the one on PATH).
+fn redis_server() -> Option<String> {
+    let binary = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string());
+    let ok = Command::new(&binary)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(!in_ci(), "redis-server is not installed; .ci/run installs it");
+        eprintln!("skipped: redis-server is not installed");
+        return None;
+    }
+    Some(binary)
+}
+
+/// redis-server processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(needle) && text.contains("redis-server") && entry.file_name().to_string_lossy().parse::<u32>().is_ok() {
+            let pid: i32 = entry.file_name().to_string_lossy().parse().unwrap();
+            if alive(pid) {
+                found.push(text);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn real_redis_servers_crash_restart_and_are_gone_afterwards() {
+    let Some(binary) = redis_server() else { return };
+    let Some(adapter) = rust_adapter() else { return };
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/live/redlock-restart.toml");
+    let scenario = lockstep::scenario::Scenario::from_file(&file).unwrap();
+    let options = lockstep::live::LiveOptions {
+        client: adapter.display().to_string(),
+        redis_server: Some(binary),
+        ..lockstep::live::LiveOptions::default()
+    };
+    let agreed = (0..2).any(|_| {
+        let run = lockstep::live::run_live(&scenario, &options).expect("the live run works");
+        run.verdict("mutual-exclusion") == Some(lockstep::checker::Verdict::Invalid)
+    });
+    assert!(
+        agreed,
+        "a real redis-server restarted empty must let a second quorum form"
+    );
+    let marker = format!("lockstep-live-{}-", std::process::id());
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !processes_mentioning(&marker).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        processes_mentioning(&marker),
+        Vec::<String>::new(),
+        "redis-server left behind"
+    );
+    // A clock fault on a real server is refused.
+    let jump = lockstep::scenario::Scenario::from_file(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/live/redlock-clock-jump.toml"),
+    )
+    .unwrap();
+    let err = lockstep::live::run_live(&jump, &options).unwrap_err().to_string();
+    assert!(err.contains("--redis-server") && err.contains("clock"), "{err}");
+}

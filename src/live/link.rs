@@ -149,7 +149,99 @@ fn enter(link: &Link, dir: &Direction, dead: &Cell<bool>) -> Entry {
     Entry::Pass(Instant::now() + Duration::from_millis(dir.latency_ms.get()))
 }
 
-async fn connection(link: Rc<Link>, stream: TcpStream, mut closed: watch::Receiver<bool>) {
+/// Copies bytes from `from` to `to` through one direction of `link`, with its faults.
+fn pump(
+    link: Rc<Link>,
+    up: bool,
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    dead: Rc<Cell<bool>>,
+    reset_tx: watch::Sender<bool>,
+) -> (tokio::task::JoinHandle<()>, tokio::task::JoinHandle<()>) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, Bytes)>();
+    let reader = {
+        let link = link.clone();
+        tokio::task::spawn_local(async move {
+            let mut buf = BytesMut::with_capacity(4096);
+            loop {
+                buf.clear();
+                match from.read_buf(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                let dir = if up { &link.up } else { &link.down };
+                match enter(&link, dir, &dead) {
+                    Entry::Pass(at) => {
+                        if tx.send((at, buf.split().freeze())).is_err() {
+                            return;
+                        }
+                    }
+                    Entry::Drop => {}
+                    Entry::Reset => {
+                        let _ = reset_tx.send(true);
+                        return;
+                    }
+                }
+            }
+        })
+    };
+    let writer = tokio::task::spawn_local(async move {
+        while let Some((at, bytes)) = rx.recv().await {
+            let dir = if up { &link.up } else { &link.down };
+            deliver_when_due(dir, at).await;
+            if to.write_all(&bytes).await.is_err() {
+                return;
+            }
+        }
+    });
+    (reader, writer)
+}
+
+/// A connection to a master served by a real `redis-server` on `port`: bytes are relayed.
+async fn proxy(link: Rc<Link>, stream: TcpStream, port: u16, mut closed: watch::Receiver<bool>) {
+    let Ok(upstream) = TcpStream::connect(("127.0.0.1", port)).await else {
+        return;
+    };
+    let _ = upstream.set_nodelay(true);
+    let (client_rd, client_wr) = stream.into_split();
+    let (server_rd, server_wr) = upstream.into_split();
+    let dead = Rc::new(Cell::new(false));
+    let (reset_tx, mut reset_rx) = watch::channel(false);
+    let (up_read, up_write) = pump(link.clone(), true, client_rd, server_wr, dead.clone(), reset_tx.clone());
+    let (down_read, down_write) = pump(link, false, server_rd, client_wr, dead, reset_tx.clone());
+    let aborts = [
+        up_read.abort_handle(),
+        up_write.abort_handle(),
+        down_read.abort_handle(),
+        down_write.abort_handle(),
+    ];
+    tokio::select! {
+        biased;
+        _ = closed.changed() => {}
+        _ = reset_rx.changed() => {}
+        _ = async {
+            // Either side closed: deliver what is in flight, then close both.
+            tokio::select! {
+                biased;
+                _ = up_read => { let _ = up_write.await; }
+                _ = down_read => { let _ = down_write.await; }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        } => {}
+    }
+    for a in aborts {
+        a.abort();
+    }
+}
+
+async fn connection(link: Rc<Link>, stream: TcpStream, closed: watch::Receiver<bool>) {
+    if let Some(port) = link.server.real_port() {
+        return proxy(link, stream, port, closed).await;
+    }
+    engine_connection(link, stream, closed).await
+}
+
+async fn engine_connection(link: Rc<Link>, stream: TcpStream, mut closed: watch::Receiver<bool>) {
     let generation = link.server.generation();
     let conn = link.server.next_conn();
     let dead = Rc::new(Cell::new(false));

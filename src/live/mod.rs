@@ -24,6 +24,7 @@ pub mod link;
 pub mod output;
 pub mod process;
 pub mod protocol;
+pub mod real;
 pub mod recorder;
 pub mod server;
 
@@ -95,6 +96,8 @@ pub struct LiveOptions {
     pub start_timeout_ms: u64,
     /// Copy the adapters' stderr to lockstep's stderr.
     pub echo_stderr: bool,
+    /// Serve the masters with real `redis-server` processes (this binary) instead of the engine.
+    pub redis_server: Option<String>,
 }
 
 impl Default for LiveOptions {
@@ -106,6 +109,7 @@ impl Default for LiveOptions {
             step_timeout_ms: 5_000,
             start_timeout_ms: 20_000,
             echo_stderr: false,
+            redis_server: None,
         }
     }
 }
@@ -145,8 +149,9 @@ impl LiveRun {
     }
 }
 
-/// Checks that `scenario` can run live at all; the error says why not.
-pub fn check_supported(scenario: &Scenario) -> Result<(), LiveError> {
+/// Checks that `scenario` can run live at all (with real `redis-server`s when `real_redis`);
+/// the error says why not.
+pub fn check_supported(scenario: &Scenario, real_redis: bool) -> Result<(), LiveError> {
     let clients: Vec<String> = scenario.clients.iter().map(|c| c.name.clone()).collect();
     let masters: Vec<String> = scenario.masters.iter().map(|m| m.name.clone()).collect();
     for name in &masters {
@@ -157,6 +162,18 @@ pub fn check_supported(scenario: &Scenario) -> Result<(), LiveError> {
         }
     }
     for f in &scenario.faults.faults {
+        if real_redis {
+            if let lockstep_sim::Fault::ClockJump { node, .. } | lockstep_sim::Fault::Drift { node, .. } = &f.fault {
+                if masters.contains(node) {
+                    return Err(LiveError::Unsupported(format!(
+                        "the {} fault at {} ms cannot run with --redis-server: a real redis-server reads the \
+                         machine's clock (leave --redis-server out to use lockstep's servers, whose clocks jump)",
+                        f.fault.kind(),
+                        f.at_ms
+                    )));
+                }
+            }
+        }
         if let Some(why) = faults::refusal(&f.fault, &clients, &masters, RESOURCE_NODE) {
             return Err(LiveError::Unsupported(format!(
                 "the {} fault at {} ms cannot run live: {why}",
@@ -177,7 +194,7 @@ fn sub_seed(seed: u64, purpose: &str) -> u64 {
 
 /// Runs `scenario` once, live. Builds its own single-threaded tokio runtime.
 pub fn run_live(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun, LiveError> {
-    check_supported(scenario)?;
+    check_supported(scenario, options.redis_server.is_some())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -284,15 +301,41 @@ async fn start_clients(
     Ok(Started { drivers, adapters })
 }
 
+/// A free port on 127.0.0.1 (bound and released: another process could take it meanwhile).
+fn free_port() -> Result<u16, LiveError> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| LiveError::Port {
+        port: 0,
+        reason: e.to_string(),
+        hint: String::new(),
+    })?;
+    listener.local_addr().map(|a| a.port()).map_err(|e| LiveError::Port {
+        port: 0,
+        reason: e.to_string(),
+        hint: String::new(),
+    })
+}
+
 async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun, LiveError> {
     let rec = LiveRecorder::new();
     let mut servers: BTreeMap<String, Rc<Server>> = BTreeMap::new();
     let mut server_order = Vec::new();
+    let mut next_port = options.base_port;
     for m in &scenario.masters {
-        servers.insert(
-            m.name.clone(),
-            Server::master(&m.name, scenario.master_setup(&m.name), &rec),
-        );
+        let setup = scenario.master_setup(&m.name);
+        let server = match &options.redis_server {
+            None => Server::master(&m.name, setup, &rec),
+            Some(binary) => {
+                let port = match next_port {
+                    Some(p) => {
+                        next_port = Some(p.saturating_add(1));
+                        p
+                    }
+                    None => free_port()?,
+                };
+                Server::real_master(&m.name, setup, &rec, binary, port).map_err(LiveError::Unsupported)?
+            }
+        };
+        servers.insert(m.name.clone(), server);
         server_order.push(m.name.clone());
     }
     servers.insert(
@@ -304,7 +347,6 @@ async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun
     // One listener per client per server.
     let mut links = Vec::new();
     let mut addresses = BTreeMap::new();
-    let mut next_port = options.base_port;
     for client in &scenario.clients {
         for server in &server_order {
             let port = next_port.unwrap_or(0);
@@ -480,6 +522,10 @@ pub struct LiveArgs {
     /// Write the report (report.json, summary.md, junit.xml, charts, index.html, live.json) here.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// Serve the masters with real `redis-server` processes from this binary (server clock faults
+    /// are then refused; commands and expiries inside the servers are not recorded).
+    #[arg(long, value_name = "PATH")]
+    pub redis_server: Option<String>,
     /// Write the last run's history here, one JSON event per line.
     #[arg(long, value_name = "FILE")]
     pub history: Option<PathBuf>,
@@ -520,7 +566,7 @@ fn main_inner(args: &LiveArgs) -> Result<u8, String> {
     if args.runs == 0 {
         return Err("--runs must be at least 1".to_string());
     }
-    check_supported(&scenario).map_err(|e| e.to_string())?;
+    check_supported(&scenario, args.redis_server.is_some()).map_err(|e| e.to_string())?;
     if let Some(out) = &args.report {
         crate::report::prepare_out(out)?;
     }
@@ -530,6 +576,7 @@ fn main_inner(args: &LiveArgs) -> Result<u8, String> {
         base_port: args.base_port,
         step_timeout_ms: args.step_timeout_ms,
         echo_stderr: args.verbose,
+        redis_server: args.redis_server.clone(),
         ..LiveOptions::default()
     };
     let mut runs = Vec::new();

@@ -95,7 +95,9 @@ fn install_handlers() {
     });
 }
 
-fn register(pgid: i32) {
+/// Registers a process group to kill if lockstep is interrupted.
+pub(crate) fn register(pgid: i32) {
+    install_handlers();
     for slot in &GROUPS {
         if slot
             .compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
@@ -106,7 +108,8 @@ fn register(pgid: i32) {
     }
 }
 
-fn unregister(pgid: i32) {
+/// Forgets a process group (it is gone).
+pub(crate) fn unregister(pgid: i32) {
     for slot in &GROUPS {
         let _ = slot.compare_exchange(pgid, 0, Ordering::SeqCst, Ordering::SeqCst);
     }

@@ -17,6 +17,7 @@
 //! server section (ioredis' ready check asks for it); the resource answers `CLIENT`, `SELECT`,
 //! `PING`, `INFO` and `HELLO 2`. Left out: replicas, sentinel and failover.
 
+use super::real::RealRedis;
 use super::recorder::LiveRecorder;
 use bytes::Bytes;
 use lockstep_sim::clock::NodeClock;
@@ -55,6 +56,8 @@ struct MasterState {
     /// (wall, monotonic) when it last stopped.
     stopped_at: Cell<Option<(i64, i64)>>,
     restart_pending: Cell<bool>,
+    /// A real `redis-server` serving this master instead of the engine.
+    real: Option<RefCell<RealRedis>>,
 }
 
 /// One live server.
@@ -85,12 +88,40 @@ impl Server {
                 last_fsync_mono_ms: Cell::new(0),
                 stopped_at: Cell::new(None),
                 restart_pending: Cell::new(false),
+                real: None,
             })),
             running: Cell::new(true),
             paused: Cell::new(false),
             generation: Cell::new(0),
             next_conn: Cell::new(0),
         })
+    }
+
+    /// A master served by a real `redis-server` (`binary`) on 127.0.0.1:`port`.
+    pub fn real_master(
+        name: &str,
+        setup: MasterSetup,
+        rec: &LiveRecorder,
+        binary: &str,
+        port: u16,
+    ) -> Result<Rc<Self>, String> {
+        let real = RealRedis::start(binary, name, port, setup.persistence)?;
+        let server = Self::master(name, setup, rec);
+        let Ok(mut server) = Rc::try_unwrap(server) else {
+            return Err("internal: a new server is shared".into());
+        };
+        if let Kind::Master(master) = &mut server.kind {
+            master.real = Some(RefCell::new(real));
+        }
+        Ok(Rc::new(server))
+    }
+
+    /// The port of the real `redis-server` behind this master, if there is one.
+    pub fn real_port(&self) -> Option<u16> {
+        match &self.kind {
+            Kind::Master(master) => master.real.as_ref().map(|r| r.borrow().port()),
+            Kind::Resource { .. } => None,
+        }
     }
 
     /// The fenced resource judging by `mode`.
@@ -138,6 +169,11 @@ impl Server {
     /// Freezes or thaws it.
     pub fn set_paused(&self, paused: bool) {
         self.paused.set(paused);
+        if let Kind::Master(master) = &self.kind {
+            if let Some(real) = &master.real {
+                real.borrow().set_paused(paused);
+            }
+        }
     }
 
     /// The current generation (changes when the server stops).
@@ -171,8 +207,12 @@ impl Server {
                 setup,
                 synced,
                 last_fsync_mono_ms,
+                real,
                 ..
             } = &**master;
+            if real.is_some() {
+                return;
+            }
             self.expire_due(engine);
             if setup.persistence == Persistence::AofEverysec {
                 let mono = self.monotonic_ms();
@@ -239,8 +279,15 @@ impl Server {
                 synced,
                 stopped_at,
                 restart_pending,
+                real,
                 ..
             } = &**master;
+            stopped_at.set(Some((self.wall_ms(), self.monotonic_ms())));
+            restart_pending.set(false);
+            if let Some(real) = real {
+                real.borrow_mut().stop(kind == StopKind::Shutdown);
+                return;
+            }
             let kept = match (setup.persistence, kind) {
                 (Persistence::None, _) => Keyspace::new(),
                 (Persistence::AofEverysec, StopKind::PowerLoss) => synced.borrow().clone(),
@@ -248,8 +295,6 @@ impl Server {
             };
             engine.borrow_mut().reset();
             engine.borrow_mut().restore(kept);
-            stopped_at.set(Some((self.wall_ms(), self.monotonic_ms())));
-            restart_pending.set(false);
         }
     }
 
@@ -308,6 +353,15 @@ impl Server {
     }
 
     fn start(&self) {
+        if let Kind::Master(master) = &self.kind {
+            if let Some(real) = &master.real {
+                // Blocks this thread until the server listens (tens of ms).
+                if let Err(e) = real.borrow_mut().restart() {
+                    self.rec.record(&self.name, EventKind::Note { text: e });
+                    return;
+                }
+            }
+        }
         self.running.set(true);
         if let Kind::Master(master) = &self.kind {
             let MasterState {

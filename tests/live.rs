@@ -138,13 +138,18 @@ fn node_redlock_breaks_under_a_pause_and_fencing_saves_the_resource() {
     assert_kleppmann(&s, true, 3);
 }
 
-/// A one-client scenario that ends after `duration_ms`.
+/// A one-client scenario that ends after 1.2 s.
 fn tiny_scenario(dir: &Path, extra: &str) -> PathBuf {
+    tiny_scenario_lasting(dir, extra, 1200)
+}
+
+/// A one-client scenario that ends after `duration_ms`.
+fn tiny_scenario_lasting(dir: &Path, extra: &str, duration_ms: u64) -> PathBuf {
     let path = dir.join("tiny.toml");
     std::fs::write(
         &path,
         format!(
-            "name = \"live-tiny\"\ndescription = \"tiny\"\nduration_ms = 1200\n[topology]\nmasters = 1\n[lock]\nalgorithm = \
+            "name = \"live-tiny\"\ndescription = \"tiny\"\nduration_ms = {duration_ms}\n[topology]\nmasters = 1\n[lock]\nalgorithm = \
              \"token-release\"\nttl_ms = 500\n[workload]\niterations = 1\nacquire_retry_ms = 50\n\
              [[client]]\nname = \"client-1\"\n{extra}"
         ),
@@ -441,7 +446,10 @@ fn processes_mentioning(needle: &str) -> Vec<String> {
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
         let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if text.contains(needle) && text.contains("redis-server") && entry.file_name().to_string_lossy().parse::<u32>().is_ok() {
+        if text.contains(needle)
+            && text.contains("redis-server")
+            && entry.file_name().to_string_lossy().parse::<u32>().is_ok()
+        {
             let pid: i32 = entry.file_name().to_string_lossy().parse().unwrap();
             if alive(pid) {
                 found.push(text);
@@ -487,4 +495,88 @@ fn real_redis_servers_crash_restart_and_are_gone_afterwards() {
     .unwrap();
     let err = lockstep::live::run_live(&jump, &options).unwrap_err().to_string();
     assert!(err.contains("--redis-server") && err.contains("clock"), "{err}");
+}
+
+#[test]
+fn an_interrupted_live_run_kills_its_clients() {
+    let dir = temp_dir("sigint");
+    let file = tiny_scenario_lasting(&dir, "", 60_000);
+    let pidfile = dir.join("pids");
+    let client = sh_adapter(&dir, &pidfile, r#"{"id":{id},"status":"busy"}"#);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(["live", file.to_str().unwrap(), "--client", &client])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while pids(&pidfile).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!pids(&pidfile).is_empty(), "the adapter never started");
+    std::thread::sleep(Duration::from_millis(200));
+    // SIGINT, as Ctrl-C would send it.
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "an interrupted run does not succeed");
+    assert_all_dead(&pidfile);
+}
+
+#[test]
+fn client_wall_clocks_are_set_and_jumped_through_libfaketime() {
+    if lockstep::live::fakeclock::find().is_none() {
+        eprintln!("skipped: libfaketime is not installed (apt-get install faketime)");
+        return;
+    }
+    let dir = temp_dir("faketime");
+    // client-1's wall clock starts 1e6 s ahead and jumps another 1e6 s at 0.3 s.
+    let file = tiny_scenario_lasting(
+        &dir,
+        "offset_ms = 1000000000\n[[fault]]\nat_ms = 300\nkind = \"clock-jump\"\nnode = \"client-1\"\ndelta_ms = \
+         1000000000\n",
+        1000,
+    );
+    let script = dir.join("clock.sh");
+    std::fs::write(
+        &script,
+        "echo \"{\\\"hello\\\":\\\"$(date +%s)\\\"}\"\nwhile read -r line; do\n  id=$(echo \"$line\" | sed -n \
+         's/.*\"id\":\\([0-9]*\\).*/\\1/p')\n  [ -z \"$id\" ] && exit 0\n  echo \"{\\\"id\\\":$id,\\\"status\\\":\\\"busy\\\",\\\"error\\\":\\\"$(date +%s)\\\"}\"\ndone\n",
+    )
+    .unwrap();
+    let options = lockstep::live::LiveOptions {
+        client: format!("sh {}", script.display()),
+        ..lockstep::live::LiveOptions::default()
+    };
+    let run = lockstep::live::run_file(&file, &options).expect("the run works");
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let hello: i64 = run.adapters["client-1"].parse().unwrap();
+    assert!((hello - now_s - 1_000_000).abs() < 100, "hello at {hello}, now {now_s}");
+    let times: Vec<i64> = run
+        .history
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            lockstep::sim::EventKind::Op { data, .. } => data["error"]
+                .as_str()
+                .and_then(|t| t.strip_prefix("busy: "))
+                .and_then(|t| t.parse().ok()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        times.first().is_some_and(|t| (t - now_s - 1_000_000).abs() < 100),
+        "{times:?}"
+    );
+    assert!(
+        times.last().is_some_and(|t| (t - now_s - 2_000_000).abs() < 100),
+        "{times:?}"
+    );
 }

@@ -4,11 +4,13 @@
 //! Supported: `pause` of a client (SIGSTOP/SIGCONT of its process group) or of a server (its
 //! command processing freezes); `clock-jump` and `drift` of a server's clock; `partition`,
 //! `heal`, `hold`, `release`, `latency` and `loss` on a client↔server link; `crash`,
-//! `power-loss`, `shutdown` and `restart` of a master. Refused with a reason: clock faults on a
-//! client (they need libfaketime around the client's process, which lockstep does not set up
-//! yet), network faults between two servers or two clients (live runs have client↔server links
-//! only), process faults on a client or the resource, and `failover` (no replicas live).
+//! `power-loss`, `shutdown` and `restart` of a master; `clock-jump` of a client through
+//! libfaketime when it is installed ([`super::fakeclock`]). Refused with a reason: a client clock
+//! jump without libfaketime, drift on a client, network faults between two servers or two clients
+//! (live runs have client↔server links only), process faults on a client or the resource, and
+//! `failover` (no replicas live).
 
+use super::fakeclock::FakeClock;
 use super::link::Link;
 use super::process::GroupControl;
 use super::recorder::LiveRecorder;
@@ -26,10 +28,19 @@ pub struct Targets {
     pub servers: BTreeMap<String, Rc<Server>>,
     /// Every link.
     pub links: Vec<Rc<Link>>,
+    /// Faked wall clocks of clients (libfaketime), by client name.
+    pub client_clocks: BTreeMap<String, Rc<FakeClock>>,
 }
 
 /// Why a fault cannot be applied live (`None`: it can), given the client and server names.
-pub fn refusal(fault: &Fault, clients: &[String], masters: &[String], resource: &str) -> Option<String> {
+/// `faketime`: whether libfaketime is installed (client clock jumps need it).
+pub fn refusal(
+    fault: &Fault,
+    clients: &[String],
+    masters: &[String],
+    resource: &str,
+    faketime: bool,
+) -> Option<String> {
     let is_client = |n: &str| clients.iter().any(|c| c == n);
     let is_master = |n: &str| masters.iter().any(|m| m == n);
     let is_server = |n: &str| is_master(n) || n == resource;
@@ -40,10 +51,17 @@ pub fn refusal(fault: &Fault, clients: &[String], masters: &[String], resource: 
             if is_server(node) {
                 None
             } else if is_client(node) {
-                Some(format!(
-                    "a clock fault on client {node} needs libfaketime around its process; live runs apply clock \
-                     faults to servers only"
-                ))
+                match (fault, faketime) {
+                    (Fault::ClockJump { .. }, true) => None,
+                    (Fault::ClockJump { .. }, false) => Some(format!(
+                        "a clock jump on client {node} needs libfaketime around its process, and it is not \
+                         installed (apt-get install faketime, or set LOCKSTEP_LIBFAKETIME)"
+                    )),
+                    _ => Some(format!(
+                        "drift on client {node}: live runs fake a client's wall clock with libfaketime, which \
+                         steps it but does not change its rate"
+                    )),
+                }
             } else {
                 Some(format!("no node named {node}"))
             }
@@ -105,6 +123,18 @@ fn apply(rec: &LiveRecorder, targets: &Targets, fault: &Fault) {
         Fault::ClockJump { node, delta_ms } => {
             if let Some(s) = targets.servers.get(node) {
                 s.clock().jump(*delta_ms);
+            } else if let Some(fake) = targets.client_clocks.get(node) {
+                if let Err(e) = fake.jump(*delta_ms) {
+                    rec.record(
+                        node,
+                        EventKind::Note {
+                            text: format!("clock jump failed: {e}"),
+                        },
+                    );
+                }
+                if let Some(clock) = rec.clock(node) {
+                    clock.jump(*delta_ms);
+                }
             }
         }
         Fault::Drift { node, drift_ppm } => {

@@ -19,6 +19,7 @@
 //! types; nothing below imports it.
 
 pub mod driver;
+pub mod fakeclock;
 pub mod faults;
 pub mod link;
 pub mod output;
@@ -154,6 +155,22 @@ impl LiveRun {
 pub fn check_supported(scenario: &Scenario, real_redis: bool) -> Result<(), LiveError> {
     let clients: Vec<String> = scenario.clients.iter().map(|c| c.name.clone()).collect();
     let masters: Vec<String> = scenario.masters.iter().map(|m| m.name.clone()).collect();
+    let faketime = fakeclock::find().is_some();
+    for client in &scenario.clients {
+        if client.drift_ppm != 0 {
+            return Err(LiveError::Unsupported(format!(
+                "client {} has drift_ppm = {}: live runs cannot change a client process's clock rate",
+                client.name, client.drift_ppm
+            )));
+        }
+        if client.offset_ms != 0 && !faketime {
+            return Err(LiveError::Unsupported(format!(
+                "client {} has offset_ms = {}: a client's wall clock is set through libfaketime, which is not \
+                 installed (apt-get install faketime, or set LOCKSTEP_LIBFAKETIME)",
+                client.name, client.offset_ms
+            )));
+        }
+    }
     for name in &masters {
         if scenario.master_setup(name).replicas > 0 {
             return Err(LiveError::Unsupported(format!(
@@ -174,7 +191,7 @@ pub fn check_supported(scenario: &Scenario, real_redis: bool) -> Result<(), Live
                 }
             }
         }
-        if let Some(why) = faults::refusal(&f.fault, &clients, &masters, RESOURCE_NODE) {
+        if let Some(why) = faults::refusal(&f.fault, &clients, &masters, RESOURCE_NODE, faketime) {
             return Err(LiveError::Unsupported(format!(
                 "the {} fault at {} ms cannot run live: {why}",
                 f.fault.kind(),
@@ -206,6 +223,17 @@ pub fn run_live(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun, L
 struct Started {
     drivers: Vec<Driver>,
     adapters: BTreeMap<String, String>,
+    client_clocks: BTreeMap<String, Rc<fakeclock::FakeClock>>,
+}
+
+/// Whether `client` needs a faked wall clock: an initial offset, or a jump in the plan.
+fn needs_fake_clock(scenario: &Scenario, client: &str, offset_ms: i64) -> bool {
+    offset_ms != 0
+        || scenario
+            .faults
+            .faults
+            .iter()
+            .any(|f| matches!(&f.fault, lockstep_sim::Fault::ClockJump { node, .. } if node == client))
 }
 
 async fn start_clients(
@@ -220,6 +248,7 @@ async fn start_clients(
         .position(|m| *m == scenario.lock.fencing_master)
         .unwrap_or(0);
     let mut processes = Vec::new();
+    let mut client_clocks = BTreeMap::new();
     for client in &scenario.clients {
         let addr = |server: &str| {
             addresses
@@ -228,7 +257,8 @@ async fn start_clients(
                 .unwrap_or_default()
         };
         let lock = &scenario.lock;
-        let env: Vec<(String, String)> = vec![
+        rec.add_clock(&client.name, client.offset_ms, client.drift_ppm);
+        let mut env: Vec<(String, String)> = vec![
             ("LOCKSTEP_CLIENT".into(), client.name.clone()),
             (
                 "LOCKSTEP_MASTERS".into(),
@@ -261,6 +291,15 @@ async fn start_clients(
                 sub_seed(scenario.seed, &client.name).to_string(),
             ),
         ];
+        if needs_fake_clock(scenario, &client.name, client.offset_ms) {
+            let library = fakeclock::find()
+                .ok_or_else(|| LiveError::Unsupported(format!("{}: libfaketime is not installed", client.name)))?;
+            let dir = std::env::temp_dir().join(format!("lockstep-live-{}-clocks", std::process::id()));
+            let clock = fakeclock::FakeClock::new(&dir, &client.name, client.offset_ms)
+                .map_err(|e| LiveError::Unsupported(format!("{}: cannot write its clock file: {e}", client.name)))?;
+            env.extend(clock.env(&library));
+            client_clocks.insert(client.name.clone(), Rc::new(clock));
+        }
         let command = options.client_for.get(&client.name).unwrap_or(&options.client);
         processes.push(ClientProcess::spawn(&client.name, command, &env, options.echo_stderr)?);
     }
@@ -298,7 +337,11 @@ async fn start_clients(
             rng: ChaCha8Rng::seed_from_u64(sub_seed(scenario.seed, &format!("{}/work", client.name))),
         });
     }
-    Ok(Started { drivers, adapters })
+    Ok(Started {
+        drivers,
+        adapters,
+        client_clocks,
+    })
 }
 
 /// A free port on 127.0.0.1 (bound and released: another process could take it meanwhile).
@@ -372,7 +415,11 @@ async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun
         }
     }
 
-    let Started { drivers, adapters } = start_clients(scenario, options, &rec, &addresses).await?;
+    let Started {
+        drivers,
+        adapters,
+        client_clocks,
+    } = start_clients(scenario, options, &rec, &addresses).await?;
 
     // True time 0.
     rec.start();
@@ -403,6 +450,7 @@ async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun
             .collect(),
         servers: servers.clone(),
         links: links.clone(),
+        client_clocks,
     });
     let fault_task = tokio::task::spawn_local(faults::run_plan(rec.clone(), targets.clone(), scenario.faults.clone()));
 

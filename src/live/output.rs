@@ -104,7 +104,7 @@ pub fn print_run(path: &Path, scenario: &Scenario, run: &LiveRun, index: u32, ru
     for (client, adapter) in &run.adapters {
         println!("   {client}: {adapter}");
     }
-    println!("   real processes in real time on 127.0.0.1: not reproducible; the fault plan is");
+    println!("   real processes in real time on 127.0.0.1: not reproducible (the fault plan and its seed are)");
     if !quiet {
         println!();
         print!("{}", timeline::render(&run.history));

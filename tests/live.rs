@@ -301,12 +301,26 @@ fn a_port_in_use_is_a_clear_error() {
 #[test]
 fn a_fault_that_cannot_run_live_is_refused_before_anything_starts() {
     let dir = temp_dir("refused");
-    let file = tiny_scenario(
+    let drift = tiny_scenario(
+        &dir,
+        "[[fault]]\nat_ms = 100\nkind = \"drift\"\nnode = \"client-1\"\ndrift_ppm = 1000\n",
+    );
+    let (code, out, err) = lockstep(&["live", drift.to_str().unwrap(), "--client", "true"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("drift") && err.contains("client-1"), "{err}");
+
+    // A client clock jump needs libfaketime: refused when it is not there.
+    let jump = tiny_scenario(
         &dir,
         "[[fault]]\nat_ms = 100\nkind = \"clock-jump\"\nnode = \"client-1\"\ndelta_ms = 1000\n",
     );
-    let (code, out, err) = lockstep(&["live", file.to_str().unwrap(), "--client", "true"]);
-    assert_eq!(code, 2, "{out}{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(["live", jump.to_str().unwrap(), "--client", "true"])
+        .env("LOCKSTEP_LIBFAKETIME", "/nonexistent/libfaketime.so.1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("clock-jump") && err.contains("libfaketime"), "{err}");
 }
 
@@ -361,21 +375,9 @@ fn live_servers_listen_on_loopback_only() {
     assert_all_dead(&pidfile);
 }
 
-/// The Rust adapter (`examples/live/rust_adapter.rs`), built by `cargo test --all-targets`
-/// next to this test's binary.
+/// The Rust adapter (`examples/live/rust_adapter.rs`, the `lockstep-live-adapter` binary).
 fn rust_adapter() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let path = exe.parent()?.parent()?.join("examples").join("live_adapter");
-    if path.exists() {
-        Some(path)
-    } else {
-        assert!(!in_ci(), "{} is missing: build it with --all-targets", path.display());
-        eprintln!(
-            "skipped: {} is not built (cargo build --example live_adapter)",
-            path.display()
-        );
-        None
-    }
+    Some(PathBuf::from(env!("CARGO_BIN_EXE_lockstep-live-adapter")))
 }
 
 #[test]

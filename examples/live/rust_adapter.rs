@@ -2,8 +2,8 @@
 //! algorithm can be run live and simulated and the verdicts compared.
 //!
 //! ```sh
-//! cargo build --release --example live_adapter
-//! lockstep live scenarios/live/redlock-clock-jump.toml --client target/release/examples/live_adapter
+//! cargo build --release --bin lockstep-live-adapter
+//! lockstep live scenarios/live/redlock-clock-jump.toml --client target/release/lockstep-live-adapter
 //! ```
 //!
 //! The algorithm comes from `LOCKSTEP_ALGORITHM` (the scenario's `[lock] algorithm`): `naive`
@@ -341,7 +341,7 @@ fn main() {
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("live_adapter: cannot build a runtime: {e}");
+            eprintln!("lockstep-live-adapter: cannot build a runtime: {e}");
             std::process::exit(1);
         }
     };
@@ -357,7 +357,7 @@ fn main() {
         let req: Value = match serde_json::from_str(&line) {
             Ok(v) => v,
             Err(e) => {
-                eprintln!("live_adapter: not a request: {e}");
+                eprintln!("lockstep-live-adapter: not a request: {e}");
                 break;
             }
         };

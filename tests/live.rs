@@ -86,6 +86,11 @@ fn live_report(name: &str, file: &str, client: &str, runs: u32) -> serde_json::V
     }
     let summary_md = std::fs::read_to_string(report.join("summary.md")).unwrap();
     assert!(summary_md.starts_with("> **Live run**"), "{summary_md}");
+    let index = std::fs::read_to_string(report.join("index.html")).unwrap();
+    assert!(
+        index.contains("<strong>Live run</strong>"),
+        "index.html is not marked live"
+    );
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(report.join("live.json")).unwrap()).unwrap();
     assert_eq!(json["live"], true);

@@ -243,9 +243,12 @@ pub fn write_report(
             mismatches: run.mismatches.clone(),
         };
         let mut row = report::scenario_report(path, scenario, &as_sim, *wall_ms);
-        row.name = format!("{} (live run {}/{})", scenario.name, i + 1, runs.len());
+        // Names become chart file names: no spaces or slashes.
+        row.name = format!("{}-live-run-{}", scenario.name, i + 1);
         row.description = format!(
-            "LIVE (real processes, real time, not reproducible): {}",
+            "LIVE run {} of {} (real processes, real time, not reproducible): {}",
+            i + 1,
+            runs.len(),
             row.description
         );
         row.replay = summary.rerun.clone();
@@ -265,5 +268,27 @@ pub fn write_report(
         );
         report::write_atomic(&summary_md, format!("{head}{text}").as_bytes())?;
     }
+    // And the HTML page, with a banner at the top of its body.
+    let index = out.join("index.html");
+    if let Ok(html) = std::fs::read_to_string(&index) {
+        let banner = format!(
+            "<body>\n<p style=\"background:#fff3cd;border:1px solid #e0c060;padding:8px\"><strong>Live run</strong> \
+             of <code>{}</code> with <code>{}</code>: real processes in real time on 127.0.0.1, not reproducible \
+             (fault-plan seed {}). As expected in {} of {} runs.</p>",
+            html_escape(&summary.file),
+            html_escape(&summary.client),
+            summary.seed,
+            summary.runs_as_expected,
+            summary.runs
+        );
+        report::write_atomic(&index, html.replacen("<body>", &banner, 1).as_bytes())?;
+    }
     Ok(())
+}
+
+fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }

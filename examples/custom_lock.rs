@@ -6,25 +6,24 @@
 //! like every lease-based lock it cannot stop a paused client, and with fencing the resource
 //! stays safe anyway.
 //!
+//! Everything comes from `lockstep::prelude`: the lock gets a [`LockEnv`] — its node's clocks,
+//! sleeps, seeded random stream and one link per Redis master — and nothing of the world beyond.
+//!
 //! Run: `cargo run --example custom_lock`, or `cargo test --example custom_lock`.
 
-use async_trait::async_trait;
-use lockstep::lock::{random_value, ClientEnv, LockClient, LockError, RELEASE_SCRIPT};
-use lockstep::ops::Grant;
-use lockstep::run::{run_with_lock, LockFactory, ScenarioRun};
-use lockstep::scenario::Scenario;
+use lockstep::prelude::*;
 use std::path::Path;
 use std::rc::Rc;
 
 /// A user's lock: one master, SET NX PX, compare-and-delete release, no extension.
 struct MyLock {
-    env: ClientEnv,
+    env: LockEnv,
 }
 
 #[async_trait(?Send)]
 impl LockClient for MyLock {
     async fn acquire(&self, key: &str, ttl_ms: u64) -> Result<Grant, LockError> {
-        let value = random_value(&self.env.node);
+        let value = random_value(&self.env);
         let set = redis::cmd("SET")
             .arg(key)
             .arg(&value)
@@ -32,7 +31,7 @@ impl LockClient for MyLock {
             .arg("PX")
             .arg(ttl_ms)
             .clone();
-        match self.env.masters[0].query::<Option<String>>(&set).await? {
+        match self.env.masters()[0].query::<Option<String>>(&set).await? {
             Some(_) => Ok(Grant {
                 key: key.to_string(),
                 value,
@@ -54,7 +53,7 @@ impl LockClient for MyLock {
             .arg(&grant.key)
             .arg(&grant.value)
             .clone();
-        Ok(self.env.masters[0].query::<i64>(&eval).await? == 1)
+        Ok(self.env.masters()[0].query::<i64>(&eval).await? == 1)
     }
 }
 
@@ -83,7 +82,6 @@ fn main() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockstep::checker::Verdict;
 
     #[test]
     fn my_lock_cannot_stop_a_paused_client() {

@@ -9,6 +9,7 @@
 //!
 //! Wall time is read here to measure, never inside a simulation.
 
+use crate::app::AppError;
 use crate::explore::{explore, standard_template, ExploreConfig};
 use crate::run::run_scenario;
 use std::time::{Duration, Instant};
@@ -32,8 +33,13 @@ fn bare_turmoil(hosts: usize, sim_ms: u64, tick_ms: u64) -> anyhow::Result<()> {
     sim.run().map_err(|e| anyhow::anyhow!("bare turmoil failed: {e}"))
 }
 
-/// Runs the three measurements and returns a printable report.
-pub fn run(scenarios: u64, tick_ms: u64) -> anyhow::Result<String> {
+/// Runs the three measurements and returns a printable report; a world that fails is a run
+/// failure.
+pub fn run(scenarios: u64, tick_ms: u64) -> Result<String, AppError> {
+    measure(scenarios, tick_ms).map_err(|e| AppError::RunFailure(format!("{e:#}")))
+}
+
+fn measure(scenarios: u64, tick_ms: u64) -> anyhow::Result<String> {
     let mut out = String::new();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut world = standard_template("redlock", "incr", "fenced", tick_ms)?;

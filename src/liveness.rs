@@ -6,8 +6,11 @@
 //! *unavailable* while no client holds it (holds as the mutual-exclusion checker defines them:
 //! from acquire ok to the release invoke or abort) and at least one client is in an episode.
 //! Safety violations make holds overlap; that never counts as unavailability.
+//!
+//! It reads the typed history ([`OpHistory`]): an operation's name and phase decide, whatever its
+//! data (a malformed grant still ends a wait).
 
-use crate::ops::{names, OpView};
+use crate::history::{OpHistory, OpName};
 use lockstep_sim::{History, Phase};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -26,9 +29,9 @@ pub struct Liveness {
 }
 
 /// Computes the liveness figures of `history`.
-pub fn liveness(history: &History) -> Liveness {
-    let mut waiting_since: BTreeMap<String, u64> = BTreeMap::new();
-    let mut holding: BTreeMap<String, u64> = BTreeMap::new();
+pub fn of(history: &OpHistory<'_>) -> Liveness {
+    let mut waiting_since: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut holding: BTreeMap<&str, u64> = BTreeMap::new();
     let mut out = Liveness::default();
     let mut last_us = 0u64;
     let mut account = |now_us: u64, holders: usize, waiters: usize, out: &mut Liveness| {
@@ -41,28 +44,35 @@ pub fn liveness(history: &History) -> Liveness {
         // Keep the remainder below a millisecond from being lost between events.
         last_us = now_us - now_us.saturating_sub(last_us) % 1_000;
     };
-    for event in history.events() {
-        account(event.at_us, holding.len(), waiting_since.len(), &mut out);
-        let Some(op) = OpView::of(event) else { continue };
-        let process = op.process().to_string();
+    for step in history.steps() {
+        let at_us = step.event.at_us;
+        account(at_us, holding.len(), waiting_since.len(), &mut out);
+        let Some(op) = step.op() else { continue };
+        let process = step.node();
         match (op.op, op.phase) {
-            (names::ACQUIRE, Phase::Invoke) => {
-                waiting_since.entry(process).or_insert(event.at_us);
+            (OpName::Acquire, Phase::Invoke) => {
+                waiting_since.entry(process).or_insert(at_us);
             }
-            (names::ACQUIRE, Phase::Ok) => {
-                if let Some(since) = waiting_since.remove(&process) {
-                    out.acquire_latencies_ms.push((event.at_us - since) / 1_000);
+            (OpName::Acquire, Phase::Ok) => {
+                if let Some(since) = waiting_since.remove(process) {
+                    out.acquire_latencies_ms.push((at_us - since) / 1_000);
                 }
-                holding.insert(process, event.at_us);
+                holding.insert(process, at_us);
             }
-            (names::RELEASE, Phase::Invoke) | (names::ABORT, _) => {
-                holding.remove(&process);
+            (OpName::Release, Phase::Invoke) | (OpName::Abort, _) => {
+                holding.remove(process);
             }
             _ => {}
         }
     }
     out.acquires_abandoned = waiting_since.len() as u64;
     out
+}
+
+/// The liveness figures of a raw history (read once into an [`OpHistory`]). Transitional, for
+/// callers that do not hold an [`OpHistory`] yet.
+pub fn liveness(history: &History) -> Liveness {
+    of(&OpHistory::new(history))
 }
 
 /// Percentile `p` (0–100) of `sorted` by nearest rank; `None` when empty.
@@ -77,7 +87,7 @@ pub fn percentile(sorted: &[u64], p: u64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::{to_data, AcquireInvoke, Grant};
+    use crate::ops::{names, to_data, AcquireInvoke, Grant};
     use lockstep_sim::EventKind;
 
     fn op(h: &mut History, at_ms: u64, node: &str, id: u64, op: &str, phase: Phase, data: serde_json::Value) {
@@ -116,7 +126,7 @@ mod tests {
         op(&mut h, 50, "a", 3, names::RELEASE, Phase::Invoke, serde_json::json!({}));
         op(&mut h, 80, "b", 2, names::ACQUIRE, Phase::Ok, grant("y"));
         op(&mut h, 90, "b", 4, names::RELEASE, Phase::Invoke, serde_json::json!({}));
-        let l = liveness(&h);
+        let l = of(&OpHistory::new(&h));
         assert_eq!(l.acquire_latencies_ms, vec![10, 60]);
         // Free from 0 to 10 with a waits, and from 50 to 80 with b waiting.
         assert_eq!(l.unavailable_ms, 40);

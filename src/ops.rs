@@ -1,8 +1,8 @@
 //! The client-operation vocabulary lockstep writes into the world's history.
 //!
 //! The world records `Op` events with free-form JSON `data`; this module fixes what lockstep's
-//! workload puts there, so that the checkers can read it back. Every operation is an `invoke`
-//! followed by `ok`, `fail` or `info` (outcome unknown) with the same `id`.
+//! workload puts there, and [`crate::history`] reads it back (nothing else parses it). Every
+//! operation is an `invoke` followed by `ok`, `fail` or `info` (outcome unknown) with the same `id`.
 //!
 //! | op | invoke data | ok data | fail / info data |
 //! |---|---|---|---|
@@ -14,135 +14,10 @@
 //! | `abort` | [`GrantRef`] (the lock was lost; the workload gives up the critical section) | — | — |
 
 use crate::lock::LockError;
-use lockstep_sim::{Event, EventKind, LinkError, Node, Phase};
-use serde::{Deserialize, Serialize};
+use lockstep_sim::{LinkError, Node, Phase};
+use serde::Serialize;
 
-/// The op names.
-pub mod names {
-    /// Taking the lock.
-    pub const ACQUIRE: &str = "acquire";
-    /// Extending the lock's TTL.
-    pub const EXTEND: &str = "extend";
-    /// Giving the lock up.
-    pub const RELEASE: &str = "release";
-    /// Reading the resource.
-    pub const READ: &str = "read";
-    /// Writing the resource.
-    pub const WRITE: &str = "write";
-    /// The lock was lost (a failed extension); a one-off `info` event.
-    pub const ABORT: &str = "abort";
-}
-
-/// What an acquire asks for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AcquireInvoke {
-    /// The lock's key.
-    pub key: String,
-    /// The requested TTL.
-    pub ttl_ms: u64,
-}
-
-/// A lock grant: what a successful acquire returns.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Grant {
-    /// The lock's key.
-    pub key: String,
-    /// The random value stored under the key (identifies this grant).
-    pub value: String,
-    /// The fencing token, when the algorithm issues one.
-    pub fencing_token: Option<u64>,
-    /// How long the client may assume it holds the lock, by its own clock, from the grant.
-    pub validity_ms: u64,
-}
-
-/// Names a grant in later operations.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GrantRef {
-    /// The lock's key.
-    pub key: String,
-    /// The grant's value.
-    pub value: String,
-    /// The grant's fencing token.
-    pub fencing_token: Option<u64>,
-}
-
-impl From<&Grant> for GrantRef {
-    fn from(g: &Grant) -> Self {
-        GrantRef {
-            key: g.key.clone(),
-            value: g.value.clone(),
-            fencing_token: g.fencing_token,
-        }
-    }
-}
-
-/// A resource read's result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReadOk {
-    /// The value (`None` when never written).
-    pub value: Option<i64>,
-    /// The version.
-    pub version: u64,
-}
-
-/// A resource write request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WriteInvoke {
-    /// The resource key.
-    pub key: String,
-    /// The value written.
-    pub value: i64,
-    /// The fencing token sent with it.
-    pub fencing_token: Option<u64>,
-}
-
-/// Why an operation failed or has an unknown outcome.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OpError {
-    /// The error text.
-    pub error: String,
-}
-
-/// A borrowed view of one `Op` event.
-#[derive(Debug, Clone, Copy)]
-pub struct OpView<'a> {
-    /// The event (for `seq`, `at_us`, `node`).
-    pub event: &'a Event,
-    /// The operation's id.
-    pub id: u64,
-    /// Its phase.
-    pub phase: Phase,
-    /// Its name.
-    pub op: &'a str,
-    /// Its data.
-    pub data: &'a serde_json::Value,
-}
-
-impl<'a> OpView<'a> {
-    /// The view of `event`, if it is an `Op`.
-    pub fn of(event: &'a Event) -> Option<Self> {
-        match &event.kind {
-            EventKind::Op { id, phase, op, data } => Some(OpView {
-                event,
-                id: *id,
-                phase: *phase,
-                op,
-                data,
-            }),
-            _ => None,
-        }
-    }
-
-    /// The data decoded as `T` (`None` if it does not fit).
-    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
-        T::deserialize(self.data).ok()
-    }
-
-    /// The process (client node) that ran it.
-    pub fn process(&self) -> &'a str {
-        &self.event.node
-    }
-}
+pub use crate::model::op::*;
 
 /// Serialises op data (plain structs with string keys never fail to serialise).
 pub fn to_data<T: Serialize>(value: &T) -> serde_json::Value {

@@ -1,9 +1,10 @@
 //! A readable timeline of a run's key events: grants with their tokens, releases, lost locks,
 //! pauses and resumptions, key expiries, clock jumps, crashes, and resource writes accepted or
-//! rejected. Connection set-up, retries of a busy lock and reads are left out.
+//! rejected. Connection set-up, retries of a busy lock and reads are left out. It reads the
+//! typed history ([`OpHistory`]).
 
-use crate::ops::{names, Grant, OpError, OpView};
-use lockstep_sim::{Event, EventKind, Fault, History, Phase};
+use crate::history::{LockOp, OpData, OpHistory, OpName, Step, StepKind};
+use lockstep_sim::{Event, Fault, History, Phase};
 
 fn seconds(at_us: u64) -> String {
     format!("{:>8.3}", at_us as f64 / 1e6)
@@ -45,79 +46,78 @@ fn token(t: Option<u64>) -> String {
     t.map_or("-".to_string(), |t| t.to_string())
 }
 
-/// One line for `event`, or `None` when it is not a key event.
-pub fn describe(event: &Event) -> Option<String> {
-    let text = match &event.kind {
-        EventKind::Op { .. } => {
-            let op = OpView::of(event)?;
-            match (op.op, op.phase) {
-                (names::ACQUIRE, Phase::Ok) => {
-                    let g: Grant = op.decode()?;
-                    format!(
-                        "acquired \"{}\" token={} validity={} ms (value {})",
-                        g.key,
-                        token(g.fencing_token),
-                        g.validity_ms,
-                        &g.value[..g.value.len().min(8)]
-                    )
+/// One line for `step`, or `None` when it is not a key event.
+pub fn line(step: &Step<'_>) -> Option<String> {
+    let text = match &step.kind {
+        StepKind::Op(op) => match (op.op, op.phase, &op.data) {
+            (OpName::Acquire, Phase::Ok, Some(OpData::Granted(g))) => format!(
+                "acquired \"{}\" token={} validity={} ms (value {})",
+                g.key,
+                token(g.fencing_token),
+                g.validity_ms,
+                g.value.get(..8).unwrap_or(&g.value)
+            ),
+            (OpName::Acquire, Phase::Info, Some(OpData::Error(e))) => format!("acquire outcome unknown: {}", e.error),
+            (OpName::Release, Phase::Invoke, _) => "releasing".to_string(),
+            (OpName::Release, Phase::Ok, Some(OpData::Released(r))) => {
+                if r.released {
+                    "released (a key was deleted)".to_string()
+                } else {
+                    "released (nothing to delete: the lock was already gone)".to_string()
                 }
-                (names::ACQUIRE, Phase::Info) => {
-                    let e: OpError = op.decode()?;
-                    format!("acquire outcome unknown: {}", e.error)
-                }
-                (names::RELEASE, Phase::Invoke) => "releasing".to_string(),
-                (names::RELEASE, Phase::Ok) => {
-                    let released = op.data.get("released")?.as_bool()?;
-                    if released {
-                        "released (a key was deleted)".to_string()
-                    } else {
-                        "released (nothing to delete: the lock was already gone)".to_string()
-                    }
-                }
-                (names::EXTEND, Phase::Fail | Phase::Info) => {
-                    let e: OpError = op.decode()?;
-                    format!("extension failed: {}", e.error)
-                }
-                (names::ABORT, Phase::Info) => "lock lost: abort signal raised, write skipped".to_string(),
-                (names::WRITE, Phase::Invoke) => {
-                    let value = op.data.get("value")?.as_i64()?;
-                    let t = op.data.get("fencing_token").and_then(|t| t.as_u64());
-                    format!("sends write value={value} token={}", token(t))
-                }
-                (names::WRITE, Phase::Info) => "write outcome unknown".to_string(),
-                _ => return None,
             }
-        }
-        EventKind::Expired { key } if !key.starts_with("lockstep:fence:") => format!("key \"{key}\" expired"),
-        EventKind::ResourceWrite {
-            client,
-            value,
-            token: t,
-            accepted,
-            ..
-        } => {
-            if *accepted {
-                format!("ACCEPTED write value={value} token={} from {client}", token(*t))
-            } else {
-                format!("REJECTED write value={value} token={} from {client}", token(*t))
+            (OpName::Extend, Phase::Fail | Phase::Info, Some(OpData::Error(e))) => {
+                format!("extension failed: {}", e.error)
             }
+            (OpName::Abort, Phase::Info, _) => "lock lost: abort signal raised, write skipped".to_string(),
+            (OpName::Write, Phase::Invoke, Some(OpData::Invoke(LockOp::Write(w)))) => {
+                format!("sends write value={} token={}", w.value, token(w.fencing_token))
+            }
+            (OpName::Write, Phase::Info, _) => "write outcome unknown".to_string(),
+            _ => return None,
+        },
+        StepKind::Expired(expiry) if !expiry.fencing_counter => format!("key \"{}\" expired", expiry.key),
+        StepKind::ResourceWrite(w) => {
+            let verdict = if w.accepted { "ACCEPTED" } else { "REJECTED" };
+            format!(
+                "{verdict} write value={} token={} from {}",
+                w.value,
+                token(w.token),
+                w.client
+            )
         }
-        EventKind::Fault { fault } => describe_fault(fault),
-        EventKind::Resumed => "resumed".to_string(),
+        StepKind::Fault(fault) => describe_fault(fault),
+        StepKind::Resumed => "resumed".to_string(),
         // Deployment events (delayed restarts, promotions, resynchronisations) on servers.
-        EventKind::Note { text } if event.node != "world" => text.clone(),
+        StepKind::Note(text) if step.node() != "world" => text.to_string(),
         _ => return None,
     };
     Some(text)
 }
 
+/// One line for `event` read on its own, or `None` when it is not a key event.
+pub fn describe(event: &Event) -> Option<String> {
+    line(&Step::of(event).0)
+}
+
 /// The timeline as text, one line per key event.
-pub fn render(history: &History) -> String {
+pub fn text(history: &OpHistory<'_>) -> String {
     let mut out = String::from("    time(s)  node         event\n");
-    for event in history.events() {
-        if let Some(text) = describe(event) {
-            out.push_str(&format!("  {}  {:<11}  {}\n", seconds(event.at_us), event.node, text));
+    for step in history.steps() {
+        if let Some(text) = line(step) {
+            out.push_str(&format!(
+                "  {}  {:<11}  {}\n",
+                seconds(step.event.at_us),
+                step.event.node,
+                text
+            ));
         }
     }
     out
+}
+
+/// The timeline of a raw history (read once into an [`OpHistory`]). Transitional, for callers
+/// that do not hold an [`OpHistory`] yet.
+pub fn render(history: &History) -> String {
+    text(&OpHistory::new(history))
 }

@@ -14,8 +14,9 @@
 
 use crate::lock::using::{keep_alive, AbortSignal};
 use crate::lock::LockClient;
-use crate::ops::{self, names, AcquireInvoke, Grant, GrantRef, OpError, ReadOk, Recorder, WriteInvoke};
-use crate::scenario::WorkMs;
+use crate::model::op::{names, AcquireInvoke, Grant, GrantRef, OpError, ReadOk, WriteInvoke};
+use crate::model::WorkMs;
+use crate::ops::{self, Recorder};
 use lockstep_sim::{Node, Phase, ResourceClient, WriteOutcome};
 use rand::Rng;
 use serde_json::json;

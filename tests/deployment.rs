@@ -7,10 +7,10 @@
 use lockstep::checker::Verdict;
 use lockstep::explore::generate::FaultProfile;
 use lockstep::explore::{explore, ExploreConfig};
-use lockstep::ops::{names, Grant, OpView};
+use lockstep::history::OpHistory;
 use lockstep::run::{run_scenario, ScenarioRun};
 use lockstep::scenario::Scenario;
-use lockstep::sim::{EventKind, Phase};
+use lockstep::sim::EventKind;
 use std::path::Path;
 
 fn load(file: &str) -> Scenario {
@@ -28,14 +28,10 @@ fn run(file: &str) -> ScenarioRun {
 /// value succeeded, by name).
 fn quorums(run: &ScenarioRun) -> Vec<(String, u64, Vec<String>)> {
     let events = run.history.events();
-    events
+    OpHistory::new(&run.history)
+        .holds()
         .iter()
-        .filter_map(|e| {
-            let op = OpView::of(e)?;
-            if op.op != names::ACQUIRE || op.phase != Phase::Ok {
-                return None;
-            }
-            let grant: Grant = op.decode()?;
+        .map(|hold| {
             let masters = events
                 .iter()
                 .filter(|c| match &c.kind {
@@ -43,7 +39,7 @@ fn quorums(run: &ScenarioRun) -> Vec<(String, u64, Vec<String>)> {
                     EventKind::Command { args, reply, conn } if *conn > 0 => {
                         args.len() > 2
                             && args[0].eq_ignore_ascii_case("set")
-                            && args[2] == grant.value
+                            && args[2] == hold.grant.value
                             && reply == "+OK"
                     }
                     _ => false,
@@ -52,7 +48,7 @@ fn quorums(run: &ScenarioRun) -> Vec<(String, u64, Vec<String>)> {
                 .collect::<std::collections::BTreeSet<String>>()
                 .into_iter()
                 .collect();
-            Some((e.node.clone(), e.at_us / 1_000, masters))
+            (hold.process.to_string(), hold.granted.at_us / 1_000, masters)
         })
         .collect()
 }

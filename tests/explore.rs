@@ -7,7 +7,7 @@ use lockstep::checker::Verdict;
 use lockstep::explore::generate::{case_strategy, FaultProfile};
 use lockstep::explore::shrink::{counterexample_toml, shrink};
 use lockstep::explore::{explore, explore_with_lock, standard_template, topology, ExploreConfig, Shard};
-use lockstep::lock::{ClientEnv, LockClient, LockError};
+use lockstep::lock::{LockClient, LockEnv, LockError};
 use lockstep::ops::Grant;
 use lockstep::run::{run_scenario, LockFactory};
 use lockstep::scenario::Scenario;
@@ -164,7 +164,7 @@ impl LockClient for PanickingLock {
 #[test]
 fn a_panicking_lock_is_reported_per_seed_and_the_exploration_goes_on() {
     let template = standard_template("token-release", "none", "unfenced", 1).unwrap();
-    let maker = || -> LockFactory { Rc::new(|_env: ClientEnv| Rc::new(PanickingLock) as Rc<dyn LockClient>) };
+    let maker = || -> LockFactory { Rc::new(|_env: LockEnv| Rc::new(PanickingLock) as Rc<dyn LockClient>) };
     let summary = explore_with_lock(&template, &config(0..6, FaultProfile::default()), Some(&maker));
     assert_eq!(summary.seeds_run, 6, "every seed was run");
     assert_eq!(summary.errors, 6);

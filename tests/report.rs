@@ -2,10 +2,11 @@
 //! Markdown and HTML, shard merging, the TTL trade-off data, and the example report in
 //! `reports/example` (its history digests must be reproduced on this machine).
 
+use lockstep::app::ci::{run_ci, CiOptions};
+use lockstep::app::files::load_inputs;
+use lockstep::app::sweep::{ttl_sweep, SweepOptions};
 use lockstep::explore::{explore, ExploreConfig, Shard};
 use lockstep::report::charts::Chart;
-use lockstep::report::ci::{load_inputs, run_ci, CiOptions};
-use lockstep::report::sweep::{ttl_sweep, SweepOptions};
 use lockstep::report::{write_report, Report, Status};
 use lockstep::run::run_scenario;
 use lockstep::scenario::Scenario;
@@ -56,7 +57,7 @@ fn report() -> &'static Report {
             ttl_sweep: Some(small_sweep()),
             ..CiOptions::default()
         };
-        run_ci(&inputs, &options).expect("the gate runs")
+        Report::build(&run_ci(&inputs, &options).expect("the gate runs"))
     })
 }
 
@@ -295,14 +296,14 @@ fn sharded_reports_merge_into_the_unsharded_outcome() {
     let mut scenario = Scenario::from_file(&path).unwrap();
     scenario.explore.as_mut().unwrap().seeds = 24;
     let inputs = vec![(path.clone(), scenario.clone())];
-    let whole = run_ci(&inputs, &CiOptions::default()).unwrap();
+    let whole = Report::build(&run_ci(&inputs, &CiOptions::default()).unwrap());
     let parts: Vec<(String, Report)> = (1..=3)
         .map(|index| {
             let options = CiOptions {
                 shard: Some(Shard { index, count: 3 }),
                 ..CiOptions::default()
             };
-            let part = run_ci(&inputs, &options).unwrap();
+            let part = Report::build(&run_ci(&inputs, &options).unwrap());
             // Through JSON, as in CI.
             let text = part.to_json();
             (

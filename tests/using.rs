@@ -2,7 +2,7 @@
 //! abort signal.
 
 use lockstep::lock::using::using;
-use lockstep::lock::{token_release::TokenRelease, ClientEnv, LockClient};
+use lockstep::lock::{token_release::TokenRelease, LockClient, LockEnv};
 use lockstep::sim::{
     ClockSpec, EventKind, Fault, FaultPlan, LinkTimeouts, RedisLink, ScheduledFault, World, WorldConfig, REDIS_PORT,
 };
@@ -23,15 +23,12 @@ fn hold_through_routine(pause: Option<(u64, u64)>) -> (bool, usize) {
     let out = aborted.clone();
     world
         .add_client("client-1", ClockSpec::default(), move |node| async move {
-            let env = ClientEnv {
-                node: node.clone(),
-                masters: vec![RedisLink::new(&node, "redis-1", REDIS_PORT, LinkTimeouts::default())],
-                fencing_master: 0,
-            };
-            let lock: Rc<dyn LockClient> = Rc::new(TokenRelease::new(env));
-            let routine_node = node.clone();
-            let result = using(lock, &node, "lock", 1_000, 300, |_grant, signal| async move {
-                routine_node.sleep_local_ms(3_000).await;
+            let links = vec![RedisLink::new(&node, "redis-1", REDIS_PORT, LinkTimeouts::default())];
+            let env = LockEnv::new(&node, links, 0);
+            let lock: Rc<dyn LockClient> = Rc::new(TokenRelease::new(env.clone()));
+            let routine_env = env.clone();
+            let result = using(lock, &env, "lock", 1_000, 300, |_grant, signal| async move {
+                routine_env.sleep_local_ms(3_000).await;
                 signal.aborted()
             })
             .await;

@@ -12,10 +12,35 @@
 //! identical on every machine. Not modelled: leap seconds, clock slewing (a gradual NTP
 //! correction is a drift change), and sub-microsecond resolution.
 
+use serde::{Deserialize, Serialize};
 use std::cell::Cell;
 
 /// The drift unit: parts per million.
 const PPM: i128 = 1_000_000;
+
+/// The lowest drift is above this: at -1 000 000 ppm a clock stands still.
+pub const MIN_DRIFT_PPM: i64 = -1_000_000;
+
+/// A node's clock at the start of the run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClockSpec {
+    /// Wall-clock offset from true time, ms.
+    pub offset_ms: i64,
+    /// Rate error, parts per million.
+    pub drift_ppm: i64,
+}
+
+/// Checks a rate error: `Err` says why a clock with it would not be a clock.
+pub fn check_drift_ppm(drift_ppm: i64) -> Result<(), String> {
+    if drift_ppm <= MIN_DRIFT_PPM {
+        Err(format!(
+            "{drift_ppm} ppm would stop or reverse the clock: must be above {MIN_DRIFT_PPM}"
+        ))
+    } else {
+        Ok(())
+    }
+}
 
 /// The state of one node's clock. Cheap to copy; shared through [`crate::node::Node`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,8 +16,23 @@
 //! restart delay; a running one is shut down cleanly and started again), and `failover` (promote
 //! a replica of the node's group now). What each loses depends on the server's persistence mode:
 //! see [`crate::deployment`].
+//!
+//! `drop-reply` targets a server (a master, a replica or the resource): it runs the next `count`
+//! requests of `client` (any client when unset), and their replies are lost on the way back — the
+//! client sees a timeout, an outcome-unknown operation, although the command took effect. RESP is a
+//! stream: a reply cannot vanish from it and leave the connection usable (the next reply would be
+//! matched to the wrong request), so after dropping a reply the server answers nothing more on
+//! that connection and ignores what else arrives on it; the client's request times out and its
+//! reconnecting link opens a new connection. Each dropped reply is logged as a note on the server
+//! right after the command's own event.
+//!
+//! Every fault is checked against the world's nodes before a run ([`Fault::check`], which names
+//! the faulty field), and has a one-line human rendering ([`Fault::describe`]).
 
+use crate::clock::check_drift_ppm;
+use crate::role::Role;
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
 
 /// One fault.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -128,6 +143,22 @@ pub enum Fault {
         /// Any member of the group (usually the group's name, its original master).
         node: String,
     },
+    /// The server `node` runs the next `count` requests of `client`, and their replies are lost
+    /// (the client sees a timeout; see the module docs for what happens to the connection).
+    DropReply {
+        /// The server: a master, a replica or the resource.
+        node: String,
+        /// The client whose replies are lost; `None`: whichever client comes first.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        client: Option<String>,
+        /// How many replies are lost (each on its own connection), at least 1.
+        #[serde(default = "one")]
+        count: u32,
+    },
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl Fault {
@@ -148,6 +179,7 @@ impl Fault {
             Fault::PowerLoss { .. } => "power-loss",
             Fault::Shutdown { .. } => "shutdown",
             Fault::Failover { .. } => "failover",
+            Fault::DropReply { .. } => "drop-reply",
         }
     }
 
@@ -167,7 +199,33 @@ impl Fault {
         "power-loss",
         "shutdown",
         "failover",
+        "drop-reply",
     ];
+
+    /// A one-line description of fault `kind` with its fields (for listings); `None` for an
+    /// unknown kind.
+    pub fn summary(kind: &str) -> Option<&'static str> {
+        Some(match kind {
+            "pause" => "freeze every task of `node` for `duration_ms` of true time (GC pause, VM stall)",
+            "clock-jump" => "step the wall clock of `node` by `delta_ms` (negative: backwards)",
+            "drift" => "set the clock rate error of `node` to `drift_ppm`",
+            "partition" => "drop the messages between `a` and `b` (`oneway = true`: from a to b only)",
+            "heal" => "restore the link between `a` and `b` (`oneway = true`: from a to b only)",
+            "hold" => "hold every message between `a` and `b` until a `release`",
+            "release" => "deliver the messages held between `a` and `b`, and stop holding",
+            "latency" => "fix the delay between `a` and `b` to `latency_ms` (or a range up to `max_latency_ms`)",
+            "loss" => "break the link between `a` and `b` with probability `rate_ppm` per message",
+            "crash" => "kill Redis server `node`: its memory is lost, what it persisted survives",
+            "restart" => "start stopped Redis server `node` after its restart delay (a running one restarts cleanly)",
+            "power-loss" => "cut the power of Redis server `node`: like a crash, and unsynced AOF writes are lost",
+            "shutdown" => "stop Redis server `node` cleanly (with AOF nothing is lost)",
+            "failover" => "promote the best replica of the replication group of `node` now",
+            "drop-reply" => {
+                "server `node` runs the next `count` requests of `client` (default: any), their replies are lost"
+            }
+            _ => return None,
+        })
+    }
 
     /// Whether the fault stops or starts a Redis server process (it must target a server).
     pub fn is_process_fault(&self) -> bool {
@@ -188,6 +246,7 @@ impl Fault {
             | Fault::PowerLoss { node }
             | Fault::Shutdown { node }
             | Fault::Failover { node } => vec![node],
+            Fault::DropReply { node, client, .. } => std::iter::once(node).chain(client).map(String::as_str).collect(),
             Fault::Partition { a, b, .. }
             | Fault::Heal { a, b, .. }
             | Fault::Hold { a, b }
@@ -195,6 +254,274 @@ impl Fault {
             | Fault::Latency { a, b, .. }
             | Fault::Loss { a, b, .. } => vec![a, b],
         }
+    }
+
+    /// The node the fault's event is logged on; `None` for a link fault (logged on `net`).
+    pub fn subject(&self) -> Option<&str> {
+        match self {
+            Fault::Partition { .. }
+            | Fault::Heal { .. }
+            | Fault::Hold { .. }
+            | Fault::Release { .. }
+            | Fault::Latency { .. }
+            | Fault::Loss { .. } => None,
+            Fault::Pause { node, .. }
+            | Fault::ClockJump { node, .. }
+            | Fault::Drift { node, .. }
+            | Fault::Crash { node }
+            | Fault::Restart { node }
+            | Fault::PowerLoss { node }
+            | Fault::Shutdown { node }
+            | Fault::Failover { node }
+            | Fault::DropReply { node, .. } => Some(node),
+        }
+    }
+
+    /// Checks the fault against the nodes of a world: every node it names exists and is of a kind
+    /// the fault applies to, and every number is in range. The error names the faulty field.
+    pub fn check(&self, targets: &dyn FaultTargets) -> Result<(), FaultError> {
+        let exists = |field: &'static str, node: &str| match targets.role(node) {
+            Some(role) => Ok(role),
+            None => Err(FaultError::UnknownNode {
+                field,
+                node: node.to_string(),
+                known: targets.node_names(),
+            }),
+        };
+        let wrong = |field: &'static str, node: &str, role: Role, rule: &'static str| FaultError::WrongRole {
+            field,
+            node: node.to_string(),
+            role,
+            rule,
+        };
+        match self {
+            Fault::Pause { node, .. } | Fault::ClockJump { node, .. } => {
+                exists("node", node)?;
+            }
+            Fault::Drift { node, drift_ppm } => {
+                exists("node", node)?;
+                check_drift_ppm(*drift_ppm).map_err(|reason| FaultError::OutOfRange {
+                    field: "drift_ppm",
+                    reason,
+                })?;
+            }
+            Fault::Partition { a, b, .. }
+            | Fault::Heal { a, b, .. }
+            | Fault::Hold { a, b }
+            | Fault::Release { a, b }
+            | Fault::Latency { a, b, .. }
+            | Fault::Loss { a, b, .. } => {
+                exists("a", a)?;
+                exists("b", b)?;
+                if a == b {
+                    return Err(FaultError::SameNode { field: "b" });
+                }
+                if let Fault::Loss { rate_ppm, .. } = self {
+                    if *rate_ppm > 1_000_000 {
+                        return Err(FaultError::OutOfRange {
+                            field: "rate_ppm",
+                            reason: format!("{rate_ppm}: must be at most 1000000"),
+                        });
+                    }
+                }
+            }
+            Fault::Crash { node } | Fault::Restart { node } | Fault::PowerLoss { node } | Fault::Shutdown { node } => {
+                let role = exists("node", node)?;
+                if !role.is_redis_server() {
+                    return Err(wrong(
+                        "node",
+                        node,
+                        role,
+                        "only Redis masters and replicas crash and restart",
+                    ));
+                }
+            }
+            Fault::Failover { node } => {
+                let role = exists("node", node)?;
+                if !targets.is_replicated(node) {
+                    let rule = "a failover needs a master with replicas (or one of its replicas)";
+                    return Err(wrong("node", node, role, rule));
+                }
+            }
+            Fault::DropReply { node, client, count } => {
+                let role = exists("node", node)?;
+                if !role.is_server() {
+                    let rule = "only a server (a master, a replica or the resource) drops replies";
+                    return Err(wrong("node", node, role, rule));
+                }
+                if let Some(client) = client {
+                    let role = exists("client", client)?;
+                    if role != Role::Client {
+                        return Err(wrong(
+                            "client",
+                            client,
+                            role,
+                            "replies are dropped on their way to a client",
+                        ));
+                    }
+                }
+                if *count == 0 {
+                    return Err(FaultError::OutOfRange {
+                        field: "count",
+                        reason: "0: must be at least 1".to_string(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The fault in words, as the text timeline prints it on the line of [`Fault::subject`]
+    /// (`PAUSED for 15000 ms (GC / VM stall)`, `network partition a <-> b`, ...).
+    pub fn describe(&self) -> String {
+        match self {
+            Fault::Pause { duration_ms, .. } => format!("PAUSED for {duration_ms} ms (GC / VM stall)"),
+            Fault::ClockJump { delta_ms, .. } => format!("wall clock jumps {delta_ms:+} ms"),
+            Fault::Drift { drift_ppm, .. } => format!("clock drift set to {drift_ppm:+} ppm"),
+            Fault::Partition { a, b, oneway } => {
+                format!("network partition {a} {} {b}", if *oneway { "->" } else { "<->" })
+            }
+            Fault::Heal { a, b, .. } => format!("network healed {a} <-> {b}"),
+            Fault::Hold { a, b } => format!("network holds messages {a} <-> {b}"),
+            Fault::Release { a, b } => format!("network releases held messages {a} <-> {b}"),
+            Fault::Latency {
+                a,
+                b,
+                latency_ms,
+                max_latency_ms,
+            } => match max_latency_ms {
+                Some(max) => format!("latency {a} <-> {b} set to {latency_ms}..{max} ms"),
+                None => format!("latency {a} <-> {b} set to {latency_ms} ms"),
+            },
+            Fault::Loss { a, b, rate_ppm } => format!("loss {a} <-> {b} set to {rate_ppm} ppm"),
+            Fault::Crash { .. } => "CRASHED (memory lost; what its persistence kept survives)".to_string(),
+            Fault::PowerLoss { .. } => "POWER LOSS (memory and unsynced AOF writes lost)".to_string(),
+            Fault::Shutdown { .. } => "shut down cleanly".to_string(),
+            Fault::Restart { .. } => "restart requested".to_string(),
+            Fault::Failover { .. } => "FAILOVER forced".to_string(),
+            Fault::DropReply { client, count, .. } => format!(
+                "DROPS the next {count} {} to {} (the command runs, the reply is lost)",
+                if *count == 1 { "reply" } else { "replies" },
+                client.as_deref().unwrap_or("any client")
+            ),
+        }
+    }
+
+    /// A short label for a chart mark: `paused 15 s`, `clock +15 s`, `clock -500 ms`, and the
+    /// kind for every other fault.
+    pub fn short_label(&self) -> String {
+        fn short_ms(ms: i64) -> String {
+            if ms % 1000 == 0 {
+                format!("{:+} s", ms / 1000)
+            } else {
+                format!("{ms:+} ms")
+            }
+        }
+        match self {
+            Fault::Pause { duration_ms, .. } => {
+                let ms = i64::try_from(*duration_ms).unwrap_or(i64::MAX);
+                format!("paused {}", short_ms(ms).trim_start_matches('+'))
+            }
+            Fault::ClockJump { delta_ms, .. } => format!("clock {}", short_ms(*delta_ms)),
+            other => other.kind().to_string(),
+        }
+    }
+}
+
+/// What a fault is checked against: the nodes of a world (or of a scenario being read) and what
+/// each is.
+pub trait FaultTargets {
+    /// What `node` is; `None` when there is no such node.
+    fn role(&self, node: &str) -> Option<Role>;
+    /// Whether `node` belongs to a replication group with at least one replica (a master with
+    /// replicas, or one of them).
+    fn is_replicated(&self, node: &str) -> bool;
+    /// Every node's name, in definition order (for the message about an unknown node).
+    fn node_names(&self) -> Vec<String>;
+}
+
+/// Why a fault does not fit the world it is planned for. [`FaultError::field`] names the fault's
+/// field at fault (`node`, `a`, `b`, `client`, `drift_ppm`, `rate_ppm`, `count`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FaultError {
+    /// A node that does not exist.
+    #[error("unknown node `{node}` (nodes: {})", known.join(", "))]
+    UnknownNode {
+        /// The field naming it.
+        field: &'static str,
+        /// The name.
+        node: String,
+        /// Every node, in definition order.
+        known: Vec<String>,
+    },
+    /// A node of a kind the fault does not apply to.
+    #[error("{rule}; `{node}` is {}", role.describe())]
+    WrongRole {
+        /// The field naming it.
+        field: &'static str,
+        /// The node.
+        node: String,
+        /// What it is.
+        role: Role,
+        /// What the fault needs.
+        rule: &'static str,
+    },
+    /// A link from a node to itself.
+    #[error("a link needs two different nodes")]
+    SameNode {
+        /// The second side's field (`b`).
+        field: &'static str,
+    },
+    /// A number out of range.
+    #[error("{reason}")]
+    OutOfRange {
+        /// The field.
+        field: &'static str,
+        /// Why (starts with the value).
+        reason: String,
+    },
+}
+
+impl FaultError {
+    /// The fault's field at fault.
+    pub fn field(&self) -> &'static str {
+        match self {
+            FaultError::UnknownNode { field, .. }
+            | FaultError::WrongRole { field, .. }
+            | FaultError::SameNode { field }
+            | FaultError::OutOfRange { field, .. } => field,
+        }
+    }
+}
+
+/// The `drop-reply` faults armed on one server: which client's replies to drop, how many more.
+#[derive(Debug, Default)]
+pub(crate) struct ReplyDrops(RefCell<Vec<(Option<String>, u32)>>);
+
+impl ReplyDrops {
+    /// Arms a `drop-reply` fault (other faults are ignored).
+    pub(crate) fn arm(&self, fault: &Fault) {
+        if let Fault::DropReply { client, count, .. } = fault {
+            if *count > 0 {
+                self.0.borrow_mut().push((client.clone(), *count));
+            }
+        }
+    }
+
+    /// Whether the reply about to go to `client` is to be dropped; counts it if so.
+    pub(crate) fn take(&self, client: &str) -> bool {
+        let mut armed = self.0.borrow_mut();
+        let Some(at) = armed
+            .iter()
+            .position(|(who, _)| who.as_deref().is_none_or(|w| w == client))
+        else {
+            return false;
+        };
+        armed[at].1 -= 1;
+        if armed[at].1 == 0 {
+            armed.remove(at);
+        }
+        true
     }
 }
 
@@ -257,5 +584,91 @@ mod tests {
         assert_eq!(back, plan);
         assert_eq!(plan.sorted()[0].at_ms, 500);
         assert_eq!(plan.faults[1].fault.kind(), "clock-jump");
+    }
+
+    #[test]
+    fn every_kind_has_a_summary_and_kind_names_match() {
+        for kind in Fault::KINDS {
+            assert!(Fault::summary(kind).is_some_and(|s| !s.is_empty()), "{kind}");
+        }
+        assert_eq!(Fault::summary("meteor"), None);
+        let drop = Fault::DropReply {
+            node: "redis-1".into(),
+            client: None,
+            count: 1,
+        };
+        assert_eq!(drop.kind(), "drop-reply");
+        assert!(Fault::KINDS.contains(&drop.kind()));
+    }
+
+    #[test]
+    fn describe_and_short_label_give_the_timeline_and_chart_texts() {
+        let pause = Fault::Pause {
+            node: "client-1".into(),
+            duration_ms: 15_000,
+        };
+        assert_eq!(pause.describe(), "PAUSED for 15000 ms (GC / VM stall)");
+        assert_eq!(pause.short_label(), "paused 15 s");
+        let jump = Fault::ClockJump {
+            node: "redis-1".into(),
+            delta_ms: -500,
+        };
+        assert_eq!(jump.describe(), "wall clock jumps -500 ms");
+        assert_eq!(jump.short_label(), "clock -500 ms");
+        let oneway = Fault::Partition {
+            a: "a".into(),
+            b: "b".into(),
+            oneway: true,
+        };
+        assert_eq!(oneway.describe(), "network partition a -> b");
+        assert_eq!(oneway.short_label(), "partition");
+        let drop = Fault::DropReply {
+            node: "redis-1".into(),
+            client: Some("client-1".into()),
+            count: 2,
+        };
+        assert_eq!(
+            drop.describe(),
+            "DROPS the next 2 replies to client-1 (the command runs, the reply is lost)"
+        );
+        assert_eq!(drop.subject(), Some("redis-1"));
+        assert_eq!(drop.nodes(), vec!["redis-1", "client-1"]);
+        assert_eq!(oneway.subject(), None);
+    }
+
+    #[test]
+    fn reply_drops_count_down_per_client() {
+        let drops = ReplyDrops::default();
+        assert!(!drops.take("c1"), "nothing armed");
+        drops.arm(&Fault::DropReply {
+            node: "r".into(),
+            client: Some("c1".into()),
+            count: 2,
+        });
+        drops.arm(&Fault::DropReply {
+            node: "r".into(),
+            client: None,
+            count: 1,
+        });
+        assert!(drops.take("c2"), "the any-client drop");
+        assert!(!drops.take("c2"));
+        assert!(drops.take("c1") && drops.take("c1"));
+        assert!(!drops.take("c1"));
+    }
+
+    #[test]
+    fn drop_reply_round_trips_and_defaults_its_count() {
+        let json = r#"{"at_ms":5,"kind":"drop-reply","node":"redis-1"}"#;
+        let s: ScheduledFault = serde_json::from_str(json).unwrap();
+        assert_eq!(
+            s.fault,
+            Fault::DropReply {
+                node: "redis-1".into(),
+                client: None,
+                count: 1
+            }
+        );
+        let back = serde_json::to_string(&s).unwrap();
+        assert_eq!(back, r#"{"at_ms":5,"kind":"drop-reply","node":"redis-1","count":1}"#);
     }
 }

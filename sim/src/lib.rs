@@ -7,13 +7,19 @@
 //! resource that checks fencing tokens ([`resource`]), network and process faults on a schedule
 //! ([`fault`]), and one history of everything that happened ([`history`]).
 //!
+//! The [`world`] owns true time, the nodes, the network and the fault plan; the Redis deployment
+//! is a component it drives through a few hooks (before and after each step, on each fault),
+//! whose state is private to it.
+//!
 //! This crate knows nothing about lock algorithms or checkers: it runs whatever software the
 //! caller puts on client nodes and records what happens.
 
 #![warn(missing_docs)]
 
 pub mod clock;
+mod component;
 pub mod deployment;
+pub mod directory;
 pub mod fault;
 pub mod history;
 pub mod master;
@@ -22,16 +28,20 @@ pub mod node;
 pub mod pause;
 pub mod redis;
 pub mod resource;
+pub mod role;
 pub mod seed;
 pub mod serve;
 pub mod world;
 
+pub use clock::ClockSpec;
 pub use deployment::{replica_name, DelayClock, MasterSetup, Persistence};
-pub use fault::{Fault, FaultPlan, ScheduledFault};
+pub use directory::Directory;
+pub use fault::{Fault, FaultError, FaultPlan, FaultTargets, ScheduledFault};
 pub use history::{Event, EventKind, History, Phase};
 pub use master::{READONLY_ERROR, REDIS_PORT};
 pub use net::{LinkError, LinkTimeouts, RedisLink};
 pub use node::Node;
 pub use resource::{FencingMode, ResourceClient, WriteOutcome, RESOURCE_PORT};
+pub use role::Role;
 pub use seed::Seed;
-pub use world::{ClockSpec, Role, RunEnd, World, WorldConfig, WorldError};
+pub use world::{RunEnd, World, WorldConfig, WorldError};

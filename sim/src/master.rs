@@ -3,20 +3,21 @@
 //! clock.
 //!
 //! Every command is logged in the history with its reply. Keys that expire are logged too: the
-//! world runs active expiry at every step, and the server runs it before each command, so an
+//! deployment runs active expiry after every step, and the server runs it before each command, so an
 //! `Expired` event always precedes the first command that no longer sees the key.
 //!
 //! A master with replicas replicates each command's effect on its keyspace (see
 //! [`crate::deployment`]) and answers `WAIT numreplicas timeout` with the number of replicas that
 //! acknowledged everything it replicated so far (it blocks the connection until enough did or the
 //! timeout, by the master's monotonic clock, ran out; 0 waits forever). A replica answers every
-//! command that would change its keyspace with `READONLY`, and `WAIT` with an error; the
-//! replication stream it applies is logged as commands on connection 0.
+//! command the command table flags as a write with `READONLY` without running it, runs anything
+//! else (a script) and undoes it with `READONLY` if it wrote, and answers `WAIT` with an error;
+//! the replication stream it applies is logged as commands on connection 0.
 
-use crate::deployment::{diff, SharedReplication};
+use crate::deployment::replication::{diff, Effect, SharedReplication};
 use crate::history::EventKind;
 use crate::node::Node;
-use crate::redis::{RedisEngine, Reply};
+use crate::redis::{is_write_command, RedisEngine, Reply};
 use crate::serve::{render_args, render_reply, DeferringHandler, Response};
 use bytes::Bytes;
 use std::cell::RefCell;
@@ -27,40 +28,6 @@ pub const REDIS_PORT: u16 = 6379;
 
 /// The error a replica gives a write.
 pub const READONLY_ERROR: &str = "READONLY You can't write against a read only replica.";
-
-/// Commands that always write (a replica rejects them without running them).
-const WRITE_COMMANDS: &[&str] = &[
-    "append",
-    "decr",
-    "decrby",
-    "del",
-    "expire",
-    "expireat",
-    "flushall",
-    "flushdb",
-    "getdel",
-    "getex",
-    "getset",
-    "incr",
-    "incrby",
-    "incrbyfloat",
-    "lpop",
-    "lpush",
-    "mset",
-    "msetnx",
-    "persist",
-    "pexpire",
-    "pexpireat",
-    "psetex",
-    "rename",
-    "renamenx",
-    "rpop",
-    "rpush",
-    "set",
-    "setex",
-    "setnx",
-    "unlink",
-];
 
 /// Removes every key due at the node's current wall time and logs each expiry; a master with
 /// replicas replicates each as a `DEL`.
@@ -76,10 +43,7 @@ pub(crate) fn expire_due(node: &Node, engine: &RefCell<RedisEngine>, repl: &Shar
     }
     let publish = repl.borrow().has_replicas(node.name());
     if publish {
-        let effects = expired
-            .into_iter()
-            .map(|key| crate::deployment::Effect { key, entry: None })
-            .collect();
+        let effects = expired.into_iter().map(|key| Effect { key, entry: None }).collect();
         repl.borrow_mut().publish(node.name(), effects, node.true_time_us());
     }
 }
@@ -149,7 +113,7 @@ pub(crate) fn handler(node: Node, engine: Rc<RefCell<RedisEngine>>, repl: Shared
             (r.is_master(node.name()), r.has_replicas(node.name()))
         };
         let reply = if !is_master {
-            if WRITE_COMMANDS.contains(&name.as_str()) {
+            if is_write_command(name.as_bytes()) {
                 Reply::error(READONLY_ERROR)
             } else {
                 // Scripts and anything else: run, and undo it if it wrote.

@@ -5,9 +5,14 @@
 //! [`Node`]: `wall_ms()` jumps with the node's wall clock, `monotonic_ms()` never jumps, and
 //! `sleep_local_ms()` sleeps by the node's own rate. Tasks must be spawned with [`Node::spawn`]
 //! so that a pause freezes them too.
+//!
+//! The world applies the faults that concern one node only through `Node::apply_fault`: a
+//! pause closes its gate, a clock jump or drift change moves its clock, a `drop-reply` arms the
+//! replies its server is to lose (see [`crate::fault`]).
 
 use crate::clock::NodeClock;
-use crate::deployment::Directory;
+use crate::directory::Directory;
+use crate::fault::{Fault, ReplyDrops};
 use crate::history::{EventKind, HistoryHandle};
 use crate::pause::{PauseGate, TrueTime};
 use rand_chacha::ChaCha8Rng;
@@ -24,6 +29,7 @@ struct NodeInner {
     history: HistoryHandle,
     rng: RefCell<ChaCha8Rng>,
     directory: Directory,
+    reply_drops: ReplyDrops,
 }
 
 /// A handle to one simulated node. Cheap to clone; not `Send` (a simulation runs on one thread).
@@ -61,6 +67,7 @@ impl Node {
                 history,
                 rng: RefCell::new(rng),
                 directory,
+                reply_drops: ReplyDrops::default(),
             }),
         }
     }
@@ -94,6 +101,23 @@ impl Node {
     /// group named `host` (as a Sentinel-aware client asks Sentinel), or `host` itself.
     pub fn resolve(&self, host: &str) -> String {
         self.inner.directory.resolve(host)
+    }
+
+    /// Applies the part of `fault` that concerns this node alone (a pause, a clock jump, a drift
+    /// change, replies to drop); other faults change nothing here.
+    pub(crate) fn apply_fault(&self, fault: &Fault) {
+        match fault {
+            Fault::Pause { duration_ms, .. } => self.inner.gate.pause_for_us(duration_ms.saturating_mul(1_000)),
+            Fault::ClockJump { delta_ms, .. } => self.inner.clock.jump(*delta_ms),
+            Fault::Drift { drift_ppm, .. } => self.inner.clock.set_drift(self.true_time_us(), *drift_ppm),
+            _ => self.inner.reply_drops.arm(fault),
+        }
+    }
+
+    /// Whether the reply this server is about to send to `client` is lost (a `drop-reply` fault);
+    /// counts it if so.
+    pub(crate) fn drops_reply_to(&self, client: &str) -> bool {
+        self.inner.reply_drops.take(client)
     }
 
     /// The node's pause gate.

@@ -10,6 +10,7 @@
 //! a future ([`DeferringHandler`], [`Response::Later`]): the connection waits for it before it
 //! reads the next command, as a blocked Redis client does.
 
+use crate::history::EventKind;
 use crate::node::Node;
 use crate::redis::{decode_command, encode_reply, Reply};
 use bytes::{Bytes, BytesMut};
@@ -50,14 +51,21 @@ pub async fn serve_deferring(node: Node, port: u16, handler: DeferringHandler) -
         next_conn.set(conn);
         let peer_name = turmoil::reverse_lookup(peer.ip()).unwrap_or_else(|| peer.ip().to_string());
         let handler = handler.clone();
+        let server = node.clone();
         node.spawn(async move {
             // A connection ends on EOF or error; neither concerns the server as a whole.
-            let _ = connection(stream, conn, &peer_name, handler).await;
+            let _ = connection(&server, stream, conn, &peer_name, handler).await;
         });
     }
 }
 
-async fn connection(mut stream: TcpStream, conn: u64, peer: &str, handler: DeferringHandler) -> std::io::Result<()> {
+async fn connection(
+    node: &Node,
+    mut stream: TcpStream,
+    conn: u64,
+    peer: &str,
+    handler: DeferringHandler,
+) -> std::io::Result<()> {
     let mut input = BytesMut::with_capacity(4096);
     let mut output = BytesMut::with_capacity(4096);
     loop {
@@ -75,6 +83,19 @@ async fn connection(mut stream: TcpStream, conn: u64, peer: &str, handler: Defer
                             future.await
                         }
                     };
+                    if node.drops_reply_to(peer) {
+                        node.record(EventKind::Note {
+                            text: format!(
+                                "reply dropped (drop-reply): `{}` from {peer} on connection {conn} ran, its reply {} is lost; the connection answers nothing more",
+                                render_args(&args).join(" "),
+                                render_reply(&reply)
+                            ),
+                        });
+                        if !output.is_empty() {
+                            stream.write_all(&output).await?;
+                        }
+                        return ignore_the_rest(stream).await;
+                    }
                     encode_reply(&reply, &mut output);
                 }
                 Ok(None) => break,
@@ -94,6 +115,15 @@ async fn connection(mut stream: TcpStream, conn: u64, peer: &str, handler: Defer
             return Ok(());
         }
     }
+}
+
+/// Reads and ignores what arrives on a connection whose replies are lost, until the peer closes it.
+async fn ignore_the_rest(mut stream: TcpStream) -> std::io::Result<()> {
+    let mut sink = BytesMut::with_capacity(4096);
+    while stream.read_buf(&mut sink).await? > 0 {
+        sink.clear();
+    }
+    Ok(())
 }
 
 /// A one-line rendering of a reply for the history and timelines.

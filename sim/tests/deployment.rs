@@ -433,7 +433,9 @@ fn deployment_faults_are_checked_before_the_run() {
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("a failover needs a master with at least one replica"),
+        err.contains(
+            "field `node`: a failover needs a master with replicas (or one of its replicas); `redis-1` is a master"
+        ),
         "{err}"
     );
     let err = w

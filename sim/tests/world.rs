@@ -521,3 +521,170 @@ fn a_latency_fault_sets_a_range_per_link() {
         "delays vary within the range: {rtts:?}"
     );
 }
+
+#[test]
+fn a_dropped_reply_leaves_the_set_applied_while_the_client_times_out() {
+    let mut world = fixed_latency_world(21);
+    world.add_master("redis-1", ClockSpec::default()).unwrap();
+    let seen: Rc<RefCell<Vec<String>>> = Rc::default();
+    let out = seen.clone();
+    world
+        .add_client("c", ClockSpec::default(), move |node| async move {
+            let r = link(&node, "redis-1", 200);
+            // Connect first, so that the dropped reply is the SET's.
+            let _: String = r.query(&redis::cmd("PING")).await.unwrap();
+            sleep_until_true_ms(&node, 100).await;
+            let set = redis::cmd("SET")
+                .arg("k")
+                .arg("v")
+                .arg("NX")
+                .arg("PX")
+                .arg(10_000)
+                .clone();
+            match r.query::<Option<String>>(&set).await {
+                Ok(v) => out.borrow_mut().push(format!("ok:{v:?}")),
+                Err(e) => out.borrow_mut().push(format!("unknown:{}", e.outcome_unknown())),
+            }
+            // The link reconnects; the server answers the new connection.
+            let again = r.query::<Option<String>>(&set).await;
+            out.borrow_mut().push(format!("{again:?}"));
+            let got = r.query::<Option<String>>(redis::cmd("GET").arg("k")).await;
+            out.borrow_mut().push(format!("{got:?}"));
+        })
+        .unwrap();
+    let plan = FaultPlan::new(vec![at(
+        50,
+        Fault::DropReply {
+            node: "redis-1".into(),
+            client: Some("c".into()),
+            count: 1,
+        },
+    )]);
+    let end = world.run(&plan).unwrap();
+    assert!(end.clients_finished);
+    let seen = seen.borrow();
+    assert_eq!(seen[0], "unknown:true", "the client saw a timeout: {seen:?}");
+    assert_eq!(seen[1], "Ok(None)", "NX refused: the first SET did apply: {seen:?}");
+    assert_eq!(seen[2], "Ok(Some(\"v\"))", "{seen:?}");
+    let keyspace = world.keyspace("redis-1").unwrap();
+    assert!(
+        keyspace.iter().any(|(k, _)| &k[..] == b"k"),
+        "the key is set on the server"
+    );
+    // The history has the fault, the SET as the server ran it, then the lost reply.
+    let history = world.history();
+    let events = history.events();
+    let fault_at = events
+        .iter()
+        .position(|e| {
+            matches!(
+                &e.kind,
+                EventKind::Fault {
+                    fault: Fault::DropReply { .. }
+                }
+            )
+        })
+        .expect("the fault is logged");
+    assert_eq!(events[fault_at].node, "redis-1");
+    let set_at = events
+        .iter()
+        .position(|e| matches!(&e.kind, EventKind::Command { args, reply, .. } if args[0] == "SET" && reply == "+OK"))
+        .expect("the SET ran");
+    assert!(set_at > fault_at);
+    match &events[set_at + 1].kind {
+        EventKind::Note { text } => {
+            assert!(
+                text.starts_with("reply dropped (drop-reply): `SET k v NX PX 10000` from c"),
+                "{text}"
+            );
+            assert!(text.contains("+OK"), "{text}");
+        }
+        other => panic!("expected the lost reply's note, got {other:?}"),
+    }
+    let drops = events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::Note { text } if text.starts_with("reply dropped")))
+        .count();
+    assert_eq!(drops, 1, "count = 1 drops one reply");
+}
+
+#[test]
+fn a_drop_reply_fault_is_checked_against_the_roles() {
+    let mut world = fixed_latency_world(22);
+    world.add_master("redis-1", ClockSpec::default()).unwrap();
+    world.add_client("c", ClockSpec::default(), |_node| async {}).unwrap();
+    let drop = |node: &str, client: Option<&str>, count: u32| {
+        FaultPlan::new(vec![at(
+            10,
+            Fault::DropReply {
+                node: node.into(),
+                client: client.map(String::from),
+                count,
+            },
+        )])
+    };
+    let err = world.validate_plan(&drop("c", None, 1)).unwrap_err().to_string();
+    assert!(
+        err.contains(
+            "field `node`: only a server (a master, a replica or the resource) drops replies; `c` is a client"
+        ),
+        "{err}"
+    );
+    let err = world
+        .validate_plan(&drop("redis-1", Some("redis-1"), 1))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("field `client`"), "{err}");
+    let err = world
+        .validate_plan(&drop("redis-1", Some("ghost"), 1))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("field `client`: unknown node `ghost` (nodes: redis-1, c)"),
+        "{err}"
+    );
+    let err = world.validate_plan(&drop("redis-1", None, 0)).unwrap_err().to_string();
+    assert!(err.contains("field `count`"), "{err}");
+    world.validate_plan(&drop("redis-1", Some("c"), 2)).unwrap();
+    let err = world.run(&drop("c", Some("c"), 1)).unwrap_err().to_string();
+    assert!(err.contains("drops replies"), "{err}");
+}
+
+#[test]
+fn the_resource_can_lose_a_reply_too_and_the_write_stands() {
+    let mut world = fixed_latency_world(23);
+    world
+        .add_resource("resource", FencingMode::Fenced, ClockSpec::default())
+        .unwrap();
+    let seen: Rc<RefCell<Vec<String>>> = Rc::default();
+    let out = seen.clone();
+    world
+        .add_client("c", ClockSpec::default(), move |node| async move {
+            let timeouts = LinkTimeouts {
+                connect_timeout_ms: 1_000,
+                request_timeout_ms: 200,
+            };
+            let resource = ResourceClient::new(&node, "resource", timeouts);
+            let _ = resource.read("k", None).await.unwrap();
+            sleep_until_true_ms(&node, 100).await;
+            let first = resource.write("k", 1, Some(5)).await;
+            out.borrow_mut()
+                .push(format!("{:?}", first.map_err(|e| e.outcome_unknown())));
+            let read = resource.read("k", None).await;
+            out.borrow_mut().push(format!("{read:?}"));
+        })
+        .unwrap();
+    // No `client`: whichever client's request comes first.
+    let plan = FaultPlan::new(vec![at(
+        50,
+        Fault::DropReply {
+            node: "resource".into(),
+            client: None,
+            count: 1,
+        },
+    )]);
+    world.run(&plan).unwrap();
+    let seen = seen.borrow();
+    assert_eq!(seen[0], "Err(true)", "outcome unknown: {seen:?}");
+    assert_eq!(seen[1], "Ok((Some(1), 1))", "the write was applied: {seen:?}");
+}

@@ -12,35 +12,28 @@
 //! which grant (that is [`stale-write`](super::stale_write)), and writes whose outcome the client
 //! never learned: the resource's own record decides.
 
-use super::{count, witness, CheckResult, Checker, Verdict};
-use lockstep_sim::{Event, EventKind, History};
+use super::{count, witness, CheckResult, Checker, CheckerName, Verdict};
+use crate::history::OpHistory;
+use lockstep_sim::Event;
 use std::collections::{BTreeMap, BTreeSet};
-
-/// This checker's name.
-pub const NAME: &str = "lost-update";
 
 /// Checks that each key's final counter equals its accepted writes; see the [module](self) docs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LostUpdate;
 
 impl Checker for LostUpdate {
-    fn name(&self) -> &'static str {
-        NAME
+    fn name(&self) -> CheckerName {
+        CheckerName::LostUpdate
     }
 
-    fn check(&self, history: &History) -> CheckResult {
+    fn check(&self, history: &OpHistory<'_>) -> CheckResult {
         // resource key -> its accepted writes, in order, with their values.
         let mut writes: BTreeMap<&str, Vec<(&Event, i64)>> = BTreeMap::new();
-        for event in history.events() {
-            if let EventKind::ResourceWrite {
-                key,
-                value,
-                accepted: true,
-                ..
-            } = &event.kind
-            {
-                writes.entry(key.as_str()).or_default().push((event, *value));
-            }
+        for write in history.writes().iter().filter(|w| w.attempt.accepted) {
+            writes
+                .entry(write.attempt.key)
+                .or_default()
+                .push((write.event, write.attempt.value));
         }
 
         let total: usize = writes.values().map(Vec::len).sum();
@@ -97,7 +90,7 @@ impl Checker for LostUpdate {
             }
         };
         CheckResult {
-            checker: NAME.to_string(),
+            checker: CheckerName::LostUpdate.as_str().to_string(),
             verdict,
             explanation,
             witness,
@@ -115,7 +108,7 @@ mod tests {
         let mut b = Builder::new();
         b.acquire(0, 1_000, "client-1", "lock", "a", None);
         b.resource_write(2_000, "client-1", "counter", 1, None, false, 0);
-        let result = LostUpdate.check(&b.build());
+        let result = LostUpdate.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Valid);
         assert_eq!(result.explanation, "no writes");
         assert_eq!(result.checker, "lost-update");
@@ -130,7 +123,7 @@ mod tests {
         }
         // A rejected write with a wrong value does not matter.
         b.write(40_000, "client-2", "counter", 1, None, false, 3);
-        let result = LostUpdate.check(&b.build());
+        let result = LostUpdate.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
         assert_eq!(
             result.explanation,
@@ -145,7 +138,7 @@ mod tests {
         b.write(10_000, "client-2", "counter", 2, None, true, 2);
         let dup = b.write(20_000, "client-3", "counter", 2, None, true, 3);
         b.write(30_000, "client-1", "counter", 3, None, true, 4);
-        let result = LostUpdate.check(&b.build());
+        let result = LostUpdate.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Invalid);
         assert_eq!(seqs(&result), vec![dup]);
         assert_eq!(
@@ -159,7 +152,7 @@ mod tests {
         let mut b = Builder::new();
         b.write(0, "client-1", "counter", 1, None, true, 1);
         let last = b.write(10_000, "client-2", "counter", 5, None, true, 2);
-        let result = LostUpdate.check(&b.build());
+        let result = LostUpdate.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Invalid);
         assert_eq!(seqs(&result), vec![last]);
         assert_eq!(
@@ -174,7 +167,7 @@ mod tests {
         b.write(0, "client-1", "x", 1, None, true, 1);
         b.write(10_000, "client-2", "y", 1, None, true, 1);
         b.write(20_000, "client-2", "x", 2, None, true, 2);
-        let result = LostUpdate.check(&b.build());
+        let result = LostUpdate.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
         assert_eq!(
             result.explanation,
@@ -187,7 +180,7 @@ mod tests {
         let b_dup = b.write(10_000, "client-2", "b", 1, None, true, 2);
         b.write(20_000, "client-1", "a", 0, None, true, 1);
         let a_last = b.write(30_000, "client-2", "a", 7, None, true, 2);
-        let result = LostUpdate.check(&b.build());
+        let result = LostUpdate.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Invalid);
         assert_eq!(seqs(&result), vec![a_last]);
         assert_eq!(
@@ -200,7 +193,7 @@ mod tests {
     #[test]
     fn kleppmann_unfenced_loses_an_update() {
         let (history, story) = kleppmann(false);
-        let result = LostUpdate.check(&history);
+        let result = LostUpdate.check(&OpHistory::new(&history));
         assert_eq!(result.verdict, Verdict::Invalid);
         assert_eq!(seqs(&result), vec![story.c1_write]);
         assert_eq!(
@@ -212,20 +205,20 @@ mod tests {
     #[test]
     fn kleppmann_fenced_loses_nothing() {
         let (history, _) = kleppmann(true);
-        let result = LostUpdate.check(&history);
+        let result = LostUpdate.check(&OpHistory::new(&history));
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
     }
 
     #[test]
     fn malformed_data_and_extreme_values_do_not_panic() {
-        let result = LostUpdate.check(&malformed());
+        let result = LostUpdate.check(&OpHistory::new(&malformed()));
         // Accepted values i64::MIN then i64::MAX: final counter far ahead of 2 writes.
         assert_eq!(result.verdict, Verdict::Invalid);
         assert_eq!(result.witness.len(), 1);
 
         let mut b = Builder::new();
         b.resource_write(0, "c", "k", i64::MIN, None, true, 1);
-        let result = LostUpdate.check(&b.build());
+        let result = LostUpdate.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Invalid);
         assert!(result.explanation.contains("updates lost"), "{}", result.explanation);
     }

@@ -1,34 +1,18 @@
-//! Checkers: judges of a run that read only its history.
+//! Checkers: judges of a run that read only its typed history ([`OpHistory`]).
 //!
 //! Each checker answers [`Verdict::Valid`], [`Verdict::Invalid`] or [`Verdict::Unknown`] (it
 //! cannot decide from this history), with a one-line explanation and, when invalid, a witness: the
 //! events that prove it. Checkers judge the system under test; they never panic on its bugs.
+//!
+//! The registry: every checker has a [`CheckerName`]; [`CheckerName::ALL`] lists them in report
+//! order, [`check_all`] runs them all over one [`OpHistory`]. Adding a checker is one file
+//! implementing [`Checker`] plus one [`CheckerName`] variant.
 
+use crate::history::OpHistory;
 use lockstep_sim::{Event, History};
 use serde::{Deserialize, Serialize};
 
-/// A checker's answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// The property held.
-    Valid,
-    /// The property was violated; the witness proves it.
-    Invalid,
-    /// The history does not decide it.
-    Unknown,
-}
-
-impl Verdict {
-    /// `valid`, `invalid` or `unknown`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Verdict::Valid => "valid",
-            Verdict::Invalid => "invalid",
-            Verdict::Unknown => "unknown",
-        }
-    }
-}
+pub use crate::model::Verdict;
 
 /// One checker's result on one history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,10 +29,10 @@ pub struct CheckResult {
 
 /// A property of histories.
 pub trait Checker {
-    /// The checker's name as used in scenario files and reports (`mutual-exclusion`, ...).
-    fn name(&self) -> &'static str;
+    /// The checker's name.
+    fn name(&self) -> CheckerName;
     /// Judges `history`.
-    fn check(&self, history: &History) -> CheckResult;
+    fn check(&self, history: &OpHistory<'_>) -> CheckResult;
 }
 
 pub mod lost_update;
@@ -61,27 +45,99 @@ pub use mutual_exclusion::MutualExclusion;
 pub use stale_write::StaleWrite;
 pub use token_order::TokenOrder;
 
-/// The checkers' names, in the order [`all`] returns them.
+/// The name of a checker, as used in scenario files and reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckerName {
+    /// `mutual-exclusion`: see [`mutual_exclusion`].
+    MutualExclusion,
+    /// `stale-write`: see [`stale_write`].
+    StaleWrite,
+    /// `lost-update`: see [`lost_update`].
+    LostUpdate,
+    /// `token-order`: see [`token_order`].
+    TokenOrder,
+}
+
+impl CheckerName {
+    /// Every checker, in the order reports list them.
+    pub const ALL: [CheckerName; 4] = [
+        CheckerName::MutualExclusion,
+        CheckerName::StaleWrite,
+        CheckerName::LostUpdate,
+        CheckerName::TokenOrder,
+    ];
+
+    /// `mutual-exclusion`, `stale-write`, `lost-update` or `token-order`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CheckerName::MutualExclusion => "mutual-exclusion",
+            CheckerName::StaleWrite => "stale-write",
+            CheckerName::LostUpdate => "lost-update",
+            CheckerName::TokenOrder => "token-order",
+        }
+    }
+
+    /// The checker itself.
+    pub fn checker(self) -> &'static dyn Checker {
+        match self {
+            CheckerName::MutualExclusion => &MutualExclusion,
+            CheckerName::StaleWrite => &StaleWrite,
+            CheckerName::LostUpdate => &LostUpdate,
+            CheckerName::TokenOrder => &TokenOrder,
+        }
+    }
+}
+
+impl std::fmt::Display for CheckerName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is not a checker's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown checker `{0}` (checkers: mutual-exclusion, stale-write, lost-update, token-order)")]
+pub struct UnknownChecker(pub String);
+
+impl std::str::FromStr for CheckerName {
+    type Err = UnknownChecker;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        CheckerName::ALL
+            .into_iter()
+            .find(|c| c.as_str() == name)
+            .ok_or_else(|| UnknownChecker(name.to_string()))
+    }
+}
+
+/// The checkers' names, in [`CheckerName::ALL`] order.
 pub const NAMES: &[&str] = &[
-    mutual_exclusion::NAME,
-    stale_write::NAME,
-    lost_update::NAME,
-    token_order::NAME,
+    CheckerName::MutualExclusion.as_str(),
+    CheckerName::StaleWrite.as_str(),
+    CheckerName::LostUpdate.as_str(),
+    CheckerName::TokenOrder.as_str(),
 ];
 
+/// Every checker's result on `history`, in [`CheckerName::ALL`] order.
+pub fn check_all(history: &OpHistory<'_>) -> Vec<CheckResult> {
+    CheckerName::ALL.iter().map(|c| c.checker().check(history)).collect()
+}
+
+/// Every checker's result on a raw history (read once into an [`OpHistory`]). Transitional, for
+/// callers that do not hold an [`OpHistory`] yet.
+pub fn check_history(history: &History) -> Vec<CheckResult> {
+    check_all(&OpHistory::new(history))
+}
+
 /// Every checker: `mutual-exclusion`, `stale-write`, `lost-update`, `token-order`, in that order.
-pub fn all() -> Vec<Box<dyn Checker>> {
-    vec![
-        Box::new(MutualExclusion),
-        Box::new(StaleWrite),
-        Box::new(LostUpdate),
-        Box::new(TokenOrder),
-    ]
+pub fn all() -> Vec<&'static dyn Checker> {
+    CheckerName::ALL.iter().map(|c| c.checker()).collect()
 }
 
 /// The checker called `name` (one of [`NAMES`]), if there is one.
-pub fn by_name(name: &str) -> Option<Box<dyn Checker>> {
-    all().into_iter().find(|c| c.name() == name)
+pub fn by_name(name: &str) -> Option<&'static dyn Checker> {
+    name.parse::<CheckerName>().ok().map(CheckerName::checker)
 }
 
 /// A true time as seconds with three decimals (truncated), e.g. `10.502 s`.
@@ -121,334 +177,13 @@ pub(crate) fn witness(events: &[&Event]) -> Vec<Event> {
 
 #[cfg(test)]
 pub(crate) mod testkit {
-    //! Hand-built histories for the checkers' unit tests.
+    //! The history testkit, and what the checkers' tests add to it.
 
-    use crate::ops::{self, AcquireInvoke, Grant, GrantRef, WriteInvoke};
-    use lockstep_sim::{EventKind, History, Phase};
-    use serde_json::{json, Value};
+    pub(crate) use crate::history::testkit::*;
 
     /// The `seq`s of a result's witness.
     pub(crate) fn seqs(result: &super::CheckResult) -> Vec<u64> {
         result.witness.iter().map(|e| e.seq).collect()
-    }
-
-    /// Builds a history event by event; times are true microseconds.
-    #[derive(Default)]
-    pub(crate) struct Builder {
-        pub(crate) history: History,
-    }
-
-    impl Builder {
-        pub(crate) fn new() -> Self {
-            Self::default()
-        }
-
-        /// Appends an `Op` event and returns its seq.
-        pub(crate) fn op(&mut self, at_us: u64, node: &str, id: u64, phase: Phase, op: &str, data: Value) -> u64 {
-            let wall_ms = 1_700_000_000_000 + (at_us / 1_000) as i64;
-            self.history.push(
-                at_us,
-                node,
-                wall_ms,
-                (at_us / 1_000) as i64,
-                EventKind::Op {
-                    id,
-                    phase,
-                    op: op.to_string(),
-                    data,
-                },
-            )
-        }
-
-        /// A fresh op id.
-        pub(crate) fn id(&mut self) -> u64 {
-            self.history.next_op_id()
-        }
-
-        /// An acquire invoke at `invoke_us` and its ok at `ok_us`; returns the ok's seq.
-        pub(crate) fn acquire(
-            &mut self,
-            invoke_us: u64,
-            ok_us: u64,
-            node: &str,
-            key: &str,
-            value: &str,
-            token: Option<u64>,
-        ) -> u64 {
-            let id = self.id();
-            let invoke = AcquireInvoke {
-                key: key.to_string(),
-                ttl_ms: 10_000,
-            };
-            self.op(
-                invoke_us,
-                node,
-                id,
-                Phase::Invoke,
-                ops::names::ACQUIRE,
-                ops::to_data(&invoke),
-            );
-            let grant = Grant {
-                key: key.to_string(),
-                value: value.to_string(),
-                fencing_token: token,
-                validity_ms: 9_990,
-            };
-            self.op(ok_us, node, id, Phase::Ok, ops::names::ACQUIRE, ops::to_data(&grant))
-        }
-
-        /// An acquire invoke alone; returns its seq.
-        pub(crate) fn acquire_invoke(&mut self, at_us: u64, node: &str, key: &str) -> u64 {
-            let id = self.id();
-            let invoke = AcquireInvoke {
-                key: key.to_string(),
-                ttl_ms: 10_000,
-            };
-            self.op(
-                at_us,
-                node,
-                id,
-                Phase::Invoke,
-                ops::names::ACQUIRE,
-                ops::to_data(&invoke),
-            )
-        }
-
-        /// A release invoke at `invoke_us` and its ok at `ok_us`; returns the invoke's seq.
-        pub(crate) fn release(
-            &mut self,
-            invoke_us: u64,
-            ok_us: u64,
-            node: &str,
-            key: &str,
-            value: &str,
-            token: Option<u64>,
-        ) -> u64 {
-            let id = self.id();
-            let grant = GrantRef {
-                key: key.to_string(),
-                value: value.to_string(),
-                fencing_token: token,
-            };
-            let seq = self.op(
-                invoke_us,
-                node,
-                id,
-                Phase::Invoke,
-                ops::names::RELEASE,
-                ops::to_data(&grant),
-            );
-            self.op(
-                ok_us,
-                node,
-                id,
-                Phase::Ok,
-                ops::names::RELEASE,
-                json!({ "released": true }),
-            );
-            seq
-        }
-
-        /// A write invoke; returns its seq (the caller adds the resource event and completion).
-        pub(crate) fn write_invoke(
-            &mut self,
-            at_us: u64,
-            node: &str,
-            key: &str,
-            value: i64,
-            token: Option<u64>,
-        ) -> u64 {
-            let id = self.id();
-            let write = WriteInvoke {
-                key: key.to_string(),
-                value,
-                fencing_token: token,
-            };
-            self.op(at_us, node, id, Phase::Invoke, ops::names::WRITE, ops::to_data(&write))
-        }
-
-        /// A write attempt seen by the resource; returns its seq.
-        #[allow(clippy::too_many_arguments)]
-        pub(crate) fn resource_write(
-            &mut self,
-            at_us: u64,
-            client: &str,
-            key: &str,
-            value: i64,
-            token: Option<u64>,
-            accepted: bool,
-            version: u64,
-        ) -> u64 {
-            self.history.push(
-                at_us,
-                "resource",
-                1_700_000_000_000 + (at_us / 1_000) as i64,
-                (at_us / 1_000) as i64,
-                EventKind::ResourceWrite {
-                    client: client.to_string(),
-                    key: key.to_string(),
-                    value,
-                    token,
-                    accepted,
-                    version,
-                    highest_token_before: None,
-                },
-            )
-        }
-
-        /// A whole write: invoke, resource event, completion. Returns the resource event's seq.
-        #[allow(clippy::too_many_arguments)]
-        pub(crate) fn write(
-            &mut self,
-            at_us: u64,
-            node: &str,
-            key: &str,
-            value: i64,
-            token: Option<u64>,
-            accepted: bool,
-            version: u64,
-        ) -> u64 {
-            let id = self.id();
-            let write = WriteInvoke {
-                key: key.to_string(),
-                value,
-                fencing_token: token,
-            };
-            self.op(at_us, node, id, Phase::Invoke, ops::names::WRITE, ops::to_data(&write));
-            let seq = self.resource_write(at_us + 1_000, node, key, value, token, accepted, version);
-            if accepted {
-                self.op(
-                    at_us + 2_000,
-                    node,
-                    id,
-                    Phase::Ok,
-                    ops::names::WRITE,
-                    json!({ "version": version }),
-                );
-            } else {
-                self.op(
-                    at_us + 2_000,
-                    node,
-                    id,
-                    Phase::Fail,
-                    ops::names::WRITE,
-                    json!({ "error": "stale token" }),
-                );
-            }
-            seq
-        }
-
-        pub(crate) fn build(self) -> History {
-            self.history
-        }
-    }
-
-    /// The seqs of the events that matter in [`kleppmann`].
-    #[derive(Debug, Clone, Copy)]
-    pub(crate) struct Story {
-        /// client-1's acquire ok (token 1, at 0.002 s).
-        pub(crate) c1_acquired: u64,
-        /// client-2's acquire ok (token 2, at 10.502 s).
-        pub(crate) c2_acquired: u64,
-        /// The resource accepting client-2's write of 1 (10.601 s).
-        pub(crate) c2_write: u64,
-        /// client-2's release invoke (10.700 s).
-        pub(crate) c2_release: u64,
-        /// The resource seeing client-1's late write of 1 (17.001 s).
-        pub(crate) c1_write: u64,
-        /// client-1's release invoke after its pause (17.100 s).
-        pub(crate) c1_release: u64,
-    }
-
-    /// Kleppmann's pause story: client-1 takes the lock (token 1) and freezes; its lease runs out,
-    /// client-2 takes the lock (token 2) at 10.5 s, reads nothing, writes 1 (accepted) and
-    /// releases; client-1 wakes at 17 s and writes its own 1. With `fenced`, the resource rejects
-    /// client-1's write (token 1 < 2); without, it accepts it.
-    pub(crate) fn kleppmann(fenced: bool) -> (History, Story) {
-        let mut b = Builder::new();
-        let c1_acquired = b.acquire(0, 2_000, "client-1", "lock", "g1", Some(1));
-        let id = b.id();
-        b.op(
-            3_000,
-            "client-1",
-            id,
-            Phase::Invoke,
-            ops::names::READ,
-            json!({ "key": "counter" }),
-        );
-        b.op(
-            4_000,
-            "client-1",
-            id,
-            Phase::Ok,
-            ops::names::READ,
-            json!({ "value": null, "version": 0 }),
-        );
-        let c2_acquired = b.acquire(10_500_000, 10_502_000, "client-2", "lock", "g2", Some(2));
-        let id = b.id();
-        b.op(
-            10_550_000,
-            "client-2",
-            id,
-            Phase::Invoke,
-            ops::names::READ,
-            json!({ "key": "counter" }),
-        );
-        b.op(
-            10_551_000,
-            "client-2",
-            id,
-            Phase::Ok,
-            ops::names::READ,
-            json!({ "value": null, "version": 0 }),
-        );
-        let c2_write = b.write(10_600_000, "client-2", "counter", 1, Some(2), true, 1);
-        let c2_release = b.release(10_700_000, 10_701_000, "client-2", "lock", "g2", Some(2));
-        let c1_write = b.write(17_000_000, "client-1", "counter", 1, Some(1), !fenced, 2);
-        let c1_release = b.release(17_100_000, 17_101_000, "client-1", "lock", "g1", Some(1));
-        (
-            b.build(),
-            Story {
-                c1_acquired,
-                c2_acquired,
-                c2_write,
-                c2_release,
-                c1_write,
-                c1_release,
-            },
-        )
-    }
-
-    /// A history full of op data that decodes as nothing the checkers expect.
-    pub(crate) fn malformed() -> History {
-        let mut b = Builder::new();
-        let junk = [
-            Value::Null,
-            json!("acquire"),
-            json!(42),
-            json!([1, 2, 3]),
-            json!({ "key": 5, "value": [], "fencing_token": -1 }),
-            json!({ "key": "lock" }),
-            json!({ "key": "lock", "value": "g", "fencing_token": "seven", "validity_ms": 1 }),
-            json!({ "key": "counter", "value": 1.5, "fencing_token": null }),
-        ];
-        let mut t = 0;
-        for data in junk.iter() {
-            for op in ["acquire", "release", "extend", "write", "read", "abort", "", "???"] {
-                for phase in [Phase::Invoke, Phase::Ok, Phase::Fail, Phase::Info] {
-                    let id = b.id();
-                    b.op(t, "client-1", id, phase, op, data.clone());
-                    t += 1;
-                }
-            }
-        }
-        // Resource writes nobody invoked, with extreme values.
-        b.resource_write(t, "client-9", "counter", i64::MIN, Some(u64::MAX), true, u64::MAX);
-        b.resource_write(t, "client-9", "counter", i64::MAX, None, true, 0);
-        b.resource_write(t, "", "", 0, Some(0), false, 0);
-        // One good grant after the junk, with an extreme token.
-        b.acquire(t + 1, t + 2, "client-2", "lock", "g", Some(u64::MAX));
-        b.build()
     }
 }
 
@@ -458,28 +193,41 @@ mod tests {
 
     #[test]
     fn registry_names_match_checkers() {
-        let names: Vec<&str> = all().iter().map(|c| c.name()).collect();
+        let names: Vec<&str> = all().iter().map(|c| c.name().as_str()).collect();
         assert_eq!(names, ["mutual-exclusion", "stale-write", "lost-update", "token-order"]);
         assert_eq!(names, NAMES);
         for name in NAMES {
-            assert_eq!(by_name(name).map(|c| c.name()), Some(*name));
+            assert_eq!(by_name(name).map(|c| c.name().as_str()), Some(*name));
+            let typed: CheckerName = name.parse().expect("a checker's name");
+            assert_eq!(typed.as_str(), *name);
+            assert_eq!(typed.to_string(), *name);
+            assert_eq!(serde_json::to_value(typed).unwrap(), serde_json::json!(name));
         }
         assert!(by_name("linearizable").is_none());
+        assert_eq!(
+            "linearizable".parse::<CheckerName>(),
+            Err(UnknownChecker("linearizable".to_string()))
+        );
+        assert_eq!(CheckerName::ALL.map(CheckerName::as_str), *NAMES);
     }
 
     #[test]
     fn every_checker_names_itself_in_its_result() {
-        let history = testkit::kleppmann(false).0;
+        let raw = testkit::kleppmann(false).0;
+        let history = OpHistory::new(&raw);
         for checker in all() {
-            assert_eq!(checker.check(&history).checker, checker.name());
+            assert_eq!(checker.check(&history).checker, checker.name().as_str());
         }
+        let names: Vec<String> = check_all(&history).into_iter().map(|r| r.checker).collect();
+        assert_eq!(names, NAMES);
+        assert_eq!(check_history(&raw), check_all(&history));
     }
 
     #[test]
     fn the_kleppmann_story_verdicts() {
         let verdicts = |fenced| -> Vec<Verdict> {
             let history = testkit::kleppmann(fenced).0;
-            all().iter().map(|c| c.check(&history).verdict).collect()
+            check_all(&OpHistory::new(&history)).iter().map(|r| r.verdict).collect()
         };
         use Verdict::*;
         assert_eq!(verdicts(false), [Invalid, Invalid, Invalid, Valid]);
@@ -581,7 +329,8 @@ mod tests {
                 let id = next(10);
                 b.op(t, node, id, phase, op, data);
             }
-            let history = b.build();
+            let raw = b.build();
+            let history = OpHistory::new(&raw);
             for checker in all() {
                 let result = checker.check(&history);
                 let seqs: Vec<u64> = result.witness.iter().map(|e| e.seq).collect();
@@ -590,12 +339,12 @@ mod tests {
                 seen.insert((checker.name(), result.verdict));
             }
         }
-        for name in NAMES {
+        for name in CheckerName::ALL {
             assert!(
-                seen.contains(&(*name, Verdict::Invalid)),
+                seen.contains(&(name, Verdict::Invalid)),
                 "{name} never invalid: {seen:?}"
             );
-            assert!(seen.contains(&(*name, Verdict::Valid)), "{name} never valid: {seen:?}");
+            assert!(seen.contains(&(name, Verdict::Valid)), "{name} never valid: {seen:?}");
         }
     }
 

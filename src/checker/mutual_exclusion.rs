@@ -17,119 +17,36 @@
 //! that is exactly the paused client of the Kleppmann story), acquires with an unknown outcome
 //! (`info`: the client does not act as a holder), `extend`, and whether anyone actually touched the
 //! resource while overlapping (that is [`stale-write`](super::stale_write) and
-//! [`lost-update`](super::lost_update)). Ops whose data does not decode are skipped.
+//! [`lost-update`](super::lost_update)). Ops whose data does not decode play no part (the
+//! history reader lists them as anomalies). The holds are the [`OpHistory`]'s.
 
-use super::{count, seconds, token_text, witness, CheckResult, Checker, Verdict};
-use crate::ops::{names, AcquireInvoke, Grant, GrantRef, OpView};
-use lockstep_sim::{Event, History, Phase};
+use super::{count, seconds, token_text, witness, CheckResult, Checker, CheckerName, Verdict};
+use crate::history::{Hold, OpHistory};
 use std::collections::BTreeMap;
-
-/// This checker's name.
-pub const NAME: &str = "mutual-exclusion";
 
 /// Checks that no two clients hold the same lock key at once; see the [module](self) docs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MutualExclusion;
 
-/// What ended a client's stay inside the critical section.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum EndKind {
-    /// The release invoke of the grant.
-    Release,
-    /// An abort of the grant.
-    Abort,
-    /// The client's next acquire on the same key (or another acquire ok arrived first).
-    NextAcquire,
-}
-
-/// One client's stay inside the critical section under one grant.
-#[derive(Debug)]
-struct Hold<'a> {
-    process: &'a str,
-    grant: Grant,
-    /// The acquire ok.
-    ok: &'a Event,
-    /// The event that ended it (`None`: still open at the end of the history).
-    end: Option<(&'a Event, EndKind)>,
-}
-
-impl Hold<'_> {
-    /// The first position at which the client is no longer inside.
-    fn end_seq(&self) -> u64 {
-        self.end.map_or(u64::MAX, |(e, _)| e.seq)
-    }
-
-    fn describe(&self) -> String {
-        format!(
-            "{} (grant {}, {})",
-            self.process,
-            super::grant_text(&self.grant.value),
-            token_text(self.grant.fencing_token)
-        )
-    }
-}
-
-/// Every hold in the history, in order of their acquire oks.
-fn holds(history: &History) -> Vec<Hold<'_>> {
-    let mut holds: Vec<Hold<'_>> = Vec::new();
-    // (process, key) -> index of its open hold.
-    let mut open: BTreeMap<(&str, String), usize> = BTreeMap::new();
-    for event in history.events() {
-        let Some(op) = OpView::of(event) else { continue };
-        let process = op.process();
-        match (op.op, op.phase) {
-            (names::ACQUIRE, Phase::Invoke) => {
-                let Some(invoke) = op.decode::<AcquireInvoke>() else {
-                    continue;
-                };
-                if let Some(i) = open.remove(&(process, invoke.key)) {
-                    holds[i].end = Some((event, EndKind::NextAcquire));
-                }
-            }
-            (names::ACQUIRE, Phase::Ok) => {
-                let Some(grant) = op.decode::<Grant>() else { continue };
-                // A grant without an acquire invoke in between (malformed invoke data) still ends
-                // the one before it.
-                if let Some(i) = open.insert((process, grant.key.clone()), holds.len()) {
-                    holds[i].end = Some((event, EndKind::NextAcquire));
-                }
-                holds.push(Hold {
-                    process,
-                    grant,
-                    ok: event,
-                    end: None,
-                });
-            }
-            (names::RELEASE, Phase::Invoke) | (names::ABORT, _) => {
-                let Some(grant) = op.decode::<GrantRef>() else { continue };
-                let slot = (process, grant.key);
-                let Some(&i) = open.get(&slot) else { continue };
-                if holds[i].grant.value != grant.value {
-                    continue;
-                }
-                let kind = if op.op == names::RELEASE {
-                    EndKind::Release
-                } else {
-                    EndKind::Abort
-                };
-                holds[i].end = Some((event, kind));
-                open.remove(&slot);
-            }
-            _ => {}
-        }
-    }
-    holds
+/// `client-1 (grant abc, token 1)`.
+fn describe(hold: &Hold<'_>) -> String {
+    format!(
+        "{} (grant {}, {})",
+        hold.process,
+        super::grant_text(&hold.grant.value),
+        token_text(hold.grant.fencing_token)
+    )
 }
 
 impl Checker for MutualExclusion {
-    fn name(&self) -> &'static str {
-        NAME
+    fn name(&self) -> CheckerName {
+        CheckerName::MutualExclusion
     }
 
-    fn check(&self, history: &History) -> CheckResult {
-        let holds = holds(history);
+    fn check(&self, history: &OpHistory<'_>) -> CheckResult {
+        let holds = history.holds();
         let mut by_key: BTreeMap<&str, Vec<&Hold<'_>>> = BTreeMap::new();
-        for hold in &holds {
+        for hold in holds {
             by_key.entry(hold.grant.key.as_str()).or_default().push(hold);
         }
 
@@ -141,9 +58,10 @@ impl Checker for MutualExclusion {
                 let a_end = a.end_seq();
                 // Holds are in acquire-ok order, so the later ones that start before `a` ends are
                 // a prefix of the rest.
-                for b in key_holds[i + 1..].iter().take_while(|b| b.ok.seq < a_end) {
+                for b in key_holds[i + 1..].iter().take_while(|b| b.granted.seq < a_end) {
                     overlaps += 1;
-                    let earlier = first.is_none_or(|(fa, fb)| (b.ok.seq, a.ok.seq) < (fb.ok.seq, fa.ok.seq));
+                    let earlier =
+                        first.is_none_or(|(fa, fb)| (b.granted.seq, a.granted.seq) < (fb.granted.seq, fa.granted.seq));
                     if earlier {
                         first = Some((a, b));
                     }
@@ -166,21 +84,25 @@ impl Checker for MutualExclusion {
                 // The overlap runs from b's grant to whichever of the two ends first.
                 let until = match (a.end, b.end) {
                     (None, None) => "the end of the history (still held)".to_string(),
-                    (Some((e, _)), None) | (None, Some((e, _))) => seconds(e.at_us),
-                    (Some((ea, _)), Some((eb, _))) => seconds(if ea.seq < eb.seq { ea.at_us } else { eb.at_us }),
+                    (Some(e), None) | (None, Some(e)) => seconds(e.event.at_us),
+                    (Some(ea), Some(eb)) => seconds(if ea.event.seq < eb.event.seq {
+                        ea.event.at_us
+                    } else {
+                        eb.event.at_us
+                    }),
                 };
-                let mut events = vec![a.ok, b.ok];
-                if let Some((end, EndKind::Release | EndKind::Abort)) = a.end {
-                    events.push(end);
+                let mut events = vec![a.granted, b.granted];
+                if let Some(end) = a.end.filter(|_| a.given_up()) {
+                    events.push(end.event);
                 }
                 (
                     Verdict::Invalid,
                     format!(
                         "{} and {} both held {:?} from {} to {}; {} among {}",
-                        a.describe(),
-                        b.describe(),
+                        describe(a),
+                        describe(b),
                         a.grant.key,
-                        seconds(b.ok.at_us),
+                        seconds(b.granted.at_us),
                         until,
                         count(overlaps, "overlap", "overlaps"),
                         count(holds.len(), "grant", "grants"),
@@ -190,7 +112,7 @@ impl Checker for MutualExclusion {
             }
         };
         CheckResult {
-            checker: NAME.to_string(),
+            checker: CheckerName::MutualExclusion.as_str().to_string(),
             verdict,
             explanation,
             witness,
@@ -202,11 +124,12 @@ impl Checker for MutualExclusion {
 mod tests {
     use super::*;
     use crate::checker::testkit::{kleppmann, malformed, seqs, Builder};
-    use crate::ops::{self, GrantRef};
+    use crate::ops::{self, names, GrantRef};
+    use lockstep_sim::{History, Phase};
 
     #[test]
     fn empty_history_has_no_grants() {
-        let result = MutualExclusion.check(&History::new());
+        let result = MutualExclusion.check(&OpHistory::new(&History::new()));
         assert_eq!(result.verdict, Verdict::Valid);
         assert_eq!(result.explanation, "no grants");
         assert_eq!(result.checker, "mutual-exclusion");
@@ -223,7 +146,7 @@ mod tests {
         b.release(8_000, 9_000, "client-2", "lock", "b", Some(2));
         // client-1 again, never released: open until the end, but alone.
         b.acquire(10_000, 11_000, "client-1", "lock", "c", Some(3));
-        let result = MutualExclusion.check(&b.build());
+        let result = MutualExclusion.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
         assert_eq!(result.explanation, "no overlap among 3 grants on 1 key");
         assert!(result.witness.is_empty());
@@ -236,7 +159,7 @@ mod tests {
         b.acquire(0, 1_000, "client-1", "lock", "a", None);
         b.release(5_000, 5_000, "client-1", "lock", "a", None);
         b.acquire(5_000, 5_000, "client-2", "lock", "b", None);
-        let result = MutualExclusion.check(&b.build());
+        let result = MutualExclusion.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
     }
 
@@ -247,7 +170,7 @@ mod tests {
         let b_ok = b.acquire(10_000_000, 10_502_000, "client-2", "lock", "def", Some(2));
         let b_rel = b.release(12_000_000, 12_001_000, "client-2", "lock", "def", Some(2));
         let a_rel = b.release(17_001_000, 17_002_000, "client-1", "lock", "abc", Some(1));
-        let result = MutualExclusion.check(&b.build());
+        let result = MutualExclusion.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Invalid);
         assert_eq!(seqs(&result), vec![a_ok, b_ok, a_rel]);
         assert_eq!(
@@ -266,7 +189,7 @@ mod tests {
         b.acquire(4_000, 5_000, "client-3", "lock", "c", None);
         let rel = b.release(6_000, 7_000, "client-1", "lock", "a", None);
         // No releases for client-2 and client-3: open until the end.
-        let result = MutualExclusion.check(&b.build());
+        let result = MutualExclusion.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Invalid);
         assert_eq!(seqs(&result), vec![one, two, rel]);
         assert_eq!(
@@ -281,7 +204,7 @@ mod tests {
         let mut b = Builder::new();
         let one = b.acquire(0, 1_000, "client-1", "lock", "a", None);
         let two = b.acquire(2_000, 3_000, "client-2", "lock", "b", None);
-        let result = MutualExclusion.check(&b.build());
+        let result = MutualExclusion.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Invalid);
         assert_eq!(seqs(&result), vec![one, two]);
         assert!(
@@ -309,7 +232,7 @@ mod tests {
             serde_json::json!({ "error": "taken" }),
         );
         b.acquire(3_000, 4_000, "client-2", "lock", "b", None);
-        let result = MutualExclusion.check(&b.build());
+        let result = MutualExclusion.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
     }
 
@@ -325,7 +248,7 @@ mod tests {
         };
         b.op(2_000, "client-1", id, Phase::Info, names::ABORT, ops::to_data(&grant));
         b.acquire(3_000, 4_000, "client-2", "lock", "b", Some(2));
-        let result = MutualExclusion.check(&b.build());
+        let result = MutualExclusion.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
     }
 
@@ -337,7 +260,7 @@ mod tests {
         b.release(2_000, 2_500, "client-1", "lock", "zzz", None);
         let two = b.acquire(3_000, 4_000, "client-2", "lock", "b", None);
         let rel = b.release(5_000, 6_000, "client-1", "lock", "a", None);
-        let result = MutualExclusion.check(&b.build());
+        let result = MutualExclusion.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Invalid);
         assert_eq!(seqs(&result), vec![one, two, rel]);
     }
@@ -349,7 +272,7 @@ mod tests {
         b.acquire(2_000, 3_000, "client-2", "lock-b", "b", Some(1));
         b.release(4_000, 5_000, "client-1", "lock-a", "a", Some(1));
         b.release(6_000, 7_000, "client-2", "lock-b", "b", Some(1));
-        let result = MutualExclusion.check(&b.build());
+        let result = MutualExclusion.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
         assert_eq!(result.explanation, "no overlap among 2 grants on 2 keys");
     }
@@ -358,7 +281,7 @@ mod tests {
     fn kleppmann_pause_is_a_violation_fenced_or_not() {
         for fenced in [false, true] {
             let (history, story) = kleppmann(fenced);
-            let result = MutualExclusion.check(&history);
+            let result = MutualExclusion.check(&OpHistory::new(&history));
             assert_eq!(result.verdict, Verdict::Invalid, "fenced: {fenced}");
             assert_eq!(
                 seqs(&result),
@@ -375,7 +298,7 @@ mod tests {
 
     #[test]
     fn malformed_data_does_not_panic() {
-        let result = MutualExclusion.check(&malformed());
+        let result = MutualExclusion.check(&OpHistory::new(&malformed()));
         // Only the one good grant counts.
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
         assert_eq!(result.explanation, "no overlap among 1 grant on 1 key");

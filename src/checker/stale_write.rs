@@ -13,33 +13,22 @@
 //! matching invoke, or no grant before it: ignored, but if any exist and no violation is found the
 //! verdict is unknown rather than valid), whether the grant was still held when the write was sent
 //! (that is [`mutual-exclusion`](super::mutual_exclusion)), and the written values (that is
-//! [`lost-update`](super::lost_update)). Ops whose data does not decode are skipped.
+//! [`lost-update`](super::lost_update)). Ops whose data does not decode play no part (the
+//! history reader lists them as anomalies). The attribution is the [`OpHistory`]'s.
 
-use super::{count, seconds, token_text, witness, CheckResult, Checker, Verdict};
-use crate::ops::{names, Grant, OpView, WriteInvoke};
-use lockstep_sim::{Event, EventKind, History, Phase};
+use super::{count, seconds, token_text, witness, CheckResult, Checker, CheckerName, Verdict};
+use crate::history::{OpHistory, WriteRecord};
 use std::collections::BTreeMap;
-
-/// This checker's name.
-pub const NAME: &str = "stale-write";
 
 /// Checks that accepted writes follow grant order; see the [module](self) docs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StaleWrite;
 
-/// A grant: its acquire ok (whose position orders grants) and what it granted.
-struct Granted<'a> {
-    ok: &'a Event,
-    process: &'a str,
-    grant: Grant,
-}
-
-/// An accepted write attributed to a grant (an index into the grants, which are in grant order).
+/// An accepted write attributed to a grant (an index into the holds, which are in grant order).
 #[derive(Clone, Copy)]
 struct Attributed<'a> {
     grant: usize,
-    write: &'a Event,
-    value: i64,
+    write: &'a WriteRecord<'a>,
 }
 
 /// The first stale write found: the earlier accepted write with the later grant, then the stale
@@ -47,80 +36,33 @@ struct Attributed<'a> {
 type Stale<'a> = (Attributed<'a>, Attributed<'a>);
 
 impl Checker for StaleWrite {
-    fn name(&self) -> &'static str {
-        NAME
+    fn name(&self) -> CheckerName {
+        CheckerName::StaleWrite
     }
 
-    fn check(&self, history: &History) -> CheckResult {
-        let mut grants: Vec<Granted<'_>> = Vec::new();
-        // process -> its latest grant.
-        let mut latest_grant: BTreeMap<&str, usize> = BTreeMap::new();
-        // process -> its write invokes so far, each with the process's grant at the time.
-        let mut invokes: BTreeMap<&str, Vec<(WriteInvoke, Option<usize>)>> = BTreeMap::new();
+    fn check(&self, history: &OpHistory<'_>) -> CheckResult {
+        let grants = history.holds();
         // resource key -> the accepted write with the latest grant so far.
         let mut newest: BTreeMap<&str, Attributed<'_>> = BTreeMap::new();
 
         let (mut accepted, mut unattributed, mut stale) = (0usize, 0usize, 0usize);
         let mut first: Option<Stale<'_>> = None;
 
-        for event in history.events() {
-            if let Some(op) = OpView::of(event) {
-                match (op.op, op.phase) {
-                    (names::ACQUIRE, Phase::Ok) => {
-                        let Some(grant) = op.decode::<Grant>() else { continue };
-                        latest_grant.insert(op.process(), grants.len());
-                        grants.push(Granted {
-                            ok: event,
-                            process: op.process(),
-                            grant,
-                        });
-                    }
-                    (names::WRITE, Phase::Invoke) => {
-                        let Some(write) = op.decode::<WriteInvoke>() else {
-                            continue;
-                        };
-                        let grant = latest_grant.get(op.process()).copied();
-                        invokes.entry(op.process()).or_default().push((write, grant));
-                    }
-                    _ => {}
-                }
-                continue;
-            }
-            let EventKind::ResourceWrite {
-                client,
-                key,
-                value,
-                token,
-                accepted: true,
-                ..
-            } = &event.kind
-            else {
-                continue;
-            };
+        for write in history.writes().iter().filter(|w| w.attempt.accepted) {
             accepted += 1;
-            let grant = invokes.get(client.as_str()).and_then(|list| {
-                list.iter()
-                    .rev()
-                    .find(|(w, _)| w.key == *key && w.value == *value && w.fencing_token == *token)
-                    .and_then(|(_, grant)| *grant)
-            });
-            let Some(grant) = grant else {
+            let Some(grant) = write.grant else {
                 unattributed += 1;
                 continue;
             };
-            let this = Attributed {
-                grant,
-                write: event,
-                value: *value,
-            };
-            match newest.get(key.as_str()) {
+            let this = Attributed { grant, write };
+            match newest.get(write.attempt.key) {
                 Some(prev) if grant < prev.grant => {
                     stale += 1;
                     first.get_or_insert((*prev, this));
                 }
                 Some(prev) if grant == prev.grant => {}
                 _ => {
-                    newest.insert(key.as_str(), this);
+                    newest.insert(write.attempt.key, this);
                 }
             }
         }
@@ -139,22 +81,24 @@ impl Checker for StaleWrite {
         let (verdict, explanation, witness) = if let Some((later, older)) = first {
             let (older_process, older_grant) = describe(&older);
             let (later_process, later_grant) = describe(&later);
-            let key = match &older.write.kind {
-                EventKind::ResourceWrite { key, .. } => key.as_str(),
-                _ => "",
-            };
+            let key = older.write.attempt.key;
             (
                 Verdict::Invalid,
                 format!(
                     "{older_process}'s write of {} to {key:?} ({older_grant}) was accepted at {} after \
                      {later_process}'s write of {} under a later grant ({later_grant}) at {}; {} in all",
-                    older.value,
-                    seconds(older.write.at_us),
-                    later.value,
-                    seconds(later.write.at_us),
+                    older.write.attempt.value,
+                    seconds(older.write.event.at_us),
+                    later.write.attempt.value,
+                    seconds(later.write.event.at_us),
                     count(stale, "stale write", "stale writes"),
                 ),
-                witness(&[grants[older.grant].ok, grants[later.grant].ok, later.write, older.write]),
+                witness(&[
+                    grants[older.grant].granted,
+                    grants[later.grant].granted,
+                    later.write.event,
+                    older.write.event,
+                ]),
             )
         } else if unattributed > 0 {
             (
@@ -180,7 +124,7 @@ impl Checker for StaleWrite {
             )
         };
         CheckResult {
-            checker: NAME.to_string(),
+            checker: CheckerName::StaleWrite.as_str().to_string(),
             verdict,
             explanation,
             witness,
@@ -199,7 +143,7 @@ mod tests {
         b.acquire(0, 1_000, "client-1", "lock", "a", Some(1));
         // A rejected write does not count.
         b.write(2_000, "client-1", "counter", 1, Some(1), false, 0);
-        let result = StaleWrite.check(&b.build());
+        let result = StaleWrite.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Valid);
         assert_eq!(result.explanation, "no accepted writes");
         assert_eq!(result.checker, "stale-write");
@@ -215,7 +159,7 @@ mod tests {
         b.acquire(10_000, 11_000, "client-2", "lock", "b", Some(2));
         b.write(12_000, "client-2", "counter", 3, Some(2), true, 3);
         b.release(19_000, 19_500, "client-2", "lock", "b", Some(2));
-        let result = StaleWrite.check(&b.build());
+        let result = StaleWrite.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
         assert_eq!(result.explanation, "3 accepted writes to 1 key followed grant order");
     }
@@ -229,7 +173,7 @@ mod tests {
         let a_write = b.write(8_000, "client-1", "counter", 1, None, true, 2);
         // A second stale write, counted but not the witness.
         b.write(12_000, "client-1", "counter", 2, None, true, 3);
-        let result = StaleWrite.check(&b.build());
+        let result = StaleWrite.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Invalid);
         assert_eq!(seqs(&result), vec![a_ok, b_ok, b_write, a_write]);
         assert_eq!(
@@ -248,7 +192,7 @@ mod tests {
         b.write(6_000, "client-1", "counter", 1, None, true, 1);
         let w3 = b.write(10_000, "client-3", "counter", 2, None, true, 2);
         let w2 = b.write(14_000, "client-2", "counter", 3, None, true, 3);
-        let result = StaleWrite.check(&b.build());
+        let result = StaleWrite.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Invalid);
         assert_eq!(seqs(&result), vec![two, three, w3, w2]);
     }
@@ -264,7 +208,7 @@ mod tests {
         b.resource_write(7_000, "client-1", "counter", 4, Some(1), true, 3);
         // A write invoke with no grant before it.
         b.write(8_000, "client-3", "counter", 5, None, true, 4);
-        let result = StaleWrite.check(&b.build());
+        let result = StaleWrite.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Unknown);
         assert_eq!(
             result.explanation,
@@ -281,7 +225,7 @@ mod tests {
         b.acquire(2_000, 3_000, "client-2", "lock", "b", None);
         b.write(4_000, "client-2", "counter", 1, None, true, 2);
         b.write(8_000, "client-1", "counter", 1, None, true, 3);
-        let result = StaleWrite.check(&b.build());
+        let result = StaleWrite.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Invalid);
     }
 
@@ -297,7 +241,7 @@ mod tests {
         b.release(9_000, 9_500, "client-2", "lock", "b", None);
         b.acquire(10_000, 11_000, "client-1", "lock", "c", None);
         b.write(12_000, "client-1", "counter", 1, None, true, 2);
-        let result = StaleWrite.check(&b.build());
+        let result = StaleWrite.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
     }
 
@@ -308,7 +252,7 @@ mod tests {
         b.acquire(2_000, 3_000, "client-2", "lock", "b", Some(2));
         b.write(4_000, "client-2", "x", 1, Some(2), true, 1);
         b.write(8_000, "client-1", "y", 1, Some(1), true, 1);
-        let result = StaleWrite.check(&b.build());
+        let result = StaleWrite.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
         assert_eq!(result.explanation, "2 accepted writes to 2 keys followed grant order");
     }
@@ -316,7 +260,7 @@ mod tests {
     #[test]
     fn kleppmann_unfenced_is_a_stale_write() {
         let (history, story) = kleppmann(false);
-        let result = StaleWrite.check(&history);
+        let result = StaleWrite.check(&OpHistory::new(&history));
         assert_eq!(result.verdict, Verdict::Invalid);
         assert_eq!(
             seqs(&result),
@@ -332,14 +276,14 @@ mod tests {
     #[test]
     fn kleppmann_fenced_is_valid() {
         let (history, _) = kleppmann(true);
-        let result = StaleWrite.check(&history);
+        let result = StaleWrite.check(&OpHistory::new(&history));
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
         assert_eq!(result.explanation, "1 accepted write to 1 key followed grant order");
     }
 
     #[test]
     fn malformed_data_does_not_panic() {
-        let result = StaleWrite.check(&malformed());
+        let result = StaleWrite.check(&OpHistory::new(&malformed()));
         // The two accepted writes nobody invoked cannot be attributed.
         assert_eq!(result.verdict, Verdict::Unknown, "{}", result.explanation);
         assert!(

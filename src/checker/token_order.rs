@@ -1,7 +1,7 @@
 //! `token-order`: fencing tokens are unique and strictly increase in grant order, per lock key.
 //!
-//! Every `acquire` `ok` whose [`Grant`] carries a fencing token issues that token for the grant's
-//! key; grants are ordered by their position (`seq`). A token equal to one issued earlier for the
+//! Every grant (an `acquire` `ok`, a [`Hold`] of the [`OpHistory`]) that carries a fencing token
+//! issues that token for the grant's key; grants are ordered by their position (`seq`). A token equal to one issued earlier for the
 //! same key is a duplicate, one below the highest issued so far a decrease. The explanation and
 //! witness (the two acquire oks) describe the first such grant; the explanation counts them all.
 //! When no grant carries a token the verdict is unknown: there is nothing to order.
@@ -9,15 +9,11 @@
 //! Left out: grants without a token (skipped), acquires whose outcome is unknown (`info`: a token
 //! the client never saw), gaps between tokens (allowed), tokens sent with writes (that is
 //! [`stale-write`](super::stale_write)), and whether the resource enforced them. Ops whose data
-//! does not decode are skipped.
+//! does not decode play no part (the history reader lists them as anomalies).
 
-use super::{count, witness, CheckResult, Checker, Verdict};
-use crate::ops::{names, Grant, OpView};
-use lockstep_sim::{Event, History, Phase};
+use super::{count, witness, CheckResult, Checker, CheckerName, Verdict};
+use crate::history::{Hold, OpHistory};
 use std::collections::BTreeMap;
-
-/// This checker's name.
-pub const NAME: &str = "token-order";
 
 /// Checks that fencing tokens strictly increase per lock key; see the [module](self) docs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -27,7 +23,7 @@ pub struct TokenOrder;
 #[derive(Clone, Copy)]
 struct Issued<'a> {
     token: u64,
-    ok: &'a Event,
+    hold: &'a Hold<'a>,
 }
 
 /// What has been issued so far for one key.
@@ -42,36 +38,29 @@ struct KeyTokens<'a> {
 /// The first violation: the earlier grant, the offending one, and whether it is a duplicate.
 type Violation<'a> = (Issued<'a>, Issued<'a>, bool);
 
-/// `client-1 (grant abc)`, from an acquire ok.
-fn holder(ok: &Event) -> String {
-    let value = OpView::of(ok)
-        .and_then(|op| op.decode::<Grant>())
-        .map(|g| g.value)
-        .unwrap_or_default();
-    format!("{} (grant {})", ok.node, super::grant_text(&value))
+/// `client-1 (grant abc)`.
+fn holder(hold: &Hold<'_>) -> String {
+    format!("{} (grant {})", hold.granted.node, super::grant_text(&hold.grant.value))
 }
 
 impl Checker for TokenOrder {
-    fn name(&self) -> &'static str {
-        NAME
+    fn name(&self) -> CheckerName {
+        CheckerName::TokenOrder
     }
 
-    fn check(&self, history: &History) -> CheckResult {
-        let mut keys: BTreeMap<String, KeyTokens<'_>> = BTreeMap::new();
+    fn check(&self, history: &OpHistory<'_>) -> CheckResult {
+        let mut keys: BTreeMap<&str, KeyTokens<'_>> = BTreeMap::new();
         let mut issued = 0usize;
         let mut violations = 0usize;
-        let mut first: Option<(String, Violation<'_>)> = None;
+        let mut first: Option<(&str, Violation<'_>)> = None;
 
-        for event in history.events() {
-            let Some(op) = OpView::of(event) else { continue };
-            if op.op != names::ACQUIRE || op.phase != Phase::Ok {
+        for hold in history.holds() {
+            let Some(token) = hold.grant.fencing_token else {
                 continue;
-            }
-            let Some(grant) = op.decode::<Grant>() else { continue };
-            let Some(token) = grant.fencing_token else { continue };
+            };
             issued += 1;
-            let this = Issued { token, ok: event };
-            let state = keys.entry(grant.key.clone()).or_default();
+            let this = Issued { token, hold };
+            let state = keys.entry(hold.grant.key.as_str()).or_default();
             let violation = if let Some(&earlier) = state.seen.get(&token) {
                 Some((earlier, this, true))
             } else {
@@ -82,7 +71,7 @@ impl Checker for TokenOrder {
             };
             if let Some(violation) = violation {
                 violations += 1;
-                first.get_or_insert((grant.key.clone(), violation));
+                first.get_or_insert((hold.grant.key.as_str(), violation));
             }
             state.seen.entry(token).or_insert(this);
             if state.highest.is_none_or(|highest| token > highest.token) {
@@ -110,16 +99,16 @@ impl Checker for TokenOrder {
                     format!(
                         "token {} for {key:?} was issued twice: to {} and to {}",
                         later.token,
-                        holder(earlier.ok),
-                        holder(later.ok)
+                        holder(earlier.hold),
+                        holder(later.hold)
                     )
                 } else {
                     format!(
                         "token {} for {key:?} was issued to {} after token {} to {}",
                         later.token,
-                        holder(later.ok),
+                        holder(later.hold),
                         earlier.token,
-                        holder(earlier.ok)
+                        holder(earlier.hold)
                     )
                 };
                 (
@@ -129,12 +118,12 @@ impl Checker for TokenOrder {
                         count(violations, "violation", "violations"),
                         count(issued, "token", "tokens")
                     ),
-                    witness(&[earlier.ok, later.ok]),
+                    witness(&[earlier.hold.granted, later.hold.granted]),
                 )
             }
         };
         CheckResult {
-            checker: NAME.to_string(),
+            checker: CheckerName::TokenOrder.as_str().to_string(),
             verdict,
             explanation,
             witness,
@@ -146,17 +135,21 @@ impl Checker for TokenOrder {
 mod tests {
     use super::*;
     use crate::checker::testkit::{kleppmann, malformed, seqs, Builder};
+    use lockstep_sim::History;
 
     #[test]
     fn no_tokens_is_unknown() {
         let mut b = Builder::new();
         b.acquire(0, 1_000, "client-1", "lock", "a", None);
         b.acquire(2_000, 3_000, "client-2", "lock", "b", None);
-        let result = TokenOrder.check(&b.build());
+        let result = TokenOrder.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Unknown);
         assert_eq!(result.explanation, "no fencing tokens were issued");
         assert_eq!(result.checker, "token-order");
-        assert_eq!(TokenOrder.check(&History::new()).verdict, Verdict::Unknown);
+        assert_eq!(
+            TokenOrder.check(&OpHistory::new(&History::new())).verdict,
+            Verdict::Unknown
+        );
     }
 
     #[test]
@@ -167,7 +160,7 @@ mod tests {
         // Gaps and tokenless grants are fine.
         b.acquire(4_000, 5_000, "client-1", "lock", "c", None);
         b.acquire(6_000, 7_000, "client-3", "lock", "d", Some(9));
-        let result = TokenOrder.check(&b.build());
+        let result = TokenOrder.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
         assert_eq!(
             result.explanation,
@@ -181,7 +174,7 @@ mod tests {
         b.acquire(0, 1_000, "client-1", "lock", "a", Some(1));
         let five = b.acquire(2_000, 3_000, "client-2", "lock", "b", Some(5));
         let three = b.acquire(4_000, 5_000, "client-3", "lock", "c", Some(3));
-        let result = TokenOrder.check(&b.build());
+        let result = TokenOrder.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Invalid);
         assert_eq!(seqs(&result), vec![five, three]);
         assert_eq!(
@@ -198,7 +191,7 @@ mod tests {
         b.acquire(2_000, 3_000, "client-2", "lock", "b", Some(2));
         let again = b.acquire(4_000, 5_000, "client-3", "lock", "c", Some(1));
         b.acquire(6_000, 7_000, "client-3", "lock", "d", Some(2));
-        let result = TokenOrder.check(&b.build());
+        let result = TokenOrder.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Invalid);
         assert_eq!(seqs(&result), vec![one, again]);
         assert_eq!(
@@ -214,7 +207,7 @@ mod tests {
         b.acquire(0, 1_000, "client-1", "lock-a", "a", Some(5));
         b.acquire(2_000, 3_000, "client-2", "lock-b", "b", Some(1));
         b.acquire(4_000, 5_000, "client-3", "lock-b", "c", Some(5));
-        let result = TokenOrder.check(&b.build());
+        let result = TokenOrder.check(&OpHistory::new(&b.build()));
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
         assert_eq!(
             result.explanation,
@@ -226,7 +219,7 @@ mod tests {
     fn kleppmann_tokens_increase_fenced_or_not() {
         for fenced in [false, true] {
             let (history, _) = kleppmann(fenced);
-            let result = TokenOrder.check(&history);
+            let result = TokenOrder.check(&OpHistory::new(&history));
             assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
             assert_eq!(
                 result.explanation,
@@ -237,7 +230,7 @@ mod tests {
 
     #[test]
     fn malformed_data_does_not_panic() {
-        let result = TokenOrder.check(&malformed());
+        let result = TokenOrder.check(&OpHistory::new(&malformed()));
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
         assert_eq!(
             result.explanation,

@@ -30,20 +30,7 @@ use proptest::strategy::{BoxedStrategy, Union, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde::{Deserialize, Serialize};
 
-/// The fault kinds the generator knows.
-pub const GENERATED_KINDS: &[&str] = &[
-    "pause",
-    "clock-jump",
-    "drift",
-    "partition",
-    "hold",
-    "latency",
-    "loss",
-    "crash",
-    "power-loss",
-    "failover",
-    "rolling-restart",
-];
+pub use crate::model::fault::{FaultProfile, GENERATED_KINDS};
 
 /// One generated fault; windows carry their length so they shrink as one fault.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -319,46 +306,6 @@ pub struct Topology {
     pub everysec: Vec<String>,
     /// Masters with replicas (what a failover can target).
     pub replicated: Vec<String>,
-}
-
-/// Which fault kinds may be switched on, and their upper strengths.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct FaultProfile {
-    /// Kinds that may be on (a subset is chosen per seed).
-    pub kinds: Vec<String>,
-    /// At most this many faults per seed.
-    pub faults_max: usize,
-    /// Longest pause, ms (lock-aware: 2 × TTL).
-    pub pause_ms_max: u64,
-    /// Largest clock jump, ms (either way).
-    pub jump_ms_max: i64,
-    /// Largest drift, ppm (either way).
-    pub drift_ppm_max: i64,
-    /// Longest partition / hold / crash window, ms.
-    pub window_ms_max: u64,
-    /// Largest fixed latency, ms.
-    pub latency_ms_max: u64,
-    /// Largest loss rate, ppm.
-    pub loss_ppm_max: u32,
-    /// Aim faults where locks break.
-    pub lock_aware: bool,
-}
-
-impl Default for FaultProfile {
-    fn default() -> Self {
-        FaultProfile {
-            kinds: GENERATED_KINDS.iter().map(|k| k.to_string()).collect(),
-            faults_max: 4,
-            pause_ms_max: 20_000,
-            jump_ms_max: 20_000,
-            drift_ppm_max: 100_000,
-            window_ms_max: 5_000,
-            latency_ms_max: 200,
-            loss_ppm_max: 20_000,
-            lock_aware: false,
-        }
-    }
 }
 
 fn pick(names: &[String]) -> BoxedStrategy<String> {

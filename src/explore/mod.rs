@@ -8,6 +8,7 @@
 pub mod generate;
 pub mod shrink;
 pub mod summary;
+pub mod sweep;
 
 use crate::checker::Verdict;
 use crate::liveness::liveness;

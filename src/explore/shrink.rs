@@ -11,6 +11,7 @@ use super::{case_scenario, run_guarded, topology};
 use crate::checker::Verdict;
 use crate::run::ScenarioRun;
 use crate::scenario::Scenario;
+use std::path::PathBuf;
 
 /// A minimal failing case.
 #[derive(Debug, Clone)]
@@ -29,6 +30,27 @@ pub struct Counterexample {
     pub run: ScenarioRun,
     /// Scenario runs spent shrinking.
     pub runs: usize,
+}
+
+/// What shrinking one failing seed gave.
+#[derive(Debug, Clone)]
+pub enum Shrunk {
+    /// A counterexample, to be written to `file` as `toml`.
+    Found {
+        /// The counterexample.
+        counterexample: Box<Counterexample>,
+        /// Where its scenario file goes.
+        file: PathBuf,
+        /// The scenario file's text.
+        toml: String,
+    },
+    /// The seed no longer fails `checker` on its own.
+    NotReproduced {
+        /// The seed.
+        seed: u64,
+        /// The checker it failed in the exploration.
+        checker: String,
+    },
 }
 
 /// How big a case is: fewer faults, then fewer clients, then weaker faults is smaller.

@@ -218,6 +218,14 @@ impl ExploreSummary {
         }
     }
 
+    /// SHA-256 (hex) of the deterministic part ([`Self::outcome`]) as JSON: what two runs of the
+    /// same exploration, on any machine and in any sharding, must agree on.
+    pub fn outcome_digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let json = serde_json::to_string(&self.outcome()).unwrap_or_default();
+        hex::encode(Sha256::digest(json.as_bytes()))
+    }
+
     /// Acquire latency percentile `p`, ms.
     pub fn acquire_latency_percentile(&self, p: u64) -> Option<u64> {
         let total: u64 = self.acquire_latency_ms.values().sum();

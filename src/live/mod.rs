@@ -282,15 +282,25 @@ async fn start_clients(
                 "LOCKSTEP_RESOURCE_TIMEOUT_MS".into(),
                 scenario.workload.resource_timeout_ms.to_string(),
             ),
-            ("LOCKSTEP_RETRY_COUNT".into(), lock.retry_count.to_string()),
-            ("LOCKSTEP_RETRY_DELAY_MS".into(), lock.retry_delay_ms.to_string()),
-            ("LOCKSTEP_RETRY_JITTER_MS".into(), lock.retry_jitter_ms.to_string()),
-            ("LOCKSTEP_DRIFT_FACTOR".into(), lock.drift_factor.to_string()),
             (
                 "LOCKSTEP_SEED".into(),
                 sub_seed(scenario.seed, &client.name).to_string(),
             ),
         ];
+        if let crate::model::AlgorithmSpec::Redlock(redlock) = &lock.algorithm {
+            env.extend([
+                ("LOCKSTEP_RETRY_COUNT".to_string(), redlock.retry_count.to_string()),
+                (
+                    "LOCKSTEP_RETRY_DELAY_MS".to_string(),
+                    redlock.retry_delay_ms.to_string(),
+                ),
+                (
+                    "LOCKSTEP_RETRY_JITTER_MS".to_string(),
+                    redlock.retry_jitter_ms.to_string(),
+                ),
+                ("LOCKSTEP_DRIFT_FACTOR".to_string(), redlock.drift_factor.to_string()),
+            ]);
+        }
         if needs_fake_clock(scenario, &client.name, client.offset_ms) {
             let library = fakeclock::find()
                 .ok_or_else(|| LiveError::Unsupported(format!("{}: libfaketime is not installed", client.name)))?;
@@ -517,7 +527,7 @@ async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun
     }
 
     let history = rec.history();
-    let results: Vec<CheckResult> = checker::all().iter().map(|c| c.check(&history)).collect();
+    let results: Vec<CheckResult> = checker::check_all(&crate::history::OpHistory::new(&history));
     let mismatches = scenario
         .expect
         .iter()
@@ -548,6 +558,10 @@ async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun
 
 /// `lockstep live`'s arguments.
 #[derive(Debug, Clone, clap::Args)]
+#[command(
+    about = "Run a scenario live: real lock clients (any language, via an adapter) against servers on \
+             127.0.0.1 in real time. Exit 0: as expected in every run; 1: not; 2: bad input or adapter"
+)]
 pub struct LiveArgs {
     /// The scenario file (see `scenarios/live/`).
     pub file: PathBuf,
@@ -587,8 +601,8 @@ pub struct LiveArgs {
 
 /// Runs `lockstep live`. Exit code 0: every run as expected; 1: some run differed from the
 /// scenario's expectations; 2: bad input or a misbehaving adapter (the message says which).
-pub fn main(args: LiveArgs) -> ExitCode {
-    match main_inner(&args) {
+pub fn main(args: LiveArgs, render: &dyn output::Render) -> ExitCode {
+    match main_inner(&args, render) {
         Ok(code) => ExitCode::from(code),
         Err(message) => {
             eprintln!("lockstep live: {message}");
@@ -597,7 +611,7 @@ pub fn main(args: LiveArgs) -> ExitCode {
     }
 }
 
-fn main_inner(args: &LiveArgs) -> Result<u8, String> {
+fn main_inner(args: &LiveArgs, render: &dyn output::Render) -> Result<u8, String> {
     let scenario = Scenario::from_file(&args.file).map_err(|e| e.to_string())?;
     let mut client_for = BTreeMap::new();
     for entry in &args.client_for {
@@ -616,7 +630,7 @@ fn main_inner(args: &LiveArgs) -> Result<u8, String> {
     }
     check_supported(&scenario, args.redis_server.is_some()).map_err(|e| e.to_string())?;
     if let Some(out) = &args.report {
-        crate::report::prepare_out(out)?;
+        std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     }
     let options = LiveOptions {
         client: args.client.clone(),
@@ -632,19 +646,19 @@ fn main_inner(args: &LiveArgs) -> Result<u8, String> {
         let started = std::time::Instant::now();
         let run = run_live(&scenario, &options).map_err(|e| e.to_string())?;
         let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
-        output::print_run(&args.file, &scenario, &run, i, args.runs, args.quiet || args.runs > 1);
+        render.run(&args.file, &scenario, &run, i, args.runs, args.quiet || args.runs > 1);
         runs.push((run, wall_ms));
     }
     if let (Some(file), Some((run, _))) = (&args.history, runs.last()) {
         let lines: String = run.history.events().iter().map(|e| e.canonical_json() + "\n").collect();
-        crate::report::write_atomic(file, lines.as_bytes())?;
+        std::fs::write(file, lines).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
     }
     let summary = output::summarize(&args.file, &scenario, &options, &runs);
     if args.runs > 1 {
-        output::print_summary(&summary);
+        render.summary(&summary);
     }
     if let Some(out) = &args.report {
-        output::write_report(out, &args.file, &scenario, &runs, &summary)?;
+        render.write(out, &args.file, &scenario, &runs, &summary)?;
         println!("   report: {}", out.display());
     }
     Ok(if summary.all_as_expected() { 0 } else { 1 })

@@ -6,10 +6,18 @@
 //! fails, so no grant is ever used without a token.
 
 use super::{LockClient, LockError};
-use crate::ops::Grant;
+use crate::model::Grant;
 use async_trait::async_trait;
 use lockstep_sim::RedisLink;
 use std::rc::Rc;
+
+/// The prefix of every fencing-token counter key (`lockstep:fence:{lock key}`).
+pub const COUNTER_KEY_PREFIX: &str = "lockstep:fence:";
+
+/// Whether `key` is a fencing-token counter key rather than a lock's key.
+pub fn is_counter_key(key: &str) -> bool {
+    key.starts_with(COUNTER_KEY_PREFIX)
+}
 
 /// Wraps an algorithm so that every grant carries a fencing token.
 pub struct IncrFencing {
@@ -25,7 +33,7 @@ impl IncrFencing {
 
     /// The counter key for a lock key.
     pub fn counter_key(lock_key: &str) -> String {
-        format!("lockstep:fence:{lock_key}")
+        format!("{COUNTER_KEY_PREFIX}{lock_key}")
     }
 }
 

@@ -1,10 +1,11 @@
 //! Lock algorithms: the [`LockClient`] trait users implement, and the built-in algorithms.
 //!
-//! A lock client runs inside a simulated client node. It gets reconnecting redis-rs connections
-//! to the simulated masters ([`RedisLink`]), the node's own clocks and its seeded random stream
-//! (both through [`Node`]). It does not record anything itself: the workload wraps every call in
-//! the history's invoke/ok/fail/info events (see [`crate::ops`]), so a user-written lock is
-//! judged exactly like the built-in ones.
+//! A lock client runs inside a simulated client node. It is built from a [`LockEnv`]: the
+//! node's own clocks, sleeps and timeouts on local time, its seeded random stream, and
+//! reconnecting redis-rs connections to the simulated masters ([`RedisLink`]) — never true time,
+//! the pause gate or the history. It does not record anything itself: the workload wraps every
+//! call in the history's invoke/ok/fail/info events (see `crate::ops`), so a user-written lock
+//! is judged exactly like the built-in ones.
 //!
 //! Built-ins, one file each: [`naive`] (SET NX PX, release by plain DEL), [`token_release`]
 //! (release by a Lua compare-and-delete), [`watchdog`] (token-release plus automatic extension),
@@ -12,6 +13,7 @@
 //! [`fencing`]. [`using::using`] holds a lock for the length of a routine with automatic
 //! extension and an abort signal, like node-redlock's `using()`.
 
+mod env;
 pub mod fencing;
 pub mod naive;
 pub mod redlock;
@@ -19,10 +21,10 @@ pub mod token_release;
 pub mod using;
 pub mod watchdog;
 
-use crate::ops::Grant;
-use crate::scenario::{Algorithm, Fencing, LockSpec};
+use crate::model::{AlgorithmSpec, Fencing, Grant, LockSpec};
 use async_trait::async_trait;
-use lockstep_sim::{LinkError, Node, RedisLink};
+pub use env::LockEnv;
+use lockstep_sim::{LinkError, RedisLink};
 use rand::RngCore;
 use std::rc::Rc;
 
@@ -101,21 +103,10 @@ pub trait LockClient {
     }
 }
 
-/// What a lock client is built from.
-#[derive(Debug, Clone)]
-pub struct ClientEnv {
-    /// The client node: clocks, random stream, spawning.
-    pub node: Node,
-    /// One reconnecting link per master, in topology order.
-    pub masters: Vec<RedisLink>,
-    /// The index in `masters` of the master that issues fencing tokens.
-    pub fencing_master: usize,
-}
-
 /// A fresh random lock value (20 bytes as hex) from the node's seeded stream.
-pub fn random_value(node: &Node) -> String {
+pub fn random_value(env: &LockEnv) -> String {
     let mut bytes = [0u8; 20];
-    node.rng().fill_bytes(&mut bytes);
+    env.rng().fill_bytes(&mut bytes);
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -141,18 +132,18 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
 
 /// Builds the built-in algorithm `spec` names for one client (without fencing: see
 /// [`with_fencing`], which the runner applies to built-in and user-written locks alike).
-pub fn build(spec: &LockSpec, env: ClientEnv) -> Rc<dyn LockClient> {
-    match spec.algorithm {
-        Algorithm::Naive => Rc::new(naive::Naive::new(env)),
-        Algorithm::TokenRelease => Rc::new(token_release::TokenRelease::new(env)),
-        Algorithm::Watchdog => Rc::new(watchdog::Watchdog::new(env, spec.extend_every_ms)),
-        Algorithm::Redlock => Rc::new(redlock::Redlock::new(env, redlock::RedlockConfig::from_spec(spec))),
+pub fn build(spec: &LockSpec, env: LockEnv) -> Rc<dyn LockClient> {
+    match &spec.algorithm {
+        AlgorithmSpec::Naive => Rc::new(naive::Naive::new(env)),
+        AlgorithmSpec::TokenRelease => Rc::new(token_release::TokenRelease::new(env)),
+        AlgorithmSpec::Watchdog(watchdog) => Rc::new(watchdog::Watchdog::new(env, watchdog.extend_every_ms)),
+        AlgorithmSpec::Redlock(settings) => Rc::new(redlock::Redlock::new(env, *settings)),
     }
 }
 
 /// Wraps `inner` with INCR fencing tokens when `spec` asks for `fencing = "incr"`.
-pub fn with_fencing(spec: &LockSpec, env: &ClientEnv, inner: Rc<dyn LockClient>) -> Rc<dyn LockClient> {
-    match (spec.fencing, env.masters.get(env.fencing_master)) {
+pub fn with_fencing(spec: &LockSpec, env: &LockEnv, inner: Rc<dyn LockClient>) -> Rc<dyn LockClient> {
+    match (spec.fencing, env.fencing_link()) {
         (Fencing::Incr, Some(link)) => Rc::new(fencing::IncrFencing::new(inner, link.clone())),
         _ => inner,
     }
@@ -163,22 +154,22 @@ pub(crate) mod single {
     use super::*;
 
     /// The master a single-master algorithm uses: the first one.
-    pub fn first_master(env: &ClientEnv) -> Result<&RedisLink, LockError> {
-        env.masters
+    pub fn first_master(env: &LockEnv) -> Result<&RedisLink, LockError> {
+        env.masters()
             .first()
             .ok_or_else(|| LockError::Failed("no master configured".into()))
     }
 
     /// `SET key value NX PX ttl` on `link`; a grant when the reply is OK.
-    pub async fn set_nx(link: &RedisLink, node: &Node, key: &str, ttl_ms: u64) -> Result<Grant, LockError> {
-        let value = random_value(node);
-        let start_ms = node.monotonic_ms();
+    pub async fn set_nx(link: &RedisLink, env: &LockEnv, key: &str, ttl_ms: u64) -> Result<Grant, LockError> {
+        let value = random_value(env);
+        let start_ms = env.monotonic_ms();
         let reply: Option<String> = link
             .query(redis::cmd("SET").arg(key).arg(&value).arg("NX").arg("PX").arg(ttl_ms))
             .await?;
         match reply {
             Some(_) => {
-                let elapsed_ms = (node.monotonic_ms() - start_ms).max(0) as u64;
+                let elapsed_ms = (env.monotonic_ms() - start_ms).max(0) as u64;
                 Ok(Grant {
                     key: key.to_string(),
                     value,
@@ -210,11 +201,16 @@ pub(crate) mod single {
     }
 
     /// Extends `grant` with the compare-and-PEXPIRE script.
-    pub async fn extend_checked(link: &RedisLink, node: &Node, grant: &Grant, ttl_ms: u64) -> Result<Grant, LockError> {
-        let start_ms = node.monotonic_ms();
+    pub async fn extend_checked(
+        link: &RedisLink,
+        env: &LockEnv,
+        grant: &Grant,
+        ttl_ms: u64,
+    ) -> Result<Grant, LockError> {
+        let start_ms = env.monotonic_ms();
         match script(link, EXTEND_SCRIPT, grant, Some(ttl_ms)).await? {
             1 => {
-                let elapsed_ms = (node.monotonic_ms() - start_ms).max(0) as u64;
+                let elapsed_ms = (env.monotonic_ms() - start_ms).max(0) as u64;
                 Ok(Grant {
                     validity_ms: ttl_ms.saturating_sub(elapsed_ms),
                     ..grant.clone()

@@ -5,19 +5,19 @@
 //! the second still believes it holds it. Extension is a plain PEXPIRE, unsafe for the same
 //! reason. Uses the first master only.
 
-use super::{single, ClientEnv, LockClient, LockError};
-use crate::ops::Grant;
+use super::{single, LockClient, LockEnv, LockError};
+use crate::model::Grant;
 use async_trait::async_trait;
 
 /// The naive single-master lock.
 #[derive(Debug)]
 pub struct Naive {
-    env: ClientEnv,
+    env: LockEnv,
 }
 
 impl Naive {
     /// A naive lock on the first master of `env`.
-    pub fn new(env: ClientEnv) -> Self {
+    pub fn new(env: LockEnv) -> Self {
         Naive { env }
     }
 
@@ -29,17 +29,17 @@ impl Naive {
 #[async_trait(?Send)]
 impl LockClient for Naive {
     async fn acquire(&self, key: &str, ttl_ms: u64) -> Result<Grant, LockError> {
-        single::set_nx(self.link()?, &self.env.node, key, ttl_ms).await
+        single::set_nx(self.link()?, &self.env, key, ttl_ms).await
     }
 
     async fn extend(&self, grant: &Grant, ttl_ms: u64) -> Result<Grant, LockError> {
-        let start_ms = self.env.node.monotonic_ms();
+        let start_ms = self.env.monotonic_ms();
         let extended: i64 = self
             .link()?
             .query(redis::cmd("PEXPIRE").arg(&grant.key).arg(ttl_ms))
             .await?;
         if extended == 1 {
-            let elapsed_ms = (self.env.node.monotonic_ms() - start_ms).max(0) as u64;
+            let elapsed_ms = (self.env.monotonic_ms() - start_ms).max(0) as u64;
             Ok(Grant {
                 validity_ms: ttl_ms.saturating_sub(elapsed_ms),
                 ..grant.clone()

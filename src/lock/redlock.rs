@@ -12,67 +12,17 @@
 //!
 //! Not modelled: node-redlock's per-resource multi-key locks and its event emitter.
 
-use super::{single, AutoExtend, ClientEnv, LockClient, LockError, RELEASE_SCRIPT};
-use crate::ops::Grant;
-use crate::scenario::{ClockKind, LockSpec};
+use super::{single, AutoExtend, LockClient, LockEnv, LockError, RELEASE_SCRIPT};
+use crate::model::{Grant, RedlockSpec};
 use async_trait::async_trait;
 use futures_util::future::join_all;
 use rand::Rng;
 
-/// Redlock's parameters.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RedlockConfig {
-    /// Retries after the first attempt; −1 retries forever.
-    pub retry_count: i64,
-    /// Delay between attempts, ms.
-    pub retry_delay_ms: u64,
-    /// Upper bound of the random extra delay, ms.
-    pub retry_jitter_ms: u64,
-    /// Clock drift allowance as a fraction of the TTL (2 ms are added).
-    pub drift_factor: f64,
-    /// Which clock the client times itself with.
-    pub clock: ClockKind,
-    /// Extend automatically while the work runs (node-redlock's `using()`).
-    pub auto_extend: bool,
-    /// Extend when less than this much validity is left, ms.
-    pub extension_threshold_ms: u64,
-}
-
-impl Default for RedlockConfig {
-    /// node-redlock v5's defaults.
-    fn default() -> Self {
-        RedlockConfig {
-            retry_count: 10,
-            retry_delay_ms: 200,
-            retry_jitter_ms: 100,
-            drift_factor: 0.01,
-            clock: ClockKind::Monotonic,
-            auto_extend: false,
-            extension_threshold_ms: 500,
-        }
-    }
-}
-
-impl RedlockConfig {
-    /// The parameters a scenario's `[lock]` table sets.
-    pub fn from_spec(spec: &LockSpec) -> Self {
-        RedlockConfig {
-            retry_count: spec.retry_count,
-            retry_delay_ms: spec.retry_delay_ms,
-            retry_jitter_ms: spec.retry_jitter_ms,
-            drift_factor: spec.drift_factor,
-            clock: spec.clock,
-            auto_extend: spec.auto_extend,
-            extension_threshold_ms: spec.extension_threshold_ms,
-        }
-    }
-}
-
 /// The Redlock client.
 #[derive(Debug)]
 pub struct Redlock {
-    env: ClientEnv,
-    config: RedlockConfig,
+    env: LockEnv,
+    config: RedlockSpec,
 }
 
 /// What one round over all masters achieved.
@@ -83,21 +33,19 @@ struct Round {
 }
 
 impl Redlock {
-    /// A Redlock client over every master of `env`.
-    pub fn new(env: ClientEnv, config: RedlockConfig) -> Self {
+    /// A Redlock client over every master of `env`, with the settings of a scenario's `[lock]`
+    /// table (or [`RedlockSpec::default`], node-redlock's).
+    pub fn new(env: LockEnv, config: RedlockSpec) -> Self {
         Redlock { env, config }
     }
 
     /// N/2 + 1.
     pub fn quorum(&self) -> usize {
-        self.env.masters.len() / 2 + 1
+        self.env.masters().len() / 2 + 1
     }
 
     fn now_ms(&self) -> i64 {
-        match self.config.clock {
-            ClockKind::Monotonic => self.env.node.monotonic_ms(),
-            ClockKind::Wall => self.env.node.wall_ms(),
-        }
+        self.env.now_ms(self.config.clock)
     }
 
     /// `ttl − elapsed − (drift_factor × ttl + 2)`, which may be negative.
@@ -108,7 +56,7 @@ impl Redlock {
 
     async fn lock_round(&self, key: &str, value: &str, ttl_ms: u64) -> Round {
         let start_ms = self.now_ms();
-        let requests = self.env.masters.iter().map(|link| async move {
+        let requests = self.env.masters().iter().map(|link| async move {
             link.query::<Option<String>>(redis::cmd("SET").arg(key).arg(value).arg("NX").arg("PX").arg(ttl_ms))
                 .await
         });
@@ -129,7 +77,7 @@ impl Redlock {
     async fn unlock_all(&self, grant: &Grant) -> (usize, bool) {
         let requests = self
             .env
-            .masters
+            .masters()
             .iter()
             .map(|link| single::script(link, RELEASE_SCRIPT, grant, None));
         let replies = join_all(requests).await;
@@ -142,10 +90,10 @@ impl Redlock {
 #[async_trait(?Send)]
 impl LockClient for Redlock {
     async fn acquire(&self, key: &str, ttl_ms: u64) -> Result<Grant, LockError> {
-        let node = &self.env.node;
+        let env = &self.env;
         let mut attempt: i64 = 0;
         loop {
-            let value = super::random_value(node);
+            let value = super::random_value(env);
             let round = self.lock_round(key, &value, ttl_ms).await;
             let validity_ms = self.validity_ms(ttl_ms, round.elapsed_ms);
             let mut grant = Grant {
@@ -165,7 +113,7 @@ impl LockClient for Redlock {
                     Err(LockError::Unknown(format!(
                         "{} of {} masters locked, {} unknown, and the unlock did not confirm",
                         round.successes,
-                        self.env.masters.len(),
+                        self.env.masters().len(),
                         round.unknown
                     )))
                 } else if round.successes == 0 && round.unknown == 0 {
@@ -174,7 +122,7 @@ impl LockClient for Redlock {
                     Err(LockError::Failed(format!(
                         "{} of {} masters locked (quorum {}), validity {} ms",
                         round.successes,
-                        self.env.masters.len(),
+                        self.env.masters().len(),
                         self.quorum(),
                         validity_ms
                     )))
@@ -184,9 +132,9 @@ impl LockClient for Redlock {
             let jitter_ms = if self.config.retry_jitter_ms == 0 {
                 0
             } else {
-                node.rng().random_range(0..self.config.retry_jitter_ms)
+                env.rng().random_range(0..self.config.retry_jitter_ms)
             };
-            node.sleep_local_ms(self.config.retry_delay_ms + jitter_ms).await;
+            env.sleep_local_ms(self.config.retry_delay_ms + jitter_ms).await;
         }
     }
 
@@ -194,7 +142,7 @@ impl LockClient for Redlock {
         let start_ms = self.now_ms();
         let requests = self
             .env
-            .masters
+            .masters()
             .iter()
             .map(|link| single::script(link, super::EXTEND_SCRIPT, grant, Some(ttl_ms)));
         let replies = join_all(requests).await;
@@ -208,7 +156,7 @@ impl LockClient for Redlock {
         } else {
             Err(LockError::Lost(format!(
                 "extension confirmed by {successes} of {} masters (quorum {}), validity {validity_ms} ms",
-                self.env.masters.len(),
+                self.env.masters().len(),
                 self.quorum()
             )))
         }

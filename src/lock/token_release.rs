@@ -4,19 +4,19 @@
 //! Safe against deleting another client's lock. Still unsafe against a pause past the TTL (the
 //! holder does not know it lost the lock); that is what fencing is for. Uses the first master.
 
-use super::{single, ClientEnv, LockClient, LockError};
-use crate::ops::Grant;
+use super::{single, LockClient, LockEnv, LockError};
+use crate::model::Grant;
 use async_trait::async_trait;
 
 /// The token-checked single-master lock.
 #[derive(Debug)]
 pub struct TokenRelease {
-    env: ClientEnv,
+    env: LockEnv,
 }
 
 impl TokenRelease {
     /// A token-release lock on the first master of `env`.
-    pub fn new(env: ClientEnv) -> Self {
+    pub fn new(env: LockEnv) -> Self {
         TokenRelease { env }
     }
 
@@ -28,11 +28,11 @@ impl TokenRelease {
 #[async_trait(?Send)]
 impl LockClient for TokenRelease {
     async fn acquire(&self, key: &str, ttl_ms: u64) -> Result<Grant, LockError> {
-        single::set_nx(self.link()?, &self.env.node, key, ttl_ms).await
+        single::set_nx(self.link()?, &self.env, key, ttl_ms).await
     }
 
     async fn extend(&self, grant: &Grant, ttl_ms: u64) -> Result<Grant, LockError> {
-        single::extend_checked(self.link()?, &self.env.node, grant, ttl_ms).await
+        single::extend_checked(self.link()?, &self.env, grant, ttl_ms).await
     }
 
     async fn release(&self, grant: &Grant) -> Result<bool, LockError> {

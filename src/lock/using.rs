@@ -7,8 +7,9 @@
 //! check `signal.aborted()` before each step that needs the lock — and must not trust it across
 //! a pause, which is the whole point of fencing.
 
-use super::{AutoExtend, LockClient, LockError};
-use crate::ops::{names, to_data, Grant, GrantRef, Recorder};
+use super::{AutoExtend, LockClient, LockEnv, LockError};
+use crate::model::op::{names, Grant, GrantRef};
+use crate::ops::{to_data, Recorder};
 use lockstep_sim::{Node, Phase};
 use serde_json::json;
 use std::cell::Cell;
@@ -38,6 +39,8 @@ impl AbortSignal {
 
 /// Keeps `grant` alive under `policy` until the task is dropped or an extension fails (then
 /// raises `signal`). With a recorder, every extension and the abort are recorded as operations.
+/// `node` is the client node (it times the waits); the workload passes its own, [`using`] the
+/// one inside its [`LockEnv`].
 pub async fn keep_alive(
     node: Node,
     lock: Rc<dyn LockClient>,
@@ -87,7 +90,7 @@ pub async fn keep_alive(
 /// errors (a lost lock is already reported through the signal).
 pub async fn using<T, F, Fut>(
     lock: Rc<dyn LockClient>,
-    node: &Node,
+    env: &LockEnv,
     key: &str,
     ttl_ms: u64,
     threshold_ms: u64,
@@ -100,8 +103,8 @@ where
     let grant = lock.acquire(key, ttl_ms).await?;
     let signal = AbortSignal::new();
     let policy = lock.auto_extend().unwrap_or(AutoExtend::BeforeExpiry { threshold_ms });
-    let keeper = node.spawn(keep_alive(
-        node.clone(),
+    let keeper = env.spawn(keep_alive(
+        env.node().clone(),
         lock.clone(),
         policy,
         grant.clone(),

@@ -5,8 +5,8 @@
 //! signal (node-redlock's `signal.aborted`). It narrows the pause window but cannot close it: a
 //! pause longer than the TTL also freezes the watchdog.
 
-use super::{token_release::TokenRelease, AutoExtend, ClientEnv, LockClient, LockError};
-use crate::ops::Grant;
+use super::{token_release::TokenRelease, AutoExtend, LockClient, LockEnv, LockError};
+use crate::model::Grant;
 use async_trait::async_trait;
 
 /// The token-release lock kept alive by a watchdog.
@@ -18,7 +18,7 @@ pub struct Watchdog {
 
 impl Watchdog {
     /// A watchdog lock on the first master of `env`, extending every `extend_every_ms`.
-    pub fn new(env: ClientEnv, extend_every_ms: u64) -> Self {
+    pub fn new(env: LockEnv, extend_every_ms: u64) -> Self {
         Watchdog {
             inner: TokenRelease::new(env),
             extend_every_ms: extend_every_ms.max(1),

@@ -2,8 +2,8 @@
 //! exploration tables, links to `summary.md`, `report.json` and `junit.xml`, and every chart
 //! embedded as inline SVG.
 
-use super::markdown::row_explanation;
-use super::{chart_stems, Report, ScenarioReport};
+use super::headline::row_explanation;
+use super::{chart_stems, Headline, Report, ScenarioReport};
 use crate::checker::NAMES;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -33,35 +33,25 @@ figure{margin:1.5em 0;border:1px solid #eee;padding:8px}figure svg{max-width:100
 /// The page. `svgs` maps each chart stem (see [`chart_stems`]) to its SVG.
 pub fn index(report: &Report, svgs: &BTreeMap<String, String>) -> String {
     let mut out = String::new();
-    let t = &report.totals;
+    let headline = Headline::of(report);
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>lockstep safety report</title>\
          <style>{STYLE}</style></head><body>\n<h1>lockstep safety report</h1>\n"
     );
-    if report.ok {
-        let _ = writeln!(
-            out,
-            "<p class=\"ok\"><b>✅ Every expectation held</b> — {} checks passed, {} without expectation.</p>",
-            t.passed, t.unchecked
-        );
-    } else {
-        let _ = writeln!(
-            out,
-            "<p class=\"bad\"><b>❌ {} of {} checks did not meet their expectation.</b></p>",
-            t.failed, t.checks
-        );
-    }
+    let class = if headline.ok { "ok" } else { "bad" };
+    let detail = headline.detail().map_or_else(String::new, |d| format!(" — {d}"));
     let _ = writeln!(
         out,
-        "<p>{} {} · report schema {} · {} scenario runs · {} explorations · \
-         <a href=\"summary.md\">summary.md</a> · <a href=\"report.json\">report.json</a> · \
+        "<p class=\"{class}\"><b>{} {}</b>{detail}</p>",
+        headline.mark(),
+        headline.title()
+    );
+    let _ = writeln!(
+        out,
+        "<p>{} · <a href=\"summary.md\">summary.md</a> · <a href=\"report.json\">report.json</a> · \
          <a href=\"junit.xml\">junit.xml</a></p>",
-        escape(&report.tool.name),
-        escape(&report.tool.version),
-        report.schema_version,
-        t.scenarios,
-        t.explorations
+        escape(&headline.scope())
     );
 
     if !report.scenarios.is_empty() {

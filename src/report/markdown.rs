@@ -6,7 +6,8 @@
 //! each row with its one-line explanation and the command that replays it. The same for
 //! explorations, then the TTL trade-off table, then the witnesses of what failed.
 
-use super::{Report, ScenarioReport, Status};
+pub use super::headline::row_explanation;
+use super::{Headline, Report, ScenarioReport, Status};
 use crate::checker::NAMES;
 use std::fmt::Write;
 
@@ -19,62 +20,18 @@ pub fn cell(text: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// The explanation a scenario row shows: the first failing check's, else the first invalid
-/// verdict's, else the first check's.
-pub fn row_explanation(s: &ScenarioReport) -> String {
-    if let Some(e) = &s.error {
-        return e.clone();
-    }
-    let check = s
-        .checks
-        .iter()
-        .find(|c| c.status.is_failure())
-        .or_else(|| s.checks.iter().find(|c| c.verdict == crate::checker::Verdict::Invalid))
-        .or_else(|| s.checks.first());
-    check.map_or_else(String::new, |c| {
-        let mut text = format!("{}: {}", c.checker, c.explanation);
-        if c.status == Status::Fail {
-            if let Some(expected) = c.expected {
-                text = format!(
-                    "{} is {} but expected {} — {}",
-                    c.checker,
-                    c.verdict.name(),
-                    expected.name(),
-                    c.explanation
-                );
-            }
-        }
-        text
-    })
-}
-
 /// The Markdown summary of `report`.
 pub fn summary(report: &Report) -> String {
     let mut out = String::new();
-    let t = &report.totals;
+    let headline = Headline::of(report);
     let _ = writeln!(out, "# lockstep safety report\n");
-    if report.ok {
-        let _ = writeln!(
-            out,
-            "**✅ Every expectation held** — {} checks passed, {} without expectation.\n",
-            t.passed, t.unchecked
-        );
-    } else {
-        let _ = writeln!(
-            out,
-            "**❌ {} of {} checks did not meet their expectation.**\n",
-            t.failed, t.checks
-        );
-    }
-    let mut scope = format!(
-        "{} {} · report schema {} · {} scenario runs · {} explorations",
-        report.tool.name, report.tool.version, report.schema_version, t.scenarios, t.explorations
-    );
-    if let Some(shard) = report.shard {
-        let _ = write!(scope, " · shard {}/{}", shard.index, shard.count);
-    }
-    if report.merged_from > 0 {
-        let _ = write!(scope, " · merged from {} reports", report.merged_from);
+    let _ = match headline.detail() {
+        Some(detail) => writeln!(out, "**{} {}** — {detail}\n", headline.mark(), headline.title()),
+        None => writeln!(out, "**{} {}**\n", headline.mark(), headline.title()),
+    };
+    let mut scope = headline.scope();
+    for qualifier in headline.qualifiers() {
+        let _ = write!(scope, " · {qualifier}");
     }
     let _ = writeln!(out, "{scope}\n");
     let _ = writeln!(

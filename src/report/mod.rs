@@ -18,14 +18,23 @@
 //! OUT/index.html      one self-contained page ([`html`])
 //! ```
 //!
+//! The report is built ([`Report::build`]) from what the gate ran (`crate::run::gate::CiRun`,
+//! produced by `crate::app::ci`), merged from shard reports ([`merge`]), and rendered; nothing
+//! here runs a simulation. [`Headline`] is the one summary every renderer prints (the CLI's
+//! closing lines in [`console`], the Markdown, the HTML); [`console`] also renders what the other
+//! commands print.
+//!
 //! Everything in a report is deterministic except the wall-clock figures (`wall_ms`, `wall_s`,
 //! `throughput`), so two runs on any machine give the same digests and verdicts.
 
 pub mod charts;
-pub mod ci;
+pub mod console;
+pub mod headline;
 pub mod html;
 pub mod junit;
+pub mod live;
 pub mod markdown;
+pub mod merge;
 pub mod sweep;
 pub mod timeline;
 
@@ -34,13 +43,17 @@ use crate::explore::generate::FaultProfile;
 use crate::explore::summary::FailingSeed;
 use crate::explore::ExploreSummary;
 use crate::liveness::{liveness, percentile};
+use crate::run::expect::{self, Outcome};
+use crate::run::gate::{CiRun, ExplorationOutcome, ScenarioOutcome};
 use crate::run::ScenarioRun;
 use crate::scenario::{ExploreExpect, Scenario};
+pub use headline::Headline;
 use lockstep_sim::{Event, ScheduledFault};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+pub use crate::run::expect::Status;
 
 /// The `format` field of every report.
 pub const FORMAT: &str = "lockstep-report";
@@ -48,51 +61,6 @@ pub const FORMAT: &str = "lockstep-report";
 /// The version of the report schema this build writes and reads. Readers reject other versions.
 /// Bumped on any change that is not a pure addition of optional fields.
 pub const SCHEMA_VERSION: u32 = 1;
-
-/// How one expectation came out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    /// The expectation failed, or the run could not be judged (❌). Sorted first.
-    Fail,
-    /// The scenario or exploration could not run at all (❌).
-    Error,
-    /// No expectation was stated, or it is decided only when shards are merged (⚠️).
-    Unchecked,
-    /// The expectation held (✅).
-    Pass,
-}
-
-impl Status {
-    /// ✅, ❌ or ⚠️.
-    pub fn mark(&self) -> &'static str {
-        match self {
-            Status::Pass => "✅",
-            Status::Fail | Status::Error => "❌",
-            Status::Unchecked => "⚠️",
-        }
-    }
-
-    /// `pass`, `fail`, `error` or `unchecked`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Status::Pass => "pass",
-            Status::Fail => "fail",
-            Status::Error => "error",
-            Status::Unchecked => "unchecked",
-        }
-    }
-
-    /// Whether this status fails the gate.
-    pub fn is_failure(&self) -> bool {
-        matches!(self, Status::Fail | Status::Error)
-    }
-
-    /// The worst of a row's statuses (`Fail` < `Error` < `Unchecked` < `Pass`); `Pass` when empty.
-    pub fn worst(statuses: impl IntoIterator<Item = Status>) -> Status {
-        statuses.into_iter().min().unwrap_or(Status::Pass)
-    }
-}
 
 /// The program that wrote the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -316,10 +284,10 @@ pub struct ExplorationReport {
     pub outcome_digest: String,
 }
 
-/// SHA-256 of the deterministic part of an exploration summary.
+/// SHA-256 of the deterministic part of an exploration summary (see
+/// [`ExploreSummary::outcome_digest`]).
 pub fn outcome_digest(summary: &ExploreSummary) -> String {
-    let json = serde_json::to_string(&summary.outcome()).unwrap_or_default();
-    hex::encode(Sha256::digest(json.as_bytes()))
+    summary.outcome_digest()
 }
 
 /// The first line of `text`, trimmed.
@@ -333,11 +301,7 @@ fn first_line(text: &str) -> String {
 
 /// The report of one checker result against its expectation.
 fn check_report(result: &CheckResult, expected: Option<Verdict>) -> CheckReport {
-    let status = match expected {
-        None => Status::Unchecked,
-        Some(e) if e == result.verdict => Status::Pass,
-        Some(_) => Status::Fail,
-    };
+    let status = expect::verdict(expected, result.verdict);
     CheckReport {
         checker: result.checker.clone(),
         verdict: result.verdict,
@@ -445,7 +409,36 @@ fn explore_replay(file: &str, profile: &FaultProfile, seed: u64) -> String {
     cmd
 }
 
+impl ScenarioReport {
+    /// The row of one of the gate's scenario runs.
+    pub fn of(outcome: &ScenarioOutcome) -> ScenarioReport {
+        match &outcome.run {
+            Ok(run) => scenario_report(&outcome.path, &outcome.scenario, run, outcome.wall_ms),
+            Err(message) => scenario_error_report(&outcome.path, &outcome.scenario, message.clone()),
+        }
+    }
+}
+
 impl ExplorationReport {
+    /// The row of one of the gate's explorations.
+    pub fn of(outcome: &ExplorationOutcome) -> ExplorationReport {
+        let shard = outcome.shard.map(|s| ShardInfo {
+            index: s.index,
+            count: s.count,
+        });
+        ExplorationReport::new(
+            &outcome.path.display().to_string(),
+            SeedRange {
+                start: outcome.seeds.start,
+                end: outcome.seeds.end,
+            },
+            shard.map(|s| vec![s]),
+            outcome.profile.clone(),
+            &outcome.expect,
+            outcome.summary.clone(),
+        )
+    }
+
     /// A report of `summary`, judged against `expect`. `deferred`: this is one shard, so a
     /// `some-invalid` expectation that found nothing yet is left to the merge (⚠️, not ❌).
     #[allow(clippy::too_many_arguments)]
@@ -502,12 +495,7 @@ impl ExplorationReport {
                 .iter()
                 .find(|f| f.checkers.iter().any(|c| c == name))
                 .cloned();
-            let status = match expected {
-                None => Status::Unchecked,
-                Some(e) if e.holds(invalid) => Status::Pass,
-                Some(ExploreExpect::SomeInvalid) if partial => Status::Unchecked,
-                Some(_) => Status::Fail,
-            };
+            let status = expect::exploration_check(expected, invalid, partial);
             let mut explanation = format!("invalid on {invalid} of {} seeds ({} unknown)", s.seeds_run, unknown);
             if let Some(f) = &first_failing {
                 explanation.push_str(&format!(
@@ -538,12 +526,8 @@ impl ExplorationReport {
                 first_failing,
             });
         }
-        let mut status = Status::worst(checks.iter().map(|c| c.status));
-        if s.errors > 0 || !s.determinism_failures.is_empty() {
-            status = Status::Error;
-        }
+        self.status = expect::exploration_status(crate::checker::NAMES, expect, s, partial);
         self.checks = checks;
-        self.status = status;
     }
 }
 
@@ -591,16 +575,35 @@ impl Report {
         self.totals = t;
     }
 
+    /// How the gate came out: held when every expectation held, a run failure when a scenario
+    /// could not run, unexpected otherwise.
+    pub fn outcome(&self) -> Outcome {
+        if self.scenarios.iter().any(|s| s.status == Status::Error) {
+            Outcome::RunFailed
+        } else {
+            Outcome::held_if(self.ok)
+        }
+    }
+
     /// The exit code of `lockstep ci` / `lockstep merge` for this report: 0 when every
     /// expectation held, 2 when a scenario could not run (bad input), 1 otherwise.
     pub fn exit_code(&self) -> u8 {
-        if self.scenarios.iter().any(|s| s.status == Status::Error) {
-            2
-        } else if self.ok {
-            0
-        } else {
-            1
-        }
+        self.outcome().exit_code()
+    }
+
+    /// The report of a gate run: one row per scenario run and per exploration, judged, with
+    /// the totals.
+    pub fn build(ci: &CiRun) -> Report {
+        let mut report = Report::new(ci.shard.map(|s| ShardInfo {
+            index: s.index,
+            count: s.count,
+        }));
+        report.scenarios = ci.scenarios.iter().map(ScenarioReport::of).collect();
+        report.explorations = ci.explorations.iter().map(ExplorationReport::of).collect();
+        report.ttl_sweep = ci.ttl_sweep.clone();
+        report.wall_s = ci.wall_s;
+        report.finish();
+        report
     }
 
     /// Parses a `report.json`, checking its format and schema version. Errors name `origin`.
@@ -735,7 +738,9 @@ impl Report {
     }
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file beside it, then a rename.
+/// Writes `bytes` to `path` atomically: a temporary file beside it, then a rename. Creates the
+/// directory if needed. The one atomic write: the report's files, and the CLI's summaries and
+/// counterexamples.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let dir = path
         .parent()
@@ -751,6 +756,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
         let _ = std::fs::remove_file(&tmp);
         format!("cannot write {}: {e}", path.display())
     })
+}
+
+/// Writes `value` as pretty JSON to `path`, atomically (summaries, merged results).
+pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), String> {
+    // Plain data with string keys: serialisation cannot fail.
+    let json = serde_json::to_string_pretty(value).unwrap_or_default();
+    write_atomic(path, json.as_bytes())
 }
 
 /// Makes sure `out` is a directory we can write into (creating it), before anything runs.

@@ -3,13 +3,14 @@
 //! or rejected, clock jumps and other faults, and the first violation.
 //!
 //! It is stored in `report.json`, so charts can be drawn again from a report alone (after a
-//! merge of shards, say) without the history.
+//! merge of shards, say) without the history. It reads the typed history ([`OpHistory`]): the
+//! grant bars are its holds.
 
-use crate::checker::Verdict;
-use crate::ops::{names, Grant, GrantRef, OpView};
+use crate::checker::{CheckerName, Verdict};
+use crate::history::{OpHistory, OpName, StepKind};
 use crate::run::ScenarioRun;
 use crate::scenario::Scenario;
-use lockstep_sim::{EventKind, Fault, Phase};
+use lockstep_sim::{Fault, Phase};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -146,8 +147,14 @@ fn short_ms(ms: i64) -> String {
 }
 
 impl TimelineData {
-    /// The timeline of `run` of `scenario`.
+    /// The timeline of `run` of `scenario` (its history read once into an [`OpHistory`]).
+    /// Transitional, for callers that do not hold an [`OpHistory`] yet.
     pub fn of(scenario: &Scenario, run: &ScenarioRun) -> TimelineData {
+        TimelineData::from_history(scenario, run, &OpHistory::new(&run.history))
+    }
+
+    /// The timeline of `run` of `scenario`, whose history is `history`.
+    pub fn from_history(scenario: &Scenario, run: &ScenarioRun, history: &OpHistory<'_>) -> TimelineData {
         let mut lanes: Vec<Lane> = scenario
             .clients
             .iter()
@@ -162,8 +169,7 @@ impl TimelineData {
         }));
         let index: BTreeMap<String, usize> = lanes.iter().enumerate().map(|(i, l)| (l.name.clone(), i)).collect();
         let lane_of = |node: &str| index.get(node).copied();
-        let events = run.history.events();
-        let end_us = events.last().map_or(0, |e| e.at_us).max(1_000);
+        let end_us = history.end_us().max(1_000);
         let mut data = TimelineData {
             title: format!(
                 "{} · {} · fencing {} · resource {} · TTL {} ms · seed {}",
@@ -185,123 +191,84 @@ impl TimelineData {
             faults: Vec::new(),
             violation: None,
         };
-        // Open grants per client: (lane, start, token, value, label).
-        let mut open: BTreeMap<usize, (u64, Option<u64>, String, String)> = BTreeMap::new();
+        // Grants of clients with a lane, labelled by token or by their number among them.
         let mut grant_count = 0u64;
+        for hold in history.holds() {
+            let Some(lane) = lane_of(hold.process) else { continue };
+            grant_count += 1;
+            let start_us = hold.start_us();
+            data.grants.push(GrantBar {
+                lane,
+                start_us,
+                end_us: hold.end_us_or(end_us).max(start_us),
+                token: hold.grant.fencing_token,
+                label: match hold.grant.fencing_token {
+                    Some(t) => format!("token {t}"),
+                    None => format!("grant {grant_count}"),
+                },
+                open: !hold.given_up(),
+            });
+        }
         let mut crashed: BTreeMap<usize, u64> = BTreeMap::new();
-        let close =
-            |data: &mut TimelineData, lane: usize, g: (u64, Option<u64>, String, String), at: u64, open: bool| {
-                data.grants.push(GrantBar {
-                    lane,
-                    start_us: g.0,
-                    end_us: at.max(g.0),
-                    token: g.1,
-                    label: g.3,
-                    open,
-                });
-            };
-        for event in events {
-            match &event.kind {
-                EventKind::Op { .. } => {
-                    let Some(op) = OpView::of(event) else { continue };
-                    let Some(lane) = lane_of(&event.node) else { continue };
-                    match (op.op, op.phase) {
-                        (names::ACQUIRE, Phase::Ok) => {
-                            let Some(g) = op.decode::<Grant>() else { continue };
-                            if let Some(prev) = open.remove(&lane) {
-                                close(&mut data, lane, prev, event.at_us, true);
-                            }
-                            grant_count += 1;
-                            let label = match g.fencing_token {
-                                Some(t) => format!("token {t}"),
-                                None => format!("grant {grant_count}"),
-                            };
-                            open.insert(lane, (event.at_us, g.fencing_token, g.value, label));
-                        }
-                        (names::ACQUIRE, Phase::Invoke) => {
-                            if let Some(prev) = open.remove(&lane) {
-                                close(&mut data, lane, prev, event.at_us, true);
-                            }
-                        }
-                        (names::RELEASE, Phase::Invoke) | (names::ABORT, _) => {
-                            let value = op.decode::<GrantRef>().map(|g| g.value);
-                            let matches = open
-                                .get(&lane)
-                                .is_some_and(|g| value.as_ref().is_none_or(|v| *v == g.2));
-                            if matches {
-                                if let Some(g) = open.remove(&lane) {
-                                    close(&mut data, lane, g, event.at_us, false);
-                                }
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                EventKind::Expired { key } if !key.starts_with("lockstep:fence:") => {
-                    if let Some(lane) = lane_of(&event.node) {
+        for step in history.steps() {
+            let at_us = step.event.at_us;
+            match &step.kind {
+                StepKind::Expired(expiry) if !expiry.fencing_counter => {
+                    if let Some(lane) = lane_of(step.node()) {
                         data.expiries.push(Mark {
                             lane,
-                            at_us: event.at_us,
-                            label: format!("\"{key}\" expired"),
+                            at_us,
+                            label: format!("\"{}\" expired", expiry.key),
                         });
                     }
                 }
-                EventKind::ResourceWrite {
-                    client,
-                    value,
-                    token,
-                    accepted,
-                    ..
-                } => {
-                    if let Some(lane) = lane_of(client) {
+                StepKind::ResourceWrite(write) => {
+                    if let Some(lane) = lane_of(write.client) {
                         data.writes.push(WriteMark {
                             lane,
-                            at_us: event.at_us,
-                            value: *value,
-                            token: *token,
-                            accepted: *accepted,
+                            at_us,
+                            value: write.value,
+                            token: write.token,
+                            accepted: write.accepted,
                         });
                     }
                 }
-                EventKind::Fault { fault } => {
+                StepKind::Fault(fault) => {
                     let first = fault.nodes().into_iter().find_map(lane_of);
                     let Some(lane) = first else { continue };
                     match fault {
                         Fault::Pause { duration_ms, .. } => data.pauses.push(Span {
                             lane,
-                            start_us: event.at_us,
-                            end_us: event.at_us + duration_ms * 1_000,
+                            start_us: at_us,
+                            end_us: at_us + duration_ms * 1_000,
                             label: format!("paused {}", short_ms(*duration_ms as i64).trim_start_matches('+')),
                         }),
                         Fault::ClockJump { delta_ms, .. } => data.clock_jumps.push(Mark {
                             lane,
-                            at_us: event.at_us,
+                            at_us,
                             label: format!("clock {}", short_ms(*delta_ms)),
                         }),
                         Fault::Crash { .. } => {
-                            crashed.insert(lane, event.at_us);
+                            crashed.insert(lane, at_us);
                         }
                         Fault::Restart { .. } => {
-                            let start = crashed.remove(&lane).unwrap_or(event.at_us);
+                            let start = crashed.remove(&lane).unwrap_or(at_us);
                             data.down.push(Span {
                                 lane,
                                 start_us: start,
-                                end_us: event.at_us,
+                                end_us: at_us,
                                 label: "down (crashed)".to_string(),
                             });
                         }
                         other => data.faults.push(Mark {
                             lane,
-                            at_us: event.at_us,
+                            at_us,
                             label: other.kind().to_string(),
                         }),
                     }
                 }
                 _ => {}
             }
-        }
-        for (lane, g) in std::mem::take(&mut open) {
-            close(&mut data, lane, g, end_us, true);
         }
         for (lane, start) in crashed {
             data.down.push(Span {
@@ -313,7 +280,7 @@ impl TimelineData {
         }
         data.grants.sort_by_key(|g| (g.start_us, g.lane));
         data.down.sort_by_key(|d| (d.start_us, d.lane));
-        data.violation = violation(run, &lane_of, end_us, &data.grants);
+        data.violation = violation(run, history, &lane_of, end_us, &data.grants);
         data
     }
 }
@@ -322,23 +289,28 @@ impl TimelineData {
 /// invalid checker (the span of its witness).
 fn violation(
     run: &ScenarioRun,
+    history: &OpHistory<'_>,
     lane_of: &dyn Fn(&str) -> Option<usize>,
     end_us: u64,
     bars: &[GrantBar],
 ) -> Option<Violation> {
+    let mutual_exclusion = CheckerName::MutualExclusion.as_str();
     let result = run
         .results
         .iter()
-        .find(|r| r.checker == crate::checker::mutual_exclusion::NAME && r.verdict == Verdict::Invalid)
+        .find(|r| r.checker == mutual_exclusion && r.verdict == Verdict::Invalid)
         .or_else(|| run.results.iter().find(|r| r.verdict == Verdict::Invalid))?;
     let witness = &result.witness;
     let first = witness.first()?.at_us;
     let last = witness.last()?.at_us;
-    let (start_us, end_us) = if result.checker == crate::checker::mutual_exclusion::NAME {
+    let (start_us, end_us) = if result.checker == mutual_exclusion {
         // The overlap of the two holds whose grants the witness names.
         let held: Vec<&GrantBar> = witness
             .iter()
-            .filter(|e| OpView::of(e).is_some_and(|o| o.op == names::ACQUIRE && o.phase == Phase::Ok))
+            .filter(|e| {
+                let op = history.step(e.seq).and_then(|s| s.op());
+                op.is_some_and(|o| o.op == OpName::Acquire && o.phase == Phase::Ok)
+            })
             .filter_map(|e| {
                 let lane = lane_of(&e.node)?;
                 bars.iter().find(|b| b.lane == lane && b.start_us == e.at_us)
@@ -357,14 +329,15 @@ fn violation(
     let marks = witness
         .iter()
         .filter_map(|e| {
-            let node = match &e.kind {
-                EventKind::ResourceWrite { client, .. } => client.as_str(),
-                _ => e.node.as_str(),
+            let step = history.step(e.seq)?;
+            let node = match &step.kind {
+                StepKind::ResourceWrite(write) => write.client,
+                _ => step.node(),
             };
             Some(Mark {
                 lane: lane_of(node)?,
                 at_us: e.at_us,
-                label: crate::timeline::describe(e).unwrap_or_default(),
+                label: crate::timeline::line(step).unwrap_or_default(),
             })
         })
         .collect();

@@ -1,8 +1,7 @@
 //! The file as written: serde structures with every optional key optional, before defaults and
 //! validation. Unknown keys are rejected here.
 
-use super::{Algorithm, ClockKind, Fencing, WorkMs};
-use crate::checker::Verdict;
+use crate::model::{Algorithm, ClockKind, ExploreExpect, Fencing, Verdict, WorkMs};
 use lockstep_sim::{DelayClock, FencingMode, Persistence};
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
@@ -34,7 +33,7 @@ pub(super) struct RawExplore {
     pub kinds: Option<Vec<String>>,
     pub faults_max: Option<u64>,
     pub lock_aware: Option<bool>,
-    pub expect: Option<BTreeMap<String, super::ExploreExpect>>,
+    pub expect: Option<BTreeMap<String, ExploreExpect>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

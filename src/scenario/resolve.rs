@@ -4,9 +4,11 @@
 
 use super::locate::{line_col, FieldPath, Locator};
 use super::raw::{RawClient, RawDeployment, RawNode, RawScenario, RawTopology};
-use super::{
-    Algorithm, ClientSpec, LockSpec, NetworkSpec, NodeSpec, Scenario, ScenarioError, WorkMs, WorkloadSpec, CHECKERS,
-    MAX_GENERATED_NODES, RESOURCE_NODE,
+use super::{ScenarioError, MAX_GENERATED_NODES};
+use crate::model::{
+    Algorithm, AlgorithmSpec, ClientSpec, ExploreSpec, LockSpec, NetworkSpec, NodeSpec, RedlockSpec, Scenario,
+    WatchdogSpec, WorkMs, WorkloadSpec, CHECKERS, GENERATED_KINDS, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS,
+    RESOURCE_NODE,
 };
 use lockstep_sim::{replica_name, ClockSpec, Fault, FaultPlan, MasterSetup, ScheduledFault};
 use serde::Deserialize;
@@ -278,9 +280,7 @@ impl Ctx<'_> {
     }
 
     /// The `[explore]` block: defaults filled in, kinds and checkers checked.
-    fn explore(&self, raw: super::raw::RawExplore) -> Result<super::ExploreSpec, ScenarioError> {
-        use super::{ExploreSpec, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS};
-        use crate::explore::generate::GENERATED_KINDS;
+    fn explore(&self, raw: super::raw::RawExplore) -> Result<ExploreSpec, ScenarioError> {
         let path = |k: &str| FieldPath::keys(&["explore", k]);
         let mut spec = ExploreSpec::default();
         if let Some(seeds) = raw.seeds {
@@ -646,22 +646,30 @@ impl Ctx<'_> {
                 format!("{extension_threshold_ms}: must be below ttl_ms ({ttl_ms}) when auto_extend is on"),
             ));
         }
+        // Every key is checked whatever the algorithm (as always); each algorithm keeps only
+        // its own settings.
+        let algorithm = match raw.algorithm {
+            Algorithm::Naive => AlgorithmSpec::Naive,
+            Algorithm::TokenRelease => AlgorithmSpec::TokenRelease,
+            Algorithm::Watchdog => AlgorithmSpec::Watchdog(WatchdogSpec { extend_every_ms }),
+            Algorithm::Redlock => AlgorithmSpec::Redlock(RedlockSpec {
+                retry_count,
+                retry_delay_ms: raw.retry_delay_ms.unwrap_or(200),
+                retry_jitter_ms: raw.retry_jitter_ms.unwrap_or(100),
+                drift_factor,
+                clock: raw.clock.unwrap_or_default(),
+                auto_extend,
+                extension_threshold_ms,
+            }),
+        };
         Ok(LockSpec {
-            algorithm: raw.algorithm,
+            algorithm,
             key,
             ttl_ms,
             fencing: raw.fencing.unwrap_or_default(),
             fencing_master,
             request_timeout_ms,
             connect_timeout_ms,
-            retry_count,
-            retry_delay_ms: raw.retry_delay_ms.unwrap_or(200),
-            retry_jitter_ms: raw.retry_jitter_ms.unwrap_or(100),
-            drift_factor,
-            clock: raw.clock.unwrap_or_default(),
-            extend_every_ms,
-            auto_extend,
-            extension_threshold_ms,
         })
     }
 

@@ -1,5 +1,6 @@
 use super::*;
-use lockstep_sim::{Fault, ScheduledFault};
+use crate::model::{Verdict, GENERATED_KINDS};
+use lockstep_sim::{Fault, FencingMode, ScheduledFault};
 
 /// Every key of the format, none at its default.
 const FULL: &str = r#"
@@ -157,18 +158,25 @@ fn full_example_parses_every_key() {
     );
     assert_eq!(s.resource, FencingMode::Strict);
     let l = &s.lock;
-    assert_eq!(l.algorithm, Algorithm::Redlock);
+    assert_eq!(l.kind(), Algorithm::Redlock);
     assert_eq!(l.key, "the-lock");
     assert_eq!(l.ttl_ms, 9000);
     assert_eq!(l.fencing, Fencing::Incr);
     assert_eq!(l.fencing_master, "redis-b");
     assert_eq!((l.request_timeout_ms, l.connect_timeout_ms), (60, 120));
-    assert_eq!((l.retry_count, l.retry_delay_ms, l.retry_jitter_ms), (-1, 150, 50));
-    assert_eq!(l.drift_factor, 0.02);
-    assert_eq!(l.clock, ClockKind::Wall);
-    assert_eq!(l.extend_every_ms, 1000);
-    assert!(l.auto_extend);
-    assert_eq!(l.extension_threshold_ms, 700);
+    let r = l.redlock().expect("redlock settings");
+    assert_eq!((r.retry_count, r.retry_delay_ms, r.retry_jitter_ms), (-1, 150, 50));
+    assert_eq!(r.drift_factor, 0.02);
+    assert_eq!(r.clock, ClockKind::Wall);
+    assert!(r.auto_extend);
+    assert_eq!(r.extension_threshold_ms, 700);
+    // The watchdog's period is checked for every algorithm but kept only by the watchdog.
+    assert_eq!(l.watchdog(), None);
+    let as_watchdog = parse(&FULL.replace("\"redlock\"", "\"watchdog\""));
+    assert_eq!(
+        as_watchdog.lock.algorithm,
+        AlgorithmSpec::Watchdog(WatchdogSpec { extend_every_ms: 1000 })
+    );
     assert_eq!(
         s.workload,
         WorkloadSpec {
@@ -240,18 +248,22 @@ fn minimal_file_resolves_every_default() {
     );
     assert_eq!(s.resource, FencingMode::Unfenced);
     let l = &s.lock;
-    assert_eq!(l.algorithm, Algorithm::Watchdog);
+    assert_eq!(l.kind(), Algorithm::Watchdog);
     assert_eq!(l.key, "lock");
     assert_eq!(l.ttl_ms, 10_000);
     assert_eq!(l.fencing, Fencing::None);
     assert_eq!(l.fencing_master, "redis-1");
     assert_eq!((l.request_timeout_ms, l.connect_timeout_ms), (50, 100));
-    assert_eq!((l.retry_count, l.retry_delay_ms, l.retry_jitter_ms), (10, 200, 100));
-    assert_eq!(l.drift_factor, 0.01);
-    assert_eq!(l.clock, ClockKind::Monotonic);
-    assert_eq!(l.extend_every_ms, 3333);
-    assert!(!l.auto_extend);
-    assert_eq!(l.extension_threshold_ms, 500);
+    assert_eq!(l.watchdog().map(|w| w.extend_every_ms), Some(3333));
+    assert_eq!(l.redlock(), None);
+    let as_redlock = parse(&MINIMAL.replace("\"watchdog\"", "\"redlock\""));
+    let r = as_redlock.lock.redlock().expect("redlock settings");
+    assert_eq!(*r, RedlockSpec::default());
+    assert_eq!((r.retry_count, r.retry_delay_ms, r.retry_jitter_ms), (10, 200, 100));
+    assert_eq!(r.drift_factor, 0.01);
+    assert_eq!(r.clock, ClockKind::Monotonic);
+    assert!(!r.auto_extend);
+    assert_eq!(r.extension_threshold_ms, 500);
     assert_eq!(
         s.workload,
         WorkloadSpec {
@@ -314,7 +326,8 @@ fn algorithm_names() {
             "name = \"a\"\ndescription = \"d\"\n[lock]\nalgorithm = \"{}\"\n",
             algorithm.name()
         ));
-        assert_eq!(s.lock.algorithm, algorithm);
+        assert_eq!(s.lock.kind(), algorithm);
+        assert_eq!(s.lock.algorithm.name(), algorithm.name());
     }
     assert_eq!(Algorithm::from_name("paxos"), None);
     assert_eq!(Fencing::Incr.name(), "incr");
@@ -338,6 +351,7 @@ fn every_fault_kind_parses() {
         ("power-loss", "node = \"redis-1-replica-1\""),
         ("shutdown", "node = \"redis-1\""),
         ("failover", "node = \"redis-1\""),
+        ("drop-reply", "node = \"redis-1\"\nclient = \"client-1\"\ncount = 2"),
     ];
     // A replica, so that `failover` has something to promote.
     const REPLICATED: &str = "\n[topology]\nreplicas = 1\n";
@@ -388,10 +402,11 @@ fn round_trip_full_minimal_and_odd_values() {
     let mut s = parse(FULL);
     s.seed = u64::MAX;
     s.description = "tab\there, backslash \\ and 'single' and \"\"\" triple\nünïcödé".into();
-    s.lock.drift_factor = 0.0;
     s.lock.ttl_ms = 2;
-    s.lock.extend_every_ms = 0; // the unwritten default for ttl 2 on a non-watchdog
-    s.lock.auto_extend = false;
+    if let AlgorithmSpec::Redlock(r) = &mut s.lock.algorithm {
+        r.drift_factor = 0.0;
+        r.auto_extend = false;
+    }
     s.workload.iterations = None;
     s.workload.work_ms = WorkMs::Fixed(0);
     s.clients[1].work_ms = Some(WorkMs::Range(5, 5));
@@ -622,7 +637,7 @@ fn lock_settings_out_of_range() {
     assert_at(&parse_err(&source), "lock.ttl_ms", line_of(&source, "ttl_ms"));
     // Other algorithms do not care.
     let s = parse(&with("ttl_ms = 2\n").replace("watchdog", "naive"));
-    assert_eq!(s.lock.extend_every_ms, 0);
+    assert_eq!(s.lock.algorithm, AlgorithmSpec::Naive);
 }
 
 #[test]
@@ -1074,7 +1089,7 @@ fn explore_block_parses_with_defaults_and_round_trips() {
     let s = parse(&with("[explore]\n"));
     let e = s.explore.clone().unwrap();
     assert_eq!(e.seeds, DEFAULT_EXPLORE_SEEDS);
-    assert_eq!(e.kinds.len(), crate::explore::generate::GENERATED_KINDS.len());
+    assert_eq!(e.kinds.len(), GENERATED_KINDS.len());
     assert!(!e.lock_aware && e.expect.is_empty());
     assert_eq!(parse(&s.to_toml()), s);
 

@@ -1,6 +1,6 @@
 //! A scenario written back as an explicit TOML file.
 
-use super::{Scenario, WorkMs};
+use crate::model::{AlgorithmSpec, Scenario, WorkMs};
 use std::fmt::Write;
 
 /// A TOML string literal.
@@ -80,18 +80,23 @@ pub(super) fn to_toml(s: &Scenario) -> String {
     let _ = writeln!(out, "fencing_master = {}", quote(&l.fencing_master));
     let _ = writeln!(out, "request_timeout_ms = {}", l.request_timeout_ms);
     let _ = writeln!(out, "connect_timeout_ms = {}", l.connect_timeout_ms);
-    let _ = writeln!(out, "retry_count = {}", l.retry_count);
-    let _ = writeln!(out, "retry_delay_ms = {}", l.retry_delay_ms);
-    let _ = writeln!(out, "retry_jitter_ms = {}", l.retry_jitter_ms);
-    let _ = writeln!(out, "drift_factor = {}", toml::Value::Float(l.drift_factor));
-    let _ = writeln!(out, "clock = {}", quote(l.clock.name()));
-    // The default (ttl_ms / 3) is left implicit: it may be 0 for short TTLs, which a written
-    // value may not be.
-    if l.extend_every_ms != l.ttl_ms / 3 {
-        let _ = writeln!(out, "extend_every_ms = {}", l.extend_every_ms);
+    // Redlock's keys are written for every algorithm (the others ignore them, at their
+    // defaults), so files stay as they always were.
+    let r = l.redlock().copied().unwrap_or_default();
+    let _ = writeln!(out, "retry_count = {}", r.retry_count);
+    let _ = writeln!(out, "retry_delay_ms = {}", r.retry_delay_ms);
+    let _ = writeln!(out, "retry_jitter_ms = {}", r.retry_jitter_ms);
+    let _ = writeln!(out, "drift_factor = {}", toml::Value::Float(r.drift_factor));
+    let _ = writeln!(out, "clock = {}", quote(r.clock.name()));
+    // The watchdog's default period (ttl_ms / 3) is left implicit: it may be 0 for short TTLs,
+    // which a written value may not be.
+    if let AlgorithmSpec::Watchdog(w) = &l.algorithm {
+        if w.extend_every_ms != l.ttl_ms / 3 {
+            let _ = writeln!(out, "extend_every_ms = {}", w.extend_every_ms);
+        }
     }
-    let _ = writeln!(out, "auto_extend = {}", l.auto_extend);
-    let _ = writeln!(out, "extension_threshold_ms = {}", l.extension_threshold_ms);
+    let _ = writeln!(out, "auto_extend = {}", r.auto_extend);
+    let _ = writeln!(out, "extension_threshold_ms = {}", r.extension_threshold_ms);
 
     let w = &s.workload;
     let _ = writeln!(out, "\n[workload]");

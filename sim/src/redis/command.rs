@@ -221,8 +221,14 @@ impl RedisEngine {
             }
         };
         let split = 3 + numkeys as usize;
-        self.scripts
-            .run(&sha, &args[3..split], &args[split..], &mut self.keyspace, now)
+        self.scripts.run(
+            &sha,
+            &args[3..split],
+            &args[split..],
+            &mut self.keyspace,
+            now,
+            exec_from_script,
+        )
     }
 }
 
@@ -230,12 +236,14 @@ impl RedisEngine {
 // Command table
 // ---------------------------------------------------------------------------------------------
 
-/// One command of the table: Redis' arity convention (negative = at least), and whether
-/// scripts may call it.
+/// One command of the table: Redis' arity convention (negative = at least), whether scripts may
+/// call it, and whether it always writes (Redis' `write` flag: a replica refuses it with
+/// `READONLY` without running it).
 pub(crate) struct Spec {
     name: &'static str,
     arity: i32,
     noscript: bool,
+    write: bool,
     subcommands: &'static [Spec],
 }
 
@@ -244,6 +252,17 @@ const fn cmd(name: &'static str, arity: i32) -> Spec {
         name,
         arity,
         noscript: false,
+        write: false,
+        subcommands: &[],
+    }
+}
+
+const fn write(name: &'static str, arity: i32) -> Spec {
+    Spec {
+        name,
+        arity,
+        noscript: false,
+        write: true,
         subcommands: &[],
     }
 }
@@ -253,6 +272,7 @@ const fn noscript(name: &'static str, arity: i32) -> Spec {
         name,
         arity,
         noscript: true,
+        write: false,
         subcommands: &[],
     }
 }
@@ -262,8 +282,15 @@ const fn container(name: &'static str, subcommands: &'static [Spec]) -> Spec {
         name,
         arity: -2,
         noscript: true,
+        write: false,
         subcommands,
     }
+}
+
+/// Whether the command named `name` (any case) always writes, by the table's `write` flag. Scripts
+/// are not flagged: whether one writes shows only when it runs.
+pub fn is_write_command(name: &[u8]) -> bool {
+    COMMANDS.iter().any(|s| s.write && eq_ic(name, s.name))
 }
 
 static COMMANDS: &[Spec] = &[
@@ -281,28 +308,28 @@ static COMMANDS: &[Spec] = &[
     ),
     cmd("select", 2),
     cmd("get", 2),
-    cmd("set", -3),
-    cmd("del", -2),
+    write("set", -3),
+    write("del", -2),
     cmd("exists", -2),
-    cmd("expire", -3),
-    cmd("pexpire", -3),
-    cmd("expireat", -3),
-    cmd("pexpireat", -3),
+    write("expire", -3),
+    write("pexpire", -3),
+    write("expireat", -3),
+    write("pexpireat", -3),
     cmd("ttl", 2),
     cmd("pttl", 2),
-    cmd("persist", 2),
+    write("persist", 2),
     cmd("type", 2),
-    cmd("incr", 2),
-    cmd("decr", 2),
-    cmd("incrby", 3),
-    cmd("decrby", 3),
-    cmd("lpush", -3),
-    cmd("rpush", -3),
+    write("incr", 2),
+    write("decr", 2),
+    write("incrby", 3),
+    write("decrby", 3),
+    write("lpush", -3),
+    write("rpush", -3),
     cmd("llen", 2),
-    cmd("lpop", -2),
-    cmd("rpop", -2),
+    write("lpop", -2),
+    write("rpop", -2),
     cmd("dbsize", 1),
-    cmd("flushall", -1),
+    write("flushall", -1),
     noscript("eval", -3),
     noscript("evalsha", -3),
     container(
@@ -352,7 +379,7 @@ fn lookup(args: &[Bytes]) -> Lookup {
 
 /// Runs a command for `redis.call`; `Err` is the script-level refusal text (Redis'
 /// `scriptCall`), which the caller turns into an `ERR ...` error table.
-pub(crate) fn exec_from_script(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Result<Reply, &'static str> {
+fn exec_from_script(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Result<Reply, &'static str> {
     match lookup(args) {
         Lookup::UnknownCommand | Lookup::UnknownSubcommand => Err("Unknown Redis command called from script"),
         Lookup::Arity(_) => Err("Wrong number of args calling Redis command from script"),

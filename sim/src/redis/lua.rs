@@ -49,7 +49,6 @@
 //!   functions depend on memory addresses; scripts that want deterministic output must not use
 //!   them (the lock scripts do not).
 
-use super::command::exec_from_script;
 use super::keyspace::Keyspace;
 use super::reply::Reply;
 use bytes::Bytes;
@@ -126,6 +125,11 @@ struct Vm {
     state: Rc<RunState>,
 }
 
+/// What `redis.call` runs: a command against the keyspace at the wall time `now_ms`; `Err` is the
+/// script-level refusal text (Redis' `scriptCall`), which becomes an `ERR ...` error table. The
+/// engine passes its command table in, so scripting and the table do not name each other.
+pub(crate) type ScriptCall = fn(&mut Keyspace, &[Bytes], i64) -> Result<Reply, &'static str>;
+
 /// The Lua VM of one engine and its script cache.
 pub(crate) struct ScriptRuntime {
     budget: u64,
@@ -169,8 +173,17 @@ impl ScriptRuntime {
         }
     }
 
-    /// Runs the cached script `sha` against `ks` at `now_ms`.
-    pub(crate) fn run(&mut self, sha: &str, keys: &[Bytes], argv: &[Bytes], ks: &mut Keyspace, now_ms: i64) -> Reply {
+    /// Runs the cached script `sha` against `ks` at `now_ms`; `redis.call` runs commands with
+    /// `exec`.
+    pub(crate) fn run(
+        &mut self,
+        sha: &str,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        ks: &mut Keyspace,
+        now_ms: i64,
+        exec: ScriptCall,
+    ) -> Reply {
         let budget = self.budget;
         let vm = match self.vm.as_mut() {
             Ok(vm) => vm,
@@ -182,14 +195,16 @@ impl ScriptRuntime {
         vm.state.begin();
         let ks = RefCell::new(ks);
         let outcome = vm.lua.scope(|scope| {
-            let call = scope.create_function(|lua, args: MultiValue| match dispatch(lua, &ks, now_ms, args)? {
-                Ok(value) => Ok(value),
-                Err(text) => raise(text),
-            })?;
-            let pcall = scope.create_function(|lua, args: MultiValue| match dispatch(lua, &ks, now_ms, args)? {
-                Ok(value) => Ok(value),
-                Err(text) => err_table(lua, &text),
-            })?;
+            let call =
+                scope.create_function(|lua, args: MultiValue| match dispatch(lua, &ks, now_ms, exec, args)? {
+                    Ok(value) => Ok(value),
+                    Err(text) => raise(text),
+                })?;
+            let pcall =
+                scope.create_function(|lua, args: MultiValue| match dispatch(lua, &ks, now_ms, exec, args)? {
+                    Ok(value) => Ok(value),
+                    Err(text) => err_table(lua, &text),
+                })?;
             vm.set_dispatch.call::<()>((call, pcall))?;
             let keys = string_table(&vm.lua, keys)?;
             let argv = string_table(&vm.lua, argv)?;
@@ -384,6 +399,7 @@ fn dispatch(
     lua: &Lua,
     ks: &RefCell<&mut Keyspace>,
     now_ms: i64,
+    exec: ScriptCall,
     args: MultiValue,
 ) -> mlua::Result<Result<Value, String>> {
     if args.is_empty() {
@@ -407,7 +423,7 @@ fn dispatch(
     let Ok(mut ks) = ks.try_borrow_mut() else {
         return Ok(Err("ERR redis.call/pcall recursive call detected".to_string()));
     };
-    match exec_from_script(&mut ks, &argv, now_ms) {
+    match exec(&mut ks, &argv, now_ms) {
         Err(refusal) => Ok(Err(push_error_text(refusal))),
         Ok(Reply::Error(e)) => Ok(Err(push_error_text(&format!("-{e}")))),
         Ok(reply) => Ok(Ok(reply_to_lua(lua, &reply)?)),

@@ -32,7 +32,7 @@ mod lua;
 mod reply;
 
 pub use codec::{decode_command, encode_reply};
-pub use command::{ClientSession, EngineConfig, RedisEngine};
+pub use command::{is_write_command, ClientSession, EngineConfig, RedisEngine};
 pub use keyspace::{Entry, Keyspace, Value};
 pub use lua::sha1_hex;
 pub use reply::Reply;

@@ -1,15 +1,20 @@
 //! Running one scenario: scenario → seeded world (masters deployed with their persistence,
 //! restart delay, replicas and failover) → history → checkers → verdicts compared with the
-//! scenario's expectations.
+//! scenario's expectations ([`expect`]), and the plain results of the gate ([`gate`]).
+//!
+//! This module sits beside the application layer (`crate::app`) on the same floor: the app
+//! orchestrates many runs; `report/` may read the results defined here (never run them).
 
-use crate::checker::{self, CheckResult, Verdict};
-use crate::lock::{self, ClientEnv, LockClient};
+pub mod expect;
+pub mod gate;
+
+use crate::checker::{self, CheckResult, CheckerName, Verdict};
+use crate::lock::{self, LockClient, LockEnv};
 use crate::scenario::Scenario;
 use crate::workload::{self, ClientPlan};
 use lockstep_sim::{
     ClockSpec, History, LinkTimeouts, RedisLink, ResourceClient, RunEnd, World, WorldError, REDIS_PORT,
 };
-use serde::{Deserialize, Serialize};
 use std::rc::Rc;
 
 /// The name of the resource node in every scenario.
@@ -17,17 +22,22 @@ pub const RESOURCE_NODE: &str = "resource";
 
 /// Builds the lock client of one client node. The built-in algorithms come from
 /// [`lock::build`]; a user passes their own to [`run_with_lock`].
-pub type LockFactory = Rc<dyn Fn(ClientEnv) -> Rc<dyn LockClient>>;
+pub type LockFactory = Rc<dyn Fn(LockEnv) -> Rc<dyn LockClient>>;
 
-/// A checker whose verdict differs from the scenario's expectation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Mismatch {
-    /// The checker.
-    pub checker: String,
-    /// What the scenario expected.
-    pub expected: Verdict,
-    /// What the checker found.
-    pub actual: Verdict,
+pub use expect::Mismatch;
+use expect::Status;
+
+/// What a run says about safety, in one word: the lock held, or it failed and the resource
+/// was (or was not) damaged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Safety {
+    /// Mutual exclusion was not found violated.
+    Held,
+    /// Mutual exclusion was violated, yet no stale write or lost update reached the resource
+    /// (fencing rejected the stale write).
+    ViolatedResourceSafe,
+    /// Mutual exclusion was violated and the resource was damaged.
+    ViolatedResourceDamaged,
 }
 
 /// Everything one run produced.
@@ -63,6 +73,26 @@ impl ScenarioRun {
     /// Whether every expectation held.
     pub fn as_expected(&self) -> bool {
         self.mismatches.is_empty()
+    }
+
+    /// How `checker`'s verdict compares with what `scenario` expects of it.
+    pub fn status(&self, scenario: &Scenario, checker: &str) -> Status {
+        match self.verdict(checker) {
+            Some(actual) => expect::verdict(scenario.expect.get(checker).copied(), actual),
+            None => Status::Unchecked,
+        }
+    }
+
+    /// Whether the lock held, and if not whether the resource stayed safe.
+    pub fn safety(&self) -> Safety {
+        let invalid = |name: &str| self.verdict(name) == Some(Verdict::Invalid);
+        if !invalid(CheckerName::MutualExclusion.as_str()) {
+            Safety::Held
+        } else if invalid(CheckerName::StaleWrite.as_str()) || invalid(CheckerName::LostUpdate.as_str()) {
+            Safety::ViolatedResourceDamaged
+        } else {
+            Safety::ViolatedResourceSafe
+        }
     }
 }
 
@@ -125,11 +155,7 @@ pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactor
                     .iter()
                     .map(|m| RedisLink::new(&node, m, REDIS_PORT, timeouts))
                     .collect();
-                let env = ClientEnv {
-                    node: node.clone(),
-                    masters,
-                    fencing_master,
-                };
+                let env = LockEnv::new(&node, masters, fencing_master);
                 let lock = lock::with_fencing(&lock_spec, &env, factory(env.clone()));
                 let resource = ResourceClient::new(&node, RESOURCE_NODE, resource_timeouts);
                 workload::run_client(node, lock, resource, plan).await;
@@ -138,19 +164,8 @@ pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactor
     }
     let end = world.run(&scenario.faults)?;
     let history = world.history();
-    let results: Vec<CheckResult> = checker::all().iter().map(|c| c.check(&history)).collect();
-    let mismatches = scenario
-        .expect
-        .iter()
-        .filter_map(|(name, expected)| {
-            let actual = results.iter().find(|r| r.checker == *name)?.verdict;
-            (actual != *expected).then(|| Mismatch {
-                checker: name.clone(),
-                expected: *expected,
-                actual,
-            })
-        })
-        .collect();
+    let results: Vec<CheckResult> = checker::check_history(&history);
+    let mismatches = expect::mismatches(&scenario.expect, &results);
     Ok(ScenarioRun {
         name: scenario.name.clone(),
         seed: used_seed,

@@ -1,144 +1,14 @@
-//! How Redis is deployed: persistence modes, delayed restarts, asynchronous replication with lag,
-//! and Sentinel-like failover.
-//!
-//! These are the settings of one master ([`MasterSetup`]) and the world-owned state that the step
-//! loop and the server handlers share. What is modelled:
-//!
-//! - **Persistence** ([`Persistence`]): `none` (a stopped master comes back empty), `aof-everysec`
-//!   (the AOF is written before each reply and fsynced every second by the node's monotonic clock:
-//!   a process crash loses nothing acknowledged, since the written AOF is in the OS page cache; a
-//!   power loss loses every write since the last fsync), `aof-always` (fsynced before each reply:
-//!   nothing acknowledged is ever lost). A clean shutdown with AOF loses nothing. The script cache
-//!   is never persisted: every restart empties it (clients fall back from `EVALSHA` to `EVAL`).
-//! - **Delayed restart**: after a stop (crash, power loss, shutdown), a `restart` keeps the server
-//!   down until `restart_delay_ms` have passed since the stop on the node's own monotonic or wall
-//!   clock ([`DelayClock`]); a wall-clock jump forward while it waits cuts the delay short.
-//! - **Replication**: a master may have replicas (nodes named by [`replica_name`]). After every
-//!   command the master's keyspace change is replicated as effects, as Redis 7 does: `SET key value
-//!   PXAT t` (expiry as an absolute time, so the replica's own wall clock decides when the key
-//!   expires there), or `DEL key` (also for keys that expire on the master). Each replica applies
-//!   them `replication_lag_ms` of true time later, acknowledging at once (`WAIT` counts those
-//!   acknowledgements). What a master had not yet delivered when it stops is lost. A replica that
-//!   was down, that follows a new master or a restarted master resynchronises in full (its
-//!   keyspace becomes a copy of its master's). Replicas answer writes with `READONLY`.
-//! - **Failover**: when a group has `failover_after_ms`, a Sentinel-like process in the step loop
-//!   promotes a replica once the master has been unreachable (stopped or paused) for that long, in
-//!   true time; the replica with the most acknowledged stream wins, ties going to the first
-//!   defined. A `failover` fault forces it at once. The old master becomes a replica of the new one
-//!   (at once if it runs, on restart otherwise). Clients follow through the [`Directory`]: a link
-//!   to a group's name resolves to its current master on every (re)connect, as a Sentinel-aware
-//!   client does, and moves when the directory changes.
-//!
-//! Left out: RDB snapshots, AOF rewrites and partial AOF files, partial resynchronisation
-//! (`PSYNC`), replication over the simulated network (the lag is a fixed delay; partitions between
-//! a master and its replicas are not modelled), replica-side read staleness rules, quorum and
-//! partitions of the Sentinels themselves (one omniscient Sentinel judges reachability), `min-replicas-to-write`,
-//! and a monotonic clock that would restart at 0 after a power loss.
+//! Asynchronous replication: each master's keyspace changes as effects (`SET key value PXAT t`,
+//! `DEL key`), queued per replica with the group's lag, acknowledged when applied; the groups
+//! (a master and its replicas) and who is master of each. Shared by the deployment's step hooks
+//! and the servers' handlers. See [`crate::deployment`] for what is modelled.
 
+use crate::directory::Directory;
 use crate::redis::{Entry, Keyspace, Value};
-use crate::world::ClockSpec;
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
-
-/// How a master persists its writes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Persistence {
-    /// No persistence: every stop loses everything.
-    #[default]
-    None,
-    /// AOF with `appendfsync everysec`: a power loss loses the writes since the last fsync.
-    AofEverysec,
-    /// AOF with `appendfsync always`: nothing acknowledged is lost.
-    AofAlways,
-}
-
-impl Persistence {
-    /// Every mode.
-    pub const ALL: [Persistence; 3] = [Persistence::None, Persistence::AofEverysec, Persistence::AofAlways];
-
-    /// The name as written in scenario files.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Persistence::None => "none",
-            Persistence::AofEverysec => "aof-everysec",
-            Persistence::AofAlways => "aof-always",
-        }
-    }
-}
-
-/// The clock a delayed restart is timed by.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DelayClock {
-    /// The node's monotonic clock (never jumps).
-    #[default]
-    Monotonic,
-    /// The node's wall clock (a jump forward cuts the delay short).
-    Wall,
-}
-
-impl DelayClock {
-    /// `monotonic` or `wall`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            DelayClock::Monotonic => "monotonic",
-            DelayClock::Wall => "wall",
-        }
-    }
-}
-
-/// One master's deployment: its clock, persistence, restart policy, replicas and failover.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct MasterSetup {
-    /// The master's clock.
-    pub clock: ClockSpec,
-    /// How it persists writes (its replicas use the same mode).
-    pub persistence: Persistence,
-    /// After a stop, a restart waits until this many ms have passed since the stop; 0: none.
-    pub restart_delay_ms: u64,
-    /// The clock that times the restart delay.
-    pub restart_delay_clock: DelayClock,
-    /// How many replicas (named `<master>-replica-<i>`, from 1).
-    pub replicas: u32,
-    /// The replicas' wall-clock offset from true time, ms.
-    pub replica_offset_ms: i64,
-    /// True ms between a write on the master and its application on the replicas.
-    pub replication_lag_ms: u64,
-    /// Promote a replica once the master has been unreachable this long (true ms); `None`: only
-    /// a `failover` fault promotes.
-    pub failover_after_ms: Option<u64>,
-}
-
-/// The name of replica `index` (from 1) of `master`.
-pub fn replica_name(master: &str, index: u32) -> String {
-    format!("{master}-replica-{index}")
-}
-
-/// Which server is the master of each replication group (a group is named after the master it
-/// was defined with). Shared by every node of a world.
-#[derive(Debug, Clone, Default)]
-pub struct Directory(Rc<RefCell<BTreeMap<String, String>>>);
-
-impl Directory {
-    /// The current master of group `host`, or `host` itself when it names no group.
-    pub fn resolve(&self, host: &str) -> String {
-        self.0.borrow().get(host).cloned().unwrap_or_else(|| host.to_string())
-    }
-
-    /// Every group and its current master.
-    pub fn snapshot(&self) -> BTreeMap<String, String> {
-        self.0.borrow().clone()
-    }
-
-    pub(crate) fn set(&self, group: &str, master: &str) {
-        self.0.borrow_mut().insert(group.to_string(), master.to_string());
-    }
-}
 
 /// One replicated change: a key's new entry, or its deletion.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -279,7 +149,7 @@ pub(crate) struct Replication {
     pub directory: Directory,
 }
 
-/// Shared handle: the world's step loop and the servers' handlers both use it.
+/// Shared handle: the deployment's step hooks and the servers' handlers both use it.
 pub(crate) type SharedReplication = Rc<RefCell<Replication>>;
 
 impl Replication {

@@ -1,10 +1,18 @@
-//! A scenario's optional `[explore]` block: the seeds and fault profile `lockstep ci` explores the
-//! scenario with (as a template, its own faults replaced by generated ones), and what each
-//! checker is expected to find over those seeds.
+//! Expectations: what a scenario's `[expect]` table and its `[explore]` block say the checkers
+//! must find.
+//!
+//! A scenario's own expectations are a map from checker name to [`Verdict`](super::Verdict)
+//! (see [`Scenario::expect`](super::Scenario::expect)); an exploration's are [`ExploreExpect`]s
+//! over many seeds. Judging them against results is the application's business, not this
+//! module's.
 
-use crate::explore::generate::{FaultProfile, GENERATED_KINDS};
+use super::fault::{FaultProfile, GENERATED_KINDS};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// The checkers an `[expect]` or `[explore.expect]` table may name, in the order the checkers
+/// run.
+pub const CHECKERS: &[&str] = &["mutual-exclusion", "stale-write", "lost-update", "token-order"];
 
 /// Seeds an `[explore]` block runs when it does not say (`seeds`).
 pub const DEFAULT_EXPLORE_SEEDS: u64 = 100;
@@ -44,7 +52,9 @@ impl ExploreExpect {
     }
 }
 
-/// A resolved `[explore]` block.
+/// A resolved `[explore]` block: the seeds and fault profile `lockstep ci` explores a scenario
+/// with (as a template, its own faults replaced by generated ones), and what each checker is
+/// expected to find over those seeds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ExploreSpec {
     /// Seeds `0..seeds` are explored (≥ 1).
@@ -55,7 +65,7 @@ pub struct ExploreSpec {
     pub faults_max: usize,
     /// Aim faults where locks break (see [`FaultProfile::lock_aware`]).
     pub lock_aware: bool,
-    /// The expectation per checker name (a subset of [`super::CHECKERS`]).
+    /// The expectation per checker name (a subset of [`CHECKERS`]).
     pub expect: BTreeMap<String, ExploreExpect>,
 }
 
@@ -86,5 +96,13 @@ impl ExploreSpec {
     /// The seeds explored, `0..seeds`.
     pub fn seed_range(&self) -> std::ops::Range<u64> {
         0..self.seeds
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_checker_names_are_the_checkers() {
+        assert_eq!(super::CHECKERS, crate::checker::NAMES);
     }
 }

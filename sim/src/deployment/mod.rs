@@ -1,0 +1,529 @@
+//! How Redis is deployed: persistence modes, delayed restarts, asynchronous replication with lag,
+//! and Sentinel-like failover.
+//!
+//! These are the settings of one master ([`MasterSetup`]) and the deployment component that owns
+//! the servers' state, shared only with their handlers. What is modelled:
+//!
+//! - **Persistence** ([`Persistence`]): `none` (a stopped master comes back empty), `aof-everysec`
+//!   (the AOF is written before each reply and fsynced every second by the node's monotonic clock:
+//!   a process crash loses nothing acknowledged, since the written AOF is in the OS page cache; a
+//!   power loss loses every write since the last fsync), `aof-always` (fsynced before each reply:
+//!   nothing acknowledged is ever lost). A clean shutdown with AOF loses nothing. The script cache
+//!   is never persisted: every restart empties it (clients fall back from `EVALSHA` to `EVAL`).
+//! - **Delayed restart**: after a stop (crash, power loss, shutdown), a `restart` keeps the server
+//!   down until `restart_delay_ms` have passed since the stop on the node's own monotonic or wall
+//!   clock ([`DelayClock`]); a wall-clock jump forward while it waits cuts the delay short.
+//! - **Replication**: a master may have replicas (nodes named by [`replica_name`]). After every
+//!   command the master's keyspace change is replicated as effects, as Redis 7 does: `SET key value
+//!   PXAT t` (expiry as an absolute time, so the replica's own wall clock decides when the key
+//!   expires there), or `DEL key` (also for keys that expire on the master). Each replica applies
+//!   them `replication_lag_ms` of true time later, acknowledging at once (`WAIT` counts those
+//!   acknowledgements). What a master had not yet delivered when it stops is lost. A replica that
+//!   was down, that follows a new master or a restarted master resynchronises in full (its
+//!   keyspace becomes a copy of its master's). Replicas answer writes with `READONLY`.
+//! - **Failover**: when a group has `failover_after_ms`, a Sentinel-like process run before each step
+//!   promotes a replica once the master has been unreachable (stopped or paused) for that long, in
+//!   true time; the replica with the most acknowledged stream wins, ties going to the first
+//!   defined. A `failover` fault forces it at once. The old master becomes a replica of the new one
+//!   (at once if it runs, on restart otherwise). Clients follow through the [`Directory`]: a link
+//!   to a group's name resolves to its current master on every (re)connect, as a Sentinel-aware
+//!   client does, and moves when the directory changes.
+//!
+//! Left out: RDB snapshots, AOF rewrites and partial AOF files, partial resynchronisation
+//! (`PSYNC`), replication over the simulated network (the lag is a fixed delay; partitions between
+//! a master and its replicas are not modelled), replica-side read staleness rules, quorum and
+//! partitions of the Sentinels themselves (one omniscient Sentinel judges reachability), `min-replicas-to-write`,
+//!
+//! The deployment is a component of the world (see `component.rs`): the world logs every
+//! fault and hands it over; before each step the deployment starts servers whose delayed restart
+//! is due and lets the Sentinel promote a replica of a master unreachable too long; after each
+//! step it runs active expiry on every live server, fsyncs `aof-everysec` servers every second of
+//! their monotonic clock and delivers the replication streams that are due. Each of these is
+//! logged as a `note` event on the node concerned. Its state (servers, persistence, replication)
+//! is its own: the world asks it questions (a server's keyspace, whether it is stopped) and never
+//! edits it.
+
+pub(crate) mod replication;
+mod setup;
+
+pub use crate::directory::Directory;
+pub use setup::{replica_name, DelayClock, MasterSetup, Persistence};
+
+use crate::component::{Component, Hosts};
+use crate::fault::Fault;
+use crate::history::EventKind;
+use crate::master::{self, REDIS_PORT};
+use crate::node::Node;
+use crate::pause::TrueTime;
+use crate::redis::{EngineConfig, Keyspace, RedisEngine};
+use crate::serve::serve_deferring;
+use replication::{Effect, Link, Replication, SharedReplication};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// How a server process stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StopKind {
+    Crash,
+    PowerLoss,
+    Shutdown,
+}
+
+/// One Redis server process (a master or a replica): its engine, and what it persists and how it
+/// restarts.
+struct Server {
+    node: Node,
+    engine: Rc<RefCell<RedisEngine>>,
+    running: bool,
+    persistence: Persistence,
+    restart_delay_ms: u64,
+    restart_delay_clock: DelayClock,
+    /// The keyspace as of the last fsync (`aof-everysec`).
+    synced: Keyspace,
+    last_fsync_mono_ms: i64,
+    /// (wall, monotonic) readings when it last stopped.
+    stopped_at: Option<(i64, i64)>,
+    /// A restart was asked for and waits for the delay.
+    restart_pending: bool,
+}
+
+impl Server {
+    /// Running and not paused: what the Sentinel and the replication stream can reach.
+    fn reachable(&self) -> bool {
+        self.running && !self.node.is_paused()
+    }
+
+    /// How many ms of the restart delay are still to wait (0: it may start).
+    fn delay_left_ms(&self) -> u64 {
+        let Some((wall, mono)) = self.stopped_at else {
+            return 0;
+        };
+        let elapsed = match self.restart_delay_clock {
+            DelayClock::Monotonic => self.node.monotonic_ms() - mono,
+            DelayClock::Wall => self.node.wall_ms() - wall,
+        };
+        let left = i128::from(self.restart_delay_ms) - i128::from(elapsed);
+        left.clamp(0, i128::from(u64::MAX)) as u64
+    }
+
+    fn note(&self, text: String) {
+        self.node.record(EventKind::Note { text });
+    }
+}
+
+/// The Redis deployment of a world: every master and replica, persistence, restarts,
+/// replication, the Sentinel and the directory.
+pub(crate) struct Deployment {
+    time: TrueTime,
+    lua_instruction_budget: u64,
+    servers: BTreeMap<String, Server>,
+    replication: SharedReplication,
+    directory: Directory,
+}
+
+impl Deployment {
+    /// A deployment without servers, on the world's true time.
+    pub(crate) fn new(time: TrueTime, lua_instruction_budget: u64) -> Self {
+        let directory = Directory::default();
+        Deployment {
+            time,
+            lua_instruction_budget,
+            servers: BTreeMap::new(),
+            replication: Rc::new(RefCell::new(Replication {
+                directory: directory.clone(),
+                ..Replication::default()
+            })),
+            directory,
+        }
+    }
+
+    /// The directory every node resolves group names through.
+    pub(crate) fn directory(&self) -> Directory {
+        self.directory.clone()
+    }
+
+    /// Makes `node` a Redis server listening on [`REDIS_PORT`], deployed as `setup` says.
+    pub(crate) fn add_server(&mut self, node: Node, setup: &MasterSetup, hosts: &mut Hosts<'_>) {
+        let engine = Rc::new(RefCell::new(RedisEngine::new(EngineConfig {
+            lua_instruction_budget: self.lua_instruction_budget,
+        })));
+        let handler = master::handler(node.clone(), engine.clone(), self.replication.clone());
+        let host_node = node.clone();
+        hosts.host(node.name(), move || {
+            let node = host_node.clone();
+            let handler = handler.clone();
+            host_node.gate().gate(serve_deferring(node, REDIS_PORT, handler))
+        });
+        self.servers.insert(
+            node.name().to_string(),
+            Server {
+                node,
+                engine,
+                running: true,
+                persistence: setup.persistence,
+                restart_delay_ms: setup.restart_delay_ms,
+                restart_delay_clock: setup.restart_delay_clock,
+                synced: Keyspace::new(),
+                last_fsync_mono_ms: 0,
+                stopped_at: None,
+                restart_pending: false,
+            },
+        );
+    }
+
+    /// Makes master `name` and its (already added) `replicas` a replication group named `name`.
+    pub(crate) fn add_group(&mut self, name: &str, replicas: &[String], setup: &MasterSetup) {
+        self.replication
+            .borrow_mut()
+            .add_group(name, replicas, setup.replication_lag_ms, setup.failover_after_ms);
+    }
+
+    /// Whether `name` is a server whose process is stopped.
+    pub(crate) fn is_stopped(&self, name: &str) -> bool {
+        self.servers.get(name).is_some_and(|s| !s.running)
+    }
+
+    /// Whether `name` belongs to a group with at least one replica.
+    pub(crate) fn is_replicated(&self, name: &str) -> bool {
+        self.replication
+            .borrow()
+            .group_of(name)
+            .is_some_and(|g| g.members.len() >= 2)
+    }
+
+    /// A copy of server `name`'s keyspace.
+    pub(crate) fn keyspace(&self, name: &str) -> Option<Keyspace> {
+        Some(self.servers.get(name)?.engine.borrow().keyspace().clone())
+    }
+
+    /// Every replication group and its current master.
+    pub(crate) fn masters_now(&self) -> BTreeMap<String, String> {
+        self.directory.snapshot()
+    }
+
+    fn reachable(&self, name: &str) -> bool {
+        self.servers.get(name).is_some_and(Server::reachable)
+    }
+
+    fn note(&self, name: &str, text: String) {
+        if let Some(server) = self.servers.get(name) {
+            server.note(text);
+        }
+    }
+
+    /// Stops server `name`: its memory becomes what its persistence mode kept.
+    fn stop(&mut self, name: &str, kind: StopKind, hosts: &mut Hosts<'_>) {
+        let Some(server) = self.servers.get_mut(name) else {
+            return;
+        };
+        if !server.running {
+            return;
+        }
+        hosts.crash(name);
+        server.running = false;
+        let kept = match (server.persistence, kind) {
+            (Persistence::None, _) => Keyspace::new(),
+            (Persistence::AofEverysec, StopKind::PowerLoss) => server.synced.clone(),
+            (Persistence::AofEverysec | Persistence::AofAlways, _) => server.engine.borrow().keyspace().clone(),
+        };
+        // The process is gone: the script cache, the Lua VM and the sessions with it.
+        server.engine.borrow_mut().reset();
+        server.engine.borrow_mut().restore(kept);
+        server.stopped_at = Some((server.node.wall_ms(), server.node.monotonic_ms()));
+        server.restart_pending = false;
+        self.replication.borrow_mut().on_stop(name);
+    }
+
+    /// Starts server `name` now, or once its restart delay has passed.
+    fn request_start(&mut self, name: &str, hosts: &mut Hosts<'_>) {
+        let Some(server) = self.servers.get_mut(name) else {
+            return;
+        };
+        if server.running {
+            return;
+        }
+        let left = server.delay_left_ms();
+        if left == 0 {
+            self.start(name, hosts);
+        } else {
+            server.restart_pending = true;
+            server.note(format!(
+                "restart delayed: {left} ms of the {} ms restart delay left by its {} clock",
+                server.restart_delay_ms,
+                server.restart_delay_clock.name()
+            ));
+        }
+    }
+
+    fn start(&mut self, name: &str, hosts: &mut Hosts<'_>) {
+        let Some(server) = self.servers.get_mut(name) else {
+            return;
+        };
+        hosts.bounce(name);
+        server.running = true;
+        server.synced = server.engine.borrow().keyspace().clone();
+        server.last_fsync_mono_ms = server.node.monotonic_ms();
+        if std::mem::take(&mut server.restart_pending) {
+            server.note("restarted: the restart delay has passed".to_string());
+        }
+        let mut repl = self.replication.borrow_mut();
+        if let Some(group) = repl.group_of.get(name).cloned().and_then(|g| repl.groups.get_mut(&g)) {
+            if group.master == name {
+                // A restarted master: its replicas copy what it came back with.
+                for link in group.links.values_mut() {
+                    link.queue.clear();
+                    link.needs_sync = true;
+                }
+            } else if let Some(link) = group.links.get_mut(name) {
+                link.needs_sync = true;
+            }
+        }
+    }
+
+    /// Starts the servers whose delayed restart is due.
+    fn start_due(&mut self, hosts: &mut Hosts<'_>) {
+        let due: Vec<String> = self
+            .servers
+            .iter()
+            .filter(|(_, s)| !s.running && s.restart_pending && s.delay_left_ms() == 0)
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in due {
+            self.start(&name, hosts);
+        }
+    }
+
+    /// The Sentinel: promotes a replica of every master unreachable for its `failover_after_ms`.
+    fn sentinel(&mut self) {
+        let now_us = self.time.now_us();
+        let watched: Vec<(String, String, u64)> = self
+            .replication
+            .borrow()
+            .groups
+            .iter()
+            .filter_map(|(g, group)| Some((g.clone(), group.master.clone(), group.failover_after_ms?)))
+            .collect();
+        for (group_name, master, after_ms) in watched {
+            let reachable = self.reachable(&master);
+            let since = {
+                let mut repl = self.replication.borrow_mut();
+                let Some(group) = repl.groups.get_mut(&group_name) else {
+                    continue;
+                };
+                if reachable {
+                    group.unreachable_since_us = None;
+                    continue;
+                }
+                *group.unreachable_since_us.get_or_insert(now_us)
+            };
+            if now_us.saturating_sub(since) >= after_ms.saturating_mul(1_000) {
+                let reason = format!("by the sentinel: `{master}` unreachable for {after_ms} ms");
+                self.failover(&group_name, &reason);
+            }
+        }
+    }
+
+    /// Promotes the best reachable replica of `group_name`; the old master becomes its replica.
+    fn failover(&mut self, group_name: &str, reason: &str) {
+        let candidates: Vec<(String, u64)> = {
+            let repl = self.replication.borrow();
+            let Some(group) = repl.groups.get(group_name) else {
+                return;
+            };
+            group
+                .members
+                .iter()
+                .filter_map(|m| group.links.get(m).map(|l| (m, l)))
+                .filter(|(m, l)| !l.needs_sync && self.reachable(m))
+                .map(|(m, l)| (m.clone(), l.acked))
+                .collect()
+        };
+        // The most advanced replica; the first defined among equals.
+        let mut best: Option<(String, u64)> = None;
+        for (name, acked) in candidates {
+            if best.as_ref().is_none_or(|(_, b)| acked > *b) {
+                best = Some((name, acked));
+            }
+        }
+        let Some((promoted, acked)) = best else {
+            if reason.starts_with("forced") {
+                self.note(
+                    group_name,
+                    "failover impossible: no replica is reachable and in sync".to_string(),
+                );
+            }
+            return;
+        };
+        let old = {
+            let mut repl = self.replication.borrow_mut();
+            let Some(group) = repl.groups.get_mut(group_name) else {
+                return;
+            };
+            let old = std::mem::replace(&mut group.master, promoted.clone());
+            group.links.remove(&promoted);
+            group.links.insert(old.clone(), Link::default());
+            for link in group.links.values_mut() {
+                link.queue.clear();
+                link.needs_sync = true;
+                link.acked = 0;
+            }
+            group.offset = 0;
+            group.unreachable_since_us = None;
+            repl.directory.set(group_name, &promoted);
+            old
+        };
+        self.note(
+            &promoted,
+            format!("promoted to master of `{group_name}` {reason}; had applied the stream up to offset {acked}; `{old}` becomes its replica"),
+        );
+    }
+
+    /// Active expiry on every live server.
+    fn active_expiry(&self) {
+        for server in self.servers.values() {
+            if server.reachable() {
+                master::expire_due(&server.node, &server.engine, &self.replication);
+            }
+        }
+    }
+
+    /// Fsyncs every running `aof-everysec` server whose second has passed.
+    fn fsync_due(&mut self) {
+        for server in self.servers.values_mut() {
+            if !server.reachable() || server.persistence != Persistence::AofEverysec {
+                continue;
+            }
+            let mono = server.node.monotonic_ms();
+            if mono - server.last_fsync_mono_ms >= 1_000 {
+                server.synced = server.engine.borrow().keyspace().clone();
+                server.last_fsync_mono_ms = mono;
+            }
+        }
+    }
+
+    /// Applies the replication streams that are due; resynchronises replicas that need it.
+    fn deliver_replication(&mut self) {
+        let now_us = self.time.now_us();
+        // Every master is a group; only groups with replicas have anything to deliver, and
+        // skipping the others keeps this per-step pass free of allocations.
+        let group_names: Vec<String> = self
+            .replication
+            .borrow()
+            .groups
+            .iter()
+            .filter(|(_, group)| !group.links.is_empty())
+            .map(|(name, _)| name.clone())
+            .collect();
+        for group_name in group_names {
+            let (master, replicas) = {
+                let repl = self.replication.borrow();
+                let Some(group) = repl.groups.get(&group_name) else {
+                    continue;
+                };
+                (group.master.clone(), group.links.keys().cloned().collect::<Vec<_>>())
+            };
+            for replica in replicas {
+                self.deliver_to(&group_name, &master, &replica, now_us);
+            }
+        }
+    }
+
+    /// Brings `replica` of `group_name` up to date with `master`: a full copy when it must
+    /// resynchronise, else the stream entries due by `now_us`.
+    fn deliver_to(&self, group_name: &str, master: &str, replica: &str, now_us: u64) {
+        let Some(target) = self.servers.get(replica).filter(|s| s.reachable()) else {
+            return;
+        };
+        let needs_sync = self
+            .replication
+            .borrow()
+            .groups
+            .get(group_name)
+            .and_then(|g| g.links.get(replica))
+            .is_some_and(|l| l.needs_sync);
+        if needs_sync {
+            let Some(source) = self.servers.get(master).filter(|s| s.reachable()) else {
+                return;
+            };
+            let copy = source.engine.borrow().keyspace().clone();
+            let keys = copy.len();
+            target.engine.borrow_mut().restore(copy);
+            {
+                let mut repl = self.replication.borrow_mut();
+                if let Some(group) = repl.groups.get_mut(group_name) {
+                    let offset = group.offset;
+                    if let Some(link) = group.links.get_mut(replica) {
+                        link.needs_sync = false;
+                        link.queue.clear();
+                        link.acked = offset;
+                    }
+                }
+            }
+            target.note(format!("full resynchronisation from `{master}`: {keys} key(s) copied"));
+            return;
+        }
+        let due: Vec<Vec<Effect>> = {
+            let mut repl = self.replication.borrow_mut();
+            let Some(link) = repl.groups.get_mut(group_name).and_then(|g| g.links.get_mut(replica)) else {
+                return;
+            };
+            let mut due = Vec::new();
+            while link.queue.front().is_some_and(|(at, _, _)| *at <= now_us) {
+                if let Some((_, offset, effects)) = link.queue.pop_front() {
+                    link.acked = offset;
+                    due.push(effects);
+                }
+            }
+            due
+        };
+        for effects in due {
+            let mut keyspace = target.engine.borrow().keyspace().clone();
+            for effect in &effects {
+                effect.apply(&mut keyspace);
+                for args in effect.commands() {
+                    target.node.record(EventKind::Command {
+                        conn: 0,
+                        args,
+                        reply: "+OK".to_string(),
+                    });
+                }
+            }
+            target.engine.borrow_mut().restore(keyspace);
+        }
+    }
+}
+
+impl Component for Deployment {
+    /// Process faults (crash, power loss, shutdown, restart) and forced failovers.
+    fn on_fault(&mut self, fault: &Fault, hosts: &mut Hosts<'_>) {
+        match fault {
+            Fault::Crash { node } => self.stop(node, StopKind::Crash, hosts),
+            Fault::PowerLoss { node } => self.stop(node, StopKind::PowerLoss, hosts),
+            Fault::Shutdown { node } => self.stop(node, StopKind::Shutdown, hosts),
+            Fault::Restart { node } => {
+                // A restart of a running process is a clean shutdown and a start.
+                self.stop(node, StopKind::Shutdown, hosts);
+                self.request_start(node, hosts);
+            }
+            Fault::Failover { node } => {
+                let group = self.replication.borrow().group_of.get(node).cloned();
+                if let Some(group) = group {
+                    self.failover(&group, "forced by a failover fault");
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn before_step(&mut self, hosts: &mut Hosts<'_>) {
+        self.start_due(hosts);
+        self.sentinel();
+    }
+
+    fn after_step(&mut self, _hosts: &mut Hosts<'_>) {
+        self.active_expiry();
+        self.fsync_due();
+        self.deliver_replication();
+    }
+}

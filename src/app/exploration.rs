@@ -1,0 +1,238 @@
+//! Explorations as the CLI and the gate start them: the template (a scenario file, or the
+//! standard template), the one function that merges a template's `[explore]` block with
+//! overrides into an [`ExploreConfig`] (used by both `lockstep explore` and `lockstep ci`), and
+//! shrinking the first failing seeds into counterexample files.
+//!
+//! Leaves out: running seeds, generating faults and shrinking itself (that is `crate::explore`).
+
+use super::error::AppError;
+use crate::explore::generate::{FaultProfile, GENERATED_KINDS};
+use crate::explore::shrink;
+pub use crate::explore::shrink::Shrunk;
+use crate::explore::{standard_template, ExploreConfig, ExploreSummary, Shard};
+use crate::lock;
+use crate::scenario::{Algorithm, Scenario};
+use std::ops::Range;
+use std::path::Path;
+use std::time::Duration;
+
+/// Seeds explored when neither a flag nor the template's `[explore]` block says.
+pub const DEFAULT_SEEDS: u64 = 1_000;
+
+/// The standard template's settings (used when no scenario file is given).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StandardSettings {
+    /// The lock algorithm.
+    pub algorithm: String,
+    /// `none` or `incr`.
+    pub fencing: String,
+    /// `unfenced`, `fenced` or `strict`.
+    pub resource: String,
+    /// The scheduler tick, ms.
+    pub tick_ms: u64,
+}
+
+/// What the caller sets over the template's `[explore]` block. `None` (or `false`) keeps the
+/// block's value, or the default when the template has no block.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overrides {
+    /// Seeds `0..seeds`.
+    pub seeds: Option<u64>,
+    /// Seeds `A..B`, as written (`A..B`); wins over `seeds`.
+    pub seed_range: Option<String>,
+    /// Worker threads (default: all cores).
+    pub jobs: Option<usize>,
+    /// Only this shard of the seeds.
+    pub shard: Option<Shard>,
+    /// Stop starting new seeds after this many wall seconds.
+    pub time_limit_s: Option<u64>,
+    /// The fault kinds that may be generated.
+    pub kinds: Option<Vec<String>>,
+    /// At most this many generated faults per seed.
+    pub faults_max: Option<usize>,
+    /// Aim faults where locks break (also on when the block says so).
+    pub lock_aware: bool,
+    /// Rerun this percentage of seeds and compare digests.
+    pub check_determinism_pct: Option<f64>,
+    /// Progress output.
+    pub progress: bool,
+}
+
+/// The template `lockstep explore` explores: the scenario of `file`, else the standard template.
+pub fn template(file: Option<&Path>, standard: &StandardSettings) -> Result<Scenario, AppError> {
+    let template = match file {
+        Some(file) => Scenario::from_file(file),
+        None => {
+            known_algorithm(&standard.algorithm, "")?;
+            standard_template(
+                &standard.algorithm,
+                &standard.fencing,
+                &standard.resource,
+                standard.tick_ms,
+            )
+        }
+    };
+    template.map_err(|e| AppError::BadInput(e.to_string()))
+}
+
+/// Bad input unless `algorithm` is a built-in one; `flag` prefixes the message (`--x: `).
+pub fn known_algorithm(algorithm: &str, flag: &str) -> Result<(), AppError> {
+    if Algorithm::from_name(algorithm).is_some() {
+        return Ok(());
+    }
+    Err(AppError::BadInput(format!(
+        "{flag}unknown algorithm `{algorithm}` (known: {})",
+        lock::ALGORITHMS.iter().map(|a| a.0).collect::<Vec<_>>().join(", ")
+    )))
+}
+
+/// Parses `A..B` (B excluded, A < B).
+pub fn parse_seed_range(s: &str) -> Result<Range<u64>, AppError> {
+    let bad = |m: String| AppError::BadInput(m);
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| bad(format!("--seed-range `{s}` is not A..B")))?;
+    let a: u64 = a
+        .trim()
+        .parse()
+        .map_err(|_| bad(format!("--seed-range start `{a}` is not a number")))?;
+    let b: u64 = b
+        .trim()
+        .parse()
+        .map_err(|_| bad(format!("--seed-range end `{b}` is not a number")))?;
+    if a >= b {
+        return Err(bad(format!("--seed-range `{s}` is empty")));
+    }
+    Ok(a..b)
+}
+
+/// The exploration of `template`: the template without its `[explore]` block (every case
+/// replaces it anyway), and the config its block gives, each setting overridden by `overrides`.
+///
+/// Seeds: the range, else `0..seeds`, else the block's `0..seeds`, else `0..1000`. Kinds: the
+/// override, else the block's (when not empty), else every generated kind. `faults_max`: the
+/// override, else the block's, else the generator's default. `lock_aware`: either says so.
+pub fn explore_config(template: &Scenario, overrides: &Overrides) -> Result<(Scenario, ExploreConfig), AppError> {
+    let declared = template.explore.as_ref();
+    let seeds = match &overrides.seed_range {
+        Some(range) => parse_seed_range(range)?,
+        None => 0..overrides.seeds.or(declared.map(|e| e.seeds)).unwrap_or(DEFAULT_SEEDS),
+    };
+    let mut profile = FaultProfile {
+        faults_max: overrides
+            .faults_max
+            .or(declared.map(|e| e.faults_max))
+            .unwrap_or(FaultProfile::default().faults_max),
+        lock_aware: overrides.lock_aware || declared.is_some_and(|e| e.lock_aware),
+        ..FaultProfile::default()
+    };
+    let kinds = overrides
+        .kinds
+        .clone()
+        .or(declared.map(|e| e.kinds.clone()).filter(|kinds| !kinds.is_empty()));
+    if let Some(kinds) = kinds {
+        if let Some(kind) = kinds.iter().find(|k| !GENERATED_KINDS.contains(&k.as_str())) {
+            return Err(AppError::BadInput(format!(
+                "unknown fault kind `{kind}` (known: {})",
+                GENERATED_KINDS.join(", ")
+            )));
+        }
+        profile.kinds = kinds;
+    }
+    let config = ExploreConfig {
+        seeds,
+        jobs: overrides.jobs.unwrap_or_else(|| ExploreConfig::default().jobs).max(1),
+        shard: overrides.shard,
+        time_limit: overrides.time_limit_s.map(Duration::from_secs),
+        profile,
+        determinism_per_10k: overrides
+            .check_determinism_pct
+            .map_or(0, |pct| (pct * 100.0).round().clamp(0.0, 10_000.0) as u64),
+        progress: overrides.progress,
+    };
+    let mut template = template.clone();
+    template.explore = None;
+    Ok((template, config))
+}
+
+/// Shrinks the first `count` failing seeds of `summary`, one by one as the iterator is
+/// advanced (each on its first failing checker, spending at most `runs` scenario runs); each
+/// counterexample's file is named in `out`.
+pub fn shrink_failures<'a>(
+    template: &'a Scenario,
+    profile: &'a FaultProfile,
+    summary: &'a ExploreSummary,
+    count: usize,
+    runs: usize,
+    out: &'a Path,
+) -> impl Iterator<Item = Shrunk> + 'a {
+    summary.first_failing.iter().take(count).filter_map(move |failing| {
+        let checker = failing.checkers.first()?;
+        Some(match shrink::shrink(template, profile, failing.seed, checker, runs) {
+            Some(cx) => Shrunk::Found {
+                file: out.join(format!("{}.toml", cx.scenario.name)),
+                toml: shrink::counterexample_toml(&cx),
+                counterexample: Box::new(cx),
+            },
+            None => Shrunk::NotReproduced {
+                seed: failing.seed,
+                checker: checker.clone(),
+            },
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::ExploreSpec;
+
+    fn standard() -> Scenario {
+        standard_template("token-release", "none", "unfenced", 1).unwrap()
+    }
+
+    #[test]
+    fn the_block_gives_the_defaults_and_overrides_win() {
+        let mut template = standard();
+        template.explore = Some(ExploreSpec {
+            seeds: 80,
+            kinds: vec!["pause".into(), "crash".into()],
+            faults_max: 3,
+            lock_aware: true,
+            ..ExploreSpec::default()
+        });
+        let (stripped, config) = explore_config(&template, &Overrides::default()).unwrap();
+        assert!(stripped.explore.is_none());
+        assert_eq!(config.seeds, 0..80);
+        assert_eq!(config.profile, template.explore.as_ref().unwrap().profile());
+        let overrides = Overrides {
+            seeds: Some(6),
+            faults_max: Some(1),
+            ..Overrides::default()
+        };
+        let (_, config) = explore_config(&template, &overrides).unwrap();
+        assert_eq!((config.seeds, config.profile.faults_max), (0..6, 1));
+        assert_eq!(config.profile.kinds, vec!["pause".to_string(), "crash".to_string()]);
+    }
+
+    #[test]
+    fn without_a_block_the_defaults_are_the_generators() {
+        let (_, config) = explore_config(&standard(), &Overrides::default()).unwrap();
+        assert_eq!(config.seeds, 0..DEFAULT_SEEDS);
+        assert_eq!(config.profile, FaultProfile::default());
+    }
+
+    #[test]
+    fn bad_kinds_and_ranges_are_bad_input() {
+        let kinds = Overrides {
+            kinds: Some(vec!["nonsense".into()]),
+            ..Overrides::default()
+        };
+        let err = explore_config(&standard(), &kinds).unwrap_err();
+        assert!(err.to_string().contains("unknown fault kind `nonsense`"), "{err}");
+        assert_eq!(err.exit_code(), 2);
+        assert_eq!(parse_seed_range("3..7").unwrap(), 3..7);
+        assert!(parse_seed_range("7..3").is_err());
+        assert!(parse_seed_range("x").is_err());
+    }
+}

@@ -1,0 +1,87 @@
+//! Files in: scenario files and directories read for `run` and `ci`, and result files read
+//! for `merge` — bad input is reported before anything runs. (Results are written by
+//! `report::write_atomic`.)
+
+use super::error::AppError;
+use crate::scenario::{load_dir, Scenario};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Parses every file of `files`, in order; the first that cannot be read or parsed is bad input.
+pub fn load_files(files: &[PathBuf]) -> Result<Vec<(PathBuf, Scenario)>, AppError> {
+    files
+        .iter()
+        .map(|file| {
+            Scenario::from_file(file)
+                .map(|s| (file.clone(), s))
+                .map_err(|e| AppError::BadInput(e.to_string()))
+        })
+        .collect()
+}
+
+/// Loads the scenario files named by `paths` (a directory means its `*.toml` files), in order.
+/// Errors name the file and field; two scenarios with the same name are an error (their chart
+/// files would collide).
+pub fn load_inputs(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Scenario)>, AppError> {
+    let bad = |e: String| AppError::BadInput(e);
+    let mut inputs = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            inputs.extend(load_dir(path).map_err(|e| bad(e.to_string()))?);
+        } else {
+            let scenario = Scenario::from_file(path).map_err(|e| bad(e.to_string()))?;
+            inputs.push((path.clone(), scenario));
+        }
+    }
+    if inputs.is_empty() {
+        return Err(bad(format!(
+            "no scenario files in {}",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let mut names: BTreeMap<&str, &Path> = BTreeMap::new();
+    for (path, scenario) in &inputs {
+        if let Some(first) = names.insert(&scenario.name, path) {
+            return Err(bad(format!(
+                "{}: field `name`: scenario name `{}` is also used by {}",
+                path.display(),
+                scenario.name,
+                first.display()
+            )));
+        }
+    }
+    Ok(inputs)
+}
+
+/// Reads every file of `files` as text, in order; one that cannot be read is bad input.
+pub fn read_texts(files: &[PathBuf]) -> Result<Vec<(PathBuf, String)>, AppError> {
+    files
+        .iter()
+        .map(|file| {
+            std::fs::read_to_string(file)
+                .map(|t| (file.clone(), t))
+                .map_err(|e| AppError::BadInput(format!("{}: {e}", file.display())))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_input_list_is_bad_input() {
+        let dir = std::env::temp_dir().join(format!("lockstep-files-empty-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let err = load_inputs(std::slice::from_ref(&dir)).unwrap_err();
+        assert!(
+            matches!(err, AppError::BadInput(ref m) if m.contains("no scenario files")),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

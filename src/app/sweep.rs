@@ -1,0 +1,104 @@
+//! The TTL trade-off: one algorithm and one fault profile, explored over the same seeds at
+//! several TTLs. A short TTL lets a paused or slow holder's lease run out while it still works
+//! (violations); a long one leaves the lock stuck on a holder that has gone quiet (a lost
+//! release, a partition) while others wait (unavailability). This is the lesson's "hardest
+//! tuning decision", as data.
+//!
+//! The fault profile is fixed in absolute time on purpose: a lock-aware profile scales its
+//! pauses with the TTL, which would cancel the very effect the sweep shows.
+//!
+//! The sweep's data ([`TtlSweep`]) is plain and lives in `crate::explore::sweep`: `report/`
+//! stores and draws it.
+
+use super::AppError;
+use crate::explore::generate::FaultProfile;
+pub use crate::explore::sweep::{TtlPoint, TtlSweep};
+use crate::explore::{explore, standard_template, ExploreConfig};
+use crate::model::AlgorithmSpec;
+
+/// The TTLs swept by default, ms.
+pub const DEFAULT_TTLS_MS: [u64; 8] = [100, 200, 400, 700, 1_000, 1_500, 2_000, 3_000];
+
+/// Seeds per TTL by default.
+pub const DEFAULT_SEEDS: u64 = 40;
+
+/// The fault profile of the sweep: pauses up to 2.5 s and partitions up to 1.5 s, at most three
+/// faults per seed, not aimed at the TTL.
+pub fn default_profile() -> FaultProfile {
+    FaultProfile {
+        kinds: vec!["pause".to_string(), "partition".to_string()],
+        faults_max: 3,
+        pause_ms_max: 2_500,
+        window_ms_max: 1_500,
+        lock_aware: false,
+        ..FaultProfile::default()
+    }
+}
+
+/// What to sweep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweepOptions {
+    /// The lock algorithm (of the standard exploration template, unfenced).
+    pub algorithm: String,
+    /// The TTLs, ms.
+    pub ttls_ms: Vec<u64>,
+    /// Seeds `0..seeds` at each TTL.
+    pub seeds: u64,
+    /// The fault profile.
+    pub profile: FaultProfile,
+    /// Worker threads.
+    pub jobs: usize,
+}
+
+impl Default for SweepOptions {
+    fn default() -> Self {
+        SweepOptions {
+            algorithm: "token-release".to_string(),
+            ttls_ms: DEFAULT_TTLS_MS.to_vec(),
+            seeds: DEFAULT_SEEDS,
+            profile: default_profile(),
+            jobs: ExploreConfig::default().jobs,
+        }
+    }
+}
+
+/// Runs the sweep. An unknown algorithm or an empty or zero TTL is bad input.
+pub fn ttl_sweep(options: &SweepOptions) -> Result<TtlSweep, AppError> {
+    let bad = AppError::BadInput;
+    if crate::scenario::Algorithm::from_name(&options.algorithm).is_none() {
+        return Err(bad(format!("TTL sweep: unknown algorithm `{}`", options.algorithm)));
+    }
+    if options.ttls_ms.is_empty() || options.ttls_ms.contains(&0) {
+        return Err(bad(
+            "TTL sweep: the TTLs must be a non-empty list of values above 0".to_string()
+        ));
+    }
+    let base = standard_template(&options.algorithm, "none", "unfenced", 1).map_err(|e| bad(e.to_string()))?;
+    let mut ttls = options.ttls_ms.clone();
+    ttls.sort_unstable();
+    ttls.dedup();
+    let mut points = Vec::new();
+    for ttl in ttls {
+        let mut template = base.clone();
+        template.lock.ttl_ms = ttl;
+        match &mut template.lock.algorithm {
+            AlgorithmSpec::Watchdog(w) => w.extend_every_ms = (ttl / 3).max(1),
+            AlgorithmSpec::Redlock(r) => r.extension_threshold_ms = r.extension_threshold_ms.min(ttl / 2),
+            AlgorithmSpec::Naive | AlgorithmSpec::TokenRelease => {}
+        }
+        let config = ExploreConfig {
+            seeds: 0..options.seeds,
+            jobs: options.jobs.max(1),
+            profile: options.profile.clone(),
+            ..ExploreConfig::default()
+        };
+        points.push(TtlPoint::of(ttl, &explore(&template, &config)));
+    }
+    Ok(TtlSweep {
+        algorithm: options.algorithm.clone(),
+        template: base.name,
+        seeds: options.seeds,
+        profile: options.profile.clone(),
+        points,
+    })
+}

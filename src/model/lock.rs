@@ -1,0 +1,215 @@
+//! The lock under test: the settings every lock has ([`LockSpec`]: key, TTL, fencing, client
+//! timeouts) and, in [`AlgorithmSpec`], the algorithm with its own settings — one definition,
+//! read by the scenario front end, the runner and the built-in algorithms alike.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The lock algorithm under test, without its settings (the `algorithm` key of `[lock]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Algorithm {
+    /// `SET NX PX` to acquire, plain `DEL` to release.
+    Naive,
+    /// `SET NX PX` with a random token; release only if the token still matches.
+    TokenRelease,
+    /// Token release plus a watchdog extending the TTL every `extend_every_ms`.
+    Watchdog,
+    /// Redlock over every master.
+    Redlock,
+}
+
+impl Algorithm {
+    /// Every algorithm, in declaration order.
+    pub const ALL: [Algorithm; 4] = [
+        Algorithm::Naive,
+        Algorithm::TokenRelease,
+        Algorithm::Watchdog,
+        Algorithm::Redlock,
+    ];
+
+    /// The name as written in scenario files (`token-release`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Algorithm::Naive => "naive",
+            Algorithm::TokenRelease => "token-release",
+            Algorithm::Watchdog => "watchdog",
+            Algorithm::Redlock => "redlock",
+        }
+    }
+
+    /// The algorithm of that name, if any.
+    pub fn from_name(name: &str) -> Option<Algorithm> {
+        Algorithm::ALL.into_iter().find(|a| a.name() == name)
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where fencing tokens come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fencing {
+    /// No tokens: writes to the resource carry none.
+    #[default]
+    None,
+    /// `INCR` a counter on the fencing master after acquiring; the result is the token.
+    Incr,
+}
+
+impl Fencing {
+    /// `none` or `incr`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Fencing::None => "none",
+            Fencing::Incr => "incr",
+        }
+    }
+}
+
+/// Which clock a lock client times its lease with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClockKind {
+    /// The node's monotonic clock (drifts, never jumps).
+    #[default]
+    Monotonic,
+    /// The node's wall clock (drifts and jumps).
+    Wall,
+}
+
+impl ClockKind {
+    /// `monotonic` or `wall`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ClockKind::Monotonic => "monotonic",
+            ClockKind::Wall => "wall",
+        }
+    }
+}
+
+/// The lock under test (every default resolved): what every lock has, and the algorithm with
+/// its own settings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LockSpec {
+    /// The algorithm and its settings.
+    #[serde(flatten)]
+    pub algorithm: AlgorithmSpec,
+    /// The Redis key of the lock.
+    pub key: String,
+    /// Time to live, ms (> 0).
+    pub ttl_ms: u64,
+    /// Where fencing tokens come from.
+    pub fencing: Fencing,
+    /// The master that hands out fencing tokens (always names a master).
+    pub fencing_master: String,
+    /// Per-request timeout of the client's links to the masters, ms.
+    pub request_timeout_ms: u64,
+    /// Connection timeout of the client's links, ms.
+    pub connect_timeout_ms: u64,
+}
+
+/// An algorithm with its own settings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "algorithm", rename_all = "kebab-case")]
+pub enum AlgorithmSpec {
+    /// `SET NX PX`, release by a plain `DEL`; no settings of its own.
+    Naive,
+    /// `SET NX PX` with a random value, release by a compare-and-delete; no settings of its own.
+    TokenRelease,
+    /// Token release kept alive by a watchdog.
+    Watchdog(WatchdogSpec),
+    /// Redlock over every master.
+    Redlock(RedlockSpec),
+}
+
+impl AlgorithmSpec {
+    /// The algorithm, without its settings.
+    pub fn kind(&self) -> Algorithm {
+        match self {
+            AlgorithmSpec::Naive => Algorithm::Naive,
+            AlgorithmSpec::TokenRelease => Algorithm::TokenRelease,
+            AlgorithmSpec::Watchdog(_) => Algorithm::Watchdog,
+            AlgorithmSpec::Redlock(_) => Algorithm::Redlock,
+        }
+    }
+
+    /// The name as written in scenario files (`token-release`, ...).
+    pub fn name(&self) -> &'static str {
+        self.kind().name()
+    }
+}
+
+impl fmt::Display for AlgorithmSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The watchdog's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct WatchdogSpec {
+    /// Extension period, ms, by the client's clock (`ttl_ms / 3` unless written; > 0).
+    pub extend_every_ms: u64,
+}
+
+/// Redlock's settings (the defaults are node-redlock v5's).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RedlockSpec {
+    /// Retries after the first attempt; −1 retries forever.
+    pub retry_count: i64,
+    /// Delay between attempts, ms.
+    pub retry_delay_ms: u64,
+    /// Upper bound of the random extra delay, ms.
+    pub retry_jitter_ms: u64,
+    /// Clock drift allowance as a fraction of the TTL, in [0, 1) (2 ms are added).
+    pub drift_factor: f64,
+    /// Which clock the client times itself with.
+    pub clock: ClockKind,
+    /// Extend automatically while the work runs (node-redlock's `using()`).
+    pub auto_extend: bool,
+    /// Extend when less than this much validity is left, ms.
+    pub extension_threshold_ms: u64,
+}
+
+impl Default for RedlockSpec {
+    /// node-redlock v5's defaults.
+    fn default() -> Self {
+        RedlockSpec {
+            retry_count: 10,
+            retry_delay_ms: 200,
+            retry_jitter_ms: 100,
+            drift_factor: 0.01,
+            clock: ClockKind::Monotonic,
+            auto_extend: false,
+            extension_threshold_ms: 500,
+        }
+    }
+}
+
+impl LockSpec {
+    /// The algorithm, without its settings.
+    pub fn kind(&self) -> Algorithm {
+        self.algorithm.kind()
+    }
+
+    /// The watchdog's settings, when the algorithm is the watchdog.
+    pub fn watchdog(&self) -> Option<&WatchdogSpec> {
+        match &self.algorithm {
+            AlgorithmSpec::Watchdog(w) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// Redlock's settings, when the algorithm is Redlock.
+    pub fn redlock(&self) -> Option<&RedlockSpec> {
+        match &self.algorithm {
+            AlgorithmSpec::Redlock(r) => Some(r),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! The ground floor: plain data every other layer reads, importing nothing of the crate.
+//!
+//! - [`scenario`]: a resolved scenario — topology, clients, workload, faults, expectations.
+//! - [`lock`]: the lock under test, [`LockSpec`], with each algorithm's own settings in
+//!   [`AlgorithmSpec`].
+//! - [`verdict`]: a checker's [`Verdict`].
+//! - [`expect`]: what a scenario or an exploration expects the checkers to find.
+//! - [`fault`]: the fault generator's vocabulary and strengths ([`FaultProfile`]).
+//! - [`op`]: the client-operation vocabulary written into the history ([`Grant`], …).
+//!
+//! Nothing here parses or writes files (that is the scenario front end, `crate::scenario`) and
+//! nothing runs: these are values, with small helpers over them.
+
+pub mod expect;
+pub mod fault;
+pub mod lock;
+pub mod op;
+pub mod scenario;
+pub mod verdict;
+
+pub use expect::{ExploreExpect, ExploreSpec, CHECKERS, DEFAULT_EXPLORE_SEEDS, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS};
+pub use fault::{FaultProfile, GENERATED_KINDS};
+pub use lock::{Algorithm, AlgorithmSpec, ClockKind, Fencing, LockSpec, RedlockSpec, WatchdogSpec};
+pub use op::{Grant, GrantRef};
+pub use scenario::{ClientSpec, NetworkSpec, NodeSpec, Scenario, WorkMs, WorkloadSpec, RESOURCE_NODE};
+pub use verdict::Verdict;

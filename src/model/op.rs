@@ -1,0 +1,91 @@
+//! The client-operation vocabulary: the op names and the typed data of each operation that
+//! lockstep's workload writes into the world's history (see `crate::ops` for the table and the
+//! recorder). A lock's [`Grant`] is part of it: it is what an acquire returns.
+
+use serde::{Deserialize, Serialize};
+
+/// The op names.
+pub mod names {
+    /// Taking the lock.
+    pub const ACQUIRE: &str = "acquire";
+    /// Extending the lock's TTL.
+    pub const EXTEND: &str = "extend";
+    /// Giving the lock up.
+    pub const RELEASE: &str = "release";
+    /// Reading the resource.
+    pub const READ: &str = "read";
+    /// Writing the resource.
+    pub const WRITE: &str = "write";
+    /// The lock was lost (a failed extension); a one-off `info` event.
+    pub const ABORT: &str = "abort";
+}
+
+/// What an acquire asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AcquireInvoke {
+    /// The lock's key.
+    pub key: String,
+    /// The requested TTL.
+    pub ttl_ms: u64,
+}
+
+/// A lock grant: what a successful acquire returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    /// The lock's key.
+    pub key: String,
+    /// The random value stored under the key (identifies this grant).
+    pub value: String,
+    /// The fencing token, when the algorithm issues one.
+    pub fencing_token: Option<u64>,
+    /// How long the client may assume it holds the lock, by its own clock, from the grant.
+    pub validity_ms: u64,
+}
+
+/// Names a grant in later operations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantRef {
+    /// The lock's key.
+    pub key: String,
+    /// The grant's value.
+    pub value: String,
+    /// The grant's fencing token.
+    pub fencing_token: Option<u64>,
+}
+
+impl From<&Grant> for GrantRef {
+    fn from(g: &Grant) -> Self {
+        GrantRef {
+            key: g.key.clone(),
+            value: g.value.clone(),
+            fencing_token: g.fencing_token,
+        }
+    }
+}
+
+/// A resource read's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadOk {
+    /// The value (`None` when never written).
+    pub value: Option<i64>,
+    /// The version.
+    pub version: u64,
+}
+
+/// A resource write request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteInvoke {
+    /// The resource key.
+    pub key: String,
+    /// The value written.
+    pub value: i64,
+    /// The fencing token sent with it.
+    pub fencing_token: Option<u64>,
+}
+
+/// Why an operation failed or has an unknown outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpError {
+    /// The error text.
+    pub error: String,
+}

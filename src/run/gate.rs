@@ -1,0 +1,63 @@
+//! What the `lockstep ci` gate ran, as plain results: each scenario file's run with its
+//! judgement, each `[explore]` block's summary with its judgement, and the TTL sweep. Produced
+//! by `crate::app::ci`; `report/` builds the report from it.
+
+use super::expect::Status;
+use super::ScenarioRun;
+use crate::explore::generate::FaultProfile;
+use crate::explore::summary::ExploreSummary;
+use crate::explore::sweep::TtlSweep;
+use crate::explore::Shard;
+use crate::scenario::{ExploreExpect, Scenario};
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::PathBuf;
+
+/// One scenario file's explicit run.
+#[derive(Debug, Clone)]
+pub struct ScenarioOutcome {
+    /// The file, as given.
+    pub path: PathBuf,
+    /// The scenario.
+    pub scenario: Scenario,
+    /// The run, or why the world could not run it.
+    pub run: Result<ScenarioRun, String>,
+    /// How its expectations came out (`Error` when it could not run).
+    pub status: Status,
+    /// Wall milliseconds the run took (not deterministic).
+    pub wall_ms: f64,
+}
+
+/// One scenario file's `[explore]` block, explored.
+#[derive(Debug, Clone)]
+pub struct ExplorationOutcome {
+    /// The file, as given.
+    pub path: PathBuf,
+    /// The seeds of the whole exploration (a shard runs some of them).
+    pub seeds: Range<u64>,
+    /// The shard that ran (`None`: all seeds).
+    pub shard: Option<Shard>,
+    /// The generator's profile.
+    pub profile: FaultProfile,
+    /// What each checker is expected to find.
+    pub expect: BTreeMap<String, ExploreExpect>,
+    /// What the seeds found.
+    pub summary: ExploreSummary,
+    /// How its expectations came out.
+    pub status: Status,
+}
+
+/// Everything the gate ran, in input order.
+#[derive(Debug, Clone)]
+pub struct CiRun {
+    /// The shard this run covers.
+    pub shard: Option<Shard>,
+    /// The scenario runs of this shard.
+    pub scenarios: Vec<ScenarioOutcome>,
+    /// The explorations.
+    pub explorations: Vec<ExplorationOutcome>,
+    /// The TTL sweep, when asked for (and this is shard 1 or unsharded).
+    pub ttl_sweep: Option<TtlSweep>,
+    /// Wall seconds the whole run took (not deterministic).
+    pub wall_s: f64,
+}

@@ -1,0 +1,429 @@
+//! The import graph follows the data, one way (see `../README.md`, "Layout").
+//!
+//! Two rules, checked by reading the source (no build needed):
+//! 1. **No import cycle between files of a crate** (`src/` and `sim/src/`). An edge is a path
+//!    written `crate::…` or `super::…` in a file's code, resolved to the file that defines that
+//!    module. A parent's `mod`/`pub use child::…` declaration of its own submodule is a
+//!    declaration, not a dependency, and makes no edge.
+//! 2. **No import against the flow** in `src/`: each top-level module sits on a floor —
+//!    model → scenario front end → world (locks, workload, recorder) → history → checkers →
+//!    application → report → CLI — and a file may only name modules on its own floor or below.
+//!
+//! Test modules (`#[cfg(test)]` at the end of a file) and comments are ignored.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The floor of each top-level module of `src/` (`lib.rs` and `prelude.rs` only re-export).
+const FLOORS: &[(&str, u8)] = &[
+    ("model", 0),
+    ("scenario", 1),
+    ("lock", 2),
+    ("workload", 2),
+    ("ops", 2),
+    ("history", 3),
+    ("checker", 4),
+    ("liveness", 4),
+    ("app", 5),
+    ("explore", 5),
+    ("bench", 5),
+    ("run", 5),
+    ("live", 5),
+    ("report", 6),
+    ("timeline", 6),
+    ("main", 7),
+];
+
+/// Files that only re-export (the crate roots' facades): they may name any floor.
+const FACADES: &[&str] = &["lib", "prelude"];
+
+/// One source file: its module path (`checker::mutual_exclusion`; `a/mod.rs` is `a`) and its code without
+/// comments and without the trailing test module.
+struct SourceFile {
+    module: Vec<String>,
+    code: String,
+    path: PathBuf,
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The code of a file: comment lines dropped, cut at a `#[cfg(test)]` followed by a `mod`.
+fn code_of(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("#[cfg(test)]") {
+            let next = lines.get(i + 1).map(|l| l.trim_start()).unwrap_or("");
+            let is_mod =
+                next.starts_with("mod ") || next.starts_with("pub mod ") || next.starts_with("pub(crate) mod ");
+            // An inline test module ends the file's code; `#[cfg(test)] mod tests;` names a
+            // test-only file, skipped by `load`.
+            if is_mod && next.contains('{') {
+                break;
+            }
+        }
+        if trimmed.starts_with("//") {
+            continue;
+        }
+        // Drop a trailing line comment (good enough: `//` inside strings is rare in imports).
+        let code = match trimmed.find(" //") {
+            Some(at) => &trimmed[..at],
+            None => trimmed,
+        };
+        out.push_str(code);
+        out.push('\n');
+    }
+    out
+}
+
+fn load(root: &Path) -> Vec<SourceFile> {
+    let mut paths = Vec::new();
+    rust_files(root, &mut paths);
+    // Files declared `#[cfg(test)] mod name;` are test code: not part of the graph.
+    let mut test_only: BTreeSet<PathBuf> = BTreeSet::new();
+    for path in &paths {
+        let text = std::fs::read_to_string(path).expect("readable source");
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        for pair in lines.windows(2) {
+            if pair[0].starts_with("#[cfg(test)]") {
+                if let Some(name) = pair[1].strip_prefix("mod ").and_then(|r| r.strip_suffix(';')) {
+                    let dir = if path
+                        .file_name()
+                        .is_some_and(|f| f == "mod.rs" || f == "lib.rs" || f == "main.rs")
+                    {
+                        path.parent().expect("parent").to_path_buf()
+                    } else {
+                        path.with_extension("")
+                    };
+                    test_only.insert(dir.join(format!("{name}.rs")));
+                    test_only.insert(dir.join(name).join("mod.rs"));
+                }
+            }
+        }
+    }
+    paths
+        .into_iter()
+        .filter(|path| !test_only.contains(path))
+        .map(|path| {
+            let rel = path.strip_prefix(root).expect("under root");
+            let mut module: Vec<String> = rel.iter().map(|c| c.to_string_lossy().into_owned()).collect();
+            let last = module.pop().expect("file name");
+            let stem = last.trim_end_matches(".rs").to_string();
+            if stem != "mod" {
+                module.push(stem);
+            }
+            let text = std::fs::read_to_string(&path).expect("readable source");
+            SourceFile {
+                module,
+                code: code_of(&text),
+                path,
+            }
+        })
+        .collect()
+}
+
+/// Every module path named by `crate::…` or `super::…` in a file's code, made absolute
+/// (`use a::{b, c::D}` groups give one path per member).
+fn referenced_paths(file: &SourceFile) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    let code = file.code.as_str();
+    for anchor in ["crate::", "super::"] {
+        let mut start = 0;
+        while let Some(pos) = code[start..].find(anchor) {
+            let at = start + pos;
+            start = at + anchor.len();
+            // Must start a path (not `mycrate::` nor the second `super::` of `super::super::`).
+            if let Some(prev) = code[..at].chars().last() {
+                if prev.is_alphanumeric() || prev == '_' || prev == ':' {
+                    continue;
+                }
+            }
+            // `super` of module `a::b` is `a` (a `mod.rs` file's module path has no `mod`).
+            let mut base: Vec<String> = Vec::new();
+            if anchor == "super::" {
+                base = file.module.clone();
+                base.pop();
+            }
+            let mut rest = &code[at + anchor.len()..];
+            while let Some(r) = rest.strip_prefix("super::") {
+                base.pop();
+                rest = r;
+            }
+            collect_paths(base, rest, &mut found);
+        }
+    }
+    found
+}
+
+/// Reads `ident::ident::…` from `rest` after `prefix`; a `{…}` group adds each member.
+fn collect_paths(prefix: Vec<String>, rest: &str, found: &mut Vec<Vec<String>>) {
+    let mut path = prefix;
+    let mut rest = rest;
+    loop {
+        let ident: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        if ident.is_empty() || ident == "self" {
+            break;
+        }
+        path.push(ident.clone());
+        rest = &rest[ident.len()..];
+        match rest.strip_prefix("::") {
+            Some(r) => rest = r,
+            None => break,
+        }
+    }
+    if let Some(group) = rest.strip_prefix('{') {
+        // Members up to the matching brace, split at top-level commas.
+        let mut depth = 0usize;
+        let mut member = String::new();
+        let mut members = Vec::new();
+        for c in group.chars() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => break,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    members.push(std::mem::take(&mut member));
+                    continue;
+                }
+                _ => {}
+            }
+            member.push(c);
+        }
+        members.push(member);
+        for m in members {
+            collect_paths(path.clone(), m.trim(), found);
+        }
+        return;
+    }
+    if !path.is_empty() {
+        found.push(path);
+    }
+}
+
+/// The file (index) defining the longest prefix of `path`.
+fn resolve(files: &[SourceFile], path: &[String]) -> Option<usize> {
+    (1..=path.len())
+        .rev()
+        .find_map(|len| files.iter().position(|f| f.module == path[..len]))
+}
+
+fn graph(files: &[SourceFile]) -> BTreeMap<usize, BTreeSet<usize>> {
+    let mut edges: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+    for (i, file) in files.iter().enumerate() {
+        let paths = referenced_paths(file);
+        for path in paths {
+            if let Some(j) = resolve(files, &path) {
+                // A module's own root (lib.rs / main.rs, module path []) is never a target.
+                if j != i && !files[j].module.is_empty() {
+                    edges.entry(i).or_default().insert(j);
+                }
+            }
+        }
+    }
+    edges
+}
+
+/// Strongly connected components with more than one file (Tarjan).
+fn cycles(n: usize, edges: &BTreeMap<usize, BTreeSet<usize>>) -> Vec<Vec<usize>> {
+    struct State<'a> {
+        edges: &'a BTreeMap<usize, BTreeSet<usize>>,
+        index: Vec<Option<usize>>,
+        low: Vec<usize>,
+        on_stack: Vec<bool>,
+        stack: Vec<usize>,
+        next: usize,
+        out: Vec<Vec<usize>>,
+    }
+    fn visit(s: &mut State, v: usize) {
+        s.index[v] = Some(s.next);
+        s.low[v] = s.next;
+        s.next += 1;
+        s.stack.push(v);
+        s.on_stack[v] = true;
+        let targets: Vec<usize> = s.edges.get(&v).map(|t| t.iter().copied().collect()).unwrap_or_default();
+        for w in targets {
+            match s.index[w] {
+                None => {
+                    visit(s, w);
+                    s.low[v] = s.low[v].min(s.low[w]);
+                }
+                Some(iw) if s.on_stack[w] => s.low[v] = s.low[v].min(iw),
+                Some(_) => {}
+            }
+        }
+        if Some(s.low[v]) == s.index[v] {
+            let mut component = Vec::new();
+            loop {
+                let w = s.stack.pop().expect("non-empty stack");
+                s.on_stack[w] = false;
+                component.push(w);
+                if w == v {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort();
+                s.out.push(component);
+            }
+        }
+    }
+    let mut s = State {
+        edges,
+        index: vec![None; n],
+        low: vec![0; n],
+        on_stack: vec![false; n],
+        stack: Vec::new(),
+        next: 0,
+        out: Vec::new(),
+    };
+    for v in 0..n {
+        if s.index[v].is_none() {
+            visit(&mut s, v);
+        }
+    }
+    s.out
+}
+
+fn cycle_report(files: &[SourceFile]) -> Vec<String> {
+    let edges = graph(files);
+    cycles(files.len(), &edges)
+        .into_iter()
+        .map(|c| {
+            let names: Vec<String> = c.iter().map(|&i| files[i].path.display().to_string()).collect();
+            format!("import cycle among {} files: {}", c.len(), names.join(", "))
+        })
+        .collect()
+}
+
+fn root_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn no_import_cycle_between_files_of_src() {
+    let files = load(&root_dir().join("src"));
+    let problems = cycle_report(&files);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn no_import_cycle_between_files_of_sim() {
+    let files = load(&root_dir().join("sim/src"));
+    let problems = cycle_report(&files);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn imports_follow_the_flow_in_src() {
+    let files = load(&root_dir().join("src"));
+    let floor_of = |top: &str| FLOORS.iter().find(|(name, _)| *name == top).map(|(_, f)| *f);
+    let mut problems = Vec::new();
+    for file in &files {
+        let top = file.module.first().map(String::as_str).unwrap_or("lib");
+        if FACADES.contains(&top) {
+            continue;
+        }
+        let Some(own) = floor_of(top) else {
+            problems.push(format!(
+                "{}: module `{top}` has no floor in FLOORS",
+                file.path.display()
+            ));
+            continue;
+        };
+        for path in referenced_paths(file) {
+            let Some(target) = path.first() else { continue };
+            if FACADES.contains(&target.as_str()) {
+                problems.push(format!(
+                    "{}: imports through the facade `crate::{target}`",
+                    file.path.display()
+                ));
+                continue;
+            }
+            match floor_of(target) {
+                Some(floor) if floor > own => problems.push(format!(
+                    "{}: `{}` (floor {own}) imports `crate::{}` (floor {floor}): against the flow",
+                    file.path.display(),
+                    top,
+                    path.join("::")
+                )),
+                Some(_) => {}
+                None => {} // an item of the crate root (a macro or re-export); not a module
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_checker_finds_a_planted_cycle() {
+    // The rule itself must be able to fail: two files naming each other form a cycle.
+    let files = vec![
+        SourceFile {
+            module: vec!["a".into()],
+            code: "use crate::b::Thing;\n".into(),
+            path: "a.rs".into(),
+        },
+        SourceFile {
+            module: vec!["b".into()],
+            code: "use crate::a::Other;\n".into(),
+            path: "b.rs".into(),
+        },
+        SourceFile {
+            module: vec!["c".into()],
+            code: "use crate::a::Other;\n".into(),
+            path: "c.rs".into(),
+        },
+    ];
+    let problems = cycle_report(&files);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].contains("a.rs") && problems[0].contains("b.rs") && !problems[0].contains("c.rs"));
+}
+
+/// What only the application layer may call: anything that builds or runs a world.
+const SIMULATION_ENTRY_POINTS: &[&str] = &[
+    "World::new",
+    "run_scenario",
+    "run_with_lock",
+    "run_guarded",
+    "explore_with_lock",
+    "explore::explore",
+    "crate::app::",
+];
+
+#[test]
+fn nothing_under_report_runs_a_simulation() {
+    let files = load(&root_dir().join("src/report"));
+    let mut problems = Vec::new();
+    for file in &files {
+        for name in SIMULATION_ENTRY_POINTS {
+            if file.code.contains(name) {
+                problems.push(format!("{} names `{name}`", file.path.display()));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "report/ must only render: {}", problems.join("; "));
+}
+
+#[test]
+fn main_only_parses_arguments_and_prints() {
+    let main = std::fs::read_to_string(root_dir().join("src/main.rs")).expect("src/main.rs");
+    let lines = main.lines().count();
+    assert!(
+        lines <= 300,
+        "src/main.rs has {lines} lines; the CLI belongs in app/ and report/ (limit 300)"
+    );
+}

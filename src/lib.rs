@@ -15,6 +15,7 @@ pub mod bench;
 pub mod checker;
 pub mod explore;
 pub mod history;
+pub mod live;
 pub mod liveness;
 pub mod lock;
 pub mod model;

@@ -15,7 +15,6 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
 }
-
 #[derive(Subcommand)]
 enum Command {
     /// Run scenario files and compare each checker's verdict with the file's expectation.
@@ -64,6 +63,7 @@ enum Command {
     },
     /// Measure the simulator: overhead against bare turmoil, scaling over jobs, scenarios/minute.
     Bench(BenchArgs),
+    Live(lockstep::live::LiveArgs),
     /// List the lock algorithms, the fault kinds, the checkers and the shipped scenarios.
     List {
         /// Where the shipped scenarios are.
@@ -273,10 +273,10 @@ fn cmd_merge(files: &[PathBuf], out: Option<&Path>, report_dir: Option<&Path>) -
         }
     }
 }
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Live(args) => return lockstep::live::main(args, &lockstep::report::live::Renderer),
         Command::Run { files, seed, quiet } => cmd_run(&files, seed, quiet),
         Command::List { dir } => {
             print!(

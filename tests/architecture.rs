@@ -28,6 +28,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("explore", 5),
     ("bench", 5),
     ("run", 5),
+    ("live", 5),
     ("report", 6),
     ("timeline", 6),
     ("main", 7),

@@ -32,6 +32,7 @@ pub mod console;
 pub mod headline;
 pub mod html;
 pub mod junit;
+pub mod live;
 pub mod markdown;
 pub mod merge;
 pub mod sweep;

@@ -1,0 +1,209 @@
+//! The fault plan of a live run: which faults a live run can apply, and applying them at their
+//! (real) times.
+//!
+//! Supported: `pause` of a client (SIGSTOP/SIGCONT of its process group) or of a server (its
+//! command processing freezes); `clock-jump` and `drift` of a server's clock; `partition`,
+//! `heal`, `hold`, `release`, `latency` and `loss` on a client↔server link; `crash`,
+//! `power-loss`, `shutdown` and `restart` of a master; `clock-jump` of a client through
+//! libfaketime when it is installed ([`super::fakeclock`]). Refused with a reason: a client clock
+//! jump without libfaketime, drift on a client, network faults between two servers or two clients
+//! (live runs have client↔server links only), process faults on a client or the resource, and
+//! `failover` (no replicas live).
+
+use super::fakeclock::FakeClock;
+use super::link::Link;
+use super::process::GroupControl;
+use super::recorder::LiveRecorder;
+use super::server::{Server, StopKind};
+use lockstep_sim::{EventKind, Fault, FaultPlan};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// What a live run can reach.
+pub struct Targets {
+    /// Client process groups, by client name.
+    pub clients: BTreeMap<String, GroupControl>,
+    /// Servers by name (masters and the resource).
+    pub servers: BTreeMap<String, Rc<Server>>,
+    /// Every link.
+    pub links: Vec<Rc<Link>>,
+    /// Faked wall clocks of clients (libfaketime), by client name.
+    pub client_clocks: BTreeMap<String, Rc<FakeClock>>,
+}
+
+/// Why a fault cannot be applied live (`None`: it can), given the client and server names.
+/// `faketime`: whether libfaketime is installed (client clock jumps need it).
+pub fn refusal(
+    fault: &Fault,
+    clients: &[String],
+    masters: &[String],
+    resource: &str,
+    faketime: bool,
+) -> Option<String> {
+    let is_client = |n: &str| clients.iter().any(|c| c == n);
+    let is_master = |n: &str| masters.iter().any(|m| m == n);
+    let is_server = |n: &str| is_master(n) || n == resource;
+    let link_ok = |a: &str, b: &str| (is_client(a) && is_server(b)) || (is_server(a) && is_client(b));
+    match fault {
+        Fault::Pause { node, .. } => (!is_client(node) && !is_server(node)).then(|| format!("no node named {node}")),
+        Fault::ClockJump { node, .. } | Fault::Drift { node, .. } => {
+            if is_server(node) {
+                None
+            } else if is_client(node) {
+                match (fault, faketime) {
+                    (Fault::ClockJump { .. }, true) => None,
+                    (Fault::ClockJump { .. }, false) => Some(format!(
+                        "a clock jump on client {node} needs libfaketime around its process, and it is not \
+                         installed (apt-get install faketime, or set LOCKSTEP_LIBFAKETIME)"
+                    )),
+                    _ => Some(format!(
+                        "drift on client {node}: live runs fake a client's wall clock with libfaketime, which \
+                         steps it but does not change its rate"
+                    )),
+                }
+            } else {
+                Some(format!("no node named {node}"))
+            }
+        }
+        Fault::Partition { a, b, .. }
+        | Fault::Heal { a, b, .. }
+        | Fault::Hold { a, b }
+        | Fault::Release { a, b }
+        | Fault::Latency { a, b, .. }
+        | Fault::Loss { a, b, .. } => {
+            (!link_ok(a, b)).then(|| format!("live runs have client<->server links only; {a} <-> {b} is not one"))
+        }
+        Fault::Crash { node } | Fault::PowerLoss { node } | Fault::Shutdown { node } | Fault::Restart { node } => {
+            (!is_master(node)).then(|| format!("process faults apply to Redis masters only live; {node} is not one"))
+        }
+        Fault::Failover { .. } => Some("failover needs replicas, which live runs do not deploy".to_string()),
+        #[allow(unreachable_patterns)]
+        other => Some(format!("fault kind {} is not supported live", other.kind())),
+    }
+}
+
+fn links_between<'a>(targets: &'a Targets, a: &'a str, b: &'a str) -> impl Iterator<Item = &'a Rc<Link>> + 'a {
+    targets
+        .links
+        .iter()
+        .filter(move |l| (l.client == a && l.server.name() == b) || (l.client == b && l.server.name() == a))
+}
+
+/// Applies one fault now (and schedules the end of a pause).
+fn apply(rec: &LiveRecorder, targets: &Targets, fault: &Fault) {
+    let target = match fault.nodes().as_slice() {
+        [one] => one.to_string(),
+        _ => "net".to_string(),
+    };
+    rec.record(&target, EventKind::Fault { fault: fault.clone() });
+    let now_us = rec.now_us();
+    match fault {
+        Fault::Pause { node, duration_ms } => {
+            let resume: Box<dyn Fn()> = if let Some(group) = targets.clients.get(node) {
+                group.pause();
+                let group = group.clone();
+                Box::new(move || {
+                    group.resume();
+                })
+            } else if let Some(server) = targets.servers.get(node) {
+                server.set_paused(true);
+                let server = server.clone();
+                Box::new(move || server.set_paused(false))
+            } else {
+                return;
+            };
+            let (rec, node, ms) = (rec.clone(), node.clone(), *duration_ms);
+            tokio::task::spawn_local(async move {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                resume();
+                rec.record(&node, EventKind::Resumed);
+            });
+        }
+        Fault::ClockJump { node, delta_ms } => {
+            if let Some(s) = targets.servers.get(node) {
+                s.clock().jump(*delta_ms);
+            } else if let Some(fake) = targets.client_clocks.get(node) {
+                if let Err(e) = fake.jump(*delta_ms) {
+                    rec.record(
+                        node,
+                        EventKind::Note {
+                            text: format!("clock jump failed: {e}"),
+                        },
+                    );
+                }
+                if let Some(clock) = rec.clock(node) {
+                    clock.jump(*delta_ms);
+                }
+            }
+        }
+        Fault::Drift { node, drift_ppm } => {
+            if let Some(s) = targets.servers.get(node) {
+                s.clock().set_drift(now_us, (*drift_ppm).max(-999_999));
+            }
+        }
+        Fault::Partition { a, b, oneway } | Fault::Heal { a, b, oneway } => {
+            let cut = matches!(fault, Fault::Partition { .. });
+            for link in links_between(targets, a, b) {
+                link.direction(a).partitioned.set(cut);
+                if !oneway {
+                    link.direction(b).partitioned.set(cut);
+                }
+            }
+        }
+        Fault::Hold { a, b } | Fault::Release { a, b } => {
+            let hold = matches!(fault, Fault::Hold { .. });
+            for link in links_between(targets, a, b) {
+                link.up.held.set(hold);
+                link.down.held.set(hold);
+            }
+        }
+        Fault::Latency { a, b, latency_ms, .. } => {
+            for link in links_between(targets, a, b) {
+                link.up.latency_ms.set(*latency_ms);
+                link.down.latency_ms.set(*latency_ms);
+            }
+        }
+        Fault::Loss { a, b, rate_ppm } => {
+            for link in links_between(targets, a, b) {
+                link.up.loss_ppm.set(*rate_ppm);
+                link.down.loss_ppm.set(*rate_ppm);
+            }
+        }
+        Fault::Crash { node } | Fault::PowerLoss { node } | Fault::Shutdown { node } => {
+            let kind = match fault {
+                Fault::Crash { .. } => StopKind::Crash,
+                Fault::PowerLoss { .. } => StopKind::PowerLoss,
+                _ => StopKind::Shutdown,
+            };
+            if let Some(s) = targets.servers.get(node) {
+                s.stop(kind);
+                for link in targets.links.iter().filter(|l| l.server.name() == node) {
+                    link.reset_connections();
+                }
+            }
+        }
+        Fault::Restart { node } => {
+            if let Some(s) = targets.servers.get(node) {
+                if s.is_running() {
+                    for link in targets.links.iter().filter(|l| l.server.name() == node) {
+                        link.reset_connections();
+                    }
+                }
+                s.request_start();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Applies `plan` at its times (ms since the run began), in plan order at equal times.
+pub async fn run_plan(rec: LiveRecorder, targets: Rc<Targets>, plan: FaultPlan) {
+    for scheduled in plan.sorted() {
+        let now_ms = rec.now_us() / 1000;
+        if scheduled.at_ms > now_ms {
+            tokio::time::sleep(Duration::from_millis(scheduled.at_ms - now_ms)).await;
+        }
+        apply(&rec, &targets, &scheduled.fault);
+    }
+}

@@ -1,0 +1,671 @@
+//! Live runs: a scenario in real time against unmodified lock clients in any language, as real
+//! processes (`lockstep live FILE --client CMD`).
+//!
+//! The scenario's masters (lockstep's Redis engine: the same commands, Lua, expiry, persistence
+//! and crash semantics) and its fenced resource are served on 127.0.0.1, each with its own clock
+//! (real monotonic time plus the scenario's offset and drift, stepped by clock faults). Each
+//! client is the user's command, started in its own process group with its name and the server
+//! addresses in its environment; lockstep drives it one workload step at a time over a JSON-lines
+//! protocol on its stdin and stdout ([`protocol`], documented in `docs/live.md`). Faults come from
+//! the scenario's plan at their real times: SIGSTOP/SIGCONT pauses, server clock jumps, crashes and
+//! restarts, network faults on each client↔server link ([`faults`]). The merged history has the
+//! same event shapes as a simulated run's, so the same checkers judge it.
+//!
+//! **Real time is the deliberate exception to determinism**: this module (and only it) reads
+//! `std::time` and waits on tokio's real timers. Live runs are not reproducible; the fault plan
+//! and its seed are. `--runs N` repeats a scenario and reports how often each verdict came out.
+//!
+//! Floor: application. It uses the scenario, lock-op vocabulary, checkers, timeline and report
+//! types; nothing below imports it.
+
+pub mod driver;
+pub mod fakeclock;
+pub mod faults;
+pub mod link;
+pub mod output;
+pub mod process;
+pub mod protocol;
+pub mod real;
+pub mod recorder;
+pub mod server;
+
+use crate::checker::{self, CheckResult, Verdict};
+use crate::run::{Mismatch, RESOURCE_NODE};
+use crate::scenario::Scenario;
+use driver::{Driver, DriverError, LivePlan};
+use lockstep_sim::{EventKind, History};
+use process::{ClientProcess, ProcessError};
+use protocol::{parse_hello, Request};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use recorder::LiveRecorder;
+use server::Server;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Why a live run could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    /// The scenario cannot run live (a refused fault, replicas, ...).
+    #[error("{0}")]
+    Unsupported(String),
+    /// A port could not be bound.
+    #[error("cannot listen on 127.0.0.1:{port}: {reason}{hint}")]
+    Port {
+        /// The port (0: a free one).
+        port: u16,
+        /// The OS error.
+        reason: String,
+        /// What to do about it.
+        hint: String,
+    },
+    /// A client process misbehaved.
+    #[error(transparent)]
+    Process(#[from] ProcessError),
+    /// An adapter broke the protocol.
+    #[error("{0}")]
+    Protocol(String),
+    /// The runtime could not be built.
+    #[error("runtime: {0}")]
+    Runtime(String),
+}
+
+impl From<DriverError> for LiveError {
+    fn from(e: DriverError) -> Self {
+        match e {
+            DriverError::Process(p) => LiveError::Process(p),
+            garbage => LiveError::Protocol(garbage.to_string()),
+        }
+    }
+}
+
+/// How to run a scenario live.
+#[derive(Debug, Clone)]
+pub struct LiveOptions {
+    /// The command started for every client (through `sh -c`).
+    pub client: String,
+    /// Per-client commands overriding `client`.
+    pub client_for: BTreeMap<String, String>,
+    /// The first port to listen on (then consecutive ones); `None`: free ports.
+    pub base_port: Option<u16>,
+    /// How long an adapter may take for one step, ms (time stopped by a pause excluded).
+    pub step_timeout_ms: u64,
+    /// How long an adapter may take to say hello, ms.
+    pub start_timeout_ms: u64,
+    /// Copy the adapters' stderr to lockstep's stderr.
+    pub echo_stderr: bool,
+    /// Serve the masters with real `redis-server` processes (this binary) instead of the engine.
+    pub redis_server: Option<String>,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        LiveOptions {
+            client: String::new(),
+            client_for: BTreeMap::new(),
+            base_port: None,
+            step_timeout_ms: 5_000,
+            start_timeout_ms: 20_000,
+            echo_stderr: false,
+            redis_server: None,
+        }
+    }
+}
+
+/// One live run.
+#[derive(Debug, Clone)]
+pub struct LiveRun {
+    /// The scenario's name.
+    pub name: String,
+    /// The fault plan's seed (the scenario's).
+    pub seed: u64,
+    /// The merged history.
+    pub history: History,
+    /// One result per checker, in [`checker::NAMES`] order.
+    pub results: Vec<CheckResult>,
+    /// Expectations that did not hold.
+    pub mismatches: Vec<Mismatch>,
+    /// What each adapter said it drives, by client.
+    pub adapters: BTreeMap<String, String>,
+    /// Whether every client finished before the scenario's duration ran out.
+    pub clients_finished: bool,
+    /// When the run ended, ms.
+    pub end_ms: u64,
+    /// The loopback addresses served, by `client->server`.
+    pub addresses: BTreeMap<String, String>,
+}
+
+impl LiveRun {
+    /// The verdict of `checker`.
+    pub fn verdict(&self, checker: &str) -> Option<Verdict> {
+        self.results.iter().find(|r| r.checker == checker).map(|r| r.verdict)
+    }
+
+    /// Whether every expectation held.
+    pub fn as_expected(&self) -> bool {
+        self.mismatches.is_empty()
+    }
+}
+
+/// Checks that `scenario` can run live at all (with real `redis-server`s when `real_redis`);
+/// the error says why not.
+pub fn check_supported(scenario: &Scenario, real_redis: bool) -> Result<(), LiveError> {
+    let clients: Vec<String> = scenario.clients.iter().map(|c| c.name.clone()).collect();
+    let masters: Vec<String> = scenario.masters.iter().map(|m| m.name.clone()).collect();
+    let faketime = fakeclock::find().is_some();
+    for client in &scenario.clients {
+        if client.drift_ppm != 0 {
+            return Err(LiveError::Unsupported(format!(
+                "client {} has drift_ppm = {}: live runs cannot change a client process's clock rate",
+                client.name, client.drift_ppm
+            )));
+        }
+        if client.offset_ms != 0 && !faketime {
+            return Err(LiveError::Unsupported(format!(
+                "client {} has offset_ms = {}: a client's wall clock is set through libfaketime, which is not \
+                 installed (apt-get install faketime, or set LOCKSTEP_LIBFAKETIME)",
+                client.name, client.offset_ms
+            )));
+        }
+    }
+    for name in &masters {
+        if scenario.master_setup(name).replicas > 0 {
+            return Err(LiveError::Unsupported(format!(
+                "master {name} has replicas: live runs deploy independent masters only"
+            )));
+        }
+    }
+    for f in &scenario.faults.faults {
+        if real_redis {
+            if let lockstep_sim::Fault::ClockJump { node, .. } | lockstep_sim::Fault::Drift { node, .. } = &f.fault {
+                if masters.contains(node) {
+                    return Err(LiveError::Unsupported(format!(
+                        "the {} fault at {} ms cannot run with --redis-server: a real redis-server reads the \
+                         machine's clock (leave --redis-server out to use lockstep's servers, whose clocks jump)",
+                        f.fault.kind(),
+                        f.at_ms
+                    )));
+                }
+            }
+        }
+        if let Some(why) = faults::refusal(&f.fault, &clients, &masters, RESOURCE_NODE, faketime) {
+            return Err(LiveError::Unsupported(format!(
+                "the {} fault at {} ms cannot run live: {why}",
+                f.fault.kind(),
+                f.at_ms
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A seed for one purpose of one run.
+fn sub_seed(seed: u64, purpose: &str) -> u64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{seed}/{purpose}").as_bytes());
+    u64::from_le_bytes(digest[..8].try_into().unwrap_or([0; 8]))
+}
+
+/// Runs `scenario` once, live. Builds its own single-threaded tokio runtime.
+pub fn run_live(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun, LiveError> {
+    check_supported(scenario, options.redis_server.is_some())?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| LiveError::Runtime(e.to_string()))?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime, run_async(scenario, options))
+}
+
+struct Started {
+    drivers: Vec<Driver>,
+    adapters: BTreeMap<String, String>,
+    client_clocks: BTreeMap<String, Rc<fakeclock::FakeClock>>,
+}
+
+/// Whether `client` needs a faked wall clock: an initial offset, or a jump in the plan.
+fn needs_fake_clock(scenario: &Scenario, client: &str, offset_ms: i64) -> bool {
+    offset_ms != 0
+        || scenario
+            .faults
+            .faults
+            .iter()
+            .any(|f| matches!(&f.fault, lockstep_sim::Fault::ClockJump { node, .. } if node == client))
+}
+
+async fn start_clients(
+    scenario: &Scenario,
+    options: &LiveOptions,
+    rec: &LiveRecorder,
+    addresses: &BTreeMap<(String, String), String>,
+) -> Result<Started, LiveError> {
+    let masters: Vec<String> = scenario.masters.iter().map(|m| m.name.clone()).collect();
+    let fencing_master = masters
+        .iter()
+        .position(|m| *m == scenario.lock.fencing_master)
+        .unwrap_or(0);
+    let mut processes = Vec::new();
+    let mut client_clocks = BTreeMap::new();
+    for client in &scenario.clients {
+        let addr = |server: &str| {
+            addresses
+                .get(&(client.name.clone(), server.to_string()))
+                .cloned()
+                .unwrap_or_default()
+        };
+        let lock = &scenario.lock;
+        rec.add_clock(&client.name, client.offset_ms, client.drift_ppm);
+        let mut env: Vec<(String, String)> = vec![
+            ("LOCKSTEP_CLIENT".into(), client.name.clone()),
+            (
+                "LOCKSTEP_MASTERS".into(),
+                masters.iter().map(|m| addr(m)).collect::<Vec<_>>().join(","),
+            ),
+            ("LOCKSTEP_MASTER_NAMES".into(), masters.join(",")),
+            ("LOCKSTEP_RESOURCE".into(), addr(RESOURCE_NODE)),
+            ("LOCKSTEP_ALGORITHM".into(), lock.algorithm.name().to_string()),
+            ("LOCKSTEP_FENCING".into(), lock.fencing.name().to_string()),
+            ("LOCKSTEP_FENCING_MASTER".into(), fencing_master.to_string()),
+            ("LOCKSTEP_TTL_MS".into(), lock.ttl_ms.to_string()),
+            (
+                "LOCKSTEP_REQUEST_TIMEOUT_MS".into(),
+                lock.request_timeout_ms.to_string(),
+            ),
+            (
+                "LOCKSTEP_CONNECT_TIMEOUT_MS".into(),
+                lock.connect_timeout_ms.to_string(),
+            ),
+            (
+                "LOCKSTEP_RESOURCE_TIMEOUT_MS".into(),
+                scenario.workload.resource_timeout_ms.to_string(),
+            ),
+            (
+                "LOCKSTEP_SEED".into(),
+                sub_seed(scenario.seed, &client.name).to_string(),
+            ),
+        ];
+        if let crate::model::AlgorithmSpec::Redlock(redlock) = &lock.algorithm {
+            env.extend([
+                ("LOCKSTEP_RETRY_COUNT".to_string(), redlock.retry_count.to_string()),
+                (
+                    "LOCKSTEP_RETRY_DELAY_MS".to_string(),
+                    redlock.retry_delay_ms.to_string(),
+                ),
+                (
+                    "LOCKSTEP_RETRY_JITTER_MS".to_string(),
+                    redlock.retry_jitter_ms.to_string(),
+                ),
+                ("LOCKSTEP_DRIFT_FACTOR".to_string(), redlock.drift_factor.to_string()),
+            ]);
+        }
+        if needs_fake_clock(scenario, &client.name, client.offset_ms) {
+            let library = fakeclock::find()
+                .ok_or_else(|| LiveError::Unsupported(format!("{}: libfaketime is not installed", client.name)))?;
+            let dir = std::env::temp_dir().join(format!("lockstep-live-{}-clocks", std::process::id()));
+            let clock = fakeclock::FakeClock::new(&dir, &client.name, client.offset_ms)
+                .map_err(|e| LiveError::Unsupported(format!("{}: cannot write its clock file: {e}", client.name)))?;
+            env.extend(clock.env(&library));
+            client_clocks.insert(client.name.clone(), Rc::new(clock));
+        }
+        let command = options.client_for.get(&client.name).unwrap_or(&options.client);
+        processes.push(ClientProcess::spawn(&client.name, command, &env, options.echo_stderr)?);
+    }
+    let mut adapters = BTreeMap::new();
+    let mut drivers = Vec::new();
+    for (mut process, client) in processes.into_iter().zip(&scenario.clients) {
+        let line = process
+            .recv("its hello line", options.start_timeout_ms)
+            .await
+            .map_err(LiveError::Process)?;
+        let hello = parse_hello(&line).map_err(|reason| {
+            LiveError::Protocol(format!(
+                "{}: the adapter's first line is not a hello: {reason}: {line:?}",
+                client.name
+            ))
+        })?;
+        adapters.insert(client.name.clone(), hello.hello.clone());
+        let plan = LivePlan {
+            start_ms: client.start_ms,
+            iterations: client.iterations.or(scenario.workload.iterations),
+            until_ms: scenario.workload.until_ms,
+            work_ms: client.work_ms.unwrap_or(scenario.workload.work_ms),
+            acquire_retry_ms: scenario.workload.acquire_retry_ms,
+            think_ms: scenario.workload.think_ms,
+            lock_key: scenario.lock.key.clone(),
+            ttl_ms: scenario.lock.ttl_ms,
+            resource_key: scenario.workload.key.clone(),
+            step_timeout_ms: options.step_timeout_ms,
+            deadline_ms: scenario.duration_ms,
+        };
+        drivers.push(Driver {
+            process,
+            rec: rec.clone(),
+            plan,
+            rng: ChaCha8Rng::seed_from_u64(sub_seed(scenario.seed, &format!("{}/work", client.name))),
+        });
+    }
+    Ok(Started {
+        drivers,
+        adapters,
+        client_clocks,
+    })
+}
+
+/// A free port on 127.0.0.1 (bound and released: another process could take it meanwhile).
+fn free_port() -> Result<u16, LiveError> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| LiveError::Port {
+        port: 0,
+        reason: e.to_string(),
+        hint: String::new(),
+    })?;
+    listener.local_addr().map(|a| a.port()).map_err(|e| LiveError::Port {
+        port: 0,
+        reason: e.to_string(),
+        hint: String::new(),
+    })
+}
+
+async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun, LiveError> {
+    let rec = LiveRecorder::new();
+    let mut servers: BTreeMap<String, Rc<Server>> = BTreeMap::new();
+    let mut server_order = Vec::new();
+    let mut next_port = options.base_port;
+    for m in &scenario.masters {
+        let setup = scenario.master_setup(&m.name);
+        let server = match &options.redis_server {
+            None => Server::master(&m.name, setup, &rec),
+            Some(binary) => {
+                let port = match next_port {
+                    Some(p) => {
+                        next_port = Some(p.saturating_add(1));
+                        p
+                    }
+                    None => free_port()?,
+                };
+                Server::real_master(&m.name, setup, &rec, binary, port).map_err(LiveError::Unsupported)?
+            }
+        };
+        servers.insert(m.name.clone(), server);
+        server_order.push(m.name.clone());
+    }
+    servers.insert(
+        RESOURCE_NODE.to_string(),
+        Server::resource(RESOURCE_NODE, scenario.resource, &rec),
+    );
+    server_order.push(RESOURCE_NODE.to_string());
+
+    // One listener per client per server.
+    let mut links = Vec::new();
+    let mut addresses = BTreeMap::new();
+    for client in &scenario.clients {
+        for server in &server_order {
+            let port = next_port.unwrap_or(0);
+            let listener = link::bind(port).await.map_err(|e| LiveError::Port {
+                port,
+                reason: e.to_string(),
+                hint: if port == 0 {
+                    String::new()
+                } else {
+                    " (the port is in use: pass another --base-port, or leave it out to use free ports)".to_string()
+                },
+            })?;
+            next_port = next_port.map(|p| p.saturating_add(1));
+            let seed = sub_seed(scenario.seed, &format!("link/{}/{server}", client.name));
+            let link =
+                link::serve(listener, &client.name, servers[server].clone(), seed).map_err(|e| LiveError::Port {
+                    port,
+                    reason: e.to_string(),
+                    hint: String::new(),
+                })?;
+            addresses.insert((client.name.clone(), server.clone()), link.addr.to_string());
+            links.push(link);
+        }
+    }
+
+    let Started {
+        drivers,
+        adapters,
+        client_clocks,
+    } = start_clients(scenario, options, &rec, &addresses).await?;
+
+    // True time 0.
+    rec.start();
+    rec.record(
+        "world",
+        EventKind::Note {
+            text: format!("live start seed={} (real time: not reproducible)", scenario.seed),
+        },
+    );
+    let ticker = {
+        let servers: Vec<Rc<Server>> = servers.values().cloned().collect();
+        tokio::task::spawn_local(async move {
+            let mut interval = tokio::time::interval(Duration::from_millis(1));
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                interval.tick().await;
+                for s in &servers {
+                    s.tick_restart();
+                    s.tick();
+                }
+            }
+        })
+    };
+    let targets = Rc::new(faults::Targets {
+        clients: drivers
+            .iter()
+            .map(|d| (d.process.name().to_string(), d.process.control()))
+            .collect(),
+        servers: servers.clone(),
+        links: links.clone(),
+        client_clocks,
+    });
+    let fault_task = tokio::task::spawn_local(faults::run_plan(rec.clone(), targets.clone(), scenario.faults.clone()));
+
+    let mut handles = Vec::new();
+    for mut driver in drivers {
+        handles.push(tokio::task::spawn_local(async move {
+            let result = driver.run().await;
+            (driver, result)
+        }));
+    }
+
+    // Wait for every client, or the scenario's duration.
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(scenario.duration_ms);
+    let mut finished: Vec<Option<Driver>> = Vec::new();
+    let mut error: Option<LiveError> = None;
+    let mut clients_finished = true;
+    for handle in handles {
+        let abort = handle.abort_handle();
+        match tokio::time::timeout_at(deadline, handle).await {
+            Ok(Ok((driver, result))) => {
+                if let Err(e) = result {
+                    error.get_or_insert(e.into());
+                }
+                finished.push(Some(driver));
+            }
+            Ok(Err(join)) => {
+                error.get_or_insert(LiveError::Protocol(format!("a client driver failed: {join}")));
+                finished.push(None);
+            }
+            Err(_) => {
+                // Out of time: the driver (and with it the process) is dropped.
+                abort.abort();
+                clients_finished = false;
+                finished.push(None);
+            }
+        }
+        if error.is_some() {
+            break;
+        }
+    }
+    fault_task.abort();
+    ticker.abort();
+    // Resume whoever is still stopped, then ask everyone to quit.
+    for control in targets.clients.values() {
+        if control.is_paused() {
+            control.resume();
+        }
+    }
+    let end_ms = rec.now_us() / 1000;
+    rec.record(
+        "world",
+        EventKind::Note {
+            text: format!("end clients_finished={clients_finished}"),
+        },
+    );
+    for mut driver in finished.into_iter().flatten() {
+        driver
+            .process
+            .shutdown(&Request::Quit.to_line(), Duration::from_millis(500));
+    }
+    drop(targets);
+    if let Some(e) = error {
+        return Err(e);
+    }
+
+    let history = rec.history();
+    let results: Vec<CheckResult> = checker::check_all(&crate::history::OpHistory::new(&history));
+    let mismatches = scenario
+        .expect
+        .iter()
+        .filter_map(|(name, expected)| {
+            let actual = results.iter().find(|r| r.checker == *name)?.verdict;
+            (actual != *expected).then(|| Mismatch {
+                checker: name.clone(),
+                expected: *expected,
+                actual,
+            })
+        })
+        .collect();
+    Ok(LiveRun {
+        name: scenario.name.clone(),
+        seed: scenario.seed,
+        history,
+        results,
+        mismatches,
+        adapters,
+        clients_finished,
+        end_ms,
+        addresses: addresses
+            .into_iter()
+            .map(|((c, s), a)| (format!("{c}->{s}"), a))
+            .collect(),
+    })
+}
+
+/// `lockstep live`'s arguments.
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    about = "Run a scenario live: real lock clients (any language, via an adapter) against servers on \
+             127.0.0.1 in real time. Exit 0: as expected in every run; 1: not; 2: bad input or adapter"
+)]
+pub struct LiveArgs {
+    /// The scenario file (see `scenarios/live/`).
+    pub file: PathBuf,
+    /// The adapter command started for every client, through `sh -c` (e.g. `python3
+    /// examples/live/redis_py_adapter.py`).
+    #[arg(long)]
+    pub client: String,
+    /// A different command for one client: `NAME=CMD` (repeatable).
+    #[arg(long = "client-for", value_name = "NAME=CMD")]
+    pub client_for: Vec<String>,
+    /// Repeat the run N times and report how often each verdict came out.
+    #[arg(long, default_value_t = 1)]
+    pub runs: u32,
+    /// Listen on consecutive ports from this one (default: free ports). Always 127.0.0.1.
+    #[arg(long)]
+    pub base_port: Option<u16>,
+    /// How long an adapter may take for one step, ms (time stopped by a pause does not count).
+    #[arg(long, default_value_t = 5000)]
+    pub step_timeout_ms: u64,
+    /// Write the report (report.json, summary.md, junit.xml, charts, index.html, live.json) here.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Serve the masters with real `redis-server` processes from this binary (server clock faults
+    /// are then refused; commands and expiries inside the servers are not recorded).
+    #[arg(long, value_name = "PATH")]
+    pub redis_server: Option<String>,
+    /// Write the last run's history here, one JSON event per line.
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<PathBuf>,
+    /// Print only the verdicts, not the timeline.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Copy the adapters' stderr to lockstep's stderr.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+/// Runs `lockstep live`. Exit code 0: every run as expected; 1: some run differed from the
+/// scenario's expectations; 2: bad input or a misbehaving adapter (the message says which).
+pub fn main(args: LiveArgs, render: &dyn output::Render) -> ExitCode {
+    match main_inner(&args, render) {
+        Ok(code) => ExitCode::from(code),
+        Err(message) => {
+            eprintln!("lockstep live: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn main_inner(args: &LiveArgs, render: &dyn output::Render) -> Result<u8, String> {
+    let scenario = Scenario::from_file(&args.file).map_err(|e| e.to_string())?;
+    let mut client_for = BTreeMap::new();
+    for entry in &args.client_for {
+        let Some((name, cmd)) = entry.split_once('=') else {
+            return Err(format!("--client-for expects NAME=CMD, got {entry:?}"));
+        };
+        if !scenario.clients.iter().any(|c| c.name == name) {
+            return Err(format!(
+                "--client-for names {name:?}, which is not a client of the scenario"
+            ));
+        }
+        client_for.insert(name.to_string(), cmd.to_string());
+    }
+    if args.runs == 0 {
+        return Err("--runs must be at least 1".to_string());
+    }
+    check_supported(&scenario, args.redis_server.is_some()).map_err(|e| e.to_string())?;
+    if let Some(out) = &args.report {
+        std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    }
+    let options = LiveOptions {
+        client: args.client.clone(),
+        client_for,
+        base_port: args.base_port,
+        step_timeout_ms: args.step_timeout_ms,
+        echo_stderr: args.verbose,
+        redis_server: args.redis_server.clone(),
+        ..LiveOptions::default()
+    };
+    let mut runs = Vec::new();
+    for i in 0..args.runs {
+        let started = std::time::Instant::now();
+        let run = run_live(&scenario, &options).map_err(|e| e.to_string())?;
+        let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
+        render.run(&args.file, &scenario, &run, i, args.runs, args.quiet || args.runs > 1);
+        runs.push((run, wall_ms));
+    }
+    if let (Some(file), Some((run, _))) = (&args.history, runs.last()) {
+        let lines: String = run.history.events().iter().map(|e| e.canonical_json() + "\n").collect();
+        std::fs::write(file, lines).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    }
+    let summary = output::summarize(&args.file, &scenario, &options, &runs);
+    if args.runs > 1 {
+        render.summary(&summary);
+    }
+    if let Some(out) = &args.report {
+        render.write(out, &args.file, &scenario, &runs, &summary)?;
+        println!("   report: {}", out.display());
+    }
+    Ok(if summary.all_as_expected() { 0 } else { 1 })
+}
+
+/// Loads a scenario and runs it live once (for tests and library users).
+pub fn run_file(path: &Path, options: &LiveOptions) -> Result<LiveRun, String> {
+    let scenario = Scenario::from_file(path).map_err(|e| e.to_string())?;
+    run_live(&scenario, options).map_err(|e| e.to_string())
+}

@@ -1,0 +1,127 @@
+//! What live runs add up to: the frequency of each verdict over `--runs N` (`live.json`), and
+//! the rendering seam — [`Render`], implemented in `report::live` — through which the
+//! application layer hands its runs to the renderers without importing them.
+
+use super::{LiveOptions, LiveRun};
+use crate::checker::{self, Verdict};
+use crate::scenario::Scenario;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// How live runs are shown and written (implemented by `report::live::Renderer`).
+pub trait Render {
+    /// Prints one run (`index` of `runs`); `quiet`: verdicts only.
+    fn run(&self, path: &Path, scenario: &Scenario, run: &LiveRun, index: u32, runs: u32, quiet: bool);
+    /// Prints the verdict frequencies.
+    fn summary(&self, summary: &LiveSummary);
+    /// Writes the report directory `out`.
+    fn write(
+        &self,
+        out: &Path,
+        path: &Path,
+        scenario: &Scenario,
+        runs: &[(LiveRun, f64)],
+        summary: &LiveSummary,
+    ) -> Result<(), String>;
+}
+
+/// What `live.json` says: the verdict frequencies over the runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LiveSummary {
+    /// Always `true`: this came from real processes in real time.
+    pub live: bool,
+    /// A sentence saying what that means.
+    pub note: String,
+    /// The scenario's name.
+    pub scenario: String,
+    /// The file.
+    pub file: String,
+    /// The fault plan's seed.
+    pub seed: u64,
+    /// The adapter command.
+    pub client: String,
+    /// What each client's adapter drives, as the adapters said (first run).
+    pub adapters: BTreeMap<String, String>,
+    /// Runs made.
+    pub runs: u32,
+    /// Runs in which every expectation held.
+    pub runs_as_expected: u32,
+    /// Per checker: how often each verdict came out (`valid`, `invalid`, `unknown`).
+    pub verdicts: BTreeMap<String, BTreeMap<String, u32>>,
+    /// Per checker: the scenario's expectation.
+    pub expected: BTreeMap<String, Verdict>,
+    /// The command that repeats the runs.
+    pub rerun: String,
+}
+
+impl LiveSummary {
+    /// Whether every run met every expectation.
+    pub fn all_as_expected(&self) -> bool {
+        self.runs_as_expected == self.runs
+    }
+
+    /// How many runs gave `verdict` for `checker`.
+    pub fn count(&self, checker: &str, verdict: Verdict) -> u32 {
+        self.verdicts
+            .get(checker)
+            .and_then(|m| m.get(verdict.name()))
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// The verdict frequencies over `runs`.
+pub fn summarize(path: &Path, scenario: &Scenario, options: &LiveOptions, runs: &[(LiveRun, f64)]) -> LiveSummary {
+    let mut verdicts: BTreeMap<String, BTreeMap<String, u32>> = BTreeMap::new();
+    for name in checker::NAMES {
+        let counts = verdicts.entry(name.to_string()).or_default();
+        for v in [Verdict::Valid, Verdict::Invalid, Verdict::Unknown] {
+            counts.insert(v.name().to_string(), 0);
+        }
+    }
+    for (run, _) in runs {
+        for r in &run.results {
+            *verdicts
+                .entry(r.checker.clone())
+                .or_default()
+                .entry(r.verdict.name().to_string())
+                .or_default() += 1;
+        }
+    }
+    let file = path.display().to_string();
+    LiveSummary {
+        live: true,
+        note: "live run: real client processes against servers on 127.0.0.1 in real time; not reproducible \
+               (the fault plan and its seed are), so verdicts are counted over the runs"
+            .to_string(),
+        scenario: scenario.name.clone(),
+        file: file.clone(),
+        seed: scenario.seed,
+        client: options.client.clone(),
+        adapters: runs.first().map(|(r, _)| r.adapters.clone()).unwrap_or_default(),
+        runs: runs.len() as u32,
+        runs_as_expected: runs.iter().filter(|(r, _)| r.as_expected()).count() as u32,
+        verdicts,
+        expected: scenario.expect.clone(),
+        rerun: format!(
+            "lockstep live {} --client {} --runs {}",
+            shell_word(&file),
+            shell_word(&options.client),
+            runs.len()
+        ),
+    }
+}
+
+/// A shell word: quoted when it has anything but `A-Za-z0-9._/,:-`.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-' | ',' | ':'))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}

@@ -1,0 +1,359 @@
+//! Client processes: the user's command, started in its own process group, spoken to over its
+//! stdin and stdout, paused with SIGSTOP/SIGCONT and killed with SIGKILL — always the whole group,
+//! so that a shell wrapper and whatever the adapter starts go too.
+//!
+//! Nothing is left behind: a [`ClientProcess`] kills its group when dropped (at the end of a run,
+//! on an error, and while a panic unwinds), and SIGINT/SIGTERM to lockstep kill every group still
+//! registered before lockstep exits. stdout is read by one thread per client and handed to the
+//! run's (single) thread over a channel; stderr is kept (its last lines go into error messages)
+//! and, with `echo`, copied to lockstep's stderr prefixed with the client's name.
+
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, Once};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+
+/// What went wrong with a client process.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProcessError {
+    /// The command could not be started at all.
+    #[error("{client}: the client command `{command}` could not be started: {reason}")]
+    Spawn {
+        /// The client.
+        client: String,
+        /// The command.
+        command: String,
+        /// The OS error.
+        reason: String,
+    },
+    /// The process exited (or closed its stdout) while lockstep waited for a line.
+    #[error("{client}: the client process exited ({status}) while lockstep waited for {waiting_for}{stderr}")]
+    Exited {
+        /// The client.
+        client: String,
+        /// Its exit status, as far as known.
+        status: String,
+        /// What lockstep was waiting for.
+        waiting_for: String,
+        /// The last lines of its stderr, formatted for the message.
+        stderr: String,
+    },
+    /// No line came within the step timeout (time the process spent stopped does not count).
+    #[error("{client}: {waiting_for} did not come within {timeout_ms} ms (the adapter hangs, or does not flush stdout){stderr}")]
+    Timeout {
+        /// The client.
+        client: String,
+        /// What lockstep was waiting for.
+        waiting_for: String,
+        /// The timeout.
+        timeout_ms: u64,
+        /// The last lines of its stderr.
+        stderr: String,
+    },
+    /// Writing a request to the process's stdin failed.
+    #[error("{client}: could not write to the client process: {reason}")]
+    Write {
+        /// The client.
+        client: String,
+        /// The OS error.
+        reason: String,
+    },
+}
+
+/// Process groups to kill if lockstep is interrupted (0: free slot).
+static GROUPS: [AtomicI32; 256] = [const { AtomicI32::new(0) }; 256];
+static HANDLERS: Once = Once::new();
+
+extern "C" fn on_signal(signal: libc::c_int) {
+    for slot in &GROUPS {
+        let pgid = slot.load(Ordering::SeqCst);
+        if pgid > 0 {
+            // SAFETY: kill(2) is async-signal-safe; a stale pgid at worst fails with ESRCH.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+    }
+    // SAFETY: _exit(2) is async-signal-safe.
+    unsafe { libc::_exit(128 + signal) }
+}
+
+fn install_handlers() {
+    HANDLERS.call_once(|| {
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: the handler only calls async-signal-safe functions.
+            unsafe {
+                libc::signal(signal, on_signal as *const () as libc::sighandler_t);
+            }
+        }
+    });
+}
+
+/// Registers a process group to kill if lockstep is interrupted.
+pub(crate) fn register(pgid: i32) {
+    install_handlers();
+    for slot in &GROUPS {
+        if slot
+            .compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            return;
+        }
+    }
+}
+
+/// Forgets a process group (it is gone).
+pub(crate) fn unregister(pgid: i32) {
+    for slot in &GROUPS {
+        let _ = slot.compare_exchange(pgid, 0, Ordering::SeqCst, Ordering::SeqCst);
+    }
+}
+
+/// Sends `signal` to the process group `pgid`; whether it was delivered.
+fn signal_group(pgid: i32, signal: libc::c_int) -> bool {
+    // SAFETY: plain kill(2) on a process group we created.
+    unsafe { libc::kill(-pgid, signal) == 0 }
+}
+
+/// Whether any process of group `pgid` still exists.
+pub fn group_alive(pgid: i32) -> bool {
+    signal_group(pgid, 0)
+}
+
+/// A line from a client's stdout (`None`: end of output).
+type Line = Option<String>;
+
+/// One running client process.
+pub struct ClientProcess {
+    name: String,
+    command: String,
+    child: Child,
+    pgid: i32,
+    stdin: Option<ChildStdin>,
+    lines: UnboundedReceiver<Line>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    control: GroupControl,
+}
+
+/// Pauses and resumes a client's process group; shared with the fault schedule while the
+/// client's driver owns the process.
+#[derive(Debug, Clone)]
+pub struct GroupControl {
+    pgid: i32,
+    paused: Rc<Cell<bool>>,
+}
+
+impl GroupControl {
+    /// Stops the whole process group (SIGSTOP).
+    pub fn pause(&self) -> bool {
+        self.paused.set(true);
+        signal_group(self.pgid, libc::SIGSTOP)
+    }
+
+    /// Continues the process group (SIGCONT).
+    pub fn resume(&self) -> bool {
+        self.paused.set(false);
+        signal_group(self.pgid, libc::SIGCONT)
+    }
+
+    /// Whether a pause fault has it stopped.
+    pub fn is_paused(&self) -> bool {
+        self.paused.get()
+    }
+}
+
+/// The number of stderr lines kept for error messages.
+const STDERR_KEPT: usize = 12;
+
+impl ClientProcess {
+    /// Starts `command` with `sh -c` in a new process group, with `env` added to its environment.
+    pub fn spawn(name: &str, command: &str, env: &[(String, String)], echo: bool) -> Result<Self, ProcessError> {
+        install_handlers();
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(command)
+            .process_group(0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().map_err(|e| ProcessError::Spawn {
+            client: name.to_string(),
+            command: command.to_string(),
+            reason: e.to_string(),
+        })?;
+        let pgid = child.id() as i32;
+        register(pgid);
+        let (tx, rx) = unbounded_channel();
+        if let Some(stdout) = child.stdout.take() {
+            std::thread::spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    match line {
+                        Ok(line) => {
+                            if tx.send(Some(line)).is_err() {
+                                return;
+                            }
+                        }
+                        Err(_) => break,
+                    }
+                }
+                let _ = tx.send(None);
+            });
+        }
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        if let Some(err) = child.stderr.take() {
+            let kept = stderr.clone();
+            let prefix = name.to_string();
+            std::thread::spawn(move || {
+                for line in BufReader::new(err).lines().map_while(Result::ok) {
+                    if echo {
+                        eprintln!("[{prefix}] {line}");
+                    }
+                    if let Ok(mut kept) = kept.lock() {
+                        if kept.len() == STDERR_KEPT {
+                            kept.pop_front();
+                        }
+                        kept.push_back(line);
+                    }
+                }
+            });
+        }
+        Ok(ClientProcess {
+            name: name.to_string(),
+            command: command.to_string(),
+            stdin: child.stdin.take(),
+            child,
+            pgid,
+            lines: rx,
+            stderr,
+            control: GroupControl {
+                pgid,
+                paused: Rc::new(Cell::new(false)),
+            },
+        })
+    }
+
+    /// The client's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The command it runs.
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    /// Its process group id.
+    pub fn pgid(&self) -> i32 {
+        self.pgid
+    }
+
+    /// The last lines of its stderr, as `\n  stderr: ...` lines (empty when it wrote none).
+    pub fn stderr_tail(&self) -> String {
+        // Give the stderr thread a moment to catch up with a process that just died.
+        std::thread::sleep(Duration::from_millis(50));
+        let kept = self.stderr.lock().map(|k| k.clone()).unwrap_or_default();
+        kept.iter().map(|l| format!("\n  stderr: {l}")).collect()
+    }
+
+    fn exit_status(&mut self) -> String {
+        for _ in 0..20 {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.to_string();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        "still running, stdout closed".to_string()
+    }
+
+    /// Writes one line to the process's stdin.
+    pub fn send(&mut self, line: &str) -> Result<(), ProcessError> {
+        let result = match self.stdin.as_mut() {
+            Some(stdin) => stdin.write_all(line.as_bytes()).and_then(|()| stdin.flush()),
+            None => Err(std::io::Error::other("stdin closed")),
+        };
+        result.map_err(|e| ProcessError::Write {
+            client: self.name.clone(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// Waits for the next stdout line. `timeout_ms` counts only time the process was not
+    /// stopped by a pause fault.
+    pub async fn recv(&mut self, waiting_for: &str, timeout_ms: u64) -> Result<String, ProcessError> {
+        let slice = Duration::from_millis(20);
+        let mut active = Duration::ZERO;
+        let mut last = Instant::now();
+        loop {
+            match tokio::time::timeout(slice, self.lines.recv()).await {
+                Ok(Some(Some(line))) => return Ok(line),
+                Ok(Some(None)) | Ok(None) => {
+                    return Err(ProcessError::Exited {
+                        client: self.name.clone(),
+                        status: self.exit_status(),
+                        waiting_for: waiting_for.to_string(),
+                        stderr: self.stderr_tail(),
+                    })
+                }
+                Err(_) => {
+                    let now = Instant::now();
+                    if !self.control.is_paused() {
+                        active += now - last;
+                    }
+                    last = now;
+                    if active >= Duration::from_millis(timeout_ms) {
+                        return Err(ProcessError::Timeout {
+                            client: self.name.clone(),
+                            waiting_for: waiting_for.to_string(),
+                            timeout_ms,
+                            stderr: self.stderr_tail(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// The handle that pauses and resumes it.
+    pub fn control(&self) -> GroupControl {
+        self.control.clone()
+    }
+
+    /// Asks it to quit (closes stdin after `line`), waits up to `grace`, then kills the group.
+    pub fn shutdown(&mut self, quit_line: &str, grace: Duration) {
+        if self.control.is_paused() {
+            self.control.resume();
+        }
+        let _ = self.send(quit_line);
+        self.stdin = None;
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.kill();
+    }
+
+    /// Kills the whole group (SIGKILL) and reaps the child.
+    pub fn kill(&mut self) {
+        signal_group(self.pgid, libc::SIGKILL);
+        let _ = self.child.wait();
+        unregister(self.pgid);
+    }
+}
+
+impl Drop for ClientProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

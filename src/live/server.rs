@@ -1,0 +1,488 @@
+//! The servers of a live run: lockstep's Redis engine (the same command table, Lua scripting and
+//! expiry as in the simulation) and the fenced resource, each with its own clock, executing
+//! commands that arrive over real loopback TCP (see [`super::link`]).
+//!
+//! A master reads its wall clock — real monotonic time plus the scenario's offset and drift,
+//! stepped by `clock-jump` faults — for every command and for active expiry (every millisecond),
+//! so server clock faults need neither root nor libfaketime. Every command is recorded with its
+//! reply, every expiry and every resource read and write, exactly as the simulated servers do.
+//!
+//! Process faults: `crash`, `power-loss` and `shutdown` stop a master (its connections are reset;
+//! new ones are closed at once) and keep what its persistence mode keeps (`none`: nothing;
+//! `aof-always`: everything; `aof-everysec`: everything on a crash or shutdown, the keyspace of the
+//! last whole second on a power loss); `restart` starts it again once its restart delay has passed
+//! by the chosen clock. A `pause` of a server freezes its command processing.
+//!
+//! Added for real client libraries (not in the simulated server): `INFO` answers a minimal
+//! server section (ioredis' ready check asks for it); the resource answers `CLIENT`, `SELECT`,
+//! `PING`, `INFO` and `HELLO 2`. Left out: replicas, sentinel and failover.
+
+use super::real::RealRedis;
+use super::recorder::LiveRecorder;
+use bytes::Bytes;
+use lockstep_sim::clock::NodeClock;
+use lockstep_sim::redis::{ClientSession, EngineConfig, Keyspace, RedisEngine, Reply};
+use lockstep_sim::resource::FencedStore;
+use lockstep_sim::serve::{render_args, render_reply};
+use lockstep_sim::{DelayClock, EventKind, FencingMode, MasterSetup, Persistence};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+/// The minimal `INFO` reply.
+const INFO: &str = "# Server\r\nredis_version:7.2.0\r\nredis_mode:standalone\r\n# Persistence\r\nloading:0\r\n";
+
+/// How a server stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopKind {
+    /// The process dies.
+    Crash,
+    /// The machine dies: unsynced AOF writes are lost too.
+    PowerLoss,
+    /// A clean stop.
+    Shutdown,
+}
+
+enum Kind {
+    Master(Box<MasterState>),
+    Resource { store: RefCell<FencedStore> },
+}
+
+struct MasterState {
+    engine: RefCell<RedisEngine>,
+    setup: MasterSetup,
+    /// The keyspace at the last whole-second fsync (`aof-everysec`).
+    synced: RefCell<Keyspace>,
+    last_fsync_mono_ms: Cell<i64>,
+    /// (wall, monotonic) when it last stopped.
+    stopped_at: Cell<Option<(i64, i64)>>,
+    restart_pending: Cell<bool>,
+    /// A real `redis-server` serving this master instead of the engine.
+    real: Option<RefCell<RealRedis>>,
+}
+
+/// One live server.
+pub struct Server {
+    name: String,
+    clock: Rc<NodeClock>,
+    rec: LiveRecorder,
+    kind: Kind,
+    running: Cell<bool>,
+    paused: Cell<bool>,
+    /// Bumped on every stop: connections of an older generation are dead.
+    generation: Cell<u64>,
+    next_conn: Cell<u64>,
+}
+
+impl Server {
+    /// A Redis master deployed as `setup` says.
+    pub fn master(name: &str, setup: MasterSetup, rec: &LiveRecorder) -> Rc<Self> {
+        let clock = rec.add_clock(name, setup.clock.offset_ms, setup.clock.drift_ppm);
+        Rc::new(Server {
+            name: name.to_string(),
+            clock,
+            rec: rec.clone(),
+            kind: Kind::Master(Box::new(MasterState {
+                engine: RefCell::new(RedisEngine::new(EngineConfig::default())),
+                setup,
+                synced: RefCell::new(Keyspace::new()),
+                last_fsync_mono_ms: Cell::new(0),
+                stopped_at: Cell::new(None),
+                restart_pending: Cell::new(false),
+                real: None,
+            })),
+            running: Cell::new(true),
+            paused: Cell::new(false),
+            generation: Cell::new(0),
+            next_conn: Cell::new(0),
+        })
+    }
+
+    /// A master served by a real `redis-server` (`binary`) on 127.0.0.1:`port`.
+    pub fn real_master(
+        name: &str,
+        setup: MasterSetup,
+        rec: &LiveRecorder,
+        binary: &str,
+        port: u16,
+    ) -> Result<Rc<Self>, String> {
+        let real = RealRedis::start(binary, name, port, setup.persistence)?;
+        let server = Self::master(name, setup, rec);
+        let Ok(mut server) = Rc::try_unwrap(server) else {
+            return Err("internal: a new server is shared".into());
+        };
+        if let Kind::Master(master) = &mut server.kind {
+            master.real = Some(RefCell::new(real));
+        }
+        Ok(Rc::new(server))
+    }
+
+    /// The port of the real `redis-server` behind this master, if there is one.
+    pub fn real_port(&self) -> Option<u16> {
+        match &self.kind {
+            Kind::Master(master) => master.real.as_ref().map(|r| r.borrow().port()),
+            Kind::Resource { .. } => None,
+        }
+    }
+
+    /// The fenced resource judging by `mode`.
+    pub fn resource(name: &str, mode: FencingMode, rec: &LiveRecorder) -> Rc<Self> {
+        let clock = rec.add_clock(name, 0, 0);
+        Rc::new(Server {
+            name: name.to_string(),
+            clock,
+            rec: rec.clone(),
+            kind: Kind::Resource {
+                store: RefCell::new(FencedStore::new(mode)),
+            },
+            running: Cell::new(true),
+            paused: Cell::new(false),
+            generation: Cell::new(0),
+            next_conn: Cell::new(0),
+        })
+    }
+
+    /// The server's node name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether it is a Redis master (not the resource).
+    pub fn is_master(&self) -> bool {
+        matches!(self.kind, Kind::Master(_))
+    }
+
+    /// Its clock.
+    pub fn clock(&self) -> &Rc<NodeClock> {
+        &self.clock
+    }
+
+    /// Whether it is running.
+    pub fn is_running(&self) -> bool {
+        self.running.get()
+    }
+
+    /// Whether a pause fault has it frozen.
+    pub fn is_paused(&self) -> bool {
+        self.paused.get()
+    }
+
+    /// Freezes or thaws it.
+    pub fn set_paused(&self, paused: bool) {
+        self.paused.set(paused);
+        if let Kind::Master(master) = &self.kind {
+            if let Some(real) = &master.real {
+                real.borrow().set_paused(paused);
+            }
+        }
+    }
+
+    /// The current generation (changes when the server stops).
+    pub fn generation(&self) -> u64 {
+        self.generation.get()
+    }
+
+    /// A fresh connection id.
+    pub fn next_conn(&self) -> u64 {
+        let c = self.next_conn.get() + 1;
+        self.next_conn.set(c);
+        c
+    }
+
+    fn wall_ms(&self) -> i64 {
+        self.clock.wall_ms(self.rec.now_us())
+    }
+
+    fn monotonic_ms(&self) -> i64 {
+        self.clock.monotonic_ms(self.rec.now_us())
+    }
+
+    /// Active expiry, and the `aof-everysec` fsync: called every millisecond.
+    pub fn tick(&self) {
+        if !self.running.get() || self.paused.get() {
+            return;
+        }
+        if let Kind::Master(master) = &self.kind {
+            let MasterState {
+                engine,
+                setup,
+                synced,
+                last_fsync_mono_ms,
+                real,
+                ..
+            } = &**master;
+            if real.is_some() {
+                return;
+            }
+            self.expire_due(engine);
+            if setup.persistence == Persistence::AofEverysec {
+                let mono = self.monotonic_ms();
+                if mono - last_fsync_mono_ms.get() >= 1000 {
+                    last_fsync_mono_ms.set(mono);
+                    *synced.borrow_mut() = engine.borrow().keyspace().clone();
+                }
+            }
+        }
+    }
+
+    fn expire_due(&self, engine: &RefCell<RedisEngine>) {
+        let expired = engine.borrow_mut().expire_due(self.wall_ms());
+        for key in expired {
+            self.rec.record(
+                &self.name,
+                EventKind::Expired {
+                    key: String::from_utf8_lossy(&key).into_owned(),
+                },
+            );
+        }
+    }
+
+    /// Executes one command from `peer` on connection `conn`, records it, and returns the reply.
+    pub fn execute(&self, session: &mut ClientSession, peer: &str, args: &[Bytes]) -> Reply {
+        match &self.kind {
+            Kind::Master(master) => {
+                let engine = &master.engine;
+                self.expire_due(engine);
+                let name = args
+                    .first()
+                    .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+                    .unwrap_or_default();
+                let reply = if name == "info" {
+                    Reply::bulk(INFO)
+                } else {
+                    engine.borrow_mut().execute_as(session, args, self.wall_ms())
+                };
+                self.rec.record(
+                    &self.name,
+                    EventKind::Command {
+                        conn: session.id as u64,
+                        args: render_args(args),
+                        reply: render_reply(&reply),
+                    },
+                );
+                reply
+            }
+            Kind::Resource { store } => resource_command(&self.rec, &self.name, store, peer, args),
+        }
+    }
+
+    /// Stops the server as `kind` says; its memory becomes what its persistence kept.
+    pub fn stop(&self, kind: StopKind) {
+        if !self.running.get() {
+            return;
+        }
+        self.running.set(false);
+        self.generation.set(self.generation.get() + 1);
+        if let Kind::Master(master) = &self.kind {
+            let MasterState {
+                engine,
+                setup,
+                synced,
+                stopped_at,
+                restart_pending,
+                real,
+                ..
+            } = &**master;
+            stopped_at.set(Some((self.wall_ms(), self.monotonic_ms())));
+            restart_pending.set(false);
+            if let Some(real) = real {
+                real.borrow_mut().stop(kind == StopKind::Shutdown);
+                return;
+            }
+            let kept = match (setup.persistence, kind) {
+                (Persistence::None, _) => Keyspace::new(),
+                (Persistence::AofEverysec, StopKind::PowerLoss) => synced.borrow().clone(),
+                (Persistence::AofEverysec | Persistence::AofAlways, _) => engine.borrow().keyspace().clone(),
+            };
+            engine.borrow_mut().reset();
+            engine.borrow_mut().restore(kept);
+        }
+    }
+
+    /// Ms of the restart delay still to wait (0: it may start).
+    fn delay_left_ms(&self) -> u64 {
+        let Kind::Master(master) = &self.kind else {
+            return 0;
+        };
+        let MasterState { setup, stopped_at, .. } = &**master;
+        let Some((wall, mono)) = stopped_at.get() else {
+            return 0;
+        };
+        let elapsed = match setup.restart_delay_clock {
+            DelayClock::Monotonic => self.monotonic_ms() - mono,
+            DelayClock::Wall => self.wall_ms() - wall,
+        };
+        (i128::from(setup.restart_delay_ms) - i128::from(elapsed)).clamp(0, i128::from(u64::MAX)) as u64
+    }
+
+    /// Starts a stopped server now or once its restart delay has passed (see [`Self::tick_restart`]);
+    /// a running one is shut down cleanly and started again.
+    pub fn request_start(&self) {
+        if self.running.get() {
+            self.stop(StopKind::Shutdown);
+        }
+        let left = self.delay_left_ms();
+        if left == 0 {
+            self.start();
+        } else if let Kind::Master(master) = &self.kind {
+            let MasterState {
+                setup, restart_pending, ..
+            } = &**master;
+            restart_pending.set(true);
+            self.rec.record(
+                &self.name,
+                EventKind::Note {
+                    text: format!(
+                        "restart delayed: {left} ms of the {} ms restart delay left by its {} clock",
+                        setup.restart_delay_ms,
+                        setup.restart_delay_clock.name()
+                    ),
+                },
+            );
+        }
+    }
+
+    /// Starts a server whose delayed restart is due; called every millisecond.
+    pub fn tick_restart(&self) {
+        if let Kind::Master(master) = &self.kind {
+            let MasterState { restart_pending, .. } = &**master;
+            if restart_pending.get() && !self.running.get() && self.delay_left_ms() == 0 {
+                restart_pending.set(false);
+                self.start();
+            }
+        }
+    }
+
+    fn start(&self) {
+        if let Kind::Master(master) = &self.kind {
+            if let Some(real) = &master.real {
+                // Blocks this thread until the server listens (tens of ms).
+                if let Err(e) = real.borrow_mut().restart() {
+                    self.rec.record(&self.name, EventKind::Note { text: e });
+                    return;
+                }
+            }
+        }
+        self.running.set(true);
+        if let Kind::Master(master) = &self.kind {
+            let MasterState {
+                engine,
+                synced,
+                last_fsync_mono_ms,
+                ..
+            } = &**master;
+            last_fsync_mono_ms.set(self.monotonic_ms());
+            *synced.borrow_mut() = engine.borrow().keyspace().clone();
+        }
+        self.rec.record(
+            &self.name,
+            EventKind::Note {
+                text: "started".to_string(),
+            },
+        );
+    }
+}
+
+fn arg_str(arg: &Bytes) -> Option<&str> {
+    std::str::from_utf8(arg).ok()
+}
+
+fn parse_token(arg: Option<&Bytes>) -> Result<Option<u64>, Reply> {
+    match arg {
+        None => Ok(None),
+        Some(t) => arg_str(t)
+            .and_then(|s| s.parse().ok())
+            .map(Some)
+            .ok_or_else(|| Reply::Error("ERR token is not an integer or out of range".into())),
+    }
+}
+
+fn token_name(token: Option<u64>) -> String {
+    token.map_or("none".to_string(), |t| t.to_string())
+}
+
+/// The resource's commands (`FWRITE key value [token]`, `FREAD key [token]`), as the simulated
+/// resource serves them, with the writer named by the link it came in on.
+fn resource_command(rec: &LiveRecorder, node: &str, store: &RefCell<FencedStore>, peer: &str, args: &[Bytes]) -> Reply {
+    let name = args
+        .first()
+        .and_then(arg_str)
+        .map(|s| s.to_ascii_uppercase())
+        .unwrap_or_default();
+    match (name.as_str(), args.len()) {
+        ("FWRITE", 3 | 4) => {
+            let (Some(key), Some(value)) = (arg_str(&args[1]), arg_str(&args[2]).and_then(|v| v.parse::<i64>().ok()))
+            else {
+                return Reply::Error("ERR value is not an integer or out of range".into());
+            };
+            let token = match parse_token(args.get(3)) {
+                Ok(t) => t,
+                Err(e) => return e,
+            };
+            let verdict = store.borrow_mut().write(key, value, token);
+            rec.record(
+                node,
+                EventKind::ResourceWrite {
+                    client: peer.to_string(),
+                    key: key.to_string(),
+                    value,
+                    token,
+                    accepted: verdict.accepted,
+                    version: verdict.version,
+                    highest_token_before: verdict.highest_token_before,
+                },
+            );
+            if verdict.accepted {
+                Reply::Integer(verdict.version as i64)
+            } else {
+                Reply::Error(format!(
+                    "FENCED token {} rejected: highest accepted is {}",
+                    token_name(token),
+                    token_name(verdict.highest_token_before)
+                ))
+            }
+        }
+        ("FREAD", 2 | 3) => {
+            let Some(key) = arg_str(&args[1]) else {
+                return Reply::Error("ERR invalid key".into());
+            };
+            let token = match parse_token(args.get(2)) {
+                Ok(t) => t,
+                Err(e) => return e,
+            };
+            let highest_before = store.borrow().read(key).highest_token;
+            let read = store.borrow_mut().read_fenced(key, token);
+            let slot = read.unwrap_or_else(|| store.borrow().read(key));
+            rec.record(
+                node,
+                EventKind::ResourceRead {
+                    client: peer.to_string(),
+                    key: key.to_string(),
+                    value: slot.value,
+                    version: slot.version,
+                    token,
+                    accepted: read.is_some(),
+                },
+            );
+            match read {
+                Some(slot) => Reply::Array(Some(vec![
+                    slot.value.map_or(Reply::Bulk(None), Reply::Integer),
+                    Reply::Integer(slot.version as i64),
+                ])),
+                None => Reply::Error(format!(
+                    "FENCED token {} rejected: highest seen is {}",
+                    token_name(token),
+                    token_name(highest_before)
+                )),
+            }
+        }
+        ("CLIENT" | "SELECT", _) => Reply::Status("OK".into()),
+        ("PING", _) => Reply::Status("PONG".into()),
+        ("INFO", _) => Reply::bulk(INFO),
+        ("HELLO", _) => Reply::Error("NOPROTO this server speaks RESP2 only".into()),
+        ("FWRITE" | "FREAD", _) => Reply::Error(format!(
+            "ERR wrong number of arguments for '{}' command",
+            name.to_ascii_lowercase()
+        )),
+        _ => Reply::Error(format!("ERR unknown command '{name}'")),
+    }
+}

@@ -1,0 +1,589 @@
+//! Live runs end to end: real adapter processes against lockstep's servers on 127.0.0.1.
+//!
+//! The Kleppmann cases drive the real libraries (redis-py's `Lock`, node-redlock v5 over ioredis)
+//! through the adapters in `examples/live/`; `.ci/run` installs both. Without them a developer
+//! machine skips those tests with a message; under `CI=true` a missing library fails the test.
+//! Live runs are real time: each case is run three times and must come out as expected in at least
+//! two (in practice every run does; see docs/live.md for the measured frequencies).
+//!
+//! The other tests use tiny shell adapters and need nothing installed: a command that does not
+//! start, an adapter that answers garbage or nothing, a port in use, a fault that cannot run live,
+//! loopback-only listeners, and no process left behind.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn lockstep(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lockstep-live-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// Whether the adapter's library is installed; in CI it must be.
+fn available(what: &str, probe: &mut Command) -> bool {
+    let ok = probe.output().is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(!in_ci(), "{what} is not installed; .ci/run installs it");
+        eprintln!("skipped: {what} is not installed (.ci/run installs it)");
+    }
+    ok
+}
+
+fn redis_py() -> bool {
+    available("redis-py", Command::new("python3").args(["-c", "import redis"]))
+}
+
+fn node_redlock() -> bool {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/live/node");
+    available(
+        "node-redlock (npm ci in examples/live/node)",
+        Command::new("node")
+            .current_dir(&dir)
+            .args(["-e", "require('redlock'); require('ioredis')"]),
+    )
+}
+
+const PYTHON: &str = "python3 examples/live/redis_py_adapter.py";
+const NODE: &str = "node examples/live/node/redlock_adapter.js";
+
+/// Runs `file` live `runs` times with `client`, writing the report; returns live.json.
+fn live_report(name: &str, file: &str, client: &str, runs: u32) -> serde_json::Value {
+    let out = temp_dir(name);
+    let runs_arg = runs.to_string();
+    let report = out.join("report");
+    let (code, stdout, stderr) = lockstep(&[
+        "live",
+        file,
+        "--client",
+        client,
+        "--runs",
+        &runs_arg,
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(code == 0 || code == 1, "exit {code}\n{stdout}\n{stderr}");
+    for f in ["report.json", "summary.md", "junit.xml", "index.html", "live.json"] {
+        assert!(report.join(f).exists(), "{f} missing\n{stdout}");
+    }
+    let summary_md = std::fs::read_to_string(report.join("summary.md")).unwrap();
+    assert!(summary_md.starts_with("> **Live run**"), "{summary_md}");
+    let index = std::fs::read_to_string(report.join("index.html")).unwrap();
+    assert!(
+        index.contains("<strong>Live run</strong>"),
+        "index.html is not marked live"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report.join("live.json")).unwrap()).unwrap();
+    assert_eq!(json["live"], true);
+    json
+}
+
+fn count(summary: &serde_json::Value, checker: &str, verdict: &str) -> u64 {
+    summary["verdicts"][checker][verdict].as_u64().unwrap_or(0)
+}
+
+fn assert_kleppmann(summary: &serde_json::Value, fenced: bool, runs: u64) {
+    let at_least = runs - 1;
+    let text = serde_json::to_string_pretty(summary).unwrap();
+    assert!(count(summary, "mutual-exclusion", "invalid") >= at_least, "{text}");
+    if fenced {
+        assert!(count(summary, "stale-write", "valid") >= at_least, "{text}");
+        assert!(count(summary, "lost-update", "valid") >= at_least, "{text}");
+        assert!(count(summary, "token-order", "valid") >= at_least, "{text}");
+    } else {
+        assert!(count(summary, "stale-write", "invalid") >= at_least, "{text}");
+        assert!(count(summary, "lost-update", "invalid") >= at_least, "{text}");
+    }
+    assert!(summary["runs_as_expected"].as_u64().unwrap() >= at_least, "{text}");
+}
+
+#[test]
+fn redis_py_lock_breaks_under_a_pause_and_fencing_saves_the_resource() {
+    if !redis_py() {
+        return;
+    }
+    let s = live_report("py", "scenarios/live/kleppmann-pause.toml", PYTHON, 3);
+    assert!(s["adapters"]["client-1"].as_str().unwrap().contains("redis-py"), "{s}");
+    assert_kleppmann(&s, false, 3);
+    let s = live_report("py-fenced", "scenarios/live/kleppmann-pause-fenced.toml", PYTHON, 3);
+    assert_kleppmann(&s, true, 3);
+}
+
+#[test]
+fn node_redlock_breaks_under_a_pause_and_fencing_saves_the_resource() {
+    if !node_redlock() {
+        return;
+    }
+    let s = live_report("node", "scenarios/live/kleppmann-pause.toml", NODE, 3);
+    assert!(
+        s["adapters"]["client-1"].as_str().unwrap().contains("node-redlock"),
+        "{s}"
+    );
+    assert_kleppmann(&s, false, 3);
+    let s = live_report("node-fenced", "scenarios/live/kleppmann-pause-fenced.toml", NODE, 3);
+    assert_kleppmann(&s, true, 3);
+}
+
+/// A one-client scenario that ends after 1.2 s.
+fn tiny_scenario(dir: &Path, extra: &str) -> PathBuf {
+    tiny_scenario_lasting(dir, extra, 1200)
+}
+
+/// A one-client scenario that ends after `duration_ms`.
+fn tiny_scenario_lasting(dir: &Path, extra: &str, duration_ms: u64) -> PathBuf {
+    let path = dir.join("tiny.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"live-tiny\"\ndescription = \"tiny\"\nduration_ms = {duration_ms}\n[topology]\nmasters = 1\n[lock]\nalgorithm = \
+             \"token-release\"\nttl_ms = 500\n[workload]\niterations = 1\nacquire_retry_ms = 50\n\
+             [[client]]\nname = \"client-1\"\n{extra}"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// A shell adapter: starts a background `sleep` in its group (its pid written to `pidfile`),
+/// says hello, then answers every request with `answer` (`{id}` is replaced by the request id).
+fn sh_adapter(dir: &Path, pidfile: &Path, answer: &str) -> String {
+    let script = dir.join("adapter.sh");
+    let body = format!(
+        "#!/bin/sh\nsleep 300 &\necho $! >> '{pid}'\necho '{{\"hello\":\"shell test adapter\"}}'\n\
+         while read -r line; do\n  id=$(echo \"$line\" | sed -n 's/.*\"id\":\\([0-9]*\\).*/\\1/p')\n  \
+         [ -z \"$id\" ] && exit 0\n  echo '{answer}' | sed \"s/{{id}}/$id/\"\ndone\n",
+        pid = pidfile.display(),
+    );
+    std::fs::write(&script, body).unwrap();
+    format!("sh {}", script.display())
+}
+
+fn pids(pidfile: &Path) -> Vec<i32> {
+    std::fs::read_to_string(pidfile)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie is dead for our purposes; /proc/PID/stat's third field says which.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            let state = s
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .next()
+                .unwrap_or("");
+            state != "Z"
+        })
+        .unwrap_or(false)
+}
+
+fn assert_all_dead(pidfile: &Path) {
+    let pids = pids(pidfile);
+    assert!(!pids.is_empty(), "the adapter never started");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while pids.iter().any(|&p| alive(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for p in pids {
+        assert!(!alive(p), "process {p} started by the adapter outlived the run");
+    }
+}
+
+#[test]
+fn a_run_that_runs_out_of_time_leaves_no_process_behind() {
+    let dir = temp_dir("leftover");
+    let file = tiny_scenario(&dir, "");
+    let pidfile = dir.join("pids");
+    let client = sh_adapter(&dir, &pidfile, r#"{"id":{id},"status":"busy"}"#);
+    let (code, out, err) = lockstep(&["live", file.to_str().unwrap(), "--client", &client]);
+    assert!(code == 0 || code == 1, "{out}{err}");
+    assert!(out.contains("duration ran out"), "{out}");
+    assert_all_dead(&pidfile);
+}
+
+#[test]
+fn an_adapter_that_answers_garbage_is_named_and_killed() {
+    let dir = temp_dir("garbage");
+    let file = tiny_scenario(&dir, "");
+    let pidfile = dir.join("pids");
+    let client = sh_adapter(&dir, &pidfile, "this is not json");
+    let (code, out, err) = lockstep(&["live", file.to_str().unwrap(), "--client", &client]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("client-1") && err.contains("not valid"), "{err}");
+    assert!(err.contains("this is not json"), "{err}");
+    assert_all_dead(&pidfile);
+}
+
+#[test]
+fn an_adapter_that_answers_nothing_times_out_per_step() {
+    let dir = temp_dir("silent");
+    let file = tiny_scenario(&dir, "");
+    let pidfile = dir.join("pids");
+    let script = dir.join("silent.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "sleep 300 &\necho $! >> '{}'\necho '{{\"hello\":\"silent\"}}'\nexec cat > /dev/null\n",
+            pidfile.display()
+        ),
+    )
+    .unwrap();
+    let client = format!("sh {}", script.display());
+    let started = Instant::now();
+    let (code, out, err) = lockstep(&[
+        "live",
+        file.to_str().unwrap(),
+        "--client",
+        &client,
+        "--step-timeout-ms",
+        "300",
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("the answer to acquire (request 1) did not come within 300 ms"),
+        "{err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_all_dead(&pidfile);
+}
+
+#[test]
+fn a_client_command_that_does_not_start_is_a_clear_error() {
+    let dir = temp_dir("nostart");
+    let file = tiny_scenario(&dir, "");
+    let (code, out, err) = lockstep(&[
+        "live",
+        file.to_str().unwrap(),
+        "--client",
+        "/nonexistent/lock-adapter --flag",
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("client-1") && err.contains("exited") && err.contains("hello"),
+        "{err}"
+    );
+    assert!(err.contains("nonexistent"), "the shell's message is shown: {err}");
+}
+
+#[test]
+fn a_port_in_use_is_a_clear_error() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let dir = temp_dir("port");
+    let file = tiny_scenario(&dir, "");
+    let (code, out, err) = lockstep(&["live", file.to_str().unwrap(), "--client", "true", "--base-port", &port]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains(&format!("127.0.0.1:{port}")) && err.contains("in use"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_fault_that_cannot_run_live_is_refused_before_anything_starts() {
+    let dir = temp_dir("refused");
+    let drift = tiny_scenario(
+        &dir,
+        "[[fault]]\nat_ms = 100\nkind = \"drift\"\nnode = \"client-1\"\ndrift_ppm = 1000\n",
+    );
+    let (code, out, err) = lockstep(&["live", drift.to_str().unwrap(), "--client", "true"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("drift") && err.contains("client-1"), "{err}");
+
+    // A client clock jump needs libfaketime: refused when it is not there.
+    let jump = tiny_scenario(
+        &dir,
+        "[[fault]]\nat_ms = 100\nkind = \"clock-jump\"\nnode = \"client-1\"\ndelta_ms = 1000\n",
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(["live", jump.to_str().unwrap(), "--client", "true"])
+        .env("LOCKSTEP_LIBFAKETIME", "/nonexistent/libfaketime.so.1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("clock-jump") && err.contains("libfaketime"), "{err}");
+}
+
+/// Listening TCP sockets of this process: (local address hex, port).
+fn own_listeners() -> Vec<String> {
+    let mut inodes = Vec::new();
+    for fd in std::fs::read_dir("/proc/self/fd").into_iter().flatten().flatten() {
+        if let Ok(target) = std::fs::read_link(fd.path()) {
+            let t = target.to_string_lossy().into_owned();
+            if let Some(inode) = t.strip_prefix("socket:[").and_then(|r| r.strip_suffix(']')) {
+                inodes.push(inode.to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for table in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
+        for line in std::fs::read_to_string(table).unwrap_or_default().lines().skip(1) {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            if cols.len() > 9 && cols[3] == "0A" && inodes.iter().any(|i| i == cols[9]) {
+                out.push(cols[1].to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn live_servers_listen_on_loopback_only() {
+    let dir = temp_dir("loopback");
+    let file = tiny_scenario(&dir, "");
+    let pidfile = dir.join("pids");
+    let client = sh_adapter(&dir, &pidfile, r#"{"id":{id},"status":"busy"}"#);
+    let options = lockstep::live::LiveOptions {
+        client,
+        ..lockstep::live::LiveOptions::default()
+    };
+    let handle = std::thread::spawn(move || lockstep::live::run_file(&file, &options));
+    let mut seen = Vec::new();
+    while !handle.is_finished() {
+        seen.extend(own_listeners());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let run = handle.join().unwrap().expect("the run works");
+    assert!(!seen.is_empty(), "no listener was seen during the run");
+    for local in &seen {
+        // 0100007F is 127.0.0.1 in /proc's little-endian hex.
+        assert!(local.starts_with("0100007F:"), "a live run listened on {local}");
+    }
+    for addr in run.addresses.values() {
+        assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    }
+    assert_all_dead(&pidfile);
+}
+
+/// The Rust adapter (`examples/live/rust_adapter.rs`, the `lockstep-live-adapter` binary).
+fn rust_adapter() -> Option<PathBuf> {
+    Some(PathBuf::from(env!("CARGO_BIN_EXE_lockstep-live-adapter")))
+}
+
+#[test]
+fn the_rust_adapter_gives_the_simulated_verdicts_on_every_live_scenario() {
+    let Some(adapter) = rust_adapter() else { return };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/live");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5, "{files:?}");
+    let options = lockstep::live::LiveOptions {
+        client: adapter.display().to_string(),
+        ..lockstep::live::LiveOptions::default()
+    };
+    for file in files {
+        let scenario = lockstep::scenario::Scenario::from_file(&file).unwrap();
+        let simulated = lockstep::run::run_scenario(&scenario, None).unwrap();
+        assert!(
+            simulated.as_expected(),
+            "{}: the simulation disagrees with [expect]",
+            file.display()
+        );
+        // Real time: two tries at agreeing (every run agrees in practice).
+        let mut last = String::new();
+        let agreed = (0..2).any(|_| {
+            let live = lockstep::live::run_live(&scenario, &options).expect("the live run works");
+            let differs: Vec<String> = simulated
+                .results
+                .iter()
+                .filter(|r| live.verdict(&r.checker) != Some(r.verdict))
+                .map(|r| {
+                    format!(
+                        "{}: simulated {:?}, live {:?}",
+                        r.checker,
+                        r.verdict,
+                        live.verdict(&r.checker)
+                    )
+                })
+                .collect();
+            last = differs.join("; ");
+            differs.is_empty()
+        });
+        assert!(agreed, "{}: {last}", file.display());
+    }
+}
+
+/// The real `redis-server` to test `--redis-server` with (`REDIS_SERVER` or the one on PATH).
+fn redis_server() -> Option<String> {
+    let binary = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string());
+    let ok = Command::new(&binary)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(!in_ci(), "redis-server is not installed; .ci/run installs it");
+        eprintln!("skipped: redis-server is not installed");
+        return None;
+    }
+    Some(binary)
+}
+
+/// redis-server processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(needle)
+            && text.contains("redis-server")
+            && entry.file_name().to_string_lossy().parse::<u32>().is_ok()
+        {
+            let pid: i32 = entry.file_name().to_string_lossy().parse().unwrap();
+            if alive(pid) {
+                found.push(text);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn real_redis_servers_crash_restart_and_are_gone_afterwards() {
+    let Some(binary) = redis_server() else { return };
+    let Some(adapter) = rust_adapter() else { return };
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/live/redlock-restart.toml");
+    let scenario = lockstep::scenario::Scenario::from_file(&file).unwrap();
+    let options = lockstep::live::LiveOptions {
+        client: adapter.display().to_string(),
+        redis_server: Some(binary),
+        ..lockstep::live::LiveOptions::default()
+    };
+    let agreed = (0..2).any(|_| {
+        let run = lockstep::live::run_live(&scenario, &options).expect("the live run works");
+        run.verdict("mutual-exclusion") == Some(lockstep::checker::Verdict::Invalid)
+    });
+    assert!(
+        agreed,
+        "a real redis-server restarted empty must let a second quorum form"
+    );
+    let marker = format!("lockstep-live-{}-", std::process::id());
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !processes_mentioning(&marker).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        processes_mentioning(&marker),
+        Vec::<String>::new(),
+        "redis-server left behind"
+    );
+    // A clock fault on a real server is refused.
+    let jump = lockstep::scenario::Scenario::from_file(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/live/redlock-clock-jump.toml"),
+    )
+    .unwrap();
+    let err = lockstep::live::run_live(&jump, &options).unwrap_err().to_string();
+    assert!(err.contains("--redis-server") && err.contains("clock"), "{err}");
+}
+
+#[test]
+fn an_interrupted_live_run_kills_its_clients() {
+    let dir = temp_dir("sigint");
+    let file = tiny_scenario_lasting(&dir, "", 60_000);
+    let pidfile = dir.join("pids");
+    let client = sh_adapter(&dir, &pidfile, r#"{"id":{id},"status":"busy"}"#);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(["live", file.to_str().unwrap(), "--client", &client])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while pids(&pidfile).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!pids(&pidfile).is_empty(), "the adapter never started");
+    std::thread::sleep(Duration::from_millis(200));
+    // SIGINT, as Ctrl-C would send it.
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "an interrupted run does not succeed");
+    assert_all_dead(&pidfile);
+}
+
+#[test]
+fn client_wall_clocks_are_set_and_jumped_through_libfaketime() {
+    if lockstep::live::fakeclock::find().is_none() {
+        eprintln!("skipped: libfaketime is not installed (apt-get install faketime)");
+        return;
+    }
+    let dir = temp_dir("faketime");
+    // client-1's wall clock starts 1e6 s ahead and jumps another 1e6 s at 0.3 s.
+    let file = tiny_scenario_lasting(
+        &dir,
+        "offset_ms = 1000000000\n[[fault]]\nat_ms = 300\nkind = \"clock-jump\"\nnode = \"client-1\"\ndelta_ms = \
+         1000000000\n",
+        1000,
+    );
+    let script = dir.join("clock.sh");
+    std::fs::write(
+        &script,
+        "echo \"{\\\"hello\\\":\\\"$(date +%s)\\\"}\"\nwhile read -r line; do\n  id=$(echo \"$line\" | sed -n \
+         's/.*\"id\":\\([0-9]*\\).*/\\1/p')\n  [ -z \"$id\" ] && exit 0\n  echo \"{\\\"id\\\":$id,\\\"status\\\":\\\"busy\\\",\\\"error\\\":\\\"$(date +%s)\\\"}\"\ndone\n",
+    )
+    .unwrap();
+    let options = lockstep::live::LiveOptions {
+        client: format!("sh {}", script.display()),
+        ..lockstep::live::LiveOptions::default()
+    };
+    let run = lockstep::live::run_file(&file, &options).expect("the run works");
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let hello: i64 = run.adapters["client-1"].parse().unwrap();
+    assert!((hello - now_s - 1_000_000).abs() < 100, "hello at {hello}, now {now_s}");
+    let times: Vec<i64> = run
+        .history
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            lockstep::sim::EventKind::Op { data, .. } => data["error"]
+                .as_str()
+                .and_then(|t| t.strip_prefix("busy: "))
+                .and_then(|t| t.parse().ok()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        times.first().is_some_and(|t| (t - now_s - 1_000_000).abs() < 100),
+        "{times:?}"
+    );
+    assert!(
+        times.last().is_some_and(|t| (t - now_s - 2_000_000).abs() < 100),
+        "{times:?}"
+    );
+}

@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+use super::script::ScriptSpec;
+
 /// The lock algorithm under test, without its settings (the `algorithm` key of `[lock]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -17,15 +19,18 @@ pub enum Algorithm {
     Watchdog,
     /// Redlock over every master.
     Redlock,
+    /// A lock described in the scenario file: command templates or Lua scripts and knobs.
+    Script,
 }
 
 impl Algorithm {
     /// Every algorithm, in declaration order.
-    pub const ALL: [Algorithm; 4] = [
+    pub const ALL: [Algorithm; 5] = [
         Algorithm::Naive,
         Algorithm::TokenRelease,
         Algorithm::Watchdog,
         Algorithm::Redlock,
+        Algorithm::Script,
     ];
 
     /// The name as written in scenario files (`token-release`, ...).
@@ -35,6 +40,7 @@ impl Algorithm {
             Algorithm::TokenRelease => "token-release",
             Algorithm::Watchdog => "watchdog",
             Algorithm::Redlock => "redlock",
+            Algorithm::Script => "script",
         }
     }
 
@@ -125,6 +131,8 @@ pub enum AlgorithmSpec {
     Watchdog(WatchdogSpec),
     /// Redlock over every master.
     Redlock(RedlockSpec),
+    /// A lock described in the scenario file (see [`ScriptSpec`]).
+    Script(Box<ScriptSpec>),
 }
 
 impl AlgorithmSpec {
@@ -135,6 +143,7 @@ impl AlgorithmSpec {
             AlgorithmSpec::TokenRelease => Algorithm::TokenRelease,
             AlgorithmSpec::Watchdog(_) => Algorithm::Watchdog,
             AlgorithmSpec::Redlock(_) => Algorithm::Redlock,
+            AlgorithmSpec::Script(_) => Algorithm::Script,
         }
     }
 
@@ -209,6 +218,14 @@ impl LockSpec {
     pub fn redlock(&self) -> Option<&RedlockSpec> {
         match &self.algorithm {
             AlgorithmSpec::Redlock(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The script lock's settings, when the algorithm is `script`.
+    pub fn script(&self) -> Option<&ScriptSpec> {
+        match &self.algorithm {
+            AlgorithmSpec::Script(s) => Some(s),
             _ => None,
         }
     }

@@ -5,7 +5,8 @@
 //! count the successes, and compute the validity (none: the whole TTL; or
 //! `ttl − elapsed − drift`, signed or wrapping). The lock is granted with at least `quorum`
 //! successes and, when `validity_recheck` is on, a positive validity. Otherwise the lock is
-//! released on every master (`unlock_on_failure`) and, after `retry_delay_ms` plus a random
+//! released on every master where the acquisition took or may have taken effect
+//! (`unlock_on_failure`; a master that refused holds someone else's lock) and, after `retry_delay_ms` plus a random
 //! jitter below `retry_jitter_ms`, tried again up to `retry_count` times.
 //!
 //! An operation is a list of steps run in order on one master (a step is a command template
@@ -291,8 +292,13 @@ impl LockClient for ScriptLock {
                 });
             }
             let mut unlock_unknown = false;
-            if spec.unlock_on_failure {
-                let unlocked = self.run_everywhere(&spec.release, &vars).await;
+            if spec.unlock_on_failure && successes + unknown > 0 {
+                // Release where the acquisition took (or may have taken) effect; a master that
+                // refused holds someone else's lock, not ours.
+                let targets = self.masters().iter().zip(&outcomes).filter(|(_, o)| {
+                    matches!(o, Outcome::Success | Outcome::Unknown(_))
+                });
+                let unlocked = join_all(targets.map(|(link, _)| self.run_op(link, &spec.release, &vars))).await;
                 unlock_unknown = unlocked.iter().any(|o| matches!(o, Outcome::Unknown(_)));
             }
             let retries_left = spec.retry_count < 0 || attempt < spec.retry_count;

@@ -105,8 +105,6 @@ pub enum ScriptAction {
     Lua {
         /// The script's source.
         source: String,
-        /// The file it was read from, as written in the scenario (`None`: inline).
-        file: Option<String>,
         /// `KEYS`, templates.
         keys: Vec<String>,
         /// `ARGV`, templates.

@@ -67,7 +67,6 @@ impl OpKind {
             OpKind::Extend => ScriptStep {
                 action: ScriptAction::Lua {
                     source: crate::model::script::EXTEND_LUA.to_string(),
-                    file: None,
                     keys: vec!["{key}".into()],
                     args: vec!["{value}".into(), "{ttl_ms}".into()],
                 },
@@ -76,7 +75,6 @@ impl OpKind {
             OpKind::Release => ScriptStep {
                 action: ScriptAction::Lua {
                     source: crate::model::script::RELEASE_LUA.to_string(),
-                    file: None,
                     keys: vec!["{key}".into()],
                     args: vec!["{value}".into()],
                 },
@@ -373,12 +371,12 @@ impl Ctx<'_> {
             self.templates(&words, &base.key("command"), kind)?;
             ScriptAction::Command(words)
         } else {
-            let (source, file) = match (raw.lua, raw.lua_file) {
+            let source = match (raw.lua, raw.lua_file) {
                 (Some(source), _) => {
                     self.check_inline_lua(&source, &base.key("lua"))?;
-                    (source, None)
+                    source
                 }
-                (None, Some(file)) => (self.lua_file(&file, &base.key("lua_file"))?, Some(file)),
+                (None, Some(file)) => self.lua_file(&file, &base.key("lua_file"))?,
                 (None, None) => unreachable!("one of the three is written"),
             };
             let keys = raw.keys.unwrap_or_else(|| vec!["{key}".into()]);
@@ -387,7 +385,6 @@ impl Ctx<'_> {
             self.templates(&args, &base.key("args"), kind)?;
             ScriptAction::Lua {
                 source,
-                file,
                 keys,
                 args,
             }

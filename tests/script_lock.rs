@@ -79,7 +79,11 @@ fn every_bug_class_pair_meets_its_expectations() {
         // The files state these verdicts themselves.
         let unsafe_file = Scenario::from_file(&scenarios_dir().join(format!("{stem}.toml"))).unwrap();
         for checker in *checkers {
-            assert_eq!(unsafe_file.expected(checker), Some(Verdict::Invalid), "{stem}: [expect] {checker}");
+            assert_eq!(
+                unsafe_file.expected(checker),
+                Some(Verdict::Invalid),
+                "{stem}: [expect] {checker}"
+            );
         }
     }
 }
@@ -99,7 +103,10 @@ fn every_bug_file_is_a_pair_and_uses_the_script_lock() {
             let scenario = Scenario::from_file(&scenarios_dir().join(&file)).unwrap();
             assert!(scenario.lock.script().is_some(), "{file} uses algorithm = \"script\"");
             let text = std::fs::read_to_string(scenarios_dir().join(&file)).unwrap();
-            assert!(text.contains("Source: ../shared/literature.md"), "{file} names its source");
+            assert!(
+                text.contains("Source: ../shared/literature.md"),
+                "{file} names its source"
+            );
         }
     }
 }
@@ -161,7 +168,10 @@ fn a_script_file_is_read_beside_the_scenario_and_checked() {
     let good = dir.join("good.toml");
     std::fs::write(&good, scenario_with("\n[lock.release]\nlua_file = \"release.lua\"\n")).unwrap();
     let scenario = Scenario::from_file(&good).unwrap();
-    assert!(scenario.to_toml().contains("redis.call('del', KEYS[1])"), "the script is inlined when written");
+    assert!(
+        scenario.to_toml().contains("redis.call('del', KEYS[1])"),
+        "the script is inlined when written"
+    );
 
     let broken = dir.join("broken.toml");
     std::fs::write(&broken, scenario_with("\n[lock.release]\nlua_file = \"broken.lua\"\n")).unwrap();
@@ -179,7 +189,11 @@ fn a_script_file_is_read_beside_the_scenario_and_checked() {
     assert!(err.message.contains("cannot read script file"), "{err}");
 
     let escape = dir.join("escape.toml");
-    std::fs::write(&escape, scenario_with("\n[lock.release]\nlua_file = \"../release.lua\"\n")).unwrap();
+    std::fs::write(
+        &escape,
+        scenario_with("\n[lock.release]\nlua_file = \"../release.lua\"\n"),
+    )
+    .unwrap();
     let err = Scenario::from_file(&escape).unwrap_err();
     assert!(err.message.contains("`..` is not allowed"), "{err}");
     assert_eq!(err.line, Some(11), "{err}");
@@ -226,5 +240,8 @@ fn the_defaults_are_a_token_checked_single_master_lock() {
     assert_eq!((script.masters, script.quorum), (1, 1));
     assert_eq!(script.retry_count, 0);
     let release = format!("{:?}", script.release);
-    assert!(release.contains("redis.call(\\\"get\\\",KEYS[1]) == ARGV[1]"), "{release}");
+    assert!(
+        release.contains("redis.call(\\\"get\\\",KEYS[1]) == ARGV[1]"),
+        "{release}"
+    );
 }

@@ -24,8 +24,8 @@
 
 use super::{random_value, AutoExtend, ExtendFailure, LockClient, LockEnv, LockError};
 use crate::model::{
-    Arithmetic, Grant, OnRenewFailure, Renewal, ScriptAction, ScriptOp, ScriptSpec, Success,
-    ValidityPolicy, ValuePolicy, ValueStorage,
+    Arithmetic, Grant, OnRenewFailure, Renewal, ScriptAction, ScriptOp, ScriptSpec, Success, ValidityPolicy,
+    ValuePolicy, ValueStorage,
 };
 use async_trait::async_trait;
 use futures_util::future::join_all;
@@ -295,9 +295,11 @@ impl LockClient for ScriptLock {
             if spec.unlock_on_failure && successes + unknown > 0 {
                 // Release where the acquisition took (or may have taken) effect; a master that
                 // refused holds someone else's lock, not ours.
-                let targets = self.masters().iter().zip(&outcomes).filter(|(_, o)| {
-                    matches!(o, Outcome::Success | Outcome::Unknown(_))
-                });
+                let targets = self
+                    .masters()
+                    .iter()
+                    .zip(&outcomes)
+                    .filter(|(_, o)| matches!(o, Outcome::Success | Outcome::Unknown(_)));
                 let unlocked = join_all(targets.map(|(link, _)| self.run_op(link, &spec.release, &vars))).await;
                 unlock_unknown = unlocked.iter().any(|o| matches!(o, Outcome::Unknown(_)));
             }
@@ -411,9 +413,8 @@ impl LockClient for ScriptLock {
     }
 
     fn task_lock(&self) -> Option<Rc<dyn LockClient>> {
-        (!self.spec.share_lock_object).then(|| {
-            Rc::new(ScriptLock::new(self.env.clone(), self.spec.clone())) as Rc<dyn LockClient>
-        })
+        (!self.spec.share_lock_object)
+            .then(|| Rc::new(ScriptLock::new(self.env.clone(), self.spec.clone())) as Rc<dyn LockClient>)
     }
 }
 
@@ -433,7 +434,10 @@ mod tests {
 
     #[test]
     fn placeholders_expand() {
-        assert_eq!(expand("{key}:{value}:{ttl_ms}:{token}:{client}", &vars()), "lock:v1:10000:7:client-1");
+        assert_eq!(
+            expand("{key}:{value}:{ttl_ms}:{token}:{client}", &vars()),
+            "lock:v1:10000:7:client-1"
+        );
         assert_eq!(expand("{{key}} }}", &vars()), "{key} }");
         let no_token = Vars { token: None, ..vars() };
         assert_eq!(expand("t={token}", &no_token), "t=");

@@ -2,8 +2,8 @@
 //! validation. Unknown keys are rejected here.
 
 use crate::model::{
-    Algorithm, Arithmetic, ClockKind, ExploreExpect, Fencing, OnRenewFailure, ValidityPolicy, ValuePolicy, ValueStorage,
-    Verdict, WorkMs,
+    Algorithm, Arithmetic, ClockKind, ExploreExpect, Fencing, OnRenewFailure, ValidityPolicy, ValuePolicy,
+    ValueStorage, Verdict, WorkMs,
 };
 use lockstep_sim::{DelayClock, FencingMode, Persistence};
 use serde::{Deserialize, Deserializer};

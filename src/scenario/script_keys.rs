@@ -8,21 +8,69 @@ use crate::model::{Success, PLACEHOLDERS};
 pub const SCRIPT_LOCK_KEYS: &[(&str, &str, &str)] = &[
     ("masters", "1", "use the first N masters of the topology"),
     ("quorum", "masters/2+1", "successes needed; 1 <= quorum <= masters"),
-    ("value", "random", "random (fresh per acquisition) | per-client (the client's name, every time)"),
-    ("value_storage", "grant", "grant | lock-object (extend/release use the object's latest value)"),
-    ("validity", "ttl-minus-drift", "none (the whole TTL) | ttl-minus-drift (ttl - elapsed - drift)"),
+    (
+        "value",
+        "random",
+        "random (fresh per acquisition) | per-client (the client's name, every time)",
+    ),
+    (
+        "value_storage",
+        "grant",
+        "grant | lock-object (extend/release use the object's latest value)",
+    ),
+    (
+        "validity",
+        "ttl-minus-drift",
+        "none (the whole TTL) | ttl-minus-drift (ttl - elapsed - drift)",
+    ),
     ("drift_factor", "0.01", "drift = ttl * factor + 2 ms; in [0, 1)"),
-    ("clock", "monotonic", "the clock elapsed time is read from: monotonic | wall"),
-    ("validity_recheck", "true", "refuse a quorum whose validity is not positive"),
-    ("validity_arithmetic", "signed", "signed | wrapping (unsigned: a negative validity wraps to a huge one)"),
-    ("retry_count", "0", "retries of a failed acquisition inside one acquire; -1 = forever"),
+    (
+        "clock",
+        "monotonic",
+        "the clock elapsed time is read from: monotonic | wall",
+    ),
+    (
+        "validity_recheck",
+        "true",
+        "refuse a quorum whose validity is not positive",
+    ),
+    (
+        "validity_arithmetic",
+        "signed",
+        "signed | wrapping (unsigned: a negative validity wraps to a huge one)",
+    ),
+    (
+        "retry_count",
+        "0",
+        "retries of a failed acquisition inside one acquire; -1 = forever",
+    ),
     ("retry_delay_ms", "200", "delay between acquisition attempts"),
     ("retry_jitter_ms", "0", "random extra delay below this"),
-    ("renew", "none", "none | every (extend_every_ms, default ttl/3) | before-expiry (extension_threshold_ms, default 500)"),
-    ("on_renew_failure", "abort", "abort (raise the abort signal: no write) | keep-working"),
-    ("unlock_on_failure", "true", "after a failed attempt, release where the acquire took or may have taken effect"),
-    ("tasks", "1", "concurrent tasks per client running the workload loop; 1..=16"),
-    ("share_lock_object", "true", "with tasks > 1: one lock object for all tasks (else one each)"),
+    (
+        "renew",
+        "none",
+        "none | every (extend_every_ms, default ttl/3) | before-expiry (extension_threshold_ms, default 500)",
+    ),
+    (
+        "on_renew_failure",
+        "abort",
+        "abort (raise the abort signal: no write) | keep-working",
+    ),
+    (
+        "unlock_on_failure",
+        "true",
+        "after a failed attempt, release where the acquire took or may have taken effect",
+    ),
+    (
+        "tasks",
+        "1",
+        "concurrent tasks per client running the workload loop; 1..=16",
+    ),
+    (
+        "share_lock_object",
+        "true",
+        "with tasks > 1: one lock object for all tasks (else one each)",
+    ),
 ];
 
 /// `(key, meaning)` of an operation table (`[lock.acquire]`, `[lock.extend]`, `[lock.release]`).

@@ -133,7 +133,11 @@ fn write_script(out: &mut String, sc: &ScriptSpec) {
     let _ = writeln!(out, "unlock_on_failure = {}", sc.unlock_on_failure);
     let _ = writeln!(out, "tasks = {}", sc.tasks);
     let _ = writeln!(out, "share_lock_object = {}", sc.share_lock_object);
-    for (name, op) in [("acquire", &sc.acquire), ("extend", &sc.extend), ("release", &sc.release)] {
+    for (name, op) in [
+        ("acquire", &sc.acquire),
+        ("extend", &sc.extend),
+        ("release", &sc.release),
+    ] {
         let _ = writeln!(out, "\n[lock.{name}]");
         let _ = writeln!(out, "retries = {}", op.retries);
         let _ = writeln!(out, "retry_delay_ms = {}", op.retry_delay_ms);

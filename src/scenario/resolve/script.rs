@@ -119,12 +119,17 @@ fn check_template(template: &str, op: OpKind) -> Result<(), String> {
             return Err(format!("`{template}`: a lone `}}` (write `}}}}` for a literal brace)"));
         }
         let Some(end) = tail.find('}') else {
-            return Err(format!("`{template}`: `{{` is not closed (write `{{{{` for a literal brace)"));
+            return Err(format!(
+                "`{template}`: `{{` is not closed (write `{{{{` for a literal brace)"
+            ));
         };
         let name = &tail[..=end];
         if !PLACEHOLDERS.iter().any(|(p, _)| *p == name) {
             let known: Vec<&str> = PLACEHOLDERS.iter().map(|(p, _)| *p).collect();
-            return Err(format!("unknown placeholder `{name}` (placeholders: {})", known.join(", ")));
+            return Err(format!(
+                "unknown placeholder `{name}` (placeholders: {})",
+                known.join(", ")
+            ));
         }
         if name == "{token}" && op == OpKind::Acquire {
             return Err("`{token}` is not known while acquiring: fencing tokens are taken after the grant".into());
@@ -147,7 +152,9 @@ fn sanitised(path: &str) -> Result<PathBuf, String> {
         match component {
             Component::Normal(_) | Component::CurDir => {}
             Component::ParentDir => {
-                return Err(format!("`{path}`: `..` is not allowed: scripts live beside the scenario file"))
+                return Err(format!(
+                    "`{path}`: `..` is not allowed: scripts live beside the scenario file"
+                ))
             }
             Component::RootDir | Component::Prefix(_) => {
                 return Err(format!(
@@ -182,7 +189,10 @@ impl Ctx<'_> {
         if let Some(key) = SCRIPT_KEYS.iter().zip(written).find(|(_, w)| *w).map(|(k, _)| k) {
             return Err(self.err(
                 &FieldPath::keys(&["lock", key]),
-                format!("`{key}` is a setting of algorithm = \"script\", not of `{}`", raw.algorithm),
+                format!(
+                    "`{key}` is a setting of algorithm = \"script\", not of `{}`",
+                    raw.algorithm
+                ),
             ));
         }
         Ok(())
@@ -223,7 +233,11 @@ impl Ctx<'_> {
                 let interval_ms = raw.extend_every_ms.unwrap_or(ttl_ms / 3);
                 if interval_ms == 0 || interval_ms >= ttl_ms {
                     return Err(self.err(
-                        &path(if raw.extend_every_ms.is_some() { "extend_every_ms" } else { "renew" }),
+                        &path(if raw.extend_every_ms.is_some() {
+                            "extend_every_ms"
+                        } else {
+                            "renew"
+                        }),
                         format!("renewal period {interval_ms} ms: must be above 0 and below ttl_ms ({ttl_ms})"),
                     ));
                 }
@@ -327,14 +341,10 @@ impl Ctx<'_> {
 
     /// One step at `base`.
     fn step(&self, raw: RawScriptStep, base: &FieldPath, kind: OpKind) -> Result<ScriptStep, ScenarioError> {
-        let written = [
-            raw.command.is_some(),
-            raw.lua.is_some(),
-            raw.lua_file.is_some(),
-        ]
-        .iter()
-        .filter(|w| **w)
-        .count();
+        let written = [raw.command.is_some(), raw.lua.is_some(), raw.lua_file.is_some()]
+            .iter()
+            .filter(|w| **w)
+            .count();
         if written != 1 {
             let message = if written == 0 {
                 "needs one of `command`, `lua` or `lua_file`"
@@ -383,11 +393,7 @@ impl Ctx<'_> {
             let args = raw.args.unwrap_or_else(|| kind.default_args());
             self.templates(&keys, &base.key("keys"), kind)?;
             self.templates(&args, &base.key("args"), kind)?;
-            ScriptAction::Lua {
-                source,
-                keys,
-                args,
-            }
+            ScriptAction::Lua { source, keys, args }
         };
         Ok(ScriptStep { action, success })
     }
@@ -435,12 +441,8 @@ impl Ctx<'_> {
         let full = Path::new(self.origin)
             .parent()
             .map_or_else(|| relative.clone(), |dir| dir.join(&relative));
-        let bytes = std::fs::read(&full).map_err(|e| {
-            self.err(
-                path,
-                format!("cannot read script file `{}`: {e}", full.display()),
-            )
-        })?;
+        let bytes = std::fs::read(&full)
+            .map_err(|e| self.err(path, format!("cannot read script file `{}`: {e}", full.display())))?;
         let source = String::from_utf8(bytes)
             .map_err(|_| self.err(path, format!("script file `{}` is not valid UTF-8", full.display())))?;
         if let Err(e) = lockstep_sim::check_lua_syntax(&source) {
@@ -464,11 +466,19 @@ mod tests {
     fn templates_are_checked() {
         assert_eq!(check_template("{key}", OpKind::Acquire), Ok(()));
         assert_eq!(check_template("{{literal}}", OpKind::Acquire), Ok(()));
-        assert!(check_template("{kee}", OpKind::Acquire).unwrap_err().contains("unknown placeholder `{kee}`"));
-        assert!(check_template("{key", OpKind::Acquire).unwrap_err().contains("not closed"));
-        assert!(check_template("{token}", OpKind::Acquire).unwrap_err().contains("while acquiring"));
+        assert!(check_template("{kee}", OpKind::Acquire)
+            .unwrap_err()
+            .contains("unknown placeholder `{kee}`"));
+        assert!(check_template("{key", OpKind::Acquire)
+            .unwrap_err()
+            .contains("not closed"));
+        assert!(check_template("{token}", OpKind::Acquire)
+            .unwrap_err()
+            .contains("while acquiring"));
         assert_eq!(check_template("{token}", OpKind::Release), Ok(()));
-        assert!(check_template("{ttl_ms}", OpKind::Release).unwrap_err().contains("releasing"));
+        assert!(check_template("{ttl_ms}", OpKind::Release)
+            .unwrap_err()
+            .contains("releasing"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+pub use super::clock::ClockKind;
 use super::script::ScriptSpec;
 
 /// The lock algorithm under test, without its settings (the `algorithm` key of `[lock]`).
@@ -73,27 +74,6 @@ impl Fencing {
         match self {
             Fencing::None => "none",
             Fencing::Incr => "incr",
-        }
-    }
-}
-
-/// Which clock a lock client times its lease with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ClockKind {
-    /// The node's monotonic clock (drifts, never jumps).
-    #[default]
-    Monotonic,
-    /// The node's wall clock (drifts and jumps).
-    Wall,
-}
-
-impl ClockKind {
-    /// `monotonic` or `wall`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            ClockKind::Monotonic => "monotonic",
-            ClockKind::Wall => "wall",
         }
     }
 }

@@ -13,6 +13,7 @@
 //! Nothing here parses or writes files (that is the scenario front end, `crate::scenario`) and
 //! nothing runs: these are values, with small helpers over them.
 
+pub mod clock;
 pub mod expect;
 pub mod fault;
 pub mod lock;

@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::lock::ClockKind;
+use super::clock::ClockKind;
 
 /// The placeholders a command template, a script's `keys` or its `args` may contain, with what
 /// each becomes. `{{` and `}}` stand for literal braces.

@@ -79,9 +79,9 @@ fn expand(template: &str, vars: &Vars<'_>) -> String {
             rest = &tail[2..];
             continue;
         }
-        if tail.starts_with('}') {
+        if let Some(after) = tail.strip_prefix('}') {
             out.push('}');
-            rest = &tail[1..];
+            rest = after;
             continue;
         }
         let Some(end) = tail.find('}') else {

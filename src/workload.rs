@@ -127,10 +127,32 @@ async fn critical_section(
     }
 }
 
-/// Runs one client's loop to the end of its plan.
+/// Runs one client's loop to the end of its plan — in several concurrent tasks when the lock
+/// says so ([`LockClient::tasks`]): each task runs the whole loop, with the same lock object or
+/// its own ([`LockClient::task_lock`]). With one task nothing is spawned.
 pub async fn run_client(node: Node, lock: Rc<dyn LockClient>, resource: ResourceClient, plan: ClientPlan) {
     tokio::time::sleep(Duration::from_millis(plan.start_ms)).await;
     let rec = Recorder::new(&node);
+    let tasks = lock.tasks().max(1);
+    let mut others = Vec::new();
+    for _ in 1..tasks {
+        let task_lock = lock.task_lock().unwrap_or_else(|| lock.clone());
+        others.push(node.spawn(client_loop(
+            node.clone(),
+            rec.clone(),
+            task_lock,
+            resource.clone(),
+            plan.clone(),
+        )));
+    }
+    client_loop(node, rec, lock, resource, plan).await;
+    for task in others {
+        let _ = task.await;
+    }
+}
+
+/// One task's loop: acquire, critical section, release, think — to the end of the plan.
+async fn client_loop(node: Node, rec: Recorder, lock: Rc<dyn LockClient>, resource: ResourceClient, plan: ClientPlan) {
     let mut done = 0u64;
     loop {
         let iterations_left = match plan.iterations {

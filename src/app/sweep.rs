@@ -84,7 +84,7 @@ pub fn ttl_sweep(options: &SweepOptions) -> Result<TtlSweep, AppError> {
         match &mut template.lock.algorithm {
             AlgorithmSpec::Watchdog(w) => w.extend_every_ms = (ttl / 3).max(1),
             AlgorithmSpec::Redlock(r) => r.extension_threshold_ms = r.extension_threshold_ms.min(ttl / 2),
-            AlgorithmSpec::Naive | AlgorithmSpec::TokenRelease => {}
+            AlgorithmSpec::Naive | AlgorithmSpec::TokenRelease | AlgorithmSpec::Script(_) => {}
         }
         let config = ExploreConfig {
             seeds: 0..options.seeds,

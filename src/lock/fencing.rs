@@ -69,4 +69,17 @@ impl LockClient for IncrFencing {
     fn auto_extend(&self) -> Option<super::AutoExtend> {
         self.inner.auto_extend()
     }
+
+    fn on_extend_failure(&self) -> super::ExtendFailure {
+        self.inner.on_extend_failure()
+    }
+
+    fn tasks(&self) -> u32 {
+        self.inner.tasks()
+    }
+
+    fn task_lock(&self) -> Option<Rc<dyn LockClient>> {
+        let inner = self.inner.task_lock()?;
+        Some(Rc::new(IncrFencing::new(inner, self.link.clone())))
+    }
 }

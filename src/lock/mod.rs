@@ -9,7 +9,8 @@
 //!
 //! Built-ins, one file each: [`naive`] (SET NX PX, release by plain DEL), [`token_release`]
 //! (release by a Lua compare-and-delete), [`watchdog`] (token-release plus automatic extension),
-//! [`redlock`] (N independent masters). Fencing (`fencing = "incr"`) wraps any of them: see
+//! [`redlock`] (N independent masters), and [`script`]: a lock described in the scenario file
+//! (command templates or Lua scripts and the knobs real libraries differ on). Fencing (`fencing = "incr"`) wraps any of them: see
 //! [`fencing`]. [`using::using`] holds a lock for the length of a routine with automatic
 //! extension and an abort signal, like node-redlock's `using()`.
 
@@ -17,6 +18,7 @@ mod env;
 pub mod fencing;
 pub mod naive;
 pub mod redlock;
+pub mod script;
 pub mod token_release;
 pub mod using;
 pub mod watchdog;
@@ -101,6 +103,30 @@ pub trait LockClient {
     fn auto_extend(&self) -> Option<AutoExtend> {
         None
     }
+    /// What a failed automatic extension does to the work (by default: abort it).
+    fn on_extend_failure(&self) -> ExtendFailure {
+        ExtendFailure::Abort
+    }
+    /// How many concurrent tasks of the client run the workload loop with this lock (1 by
+    /// default).
+    fn tasks(&self) -> u32 {
+        1
+    }
+    /// The lock object another task of the client uses: `None` (the default) shares this one.
+    fn task_lock(&self) -> Option<Rc<dyn LockClient>> {
+        None
+    }
+}
+
+/// What a failed automatic extension does to the work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExtendFailure {
+    /// Raise the abort signal: the work stops before its next write (node-redlock's
+    /// `signal.aborted`).
+    #[default]
+    Abort,
+    /// Ignore it: extension stops and the work goes on, writes included.
+    KeepWorking,
 }
 
 /// A fresh random lock value (20 bytes as hex) from the node's seeded stream.
@@ -128,6 +154,10 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
         "redlock",
         "N independent masters, quorum N/2+1, validity = ttl - elapsed - drift",
     ),
+    (
+        "script",
+        "described in the scenario file: command templates or Lua scripts, and knobs (see `lockstep list`)",
+    ),
 ];
 
 /// Builds the built-in algorithm `spec` names for one client (without fencing: see
@@ -138,6 +168,7 @@ pub fn build(spec: &LockSpec, env: LockEnv) -> Rc<dyn LockClient> {
         AlgorithmSpec::TokenRelease => Rc::new(token_release::TokenRelease::new(env)),
         AlgorithmSpec::Watchdog(watchdog) => Rc::new(watchdog::Watchdog::new(env, watchdog.extend_every_ms)),
         AlgorithmSpec::Redlock(settings) => Rc::new(redlock::Redlock::new(env, *settings)),
+        AlgorithmSpec::Script(settings) => Rc::new(script::ScriptLock::new(env, Rc::new((**settings).clone()))),
     }
 }
 

@@ -7,7 +7,7 @@
 //! check `signal.aborted()` before each step that needs the lock — and must not trust it across
 //! a pause, which is the whole point of fencing.
 
-use super::{AutoExtend, LockClient, LockEnv, LockError};
+use super::{AutoExtend, ExtendFailure, LockClient, LockEnv, LockError};
 use crate::model::op::{names, Grant, GrantRef};
 use crate::ops::{to_data, Recorder};
 use lockstep_sim::{Node, Phase};
@@ -72,6 +72,11 @@ pub async fn keep_alive(
         }
         match result {
             Ok(renewed) => current = renewed,
+            Err(e) if lock.on_extend_failure() == ExtendFailure::KeepWorking => {
+                // The library ignores the failure: the work goes on, and nothing renews any more.
+                let _ = e;
+                return;
+            }
             Err(e) => {
                 signal.abort();
                 if let Some(rec) = &recorder {

@@ -5,6 +5,9 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+pub use super::clock::ClockKind;
+use super::script::ScriptSpec;
+
 /// The lock algorithm under test, without its settings (the `algorithm` key of `[lock]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -17,15 +20,18 @@ pub enum Algorithm {
     Watchdog,
     /// Redlock over every master.
     Redlock,
+    /// A lock described in the scenario file: command templates or Lua scripts and knobs.
+    Script,
 }
 
 impl Algorithm {
     /// Every algorithm, in declaration order.
-    pub const ALL: [Algorithm; 4] = [
+    pub const ALL: [Algorithm; 5] = [
         Algorithm::Naive,
         Algorithm::TokenRelease,
         Algorithm::Watchdog,
         Algorithm::Redlock,
+        Algorithm::Script,
     ];
 
     /// The name as written in scenario files (`token-release`, ...).
@@ -35,6 +41,7 @@ impl Algorithm {
             Algorithm::TokenRelease => "token-release",
             Algorithm::Watchdog => "watchdog",
             Algorithm::Redlock => "redlock",
+            Algorithm::Script => "script",
         }
     }
 
@@ -67,27 +74,6 @@ impl Fencing {
         match self {
             Fencing::None => "none",
             Fencing::Incr => "incr",
-        }
-    }
-}
-
-/// Which clock a lock client times its lease with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ClockKind {
-    /// The node's monotonic clock (drifts, never jumps).
-    #[default]
-    Monotonic,
-    /// The node's wall clock (drifts and jumps).
-    Wall,
-}
-
-impl ClockKind {
-    /// `monotonic` or `wall`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            ClockKind::Monotonic => "monotonic",
-            ClockKind::Wall => "wall",
         }
     }
 }
@@ -125,6 +111,8 @@ pub enum AlgorithmSpec {
     Watchdog(WatchdogSpec),
     /// Redlock over every master.
     Redlock(RedlockSpec),
+    /// A lock described in the scenario file (see [`ScriptSpec`]).
+    Script(Box<ScriptSpec>),
 }
 
 impl AlgorithmSpec {
@@ -135,6 +123,7 @@ impl AlgorithmSpec {
             AlgorithmSpec::TokenRelease => Algorithm::TokenRelease,
             AlgorithmSpec::Watchdog(_) => Algorithm::Watchdog,
             AlgorithmSpec::Redlock(_) => Algorithm::Redlock,
+            AlgorithmSpec::Script(_) => Algorithm::Script,
         }
     }
 
@@ -209,6 +198,14 @@ impl LockSpec {
     pub fn redlock(&self) -> Option<&RedlockSpec> {
         match &self.algorithm {
             AlgorithmSpec::Redlock(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The script lock's settings, when the algorithm is `script`.
+    pub fn script(&self) -> Option<&ScriptSpec> {
+        match &self.algorithm {
+            AlgorithmSpec::Script(s) => Some(s),
             _ => None,
         }
     }

@@ -3,6 +3,8 @@
 //! - [`scenario`]: a resolved scenario — topology, clients, workload, faults, expectations.
 //! - [`lock`]: the lock under test, [`LockSpec`], with each algorithm's own settings in
 //!   [`AlgorithmSpec`].
+//! - [`script`]: the script lock's settings ([`ScriptSpec`]: command templates, Lua scripts,
+//!   knobs).
 //! - [`verdict`]: a checker's [`Verdict`].
 //! - [`expect`]: what a scenario or an exploration expects the checkers to find.
 //! - [`fault`]: the fault generator's vocabulary and strengths ([`FaultProfile`]).
@@ -11,11 +13,13 @@
 //! Nothing here parses or writes files (that is the scenario front end, `crate::scenario`) and
 //! nothing runs: these are values, with small helpers over them.
 
+pub mod clock;
 pub mod expect;
 pub mod fault;
 pub mod lock;
 pub mod op;
 pub mod scenario;
+pub mod script;
 pub mod verdict;
 
 pub use expect::{ExploreExpect, ExploreSpec, CHECKERS, DEFAULT_EXPLORE_SEEDS, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS};
@@ -23,4 +27,8 @@ pub use fault::{FaultProfile, GENERATED_KINDS};
 pub use lock::{Algorithm, AlgorithmSpec, ClockKind, Fencing, LockSpec, RedlockSpec, WatchdogSpec};
 pub use op::{Grant, GrantRef};
 pub use scenario::{ClientSpec, NetworkSpec, NodeSpec, Scenario, WorkMs, WorkloadSpec, RESOURCE_NODE};
+pub use script::{
+    Arithmetic, OnRenewFailure, Renewal, ScriptAction, ScriptOp, ScriptSpec, ScriptStep, Success, ValidityPolicy,
+    ValuePolicy, ValueStorage, PLACEHOLDERS,
+};
 pub use verdict::Verdict;

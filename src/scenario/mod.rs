@@ -83,7 +83,7 @@
 //!
 //! | key                      | type    | default        | meaning |
 //! |--------------------------|---------|----------------|---------|
-//! | `algorithm`              | string  | required       | `naive`, `token-release`, `watchdog` or `redlock` |
+//! | `algorithm`              | string  | required       | `naive`, `token-release`, `watchdog`, `redlock` or `script` (see [The script lock](#the-script-lock)) |
 //! | `key`                    | string  | `"lock"`       | the Redis key of the lock (not empty) |
 //! | `ttl_ms`                 | integer | `10000`        | the lock's time to live; > 0 |
 //! | `fencing`                | string  | `"none"`       | `none`, or `incr`: take a fencing token with `INCR` on `fencing_master` |
@@ -98,6 +98,61 @@
 //! | `extend_every_ms`        | integer | `ttl_ms / 3`   | watchdog: extension period; when written, 0 < value < `ttl_ms` |
 //! | `auto_extend`            | bool    | `false`        | redlock: extend automatically while the work runs (node-redlock's `using()`) |
 //! | `extension_threshold_ms` | integer | `500`          | redlock auto-extension: extend when validity left < this; < `ttl_ms` when `auto_extend` |
+//!
+//! ## The script lock
+//!
+//! `algorithm = "script"` describes the lock in the file itself (see `docs/script-lock.md` for
+//! the bug-class scenarios built with it). Its keys of `[lock]`, besides `key`, `ttl_ms`,
+//! `fencing`, `fencing_master` and the timeouts (the redlock keys `retry_count`,
+//! `retry_delay_ms`, `retry_jitter_ms`, `drift_factor`, `clock`, `extend_every_ms` and
+//! `extension_threshold_ms` are read too, with the defaults below); they are errors under any
+//! other algorithm:
+//!
+//! | key                   | default           | meaning |
+//! |-----------------------|-------------------|---------|
+//! | `masters`             | `1`               | use the first N masters of the topology (≤ the topology's masters) |
+//! | `quorum`              | `masters / 2 + 1` | successes needed; 1 ≤ quorum ≤ `masters` |
+//! | `value`               | `"random"`        | `random` (fresh per acquisition) or `per-client` (the client's name, every time) |
+//! | `value_storage`       | `"grant"`         | `grant`, or `lock-object`: extension and release use the object's latest value |
+//! | `validity`            | `"ttl-minus-drift"` | `none` (the grant claims the whole TTL) or `ttl-minus-drift` |
+//! | `drift_factor`        | `0.01`            | drift = ttl × factor + 2 ms |
+//! | `clock`               | `"monotonic"`     | the clock elapsed time is read from: `monotonic` or `wall` |
+//! | `validity_recheck`    | `true`            | refuse a quorum whose validity is not positive |
+//! | `validity_arithmetic` | `"signed"`        | `signed` or `wrapping` (unsigned: a negative validity wraps to a huge one) |
+//! | `retry_count`         | `0`               | retries of a failed acquisition inside one acquire; −1 forever |
+//! | `retry_delay_ms`      | `200`             | delay between attempts |
+//! | `retry_jitter_ms`     | `0`               | random extra delay below this |
+//! | `renew`               | `"none"`          | `none`, `every` (period `extend_every_ms`, default ttl/3) or `before-expiry` (`extension_threshold_ms`, default 500) |
+//! | `on_renew_failure`    | `"abort"`         | `abort` (raise the abort signal: the write is skipped) or `keep-working` |
+//! | `unlock_on_failure`   | `true`            | after a failed attempt, release where the acquire took or may have taken effect |
+//! | `tasks`               | `1`               | concurrent tasks per client running the workload loop; 1..=16 |
+//! | `share_lock_object`   | `true`            | with `tasks` > 1: all tasks use one lock object (else one each) |
+//!
+//! `[lock.acquire]`, `[lock.extend]` and `[lock.release]` (each optional; the defaults are
+//! `SET {key} {value} NX PX {ttl_ms}`, a compare-and-PEXPIRE script and a compare-and-delete
+//! script) hold one step — exactly one of `command` (a template list), `lua` (inline source) or
+//! `lua_file` (a path relative to the scenario file, no `..`, not absolute), with `keys` and
+//! `args` for scripts (defaults `["{key}"]` and `["{value}", "{ttl_ms}"]`, release
+//! `["{value}"]`) and `success` — or `steps = [{ ... }, ...]`, run in order, each one round
+//! trip. `success` is `ok`, `non-nil`, `nil`, `one`, `positive`, `any` or `value` (a string
+//! equal to the lock value); by default `ok` for an acquire command, `positive` for other
+//! commands and `one` for scripts. `retries` and `retry_delay_ms` (default 0 and 100) retry the
+//! whole operation after an unknown outcome. Placeholders: `{key}`, `{value}`, `{ttl_ms}`
+//! (not in release), `{token}` (the fencing token; not in acquire), `{client}`; `{{` and `}}`
+//! are literal braces. Scripts are compiled at load time with the simulated Redis's Lua: a
+//! syntax error names the file and line (the scenario file's line for an inline script).
+//!
+//! ```toml
+//! [lock]
+//! algorithm = "script"
+//! ttl_ms = 10000
+//!
+//! [lock.release]
+//! steps = [
+//!   { command = ["GET", "{key}"], success = "value" },
+//!   { command = ["DEL", "{key}"], success = "positive" },
+//! ]
+//! ```
 //!
 //! ## `[workload]` (optional)
 //!
@@ -219,6 +274,7 @@
 mod locate;
 mod raw;
 mod resolve;
+mod script_keys;
 mod write;
 
 pub use crate::model::scenario::{ClientSpec, NetworkSpec, NodeSpec, Scenario, WorkMs, WorkloadSpec, RESOURCE_NODE};
@@ -226,6 +282,7 @@ pub use crate::model::{
     Algorithm, AlgorithmSpec, ClockKind, ExploreExpect, ExploreSpec, Fencing, LockSpec, RedlockSpec, WatchdogSpec,
     CHECKERS, DEFAULT_EXPLORE_SEEDS, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS,
 };
+pub use script_keys::{script_lock_help, SCRIPT_LOCK_KEYS, SCRIPT_OP_KEYS};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

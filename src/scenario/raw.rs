@@ -1,7 +1,10 @@
 //! The file as written: serde structures with every optional key optional, before defaults and
 //! validation. Unknown keys are rejected here.
 
-use crate::model::{Algorithm, ClockKind, ExploreExpect, Fencing, Verdict, WorkMs};
+use crate::model::{
+    Algorithm, Arithmetic, ClockKind, ExploreExpect, Fencing, OnRenewFailure, ValidityPolicy, ValuePolicy,
+    ValueStorage, Verdict, WorkMs,
+};
 use lockstep_sim::{DelayClock, FencingMode, Persistence};
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
@@ -134,6 +137,50 @@ pub(super) struct RawLock {
     pub extend_every_ms: Option<u64>,
     pub auto_extend: Option<bool>,
     pub extension_threshold_ms: Option<u64>,
+    // The script lock's own keys (`algorithm = "script"`).
+    pub masters: Option<u64>,
+    pub quorum: Option<u64>,
+    pub value: Option<ValuePolicy>,
+    pub value_storage: Option<ValueStorage>,
+    pub validity: Option<ValidityPolicy>,
+    pub validity_recheck: Option<bool>,
+    pub validity_arithmetic: Option<Arithmetic>,
+    pub renew: Option<String>,
+    pub on_renew_failure: Option<OnRenewFailure>,
+    pub unlock_on_failure: Option<bool>,
+    pub tasks: Option<u32>,
+    pub share_lock_object: Option<bool>,
+    pub acquire: Option<RawScriptOp>,
+    pub extend: Option<RawScriptOp>,
+    pub release: Option<RawScriptOp>,
+}
+
+/// One step of a script-lock operation as written: exactly one of `command`, `lua`, `lua_file`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawScriptStep {
+    pub command: Option<Vec<String>>,
+    pub lua: Option<String>,
+    pub lua_file: Option<String>,
+    pub keys: Option<Vec<String>>,
+    pub args: Option<Vec<String>>,
+    pub success: Option<String>,
+}
+
+/// A script-lock operation (`[lock.acquire]`, `[lock.extend]`, `[lock.release]`): one step
+/// written in the table itself, or `steps`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawScriptOp {
+    pub command: Option<Vec<String>>,
+    pub lua: Option<String>,
+    pub lua_file: Option<String>,
+    pub keys: Option<Vec<String>>,
+    pub args: Option<Vec<String>>,
+    pub success: Option<String>,
+    pub steps: Option<Vec<RawScriptStep>>,
+    pub retries: Option<u32>,
+    pub retry_delay_ms: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -2,6 +2,8 @@
 //! check every value and name, and turn each failure into a [`ScenarioError`] with the line and
 //! the dotted field.
 
+mod script;
+
 use super::locate::{line_col, FieldPath, Locator};
 use super::raw::{RawClient, RawDeployment, RawNode, RawScenario, RawTopology};
 use super::{ScenarioError, MAX_GENERATED_NODES};
@@ -566,7 +568,7 @@ impl Ctx<'_> {
 
     fn lock(&self, raw: Option<super::raw::RawLock>, masters: &[NodeSpec]) -> Result<LockSpec, ScenarioError> {
         let path = |k: &str| FieldPath::keys(&["lock", k]);
-        let Some(raw) = raw else {
+        let Some(mut raw) = raw else {
             return Err(self.err(
                 &path("algorithm"),
                 format!(
@@ -575,7 +577,7 @@ impl Ctx<'_> {
                 ),
             ));
         };
-        let key = raw.key.unwrap_or_else(|| "lock".into());
+        let key = raw.key.take().unwrap_or_else(|| "lock".into());
         if key.is_empty() {
             return Err(self.err(&path("key"), "must not be empty"));
         }
@@ -583,7 +585,7 @@ impl Ctx<'_> {
         if ttl_ms == 0 {
             return Err(self.err(&path("ttl_ms"), "must be greater than 0"));
         }
-        let fencing_master = match raw.fencing_master {
+        let fencing_master = match raw.fencing_master.take() {
             Some(name) => {
                 if !masters.iter().any(|m| m.name == name) {
                     let names: Vec<&str> = masters.iter().map(|m| m.name.as_str()).collect();
@@ -648,7 +650,11 @@ impl Ctx<'_> {
         }
         // Every key is checked whatever the algorithm (as always); each algorithm keeps only
         // its own settings.
+        if raw.algorithm != Algorithm::Script {
+            self.no_script_keys(&raw)?;
+        }
         let algorithm = match raw.algorithm {
+            Algorithm::Script => AlgorithmSpec::Script(Box::new(self.script(&mut raw, ttl_ms, masters.len())?)),
             Algorithm::Naive => AlgorithmSpec::Naive,
             Algorithm::TokenRelease => AlgorithmSpec::TokenRelease,
             Algorithm::Watchdog => AlgorithmSpec::Watchdog(WatchdogSpec { extend_every_ms }),

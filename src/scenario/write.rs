@@ -1,6 +1,6 @@
 //! A scenario written back as an explicit TOML file.
 
-use crate::model::{AlgorithmSpec, Scenario, WorkMs};
+use crate::model::{AlgorithmSpec, Renewal, Scenario, ScriptAction, ScriptSpec, ScriptStep, WorkMs};
 use std::fmt::Write;
 
 /// A TOML string literal.
@@ -80,6 +80,10 @@ pub(super) fn to_toml(s: &Scenario) -> String {
     let _ = writeln!(out, "fencing_master = {}", quote(&l.fencing_master));
     let _ = writeln!(out, "request_timeout_ms = {}", l.request_timeout_ms);
     let _ = writeln!(out, "connect_timeout_ms = {}", l.connect_timeout_ms);
+    if let AlgorithmSpec::Script(script) = &l.algorithm {
+        write_script(&mut out, script);
+        return finish(out, s);
+    }
     // Redlock's keys are written for every algorithm (the others ignore them, at their
     // defaults), so files stay as they always were.
     let r = l.redlock().copied().unwrap_or_default();
@@ -97,7 +101,69 @@ pub(super) fn to_toml(s: &Scenario) -> String {
     }
     let _ = writeln!(out, "auto_extend = {}", r.auto_extend);
     let _ = writeln!(out, "extension_threshold_ms = {}", r.extension_threshold_ms);
+    finish(out, s)
+}
 
+/// The script lock's keys of `[lock]` and its operation tables. Scripts read from files are
+/// written inline, so the file stands alone.
+fn write_script(out: &mut String, sc: &ScriptSpec) {
+    let _ = writeln!(out, "masters = {}", sc.masters);
+    let _ = writeln!(out, "quorum = {}", sc.quorum);
+    let _ = writeln!(out, "value = {}", quote(sc.value.name()));
+    let _ = writeln!(out, "value_storage = {}", quote(sc.value_storage.name()));
+    let _ = writeln!(out, "validity = {}", quote(sc.validity.name()));
+    let _ = writeln!(out, "drift_factor = {}", toml::Value::Float(sc.drift_factor));
+    let _ = writeln!(out, "clock = {}", quote(sc.clock.name()));
+    let _ = writeln!(out, "validity_recheck = {}", sc.validity_recheck);
+    let _ = writeln!(out, "validity_arithmetic = {}", quote(sc.validity_arithmetic.name()));
+    let _ = writeln!(out, "retry_count = {}", sc.retry_count);
+    let _ = writeln!(out, "retry_delay_ms = {}", sc.retry_delay_ms);
+    let _ = writeln!(out, "retry_jitter_ms = {}", sc.retry_jitter_ms);
+    let _ = writeln!(out, "renew = {}", quote(sc.renewal.name()));
+    match sc.renewal {
+        Renewal::None => {}
+        Renewal::Every { interval_ms } => {
+            let _ = writeln!(out, "extend_every_ms = {interval_ms}");
+        }
+        Renewal::BeforeExpiry { threshold_ms } => {
+            let _ = writeln!(out, "extension_threshold_ms = {threshold_ms}");
+        }
+    }
+    let _ = writeln!(out, "on_renew_failure = {}", quote(sc.on_renew_failure.name()));
+    let _ = writeln!(out, "unlock_on_failure = {}", sc.unlock_on_failure);
+    let _ = writeln!(out, "tasks = {}", sc.tasks);
+    let _ = writeln!(out, "share_lock_object = {}", sc.share_lock_object);
+    for (name, op) in [
+        ("acquire", &sc.acquire),
+        ("extend", &sc.extend),
+        ("release", &sc.release),
+    ] {
+        let _ = writeln!(out, "\n[lock.{name}]");
+        let _ = writeln!(out, "retries = {}", op.retries);
+        let _ = writeln!(out, "retry_delay_ms = {}", op.retry_delay_ms);
+        let steps: Vec<String> = op.steps.iter().map(step).collect();
+        let _ = writeln!(out, "steps = [\n  {},\n]", steps.join(",\n  "));
+    }
+}
+
+fn list(words: &[String]) -> String {
+    let quoted: Vec<String> = words.iter().map(|w| quote(w)).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+/// One step as an inline table.
+fn step(step: &ScriptStep) -> String {
+    let action = match &step.action {
+        ScriptAction::Command(words) => format!("command = {}", list(words)),
+        ScriptAction::Lua { source, keys, args, .. } => {
+            format!("lua = {}, keys = {}, args = {}", quote(source), list(keys), list(args))
+        }
+    };
+    format!("{{ {action}, success = {} }}", quote(step.success.name()))
+}
+
+/// Everything after `[lock]`.
+fn finish(mut out: String, s: &Scenario) -> String {
     let w = &s.workload;
     let _ = writeln!(out, "\n[workload]");
     let _ = writeln!(out, "key = {}", quote(&w.key));

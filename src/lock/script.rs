@@ -1,0 +1,460 @@
+//! `script`: a lock algorithm described in the scenario file ([`ScriptSpec`]).
+//!
+//! One acquisition attempt: pick the value (fresh random, or the client's own name), read the
+//! client's clock, run the acquire operation on each of the first `masters` masters at once,
+//! count the successes, and compute the validity (none: the whole TTL; or
+//! `ttl − elapsed − drift`, signed or wrapping). The lock is granted with at least `quorum`
+//! successes and, when `validity_recheck` is on, a positive validity. Otherwise the lock is
+//! released on every master where the acquisition took or may have taken effect
+//! (`unlock_on_failure`; a master that refused holds someone else's lock) and, after `retry_delay_ms` plus a random
+//! jitter below `retry_jitter_ms`, tried again up to `retry_count` times.
+//!
+//! An operation is a list of steps run in order on one master (a step is a command template
+//! or an EVAL of a Lua script; each must see its success reply), retried as a whole after an
+//! unknown outcome when `retries` says so. Extension needs a quorum of successes; release
+//! reports whether any master released. With `value_storage = "lock-object"` extension and
+//! release use the value of the object's latest acquisition rather than the grant's.
+//!
+//! Renewal and what a failed renewal does are answered to the workload through
+//! [`LockClient::auto_extend`] and [`LockClient::on_extend_failure`]; several tasks per client
+//! through [`LockClient::tasks`] and [`LockClient::task_lock`].
+//!
+//! Not modelled: scripts cached with EVALSHA (every call carries the whole source, so a delayed
+//! request never meets a `NOSCRIPT`), pipelining several steps in one round trip.
+
+use super::{random_value, AutoExtend, ExtendFailure, LockClient, LockEnv, LockError};
+use crate::model::{
+    Arithmetic, Grant, OnRenewFailure, Renewal, ScriptAction, ScriptOp, ScriptSpec, Success, ValidityPolicy,
+    ValuePolicy, ValueStorage,
+};
+use async_trait::async_trait;
+use futures_util::future::join_all;
+use lockstep_sim::RedisLink;
+use rand::Rng;
+use redis::Value;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// The script lock of one client (or one task, when tasks do not share lock objects).
+#[derive(Debug)]
+pub struct ScriptLock {
+    env: LockEnv,
+    spec: Rc<ScriptSpec>,
+    /// The value of the latest acquisition (used with `value_storage = "lock-object"`).
+    stored_value: RefCell<Option<String>>,
+}
+
+/// What one operation on one master did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Outcome {
+    /// Every step saw its success reply.
+    Success,
+    /// A step saw another reply (or a server error).
+    Refused(String),
+    /// No reply: the operation may have taken effect.
+    Unknown(String),
+    /// The operation certainly did not run (no connection).
+    Failed(String),
+}
+
+/// The values placeholders stand for.
+struct Vars<'a> {
+    key: &'a str,
+    value: &'a str,
+    ttl_ms: u64,
+    token: Option<u64>,
+    client: &'a str,
+}
+
+/// Replaces the placeholders of `template` (checked at load time; an unknown one is kept as
+/// written).
+fn expand(template: &str, vars: &Vars<'_>) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(i) = rest.find(['{', '}']) {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        if tail.starts_with("{{") || tail.starts_with("}}") {
+            out.push_str(&tail[..1]);
+            rest = &tail[2..];
+            continue;
+        }
+        if let Some(after) = tail.strip_prefix('}') {
+            out.push('}');
+            rest = after;
+            continue;
+        }
+        let Some(end) = tail.find('}') else {
+            out.push_str(tail);
+            rest = "";
+            break;
+        };
+        let name = &tail[..=end];
+        match name {
+            "{key}" => out.push_str(vars.key),
+            "{value}" => out.push_str(vars.value),
+            "{ttl_ms}" => out.push_str(&vars.ttl_ms.to_string()),
+            "{token}" => {
+                if let Some(token) = vars.token {
+                    out.push_str(&token.to_string());
+                }
+            }
+            "{client}" => out.push_str(vars.client),
+            other => out.push_str(other),
+        }
+        rest = &tail[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether `reply` is what `success` asks for.
+fn is_success(success: Success, reply: &Value, value: &str) -> bool {
+    match success {
+        Success::Ok => matches!(reply, Value::Okay) || matches!(reply, Value::SimpleString(s) if s == "OK"),
+        Success::NonNil => !matches!(reply, Value::Nil),
+        Success::Nil => matches!(reply, Value::Nil),
+        Success::One => matches!(reply, Value::Int(1)),
+        Success::Positive => matches!(reply, Value::Int(n) if *n > 0),
+        Success::Any => true,
+        Success::Value => match reply {
+            Value::BulkString(bytes) => bytes.as_slice() == value.as_bytes(),
+            Value::SimpleString(s) => s == value,
+            _ => false,
+        },
+    }
+}
+
+/// A reply, short, for error messages.
+fn describe(reply: &Value) -> String {
+    match reply {
+        Value::Nil => "nil".into(),
+        Value::Int(n) => n.to_string(),
+        Value::Okay => "OK".into(),
+        Value::SimpleString(s) => s.clone(),
+        Value::BulkString(bytes) => format!("{:?}", String::from_utf8_lossy(bytes)),
+        other => format!("{other:?}"),
+    }
+}
+
+impl ScriptLock {
+    /// A script lock for the client of `env`, as `spec` describes it.
+    pub fn new(env: LockEnv, spec: Rc<ScriptSpec>) -> Self {
+        ScriptLock {
+            env,
+            spec,
+            stored_value: RefCell::new(None),
+        }
+    }
+
+    /// The masters the lock uses.
+    fn masters(&self) -> &[RedisLink] {
+        let all = self.env.masters();
+        &all[..self.spec.masters.min(all.len())]
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.env.now_ms(self.spec.clock)
+    }
+
+    /// The validity after `elapsed_ms`, and whether it counts as positive.
+    fn validity(&self, ttl_ms: u64, elapsed_ms: i64) -> (u64, bool) {
+        match self.spec.validity {
+            ValidityPolicy::None => (ttl_ms, true),
+            ValidityPolicy::TtlMinusDrift => {
+                let drift_ms = (ttl_ms as f64 * self.spec.drift_factor).floor() as i64 + 2;
+                match self.spec.validity_arithmetic {
+                    Arithmetic::Signed => {
+                        let validity = (ttl_ms as i64).saturating_sub(elapsed_ms).saturating_sub(drift_ms);
+                        (validity.max(0) as u64, validity > 0)
+                    }
+                    Arithmetic::Wrapping => {
+                        let validity = ttl_ms.wrapping_sub(elapsed_ms as u64).wrapping_sub(drift_ms as u64);
+                        (validity, validity > 0)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The value extension and release use for `grant`.
+    fn value_for(&self, grant: &Grant) -> String {
+        match self.spec.value_storage {
+            ValueStorage::Grant => grant.value.clone(),
+            ValueStorage::LockObject => self
+                .stored_value
+                .borrow()
+                .clone()
+                .unwrap_or_else(|| grant.value.clone()),
+        }
+    }
+
+    /// Runs `op` once on `link`: its steps in order.
+    async fn run_once(link: &RedisLink, op: &ScriptOp, vars: &Vars<'_>) -> Outcome {
+        for (index, step) in op.steps.iter().enumerate() {
+            let mut cmd;
+            match &step.action {
+                ScriptAction::Command(words) => {
+                    let mut words = words.iter().map(|w| expand(w, vars));
+                    cmd = redis::cmd(&words.next().unwrap_or_default());
+                    for word in words {
+                        cmd.arg(word);
+                    }
+                }
+                ScriptAction::Lua { source, keys, args, .. } => {
+                    cmd = redis::cmd("EVAL");
+                    cmd.arg(source.as_str()).arg(keys.len());
+                    for key in keys {
+                        cmd.arg(expand(key, vars));
+                    }
+                    for arg in args {
+                        cmd.arg(expand(arg, vars));
+                    }
+                }
+            }
+            match link.query::<Value>(&cmd).await {
+                Ok(reply) if is_success(step.success, &reply, vars.value) => {}
+                Ok(reply) => {
+                    return Outcome::Refused(format!(
+                        "step {} on {}: reply {} is not {}",
+                        index + 1,
+                        link.host(),
+                        describe(&reply),
+                        step.success.name()
+                    ))
+                }
+                Err(e) if e.outcome_unknown() => return Outcome::Unknown(e.to_string()),
+                Err(lockstep_sim::LinkError::Server { message, .. }) => {
+                    return Outcome::Refused(format!("step {} on {}: {message}", index + 1, link.host()))
+                }
+                Err(e) => return Outcome::Failed(e.to_string()),
+            }
+        }
+        Outcome::Success
+    }
+
+    /// Runs `op` on `link`, retrying after an unknown outcome as `op.retries` says.
+    async fn run_op(&self, link: &RedisLink, op: &ScriptOp, vars: &Vars<'_>) -> Outcome {
+        let mut retries_left = op.retries;
+        loop {
+            let outcome = Self::run_once(link, op, vars).await;
+            if !matches!(outcome, Outcome::Unknown(_)) || retries_left == 0 {
+                return outcome;
+            }
+            retries_left -= 1;
+            self.env.sleep_local_ms(op.retry_delay_ms).await;
+        }
+    }
+
+    /// Runs `op` on every master at once.
+    async fn run_everywhere(&self, op: &ScriptOp, vars: &Vars<'_>) -> Vec<Outcome> {
+        join_all(self.masters().iter().map(|link| self.run_op(link, op, vars))).await
+    }
+
+    fn vars<'a>(&'a self, key: &'a str, value: &'a str, ttl_ms: u64, token: Option<u64>) -> Vars<'a> {
+        Vars {
+            key,
+            value,
+            ttl_ms,
+            token,
+            client: self.env.name(),
+        }
+    }
+}
+
+fn count(outcomes: &[Outcome], pred: impl Fn(&Outcome) -> bool) -> usize {
+    outcomes.iter().filter(|o| pred(o)).count()
+}
+
+#[async_trait(?Send)]
+impl LockClient for ScriptLock {
+    async fn acquire(&self, key: &str, ttl_ms: u64) -> Result<Grant, LockError> {
+        let spec = &self.spec;
+        let mut attempt: i64 = 0;
+        loop {
+            let value = match spec.value {
+                ValuePolicy::Random => random_value(&self.env),
+                ValuePolicy::PerClient => self.env.name().to_string(),
+            };
+            let start_ms = self.now_ms();
+            let vars = self.vars(key, &value, ttl_ms, None);
+            let outcomes = self.run_everywhere(&spec.acquire, &vars).await;
+            let successes = count(&outcomes, |o| *o == Outcome::Success);
+            let unknown = count(&outcomes, |o| matches!(o, Outcome::Unknown(_)));
+            let (validity_ms, positive) = self.validity(ttl_ms, self.now_ms() - start_ms);
+            if successes >= spec.quorum && (positive || !spec.validity_recheck) {
+                *self.stored_value.borrow_mut() = Some(value.clone());
+                return Ok(Grant {
+                    key: key.to_string(),
+                    value,
+                    fencing_token: None,
+                    validity_ms,
+                });
+            }
+            let mut unlock_unknown = false;
+            if spec.unlock_on_failure && successes + unknown > 0 {
+                // Release where the acquisition took (or may have taken) effect; a master that
+                // refused holds someone else's lock, not ours.
+                let targets = self
+                    .masters()
+                    .iter()
+                    .zip(&outcomes)
+                    .filter(|(_, o)| matches!(o, Outcome::Success | Outcome::Unknown(_)));
+                let unlocked = join_all(targets.map(|(link, _)| self.run_op(link, &spec.release, &vars))).await;
+                unlock_unknown = unlocked.iter().any(|o| matches!(o, Outcome::Unknown(_)));
+            }
+            let retries_left = spec.retry_count < 0 || attempt < spec.retry_count;
+            if !retries_left {
+                let masters = self.masters().len();
+                return if successes == 0 && unknown == 0 {
+                    let refusals: Vec<&str> = outcomes
+                        .iter()
+                        .filter_map(|o| match o {
+                            Outcome::Failed(m) => Some(m.as_str()),
+                            _ => None,
+                        })
+                        .collect();
+                    if refusals.len() == masters {
+                        Err(LockError::Failed(refusals.join("; ")))
+                    } else {
+                        Err(LockError::Busy)
+                    }
+                } else if unknown > 0 && (!spec.unlock_on_failure || unlock_unknown) {
+                    Err(LockError::Unknown(format!(
+                        "{successes} of {masters} masters locked, {unknown} unknown"
+                    )))
+                } else {
+                    Err(LockError::Failed(format!(
+                        "{successes} of {masters} masters locked (quorum {}), validity {} ms{}",
+                        spec.quorum,
+                        validity_ms,
+                        if positive { "" } else { " (not positive)" }
+                    )))
+                };
+            }
+            attempt += 1;
+            let jitter_ms = if spec.retry_jitter_ms == 0 {
+                0
+            } else {
+                self.env.rng().random_range(0..spec.retry_jitter_ms)
+            };
+            self.env.sleep_local_ms(spec.retry_delay_ms + jitter_ms).await;
+        }
+    }
+
+    async fn extend(&self, grant: &Grant, ttl_ms: u64) -> Result<Grant, LockError> {
+        let value = self.value_for(grant);
+        let vars = self.vars(&grant.key, &value, ttl_ms, grant.fencing_token);
+        let start_ms = self.now_ms();
+        let outcomes = self.run_everywhere(&self.spec.extend, &vars).await;
+        let successes = count(&outcomes, |o| *o == Outcome::Success);
+        let (validity_ms, positive) = self.validity(ttl_ms, self.now_ms() - start_ms);
+        if successes >= self.spec.quorum && (positive || !self.spec.validity_recheck) {
+            return Ok(Grant {
+                validity_ms,
+                ..grant.clone()
+            });
+        }
+        let masters = self.masters().len();
+        if masters == 1 {
+            match &outcomes[0] {
+                Outcome::Unknown(m) => return Err(LockError::Unknown(m.clone())),
+                Outcome::Failed(m) => return Err(LockError::Failed(m.clone())),
+                Outcome::Refused(m) => return Err(LockError::Lost(m.clone())),
+                Outcome::Success => {}
+            }
+        }
+        Err(LockError::Lost(format!(
+            "extension confirmed by {successes} of {masters} masters (quorum {}), validity {validity_ms} ms",
+            self.spec.quorum
+        )))
+    }
+
+    async fn release(&self, grant: &Grant) -> Result<bool, LockError> {
+        let value = self.value_for(grant);
+        // `{ttl_ms}` is refused in release templates at load time.
+        let vars = self.vars(&grant.key, &value, 0, grant.fencing_token);
+        let outcomes = self.run_everywhere(&self.spec.release, &vars).await;
+        if outcomes.contains(&Outcome::Success) {
+            return Ok(true);
+        }
+        // Every master answered and none released: nothing was ours to delete.
+        if let Some(first_error) = outcomes.iter().find_map(|o| match o {
+            Outcome::Unknown(m) => Some(LockError::Unknown(m.clone())),
+            _ => None,
+        }) {
+            return Err(first_error);
+        }
+        if outcomes.iter().all(|o| matches!(o, Outcome::Failed(_))) {
+            if let Some(Outcome::Failed(m)) = outcomes.first() {
+                return Err(LockError::Failed(m.clone()));
+            }
+        }
+        Ok(false)
+    }
+
+    fn auto_extend(&self) -> Option<AutoExtend> {
+        match self.spec.renewal {
+            Renewal::None => None,
+            Renewal::Every { interval_ms } => Some(AutoExtend::Every { interval_ms }),
+            Renewal::BeforeExpiry { threshold_ms } => Some(AutoExtend::BeforeExpiry { threshold_ms }),
+        }
+    }
+
+    fn on_extend_failure(&self) -> ExtendFailure {
+        match self.spec.on_renew_failure {
+            OnRenewFailure::Abort => ExtendFailure::Abort,
+            OnRenewFailure::KeepWorking => ExtendFailure::KeepWorking,
+        }
+    }
+
+    fn tasks(&self) -> u32 {
+        self.spec.tasks
+    }
+
+    fn task_lock(&self) -> Option<Rc<dyn LockClient>> {
+        (!self.spec.share_lock_object)
+            .then(|| Rc::new(ScriptLock::new(self.env.clone(), self.spec.clone())) as Rc<dyn LockClient>)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars() -> Vars<'static> {
+        Vars {
+            key: "lock",
+            value: "v1",
+            ttl_ms: 10_000,
+            token: Some(7),
+            client: "client-1",
+        }
+    }
+
+    #[test]
+    fn placeholders_expand() {
+        assert_eq!(
+            expand("{key}:{value}:{ttl_ms}:{token}:{client}", &vars()),
+            "lock:v1:10000:7:client-1"
+        );
+        assert_eq!(expand("{{key}} }}", &vars()), "{key} }");
+        let no_token = Vars { token: None, ..vars() };
+        assert_eq!(expand("t={token}", &no_token), "t=");
+    }
+
+    #[test]
+    fn success_kinds() {
+        assert!(is_success(Success::Ok, &Value::Okay, "v"));
+        assert!(!is_success(Success::Ok, &Value::Nil, "v"));
+        assert!(is_success(Success::Value, &Value::BulkString(b"v".to_vec()), "v"));
+        assert!(!is_success(Success::Value, &Value::BulkString(b"w".to_vec()), "v"));
+        assert!(is_success(Success::Positive, &Value::Int(2), "v"));
+        assert!(!is_success(Success::One, &Value::Int(0), "v"));
+        assert!(is_success(Success::Nil, &Value::Nil, "v"));
+        for (kind, name) in Success::ALL {
+            assert_eq!(Success::from_name(name), Some(kind));
+            assert_eq!(kind.name(), name);
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! The script lock (`algorithm = "script"`): a lock algorithm written in the scenario file —
+//! acquire, extend and release as Redis command templates or Lua scripts, and the knobs that
+//! real lock libraries differ on (value policy, quorum, validity arithmetic, retries, renewal,
+//! unlock on failure). Plain data: the scenario front end fills it in (scripts already read from
+//! their files and syntax-checked), `crate::lock::script` runs it.
+
+use serde::Serialize;
+
+use super::clock::ClockKind;
+
+/// The placeholders a command template, a script's `keys` or its `args` may contain, with what
+/// each becomes. `{{` and `}}` stand for literal braces.
+pub const PLACEHOLDERS: &[(&str, &str)] = &[
+    ("{key}", "the lock's key"),
+    ("{value}", "the lock value of this acquisition (see `value`)"),
+    ("{ttl_ms}", "the TTL asked for, ms"),
+    (
+        "{token}",
+        "the grant's fencing token, or empty without one (extend and release only: tokens are taken after the grant)",
+    ),
+    ("{client}", "the client node's name"),
+];
+
+/// The default release: a compare-and-delete (`KEYS[1]` = key, `ARGV[1]` = value).
+pub const RELEASE_LUA: &str =
+    r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#;
+
+/// The default extension: a compare-and-PEXPIRE (`ARGV[2]` = TTL, ms).
+pub const EXTEND_LUA: &str =
+    r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end"#;
+
+/// The script lock's settings (every default resolved).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScriptSpec {
+    /// Takes the lock on one master.
+    pub acquire: ScriptOp,
+    /// Extends it on one master.
+    pub extend: ScriptOp,
+    /// Gives it up on one master.
+    pub release: ScriptOp,
+    /// Where lock values come from.
+    pub value: ValuePolicy,
+    /// Where the lock object keeps the value it extends and releases with.
+    pub value_storage: ValueStorage,
+    /// How many masters the lock uses: the first `masters` of the topology (≥ 1).
+    pub masters: usize,
+    /// How many of them must succeed (1 ≤ quorum ≤ masters).
+    pub quorum: usize,
+    /// How the client computes the validity of a grant.
+    pub validity: ValidityPolicy,
+    /// Clock drift allowance as a fraction of the TTL, in [0, 1) (2 ms are added).
+    pub drift_factor: f64,
+    /// Which clock times the acquisition.
+    pub clock: ClockKind,
+    /// Refuse a quorum whose validity is not positive (the post-quorum re-check).
+    pub validity_recheck: bool,
+    /// How `ttl − elapsed − drift` is computed.
+    pub validity_arithmetic: Arithmetic,
+    /// Retries of a failed acquisition inside one acquire call; −1 retries forever.
+    pub retry_count: i64,
+    /// Delay between acquisition attempts, ms.
+    pub retry_delay_ms: u64,
+    /// Upper bound of a random extra delay, ms (0: none, and no random draw).
+    pub retry_jitter_ms: u64,
+    /// Whether and when the lock is renewed while the work runs.
+    pub renewal: Renewal,
+    /// What a failed renewal does to the work.
+    pub on_renew_failure: OnRenewFailure,
+    /// After a failed acquisition attempt, release on every master (so partial locks do not
+    /// linger until their TTL).
+    pub unlock_on_failure: bool,
+    /// Concurrent tasks per client running the workload loop (≥ 1).
+    pub tasks: u32,
+    /// With several tasks: they share this one lock object (else each gets its own).
+    pub share_lock_object: bool,
+}
+
+/// One lock operation on one master: steps run in order, each must succeed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScriptOp {
+    /// The steps (at least one).
+    pub steps: Vec<ScriptStep>,
+    /// Retries of the whole operation after an unknown outcome (a timeout).
+    pub retries: u32,
+    /// Delay before such a retry, ms.
+    pub retry_delay_ms: u64,
+}
+
+/// One round trip: a command or a script, and the reply that counts as success.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScriptStep {
+    /// What is sent.
+    pub action: ScriptAction,
+    /// The reply that counts as success.
+    pub success: Success,
+}
+
+/// What a step sends.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScriptAction {
+    /// A command template: each word may hold placeholders.
+    Command(Vec<String>),
+    /// A Lua script sent with EVAL (the whole source every time).
+    Lua {
+        /// The script's source.
+        source: String,
+        /// `KEYS`, templates.
+        keys: Vec<String>,
+        /// `ARGV`, templates.
+        args: Vec<String>,
+    },
+}
+
+/// The reply that counts as success.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Success {
+    /// `+OK`.
+    Ok,
+    /// Anything but nil.
+    NonNil,
+    /// Nil.
+    Nil,
+    /// The integer 1.
+    One,
+    /// An integer above 0.
+    Positive,
+    /// Any reply that is not an error.
+    Any,
+    /// A string equal to the lock value (`GET` finding our own value).
+    Value,
+}
+
+impl Success {
+    /// Every kind, with its name in scenario files.
+    pub const ALL: [(Success, &'static str); 7] = [
+        (Success::Ok, "ok"),
+        (Success::NonNil, "non-nil"),
+        (Success::Nil, "nil"),
+        (Success::One, "one"),
+        (Success::Positive, "positive"),
+        (Success::Any, "any"),
+        (Success::Value, "value"),
+    ];
+
+    /// The name in scenario files.
+    pub fn name(&self) -> &'static str {
+        Success::ALL
+            .iter()
+            .find(|(s, _)| s == self)
+            .map_or("any", |(_, name)| name)
+    }
+
+    /// The kind of that name.
+    pub fn from_name(name: &str) -> Option<Success> {
+        Success::ALL.iter().find(|(_, n)| *n == name).map(|(s, _)| *s)
+    }
+}
+
+/// Where lock values come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ValuePolicy {
+    /// 20 fresh random bytes (hex) per acquisition from the client's seeded stream.
+    Random,
+    /// The client's name, the same for every acquisition (a host or process id).
+    PerClient,
+}
+
+impl ValuePolicy {
+    /// The name in scenario files.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ValuePolicy::Random => "random",
+            ValuePolicy::PerClient => "per-client",
+        }
+    }
+}
+
+/// Where the lock object keeps the value it extends and releases with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ValueStorage {
+    /// With each grant: a task extends and releases its own acquisition.
+    Grant,
+    /// In the lock object, overwritten by each acquisition: tasks sharing the object see the
+    /// latest value, not their own.
+    LockObject,
+}
+
+impl ValueStorage {
+    /// The name in scenario files.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ValueStorage::Grant => "grant",
+            ValueStorage::LockObject => "lock-object",
+        }
+    }
+}
+
+/// How the client computes a grant's validity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ValidityPolicy {
+    /// None: the grant claims the whole TTL and nothing is re-checked.
+    None,
+    /// `ttl − elapsed − (drift_factor × ttl + 2 ms)`, elapsed on `clock`.
+    TtlMinusDrift,
+}
+
+impl ValidityPolicy {
+    /// The name in scenario files.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ValidityPolicy::None => "none",
+            ValidityPolicy::TtlMinusDrift => "ttl-minus-drift",
+        }
+    }
+}
+
+/// How the validity arithmetic treats a result below zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Arithmetic {
+    /// Signed: a negative validity stays negative (and the re-check refuses it).
+    Signed,
+    /// Unsigned and wrapping: a negative validity becomes a huge positive one.
+    Wrapping,
+}
+
+impl Arithmetic {
+    /// The name in scenario files.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Arithmetic::Signed => "signed",
+            Arithmetic::Wrapping => "wrapping",
+        }
+    }
+}
+
+/// Whether and when the lock is renewed while the work runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Renewal {
+    /// Never.
+    None,
+    /// Every `interval_ms` by the client's clock (a watchdog).
+    Every {
+        /// The period, ms (0 < period < TTL).
+        interval_ms: u64,
+    },
+    /// When less than `threshold_ms` of validity is left.
+    BeforeExpiry {
+        /// The margin, ms (< TTL).
+        threshold_ms: u64,
+    },
+}
+
+impl Renewal {
+    /// The name in scenario files (`renew = ...`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Renewal::None => "none",
+            Renewal::Every { .. } => "every",
+            Renewal::BeforeExpiry { .. } => "before-expiry",
+        }
+    }
+}
+
+/// What a failed renewal does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnRenewFailure {
+    /// Raise the abort signal: the work stops before its next write.
+    Abort,
+    /// Ignore it: renewal stops, the work goes on and writes.
+    KeepWorking,
+}
+
+impl OnRenewFailure {
+    /// The name in scenario files.
+    pub fn name(&self) -> &'static str {
+        match self {
+            OnRenewFailure::Abort => "abort",
+            OnRenewFailure::KeepWorking => "keep-working",
+        }
+    }
+}

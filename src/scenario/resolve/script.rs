@@ -1,0 +1,492 @@
+//! Resolving the script lock (`algorithm = "script"`): defaults, placeholders, quorum, and Lua
+//! scripts — read from their files (relative to the scenario file, never outside its folder)
+//! and compiled with the simulated Redis's own Lua, so a syntax error is a load-time error
+//! naming the file, the line and the field.
+
+use super::super::locate::{line_col, FieldPath, Seg};
+use super::super::raw::{RawLock, RawScriptOp, RawScriptStep};
+use super::super::ScenarioError;
+use super::Ctx;
+use crate::model::{
+    Arithmetic, ClockKind, OnRenewFailure, Renewal, ScriptAction, ScriptOp, ScriptSpec, ScriptStep, Success,
+    ValidityPolicy, ValuePolicy, ValueStorage, PLACEHOLDERS,
+};
+use std::path::{Component, Path, PathBuf};
+
+/// The script-lock keys of `[lock]`, refused under the other algorithms.
+const SCRIPT_KEYS: &[&str] = &[
+    "masters",
+    "quorum",
+    "value",
+    "value_storage",
+    "validity",
+    "validity_recheck",
+    "validity_arithmetic",
+    "renew",
+    "on_renew_failure",
+    "unlock_on_failure",
+    "tasks",
+    "share_lock_object",
+    "acquire",
+    "extend",
+    "release",
+];
+
+/// The most tasks per client.
+const MAX_TASKS: u32 = 16;
+
+/// Which operation a table describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OpKind {
+    Acquire,
+    Extend,
+    Release,
+}
+
+impl OpKind {
+    fn name(self) -> &'static str {
+        match self {
+            OpKind::Acquire => "acquire",
+            OpKind::Extend => "extend",
+            OpKind::Release => "release",
+        }
+    }
+
+    /// The operation when `[lock.<op>]` is not written: `SET NX PX`, a compare-and-PEXPIRE, a
+    /// compare-and-delete.
+    fn default_op(self) -> ScriptOp {
+        let step = match self {
+            OpKind::Acquire => ScriptStep {
+                action: ScriptAction::Command(
+                    ["SET", "{key}", "{value}", "NX", "PX", "{ttl_ms}"]
+                        .map(String::from)
+                        .to_vec(),
+                ),
+                success: Success::Ok,
+            },
+            OpKind::Extend => ScriptStep {
+                action: ScriptAction::Lua {
+                    source: crate::model::script::EXTEND_LUA.to_string(),
+                    keys: vec!["{key}".into()],
+                    args: vec!["{value}".into(), "{ttl_ms}".into()],
+                },
+                success: Success::One,
+            },
+            OpKind::Release => ScriptStep {
+                action: ScriptAction::Lua {
+                    source: crate::model::script::RELEASE_LUA.to_string(),
+                    keys: vec!["{key}".into()],
+                    args: vec!["{value}".into()],
+                },
+                success: Success::One,
+            },
+        };
+        ScriptOp {
+            steps: vec![step],
+            retries: 0,
+            retry_delay_ms: 0,
+        }
+    }
+
+    /// The success reply of a step that does not say.
+    fn default_success(self, is_command: bool) -> Success {
+        match (self, is_command) {
+            (OpKind::Acquire, true) => Success::Ok,
+            (_, true) => Success::Positive,
+            (_, false) => Success::One,
+        }
+    }
+
+    /// The default `ARGV` of a script.
+    fn default_args(self) -> Vec<String> {
+        match self {
+            OpKind::Release => vec!["{value}".into()],
+            _ => vec!["{value}".into(), "{ttl_ms}".into()],
+        }
+    }
+}
+
+/// Checks the placeholders of `template`: known, closed, and meaningful in `op`.
+fn check_template(template: &str, op: OpKind) -> Result<(), String> {
+    let mut rest = template;
+    while let Some(i) = rest.find(['{', '}']) {
+        let tail = &rest[i..];
+        if tail.starts_with("{{") || tail.starts_with("}}") {
+            rest = &tail[2..];
+            continue;
+        }
+        if tail.starts_with('}') {
+            return Err(format!("`{template}`: a lone `}}` (write `}}}}` for a literal brace)"));
+        }
+        let Some(end) = tail.find('}') else {
+            return Err(format!(
+                "`{template}`: `{{` is not closed (write `{{{{` for a literal brace)"
+            ));
+        };
+        let name = &tail[..=end];
+        if !PLACEHOLDERS.iter().any(|(p, _)| *p == name) {
+            let known: Vec<&str> = PLACEHOLDERS.iter().map(|(p, _)| *p).collect();
+            return Err(format!(
+                "unknown placeholder `{name}` (placeholders: {})",
+                known.join(", ")
+            ));
+        }
+        if name == "{token}" && op == OpKind::Acquire {
+            return Err("`{token}` is not known while acquiring: fencing tokens are taken after the grant".into());
+        }
+        if name == "{ttl_ms}" && op == OpKind::Release {
+            return Err("`{ttl_ms}` is not known while releasing".into());
+        }
+        rest = &tail[end + 1..];
+    }
+    Ok(())
+}
+
+/// Whether a `lua_file` path stays inside the scenario's folder: relative, no `..`, not empty.
+fn sanitised(path: &str) -> Result<PathBuf, String> {
+    if path.trim().is_empty() {
+        return Err("must not be empty".into());
+    }
+    let p = Path::new(path);
+    for component in p.components() {
+        match component {
+            Component::Normal(_) | Component::CurDir => {}
+            Component::ParentDir => {
+                return Err(format!(
+                    "`{path}`: `..` is not allowed: scripts live beside the scenario file"
+                ))
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(format!(
+                    "`{path}` is absolute: write a path relative to the scenario file"
+                ))
+            }
+        }
+    }
+    Ok(p.to_path_buf())
+}
+
+impl Ctx<'_> {
+    /// Refuses script-lock keys under another algorithm.
+    pub(super) fn no_script_keys(&self, raw: &RawLock) -> Result<(), ScenarioError> {
+        let written = [
+            raw.masters.is_some(),
+            raw.quorum.is_some(),
+            raw.value.is_some(),
+            raw.value_storage.is_some(),
+            raw.validity.is_some(),
+            raw.validity_recheck.is_some(),
+            raw.validity_arithmetic.is_some(),
+            raw.renew.is_some(),
+            raw.on_renew_failure.is_some(),
+            raw.unlock_on_failure.is_some(),
+            raw.tasks.is_some(),
+            raw.share_lock_object.is_some(),
+            raw.acquire.is_some(),
+            raw.extend.is_some(),
+            raw.release.is_some(),
+        ];
+        if let Some(key) = SCRIPT_KEYS.iter().zip(written).find(|(_, w)| *w).map(|(k, _)| k) {
+            return Err(self.err(
+                &FieldPath::keys(&["lock", key]),
+                format!(
+                    "`{key}` is a setting of algorithm = \"script\", not of `{}`",
+                    raw.algorithm
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The script lock's settings from `[lock]`; `masters_available` masters exist.
+    pub(super) fn script(
+        &self,
+        raw: &mut RawLock,
+        ttl_ms: u64,
+        masters_available: usize,
+    ) -> Result<ScriptSpec, ScenarioError> {
+        let path = |k: &str| FieldPath::keys(&["lock", k]);
+        let masters = match raw.masters {
+            None => 1,
+            Some(n) if n == 0 || n as usize > masters_available => {
+                return Err(self.err(
+                    &path("masters"),
+                    format!("{n}: must be between 1 and the number of masters in the topology ({masters_available})"),
+                ))
+            }
+            Some(n) => n as usize,
+        };
+        let quorum = match raw.quorum {
+            None => masters / 2 + 1,
+            Some(0) => return Err(self.err(&path("quorum"), "must be at least 1")),
+            Some(q) if q as usize > masters => {
+                return Err(self.err(
+                    &path("quorum"),
+                    format!("{q} is larger than the lock's masters ({masters}): no acquisition could ever succeed"),
+                ))
+            }
+            Some(q) => q as usize,
+        };
+        let renewal = match raw.renew.as_deref() {
+            None | Some("none") => Renewal::None,
+            Some("every") => {
+                let interval_ms = raw.extend_every_ms.unwrap_or(ttl_ms / 3);
+                if interval_ms == 0 || interval_ms >= ttl_ms {
+                    return Err(self.err(
+                        &path(if raw.extend_every_ms.is_some() {
+                            "extend_every_ms"
+                        } else {
+                            "renew"
+                        }),
+                        format!("renewal period {interval_ms} ms: must be above 0 and below ttl_ms ({ttl_ms})"),
+                    ));
+                }
+                Renewal::Every { interval_ms }
+            }
+            Some("before-expiry") => {
+                let threshold_ms = raw.extension_threshold_ms.unwrap_or(500);
+                if threshold_ms >= ttl_ms {
+                    return Err(self.err(
+                        &path("extension_threshold_ms"),
+                        format!("{threshold_ms}: must be below ttl_ms ({ttl_ms})"),
+                    ));
+                }
+                Renewal::BeforeExpiry { threshold_ms }
+            }
+            Some(other) => {
+                return Err(self.err(
+                    &path("renew"),
+                    format!("unknown renewal `{other}` (none, every, before-expiry)"),
+                ))
+            }
+        };
+        let tasks = raw.tasks.unwrap_or(1);
+        if tasks == 0 || tasks > MAX_TASKS {
+            return Err(self.err(&path("tasks"), format!("{tasks}: must be between 1 and {MAX_TASKS}")));
+        }
+        let acquire = self.op(raw.acquire.take(), OpKind::Acquire)?;
+        let extend = self.op(raw.extend.take(), OpKind::Extend)?;
+        let release = self.op(raw.release.take(), OpKind::Release)?;
+        Ok(ScriptSpec {
+            acquire,
+            extend,
+            release,
+            value: raw.value.unwrap_or(ValuePolicy::Random),
+            value_storage: raw.value_storage.unwrap_or(ValueStorage::Grant),
+            masters,
+            quorum,
+            validity: raw.validity.unwrap_or(ValidityPolicy::TtlMinusDrift),
+            drift_factor: raw.drift_factor.unwrap_or(0.01),
+            clock: raw.clock.unwrap_or(ClockKind::Monotonic),
+            validity_recheck: raw.validity_recheck.unwrap_or(true),
+            validity_arithmetic: raw.validity_arithmetic.unwrap_or(Arithmetic::Signed),
+            retry_count: raw.retry_count.unwrap_or(0),
+            retry_delay_ms: raw.retry_delay_ms.unwrap_or(200),
+            retry_jitter_ms: raw.retry_jitter_ms.unwrap_or(0),
+            renewal,
+            on_renew_failure: raw.on_renew_failure.unwrap_or(OnRenewFailure::Abort),
+            unlock_on_failure: raw.unlock_on_failure.unwrap_or(true),
+            tasks,
+            share_lock_object: raw.share_lock_object.unwrap_or(true),
+        })
+    }
+
+    /// One operation table (`None`: the default operation).
+    fn op(&self, raw: Option<RawScriptOp>, kind: OpKind) -> Result<ScriptOp, ScenarioError> {
+        let Some(raw) = raw else {
+            return Ok(kind.default_op());
+        };
+        let base = FieldPath::keys(&["lock", kind.name()]);
+        let own = RawScriptStep {
+            command: raw.command,
+            lua: raw.lua,
+            lua_file: raw.lua_file,
+            keys: raw.keys,
+            args: raw.args,
+            success: raw.success,
+        };
+        let own_written = own.command.is_some()
+            || own.lua.is_some()
+            || own.lua_file.is_some()
+            || own.keys.is_some()
+            || own.args.is_some()
+            || own.success.is_some();
+        let steps = match raw.steps {
+            Some(steps) => {
+                if own_written {
+                    return Err(self.err(
+                        &base.key("steps"),
+                        "write either `steps` or one step's keys (command, lua, lua_file, keys, args, success) in the table, not both",
+                    ));
+                }
+                if steps.is_empty() {
+                    return Err(self.err(&base.key("steps"), "must list at least one step"));
+                }
+                let mut out = Vec::with_capacity(steps.len());
+                for (index, step) in steps.into_iter().enumerate() {
+                    let mut segs = base.key("steps").0;
+                    segs.push(Seg::Index(index));
+                    out.push(self.step(step, &FieldPath(segs), kind)?);
+                }
+                out
+            }
+            None => vec![self.step(own, &base, kind)?],
+        };
+        Ok(ScriptOp {
+            steps,
+            retries: raw.retries.unwrap_or(0),
+            retry_delay_ms: raw.retry_delay_ms.unwrap_or(100),
+        })
+    }
+
+    /// One step at `base`.
+    fn step(&self, raw: RawScriptStep, base: &FieldPath, kind: OpKind) -> Result<ScriptStep, ScenarioError> {
+        let written = [raw.command.is_some(), raw.lua.is_some(), raw.lua_file.is_some()]
+            .iter()
+            .filter(|w| **w)
+            .count();
+        if written != 1 {
+            let message = if written == 0 {
+                "needs one of `command`, `lua` or `lua_file`"
+            } else {
+                "write only one of `command`, `lua` and `lua_file`"
+            };
+            let at = if raw.lua.is_some() && raw.command.is_some() {
+                base.key("lua")
+            } else if raw.lua_file.is_some() {
+                base.key("lua_file")
+            } else {
+                base.clone()
+            };
+            return Err(self.err(&at, message));
+        }
+        let success = match raw.success.as_deref() {
+            None => kind.default_success(raw.command.is_some()),
+            Some(name) => Success::from_name(name).ok_or_else(|| {
+                let names: Vec<&str> = Success::ALL.iter().map(|(_, n)| *n).collect();
+                self.err(
+                    &base.key("success"),
+                    format!("unknown success reply `{name}` ({})", names.join(", ")),
+                )
+            })?,
+        };
+        let action = if let Some(words) = raw.command {
+            if raw.keys.is_some() || raw.args.is_some() {
+                let key = if raw.keys.is_some() { "keys" } else { "args" };
+                return Err(self.err(&base.key(key), "`keys` and `args` go with a Lua script, not a command"));
+            }
+            if words.is_empty() || words[0].trim().is_empty() {
+                return Err(self.err(&base.key("command"), "must name a command: [\"SET\", \"{key}\", ...]"));
+            }
+            self.templates(&words, &base.key("command"), kind)?;
+            ScriptAction::Command(words)
+        } else {
+            let source = match (raw.lua, raw.lua_file) {
+                (Some(source), _) => {
+                    self.check_inline_lua(&source, &base.key("lua"))?;
+                    source
+                }
+                (None, Some(file)) => self.lua_file(&file, &base.key("lua_file"))?,
+                (None, None) => unreachable!("one of the three is written"),
+            };
+            let keys = raw.keys.unwrap_or_else(|| vec!["{key}".into()]);
+            let args = raw.args.unwrap_or_else(|| kind.default_args());
+            self.templates(&keys, &base.key("keys"), kind)?;
+            self.templates(&args, &base.key("args"), kind)?;
+            ScriptAction::Lua { source, keys, args }
+        };
+        Ok(ScriptStep { action, success })
+    }
+
+    /// Checks every template of a list; errors name the element.
+    fn templates(&self, words: &[String], path: &FieldPath, kind: OpKind) -> Result<(), ScenarioError> {
+        for (index, word) in words.iter().enumerate() {
+            if let Err(message) = check_template(word, kind) {
+                let mut segs = path.0.clone();
+                segs.push(Seg::Index(index));
+                return Err(self.err(&FieldPath(segs), message));
+            }
+        }
+        Ok(())
+    }
+
+    /// Compiles an inline script; a syntax error names the scenario file's line.
+    fn check_inline_lua(&self, source: &str, path: &FieldPath) -> Result<(), ScenarioError> {
+        let Err(e) = lockstep_sim::check_lua_syntax(source) else {
+            return Ok(());
+        };
+        // The script's first line: the line of the opening quote, or the next one when the
+        // string starts with a newline right after a `'''` / `"""` (TOML drops that newline).
+        let span = self.locator.value_span_of(path);
+        let line = span.map(|s| {
+            let (line, _) = line_col(self.source, s.start);
+            let text = &self.source[s.start.min(self.source.len())..];
+            let multi_line_start = ["'''\n", "'''\r\n", "\"\"\"\n", "\"\"\"\r\n"]
+                .iter()
+                .any(|opening| text.starts_with(opening));
+            line + usize::from(multi_line_start) + e.line - 1
+        });
+        Err(ScenarioError {
+            path: self.origin.to_string(),
+            line,
+            column: None,
+            field: Some(path.to_string()),
+            message: format!("Lua syntax error (line {} of the script): {}", e.line, e.message),
+        })
+    }
+
+    /// Reads and compiles a script file named relative to the scenario file.
+    fn lua_file(&self, file: &str, path: &FieldPath) -> Result<String, ScenarioError> {
+        let relative = sanitised(file).map_err(|m| self.err(path, m))?;
+        let full = Path::new(self.origin)
+            .parent()
+            .map_or_else(|| relative.clone(), |dir| dir.join(&relative));
+        let bytes = std::fs::read(&full)
+            .map_err(|e| self.err(path, format!("cannot read script file `{}`: {e}", full.display())))?;
+        let source = String::from_utf8(bytes)
+            .map_err(|_| self.err(path, format!("script file `{}` is not valid UTF-8", full.display())))?;
+        if let Err(e) = lockstep_sim::check_lua_syntax(&source) {
+            return Err(ScenarioError {
+                path: full.display().to_string(),
+                line: Some(e.line),
+                column: None,
+                field: Some(path.to_string()),
+                message: format!("Lua syntax error: {}", e.message),
+            });
+        }
+        Ok(source)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_are_checked() {
+        assert_eq!(check_template("{key}", OpKind::Acquire), Ok(()));
+        assert_eq!(check_template("{{literal}}", OpKind::Acquire), Ok(()));
+        assert!(check_template("{kee}", OpKind::Acquire)
+            .unwrap_err()
+            .contains("unknown placeholder `{kee}`"));
+        assert!(check_template("{key", OpKind::Acquire)
+            .unwrap_err()
+            .contains("not closed"));
+        assert!(check_template("{token}", OpKind::Acquire)
+            .unwrap_err()
+            .contains("while acquiring"));
+        assert_eq!(check_template("{token}", OpKind::Release), Ok(()));
+        assert!(check_template("{ttl_ms}", OpKind::Release)
+            .unwrap_err()
+            .contains("releasing"));
+    }
+
+    #[test]
+    fn script_paths_stay_beside_the_scenario() {
+        assert!(sanitised("release.lua").is_ok());
+        assert!(sanitised("scripts/release.lua").is_ok());
+        assert!(sanitised("../etc/passwd").is_err());
+        assert!(sanitised("/etc/passwd").is_err());
+        assert!(sanitised("").is_err());
+    }
+}

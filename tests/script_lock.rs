@@ -1,0 +1,247 @@
+//! The script lock (`algorithm = "script"`): every bug-class pair of `scenarios/bug-*.toml` runs
+//! with its expectations — the unsafe file invalid on the checker its story is about, the safe
+//! twin valid on it — and bad script-lock input is a clear error naming file, line and field.
+
+use lockstep::checker::Verdict;
+use lockstep::run::{run_scenario, ScenarioRun};
+use lockstep::scenario::{Scenario, ScenarioError};
+use std::path::{Path, PathBuf};
+
+fn scenarios_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
+}
+
+fn run(file: &str) -> ScenarioRun {
+    let scenario = Scenario::from_file(&scenarios_dir().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let run = run_scenario(&scenario, None).expect("the world runs");
+    assert!(
+        run.as_expected(),
+        "{file}: {:?}\n{}",
+        run.mismatches,
+        run.results
+            .iter()
+            .map(|r| format!("{} {} {}", r.checker, r.verdict.name(), r.explanation))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    run
+}
+
+/// (bug class file stem, the checkers its unsafe file breaks and its safe twin keeps valid).
+const PAIRS: &[(&str, &[&str])] = &[
+    ("bug-release-no-owner-check", &["mutual-exclusion"]),
+    ("bug-release-check-then-delete", &["mutual-exclusion"]),
+    (
+        "bug-extend-no-owner-check",
+        &["mutual-exclusion", "stale-write", "lost-update"],
+    ),
+    ("bug-extend-recreates-lock", &["stale-write", "lost-update"]),
+    (
+        "bug-value-reuse-release-retry",
+        &["mutual-exclusion", "stale-write", "lost-update"],
+    ),
+    (
+        "bug-redlock-no-recheck",
+        &["mutual-exclusion", "stale-write", "lost-update"],
+    ),
+    (
+        "bug-validity-wall-clock",
+        &["mutual-exclusion", "stale-write", "lost-update"],
+    ),
+    (
+        "bug-renewal-failure-ignored",
+        &["mutual-exclusion", "stale-write", "lost-update"],
+    ),
+    (
+        "bug-validity-wrapping",
+        &["mutual-exclusion", "stale-write", "lost-update"],
+    ),
+    ("bug-shared-lock-object", &["mutual-exclusion"]),
+];
+
+#[test]
+fn every_bug_class_pair_meets_its_expectations() {
+    for (stem, checkers) in PAIRS {
+        let unsafe_run = run(&format!("{stem}.toml"));
+        let safe_run = run(&format!("{stem}-safe.toml"));
+        for checker in *checkers {
+            assert_eq!(
+                unsafe_run.verdict(checker),
+                Some(Verdict::Invalid),
+                "{stem}: {checker} should be invalid"
+            );
+            assert_eq!(
+                safe_run.verdict(checker),
+                Some(Verdict::Valid),
+                "{stem}-safe: {checker} should be valid"
+            );
+        }
+        // The files state these verdicts themselves.
+        let unsafe_file = Scenario::from_file(&scenarios_dir().join(format!("{stem}.toml"))).unwrap();
+        for checker in *checkers {
+            assert_eq!(
+                unsafe_file.expected(checker),
+                Some(Verdict::Invalid),
+                "{stem}: [expect] {checker}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_bug_file_is_a_pair_and_uses_the_script_lock() {
+    let mut stems: Vec<String> = std::fs::read_dir(scenarios_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().map(String::from))
+        .filter(|n| n.starts_with("bug-") && n.ends_with(".toml"))
+        .collect();
+    stems.sort();
+    assert_eq!(stems.len(), PAIRS.len() * 2, "{stems:?}");
+    for (stem, _) in PAIRS {
+        for file in [format!("{stem}.toml"), format!("{stem}-safe.toml")] {
+            let scenario = Scenario::from_file(&scenarios_dir().join(&file)).unwrap();
+            assert!(scenario.lock.script().is_some(), "{file} uses algorithm = \"script\"");
+            let text = std::fs::read_to_string(scenarios_dir().join(&file)).unwrap();
+            assert!(
+                text.contains("Source: ../shared/literature.md"),
+                "{file} names its source"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_script_scenario_round_trips_through_toml() {
+    for (stem, _) in PAIRS {
+        let scenario = Scenario::from_file(&scenarios_dir().join(format!("{stem}.toml"))).unwrap();
+        let text = scenario.to_toml();
+        let back = Scenario::from_str(&text, "written.toml").unwrap_or_else(|e| panic!("{stem}: {e}\n{text}"));
+        assert_eq!(back, scenario, "{stem}\n{text}");
+    }
+}
+
+/// A minimal script-lock scenario with `lock_extra` appended to its `[lock]` table.
+fn scenario_with(lock_extra: &str) -> String {
+    format!(
+        r#"name = "bad"
+description = "bad script lock"
+
+[topology]
+masters = 3
+
+[lock]
+algorithm = "script"
+{lock_extra}
+"#
+    )
+}
+
+fn error(source: &str, origin: &str) -> ScenarioError {
+    Scenario::from_str(source, origin).expect_err("the file is refused")
+}
+
+#[test]
+fn a_lua_syntax_error_names_the_scenario_line_and_field() {
+    let source = scenario_with(
+        "\n[lock.release]\nlua = '''\nlocal v = redis.call('get', KEYS[1])\nif v == ARGV[1] then\n  return redis.call('del' KEYS[1])\nend\nreturn 0\n'''\n",
+    );
+    let err = error(&source, "bad.toml");
+    // The bad call is on the script's line 3, the file's line 14.
+    assert_eq!(err.path, "bad.toml");
+    assert_eq!(err.line, Some(14), "{err}");
+    assert_eq!(err.field.as_deref(), Some("lock.release.lua"), "{err}");
+    assert!(err.message.contains("Lua syntax error"), "{err}");
+    assert!(err.to_string().starts_with("bad.toml:14"), "{err}");
+}
+
+#[test]
+fn a_script_file_is_read_beside_the_scenario_and_checked() {
+    let dir = std::env::temp_dir().join(format!("lockstep-script-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("release.lua"),
+        "if redis.call('get', KEYS[1]) == ARGV[1] then\n  return redis.call('del', KEYS[1])\nend\nreturn 0\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("broken.lua"), "return 1\nlocal = 2\n").unwrap();
+    let good = dir.join("good.toml");
+    std::fs::write(&good, scenario_with("\n[lock.release]\nlua_file = \"release.lua\"\n")).unwrap();
+    let scenario = Scenario::from_file(&good).unwrap();
+    assert!(
+        scenario.to_toml().contains("redis.call('del', KEYS[1])"),
+        "the script is inlined when written"
+    );
+
+    let broken = dir.join("broken.toml");
+    std::fs::write(&broken, scenario_with("\n[lock.release]\nlua_file = \"broken.lua\"\n")).unwrap();
+    let err = Scenario::from_file(&broken).unwrap_err();
+    assert!(err.path.ends_with("broken.lua"), "{err}");
+    assert_eq!(err.line, Some(2), "{err}");
+    assert_eq!(err.field.as_deref(), Some("lock.release.lua_file"), "{err}");
+
+    let missing = dir.join("missing.toml");
+    std::fs::write(&missing, scenario_with("\n[lock.release]\nlua_file = \"nope.lua\"\n")).unwrap();
+    let err = Scenario::from_file(&missing).unwrap_err();
+    assert!(err.path.ends_with("missing.toml"), "{err}");
+    assert_eq!(err.line, Some(11), "{err}");
+    assert_eq!(err.field.as_deref(), Some("lock.release.lua_file"), "{err}");
+    assert!(err.message.contains("cannot read script file"), "{err}");
+
+    let escape = dir.join("escape.toml");
+    std::fs::write(
+        &escape,
+        scenario_with("\n[lock.release]\nlua_file = \"../release.lua\"\n"),
+    )
+    .unwrap();
+    let err = Scenario::from_file(&escape).unwrap_err();
+    assert!(err.message.contains("`..` is not allowed"), "{err}");
+    assert_eq!(err.line, Some(11), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_unknown_placeholder_names_the_element() {
+    let source = scenario_with("\n[lock.acquire]\ncommand = [\"SET\", \"{key}\",\n  \"{valeu}\", \"NX\"]\n");
+    let err = error(&source, "bad.toml");
+    assert_eq!(err.line, Some(12), "{err}");
+    assert_eq!(err.field.as_deref(), Some("lock.acquire.command[2]"), "{err}");
+    assert!(err.message.contains("unknown placeholder `{valeu}`"), "{err}");
+
+    let source = scenario_with("\n[lock.release]\nsteps = [\n  { command = [\"GET\", \"{key}\"], success = \"value\" },\n  { command = [\"DEL\", \"{ttl_ms}\"] },\n]\n");
+    let err = error(&source, "bad.toml");
+    assert_eq!(err.line, Some(13), "{err}");
+    assert_eq!(err.field.as_deref(), Some("lock.release.steps[1].command[1]"), "{err}");
+}
+
+#[test]
+fn a_quorum_larger_than_the_masters_is_refused() {
+    let err = error(&scenario_with("masters = 2\nquorum = 3"), "bad.toml");
+    assert_eq!(err.line, Some(10), "{err}");
+    assert_eq!(err.field.as_deref(), Some("lock.quorum"), "{err}");
+    assert!(err.message.contains("larger than the lock's masters (2)"), "{err}");
+    let err = error(&scenario_with("masters = 4"), "bad.toml");
+    assert_eq!(err.field.as_deref(), Some("lock.masters"), "{err}");
+    assert!(err.message.contains("(3)"), "{err}");
+}
+
+#[test]
+fn script_keys_under_another_algorithm_are_refused() {
+    let source = scenario_with("").replace("algorithm = \"script\"", "algorithm = \"redlock\"\nquorum = 2");
+    let err = error(&source, "bad.toml");
+    assert_eq!(err.field.as_deref(), Some("lock.quorum"), "{err}");
+    assert!(err.message.contains("algorithm = \"script\""), "{err}");
+}
+
+#[test]
+fn the_defaults_are_a_token_checked_single_master_lock() {
+    let scenario = Scenario::from_str(&scenario_with(""), "ok.toml").unwrap();
+    let script = scenario.lock.script().unwrap();
+    assert_eq!((script.masters, script.quorum), (1, 1));
+    assert_eq!(script.retry_count, 0);
+    let release = format!("{:?}", script.release);
+    assert!(
+        release.contains("redis.call(\\\"get\\\",KEYS[1]) == ARGV[1]"),
+        "{release}"
+    );
+}

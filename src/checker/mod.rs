@@ -285,6 +285,7 @@ mod tests {
                             value,
                             fencing_token: token,
                             validity_ms: 5,
+                            validity_from_ms: None,
                         }),
                     ),
                     3 => (

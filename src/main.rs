@@ -213,8 +213,10 @@ fn print_run(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool) {
         .all(|c| run.verdict(c) != Some(Verdict::Invalid));
     if run.verdict("mutual-exclusion") == Some(Verdict::Invalid) {
         if resource_safe {
+            let history = lockstep::history::OpHistory::new(&run.history);
             println!(
-                "\n   Mutual exclusion was violated, yet the resource stayed safe: fencing rejected the stale write."
+                "\n   Mutual exclusion was violated, yet the resource stayed safe: {}.",
+                timeline::why_resource_safe(&history)
             );
         } else {
             println!("\n   Mutual exclusion was violated and the resource was damaged.");

@@ -244,7 +244,7 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
                 let name = args[0].to_ascii_uppercase();
                 let carries = args.iter().skip(1).any(|a| a == value);
                 let ok = reply_succeeded(reply);
-                if carries && conn != 0 && !reached.contains(&node) {
+                if carries && conn != 0 && event.seq < hold.granted.seq && !reached.contains(&node) {
                     reached.push(node);
                 }
                 let held = copies.get(node).is_some_and(|c| c.end.is_none());

@@ -104,11 +104,14 @@ pub fn describe(event: &Event) -> Option<String> {
 /// sent under the lost grant is not recalled by the signal; only a write not yet sent is
 /// skipped.
 fn abort_line(history: &OpHistory<'_>, step: &Step<'_>) -> Option<String> {
-    let op = step.op().filter(|op| op.op == OpName::Abort && op.phase == Phase::Info)?;
+    let op = step
+        .op()
+        .filter(|op| op.op == OpName::Abort && op.phase == Phase::Info)?;
     let hold = history.holds().iter().find(|h| {
         h.process == step.node()
             && h.end.is_some_and(|end| {
-                end.event.seq <= step.event.seq && history.step(end.event.seq).and_then(Step::op).map(|o| o.id) == Some(op.id)
+                end.event.seq <= step.event.seq
+                    && history.step(end.event.seq).and_then(Step::op).map(|o| o.id) == Some(op.id)
             })
     })?;
     let sent = hold

@@ -67,7 +67,8 @@ fn code_of(text: &str) -> String {
         let trimmed = line.trim_start();
         if trimmed.starts_with("#[cfg(test)]") {
             let next = lines.get(i + 1).map(|l| l.trim_start()).unwrap_or("");
-            let is_mod = next.starts_with("mod ") || next.starts_with("pub mod ") || next.starts_with("pub(crate) mod ");
+            let is_mod =
+                next.starts_with("mod ") || next.starts_with("pub mod ") || next.starts_with("pub(crate) mod ");
             // An inline test module ends the file's code; `#[cfg(test)] mod tests;` names a
             // test-only file, skipped by `load`.
             if is_mod && next.contains('{') {
@@ -99,7 +100,10 @@ fn load(root: &Path) -> Vec<SourceFile> {
         for pair in lines.windows(2) {
             if pair[0].starts_with("#[cfg(test)]") {
                 if let Some(name) = pair[1].strip_prefix("mod ").and_then(|r| r.strip_suffix(';')) {
-                    let dir = if path.file_name().is_some_and(|f| f == "mod.rs" || f == "lib.rs" || f == "main.rs") {
+                    let dir = if path
+                        .file_name()
+                        .is_some_and(|f| f == "mod.rs" || f == "lib.rs" || f == "main.rs")
+                    {
                         path.parent().expect("parent").to_path_buf()
                     } else {
                         path.with_extension("")
@@ -333,13 +337,19 @@ fn imports_follow_the_flow_in_src() {
             continue;
         }
         let Some(own) = floor_of(top) else {
-            problems.push(format!("{}: module `{top}` has no floor in FLOORS", file.path.display()));
+            problems.push(format!(
+                "{}: module `{top}` has no floor in FLOORS",
+                file.path.display()
+            ));
             continue;
         };
         for path in referenced_paths(file) {
             let Some(target) = path.first() else { continue };
             if FACADES.contains(&target.as_str()) {
-                problems.push(format!("{}: imports through the facade `crate::{target}`", file.path.display()));
+                problems.push(format!(
+                    "{}: imports through the facade `crate::{target}`",
+                    file.path.display()
+                ));
                 continue;
             }
             match floor_of(target) {
@@ -411,5 +421,8 @@ fn nothing_under_report_runs_a_simulation() {
 fn main_only_parses_arguments_and_prints() {
     let main = std::fs::read_to_string(root_dir().join("src/main.rs")).expect("src/main.rs");
     let lines = main.lines().count();
-    assert!(lines <= 300, "src/main.rs has {lines} lines; the CLI belongs in app/ and report/ (limit 300)");
+    assert!(
+        lines <= 300,
+        "src/main.rs has {lines} lines; the CLI belongs in app/ and report/ (limit 300)"
+    );
 }

@@ -6,9 +6,9 @@
 use lockstep::checker::Verdict;
 use lockstep::history::OpHistory;
 use lockstep::model::Fencing;
-use lockstep::sim::FencingMode;
 use lockstep::prelude::*;
 use lockstep::run::ScenarioRun;
+use lockstep::sim::FencingMode;
 use std::path::Path;
 use std::rc::Rc;
 
@@ -56,7 +56,13 @@ fn a_write_in_flight_keeps_the_holders_turn_past_its_abort() {
     fenced.lock.fencing = Fencing::Incr;
     fenced.resource = FencingMode::Fenced;
     let run = run_scenario(&fenced, None).expect("the world runs");
-    let names = ["mutual-exclusion", "stale-write", "lost-update", "token-order", "lease-validity"];
+    let names = [
+        "mutual-exclusion",
+        "stale-write",
+        "lost-update",
+        "token-order",
+        "lease-validity",
+    ];
     let expected = [
         Verdict::Invalid,
         Verdict::Valid,
@@ -177,7 +183,11 @@ fn token_order_follows_the_masters_grant_not_the_reply() {
     // The client received the grants out of the masters' order ...
     assert_eq!(holds.len(), 2, "{holds:?}");
     assert_eq!((holds[0].0, holds[0].1), ("client-2", Some(2)), "{holds:?}");
-    assert_eq!((holds[1].0, holds[1].1, holds[1].2), ("client-1", Some(1), 0), "{holds:?}");
+    assert_eq!(
+        (holds[1].0, holds[1].1, holds[1].2),
+        ("client-1", Some(1), 0),
+        "{holds:?}"
+    );
     // ... but the master granted token 1 first: token order holds.
     let order = run.result("token-order").expect("ran");
     assert_eq!(order.verdict, Verdict::Valid, "{}", order.explanation);
@@ -194,4 +204,122 @@ fn token_order_follows_the_masters_grant_not_the_reply() {
     });
     assert!(refused, "client-1's acquire failed with 'validity ran out'");
     assert_eq!(verdict(&run, "token-order"), Verdict::Valid);
+}
+
+/// A Redlock that forgets to subtract the time its acquisition round took: validity is
+/// `ttl − drift` counted from the end of the round (a one-line mutant of the built-in).
+struct RedlockWithoutElapsed {
+    env: LockEnv,
+}
+
+impl RedlockWithoutElapsed {
+    fn quorum(&self) -> usize {
+        self.env.masters().len() / 2 + 1
+    }
+
+    async fn unlock_all(&self, key: &str, value: &str) -> usize {
+        let requests = self.env.masters().iter().map(|link| {
+            let mut eval = redis::cmd("EVAL");
+            eval.arg(RELEASE_SCRIPT).arg(1).arg(key).arg(value);
+            async move { link.query::<i64>(&eval).await }
+        });
+        let replies = futures_util::future::join_all(requests).await;
+        replies.iter().filter(|r| matches!(r, Ok(1))).count()
+    }
+}
+
+#[async_trait(?Send)]
+impl LockClient for RedlockWithoutElapsed {
+    async fn acquire(&self, key: &str, ttl_ms: u64) -> Result<Grant, LockError> {
+        let value = random_value(&self.env);
+        let requests = self.env.masters().iter().map(|link| {
+            let set = redis::cmd("SET")
+                .arg(key)
+                .arg(&value)
+                .arg("NX")
+                .arg("PX")
+                .arg(ttl_ms)
+                .clone();
+            async move { link.query::<Option<String>>(&set).await }
+        });
+        let replies = futures_util::future::join_all(requests).await;
+        let successes = replies.iter().filter(|r| matches!(r, Ok(Some(_)))).count();
+        let drift_ms = ttl_ms / 100 + 2;
+        // The bug: no `- elapsed`.
+        let validity_ms = ttl_ms.saturating_sub(drift_ms);
+        if successes >= self.quorum() {
+            return Ok(Grant {
+                key: key.to_string(),
+                value,
+                fencing_token: None,
+                validity_ms,
+                validity_from_ms: Some(self.env.monotonic_ms()),
+            });
+        }
+        self.unlock_all(key, &value).await;
+        Err(LockError::Busy)
+    }
+
+    async fn extend(&self, _grant: &Grant, _ttl_ms: u64) -> Result<Grant, LockError> {
+        Err(LockError::Failed("no extension".into()))
+    }
+
+    async fn release(&self, grant: &Grant) -> Result<bool, LockError> {
+        Ok(self.unlock_all(&grant.key, &grant.value).await > 0)
+    }
+}
+
+/// Five masters across regions (20–80 ms one way), no fault at all.
+const REDLOCK_WAN: &str = r#"
+name = "redlock-wan"
+description = "Redlock over five masters with cross-region latencies, no faults"
+seed = 5
+duration_ms = 20000
+
+[network]
+min_latency_ms = 20
+max_latency_ms = 80
+
+[topology]
+masters = 5
+clients = 2
+resource = "fenced"
+
+[lock]
+algorithm = "redlock"
+ttl_ms = 1000
+
+[workload]
+iterations = 3
+work_ms = [50, 150]
+acquire_retry_ms = 50
+"#;
+
+#[test]
+fn a_redlock_that_forgets_its_acquisition_time_lies_about_its_lease() {
+    let scenario = Scenario::from_str(REDLOCK_WAN, "test").expect("parses");
+
+    // The built-in Redlock never claims more than the masters hold.
+    let run = run_scenario(&scenario, None).expect("the world runs");
+    let lease = run.result("lease-validity").expect("ran");
+    assert_eq!(lease.verdict, Verdict::Valid, "{}", lease.explanation);
+    assert!(
+        run.results.iter().all(|r| r.verdict != Verdict::Invalid),
+        "{:#?}",
+        run.results
+    );
+
+    // The mutant, same seed, same network: every other checker is satisfied, lease-validity is not.
+    let factory: LockFactory = Rc::new(|env| Rc::new(RedlockWithoutElapsed { env }) as Rc<dyn LockClient>);
+    let run = run_with_lock(&scenario, None, factory).expect("the world runs");
+    let lease = run.result("lease-validity").expect("ran");
+    assert_eq!(lease.verdict, Verdict::Invalid, "{}", lease.explanation);
+    assert!(
+        lease.explanation.contains("masters' lease ended at"),
+        "{}",
+        lease.explanation
+    );
+    for checker in ["mutual-exclusion", "stale-write", "lost-update"] {
+        assert_eq!(verdict(&run, checker), Verdict::Valid, "{checker}: {:#?}", run.results);
+    }
 }

@@ -124,7 +124,9 @@ impl Checker for LeaseValidity {
                 why.push(format!("{unrecorded} without the instant the lock computed them"));
             }
             if undecided > 0 {
-                why.push(format!("{undecided} whose lease the masters' history does not fully show"));
+                why.push(format!(
+                    "{undecided} whose lease the masters' history does not fully show"
+                ));
             }
             (
                 Verdict::Unknown,

@@ -205,7 +205,13 @@ mod tests {
         let names: Vec<&str> = all().iter().map(|c| c.name().as_str()).collect();
         assert_eq!(
             names,
-            ["mutual-exclusion", "stale-write", "lost-update", "token-order", "lease-validity"]
+            [
+                "mutual-exclusion",
+                "stale-write",
+                "lost-update",
+                "token-order",
+                "lease-validity"
+            ]
         );
         assert_eq!(names, NAMES);
         for name in NAMES {
@@ -355,7 +361,10 @@ mod tests {
             }
         }
         // Random op histories carry no master commands: lease-validity has its own tests.
-        for name in CheckerName::ALL.into_iter().filter(|&c| c != CheckerName::LeaseValidity) {
+        for name in CheckerName::ALL
+            .into_iter()
+            .filter(|&c| c != CheckerName::LeaseValidity)
+        {
             assert!(
                 seen.contains(&(name, Verdict::Invalid)),
                 "{name} never invalid: {seen:?}"

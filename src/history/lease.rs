@@ -70,7 +70,9 @@ impl ClockTrack {
         } else {
             let &(last_us, last_ms) = samples.last()?;
             // The rate over (about) the last second of readings.
-            let from = samples.partition_point(|&(t, _)| t + 1_000_000 < last_us).min(samples.len() - 1);
+            let from = samples
+                .partition_point(|&(t, _)| t + 1_000_000 < last_us)
+                .min(samples.len() - 1);
             let (ref_us, ref_ms) = samples[from];
             let (span_us, span_ms) = (last_us - ref_us, last_ms - ref_ms);
             let ahead_ms = (monotonic_ms - last_ms) as u128;
@@ -119,14 +121,20 @@ pub(crate) fn find_master_grants(history: &mut OpHistory<'_>) {
     let by_value = requests_by_value(history);
     let mut grants = Vec::with_capacity(history.holds.len());
     for hold in &history.holds {
-        let since = hold.acquire.map_or(0, |op| history.steps[history.operations[op].invoke].event.seq);
-        let requests = by_value.get(hold.grant.value.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+        let since = hold
+            .acquire
+            .map_or(0, |op| history.steps[history.operations[op].invoke].event.seq);
+        let requests = by_value
+            .get(hold.grant.value.as_str())
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
         let mut reached: Vec<&str> = Vec::new();
         let mut succeeded: Vec<(&str, &Event)> = Vec::new();
         for &(i, ok) in requests {
             let step = &history.steps[i];
             let seq = step.event.seq;
-            let carries_key = matches!(step.kind, StepKind::Command { args, .. } if args.iter().any(|a| *a == hold.grant.key));
+            let carries_key =
+                matches!(step.kind, StepKind::Command { args, .. } if args.iter().any(|a| *a == hold.grant.key));
             if seq <= since || seq >= hold.granted.seq || !carries_key {
                 continue;
             }
@@ -214,22 +222,32 @@ struct Copy<'h> {
 
 /// The TTL a `SET … PX|EX n` sets, ms.
 fn set_ttl_ms(args: &[String]) -> Option<i64> {
-    let at = args.iter().position(|a| a.eq_ignore_ascii_case("PX") || a.eq_ignore_ascii_case("EX"))?;
+    let at = args
+        .iter()
+        .position(|a| a.eq_ignore_ascii_case("PX") || a.eq_ignore_ascii_case("EX"))?;
     let n: i64 = args.get(at + 1)?.parse().ok()?;
-    Some(if args[at].eq_ignore_ascii_case("EX") { n * 1_000 } else { n })
+    Some(if args[at].eq_ignore_ascii_case("EX") {
+        n * 1_000
+    } else {
+        n
+    })
 }
 
 /// The lease of `hold` on the masters; see the [module](self) docs.
 pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
     let (key, value) = (hold.grant.key.as_str(), hold.grant.value.as_str());
-    let since = hold.acquire.map_or(0, |op| history.steps()[history.operations()[op].invoke].event.seq);
+    let since = hold
+        .acquire
+        .map_or(0, |op| history.steps()[history.operations()[op].invoke].event.seq);
     let mut reached: Vec<&'h str> = Vec::new();
     let mut copies: BTreeMap<&'h str, Copy<'h>> = BTreeMap::new();
     let mut clocks: BTreeMap<&'h str, ClockTrack> = BTreeMap::new();
     let natural = |clocks: &mut BTreeMap<&'h str, ClockTrack>, node: &'h str, copy: &Copy<'h>| match copy.expiry_ms {
         Some(ms) => {
             let clock = clocks.entry(node).or_insert_with(|| ClockTrack::of(history, node));
-            clock.true_us_at(ms).map_or(LeaseEnd::NotBefore(copy.since_us), |us| LeaseEnd::At(us, None))
+            clock
+                .true_us_at(ms)
+                .map_or(LeaseEnd::NotBefore(copy.since_us), |us| LeaseEnd::At(us, None))
         }
         None => LeaseEnd::NotBefore(copy.since_us),
     };

@@ -388,7 +388,9 @@ impl<'h> Reader<'h> {
                     turn_end = None;
                     break;
                 };
-                let last = judged.get(&operation).map_or(done, |&j| if j.seq > done.seq { j } else { done });
+                let last = judged
+                    .get(&operation)
+                    .map_or(done, |&j| if j.seq > done.seq { j } else { done });
                 turn_end = turn_end.map(|end| if last.seq > end.seq { last } else { end });
             }
             hold.turn_end = turn_end;

@@ -118,8 +118,7 @@ fn abort_line(history: &OpHistory<'_>, step: &Step<'_>) -> Option<String> {
         .requests
         .iter()
         .map(|&i| history.operations()[i])
-        .filter(|o| o.name == OpName::Write)
-        .last();
+        .rfind(|o| o.name == OpName::Write);
     Some(match sent {
         None => "lock lost: abort signal raised; the write will be skipped".to_string(),
         Some(write) => {

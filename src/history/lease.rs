@@ -133,8 +133,7 @@ pub(crate) fn find_master_grants(history: &mut OpHistory<'_>) {
         for &(i, ok) in requests {
             let step = &history.steps[i];
             let seq = step.event.seq;
-            let carries_key =
-                matches!(step.kind, StepKind::Command { args, .. } if args.iter().any(|a| *a == hold.grant.key));
+            let carries_key = matches!(step.kind, StepKind::Command { args, .. } if args.contains(&hold.grant.key));
             if seq <= since || seq >= hold.granted.seq || !carries_key {
                 continue;
             }
@@ -267,19 +266,20 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
                 }
                 let held = copies.get(node).is_some_and(|c| c.end.is_none());
                 let script = args.get(1).map(|s| s.to_ascii_lowercase()).unwrap_or_default();
+                let own_value = args.get(2).is_some_and(|v| v == value);
                 match name.as_str() {
-                    "SET" if ok && args.get(2).is_some_and(|v| v == value) => {
-                        if event.seq < hold.granted.seq && !held {
-                            copies.insert(
-                                node,
-                                Copy {
-                                    since_us: event.at_us,
-                                    expiry_ms: set_ttl_ms(args).map(|ttl| event.monotonic_ms + ttl),
-                                    ..Copy::default()
-                                },
-                            );
-                        }
+                    "SET" if ok && own_value && event.seq < hold.granted.seq && !held => {
+                        copies.insert(
+                            node,
+                            Copy {
+                                since_us: event.at_us,
+                                expiry_ms: set_ttl_ms(args).map(|ttl| event.monotonic_ms + ttl),
+                                ..Copy::default()
+                            },
+                        );
                     }
+                    // Our own value again (a retry after the grant): not another holder.
+                    "SET" if own_value => {}
                     "SET" | "GETSET" | "SETNX" if ok && held => {
                         // Another value: ours was gone by then (at the crash, if there was one).
                         let copy = copies.get_mut(node).expect("held");

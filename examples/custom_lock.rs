@@ -37,6 +37,7 @@ impl LockClient for MyLock {
                 value,
                 fencing_token: None,
                 validity_ms: ttl_ms,
+                validity_from_ms: None,
             }),
             None => Err(LockError::Busy),
         }

@@ -117,6 +117,7 @@ mod tests {
                 value: v.into(),
                 fencing_token: None,
                 validity_ms: 100,
+                validity_from_ms: None,
             })
         };
         let mut h = History::new();

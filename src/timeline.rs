@@ -69,7 +69,7 @@ pub fn line(step: &Step<'_>) -> Option<String> {
             (OpName::Extend, Phase::Fail | Phase::Info, Some(OpData::Error(e))) => {
                 format!("extension failed: {}", e.error)
             }
-            (OpName::Abort, Phase::Info, _) => "lock lost: abort signal raised, write skipped".to_string(),
+            (OpName::Abort, Phase::Info, _) => "lock lost: abort signal raised".to_string(),
             (OpName::Write, Phase::Invoke, Some(OpData::Invoke(LockOp::Write(w)))) => {
                 format!("sends write value={} token={}", w.value, token(w.fencing_token))
             }
@@ -100,11 +100,61 @@ pub fn describe(event: &Event) -> Option<String> {
     line(&Step::of(event).0)
 }
 
+/// What an abort meant for the holder's write: `step` is the abort's `info`. A write already
+/// sent under the lost grant is not recalled by the signal; only a write not yet sent is
+/// skipped.
+fn abort_line(history: &OpHistory<'_>, step: &Step<'_>) -> Option<String> {
+    let op = step
+        .op()
+        .filter(|op| op.op == OpName::Abort && op.phase == Phase::Info)?;
+    let hold = history.holds().iter().find(|h| {
+        h.process == step.node()
+            && h.end.is_some_and(|end| {
+                end.event.seq <= step.event.seq
+                    && history.step(end.event.seq).and_then(Step::op).map(|o| o.id) == Some(op.id)
+            })
+    })?;
+    let sent = hold
+        .requests
+        .iter()
+        .map(|&i| history.operations()[i])
+        .rfind(|o| o.name == OpName::Write);
+    Some(match sent {
+        None => "lock lost: abort signal raised; the write will be skipped".to_string(),
+        Some(write) => {
+            let sent_at = history.steps()[write.invoke].event.at_us;
+            let done = write.completion.map(|i| history.steps()[i].event.seq);
+            if done.is_none_or(|done| done > step.event.seq) {
+                format!(
+                    "lock lost: abort signal raised, but the write sent at {} s is still in flight",
+                    seconds(sent_at).trim()
+                )
+            } else {
+                format!(
+                    "lock lost: abort signal raised (the write sent at {} s had already completed)",
+                    seconds(sent_at).trim()
+                )
+            }
+        }
+    })
+}
+
+/// Why the resource stayed safe in a run where mutual exclusion was violated but no stale
+/// write or lost update was found: fencing rejected a write, or no write under a lost grant
+/// reached the resource at all.
+pub fn why_resource_safe(history: &OpHistory<'_>) -> &'static str {
+    if history.writes().iter().any(|w| !w.attempt.accepted) {
+        "fencing rejected the stale write"
+    } else {
+        "no stale write reached the resource"
+    }
+}
+
 /// The timeline as text, one line per key event.
 pub fn text(history: &OpHistory<'_>) -> String {
     let mut out = String::from("    time(s)  node         event\n");
     for step in history.steps() {
-        if let Some(text) = line(step) {
+        if let Some(text) = abort_line(history, step).or_else(|| line(step)) {
             out.push_str(&format!(
                 "  {}  {:<11}  {}\n",
                 seconds(step.event.at_us),

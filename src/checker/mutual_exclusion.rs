@@ -6,7 +6,10 @@
 //! included: a frozen client that has not released still believes it holds the lock. An `abort`
 //! of that grant (the client learned it lost the lock and gave the critical section up) ends it
 //! too. Without either, the client is inside until its next `acquire` invoke on the same key, or
-//! else until the end of the history (still open). Positions in the history (`seq`) order
+//! else until the end of the history (still open). Its turn then lasts until every resource
+//! request it sent under the grant has completed (or timed out) and been judged by the resource
+//! ([`Hold::turn_end`]): a write held in the network acts for the holder when it lands, however
+//! long after the holder gave up. Positions in the history (`seq`) order
 //! everything: the history is a linearization, so events at equal true times are ordered by `seq`.
 //! A grant holds only its own key; grants on different keys never conflict.
 //!
@@ -55,10 +58,14 @@ impl Checker for MutualExclusion {
         let mut first: Option<(&Hold<'_>, &Hold<'_>)> = None;
         for key_holds in by_key.values() {
             for (i, a) in key_holds.iter().enumerate() {
-                let a_end = a.end_seq();
+                let a_end = a.turn_end_seq();
                 // Holds are in acquire-ok order, so the later ones that start before `a` ends are
                 // a prefix of the rest.
                 for b in key_holds[i + 1..].iter().take_while(|b| b.granted.seq < a_end) {
+                    // A client's own late request overlapping its next grant is not two clients.
+                    if b.process == a.process {
+                        continue;
+                    }
                     overlaps += 1;
                     let earlier =
                         first.is_none_or(|(fa, fb)| (b.granted.seq, a.granted.seq) < (fb.granted.seq, fa.granted.seq));
@@ -81,19 +88,19 @@ impl Checker for MutualExclusion {
                 Vec::new(),
             ),
             Some((a, b)) => {
-                // The overlap runs from b's grant to whichever of the two ends first.
-                let until = match (a.end, b.end) {
+                // The overlap runs from b's grant to whichever of the two turns ends first.
+                let until = match (a.turn_end, b.turn_end) {
                     (None, None) => "the end of the history (still held)".to_string(),
-                    (Some(e), None) | (None, Some(e)) => seconds(e.event.at_us),
-                    (Some(ea), Some(eb)) => seconds(if ea.event.seq < eb.event.seq {
-                        ea.event.at_us
-                    } else {
-                        eb.event.at_us
-                    }),
+                    (Some(e), None) | (None, Some(e)) => seconds(e.at_us),
+                    (Some(ea), Some(eb)) => seconds(if ea.seq < eb.seq { ea.at_us } else { eb.at_us }),
                 };
                 let mut events = vec![a.granted, b.granted];
                 if let Some(end) = a.end.filter(|_| a.given_up()) {
                     events.push(end.event);
+                }
+                // A request that kept a's turn going past its end.
+                if let Some(turn_end) = a.turn_end.filter(|e| Some(e.seq) != a.end.map(|end| end.event.seq)) {
+                    events.push(turn_end);
                 }
                 (
                     Verdict::Invalid,

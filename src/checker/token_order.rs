@@ -1,8 +1,12 @@
 //! `token-order`: fencing tokens are unique and strictly increase in grant order, per lock key.
 //!
 //! Every grant (an `acquire` `ok`, a [`Hold`] of the [`OpHistory`]) that carries a fencing token
-//! issues that token for the grant's key; grants are ordered by their position (`seq`). A token equal to one issued earlier for the
-//! same key is a duplicate, one below the highest issued so far a decrease. The explanation and
+//! issues that token for the grant's key. Grants are ordered by when the masters granted them
+//! ([`Hold::master_grant`]: the command that completed a majority of successful acquisitions),
+//! not by when the client received the reply — a client paused while its reply was in flight
+//! records its grant after later ones; a grant whose masters' side the history does not show is
+//! placed at its acquire `ok`. A token equal to one issued earlier for the same key is a
+//! duplicate, one below the highest issued so far a decrease. The explanation and
 //! witness (the two acquire oks) describe the first such grant; the explanation counts them all.
 //! When no grant carries a token the verdict is unknown: there is nothing to order.
 //!
@@ -54,7 +58,11 @@ impl Checker for TokenOrder {
         let mut violations = 0usize;
         let mut first: Option<(&str, Violation<'_>)> = None;
 
-        for hold in history.holds() {
+        // In the order the masters granted (the acquire `ok` when the history does not show it):
+        // a client paused while its grant's reply was in flight records it late.
+        let mut holds: Vec<&Hold<'_>> = history.holds().iter().collect();
+        holds.sort_by_key(|h| (h.grant_order_seq(), h.granted.seq));
+        for hold in holds {
             let Some(token) = hold.grant.fencing_token else {
                 continue;
             };

@@ -8,8 +8,11 @@
 //!   id, or still open at the end of the history;
 //! - [`Hold`]s, one per grant (an `acquire` `ok`), in grant order: the true-time interval its
 //!   client was inside the critical section (to the release invoke, an abort, the client's next
-//!   acquire on that key, or the end of the history) and what the client believed along the way
-//!   (the validity of the grant and of each renewal);
+//!   acquire on that key, or the end of the history), the client's whole *turn* (that interval
+//!   stretched to the completion, or the resource's judgement, of every resource request it sent
+//!   under the grant: a write held in the network is still the holder's), what the client
+//!   believed along the way (the validity of the grant and of each renewal), and when the
+//!   masters granted it (see [`lease`]);
 //! - [`WriteRecord`]s: every write attempt the resource judged, attributed to the write operation
 //!   that sent it and to the grant its client held when it invoked that write;
 //! - [`Anomaly`]s: events that do not fit the vocabulary (unknown op names, data of the wrong
@@ -19,6 +22,7 @@
 //! Positions (`seq`) order everything: the history is a linearization, so events at equal true
 //! times are ordered by `seq`. Left out: any judgement (that is the checkers').
 
+pub mod lease;
 pub mod op;
 pub mod step;
 #[cfg(test)]
@@ -80,13 +84,16 @@ pub struct HoldEnd<'h> {
 }
 
 /// What a holder believed at one point: its grant is valid for `validity_ms` more, by its own
-/// clock, from `event` (the acquire `ok` or an extension's `ok`).
+/// clock, from `event` (the acquire `ok` or an extension's `ok`) — or, when the lock said so,
+/// from the instant it computed the validity (`validity_from_ms`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Belief<'h> {
     /// The acquire or extend `ok`.
     pub event: &'h Event,
     /// The validity it reported.
     pub validity_ms: u64,
+    /// The client's monotonic reading when the lock computed the validity, if recorded.
+    pub validity_from_ms: Option<i64>,
 }
 
 impl Belief<'_> {
@@ -109,8 +116,18 @@ pub struct Hold<'h> {
     pub acquire: Option<usize>,
     /// What ended it; `None`: still held at the end of the history.
     pub end: Option<HoldEnd<'h>>,
+    /// The resource requests (reads and writes, [`OpHistory::operations`] indices) the client
+    /// invoked under this grant, before [`end`](Self::end).
+    pub requests: Vec<usize>,
+    /// The event that ends the client's turn: the latest of [`end`](Self::end), the completion
+    /// of every request and the resource's judgement of every write it sent (`None`: still in
+    /// its turn at the end of the history — not given up, or a request never completed).
+    pub turn_end: Option<&'h Event>,
     /// The validity at the grant, then after each successful extension while held.
     pub beliefs: Vec<Belief<'h>>,
+    /// The master command at which the acquisition took effect on a majority of the masters it
+    /// reached (see [`lease`]); `None` when the history does not show it.
+    pub master_grant: Option<&'h Event>,
 }
 
 impl Hold<'_> {
@@ -127,6 +144,18 @@ impl Hold<'_> {
     /// True time the hold ended, µs, or `history_end_us` when still held.
     pub fn end_us_or(&self, history_end_us: u64) -> u64 {
         self.end.map_or(history_end_us, |end| end.event.at_us)
+    }
+
+    /// The first position at which the client's turn is over (`u64::MAX` while in it): the
+    /// hold's end stretched over the requests it sent under the grant.
+    pub fn turn_end_seq(&self) -> u64 {
+        self.turn_end.map_or(u64::MAX, |e| e.seq)
+    }
+
+    /// The position that orders this grant among others: the masters' grant when the history
+    /// shows it, else the client's acquire `ok`.
+    pub fn grant_order_seq(&self) -> u64 {
+        self.master_grant.map_or(self.granted.seq, |e| e.seq)
     }
 
     /// Whether it ended by a release or an abort (not by a next acquire or the history's end).
@@ -274,10 +303,14 @@ impl<'h> Reader<'h> {
                     granted: event,
                     acquire: operation,
                     end: None,
+                    requests: Vec::new(),
+                    turn_end: None,
                     beliefs: vec![Belief {
                         event,
                         validity_ms: grant.validity_ms,
+                        validity_from_ms: grant.validity_from_ms,
                     }],
+                    master_grant: None,
                 });
             }
             (Some(OpData::Granted(renewed)), Phase::Ok) => {
@@ -287,6 +320,7 @@ impl<'h> Reader<'h> {
                         hold.beliefs.push(Belief {
                             event,
                             validity_ms: renewed.validity_ms,
+                            validity_from_ms: renewed.validity_from_ms,
                         });
                     }
                 }
@@ -311,9 +345,55 @@ impl<'h> Reader<'h> {
                         write: write.clone(),
                         grant: self.latest_grant.get(process).copied(),
                     });
+                    self.under_grant(process, operation);
+                }
+            }
+            (Some(OpData::Invoke(LockOp::Read(_))), _) => {
+                if let Some(operation) = operation {
+                    self.under_grant(process, operation);
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Files a resource request of `process` under its latest grant, if that grant is still held.
+    fn under_grant(&mut self, process: &'h str, operation: usize) {
+        if let Some(&hold) = self.latest_grant.get(process) {
+            let hold = &mut self.out.holds[hold];
+            if hold.end.is_none() {
+                hold.requests.push(operation);
+            }
+        }
+    }
+
+    /// Ends every hold's turn: the latest of its end, its requests' completions and the
+    /// resource's judgements of its writes.
+    fn end_turns(&mut self) {
+        let out = &mut self.out;
+        let mut judged: BTreeMap<usize, &'h Event> = BTreeMap::new();
+        for write in &out.writes {
+            if let Some(operation) = write.operation {
+                let latest = judged.entry(operation).or_insert(write.event);
+                if write.event.seq > latest.seq {
+                    *latest = write.event;
+                }
+            }
+        }
+        for hold in &mut out.holds {
+            let mut turn_end = hold.end.map(|e| e.event);
+            for &operation in &hold.requests {
+                let op = &out.operations[operation];
+                let Some(done) = op.completion.map(|i| out.steps[i].event) else {
+                    turn_end = None;
+                    break;
+                };
+                let last = judged
+                    .get(&operation)
+                    .map_or(done, |&j| if j.seq > done.seq { j } else { done });
+                turn_end = turn_end.map(|end| if last.seq > end.seq { last } else { end });
+            }
+            hold.turn_end = turn_end;
         }
     }
 
@@ -357,7 +437,10 @@ impl<'h> OpHistory<'h> {
         for event in history.events() {
             reader.read(event);
         }
-        reader.out
+        reader.end_turns();
+        let mut out = reader.out;
+        lease::find_master_grants(&mut out);
+        out
     }
 
     /// The raw history.

@@ -66,6 +66,7 @@ impl Builder {
             value: value.to_string(),
             fencing_token: token,
             validity_ms: 9_990,
+            validity_from_ms: None,
         };
         self.op(ok_us, node, id, Phase::Ok, ops::names::ACQUIRE, ops::to_data(&grant))
     }

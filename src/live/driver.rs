@@ -197,6 +197,8 @@ impl Driver {
                     value,
                     fencing_token: answer.fencing_token,
                     validity_ms: answer.validity_ms.unwrap_or(ttl_ms),
+                    // A live adapter does not report when it computed the validity.
+                    validity_from_ms: None,
                 };
                 self.complete(id, names::ACQUIRE, Phase::Ok, to_data(&grant));
                 return Ok(Some(grant));

@@ -200,13 +200,24 @@ pub(crate) mod single {
             .await?;
         match reply {
             Some(_) => {
-                let elapsed_ms = (env.monotonic_ms() - start_ms).max(0) as u64;
-                Ok(Grant {
+                let now_ms = env.monotonic_ms();
+                let elapsed_ms = (now_ms - start_ms).max(0) as u64;
+                let grant = Grant {
                     key: key.to_string(),
                     value,
                     fencing_token: None,
                     validity_ms: ttl_ms.saturating_sub(elapsed_ms),
-                })
+                    validity_from_ms: Some(now_ms),
+                };
+                if grant.validity_ms == 0 {
+                    // The lease ran out while the reply travelled: not a grant. Give back what
+                    // was taken (best effort: the key has most likely expired already).
+                    let _ = release_checked(link, &grant).await;
+                    return Err(LockError::Failed(format!(
+                        "validity ran out: the SET took {elapsed_ms} ms of the {ttl_ms} ms TTL"
+                    )));
+                }
+                Ok(grant)
             }
             None => Err(LockError::Busy),
         }
@@ -241,9 +252,17 @@ pub(crate) mod single {
         let start_ms = env.monotonic_ms();
         match script(link, EXTEND_SCRIPT, grant, Some(ttl_ms)).await? {
             1 => {
-                let elapsed_ms = (env.monotonic_ms() - start_ms).max(0) as u64;
+                let now_ms = env.monotonic_ms();
+                let elapsed_ms = (now_ms - start_ms).max(0) as u64;
+                let validity_ms = ttl_ms.saturating_sub(elapsed_ms);
+                if validity_ms == 0 {
+                    return Err(LockError::Lost(format!(
+                        "validity ran out: the extension took {elapsed_ms} ms of the {ttl_ms} ms TTL"
+                    )));
+                }
                 Ok(Grant {
-                    validity_ms: ttl_ms.saturating_sub(elapsed_ms),
+                    validity_ms,
+                    validity_from_ms: Some(now_ms),
                     ..grant.clone()
                 })
             }

@@ -38,12 +38,18 @@ impl LockClient for Naive {
             .link()?
             .query(redis::cmd("PEXPIRE").arg(&grant.key).arg(ttl_ms))
             .await?;
-        if extended == 1 {
-            let elapsed_ms = (self.env.monotonic_ms() - start_ms).max(0) as u64;
+        let now_ms = self.env.monotonic_ms();
+        let elapsed_ms = (now_ms - start_ms).max(0) as u64;
+        if extended == 1 && elapsed_ms < ttl_ms {
             Ok(Grant {
-                validity_ms: ttl_ms.saturating_sub(elapsed_ms),
+                validity_ms: ttl_ms - elapsed_ms,
+                validity_from_ms: Some(now_ms),
                 ..grant.clone()
             })
+        } else if extended == 1 {
+            Err(LockError::Lost(format!(
+                "validity ran out: the extension took {elapsed_ms} ms of the {ttl_ms} ms TTL"
+            )))
         } else {
             Err(LockError::Lost("the key is gone".into()))
         }

@@ -30,6 +30,8 @@ struct Round {
     successes: usize,
     unknown: usize,
     elapsed_ms: i64,
+    /// The monotonic reading when the round ended (the validity counts from there).
+    computed_at_ms: i64,
 }
 
 impl Redlock {
@@ -70,6 +72,7 @@ impl Redlock {
             successes,
             unknown,
             elapsed_ms: self.now_ms() - start_ms,
+            computed_at_ms: self.env.monotonic_ms(),
         }
     }
 
@@ -101,6 +104,7 @@ impl LockClient for Redlock {
                 value,
                 fencing_token: None,
                 validity_ms: validity_ms.max(0) as u64,
+                validity_from_ms: Some(round.computed_at_ms),
             };
             if round.successes >= self.quorum() && validity_ms > 0 {
                 return Ok(grant);
@@ -148,9 +152,11 @@ impl LockClient for Redlock {
         let replies = join_all(requests).await;
         let successes = replies.iter().filter(|r| matches!(r, Ok(1))).count();
         let validity_ms = self.validity_ms(ttl_ms, self.now_ms() - start_ms);
+        let computed_at_ms = self.env.monotonic_ms();
         if successes >= self.quorum() && validity_ms > 0 {
             Ok(Grant {
                 validity_ms: validity_ms as u64,
+                validity_from_ms: Some(computed_at_ms),
                 ..grant.clone()
             })
         } else {

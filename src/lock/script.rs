@@ -281,6 +281,8 @@ impl LockClient for ScriptLock {
             let outcomes = self.run_everywhere(&spec.acquire, &vars).await;
             let successes = count(&outcomes, |o| *o == Outcome::Success);
             let unknown = count(&outcomes, |o| matches!(o, Outcome::Unknown(_)));
+            // The validity counts from this instant (recorded for the lease-validity checker).
+            let computed_at_ms = self.env.monotonic_ms();
             let (validity_ms, positive) = self.validity(ttl_ms, self.now_ms() - start_ms);
             if successes >= spec.quorum && (positive || !spec.validity_recheck) {
                 *self.stored_value.borrow_mut() = Some(value.clone());
@@ -289,6 +291,7 @@ impl LockClient for ScriptLock {
                     value,
                     fencing_token: None,
                     validity_ms,
+                    validity_from_ms: Some(computed_at_ms),
                 });
             }
             let mut unlock_unknown = false;
@@ -348,10 +351,12 @@ impl LockClient for ScriptLock {
         let start_ms = self.now_ms();
         let outcomes = self.run_everywhere(&self.spec.extend, &vars).await;
         let successes = count(&outcomes, |o| *o == Outcome::Success);
+        let computed_at_ms = self.env.monotonic_ms();
         let (validity_ms, positive) = self.validity(ttl_ms, self.now_ms() - start_ms);
         if successes >= self.spec.quorum && (positive || !self.spec.validity_recheck) {
             return Ok(Grant {
                 validity_ms,
+                validity_from_ms: Some(computed_at_ms),
                 ..grant.clone()
             });
         }

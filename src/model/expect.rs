@@ -12,7 +12,13 @@ use std::collections::BTreeMap;
 
 /// The checkers an `[expect]` or `[explore.expect]` table may name, in the order the checkers
 /// run.
-pub const CHECKERS: &[&str] = &["mutual-exclusion", "stale-write", "lost-update", "token-order"];
+pub const CHECKERS: &[&str] = &[
+    "mutual-exclusion",
+    "stale-write",
+    "lost-update",
+    "token-order",
+    "lease-validity",
+];
 
 /// Seeds an `[explore]` block runs when it does not say (`seeds`).
 pub const DEFAULT_EXPLORE_SEEDS: u64 = 100;

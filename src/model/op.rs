@@ -40,6 +40,11 @@ pub struct Grant {
     pub fencing_token: Option<u64>,
     /// How long the client may assume it holds the lock, by its own clock, from the grant.
     pub validity_ms: u64,
+    /// The client's monotonic-clock reading (ms) at the instant the lock computed
+    /// `validity_ms`: the validity counts from there. `None` when the lock did not say (the
+    /// field is left out of the history then, so histories without it still decode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validity_from_ms: Option<i64>,
 }
 
 /// Names a grant in later operations.

@@ -60,9 +60,11 @@ pub fn run_text(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool
     match run.safety() {
         Safety::Held => {}
         Safety::ViolatedResourceSafe => {
+            let history = crate::history::OpHistory::new(&run.history);
             let _ = writeln!(
                 out,
-                "\n   Mutual exclusion was violated, yet the resource stayed safe: fencing rejected the stale write."
+                "\n   Mutual exclusion was violated, yet the resource stayed safe: {}.",
+                crate::timeline::why_resource_safe(&history)
             );
         }
         Safety::ViolatedResourceDamaged => {

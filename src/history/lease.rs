@@ -1,0 +1,372 @@
+//! What the masters did with a grant: when its acquisition took effect on a majority of the
+//! masters it reached (the master's grant), and until when they actually held its lease.
+//!
+//! The masters' side of a grant is read from their `Command` events: every command on a client
+//! connection (not the replication stream) whose arguments carry the grant's key and value is one
+//! of its requests. The masters it *reached* are the nodes that applied at least one of them; a
+//! majority is more than half of those. The acquisition took effect on a master at its first
+//! successful request (a reply other than an error, `(nil)` or `:0`) before the acquire `ok`;
+//! the master's grant is the success that completes a majority.
+//!
+//! The lease on one master runs from the successful `SET key value … PX|EX ttl` until the first
+//! of: its expiry (the master's clock reaching the TTL set by the latest successful `SET`,
+//! `PEXPIRE`, or compare-and-`PEXPIRE` script, converted to true time by that master's clock
+//! rate and wall-clock jumps), an `Expired` event for the key, another value set on the key, or
+//! a deletion the holder did not ask for (a `DEL` before the holder gave the grant up). The
+//! holder's own deletion (a compare-and-delete carrying the value, or any deletion after its
+//! release or abort) does not end the lease early: the lease is what the masters would have
+//! held. A crash, power loss or shutdown of the master leaves the lease in doubt until the key's
+//! next expiry (it survived) or another value set (it was lost at the crash). A command carrying
+//! the value whose effect this reader does not know (a script other than the compare-and-delete
+//! and compare-and-`PEXPIRE` ones) leaves the lease's end unknown.
+//!
+//! Clocks: a node's monotonic reading is known at each of its events; between them it is
+//! interpolated, after the last one extrapolated at the rate seen over the node's last second.
+//!
+//! Left out: replicas and failover (a lease is held by the masters the client reached; a promoted
+//! replica that received the key is not counted), and `PXAT`/`EXAT`/`KEEPTTL`.
+
+use super::{Hold, OpHistory, StepKind};
+use lockstep_sim::{Event, Fault};
+use std::collections::BTreeMap;
+
+/// Whether a master's one-line reply says the command took effect.
+pub fn reply_succeeded(reply: &str) -> bool {
+    !(reply.starts_with('-') || reply == "(nil)" || reply == ":0")
+}
+
+/// One node's monotonic clock as the history shows it: `(true µs, monotonic ms)` at each of its
+/// events.
+#[derive(Debug, Clone, Default)]
+pub struct ClockTrack {
+    samples: Vec<(u64, i64)>,
+}
+
+impl ClockTrack {
+    /// The clock of `node` in `history`.
+    pub fn of(history: &OpHistory<'_>, node: &str) -> ClockTrack {
+        let samples = history
+            .steps()
+            .iter()
+            .filter(|s| s.event.node == node)
+            .map(|s| (s.event.at_us, s.event.monotonic_ms))
+            .collect();
+        ClockTrack { samples }
+    }
+
+    /// The true time (µs) at which the node's monotonic clock reads `monotonic_ms`; `None`
+    /// without any event of the node.
+    pub fn true_us_at(&self, monotonic_ms: i64) -> Option<u64> {
+        let samples = &self.samples;
+        let &(first_us, first_ms) = samples.first()?;
+        let after = samples.partition_point(|&(_, m)| m < monotonic_ms);
+        let at = if after == 0 {
+            let back_us = (first_ms - monotonic_ms).max(0) as u64 * 1_000;
+            first_us.saturating_sub(back_us)
+        } else if let Some(&(t1, m1)) = samples.get(after) {
+            let (t0, m0) = samples[after - 1];
+            let span_ms = (m1 - m0).max(1) as u128;
+            t0 + ((t1 - t0) as u128 * (monotonic_ms - m0) as u128 / span_ms) as u64
+        } else {
+            let &(last_us, last_ms) = samples.last()?;
+            // The rate over (about) the last second of readings.
+            let from = samples
+                .partition_point(|&(t, _)| t + 1_000_000 < last_us)
+                .min(samples.len() - 1);
+            let (ref_us, ref_ms) = samples[from];
+            let (span_us, span_ms) = (last_us - ref_us, last_ms - ref_ms);
+            let ahead_ms = (monotonic_ms - last_ms) as u128;
+            let ahead_us = if span_us >= 100_000 && span_ms > 0 {
+                ahead_ms * span_us as u128 / span_ms as u128
+            } else {
+                ahead_ms * 1_000
+            };
+            last_us.saturating_add(ahead_us.min(u64::MAX as u128) as u64)
+        };
+        Some(at)
+    }
+}
+
+/// The majority of `reached` masters.
+fn majority(reached: usize) -> usize {
+    reached / 2 + 1
+}
+
+/// The requests of a grant at the masters: command steps on client connections whose arguments
+/// carry the key and the value (`value`'s grants → (step index, succeeded)).
+fn requests_by_value<'a>(history: &'a OpHistory<'_>) -> BTreeMap<&'a str, Vec<(usize, bool)>> {
+    let mut by_value: BTreeMap<&'a str, Vec<(usize, bool)>> = BTreeMap::new();
+    for hold in history.holds() {
+        by_value.entry(hold.grant.value.as_str()).or_default();
+    }
+    for (i, step) in history.steps().iter().enumerate() {
+        let StepKind::Command { conn, args, reply } = step.kind else {
+            continue;
+        };
+        if conn == 0 {
+            continue;
+        }
+        for arg in args.iter().skip(1) {
+            if let Some(list) = by_value.get_mut(arg.as_str()) {
+                list.push((i, reply_succeeded(reply)));
+                break;
+            }
+        }
+    }
+    by_value
+}
+
+/// Sets every hold's [`Hold::master_grant`].
+pub(crate) fn find_master_grants(history: &mut OpHistory<'_>) {
+    let by_value = requests_by_value(history);
+    let mut grants = Vec::with_capacity(history.holds.len());
+    for hold in &history.holds {
+        let since = hold
+            .acquire
+            .map_or(0, |op| history.steps[history.operations[op].invoke].event.seq);
+        let requests = by_value
+            .get(hold.grant.value.as_str())
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let mut reached: Vec<&str> = Vec::new();
+        let mut succeeded: Vec<(&str, &Event)> = Vec::new();
+        for &(i, ok) in requests {
+            let step = &history.steps[i];
+            let seq = step.event.seq;
+            let carries_key = matches!(step.kind, StepKind::Command { args, .. } if args.contains(&hold.grant.key));
+            if seq <= since || seq >= hold.granted.seq || !carries_key {
+                continue;
+            }
+            let node = step.event.node.as_str();
+            if !reached.contains(&node) {
+                reached.push(node);
+            }
+            if ok && !succeeded.iter().any(|(n, _)| *n == node) {
+                succeeded.push((node, step.event));
+            }
+        }
+        grants.push(succeeded.get(majority(reached.len()) - 1).map(|(_, e)| *e));
+    }
+    for (hold, grant) in history.holds.iter_mut().zip(grants) {
+        hold.master_grant = grant;
+    }
+}
+
+/// How the lease on one master ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LeaseEnd<'h> {
+    /// At this true time (µs), by this event (`None`: its natural expiry, computed).
+    At(u64, Option<&'h Event>),
+    /// Not before this true time (µs); when exactly, the history does not show.
+    NotBefore(u64),
+}
+
+impl LeaseEnd<'_> {
+    /// The earliest it can have been.
+    pub fn earliest_us(&self) -> u64 {
+        match *self {
+            LeaseEnd::At(us, _) | LeaseEnd::NotBefore(us) => us,
+        }
+    }
+
+    /// The latest it can have been (`u64::MAX`: unknown).
+    pub fn latest_us(&self) -> u64 {
+        match *self {
+            LeaseEnd::At(us, _) => us,
+            LeaseEnd::NotBefore(_) => u64::MAX,
+        }
+    }
+}
+
+/// The lease a grant held on its masters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lease<'h> {
+    /// The masters the grant's requests reached.
+    pub reached: usize,
+    /// On each master where the acquisition took effect: when it did, and how the lease ended.
+    pub held: Vec<(&'h str, u64, LeaseEnd<'h>)>,
+}
+
+impl<'h> Lease<'h> {
+    /// When the lease held on a majority of the reached masters ended: its earliest and latest
+    /// possible true times (µs), and the event that ended it, if one did.
+    pub fn majority_end(&self) -> (u64, u64, Option<&'h Event>) {
+        let need = majority(self.reached);
+        if self.held.len() < need {
+            return (0, 0, None);
+        }
+        let mut by_earliest: Vec<&LeaseEnd<'h>> = self.held.iter().map(|(_, _, e)| e).collect();
+        by_earliest.sort_by_key(|e| std::cmp::Reverse(e.earliest_us()));
+        let mut latest: Vec<u64> = self.held.iter().map(|(_, _, e)| e.latest_us()).collect();
+        latest.sort_by_key(|&us| std::cmp::Reverse(us));
+        let end = by_earliest[need - 1];
+        let event = match end {
+            LeaseEnd::At(_, event) => *event,
+            LeaseEnd::NotBefore(_) => None,
+        };
+        (end.earliest_us(), latest[need - 1], event)
+    }
+}
+
+/// The state of one master's copy of the grant's key while the reader walks the history.
+#[derive(Default)]
+struct Copy<'h> {
+    since_us: u64,
+    /// The master's monotonic reading at which the key expires (`None`: no TTL known).
+    expiry_ms: Option<i64>,
+    /// A crash left the copy in doubt since this time.
+    doubt_us: Option<u64>,
+    end: Option<LeaseEnd<'h>>,
+}
+
+/// The TTL a `SET … PX|EX n` sets, ms.
+fn set_ttl_ms(args: &[String]) -> Option<i64> {
+    let at = args
+        .iter()
+        .position(|a| a.eq_ignore_ascii_case("PX") || a.eq_ignore_ascii_case("EX"))?;
+    let n: i64 = args.get(at + 1)?.parse().ok()?;
+    Some(if args[at].eq_ignore_ascii_case("EX") {
+        n * 1_000
+    } else {
+        n
+    })
+}
+
+/// The lease of `hold` on the masters; see the [module](self) docs.
+pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
+    let (key, value) = (hold.grant.key.as_str(), hold.grant.value.as_str());
+    let since = hold
+        .acquire
+        .map_or(0, |op| history.steps()[history.operations()[op].invoke].event.seq);
+    let mut reached: Vec<&'h str> = Vec::new();
+    let mut copies: BTreeMap<&'h str, Copy<'h>> = BTreeMap::new();
+    let mut clocks: BTreeMap<&'h str, ClockTrack> = BTreeMap::new();
+    let natural = |clocks: &mut BTreeMap<&'h str, ClockTrack>, node: &'h str, copy: &Copy<'h>| match copy.expiry_ms {
+        Some(ms) => {
+            let clock = clocks.entry(node).or_insert_with(|| ClockTrack::of(history, node));
+            clock
+                .true_us_at(ms)
+                .map_or(LeaseEnd::NotBefore(copy.since_us), |us| LeaseEnd::At(us, None))
+        }
+        None => LeaseEnd::NotBefore(copy.since_us),
+    };
+    for step in history.steps().iter().filter(|s| s.event.seq > since) {
+        let event = step.event;
+        let node = event.node.as_str();
+        match &step.kind {
+            &StepKind::Command { conn, args, reply } => {
+                if args.len() < 2 || !args.iter().skip(1).any(|a| a == key) {
+                    continue;
+                }
+                let name = args[0].to_ascii_uppercase();
+                let carries = args.iter().skip(1).any(|a| a == value);
+                let ok = reply_succeeded(reply);
+                if carries && conn != 0 && event.seq < hold.granted.seq && !reached.contains(&node) {
+                    reached.push(node);
+                }
+                let held = copies.get(node).is_some_and(|c| c.end.is_none());
+                let script = args.get(1).map(|s| s.to_ascii_lowercase()).unwrap_or_default();
+                let own_value = args.get(2).is_some_and(|v| v == value);
+                match name.as_str() {
+                    "SET" if ok && own_value && event.seq < hold.granted.seq && !held => {
+                        copies.insert(
+                            node,
+                            Copy {
+                                since_us: event.at_us,
+                                expiry_ms: set_ttl_ms(args).map(|ttl| event.monotonic_ms + ttl),
+                                ..Copy::default()
+                            },
+                        );
+                    }
+                    // Our own value again (a retry after the grant): not another holder.
+                    "SET" if own_value => {}
+                    "SET" | "GETSET" | "SETNX" if ok && held => {
+                        // Another value: ours was gone by then (at the crash, if there was one).
+                        let copy = copies.get_mut(node).expect("held");
+                        copy.end = Some(LeaseEnd::At(copy.doubt_us.unwrap_or(event.at_us), Some(event)));
+                    }
+                    "PEXPIRE" | "EXPIRE" if ok && held => {
+                        let n: Option<i64> = args.get(2).and_then(|a| a.parse().ok());
+                        let ms = if name == "EXPIRE" { n.map(|s| s * 1_000) } else { n };
+                        if let Some(copy) = copies.get_mut(node) {
+                            copy.expiry_ms = ms.map(|ms| event.monotonic_ms + ms);
+                        }
+                    }
+                    "DEL" | "UNLINK" | "GETDEL" if ok && held => {
+                        let own = event.seq >= hold.end_seq() && hold.given_up();
+                        let copy = copies.get(node).expect("held");
+                        let end = if own {
+                            natural(&mut clocks, node, copy)
+                        } else {
+                            LeaseEnd::At(event.at_us, Some(event))
+                        };
+                        copies.get_mut(node).expect("held").end = Some(end);
+                    }
+                    "EVAL" if carries && ok && held => {
+                        if script.contains("pexpire") {
+                            let ttl: Option<i64> = args.last().and_then(|a| a.parse().ok());
+                            if let Some(copy) = copies.get_mut(node) {
+                                copy.expiry_ms = ttl.map(|ms| event.monotonic_ms + ms);
+                            }
+                        } else if script.contains("del") {
+                            let copy = copies.get(node).expect("held");
+                            let end = natural(&mut clocks, node, copy);
+                            copies.get_mut(node).expect("held").end = Some(end);
+                        } else {
+                            let copy = copies.get_mut(node).expect("held");
+                            copy.expiry_ms = None;
+                        }
+                    }
+                    "EVAL" if carries && ok && !held && conn != 0 && event.seq < hold.granted.seq => {
+                        // An acquisition by a script this reader does not know: held, end unknown.
+                        copies.insert(
+                            node,
+                            Copy {
+                                since_us: event.at_us,
+                                ..Copy::default()
+                            },
+                        );
+                    }
+                    _ => {}
+                }
+            }
+            StepKind::Expired(expiry) if expiry.key == key => {
+                if let Some(copy) = copies.get_mut(node).filter(|c| c.end.is_none()) {
+                    copy.end = Some(LeaseEnd::At(event.at_us, Some(event)));
+                }
+            }
+            StepKind::Fault(fault) => {
+                let Some(copy) = copies.get_mut(node).filter(|c| c.end.is_none()) else {
+                    continue;
+                };
+                match fault {
+                    Fault::Crash { .. } | Fault::PowerLoss { .. } | Fault::Shutdown { .. } => {
+                        copy.doubt_us.get_or_insert(event.at_us);
+                    }
+                    Fault::ClockJump { delta_ms, .. } => {
+                        if let Some(expiry) = copy.expiry_ms.as_mut() {
+                            *expiry -= *delta_ms;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    let held = copies
+        .into_iter()
+        .map(|(node, copy)| {
+            let end = match (copy.end, copy.doubt_us) {
+                (Some(end), _) => end,
+                (None, Some(doubt)) => LeaseEnd::NotBefore(doubt),
+                (None, None) => natural(&mut clocks, node, &copy),
+            };
+            (node, copy.since_us, end)
+        })
+        .collect();
+    Lease {
+        reached: reached.len(),
+        held,
+    }
+}

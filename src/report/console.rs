@@ -37,7 +37,7 @@ pub fn run_text(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool
     );
     if !quiet {
         let _ = writeln!(out);
-        out.push_str(&crate::timeline::render(&run.history));
+        out.push_str(&crate::timeline::text(&crate::history::OpHistory::new(&run.history)));
     }
     let _ = writeln!(out);
     let _ = writeln!(

@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::{Verdict, GENERATED_KINDS};
+use crate::model::{Verdict, DEFAULT_KINDS, GENERATED_KINDS};
 use lockstep_sim::{Fault, FencingMode, ScheduledFault};
 
 /// Every key of the format, none at its default.
@@ -1089,7 +1089,8 @@ fn explore_block_parses_with_defaults_and_round_trips() {
     let s = parse(&with("[explore]\n"));
     let e = s.explore.clone().unwrap();
     assert_eq!(e.seeds, DEFAULT_EXPLORE_SEEDS);
-    assert_eq!(e.kinds.len(), GENERATED_KINDS.len());
+    assert_eq!(e.kinds, DEFAULT_KINDS);
+    assert_eq!(DEFAULT_KINDS, &GENERATED_KINDS[..GENERATED_KINDS.len() - 1], "drop-reply is opt-in");
     assert!(!e.lock_aware && e.expect.is_empty());
     assert_eq!(parse(&s.to_toml()), s);
 

@@ -11,7 +11,7 @@
 //! data (a malformed grant still ends a wait).
 
 use crate::history::{OpHistory, OpName};
-use lockstep_sim::{History, Phase};
+use lockstep_sim::Phase;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -69,12 +69,6 @@ pub fn of(history: &OpHistory<'_>) -> Liveness {
     out
 }
 
-/// The liveness figures of a raw history (read once into an [`OpHistory`]). Transitional, for
-/// callers that do not hold an [`OpHistory`] yet.
-pub fn liveness(history: &History) -> Liveness {
-    of(&OpHistory::new(history))
-}
-
 /// Percentile `p` (0–100) of `sorted` by nearest rank; `None` when empty.
 pub fn percentile(sorted: &[u64], p: u64) -> Option<u64> {
     if sorted.is_empty() {
@@ -88,7 +82,7 @@ pub fn percentile(sorted: &[u64], p: u64) -> Option<u64> {
 mod tests {
     use super::*;
     use crate::ops::{names, to_data, AcquireInvoke, Grant};
-    use lockstep_sim::EventKind;
+    use lockstep_sim::{EventKind, History};
 
     fn op(h: &mut History, at_ms: u64, node: &str, id: u64, op: &str, phase: Phase, data: serde_json::Value) {
         h.push(

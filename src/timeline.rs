@@ -1,45 +1,13 @@
 //! A readable timeline of a run's key events: grants with their tokens, releases, lost locks,
 //! pauses and resumptions, key expiries, clock jumps, crashes, and resource writes accepted or
-//! rejected. Connection set-up, retries of a busy lock and reads are left out. It reads the
+//! rejected, and every fault in the sim's own words (`Fault::describe`). Connection set-up, retries of a busy lock and reads are left out. It reads the
 //! typed history ([`OpHistory`]).
 
 use crate::history::{LockOp, OpData, OpHistory, OpName, Step, StepKind};
-use lockstep_sim::{Event, Fault, History, Phase};
+use lockstep_sim::Phase;
 
 fn seconds(at_us: u64) -> String {
     format!("{:>8.3}", at_us as f64 / 1e6)
-}
-
-fn describe_fault(fault: &Fault) -> String {
-    match fault {
-        Fault::Pause { duration_ms, .. } => format!("PAUSED for {duration_ms} ms (GC / VM stall)"),
-        Fault::ClockJump { delta_ms, .. } => format!("wall clock jumps {delta_ms:+} ms"),
-        Fault::Drift { drift_ppm, .. } => format!("clock drift set to {drift_ppm:+} ppm"),
-        Fault::Partition { a, b, oneway } => {
-            format!("network partition {a} {} {b}", if *oneway { "->" } else { "<->" })
-        }
-        Fault::Heal { a, b, .. } => format!("network healed {a} <-> {b}"),
-        Fault::Hold { a, b } => format!("network holds messages {a} <-> {b}"),
-        Fault::Release { a, b } => format!("network releases held messages {a} <-> {b}"),
-        Fault::Latency {
-            a,
-            b,
-            latency_ms,
-            max_latency_ms,
-        } => match max_latency_ms {
-            Some(max) => format!("latency {a} <-> {b} set to {latency_ms}..{max} ms"),
-            None => format!("latency {a} <-> {b} set to {latency_ms} ms"),
-        },
-        Fault::Loss { a, b, rate_ppm } => format!("loss {a} <-> {b} set to {rate_ppm} ppm"),
-        Fault::Crash { .. } => "CRASHED (memory lost; what its persistence kept survives)".to_string(),
-        Fault::PowerLoss { .. } => "POWER LOSS (memory and unsynced AOF writes lost)".to_string(),
-        Fault::Shutdown { .. } => "shut down cleanly".to_string(),
-        Fault::Restart { .. } => "restart requested".to_string(),
-        Fault::Failover { .. } => "FAILOVER forced".to_string(),
-        // Faults without a special phrasing are named by their kind.
-        #[allow(unreachable_patterns)]
-        other => other.kind().replace('-', " "),
-    }
 }
 
 fn token(t: Option<u64>) -> String {
@@ -86,18 +54,13 @@ pub fn line(step: &Step<'_>) -> Option<String> {
                 w.client
             )
         }
-        StepKind::Fault(fault) => describe_fault(fault),
+        StepKind::Fault(fault) => fault.describe(),
         StepKind::Resumed => "resumed".to_string(),
         // Deployment events (delayed restarts, promotions, resynchronisations) on servers.
         StepKind::Note(text) if step.node() != "world" => text.to_string(),
         _ => return None,
     };
     Some(text)
-}
-
-/// One line for `event` read on its own, or `None` when it is not a key event.
-pub fn describe(event: &Event) -> Option<String> {
-    line(&Step::of(event).0)
 }
 
 /// What an abort meant for the holder's write: `step` is the abort's `info`. A write already
@@ -164,10 +127,4 @@ pub fn text(history: &OpHistory<'_>) -> String {
         }
     }
     out
-}
-
-/// The timeline of a raw history (read once into an [`OpHistory`]). Transitional, for callers
-/// that do not hold an [`OpHistory`] yet.
-pub fn render(history: &History) -> String {
-    text(&OpHistory::new(history))
 }

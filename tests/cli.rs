@@ -93,6 +93,20 @@ fn list_shows_algorithms_faults_and_scenarios() {
     ] {
         assert!(out.contains(needle), "missing {needle}: {out}");
     }
+    // Every fault kind with its summary, and the generated kinds listed on their own.
+    assert!(
+        out.contains("drop-reply     server `node` runs the next `count` requests"),
+        "{out}"
+    );
+    let generated = out
+        .split("generated fault kinds")
+        .nth(1)
+        .expect("a generated-kinds section");
+    assert!(
+        generated.contains("rolling-restart") && generated.contains("drop-reply"),
+        "{out}"
+    );
+    assert!(generated.contains("on by default: all but drop-reply"), "{out}");
 }
 
 #[test]

@@ -126,11 +126,6 @@ impl RedisLink {
         self.inner.node.resolve(&self.inner.host)
     }
 
-    /// The node this link belongs to.
-    pub fn node(&self) -> &Node {
-        &self.inner.node
-    }
-
     /// Changes the timeouts for later requests.
     pub fn set_timeouts(&self, timeouts: LinkTimeouts) {
         *self.inner.timeouts.borrow_mut() = timeouts;

@@ -38,6 +38,10 @@ pub use crate::role::Role;
 /// 2026-01-01T00:00:00Z: the wall time every node's clock starts from (plus its offset).
 pub const DEFAULT_EPOCH_MS: i64 = 1_767_225_600_000;
 
+/// Names no node may take: the history logs link faults on `net` and the world's own events on
+/// `world`.
+pub const RESERVED_NODE_NAMES: &[&str] = &["net", "world"];
+
 /// Settings of a world.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -194,7 +198,7 @@ impl World {
     }
 
     fn new_node(&mut self, name: &str, clock: ClockSpec, role: Role) -> Result<Node, WorldError> {
-        if self.nodes.contains_key(name) || name == "net" || name == "world" {
+        if self.nodes.contains_key(name) || RESERVED_NODE_NAMES.contains(&name) {
             return Err(WorldError::DuplicateNode(name.to_string()));
         }
         check_drift_ppm(clock.drift_ppm).map_err(|reason| WorldError::Config {

@@ -9,7 +9,7 @@
 //! implementing [`Checker`] plus one [`CheckerName`] variant.
 
 use crate::history::OpHistory;
-use lockstep_sim::{Event, History};
+use lockstep_sim::Event;
 use serde::{Deserialize, Serialize};
 
 pub use crate::model::Verdict;
@@ -132,12 +132,6 @@ pub fn check_all(history: &OpHistory<'_>) -> Vec<CheckResult> {
     CheckerName::ALL.iter().map(|c| c.checker().check(history)).collect()
 }
 
-/// Every checker's result on a raw history (read once into an [`OpHistory`]). Transitional, for
-/// callers that do not hold an [`OpHistory`] yet.
-pub fn check_history(history: &History) -> Vec<CheckResult> {
-    check_all(&OpHistory::new(history))
-}
-
 /// Every checker: `mutual-exclusion`, `stale-write`, `lost-update`, `token-order`,
 /// `lease-validity`, in that order.
 pub fn all() -> Vec<&'static dyn Checker> {
@@ -238,7 +232,6 @@ mod tests {
         }
         let names: Vec<String> = check_all(&history).into_iter().map(|r| r.checker).collect();
         assert_eq!(names, NAMES);
-        assert_eq!(check_history(&raw), check_all(&history));
     }
 
     #[test]

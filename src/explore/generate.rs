@@ -7,8 +7,20 @@
 //! shrinking, and `explore` shrinks failing seeds with the very same value trees.
 //!
 //! A generated fault is a [`GenFault`]: windows (a partition, a held link, a crash) carry their
-//! own length, so shrinking removes or shortens a window as one fault. [`ExploreCase::plan`]
-//! expands them into the world's [`FaultPlan`].
+//! own length, so shrinking removes or shortens a window as one fault. [`GenFault::expand`] is
+//! the one conversion into the sim's [`Fault`] values, and [`ExploreCase::plan`] builds the
+//! world's [`FaultPlan`] with it.
+//!
+//! Why not generate [`Fault`]s directly: a window is one generated value that becomes two faults
+//! (`partition` + `heal`, `crash` + `restart`, a rolling restart's `shutdown`/`restart` pairs),
+//! and the proptest value trees, the order of their draws and the shrinker's steps are built on
+//! that shape. Generating `Fault` pairs instead would draw, shrink and serialize differently, and
+//! change every committed exploration digest. The windows stay here, private to the explorer;
+//! what a fault *is* (its fields, check and describe) lives only in the sim.
+//!
+//! `drop-reply` (a server runs a client's next 1–3 requests and loses the replies) is opt-in: it
+//! is not among the default kinds, and its strategy exists only when the kind is switched on, so
+//! the other kinds draw what they always drew for a given seed.
 //!
 //! Lock-aware mode aims faults where locks break: pauses that straddle a lease expiry (lengths
 //! around the TTL), clock jumps on masters of half to twice the TTL (inside a validity window),
@@ -145,6 +157,17 @@ pub enum GenFault {
         /// The group (its original master's name).
         node: String,
     },
+    /// A server runs a client's next requests and loses their replies.
+    DropReply {
+        /// When, true ms.
+        at_ms: u64,
+        /// The server (a master or the resource).
+        node: String,
+        /// The client whose replies are lost.
+        client: String,
+        /// How many replies.
+        count: u32,
+    },
 }
 
 impl GenFault {
@@ -162,6 +185,7 @@ impl GenFault {
             GenFault::PowerLoss { .. } => "power-loss",
             GenFault::Failover { .. } => "failover",
             GenFault::RollingRestart { .. } => "rolling-restart",
+            GenFault::DropReply { .. } => "drop-reply",
         }
     }
 
@@ -179,6 +203,7 @@ impl GenFault {
             | GenFault::Hold { a, b, .. }
             | GenFault::Latency { a, b, .. }
             | GenFault::Loss { a, b, .. } => vec![a, b],
+            GenFault::DropReply { node, client, .. } => vec![node, client],
         }
     }
 
@@ -244,6 +269,19 @@ impl GenFault {
                 at(at_ms + down_ms, Fault::Restart { node }),
             ],
             GenFault::Failover { at_ms, node } => vec![at(at_ms, Fault::Failover { node })],
+            GenFault::DropReply {
+                at_ms,
+                node,
+                client,
+                count,
+            } => vec![at(
+                at_ms,
+                Fault::DropReply {
+                    node,
+                    client: Some(client),
+                    count,
+                },
+            )],
             GenFault::RollingRestart {
                 at_ms,
                 gap_ms,
@@ -417,6 +455,16 @@ fn fault_strategy(kind: &str, topo: &Topology, p: &FaultProfile) -> Option<Boxed
                 })
                 .boxed()
         }
+        // Only drawn when switched on (it is not among the default kinds): a server, a client,
+        // one to three lost replies.
+        "drop-reply" => (at, pick(&servers), pick(&clients), 1..=3u32)
+            .prop_map(|(at_ms, node, client, count)| GenFault::DropReply {
+                at_ms,
+                node,
+                client,
+                count,
+            })
+            .boxed(),
         "failover" if !topo.replicated.is_empty() => (at, pick(&topo.replicated))
             .prop_map(|(at_ms, node)| GenFault::Failover { at_ms, node })
             .boxed(),

@@ -11,7 +11,6 @@ pub mod summary;
 pub mod sweep;
 
 use crate::checker::Verdict;
-use crate::liveness::liveness;
 use crate::run::{run_scenario, run_with_lock, LockFactory, ScenarioRun, RESOURCE_NODE};
 use crate::scenario::Scenario;
 use generate::{case_strategy, case_tree, ExploreCase, FaultProfile, Topology};
@@ -246,7 +245,7 @@ fn explore_seed(
         verdicts: run.results.iter().map(|r| (r.checker.clone(), r.verdict)).collect(),
         fault_kinds: case.faults.iter().map(|f| f.kind().to_string()).collect(),
         faults: case.faults.len(),
-        liveness: liveness(&run.history),
+        liveness: crate::liveness::of(&crate::history::OpHistory::new(&run.history)),
         sim_ms: run.end.at_ms,
         determinism,
     }

@@ -66,6 +66,7 @@ fn size(case: &ExploreCase) -> (usize, usize, u64) {
             GenFault::Latency { latency_ms, .. } => *latency_ms,
             GenFault::Loss { rate_ppm, .. } => u64::from(*rate_ppm),
             GenFault::Crash { down_ms, .. } => *down_ms,
+            GenFault::DropReply { count, .. } => u64::from(*count),
             #[allow(unreachable_patterns)]
             _ => 0,
         })

@@ -6,7 +6,7 @@
 //! over many seeds. Judging them against results is the application's business, not this
 //! module's.
 
-use super::fault::{FaultProfile, GENERATED_KINDS};
+use super::fault::{FaultProfile, DEFAULT_KINDS};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -65,7 +65,7 @@ impl ExploreExpect {
 pub struct ExploreSpec {
     /// Seeds `0..seeds` are explored (≥ 1).
     pub seeds: u64,
-    /// The fault kinds that may be generated (a non-empty subset of [`GENERATED_KINDS`]).
+    /// The fault kinds that may be generated (a non-empty subset of [`GENERATED_KINDS`](super::fault::GENERATED_KINDS)).
     pub kinds: Vec<String>,
     /// At most this many generated faults per seed.
     pub faults_max: usize,
@@ -79,7 +79,7 @@ impl Default for ExploreSpec {
     fn default() -> Self {
         ExploreSpec {
             seeds: DEFAULT_EXPLORE_SEEDS,
-            kinds: GENERATED_KINDS.iter().map(|k| k.to_string()).collect(),
+            kinds: DEFAULT_KINDS.iter().map(|k| k.to_string()).collect(),
             faults_max: FaultProfile::default().faults_max,
             lock_aware: false,
             expect: BTreeMap::new(),

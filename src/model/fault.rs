@@ -2,11 +2,31 @@
 //!
 //! The generator itself (proptest strategies over a template's topology) lives in the explorer;
 //! the scenario front end checks an `[explore]` block's `kinds` against [`GENERATED_KINDS`].
+//!
+//! [`DEFAULT_KINDS`] are the kinds on when none are named: every generated kind but
+//! `drop-reply`, which is switched on by name (`--kinds drop-reply`), so the plans of the default
+//! kind set — and every committed exploration digest — stay what they were before it existed.
 
 use serde::{Deserialize, Serialize};
 
-/// The fault kinds the generator knows.
+/// The fault kinds the generator knows (what `--kinds` and `[explore] kinds` accept).
 pub const GENERATED_KINDS: &[&str] = &[
+    "pause",
+    "clock-jump",
+    "drift",
+    "partition",
+    "hold",
+    "latency",
+    "loss",
+    "crash",
+    "power-loss",
+    "failover",
+    "rolling-restart",
+    "drop-reply",
+];
+
+/// The kinds on when none are named: [`GENERATED_KINDS`] without the opt-in `drop-reply`.
+pub const DEFAULT_KINDS: &[&str] = &[
     "pause",
     "clock-jump",
     "drift",
@@ -47,7 +67,7 @@ pub struct FaultProfile {
 impl Default for FaultProfile {
     fn default() -> Self {
         FaultProfile {
-            kinds: GENERATED_KINDS.iter().map(|k| k.to_string()).collect(),
+            kinds: DEFAULT_KINDS.iter().map(|k| k.to_string()).collect(),
             faults_max: 4,
             pause_ms_max: 20_000,
             jump_ms_max: 20_000,

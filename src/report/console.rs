@@ -37,7 +37,7 @@ pub fn run_text(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool
     );
     if !quiet {
         let _ = writeln!(out);
-        out.push_str(&crate::timeline::render(&run.history));
+        out.push_str(&crate::timeline::text(&crate::history::OpHistory::new(&run.history)));
     }
     let _ = writeln!(out);
     let _ = writeln!(
@@ -177,8 +177,23 @@ pub fn list_text(dir: &Path, scenarios: &Result<Vec<(PathBuf, Scenario)>, String
     for (name, about) in lock::ALGORITHMS {
         let _ = writeln!(out, "  {name:<14} {about}");
     }
-    let _ = writeln!(out, "\nfault kinds:");
-    let _ = writeln!(out, "  {}", lockstep_sim::Fault::KINDS.join(", "));
+    let _ = writeln!(out, "\nfault kinds (scenario [[fault]] tables):");
+    for kind in lockstep_sim::Fault::KINDS {
+        let about = lockstep_sim::Fault::summary(kind).unwrap_or("");
+        let _ = writeln!(out, "  {kind:<14} {about}");
+    }
+    let _ = writeln!(out, "\ngenerated fault kinds (explore --kinds, [explore] kinds):");
+    let _ = writeln!(out, "  {}", crate::model::GENERATED_KINDS.join(", "));
+    let _ = writeln!(
+        out,
+        "  (on by default: all but {})",
+        crate::model::GENERATED_KINDS
+            .iter()
+            .filter(|k| !crate::model::DEFAULT_KINDS.contains(k))
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     let _ = writeln!(out, "\ncheckers:");
     let _ = writeln!(out, "  {}", crate::checker::NAMES.join(", "));
     let _ = writeln!(out, "\nscenarios ({}):", dir.display());

@@ -7,6 +7,7 @@
 //! exploration with seeds that could not be judged, is an `error`.
 
 use super::{Report, Status};
+use crate::history::Step;
 use lockstep_sim::Event;
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 use std::time::Duration;
@@ -16,7 +17,7 @@ pub fn witness_lines(witness: &[Event]) -> Vec<String> {
     witness
         .iter()
         .map(|e| {
-            let what = crate::timeline::describe(e).unwrap_or_else(|| e.canonical_json());
+            let what = crate::timeline::line(&Step::of(e).0).unwrap_or_else(|| e.canonical_json());
             format!("#{:<5} {:>9.3} s  {:<10} {}", e.seq, e.at_us as f64 / 1e6, e.node, what)
         })
         .collect()

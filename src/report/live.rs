@@ -86,7 +86,7 @@ fn print_run(path: &Path, scenario: &Scenario, run: &LiveRun, index: u32, runs: 
     println!("   real processes in real time on 127.0.0.1: not reproducible (the fault plan and its seed are)");
     if !quiet {
         println!();
-        print!("{}", timeline::render(&run.history));
+        print!("{}", timeline::text(&crate::history::OpHistory::new(&run.history)));
     }
     println!();
     println!("   {:<18} {:<8} {:<9}   explanation", "checker", "verdict", "expected");

@@ -42,7 +42,8 @@ use crate::checker::{CheckResult, Verdict};
 use crate::explore::generate::FaultProfile;
 use crate::explore::summary::FailingSeed;
 use crate::explore::ExploreSummary;
-use crate::liveness::{liveness, percentile};
+use crate::history::OpHistory;
+use crate::liveness::{self, percentile};
 use crate::run::expect::{self, Outcome};
 use crate::run::gate::{CiRun, ExplorationOutcome, ScenarioOutcome};
 use crate::run::ScenarioRun;
@@ -332,7 +333,9 @@ pub fn scenario_report(file: &Path, scenario: &Scenario, run: &ScenarioRun, wall
         .iter()
         .map(|r| check_report(r, scenario.expected(&r.checker)))
         .collect();
-    let live = liveness(&run.history);
+    // The history is read once, for the liveness figures and the timeline.
+    let history = OpHistory::new(&run.history);
+    let live = liveness::of(&history);
     let mut latencies = live.acquire_latencies_ms.clone();
     latencies.sort_unstable();
     ScenarioReport {
@@ -366,7 +369,7 @@ pub fn scenario_report(file: &Path, scenario: &Scenario, run: &ScenarioRun, wall
             shell_word(&file.display().to_string()),
             run.seed
         ),
-        timeline: Some(timeline::TimelineData::of(scenario, run)),
+        timeline: Some(timeline::TimelineData::from_history(scenario, run, &history)),
         wall_ms,
     }
 }

@@ -138,21 +138,7 @@ pub struct TimelineData {
     pub violation: Option<Violation>,
 }
 
-fn short_ms(ms: i64) -> String {
-    if ms % 1000 == 0 {
-        format!("{:+} s", ms / 1000)
-    } else {
-        format!("{ms:+} ms")
-    }
-}
-
 impl TimelineData {
-    /// The timeline of `run` of `scenario` (its history read once into an [`OpHistory`]).
-    /// Transitional, for callers that do not hold an [`OpHistory`] yet.
-    pub fn of(scenario: &Scenario, run: &ScenarioRun) -> TimelineData {
-        TimelineData::from_history(scenario, run, &OpHistory::new(&run.history))
-    }
-
     /// The timeline of `run` of `scenario`, whose history is `history`.
     pub fn from_history(scenario: &Scenario, run: &ScenarioRun, history: &OpHistory<'_>) -> TimelineData {
         let mut lanes: Vec<Lane> = scenario
@@ -241,12 +227,12 @@ impl TimelineData {
                             lane,
                             start_us: at_us,
                             end_us: at_us + duration_ms * 1_000,
-                            label: format!("paused {}", short_ms(*duration_ms as i64).trim_start_matches('+')),
+                            label: fault.short_label(),
                         }),
-                        Fault::ClockJump { delta_ms, .. } => data.clock_jumps.push(Mark {
+                        Fault::ClockJump { .. } => data.clock_jumps.push(Mark {
                             lane,
                             at_us,
-                            label: format!("clock {}", short_ms(*delta_ms)),
+                            label: fault.short_label(),
                         }),
                         Fault::Crash { .. } => {
                             crashed.insert(lane, at_us);
@@ -263,7 +249,7 @@ impl TimelineData {
                         other => data.faults.push(Mark {
                             lane,
                             at_us,
-                            label: other.kind().to_string(),
+                            label: other.short_label(),
                         }),
                     }
                 }

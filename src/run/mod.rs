@@ -9,6 +9,7 @@ pub mod expect;
 pub mod gate;
 
 use crate::checker::{self, CheckResult, CheckerName, Verdict};
+use crate::history::OpHistory;
 use crate::lock::{self, LockClient, LockEnv};
 use crate::scenario::Scenario;
 use crate::workload::{self, ClientPlan};
@@ -164,7 +165,7 @@ pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactor
     }
     let end = world.run(&scenario.faults)?;
     let history = world.history();
-    let results: Vec<CheckResult> = checker::check_history(&history);
+    let results: Vec<CheckResult> = checker::check_all(&OpHistory::new(&history));
     let mismatches = expect::mismatches(&scenario.expect, &results);
     Ok(ScenarioRun {
         name: scenario.name.clone(),

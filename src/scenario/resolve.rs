@@ -12,16 +12,14 @@ use crate::model::{
     WatchdogSpec, WorkMs, WorkloadSpec, CHECKERS, GENERATED_KINDS, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS,
     RESOURCE_NODE,
 };
-use lockstep_sim::{replica_name, ClockSpec, Fault, FaultPlan, MasterSetup, ScheduledFault};
+use lockstep_sim::clock::check_drift_ppm;
+use lockstep_sim::{
+    replica_name, ClockSpec, Fault, FaultError, FaultPlan, FaultTargets, MasterSetup, Role, ScheduledFault,
+    RESERVED_NODE_NAMES,
+};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::ops::Range;
-
-/// Node names the world reserves.
-const RESERVED_NODES: &[&str] = &[RESOURCE_NODE, "net", "world"];
-
-/// The smallest clock rate error a clock survives (at −1000000 ppm it stops).
-const MIN_DRIFT_PPM: i64 = -1_000_000;
 
 /// Parses and validates `source`; errors name `origin`.
 pub(super) fn parse(source: &str, origin: &str) -> Result<Scenario, ScenarioError> {
@@ -79,20 +77,11 @@ fn check_node_name(name: &str) -> Result<(), String> {
             "node name `{name}` contains {bad:?}: node names are made of A-Z, a-z, 0-9, `-`, `_` and `.`"
         ));
     }
-    if RESERVED_NODES.contains(&name) {
+    // The resource's own name is refused by `Ctx::claim` before this (with its own message).
+    if name == RESOURCE_NODE || RESERVED_NODE_NAMES.contains(&name) {
         return Err(format!("node name `{name}` is reserved"));
     }
     Ok(())
-}
-
-fn check_drift(drift_ppm: i64) -> Result<(), String> {
-    if drift_ppm <= MIN_DRIFT_PPM {
-        Err(format!(
-            "{drift_ppm} ppm would stop or reverse the clock: must be above {MIN_DRIFT_PPM}"
-        ))
-    } else {
-        Ok(())
-    }
 }
 
 fn check_work(work: WorkMs) -> Result<(), String> {
@@ -102,33 +91,28 @@ fn check_work(work: WorkMs) -> Result<(), String> {
     }
 }
 
-/// What kind of node a name is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Master,
-    Replica,
-    Resource,
-    Client,
-}
-
-impl Kind {
-    fn describe(self) -> &'static str {
-        match self {
-            Kind::Master => "a master",
-            Kind::Replica => "a replica",
-            Kind::Resource => "the resource",
-            Kind::Client => "a client",
-        }
-    }
-}
-
-/// The nodes defined so far: their kinds, and their names in definition order.
+/// The nodes defined so far: their roles, and their names in definition order. Faults are
+/// checked against them by the sim's own [`Fault::check`].
 #[derive(Default)]
 struct Nodes {
-    kinds: BTreeMap<String, Kind>,
+    kinds: BTreeMap<String, Role>,
     order: Vec<String>,
     /// Masters with replicas, and the replicas: what a `failover` may name.
     replicated: std::collections::BTreeSet<String>,
+}
+
+impl FaultTargets for Nodes {
+    fn role(&self, node: &str) -> Option<Role> {
+        self.kinds.get(node).copied()
+    }
+
+    fn is_replicated(&self, node: &str) -> bool {
+        self.replicated.contains(node)
+    }
+
+    fn node_names(&self) -> Vec<String> {
+        self.order.clone()
+    }
 }
 
 /// The most replicas one master may have.
@@ -239,7 +223,7 @@ impl Ctx<'_> {
         let mut kinds = Nodes::default();
         let mut deployment = BTreeMap::new();
         let masters = self.masters(&topology, &mut kinds, &mut deployment)?;
-        kinds.kinds.insert(RESOURCE_NODE.to_string(), Kind::Resource);
+        kinds.kinds.insert(RESOURCE_NODE.to_string(), Role::Resource);
         kinds.order.push(RESOURCE_NODE.to_string());
         let clients = self.clients(&topology, raw.client, &mut kinds)?;
         let lock = self.lock(raw.lock, &masters)?;
@@ -340,7 +324,7 @@ impl Ctx<'_> {
     }
 
     /// Registers node `name` written at `path`, rejecting bad and duplicate names.
-    fn claim(&self, nodes: &mut Nodes, name: &str, kind: Kind, path: &FieldPath) -> Result<(), ScenarioError> {
+    fn claim(&self, nodes: &mut Nodes, name: &str, kind: Role, path: &FieldPath) -> Result<(), ScenarioError> {
         if name == RESOURCE_NODE {
             return Err(self.err(path, format!("`{name}` is the resource's name")));
         }
@@ -406,7 +390,7 @@ impl Ctx<'_> {
             failover_after_ms = None;
         }
         for i in 1..=replicas {
-            self.claim(kinds, &replica_name(name, i), Kind::Replica, &replicas_path)?;
+            self.claim(kinds, &replica_name(name, i), Role::Replica, &replicas_path)?;
             kinds.replicated.insert(replica_name(name, i));
         }
         if replicas > 0 {
@@ -471,9 +455,9 @@ impl Ctx<'_> {
                         super::locate::Seg::Key("master".into()),
                         super::locate::Seg::Index(index),
                     ]);
-                    self.claim(kinds, name, Kind::Master, &base.key("name"))?;
+                    self.claim(kinds, name, Role::Master, &base.key("name"))?;
                     let drift_ppm = drift_ppm.unwrap_or(0);
-                    check_drift(drift_ppm).map_err(|m| self.err(&base.key("drift_ppm"), m))?;
+                    check_drift_ppm(drift_ppm).map_err(|m| self.err(&base.key("drift_ppm"), m))?;
                     let spec = NodeSpec {
                         name: name.clone(),
                         offset_ms: offset_ms.unwrap_or(0),
@@ -501,7 +485,7 @@ impl Ctx<'_> {
                 let mut masters = Vec::new();
                 for i in 1..=count {
                     let name = format!("redis-{i}");
-                    self.claim(kinds, &name, Kind::Master, &path)?;
+                    self.claim(kinds, &name, Role::Master, &path)?;
                     self.deployment(
                         &name,
                         ClockSpec::default(),
@@ -537,7 +521,7 @@ impl Ctx<'_> {
             let mut clients = Vec::new();
             for i in 1..=count {
                 let client = ClientSpec::named(format!("client-{i}"));
-                self.claim(kinds, &client.name, Kind::Client, &path)?;
+                self.claim(kinds, &client.name, Role::Client, &path)?;
                 clients.push(client);
             }
             return Ok(clients);
@@ -548,9 +532,9 @@ impl Ctx<'_> {
         let mut clients = Vec::with_capacity(list.len());
         for (index, raw) in list.into_iter().enumerate() {
             let base = FieldPath::item("client", index);
-            self.claim(kinds, &raw.name, Kind::Client, &base.key("name"))?;
+            self.claim(kinds, &raw.name, Role::Client, &base.key("name"))?;
             let drift_ppm = raw.drift_ppm.unwrap_or(0);
-            check_drift(drift_ppm).map_err(|m| self.err(&base.key("drift_ppm"), m))?;
+            check_drift_ppm(drift_ppm).map_err(|m| self.err(&base.key("drift_ppm"), m))?;
             if let Some(work) = raw.work_ms {
                 check_work(work).map_err(|m| self.err(&base.key("work_ms"), m))?;
             }
@@ -779,47 +763,11 @@ impl Ctx<'_> {
                 ),
             ));
         }
-        let fault = &scheduled.fault;
-        let names = fault.nodes();
-        let fields: &[&str] = if names.len() == 1 { &["node"] } else { &["a", "b"] };
-        for (node, field) in names.iter().zip(fields) {
-            let Some(node_kind) = nodes.kinds.get(*node) else {
-                return Err(self.err(
-                    &base.key(field),
-                    format!("unknown node `{node}` (nodes: {})", nodes.order.join(", ")),
-                ));
-            };
-            if fault.is_process_fault() && !matches!(node_kind, Kind::Master | Kind::Replica) {
-                return Err(self.err(
-                    &base.key(field),
-                    format!(
-                        "only Redis masters and replicas crash and restart; `{node}` is {}",
-                        node_kind.describe()
-                    ),
-                ));
-            }
-            if matches!(fault, Fault::Failover { .. }) && !nodes.replicated.contains(*node) {
-                return Err(self.err(
-                    &base.key(field),
-                    format!(
-                        "a failover needs a master with replicas (or one of its replicas); `{node}` is {}",
-                        node_kind.describe()
-                    ),
-                ));
-            }
-        }
-        if names.len() == 2 && names[0] == names[1] {
-            return Err(self.err(&base.key("b"), "a link needs two different nodes"));
-        }
-        match fault {
-            Fault::Loss { rate_ppm, .. } if *rate_ppm > 1_000_000 => {
-                return Err(self.err(&base.key("rate_ppm"), format!("{rate_ppm}: must be at most 1000000")));
-            }
-            Fault::Drift { drift_ppm, .. } => {
-                check_drift(*drift_ppm).map_err(|m| self.err(&base.key("drift_ppm"), m))?;
-            }
-            _ => {}
-        }
+        // What a fault may name and every range are the sim's rules: the error names the field.
+        scheduled
+            .fault
+            .check(nodes)
+            .map_err(|e: FaultError| self.err(&base.key(e.field()), e.to_string()))?;
         Ok(scheduled)
     }
 }

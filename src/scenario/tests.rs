@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::{Verdict, GENERATED_KINDS};
+use crate::model::{Verdict, DEFAULT_KINDS, GENERATED_KINDS};
 use lockstep_sim::{Fault, FencingMode, ScheduledFault};
 
 /// Every key of the format, none at its default.
@@ -772,6 +772,25 @@ fn fault_errors_name_the_fault_key() {
     let (source, err) =
         fault_err("[[fault]]\nat_ms = 5\nkind = \"drift\"\nnode = \"client-1\"\ndrift_ppm = -1000000\n");
     assert_at(&err, "fault[1].drift_ppm", line_of(&source, "drift_ppm"));
+    // drop-reply (checked by the sim's own `Fault::check`): a client cannot drop replies, the
+    // `client` must be a client, at least one reply is dropped.
+    let (source, err) = fault_err("[[fault]]\nat_ms = 5\nkind = \"drop-reply\"\nnode = \"client-2\"\n");
+    assert_at(&err, "fault[1].node", line_of(&source, "node = \"client-2\""));
+    assert!(err.message.contains("only a server"), "{err}");
+    let (source, err) =
+        fault_err("[[fault]]\nat_ms = 5\nkind = \"drop-reply\"\nnode = \"resource\"\nclient = \"redis-1\"\n");
+    assert_at(&err, "fault[1].client", line_of(&source, "client = "));
+    assert!(err.message.contains("`redis-1` is a master"), "{err}");
+    let (source, err) =
+        fault_err("[[fault]]\nat_ms = 5\nkind = \"drop-reply\"\nnode = \"redis-1\"\nclient = \"ghost\"\n");
+    assert_at(&err, "fault[1].client", line_of(&source, "client = "));
+    let (source, err) = fault_err("[[fault]]\nat_ms = 5\nkind = \"drop-reply\"\nnode = \"redis-1\"\ncount = 0\n");
+    assert_at(&err, "fault[1].count", line_of(&source, "count = 0"));
+    // A node may not take a name the world reserves.
+    let source = with("").replace("[lock]", "[topology]\n[[topology.master]]\nname = \"net\"\n[lock]");
+    let err = parse_err(&source);
+    assert_at(&err, "topology.master[0].name", line_of(&source, "name = \"net\""));
+    assert!(err.message.contains("reserved"), "{err}");
 }
 
 #[test]
@@ -1089,7 +1108,12 @@ fn explore_block_parses_with_defaults_and_round_trips() {
     let s = parse(&with("[explore]\n"));
     let e = s.explore.clone().unwrap();
     assert_eq!(e.seeds, DEFAULT_EXPLORE_SEEDS);
-    assert_eq!(e.kinds.len(), GENERATED_KINDS.len());
+    assert_eq!(e.kinds, DEFAULT_KINDS);
+    assert_eq!(
+        DEFAULT_KINDS,
+        &GENERATED_KINDS[..GENERATED_KINDS.len() - 1],
+        "drop-reply is opt-in"
+    );
     assert!(!e.lock_aware && e.expect.is_empty());
     assert_eq!(parse(&s.to_toml()), s);
 

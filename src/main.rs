@@ -4,7 +4,7 @@ use clap::{Parser, Subcommand};
 use lockstep::app::exploration::{self, Overrides, Shrunk, StandardSettings};
 use lockstep::app::{ci, error, files, run, sweep, AppError, Outcome};
 use lockstep::report::merge::{merge_texts, Merged};
-use lockstep::report::{console, write_atomic, write_json, write_report, Report};
+use lockstep::report::{check_writable_file, console, write_atomic, write_json, write_report, Report};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -123,9 +123,9 @@ struct ExploreArgs {
     /// Scenario runs a shrink may spend.
     #[arg(long, default_value_t = 300)]
     shrink_runs: usize,
-    /// Where counterexamples are written.
-    #[arg(long, default_value = "reports/counterexamples")]
-    out: PathBuf,
+    /// Write counterexamples (TOML) to this directory; without it they are printed, not written.
+    #[arg(long)]
+    out: Option<PathBuf>,
     /// Also write the summary as JSON here.
     #[arg(long)]
     summary: Option<PathBuf>,
@@ -177,9 +177,17 @@ fn cmd_run(files: &[PathBuf], seed: Option<u64>, quiet: bool) -> Result<Outcome,
     let scenarios = files::load_files(files)?;
     let mut all_expected = true;
     for (path, scenario) in &scenarios {
-        let run = run::run_file(path, scenario, seed)?;
-        print!("{}", console::run_text(path, scenario, &run, quiet));
-        all_expected &= run.as_expected();
+        // One scenario that cannot run (or panics) is its error; the others still run.
+        match run::run_file(path, scenario, seed) {
+            Ok(run) => {
+                print!("{}", console::run_text(path, scenario, &run, quiet));
+                all_expected &= run.as_expected();
+            }
+            Err(e) => {
+                println!("━━ {} ({})\n   error: {e}\n   result: could not run", scenario.name, path.display());
+                all_expected = false;
+            }
+        }
     }
     Ok(Outcome::held_if(all_expected))
 }
@@ -191,6 +199,7 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         resource: args.resource,
         tick_ms: args.tick_ms,
     };
+    let started = std::time::Instant::now();
     let template = exploration::template(args.file.as_deref(), &standard)?;
     let overrides = Overrides {
         seeds: args.seeds,
@@ -205,15 +214,21 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         progress: !args.quiet,
     };
     let (template, config) = exploration::explore_config(&template, &overrides)?;
+    // Where results go is checked before exploring: an unwritable path is bad input up front.
+    for path in args.summary.iter().chain(args.out.as_ref().map(|d| d.join("x.toml")).iter()) {
+        check_writable_file(path).map_err(AppError::BadInput)?;
+    }
     let summary = lockstep::explore::explore(&template, &config);
     print!("{}", summary.render());
     if let Some(path) = &args.summary {
         write_json(path, &summary).map_err(AppError::Io)?;
         println!("  summary written to {}", path.display());
     }
-    let (profile, shrink, out) = (&config.profile, args.shrink, &args.out);
-    for shrunk in exploration::shrink_failures(&template, profile, &summary, shrink, args.shrink_runs, out) {
-        if let Shrunk::Found { file, toml, .. } = &shrunk {
+    let (profile, shrink, out) = (&config.profile, args.shrink, args.out.as_deref());
+    let deadline = config.time_limit.map(|limit| started + limit);
+    let shrinks = exploration::shrink_failures(&template, profile, &summary, shrink, args.shrink_runs, out, deadline);
+    for shrunk in shrinks {
+        if let (Shrunk::Found { file, toml, .. }, Some(_)) = (&shrunk, out) {
             write_atomic(file, toml.as_bytes()).map_err(AppError::Io)?;
         }
         print!("{}", console::shrunk_text(&shrunk));
@@ -278,13 +293,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run { files, seed, quiet } => cmd_run(&files, seed, quiet),
-        Command::List { dir } => {
-            print!(
-                "{}",
-                console::list_text(&dir, &lockstep::scenario::load_dir(&dir).map_err(|e| e.to_string()))
-            );
-            Ok(Outcome::Held)
-        }
+        Command::List { dir } => files::check_dir(&dir, "--dir").map(|()| {
+            let loaded = lockstep::scenario::load_dir(&dir).map_err(|e| e.to_string());
+            print!("{}", console::list_text(&dir, &loaded));
+            Outcome::Held
+        }),
         Command::Explore(args) => cmd_explore(*args),
         Command::Ci(args) => cmd_ci(args),
         Command::Merge { files, out, report } => cmd_merge(&files, out.as_deref(), report.as_deref()),

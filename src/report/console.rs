@@ -45,8 +45,8 @@ pub fn run_text(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool
         "   {:<18} {:<8} {:<9}   explanation",
         "checker", "verdict", "expected"
     );
-    for result in &run.results {
-        let expected = scenario.expect.get(&result.checker).copied();
+    for result in run.checks() {
+        let expected = crate::run::expect::expected(&scenario.expect, &result.checker);
         let _ = writeln!(
             out,
             "   {:<18} {:<8} {:<9} {} {}",

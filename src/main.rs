@@ -4,7 +4,7 @@ use clap::{Parser, Subcommand};
 use lockstep::app::exploration::{self, Overrides, Shrunk, StandardSettings};
 use lockstep::app::{ci, error, files, run, sweep, AppError, Outcome};
 use lockstep::report::merge::{merge_texts, Merged};
-use lockstep::report::{check_writable_file, console, write_atomic, write_json, write_report, Report};
+use lockstep::report::{console, write_atomic, write_json, write_report, Report};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -184,7 +184,7 @@ fn cmd_run(files: &[PathBuf], seed: Option<u64>, quiet: bool) -> Result<Outcome,
                 all_expected &= run.as_expected();
             }
             Err(e) => {
-                println!("━━ {} ({})\n   error: {e}\n   result: could not run", scenario.name, path.display());
+                print!("{}", console::run_error_text(path, scenario, &e.to_string()));
                 all_expected = false;
             }
         }
@@ -214,10 +214,7 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         progress: !args.quiet,
     };
     let (template, config) = exploration::explore_config(&template, &overrides)?;
-    // Where results go is checked before exploring: an unwritable path is bad input up front.
-    for path in args.summary.iter().chain(args.out.as_ref().map(|d| d.join("x.toml")).iter()) {
-        check_writable_file(path).map_err(AppError::BadInput)?;
-    }
+    exploration::check_outputs(args.summary.as_deref(), args.out.as_deref())?;
     let summary = lockstep::explore::explore(&template, &config);
     print!("{}", summary.render());
     if let Some(path) = &args.summary {
@@ -231,7 +228,7 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         if let (Shrunk::Found { file, toml, .. }, Some(_)) = (&shrunk, out) {
             write_atomic(file, toml.as_bytes()).map_err(AppError::Io)?;
         }
-        print!("{}", console::shrunk_text(&shrunk));
+        print!("{}", console::shrunk_text(&shrunk, out.is_some()));
     }
     Ok(Outcome::held_if(summary.is_clean()))
 }

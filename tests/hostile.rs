@@ -152,12 +152,12 @@ fn merge_refuses_a_scenario_name_that_is_a_path_and_writes_nothing_outside_out()
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let before = tree(&dir);
-    let (code, _, err) = lockstep_in(
-        &work,
-        &["merge", input.to_str().unwrap(), "--report", "merged"],
-    );
+    let (code, _, err) = lockstep_in(&work, &["merge", input.to_str().unwrap(), "--report", "merged"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("scenarios[0].name") && err.contains("not a scenario name"), "{err}");
+    assert!(
+        err.contains("scenarios[0].name") && err.contains("not a scenario name"),
+        "{err}"
+    );
     assert_eq!(tree(&dir), before, "merge wrote files");
     assert!(!Path::new("/elsewhere").exists());
 }
@@ -198,7 +198,10 @@ fn a_scenario_that_panics_is_its_own_error_and_the_gate_goes_on() {
     let (code, out, err) = lockstep(&["run", "--quiet", ports.to_str().unwrap(), kleppmann.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("ports exhausted"), "{out}");
-    assert!(out.contains("kleppmann-gc-pause") && out.contains("result: as expected"), "{out}");
+    assert!(
+        out.contains("kleppmann-gc-pause") && out.contains("result: as expected"),
+        "{out}"
+    );
 
     let report = dir.join("report");
     let (code, out, err) = lockstep(&[
@@ -289,7 +292,10 @@ fn a_run_in_which_nobody_ever_gets_the_lock_is_not_a_pass() {
     let expected = dir.join("expected.toml");
     std::fs::write(
         &expected,
-        small_scenario("expected", &format!("{NEVER_GRANTED}\n[expect]\nliveness = \"invalid\"\n")),
+        small_scenario(
+            "expected",
+            &format!("{NEVER_GRANTED}\n[expect]\nliveness = \"invalid\"\n"),
+        ),
     )
     .unwrap();
     let (code, out, _) = lockstep(&["run", "--quiet", expected.to_str().unwrap()]);
@@ -436,7 +442,16 @@ fn the_summary_never_follows_a_symlink_and_leaves_no_temporary_file() {
     let summary = dir.join("summary.json");
     let (code, out, err) = lockstep_in(
         &dir,
-        &["explore", "--seeds", "2", "--jobs", "1", "--quiet", "--summary", "summary.json"],
+        &[
+            "explore",
+            "--seeds",
+            "2",
+            "--jobs",
+            "1",
+            "--quiet",
+            "--summary",
+            "summary.json",
+        ],
     );
     assert!(code == 0 || code == 1, "{out}{err}");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
@@ -456,7 +471,19 @@ fn explore_without_out_prints_counterexamples_and_creates_no_directory() {
     let dir = temp("no-out");
     let (code, out, err) = lockstep_in(
         &dir,
-        &["explore", "--kinds", "pause", "--lock-aware", "--seeds", "20", "--jobs", "2", "--quiet", "--shrink-runs", "10"],
+        &[
+            "explore",
+            "--kinds",
+            "pause",
+            "--lock-aware",
+            "--seeds",
+            "20",
+            "--jobs",
+            "2",
+            "--quiet",
+            "--shrink-runs",
+            "10",
+        ],
     );
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("not written: pass --out DIR"), "{out}");
@@ -540,7 +567,11 @@ fn list_of_a_missing_directory_is_bad_input() {
 
 #[test]
 fn a_bad_standard_template_flag_names_the_flag() {
-    for (flag, value) in [("--resource", "bogus"), ("--fencing", "x\"\n[evil]"), ("--tick-ms", "0")] {
+    for (flag, value) in [
+        ("--resource", "bogus"),
+        ("--fencing", "x\"\n[evil]"),
+        ("--tick-ms", "0"),
+    ] {
         let (code, _, err) = lockstep(&["explore", flag, value, "--seeds", "1"]);
         assert_eq!(code, 2, "{err}");
         assert!(err.contains(flag), "{err}");

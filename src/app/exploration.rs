@@ -244,19 +244,19 @@ pub fn shrink_failures<'a>(
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             return None;
         }
-        Some(match shrink::shrink_until(template, profile, failing.seed, checker, runs, deadline) {
-            Some(cx) => Shrunk::Found {
-                file: out
-                    .unwrap_or(Path::new(""))
-                    .join(format!("{}.toml", cx.scenario.name)),
-                toml: shrink::counterexample_toml(&cx),
-                counterexample: Box::new(cx),
+        Some(
+            match shrink::shrink_until(template, profile, failing.seed, checker, runs, deadline) {
+                Some(cx) => Shrunk::Found {
+                    file: out.unwrap_or(Path::new("")).join(format!("{}.toml", cx.scenario.name)),
+                    toml: shrink::counterexample_toml(&cx),
+                    counterexample: Box::new(cx),
+                },
+                None => Shrunk::NotReproduced {
+                    seed: failing.seed,
+                    checker: checker.clone(),
+                },
             },
-            None => Shrunk::NotReproduced {
-                seed: failing.seed,
-                checker: checker.clone(),
-            },
-        })
+        )
     })
 }
 

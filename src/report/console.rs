@@ -140,7 +140,9 @@ pub fn shrunk_text(shrunk: &Shrunk, written: bool) -> String {
         Shrunk::Found {
             counterexample, file, ..
         } if written => counterexample_text(counterexample, file),
-        Shrunk::Found { counterexample, toml, .. } => {
+        Shrunk::Found {
+            counterexample, toml, ..
+        } => {
             let mut out = counterexample_text(counterexample, Path::new(""));
             // Drop the two lines naming a file: nothing was written.
             out.truncate(out.rfind("  counterexample:").unwrap_or(out.len()));

@@ -823,7 +823,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
 
 /// The directory `path` is in (`.` for a bare file name).
 fn parent_dir(path: &Path) -> &Path {
-    path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
 }
 
 /// Writes `value` as pretty JSON to `path`, atomically (summaries, merged results).
@@ -889,7 +891,12 @@ pub fn write_report(report: &Report, out: &Path) -> Result<Vec<PathBuf>, String>
     let staging = tempfile::Builder::new()
         .prefix(&format!(".{base}.new."))
         .tempdir_in(parent)
-        .map_err(|e| format!("report directory {}: cannot create a directory beside it: {e}", out.display()))?;
+        .map_err(|e| {
+            format!(
+                "report directory {}: cannot create a directory beside it: {e}",
+                out.display()
+            )
+        })?;
     let files = build_report_dir(report, staging.path())?;
     let old = swap_in(staging, out)?;
     if let Some(old) = old {
@@ -947,7 +954,12 @@ fn sync_dir(dir: &Path) {
 /// removed by the caller. On an error `out` is as it was and `staging` is removed.
 fn swap_in(staging: tempfile::TempDir, out: &Path) -> Result<Option<PathBuf>, String> {
     let parent = parent_dir(out);
-    let fail = |e: std::io::Error| format!("report directory {}: cannot put the new report in place: {e}", out.display());
+    let fail = |e: std::io::Error| {
+        format!(
+            "report directory {}: cannot put the new report in place: {e}",
+            out.display()
+        )
+    };
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -957,7 +969,9 @@ fn swap_in(staging: tempfile::TempDir, out: &Path) -> Result<Option<PathBuf>, St
     let old = if out.exists() {
         // An empty directory with a unique name, that the old report replaces (rename(2) may
         // replace an empty directory).
-        let base = out.file_name().map_or_else(|| "report".into(), |n| n.to_string_lossy().into_owned());
+        let base = out
+            .file_name()
+            .map_or_else(|| "report".into(), |n| n.to_string_lossy().into_owned());
         let old = tempfile::Builder::new()
             .prefix(&format!(".{base}.old."))
             .tempdir_in(parent)
@@ -991,7 +1005,9 @@ pub const NAME_MAX: usize = 100;
 pub fn is_valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= NAME_MAX
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
 /// A file-name slug of `name`: `a-z`, `0-9` and `-` only (anything else becomes `-`), at most

@@ -168,11 +168,7 @@ pub fn liveness_check(expect: &BTreeMap<String, Verdict>, acquires: u64, waiting
 
 /// The status of a scenario run: the worst of its checks against `expect`.
 pub fn run_status(expect: &BTreeMap<String, Verdict>, results: &[CheckResult]) -> Status {
-    Status::worst(
-        results
-            .iter()
-            .map(|r| verdict(expected(expect, &r.checker), r.verdict)),
-    )
+    Status::worst(results.iter().map(|r| verdict(expected(expect, &r.checker), r.verdict)))
 }
 
 /// One checker over an exploration: `invalid_seeds` against the expectation. A shard that

@@ -80,9 +80,7 @@ impl ScenarioRun {
 
     /// Whether no client ever got the lock it wanted (every safety verdict is vacuous).
     pub fn is_vacuous(&self) -> bool {
-        self.liveness
-            .as_ref()
-            .is_some_and(|l| l.verdict == Verdict::Invalid)
+        self.liveness.as_ref().is_some_and(|l| l.verdict == Verdict::Invalid)
     }
 
     /// Whether every expectation held.

@@ -248,7 +248,10 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
         return Err("cannot read file: not a regular file".to_string());
     }
     if meta.len() > limit {
-        return Err(format!("file is {} bytes, larger than the limit of {limit} bytes", meta.len()));
+        return Err(format!(
+            "file is {} bytes, larger than the limit of {limit} bytes",
+            meta.len()
+        ));
     }
     // Opened without blocking: if the path was swapped for a FIFO since, the open does not wait
     // for a writer, and the check below refuses it.

@@ -123,9 +123,9 @@ struct ExploreArgs {
     /// Scenario runs a shrink may spend.
     #[arg(long, default_value_t = 300)]
     shrink_runs: usize,
-    /// Where counterexamples are written.
-    #[arg(long, default_value = "reports/counterexamples")]
-    out: PathBuf,
+    /// Write counterexamples (TOML) to this directory; without it they are printed, not written.
+    #[arg(long)]
+    out: Option<PathBuf>,
     /// Also write the summary as JSON here.
     #[arg(long)]
     summary: Option<PathBuf>,
@@ -177,9 +177,17 @@ fn cmd_run(files: &[PathBuf], seed: Option<u64>, quiet: bool) -> Result<Outcome,
     let scenarios = files::load_files(files)?;
     let mut all_expected = true;
     for (path, scenario) in &scenarios {
-        let run = run::run_file(path, scenario, seed)?;
-        print!("{}", console::run_text(path, scenario, &run, quiet));
-        all_expected &= run.as_expected();
+        // One scenario that cannot run (or panics) is its error; the others still run.
+        match run::run_file(path, scenario, seed) {
+            Ok(run) => {
+                print!("{}", console::run_text(path, scenario, &run, quiet));
+                all_expected &= run.as_expected();
+            }
+            Err(e) => {
+                print!("{}", console::run_error_text(path, scenario, &e.to_string()));
+                all_expected = false;
+            }
+        }
     }
     Ok(Outcome::held_if(all_expected))
 }
@@ -191,6 +199,7 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         resource: args.resource,
         tick_ms: args.tick_ms,
     };
+    let started = std::time::Instant::now();
     let template = exploration::template(args.file.as_deref(), &standard)?;
     let overrides = Overrides {
         seeds: args.seeds,
@@ -205,18 +214,21 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         progress: !args.quiet,
     };
     let (template, config) = exploration::explore_config(&template, &overrides)?;
+    exploration::check_outputs(args.summary.as_deref(), args.out.as_deref())?;
     let summary = lockstep::explore::explore(&template, &config);
     print!("{}", summary.render());
     if let Some(path) = &args.summary {
         write_json(path, &summary).map_err(AppError::Io)?;
         println!("  summary written to {}", path.display());
     }
-    let (profile, shrink, out) = (&config.profile, args.shrink, &args.out);
-    for shrunk in exploration::shrink_failures(&template, profile, &summary, shrink, args.shrink_runs, out) {
-        if let Shrunk::Found { file, toml, .. } = &shrunk {
+    let (profile, shrink, out) = (&config.profile, args.shrink, args.out.as_deref());
+    let deadline = config.time_limit.map(|limit| started + limit);
+    let shrinks = exploration::shrink_failures(&template, profile, &summary, shrink, args.shrink_runs, out, deadline);
+    for shrunk in shrinks {
+        if let (Shrunk::Found { file, toml, .. }, Some(_)) = (&shrunk, out) {
             write_atomic(file, toml.as_bytes()).map_err(AppError::Io)?;
         }
-        print!("{}", console::shrunk_text(&shrunk));
+        print!("{}", console::shrunk_text(&shrunk, out.is_some()));
     }
     Ok(Outcome::held_if(summary.is_clean()))
 }
@@ -278,13 +290,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Live(args) => return lockstep::live::main(args, &lockstep::report::live::Renderer),
         Command::Run { files, seed, quiet } => cmd_run(&files, seed, quiet),
-        Command::List { dir } => {
-            print!(
-                "{}",
-                console::list_text(&dir, &lockstep::scenario::load_dir(&dir).map_err(|e| e.to_string()))
-            );
-            Ok(Outcome::Held)
-        }
+        Command::List { dir } => files::check_dir(&dir, "--dir").map(|()| {
+            let loaded = lockstep::scenario::load_dir(&dir).map_err(|e| e.to_string());
+            print!("{}", console::list_text(&dir, &loaded));
+            Outcome::Held
+        }),
         Command::Explore(args) => cmd_explore(*args),
         Command::Ci(args) => cmd_ci(args),
         Command::Merge { files, out, report } => cmd_merge(&files, out.as_deref(), report.as_deref()),

@@ -12,7 +12,7 @@ use super::exploration::{explore_config, Overrides};
 use super::sweep::{ttl_sweep, SweepOptions};
 use super::AppError;
 use crate::checker::NAMES;
-use crate::explore::{explore, ExploreConfig, Shard};
+use crate::explore::{explore, guarded, ExploreConfig, Shard};
 use crate::run::expect::{self, Status};
 pub use crate::run::gate::{CiRun, ExplorationOutcome, ScenarioOutcome};
 use crate::run::run_scenario;
@@ -44,10 +44,36 @@ impl Default for CiOptions {
     }
 }
 
+/// The identity of a gate run: SHA-256 over the tool's version, every input (its path and its
+/// scenario as explicit TOML) and the options that decide what runs (the shard count, not the
+/// index; the sweep). Every shard of one run has the same identity; `lockstep merge` refuses
+/// reports of different runs.
+pub fn run_identity(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(bytes);
+    };
+    field(env!("CARGO_PKG_VERSION").as_bytes());
+    for (path, scenario) in inputs {
+        field(path.display().to_string().as_bytes());
+        field(scenario.to_toml().as_bytes());
+    }
+    field(&options.shard.map_or(1, |s| s.count).to_le_bytes());
+    let sweep = options
+        .ttl_sweep
+        .as_ref()
+        .map(|s| format!("{} {:?} {} {:?}", s.algorithm, s.ttls_ms, s.seeds, s.profile));
+    field(format!("{sweep:?}").as_bytes());
+    hex::encode(hash.finalize())
+}
+
 /// Runs the gate over `inputs`.
 pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiRun, AppError> {
     let started = Instant::now();
     let mut ci = CiRun {
+        run_id: run_identity(inputs, options),
         shard: options.shard,
         scenarios: Vec::new(),
         explorations: Vec::new(),
@@ -60,10 +86,14 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
             continue;
         }
         let t0 = Instant::now();
-        let run = run_scenario(scenario, None).map_err(|e| e.to_string());
+        // A panic inside one scenario is that scenario's error; the gate goes on.
+        let run = guarded(|| run_scenario(scenario, None).map_err(|e| e.to_string()));
         let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
         let status = match &run {
-            Ok(run) => expect::run_status(&scenario.expect, &run.results),
+            Ok(run) => Status::worst(
+                run.checks()
+                    .map(|r| expect::verdict(expect::expected(&scenario.expect, &r.checker), r.verdict)),
+            ),
             Err(_) => Status::Error,
         };
         if options.progress {

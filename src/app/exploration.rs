@@ -11,7 +11,7 @@ use crate::explore::shrink;
 pub use crate::explore::shrink::Shrunk;
 use crate::explore::{standard_template, ExploreConfig, ExploreSummary, Shard};
 use crate::lock;
-use crate::scenario::{Algorithm, Scenario};
+use crate::scenario::{Algorithm, Scenario, MAX_EXPLORE_FAULTS};
 use std::ops::Range;
 use std::path::Path;
 use std::time::Duration;
@@ -63,7 +63,8 @@ pub fn template(file: Option<&Path>, standard: &StandardSettings) -> Result<Scen
     let template = match file {
         Some(file) => Scenario::from_file(file),
         None => {
-            known_algorithm(&standard.algorithm, "")?;
+            known_algorithm(&standard.algorithm, "--algorithm: ")?;
+            check_standard(standard)?;
             standard_template(
                 &standard.algorithm,
                 &standard.fencing,
@@ -73,6 +74,44 @@ pub fn template(file: Option<&Path>, standard: &StandardSettings) -> Result<Scen
         }
     };
     template.map_err(|e| AppError::BadInput(e.to_string()))
+}
+
+/// Checks, before exploring, that the summary file (`--summary`) and counterexamples (`--out`)
+/// can be written: an unwritable path is bad input up front, not after the exploration.
+pub fn check_outputs(summary: Option<&Path>, out: Option<&Path>) -> Result<(), AppError> {
+    let probe = out.map(|dir| dir.join("counterexample.toml"));
+    for path in summary.into_iter().chain(probe.as_deref()) {
+        crate::report::check_writable_file(path).map_err(AppError::BadInput)?;
+    }
+    Ok(())
+}
+
+/// Bad input unless the standard template's flags are in range; the message names the flag
+/// (they are checked before they are written into the template's TOML).
+pub fn check_standard(standard: &StandardSettings) -> Result<(), AppError> {
+    const FENCING: &[&str] = &["none", "incr"];
+    const RESOURCES: &[&str] = &["unfenced", "fenced", "strict"];
+    if !FENCING.contains(&standard.fencing.as_str()) {
+        return Err(AppError::BadInput(format!(
+            "--fencing: unknown value `{}` (known: {})",
+            standard.fencing,
+            FENCING.join(", ")
+        )));
+    }
+    if !RESOURCES.contains(&standard.resource.as_str()) {
+        return Err(AppError::BadInput(format!(
+            "--resource: unknown value `{}` (known: {})",
+            standard.resource,
+            RESOURCES.join(", ")
+        )));
+    }
+    if standard.tick_ms == 0 || standard.tick_ms > 1_000 {
+        return Err(AppError::BadInput(format!(
+            "--tick-ms {}: must be between 1 and 1000 (the standard template runs 10 s)",
+            standard.tick_ms
+        )));
+    }
+    Ok(())
 }
 
 /// Bad input unless `algorithm` is a built-in one; `flag` prefixes the message (`--x: `).
@@ -114,6 +153,7 @@ pub fn parse_seed_range(s: &str) -> Result<Range<u64>, AppError> {
 /// override, else the block's, else the generator's default. `lock_aware`: either says so.
 pub fn explore_config(template: &Scenario, overrides: &Overrides) -> Result<(Scenario, ExploreConfig), AppError> {
     let declared = template.explore.as_ref();
+    check_overrides(overrides)?;
     let seeds = match &overrides.seed_range {
         Some(range) => parse_seed_range(range)?,
         None => 0..overrides.seeds.or(declared.map(|e| e.seeds)).unwrap_or(DEFAULT_SEEDS),
@@ -155,30 +195,68 @@ pub fn explore_config(template: &Scenario, overrides: &Overrides) -> Result<(Sce
     Ok((template, config))
 }
 
+/// Bad input unless every override is in range: `--seeds` ≥ 1, `--time-limit` ≥ 1,
+/// `--faults-max` in 1..=[`MAX_EXPLORE_FAULTS`], `--check-determinism` a finite percentage in
+/// (0, 100], `--jobs` ≥ 1.
+pub fn check_overrides(overrides: &Overrides) -> Result<(), AppError> {
+    let bad = |m: &str| Err(AppError::BadInput(m.to_string()));
+    if overrides.seeds == Some(0) {
+        return bad("--seeds 0: nothing to explore (need at least 1)");
+    }
+    if overrides.time_limit_s == Some(0) {
+        return bad("--time-limit 0: no seed could run (need at least 1 second)");
+    }
+    if overrides.jobs == Some(0) {
+        return bad("--jobs 0: need at least 1 worker");
+    }
+    if let Some(max) = overrides.faults_max {
+        if max == 0 || max as u64 > MAX_EXPLORE_FAULTS {
+            return Err(AppError::BadInput(format!(
+                "--faults-max {max}: must be between 1 and {MAX_EXPLORE_FAULTS}"
+            )));
+        }
+    }
+    if let Some(pct) = overrides.check_determinism_pct {
+        if !(pct.is_finite() && pct > 0.0 && pct <= 100.0) {
+            return Err(AppError::BadInput(format!(
+                "--check-determinism {pct}: must be a percentage above 0 and at most 100"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Shrinks the first `count` failing seeds of `summary`, one by one as the iterator is
-/// advanced (each on its first failing checker, spending at most `runs` scenario runs); each
-/// counterexample's file is named in `out`.
+/// advanced (each on its first failing checker, spending at most `runs` scenario runs, and no
+/// run started after `deadline`: `--time-limit` covers shrinking too); each counterexample's
+/// file is named in `out` (without `out`, a bare file name: the caller prints it, not writes it).
 pub fn shrink_failures<'a>(
     template: &'a Scenario,
     profile: &'a FaultProfile,
     summary: &'a ExploreSummary,
     count: usize,
     runs: usize,
-    out: &'a Path,
+    out: Option<&'a Path>,
+    deadline: Option<std::time::Instant>,
 ) -> impl Iterator<Item = Shrunk> + 'a {
     summary.first_failing.iter().take(count).filter_map(move |failing| {
         let checker = failing.checkers.first()?;
-        Some(match shrink::shrink(template, profile, failing.seed, checker, runs) {
-            Some(cx) => Shrunk::Found {
-                file: out.join(format!("{}.toml", cx.scenario.name)),
-                toml: shrink::counterexample_toml(&cx),
-                counterexample: Box::new(cx),
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            return None;
+        }
+        Some(
+            match shrink::shrink_until(template, profile, failing.seed, checker, runs, deadline) {
+                Some(cx) => Shrunk::Found {
+                    file: out.unwrap_or(Path::new("")).join(format!("{}.toml", cx.scenario.name)),
+                    toml: shrink::counterexample_toml(&cx),
+                    counterexample: Box::new(cx),
+                },
+                None => Shrunk::NotReproduced {
+                    seed: failing.seed,
+                    checker: checker.clone(),
+                },
             },
-            None => Shrunk::NotReproduced {
-                seed: failing.seed,
-                checker: checker.clone(),
-            },
-        })
+        )
     })
 }
 

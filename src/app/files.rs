@@ -57,16 +57,29 @@ pub fn load_inputs(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Scenario)>, AppErr
     Ok(inputs)
 }
 
-/// Reads every file of `files` as text, in order; one that cannot be read is bad input.
+/// The largest result file `merge` reads (256 MiB).
+pub const MAX_RESULT_BYTES: u64 = 256 << 20;
+
+/// Reads every file of `files` as text, in order; one that cannot be read (not a regular file,
+/// too large, not UTF-8) is bad input.
 pub fn read_texts(files: &[PathBuf]) -> Result<Vec<(PathBuf, String)>, AppError> {
     files
         .iter()
         .map(|file| {
-            std::fs::read_to_string(file)
+            let bad = |e: String| AppError::BadInput(format!("{}: {e}", file.display()));
+            let bytes = crate::scenario::read_limited(file, MAX_RESULT_BYTES).map_err(bad)?;
+            String::from_utf8(bytes)
                 .map(|t| (file.clone(), t))
-                .map_err(|e| AppError::BadInput(format!("{}: {e}", file.display())))
+                .map_err(|e| bad(format!("not valid UTF-8: {e}")))
         })
         .collect()
+}
+
+/// Bad input unless `dir` is a readable directory; the message names `flag`.
+pub fn check_dir(dir: &Path, flag: &str) -> Result<(), AppError> {
+    std::fs::read_dir(dir)
+        .map(drop)
+        .map_err(|e| AppError::BadInput(format!("{flag} {}: cannot read directory: {e}", dir.display())))
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use generate::{case_strategy, case_tree, ExploreCase, FaultProfile, Topology};
 use lockstep_sim::Seed;
 use std::io::IsTerminal;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 pub use summary::ExploreSummary;
@@ -166,18 +166,27 @@ pub type FactoryMaker = dyn Fn() -> LockFactory + Sync;
 /// Runs `scenario` with the built-in algorithm it names, or with `factory`'s lock, turning a
 /// panic anywhere (user lock code included) into an error.
 pub fn run_guarded(scenario: &Scenario, factory: Option<&LockFactory>) -> Result<ScenarioRun, String> {
-    let run = || match factory {
-        Some(factory) => run_with_lock(scenario, None, factory.clone()),
-        None => run_scenario(scenario, None),
-    };
+    guarded(|| {
+        match factory {
+            Some(factory) => run_with_lock(scenario, None, factory.clone()),
+            None => run_scenario(scenario, None),
+        }
+        .map_err(|e| e.to_string())
+    })
+}
+
+/// Calls `f`, turning a panic anywhere inside it (a simulated node's task included) into an
+/// error carrying the first panic's message and location. The one panic guard: explorations
+/// use it per seed, `lockstep run` and `lockstep ci` per scenario.
+pub fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     install_panic_capture();
     FIRST_PANIC.with(|first| first.borrow_mut().take());
-    let outcome = catch_unwind(AssertUnwindSafe(run));
+    let outcome = catch_unwind(AssertUnwindSafe(f));
     let first_panic = FIRST_PANIC.with(|first| first.borrow_mut().take());
     match (outcome, first_panic) {
-        (Ok(Ok(run)), _) => Ok(run),
+        (Ok(Ok(value)), _) => Ok(value),
         (_, Some(message)) => Err(format!("panicked: {message}")),
-        (Ok(Err(e)), None) => Err(e.to_string()),
+        (Ok(Err(e)), None) => Err(e),
         (Err(panic), None) => Err(panic_message(&panic)),
     }
 }
@@ -251,15 +260,32 @@ fn explore_seed(
     }
 }
 
-/// The seeds this process runs, in order.
-pub fn shard_seeds(config: &ExploreConfig) -> Vec<u64> {
-    config
-        .seeds
-        .clone()
-        .enumerate()
-        .filter(|(i, _)| config.shard.is_none_or(|s| *i as u64 % s.count == s.index - 1))
-        .map(|(_, seed)| seed)
-        .collect()
+/// How many seeds this process runs (its shard's share of the seeds), computed without listing
+/// them: memory does not grow with the number of seeds.
+pub fn shard_len(config: &ExploreConfig) -> u64 {
+    let all = config.seeds.end.saturating_sub(config.seeds.start);
+    match config.shard {
+        None => all,
+        // Positions i with i % count == index - 1.
+        Some(s) => all / s.count + u64::from(all % s.count >= s.index),
+    }
+}
+
+/// The `i`-th seed this process runs (`None` past the last one).
+pub fn shard_seed(config: &ExploreConfig, i: u64) -> Option<u64> {
+    if i >= shard_len(config) {
+        return None;
+    }
+    let position = match config.shard {
+        None => i,
+        Some(s) => i * s.count + (s.index - 1),
+    };
+    Some(config.seeds.start + position)
+}
+
+/// The seeds this process runs, in order (lazily).
+pub fn shard_seeds(config: &ExploreConfig) -> impl Iterator<Item = u64> + '_ {
+    (0..shard_len(config)).map_while(move |i| shard_seed(config, i))
 }
 
 enum Progress {
@@ -318,11 +344,10 @@ pub fn explore(template: &Scenario, config: &ExploreConfig) -> ExploreSummary {
 /// Explores `template` with a user-written lock (`maker` builds its factory on each worker).
 /// A panic in the lock's code is reported as that seed's error; the exploration goes on.
 pub fn explore_with_lock(template: &Scenario, config: &ExploreConfig, maker: Option<&FactoryMaker>) -> ExploreSummary {
-    let seeds = shard_seeds(config);
-    let total = seeds.len() as u64;
+    let total = shard_len(config);
     let mut summary = ExploreSummary::new(&template.name, template.lock.algorithm.name());
     let topo = topology(template);
-    let next = AtomicUsize::new(0);
+    let next = AtomicU64::new(0);
     let started = Instant::now();
     let mut progress = Progress::new(config.progress, total);
     let jobs = config.jobs.max(1);
@@ -330,7 +355,7 @@ pub fn explore_with_lock(template: &Scenario, config: &ExploreConfig, maker: Opt
         let (sender, receiver) = mpsc::channel::<SeedOutcome>();
         for _ in 0..jobs {
             let sender = sender.clone();
-            let (seeds, next, topo) = (&seeds, &next, &topo);
+            let (next, topo) = (&next, &topo);
             scope.spawn(move || {
                 // Strategies are not `Send`: each worker builds its own from the same profile.
                 let strategy = case_strategy(topo, &config.profile);
@@ -340,7 +365,7 @@ pub fn explore_with_lock(template: &Scenario, config: &ExploreConfig, maker: Opt
                         return;
                     }
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&seed) = seeds.get(i) else { return };
+                    let Some(seed) = shard_seed(config, i) else { return };
                     let outcome = explore_seed(template, &strategy, seed, config.determinism_per_10k, factory.as_ref());
                     if sender.send(outcome).is_err() {
                         return;

@@ -89,6 +89,20 @@ pub fn shrink(
     checker: &str,
     max_runs: usize,
 ) -> Option<Counterexample> {
+    shrink_until(template, profile, seed, checker, max_runs, None)
+}
+
+/// [`shrink`], starting no run after `deadline` (wall time): the best case found by then is the
+/// counterexample.
+pub fn shrink_until(
+    template: &Scenario,
+    profile: &FaultProfile,
+    seed: u64,
+    checker: &str,
+    max_runs: usize,
+    deadline: Option<std::time::Instant>,
+) -> Option<Counterexample> {
+    let left = |runs: usize| runs < max_runs && deadline.is_none_or(|d| std::time::Instant::now() < d);
     let strategy = case_strategy(&topology(template), profile);
     let mut tree = case_tree(seed, &strategy);
     let mut runs = 0;
@@ -97,7 +111,7 @@ pub fn shrink(
     let mut best_run = fails(template, &best, seed, checker, &mut runs)?;
     // proptest's shrinking: simplify while it still fails, complicate back when it passes.
     if tree.simplify() {
-        while runs < max_runs {
+        while left(runs) {
             let candidate = tree.current();
             // A flat-mapped tree may regenerate its inner value when the outer one shrinks; a
             // candidate that is not smaller counts as passing, so the search moves on.
@@ -118,9 +132,12 @@ pub fn shrink(
     }
     // Greedy: drop single faults, then clients, while it still fails.
     let mut changed = true;
-    while changed && runs < max_runs {
+    while changed && left(runs) {
         changed = false;
         for i in (0..best.faults.len()).rev() {
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                break;
+            }
             let mut candidate = best.clone();
             candidate.faults.remove(i);
             if let Some(run) = fails(template, &candidate, seed, checker, &mut runs) {
@@ -129,7 +146,7 @@ pub fn shrink(
                 changed = true;
             }
         }
-        while best.clients > 1 && runs < max_runs {
+        while best.clients > 1 && left(runs) {
             let candidate = ExploreCase {
                 clients: best.clients - 1,
                 ..best.clone()

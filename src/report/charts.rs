@@ -44,21 +44,26 @@ pub enum Chart<'a> {
     Exploration(&'a ExplorationReport),
 }
 
-/// Every chart of `report` with its file stem (see [`super::chart_stems`]).
+/// Every chart of `report` with its file stem (see [`super::chart_stems`], which lists the
+/// same charts in the same order).
 pub fn all(report: &Report) -> Vec<(String, Chart<'_>)> {
     let mut charts = Vec::new();
     for s in &report.scenarios {
         if let Some(t) = &s.timeline {
-            charts.push((format!("timeline-{}", s.name), Chart::Timeline(t)));
+            charts.push(Chart::Timeline(t));
         }
     }
     if let Some(sweep) = &report.ttl_sweep {
-        charts.push(("ttl-tradeoff".to_string(), Chart::TtlTradeoff(sweep)));
+        charts.push(Chart::TtlTradeoff(sweep));
     }
     for e in &report.explorations {
-        charts.push((format!("explore-{}", e.name), Chart::Exploration(e)));
+        charts.push(Chart::Exploration(e));
     }
-    charts
+    super::chart_stems(report)
+        .into_iter()
+        .map(|(stem, _)| stem)
+        .zip(charts)
+        .collect()
 }
 
 fn err<E: std::fmt::Display>(e: E) -> String {

@@ -45,8 +45,8 @@ pub fn run_text(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool
         "   {:<18} {:<8} {:<9}   explanation",
         "checker", "verdict", "expected"
     );
-    for result in &run.results {
-        let expected = scenario.expect.get(&result.checker).copied();
+    for result in run.checks() {
+        let expected = crate::run::expect::expected(&scenario.expect, &result.checker);
         let _ = writeln!(
             out,
             "   {:<18} {:<8} {:<9} {} {}",
@@ -55,6 +55,12 @@ pub fn run_text(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool
             expected.map_or("-", |e| e.name()),
             tick(run.status(scenario, &result.checker)),
             result.explanation
+        );
+    }
+    if run.is_vacuous() {
+        let _ = writeln!(
+            out,
+            "\n   No client ever got the lock: the safety verdicts above are vacuous (expect `liveness = \"invalid\"` if that is the point)."
         );
     }
     match run.safety() {
@@ -129,13 +135,37 @@ pub fn merged_text(report: &Report, parts: usize) -> String {
 
 /// What shrinking one seed gave: the counterexample (written to its file) and the command that
 /// replays it, or that the seed did not fail again on its own.
-pub fn shrunk_text(shrunk: &Shrunk) -> String {
+/// `written`: whether the counterexample was saved to its file (`--out`); when not, its TOML is
+/// printed instead.
+pub fn shrunk_text(shrunk: &Shrunk, written: bool) -> String {
     match shrunk {
         Shrunk::Found {
             counterexample, file, ..
-        } => counterexample_text(counterexample, file),
+        } if written => counterexample_text(counterexample, file),
+        Shrunk::Found {
+            counterexample, toml, ..
+        } => {
+            let mut out = counterexample_text(counterexample, Path::new(""));
+            // Drop the two lines naming a file: nothing was written.
+            out.truncate(out.rfind("  counterexample:").unwrap_or(out.len()));
+            let _ = writeln!(
+                out,
+                "  counterexample (not written: pass --out DIR to save it, then `lockstep run` it):"
+            );
+            out.push_str(toml);
+            out
+        }
         Shrunk::NotReproduced { seed, checker } => not_shrunk_text(*seed, checker),
     }
+}
+
+/// A scenario that could not run (or panicked): its error, in place of its verdicts.
+pub fn run_error_text(path: &Path, scenario: &Scenario, error: &str) -> String {
+    format!(
+        "━━ {} ({})\n   error: {error}\n   result: could not run\n",
+        scenario.name,
+        path.display()
+    )
 }
 
 /// A shrunk counterexample written to `file`, and the command that replays it.

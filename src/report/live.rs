@@ -178,6 +178,7 @@ fn write_report(
             history: run.history.clone(),
             results: run.results.clone(),
             mismatches: run.mismatches.clone(),
+            liveness: None,
         };
         let mut row = report::scenario_report(path, scenario, &as_sim, *wall_ms);
         // Names become chart file names: no spaces or slashes.

@@ -20,18 +20,21 @@ pub enum Merged {
     Summaries(Box<ExploreSummary>),
 }
 
-/// Whether `text` is a lockstep report (its `format` field says so).
-fn is_report(text: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(text)
-        .ok()
-        .and_then(|v| v.get("format").and_then(|f| f.as_str()).map(|f| f == FORMAT))
-        .unwrap_or(false)
+/// Whether `value` is a lockstep report (its `format` field says so).
+fn is_report(value: &serde_json::Value) -> bool {
+    value.get("format").and_then(|f| f.as_str()) == Some(FORMAT)
 }
 
 /// Merges `texts` (file, content): all reports or all summaries. `report_dir`, when given,
-/// must be a writable directory (checked first) and needs reports. Errors say which file and why.
+/// must be a writable directory (checked first) and needs reports. Errors say which file and why
+/// (a file that is not JSON at all says so, with the position).
 pub fn merge_texts(texts: &[(PathBuf, String)], report_dir: Option<&Path>) -> Result<Merged, String> {
-    let reports = texts.iter().filter(|(_, t)| is_report(t)).count();
+    let mut reports = 0;
+    for (file, text) in texts {
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| format!("{}:{}:{}: not valid JSON: {e}", file.display(), e.line(), e.column()))?;
+        reports += usize::from(is_report(&value));
+    }
     if reports == texts.len() {
         if let Some(dir) = report_dir {
             prepare_out(dir)?;

@@ -121,6 +121,10 @@ pub struct Report {
     pub schema_version: u32,
     /// The program that wrote it.
     pub tool: Tool,
+    /// The identity of the run: SHA-256 of its inputs (each scenario file's path and content)
+    /// and options; the same in every shard of one run. `None` in reports of older builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     /// The shard this report covers; `None` for a whole run or a merge.
     pub shard: Option<ShardInfo>,
     /// How many shard reports were merged into this one (0: not a merge).
@@ -329,9 +333,8 @@ pub(crate) fn shell_word(word: &str) -> String {
 /// The report of one scenario run.
 pub fn scenario_report(file: &Path, scenario: &Scenario, run: &ScenarioRun, wall_ms: f64) -> ScenarioReport {
     let checks: Vec<CheckReport> = run
-        .results
-        .iter()
-        .map(|r| check_report(r, scenario.expected(&r.checker)))
+        .checks()
+        .map(|r| check_report(r, expect::expected(&scenario.expect, &r.checker)))
         .collect();
     // The history is read once, for the liveness figures and the timeline.
     let history = OpHistory::new(&run.history);
@@ -541,6 +544,7 @@ impl Report {
             format: FORMAT.to_string(),
             schema_version: SCHEMA_VERSION,
             tool: Tool::current(),
+            run_id: None,
             shard,
             merged_from: 0,
             ok: true,
@@ -578,18 +582,14 @@ impl Report {
         self.totals = t;
     }
 
-    /// How the gate came out: held when every expectation held, a run failure when a scenario
-    /// could not run, unexpected otherwise.
+    /// How the gate came out: held when every expectation held, unexpected otherwise (a
+    /// scenario that could not run, or panicked, is a failed row: the gate goes on and fails).
     pub fn outcome(&self) -> Outcome {
-        if self.scenarios.iter().any(|s| s.status == Status::Error) {
-            Outcome::RunFailed
-        } else {
-            Outcome::held_if(self.ok)
-        }
+        Outcome::held_if(self.ok)
     }
 
     /// The exit code of `lockstep ci` / `lockstep merge` for this report: 0 when every
-    /// expectation held, 2 when a scenario could not run (bad input), 1 otherwise.
+    /// expectation held, 1 otherwise (a scenario in error included).
     pub fn exit_code(&self) -> u8 {
         self.outcome().exit_code()
     }
@@ -601,6 +601,7 @@ impl Report {
             index: s.index,
             count: s.count,
         }));
+        report.run_id = Some(ci.run_id.clone());
         report.scenarios = ci.scenarios.iter().map(ScenarioReport::of).collect();
         report.explorations = ci.explorations.iter().map(ExplorationReport::of).collect();
         report.ttl_sweep = ci.ttl_sweep.clone();
@@ -630,8 +631,45 @@ impl Report {
             }
             None => return Err(format!("{origin}: field `schema_version`: missing or not an integer")),
         }
-        serde_json::from_value(value)
-            .map_err(|e| format!("{origin}: does not match report schema {SCHEMA_VERSION}: {e}"))
+        let report: Report = serde_json::from_value(value)
+            .map_err(|e| format!("{origin}: does not match report schema {SCHEMA_VERSION}: {e}"))?;
+        report.validate().map_err(|e| format!("{origin}: {e}"))?;
+        Ok(report)
+    }
+
+    /// Checks what the schema says beyond the JSON types: scenario and exploration names are
+    /// `[a-z0-9-]+` (at most [`NAME_MAX`] bytes: they name chart files), shards are `1 ≤ K ≤ N`.
+    /// A report read from a file is data, never a path: this is checked before anything is built
+    /// from it.
+    pub fn validate(&self) -> Result<(), String> {
+        let names = self
+            .scenarios
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (format!("scenarios[{i}].name"), &s.name))
+            .chain(
+                self.explorations
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| (format!("explorations[{i}].name"), &e.name)),
+            );
+        for (field, name) in names {
+            if !is_valid_name(name) {
+                return Err(format!(
+                    "field `{field}`: {name:?} is not a scenario name (1 to {NAME_MAX} of a-z, 0-9 and `-`)"
+                ));
+            }
+        }
+        let shards = self
+            .shard
+            .iter()
+            .chain(self.explorations.iter().flat_map(|e| e.shards.iter().flatten()));
+        for shard in shards {
+            if shard.count == 0 || shard.index == 0 || shard.index > shard.count {
+                return Err(format!("shard {}/{}: need 1 <= K <= N", shard.index, shard.count));
+            }
+        }
+        Ok(())
     }
 
     /// The report as pretty JSON.
@@ -649,8 +687,29 @@ impl Report {
         };
         let mut merged = Report::new(None);
         merged.tool = first.tool.clone();
+        merged.run_id = first.run_id.clone();
         let mut seen_shards: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+        let mut seen: Vec<(&str, Option<ShardInfo>)> = Vec::new();
         for (origin, part) in parts {
+            if part.run_id != first.run_id {
+                return Err(format!(
+                    "{origin}: a report of another run than {first_origin} (run_id {} vs {}): merge only the shards of one `lockstep ci` run",
+                    part.run_id.as_deref().unwrap_or("none"),
+                    first.run_id.as_deref().unwrap_or("none")
+                ));
+            }
+            let shard = part.shard;
+            if let Some((other, _)) = seen.iter().find(|(_, s)| shard.is_none() || *s == shard || s.is_none()) {
+                return Err(match shard {
+                    Some(s) if parts.iter().all(|(_, p)| p.shard.is_some()) => {
+                        format!("{origin}: shard {}/{} is also in {other}: each shard is needed once", s.index, s.count)
+                    }
+                    _ => format!(
+                        "{origin} and {other} both cover the whole run (not one shard of it): merging them would count it twice"
+                    ),
+                });
+            }
+            seen.push((origin.as_str(), shard));
             if part.tool != first.tool {
                 return Err(format!(
                     "{origin}: written by {} {}, but {first_origin} by {} {}",
@@ -741,24 +800,36 @@ impl Report {
     }
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file beside it, then a rename. Creates the
-/// directory if needed. The one atomic write: the report's files, and the CLI's summaries and
-/// counterexamples.
+/// Writes `bytes` to `path` atomically: a uniquely named temporary file beside it (created
+/// exclusively, so no file or symlink of the user's is ever followed or truncated), synced, then
+/// renamed over `path` (a symlink at `path` is replaced, its target left alone). Creates the
+/// directory if needed. The one atomic write: the CLI's summaries and counterexamples.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    use std::io::Write;
+    let dir = parent_dir(path);
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let name = path
         .file_name()
         .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot write {}: {e}", path.display())
-    })
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    // On failure the temporary file is removed when dropped.
+    tmp.persist(path)
+        .map_err(|e| format!("cannot write {}: {}", path.display(), e.error))?;
+    Ok(())
+}
+
+/// The directory `path` is in (`.` for a bare file name).
+fn parent_dir(path: &Path) -> &Path {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
 }
 
 /// Writes `value` as pretty JSON to `path`, atomically (summaries, merged results).
@@ -768,62 +839,228 @@ pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), String> {
     write_atomic(path, json.as_bytes())
 }
 
-/// Makes sure `out` is a directory we can write into (creating it), before anything runs.
-pub fn prepare_out(out: &Path) -> Result<(), String> {
-    if out.exists() && !out.is_dir() {
-        return Err(format!(
-            "report directory {}: exists and is not a directory",
-            out.display()
-        ));
+/// Checks, before anything runs, that a file can be written atomically at `path`: its
+/// directory exists (or can be created) and takes a new file, and `path` is not a directory.
+pub fn check_writable_file(path: &Path) -> Result<(), String> {
+    if path.is_dir() {
+        return Err(format!("{}: is a directory", path.display()));
     }
-    std::fs::create_dir_all(out.join("charts"))
-        .map_err(|e| format!("report directory {}: cannot create it: {e}", out.display()))?;
-    let probe = out.join(format!(".lockstep-write-probe.{}", std::process::id()));
-    std::fs::write(&probe, b"probe").map_err(|e| format!("report directory {}: not writable: {e}", out.display()))?;
-    std::fs::remove_file(&probe)
-        .map_err(|e| format!("report directory {}: cannot remove a probe file: {e}", out.display()))?;
-    Ok(())
+    let dir = parent_dir(path);
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create {}: {e}", path.display(), dir.display()))?;
+    tempfile::Builder::new()
+        .prefix(".lockstep-probe.")
+        .tempfile_in(dir)
+        .map(drop)
+        .map_err(|e| format!("{}: cannot write in {}: {e}", path.display(), dir.display()))
 }
 
-/// The chart files of a report, relative to its directory: `(stem, title)`; each exists as
-/// `charts/{stem}.svg` and `charts/{stem}.png`.
-pub fn chart_stems(report: &Report) -> Vec<(String, String)> {
-    let mut stems = Vec::new();
-    for s in &report.scenarios {
-        if s.timeline.is_some() {
-            stems.push((format!("timeline-{}", s.name), format!("Timeline: {}", s.name)));
+/// Makes sure a report can be written to `out`, before anything runs: `out` is a directory of
+/// an earlier report (it has a `report.json`), an empty directory, or does not exist yet; and
+/// its parent takes a new directory (the report is built beside `out`, then swapped in).
+pub fn prepare_out(out: &Path) -> Result<(), String> {
+    let bad = |m: String| format!("report directory {}: {m}", out.display());
+    if out.exists() || out.is_symlink() {
+        if !out.is_dir() {
+            return Err(bad("exists and is not a directory".to_string()));
+        }
+        let mut entries = std::fs::read_dir(out).map_err(|e| bad(format!("cannot read it: {e}")))?;
+        if entries.next().is_some() && !out.join("report.json").is_file() {
+            return Err(bad(
+                "exists, is not empty and holds no report.json: not replacing a directory that is not a lockstep report"
+                    .to_string(),
+            ));
         }
     }
-    if report.ttl_sweep.is_some() {
-        stems.push(("ttl-tradeoff".to_string(), "The TTL trade-off".to_string()));
-    }
-    for e in &report.explorations {
-        stems.push((format!("explore-{}", e.name), format!("Exploration: {}", e.name)));
-    }
-    stems
+    let parent = parent_dir(out);
+    std::fs::create_dir_all(parent).map_err(|e| bad(format!("cannot create {}: {e}", parent.display())))?;
+    tempfile::Builder::new()
+        .prefix(".lockstep-probe.")
+        .tempdir_in(parent)
+        .map(drop)
+        .map_err(|e| bad(format!("cannot write in {}: {e}", parent.display())))
 }
 
-/// Writes the whole report directory: `report.json`, `summary.md`, `junit.xml`, the charts (SVG
-/// and PNG) and `index.html`, each atomically. Returns the paths written.
+/// Writes the whole report directory — `report.json`, `summary.md`, `junit.xml`, the charts
+/// (SVG and PNG) and `index.html` — consistent as a whole: everything is built in a new,
+/// uniquely named directory beside `out`, synced, then swapped in (the old `out` renamed
+/// away, the new one renamed into place, the old one removed). A reader sees the old report or
+/// the new one, never a mix; charts of scenarios no longer in the report disappear; on an error
+/// nothing of `out` has changed and no temporary file survives. Returns the paths written.
 pub fn write_report(report: &Report, out: &Path) -> Result<Vec<PathBuf>, String> {
     prepare_out(out)?;
+    let parent = parent_dir(out);
+    let base = out
+        .file_name()
+        .map_or_else(|| "report".into(), |n| n.to_string_lossy().into_owned());
+    let staging = tempfile::Builder::new()
+        .prefix(&format!(".{base}.new."))
+        .tempdir_in(parent)
+        .map_err(|e| {
+            format!(
+                "report directory {}: cannot create a directory beside it: {e}",
+                out.display()
+            )
+        })?;
+    let files = build_report_dir(report, staging.path())?;
+    let old = swap_in(staging, out)?;
+    if let Some(old) = old {
+        // The new report is in place; failing to remove the old one only leaves a hidden directory.
+        let _ = std::fs::remove_dir_all(old);
+    }
+    Ok(files.iter().map(|rel| out.join(rel)).collect())
+}
+
+/// Writes every file of the report into `dir` (synced); returns their paths relative to it.
+fn build_report_dir(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, String> {
     let mut written = Vec::new();
     let mut put = |rel: &str, bytes: &[u8]| -> Result<(), String> {
-        let path = out.join(rel);
-        write_atomic(&path, bytes)?;
-        written.push(path);
+        let path = dir.join(rel);
+        let write = || -> std::io::Result<()> {
+            use std::io::Write;
+            let mut file = std::fs::File::create(&path)?;
+            file.write_all(bytes)?;
+            file.sync_all()
+        };
+        write().map_err(|e| format!("cannot write {rel}: {e}"))?;
+        written.push(PathBuf::from(rel));
         Ok(())
     };
     put("report.json", report.to_json().as_bytes())?;
     put("summary.md", markdown::summary(report).as_bytes())?;
     put("junit.xml", junit::junit_xml(report)?.as_bytes())?;
+    std::fs::create_dir(dir.join("charts")).map_err(|e| format!("cannot create charts/: {e}"))?;
     let mut svgs = BTreeMap::new();
     for (stem, chart) in charts::all(report) {
+        // Stems are slugs (see `chart_stems`); checked again here, as nothing may land outside.
+        if !is_valid_name(&stem) {
+            return Err(format!("chart name {stem:?} is not a file name"));
+        }
         let svg = chart.svg()?;
         put(&format!("charts/{stem}.svg"), svg.as_bytes())?;
         put(&format!("charts/{stem}.png"), &chart.png()?)?;
         svgs.insert(stem, svg);
     }
     put("index.html", html::index(report, &svgs).as_bytes())?;
+    for d in [dir.join("charts"), dir.to_path_buf()] {
+        sync_dir(&d);
+    }
     Ok(written)
+}
+
+/// Syncs a directory's entries to disk (best effort: not every platform can open a directory).
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Puts `staging` in place of `out`. Returns the old report's directory (renamed away), to be
+/// removed by the caller. On an error `out` is as it was and `staging` is removed.
+fn swap_in(staging: tempfile::TempDir, out: &Path) -> Result<Option<PathBuf>, String> {
+    let parent = parent_dir(out);
+    let fail = |e: std::io::Error| {
+        format!(
+            "report directory {}: cannot put the new report in place: {e}",
+            out.display()
+        )
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // A temporary directory is private (0700); a report directory is as readable as any.
+        std::fs::set_permissions(staging.path(), std::fs::Permissions::from_mode(0o755)).map_err(fail)?;
+    }
+    let old = if out.exists() {
+        // An empty directory with a unique name, that the old report replaces (rename(2) may
+        // replace an empty directory).
+        let base = out
+            .file_name()
+            .map_or_else(|| "report".into(), |n| n.to_string_lossy().into_owned());
+        let old = tempfile::Builder::new()
+            .prefix(&format!(".{base}.old."))
+            .tempdir_in(parent)
+            .map_err(fail)?
+            .keep();
+        if let Err(e) = std::fs::rename(out, &old) {
+            let _ = std::fs::remove_dir(&old);
+            return Err(fail(e));
+        }
+        Some(old)
+    } else {
+        None
+    };
+    if let Err(e) = std::fs::rename(staging.path(), out) {
+        if let Some(old) = &old {
+            let _ = std::fs::rename(old, out);
+        }
+        return Err(fail(e));
+    }
+    // The staging directory is now `out`: do not let its guard remove it.
+    let _ = staging.keep();
+    sync_dir(parent);
+    Ok(old)
+}
+
+/// The longest scenario name a report may carry (names become chart file names).
+pub const NAME_MAX: usize = 100;
+
+/// Whether `name` is a scenario name as the schema defines it: 1 to [`NAME_MAX`] bytes of
+/// `a-z`, `0-9` and `-`.
+pub fn is_valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= NAME_MAX
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// A file-name slug of `name`: `a-z`, `0-9` and `-` only (anything else becomes `-`), at most
+/// [`NAME_MAX`] bytes, never empty. A valid name is its own slug.
+pub fn slug(name: &str) -> String {
+    let mut slug: String = name
+        .chars()
+        .map(|c| {
+            let c = c.to_ascii_lowercase();
+            if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(NAME_MAX)
+        .collect();
+    if slug.is_empty() {
+        slug.push('x');
+    }
+    slug
+}
+
+/// The chart files of a report, relative to its directory: `(stem, title)`; each exists as
+/// `charts/{stem}.svg` and `charts/{stem}.png`. Stems are slugs ([`slug`]), made unique by a
+/// numeric suffix: no stem is a path, and no two charts share a file.
+pub fn chart_stems(report: &Report) -> Vec<(String, String)> {
+    let mut stems = Vec::new();
+    for s in &report.scenarios {
+        if s.timeline.is_some() {
+            stems.push((format!("timeline-{}", slug(&s.name)), format!("Timeline: {}", s.name)));
+        }
+    }
+    if report.ttl_sweep.is_some() {
+        stems.push(("ttl-tradeoff".to_string(), "The TTL trade-off".to_string()));
+    }
+    for e in &report.explorations {
+        stems.push((format!("explore-{}", slug(&e.name)), format!("Exploration: {}", e.name)));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (stem, _) in &mut stems {
+        if !seen.insert(stem.clone()) {
+            let mut n = 2;
+            while seen.contains(&format!("{stem}-{n}")) {
+                n += 1;
+            }
+            *stem = format!("{stem}-{n}");
+            seen.insert(stem.clone());
+        }
+    }
+    stems
 }

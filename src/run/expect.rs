@@ -10,7 +10,7 @@
 
 use crate::checker::{CheckResult, Verdict};
 use crate::explore::summary::ExploreSummary;
-use crate::scenario::ExploreExpect;
+use crate::scenario::{ExploreExpect, LIVENESS};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -127,13 +127,48 @@ pub fn mismatches(expect: &BTreeMap<String, Verdict>, results: &[CheckResult]) -
         .collect()
 }
 
+/// What `expect` says of `checker`: its entry, and for [`LIVENESS`] `valid` when the file says
+/// nothing (a vacuous run is never a silent pass).
+pub fn expected(expect: &BTreeMap<String, Verdict>, checker: &str) -> Option<Verdict> {
+    expect
+        .get(checker)
+        .copied()
+        .or((checker == LIVENESS).then_some(Verdict::Valid))
+}
+
+/// The liveness verdict of a run, as a check: `Some` when clients wanted the lock and nobody got
+/// it (invalid: the run is vacuous), or when `expect` names `liveness` (so it is judged).
+/// `acquires` counts the grants, `waiting` the acquire episodes that never got one.
+pub fn liveness_check(expect: &BTreeMap<String, Verdict>, acquires: u64, waiting: u64) -> Option<CheckResult> {
+    let vacuous = acquires == 0 && waiting > 0;
+    if !vacuous && !expect.contains_key(LIVENESS) {
+        return None;
+    }
+    let explanation = if vacuous {
+        format!(
+            "{waiting} client{} wanted the lock and nobody ever got it: the safety verdicts are vacuous",
+            if waiting == 1 { "" } else { "s" }
+        )
+    } else if acquires == 0 {
+        "nobody asked for the lock".to_string()
+    } else {
+        format!("{acquires} grant{}", if acquires == 1 { "" } else { "s" })
+    };
+    Some(CheckResult {
+        checker: LIVENESS.to_string(),
+        verdict: match (vacuous, acquires) {
+            (true, _) => Verdict::Invalid,
+            (false, 0) => Verdict::Unknown,
+            (false, _) => Verdict::Valid,
+        },
+        explanation,
+        witness: Vec::new(),
+    })
+}
+
 /// The status of a scenario run: the worst of its checks against `expect`.
 pub fn run_status(expect: &BTreeMap<String, Verdict>, results: &[CheckResult]) -> Status {
-    Status::worst(
-        results
-            .iter()
-            .map(|r| verdict(expect.get(&r.checker).copied(), r.verdict)),
-    )
+    Status::worst(results.iter().map(|r| verdict(expected(expect, &r.checker), r.verdict)))
 }
 
 /// One checker over an exploration: `invalid_seeds` against the expectation. A shard that

@@ -50,6 +50,8 @@ pub struct ExplorationOutcome {
 /// Everything the gate ran, in input order.
 #[derive(Debug, Clone)]
 pub struct CiRun {
+    /// The run's identity: a digest of its inputs and options (see `crate::app::ci::run_identity`).
+    pub run_id: String,
     /// The shard this run covers.
     pub shard: Option<Shard>,
     /// The scenario runs of this shard.

@@ -58,6 +58,9 @@ pub struct ScenarioRun {
     pub results: Vec<CheckResult>,
     /// Expectations that did not hold.
     pub mismatches: Vec<Mismatch>,
+    /// The liveness verdict ([`expect::liveness_check`]): present when the run is vacuous
+    /// (clients wanted the lock, nobody got it) or the scenario expects one.
+    pub liveness: Option<CheckResult>,
 }
 
 impl ScenarioRun {
@@ -71,6 +74,16 @@ impl ScenarioRun {
         self.results.iter().find(|r| r.checker == checker)
     }
 
+    /// Every check of the run: the checkers' results, then the liveness verdict when present.
+    pub fn checks(&self) -> impl Iterator<Item = &CheckResult> {
+        self.results.iter().chain(self.liveness.as_ref())
+    }
+
+    /// Whether no client ever got the lock it wanted (every safety verdict is vacuous).
+    pub fn is_vacuous(&self) -> bool {
+        self.liveness.as_ref().is_some_and(|l| l.verdict == Verdict::Invalid)
+    }
+
     /// Whether every expectation held.
     pub fn as_expected(&self) -> bool {
         self.mismatches.is_empty()
@@ -78,8 +91,8 @@ impl ScenarioRun {
 
     /// How `checker`'s verdict compares with what `scenario` expects of it.
     pub fn status(&self, scenario: &Scenario, checker: &str) -> Status {
-        match self.verdict(checker) {
-            Some(actual) => expect::verdict(scenario.expect.get(checker).copied(), actual),
+        match self.checks().find(|r| r.checker == checker).map(|r| r.verdict) {
+            Some(actual) => expect::verdict(expect::expected(&scenario.expect, checker), actual),
             None => Status::Unchecked,
         }
     }
@@ -165,9 +178,27 @@ pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactor
     }
     let end = world.run(&scenario.faults)?;
     let history = world.history();
-    let results: Vec<CheckResult> = checker::check_all(&OpHistory::new(&history));
-    let mismatches = expect::mismatches(&scenario.expect, &results);
+    let ops = OpHistory::new(&history);
+    let results: Vec<CheckResult> = checker::check_all(&ops);
+    let mut mismatches = expect::mismatches(&scenario.expect, &results);
+    let live = crate::liveness::of(&ops);
+    let liveness = expect::liveness_check(
+        &scenario.expect,
+        live.acquire_latencies_ms.len() as u64,
+        live.acquires_abandoned,
+    );
+    if let Some(check) = &liveness {
+        let expected = expect::expected(&scenario.expect, &check.checker).unwrap_or(Verdict::Valid);
+        if expected != check.verdict {
+            mismatches.push(Mismatch {
+                checker: check.checker.clone(),
+                expected,
+                actual: check.verdict,
+            });
+        }
+    }
     Ok(ScenarioRun {
+        liveness,
         name: scenario.name.clone(),
         seed: used_seed,
         end,

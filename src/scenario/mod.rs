@@ -20,7 +20,7 @@
 //!
 //! # Format reference
 //!
-//! Unknown keys are errors everywhere. Durations are whole milliseconds of *true* (simulated)
+//! A file is at most 1 MiB, and must be a regular file. Unknown keys are errors everywhere. Durations are whole milliseconds of *true* (simulated)
 //! time unless said otherwise.
 //!
 //! ## Top level
@@ -30,8 +30,8 @@
 //! | `name`        | string  | required | `[a-z0-9-]+`; the scenario's name in reports |
 //! | `description` | string  | required | what the scenario shows (not blank) |
 //! | `seed`        | integer | `0`     | the one seed of the run; a decimal string (`"18446744073709551615"`) is accepted for seeds above 2^63 − 1 |
-//! | `duration_ms` | integer | `60000` | when the run stops if the clients have not finished; ≥ 1 |
-//! | `tick_ms`     | integer | `1`     | the scheduler's step; ≥ 1 |
+//! | `duration_ms` | integer | `60000` | when the run stops if the clients have not finished; 1 ≤ value ≤ 86400000 (one day) |
+//! | `tick_ms`     | integer | `1`     | the scheduler's step; 1 ≤ value ≤ 60000 and ≤ `duration_ms` |
 //!
 //! ## `[network]` (optional)
 //!
@@ -85,7 +85,7 @@
 //! |--------------------------|---------|----------------|---------|
 //! | `algorithm`              | string  | required       | `naive`, `token-release`, `watchdog`, `redlock` or `script` (see [The script lock](#the-script-lock)) |
 //! | `key`                    | string  | `"lock"`       | the Redis key of the lock (not empty) |
-//! | `ttl_ms`                 | integer | `10000`        | the lock's time to live; > 0 |
+//! | `ttl_ms`                 | integer | `10000`        | the lock's time to live; 1 ≤ value ≤ 86400000 (one day) |
 //! | `fencing`                | string  | `"none"`       | `none`, or `incr`: take a fencing token with `INCR` on `fencing_master` |
 //! | `fencing_master`         | string  | first master   | must name a master |
 //! | `request_timeout_ms`     | integer | `50`           | per-request timeout of the client; ≥ 1 |
@@ -210,6 +210,9 @@
 //!
 //! The expected verdict of each checker, `valid`, `invalid` or `unknown`. Keys: the checkers of
 //! [`CHECKERS`] (`mutual-exclusion`, `stale-write`, `lost-update`, `token-order`); all optional.
+//! And `liveness`: a run in which clients wanted the lock and nobody ever got it is a vacuous
+//! run (every safety checker trivially holds); it fails unless the file says
+//! `liveness = "invalid"` (the default expectation is `valid`).
 //!
 //! ## `[explore]` (optional)
 //!
@@ -280,7 +283,7 @@ mod write;
 pub use crate::model::scenario::{ClientSpec, NetworkSpec, NodeSpec, Scenario, WorkMs, WorkloadSpec, RESOURCE_NODE};
 pub use crate::model::{
     Algorithm, AlgorithmSpec, ClockKind, ExploreExpect, ExploreSpec, Fencing, LockSpec, RedlockSpec, WatchdogSpec,
-    CHECKERS, DEFAULT_EXPLORE_SEEDS, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS,
+    CHECKERS, DEFAULT_EXPLORE_SEEDS, LIVENESS, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS,
 };
 pub use script_keys::{script_lock_help, SCRIPT_LOCK_KEYS, SCRIPT_OP_KEYS};
 use std::collections::BTreeMap;
@@ -288,6 +291,47 @@ use std::path::{Path, PathBuf};
 
 /// The most masters (`topology.masters`) or clients (`topology.clients`) a file may ask for.
 pub const MAX_GENERATED_NODES: u64 = 1000;
+
+/// The largest scenario file read (1 MiB): a file is data, its size must not decide the memory
+/// a run takes.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// Reads the regular file at `path`, at most `limit` bytes. Anything else (a directory, a FIFO,
+/// a device) is refused without reading it, so nothing can block on it.
+pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read file: {e}"))?;
+    if !meta.is_file() {
+        return Err("cannot read file: not a regular file".to_string());
+    }
+    if meta.len() > limit {
+        return Err(format!(
+            "file is {} bytes, larger than the limit of {limit} bytes",
+            meta.len()
+        ));
+    }
+    // Opened without blocking: if the path was swapped for a FIFO since, the open does not wait
+    // for a writer, and the check below refuses it.
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(|e| format!("cannot read file: {e}"))?;
+    if !file.metadata().map_err(|e| format!("cannot read file: {e}"))?.is_file() {
+        return Err("cannot read file: not a regular file".to_string());
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read file: {e}"))?;
+    if bytes.len() as u64 > limit {
+        return Err(format!("file is larger than the limit of {limit} bytes"));
+    }
+    Ok(bytes)
+}
 
 /// Why a scenario file could not be loaded: where (file, line, column, dotted field) and what.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -339,7 +383,7 @@ impl Scenario {
     /// Reads and parses the scenario file at `path` (errors name the path as given).
     pub fn from_file(path: &Path) -> Result<Scenario, ScenarioError> {
         let shown = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| ScenarioError::file(&shown, format!("cannot read file: {e}")))?;
+        let bytes = read_limited(path, MAX_FILE_BYTES).map_err(|m| ScenarioError::file(&shown, m))?;
         let source = String::from_utf8(bytes)
             .map_err(|e| ScenarioError::file(&shown, format!("file is not valid UTF-8: {e}")))?;
         Scenario::from_str(&source, &shown)

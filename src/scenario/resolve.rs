@@ -21,6 +21,13 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
+/// The longest run a file may ask for (`duration_ms`): one simulated day.
+pub const MAX_DURATION_MS: u64 = 86_400_000;
+/// The coarsest scheduler step (`tick_ms`): one minute.
+pub const MAX_TICK_MS: u64 = 60_000;
+/// The longest lock TTL (`lock.ttl_ms`): one day.
+pub const MAX_TTL_MS: u64 = 86_400_000;
+
 /// Parses and validates `source`; errors name `origin`.
 pub(super) fn parse(source: &str, origin: &str) -> Result<Scenario, ScenarioError> {
     let ctx = Ctx {
@@ -193,9 +200,21 @@ impl Ctx<'_> {
         if duration_ms == 0 {
             return Err(self.err(&key("duration_ms"), "must be at least 1"));
         }
+        if duration_ms > MAX_DURATION_MS {
+            return Err(self.err(
+                &key("duration_ms"),
+                format!("{duration_ms}: must be at most {MAX_DURATION_MS} (one day)"),
+            ));
+        }
         let tick_ms = raw.tick_ms.unwrap_or(1);
         if tick_ms == 0 {
             return Err(self.err(&key("tick_ms"), "must be at least 1"));
+        }
+        if tick_ms > MAX_TICK_MS || tick_ms > duration_ms {
+            return Err(self.err(
+                &key("tick_ms"),
+                format!("{tick_ms}: must be at most {MAX_TICK_MS} and at most duration_ms ({duration_ms})"),
+            ));
         }
 
         let network = raw.network.unwrap_or_default();
@@ -236,7 +255,8 @@ impl Ctx<'_> {
 
         let mut expect = BTreeMap::new();
         for (checker, verdict) in raw.expect.unwrap_or_default() {
-            if !CHECKERS.contains(&checker.as_str()) {
+            // `liveness`: did some client get the lock it wanted (see `crate::run::expect`).
+            if !CHECKERS.contains(&checker.as_str()) && checker != crate::model::LIVENESS {
                 return Err(self.err(
                     &FieldPath::keys(&["expect", &checker]),
                     format!("unknown checker `{checker}` (checkers: {})", CHECKERS.join(", ")),
@@ -568,6 +588,12 @@ impl Ctx<'_> {
         let ttl_ms = raw.ttl_ms.unwrap_or(10_000);
         if ttl_ms == 0 {
             return Err(self.err(&path("ttl_ms"), "must be greater than 0"));
+        }
+        if ttl_ms > MAX_TTL_MS {
+            return Err(self.err(
+                &path("ttl_ms"),
+                format!("{ttl_ms}: must be at most {MAX_TTL_MS} (one day)"),
+            ));
         }
         let fencing_master = match raw.fencing_master.take() {
             Some(name) => {

@@ -258,3 +258,32 @@ impl Replication {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hash_replicates_as_del_hset_pexpireat() {
+        let b = |s: &str| Bytes::copy_from_slice(s.as_bytes());
+        let effect = Effect {
+            key: b("h"),
+            entry: Some(Entry {
+                value: Value::Hash(vec![(b("f"), b("1")), (b("g"), b("2"))]),
+                expire_at_ms: Some(5_000),
+            }),
+        };
+        let words = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            effect.commands(),
+            vec![
+                words(&["DEL", "h"]),
+                words(&["HSET", "h", "f", "1", "g", "2"]),
+                words(&["PEXPIREAT", "h", "5000"]),
+            ]
+        );
+        let mut keyspace = Keyspace::new();
+        effect.apply(&mut keyspace);
+        assert_eq!(keyspace.get(b"h"), effect.entry.as_ref());
+    }
+}

@@ -226,7 +226,7 @@ pub fn check_overrides(overrides: &Overrides) -> Result<(), AppError> {
     Ok(())
 }
 
-/// Shrinks the first `count` failing seeds of `summary`, one by one as the iterator is
+/// Shrinks the first `count` failing seeds of `summary` (`(count, runs, deadline)`), one by one as the iterator is
 /// advanced (each on its first failing checker, spending at most `runs` scenario runs, and no
 /// run started after `deadline`: `--time-limit` covers shrinking too); each counterexample's
 /// file is named in `out` (without `out`, a bare file name: the caller prints it, not writes it).
@@ -234,10 +234,8 @@ pub fn shrink_failures<'a>(
     template: &'a Scenario,
     profile: &'a FaultProfile,
     summary: &'a ExploreSummary,
-    count: usize,
-    runs: usize,
+    (count, runs, deadline): (usize, usize, Option<std::time::Instant>),
     out: Option<&'a Path>,
-    deadline: Option<std::time::Instant>,
 ) -> impl Iterator<Item = Shrunk> + 'a {
     summary.first_failing.iter().take(count).filter_map(move |failing| {
         let checker = failing.checkers.first()?;

@@ -203,7 +203,7 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         progress: !args.quiet,
     };
     let (template, config) = exploration::explore_config(&template, &overrides)?;
-    exploration::check_outputs(args.summary.as_deref(), args.out.as_deref())?;
+    lockstep::report::check_outputs(args.summary.as_deref(), args.out.as_deref()).map_err(AppError::BadInput)?;
     let summary = lockstep::explore::explore(&template, &config);
     print!("{}", summary.render());
     if let Some(path) = &args.summary {

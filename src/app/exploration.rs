@@ -76,16 +76,6 @@ pub fn template(file: Option<&Path>, standard: &StandardSettings) -> Result<Scen
     template.map_err(|e| AppError::BadInput(e.to_string()))
 }
 
-/// Checks, before exploring, that the summary file (`--summary`) and counterexamples (`--out`)
-/// can be written: an unwritable path is bad input up front, not after the exploration.
-pub fn check_outputs(summary: Option<&Path>, out: Option<&Path>) -> Result<(), AppError> {
-    let probe = out.map(|dir| dir.join("counterexample.toml"));
-    for path in summary.into_iter().chain(probe.as_deref()) {
-        crate::report::check_writable_file(path).map_err(AppError::BadInput)?;
-    }
-    Ok(())
-}
-
 /// Bad input unless the standard template's flags are in range; the message names the flag
 /// (they are checked before they are written into the template's TOML).
 pub fn check_standard(standard: &StandardSettings) -> Result<(), AppError> {

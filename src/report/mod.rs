@@ -850,6 +850,16 @@ pub fn check_writable_file(path: &Path) -> Result<(), String> {
         .map_err(|e| format!("{}: cannot write in {}: {e}", path.display(), dir.display()))
 }
 
+/// Checks, before exploring, that the summary file (`--summary`) and counterexamples (`--out`)
+/// can be written: an unwritable path is bad input up front, not after the exploration.
+pub fn check_outputs(summary: Option<&Path>, out: Option<&Path>) -> Result<(), String> {
+    let probe = out.map(|dir| dir.join("counterexample.toml"));
+    for path in summary.into_iter().chain(probe.as_deref()) {
+        check_writable_file(path)?;
+    }
+    Ok(())
+}
+
 /// Makes sure a report can be written to `out`, before anything runs: `out` is a directory of
 /// an earlier report (it has a `report.json`), an empty directory, or does not exist yet; and
 /// its parent takes a new directory (the report is built beside `out`, then swapped in).

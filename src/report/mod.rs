@@ -7,7 +7,7 @@
 //! fault profile, counts and the digest of its outcome; optionally the TTL trade-off sweep.
 //!
 //! From a report alone (no history needed, so merged shard reports render too) [`write_report`]
-//! writes the whole directory, each file atomically:
+//! writes the whole directory, built beside OUT and swapped in as a whole:
 //!
 //! ```text
 //! OUT/report.json     the report (schema below)

@@ -19,8 +19,8 @@ struct Cli {
 enum Command {
     /// Run scenario files and compare each checker's verdict with the file's expectation.
     ///
-    /// Exit code 0: every expectation held. 1: a verdict differs from its expectation.
-    /// 2: bad input (a file that cannot be read or parsed).
+    /// Exit code 0: every expectation held. 1: a verdict differs, a vacuous run, a scenario that
+    /// could not run. 2: bad input.
     Run {
         /// Scenario files (TOML).
         #[arg(required = true)]
@@ -41,14 +41,12 @@ enum Command {
     /// its expectation, and write the report (report.json, summary.md, junit.xml, charts,
     /// index.html) to the `--report` directory.
     ///
-    /// Exit code 0: every expectation held. 1: some expectation did not. 2: bad input (a file
-    /// that cannot be read or parsed, an unwritable report directory), before anything runs.
+    /// Exit code 0: every expectation held. 1: some did not. 2: bad input, before anything runs.
     Ci(CiArgs),
-    /// Merge sharded results: `report.json` files of `lockstep ci --shard` runs, or the summaries
-    /// (JSON) of sharded explorations.
+    /// Merge `report.json` files of `lockstep ci --shard` runs, or exploration summaries.
     ///
-    /// Exit code (reports): as `lockstep ci`, judged on the merged report. 2: bad input (files of
-    /// different kinds or versions, missing or repeated shards).
+    /// Exit code: as `lockstep ci`. 2: bad input (other kinds, versions or runs; shards missing
+    /// or repeated).
     Merge {
         /// `report.json` files, or summary files written by `lockstep explore --summary`.
         #[arg(required = true)]
@@ -103,15 +101,13 @@ struct ExploreArgs {
     /// Stop starting new seeds after this many wall seconds.
     #[arg(long)]
     time_limit: Option<u64>,
-    /// Fault kinds that may be generated (comma-separated; default: the file's `[explore]
-    /// kinds`, else all).
+    /// Fault kinds that may be generated (comma-separated; default: the file's, else all).
     #[arg(long, value_delimiter = ',')]
     kinds: Option<Vec<String>>,
     /// At most this many generated faults per seed (default: the file's, else 4).
     #[arg(long)]
     faults_max: Option<usize>,
-    /// Aim faults where locks break (pauses around the TTL, jumps inside validity windows);
-    /// also on when the file's `[explore]` block says `lock_aware = true`.
+    /// Aim faults where locks break (also on when the file's `[explore]` block says so).
     #[arg(long)]
     lock_aware: bool,
     /// Rerun this percentage of seeds and fail on any digest mismatch.
@@ -178,16 +174,9 @@ fn cmd_run(files: &[PathBuf], seed: Option<u64>, quiet: bool) -> Result<Outcome,
     let mut all_expected = true;
     for (path, scenario) in &scenarios {
         // One scenario that cannot run (or panics) is its error; the others still run.
-        match run::run_file(path, scenario, seed) {
-            Ok(run) => {
-                print!("{}", console::run_text(path, scenario, &run, quiet));
-                all_expected &= run.as_expected();
-            }
-            Err(e) => {
-                print!("{}", console::run_error_text(path, scenario, &e.to_string()));
-                all_expected = false;
-            }
-        }
+        let run = run::run_file(path, scenario, seed).map_err(|e| e.to_string());
+        print!("{}", console::run_result_text(path, scenario, &run, quiet));
+        all_expected &= run.is_ok_and(|run| run.as_expected());
     }
     Ok(Outcome::held_if(all_expected))
 }
@@ -214,17 +203,18 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         progress: !args.quiet,
     };
     let (template, config) = exploration::explore_config(&template, &overrides)?;
-    exploration::check_outputs(args.summary.as_deref(), args.out.as_deref())?;
+    lockstep::report::check_outputs(args.summary.as_deref(), args.out.as_deref()).map_err(AppError::BadInput)?;
     let summary = lockstep::explore::explore(&template, &config);
     print!("{}", summary.render());
     if let Some(path) = &args.summary {
         write_json(path, &summary).map_err(AppError::Io)?;
         println!("  summary written to {}", path.display());
     }
-    let (profile, shrink, out) = (&config.profile, args.shrink, args.out.as_deref());
-    let deadline = config.time_limit.map(|limit| started + limit);
-    let shrinks = exploration::shrink_failures(&template, profile, &summary, shrink, args.shrink_runs, out, deadline);
-    for shrunk in shrinks {
+    let (out, budget) = (
+        args.out.as_deref(),
+        (args.shrink, args.shrink_runs, config.time_limit.map(|t| started + t)),
+    );
+    for shrunk in exploration::shrink_failures(&template, &config.profile, &summary, budget, out) {
         if let (Shrunk::Found { file, toml, .. }, Some(_)) = (&shrunk, out) {
             write_atomic(file, toml.as_bytes()).map_err(AppError::Io)?;
         }

@@ -282,19 +282,19 @@ fn a_run_in_which_nobody_ever_gets_the_lock_is_not_a_pass() {
     std::fs::write(&file, small_scenario("never", NEVER_GRANTED)).unwrap();
     let (code, out, _) = lockstep(&["run", "--quiet", file.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("liveness") && out.contains("vacuous"), "{out}");
+    assert!(out.contains("progress") && out.contains("vacuous"), "{out}");
     let report = dir.join("report");
     let (code, out, err) = lockstep(&["ci", file.to_str().unwrap(), "--report", report.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}{err}");
     let summary = std::fs::read_to_string(report.join("summary.md")).unwrap();
-    assert!(summary.contains("liveness"), "{summary}");
+    assert!(summary.contains("progress"), "{summary}");
     // Expected, it passes.
     let expected = dir.join("expected.toml");
     std::fs::write(
         &expected,
         small_scenario(
             "expected",
-            &format!("{NEVER_GRANTED}\n[expect]\nliveness = \"invalid\"\n"),
+            &format!("{NEVER_GRANTED}\n[expect]\nprogress = \"invalid\"\n"),
         ),
     )
     .unwrap();

@@ -76,16 +76,6 @@ pub fn template(file: Option<&Path>, standard: &StandardSettings) -> Result<Scen
     template.map_err(|e| AppError::BadInput(e.to_string()))
 }
 
-/// Checks, before exploring, that the summary file (`--summary`) and counterexamples (`--out`)
-/// can be written: an unwritable path is bad input up front, not after the exploration.
-pub fn check_outputs(summary: Option<&Path>, out: Option<&Path>) -> Result<(), AppError> {
-    let probe = out.map(|dir| dir.join("counterexample.toml"));
-    for path in summary.into_iter().chain(probe.as_deref()) {
-        crate::report::check_writable_file(path).map_err(AppError::BadInput)?;
-    }
-    Ok(())
-}
-
 /// Bad input unless the standard template's flags are in range; the message names the flag
 /// (they are checked before they are written into the template's TOML).
 pub fn check_standard(standard: &StandardSettings) -> Result<(), AppError> {
@@ -226,7 +216,7 @@ pub fn check_overrides(overrides: &Overrides) -> Result<(), AppError> {
     Ok(())
 }
 
-/// Shrinks the first `count` failing seeds of `summary`, one by one as the iterator is
+/// Shrinks the first `count` failing seeds of `summary` (`(count, runs, deadline)`), one by one as the iterator is
 /// advanced (each on its first failing checker, spending at most `runs` scenario runs, and no
 /// run started after `deadline`: `--time-limit` covers shrinking too); each counterexample's
 /// file is named in `out` (without `out`, a bare file name: the caller prints it, not writes it).
@@ -234,10 +224,8 @@ pub fn shrink_failures<'a>(
     template: &'a Scenario,
     profile: &'a FaultProfile,
     summary: &'a ExploreSummary,
-    count: usize,
-    runs: usize,
+    (count, runs, deadline): (usize, usize, Option<std::time::Instant>),
     out: Option<&'a Path>,
-    deadline: Option<std::time::Instant>,
 ) -> impl Iterator<Item = Shrunk> + 'a {
     summary.first_failing.iter().take(count).filter_map(move |failing| {
         let checker = failing.checkers.first()?;

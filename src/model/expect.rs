@@ -20,10 +20,10 @@ pub const CHECKERS: &[&str] = &[
     "lease-validity",
 ];
 
-/// The `[expect]` key of the liveness verdict: `valid` when some client that wanted the lock got
+/// The `[expect]` key of the progress (liveness) verdict: `valid` when some client that wanted the lock got
 /// it (the default expectation of every scenario), `invalid` when clients wanted it and nobody
 /// ever got it — a run whose safety verdicts say nothing (a vacuous run).
-pub const LIVENESS: &str = "liveness";
+pub const LIVENESS: &str = "progress";
 
 /// Seeds an `[explore]` block runs when it does not say (`seeds`).
 pub const DEFAULT_EXPLORE_SEEDS: u64 = 100;

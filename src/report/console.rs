@@ -60,7 +60,7 @@ pub fn run_text(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool
     if run.is_vacuous() {
         let _ = writeln!(
             out,
-            "\n   No client ever got the lock: the safety verdicts above are vacuous (expect `liveness = \"invalid\"` if that is the point)."
+            "\n   No client ever got the lock: the safety verdicts above are vacuous (expect `progress = \"invalid\"` if that is the point)."
         );
     }
     match run.safety() {
@@ -156,6 +156,14 @@ pub fn shrunk_text(shrunk: &Shrunk, written: bool) -> String {
             out
         }
         Shrunk::NotReproduced { seed, checker } => not_shrunk_text(*seed, checker),
+    }
+}
+
+/// [`run_text`] of a run, or [`run_error_text`] of a scenario that could not run.
+pub fn run_result_text(path: &Path, scenario: &Scenario, run: &Result<ScenarioRun, String>, quiet: bool) -> String {
+    match run {
+        Ok(run) => run_text(path, scenario, run, quiet),
+        Err(e) => run_error_text(path, scenario, e),
     }
 }
 

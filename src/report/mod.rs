@@ -7,7 +7,7 @@
 //! fault profile, counts and the digest of its outcome; optionally the TTL trade-off sweep.
 //!
 //! From a report alone (no history needed, so merged shard reports render too) [`write_report`]
-//! writes the whole directory, each file atomically:
+//! writes the whole directory, built beside OUT and swapped in as a whole:
 //!
 //! ```text
 //! OUT/report.json     the report (schema below)
@@ -852,6 +852,16 @@ pub fn check_writable_file(path: &Path) -> Result<(), String> {
         .tempfile_in(dir)
         .map(drop)
         .map_err(|e| format!("{}: cannot write in {}: {e}", path.display(), dir.display()))
+}
+
+/// Checks, before exploring, that the summary file (`--summary`) and counterexamples (`--out`)
+/// can be written: an unwritable path is bad input up front, not after the exploration.
+pub fn check_outputs(summary: Option<&Path>, out: Option<&Path>) -> Result<(), String> {
+    let probe = out.map(|dir| dir.join("counterexample.toml"));
+    for path in summary.into_iter().chain(probe.as_deref()) {
+        check_writable_file(path)?;
+    }
+    Ok(())
 }
 
 /// Makes sure a report can be written to `out`, before anything runs: `out` is a directory of

@@ -210,9 +210,9 @@
 //!
 //! The expected verdict of each checker, `valid`, `invalid` or `unknown`. Keys: the checkers of
 //! [`CHECKERS`] (`mutual-exclusion`, `stale-write`, `lost-update`, `token-order`); all optional.
-//! And `liveness`: a run in which clients wanted the lock and nobody ever got it is a vacuous
+//! And `progress`: a run in which clients wanted the lock and nobody ever got it is a vacuous
 //! run (every safety checker trivially holds); it fails unless the file says
-//! `liveness = "invalid"` (the default expectation is `valid`).
+//! `progress = "invalid"` (the default expectation is `valid`).
 //!
 //! ## `[explore]` (optional)
 //!

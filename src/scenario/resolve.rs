@@ -255,7 +255,7 @@ impl Ctx<'_> {
 
         let mut expect = BTreeMap::new();
         for (checker, verdict) in raw.expect.unwrap_or_default() {
-            // `liveness`: did some client get the lock it wanted (see `crate::run::expect`).
+            // `progress`: did some client get the lock it wanted (see `crate::run::expect`).
             if !CHECKERS.contains(&checker.as_str()) && checker != crate::model::LIVENESS {
                 return Err(self.err(
                     &FieldPath::keys(&["expect", &checker]),

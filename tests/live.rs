@@ -415,6 +415,9 @@ fn the_rust_adapter_gives_the_simulated_verdicts_on_every_live_scenario() {
             let differs: Vec<String> = simulated
                 .results
                 .iter()
+                // A live adapter does not report the instant it computed its validity (the
+                // protocol has no such field), so lease-validity is `unknown` live by design.
+                .filter(|r| r.checker != "lease-validity")
                 .filter(|r| live.verdict(&r.checker) != Some(r.verdict))
                 .map(|r| {
                     format!(

@@ -1376,7 +1376,10 @@ const MULTI_CONN: &[(&str, &[Step])] = &[
         "BLPOP times out on the server's clock",
         &[
             Step::Send(0, "BLPOP q 0.5"),
-            Step::Sleep(200),
+            // Steps settle 100 ms each: LLEN's step ends near 350 ms, well before the 0.5 s
+            // timeout, which then falls inside the 700 ms sleep (real Redis may fire it up to
+            // 100 ms late; a step ending at the deadline made the case timing-dependent).
+            Step::Sleep(50),
             Step::Send(1, "LLEN q"),
             Step::Sleep(700),
             Step::Send(1, "RPUSH q late"),

@@ -166,89 +166,98 @@ fn parse_int<T: std::str::FromStr>(arg: &Bytes) -> Option<T> {
 /// The command handler of a resource node serving `store`.
 pub(crate) fn handler(node: Node, store: Rc<RefCell<FencedStore>>) -> Handler {
     Rc::new(move |_conn, peer, args| {
-        let name = args
-            .first()
-            .and_then(arg_str)
-            .map(|s| s.to_ascii_uppercase())
-            .unwrap_or_default();
-        match (name.as_str(), args.len()) {
-            ("FWRITE", 3 | 4) => {
-                let (Some(key), Some(value)) = (arg_str(&args[1]), parse_int::<i64>(&args[2])) else {
-                    return Reply::Error("ERR value is not an integer or out of range".into());
-                };
-                let token = match args.get(3) {
-                    None => None,
-                    Some(t) => match parse_int::<u64>(t) {
-                        Some(t) => Some(t),
-                        None => return Reply::Error("ERR token is not an integer or out of range".into()),
-                    },
-                };
-                let verdict = store.borrow_mut().write(key, value, token);
-                node.record(EventKind::ResourceWrite {
-                    client: peer.to_string(),
-                    key: key.to_string(),
-                    value,
-                    token,
-                    accepted: verdict.accepted,
-                    version: verdict.version,
-                    highest_token_before: verdict.highest_token_before,
-                });
-                if verdict.accepted {
-                    Reply::Integer(verdict.version as i64)
-                } else {
-                    Reply::Error(format!(
-                        "FENCED token {} rejected: highest accepted is {}",
-                        token.map_or("none".to_string(), |t| t.to_string()),
-                        verdict
-                            .highest_token_before
-                            .map_or("none".to_string(), |t| t.to_string())
-                    ))
-                }
-            }
-            ("FREAD", 2 | 3) => {
-                let Some(key) = arg_str(&args[1]) else {
-                    return Reply::Error("ERR invalid key".into());
-                };
-                let token = match args.get(2) {
-                    None => None,
-                    Some(t) => match parse_int::<u64>(t) {
-                        Some(t) => Some(t),
-                        None => return Reply::Error("ERR token is not an integer or out of range".into()),
-                    },
-                };
-                let highest_before = store.borrow().read(key).highest_token;
-                let read = store.borrow_mut().read_fenced(key, token);
-                let slot = read.unwrap_or_else(|| store.borrow().read(key));
-                node.record(EventKind::ResourceRead {
-                    client: peer.to_string(),
-                    key: key.to_string(),
-                    value: slot.value,
-                    version: slot.version,
-                    token,
-                    accepted: read.is_some(),
-                });
-                match read {
-                    Some(slot) => Reply::Array(Some(vec![
-                        slot.value.map_or(Reply::Bulk(None), Reply::Integer),
-                        Reply::Integer(slot.version as i64),
-                    ])),
-                    None => Reply::Error(format!(
-                        "FENCED token {} rejected: highest seen is {}",
-                        token.map_or("none".to_string(), |t| t.to_string()),
-                        highest_before.map_or("none".to_string(), |t| t.to_string())
-                    )),
-                }
-            }
-            // What redis-rs sends while connecting, and health checks.
-            ("CLIENT" | "SELECT", _) => Reply::Status("OK".into()),
-            ("PING", _) => Reply::Status("PONG".into()),
-            ("FWRITE" | "FREAD", _) => Reply::Error(format!(
-                "ERR wrong number of arguments for '{}' command",
-                name.to_ascii_lowercase()
-            )),
-            _ => Reply::Error(format!("ERR unknown command '{name}'")),
-        }
+        execute(&store, peer, args, &mut |event| {
+            node.record(event);
+        })
     })
+}
+
+/// Runs one resource command (`FWRITE key value [token]`, `FREAD key [token]`, and what
+/// redis-rs sends while connecting) from `peer` against `store`, handing each judged write or
+/// read to `record`. The simulated resource and the live one (real TCP) both serve through it.
+pub fn execute(store: &RefCell<FencedStore>, peer: &str, args: &[Bytes], record: &mut dyn FnMut(EventKind)) -> Reply {
+    let name = args
+        .first()
+        .and_then(arg_str)
+        .map(|s| s.to_ascii_uppercase())
+        .unwrap_or_default();
+    match (name.as_str(), args.len()) {
+        ("FWRITE", 3 | 4) => {
+            let (Some(key), Some(value)) = (arg_str(&args[1]), parse_int::<i64>(&args[2])) else {
+                return Reply::Error("ERR value is not an integer or out of range".into());
+            };
+            let token = match args.get(3) {
+                None => None,
+                Some(t) => match parse_int::<u64>(t) {
+                    Some(t) => Some(t),
+                    None => return Reply::Error("ERR token is not an integer or out of range".into()),
+                },
+            };
+            let verdict = store.borrow_mut().write(key, value, token);
+            record(EventKind::ResourceWrite {
+                client: peer.to_string(),
+                key: key.to_string(),
+                value,
+                token,
+                accepted: verdict.accepted,
+                version: verdict.version,
+                highest_token_before: verdict.highest_token_before,
+            });
+            if verdict.accepted {
+                Reply::Integer(verdict.version as i64)
+            } else {
+                Reply::Error(format!(
+                    "FENCED token {} rejected: highest accepted is {}",
+                    token.map_or("none".to_string(), |t| t.to_string()),
+                    verdict
+                        .highest_token_before
+                        .map_or("none".to_string(), |t| t.to_string())
+                ))
+            }
+        }
+        ("FREAD", 2 | 3) => {
+            let Some(key) = arg_str(&args[1]) else {
+                return Reply::Error("ERR invalid key".into());
+            };
+            let token = match args.get(2) {
+                None => None,
+                Some(t) => match parse_int::<u64>(t) {
+                    Some(t) => Some(t),
+                    None => return Reply::Error("ERR token is not an integer or out of range".into()),
+                },
+            };
+            let highest_before = store.borrow().read(key).highest_token;
+            let read = store.borrow_mut().read_fenced(key, token);
+            let slot = read.unwrap_or_else(|| store.borrow().read(key));
+            record(EventKind::ResourceRead {
+                client: peer.to_string(),
+                key: key.to_string(),
+                value: slot.value,
+                version: slot.version,
+                token,
+                accepted: read.is_some(),
+            });
+            match read {
+                Some(slot) => Reply::Array(Some(vec![
+                    slot.value.map_or(Reply::Bulk(None), Reply::Integer),
+                    Reply::Integer(slot.version as i64),
+                ])),
+                None => Reply::Error(format!(
+                    "FENCED token {} rejected: highest seen is {}",
+                    token.map_or("none".to_string(), |t| t.to_string()),
+                    highest_before.map_or("none".to_string(), |t| t.to_string())
+                )),
+            }
+        }
+        // What redis-rs sends while connecting, and health checks.
+        ("CLIENT" | "SELECT", _) => Reply::Status("OK".into()),
+        ("PING", _) => Reply::Status("PONG".into()),
+        ("FWRITE" | "FREAD", _) => Reply::Error(format!(
+            "ERR wrong number of arguments for '{}' command",
+            name.to_ascii_lowercase()
+        )),
+        _ => Reply::Error(format!("ERR unknown command '{name}'")),
+    }
 }
 
 /// What a client learns from a write.

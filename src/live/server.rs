@@ -382,107 +382,20 @@ impl Server {
     }
 }
 
-fn arg_str(arg: &Bytes) -> Option<&str> {
-    std::str::from_utf8(arg).ok()
-}
-
-fn parse_token(arg: Option<&Bytes>) -> Result<Option<u64>, Reply> {
-    match arg {
-        None => Ok(None),
-        Some(t) => arg_str(t)
-            .and_then(|s| s.parse().ok())
-            .map(Some)
-            .ok_or_else(|| Reply::Error("ERR token is not an integer or out of range".into())),
-    }
-}
-
-fn token_name(token: Option<u64>) -> String {
-    token.map_or("none".to_string(), |t| t.to_string())
-}
-
-/// The resource's commands (`FWRITE key value [token]`, `FREAD key [token]`), as the simulated
-/// resource serves them, with the writer named by the link it came in on.
+/// The resource's commands, served exactly as the simulated resource serves them
+/// ([`lockstep_sim::resource::execute`]), with the writer named by the link it came in on; live
+/// clients also send `INFO` and `HELLO` while connecting.
 fn resource_command(rec: &LiveRecorder, node: &str, store: &RefCell<FencedStore>, peer: &str, args: &[Bytes]) -> Reply {
     let name = args
         .first()
-        .and_then(arg_str)
+        .and_then(|a| std::str::from_utf8(a).ok())
         .map(|s| s.to_ascii_uppercase())
         .unwrap_or_default();
-    match (name.as_str(), args.len()) {
-        ("FWRITE", 3 | 4) => {
-            let (Some(key), Some(value)) = (arg_str(&args[1]), arg_str(&args[2]).and_then(|v| v.parse::<i64>().ok()))
-            else {
-                return Reply::Error("ERR value is not an integer or out of range".into());
-            };
-            let token = match parse_token(args.get(3)) {
-                Ok(t) => t,
-                Err(e) => return e,
-            };
-            let verdict = store.borrow_mut().write(key, value, token);
-            rec.record(
-                node,
-                EventKind::ResourceWrite {
-                    client: peer.to_string(),
-                    key: key.to_string(),
-                    value,
-                    token,
-                    accepted: verdict.accepted,
-                    version: verdict.version,
-                    highest_token_before: verdict.highest_token_before,
-                },
-            );
-            if verdict.accepted {
-                Reply::Integer(verdict.version as i64)
-            } else {
-                Reply::Error(format!(
-                    "FENCED token {} rejected: highest accepted is {}",
-                    token_name(token),
-                    token_name(verdict.highest_token_before)
-                ))
-            }
-        }
-        ("FREAD", 2 | 3) => {
-            let Some(key) = arg_str(&args[1]) else {
-                return Reply::Error("ERR invalid key".into());
-            };
-            let token = match parse_token(args.get(2)) {
-                Ok(t) => t,
-                Err(e) => return e,
-            };
-            let highest_before = store.borrow().read(key).highest_token;
-            let read = store.borrow_mut().read_fenced(key, token);
-            let slot = read.unwrap_or_else(|| store.borrow().read(key));
-            rec.record(
-                node,
-                EventKind::ResourceRead {
-                    client: peer.to_string(),
-                    key: key.to_string(),
-                    value: slot.value,
-                    version: slot.version,
-                    token,
-                    accepted: read.is_some(),
-                },
-            );
-            match read {
-                Some(slot) => Reply::Array(Some(vec![
-                    slot.value.map_or(Reply::Bulk(None), Reply::Integer),
-                    Reply::Integer(slot.version as i64),
-                ])),
-                None => Reply::Error(format!(
-                    "FENCED token {} rejected: highest seen is {}",
-                    token_name(token),
-                    token_name(highest_before)
-                )),
-            }
-        }
-        ("CLIENT" | "SELECT", _) => Reply::Status("OK".into()),
-        ("PING", _) => Reply::Status("PONG".into()),
-        ("INFO", _) => Reply::bulk(INFO),
-        ("HELLO", _) => Reply::Error("NOPROTO this server speaks RESP2 only".into()),
-        ("FWRITE" | "FREAD", _) => Reply::Error(format!(
-            "ERR wrong number of arguments for '{}' command",
-            name.to_ascii_lowercase()
-        )),
-        _ => Reply::Error(format!("ERR unknown command '{name}'")),
+    match name.as_str() {
+        "INFO" => Reply::bulk(INFO),
+        "HELLO" => Reply::Error("NOPROTO this server speaks RESP2 only".into()),
+        _ => lockstep_sim::resource::execute(store, peer, args, &mut |event| {
+            rec.record(node, event);
+        }),
     }
 }

@@ -25,20 +25,9 @@ pub const GENERATED_KINDS: &[&str] = &[
     "drop-reply",
 ];
 
-/// The kinds on when none are named: [`GENERATED_KINDS`] without the opt-in `drop-reply`.
-pub const DEFAULT_KINDS: &[&str] = &[
-    "pause",
-    "clock-jump",
-    "drift",
-    "partition",
-    "hold",
-    "latency",
-    "loss",
-    "crash",
-    "power-loss",
-    "failover",
-    "rolling-restart",
-];
+/// The kinds on when none are named: [`GENERATED_KINDS`] without the opt-in `drop-reply`, which
+/// is kept last there for this reason.
+pub const DEFAULT_KINDS: &[&str] = GENERATED_KINDS.split_at(GENERATED_KINDS.len() - 1).0;
 
 /// Which fault kinds may be switched on, and their upper strengths.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,5 +66,17 @@ impl Default for FaultProfile {
             loss_ppm_max: 20_000,
             lock_aware: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_kinds_are_every_generated_kind_but_drop_reply() {
+        assert_eq!(GENERATED_KINDS.last(), Some(&"drop-reply"));
+        assert_eq!(DEFAULT_KINDS.len() + 1, GENERATED_KINDS.len());
+        assert!(!DEFAULT_KINDS.contains(&"drop-reply"));
     }
 }

@@ -96,7 +96,8 @@ b = "redis-1"
 "#;
 
 /// A client that keeps reconnecting to a master it is partitioned from, for 40 simulated
-/// minutes: it exhausts turmoil's ephemeral ports, which panics inside the simulation.
+/// minutes: 240,000 failed connects. It used to exhaust turmoil's ephemeral ports (a panic
+/// inside the simulation); the link's reconnect backoff now keeps it within them.
 const PORTS: &str = r#"name = "ports"
 description = "a client retries against a master it is partitioned from"
 seed = 1
@@ -182,7 +183,7 @@ fn chart_files_are_collision_free_slugs() {
 // 2. Panics become the scenario's error; accepted input is bounded.
 
 #[test]
-fn a_scenario_that_panics_is_its_own_error_and_the_gate_goes_on() {
+fn a_client_cut_off_for_forty_minutes_runs_to_the_end_and_the_gate_goes_on() {
     let dir = temp("panic");
     let scenarios = dir.join("scenarios");
     std::fs::create_dir_all(&scenarios).unwrap();
@@ -197,7 +198,9 @@ fn a_scenario_that_panics_is_its_own_error_and_the_gate_goes_on() {
     let kleppmann = scenarios.join("kleppmann-gc-pause.toml");
     let (code, out, err) = lockstep(&["run", "--quiet", ports.to_str().unwrap(), kleppmann.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}{err}");
-    assert!(out.contains("ports exhausted"), "{out}");
+    assert!(!out.contains("panicked") && !err.contains("panicked"), "{out}{err}");
+    // Nobody ever got the lock: a liveness failure, not a silent pass and not a crash.
+    assert!(out.contains("progress is invalid"), "{out}");
     assert!(
         out.contains("kleppmann-gc-pause") && out.contains("result: as expected"),
         "{out}"
@@ -217,9 +220,10 @@ fn a_scenario_that_panics_is_its_own_error_and_the_gate_goes_on() {
     let rows = json["scenarios"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     let ports = rows.iter().find(|r| r["name"] == "ports").unwrap();
-    assert_eq!(ports["status"], "error");
-    assert!(ports["error"].as_str().unwrap().contains("ports exhausted"), "{ports}");
-    assert!(started.elapsed() < Duration::from_secs(60));
+    assert_eq!(ports["status"], "fail", "{ports}");
+    let kleppmann = rows.iter().find(|r| r["name"] == "kleppmann-gc-pause").unwrap();
+    assert_eq!(kleppmann["status"], "pass", "{kleppmann}");
+    assert!(started.elapsed() < Duration::from_secs(120));
 }
 
 #[test]

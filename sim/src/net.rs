@@ -12,11 +12,21 @@
 //! Sentinel-aware client does: before each request it checks that its connection still goes to
 //! the current master and reconnects otherwise, and a `READONLY` error reply (a demoted master)
 //! drops the connection too.
+//!
+//! **Reconnect backoff.** turmoil (0.7.2) never frees the ephemeral port of a connect that
+//! fails or is abandoned, and panics when a host has used them all. A client that keeps
+//! reconnecting to a server it is cut off from would end the simulation that way after some
+//! sixteen thousand attempts. Real clients back off instead (ioredis' `retryStrategy`,
+//! redis-py's `Retry` with exponential backoff), so after [`BACKOFF_AFTER_FAILURES`]
+//! consecutive failed connects a link waits — doubling from 100 ms up to
+//! [`BACKOFF_MAX_MS`] of true time — before it tries again; a request in the meantime fails at
+//! once, certainly not sent. The threshold is high enough that no shipped scenario reaches it,
+//! and the bound keeps a day-long partition within the ports a host has.
 
 use crate::node::Node;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, FromRedisValue, RedisConnectionInfo};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
 
@@ -83,6 +93,25 @@ struct LinkInner {
     connection: RefCell<Option<MultiplexedConnection>>,
     /// The server the connection goes to.
     connected_to: RefCell<Option<String>>,
+    /// Connects that failed since the last one that succeeded.
+    connect_failures: Cell<u32>,
+    /// True time (µs) before which no new connect is tried, once backing off.
+    next_connect_us: Cell<u64>,
+}
+
+/// Consecutive failed connects after which a link starts to back off.
+pub const BACKOFF_AFTER_FAILURES: u32 = 1_000;
+
+/// The longest wait between two connects of a backing-off link, ms of true time.
+pub const BACKOFF_MAX_MS: u64 = 30_000;
+
+/// The wait before the next connect after `failures` consecutive failures, ms (0: none).
+fn backoff_ms(failures: u32) -> u64 {
+    if failures < BACKOFF_AFTER_FAILURES {
+        return 0;
+    }
+    let doublings = (failures - BACKOFF_AFTER_FAILURES).min(16);
+    (100u64 << doublings).min(BACKOFF_MAX_MS)
 }
 
 /// A reconnecting connection from a client node to one server (a Redis master or the resource).
@@ -111,6 +140,8 @@ impl RedisLink {
                 timeouts: RefCell::new(timeouts),
                 connection: RefCell::new(None),
                 connected_to: RefCell::new(None),
+                connect_failures: Cell::new(0),
+                next_connect_us: Cell::new(0),
             }),
         }
     }
@@ -157,6 +188,13 @@ impl RedisLink {
             host: host.clone(),
             reason,
         };
+        let now_us = node.true_time_us();
+        if now_us < self.inner.next_connect_us.get() {
+            return Err(connect_error(format!(
+                "reconnect backoff after {} failed connects",
+                self.inner.connect_failures.get()
+            )));
+        }
         let timeout_ms = self.timeouts().connect_timeout_ms;
         let setup = async {
             let stream = turmoil::net::TcpStream::connect((target.as_str(), self.inner.port))
@@ -173,10 +211,26 @@ impl RedisLink {
                 .await
                 .map_err(|e| connect_error(e.to_string()))
         };
-        let (conn, driver) = node
+        let connected = node
             .timeout_local_ms(timeout_ms, setup)
             .await
-            .map_err(|e| connect_error(e.to_string()))??;
+            .map_err(|e| connect_error(e.to_string()))
+            .and_then(|setup| setup);
+        let (conn, driver) = match connected {
+            Ok(connected) => {
+                self.inner.connect_failures.set(0);
+                connected
+            }
+            Err(e) => {
+                let failures = self.inner.connect_failures.get().saturating_add(1);
+                self.inner.connect_failures.set(failures);
+                let wait_us = backoff_ms(failures).saturating_mul(1_000);
+                self.inner
+                    .next_connect_us
+                    .set(node.true_time_us().saturating_add(wait_us));
+                return Err(e);
+            }
+        };
         node.spawn(driver);
         *self.inner.connection.borrow_mut() = Some(conn.clone());
         *self.inner.connected_to.borrow_mut() = Some(target);
@@ -232,5 +286,35 @@ fn server_error_text(e: &redis::RedisError) -> String {
         (Some(code), Some(detail)) => format!("{code} {detail}"),
         (Some(code), None) => code.to_string(),
         _ => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod backoff_tests {
+    use super::*;
+
+    #[test]
+    fn backoff_starts_at_the_threshold_doubles_and_is_capped() {
+        assert_eq!(backoff_ms(0), 0);
+        assert_eq!(backoff_ms(BACKOFF_AFTER_FAILURES - 1), 0);
+        assert_eq!(backoff_ms(BACKOFF_AFTER_FAILURES), 100);
+        assert_eq!(backoff_ms(BACKOFF_AFTER_FAILURES + 1), 200);
+        assert_eq!(backoff_ms(BACKOFF_AFTER_FAILURES + 20), BACKOFF_MAX_MS);
+        assert_eq!(backoff_ms(u32::MAX), BACKOFF_MAX_MS);
+    }
+
+    #[test]
+    fn a_day_long_outage_stays_within_a_hosts_ports() {
+        // Failed connects keep their ports (turmoil 0.7.2): count the attempts one link makes
+        // in a day of failing, connecting as fast as a request every millisecond would.
+        let day_ms: u64 = 86_400_000;
+        let (mut at_ms, mut failures) = (0u64, 0u32);
+        while at_ms < day_ms {
+            failures += 1;
+            at_ms += backoff_ms(failures).max(1);
+        }
+        let ports = 65_535 - 1_024 + 1;
+        // Enough ports for sixteen such links on one host (a Redlock client with 15 masters).
+        assert!(u64::from(failures) * 16 < ports, "{failures} connects a day");
     }
 }

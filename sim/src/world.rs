@@ -171,6 +171,9 @@ impl World {
             .min_message_latency(Duration::from_millis(config.min_latency_ms))
             .max_message_latency(Duration::from_millis(config.max_latency_ms))
             .tcp_capacity(1 << 16)
+            // Every port above the privileged range: failed connects keep theirs for the rest of
+            // the run (see `net`'s reconnect backoff).
+            .ephemeral_ports(1024..=65535)
             .build();
         let time = TrueTime::new();
         let deployment = Deployment::new(time.clone(), config.lua_instruction_budget);

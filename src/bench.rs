@@ -6,12 +6,17 @@
 //! - **Scaling**: the same exploration on 1 job and on all cores.
 //! - **Scenarios per minute** on the standard exploration profile (10 simulated seconds,
 //!   5 masters, 3 clients, generated faults), all cores.
+//! - **Node scaling**: wall time per history event of one fenced token-release world (one
+//!   master, the resource, N clients, 2 simulated seconds) and of Redlock worlds with N
+//!   masters, N from 3 to 200 nodes. Flat means linear cost; the column "× smallest" shows
+//!   how far from flat it is.
 //!
 //! Wall time is read here to measure, never inside a simulation.
 
 use crate::app::AppError;
 use crate::explore::{explore, standard_template, ExploreConfig};
 use crate::run::run_scenario;
+use crate::scenario::Scenario;
 use std::time::{Duration, Instant};
 
 fn bare_turmoil(hosts: usize, sim_ms: u64, tick_ms: u64) -> anyhow::Result<()> {
@@ -89,5 +94,95 @@ fn measure(scenarios: u64, tick_ms: u64) -> anyhow::Result<String> {
         cores,
         all.throughput.sim_s_per_wall_s
     ));
+    out.push_str(&node_scaling(tick_ms)?);
     Ok(out)
+}
+
+/// The node counts of the scaling figure.
+pub const SCALING_NODES: [usize; 6] = [3, 12, 25, 50, 100, 200];
+
+/// A world of `clients` clients and `masters` masters (one client per master beyond the first
+/// is not needed: Redlock's clients talk to every master), 2 simulated seconds.
+fn scaling_world(algorithm: &str, masters: usize, clients: usize, tick_ms: u64) -> anyhow::Result<Scenario> {
+    let quorum = if algorithm == "redlock" {
+        ""
+    } else {
+        "fencing = \"incr\"\n"
+    };
+    let resource = if algorithm == "redlock" { "unfenced" } else { "fenced" };
+    let source = format!(
+        r#"
+name = "scale-{algorithm}-{masters}m-{clients}c"
+description = "bench: node scaling"
+seed = 1
+duration_ms = 2000
+tick_ms = {tick_ms}
+
+[topology]
+masters = {masters}
+clients = {clients}
+resource = "{resource}"
+
+[lock]
+algorithm = "{algorithm}"
+ttl_ms = 1000
+{quorum}
+[workload]
+until_ms = 2000
+work_ms = [5, 20]
+acquire_retry_ms = 20
+"#
+    );
+    Ok(Scenario::from_str(&source, "<bench scaling world>")?)
+}
+
+/// Wall µs per history event of one run of `scenario`, and its event count.
+fn cost_per_event(scenario: &Scenario) -> anyhow::Result<(f64, usize)> {
+    let start = Instant::now();
+    let run = run_scenario(scenario, None)?;
+    let wall_us = start.elapsed().as_secs_f64() * 1e6;
+    let events = run.history.events().len().max(1);
+    Ok((wall_us / events as f64, events))
+}
+
+/// The node-scaling figure: per-event cost as the number of nodes grows.
+fn node_scaling(tick_ms: u64) -> anyhow::Result<String> {
+    let mut out = String::from("  node scaling (wall µs per history event, 2 simulated s; flat = linear cost):\n");
+    out.push_str("    nodes  clients (1 master, fenced)        masters (Redlock, 2 clients)\n");
+    let mut first: Option<(f64, f64)> = None;
+    for nodes in SCALING_NODES {
+        let clients = cost_per_event(&scaling_world(
+            "token-release",
+            1,
+            nodes.saturating_sub(2).max(1),
+            tick_ms,
+        )?)?;
+        let masters = cost_per_event(&scaling_world("redlock", nodes.saturating_sub(3).max(1), 2, tick_ms)?)?;
+        let (c0, m0) = *first.get_or_insert((clients.0, masters.0));
+        out.push_str(&format!(
+            "    {nodes:>5}  {:>7.1} µs ({:>6} events, {:>5.1}× smallest)  {:>7.1} µs ({:>6} events, {:>5.1}× smallest)\n",
+            clients.0,
+            clients.1,
+            clients.0 / c0.max(1e-9),
+            masters.0,
+            masters.1,
+            masters.0 / m0.max(1e-9),
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_scaling_world_is_a_valid_scenario_of_the_stated_size() {
+        for nodes in SCALING_NODES {
+            let clients = scaling_world("token-release", 1, nodes - 2, 1).unwrap();
+            assert_eq!(clients.masters.len() + clients.clients.len() + 1, nodes);
+            let masters = scaling_world("redlock", nodes - 3, 2, 1).unwrap();
+            assert_eq!(masters.masters.len() + masters.clients.len() + 1, nodes);
+        }
+    }
 }

@@ -101,6 +101,14 @@ fn measure(scenarios: u64, tick_ms: u64) -> anyhow::Result<String> {
 /// The node counts of the scaling figure.
 pub const SCALING_NODES: [usize; 6] = [3, 12, 25, 50, 100, 200];
 
+/// (masters, clients) of the two worlds with `nodes` nodes (the resource is one): one master
+/// and many clients; many Redlock masters and two clients (one when there are only three nodes).
+fn scaling_shapes(nodes: usize) -> ((usize, usize), (usize, usize)) {
+    let nodes = nodes.max(3);
+    let redlock_clients = if nodes > 3 { 2 } else { 1 };
+    ((1, nodes - 2), (nodes - 1 - redlock_clients, redlock_clients))
+}
+
 /// A world of `clients` clients and `masters` masters (one client per master beyond the first
 /// is not needed: Redlock's clients talk to every master), 2 simulated seconds.
 fn scaling_world(algorithm: &str, masters: usize, clients: usize, tick_ms: u64) -> anyhow::Result<Scenario> {
@@ -179,9 +187,10 @@ mod tests {
     #[test]
     fn every_scaling_world_is_a_valid_scenario_of_the_stated_size() {
         for nodes in SCALING_NODES {
-            let clients = scaling_world("token-release", 1, nodes - 2, 1).unwrap();
+            let ((m1, c1), (m2, c2)) = scaling_shapes(nodes);
+            let clients = scaling_world("token-release", m1, c1, 1).unwrap();
             assert_eq!(clients.masters.len() + clients.clients.len() + 1, nodes);
-            let masters = scaling_world("redlock", nodes - 3, 2, 1).unwrap();
+            let masters = scaling_world("redlock", m2, c2, 1).unwrap();
             assert_eq!(masters.masters.len() + masters.clients.len() + 1, nodes);
         }
     }

@@ -159,13 +159,9 @@ fn node_scaling(tick_ms: u64) -> anyhow::Result<String> {
     out.push_str("    nodes  clients (1 master, fenced)        masters (Redlock, 2 clients)\n");
     let mut first: Option<(f64, f64)> = None;
     for nodes in SCALING_NODES {
-        let clients = cost_per_event(&scaling_world(
-            "token-release",
-            1,
-            nodes.saturating_sub(2).max(1),
-            tick_ms,
-        )?)?;
-        let masters = cost_per_event(&scaling_world("redlock", nodes.saturating_sub(3).max(1), 2, tick_ms)?)?;
+        let ((m1, c1), (m2, c2)) = scaling_shapes(nodes);
+        let clients = cost_per_event(&scaling_world("token-release", m1, c1, tick_ms)?)?;
+        let masters = cost_per_event(&scaling_world("redlock", m2, c2, tick_ms)?)?;
         let (c0, m0) = *first.get_or_insert((clients.0, masters.0));
         out.push_str(&format!(
             "    {nodes:>5}  {:>7.1} µs ({:>6} events, {:>5.1}× smallest)  {:>7.1} µs ({:>6} events, {:>5.1}× smallest)\n",

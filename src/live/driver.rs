@@ -343,11 +343,15 @@ impl Driver {
         let mut done = 0u64;
         loop {
             match self.iterations(&mut done).await {
-                Err(DriverError::Crashed) => {
-                    if !self.restart().await? {
-                        return Ok(());
+                // Killed: wait for the restart (and again if it is killed while starting).
+                Err(DriverError::Crashed) => loop {
+                    match self.restart().await {
+                        Ok(true) => break,
+                        Ok(false) => return Ok(()),
+                        Err(DriverError::Crashed) => continue,
+                        Err(e) => return Err(e),
                     }
-                }
+                },
                 other => return other,
             }
         }
@@ -372,10 +376,15 @@ impl Driver {
             clock.process_started();
         }
         self.process.respawn()?;
-        let line = self
+        let line = match self
             .process
             .recv("its hello line after the restart", self.plan.start_timeout_ms)
-            .await?;
+            .await
+        {
+            Ok(line) => line,
+            Err(_) if control.is_crashed() => return Err(DriverError::Crashed),
+            Err(e) => return Err(e.into()),
+        };
         let hello = super::protocol::parse_hello(&line).map_err(|reason| DriverError::Garbage {
             client: self.name(),
             op: "hello".into(),

@@ -163,6 +163,10 @@ impl FakeClock {
 impl Drop for FakeClock {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.file);
+        // The run's directory goes with its last clock (remove_dir fails while others remain).
+        if let Some(dir) = self.file.parent() {
+            let _ = std::fs::remove_dir(dir);
+        }
     }
 }
 

@@ -311,7 +311,10 @@ async fn start_clients(
         if needs_fake_clock(scenario, client) {
             let library = fakeclock::find()
                 .ok_or_else(|| LiveError::Unsupported(format!("{}: libfaketime is not installed", client.name)))?;
-            let dir = std::env::temp_dir().join(format!("lockstep-live-{}-clocks", std::process::id()));
+            // One directory per run: runs in parallel threads of one process must not share files.
+            static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let dir = std::env::temp_dir().join(format!("lockstep-live-{}-{run}-clocks", std::process::id()));
             let clock = fakeclock::FakeClock::new(&dir, &client.name, client.offset_ms, client.drift_ppm)
                 .map_err(|e| LiveError::Unsupported(format!("{}: cannot write its clock file: {e}", client.name)))?;
             env.extend(clock.env(&library));

@@ -47,6 +47,13 @@ pub fn of(history: &OpHistory<'_>) -> Liveness {
     for step in history.steps() {
         let at_us = step.event.at_us;
         account(at_us, holding.len(), waiting_since.len(), &mut out);
+        // A live run's crash (or restart) of a client kills its process: it holds nothing more.
+        if let crate::history::StepKind::Fault(
+            lockstep_sim::Fault::Crash { node } | lockstep_sim::Fault::Restart { node },
+        ) = &step.kind
+        {
+            holding.remove(node.as_str());
+        }
         let Some(op) = step.op() else { continue };
         let process = step.node();
         match (op.op, op.phase) {

@@ -8,7 +8,8 @@
 //!
 //! The other tests use tiny shell adapters and need nothing installed: a command that does not
 //! start, an adapter that answers garbage or nothing, a port in use, a fault that cannot run live,
-//! loopback-only listeners, and no process left behind.
+//! loopback-only listeners, no process left behind, and a client crashed and restarted. Client
+//! clock faults need libfaketime (skipped without it).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -306,13 +307,40 @@ fn a_port_in_use_is_a_clear_error() {
 #[test]
 fn a_fault_that_cannot_run_live_is_refused_before_anything_starts() {
     let dir = temp_dir("refused");
+    // Drift on a client needs libfaketime too: refused when it is not there.
     let drift = tiny_scenario(
         &dir,
         "[[fault]]\nat_ms = 100\nkind = \"drift\"\nnode = \"client-1\"\ndrift_ppm = 1000\n",
     );
-    let (code, out, err) = lockstep(&["live", drift.to_str().unwrap(), "--client", "true"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(["live", drift.to_str().unwrap(), "--client", "true"])
+        .env("LOCKSTEP_LIBFAKETIME", "/nonexistent/libfaketime.so.1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("drift") && err.contains("client-1") && err.contains("libfaketime"),
+        "{err}"
+    );
+    // So does a client's drift_ppm.
+    let skewed = tiny_scenario(&dir, "drift_ppm = 500\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(["live", skewed.to_str().unwrap(), "--client", "true"])
+        .env("LOCKSTEP_LIBFAKETIME", "/nonexistent/libfaketime.so.1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("drift_ppm = 500") && err.contains("libfaketime"), "{err}");
+    // A power loss is a server's fault, live too: the scenario names the field.
+    let power = tiny_scenario(
+        &dir,
+        "[[fault]]\nat_ms = 100\nkind = \"power-loss\"\nnode = \"client-1\"\n",
+    );
+    let (code, out, err) = lockstep(&["live", power.to_str().unwrap(), "--client", "true"]);
     assert_eq!(code, 2, "{out}{err}");
-    assert!(err.contains("drift") && err.contains("client-1"), "{err}");
+    assert!(err.contains("fault[0].node") && err.contains("client-1"), "{err}");
 
     // A client clock jump needs libfaketime: refused when it is not there.
     let jump = tiny_scenario(
@@ -401,8 +429,27 @@ fn the_rust_adapter_gives_the_simulated_verdicts_on_every_live_scenario() {
         ..lockstep::live::LiveOptions::default()
     };
     for file in files {
-        let scenario = lockstep::scenario::Scenario::from_file(&file).unwrap();
-        let simulated = lockstep::run::run_scenario(&scenario, None).unwrap();
+        let scenario = lockstep::scenario::Scenario::from_file_live(&file).unwrap();
+        let simulated = match lockstep::run::run_scenario(&scenario, None) {
+            Ok(simulated) => simulated,
+            Err(e) => {
+                // Client crashes are live-only: the simulation refuses them, naming the field;
+                // the live run must then meet the file's [expect] on its own.
+                let e = e.to_string();
+                assert!(
+                    e.contains("live runs only") && e.contains("`node`"),
+                    "{}: {e}",
+                    file.display()
+                );
+                let met = (0..2).any(|_| {
+                    lockstep::live::run_live(&scenario, &options)
+                        .expect("the live run works")
+                        .as_expected()
+                });
+                assert!(met, "{}: the live run does not meet [expect]", file.display());
+                continue;
+            }
+        };
         assert!(
             simulated.as_expected(),
             "{}: the simulation disagrees with [expect]",
@@ -589,4 +636,203 @@ fn client_wall_clocks_are_set_and_jumped_through_libfaketime() {
         times.last().is_some_and(|t| (t - now_s - 2_000_000).abs() < 100),
         "{times:?}"
     );
+}
+
+/// The first op completion of `client` whose error mentions `needle`, and the `at_us` of the
+/// first event matching `pred`.
+fn first_at(run: &lockstep::live::LiveRun, pred: impl Fn(&lockstep::sim::Event) -> bool) -> Option<u64> {
+    run.history.events().iter().find(|e| pred(e)).map(|e| e.at_us)
+}
+
+fn is_fault(e: &lockstep::sim::Event, kind: &str, node: &str) -> bool {
+    matches!(&e.kind, lockstep::sim::EventKind::Fault { fault } if fault.kind() == kind && e.node == node)
+}
+
+fn is_grant(e: &lockstep::sim::Event, client: &str) -> bool {
+    e.node == client
+        && matches!(&e.kind, lockstep::sim::EventKind::Op { op, phase, .. }
+            if op == "acquire" && *phase == lockstep::sim::Phase::Ok)
+}
+
+#[test]
+fn a_crashed_client_is_killed_restarted_and_its_request_in_flight_is_unknown() {
+    let dir = temp_dir("crash");
+    // Killed at 0.3 s while it hangs on its first request; started again at 0.5 s.
+    let file = tiny_scenario(
+        &dir,
+        "[[fault]]\nat_ms = 300\nkind = \"crash\"\nnode = \"client-1\"\n\
+         [[fault]]\nat_ms = 500\nkind = \"restart\"\nnode = \"client-1\"\n",
+    );
+    let pidfile = dir.join("pids");
+    let marker = dir.join("started-once");
+    // The first process hangs on every request; the restarted one answers busy.
+    let script = dir.join("crashy.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "sleep 300 &\necho $! >> '{pids}'\necho $$ >> '{pids}'\n\
+             if [ ! -e '{marker}' ]; then touch '{marker}'; echo '{{\"hello\":\"first\"}}'; exec cat > /dev/null; fi\n\
+             echo '{{\"hello\":\"second\"}}'\n\
+             while read -r line; do\n  id=$(echo \"$line\" | sed -n 's/.*\"id\":\\([0-9]*\\).*/\\1/p')\n  \
+             [ -z \"$id\" ] && exit 0\n  echo \"{{\\\"id\\\":$id,\\\"status\\\":\\\"busy\\\"}}\"\ndone\n",
+            pids = pidfile.display(),
+            marker = marker.display(),
+        ),
+    )
+    .unwrap();
+    let options = lockstep::live::LiveOptions {
+        client: format!("sh {}", script.display()),
+        ..lockstep::live::LiveOptions::default()
+    };
+    let run = lockstep::live::run_file(&file, &options).expect("the run works");
+    assert_eq!(run.adapters["client-1"], "first");
+    let crash = first_at(&run, |e| is_fault(e, "crash", "client-1")).expect("the crash is an event");
+    let restart = first_at(&run, |e| is_fault(e, "restart", "client-1")).expect("the restart is an event");
+    assert!((290_000..400_000).contains(&crash), "crash at {crash} us");
+    assert!(restart > crash);
+    // The hung acquire ended as an unknown outcome at the crash.
+    let unknown = run.history.events().iter().find(|e| {
+        matches!(&e.kind, lockstep::sim::EventKind::Op { op, phase, data, .. }
+            if op == "acquire" && *phase == lockstep::sim::Phase::Info
+                && data["error"].as_str().is_some_and(|t| t.contains("killed")))
+    });
+    let unknown = unknown.expect("the request in flight is unknown");
+    assert!(unknown.at_us >= crash && unknown.at_us < restart, "{unknown:?}");
+    // The restarted process said hello, and the workload went on with it.
+    let hello = first_at(
+        &run,
+        |e| matches!(&e.kind, lockstep::sim::EventKind::Note { text } if text == "process restarted: second"),
+    )
+    .expect("the restart is noted");
+    assert!(hello >= restart);
+    let busy_after = run.history.events().iter().any(|e| {
+        e.at_us > hello
+            && matches!(&e.kind, lockstep::sim::EventKind::Op { op, data, .. }
+                if op == "acquire" && data["error"].as_str() == Some("busy"))
+    });
+    assert!(busy_after, "no acquire after the restart");
+    // Both generations (and what they started) are gone.
+    assert_eq!(pids(&pidfile).len(), 4, "two processes, each with a sleep");
+    assert_all_dead(&pidfile);
+}
+
+/// Runs scenarios/live/client-crash.toml with `client` and checks its story: the holder is
+/// killed, its key expires after the TTL, client-2 gets the lock, nothing unsafe happens.
+fn assert_client_crash_story(client: &str) {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/live/client-crash.toml");
+    let options = lockstep::live::LiveOptions {
+        client: client.to_string(),
+        ..lockstep::live::LiveOptions::default()
+    };
+    let run = lockstep::live::run_file(&file, &options).expect("the run works");
+    assert!(run.as_expected(), "{:?}", run.mismatches);
+    assert_eq!(run.verdict("mutual-exclusion"), Some(lockstep::checker::Verdict::Valid));
+    let first = first_at(&run, |e| is_grant(e, "client-1")).expect("client-1 got the lock");
+    let crash = first_at(&run, |e| is_fault(e, "crash", "client-1")).unwrap();
+    let second = first_at(&run, |e| is_grant(e, "client-2")).expect("client-2 got the lock");
+    // The TTL (1 s from the grant) is what the crash costs: client-2 waits for the expiry.
+    let ttl_us = 1_000_000;
+    assert!(crash > first);
+    assert!(
+        second >= first + ttl_us - 50_000 && second < first + ttl_us + 400_000,
+        "client-2 got the lock {} ms after client-1",
+        (second - first) / 1000
+    );
+    let ops = lockstep::history::OpHistory::new(&run.history);
+    let live = lockstep::liveness::of(&ops);
+    eprintln!(
+        "{client}: client-2 got the lock {} ms after client-1; {} ms without a holder while a client waited",
+        (second - first) / 1000,
+        live.unavailable_ms
+    );
+    // client-2 waits from 0.1 s to the expiry at about 1 s: about one TTL without a holder.
+    assert!(
+        (700..=1_400).contains(&live.unavailable_ms),
+        "unavailable for {} ms",
+        live.unavailable_ms
+    );
+    // The restarted client-1 finished its workload with a new grant.
+    assert_eq!(
+        run.history.events().iter().filter(|e| is_grant(e, "client-1")).count(),
+        2
+    );
+    assert!(run.clients_finished);
+}
+
+#[test]
+fn a_holder_killed_mid_critical_section_costs_one_ttl_and_nothing_unsafe() {
+    let Some(adapter) = rust_adapter() else { return };
+    assert_client_crash_story(&adapter.display().to_string());
+    // The simulation refuses a client crash, naming the file, line and field.
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/live/client-crash.toml");
+    let err = lockstep::scenario::Scenario::from_file(&file).unwrap_err();
+    assert_eq!(err.field.as_deref(), Some("fault[0].node"), "{err}");
+    assert!(err.line.is_some(), "{err}");
+    assert!(err.to_string().contains("live runs only"), "{err}");
+}
+
+#[test]
+fn redis_py_survives_a_holder_crash_after_one_ttl() {
+    if !redis_py() {
+        return;
+    }
+    assert_client_crash_story(PYTHON);
+}
+
+#[test]
+fn client_clock_drift_runs_through_libfaketime() {
+    if lockstep::live::fakeclock::find().is_none() {
+        eprintln!("skipped: libfaketime is not installed (apt-get install faketime)");
+        return;
+    }
+    let dir = temp_dir("drift");
+    // client-1's wall clock runs 20 % fast, then from 1 s on 20 % slow.
+    let file = tiny_scenario_lasting(
+        &dir,
+        "drift_ppm = 200000\n[[fault]]\nat_ms = 1000\nkind = \"drift\"\nnode = \"client-1\"\ndrift_ppm = -200000\n",
+        2000,
+    );
+    let script = dir.join("clock.py");
+    std::fs::write(
+        &script,
+        "import json, sys, time\nprint(json.dumps({'hello': 'clock'}), flush=True)\nfor line in sys.stdin:\n    \
+         req = json.loads(line)\n    if 'id' not in req:\n        break\n    print(json.dumps({'id': req['id'], \
+         'status': 'busy', 'error': '%.6f %.6f' % (time.time(), time.monotonic())}), flush=True)\n",
+    )
+    .unwrap();
+    let options = lockstep::live::LiveOptions {
+        client: format!("python3 {}", script.display()),
+        ..lockstep::live::LiveOptions::default()
+    };
+    let run = lockstep::live::run_file(&file, &options).expect("the run works");
+    // (true time s, wall s, monotonic s) as the adapter read them.
+    let readings: Vec<(f64, f64, f64)> = run
+        .history
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            lockstep::sim::EventKind::Op { data, .. } => {
+                let text = data["error"].as_str()?.strip_prefix("busy: ")?;
+                let (wall, mono) = text.split_once(' ')?;
+                Some((e.at_us as f64 / 1e6, wall.parse().ok()?, mono.parse().ok()?))
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(readings.len() > 20, "{readings:?}");
+    // The wall clock's gain over the monotonic clock, from the first reading.
+    let (_, w0, m0) = readings[0];
+    let gain = |r: &(f64, f64, f64)| (r.1 - w0) - (r.2 - m0);
+    let slope = |from: f64, to: f64| {
+        let inside: Vec<&(f64, f64, f64)> = readings.iter().filter(|r| r.0 >= from && r.0 <= to).collect();
+        let (a, b) = (inside[0], inside[inside.len() - 1]);
+        (gain(b) - gain(a)) / (b.2 - a.2)
+    };
+    let fast = slope(0.1, 0.9);
+    let slow = slope(1.1, 1.9);
+    assert!((fast - 0.2).abs() < 0.03, "fast slope {fast}: {readings:?}");
+    assert!((slow + 0.2).abs() < 0.03, "slow slope {slow}: {readings:?}");
+    // No step where the rate changes: the gain peaks near 0.2 s at 1 s.
+    let peak = readings.iter().map(gain).fold(f64::MIN, f64::max);
+    assert!((peak - 0.2).abs() < 0.03, "peak gain {peak}");
 }

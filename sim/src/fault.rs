@@ -15,7 +15,9 @@
 //! `shutdown` (a clean stop: the AOF is complete), `restart` (start a stopped server, after its
 //! restart delay; a running one is shut down cleanly and started again), and `failover` (promote
 //! a replica of the node's group now). What each loses depends on the server's persistence mode:
-//! see [`crate::deployment`].
+//! see [`crate::deployment`]. `crash` and `restart` of a *client* are live-only (`lockstep live`
+//! kills the client's process group and starts its command again); the simulated world refuses
+//! them ([`FaultTargets::restarts_clients`]).
 //!
 //! `drop-reply` targets a server (a master, a replica or the resource): it runs the next `count`
 //! requests of `client` (any client when unset), and their replies are lost on the way back — the
@@ -327,7 +329,14 @@ impl Fault {
             }
             Fault::Crash { node } | Fault::Restart { node } | Fault::PowerLoss { node } | Fault::Shutdown { node } => {
                 let role = exists("node", node)?;
-                if !role.is_redis_server() {
+                if role == Role::Client && matches!(self, Fault::Crash { .. } | Fault::Restart { .. }) {
+                    if !targets.restarts_clients() {
+                        let rule = "clients crash and restart in live runs only (`lockstep live` kills the \
+                                    client's process and starts its command again); in a simulation only Redis \
+                                    masters and replicas crash and restart";
+                        return Err(wrong("node", node, role, rule));
+                    }
+                } else if !role.is_redis_server() {
                     return Err(wrong(
                         "node",
                         node,
@@ -438,6 +447,12 @@ pub trait FaultTargets {
     fn is_replicated(&self, node: &str) -> bool;
     /// Every node's name, in definition order (for the message about an unknown node).
     fn node_names(&self) -> Vec<String>;
+    /// Whether `crash` and `restart` may name a client: its process is killed and started again.
+    /// Only live runs can (their clients are real processes); the simulated world cannot, and
+    /// refuses such a fault before it runs.
+    fn restarts_clients(&self) -> bool {
+        false
+    }
 }
 
 /// Why a fault does not fit the world it is planned for. [`FaultError::field`] names the fault's

@@ -227,6 +227,23 @@ impl<'h> Reader<'h> {
                 self.track(event, op, operation);
             }
             StepKind::ResourceWrite(attempt) => self.attribute(event, *attempt),
+            // A client's process killed (a live run's crash or restart of a client): it is out of
+            // its critical section, and its holds end there, as abandoned.
+            StepKind::Fault(lockstep_sim::Fault::Crash { node } | lockstep_sim::Fault::Restart { node })
+                if self.open_holds.keys().any(|(p, _)| *p == node.as_str()) =>
+            {
+                let ended: Vec<(&'h str, String)> = self
+                    .open_holds
+                    .keys()
+                    .filter(|(p, _)| *p == node.as_str())
+                    .cloned()
+                    .collect();
+                for slot in ended {
+                    if let Some(i) = self.open_holds.remove(&slot) {
+                        self.end_hold(i, event, HoldEndKind::Abort);
+                    }
+                }
+            }
             _ => {}
         }
         self.out.steps.push(step);

@@ -10,6 +10,13 @@
 //! is stopped is written when it is continued: a stopped program reads nothing, so that is when
 //! the step really starts.
 //!
+//! A crash fault kills the client's process: the request in flight (if any) ends as an unknown
+//! outcome (`info`: it may have taken effect), the grant it held is forgotten (its key expires
+//! after its TTL), and the driver waits for the restart fault. Then it starts the command again
+//! (same name, same environment), waits for its hello, and resumes the workload with a new
+//! acquisition; the interrupted iteration does not count. Without a restart to come, the client
+//! stays down for the rest of the run.
+//!
 //! Left out compared with the simulated workload: lockstep does not keep a lock alive with
 //! extensions (an adapter whose library does that, e.g. node-redlock's `using()`, does it
 //! itself), so no `abort` ops are recorded.
@@ -50,6 +57,10 @@ pub struct LivePlan {
     pub step_timeout_ms: u64,
     /// The run's deadline (no acquire retries after it).
     pub deadline_ms: u64,
+    /// How many restart faults the plan holds for this client.
+    pub restarts: u32,
+    /// How long a restarted adapter may take to say hello, ms.
+    pub start_timeout_ms: u64,
 }
 
 /// Why a client's driver stopped early.
@@ -72,6 +83,9 @@ pub enum DriverError {
         /// The line.
         line: String,
     },
+    /// A crash fault killed the process (the driver waits for its restart).
+    #[error("the client process was killed by a crash fault")]
+    Crashed,
 }
 
 /// One client's driver.
@@ -84,6 +98,10 @@ pub struct Driver {
     pub plan: LivePlan,
     /// Work durations are drawn from this (seeded per client).
     pub rng: ChaCha8Rng,
+    /// The client's faked wall clock, told when a restarted process starts.
+    pub fake_clock: Option<std::rc::Rc<super::fakeclock::FakeClock>>,
+    /// Restarts done so far.
+    pub restarts_done: u32,
 }
 
 impl Driver {
@@ -100,8 +118,17 @@ impl Driver {
         now >= self.plan.deadline_ms || self.plan.until_ms.is_some_and(|u| now >= u)
     }
 
+    /// Waits `ms`, or less when a crash fault kills the process meanwhile.
     async fn sleep_ms(&self, ms: u64) {
-        tokio::time::sleep(Duration::from_millis(ms)).await;
+        let until = tokio::time::Instant::now() + Duration::from_millis(ms);
+        let control = self.process.control();
+        while !control.is_crashed() {
+            let now = tokio::time::Instant::now();
+            if now >= until {
+                return;
+            }
+            tokio::time::sleep_until(until.min(now + Duration::from_millis(5))).await;
+        }
     }
 
     /// Sends `request` (recording its invoke with `invoke_data`) and reads its answer.
@@ -115,11 +142,32 @@ impl Driver {
         while control.is_paused() {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
+        if control.is_crashed() {
+            return Err(DriverError::Crashed);
+        }
         self.rec.op(&client, id, Phase::Invoke, op, invoke_data);
-        self.process.send(&request.to_line())?;
+        // Killed while this request was in flight: its outcome is unknown (it may have run).
+        let killed = |driver: &Self| {
+            driver.complete(
+                id,
+                op,
+                Phase::Info,
+                to_data(&OpError {
+                    error: "unknown: the client process was killed (crash fault)".to_string(),
+                }),
+            );
+            DriverError::Crashed
+        };
+        if let Err(e) = self.process.send(&request.to_line()) {
+            return Err(if control.is_crashed() { killed(self) } else { e.into() });
+        }
         let waiting_for = format!("the answer to {op} (request {id})");
         loop {
-            let line = self.process.recv(&waiting_for, self.plan.step_timeout_ms).await?;
+            let line = match self.process.recv(&waiting_for, self.plan.step_timeout_ms).await {
+                Ok(line) => line,
+                Err(_) if control.is_crashed() => return Err(killed(self)),
+                Err(e) => return Err(e.into()),
+            };
             if line.trim().is_empty() {
                 continue;
             }
@@ -285,7 +333,7 @@ impl Driver {
         Ok(())
     }
 
-    /// Runs the client's loop to the end of its plan.
+    /// Runs the client's loop to the end of its plan, through crashes and restarts.
     pub async fn run(&mut self) -> Result<(), DriverError> {
         let start = self.plan.start_ms;
         let now = self.now_ms();
@@ -294,8 +342,70 @@ impl Driver {
         }
         let mut done = 0u64;
         loop {
+            match self.iterations(&mut done).await {
+                // Killed: wait for the restart (and again if it is killed while starting).
+                Err(DriverError::Crashed) => loop {
+                    match self.restart().await {
+                        Ok(true) => break,
+                        Ok(false) => return Ok(()),
+                        Err(DriverError::Crashed) => continue,
+                        Err(e) => return Err(e),
+                    }
+                },
+                other => return other,
+            }
+        }
+    }
+
+    /// After a crash: waits for the next restart fault (`false`: none comes before the
+    /// deadline), starts the command again and reads its hello.
+    async fn restart(&mut self) -> Result<bool, DriverError> {
+        let control = self.process.control();
+        loop {
+            if control.restarts_requested() > self.restarts_done {
+                break;
+            }
+            if self.plan.restarts <= control.restarts_requested() || self.now_ms() >= self.plan.deadline_ms {
+                return Ok(false);
+            }
+            // Not `sleep_ms`, which returns at once while the process is down.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        self.restarts_done = control.restarts_requested();
+        if let Some(clock) = &self.fake_clock {
+            clock.process_started();
+        }
+        self.process.respawn()?;
+        let line = match self
+            .process
+            .recv("its hello line after the restart", self.plan.start_timeout_ms)
+            .await
+        {
+            Ok(line) => line,
+            Err(_) if control.is_crashed() => return Err(DriverError::Crashed),
+            Err(e) => return Err(e.into()),
+        };
+        let hello = super::protocol::parse_hello(&line).map_err(|reason| DriverError::Garbage {
+            client: self.name(),
+            op: "hello".into(),
+            id: 0,
+            reason,
+            line: line.clone(),
+        })?;
+        self.rec.record(
+            &self.name(),
+            lockstep_sim::EventKind::Note {
+                text: format!("process restarted: {}", hello.hello),
+            },
+        );
+        Ok(true)
+    }
+
+    /// The workload's iterations, counting completed ones in `done`.
+    async fn iterations(&mut self, done: &mut u64) -> Result<(), DriverError> {
+        loop {
             let more = match self.plan.iterations {
-                Some(n) => done < n,
+                Some(n) => *done < n,
                 None => self.plan.until_ms.is_some(),
             };
             if !more || self.until_passed() {
@@ -306,7 +416,7 @@ impl Driver {
             };
             self.critical_section(&grant).await?;
             self.release(&grant).await?;
-            done += 1;
+            *done += 1;
             if self.plan.think_ms > 0 {
                 self.sleep_ms(self.plan.think_ms).await;
             }

@@ -4,11 +4,13 @@
 //! Supported: `pause` of a client (SIGSTOP/SIGCONT of its process group) or of a server (its
 //! command processing freezes); `clock-jump` and `drift` of a server's clock; `partition`,
 //! `heal`, `hold`, `release`, `latency` and `loss` on a client↔server link; `crash`,
-//! `power-loss`, `shutdown` and `restart` of a master; `clock-jump` of a client through
-//! libfaketime when it is installed ([`super::fakeclock`]). Refused with a reason: a client clock
-//! jump without libfaketime, drift on a client, network faults between two servers or two clients
-//! (live runs have client↔server links only), process faults on a client or the resource, and
-//! `failover` (no replicas live).
+//! `power-loss`, `shutdown` and `restart` of a master; `crash` of a client (SIGKILL of its process
+//! group) and `restart` of a client (its command started again; a running one is killed first);
+//! `clock-jump` and `drift` of a client through libfaketime when it is installed
+//! ([`super::fakeclock`]). Refused with a reason: a client clock fault without libfaketime,
+//! network faults between two servers or two clients (live runs have client↔server links only),
+//! `power-loss` and `shutdown` of a client, process faults on the resource, and `failover` (no
+//! replicas live).
 
 use super::fakeclock::FakeClock;
 use super::link::Link;
@@ -51,17 +53,17 @@ pub fn refusal(
             if is_server(node) {
                 None
             } else if is_client(node) {
-                match (fault, faketime) {
-                    (Fault::ClockJump { .. }, true) => None,
-                    (Fault::ClockJump { .. }, false) => Some(format!(
-                        "a clock jump on client {node} needs libfaketime around its process, and it is not \
+                let what = if matches!(fault, Fault::ClockJump { .. }) {
+                    "a clock jump"
+                } else {
+                    "drift"
+                };
+                (!faketime).then(|| {
+                    format!(
+                        "{what} on client {node} needs libfaketime around its process, and it is not \
                          installed (apt-get install faketime, or set LOCKSTEP_LIBFAKETIME)"
-                    )),
-                    _ => Some(format!(
-                        "drift on client {node}: live runs fake a client's wall clock with libfaketime, which \
-                         steps it but does not change its rate"
-                    )),
-                }
+                    )
+                })
             } else {
                 Some(format!("no node named {node}"))
             }
@@ -74,8 +76,14 @@ pub fn refusal(
         | Fault::Loss { a, b, .. } => {
             (!link_ok(a, b)).then(|| format!("live runs have client<->server links only; {a} <-> {b} is not one"))
         }
+        Fault::Crash { node } | Fault::Restart { node } if is_client(node) => None,
         Fault::Crash { node } | Fault::PowerLoss { node } | Fault::Shutdown { node } | Fault::Restart { node } => {
-            (!is_master(node)).then(|| format!("process faults apply to Redis masters only live; {node} is not one"))
+            (!is_master(node)).then(|| {
+                format!(
+                    "process faults apply to Redis masters (and crash and restart to clients) live; {node} is \
+                     neither"
+                )
+            })
         }
         Fault::Failover { .. } => Some("failover needs replicas, which live runs do not deploy".to_string()),
         #[allow(unreachable_patterns)]
@@ -140,6 +148,18 @@ fn apply(rec: &LiveRecorder, targets: &Targets, fault: &Fault) {
         Fault::Drift { node, drift_ppm } => {
             if let Some(s) = targets.servers.get(node) {
                 s.clock().set_drift(now_us, (*drift_ppm).max(-999_999));
+            } else if let Some(fake) = targets.client_clocks.get(node) {
+                if let Err(e) = fake.set_drift(*drift_ppm) {
+                    rec.record(
+                        node,
+                        EventKind::Note {
+                            text: format!("drift change failed: {e}"),
+                        },
+                    );
+                }
+                if let Some(clock) = rec.clock(node) {
+                    clock.set_drift(now_us, (*drift_ppm).max(-999_999));
+                }
             }
         }
         Fault::Partition { a, b, oneway } | Fault::Heal { a, b, oneway } => {
@@ -169,6 +189,12 @@ fn apply(rec: &LiveRecorder, targets: &Targets, fault: &Fault) {
                 link.up.loss_ppm.set(*rate_ppm);
                 link.down.loss_ppm.set(*rate_ppm);
             }
+        }
+        Fault::Crash { node } if targets.clients.contains_key(node) => {
+            targets.clients[node].crash();
+        }
+        Fault::Restart { node } if targets.clients.contains_key(node) => {
+            targets.clients[node].request_restart();
         }
         Fault::Crash { node } | Fault::PowerLoss { node } | Fault::Shutdown { node } => {
             let kind = match fault {

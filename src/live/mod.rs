@@ -157,18 +157,14 @@ pub fn check_supported(scenario: &Scenario, real_redis: bool) -> Result<(), Live
     let masters: Vec<String> = scenario.masters.iter().map(|m| m.name.clone()).collect();
     let faketime = fakeclock::find().is_some();
     for client in &scenario.clients {
-        if client.drift_ppm != 0 {
-            return Err(LiveError::Unsupported(format!(
-                "client {} has drift_ppm = {}: live runs cannot change a client process's clock rate",
-                client.name, client.drift_ppm
-            )));
-        }
-        if client.offset_ms != 0 && !faketime {
-            return Err(LiveError::Unsupported(format!(
-                "client {} has offset_ms = {}: a client's wall clock is set through libfaketime, which is not \
-                 installed (apt-get install faketime, or set LOCKSTEP_LIBFAKETIME)",
-                client.name, client.offset_ms
-            )));
+        for (field, value) in [("drift_ppm", client.drift_ppm), ("offset_ms", client.offset_ms)] {
+            if value != 0 && !faketime {
+                return Err(LiveError::Unsupported(format!(
+                    "client {} has {field} = {value}: a client's wall clock is set and skewed through \
+                     libfaketime, which is not installed (apt-get install faketime, or set LOCKSTEP_LIBFAKETIME)",
+                    client.name
+                )));
+            }
         }
     }
     for name in &masters {
@@ -226,14 +222,25 @@ struct Started {
     client_clocks: BTreeMap<String, Rc<fakeclock::FakeClock>>,
 }
 
-/// Whether `client` needs a faked wall clock: an initial offset, or a jump in the plan.
-fn needs_fake_clock(scenario: &Scenario, client: &str, offset_ms: i64) -> bool {
-    offset_ms != 0
-        || scenario
-            .faults
-            .faults
-            .iter()
-            .any(|f| matches!(&f.fault, lockstep_sim::Fault::ClockJump { node, .. } if node == client))
+/// Whether `client` needs a faked wall clock: an initial offset or drift, or a clock fault in
+/// the plan.
+fn needs_fake_clock(scenario: &Scenario, client: &crate::model::ClientSpec) -> bool {
+    client.offset_ms != 0
+        || client.drift_ppm != 0
+        || scenario.faults.faults.iter().any(|f| {
+            matches!(&f.fault, lockstep_sim::Fault::ClockJump { node, .. } | lockstep_sim::Fault::Drift { node, .. }
+                if *node == client.name)
+        })
+}
+
+/// How many `restart` faults the plan holds for `client`.
+fn restarts_of(scenario: &Scenario, client: &str) -> u32 {
+    scenario
+        .faults
+        .faults
+        .iter()
+        .filter(|f| matches!(&f.fault, lockstep_sim::Fault::Restart { node } if node == client))
+        .count() as u32
 }
 
 async fn start_clients(
@@ -301,11 +308,14 @@ async fn start_clients(
                 ("LOCKSTEP_DRIFT_FACTOR".to_string(), redlock.drift_factor.to_string()),
             ]);
         }
-        if needs_fake_clock(scenario, &client.name, client.offset_ms) {
+        if needs_fake_clock(scenario, client) {
             let library = fakeclock::find()
                 .ok_or_else(|| LiveError::Unsupported(format!("{}: libfaketime is not installed", client.name)))?;
-            let dir = std::env::temp_dir().join(format!("lockstep-live-{}-clocks", std::process::id()));
-            let clock = fakeclock::FakeClock::new(&dir, &client.name, client.offset_ms)
+            // One directory per run: runs in parallel threads of one process must not share files.
+            static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let dir = std::env::temp_dir().join(format!("lockstep-live-{}-{run}-clocks", std::process::id()));
+            let clock = fakeclock::FakeClock::new(&dir, &client.name, client.offset_ms, client.drift_ppm)
                 .map_err(|e| LiveError::Unsupported(format!("{}: cannot write its clock file: {e}", client.name)))?;
             env.extend(clock.env(&library));
             client_clocks.insert(client.name.clone(), Rc::new(clock));
@@ -339,12 +349,16 @@ async fn start_clients(
             resource_key: scenario.workload.key.clone(),
             step_timeout_ms: options.step_timeout_ms,
             deadline_ms: scenario.duration_ms,
+            restarts: restarts_of(scenario, &client.name),
+            start_timeout_ms: options.start_timeout_ms,
         };
         drivers.push(Driver {
             process,
             rec: rec.clone(),
             plan,
             rng: ChaCha8Rng::seed_from_u64(sub_seed(scenario.seed, &format!("{}/work", client.name))),
+            fake_clock: client_clocks.get(&client.name).cloned(),
+            restarts_done: 0,
         });
     }
     Ok(Started {
@@ -431,8 +445,13 @@ async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun
         client_clocks,
     } = start_clients(scenario, options, &rec, &addresses).await?;
 
-    // True time 0.
+    // True time 0: the clients' faked clocks hold the scenario's offsets, and drift from here.
     rec.start();
+    for client in &scenario.clients {
+        if let Some(clock) = client_clocks.get(&client.name) {
+            let _ = clock.start_run(client.offset_ms);
+        }
+    }
     rec.record(
         "world",
         EventKind::Note {
@@ -612,7 +631,7 @@ pub fn main(args: LiveArgs, render: &dyn output::Render) -> ExitCode {
 }
 
 fn main_inner(args: &LiveArgs, render: &dyn output::Render) -> Result<u8, String> {
-    let scenario = Scenario::from_file(&args.file).map_err(|e| e.to_string())?;
+    let scenario = Scenario::from_file_live(&args.file).map_err(|e| e.to_string())?;
     let mut client_for = BTreeMap::new();
     for entry in &args.client_for {
         let Some((name, cmd)) = entry.split_once('=') else {
@@ -666,6 +685,6 @@ fn main_inner(args: &LiveArgs, render: &dyn output::Render) -> Result<u8, String
 
 /// Loads a scenario and runs it live once (for tests and library users).
 pub fn run_file(path: &Path, options: &LiveOptions) -> Result<LiveRun, String> {
-    let scenario = Scenario::from_file(path).map_err(|e| e.to_string())?;
+    let scenario = Scenario::from_file_live(path).map_err(|e| e.to_string())?;
     run_live(&scenario, options).map_err(|e| e.to_string())
 }

@@ -2,6 +2,10 @@
 //! stdin and stdout, paused with SIGSTOP/SIGCONT and killed with SIGKILL — always the whole group,
 //! so that a shell wrapper and whatever the adapter starts go too.
 //!
+//! A crash fault kills the group (SIGKILL) and a restart starts the same command again, with the
+//! same name and environment, in a new group ([`ClientProcess::respawn`]); the [`GroupControl`]
+//! shared with the fault schedule follows the new group.
+//!
 //! Nothing is left behind: a [`ClientProcess`] kills its group when dropped (at the end of a run,
 //! on an error, and while a panic unwinds), and SIGINT/SIGTERM to lockstep kill every group still
 //! registered before lockstep exits. stdout is read by one thread per client and handed to the
@@ -133,6 +137,8 @@ type Line = Option<String>;
 pub struct ClientProcess {
     name: String,
     command: String,
+    env: Vec<(String, String)>,
+    echo: bool,
     child: Child,
     pgid: i32,
     stdin: Option<ChildStdin>,
@@ -141,31 +147,69 @@ pub struct ClientProcess {
     control: GroupControl,
 }
 
-/// Pauses and resumes a client's process group; shared with the fault schedule while the
-/// client's driver owns the process.
+/// Pauses, resumes, kills and asks to restart a client's process group; shared with the fault
+/// schedule while the client's driver owns the process (and respawns it).
 #[derive(Debug, Clone)]
 pub struct GroupControl {
-    pgid: i32,
+    pgid: Rc<Cell<i32>>,
     paused: Rc<Cell<bool>>,
+    crashed: Rc<Cell<bool>>,
+    restarts_requested: Rc<Cell<u32>>,
 }
 
 impl GroupControl {
     /// Stops the whole process group (SIGSTOP).
     pub fn pause(&self) -> bool {
         self.paused.set(true);
-        signal_group(self.pgid, libc::SIGSTOP)
+        signal_group(self.pgid.get(), libc::SIGSTOP)
     }
 
     /// Continues the process group (SIGCONT).
     pub fn resume(&self) -> bool {
         self.paused.set(false);
-        signal_group(self.pgid, libc::SIGCONT)
+        signal_group(self.pgid.get(), libc::SIGCONT)
     }
 
     /// Whether a pause fault has it stopped.
     pub fn is_paused(&self) -> bool {
         self.paused.get()
     }
+
+    /// Kills the whole process group (SIGKILL, a stopped one too): a crash fault. The driver
+    /// notices, ends the request in flight as unknown, and waits for a restart.
+    pub fn crash(&self) -> bool {
+        self.paused.set(false);
+        self.crashed.set(true);
+        signal_group(self.pgid.get(), libc::SIGKILL)
+    }
+
+    /// Whether a crash fault killed the process (until it is started again).
+    pub fn is_crashed(&self) -> bool {
+        self.crashed.get()
+    }
+
+    /// A restart fault: kills the process if it still runs, and asks the driver to start the
+    /// command again.
+    pub fn request_restart(&self) {
+        if !self.crashed.get() {
+            self.crash();
+        }
+        self.restarts_requested.set(self.restarts_requested.get() + 1);
+    }
+
+    /// How many restarts the fault schedule has asked for so far.
+    pub fn restarts_requested(&self) -> u32 {
+        self.restarts_requested.get()
+    }
+}
+
+/// What a started process is made of.
+struct Started {
+    child: Child,
+    pgid: i32,
+    stdin: Option<ChildStdin>,
+    lines: UnboundedReceiver<Line>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
 }
 
 /// The number of stderr lines kept for error messages.
@@ -174,6 +218,43 @@ const STDERR_KEPT: usize = 12;
 impl ClientProcess {
     /// Starts `command` with `sh -c` in a new process group, with `env` added to its environment.
     pub fn spawn(name: &str, command: &str, env: &[(String, String)], echo: bool) -> Result<Self, ProcessError> {
+        let started = Self::start(name, command, env, echo)?;
+        Ok(ClientProcess {
+            name: name.to_string(),
+            command: command.to_string(),
+            env: env.to_vec(),
+            echo,
+            stdin: started.stdin,
+            child: started.child,
+            pgid: started.pgid,
+            lines: started.lines,
+            stderr: started.stderr,
+            control: GroupControl {
+                pgid: Rc::new(Cell::new(started.pgid)),
+                paused: Rc::new(Cell::new(false)),
+                crashed: Rc::new(Cell::new(false)),
+                restarts_requested: Rc::new(Cell::new(0)),
+            },
+        })
+    }
+
+    /// Starts the command again after a crash: the old group is killed (if anything of it is
+    /// left) and reaped, and the same command with the same environment runs in a new group,
+    /// which the shared [`GroupControl`] now addresses.
+    pub fn respawn(&mut self) -> Result<(), ProcessError> {
+        self.kill();
+        let started = Self::start(&self.name, &self.command, &self.env, self.echo)?;
+        self.child = started.child;
+        self.pgid = started.pgid;
+        self.stdin = started.stdin;
+        self.lines = started.lines;
+        self.stderr = started.stderr;
+        self.control.pgid.set(started.pgid);
+        self.control.crashed.set(false);
+        Ok(())
+    }
+
+    fn start(name: &str, command: &str, env: &[(String, String)], echo: bool) -> Result<Started, ProcessError> {
         install_handlers();
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
@@ -226,18 +307,12 @@ impl ClientProcess {
                 }
             });
         }
-        Ok(ClientProcess {
-            name: name.to_string(),
-            command: command.to_string(),
+        Ok(Started {
             stdin: child.stdin.take(),
             child,
             pgid,
             lines: rx,
             stderr,
-            control: GroupControl {
-                pgid,
-                paused: Rc::new(Cell::new(false)),
-            },
         })
     }
 
@@ -295,6 +370,15 @@ impl ClientProcess {
         loop {
             match tokio::time::timeout(slice, self.lines.recv()).await {
                 Ok(Some(Some(line))) => return Ok(line),
+                Ok(Some(None)) | Ok(None) if self.control.is_crashed() => {
+                    // Killed by a crash fault: no need to wait for its status or its stderr.
+                    return Err(ProcessError::Exited {
+                        client: self.name.clone(),
+                        status: "killed by a crash fault".to_string(),
+                        waiting_for: waiting_for.to_string(),
+                        stderr: String::new(),
+                    });
+                }
                 Ok(Some(None)) | Ok(None) => {
                     return Err(ProcessError::Exited {
                         client: self.name.clone(),

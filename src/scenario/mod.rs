@@ -395,6 +395,16 @@ impl Scenario {
         resolve::parse(source, origin)
     }
 
+    /// [`Scenario::from_file`] for `lockstep live`: its clients are real processes, so `crash`
+    /// and `restart` may name a client (a simulation refuses that, naming the field).
+    pub fn from_file_live(path: &Path) -> Result<Scenario, ScenarioError> {
+        let shown = path.display().to_string();
+        let bytes = read_limited(path, MAX_FILE_BYTES).map_err(|m| ScenarioError::file(&shown, m))?;
+        let source = String::from_utf8(bytes)
+            .map_err(|e| ScenarioError::file(&shown, format!("file is not valid UTF-8: {e}")))?;
+        resolve::parse_for(&source, &shown, true)
+    }
+
     /// The scenario as an explicit TOML file: masters as `[[topology.master]]`, clients as
     /// `[[client]]`, every fault and expectation written out. It parses back to an equal
     /// scenario.

@@ -30,10 +30,17 @@ pub const MAX_TTL_MS: u64 = 86_400_000;
 
 /// Parses and validates `source`; errors name `origin`.
 pub(super) fn parse(source: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+    parse_for(source, origin, false)
+}
+
+/// [`parse`], for a run of kind `live` (`true`: `lockstep live`, whose clients are real processes
+/// that `crash` and `restart` may name).
+pub(super) fn parse_for(source: &str, origin: &str, live: bool) -> Result<Scenario, ScenarioError> {
     let ctx = Ctx {
         source,
         origin,
         locator: Locator::new(source),
+        live,
     };
     let doc = toml::de::DeTable::parse(source).map_err(|e| ctx.toml_error(&e))?;
     let raw = RawScenario::deserialize(toml::de::Deserializer::from(doc)).map_err(|e| ctx.toml_error(&e))?;
@@ -46,6 +53,7 @@ pub(super) fn error_at_key(source: &str, origin: &str, key: &str, message: Strin
         source,
         origin,
         locator: Locator::new(source),
+        live: false,
     };
     ctx.err(&FieldPath::keys(&[key]), message)
 }
@@ -106,6 +114,8 @@ struct Nodes {
     order: Vec<String>,
     /// Masters with replicas, and the replicas: what a `failover` may name.
     replicated: std::collections::BTreeSet<String>,
+    /// Whether the scenario is read for a live run (clients may crash and restart).
+    live: bool,
 }
 
 impl FaultTargets for Nodes {
@@ -120,6 +130,12 @@ impl FaultTargets for Nodes {
     fn node_names(&self) -> Vec<String> {
         self.order.clone()
     }
+
+    /// Clients crash and restart in live runs only: read for a simulation, such a fault is an
+    /// error at its `node` field.
+    fn restarts_clients(&self) -> bool {
+        self.live
+    }
 }
 
 /// The most replicas one master may have.
@@ -129,6 +145,7 @@ struct Ctx<'a> {
     source: &'a str,
     origin: &'a str,
     locator: Locator,
+    live: bool,
 }
 
 impl Ctx<'_> {
@@ -239,7 +256,10 @@ impl Ctx<'_> {
         }
 
         let topology = raw.topology.unwrap_or_default();
-        let mut kinds = Nodes::default();
+        let mut kinds = Nodes {
+            live: self.live,
+            ..Nodes::default()
+        };
         let mut deployment = BTreeMap::new();
         let masters = self.masters(&topology, &mut kinds, &mut deployment)?;
         kinds.kinds.insert(RESOURCE_NODE.to_string(), Role::Resource);

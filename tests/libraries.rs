@@ -44,7 +44,11 @@ fn readme_rows() -> BTreeMap<String, Row> {
     let mut rows = BTreeMap::new();
     let mut header: Option<Vec<String>> = None;
     for line in section[..end].lines().filter(|l| l.starts_with('|')) {
-        let cells: Vec<String> = line.trim_matches('|').split('|').map(|c| c.trim().to_string()).collect();
+        let cells: Vec<String> = line
+            .trim_matches('|')
+            .split('|')
+            .map(|c| c.trim().to_string())
+            .collect();
         let Some(columns) = &header else {
             header = Some(cells);
             continue;
@@ -80,7 +84,10 @@ fn every_library_model_meets_its_expectations_and_the_readme_says_what_it_shows(
 
     let files: BTreeSet<String> = inputs.iter().map(|(p, _)| file_name(p)).collect();
     let listed: BTreeSet<String> = rows.keys().cloned().collect();
-    assert_eq!(files, listed, "the README table lists exactly the files of scenarios/libraries/");
+    assert_eq!(
+        files, listed,
+        "the README table lists exactly the files of scenarios/libraries/"
+    );
 
     for outcome in &ci.scenarios {
         let file = file_name(&outcome.path);
@@ -105,7 +112,10 @@ fn every_library_model_meets_its_expectations_and_the_readme_says_what_it_shows(
             .map(|(c, _)| c.clone())
             .collect();
         let row = &rows[&file];
-        assert_eq!(row.invalid, expected_invalid, "{file}: README row vs the file's [expect]");
+        assert_eq!(
+            row.invalid, expected_invalid,
+            "{file}: README row vs the file's [expect]"
+        );
         for checker in &row.invalid {
             assert_eq!(run.verdict(checker), Some(Verdict::Invalid), "{file}: {checker}");
         }
@@ -114,7 +124,11 @@ fn every_library_model_meets_its_expectations_and_the_readme_says_what_it_shows(
         assert_eq!(run.verdict("mutual-exclusion"), Some(Verdict::Invalid), "{file}");
     }
 
-    assert_eq!(ci.explorations.len(), inputs.len(), "every model has an [explore] block");
+    assert_eq!(
+        ci.explorations.len(),
+        inputs.len(),
+        "every model has an [explore] block"
+    );
     for exploration in &ci.explorations {
         let file = file_name(&exploration.path);
         // Pass, or Unchecked where a checker has no stated expectation; never a failure.
@@ -167,7 +181,9 @@ fn every_library_model_meets_its_expectations_and_the_readme_says_what_it_shows(
 }
 
 fn file_name(path: &Path) -> String {
-    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// When `node` first completed `op` with `phase`, µs.
@@ -189,4 +205,75 @@ fn ci_does_not_read_subfolders() {
         .filter(|p| p.parent() != Some(&root().join("scenarios")))
         .collect();
     assert!(in_subfolder.is_empty(), "{in_subfolder:?}");
+}
+
+/// A script-lock scenario with `lock_extra` appended to `[lock]`.
+fn with_lock(lock_extra: &str) -> String {
+    format!(
+        r#"name = "wait-input"
+description = "wait settings"
+duration_ms = 5000
+
+[topology]
+masters = 1
+
+[lock]
+algorithm = "script"
+ttl_ms = 1000
+{lock_extra}
+"#
+    )
+}
+
+#[test]
+fn bad_wait_input_names_file_line_and_field() {
+    let cases = [
+        ("wait = \"poll\"", "lock.wait", "unknown wait `poll`"),
+        (
+            "wait = \"blpop\"\nwait_key = \"{list}\"",
+            "lock.wait_key",
+            "unknown placeholder `{list}`",
+        ),
+        (
+            "wait = \"subscribe\"\nwait_key = \"{token}\"",
+            "lock.wait_key",
+            "while acquiring",
+        ),
+        ("wait_key = \"signal\"", "lock.wait_key", "goes with wait"),
+        (
+            "wait = \"blpop\"\nwait_key = \" \"",
+            "lock.wait_key",
+            "must not be empty",
+        ),
+    ];
+    for (extra, field, message) in cases {
+        let err = lockstep::scenario::Scenario::from_str(&with_lock(extra), "w.toml").expect_err(extra);
+        assert_eq!(err.path, "w.toml", "{err}");
+        assert_eq!(err.field.as_deref(), Some(field), "{extra}: {err}");
+        assert!(err.line.is_some_and(|l| l >= 9), "{extra}: {err}");
+        assert!(err.message.contains(message), "{extra}: {err}");
+    }
+    // Under another algorithm the keys are refused.
+    let source = with_lock("wait = \"blpop\"").replace("\"script\"", "\"token-release\"");
+    let err = lockstep::scenario::Scenario::from_str(&source, "w.toml").expect_err("refused");
+    assert_eq!(err.field.as_deref(), Some("lock.wait"), "{err}");
+}
+
+#[test]
+fn wait_settings_survive_a_written_counterexample() {
+    for (extra, written) in [
+        ("wait = \"blpop\"", "wait_key = \"{key}:signal\""),
+        (
+            "wait = \"subscribe\"\nwait_key = \"ch:{key}\"",
+            "wait_key = \"ch:{key}\"",
+        ),
+        ("", ""),
+    ] {
+        let scenario = lockstep::scenario::Scenario::from_str(&with_lock(extra), "w.toml").expect(extra);
+        let toml = scenario.to_toml();
+        assert!(toml.contains(written), "{extra}: {toml}");
+        assert_eq!(extra.is_empty(), !toml.contains("wait_key = "), "{toml}");
+        let again = lockstep::scenario::Scenario::from_str(&toml, "again.toml").expect("it parses again");
+        assert_eq!(again.to_toml(), toml);
+    }
 }

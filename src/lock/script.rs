@@ -19,18 +19,25 @@
 //! [`LockClient::auto_extend`] and [`LockClient::on_extend_failure`]; several tasks per client
 //! through [`LockClient::tasks`] and [`LockClient::task_lock`].
 //!
+//! Between attempts the lock sleeps, or (`wait`) blocks in `BLPOP` on a list of the first master
+//! over a connection of its own, or listens on a channel it subscribed to at the first failed
+//! attempt: a push or a message from the releasing client ends the wait early (python-redis-lock's
+//! signal list, Redisson's unlock notification).
+//!
 //! Not modelled: scripts cached with EVALSHA (every call carries the whole source, so a delayed
 //! request never meets a `NOSCRIPT`), pipelining several steps in one round trip.
 
 use super::{random_value, AutoExtend, ExtendFailure, LockClient, LockEnv, LockError};
 use crate::model::{
     Arithmetic, Grant, OnRenewFailure, Renewal, ScriptAction, ScriptOp, ScriptSpec, Success, ValidityPolicy,
-    ValuePolicy, ValueStorage,
+    ValuePolicy, ValueStorage, Wait,
 };
 use async_trait::async_trait;
 use futures_util::future::join_all;
-use lockstep_sim::RedisLink;
+use futures_util::StreamExt;
+use lockstep_sim::{LinkTimeouts, RedisLink, REDIS_PORT};
 use rand::Rng;
+use redis::aio::PubSub;
 use redis::Value;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -42,6 +49,9 @@ pub struct ScriptLock {
     spec: Rc<ScriptSpec>,
     /// The value of the latest acquisition (used with `value_storage = "lock-object"`).
     stored_value: RefCell<Option<String>>,
+    /// The connection `wait = "blpop"` blocks on (its own, so a blocked `BLPOP` holds up no
+    /// other request), made at the first wait.
+    wait_link: RefCell<Option<RedisLink>>,
 }
 
 /// What one operation on one master did.
@@ -144,7 +154,86 @@ impl ScriptLock {
             env,
             spec,
             stored_value: RefCell::new(None),
+            wait_link: RefCell::new(None),
         }
+    }
+
+    /// Waits up to `wait_ms` before the next attempt, as `wait` says. `subscription` is the
+    /// acquire call's subscription (`wait = "subscribe"`), made at the first wait; that wait
+    /// returns at once, so the next attempt runs right after subscribing.
+    async fn wait_between(&self, vars: &Vars<'_>, wait_ms: u64, subscription: &mut Option<PubSub>) {
+        match &self.spec.wait {
+            Wait::Sleep => self.env.sleep_local_ms(wait_ms).await,
+            Wait::Blpop { list } => self.blpop(&expand(list, vars), wait_ms).await,
+            Wait::Subscribe { channel } => match subscription {
+                Some(pubsub) => {
+                    // A message, or the end of the wait, whichever comes first; the messages
+                    // that arrived during the attempt count too (they are queued).
+                    let _ = self.env.timeout_local_ms(wait_ms, pubsub.on_message().next()).await;
+                }
+                None => {
+                    *subscription = self.subscribe(&expand(channel, vars)).await;
+                    if subscription.is_none() {
+                        self.env.sleep_local_ms(wait_ms).await;
+                    }
+                }
+            },
+        }
+    }
+
+    /// `BLPOP list seconds` on the first master over the wait link; sleeps out the rest of the
+    /// wait when the link fails at once (no connection, an error reply).
+    async fn blpop(&self, list: &str, wait_ms: u64) {
+        if wait_ms == 0 {
+            return; // BLPOP's 0 would block forever.
+        }
+        let Some(first) = self.masters().first() else {
+            return self.env.sleep_local_ms(wait_ms).await;
+        };
+        let link = self
+            .wait_link
+            .borrow_mut()
+            .get_or_insert_with(|| RedisLink::new(self.env.node(), first.host(), REDIS_PORT, first.timeouts()))
+            .clone();
+        let base = first.timeouts();
+        link.set_timeouts(LinkTimeouts {
+            request_timeout_ms: base.request_timeout_ms + wait_ms,
+            ..base
+        });
+        let start_ms = self.env.monotonic_ms();
+        let seconds = format!("{}.{:03}", wait_ms / 1000, wait_ms % 1000);
+        match link.query::<Value>(redis::cmd("BLPOP").arg(list).arg(seconds)).await {
+            Err(e) if !e.outcome_unknown() => {
+                let waited_ms = (self.env.monotonic_ms() - start_ms).max(0) as u64;
+                self.env.sleep_local_ms(wait_ms.saturating_sub(waited_ms)).await;
+            }
+            _ => {}
+        }
+    }
+
+    /// A connection to the first master subscribed to `channel`, or `None` when it cannot be
+    /// made within the link's connect and request timeouts. Its reader task is spawned by
+    /// redis-rs on the node's runtime (not gated by pauses: messages queue while the node is
+    /// paused, which is what a socket buffer does).
+    async fn subscribe(&self, channel: &str) -> Option<PubSub> {
+        let first = self.masters().first()?;
+        let target = first.target();
+        let timeouts = first.timeouts();
+        let connect = async {
+            let stream = turmoil::net::TcpStream::connect((target.as_str(), REDIS_PORT))
+                .await
+                .ok()?;
+            static INFO: std::sync::OnceLock<redis::RedisConnectionInfo> = std::sync::OnceLock::new();
+            let info = INFO.get_or_init(redis::RedisConnectionInfo::default);
+            let mut pubsub = PubSub::new(info, stream).await.ok()?;
+            pubsub.subscribe(channel).await.ok()?;
+            Some(pubsub)
+        };
+        self.env
+            .timeout_local_ms(timeouts.connect_timeout_ms + timeouts.request_timeout_ms, connect)
+            .await
+            .ok()
+            .flatten()
     }
 
     /// The masters the lock uses.
@@ -271,6 +360,8 @@ impl LockClient for ScriptLock {
     async fn acquire(&self, key: &str, ttl_ms: u64) -> Result<Grant, LockError> {
         let spec = &self.spec;
         let mut attempt: i64 = 0;
+        // `wait = "subscribe"`: held for the whole call, dropped (unsubscribed) on return.
+        let mut subscription: Option<PubSub> = None;
         loop {
             let value = match spec.value {
                 ValuePolicy::Random => random_value(&self.env),
@@ -341,7 +432,8 @@ impl LockClient for ScriptLock {
             } else {
                 self.env.rng().random_range(0..spec.retry_jitter_ms)
             };
-            self.env.sleep_local_ms(spec.retry_delay_ms + jitter_ms).await;
+            self.wait_between(&vars, spec.retry_delay_ms + jitter_ms, &mut subscription)
+                .await;
         }
     }
 

@@ -31,6 +31,6 @@ pub use op::{Grant, GrantRef};
 pub use scenario::{ClientSpec, NetworkSpec, NodeSpec, Scenario, WorkMs, WorkloadSpec, RESOURCE_NODE};
 pub use script::{
     Arithmetic, OnRenewFailure, Renewal, ScriptAction, ScriptOp, ScriptSpec, ScriptStep, Success, ValidityPolicy,
-    ValuePolicy, ValueStorage, PLACEHOLDERS,
+    ValuePolicy, ValueStorage, Wait, PLACEHOLDERS,
 };
 pub use verdict::Verdict;

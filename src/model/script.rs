@@ -73,6 +73,49 @@ pub struct ScriptSpec {
     pub tasks: u32,
     /// With several tasks: they share this one lock object (else each gets its own).
     pub share_lock_object: bool,
+    /// How a failed attempt waits for the next one: a plain sleep (the default), or a wait
+    /// that a signal from the releasing client ends early.
+    #[serde(skip_serializing_if = "Wait::is_sleep")]
+    pub wait: Wait,
+}
+
+/// How a failed acquisition attempt waits before the next one. The wait lasts at most
+/// `retry_delay_ms` + jitter in every case; a signal ends it early.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Wait {
+    /// Sleep (polling).
+    Sleep,
+    /// `BLPOP list timeout` on the lock's first master, over a connection of its own: a push
+    /// onto the list (by the release script) wakes the waiter (python-redis-lock).
+    Blpop {
+        /// The list, a template (placeholders as in commands).
+        list: String,
+    },
+    /// `SUBSCRIBE channel` on the lock's first master, over a connection of its own held for the
+    /// whole acquire call: a message (published by the release script) wakes the waiter
+    /// (Redisson's unlock notification). The attempt right after subscribing runs at once, so a
+    /// release between the failed attempt and the subscription is not missed.
+    Subscribe {
+        /// The channel, a template.
+        channel: String,
+    },
+}
+
+impl Wait {
+    /// Whether this is the default (a plain sleep).
+    pub fn is_sleep(&self) -> bool {
+        matches!(self, Wait::Sleep)
+    }
+
+    /// The name in scenario files (`wait = ...`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Wait::Sleep => "sleep",
+            Wait::Blpop { .. } => "blpop",
+            Wait::Subscribe { .. } => "subscribe",
+        }
+    }
 }
 
 /// One lock operation on one master: steps run in order, each must succeed.

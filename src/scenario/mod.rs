@@ -127,6 +127,8 @@
 //! | `unlock_on_failure`   | `true`            | after a failed attempt, release where the acquire took or may have taken effect |
 //! | `tasks`               | `1`               | concurrent tasks per client running the workload loop; 1..=16 |
 //! | `share_lock_object`   | `true`            | with `tasks` > 1: all tasks use one lock object (else one each) |
+//! | `wait`                | `"sleep"`         | between attempts: `sleep`, `blpop` (BLPOP `wait_key` on the first master: a push wakes the waiter) or `subscribe` (SUBSCRIBE `wait_key`: a message wakes it); at most `retry_delay_ms` + jitter |
+//! | `wait_key`            | `"{key}:signal"` / `"{key}:channel"` | the list or channel waited on, a template (acquire placeholders) |
 //!
 //! `[lock.acquire]`, `[lock.extend]` and `[lock.release]` (each optional; the defaults are
 //! `SET {key} {value} NX PX {ttl_ms}`, a compare-and-PEXPIRE script and a compare-and-delete

@@ -150,6 +150,8 @@ pub(super) struct RawLock {
     pub unlock_on_failure: Option<bool>,
     pub tasks: Option<u32>,
     pub share_lock_object: Option<bool>,
+    pub wait: Option<String>,
+    pub wait_key: Option<String>,
     pub acquire: Option<RawScriptOp>,
     pub extend: Option<RawScriptOp>,
     pub release: Option<RawScriptOp>,

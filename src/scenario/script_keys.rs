@@ -71,6 +71,16 @@ pub const SCRIPT_LOCK_KEYS: &[(&str, &str, &str)] = &[
         "true",
         "with tasks > 1: one lock object for all tasks (else one each)",
     ),
+    (
+        "wait",
+        "sleep",
+        "between attempts: sleep | blpop (BLPOP wait_key: a push wakes) | subscribe (a message on wait_key wakes); at most retry_delay_ms + jitter",
+    ),
+    (
+        "wait_key",
+        "{key}:signal",
+        "the list (blpop) or channel (subscribe, default {key}:channel) waited on; a template",
+    ),
 ];
 
 /// `(key, meaning)` of an operation table (`[lock.acquire]`, `[lock.extend]`, `[lock.release]`).

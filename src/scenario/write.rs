@@ -1,6 +1,6 @@
 //! A scenario written back as an explicit TOML file.
 
-use crate::model::{AlgorithmSpec, Renewal, Scenario, ScriptAction, ScriptSpec, ScriptStep, WorkMs};
+use crate::model::{AlgorithmSpec, Renewal, Scenario, ScriptAction, ScriptSpec, ScriptStep, Wait, WorkMs};
 use std::fmt::Write;
 
 /// A TOML string literal.
@@ -133,6 +133,13 @@ fn write_script(out: &mut String, sc: &ScriptSpec) {
     let _ = writeln!(out, "unlock_on_failure = {}", sc.unlock_on_failure);
     let _ = writeln!(out, "tasks = {}", sc.tasks);
     let _ = writeln!(out, "share_lock_object = {}", sc.share_lock_object);
+    match &sc.wait {
+        Wait::Sleep => {}
+        Wait::Blpop { list: key } | Wait::Subscribe { channel: key } => {
+            let _ = writeln!(out, "wait = {}", quote(sc.wait.name()));
+            let _ = writeln!(out, "wait_key = {}", quote(key));
+        }
+    }
     for (name, op) in [
         ("acquire", &sc.acquire),
         ("extend", &sc.extend),

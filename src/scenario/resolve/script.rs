@@ -9,7 +9,7 @@ use super::super::ScenarioError;
 use super::Ctx;
 use crate::model::{
     Arithmetic, ClockKind, OnRenewFailure, Renewal, ScriptAction, ScriptOp, ScriptSpec, ScriptStep, Success,
-    ValidityPolicy, ValuePolicy, ValueStorage, PLACEHOLDERS,
+    ValidityPolicy, ValuePolicy, ValueStorage, Wait, PLACEHOLDERS,
 };
 use std::path::{Component, Path, PathBuf};
 
@@ -27,6 +27,8 @@ const SCRIPT_KEYS: &[&str] = &[
     "unlock_on_failure",
     "tasks",
     "share_lock_object",
+    "wait",
+    "wait_key",
     "acquire",
     "extend",
     "release",
@@ -182,6 +184,8 @@ impl Ctx<'_> {
             raw.unlock_on_failure.is_some(),
             raw.tasks.is_some(),
             raw.share_lock_object.is_some(),
+            raw.wait.is_some(),
+            raw.wait_key.is_some(),
             raw.acquire.is_some(),
             raw.extend.is_some(),
             raw.release.is_some(),
@@ -264,6 +268,7 @@ impl Ctx<'_> {
         if tasks == 0 || tasks > MAX_TASKS {
             return Err(self.err(&path("tasks"), format!("{tasks}: must be between 1 and {MAX_TASKS}")));
         }
+        let wait = self.wait(raw)?;
         let acquire = self.op(raw.acquire.take(), OpKind::Acquire)?;
         let extend = self.op(raw.extend.take(), OpKind::Extend)?;
         let release = self.op(raw.release.take(), OpKind::Release)?;
@@ -288,7 +293,42 @@ impl Ctx<'_> {
             unlock_on_failure: raw.unlock_on_failure.unwrap_or(true),
             tasks,
             share_lock_object: raw.share_lock_object.unwrap_or(true),
+            wait,
         })
+    }
+
+    /// How a failed attempt waits (`wait`, `wait_key`).
+    fn wait(&self, raw: &RawLock) -> Result<Wait, ScenarioError> {
+        let path = |k: &str| FieldPath::keys(&["lock", k]);
+        let key = raw.wait_key.clone();
+        if let Some(key) = &key {
+            // The wait key is sent while acquiring: the acquire placeholders apply.
+            check_template(key, OpKind::Acquire).map_err(|m| self.err(&path("wait_key"), m))?;
+            if key.trim().is_empty() {
+                return Err(self.err(&path("wait_key"), "must not be empty"));
+            }
+        }
+        match raw.wait.as_deref() {
+            None | Some("sleep") => {
+                if key.is_some() {
+                    return Err(self.err(
+                        &path("wait_key"),
+                        "goes with wait = \"blpop\" or \"subscribe\" (a sleep waits on nothing)",
+                    ));
+                }
+                Ok(Wait::Sleep)
+            }
+            Some("blpop") => Ok(Wait::Blpop {
+                list: key.unwrap_or_else(|| "{key}:signal".into()),
+            }),
+            Some("subscribe") => Ok(Wait::Subscribe {
+                channel: key.unwrap_or_else(|| "{key}:channel".into()),
+            }),
+            Some(other) => Err(self.err(
+                &path("wait"),
+                format!("unknown wait `{other}` (sleep, blpop, subscribe)"),
+            )),
+        }
     }
 
     /// One operation table (`None`: the default operation).

@@ -18,7 +18,7 @@
 use super::{AppError, Outcome};
 use crate::checker::{CheckerName, Verdict};
 use crate::explore::assumptions::{Assumptions, Broken};
-use crate::explore::generate::{case_strategy, case_tree, ExploreCase, FaultProfile, Topology};
+use crate::explore::generate::{case_strategy, case_tree, ExploreCase, FaultProfile, GenFault, Topology};
 use crate::explore::{case_scenario, run_guarded, topology};
 use crate::model::Scenario;
 use crate::scenario::mutants::{self, Catalogue};
@@ -52,6 +52,9 @@ pub struct MutantsArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Only the mutants whose name contains this (every parent still runs).
+    #[arg(long)]
+    pub only: Option<String>,
     /// Also write the table (`mutants.md`) and the results (`mutants.json`) to this directory.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -79,8 +82,8 @@ pub struct ParentResult {
     pub seeds: u64,
     /// Seeds whose plan kept every assumption (every checker promised).
     pub seeds_inside: u64,
-    /// Seeds that violated a promised checker: (seed, checker, the plan's broken assumptions).
-    pub dirty: Vec<(u64, String, Vec<Broken>)>,
+    /// Seeds that violated a promised checker.
+    pub dirty: Vec<Dirty>,
     /// Seeds that could not run, with the error.
     pub errors: Vec<(u64, String)>,
 }
@@ -90,6 +93,19 @@ impl ParentResult {
     pub fn is_clean(&self) -> bool {
         self.dirty.is_empty() && self.errors.is_empty()
     }
+}
+
+/// A parent's seed that violated a promised checker.
+#[derive(Debug, Clone, Serialize)]
+pub struct Dirty {
+    /// The seed.
+    pub seed: u64,
+    /// The checker.
+    pub checker: String,
+    /// The assumptions the plan broke.
+    pub broken: Vec<Broken>,
+    /// The plan's faults.
+    pub faults: Vec<GenFault>,
 }
 
 /// How a mutant was killed.
@@ -177,9 +193,15 @@ impl SuiteResult {
                 "    {:<20} {:<14} {verdict}: {} seeds, {} inside every assumption",
                 p.name, p.algorithm, p.seeds, p.seeds_inside
             ));
-            if let Some((seed, checker, broken)) = p.dirty.first() {
-                let why: Vec<&str> = broken.iter().map(|b| b.detail.as_str()).collect();
-                out.push_str(&format!("; seed {seed} violates {checker} ({})", why.join("; ")));
+            if let Some(d) = p.dirty.first() {
+                let why: Vec<&str> = d.broken.iter().map(|b| b.detail.as_str()).collect();
+                let plan = serde_json::to_string(&d.faults).unwrap_or_default();
+                out.push_str(&format!(
+                    "; seed {} violates {} (broken: [{}]; plan {plan})",
+                    d.seed,
+                    d.checker,
+                    why.join("; ")
+                ));
             }
             if let Some((seed, error)) = p.errors.first() {
                 out.push_str(&format!("; seed {seed}: {error}"));
@@ -204,6 +226,8 @@ struct Judged {
     promised: Vec<CheckerName>,
     /// The assumptions the plan broke.
     broken: Vec<Broken>,
+    /// The plan's faults.
+    faults: Vec<GenFault>,
 }
 
 /// One parent as explored: its template, assumptions, topology and profile.
@@ -235,6 +259,7 @@ impl Explored<'_> {
             violated,
             promised: self.assumptions.promised(&broken),
             broken,
+            faults: case.faults,
         })
     }
 }
@@ -314,8 +339,13 @@ pub fn run_suite(catalogue: &Catalogue, options: &SuiteOptions) -> SuiteResult {
                                 Ok(j) => {
                                     result.seeds_inside += u64::from(j.broken.is_empty());
                                     if let Some(c) = j.violated.iter().find(|c| j.promised.contains(c)) {
-                                        result.dirty.push((seed, c.as_str().to_string(), j.broken));
-                                        result.dirty.sort_by_key(|d| d.0);
+                                        result.dirty.push(Dirty {
+                                            seed,
+                                            checker: c.as_str().to_string(),
+                                            broken: j.broken,
+                                            faults: j.faults,
+                                        });
+                                        result.dirty.sort_by_key(|d| d.seed);
                                     }
                                 }
                                 Err(e) => {
@@ -410,7 +440,10 @@ pub fn main(args: &MutantsArgs) -> Result<Outcome, AppError> {
             "--seeds and --parent-seeds must be at least 1".into(),
         ));
     }
-    let catalogue = mutants::load(&args.catalogue).map_err(|e| AppError::BadInput(e.to_string()))?;
+    let mut catalogue = mutants::load(&args.catalogue).map_err(|e| AppError::BadInput(e.to_string()))?;
+    if let Some(only) = &args.only {
+        catalogue.mutants.retain(|m| m.name.contains(only.as_str()));
+    }
     let options = SuiteOptions {
         seeds: args.seeds,
         parent_seeds: args.parent_seeds.unwrap_or(args.seeds),

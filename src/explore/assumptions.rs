@@ -21,7 +21,8 @@
 //!   lease-validity checker (a correct lock never claims more than the masters hold, whatever the
 //!   pauses) and, with fencing at the resource, stale-write, lost-update and token-order.
 //! - [`Assumptions::bound`] is the profile's generator hook: it keeps a generated case inside the
-//!   hard assumptions (drift within the allowance; early key loss on at most the tolerated
+//!   hard assumptions (a resource request delayed less than its timeout, so that no write lands
+//!   after its holder gave up on it and released; drift within the allowance; early key loss on at most the tolerated
 //!   masters, else the restart is held down for a TTL and the forward step shrunk to the
 //!   allowance; a master latency of a lock that re-checks its validity either short or so long
 //!   that every round through it is refused). Timing faults are kept as generated: plans that
@@ -92,6 +93,9 @@ pub struct Assumptions {
     pub budget_ms: u64,
     /// The clients' request timeout to the masters, ms.
     pub master_timeout_ms: u64,
+    /// The clients' request timeout to the resource, ms: a write delayed longer lands after its
+    /// holder gave up on it and released.
+    pub resource_timeout_ms: u64,
     /// The release deletes whatever is there (a late release is dangerous).
     pub release_unsafe: bool,
     /// The lock refuses a grant whose validity ran out (it computes and re-checks it).
@@ -195,6 +199,7 @@ impl Assumptions {
             lease_left_ms,
             budget_ms,
             master_timeout_ms: lock.request_timeout_ms,
+            resource_timeout_ms: template.workload.resource_timeout_ms,
             release_unsafe,
             refuses_slow_rounds: refuses,
             wall_clock,
@@ -353,6 +358,27 @@ impl Assumptions {
                 *load.entry(client).or_default() += ms;
             }
         }
+        // A write delayed past the resource timeout lands after its holder released.
+        for fault in &present {
+            let (a, b, delay_ms) = match fault {
+                GenFault::Hold { a, b, length_ms, .. } | GenFault::Partition { a, b, length_ms, .. } => {
+                    (a, b, *length_ms)
+                }
+                GenFault::Latency { a, b, latency_ms, .. } => (a, b, 2 * latency_ms),
+                _ => continue,
+            };
+            let client = if self.is_client(a) { a } else { b };
+            if (*a == self.resource || *b == self.resource) && delay_ms > self.resource_timeout_ms {
+                broken.push(Broken {
+                    assumption: Assumption::Timing,
+                    detail: format!(
+                        "{client}: a resource request delayed {} > its timeout {}: the write lands after the holder released",
+                        seconds(delay_ms),
+                        seconds(self.resource_timeout_ms)
+                    ),
+                });
+            }
+        }
         for ((client, _), ms) in latency {
             *load.entry(client).or_default() += ms;
         }
@@ -472,7 +498,16 @@ impl Assumptions {
                     }
                 }
             }
+            let resource_max_ms = self.resource_timeout_ms.saturating_sub(MARGIN_MS.min(self.resource_timeout_ms / 2));
             match fault {
+                GenFault::Hold { a, b, length_ms, .. } | GenFault::Partition { a, b, length_ms, .. }
+                    if *a == self.resource || *b == self.resource =>
+                {
+                    *length_ms = (*length_ms).min(resource_max_ms).max(1);
+                }
+                GenFault::Latency { a, b, latency_ms, .. } if *a == self.resource || *b == self.resource => {
+                    *latency_ms = (*latency_ms).min(resource_max_ms / 2);
+                }
                 GenFault::Drift { drift_ppm, .. } => {
                     *drift_ppm = (*drift_ppm).clamp(-self.drift_ppm_max, self.drift_ppm_max)
                 }

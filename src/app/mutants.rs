@@ -52,6 +52,10 @@ pub struct MutantsArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Explore with today's standard profile instead (every default kind, unbounded, every
+    /// checker judged; a kill is any checker the parent keeps on the same seed): the baseline.
+    #[arg(long)]
+    pub standard: bool,
     /// Only the mutants whose name contains this (every parent still runs).
     #[arg(long)]
     pub only: Option<String>,
@@ -69,6 +73,8 @@ pub struct SuiteOptions {
     pub parent_seeds: u64,
     /// Worker threads.
     pub jobs: usize,
+    /// The baseline: the standard profile, no bounds, paired comparison only.
+    pub standard: bool,
 }
 
 /// One parent's exploration.
@@ -234,6 +240,7 @@ struct Judged {
 struct Explored<'c> {
     template: &'c Scenario,
     assumptions: Assumptions,
+    standard: bool,
     topology: Topology,
     profile: FaultProfile,
 }
@@ -241,7 +248,12 @@ struct Explored<'c> {
 impl Explored<'_> {
     /// The bounded case of `seed`.
     fn case(&self, strategy: &BoxedStrategy<ExploreCase>, seed: u64) -> ExploreCase {
-        self.assumptions.bound(case_tree(seed, strategy).current())
+        let case = case_tree(seed, strategy).current();
+        if self.standard {
+            case
+        } else {
+            self.assumptions.bound(case)
+        }
     }
 
     /// Runs `lock` (the parent's template or a mutant's) on `seed`'s bounded case.
@@ -255,9 +267,15 @@ impl Explored<'_> {
             .filter_map(|r| r.checker.parse().ok())
             .collect();
         let broken = self.assumptions.classify(&case);
+        // The baseline promises nothing: only the paired comparison kills.
+        let promised = if self.standard {
+            Vec::new()
+        } else {
+            self.assumptions.promised(&broken)
+        };
         Ok(Judged {
             violated,
-            promised: self.assumptions.promised(&broken),
+            promised,
             broken,
             faults: case.faults,
         })
@@ -277,8 +295,13 @@ pub fn run_suite(catalogue: &Catalogue, options: &SuiteOptions) -> SuiteResult {
         .iter()
         .map(|p| {
             let assumptions = Assumptions::of(&p.scenario);
-            let profile = assumptions.profile(&p.kinds, p.latency_ms_max);
+            let profile = if options.standard {
+                FaultProfile::default()
+            } else {
+                assumptions.profile(&p.kinds, p.latency_ms_max)
+            };
             Explored {
+                standard: options.standard,
                 template: &p.scenario,
                 topology: topology(&p.scenario),
                 assumptions,
@@ -338,7 +361,13 @@ pub fn run_suite(catalogue: &Catalogue, options: &SuiteOptions) -> SuiteResult {
                             match judged {
                                 Ok(j) => {
                                     result.seeds_inside += u64::from(j.broken.is_empty());
-                                    if let Some(c) = j.violated.iter().find(|c| j.promised.contains(c)) {
+                                    // The baseline counts every violation: it shows what the profile removes.
+                                    let counted = if options.standard {
+                                        j.violated.first()
+                                    } else {
+                                        j.violated.iter().find(|c| j.promised.contains(c))
+                                    };
+                                    if let Some(c) = counted {
                                         result.dirty.push(Dirty {
                                             seed,
                                             checker: c.as_str().to_string(),
@@ -413,7 +442,7 @@ fn explore_mutant(
             .filter(|c| !kept_by_parent.violated.contains(c))
             .collect();
         let promised: Vec<CheckerName> = fresh.iter().copied().filter(|c| judged.promised.contains(c)).collect();
-        let only_timing = judged.promised.contains(&CheckerName::LeaseValidity);
+        let only_timing = parent.standard || judged.promised.contains(&CheckerName::LeaseValidity);
         let (checkers, how) = if !promised.is_empty() {
             (promised, "judged")
         } else if only_timing && !fresh.is_empty() {
@@ -450,6 +479,7 @@ pub fn main(args: &MutantsArgs) -> Result<Outcome, AppError> {
         jobs: args
             .jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        standard: args.standard,
     };
     let result = run_suite(&catalogue, &options);
     let text = result.render();

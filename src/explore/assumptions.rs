@@ -4,8 +4,8 @@
 //! A lease lock is safe only under assumptions (docs/assumptions.md gives them per algorithm):
 //! every client finishes its turn — acquisition, work, writes landing at the resource — inside the
 //! validity it was told; clocks drift no more than the lock allows for; a master that loses a key
-//! (a restart without persistence, a wall clock stepped forward) stays down for a TTL, or, for a
-//! quorum lock, only a minority of masters does so. [`Assumptions::of`] reads them off a scenario
+//! (a restart without `aof-always` persistence, a wall clock stepped forward) is tolerated only
+//! as one of the `masters − quorum` a quorum lock can do without (none for a single master). [`Assumptions::of`] reads them off a scenario
 //! (algorithm, TTL, drift factor, work or renewal period, timeouts, quorum, persistence, fencing).
 //!
 //! - [`Assumptions::classify`] judges one plan statically, conservatively: it adds up, per client,
@@ -22,9 +22,9 @@
 //!   pauses) and, with fencing at the resource, stale-write, lost-update and token-order.
 //! - [`Assumptions::bound`] is the profile's generator hook: it keeps a generated case inside the
 //!   hard assumptions (a resource request delayed less than its timeout, so that no write lands
-//!   after its holder gave up on it and released; drift within the allowance; early key loss on at most the tolerated
-//!   masters, else the restart is held down for a TTL and the forward step shrunk to the
-//!   allowance; a master latency of a lock that re-checks its validity either short or so long
+//!   after its holder gave up on it and released; drift within the allowance; early key loss on
+//!   at most the tolerated masters, else a restart moves to a master already lost (or becomes a
+//!   pause) and a forward step shrinks to the allowance; a master latency of a lock that re-checks its validity either short or so long
 //!   that every round through it is refused). Timing faults are kept as generated: plans that
 //!   break timing are judged by what [`promised`](Assumptions::promised) leaves.
 //!
@@ -110,8 +110,7 @@ pub struct Assumptions {
     pub masters: Vec<String>,
     /// How many of them may lose the key early (masters − quorum).
     pub tolerated_masters: usize,
-    /// Masters whose keys survive a restart (`appendfsync always`) or whose restart is held down
-    /// for a TTL.
+    /// Masters whose keys survive a restart (`appendfsync always`).
     pub durable_masters: BTreeSet<String>,
     /// The client names.
     pub clients: Vec<String>,
@@ -186,7 +185,7 @@ impl Assumptions {
             .iter()
             .filter(|m| {
                 let setup = template.master_setup(m);
-                setup.persistence == Persistence::AofAlways || setup.restart_delay_ms >= ttl_ms
+                setup.persistence == Persistence::AofAlways
             })
             .cloned()
             .collect();
@@ -255,15 +254,15 @@ impl Assumptions {
 
     /// The masters whose key may vanish early under `fault`, and why.
     fn key_loss(&self, fault: &GenFault) -> Vec<(String, String)> {
+        // Any restart without `appendfsync always` loses the key: even one held down for a TTL
+        // (which keeps mutual exclusion) ends that master's share of the lease the lock claimed.
         let early = |node: &str, down_ms: u64| {
-            (self.is_master(node) && !self.durable_masters.contains(node) && down_ms < self.ttl_ms + MARGIN_MS).then(
-                || {
-                    (
-                        node.to_string(),
-                        format!("{node} restarts after {} without persistence", seconds(down_ms)),
-                    )
-                },
-            )
+            (self.is_master(node) && !self.durable_masters.contains(node)).then(|| {
+                (
+                    node.to_string(),
+                    format!("{node} restarts after {} without persistence", seconds(down_ms)),
+                )
+            })
         };
         match fault {
             GenFault::Crash { node, down_ms, .. } | GenFault::PowerLoss { node, down_ms, .. } => {
@@ -474,17 +473,39 @@ impl Assumptions {
             all.extend(new.iter().map(|(n, _)| n.clone()));
             all.len() <= self.tolerated_masters && !self.fencing_master.as_ref().is_some_and(|f| all.contains(f))
         };
-        let held_down_ms = self.ttl_ms + 2 * MARGIN_MS;
         for fault in case.faults.iter_mut() {
             let loss = self.key_loss(fault);
             if !loss.is_empty() {
                 if tolerated(&lost, &loss) {
                     lost.extend(loss.into_iter().map(|(n, _)| n));
                 } else {
+                    // Beyond the tolerated masters: a restart moves to a master already lost, or
+                    // (none yet) becomes a pause of that master as long as its downtime.
                     match fault {
-                        GenFault::Crash { down_ms, .. }
-                        | GenFault::PowerLoss { down_ms, .. }
-                        | GenFault::RollingRestart { down_ms, .. } => *down_ms = (*down_ms).max(held_down_ms),
+                        GenFault::Crash { at_ms, node, down_ms } | GenFault::PowerLoss { at_ms, node, down_ms } => {
+                            *fault = match lost.iter().next() {
+                                Some(other) => GenFault::Crash {
+                                    at_ms: *at_ms,
+                                    node: other.clone(),
+                                    down_ms: *down_ms,
+                                },
+                                None => GenFault::Pause {
+                                    at_ms: *at_ms,
+                                    node: node.clone(),
+                                    duration_ms: *down_ms,
+                                },
+                            }
+                        }
+                        GenFault::RollingRestart { nodes, .. } => {
+                            nodes.retain(|n| lost.contains(n));
+                            if nodes.is_empty() {
+                                *fault = GenFault::Drift {
+                                    at_ms: 0,
+                                    node: self.resource.clone(),
+                                    drift_ppm: 0,
+                                };
+                            }
+                        }
                         GenFault::ClockJump { delta_ms, .. } => *delta_ms = self.drift_allowance_ms as i64,
                         // A failover cannot be made harmless: it becomes a forward step of zero.
                         GenFault::Failover { at_ms, node } => {
@@ -498,7 +519,9 @@ impl Assumptions {
                     }
                 }
             }
-            let resource_max_ms = self.resource_timeout_ms.saturating_sub(MARGIN_MS.min(self.resource_timeout_ms / 2));
+            let resource_max_ms = self
+                .resource_timeout_ms
+                .saturating_sub(MARGIN_MS.min(self.resource_timeout_ms / 2));
             match fault {
                 GenFault::Hold { a, b, length_ms, .. } | GenFault::Partition { a, b, length_ms, .. }
                     if *a == self.resource || *b == self.resource =>
@@ -542,7 +565,7 @@ mod tests {
 
     fn template(lock: &str) -> Scenario {
         let source = format!(
-            "name = \"t\"\nduration_ms = 5000\n[topology]\nmasters = 5\nclients = 2\n[lock]\nttl_ms = 2000\n{lock}\n\
+            "name = \"t\"\ndescription = \"t\"\nduration_ms = 5000\n[topology]\nmasters = 5\nclients = 2\n[lock]\nttl_ms = 2000\n{lock}\n\
              [workload]\nuntil_ms = 4000\nwork_ms = [50, 300]\n"
         );
         Scenario::from_str(&source, "<test>").expect("a valid template")
@@ -607,17 +630,25 @@ mod tests {
         let broken = a.classify(&three);
         assert_eq!(broken[0].assumption, Assumption::Masters);
         assert!(a.promised(&broken).is_empty());
-        // The profile holds the third restart down for a TTL.
+        // The profile moves the third restart to a master already lost; a restart held down for a
+        // TTL still loses the key (the lease the lock claimed ends there).
         let bounded = a.bound(three);
         assert!(a.classify(&bounded).is_empty(), "{:?}", a.classify(&bounded));
         assert_eq!(
             bounded.faults[2],
             GenFault::Crash {
                 at_ms: 100,
-                node: "redis-3".into(),
-                down_ms: 2_100
+                node: "redis-1".into(),
+                down_ms: 10
             }
         );
+        let held_down = GenFault::Crash {
+            at_ms: 100,
+            node: "redis-3".into(),
+            down_ms: 5_000,
+        };
+        let broken = a.classify(&case(vec![crash("redis-1"), crash("redis-2"), held_down]));
+        assert_eq!(broken[0].assumption, Assumption::Masters);
     }
 
     #[test]

@@ -493,6 +493,10 @@ pub fn main(args: &MutantsArgs) -> Result<Outcome, AppError> {
 
 fn write(dir: &Path, text: &str, result: &SuiteResult) -> Result<(), String> {
     let json = serde_json::to_string_pretty(result).map_err(|e| e.to_string())?;
-    crate::report::write_atomic(&dir.join("mutants.md"), format!("```text\n{text}```\n").as_bytes())?;
-    crate::report::write_atomic(&dir.join("mutants.json"), json.as_bytes())
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    for (name, bytes) in [("mutants.md", format!("```text\n{text}```\n")), ("mutants.json", json)] {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
 }

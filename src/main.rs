@@ -62,6 +62,7 @@ enum Command {
     /// Measure the simulator: overhead against bare turmoil, scaling over jobs, scenarios/minute.
     Bench(BenchArgs),
     Live(lockstep::live::LiveArgs),
+    Mutants(lockstep::app::mutants::MutantsArgs),
     /// List the lock algorithms, the fault kinds, the checkers and the shipped scenarios.
     List {
         /// Where the shipped scenarios are.
@@ -129,7 +130,6 @@ struct ExploreArgs {
     #[arg(long, short)]
     quiet: bool,
 }
-
 #[derive(clap::Args)]
 struct CiArgs {
     /// Scenario files, or directories of them.
@@ -157,7 +157,6 @@ struct CiArgs {
     #[arg(long, short)]
     quiet: bool,
 }
-
 #[derive(clap::Args)]
 struct BenchArgs {
     /// Scenarios per measurement.
@@ -288,6 +287,7 @@ fn main() -> ExitCode {
         Command::Explore(args) => cmd_explore(*args),
         Command::Ci(args) => cmd_ci(args),
         Command::Merge { files, out, report } => cmd_merge(&files, out.as_deref(), report.as_deref()),
+        Command::Mutants(args) => lockstep::app::mutants::main(&args),
         Command::Bench(args) => lockstep::bench::run(args.scenarios, args.tick_ms).map(|report| {
             print!("{report}");
             Outcome::Held

@@ -8,6 +8,7 @@
 //!   shrinking the first failing seeds.
 //! - [`ci`]: the gate over a directory of scenario files (`lockstep ci`).
 //! - [`sweep`]: the TTL trade-off sweep.
+//! - [`mutants`]: the mutation suite (`lockstep mutants`).
 //! - [`files`]: reading inputs (bad input before anything runs).
 //! - [`error`]: the one error type, and the one mapping to exit codes.
 //!
@@ -22,6 +23,7 @@ pub mod ci;
 pub mod error;
 pub mod exploration;
 pub mod files;
+pub mod mutants;
 pub mod run;
 pub mod sweep;
 

@@ -5,6 +5,7 @@
 //! aggregating thread, which keeps counts, not histories. Seeds can be split into shards for CI
 //! matrices ([`Shard`]); shard summaries merge into the summary of the unsharded run.
 
+pub mod assumptions;
 pub mod generate;
 pub mod shrink;
 pub mod summary;

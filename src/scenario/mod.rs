@@ -277,6 +277,7 @@
 //! ```
 
 mod locate;
+pub mod mutants;
 mod raw;
 mod resolve;
 mod script_keys;

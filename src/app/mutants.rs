@@ -1,0 +1,502 @@
+//! `lockstep mutants`: the mutation suite — every correct parent and every deliberately buggy
+//! mutant of `mutants/catalogue.toml` explored on the same seeds under the parent's
+//! assumption-bounded profile ([`crate::explore::assumptions`]).
+//!
+//! For each seed the generated case is bounded by the parent's assumptions, then classified: the
+//! checkers the parent's safety argument still promises under that plan are the ones that count.
+//! A parent is **clean** when no seed of its budget violates a promised checker. A mutant is
+//! **killed** at the first seed where it violates a checker its parent keeps on the same seed:
+//! a promised checker (a *judged* kill — the parent is correct there by its assumptions), or, on
+//! a plan outside the timing assumption, any checker the parent's run of that seed keeps (a
+//! *differential* kill). Exploring a mutant stops at its first kill; seeds to first kill are the
+//! kill seed's position plus one.
+//!
+//! Work is spread over `jobs` threads (mutants first, then parent seeds); results do not depend
+//! on the number of jobs. Leaves out shrinking (a kill names its seed: `lockstep run` of the
+//! mutant's scenario with that seed's plan replays it).
+
+use super::{AppError, Outcome};
+use crate::checker::{CheckerName, Verdict};
+use crate::explore::assumptions::{Assumptions, Broken};
+use crate::explore::generate::{case_strategy, case_tree, ExploreCase, FaultProfile, GenFault, Topology};
+use crate::explore::{case_scenario, run_guarded, topology};
+use crate::model::Scenario;
+use crate::scenario::mutants::{self, Catalogue};
+use proptest::strategy::BoxedStrategy;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// The default seed budget per mutant (and per parent).
+pub const DEFAULT_SEEDS: u64 = 500;
+
+/// `lockstep mutants`' options.
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    about = "The mutation suite: every parent lock and every mutant of the catalogue explored on the same seeds \
+             under the parent's assumption-bounded profile; prints the table and `mutation score K/N`. Exit 0: \
+             every parent clean and every mutant killed; 1: not; 2: bad input"
+)]
+pub struct MutantsArgs {
+    /// The catalogue of parents and mutants.
+    #[arg(long, default_value = "mutants/catalogue.toml")]
+    pub catalogue: PathBuf,
+    /// Seeds per mutant (exploring a mutant stops at its first kill).
+    #[arg(long, default_value_t = DEFAULT_SEEDS)]
+    pub seeds: u64,
+    /// Seeds per parent (default: as many as per mutant).
+    #[arg(long)]
+    pub parent_seeds: Option<u64>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Explore with today's standard profile instead (every default kind, unbounded, every
+    /// checker judged; a kill is any checker the parent keeps on the same seed): the baseline.
+    #[arg(long)]
+    pub standard: bool,
+    /// Only the mutants whose name contains this (every parent still runs).
+    #[arg(long)]
+    pub only: Option<String>,
+    /// Also write the table (`mutants.md`) and the results (`mutants.json`) to this directory.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+}
+
+/// How to run the suite.
+#[derive(Debug, Clone)]
+pub struct SuiteOptions {
+    /// Seeds per mutant, from 0.
+    pub seeds: u64,
+    /// Seeds per parent, from 0.
+    pub parent_seeds: u64,
+    /// Worker threads.
+    pub jobs: usize,
+    /// The baseline: the standard profile, no bounds, paired comparison only.
+    pub standard: bool,
+}
+
+/// One parent's exploration.
+#[derive(Debug, Clone, Serialize)]
+pub struct ParentResult {
+    /// The parent's name.
+    pub name: String,
+    /// Its algorithm.
+    pub algorithm: String,
+    /// Seeds run.
+    pub seeds: u64,
+    /// Seeds whose plan kept every assumption (every checker promised).
+    pub seeds_inside: u64,
+    /// Seeds that violated a promised checker.
+    pub dirty: Vec<Dirty>,
+    /// Seeds that could not run, with the error.
+    pub errors: Vec<(u64, String)>,
+}
+
+impl ParentResult {
+    /// No promised checker violated, no error.
+    pub fn is_clean(&self) -> bool {
+        self.dirty.is_empty() && self.errors.is_empty()
+    }
+}
+
+/// A parent's seed that violated a promised checker.
+#[derive(Debug, Clone, Serialize)]
+pub struct Dirty {
+    /// The seed.
+    pub seed: u64,
+    /// The checker.
+    pub checker: String,
+    /// The assumptions the plan broke.
+    pub broken: Vec<Broken>,
+    /// The plan's faults.
+    pub faults: Vec<GenFault>,
+}
+
+/// How a mutant was killed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Kill {
+    /// The seed.
+    pub seed: u64,
+    /// Seeds explored up to and including it.
+    pub seeds_to_kill: u64,
+    /// The checkers the mutant violated and the parent kept.
+    pub checkers: Vec<String>,
+    /// `judged` (a promised checker) or `differential` (the parent's own run of the seed kept it).
+    pub how: &'static str,
+    /// The assumptions the plan broke (empty for a plan inside them).
+    pub broken: Vec<Broken>,
+}
+
+/// One mutant's exploration.
+#[derive(Debug, Clone, Serialize)]
+pub struct MutantResult {
+    /// The mutant's name.
+    pub name: String,
+    /// Its parent's name.
+    pub parent: String,
+    /// What it breaks.
+    pub breaks: String,
+    /// Its change to the parent's `[lock]`.
+    pub change: String,
+    /// Seeds run.
+    pub seeds: u64,
+    /// The first kill, if any.
+    pub kill: Option<Kill>,
+    /// The first error, if a seed could not run.
+    pub error: Option<(u64, String)>,
+}
+
+/// The whole suite's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct SuiteResult {
+    /// Per parent.
+    pub parents: Vec<ParentResult>,
+    /// Per mutant.
+    pub mutants: Vec<MutantResult>,
+    /// Wall time, s.
+    pub wall_s: f64,
+}
+
+impl SuiteResult {
+    /// Mutants killed.
+    pub fn killed(&self) -> usize {
+        self.mutants.iter().filter(|m| m.kill.is_some()).count()
+    }
+
+    /// Every parent clean and every mutant killed.
+    pub fn passed(&self) -> bool {
+        self.parents.iter().all(ParentResult::is_clean) && self.killed() == self.mutants.len()
+    }
+
+    /// The table, the parents' lines and `mutation score K/N`.
+    pub fn render(&self) -> String {
+        let mut out = String::from("mutation suite\n");
+        out.push_str(&format!(
+            "  {:<26} {:<20} {:<7} {:>14}  {:<13} {}\n",
+            "mutant", "parent", "killed", "seeds to kill", "how", "checker"
+        ));
+        for m in &self.mutants {
+            let (killed, seeds, how, checker) = match &m.kill {
+                Some(k) => ("yes", k.seeds_to_kill.to_string(), k.how, k.checkers.join(",")),
+                None => (
+                    "NO",
+                    format!("> {}", m.seeds),
+                    "-",
+                    m.error.as_ref().map_or("-".into(), |(s, e)| format!("seed {s}: {e}")),
+                ),
+            };
+            out.push_str(&format!(
+                "  {:<26} {:<20} {:<7} {:>14}  {:<13} {}\n",
+                m.name, m.parent, killed, seeds, how, checker
+            ));
+        }
+        out.push_str("  parents (every promised checker kept on every seed):\n");
+        for p in &self.parents {
+            let verdict = if p.is_clean() { "clean" } else { "NOT CLEAN" };
+            out.push_str(&format!(
+                "    {:<20} {:<14} {verdict}: {} seeds, {} inside every assumption",
+                p.name, p.algorithm, p.seeds, p.seeds_inside
+            ));
+            if let Some(d) = p.dirty.first() {
+                let why: Vec<&str> = d.broken.iter().map(|b| b.detail.as_str()).collect();
+                let plan = serde_json::to_string(&d.faults).unwrap_or_default();
+                out.push_str(&format!(
+                    "; seed {} violates {} (broken: [{}]; plan {plan})",
+                    d.seed,
+                    d.checker,
+                    why.join("; ")
+                ));
+            }
+            if let Some((seed, error)) = p.errors.first() {
+                out.push_str(&format!("; seed {seed}: {error}"));
+            }
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "  mutation score {}/{}  ({:.1} s)\n",
+            self.killed(),
+            self.mutants.len(),
+            self.wall_s
+        ));
+        out
+    }
+}
+
+/// What one seed of one lock did under the parent's assumptions.
+struct Judged {
+    /// Checkers judged invalid.
+    violated: Vec<CheckerName>,
+    /// Checkers the parent's assumptions promise under this plan.
+    promised: Vec<CheckerName>,
+    /// The assumptions the plan broke.
+    broken: Vec<Broken>,
+    /// The plan's faults.
+    faults: Vec<GenFault>,
+}
+
+/// One parent as explored: its template, assumptions, topology and profile.
+struct Explored<'c> {
+    template: &'c Scenario,
+    assumptions: Assumptions,
+    standard: bool,
+    topology: Topology,
+    profile: FaultProfile,
+}
+
+impl Explored<'_> {
+    /// The bounded case of `seed`.
+    fn case(&self, strategy: &BoxedStrategy<ExploreCase>, seed: u64) -> ExploreCase {
+        let case = case_tree(seed, strategy).current();
+        if self.standard {
+            case
+        } else {
+            self.assumptions.bound(case)
+        }
+    }
+
+    /// Runs `lock` (the parent's template or a mutant's) on `seed`'s bounded case.
+    fn judge(&self, lock: &Scenario, strategy: &BoxedStrategy<ExploreCase>, seed: u64) -> Result<Judged, String> {
+        let case = self.case(strategy, seed);
+        let run = run_guarded(&case_scenario(lock, &case, seed), None)?;
+        let violated = run
+            .results
+            .iter()
+            .filter(|r| r.verdict == Verdict::Invalid)
+            .filter_map(|r| r.checker.parse().ok())
+            .collect();
+        let broken = self.assumptions.classify(&case);
+        // The baseline promises nothing: only the paired comparison kills.
+        let promised = if self.standard {
+            Vec::new()
+        } else {
+            self.assumptions.promised(&broken)
+        };
+        Ok(Judged {
+            violated,
+            promised,
+            broken,
+            faults: case.faults,
+        })
+    }
+}
+
+enum Task {
+    Mutant(usize),
+    ParentSeed(usize, u64),
+}
+
+/// Runs the suite of `catalogue`.
+pub fn run_suite(catalogue: &Catalogue, options: &SuiteOptions) -> SuiteResult {
+    let started = Instant::now();
+    let explored: Vec<Explored<'_>> = catalogue
+        .parents
+        .iter()
+        .map(|p| {
+            let assumptions = Assumptions::of(&p.scenario);
+            let profile = if options.standard {
+                FaultProfile::default()
+            } else {
+                assumptions.profile(&p.kinds, p.latency_ms_max)
+            };
+            Explored {
+                standard: options.standard,
+                template: &p.scenario,
+                topology: topology(&p.scenario),
+                assumptions,
+                profile,
+            }
+        })
+        .collect();
+    let parent_of: Vec<usize> = catalogue
+        .mutants
+        .iter()
+        .map(|m| catalogue.parents.iter().position(|p| p.name == m.parent).unwrap_or(0))
+        .collect();
+    let mut tasks: Vec<Task> = (0..catalogue.mutants.len()).map(Task::Mutant).collect();
+    for p in 0..catalogue.parents.len() {
+        tasks.extend((0..options.parent_seeds).map(|seed| Task::ParentSeed(p, seed)));
+    }
+    let parents = Mutex::new(
+        catalogue
+            .parents
+            .iter()
+            .map(|p| ParentResult {
+                name: p.name.clone(),
+                algorithm: p.scenario.lock.algorithm.name().to_string(),
+                seeds: 0,
+                seeds_inside: 0,
+                dirty: Vec::new(),
+                errors: Vec::new(),
+            })
+            .collect::<Vec<_>>(),
+    );
+    let mutant_results: Mutex<Vec<Option<MutantResult>>> = Mutex::new(vec![None; catalogue.mutants.len()]);
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..options.jobs.max(1) {
+            scope.spawn(|| {
+                // Strategies are not `Send`: each worker builds its own, per parent.
+                let strategies: Vec<BoxedStrategy<ExploreCase>> = explored
+                    .iter()
+                    .map(|e| case_strategy(&e.topology, &e.profile))
+                    .collect();
+                loop {
+                    let Some(task) = tasks.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                        return;
+                    };
+                    match *task {
+                        Task::Mutant(i) => {
+                            let p = parent_of[i];
+                            let result = explore_mutant(catalogue, i, &explored[p], &strategies[p], options.seeds);
+                            mutant_results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(result);
+                        }
+                        Task::ParentSeed(p, seed) => {
+                            let e = &explored[p];
+                            let judged = e.judge(e.template, &strategies[p], seed);
+                            let mut parents = parents.lock().unwrap_or_else(|e| e.into_inner());
+                            let result = &mut parents[p];
+                            result.seeds += 1;
+                            match judged {
+                                Ok(j) => {
+                                    result.seeds_inside += u64::from(j.broken.is_empty());
+                                    // The baseline counts every violation: it shows what the profile removes.
+                                    let counted = if options.standard {
+                                        j.violated.first()
+                                    } else {
+                                        j.violated.iter().find(|c| j.promised.contains(c))
+                                    };
+                                    if let Some(c) = counted {
+                                        result.dirty.push(Dirty {
+                                            seed,
+                                            checker: c.as_str().to_string(),
+                                            broken: j.broken,
+                                            faults: j.faults,
+                                        });
+                                        result.dirty.sort_by_key(|d| d.seed);
+                                    }
+                                }
+                                Err(e) => {
+                                    result.errors.push((seed, e));
+                                    result.errors.sort();
+                                }
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let mutants = mutant_results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .flatten()
+        .collect();
+    SuiteResult {
+        parents: parents.into_inner().unwrap_or_else(|e| e.into_inner()),
+        mutants,
+        wall_s: started.elapsed().as_secs_f64(),
+    }
+}
+
+/// Explores mutant `i` until its first kill or `seeds` seeds.
+fn explore_mutant(
+    catalogue: &Catalogue,
+    i: usize,
+    parent: &Explored<'_>,
+    strategy: &BoxedStrategy<ExploreCase>,
+    seeds: u64,
+) -> MutantResult {
+    let mutant = &catalogue.mutants[i];
+    let mut result = MutantResult {
+        name: mutant.name.clone(),
+        parent: mutant.parent.clone(),
+        breaks: mutant.breaks.clone(),
+        change: mutant.change.clone(),
+        seeds: 0,
+        kill: None,
+        error: None,
+    };
+    for seed in 0..seeds {
+        result.seeds = seed + 1;
+        let judged = match parent.judge(&mutant.scenario, strategy, seed) {
+            Ok(j) => j,
+            Err(e) => {
+                result.error.get_or_insert((seed, e));
+                continue;
+            }
+        };
+        if judged.violated.is_empty() {
+            continue;
+        }
+        // The parent on the same seed: what it keeps, the mutant must not.
+        let Ok(kept_by_parent) = parent.judge(parent.template, strategy, seed) else {
+            continue;
+        };
+        let fresh: Vec<CheckerName> = judged
+            .violated
+            .iter()
+            .copied()
+            .filter(|c| !kept_by_parent.violated.contains(c))
+            .collect();
+        let promised: Vec<CheckerName> = fresh.iter().copied().filter(|c| judged.promised.contains(c)).collect();
+        let only_timing = parent.standard || judged.promised.contains(&CheckerName::LeaseValidity);
+        let (checkers, how) = if !promised.is_empty() {
+            (promised, "judged")
+        } else if only_timing && !fresh.is_empty() {
+            (fresh, "differential")
+        } else {
+            continue;
+        };
+        result.kill = Some(Kill {
+            seed,
+            seeds_to_kill: seed + 1,
+            checkers: checkers.iter().map(|c| c.as_str().to_string()).collect(),
+            how,
+            broken: judged.broken,
+        });
+        break;
+    }
+    result
+}
+
+/// `lockstep mutants`: loads the catalogue, runs the suite, prints (and writes) the table.
+pub fn main(args: &MutantsArgs) -> Result<Outcome, AppError> {
+    if args.seeds == 0 || args.parent_seeds == Some(0) {
+        return Err(AppError::BadInput(
+            "--seeds and --parent-seeds must be at least 1".into(),
+        ));
+    }
+    let mut catalogue = mutants::load(&args.catalogue).map_err(|e| AppError::BadInput(e.to_string()))?;
+    if let Some(only) = &args.only {
+        catalogue.mutants.retain(|m| m.name.contains(only.as_str()));
+    }
+    let options = SuiteOptions {
+        seeds: args.seeds,
+        parent_seeds: args.parent_seeds.unwrap_or(args.seeds),
+        jobs: args
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        standard: args.standard,
+    };
+    let result = run_suite(&catalogue, &options);
+    let text = result.render();
+    print!("{text}");
+    if let Some(dir) = &args.report {
+        write(dir, &text, &result).map_err(AppError::Io)?;
+        println!("  written to {}", dir.display());
+    }
+    Ok(Outcome::held_if(result.passed()))
+}
+
+fn write(dir: &Path, text: &str, result: &SuiteResult) -> Result<(), String> {
+    let json = serde_json::to_string_pretty(result).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    for (name, bytes) in [("mutants.md", format!("```text\n{text}```\n")), ("mutants.json", json)] {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
+}

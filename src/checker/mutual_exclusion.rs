@@ -1,6 +1,10 @@
 //! `mutual-exclusion`: no two clients are inside the critical section under different grants at
 //! the same true instant.
 //!
+//! A holder is a client, or one task of a client that runs several (its invokes name the task):
+//! two tasks of the same client overlapping is a violation like two clients overlapping, and the
+//! explanation names the tasks (`client-1 task 2`).
+//!
 //! A client (the process that ran the operations, `event.node`) is inside from its `acquire` `ok`
 //! to the `invoke` of the `release` of that grant (matched by the grant's key and value), pauses
 //! included: a frozen client that has not released still believes it holds the lock. An `abort`
@@ -31,11 +35,11 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MutualExclusion;
 
-/// `client-1 (grant abc, token 1)`.
+/// `client-1 (grant abc, token 1)`, or `client-1 task 2 (grant abc, token 1)`.
 fn describe(hold: &Hold<'_>) -> String {
     format!(
         "{} (grant {}, {})",
-        hold.process,
+        hold.holder(),
         super::grant_text(&hold.grant.value),
         token_text(hold.grant.fencing_token)
     )
@@ -62,8 +66,8 @@ impl Checker for MutualExclusion {
                 // Holds are in acquire-ok order, so the later ones that start before `a` ends are
                 // a prefix of the rest.
                 for b in key_holds[i + 1..].iter().take_while(|b| b.granted.seq < a_end) {
-                    // A client's own late request overlapping its next grant is not two clients.
-                    if b.process == a.process {
+                    // A holder's own late request overlapping its next grant is not two holders.
+                    if b.same_holder(a) {
                         continue;
                     }
                     overlaps += 1;

@@ -441,3 +441,5 @@ pub fn load_dir(dir: &Path) -> Result<Vec<(PathBuf, Scenario)>, ScenarioError> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod workload_tests;

@@ -446,7 +446,7 @@ fn unknown_fields_name_the_key_and_its_line() {
             "topology.master[0].clock",
             "clock",
         ),
-        ("[workload]\nwork = 1\n", "workload.work", "work"),
+        ("[workload]\nworks = 1\n", "workload.works", "works"),
         (
             "[[client]]\nname = \"c\"\n[[client]]\nname = \"d\"\nstart = 1\n",
             "client[1].start",

@@ -314,4 +314,42 @@ mod tests {
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
         assert_eq!(result.explanation, "no overlap among 1 grant on 1 key");
     }
+
+    /// An acquire by `task` of client-1 (invoke and ok), with `value`.
+    fn task_acquire(b: &mut Builder, at_us: u64, task: Option<u32>, value: &str) {
+        let id = b.id();
+        let mut invoke = serde_json::json!({ "key": "lock", "ttl_ms": 1000 });
+        if let Some(task) = task {
+            invoke["task"] = serde_json::json!(task);
+        }
+        b.op(at_us, "client-1", id, Phase::Invoke, names::ACQUIRE, invoke);
+        let grant = serde_json::json!({ "key": "lock", "value": value, "fencing_token": null, "validity_ms": 900 });
+        b.op(at_us + 1_000, "client-1", id, Phase::Ok, names::ACQUIRE, grant);
+    }
+
+    #[test]
+    fn two_tasks_of_one_client_overlapping_are_invalid_and_named() {
+        let mut b = Builder::new();
+        task_acquire(&mut b, 0, Some(1), "a");
+        // Task 2's acquire neither ends task 1's hold nor counts as the same holder.
+        task_acquire(&mut b, 5_000, Some(2), "b");
+        let result = MutualExclusion.check(&OpHistory::new(&b.build()));
+        assert_eq!(result.verdict, Verdict::Invalid);
+        assert!(
+            result
+                .explanation
+                .starts_with("client-1 task 1 (grant a, no token) and client-1 task 2 (grant b, no token)"),
+            "{}",
+            result.explanation
+        );
+
+        // Without task names (one task), the next acquire ends the client's previous hold.
+        let mut b = Builder::new();
+        task_acquire(&mut b, 0, None, "a");
+        task_acquire(&mut b, 5_000, None, "b");
+        let history_raw = b.build();
+        let history = OpHistory::new(&history_raw);
+        assert_eq!(MutualExclusion.check(&history).verdict, Verdict::Valid);
+        assert!(history.holds().iter().all(|h| h.task.is_none()));
+    }
 }

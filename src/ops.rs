@@ -12,6 +12,11 @@
 //! | `read` | `{"key"}` | [`ReadOk`] | [`OpError`] |
 //! | `write` | [`WriteInvoke`] | `{"version"}` | [`OpError`] (a fencing rejection is a `fail`) |
 //! | `abort` | [`GrantRef`] (the lock was lost; the workload gives up the critical section) | — | — |
+//!
+//! A client running several tasks adds `"task": n` (1, 2, …; [`TASK_FIELD`]) to every invoke's
+//! data, so the history knows which task ran each operation; completions pair by id. A write
+//! the holder refused itself (its validity ran out, `refuse_write_after_validity`) is a `write`
+//! invoke and a `fail` whose error begins with [`HOLDER_REFUSAL`]; it never reaches the resource.
 
 use crate::lock::LockError;
 use lockstep_sim::{LinkError, Node, Phase};
@@ -28,16 +33,36 @@ pub fn to_data<T: Serialize>(value: &T) -> serde_json::Value {
 #[derive(Debug, Clone)]
 pub struct Recorder {
     node: Node,
+    task: Option<u32>,
 }
 
 impl Recorder {
     /// A recorder for `node`.
     pub fn new(node: &Node) -> Self {
-        Recorder { node: node.clone() }
+        Recorder {
+            node: node.clone(),
+            task: None,
+        }
+    }
+
+    /// A recorder for task `task` (1, 2, …) of `node`: every invoke names the task.
+    pub fn for_task(node: &Node, task: u32) -> Self {
+        Recorder {
+            node: node.clone(),
+            task: Some(task),
+        }
+    }
+
+    /// The task this recorder names, if any.
+    pub fn task(&self) -> Option<u32> {
+        self.task
     }
 
     /// Records an invoke; returns the operation's id.
-    pub fn invoke(&self, op: &str, data: serde_json::Value) -> u64 {
+    pub fn invoke(&self, op: &str, mut data: serde_json::Value) -> u64 {
+        if let (Some(task), serde_json::Value::Object(map)) = (self.task, &mut data) {
+            map.insert(TASK_FIELD.to_string(), serde_json::Value::from(task));
+        }
         let id = self.node.next_op_id();
         self.node.record(lockstep_sim::EventKind::Op {
             id,

@@ -42,6 +42,9 @@ pub fn line(step: &Step<'_>) -> Option<String> {
                 format!("sends write value={} token={}", w.value, token(w.fencing_token))
             }
             (OpName::Write, Phase::Info, _) => "write outcome unknown".to_string(),
+            (OpName::Write, Phase::Fail, Some(OpData::Error(e))) if e.is_holder_refusal() => {
+                format!("write {}", e.error)
+            }
             _ => return None,
         },
         StepKind::Expired(expiry) if !expiry.fencing_counter => format!("key \"{}\" expired", expiry.key),

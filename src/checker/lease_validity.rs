@@ -103,7 +103,7 @@ impl Checker for LeaseValidity {
                 format!(
                     "{} (grant {}, {}) was told at {} by {what} that it held {:?} for {} ms, until {}, but the \
                      masters' lease ended at {} ({} ms earlier, tolerance {} ms); {} among {}",
-                    lie.hold.process,
+                    lie.hold.holder(),
                     super::grant_text(&lie.hold.grant.value),
                     token_text(lie.hold.grant.fencing_token),
                     seconds(lie.belief.event.at_us),

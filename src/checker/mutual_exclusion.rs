@@ -1,6 +1,10 @@
 //! `mutual-exclusion`: no two clients are inside the critical section under different grants at
 //! the same true instant.
 //!
+//! A holder is a client, or one task of a client that runs several (its invokes name the task):
+//! two tasks of the same client overlapping is a violation like two clients overlapping, and the
+//! explanation names the tasks (`client-1 task 2`).
+//!
 //! A client (the process that ran the operations, `event.node`) is inside from its `acquire` `ok`
 //! to the `invoke` of the `release` of that grant (matched by the grant's key and value), pauses
 //! included: a frozen client that has not released still believes it holds the lock. An `abort`
@@ -31,11 +35,11 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MutualExclusion;
 
-/// `client-1 (grant abc, token 1)`.
+/// `client-1 (grant abc, token 1)`, or `client-1 task 2 (grant abc, token 1)`.
 fn describe(hold: &Hold<'_>) -> String {
     format!(
         "{} (grant {}, {})",
-        hold.process,
+        hold.holder(),
         super::grant_text(&hold.grant.value),
         token_text(hold.grant.fencing_token)
     )
@@ -62,8 +66,8 @@ impl Checker for MutualExclusion {
                 // Holds are in acquire-ok order, so the later ones that start before `a` ends are
                 // a prefix of the rest.
                 for b in key_holds[i + 1..].iter().take_while(|b| b.granted.seq < a_end) {
-                    // A client's own late request overlapping its next grant is not two clients.
-                    if b.process == a.process {
+                    // A holder's own late request overlapping its next grant is not two holders.
+                    if b.same_holder(a) {
                         continue;
                     }
                     overlaps += 1;
@@ -309,5 +313,43 @@ mod tests {
         // Only the one good grant counts.
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
         assert_eq!(result.explanation, "no overlap among 1 grant on 1 key");
+    }
+
+    /// An acquire by `task` of client-1 (invoke and ok), with `value`.
+    fn task_acquire(b: &mut Builder, at_us: u64, task: Option<u32>, value: &str) {
+        let id = b.id();
+        let mut invoke = serde_json::json!({ "key": "lock", "ttl_ms": 1000 });
+        if let Some(task) = task {
+            invoke["task"] = serde_json::json!(task);
+        }
+        b.op(at_us, "client-1", id, Phase::Invoke, names::ACQUIRE, invoke);
+        let grant = serde_json::json!({ "key": "lock", "value": value, "fencing_token": null, "validity_ms": 900 });
+        b.op(at_us + 1_000, "client-1", id, Phase::Ok, names::ACQUIRE, grant);
+    }
+
+    #[test]
+    fn two_tasks_of_one_client_overlapping_are_invalid_and_named() {
+        let mut b = Builder::new();
+        task_acquire(&mut b, 0, Some(1), "a");
+        // Task 2's acquire neither ends task 1's hold nor counts as the same holder.
+        task_acquire(&mut b, 5_000, Some(2), "b");
+        let result = MutualExclusion.check(&OpHistory::new(&b.build()));
+        assert_eq!(result.verdict, Verdict::Invalid);
+        assert!(
+            result
+                .explanation
+                .starts_with("client-1 task 1 (grant a, no token) and client-1 task 2 (grant b, no token)"),
+            "{}",
+            result.explanation
+        );
+
+        // Without task names (one task), the next acquire ends the client's previous hold.
+        let mut b = Builder::new();
+        task_acquire(&mut b, 0, None, "a");
+        task_acquire(&mut b, 5_000, None, "b");
+        let history_raw = b.build();
+        let history = OpHistory::new(&history_raw);
+        assert_eq!(MutualExclusion.check(&history).verdict, Verdict::Valid);
+        assert!(history.holds().iter().all(|h| h.task.is_none()));
     }
 }

@@ -70,7 +70,7 @@ impl Checker for StaleWrite {
         let describe = |a: &Attributed<'_>| {
             let g = &grants[a.grant];
             (
-                g.process,
+                g.holder(),
                 format!(
                     "grant {}, {}",
                     super::grant_text(&g.grant.value),

@@ -40,6 +40,8 @@ use std::collections::BTreeMap;
 pub struct Operation<'h> {
     /// The process (client node) that ran it.
     pub process: &'h str,
+    /// The client task that ran it, when the client runs several (`None`: one task).
+    pub task: Option<u32>,
     /// Its id.
     pub id: u64,
     /// Its name.
@@ -49,6 +51,17 @@ pub struct Operation<'h> {
     /// Its completion, an index into [`OpHistory::steps`]; `None` while open at the end.
     pub completion: Option<usize>,
 }
+
+/// `client-1`, or `client-1 task 2` for a task of a client that runs several.
+pub fn holder_name(process: &str, task: Option<u32>) -> String {
+    match task {
+        Some(task) => format!("{process} task {task}"),
+        None => process.to_string(),
+    }
+}
+
+/// A process and, when its client runs several tasks, the task: one sequential actor.
+type Actor<'h> = (&'h str, Option<u32>);
 
 /// How an operation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +121,8 @@ impl Belief<'_> {
 pub struct Hold<'h> {
     /// The process holding it.
     pub process: &'h str,
+    /// The client task holding it, when the client runs several (`None`: one task).
+    pub task: Option<u32>,
     /// What was granted.
     pub grant: Grant,
     /// The acquire `ok` (its `seq` orders grants; its `at_us` starts the hold).
@@ -131,6 +146,17 @@ pub struct Hold<'h> {
 }
 
 impl Hold<'_> {
+    /// Who holds it: the process, and its task when the client runs several
+    /// (`client-1`, `client-1 task 2`).
+    pub fn holder(&self) -> String {
+        holder_name(self.process, self.task)
+    }
+
+    /// Whether `other` is held by the same process and task (one sequential actor).
+    pub fn same_holder(&self, other: &Hold<'_>) -> bool {
+        self.process == other.process && self.task == other.task
+    }
+
     /// True time the hold began, µs.
     pub fn start_us(&self) -> u64 {
         self.granted.at_us
@@ -208,10 +234,10 @@ struct Reader<'h> {
     out: OpHistory<'h>,
     /// (process, id) -> its open operation.
     open_ops: BTreeMap<(&'h str, u64), usize>,
-    /// (process, lock key) -> its open hold.
-    open_holds: BTreeMap<(&'h str, String), usize>,
-    /// process -> its latest grant.
-    latest_grant: BTreeMap<&'h str, usize>,
+    /// (process, task, lock key) -> its open hold.
+    open_holds: BTreeMap<(Actor<'h>, String), usize>,
+    /// (process, task) -> its latest grant.
+    latest_grant: BTreeMap<Actor<'h>, usize>,
     /// process -> its write invokes so far.
     sent: BTreeMap<&'h str, Vec<SentWrite>>,
 }
@@ -264,6 +290,7 @@ impl<'h> Reader<'h> {
             }
             out.operations.push(Operation {
                 process: &event.node,
+                task: op.task,
                 id: op.id,
                 name: op.op,
                 invoke: index,
@@ -301,21 +328,25 @@ impl<'h> Reader<'h> {
     /// Follows grants, holds, beliefs and write invokes through one op step.
     fn track(&mut self, event: &'h Event, op: &OpStep, operation: Option<usize>) {
         let process: &'h str = &event.node;
+        // Invokes name their task; a completion belongs to its operation's.
+        let task = operation.map_or(op.task, |i| self.out.operations[i].task);
+        let actor: Actor<'h> = (process, task);
         match (&op.data, op.phase) {
             (Some(OpData::Invoke(LockOp::Acquire(invoke))), _) => {
-                if let Some(i) = self.open_holds.remove(&(process, invoke.key.clone())) {
+                if let Some(i) = self.open_holds.remove(&(actor, invoke.key.clone())) {
                     self.end_hold(i, event, HoldEndKind::NextAcquire);
                 }
             }
             (Some(OpData::Granted(grant)), Phase::Ok) if op.op == OpName::Acquire => {
                 let hold = self.out.holds.len();
                 // A grant without an acquire invoke in between still ends the one before.
-                if let Some(i) = self.open_holds.insert((process, grant.key.clone()), hold) {
+                if let Some(i) = self.open_holds.insert((actor, grant.key.clone()), hold) {
                     self.end_hold(i, event, HoldEndKind::NextAcquire);
                 }
-                self.latest_grant.insert(process, hold);
+                self.latest_grant.insert(actor, hold);
                 self.out.holds.push(Hold {
                     process,
+                    task,
                     grant: grant.clone(),
                     granted: event,
                     acquire: operation,
@@ -331,7 +362,7 @@ impl<'h> Reader<'h> {
                 });
             }
             (Some(OpData::Granted(renewed)), Phase::Ok) => {
-                let held = self.open_holds.get(&(process, renewed.key.clone())).copied();
+                let held = self.open_holds.get(&(actor, renewed.key.clone())).copied();
                 if let Some(hold) = held.map(|i| &mut self.out.holds[i]) {
                     if hold.grant.value == renewed.value {
                         hold.beliefs.push(Belief {
@@ -343,7 +374,7 @@ impl<'h> Reader<'h> {
                 }
             }
             (Some(OpData::Invoke(LockOp::Release(grant) | LockOp::Abort(grant)) | OpData::Lost(grant)), _) => {
-                let slot = (process, grant.key.clone());
+                let slot = (actor, grant.key.clone());
                 let held = self.open_holds.get(&slot).copied();
                 if let Some(i) = held.filter(|&i| self.out.holds[i].grant.value == grant.value) {
                     let kind = if op.op == OpName::Release {
@@ -360,23 +391,23 @@ impl<'h> Reader<'h> {
                     self.sent.entry(process).or_default().push(SentWrite {
                         operation,
                         write: write.clone(),
-                        grant: self.latest_grant.get(process).copied(),
+                        grant: self.latest_grant.get(&actor).copied(),
                     });
-                    self.under_grant(process, operation);
+                    self.under_grant(actor, operation);
                 }
             }
             (Some(OpData::Invoke(LockOp::Read(_))), _) => {
                 if let Some(operation) = operation {
-                    self.under_grant(process, operation);
+                    self.under_grant(actor, operation);
                 }
             }
             _ => {}
         }
     }
 
-    /// Files a resource request of `process` under its latest grant, if that grant is still held.
-    fn under_grant(&mut self, process: &'h str, operation: usize) {
-        if let Some(&hold) = self.latest_grant.get(process) {
+    /// Files a resource request of `actor` under its latest grant, if that grant is still held.
+    fn under_grant(&mut self, actor: Actor<'h>, operation: usize) {
+        if let Some(&hold) = self.latest_grant.get(&actor) {
             let hold = &mut self.out.holds[hold];
             if hold.end.is_none() {
                 hold.requests.push(operation);

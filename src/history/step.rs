@@ -11,6 +11,13 @@ use super::op::{decode, OpData, OpName};
 use crate::lock::fencing;
 use lockstep_sim::{Event, EventKind, Fault, Phase};
 
+/// The task an op's data names (`"task": n`), if any.
+fn data_task(data: &serde_json::Value) -> Option<u32> {
+    data.get(crate::ops::TASK_FIELD)
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|task| u32::try_from(task).ok())
+}
+
 /// One event of the history, typed.
 #[derive(Debug, Clone)]
 pub struct Step<'h> {
@@ -70,6 +77,9 @@ pub struct OpStep {
     pub phase: Phase,
     /// Its data, typed; `None` when it did not fit (an [`Anomaly`]).
     pub data: Option<OpData>,
+    /// The client task that ran it, when the client runs several and this is an invoke (the
+    /// data's `task`, see [`crate::ops`]).
+    pub task: Option<u32>,
 }
 
 /// A key expiry on a master.
@@ -195,6 +205,7 @@ impl<'h> Step<'h> {
         let kind = match &event.kind {
             EventKind::Op { id, phase, op, data } => match OpName::parse(op) {
                 Some(name) => {
+                    let data_json = data;
                     let data = match decode(name, *phase, data) {
                         Ok(data) => Some(data),
                         Err(expected) => {
@@ -206,11 +217,13 @@ impl<'h> Step<'h> {
                             None
                         }
                     };
+                    let task = data_task(data_json);
                     StepKind::Op(OpStep {
                         id: *id,
                         op: name,
                         phase: *phase,
                         data,
+                        task,
                     })
                 }
                 None => {

@@ -16,9 +16,13 @@ use std::cell::Cell;
 use std::future::Future;
 use std::rc::Rc;
 
-/// Raised when the lock is known to be lost (node-redlock's `signal.aborted`).
+/// Raised when the lock is known to be lost (node-redlock's `signal.aborted`). It also carries
+/// the validity of the latest renewal, for a routine that watches its own validity.
 #[derive(Debug, Clone, Default)]
-pub struct AbortSignal(Rc<Cell<bool>>);
+pub struct AbortSignal {
+    aborted: Rc<Cell<bool>>,
+    renewed_until_ms: Rc<Cell<Option<i64>>>,
+}
 
 impl AbortSignal {
     /// A signal that has not fired.
@@ -28,12 +32,23 @@ impl AbortSignal {
 
     /// Whether the lock was lost.
     pub fn aborted(&self) -> bool {
-        self.0.get()
+        self.aborted.get()
     }
 
     /// Raises the signal.
     pub fn abort(&self) {
-        self.0.set(true);
+        self.aborted.set(true);
+    }
+
+    /// Notes a renewal: the grant is now valid until this monotonic reading of the client, ms.
+    pub fn renewed(&self, until_monotonic_ms: i64) {
+        self.renewed_until_ms.set(Some(until_monotonic_ms));
+    }
+
+    /// Until when (the client's monotonic clock, ms) the latest renewal made the grant valid;
+    /// `None` before any renewal.
+    pub fn renewed_until_monotonic_ms(&self) -> Option<i64> {
+        self.renewed_until_ms.get()
     }
 }
 
@@ -71,7 +86,11 @@ pub async fn keep_alive(
             }
         }
         match result {
-            Ok(renewed) => current = renewed,
+            Ok(renewed) => {
+                let from_ms = renewed.validity_from_ms.unwrap_or_else(|| node.monotonic_ms());
+                signal.renewed(from_ms.saturating_add_unsigned(renewed.validity_ms));
+                current = renewed;
+            }
             Err(e) if lock.on_extend_failure() == ExtendFailure::KeepWorking => {
                 // The library ignores the failure: the work goes on, and nothing renews any more.
                 let _ = e;

@@ -28,7 +28,9 @@ pub use expect::{
 pub use fault::{FaultProfile, DEFAULT_KINDS, GENERATED_KINDS};
 pub use lock::{Algorithm, AlgorithmSpec, ClockKind, Fencing, LockSpec, RedlockSpec, WatchdogSpec};
 pub use op::{Grant, GrantRef};
-pub use scenario::{ClientSpec, NetworkSpec, NodeSpec, Scenario, WorkMs, WorkloadSpec, RESOURCE_NODE};
+pub use scenario::{
+    ClientSpec, NetworkSpec, NodeSpec, Scenario, TasksSpec, WorkMode, WorkMs, WorkloadSpec, RESOURCE_NODE,
+};
 pub use script::{
     Arithmetic, OnRenewFailure, Renewal, ScriptAction, ScriptOp, ScriptSpec, ScriptStep, Success, ValidityPolicy,
     ValuePolicy, ValueStorage, Wait, PLACEHOLDERS,

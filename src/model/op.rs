@@ -88,9 +88,25 @@ pub struct WriteInvoke {
     pub fencing_token: Option<u64>,
 }
 
+/// The key of an invoke's data naming the client task that ran the operation (1, 2, …), written
+/// only when the client runs several tasks: histories of one-task clients do not carry it.
+pub const TASK_FIELD: &str = "task";
+
+/// How the error of a write the holder refused itself begins (its validity had run out by its
+/// own clock): such a write is recorded as a `write` invoke and a `fail`, and never reaches the
+/// resource.
+pub const HOLDER_REFUSAL: &str = "refused by the holder";
+
 /// Why an operation failed or has an unknown outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpError {
     /// The error text.
     pub error: String,
+}
+
+impl OpError {
+    /// Whether this is the error of a write the holder refused itself ([`HOLDER_REFUSAL`]).
+    pub fn is_holder_refusal(&self) -> bool {
+        self.error.starts_with(HOLDER_REFUSAL)
+    }
 }

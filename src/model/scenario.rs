@@ -170,6 +170,41 @@ impl<'de> Deserialize<'de> for WorkMs {
     }
 }
 
+/// How long a critical section works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "mode")]
+pub enum WorkMode {
+    /// For `work_ms` (fixed or drawn from a range): today's workload.
+    #[default]
+    Fixed,
+    /// Until the grant's validity runs out, less `margin_ms`, by the client's monotonic clock
+    /// (counted from where the lock computed the validity; the validity known when the work
+    /// starts — a renewal during the work does not lengthen it).
+    UntilValidity {
+        /// Stop this long before the validity runs out, ms.
+        margin_ms: u64,
+    },
+}
+
+impl WorkMode {
+    /// The name in scenario files (`work = ...`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            WorkMode::Fixed => "fixed",
+            WorkMode::UntilValidity { .. } => "until-validity",
+        }
+    }
+}
+
+/// Several concurrent tasks per client, set at the workload level (for every algorithm).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TasksSpec {
+    /// Concurrent tasks per client running the workload loop (1..=16).
+    pub tasks: u32,
+    /// With several tasks: they all use the client's one lock object (else each its own).
+    pub share_lock_object: bool,
+}
+
 /// What each client does (every default resolved).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WorkloadSpec {
@@ -188,6 +223,39 @@ pub struct WorkloadSpec {
     /// Per-request timeout of the clients' resource connection, ms (resolved; the lock's
     /// `request_timeout_ms` unless written).
     pub resource_timeout_ms: u64,
+    /// How long a critical section works (`Fixed`: `work_ms`, today's default).
+    pub work: WorkMode,
+    /// The holder refuses its own write once its validity has run out by its own clock (the
+    /// refusal is recorded as a failed write); off by default.
+    pub refuse_write_after_validity: bool,
+    /// Reads of the counter at the start of each turn (≥ 1; the last one's value counts).
+    pub reads_per_turn: u32,
+    /// Writes at the end of each turn, back to back: the value read plus 1, plus 2, … (0: a
+    /// read-only turn), each with the grant's fencing token.
+    pub writes_per_turn: u32,
+    /// Several tasks per client (`None`: as the lock says — the script lock's `tasks`, else 1).
+    pub tasks: Option<TasksSpec>,
+}
+
+impl WorkloadSpec {
+    /// A workload with every default (what an absent `[workload]` table resolves to, with the
+    /// lock's default request timeout).
+    pub fn defaults() -> Self {
+        WorkloadSpec {
+            key: "counter".into(),
+            iterations: Some(1),
+            until_ms: None,
+            work_ms: WorkMs::default(),
+            acquire_retry_ms: 100,
+            think_ms: 0,
+            resource_timeout_ms: 50,
+            work: WorkMode::Fixed,
+            refuse_write_after_validity: false,
+            reads_per_turn: 1,
+            writes_per_turn: 1,
+            tasks: None,
+        }
+    }
 }
 
 /// A client node.
@@ -205,6 +273,8 @@ pub struct ClientSpec {
     pub iterations: Option<u64>,
     /// Override of [`WorkloadSpec::work_ms`] (`None`: the workload's).
     pub work_ms: Option<WorkMs>,
+    /// Override of the workload's task count (`None`: the workload's, else the lock's).
+    pub tasks: Option<u32>,
 }
 
 impl ClientSpec {
@@ -217,6 +287,7 @@ impl ClientSpec {
             drift_ppm: 0,
             iterations: None,
             work_ms: None,
+            tasks: None,
         }
     }
 
@@ -236,6 +307,19 @@ impl ClientSpec {
     /// This client's work duration: its override, else the workload's.
     pub fn effective_work_ms(&self, workload: &WorkloadSpec) -> WorkMs {
         self.work_ms.unwrap_or(workload.work_ms)
+    }
+
+    /// This client's tasks set at the workload level: its override (sharing as the workload
+    /// says, by default one lock object), else the workload's; `None`: as the lock says.
+    pub fn effective_tasks(&self, workload: &WorkloadSpec) -> Option<TasksSpec> {
+        match (self.tasks, workload.tasks) {
+            (Some(tasks), Some(spec)) => Some(TasksSpec { tasks, ..spec }),
+            (Some(tasks), None) => Some(TasksSpec {
+                tasks,
+                share_lock_object: true,
+            }),
+            (None, spec) => spec,
+        }
     }
 }
 

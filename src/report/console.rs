@@ -232,6 +232,7 @@ pub fn list_text(dir: &Path, scenarios: &Result<Vec<(PathBuf, Scenario)>, String
             .collect::<Vec<_>>()
             .join(", ")
     );
+    let _ = writeln!(out, "\n{}", crate::scenario::workload_help().trim_end());
     let _ = writeln!(out, "\ncheckers:");
     let _ = writeln!(out, "  {}", crate::checker::NAMES.join(", "));
     let _ = writeln!(out, "\nscenarios ({}):", dir.display());

@@ -154,6 +154,11 @@ pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactor
             lock_key: scenario.lock.key.clone(),
             ttl_ms: scenario.lock.ttl_ms,
             resource_key: scenario.workload.key.clone(),
+            work: scenario.workload.work,
+            refuse_write_after_validity: scenario.workload.refuse_write_after_validity,
+            reads_per_turn: scenario.workload.reads_per_turn,
+            writes_per_turn: scenario.workload.writes_per_turn,
+            tasks: client.effective_tasks(&scenario.workload),
         };
         let factory = factory.clone();
         let master_names = master_names.clone();
@@ -172,7 +177,10 @@ pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactor
                 let env = LockEnv::new(&node, masters, fencing_master);
                 let lock = lock::with_fencing(&lock_spec, &env, factory(env.clone()));
                 let resource = ResourceClient::new(&node, RESOURCE_NODE, resource_timeouts);
-                workload::run_client(node, lock, resource, plan).await;
+                // A task with its own lock object (`[workload] tasks`) gets one built like the first.
+                let make_lock: workload::LockMaker =
+                    Rc::new(move || lock::with_fencing(&lock_spec, &env, factory(env.clone())));
+                workload::run_client_with(node, lock, resource, plan, Some(make_lock)).await;
             },
         )?;
     }

@@ -159,17 +159,29 @@
 //! ## `[workload]` (optional)
 //!
 //! Each client loops: acquire the lock (retrying), read the counter from the resource, work,
-//! write it back incremented, release, think.
+//! write it back incremented, release, think. The settings after `resource_timeout_ms` make the
+//! workload use its grant; their defaults are the loop above (see `lockstep list`).
 //!
 //! | key                | type             | default | meaning |
 //! |--------------------|------------------|---------|---------|
 //! | `key`              | string           | `"counter"` | the resource key (not empty) |
 //! | `iterations`       | integer          | unlimited if `until_ms` is set, else `1` | iterations per client |
 //! | `until_ms`         | integer          | none    | stop starting new iterations after this true time |
-//! | `work_ms`          | integer or pair  | `100`   | work inside the critical section: fixed, or `[min, max]` drawn uniformly (min ≤ max) |
+//! | `work_ms`          | integer or pair  | `100`   | work inside the critical section: fixed, or `[min, max]` drawn uniformly (min ≤ max); not with `work = "until-validity"` |
 //! | `acquire_retry_ms` | integer          | `100`   | delay between failed acquire attempts |
 //! | `think_ms`         | integer          | `0`     | pause between iterations |
 //! | `resource_timeout_ms` | integer       | `lock.request_timeout_ms` | per-request timeout of the client's connection to the resource (a long one lets a delayed write arrive late); ≥ 1 |
+//! | `work`             | string           | `"fixed"` | `fixed` (`work_ms`) or `until-validity`: work until the grant's validity runs out less `validity_margin_ms`, by the holder's monotonic clock |
+//! | `validity_margin_ms` | integer        | `0`     | with `until-validity` only; < `lock.ttl_ms` |
+//! | `refuse_write_after_validity` | bool  | `false` | before each write the holder checks its own clock; once its validity (the latest renewal's) has run out it refuses the write itself — a `write` that fails "refused by the holder" — and writes no more that turn |
+//! | `reads_per_turn`   | integer          | `1`     | reads of the counter at the start of a turn (the last one counts); 1..=100 |
+//! | `writes_per_turn`  | integer          | `1`     | writes at the end of a turn, back to back: the value read plus 1, plus 2, …, each with the grant's fencing token; 0..=100 |
+//! | `tasks`            | integer          | the lock's (`1`; the script lock's `tasks`) | concurrent tasks per client, each running the whole loop, for every algorithm; 1..=16; not with `lock.tasks` |
+//! | `share_lock_object` | bool            | `true`  | with several tasks: they all use the client's one lock object (else each builds its own); not with `lock.share_lock_object` |
+//!
+//! With several tasks per client, every invoke in the history names its task (`"task": n`), and
+//! the checkers judge holds per task: two tasks of one client inside the critical section at
+//! once is a mutual-exclusion violation (`client-1 task 1 … and client-1 task 2 …`).
 //!
 //! ## `[[client]]` (optional, repeated)
 //!
@@ -182,7 +194,8 @@
 //! | `offset_ms`  | integer         | `0`      | wall-clock offset |
 //! | `drift_ppm`  | integer         | `0`      | clock rate error, ppm; > −1000000 |
 //! | `iterations` | integer         | workload's | override of `workload.iterations` |
-//! | `work_ms`    | integer or pair | workload's | override of `workload.work_ms` |
+//! | `work_ms`    | integer or pair | workload's | override of `workload.work_ms` (not with `work = "until-validity"`) |
+//! | `tasks`      | integer         | workload's | override of `workload.tasks` (sharing as `workload.share_lock_object` says); 1..=16; not with `lock.tasks` |
 //!
 //! ## `[[fault]]` (optional, repeated)
 //!
@@ -281,6 +294,7 @@ pub mod mutants;
 mod raw;
 mod resolve;
 mod script_keys;
+mod workload_keys;
 mod write;
 
 pub use crate::model::scenario::{ClientSpec, NetworkSpec, NodeSpec, Scenario, WorkMs, WorkloadSpec, RESOURCE_NODE};
@@ -291,6 +305,7 @@ pub use crate::model::{
 pub use script_keys::{script_lock_help, SCRIPT_LOCK_KEYS, SCRIPT_OP_KEYS};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+pub use workload_keys::{workload_help, WORKLOAD_KEYS};
 
 /// The most masters (`topology.masters`) or clients (`topology.clients`) a file may ask for.
 pub const MAX_GENERATED_NODES: u64 = 1000;
@@ -454,3 +469,5 @@ pub fn load_dir(dir: &Path) -> Result<Vec<(PathBuf, Scenario)>, ScenarioError> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod workload_tests;

@@ -195,6 +195,21 @@ pub(super) struct RawWorkload {
     pub acquire_retry_ms: Option<u64>,
     pub think_ms: Option<u64>,
     pub resource_timeout_ms: Option<u64>,
+    pub work: Option<RawWorkMode>,
+    pub validity_margin_ms: Option<u64>,
+    pub refuse_write_after_validity: Option<bool>,
+    pub reads_per_turn: Option<u32>,
+    pub writes_per_turn: Option<u32>,
+    pub tasks: Option<u32>,
+    pub share_lock_object: Option<bool>,
+}
+
+/// `work = ...` in `[workload]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(super) enum RawWorkMode {
+    Fixed,
+    UntilValidity,
 }
 
 #[derive(Debug, Deserialize)]
@@ -206,6 +221,7 @@ pub(super) struct RawClient {
     pub drift_ppm: Option<i64>,
     pub iterations: Option<u64>,
     pub work_ms: Option<WorkMs>,
+    pub tasks: Option<u32>,
 }
 
 /// A seed: a non-negative TOML integer, or a decimal string for seeds above `i64::MAX`.

@@ -3,14 +3,14 @@
 //! the dotted field.
 
 mod script;
+mod workload;
 
 use super::locate::{line_col, FieldPath, Locator};
 use super::raw::{RawClient, RawDeployment, RawNode, RawScenario, RawTopology};
 use super::{ScenarioError, MAX_GENERATED_NODES};
 use crate::model::{
     Algorithm, AlgorithmSpec, ClientSpec, ExploreSpec, LockSpec, NetworkSpec, NodeSpec, RedlockSpec, Scenario,
-    WatchdogSpec, WorkMs, WorkloadSpec, CHECKERS, GENERATED_KINDS, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS,
-    RESOURCE_NODE,
+    WatchdogSpec, WorkMs, CHECKERS, GENERATED_KINDS, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS, RESOURCE_NODE,
 };
 use lockstep_sim::clock::check_drift_ppm;
 use lockstep_sim::{
@@ -265,8 +265,10 @@ impl Ctx<'_> {
         kinds.kinds.insert(RESOURCE_NODE.to_string(), Role::Resource);
         kinds.order.push(RESOURCE_NODE.to_string());
         let clients = self.clients(&topology, raw.client, &mut kinds)?;
+        let lock_tasks = workload::LockTasks::of(raw.lock.as_ref());
         let lock = self.lock(raw.lock, &masters)?;
-        let workload = self.workload(raw.workload, &lock)?;
+        let workload = self.workload(raw.workload, &lock, lock_tasks)?;
+        self.client_overrides(&clients, &workload, lock_tasks)?;
 
         let mut faults = Vec::new();
         for (index, table) in raw.fault.unwrap_or_default().into_iter().enumerate() {
@@ -585,6 +587,7 @@ impl Ctx<'_> {
                 drift_ppm,
                 iterations: raw.iterations,
                 work_ms: raw.work_ms,
+                tasks: raw.tasks,
             });
         }
         Ok(clients)
@@ -706,35 +709,6 @@ impl Ctx<'_> {
             fencing_master,
             request_timeout_ms,
             connect_timeout_ms,
-        })
-    }
-
-    fn workload(&self, raw: Option<super::raw::RawWorkload>, lock: &LockSpec) -> Result<WorkloadSpec, ScenarioError> {
-        let raw = raw.unwrap_or_default();
-        let path = |k: &str| FieldPath::keys(&["workload", k]);
-        let key = raw.key.unwrap_or_else(|| "counter".into());
-        if key.is_empty() {
-            return Err(self.err(&path("key"), "must not be empty"));
-        }
-        let work_ms = raw.work_ms.unwrap_or_default();
-        check_work(work_ms).map_err(|m| self.err(&path("work_ms"), m))?;
-        let iterations = match (raw.iterations, raw.until_ms) {
-            (Some(n), _) => Some(n),
-            (None, Some(_)) => None,
-            (None, None) => Some(1),
-        };
-        let resource_timeout_ms = raw.resource_timeout_ms.unwrap_or(lock.request_timeout_ms);
-        if resource_timeout_ms == 0 {
-            return Err(self.err(&path("resource_timeout_ms"), "must be at least 1"));
-        }
-        Ok(WorkloadSpec {
-            key,
-            iterations,
-            until_ms: raw.until_ms,
-            work_ms,
-            acquire_retry_ms: raw.acquire_retry_ms.unwrap_or(100),
-            think_ms: raw.think_ms.unwrap_or(0),
-            resource_timeout_ms,
         })
     }
 

@@ -187,6 +187,7 @@ fn full_example_parses_every_key() {
             acquire_retry_ms: 25,
             think_ms: 10,
             resource_timeout_ms: 90_000,
+            ..WorkloadSpec::defaults()
         }
     );
     assert_eq!(
@@ -198,6 +199,7 @@ fn full_example_parses_every_key() {
             drift_ppm: -50,
             iterations: Some(1),
             work_ms: Some(WorkMs::Fixed(2000)),
+            tasks: None,
         }
     );
     assert_eq!(s.clients[1], ClientSpec::named("bob"));
@@ -274,8 +276,14 @@ fn minimal_file_resolves_every_default() {
             acquire_retry_ms: 100,
             think_ms: 0,
             resource_timeout_ms: 50,
+            work: crate::model::WorkMode::Fixed,
+            refuse_write_after_validity: false,
+            reads_per_turn: 1,
+            writes_per_turn: 1,
+            tasks: None,
         }
     );
+    assert_eq!(s.workload, WorkloadSpec::defaults());
     assert_eq!(
         s.clients,
         vec![ClientSpec::named("client-1"), ClientSpec::named("client-2")]
@@ -438,7 +446,7 @@ fn unknown_fields_name_the_key_and_its_line() {
             "topology.master[0].clock",
             "clock",
         ),
-        ("[workload]\nwork = 1\n", "workload.work", "work"),
+        ("[workload]\nworks = 1\n", "workload.works", "works"),
         (
             "[[client]]\nname = \"c\"\n[[client]]\nname = \"d\"\nstart = 1\n",
             "client[1].start",

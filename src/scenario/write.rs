@@ -1,6 +1,6 @@
 //! A scenario written back as an explicit TOML file.
 
-use crate::model::{AlgorithmSpec, Renewal, Scenario, ScriptAction, ScriptSpec, ScriptStep, Wait, WorkMs};
+use crate::model::{AlgorithmSpec, Renewal, Scenario, ScriptAction, ScriptSpec, ScriptStep, Wait, WorkMode, WorkMs};
 use std::fmt::Write;
 
 /// A TOML string literal.
@@ -131,8 +131,12 @@ fn write_script(out: &mut String, sc: &ScriptSpec) {
     }
     let _ = writeln!(out, "on_renew_failure = {}", quote(sc.on_renew_failure.name()));
     let _ = writeln!(out, "unlock_on_failure = {}", sc.unlock_on_failure);
-    let _ = writeln!(out, "tasks = {}", sc.tasks);
-    let _ = writeln!(out, "share_lock_object = {}", sc.share_lock_object);
+    // Left implicit at their defaults, so that `[workload] tasks` (which may not be written with
+    // them) round-trips.
+    if sc.tasks != 1 || !sc.share_lock_object {
+        let _ = writeln!(out, "tasks = {}", sc.tasks);
+        let _ = writeln!(out, "share_lock_object = {}", sc.share_lock_object);
+    }
     match &sc.wait {
         Wait::Sleep => {}
         Wait::Blpop { list: key } | Wait::Subscribe { channel: key } => {
@@ -180,10 +184,31 @@ fn finish(mut out: String, s: &Scenario) -> String {
     if let Some(until) = w.until_ms {
         let _ = writeln!(out, "until_ms = {until}");
     }
-    let _ = writeln!(out, "work_ms = {}", work(w.work_ms));
+    if w.work == WorkMode::Fixed {
+        let _ = writeln!(out, "work_ms = {}", work(w.work_ms));
+    }
     let _ = writeln!(out, "acquire_retry_ms = {}", w.acquire_retry_ms);
     let _ = writeln!(out, "think_ms = {}", w.think_ms);
     let _ = writeln!(out, "resource_timeout_ms = {}", w.resource_timeout_ms);
+    // The settings that use the grant, only when they differ from the defaults (so files written
+    // before them read the same).
+    if let WorkMode::UntilValidity { margin_ms } = w.work {
+        let _ = writeln!(out, "work = {}", quote(w.work.name()));
+        let _ = writeln!(out, "validity_margin_ms = {margin_ms}");
+    }
+    if w.refuse_write_after_validity {
+        let _ = writeln!(out, "refuse_write_after_validity = true");
+    }
+    if w.reads_per_turn != 1 {
+        let _ = writeln!(out, "reads_per_turn = {}", w.reads_per_turn);
+    }
+    if w.writes_per_turn != 1 {
+        let _ = writeln!(out, "writes_per_turn = {}", w.writes_per_turn);
+    }
+    if let Some(tasks) = w.tasks {
+        let _ = writeln!(out, "tasks = {}", tasks.tasks);
+        let _ = writeln!(out, "share_lock_object = {}", tasks.share_lock_object);
+    }
 
     for c in &s.clients {
         let _ = writeln!(out, "\n[[client]]");
@@ -196,6 +221,9 @@ fn finish(mut out: String, s: &Scenario) -> String {
         }
         if let Some(w) = c.work_ms {
             let _ = writeln!(out, "work_ms = {}", work(w));
+        }
+        if let Some(tasks) = c.tasks {
+            let _ = writeln!(out, "tasks = {tasks}");
         }
     }
 

@@ -1,0 +1,235 @@
+//! The workload settings that use the grant, through the shipped `workload-*` scenarios: the
+//! verdicts they expect, and the history facts behind them — the holder's refused write, the
+//! work that lasts until the validity, the tasks the checkers name, the reads and writes of a
+//! turn — plus the default workload writing exactly what it always wrote.
+
+use lockstep::checker::Verdict;
+use lockstep::history::{OpData, OpHistory, OpName, Outcome};
+use lockstep::ops::{OpError, TASK_FIELD};
+use lockstep::run::{run_scenario, ScenarioRun};
+use lockstep::scenario::Scenario;
+use lockstep::sim::{EventKind, Phase};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+fn scenario(file: &str) -> Scenario {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").join(file);
+    Scenario::from_file(&path).expect("the shipped file parses")
+}
+
+fn run(file: &str) -> ScenarioRun {
+    let run = run_scenario(&scenario(file), None).expect("the world runs");
+    assert!(run.as_expected(), "{file}: {:?}", run.mismatches);
+    run
+}
+
+fn verdict(run: &ScenarioRun, checker: &str) -> Verdict {
+    run.verdict(checker).expect("the checker ran")
+}
+
+fn explanation<'r>(run: &'r ScenarioRun, checker: &str) -> &'r str {
+    &run.results
+        .iter()
+        .find(|r| r.checker == checker)
+        .expect("ran")
+        .explanation
+}
+
+/// (node, value, accepted) of every write the resource judged.
+fn resource_writes(run: &ScenarioRun) -> Vec<(String, i64, bool)> {
+    run.history
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ResourceWrite {
+                client,
+                value,
+                accepted,
+                ..
+            } => Some((client.clone(), *value, *accepted)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The errors of the writes that failed, by process.
+fn failed_writes(run: &ScenarioRun) -> Vec<(String, OpError)> {
+    let ops = OpHistory::new(&run.history);
+    ops.operations()
+        .iter()
+        .filter(|op| op.name == OpName::Write && ops.outcome(op) == Outcome::Fail)
+        .filter_map(|op| {
+            let done = ops.steps()[op.completion?].op()?;
+            match &done.data {
+                Some(OpData::Error(e)) => Some((op.process.to_string(), e.clone())),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn the_paused_holder_refuses_its_own_write_and_the_resource_stays_safe() {
+    let on = run("workload-refuse-write-after-validity.toml");
+    let off = run("workload-refuse-write-after-validity-off.toml");
+    // Both overlap: the check cannot shorten the pause.
+    assert_eq!(verdict(&on, "mutual-exclusion"), Verdict::Invalid);
+    assert_eq!(verdict(&off, "mutual-exclusion"), Verdict::Invalid);
+    // With the refusal, the resource is safe; without it, client-1's late write wins.
+    for checker in ["stale-write", "lost-update"] {
+        assert_eq!(verdict(&on, checker), Verdict::Valid, "{checker}");
+        assert_eq!(verdict(&off, checker), Verdict::Invalid, "{checker}");
+    }
+    assert_eq!(resource_writes(&on), [("client-2".to_string(), 1, true)]);
+    assert_eq!(
+        resource_writes(&off),
+        [("client-2".to_string(), 1, true), ("client-1".to_string(), 1, true)]
+    );
+
+    // The refusal is in the history: client-1's write fails, refused by itself, about 6 s
+    // after its validity (9.995 s from 0.006 s) ran out — it woke at 16 s.
+    let refused = failed_writes(&on);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    let (process, error) = &refused[0];
+    assert_eq!(process, "client-1");
+    assert!(error.is_holder_refusal(), "{error:?}");
+    let over_ms: i64 = error
+        .error
+        .split_whitespace()
+        .find_map(|w| w.parse().ok())
+        .expect("the error says by how much");
+    assert!((5_900..=6_100).contains(&over_ms), "{}", error.error);
+    assert!(failed_writes(&off).is_empty());
+    // The timeline shows it.
+    let ops = OpHistory::new(&on.history);
+    let lines: Vec<String> = ops.steps().iter().filter_map(lockstep::timeline::line).collect();
+    assert!(
+        lines.iter().any(|l| l.starts_with("write refused by the holder")),
+        "{lines:#?}"
+    );
+}
+
+#[test]
+fn work_until_validity_stops_at_the_margin_by_the_holders_clock() {
+    let safe = run("workload-until-validity-drift.toml");
+    let unsafe_run = run("workload-until-validity-drift-unsafe.toml");
+    for checker in ["mutual-exclusion", "lost-update", "lease-validity"] {
+        assert_eq!(verdict(&safe, checker), Verdict::Valid, "{checker}");
+        assert_eq!(verdict(&unsafe_run, checker), Verdict::Invalid, "{checker}");
+    }
+    // In both runs client-1's write is invoked at its validity less the 50 ms margin, by its
+    // own monotonic clock (within the read's round trip, a few ms).
+    for run in [&safe, &unsafe_run] {
+        let ops = OpHistory::new(&run.history);
+        let hold = ops
+            .holds()
+            .iter()
+            .find(|h| h.process == "client-1")
+            .expect("client-1 held");
+        let from_ms = hold
+            .grant
+            .validity_from_ms
+            .expect("redlock says where validity counts from");
+        let stop_ms = from_ms + hold.grant.validity_ms as i64 - 50;
+        let write = ops
+            .operations()
+            .iter()
+            .find(|op| op.process == "client-1" && op.name == OpName::Write)
+            .expect("client-1 wrote");
+        let at_ms = ops.steps()[write.invoke].event.monotonic_ms;
+        assert!(
+            (stop_ms..=stop_ms + 2).contains(&at_ms),
+            "write at {at_ms}, stop at {stop_ms}"
+        );
+    }
+    // The slow clock makes the same local work last longer in true time: past the 2 s TTL.
+    let write_us = |run: &ScenarioRun| {
+        run.history
+            .events()
+            .iter()
+            .find(|e| {
+                e.node == "client-1"
+                    && matches!(&e.kind, EventKind::Op { op, phase: Phase::Invoke, .. } if op == "write")
+            })
+            .map(|e| e.at_us)
+            .expect("client-1 wrote")
+    };
+    assert!(write_us(&safe) < 2_000_000, "{}", write_us(&safe));
+    assert!(write_us(&unsafe_run) > 2_000_000, "{}", write_us(&unsafe_run));
+}
+
+#[test]
+fn two_tasks_of_one_client_overlapping_is_a_mutual_exclusion_violation() {
+    let run = run("workload-tasks-overlap.toml");
+    assert_eq!(verdict(&run, "mutual-exclusion"), Verdict::Invalid);
+    let text = explanation(&run, "mutual-exclusion");
+    assert!(
+        text.starts_with("client-1 task 1 (grant") && text.contains(" and client-1 task 2 (grant"),
+        "{text}"
+    );
+    let ops = OpHistory::new(&run.history);
+    let holders: Vec<(&str, Option<u32>)> = ops.holds().iter().map(|h| (h.process, h.task)).collect();
+    assert_eq!(holders, [("client-1", Some(1)), ("client-1", Some(2))]);
+    // Task 1's hold ends at its own release, not at task 2's acquire.
+    let first = &ops.holds()[0];
+    let end = first.end.expect("released");
+    assert_eq!(end.kind, lockstep::history::HoldEndKind::Release);
+    assert!(end.event.at_us > ops.holds()[1].granted.at_us);
+}
+
+#[test]
+fn tasks_sharing_a_lock_object_take_turns_with_several_reads_and_writes() {
+    let run = run("workload-tasks-shared-lock-object.toml");
+    for checker in ["mutual-exclusion", "stale-write", "lost-update", "token-order"] {
+        assert_eq!(verdict(&run, checker), Verdict::Valid, "{checker}");
+    }
+    let ops = OpHistory::new(&run.history);
+    // Four tasks (two per client), two grants each.
+    let holders: BTreeSet<(&str, Option<u32>)> = ops.holds().iter().map(|h| (h.process, h.task)).collect();
+    let expected: BTreeSet<(&str, Option<u32>)> = [
+        ("client-1", Some(1)),
+        ("client-1", Some(2)),
+        ("client-2", Some(1)),
+        ("client-2", Some(2)),
+    ]
+    .into();
+    assert_eq!(holders, expected);
+    assert_eq!(ops.holds().len(), 8);
+    // Each turn: two reads, then two writes, every one under the hold's grant and token.
+    for hold in ops.holds() {
+        let names: Vec<OpName> = hold.requests.iter().map(|&i| ops.operations()[i].name).collect();
+        assert_eq!(
+            names,
+            [OpName::Read, OpName::Read, OpName::Write, OpName::Write],
+            "{}",
+            hold.holder()
+        );
+        for &i in &hold.requests {
+            let op = &ops.operations()[i];
+            assert_eq!((op.process, op.task), (hold.process, hold.task));
+        }
+    }
+    // 16 accepted writes counting 1..=16: nothing lost.
+    let values: Vec<i64> = resource_writes(&run)
+        .into_iter()
+        .filter(|(_, _, accepted)| *accepted)
+        .map(|(_, v, _)| v)
+        .collect();
+    assert_eq!(values, (1..=16).collect::<Vec<i64>>());
+}
+
+#[test]
+fn a_default_workload_records_no_task_and_one_read_and_write_per_turn() {
+    let run = run("baseline-token-release.toml");
+    let ops = OpHistory::new(&run.history);
+    for event in run.history.events() {
+        if let EventKind::Op { data, .. } = &event.kind {
+            assert!(data.get(TASK_FIELD).is_none(), "{data}");
+        }
+    }
+    assert!(ops.holds().iter().all(|h| h.task.is_none()));
+    for hold in ops.holds().iter().filter(|h| h.given_up()) {
+        let names: Vec<OpName> = hold.requests.iter().map(|&i| ops.operations()[i].name).collect();
+        assert_eq!(names, [OpName::Read, OpName::Write]);
+    }
+}

@@ -36,7 +36,7 @@ pub struct Locks {
 impl Locks {
     /// The borrowed pair the explorer and the shrinker take.
     pub fn refs(&self) -> (LockRef<'_>, Option<LockRef<'_>>) {
-        (self.subject.as_ref(), self.reference.as_ref().map(LockChoice::as_ref))
+        (self.subject.lock_ref(), self.reference.as_ref().map(LockChoice::lock_ref))
     }
 }
 
@@ -132,17 +132,14 @@ pub fn run_exploration(
     template: &Scenario,
     config: &ExploreConfig,
     locks: &Locks,
-    jsonl: Option<&Path>,
-) -> Result<ExploreSummary, AppError> {
-    let mut sink = jsonl.map(JsonlSink::create).transpose()?;
+    mut jsonl: Option<&mut JsonlSink>,
+) -> ExploreSummary {
     let (subject, reference) = locks.refs();
-    let summary = crate::explore::explore_with(template, config, subject, reference, &mut |record| {
-        if let Some(sink) = &mut sink {
+    crate::explore::explore_with(template, config, subject, reference, &mut |record| {
+        if let Some(sink) = &mut jsonl {
             sink.write(record);
         }
-    });
-    sink.map(JsonlSink::finish).transpose()?;
-    Ok(summary)
+    })
 }
 
 /// `lockstep explore`'s run: the locks of `args` over `template`, streamed to `--jsonl`.
@@ -152,7 +149,10 @@ pub fn run_oracle(
     args: &OracleArgs,
 ) -> Result<(ExploreSummary, Locks), AppError> {
     let locks = locks(template, args)?;
-    Ok((run_exploration(template, config, &locks, args.jsonl.as_deref())?, locks))
+    let mut sink = args.jsonl.as_deref().map(JsonlSink::create).transpose()?;
+    let summary = run_exploration(template, config, &locks, sink.as_mut());
+    sink.map(JsonlSink::finish).transpose()?;
+    Ok((summary, locks))
 }
 
 /// Seeds explored when neither a flag nor the template's `[explore]` block says.

@@ -4,6 +4,11 @@
 //! Each seed builds its own world on a worker thread (`jobs` of them); results stream to the
 //! aggregating thread, which keeps counts, not histories. Seeds can be split into shards for CI
 //! matrices ([`Shard`]); shard summaries merge into the summary of the unsharded run.
+//!
+//! The lock is chosen in [`subject`] (the template's algorithm, a built-in preset, a user's
+//! Rust lock); [`explore_with`] can also run a reference lock on the same seeds and fault plans
+//! (the differential oracle) and hands every seed's [`record::SeedRecord`] to the caller as it
+//! finishes (the `--jsonl` stream).
 
 pub mod generate;
 pub mod record;

@@ -94,7 +94,7 @@ impl LockChoice {
     }
 
     /// The borrowed form the explorer and the shrinker take.
-    pub fn as_ref(&self) -> LockRef<'_> {
+    pub fn lock_ref(&self) -> LockRef<'_> {
         match self {
             LockChoice::Template => LockRef::Template,
             LockChoice::BuiltIn(spec) => LockRef::BuiltIn(spec),
@@ -199,9 +199,9 @@ mod tests {
     fn presets_replace_the_algorithm_and_name_themselves() {
         let template = super::super::standard_template("naive", "none", "unfenced", 1).unwrap();
         let preset = LockChoice::preset("watchdog", &template).unwrap();
-        let s = preset.as_ref().scenario(&template);
+        let s = preset.lock_ref().scenario(&template);
         assert_eq!(s.lock.algorithm.name(), "watchdog");
-        assert_eq!(preset.as_ref().name(&template), "watchdog");
+        assert_eq!(preset.lock_ref().name(&template), "watchdog");
         assert_eq!(LockRef::Template.name(&template), "naive");
         assert!(LockChoice::preset("script", &template).is_err());
         assert!(LockChoice::preset("nope", &template).is_err());

@@ -528,3 +528,76 @@ impl ExploreSummary {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdicts(invalid: &[&str]) -> Vec<(String, Verdict)> {
+        checker::NAMES
+            .iter()
+            .map(|n| {
+                let v = if invalid.contains(n) { Verdict::Invalid } else { Verdict::Valid };
+                (n.to_string(), v)
+            })
+            .collect()
+    }
+
+    /// Seeds 0..40 fail mutual exclusion; seeds 30 and 35 also fail lost-update.
+    fn add_seeds(summary: &mut ExploreSummary, seeds: impl Iterator<Item = u64>) {
+        for seed in seeds {
+            let invalid: &[&str] = if seed == 30 || seed == 35 {
+                &["mutual-exclusion", "lost-update"]
+            } else if seed < 40 {
+                &["mutual-exclusion"]
+            } else {
+                &[]
+            };
+            summary.add_verdicts(seed, &verdicts(invalid), &["pause".into()], 1);
+        }
+    }
+
+    #[test]
+    fn the_smallest_failing_seeds_are_kept_per_checker() {
+        let mut summary = ExploreSummary::new("t", "naive");
+        add_seeds(&mut summary, 0..60);
+        let seeds = |c: &str| summary.first_failing_of(c).map(|f| f.seed).collect::<Vec<_>>();
+        assert_eq!(seeds("mutual-exclusion"), (0..10).chain([30, 35]).collect::<Vec<_>>());
+        // A checker that fails only late still has its first seeds (the overall ten would not).
+        assert_eq!(seeds("lost-update"), vec![30, 35]);
+        assert_eq!(summary.first_failing.len(), 12);
+    }
+
+    #[test]
+    fn sharded_summaries_merge_to_the_unsharded_one() {
+        let mut whole = ExploreSummary::new("t", "naive");
+        add_seeds(&mut whole, 0..60);
+        let mut merged = ExploreSummary::new("t", "naive");
+        for shard in 0..3u64 {
+            let mut part = ExploreSummary::new("t", "naive");
+            add_seeds(&mut part, (0..60).filter(|s| s % 3 == shard));
+            merged.merge(&part);
+        }
+        assert_eq!(merged.first_failing, whole.first_failing);
+        assert_eq!(merged.violations, whole.violations);
+    }
+
+    #[test]
+    fn the_differential_counts_where_only_the_subject_fails() {
+        let mut d = Differential::new("token-release");
+        d.add(1, &verdicts(&["mutual-exclusion"]), Some(&verdicts(&[])), &[], 1);
+        d.add(2, &verdicts(&["mutual-exclusion"]), Some(&verdicts(&["mutual-exclusion"])), &[], 1);
+        d.add(3, &verdicts(&[]), Some(&verdicts(&["lost-update"])), &[], 1);
+        d.add(4, &verdicts(&["lost-update"]), None, &[], 1);
+        assert_eq!(d.seeds_only_subject, 1);
+        assert_eq!(d.only_subject["mutual-exclusion"], 1);
+        assert_eq!(d.both["mutual-exclusion"], 1);
+        assert_eq!(d.only_reference["lost-update"], 1);
+        assert_eq!(d.reference_errors, 1);
+        assert_eq!(d.first_only_subject.iter().map(|f| f.seed).collect::<Vec<_>>(), vec![1]);
+        let mut summary = ExploreSummary::new("t", "my-lock");
+        summary.differential = Some(d);
+        assert!(!summary.is_clean_against_reference());
+        assert!(summary.render().contains("1 seeds where only my-lock fails"));
+    }
+}

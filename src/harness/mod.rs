@@ -43,7 +43,7 @@
 
 use crate::app::ci::{run_ci, run_identity, CiOptions};
 use crate::app::exploration::{
-    explore_config, run_exploration, shrink_failures, Locks, Overrides, StandardSettings,
+    explore_config, run_exploration, shrink_failures, JsonlSink, Locks, Overrides, StandardSettings,
 };
 use crate::app::files::load_inputs;
 pub use crate::app::AppError as HarnessError;
@@ -320,9 +320,10 @@ impl Harness {
                     Template::File(path) => path.clone(),
                     Template::Standard(_) => PathBuf::from(format!("<{}>", scenario.name)),
                 };
-                Ok((path, scenario, config))
+                let locks = self.locks(&subject, &scenario)?;
+                Ok((path, scenario, config, locks))
             })
-            .collect::<Result<Vec<(PathBuf, Scenario, ExploreConfig)>, HarnessError>>()?;
+            .collect::<Result<Vec<(PathBuf, Scenario, ExploreConfig, Locks)>, HarnessError>>()?;
         if let Some(dir) = &self.report {
             prepare_out(dir).map_err(HarnessError::BadInput)?;
         }
@@ -348,9 +349,10 @@ impl Harness {
             run_ci(&inputs, &options)?
         };
         let mut explorations = Vec::new();
-        for (path, template, config) in templates {
-            let locks = self.locks(&subject, &template)?;
-            let summary = run_exploration(&template, &config, &locks, self.jsonl.as_deref())?;
+        // One stream for every exploration of the run (each line names its template).
+        let mut sink = self.jsonl.as_deref().map(JsonlSink::create).transpose()?;
+        for (path, template, config, locks) in templates {
+            let summary = run_exploration(&template, &config, &locks, sink.as_mut());
             let shrink_dir = self.report.as_ref().map(|d| d.join("counterexamples"));
             let budget = (self.shrink.0, self.shrink.1, None);
             let shrunk: Vec<Shrunk> = shrink_failures(
@@ -392,6 +394,7 @@ impl Harness {
                 passed,
             });
         }
+        sink.map(JsonlSink::finish).transpose()?;
         ci.wall_s = started.elapsed().as_secs_f64();
         let report = Report::build(&ci);
         let mut written = Vec::new();

@@ -206,10 +206,9 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         write_json(path, &summary).map_err(AppError::Io)?;
         println!("  summary written to {}", path.display());
     }
-    let (out, budget) = (
-        args.out.as_deref(),
-        (args.oracle.shrink, args.oracle.shrink_runs, config.time_limit.map(|t| started + t)),
-    );
+    let out = args.out.as_deref();
+    let deadline = config.time_limit.map(|t| started + t);
+    let budget = (args.oracle.shrink, args.oracle.shrink_runs, deadline);
     for shrunk in exploration::shrink_failures(&template, &config.profile, &summary, &locks, budget, out) {
         if let (Shrunk::Found { file, toml, .. }, Some(_)) = (&shrunk, out) {
             write_atomic(file, toml.as_bytes()).map_err(AppError::Io)?;

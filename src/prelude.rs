@@ -14,9 +14,9 @@
 
 pub use crate::checker::CheckResult;
 pub use crate::harness::{Harness, HarnessError, HarnessRun};
-pub use crate::model::ExploreExpect;
 pub use crate::lock::using::{using, AbortSignal};
 pub use crate::lock::{random_value, AutoExtend, LockClient, LockEnv, LockError, EXTEND_SCRIPT, RELEASE_SCRIPT};
+pub use crate::model::ExploreExpect;
 pub use crate::model::{ClockKind, Grant, Scenario, Verdict};
 pub use crate::run::{run_scenario, run_with_lock, LockFactory, ScenarioRun};
 pub use async_trait::async_trait;

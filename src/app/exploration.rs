@@ -36,7 +36,10 @@ pub struct Locks {
 impl Locks {
     /// The borrowed pair the explorer and the shrinker take.
     pub fn refs(&self) -> (LockRef<'_>, Option<LockRef<'_>>) {
-        (self.subject.lock_ref(), self.reference.as_ref().map(LockChoice::lock_ref))
+        (
+            self.subject.lock_ref(),
+            self.reference.as_ref().map(LockChoice::lock_ref),
+        )
     }
 }
 
@@ -380,19 +383,17 @@ pub fn shrink_failures<'a>(
             return None;
         }
         let found = shrink::shrink_with(template, profile, (failing.seed, checker), locks.refs(), runs, deadline);
-        Some(
-            match found {
-                Some(cx) => Shrunk::Found {
-                    file: out.unwrap_or(Path::new("")).join(format!("{}.toml", cx.scenario.name)),
-                    toml: shrink::counterexample_toml(&cx),
-                    counterexample: Box::new(cx),
-                },
-                None => Shrunk::NotReproduced {
-                    seed: failing.seed,
-                    checker: checker.clone(),
-                },
+        Some(match found {
+            Some(cx) => Shrunk::Found {
+                file: out.unwrap_or(Path::new("")).join(format!("{}.toml", cx.scenario.name)),
+                toml: shrink::counterexample_toml(&cx),
+                counterexample: Box::new(cx),
             },
-        )
+            None => Shrunk::NotReproduced {
+                seed: failing.seed,
+                checker: checker.clone(),
+            },
+        })
     })
 }
 

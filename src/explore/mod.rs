@@ -19,7 +19,6 @@ pub mod sweep;
 
 use crate::checker::Verdict;
 use crate::run::{run_scenario, run_with_lock, LockFactory, ScenarioRun, RESOURCE_NODE};
-use subject::PreparedLock;
 use crate::scenario::Scenario;
 use generate::{case_strategy, case_tree, ExploreCase, FaultProfile, Topology};
 use lockstep_sim::Seed;
@@ -28,6 +27,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use subject::PreparedLock;
 pub use subject::{FactoryMaker, LockChoice, LockRef, UserLock};
 pub use summary::ExploreSummary;
 
@@ -261,8 +261,12 @@ fn explore_seed(
         Err(message) => Err(format!("the rerun failed: {message}")),
     });
     let reference = reference.map(|lock| {
-        lock.run(&scenario)
-            .map(|r| (r.results.iter().map(|c| (c.checker.clone(), c.verdict)).collect(), r.digest))
+        lock.run(&scenario).map(|r| {
+            (
+                r.results.iter().map(|c| (c.checker.clone(), c.verdict)).collect(),
+                r.digest,
+            )
+        })
     });
     SeedOutcome::Judged {
         seed,
@@ -474,7 +478,10 @@ pub fn explore_with(
                 } => {
                     summary.add_verdicts(seed, &verdicts, &fault_kinds, faults);
                     if let Some(differential) = &mut summary.differential {
-                        let theirs = reference.as_ref().and_then(|r| r.as_ref().ok()).map(|(v, _)| v.as_slice());
+                        let theirs = reference
+                            .as_ref()
+                            .and_then(|r| r.as_ref().ok())
+                            .map(|(v, _)| v.as_slice());
                         differential.add(seed, &verdicts, theirs, &fault_kinds, faults);
                     }
                     summary.add_liveness(&liveness, sim_ms);

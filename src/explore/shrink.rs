@@ -135,7 +135,14 @@ pub fn shrink_until(
     max_runs: usize,
     deadline: Option<std::time::Instant>,
 ) -> Option<Counterexample> {
-    shrink_with(template, profile, (seed, checker), (LockRef::Template, None), max_runs, deadline)
+    shrink_with(
+        template,
+        profile,
+        (seed, checker),
+        (LockRef::Template, None),
+        max_runs,
+        deadline,
+    )
 }
 
 /// Shrinks `seed` of an exploration of `template` with `profile` while `subject` violates
@@ -171,10 +178,7 @@ pub fn shrink_with(
             // A flat-mapped tree may regenerate its inner value when the outer one shrinks; a
             // candidate that is not smaller counts as passing, so the search moves on.
             let smaller = size(&candidate) <= size(&best);
-            if let Some(run) = smaller
-                .then(|| judge.fails(&candidate, &mut runs))
-                .flatten()
-            {
+            if let Some(run) = smaller.then(|| judge.fails(&candidate, &mut runs)).flatten() {
                 best = candidate;
                 best_run = run;
                 if !tree.simplify() {

@@ -27,7 +27,9 @@ pub struct UserLock {
 
 impl fmt::Debug for UserLock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UserLock").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("UserLock")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 

@@ -158,9 +158,8 @@ impl Differential {
             self.reference_errors += 1;
             return;
         };
-        let invalid = |list: &[(String, Verdict)], name: &str| {
-            list.iter().any(|(c, v)| c == name && *v == Verdict::Invalid)
-        };
+        let invalid =
+            |list: &[(String, Verdict)], name: &str| list.iter().any(|(c, v)| c == name && *v == Verdict::Invalid);
         let mut only = Vec::new();
         for name in checker::NAMES {
             let (s, r) = (invalid(subject, name), invalid(reference, name));
@@ -489,7 +488,14 @@ impl ExploreSummary {
                     .take(KEEP_FIRST)
                     .map(|f| format!("{} [{}]", f.seed, f.checkers.join(",")))
                     .collect();
-                line(&mut out, format!("    first seeds where only {} fails: {}", self.algorithm, seeds.join("; ")));
+                line(
+                    &mut out,
+                    format!(
+                        "    first seeds where only {} fails: {}",
+                        self.algorithm,
+                        seeds.join("; ")
+                    ),
+                );
             }
         }
         line(
@@ -537,7 +543,11 @@ mod tests {
         checker::NAMES
             .iter()
             .map(|n| {
-                let v = if invalid.contains(n) { Verdict::Invalid } else { Verdict::Valid };
+                let v = if invalid.contains(n) {
+                    Verdict::Invalid
+                } else {
+                    Verdict::Valid
+                };
                 (n.to_string(), v)
             })
             .collect()
@@ -586,7 +596,13 @@ mod tests {
     fn the_differential_counts_where_only_the_subject_fails() {
         let mut d = Differential::new("token-release");
         d.add(1, &verdicts(&["mutual-exclusion"]), Some(&verdicts(&[])), &[], 1);
-        d.add(2, &verdicts(&["mutual-exclusion"]), Some(&verdicts(&["mutual-exclusion"])), &[], 1);
+        d.add(
+            2,
+            &verdicts(&["mutual-exclusion"]),
+            Some(&verdicts(&["mutual-exclusion"])),
+            &[],
+            1,
+        );
         d.add(3, &verdicts(&[]), Some(&verdicts(&["lost-update"])), &[], 1);
         d.add(4, &verdicts(&["lost-update"]), None, &[], 1);
         assert_eq!(d.seeds_only_subject, 1);

@@ -249,7 +249,10 @@ impl Harness {
 
     /// The lock's name.
     pub fn name(&self) -> Result<&str, HarnessError> {
-        self.lock.as_ref().map(UserLock::name).map_err(|e| HarnessError::BadInput(e.clone()))
+        self.lock
+            .as_ref()
+            .map(UserLock::name)
+            .map_err(|e| HarnessError::BadInput(e.clone()))
     }
 
     fn user_lock(&self) -> Result<UserLock, HarnessError> {
@@ -265,7 +268,8 @@ impl Harness {
                 Some(LockChoice::preset(name, template).map_err(|e| HarnessError::BadInput(format!("against: {e}")))?)
             }
             Some(Reference::User(user)) => Some(LockChoice::User(
-                user.clone().map_err(|e| HarnessError::BadInput(format!("against: {e}")))?,
+                user.clone()
+                    .map_err(|e| HarnessError::BadInput(format!("against: {e}")))?,
             )),
         };
         Ok(Locks {
@@ -279,7 +283,11 @@ impl Harness {
         match template {
             Template::File(path) => Scenario::from_file(path).map_err(|e| bad(e.to_string())),
             Template::Standard(standard) => {
-                let (fencing, resource) = if self.fenced { ("incr", "strict") } else { ("none", "unfenced") };
+                let (fencing, resource) = if self.fenced {
+                    ("incr", "strict")
+                } else {
+                    ("none", "unfenced")
+                };
                 let mut template = standard_template(&standard.algorithm, fencing, resource, standard.tick_ms)
                     .map_err(|e| bad(e.to_string()))?;
                 template.name = format!("{lock}-standard{}", if self.fenced { "-fenced" } else { "" });
@@ -521,7 +529,11 @@ impl HarnessRun {
                     .filter(|c| c.status.is_failure())
                     .map(|c| format!("{}: {}", c.checker, c.explanation))
                     .collect();
-                let errors = e.summary.first_errors.first().map(|x| format!("error on seed {}: {}", x.seed, x.message));
+                let errors = e
+                    .summary
+                    .first_errors
+                    .first()
+                    .map(|x| format!("error on seed {}: {}", x.seed, x.message));
                 out.push(format!(
                     "exploration {} ({}): {}",
                     e.name,
@@ -582,8 +594,10 @@ impl HarnessRun {
             out.push_str(&format!("; report in {}", dir.display()));
         }
         for line in self.failures() {
-            out.push_str("
-  ");
+            out.push_str(
+                "
+  ",
+            );
             out.push_str(&line);
         }
         out

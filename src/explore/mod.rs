@@ -213,6 +213,9 @@ pub fn in_determinism_sample(seed: u64, per_10k: u64) -> bool {
     per_10k > 0 && Seed(seed).derive_u64("explore/determinism") % 10_000 < per_10k
 }
 
+/// A run's verdicts per checker and its history digest.
+type Judged = (Vec<(String, Verdict)>, String);
+
 /// What one seed produced, as sent to the aggregator.
 enum SeedOutcome {
     Judged {
@@ -226,7 +229,7 @@ enum SeedOutcome {
         digest: String,
         case: ExploreCase,
         /// The reference's verdicts and digest, or why it could not run (differential only).
-        reference: Option<Result<(Vec<(String, Verdict)>, String), String>>,
+        reference: Option<Result<Judged, String>>,
     },
     Error {
         seed: u64,

@@ -6,7 +6,8 @@
 //! seeded world (the `lockstep-sim` crate); the [`workload`] drives [`lock`] clients through it,
 //! the world records one history, and the [`checker`]s judge it.
 //!
-//! To test your own lock, start from [`prelude`].
+//! To test your own lock, start from [`prelude`]; to put it through everything the CLI does
+//! (scenarios, explorations, differential oracle, report), see [`harness`].
 
 #![warn(missing_docs)]
 
@@ -14,6 +15,7 @@ pub mod app;
 pub mod bench;
 pub mod checker;
 pub mod explore;
+pub mod harness;
 pub mod history;
 pub mod live;
 pub mod liveness;

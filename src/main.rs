@@ -114,12 +114,8 @@ struct ExploreArgs {
     /// Rerun this percentage of seeds and fail on any digest mismatch.
     #[arg(long, num_args = 0..=1, default_missing_value = "5")]
     check_determinism: Option<f64>,
-    /// Shrink this many of the first failing seeds.
-    #[arg(long, default_value_t = 1)]
-    shrink: usize,
-    /// Scenario runs a shrink may spend.
-    #[arg(long, default_value_t = 300)]
-    shrink_runs: usize,
+    #[command(flatten)]
+    oracle: exploration::OracleArgs,
     /// Write counterexamples (TOML) to this directory; without it they are printed, not written.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -203,23 +199,22 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
     };
     let (template, config) = exploration::explore_config(&template, &overrides)?;
     lockstep::report::check_outputs(args.summary.as_deref(), args.out.as_deref()).map_err(AppError::BadInput)?;
-    let summary = lockstep::explore::explore(&template, &config);
+    let (summary, locks) = exploration::run_oracle(&template, &config, &args.oracle)?;
     print!("{}", summary.render());
     if let Some(path) = &args.summary {
         write_json(path, &summary).map_err(AppError::Io)?;
         println!("  summary written to {}", path.display());
     }
-    let (out, budget) = (
-        args.out.as_deref(),
-        (args.shrink, args.shrink_runs, config.time_limit.map(|t| started + t)),
-    );
-    for shrunk in exploration::shrink_failures(&template, &config.profile, &summary, budget, out) {
+    let out = args.out.as_deref();
+    let deadline = config.time_limit.map(|t| started + t);
+    let budget = (args.oracle.shrink, args.oracle.shrink_runs, deadline);
+    for shrunk in exploration::shrink_failures(&template, &config.profile, &summary, &locks, budget, out) {
         if let (Shrunk::Found { file, toml, .. }, Some(_)) = (&shrunk, out) {
             write_atomic(file, toml.as_bytes()).map_err(AppError::Io)?;
         }
         print!("{}", console::shrunk_text(&shrunk, out.is_some()));
     }
-    Ok(Outcome::held_if(summary.is_clean()))
+    Ok(Outcome::held_if(summary.is_clean_against_reference()))
 }
 
 fn cmd_ci(args: CiArgs) -> Result<Outcome, AppError> {
@@ -238,6 +233,7 @@ fn cmd_ci(args: CiArgs) -> Result<Outcome, AppError> {
             ..sweep::SweepOptions::default()
         }),
         progress: !args.quiet,
+        locks: Default::default(),
     };
     let report = Report::build(&ci::run_ci(&inputs, &options)?);
     finish_report(&report, &args.report)

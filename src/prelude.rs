@@ -7,12 +7,16 @@
 //! - To hold a lock through a routine: [`using`] and its [`AbortSignal`].
 //! - To run it: [`Scenario`] (load a scenario file), [`run_with_lock`] with a [`LockFactory`],
 //!   and the [`ScenarioRun`]'s [`Verdict`]s.
+//! - To gate CI on it: the [`Harness`] (scenarios, explorations with shrinking, the
+//!   differential oracle, the report directory) and its [`HarnessRun`].
 //!
 //! See `examples/custom_lock.rs`.
 
 pub use crate::checker::CheckResult;
+pub use crate::harness::{Harness, HarnessError, HarnessRun};
 pub use crate::lock::using::{using, AbortSignal};
 pub use crate::lock::{random_value, AutoExtend, LockClient, LockEnv, LockError, EXTEND_SCRIPT, RELEASE_SCRIPT};
+pub use crate::model::ExploreExpect;
 pub use crate::model::{ClockKind, Grant, Scenario, Verdict};
 pub use crate::run::{run_scenario, run_with_lock, LockFactory, ScenarioRun};
 pub use async_trait::async_trait;

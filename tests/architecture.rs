@@ -31,6 +31,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("live", 5),
     ("report", 6),
     ("timeline", 6),
+    ("harness", 7),
     ("main", 7),
 ];
 

@@ -8,14 +8,13 @@
 //! decide a `some-invalid` expectation that found nothing in its seeds: that check is left
 //! unchecked until `lockstep merge` judges it on all seeds.
 
-use super::exploration::{explore_config, Overrides};
+use super::exploration::{explore_config, refuse_rust_lock, run_exploration, Locks, Overrides};
 use super::sweep::{ttl_sweep, SweepOptions};
 use super::AppError;
 use crate::checker::NAMES;
-use crate::explore::{explore, guarded, ExploreConfig, Shard};
+use crate::explore::{ExploreConfig, LockChoice, Shard};
 use crate::run::expect::{self, Status};
 pub use crate::run::gate::{CiRun, ExplorationOutcome, ScenarioOutcome};
-use crate::run::run_scenario;
 use crate::scenario::Scenario;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -31,6 +30,9 @@ pub struct CiOptions {
     pub ttl_sweep: Option<SweepOptions>,
     /// Print a line per scenario and exploration on stderr.
     pub progress: bool,
+    /// The locks every scenario and exploration runs (default: each file's own algorithm; the
+    /// harness passes a user's Rust lock, and may add a reference for its explorations).
+    pub locks: Locks,
 }
 
 impl Default for CiOptions {
@@ -40,6 +42,7 @@ impl Default for CiOptions {
             jobs: ExploreConfig::default().jobs,
             ttl_sweep: None,
             progress: false,
+            locks: Locks::default(),
         }
     }
 }
@@ -66,6 +69,10 @@ pub fn run_identity(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Stri
         .as_ref()
         .map(|s| format!("{} {:?} {} {:?}", s.algorithm, s.ttls_ms, s.seeds, s.profile));
     field(format!("{sweep:?}").as_bytes());
+    // The locks count only when they are not the files' own (the CLI's identity is unchanged).
+    if let LockChoice::User(user) = &options.locks.subject {
+        field(format!("rust lock {}", user.name()).as_bytes());
+    }
     hex::encode(hash.finalize())
 }
 
@@ -80,6 +87,16 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
         ttl_sweep: None,
         wall_s: 0.0,
     };
+    // A scenario that names a Rust lock runs only with that lock: refused before anything runs.
+    for (path, scenario) in inputs {
+        match (&scenario.lock.rust_lock, &options.locks.subject) {
+            (Some(name), LockChoice::User(user)) if name == user.name() => {}
+            (Some(_), _) => refuse_rust_lock(path, scenario)?,
+            (None, _) => {}
+        }
+    }
+    let (subject, _) = options.locks.refs();
+    let prepared = subject.prepare();
     for (i, (path, scenario)) in inputs.iter().enumerate() {
         let mine = options.shard.is_none_or(|s| i as u64 % s.count == s.index - 1);
         if !mine {
@@ -87,7 +104,7 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
         }
         let t0 = Instant::now();
         // A panic inside one scenario is that scenario's error; the gate goes on.
-        let run = guarded(|| run_scenario(scenario, None).map_err(|e| e.to_string()));
+        let run = prepared.run(scenario);
         let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
         let status = match &run {
             Ok(run) => Status::worst(
@@ -101,7 +118,8 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
         }
         ci.scenarios.push(ScenarioOutcome {
             path: path.clone(),
-            scenario: scenario.clone(),
+            // As the lock ran it: a user lock's scenario names it (`rust_lock`) for the report.
+            scenario: subject.scenario(scenario).into_owned(),
             run,
             status,
             wall_ms,
@@ -116,7 +134,7 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
             ..Overrides::default()
         };
         let (template, config) = explore_config(scenario, &overrides)?;
-        let summary = explore(&template, &config);
+        let summary = run_exploration(&template, &config, &options.locks, None);
         let status = expect::exploration_status(NAMES, &spec.expect, &summary, partial);
         if options.progress {
             eprintln!(

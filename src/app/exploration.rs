@@ -3,18 +3,160 @@
 //! overrides into an [`ExploreConfig`] (used by both `lockstep explore` and `lockstep ci`), and
 //! shrinking the first failing seeds into counterexample files.
 //!
+//! The locks of an exploration ([`Locks`]: the template's algorithm, a built-in preset or a
+//! user's Rust lock, and for the differential oracle a reference) are threaded through running,
+//! shrinking and the per-seed JSON-lines stream; the default is the template's algorithm alone,
+//! which runs exactly what it always ran.
+//!
 //! Leaves out: running seeds, generating faults and shrinking itself (that is `crate::explore`).
 
 use super::error::AppError;
 use crate::explore::generate::{FaultProfile, GENERATED_KINDS};
+use crate::explore::record::SeedRecord;
 use crate::explore::shrink;
 pub use crate::explore::shrink::Shrunk;
-use crate::explore::{standard_template, ExploreConfig, ExploreSummary, Shard};
+use crate::explore::{standard_template, ExploreConfig, ExploreSummary, LockChoice, LockRef, Shard};
 use crate::lock;
 use crate::scenario::{Algorithm, Scenario, MAX_EXPLORE_FAULTS};
+use std::io::Write;
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// The locks of an exploration: the lock under test and, for the differential oracle, a
+/// reference run on the same seeds and fault plans.
+#[derive(Debug, Clone, Default)]
+pub struct Locks {
+    /// The lock under test (default: the template's algorithm).
+    pub subject: LockChoice,
+    /// The reference (default: none).
+    pub reference: Option<LockChoice>,
+}
+
+impl Locks {
+    /// The borrowed pair the explorer and the shrinker take.
+    pub fn refs(&self) -> (LockRef<'_>, Option<LockRef<'_>>) {
+        (
+            self.subject.lock_ref(),
+            self.reference.as_ref().map(LockChoice::lock_ref),
+        )
+    }
+}
+
+/// `lockstep explore`'s options for the locks it compares, the per-seed stream, and shrinking.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct OracleArgs {
+    /// Differential oracle: also run this built-in preset (naive, token-release, watchdog,
+    /// redlock) on the same seeds and fault plans; count, report and shrink the seeds where only
+    /// the template's lock fails (exit code 1 when there are some).
+    #[arg(long, value_name = "PRESET")]
+    pub against: Option<String>,
+    /// Write one JSON line per seed to this file as the seeds finish (docs/explore-jsonl.md).
+    #[arg(long, value_name = "FILE")]
+    pub jsonl: Option<PathBuf>,
+    /// Shrink this many of the first failing seeds.
+    #[arg(long, default_value_t = 1)]
+    pub shrink: usize,
+    /// Scenario runs a shrink may spend.
+    #[arg(long, default_value_t = 300)]
+    pub shrink_runs: usize,
+}
+
+/// The locks `lockstep explore` runs: the template's, and the `--against` preset.
+pub fn locks(template: &Scenario, args: &OracleArgs) -> Result<Locks, AppError> {
+    let reference = args
+        .against
+        .as_deref()
+        .map(|name| LockChoice::preset(name, template).map_err(|e| AppError::BadInput(format!("--against: {e}"))))
+        .transpose()?;
+    Ok(Locks {
+        subject: LockChoice::Template,
+        reference,
+    })
+}
+
+/// Bad input when `scenario` names a Rust lock (`[lock] rust_lock`): only a harness holding that
+/// lock can run it, and running the built-in `algorithm` instead would replay a different lock.
+pub fn refuse_rust_lock(path: &Path, scenario: &Scenario) -> Result<(), AppError> {
+    match &scenario.lock.rust_lock {
+        None => Ok(()),
+        Some(name) => Err(AppError::BadInput(format!(
+            "{}: field `lock.rust_lock`: this scenario runs the Rust lock `{name}`, which only a \
+             `lockstep::harness` holding that lock can run (Harness::replay); lockstep will not run the \
+             built-in `{}` in its place",
+            path.display(),
+            scenario.lock.algorithm.name()
+        ))),
+    }
+}
+
+/// A JSON-lines file written as the seeds finish: one [`SeedRecord`] a line, flushed each time.
+pub struct JsonlSink {
+    path: PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+    error: Option<String>,
+}
+
+impl JsonlSink {
+    /// Creates (truncates) `path`.
+    pub fn create(path: &Path) -> Result<JsonlSink, AppError> {
+        let file = std::fs::File::create(path)
+            .map_err(|e| AppError::BadInput(format!("--jsonl {}: cannot create: {e}", path.display())))?;
+        Ok(JsonlSink {
+            path: path.to_path_buf(),
+            out: std::io::BufWriter::new(file),
+            error: None,
+        })
+    }
+
+    /// Writes one record (the first write error is kept for [`Self::finish`]).
+    pub fn write(&mut self, record: &SeedRecord) {
+        if self.error.is_some() {
+            return;
+        }
+        let line = record.to_json_line();
+        if let Err(e) = writeln!(self.out, "{line}").and_then(|()| self.out.flush()) {
+            self.error = Some(format!("{}: {e}", self.path.display()));
+        }
+    }
+
+    /// The first write error, if any.
+    pub fn finish(mut self) -> Result<(), AppError> {
+        let flushed = self.out.flush().map_err(|e| format!("{}: {e}", self.path.display()));
+        match self.error.take() {
+            Some(e) => Err(AppError::Io(e)),
+            None => flushed.map_err(AppError::Io),
+        }
+    }
+}
+
+/// Explores `template` with `locks`, streaming a JSON line per seed to `jsonl` when given.
+pub fn run_exploration(
+    template: &Scenario,
+    config: &ExploreConfig,
+    locks: &Locks,
+    mut jsonl: Option<&mut JsonlSink>,
+) -> ExploreSummary {
+    let (subject, reference) = locks.refs();
+    crate::explore::explore_with(template, config, subject, reference, &mut |record| {
+        if let Some(sink) = &mut jsonl {
+            sink.write(record);
+        }
+    })
+}
+
+/// `lockstep explore`'s run: the locks of `args` over `template`, streamed to `--jsonl`.
+pub fn run_oracle(
+    template: &Scenario,
+    config: &ExploreConfig,
+    args: &OracleArgs,
+) -> Result<(ExploreSummary, Locks), AppError> {
+    let locks = locks(template, args)?;
+    let mut sink = args.jsonl.as_deref().map(JsonlSink::create).transpose()?;
+    let summary = run_exploration(template, config, &locks, sink.as_mut());
+    sink.map(JsonlSink::finish).transpose()?;
+    Ok((summary, locks))
+}
 
 /// Seeds explored when neither a flag nor the template's `[explore]` block says.
 pub const DEFAULT_SEEDS: u64 = 1_000;
@@ -60,20 +202,21 @@ pub struct Overrides {
 
 /// The template `lockstep explore` explores: the scenario of `file`, else the standard template.
 pub fn template(file: Option<&Path>, standard: &StandardSettings) -> Result<Scenario, AppError> {
-    let template = match file {
-        Some(file) => Scenario::from_file(file),
-        None => {
-            known_algorithm(&standard.algorithm, "--algorithm: ")?;
-            check_standard(standard)?;
-            standard_template(
-                &standard.algorithm,
-                &standard.fencing,
-                &standard.resource,
-                standard.tick_ms,
-            )
-        }
-    };
-    template.map_err(|e| AppError::BadInput(e.to_string()))
+    let bad = |e: crate::scenario::ScenarioError| AppError::BadInput(e.to_string());
+    if let Some(file) = file {
+        let scenario = Scenario::from_file(file).map_err(bad)?;
+        refuse_rust_lock(file, &scenario)?;
+        return Ok(scenario);
+    }
+    known_algorithm(&standard.algorithm, "--algorithm: ")?;
+    check_standard(standard)?;
+    standard_template(
+        &standard.algorithm,
+        &standard.fencing,
+        &standard.resource,
+        standard.tick_ms,
+    )
+    .map_err(bad)
 }
 
 /// Bad input unless the standard template's flags are in range; the message names the flag
@@ -218,33 +361,39 @@ pub fn check_overrides(overrides: &Overrides) -> Result<(), AppError> {
 
 /// Shrinks the first `count` failing seeds of `summary` (`(count, runs, deadline)`), one by one as the iterator is
 /// advanced (each on its first failing checker, spending at most `runs` scenario runs, and no
-/// run started after `deadline`: `--time-limit` covers shrinking too); each counterexample's
-/// file is named in `out` (without `out`, a bare file name: the caller prints it, not writes it).
+/// run started after `deadline`: `--time-limit` covers shrinking too), with the exploration's
+/// `locks` — with a reference, the first seeds where only the subject fails, shrunk while only
+/// the subject fails; each counterexample's file is named in `out` (without `out`, a bare file
+/// name: the caller prints it, not writes it).
 pub fn shrink_failures<'a>(
     template: &'a Scenario,
     profile: &'a FaultProfile,
     summary: &'a ExploreSummary,
+    locks: &'a Locks,
     (count, runs, deadline): (usize, usize, Option<std::time::Instant>),
     out: Option<&'a Path>,
 ) -> impl Iterator<Item = Shrunk> + 'a {
-    summary.first_failing.iter().take(count).filter_map(move |failing| {
+    let failing = match (&summary.differential, &locks.reference) {
+        (Some(d), Some(_)) => &d.first_only_subject,
+        _ => &summary.first_failing,
+    };
+    failing.iter().take(count).filter_map(move |failing| {
         let checker = failing.checkers.first()?;
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             return None;
         }
-        Some(
-            match shrink::shrink_until(template, profile, failing.seed, checker, runs, deadline) {
-                Some(cx) => Shrunk::Found {
-                    file: out.unwrap_or(Path::new("")).join(format!("{}.toml", cx.scenario.name)),
-                    toml: shrink::counterexample_toml(&cx),
-                    counterexample: Box::new(cx),
-                },
-                None => Shrunk::NotReproduced {
-                    seed: failing.seed,
-                    checker: checker.clone(),
-                },
+        let found = shrink::shrink_with(template, profile, (failing.seed, checker), locks.refs(), runs, deadline);
+        Some(match found {
+            Some(cx) => Shrunk::Found {
+                file: out.unwrap_or(Path::new("")).join(format!("{}.toml", cx.scenario.name)),
+                toml: shrink::counterexample_toml(&cx),
+                counterexample: Box::new(cx),
             },
-        )
+            None => Shrunk::NotReproduced {
+                seed: failing.seed,
+                checker: checker.clone(),
+            },
+        })
     })
 }
 

@@ -7,14 +7,16 @@ use crate::scenario::{load_dir, Scenario};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Parses every file of `files`, in order; the first that cannot be read or parsed is bad input.
+/// Parses every file of `files`, in order; the first that cannot be read or parsed, or that names
+/// a Rust lock (`[lock] rust_lock`), is bad input.
 pub fn load_files(files: &[PathBuf]) -> Result<Vec<(PathBuf, Scenario)>, AppError> {
     files
         .iter()
         .map(|file| {
-            Scenario::from_file(file)
-                .map(|s| (file.clone(), s))
-                .map_err(|e| AppError::BadInput(e.to_string()))
+            let scenario = Scenario::from_file(file).map_err(|e| AppError::BadInput(e.to_string()))?;
+            // A Rust lock's scenario cannot run here: refused before anything runs.
+            super::exploration::refuse_rust_lock(file, &scenario)?;
+            Ok((file.clone(), scenario))
         })
         .collect()
 }

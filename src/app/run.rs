@@ -10,6 +10,7 @@ use std::path::Path;
 /// Runs the scenario read from `path` (`seed` overrides its own); a world that cannot run it,
 /// or a panic inside it, is a [`AppError::RunFailure`] naming the file.
 pub fn run_file(path: &Path, scenario: &Scenario, seed: Option<u64>) -> Result<ScenarioRun, AppError> {
+    super::exploration::refuse_rust_lock(path, scenario)?;
     crate::explore::guarded(|| run_scenario(scenario, seed).map_err(|e| e.to_string()))
         .map_err(|e| AppError::RunFailure(format!("{}: {e}", path.display())))
 }

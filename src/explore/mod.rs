@@ -4,10 +4,17 @@
 //! Each seed builds its own world on a worker thread (`jobs` of them); results stream to the
 //! aggregating thread, which keeps counts, not histories. Seeds can be split into shards for CI
 //! matrices ([`Shard`]); shard summaries merge into the summary of the unsharded run.
+//!
+//! The lock is chosen in [`subject`] (the template's algorithm, a built-in preset, a user's
+//! Rust lock); [`explore_with`] can also run a reference lock on the same seeds and fault plans
+//! (the differential oracle) and hands every seed's [`record::SeedRecord`] to the caller as it
+//! finishes (the `--jsonl` stream).
 
 pub mod assumptions;
 pub mod generate;
+pub mod record;
 pub mod shrink;
+pub mod subject;
 pub mod summary;
 pub mod sweep;
 
@@ -21,6 +28,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use subject::PreparedLock;
+pub use subject::{FactoryMaker, LockChoice, LockRef, UserLock};
 pub use summary::ExploreSummary;
 
 /// `K/N`: this process runs the seeds whose position modulo `N` is `K − 1`.
@@ -161,9 +170,6 @@ fn install_panic_capture() {
     });
 }
 
-/// Builds a user lock factory on a worker thread (factories are not `Send`, makers are).
-pub type FactoryMaker = dyn Fn() -> LockFactory + Sync;
-
 /// Runs `scenario` with the built-in algorithm it names, or with `factory`'s lock, turning a
 /// panic anywhere (user lock code included) into an error.
 pub fn run_guarded(scenario: &Scenario, factory: Option<&LockFactory>) -> Result<ScenarioRun, String> {
@@ -208,6 +214,9 @@ pub fn in_determinism_sample(seed: u64, per_10k: u64) -> bool {
     per_10k > 0 && Seed(seed).derive_u64("explore/determinism") % 10_000 < per_10k
 }
 
+/// A run's verdicts per checker and its history digest.
+type Judged = (Vec<(String, Verdict)>, String);
+
 /// What one seed produced, as sent to the aggregator.
 enum SeedOutcome {
     Judged {
@@ -218,10 +227,15 @@ enum SeedOutcome {
         liveness: crate::liveness::Liveness,
         sim_ms: u64,
         determinism: Option<Result<(), String>>,
+        digest: String,
+        case: ExploreCase,
+        /// The reference's verdicts and digest, or why it could not run (differential only).
+        reference: Option<Result<Judged, String>>,
     },
     Error {
         seed: u64,
         message: String,
+        case: ExploreCase,
     },
 }
 
@@ -230,15 +244,15 @@ fn explore_seed(
     strategy: &proptest::strategy::BoxedStrategy<ExploreCase>,
     seed: u64,
     per_10k: u64,
-    factory: Option<&LockFactory>,
+    (subject, reference): (&PreparedLock, Option<&PreparedLock>),
 ) -> SeedOutcome {
     let case = case_tree(seed, strategy).current();
     let scenario = case_scenario(template, &case, seed);
-    let run = match run_guarded(&scenario, factory) {
+    let run = match subject.run(&scenario) {
         Ok(run) => run,
-        Err(message) => return SeedOutcome::Error { seed, message },
+        Err(message) => return SeedOutcome::Error { seed, message, case },
     };
-    let determinism = in_determinism_sample(seed, per_10k).then(|| match run_guarded(&scenario, factory) {
+    let determinism = in_determinism_sample(seed, per_10k).then(|| match subject.run(&scenario) {
         Ok(again) if again.digest == run.digest => Ok(()),
         Ok(again) => Err(match run.history.first_divergence(&again.history) {
             Some((i, a, b)) => format!(
@@ -250,6 +264,14 @@ fn explore_seed(
         }),
         Err(message) => Err(format!("the rerun failed: {message}")),
     });
+    let reference = reference.map(|lock| {
+        lock.run(&scenario).map(|r| {
+            (
+                r.results.iter().map(|c| (c.checker.clone(), c.verdict)).collect(),
+                r.digest,
+            )
+        })
+    });
     SeedOutcome::Judged {
         seed,
         verdicts: run.results.iter().map(|r| (r.checker.clone(), r.verdict)).collect(),
@@ -258,6 +280,53 @@ fn explore_seed(
         liveness: crate::liveness::of(&crate::history::OpHistory::new(&run.history)),
         sim_ms: run.end.at_ms,
         determinism,
+        digest: run.digest,
+        case,
+        reference,
+    }
+}
+
+/// The record of one seed's outcome (the `--jsonl` line).
+fn seed_record(template: &Scenario, names: &(String, Option<String>), outcome: &SeedOutcome) -> record::SeedRecord {
+    let (case, seed) = match outcome {
+        SeedOutcome::Judged { case, seed, .. } | SeedOutcome::Error { case, seed, .. } => (case, *seed),
+    };
+    let mut fault_kinds: Vec<String> = case.faults.iter().map(|f| f.kind().to_string()).collect();
+    fault_kinds.sort();
+    fault_kinds.dedup();
+    let (subject, reference) = match outcome {
+        SeedOutcome::Judged {
+            verdicts,
+            digest,
+            reference,
+            ..
+        } => (
+            record::LockRun::judged(&names.0, verdicts, digest),
+            reference.as_ref().zip(names.1.as_deref()).map(|(r, name)| match r {
+                Ok((verdicts, digest)) => record::LockRun::judged(name, verdicts, digest),
+                Err(message) => record::LockRun::failed(name, message),
+            }),
+        ),
+        SeedOutcome::Error { message, .. } => (record::LockRun::failed(&names.0, message), None),
+    };
+    let only_subject = reference.as_ref().map(|r| {
+        let theirs = r.invalid();
+        subject
+            .invalid()
+            .into_iter()
+            .filter(|c| r.error.is_none() && !theirs.contains(c))
+            .collect()
+    });
+    record::SeedRecord {
+        v: record::RECORD_VERSION,
+        scenario: template.name.clone(),
+        seed,
+        clients: case.clients.max(1).min(template.clients.len()),
+        fault_kinds,
+        faults: case.faults.clone(),
+        subject,
+        reference,
+        only_subject,
     }
 }
 
@@ -342,11 +411,31 @@ pub fn explore(template: &Scenario, config: &ExploreConfig) -> ExploreSummary {
     explore_with_lock(template, config, None)
 }
 
-/// Explores `template` with a user-written lock (`maker` builds its factory on each worker).
-/// A panic in the lock's code is reported as that seed's error; the exploration goes on.
+/// Explores `template` with a user-written lock (`maker` builds its factory on each worker),
+/// named `user-lock` in the summary (see [`explore_with`] to name it). A panic in the lock's
+/// code is reported as that seed's error; the exploration goes on.
 pub fn explore_with_lock(template: &Scenario, config: &ExploreConfig, maker: Option<&FactoryMaker>) -> ExploreSummary {
+    let subject = maker.map_or(LockRef::Template, |m| LockRef::User("user-lock", m));
+    explore_with(template, config, subject, None, &mut |_| {})
+}
+
+/// Explores `template` over the configured seeds with `subject` and, for the differential
+/// oracle, `reference` on the same seeds and fault plans (the summary's `differential` counts
+/// where only the subject fails). `on_seed` sees every seed's record as it finishes (in
+/// completion order, on the calling thread). A panic in lock code is that seed's error.
+pub fn explore_with(
+    template: &Scenario,
+    config: &ExploreConfig,
+    subject: LockRef<'_>,
+    reference: Option<LockRef<'_>>,
+    on_seed: &mut dyn FnMut(&record::SeedRecord),
+) -> ExploreSummary {
     let total = shard_len(config);
-    let mut summary = ExploreSummary::new(&template.name, template.lock.algorithm.name());
+    let names = (subject.name(template), reference.map(|r| r.name(template)));
+    let mut summary = ExploreSummary::new(&template.name, &names.0);
+    if let Some(name) = &names.1 {
+        summary.differential = Some(summary::Differential::new(name));
+    }
     let topo = topology(template);
     let next = AtomicU64::new(0);
     let started = Instant::now();
@@ -360,14 +449,15 @@ pub fn explore_with_lock(template: &Scenario, config: &ExploreConfig, maker: Opt
             scope.spawn(move || {
                 // Strategies are not `Send`: each worker builds its own from the same profile.
                 let strategy = case_strategy(topo, &config.profile);
-                let factory = maker.map(|make| make());
+                let prepared = (subject.prepare(), reference.map(|r| r.prepare()));
                 loop {
                     if config.time_limit.is_some_and(|limit| started.elapsed() >= limit) {
                         return;
                     }
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(seed) = shard_seed(config, i) else { return };
-                    let outcome = explore_seed(template, &strategy, seed, config.determinism_per_10k, factory.as_ref());
+                    let locks = (&prepared.0, prepared.1.as_ref());
+                    let outcome = explore_seed(template, &strategy, seed, config.determinism_per_10k, locks);
                     if sender.send(outcome).is_err() {
                         return;
                     }
@@ -377,6 +467,7 @@ pub fn explore_with_lock(template: &Scenario, config: &ExploreConfig, maker: Opt
         drop(sender);
         let mut done = 0;
         for outcome in receiver {
+            on_seed(&seed_record(template, &names, &outcome));
             match outcome {
                 SeedOutcome::Judged {
                     seed,
@@ -386,8 +477,17 @@ pub fn explore_with_lock(template: &Scenario, config: &ExploreConfig, maker: Opt
                     liveness,
                     sim_ms,
                     determinism,
+                    reference,
+                    ..
                 } => {
                     summary.add_verdicts(seed, &verdicts, &fault_kinds, faults);
+                    if let Some(differential) = &mut summary.differential {
+                        let theirs = reference
+                            .as_ref()
+                            .and_then(|r| r.as_ref().ok())
+                            .map(|(v, _)| v.as_slice());
+                        differential.add(seed, &verdicts, theirs, &fault_kinds, faults);
+                    }
                     summary.add_liveness(&liveness, sim_ms);
                     if let Some(result) = determinism {
                         summary.determinism_checked += 1;
@@ -399,7 +499,7 @@ pub fn explore_with_lock(template: &Scenario, config: &ExploreConfig, maker: Opt
                         }
                     }
                 }
-                SeedOutcome::Error { seed, message } => summary.add_error(seed, message),
+                SeedOutcome::Error { seed, message, .. } => summary.add_error(seed, message),
             }
             done += 1;
             progress.update(done, total, summary.seeds_violating, started);

@@ -5,9 +5,16 @@
 //! removes single faults and drops clients while the failure persists. The result is written as
 //! an explicit scenario (faults spelled out, the violation as the expected verdict) that
 //! `lockstep run` replays to the same history digest.
+//!
+//! Every run uses the exploration's lock ([`LockRef`]): the template's algorithm, a built-in
+//! preset, or a user's Rust lock — whose counterexample names it in `[lock] rust_lock`, so that
+//! only a harness holding that lock replays it. With a reference lock (the differential
+//! oracle), a case "still fails" only while the subject violates the checker and the reference
+//! does not.
 
 use super::generate::{case_strategy, case_tree, ExploreCase, FaultProfile, GenFault};
-use super::{case_scenario, run_guarded, topology};
+use super::subject::{LockRef, PreparedLock};
+use super::{case_scenario, topology};
 use crate::checker::Verdict;
 use crate::run::ScenarioRun;
 use crate::scenario::Scenario;
@@ -28,8 +35,12 @@ pub struct Counterexample {
     pub scenario: Scenario,
     /// The run of that scenario (its digest is what a replay must reproduce).
     pub run: ScenarioRun,
-    /// Scenario runs spent shrinking.
+    /// Scenario runs spent shrinking (the reference's runs included).
     pub runs: usize,
+    /// The lock it was found with (a built-in algorithm's name, or the user lock's).
+    pub lock: String,
+    /// The reference lock that passes this case (differential oracle only).
+    pub reference: Option<String>,
 }
 
 /// What shrinking one failing seed gave.
@@ -74,10 +85,32 @@ fn size(case: &ExploreCase) -> (usize, usize, u64) {
     (case.faults.len(), case.clients, magnitude)
 }
 
-fn fails(template: &Scenario, case: &ExploreCase, seed: u64, checker: &str, runs: &mut usize) -> Option<ScenarioRun> {
-    *runs += 1;
-    let run = run_guarded(&case_scenario(template, case, seed), None).ok()?;
-    (run.verdict(checker) == Some(Verdict::Invalid)).then_some(run)
+/// The subject's run of `case` when it violates `checker` (and the reference, if any, does not).
+struct Judge<'a> {
+    template: &'a Scenario,
+    seed: u64,
+    checker: &'a str,
+    subject: PreparedLock<'a>,
+    reference: Option<PreparedLock<'a>>,
+}
+
+impl Judge<'_> {
+    fn fails(&self, case: &ExploreCase, runs: &mut usize) -> Option<ScenarioRun> {
+        let scenario = case_scenario(self.template, case, self.seed);
+        *runs += 1;
+        let run = self.subject.run(&scenario).ok()?;
+        if run.verdict(self.checker) != Some(Verdict::Invalid) {
+            return None;
+        }
+        if let Some(reference) = &self.reference {
+            *runs += 1;
+            let theirs = reference.run(&scenario).ok()?;
+            if theirs.verdict(self.checker) == Some(Verdict::Invalid) {
+                return None;
+            }
+        }
+        Some(run)
+    }
 }
 
 /// Shrinks seed `seed` of an exploration of `template` with `profile`, keeping `checker`
@@ -102,13 +135,42 @@ pub fn shrink_until(
     max_runs: usize,
     deadline: Option<std::time::Instant>,
 ) -> Option<Counterexample> {
+    shrink_with(
+        template,
+        profile,
+        (seed, checker),
+        (LockRef::Template, None),
+        max_runs,
+        deadline,
+    )
+}
+
+/// Shrinks `seed` of an exploration of `template` with `profile` while `subject` violates
+/// `checker` — and, with a `reference` (the differential oracle), while the reference does not.
+/// `None` when the seed does not fail so. At most `max_runs` runs (the reference's included),
+/// none started after `deadline`.
+pub fn shrink_with(
+    template: &Scenario,
+    profile: &FaultProfile,
+    (seed, checker): (u64, &str),
+    (subject, reference): (LockRef<'_>, Option<LockRef<'_>>),
+    max_runs: usize,
+    deadline: Option<std::time::Instant>,
+) -> Option<Counterexample> {
     let left = |runs: usize| runs < max_runs && deadline.is_none_or(|d| std::time::Instant::now() < d);
+    let judge = Judge {
+        template,
+        seed,
+        checker,
+        subject: subject.prepare(),
+        reference: reference.map(|r| r.prepare()),
+    };
     let strategy = case_strategy(&topology(template), profile);
     let mut tree = case_tree(seed, &strategy);
     let mut runs = 0;
     let mut best = tree.current();
     let faults_before = best.faults.len();
-    let mut best_run = fails(template, &best, seed, checker, &mut runs)?;
+    let mut best_run = judge.fails(&best, &mut runs)?;
     // proptest's shrinking: simplify while it still fails, complicate back when it passes.
     if tree.simplify() {
         while left(runs) {
@@ -116,10 +178,7 @@ pub fn shrink_until(
             // A flat-mapped tree may regenerate its inner value when the outer one shrinks; a
             // candidate that is not smaller counts as passing, so the search moves on.
             let smaller = size(&candidate) <= size(&best);
-            if let Some(run) = smaller
-                .then(|| fails(template, &candidate, seed, checker, &mut runs))
-                .flatten()
-            {
+            if let Some(run) = smaller.then(|| judge.fails(&candidate, &mut runs)).flatten() {
                 best = candidate;
                 best_run = run;
                 if !tree.simplify() {
@@ -140,7 +199,7 @@ pub fn shrink_until(
             }
             let mut candidate = best.clone();
             candidate.faults.remove(i);
-            if let Some(run) = fails(template, &candidate, seed, checker, &mut runs) {
+            if let Some(run) = judge.fails(&candidate, &mut runs) {
                 best = candidate;
                 best_run = run;
                 changed = true;
@@ -151,7 +210,7 @@ pub fn shrink_until(
                 clients: best.clients - 1,
                 ..best.clone()
             };
-            match fails(template, &candidate, seed, checker, &mut runs) {
+            match judge.fails(&candidate, &mut runs) {
                 Some(run) => {
                     best = candidate;
                     best_run = run;
@@ -161,12 +220,24 @@ pub fn shrink_until(
             }
         }
     }
-    let mut scenario = case_scenario(template, &best, seed);
+    // The lock's own scenario: a preset's algorithm, or `rust_lock` naming a user's lock.
+    let mut scenario = subject.scenario(&case_scenario(template, &best, seed)).into_owned();
     // Keep only the faults that apply to the remaining nodes (case_scenario already did), and
     // state what this run does as the expectation: replaying it must reproduce all of it.
+    let lock = subject.name(template);
+    let reference_name = reference.map(|r| r.name(template));
     scenario.name = format!("{}-seed-{seed}-{checker}", template.name);
+    let with = match (&subject, &reference_name) {
+        (LockRef::Template, None) => String::new(),
+        (LockRef::User(..), _) => format!(" with the Rust lock `{lock}`"),
+        _ => format!(" with {lock}"),
+    };
+    let against = reference_name
+        .as_ref()
+        .map(|r| format!(" ({r} holds on this case)"))
+        .unwrap_or_default();
     scenario.description = format!(
-        "Counterexample found by `lockstep explore` on {} (seed {seed}): {checker} is violated.\n\
+        "Counterexample found by `lockstep explore` on {}{with} (seed {seed}): {checker} is violated{against}.\n\
          Shrunk from {faults_before} to {} faults and {} clients. History digest {}.",
         template.name,
         best.faults.len(),
@@ -186,17 +257,31 @@ pub fn shrink_until(
         scenario,
         run: best_run,
         runs,
+        lock,
+        reference: reference_name,
     })
 }
 
 /// The counterexample as a commented scenario file.
 pub fn counterexample_toml(cx: &Counterexample) -> String {
+    let replay = match &cx.scenario.lock.rust_lock {
+        Some(name) => format!(
+            "the Rust lock `{name}`: Harness::replay(<this file>) in a harness holding it (lockstep run refuses it)"
+        ),
+        None => "lockstep run <this file>".to_string(),
+    };
+    let against = cx
+        .reference
+        .as_ref()
+        .map(|r| format!(" (the reference {r} does not)"))
+        .unwrap_or_default();
     format!(
         "# Minimal counterexample written by `lockstep explore`.\n\
-         # Seed {} violates {}; shrunk from {} to {} faults in {} runs.\n\
-         # Replay: lockstep run <this file>   (history digest {})\n{}",
+         # Seed {} violates {} with {}{against}; shrunk from {} to {} faults in {} runs.\n\
+         # Replay: {replay}   (history digest {})\n{}",
         cx.seed,
         cx.checker,
+        cx.lock,
         cx.faults_before,
         cx.case.faults.len(),
         cx.runs,

@@ -1,12 +1,18 @@
 //! The exploration summary: counts that stream in seed by seed (memory does not grow with the
 //! number of seeds), merge across shards, and print.
+//!
+//! Failing seeds are kept per checker: the [`KEEP_FIRST`] smallest seeds of every checker (a seed
+//! appears once, with all its checkers), so a checker that fails only late still has its first
+//! seeds. The rule is stable under merging: pruning each shard, then the union, keeps exactly
+//! what pruning all seeds at once keeps. With a reference lock (the differential oracle), the
+//! [`Differential`] counts per checker the seeds where only the lock under test fails.
 
 use crate::checker::{self, Verdict};
 use crate::liveness::percentile;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// How many failing seeds (the smallest) and errors a summary keeps.
+/// How many failing seeds (the smallest, per checker) and errors a summary keeps.
 pub const KEEP_FIRST: usize = 10;
 
 /// A seed on which some checker found a violation.
@@ -78,7 +84,7 @@ pub struct ExploreSummary {
     pub violations: BTreeMap<String, u64>,
     /// Unknown verdicts per checker.
     pub unknown: BTreeMap<String, u64>,
-    /// The smallest failing seeds.
+    /// The smallest failing seeds of each checker, in seed order.
     pub first_failing: Vec<FailingSeed>,
     /// Seeds that could not be judged (count).
     pub errors: u64,
@@ -100,11 +106,129 @@ pub struct ExploreSummary {
     pub determinism_failures: Vec<DeterminismFailure>,
     /// Wall-clock figures.
     pub throughput: Throughput,
+    /// The differential oracle's counts, when a reference lock ran on the same seeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub differential: Option<Differential>,
+}
+
+/// The differential oracle: the lock under test against a reference lock, on the same seeds and
+/// fault plans. A seed counts as "only the lock under test fails" for a checker when the subject
+/// answered invalid and the reference did not.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Differential {
+    /// The reference lock's name.
+    pub reference: String,
+    /// Seeds where the subject fails some checker the reference does not.
+    pub seeds_only_subject: u64,
+    /// Per checker: seeds invalid for the subject only.
+    pub only_subject: BTreeMap<String, u64>,
+    /// Per checker: seeds invalid for the reference only.
+    pub only_reference: BTreeMap<String, u64>,
+    /// Per checker: seeds invalid for both.
+    pub both: BTreeMap<String, u64>,
+    /// Seeds the reference could not run (they count for no checker).
+    pub reference_errors: u64,
+    /// The smallest seeds where only the subject fails, per checker (`checkers`: those).
+    pub first_only_subject: Vec<FailingSeed>,
+}
+
+impl Differential {
+    /// Empty counts against `reference`.
+    pub fn new(reference: &str) -> Self {
+        let zero = || checker::NAMES.iter().map(|n| (n.to_string(), 0)).collect();
+        Differential {
+            reference: reference.to_string(),
+            only_subject: zero(),
+            only_reference: zero(),
+            both: zero(),
+            ..Differential::default()
+        }
+    }
+
+    /// Adds one seed: the subject's and the reference's verdicts (`None`: it could not run).
+    pub fn add(
+        &mut self,
+        seed: u64,
+        subject: &[(String, Verdict)],
+        reference: Option<&[(String, Verdict)]>,
+        fault_kinds: &[String],
+        faults: usize,
+    ) {
+        let Some(reference) = reference else {
+            self.reference_errors += 1;
+            return;
+        };
+        let invalid =
+            |list: &[(String, Verdict)], name: &str| list.iter().any(|(c, v)| c == name && *v == Verdict::Invalid);
+        let mut only = Vec::new();
+        for name in checker::NAMES {
+            let (s, r) = (invalid(subject, name), invalid(reference, name));
+            let counter = match (s, r) {
+                (true, false) => &mut self.only_subject,
+                (false, true) => &mut self.only_reference,
+                (true, true) => &mut self.both,
+                (false, false) => continue,
+            };
+            *counter.entry(name.to_string()).or_default() += 1;
+            if s && !r {
+                only.push(name.to_string());
+            }
+        }
+        if !only.is_empty() {
+            self.seeds_only_subject += 1;
+            let mut kinds = fault_kinds.to_vec();
+            kinds.sort();
+            kinds.dedup();
+            self.first_only_subject.push(FailingSeed {
+                seed,
+                checkers: only,
+                fault_kinds: kinds,
+                faults,
+            });
+            keep_smallest_per_checker(&mut self.first_only_subject);
+        }
+    }
+
+    /// Combines a shard's counts into these.
+    pub fn merge(&mut self, other: &Differential) {
+        self.seeds_only_subject += other.seeds_only_subject;
+        for (mine, theirs) in [
+            (&mut self.only_subject, &other.only_subject),
+            (&mut self.only_reference, &other.only_reference),
+            (&mut self.both, &other.both),
+        ] {
+            for (k, v) in theirs {
+                *mine.entry(k.clone()).or_default() += v;
+            }
+        }
+        self.reference_errors += other.reference_errors;
+        self.first_only_subject.extend(other.first_only_subject.iter().cloned());
+        keep_smallest_per_checker(&mut self.first_only_subject);
+    }
 }
 
 fn keep_smallest<T: Ord>(list: &mut Vec<T>) {
     list.sort();
     list.truncate(KEEP_FIRST);
+}
+
+/// Keeps the seeds that are among the [`KEEP_FIRST`] smallest of any of their checkers, in seed
+/// order (one entry per seed).
+fn keep_smallest_per_checker(list: &mut Vec<FailingSeed>) {
+    list.sort();
+    list.dedup_by_key(|f| f.seed);
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    list.retain(|f| {
+        let mut keep = false;
+        for c in &f.checkers {
+            let n = seen.entry(c.clone()).or_default();
+            if *n < KEEP_FIRST {
+                keep = true;
+            }
+            *n += 1;
+        }
+        keep
+    });
 }
 
 impl ExploreSummary {
@@ -150,7 +274,7 @@ impl ExploreSummary {
                 fault_kinds: kinds,
                 faults,
             });
-            keep_smallest(&mut self.first_failing);
+            keep_smallest_per_checker(&mut self.first_failing);
         }
     }
 
@@ -187,7 +311,12 @@ impl ExploreSummary {
             *self.unknown.entry(k.clone()).or_default() += v;
         }
         self.first_failing.extend(other.first_failing.iter().cloned());
-        keep_smallest(&mut self.first_failing);
+        keep_smallest_per_checker(&mut self.first_failing);
+        match (&mut self.differential, &other.differential) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs),
+            (None, Some(theirs)) => self.differential = Some(theirs.clone()),
+            _ => {}
+        }
         self.errors += other.errors;
         self.first_errors.extend(other.first_errors.iter().cloned());
         keep_smallest(&mut self.first_errors);
@@ -258,6 +387,27 @@ impl ExploreSummary {
         self.seeds_violating == 0 && self.errors == 0 && self.determinism_failures.is_empty()
     }
 
+    /// The smallest kept failing seeds of `checker`, in seed order.
+    pub fn first_failing_of<'a>(&'a self, checker: &'a str) -> impl Iterator<Item = &'a FailingSeed> + 'a {
+        self.first_failing
+            .iter()
+            .filter(move |f| f.checkers.iter().any(|c| c == checker))
+    }
+
+    /// With a reference: whether the lock under test failed no checker that the reference
+    /// passed, and no seed errored or diverged. Without one: [`Self::is_clean`].
+    pub fn is_clean_against_reference(&self) -> bool {
+        match &self.differential {
+            Some(d) => {
+                d.seeds_only_subject == 0
+                    && self.errors == 0
+                    && d.reference_errors == 0
+                    && self.determinism_failures.is_empty()
+            }
+            None => self.is_clean(),
+        }
+    }
+
     /// A human-readable report.
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -308,6 +458,46 @@ impl ExploreSummary {
         for e in &self.first_errors {
             line(&mut out, format!("  error on seed {}: {}", e.seed, e.message));
         }
+        if let Some(d) = &self.differential {
+            line(
+                &mut out,
+                format!(
+                    "  against {}: {} seeds where only {} fails ({} seeds the reference could not run)",
+                    d.reference, d.seeds_only_subject, self.algorithm, d.reference_errors
+                ),
+            );
+            for name in checker::NAMES {
+                let get = |m: &BTreeMap<String, u64>| m.get(*name).copied().unwrap_or(0);
+                line(
+                    &mut out,
+                    format!(
+                        "    {:<18} {:>7} only {} {:>7} only {} {:>7} both",
+                        name,
+                        get(&d.only_subject),
+                        self.algorithm,
+                        get(&d.only_reference),
+                        d.reference,
+                        get(&d.both)
+                    ),
+                );
+            }
+            if !d.first_only_subject.is_empty() {
+                let seeds: Vec<String> = d
+                    .first_only_subject
+                    .iter()
+                    .take(KEEP_FIRST)
+                    .map(|f| format!("{} [{}]", f.seed, f.checkers.join(",")))
+                    .collect();
+                line(
+                    &mut out,
+                    format!(
+                        "    first seeds where only {} fails: {}",
+                        self.algorithm,
+                        seeds.join("; ")
+                    ),
+                );
+            }
+        }
         line(
             &mut out,
             format!(
@@ -342,5 +532,88 @@ impl ExploreSummary {
             ),
         );
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdicts(invalid: &[&str]) -> Vec<(String, Verdict)> {
+        checker::NAMES
+            .iter()
+            .map(|n| {
+                let v = if invalid.contains(n) {
+                    Verdict::Invalid
+                } else {
+                    Verdict::Valid
+                };
+                (n.to_string(), v)
+            })
+            .collect()
+    }
+
+    /// Seeds 0..40 fail mutual exclusion; seeds 30 and 35 also fail lost-update.
+    fn add_seeds(summary: &mut ExploreSummary, seeds: impl Iterator<Item = u64>) {
+        for seed in seeds {
+            let invalid: &[&str] = if seed == 30 || seed == 35 {
+                &["mutual-exclusion", "lost-update"]
+            } else if seed < 40 {
+                &["mutual-exclusion"]
+            } else {
+                &[]
+            };
+            summary.add_verdicts(seed, &verdicts(invalid), &["pause".into()], 1);
+        }
+    }
+
+    #[test]
+    fn the_smallest_failing_seeds_are_kept_per_checker() {
+        let mut summary = ExploreSummary::new("t", "naive");
+        add_seeds(&mut summary, 0..60);
+        let seeds = |c: &str| summary.first_failing_of(c).map(|f| f.seed).collect::<Vec<_>>();
+        assert_eq!(seeds("mutual-exclusion"), (0..10).chain([30, 35]).collect::<Vec<_>>());
+        // A checker that fails only late still has its first seeds (the overall ten would not).
+        assert_eq!(seeds("lost-update"), vec![30, 35]);
+        assert_eq!(summary.first_failing.len(), 12);
+    }
+
+    #[test]
+    fn sharded_summaries_merge_to_the_unsharded_one() {
+        let mut whole = ExploreSummary::new("t", "naive");
+        add_seeds(&mut whole, 0..60);
+        let mut merged = ExploreSummary::new("t", "naive");
+        for shard in 0..3u64 {
+            let mut part = ExploreSummary::new("t", "naive");
+            add_seeds(&mut part, (0..60).filter(|s| s % 3 == shard));
+            merged.merge(&part);
+        }
+        assert_eq!(merged.first_failing, whole.first_failing);
+        assert_eq!(merged.violations, whole.violations);
+    }
+
+    #[test]
+    fn the_differential_counts_where_only_the_subject_fails() {
+        let mut d = Differential::new("token-release");
+        d.add(1, &verdicts(&["mutual-exclusion"]), Some(&verdicts(&[])), &[], 1);
+        d.add(
+            2,
+            &verdicts(&["mutual-exclusion"]),
+            Some(&verdicts(&["mutual-exclusion"])),
+            &[],
+            1,
+        );
+        d.add(3, &verdicts(&[]), Some(&verdicts(&["lost-update"])), &[], 1);
+        d.add(4, &verdicts(&["lost-update"]), None, &[], 1);
+        assert_eq!(d.seeds_only_subject, 1);
+        assert_eq!(d.only_subject["mutual-exclusion"], 1);
+        assert_eq!(d.both["mutual-exclusion"], 1);
+        assert_eq!(d.only_reference["lost-update"], 1);
+        assert_eq!(d.reference_errors, 1);
+        assert_eq!(d.first_only_subject.iter().map(|f| f.seed).collect::<Vec<_>>(), vec![1]);
+        let mut summary = ExploreSummary::new("t", "my-lock");
+        summary.differential = Some(d);
+        assert!(!summary.is_clean_against_reference());
+        assert!(summary.render().contains("1 seeds where only my-lock fails"));
     }
 }

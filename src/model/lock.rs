@@ -57,6 +57,18 @@ impl fmt::Display for Algorithm {
     }
 }
 
+/// Whether `name` may name a Rust lock (`[lock] rust_lock`, the harness): `[a-z0-9-]+`, at most
+/// 64 characters, and not the name of a built-in algorithm (a replay must never mistake one for
+/// the other).
+pub fn is_valid_lock_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && Algorithm::from_name(name).is_none()
+}
+
 /// Where fencing tokens come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -97,6 +109,11 @@ pub struct LockSpec {
     pub request_timeout_ms: u64,
     /// Connection timeout of the client's links, ms.
     pub connect_timeout_ms: u64,
+    /// The Rust lock (`lockstep::harness`) this scenario was run with, by name, in place of
+    /// `algorithm`: written into counterexamples of a user's lock. Only the harness that
+    /// supplies a lock of that name can run such a scenario; `lockstep run` refuses it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rust_lock: Option<String>,
 }
 
 /// An algorithm with its own settings.
@@ -184,6 +201,12 @@ impl LockSpec {
     /// The algorithm, without its settings.
     pub fn kind(&self) -> Algorithm {
         self.algorithm.kind()
+    }
+
+    /// The name of the lock that runs: the Rust lock's name when there is one, else the
+    /// algorithm's.
+    pub fn lock_name(&self) -> &str {
+        self.rust_lock.as_deref().unwrap_or(self.algorithm.name())
     }
 
     /// The watchdog's settings, when the algorithm is the watchdog.

@@ -346,7 +346,7 @@ pub fn scenario_report(file: &Path, scenario: &Scenario, run: &ScenarioRun, wall
         file: file.display().to_string(),
         description: first_line(&scenario.description),
         seed: run.seed,
-        algorithm: scenario.lock.algorithm.name().to_string(),
+        algorithm: scenario.lock.lock_name().to_string(),
         fencing: scenario.lock.fencing.name().to_string(),
         resource: scenario.resource.name().to_string(),
         ttl_ms: scenario.lock.ttl_ms,
@@ -367,11 +367,14 @@ pub fn scenario_report(file: &Path, scenario: &Scenario, run: &ScenarioRun, wall
             digest: run.digest.clone(),
             end_ms: run.end.at_ms,
         }),
-        replay: format!(
-            "lockstep run {} --seed {}",
-            shell_word(&file.display().to_string()),
-            run.seed
-        ),
+        replay: match &scenario.lock.rust_lock {
+            Some(name) => format!("Harness::replay({}) with the Rust lock `{name}`", file.display()),
+            None => format!(
+                "lockstep run {} --seed {}",
+                shell_word(&file.display().to_string()),
+                run.seed
+            ),
+        },
         timeline: Some(timeline::TimelineData::from_history(scenario, run, &history)),
         wall_ms,
     }
@@ -384,7 +387,7 @@ pub fn scenario_error_report(file: &Path, scenario: &Scenario, message: String) 
         file: file.display().to_string(),
         description: first_line(&scenario.description),
         seed: scenario.seed,
-        algorithm: scenario.lock.algorithm.name().to_string(),
+        algorithm: scenario.lock.lock_name().to_string(),
         fencing: scenario.lock.fencing.name().to_string(),
         resource: scenario.resource.name().to_string(),
         ttl_ms: scenario.lock.ttl_ms,
@@ -526,9 +529,19 @@ impl ExplorationReport {
                 unknown_seeds: unknown,
                 status,
                 explanation,
-                replay: first_failing
-                    .as_ref()
-                    .map(|f| explore_replay(&self.file, &self.profile, f.seed)),
+                replay: first_failing.as_ref().map(|f| {
+                    // A Rust lock (not a built-in's name) is explored again through its harness.
+                    match crate::model::Algorithm::from_name(&self.algorithm) {
+                        Some(_) => explore_replay(&self.file, &self.profile, f.seed),
+                        None => format!(
+                            "lockstep::harness with the Rust lock `{}`: explore {} over seeds {}..{}",
+                            self.algorithm,
+                            self.file,
+                            f.seed,
+                            f.seed + 1
+                        ),
+                    }
+                }),
                 first_failing,
             });
         }

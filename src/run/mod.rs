@@ -116,8 +116,33 @@ pub fn run_scenario(scenario: &Scenario, seed: Option<u64>) -> Result<ScenarioRu
     run_with_lock(scenario, seed, Rc::new(move |env| lock::build(&spec, env)))
 }
 
-/// Runs `scenario` with a user-supplied lock algorithm.
+/// What a build without `--cfg tokio_unstable` is told (see [`require_tokio_unstable`]).
+pub const TOKIO_UNSTABLE_HELP: &str = "lockstep needs `--cfg tokio_unstable`: without it tokio's scheduler \
+     is not seeded and runs are not deterministic (the same seed may give another history). Add to \
+     .cargo/config.toml of your crate or workspace:\n    [build]\n    rustflags = [\"--cfg\", \"tokio_unstable\"]\n\
+     or build with RUSTFLAGS=\"--cfg tokio_unstable\" (then rebuild: the flag changes every crate)";
+
+/// An error unless this build has `--cfg tokio_unstable` (`enabled`: `cfg!(tokio_unstable)`).
+///
+/// Rust flags apply to every crate of a build, so lockstep compiled without the flag means
+/// turmoil and tokio were too: turmoil then cannot seed tokio's runtime, and a seed no longer
+/// decides the run. Checked where a user's lock runs ([`run_with_lock`], and the harness)
+/// instead of running non-deterministically.
+pub fn require_tokio_unstable(enabled: bool) -> Result<(), WorldError> {
+    if enabled {
+        Ok(())
+    } else {
+        Err(WorldError::Config {
+            field: "rustflags",
+            reason: TOKIO_UNSTABLE_HELP.to_string(),
+        })
+    }
+}
+
+/// Runs `scenario` with a user-supplied lock algorithm. An error (naming the fix) when the
+/// build lacks `--cfg tokio_unstable` ([`require_tokio_unstable`]).
 pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactory) -> Result<ScenarioRun, WorldError> {
+    require_tokio_unstable(cfg!(tokio_unstable))?;
     let mut config = scenario.world_config();
     if let Some(seed) = seed {
         config.seed = seed;
@@ -215,4 +240,20 @@ pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactor
         results,
         mismatches,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_build_without_tokio_unstable_is_told_how_to_set_it() {
+        let err = require_tokio_unstable(false).unwrap_err().to_string();
+        assert!(err.contains("--cfg tokio_unstable"), "{err}");
+        assert!(err.contains(r#"rustflags = ["--cfg", "tokio_unstable"]"#), "{err}");
+        assert!(err.contains("RUSTFLAGS"), "{err}");
+        // This repository sets it in .cargo/config.toml: its own runs pass the check.
+        const { assert!(cfg!(tokio_unstable)) };
+        assert!(require_tokio_unstable(cfg!(tokio_unstable)).is_ok());
+    }
 }

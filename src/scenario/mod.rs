@@ -98,6 +98,7 @@
 //! | `extend_every_ms`        | integer | `ttl_ms / 3`   | watchdog: extension period; when written, 0 < value < `ttl_ms` |
 //! | `auto_extend`            | bool    | `false`        | redlock: extend automatically while the work runs (node-redlock's `using()`) |
 //! | `extension_threshold_ms` | integer | `500`          | redlock auto-extension: extend when validity left < this; < `ttl_ms` when `auto_extend` |
+//! | `rust_lock`              | string  | none           | written by `lockstep::harness` into counterexamples of a Rust lock: the lock's name (`[a-z0-9-]+`, not a built-in's); only a harness with that lock replays the file, `lockstep run` refuses it |
 //!
 //! ## The script lock
 //!

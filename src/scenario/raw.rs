@@ -123,6 +123,7 @@ pub(super) struct RawNode {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawLock {
     pub algorithm: Algorithm,
+    pub rust_lock: Option<String>,
     pub key: Option<String>,
     pub ttl_ms: Option<u64>,
     pub fencing: Option<Fencing>,

@@ -604,6 +604,13 @@ impl Ctx<'_> {
                 ),
             ));
         };
+        let rust_lock = raw.rust_lock.take();
+        if rust_lock
+            .as_deref()
+            .is_some_and(|n| !crate::model::lock::is_valid_lock_name(n))
+        {
+            return Err(self.err(&path("rust_lock"), "must be a name of [a-z0-9-]+ (the harness's lock)"));
+        }
         let key = raw.key.take().unwrap_or_else(|| "lock".into());
         if key.is_empty() {
             return Err(self.err(&path("key"), "must not be empty"));
@@ -709,6 +716,7 @@ impl Ctx<'_> {
             fencing_master,
             request_timeout_ms,
             connect_timeout_ms,
+            rust_lock,
         })
     }
 

@@ -74,6 +74,9 @@ pub(super) fn to_toml(s: &Scenario) -> String {
     let l = &s.lock;
     let _ = writeln!(out, "\n[lock]");
     let _ = writeln!(out, "algorithm = {}", quote(l.algorithm.name()));
+    if let Some(rust_lock) = &l.rust_lock {
+        let _ = writeln!(out, "rust_lock = {}", quote(rust_lock));
+    }
     let _ = writeln!(out, "key = {}", quote(&l.key));
     let _ = writeln!(out, "ttl_ms = {}", l.ttl_ms);
     let _ = writeln!(out, "fencing = {}", quote(l.fencing.name()));

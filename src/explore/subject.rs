@@ -1,0 +1,211 @@
+//! Which lock an exploration runs, and what it is called: the template's own algorithm, a
+//! built-in preset in its place (`--against token-release`), or a user's Rust lock
+//! (`lockstep::harness`). One exploration runs a subject and, for the differential oracle, a
+//! reference, on the same seeds and the same generated fault plans; shrinking, summaries and
+//! counterexample files use and name the same locks.
+//!
+//! Leaves out: running seeds (`super`) and shrinking (`super::shrink`).
+
+use super::run_guarded;
+use crate::model::{Algorithm, AlgorithmSpec, RedlockSpec, WatchdogSpec};
+use crate::run::{LockFactory, ScenarioRun};
+use crate::scenario::Scenario;
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+/// Builds a user lock factory on a worker thread (factories are not `Send`, makers are).
+pub type FactoryMaker = dyn Fn() -> LockFactory + Sync;
+
+/// A user's Rust lock, with its name (`[a-z0-9-]+`, not a built-in algorithm's name): the name
+/// is what summaries, reports and counterexample files call it.
+#[derive(Clone)]
+pub struct UserLock {
+    name: String,
+    maker: Arc<dyn Fn() -> LockFactory + Send + Sync>,
+}
+
+impl fmt::Debug for UserLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UserLock")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl UserLock {
+    /// A user lock called `name`, built on each worker thread by `maker`. Bad input unless the
+    /// name is `[a-z0-9-]+` (at most 64 characters) and not a built-in algorithm's name.
+    pub fn new(name: &str, maker: impl Fn() -> LockFactory + Send + Sync + 'static) -> Result<UserLock, String> {
+        if !crate::model::lock::is_valid_lock_name(name) {
+            return Err(format!(
+                "lock name `{name}`: must be [a-z0-9-]+ (at most 64 characters) and not a built-in algorithm's \
+                 name ({})",
+                Algorithm::ALL.map(|a| a.name()).join(", ")
+            ));
+        }
+        Ok(UserLock {
+            name: name.to_string(),
+            maker: Arc::new(maker),
+        })
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A fresh factory (on the calling thread).
+    pub fn factory(&self) -> LockFactory {
+        (self.maker)()
+    }
+}
+
+/// A lock an exploration can run (owned).
+#[derive(Debug, Clone, Default)]
+pub enum LockChoice {
+    /// The algorithm the template names.
+    #[default]
+    Template,
+    /// A built-in algorithm, with these settings, in place of the template's.
+    BuiltIn(AlgorithmSpec),
+    /// A user's Rust lock.
+    User(UserLock),
+}
+
+impl LockChoice {
+    /// The built-in preset `name` for `template` (`naive`, `token-release`, `watchdog` with
+    /// its default period `ttl_ms / 3`, `redlock` with node-redlock's defaults). A script lock
+    /// is not a preset: it needs the scripts of a scenario file.
+    pub fn preset(name: &str, template: &Scenario) -> Result<LockChoice, String> {
+        let spec = match Algorithm::from_name(name) {
+            Some(Algorithm::Naive) => AlgorithmSpec::Naive,
+            Some(Algorithm::TokenRelease) => AlgorithmSpec::TokenRelease,
+            Some(Algorithm::Watchdog) => AlgorithmSpec::Watchdog(WatchdogSpec {
+                extend_every_ms: (template.lock.ttl_ms / 3).max(1),
+            }),
+            Some(Algorithm::Redlock) => AlgorithmSpec::Redlock(RedlockSpec::default()),
+            Some(Algorithm::Script) | None => {
+                return Err(format!(
+                    "unknown preset `{name}` (known: naive, token-release, watchdog, redlock; a script lock \
+                     needs its scenario file)"
+                ))
+            }
+        };
+        Ok(LockChoice::BuiltIn(spec))
+    }
+
+    /// The borrowed form the explorer and the shrinker take.
+    pub fn lock_ref(&self) -> LockRef<'_> {
+        match self {
+            LockChoice::Template => LockRef::Template,
+            LockChoice::BuiltIn(spec) => LockRef::BuiltIn(spec),
+            LockChoice::User(user) => LockRef::User(&user.name, &*user.maker),
+        }
+    }
+}
+
+/// A lock an exploration runs, borrowed (what [`super::explore_with`] and
+/// [`super::shrink::shrink_with`] take).
+#[derive(Clone, Copy)]
+pub enum LockRef<'a> {
+    /// The algorithm the template names.
+    Template,
+    /// A built-in algorithm, with these settings, in place of the template's.
+    BuiltIn(&'a AlgorithmSpec),
+    /// A user's Rust lock: its name and the maker of its factory.
+    User(&'a str, &'a FactoryMaker),
+}
+
+impl fmt::Debug for LockRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LockRef::Template => f.write_str("Template"),
+            LockRef::BuiltIn(spec) => write!(f, "BuiltIn({})", spec.name()),
+            LockRef::User(name, _) => write!(f, "User({name})"),
+        }
+    }
+}
+
+impl<'a> LockRef<'a> {
+    /// What the lock is called when it runs in `template`.
+    pub fn name(&self, template: &Scenario) -> String {
+        match self {
+            LockRef::Template => template.lock.lock_name().to_string(),
+            LockRef::BuiltIn(spec) => spec.name().to_string(),
+            LockRef::User(name, _) => name.to_string(),
+        }
+    }
+
+    /// `scenario` as this lock runs it: the template's unchanged; a built-in's with its
+    /// algorithm in place; a user lock's naming it in `[lock] rust_lock` (so a file written
+    /// from it says which lock it needs).
+    pub fn scenario<'s>(&self, scenario: &'s Scenario) -> Cow<'s, Scenario> {
+        match self {
+            LockRef::Template => Cow::Borrowed(scenario),
+            LockRef::BuiltIn(spec) => {
+                let mut s = scenario.clone();
+                s.lock.algorithm = (*spec).clone();
+                s.lock.rust_lock = None;
+                Cow::Owned(s)
+            }
+            LockRef::User(name, _) => {
+                let mut s = scenario.clone();
+                s.lock.rust_lock = Some(name.to_string());
+                Cow::Owned(s)
+            }
+        }
+    }
+
+    /// Ready to run on this thread (a user lock's factory built here).
+    pub fn prepare(&self) -> PreparedLock<'a> {
+        PreparedLock {
+            lock: *self,
+            factory: match self {
+                LockRef::User(_, maker) => Some(maker()),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// A lock ready to run on one thread.
+pub struct PreparedLock<'a> {
+    lock: LockRef<'a>,
+    factory: Option<LockFactory>,
+}
+
+impl PreparedLock<'_> {
+    /// Runs `scenario` (a case of the template) with this lock, under the panic guard.
+    pub fn run(&self, scenario: &Scenario) -> Result<ScenarioRun, String> {
+        run_guarded(&self.lock.scenario(scenario), self.factory.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::rc::Rc;
+
+    #[test]
+    fn user_lock_names_are_checked() {
+        let maker = || -> LockFactory { Rc::new(|env| Rc::new(crate::lock::naive::Naive::new(env))) };
+        assert!(UserLock::new("my-lock", maker).is_ok());
+        for bad in ["", "My Lock", "token-release", "redlock"] {
+            let err = UserLock::new(bad, maker).unwrap_err();
+            assert!(err.contains("must be [a-z0-9-]+"), "{err}");
+        }
+    }
+
+    #[test]
+    fn presets_replace_the_algorithm_and_name_themselves() {
+        let template = super::super::standard_template("naive", "none", "unfenced", 1).unwrap();
+        let preset = LockChoice::preset("watchdog", &template).unwrap();
+        let s = preset.lock_ref().scenario(&template);
+        assert_eq!(s.lock.algorithm.name(), "watchdog");
+        assert_eq!(preset.lock_ref().name(&template), "watchdog");
+        assert_eq!(LockRef::Template.name(&template), "naive");
+        assert!(LockChoice::preset("script", &template).is_err());
+        assert!(LockChoice::preset("nope", &template).is_err());
+    }
+}

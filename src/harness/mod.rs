@@ -1,0 +1,611 @@
+//! Your Rust lock through everything the CLI does, in a plain `cargo test`.
+//!
+//! A [`Harness`] holds a named user lock (a [`LockClient`] built per client node) and, on
+//! [`Harness::run`]:
+//! - runs scenario files (a directory, or files) against their expectations and their
+//!   `[explore]` blocks — the judgement of `lockstep ci` ([`crate::app::ci`]), with your lock;
+//! - explores templates (a scenario file, or the standard template) over N seeds of generated
+//!   faults with your lock, shrinking the first failures with your lock — optionally against a
+//!   reference (a built-in preset or a second user lock: the differential oracle, which counts
+//!   and shrinks the seeds where only your lock fails);
+//! - writes the same report directory as `lockstep ci --report` (with the counterexample files
+//!   in `counterexamples/`), and streams one JSON line per explored seed when asked;
+//! - returns a [`HarnessRun`] whose [`HarnessRun::assert_safe`] fails the test with a readable
+//!   message.
+//!
+//! Everything is named after your lock: summaries, report rows, counterexample files (which say
+//! `[lock] rust_lock = "NAME"`, so that `lockstep run` refuses them and [`Harness::replay`]
+//! replays them with your lock).
+//!
+//! ```no_run
+//! use lockstep::prelude::*;
+//! # struct MyLock { env: LockEnv }
+//! # #[async_trait(?Send)]
+//! # impl LockClient for MyLock {
+//! #     async fn acquire(&self, _: &str, _: u64) -> Result<Grant, LockError> { Err(LockError::Busy) }
+//! #     async fn extend(&self, _: &Grant, _: u64) -> Result<Grant, LockError> { Err(LockError::Busy) }
+//! #     async fn release(&self, _: &Grant) -> Result<bool, LockError> { Ok(false) }
+//! # }
+//! let run = Harness::new("my-lock", |env| MyLock { env })
+//!     .scenarios("scenarios")
+//!     .explore_standard(200)
+//!     .report("target/lockstep-report")
+//!     .run()
+//!     .unwrap();
+//! run.assert_safe();
+//! ```
+//!
+//! The build must have `--cfg tokio_unstable` (see [`crate::run::require_tokio_unstable`]): the
+//! harness says how to set it instead of running non-deterministically.
+//!
+//! Leaves out: anything the application layer does not already do — the harness only chooses
+//! the lock and collects the results (`crate::app`, `crate::explore`, `crate::report`).
+
+use crate::app::ci::{run_ci, run_identity, CiOptions};
+use crate::app::exploration::{
+    explore_config, run_exploration, shrink_failures, JsonlSink, Locks, Overrides, StandardSettings,
+};
+use crate::app::files::load_inputs;
+pub use crate::app::AppError as HarnessError;
+use crate::explore::shrink::{Counterexample, Shrunk};
+use crate::explore::{standard_template, ExploreConfig, ExploreSummary, LockChoice, UserLock};
+use crate::lock::{LockClient, LockEnv};
+use crate::model::ExploreExpect;
+use crate::report::{prepare_out, write_atomic, write_report, Report};
+use crate::run::gate::{CiRun, ExplorationOutcome};
+use crate::run::{require_tokio_unstable, run_with_lock, LockFactory, ScenarioRun};
+use crate::scenario::Scenario;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What an exploration of the harness expects by default: the resource is never damaged (no
+/// stale write, no lost update). Mutual exclusion, token order and lease validity are counted
+/// and reported but not required: a pause past the lease breaks every lease lock, and only
+/// fencing keeps the resource safe then (use [`Harness::against_preset`] to tell your lock's
+/// bugs from those limits).
+pub const DEFAULT_EXPECT: &[(&str, ExploreExpect)] = &[
+    ("stale-write", ExploreExpect::NoneInvalid),
+    ("lost-update", ExploreExpect::NoneInvalid),
+];
+
+/// A template to explore.
+#[derive(Debug, Clone)]
+enum Template {
+    /// A scenario file (its faults replaced by generated ones).
+    File(PathBuf),
+    /// The standard template (10 s, 3 clients).
+    Standard(StandardSettings),
+}
+
+/// The differential oracle's reference.
+#[derive(Debug, Clone)]
+enum Reference {
+    /// A built-in preset, by name (resolved per template: the watchdog's period is the TTL's third).
+    Preset(String),
+    /// A second user lock.
+    User(Result<UserLock, String>),
+}
+
+/// A Rust lock's trip through lockstep: scenarios, explorations, report. Build it with
+/// [`Harness::new`], add what to run, then [`Harness::run`].
+#[derive(Debug, Clone)]
+pub struct Harness {
+    lock: Result<UserLock, String>,
+    reference: Option<Reference>,
+    scenarios: Vec<PathBuf>,
+    explorations: Vec<(Template, Overrides)>,
+    expect: BTreeMap<String, ExploreExpect>,
+    report: Option<PathBuf>,
+    jsonl: Option<PathBuf>,
+    jobs: Option<usize>,
+    shrink: (usize, usize),
+    fenced: bool,
+    progress: bool,
+}
+
+/// Makes a factory of `make`'s lock (one lock object per client node).
+fn factory_of<L, F>(make: Arc<F>) -> LockFactory
+where
+    L: LockClient + 'static,
+    F: Fn(LockEnv) -> L + Send + Sync + 'static,
+{
+    Rc::new(move |env| Rc::new(make(env)) as Rc<dyn LockClient>)
+}
+
+impl Harness {
+    /// A harness for the lock `name` (`[a-z0-9-]+`, not a built-in algorithm's name), built for
+    /// each client node by `make` from the node's [`LockEnv`].
+    pub fn new<L, F>(name: &str, make: F) -> Harness
+    where
+        L: LockClient + 'static,
+        F: Fn(LockEnv) -> L + Send + Sync + 'static,
+    {
+        let make = Arc::new(make);
+        Harness::with_factory(name, move || factory_of(make.clone()))
+    }
+
+    /// A harness for the lock `name` whose factory `maker` builds (on each worker thread).
+    pub fn with_factory(name: &str, maker: impl Fn() -> LockFactory + Send + Sync + 'static) -> Harness {
+        Harness {
+            lock: UserLock::new(name, maker),
+            reference: None,
+            scenarios: Vec::new(),
+            explorations: Vec::new(),
+            expect: DEFAULT_EXPECT.iter().map(|(c, e)| (c.to_string(), *e)).collect(),
+            report: None,
+            jsonl: None,
+            jobs: None,
+            shrink: (1, 300),
+            fenced: false,
+            progress: false,
+        }
+    }
+
+    /// Runs these scenario files (a directory means its `*.toml` files) against their
+    /// expectations, and explores their `[explore]` blocks, as `lockstep ci` does — with this
+    /// lock.
+    pub fn scenarios(mut self, path: impl Into<PathBuf>) -> Harness {
+        self.scenarios.push(path.into());
+        self
+    }
+
+    /// Explores the scenario file `path` as a template over seeds `0..seeds`.
+    pub fn explore(mut self, path: impl Into<PathBuf>, seeds: u64) -> Harness {
+        let overrides = Overrides {
+            seeds: Some(seeds),
+            ..Overrides::default()
+        };
+        self.explorations.push((Template::File(path.into()), overrides));
+        self
+    }
+
+    /// Explores the standard template (one master, three clients, 10 s, a 2 s TTL; fenced when
+    /// [`Harness::fenced`] was called) over seeds `0..seeds`.
+    pub fn explore_standard(mut self, seeds: u64) -> Harness {
+        let standard = StandardSettings {
+            algorithm: "token-release".into(),
+            fencing: "none".into(),
+            resource: "unfenced".into(),
+            tick_ms: 1,
+        };
+        let overrides = Overrides {
+            seeds: Some(seeds),
+            ..Overrides::default()
+        };
+        self.explorations.push((Template::Standard(standard), overrides));
+        self
+    }
+
+    /// Fences the standard template: a token from `INCR` after each acquisition, and a strict
+    /// resource that refuses a token not above the highest it accepted.
+    pub fn fenced(mut self) -> Harness {
+        self.fenced = true;
+        self
+    }
+
+    /// Changes what every exploration of the harness expects of `checker` (see
+    /// [`DEFAULT_EXPECT`]); `None` only reports it.
+    pub fn expect(mut self, checker: &str, expect: Option<ExploreExpect>) -> Harness {
+        match expect {
+            Some(e) => self.expect.insert(checker.to_string(), e),
+            None => self.expect.remove(checker),
+        };
+        self
+    }
+
+    /// The differential oracle against a built-in preset (`naive`, `token-release`, `watchdog`,
+    /// `redlock`): explorations also run it on the same seeds and fault plans, and the gate
+    /// fails on the seeds where only this lock fails (shrunk while only this lock fails).
+    pub fn against_preset(mut self, preset: &str) -> Harness {
+        self.reference = Some(Reference::Preset(preset.to_string()));
+        self
+    }
+
+    /// The differential oracle against a second user lock, `name`, built by `make`.
+    pub fn against<L, F>(mut self, name: &str, make: F) -> Harness
+    where
+        L: LockClient + 'static,
+        F: Fn(LockEnv) -> L + Send + Sync + 'static,
+    {
+        let make = Arc::new(make);
+        self.reference = Some(Reference::User(UserLock::new(name, move || factory_of(make.clone()))));
+        self
+    }
+
+    /// Writes the report directory (as `lockstep ci --report`) here, with the counterexample
+    /// files in its `counterexamples/`.
+    pub fn report(mut self, dir: impl Into<PathBuf>) -> Harness {
+        self.report = Some(dir.into());
+        self
+    }
+
+    /// Streams one JSON line per explored seed to this file (`docs/explore-jsonl.md`).
+    pub fn jsonl(mut self, path: impl Into<PathBuf>) -> Harness {
+        self.jsonl = Some(path.into());
+        self
+    }
+
+    /// Worker threads (default: all cores).
+    pub fn jobs(mut self, jobs: usize) -> Harness {
+        self.jobs = Some(jobs);
+        self
+    }
+
+    /// Shrinks the first `count` failing seeds of each exploration, `runs` scenario runs each
+    /// at most (default: 1 seed, 300 runs).
+    pub fn shrink(mut self, count: usize, runs: usize) -> Harness {
+        self.shrink = (count, runs);
+        self
+    }
+
+    /// Prints a line per scenario and exploration on stderr.
+    pub fn progress(mut self) -> Harness {
+        self.progress = true;
+        self
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> Result<&str, HarnessError> {
+        self.lock
+            .as_ref()
+            .map(UserLock::name)
+            .map_err(|e| HarnessError::BadInput(e.clone()))
+    }
+
+    fn user_lock(&self) -> Result<UserLock, HarnessError> {
+        require_tokio_unstable(cfg!(tokio_unstable)).map_err(|e| HarnessError::BadInput(e.to_string()))?;
+        self.lock.clone().map_err(HarnessError::BadInput)
+    }
+
+    /// The locks of one template: this lock, and the reference resolved for the template.
+    fn locks(&self, subject: &UserLock, template: &Scenario) -> Result<Locks, HarnessError> {
+        let reference = match &self.reference {
+            None => None,
+            Some(Reference::Preset(name)) => {
+                Some(LockChoice::preset(name, template).map_err(|e| HarnessError::BadInput(format!("against: {e}")))?)
+            }
+            Some(Reference::User(user)) => Some(LockChoice::User(
+                user.clone()
+                    .map_err(|e| HarnessError::BadInput(format!("against: {e}")))?,
+            )),
+        };
+        Ok(Locks {
+            subject: LockChoice::User(subject.clone()),
+            reference,
+        })
+    }
+
+    fn template(&self, template: &Template, lock: &str) -> Result<Scenario, HarnessError> {
+        let bad = |e: String| HarnessError::BadInput(e);
+        match template {
+            Template::File(path) => Scenario::from_file(path).map_err(|e| bad(e.to_string())),
+            Template::Standard(standard) => {
+                let (fencing, resource) = if self.fenced {
+                    ("incr", "strict")
+                } else {
+                    ("none", "unfenced")
+                };
+                let mut template = standard_template(&standard.algorithm, fencing, resource, standard.tick_ms)
+                    .map_err(|e| bad(e.to_string()))?;
+                template.name = format!("{lock}-standard{}", if self.fenced { "-fenced" } else { "" });
+                template.description = format!("The standard exploration profile with the Rust lock `{lock}`.");
+                Ok(template)
+            }
+        }
+    }
+
+    /// Runs everything added, writes the report (when asked), and returns the results. An error
+    /// only when something could not be done (bad input, a build without
+    /// `--cfg tokio_unstable`, a file that cannot be written); what the runs found is in the
+    /// [`HarnessRun`].
+    pub fn run(&self) -> Result<HarnessRun, HarnessError> {
+        let started = Instant::now();
+        let subject = self.user_lock()?;
+        let name = subject.name().to_string();
+        // Bad input before anything runs: the files, the templates, the report directory.
+        let inputs = if self.scenarios.is_empty() {
+            Vec::new()
+        } else {
+            load_inputs(&self.scenarios)?
+        };
+        let templates = self
+            .explorations
+            .iter()
+            .map(|(template, overrides)| {
+                let scenario = self.template(template, &name)?;
+                let (scenario, config) = explore_config(
+                    &scenario,
+                    &Overrides {
+                        jobs: self.jobs,
+                        progress: self.progress,
+                        ..overrides.clone()
+                    },
+                )?;
+                let path = match template {
+                    Template::File(path) => path.clone(),
+                    Template::Standard(_) => PathBuf::from(format!("<{}>", scenario.name)),
+                };
+                let locks = self.locks(&subject, &scenario)?;
+                Ok((path, scenario, config, locks))
+            })
+            .collect::<Result<Vec<(PathBuf, Scenario, ExploreConfig, Locks)>, HarnessError>>()?;
+        if let Some(dir) = &self.report {
+            prepare_out(dir).map_err(HarnessError::BadInput)?;
+        }
+        let options = CiOptions {
+            jobs: self.jobs.unwrap_or_else(|| CiOptions::default().jobs),
+            progress: self.progress,
+            locks: Locks {
+                subject: LockChoice::User(subject.clone()),
+                reference: None,
+            },
+            ..CiOptions::default()
+        };
+        let mut ci = if inputs.is_empty() {
+            CiRun {
+                run_id: run_identity(&inputs, &options),
+                shard: None,
+                scenarios: Vec::new(),
+                explorations: Vec::new(),
+                ttl_sweep: None,
+                wall_s: 0.0,
+            }
+        } else {
+            run_ci(&inputs, &options)?
+        };
+        let mut explorations = Vec::new();
+        // One stream for every exploration of the run (each line names its template).
+        let mut sink = self.jsonl.as_deref().map(JsonlSink::create).transpose()?;
+        for (path, template, config, locks) in templates {
+            let summary = run_exploration(&template, &config, &locks, sink.as_mut());
+            let shrink_dir = self.report.as_ref().map(|d| d.join("counterexamples"));
+            let budget = (self.shrink.0, self.shrink.1, None);
+            let shrunk: Vec<Shrunk> = shrink_failures(
+                &template,
+                &config.profile,
+                &summary,
+                &locks,
+                budget,
+                shrink_dir.as_deref(),
+            )
+            .collect();
+            // With a reference, the gate is the differential; the report row then only counts.
+            let expect = if locks.reference.is_some() {
+                BTreeMap::new()
+            } else {
+                self.expect.clone()
+            };
+            let status = crate::run::expect::exploration_status(crate::checker::NAMES, &expect, &summary, false);
+            let passed = if locks.reference.is_some() {
+                summary.is_clean_against_reference()
+            } else {
+                !status.is_failure()
+            };
+            ci.explorations.push(ExplorationOutcome {
+                path: path.clone(),
+                seeds: config.seeds.clone(),
+                shard: None,
+                profile: config.profile.clone(),
+                expect: expect.clone(),
+                summary: summary.clone(),
+                status,
+            });
+            explorations.push(ExplorationResult {
+                template: template.name.clone(),
+                file: path,
+                expect,
+                summary,
+                shrunk,
+                passed,
+            });
+        }
+        sink.map(JsonlSink::finish).transpose()?;
+        ci.wall_s = started.elapsed().as_secs_f64();
+        let report = Report::build(&ci);
+        let mut written = Vec::new();
+        if let Some(dir) = &self.report {
+            written = write_report(&report, dir).map_err(HarnessError::Io)?;
+            for shrunk in explorations.iter().flat_map(|e| &e.shrunk) {
+                if let Shrunk::Found { file, toml, .. } = shrunk {
+                    if let Some(parent) = file.parent() {
+                        std::fs::create_dir_all(parent)
+                            .map_err(|e| HarnessError::Io(format!("{}: {e}", parent.display())))?;
+                    }
+                    write_atomic(file, toml.as_bytes()).map_err(HarnessError::Io)?;
+                    written.push(file.clone());
+                }
+            }
+        }
+        Ok(HarnessRun {
+            lock: name,
+            report,
+            explorations,
+            report_dir: self.report.clone(),
+            written,
+        })
+    }
+
+    /// Replays a scenario file with this lock: a counterexample the harness wrote (its
+    /// `[lock] rust_lock` must name this lock), or any scenario file (run with this lock in
+    /// place of its algorithm). The run's `mismatches` compare it with the file's expectations.
+    pub fn replay(&self, path: impl AsRef<Path>) -> Result<ScenarioRun, HarnessError> {
+        let path = path.as_ref();
+        let subject = self.user_lock()?;
+        let scenario = Scenario::from_file(path).map_err(|e| HarnessError::BadInput(e.to_string()))?;
+        if let Some(other) = scenario.lock.rust_lock.as_deref().filter(|n| *n != subject.name()) {
+            return Err(HarnessError::BadInput(format!(
+                "{}: field `lock.rust_lock`: the file needs the Rust lock `{other}`; this harness holds `{}`",
+                path.display(),
+                subject.name()
+            )));
+        }
+        crate::explore::guarded(|| run_with_lock(&scenario, None, subject.factory()).map_err(|e| e.to_string()))
+            .map_err(|e| HarnessError::RunFailure(format!("{}: {e}", path.display())))
+    }
+}
+
+/// One exploration the harness ran.
+#[derive(Debug, Clone)]
+pub struct ExplorationResult {
+    /// The template scenario's name.
+    pub template: String,
+    /// Its file (`<name>` for the standard template).
+    pub file: PathBuf,
+    /// What it was expected to find (empty with a reference: the gate is the differential).
+    pub expect: BTreeMap<String, ExploreExpect>,
+    /// What the seeds found (with a reference, `summary.differential` counts where only this
+    /// lock failed).
+    pub summary: ExploreSummary,
+    /// The shrunk failures (with a reference: of seeds where only this lock failed).
+    pub shrunk: Vec<Shrunk>,
+    /// Whether it passed the gate.
+    pub passed: bool,
+}
+
+impl ExplorationResult {
+    /// The counterexamples found by shrinking.
+    pub fn counterexamples(&self) -> impl Iterator<Item = (&Counterexample, &Path)> {
+        self.shrunk.iter().filter_map(|s| match s {
+            Shrunk::Found {
+                counterexample, file, ..
+            } => Some((counterexample.as_ref(), file.as_path())),
+            Shrunk::NotReproduced { .. } => None,
+        })
+    }
+}
+
+/// What [`Harness::run`] found.
+#[derive(Debug, Clone)]
+pub struct HarnessRun {
+    /// The lock's name.
+    pub lock: String,
+    /// The report (as `lockstep ci` builds it): every scenario run and exploration, judged.
+    pub report: Report,
+    /// The explorations added with [`Harness::explore`] / [`Harness::explore_standard`].
+    pub explorations: Vec<ExplorationResult>,
+    /// The report directory, when one was written.
+    pub report_dir: Option<PathBuf>,
+    /// Every file written (report and counterexamples).
+    pub written: Vec<PathBuf>,
+}
+
+impl HarnessRun {
+    /// Whether everything passed: every scenario's expectations, every `[explore]` block's, and
+    /// every exploration of the harness (no seed where only this lock fails, with a reference).
+    pub fn passed(&self) -> bool {
+        self.report.ok && self.explorations.iter().all(|e| e.passed)
+    }
+
+    /// One line per failure (empty when [`Self::passed`]).
+    pub fn failures(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for s in &self.report.scenarios {
+            if s.status.is_failure() {
+                let why: Vec<String> = s
+                    .checks
+                    .iter()
+                    .filter(|c| c.status.is_failure())
+                    .map(|c| {
+                        format!(
+                            "{} {} (expected {})",
+                            c.checker,
+                            c.verdict.name(),
+                            c.expected.map_or("-", |v| v.name())
+                        )
+                    })
+                    .collect();
+                let why = s.error.clone().unwrap_or_else(|| why.join(", "));
+                out.push(format!("scenario {} ({}): {why}", s.name, s.file));
+            }
+        }
+        for e in &self.report.explorations {
+            if e.status.is_failure() {
+                let why: Vec<String> = e
+                    .checks
+                    .iter()
+                    .filter(|c| c.status.is_failure())
+                    .map(|c| format!("{}: {}", c.checker, c.explanation))
+                    .collect();
+                let errors = e
+                    .summary
+                    .first_errors
+                    .first()
+                    .map(|x| format!("error on seed {}: {}", x.seed, x.message));
+                out.push(format!(
+                    "exploration {} ({}): {}",
+                    e.name,
+                    e.file,
+                    errors.unwrap_or_else(|| why.join("; "))
+                ));
+            }
+        }
+        for e in self.explorations.iter().filter(|e| !e.passed) {
+            if let Some(d) = &e.summary.differential {
+                let seeds: Vec<String> = d
+                    .first_only_subject
+                    .iter()
+                    .take(5)
+                    .map(|f| format!("{} [{}]", f.seed, f.checkers.join(",")))
+                    .collect();
+                out.push(format!(
+                    "exploration {}: {} of {} seeds fail only with {} (not with {}); first: {}",
+                    e.template,
+                    d.seeds_only_subject,
+                    e.summary.seeds_run,
+                    self.lock,
+                    d.reference,
+                    seeds.join("; ")
+                ));
+                if e.summary.errors > 0 || d.reference_errors > 0 {
+                    out.push(format!(
+                        "exploration {}: {} seeds errored with {}, {} with {}",
+                        e.template, e.summary.errors, self.lock, d.reference_errors, d.reference
+                    ));
+                }
+            }
+            for (cx, file) in e.counterexamples() {
+                out.push(format!(
+                    "  counterexample: seed {} violates {} with {} faults -> {}",
+                    cx.seed,
+                    cx.checker,
+                    cx.case.faults.len(),
+                    file.display()
+                ));
+            }
+        }
+        out
+    }
+
+    /// A readable account: the lock, the counts, and every failure.
+    pub fn message(&self) -> String {
+        let mut out = format!(
+            "lockstep harness, lock `{}`: {} ({} scenarios, {} explorations",
+            self.lock,
+            if self.passed() { "passed" } else { "FAILED" },
+            self.report.scenarios.len(),
+            self.report.explorations.len()
+        );
+        let seeds: u64 = self.explorations.iter().map(|e| e.summary.seeds_run).sum();
+        out.push_str(&format!(", {seeds} seeds explored)"));
+        if let Some(dir) = &self.report_dir {
+            out.push_str(&format!("; report in {}", dir.display()));
+        }
+        for line in self.failures() {
+            out.push_str(
+                "
+  ",
+            );
+            out.push_str(&line);
+        }
+        out
+    }
+
+    /// Panics with [`Self::message`] unless everything passed: the one line a test needs.
+    #[track_caller]
+    pub fn assert_safe(&self) {
+        assert!(self.passed(), "{}", self.message());
+    }
+}

@@ -256,12 +256,12 @@ impl<'h> Reader<'h> {
             // A client's process killed (a live run's crash or restart of a client): it is out of
             // its critical section, and its holds end there, as abandoned.
             StepKind::Fault(lockstep_sim::Fault::Crash { node } | lockstep_sim::Fault::Restart { node })
-                if self.open_holds.keys().any(|(p, _)| *p == node.as_str()) =>
+                if self.open_holds.keys().any(|((p, _), _)| *p == node.as_str()) =>
             {
-                let ended: Vec<(&'h str, String)> = self
+                let ended: Vec<_> = self
                     .open_holds
                     .keys()
-                    .filter(|(p, _)| *p == node.as_str())
+                    .filter(|((p, _), _)| *p == node.as_str())
                     .cloned()
                     .collect();
                 for slot in ended {

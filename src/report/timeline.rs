@@ -567,10 +567,14 @@ fn key_lives(
             StepKind::Expired(expiry) if keys.contains(&expiry.key) => {
                 end(&mut copies, &mut lives, node, expiry.key, at_us, "expired".to_string(), false);
             }
-            StepKind::Fault(Fault::Crash { node: n } | Fault::PowerLoss { node: n } | Fault::Shutdown { node: n }) => {
+            StepKind::Fault(fault @ (Fault::Crash { node: n } | Fault::PowerLoss { node: n } | Fault::Shutdown { node: n })) => {
                 let held: Vec<String> = copies.keys().filter(|(s, _)| s == n).map(|(_, k)| k.clone()).collect();
                 for key in held {
-                    let what = format!("{n} went down (what it kept depends on its persistence)");
+                    let what = match fault {
+                        Fault::Crash { .. } => format!("{n} crashed (key kept only if persisted)"),
+                        Fault::PowerLoss { .. } => format!("{n} lost power (key kept only if synced)"),
+                        _ => format!("{n} shut down (key kept only if persisted)"),
+                    };
                     end(&mut copies, &mut lives, n, &key, at_us, what, true);
                 }
             }

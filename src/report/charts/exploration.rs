@@ -14,6 +14,7 @@ const AMBER: &str = "#e08a00";
 const RED: &str = "#d62728";
 const GREY: &str = "#9a9a9a";
 const LIGHT: &str = "#c8c8c8";
+const DARK: &str = "#555";
 
 fn title(e: &ExplorationReport) -> String {
     let s = &e.summary;
@@ -91,6 +92,7 @@ pub fn draw(e: &ExplorationReport) -> Svg {
         (RED, "violations not expected (an unexpected result)"),
         (GREY, "no expectation"),
         (LIGHT, "seeds whose plan had the fault kind"),
+        (DARK, "of those, seeds violating any checker"),
     ] {
         svg.rect(x, key_y - 10.0, 22.0, 12.0, &format!("fill=\"{col}\""), Some(label));
         svg.text((x + 28.0, key_y), label, Font::new(12.0), None);
@@ -125,13 +127,13 @@ pub fn draw(e: &ExplorationReport) -> Svg {
             y + 17.0,
             w_bad.max(if c.violating > 0 { 2.0 } else { 0.0 }),
             13.0,
-            &format!("fill=\"{RED}\" fill-opacity=\"0.8\""),
+            &format!("fill=\"{DARK}\""),
             Some(&format!("{}: {} of its {} seeds violated something", kind, c.violating, c.seeds)),
         );
         svg.text(
             (r0 + w_bad + 5.0, y + 28.0),
             &format!("{} violating", c.violating),
-            Font::new(11.5).color(RED),
+            Font::new(11.5).color(DARK),
             None,
         );
     }

@@ -116,7 +116,7 @@ mod tests {
     #[test]
     fn ticks_are_round_and_cover_the_range() {
         assert_eq!(ticks(10.0, 5), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
-        assert_eq!(ticks(2.3, 10).last().copied(), Some(2.2));
+        assert_eq!(ticks(2.3, 10).last().copied(), Some(2.0));
         assert_eq!(number(0.5), "0.5");
         assert_eq!(number(12.0), "12");
     }

@@ -123,6 +123,8 @@ pub struct Font<'a> {
     pub color: &'a str,
     /// Horizontal anchor.
     pub anchor: Anchor,
+    /// A white outline behind the glyphs, so the text stays legible over lines.
+    pub halo: bool,
 }
 
 impl<'a> Font<'a> {
@@ -133,6 +135,7 @@ impl<'a> Font<'a> {
             bold: false,
             color: "#222",
             anchor: Anchor::Start,
+            halo: false,
         }
     }
 
@@ -144,6 +147,11 @@ impl<'a> Font<'a> {
     /// The same, in `color`.
     pub fn color(self, color: &'a str) -> Font<'a> {
         Font { color, ..self }
+    }
+
+    /// The same, with a white outline.
+    pub fn halo(self) -> Self {
+        Font { halo: true, ..self }
     }
 
     /// The same, anchored at `anchor`.
@@ -235,9 +243,14 @@ impl Svg {
             Anchor::End => "end",
         };
         let weight = if font.bold { " font-weight=\"bold\"" } else { "" };
+        let halo = if font.halo {
+            " stroke=\"#fff\" stroke-width=\"3\" stroke-linejoin=\"round\" paint-order=\"stroke\""
+        } else {
+            ""
+        };
         let _ = writeln!(
             self.body,
-            "<text x=\"{x:.1}\" y=\"{y:.1}\" font-family=\"{FONT_FAMILY}\" font-size=\"{}\"{weight} \
+            "<text x=\"{x:.1}\" y=\"{y:.1}\" font-family=\"{FONT_FAMILY}\" font-size=\"{}\"{weight}{halo} \
              fill=\"{}\" text-anchor=\"{anchor}\">{}{}</text>",
             font.size,
             font.color,
@@ -320,6 +333,67 @@ mod tests {
         let doc = svg.finish();
         assert!(doc.contains("<title>a &lt;b&gt; &amp; &quot;c&quot;</title></rect>"), "{doc}");
         assert!(doc.contains(">x &lt; y</text>"), "{doc}");
+    }
+
+    /// Decodes an 8-bit RGB PNG into (width, height, grey levels).
+    fn grey(png_bytes: &[u8]) -> (u32, u32, Vec<u8>) {
+        let decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
+        let mut reader = decoder.read_info().expect("a PNG header");
+        let mut pixels = vec![0; reader.output_buffer_size().expect("a size")];
+        let info = reader.next_frame(&mut pixels).expect("PNG pixels");
+        assert_eq!(info.color_type, png::ColorType::Rgb);
+        let grey = pixels
+            .chunks_exact(3)
+            .map(|p| ((u16::from(p[0]) + u16::from(p[1]) + u16::from(p[2])) / 3) as u8)
+            .collect();
+        (info.width, info.height, grey)
+    }
+
+    fn label_png(text: &str) -> Vec<u8> {
+        let mut svg = Svg::new(320, 40);
+        svg.text((10.0, 28.0), text, Font::new(20.0), None);
+        png(&svg.finish()).expect("renders")
+    }
+
+    /// The rows (y) holding ink (darker than mid-grey) in columns `x0..x1`.
+    fn ink_rows(img: &(u32, u32, Vec<u8>), x0: u32, x1: u32) -> Vec<u32> {
+        let (w, h, px) = img;
+        (0..*h)
+            .filter(|&y| (x0..x1.min(*w)).any(|x| px[(y * w + x) as usize] < 128))
+            .collect()
+    }
+
+    /// The PNG text test: a known label rendered from the SVG matches the reference image
+    /// (`tests/data/png-text-reference.png`, checked by eye when it was made), and the glyphs
+    /// the old rasteriser garbled come out right: a comma descends below the baseline where a
+    /// full stop does not, and a decimal point sits on the baseline, not at mid-height.
+    #[test]
+    fn png_text_matches_the_reference_and_punctuation_is_right() {
+        let label = "10.082 s, token 269a181c, ok";
+        let rendered = label_png(label);
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/png-text-reference.png");
+        if std::env::var_os("LOCKSTEP_BLESS").is_some() {
+            std::fs::write(&path, &rendered).expect("writes the reference");
+        }
+        let reference = std::fs::read(&path).expect("the reference image");
+        let (a, b) = (grey(&rendered), grey(&reference));
+        assert_eq!((a.0, a.1), (b.0, b.1));
+        let differing = a.2.iter().zip(&b.2).filter(|(x, y)| x.abs_diff(**y) > 48).count();
+        assert!(differing <= a.2.len() / 200, "{differing} pixels differ from the reference");
+        // Real text, not blank: a few hundred dark pixels.
+        assert!(a.2.iter().filter(|&&p| p < 128).count() > 300);
+
+        // Baseline at y = 28: the digit "1" ends on it.
+        let one = grey(&label_png("1"));
+        let baseline = *ink_rows(&one, 0, 40).last().expect("ink");
+        assert!((27..=29).contains(&baseline), "baseline {baseline}");
+        let comma = grey(&label_png(","));
+        let stop = grey(&label_png("."));
+        let comma_rows = ink_rows(&comma, 0, 40);
+        let stop_rows = ink_rows(&stop, 0, 40);
+        assert!(*comma_rows.last().expect("ink") >= baseline + 2, "{comma_rows:?}");
+        assert!(*stop_rows.last().expect("ink") <= baseline, "{stop_rows:?}");
+        assert!(*stop_rows.first().expect("ink") >= baseline - 4, "a mid-height dot: {stop_rows:?}");
     }
 
     #[test]

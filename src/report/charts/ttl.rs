@@ -4,7 +4,7 @@
 //! means anything. The workload and the fault profile are stated on the chart: the cliff where
 //! the TTL falls below the critical section's length comes from the workload, not from Redis.
 
-use super::svg::{text_width, wrap, Anchor, Font, Svg};
+use super::svg::{wrap, Anchor, Font, Svg};
 use super::{number, ticks};
 use crate::report::sweep::TtlSweep;
 
@@ -24,11 +24,9 @@ fn range_ms(s: &TtlSweep) -> (f64, f64) {
     (lo, hi)
 }
 
-/// A TTL as people write it: `100 ms`, `1 s`, `1.5 s`, `1 min`.
+/// A TTL as people write it: `100 ms`, `1 s`, `1.5 s`, `60 s`.
 pub fn ttl_label(ms: f64) -> String {
-    if ms >= 60_000.0 && (ms / 60_000.0).fract() == 0.0 {
-        format!("{} min", number(ms / 60_000.0))
-    } else if ms >= 1_000.0 {
+    if ms >= 1_000.0 {
         format!("{} s", number(ms / 1_000.0))
     } else {
         format!("{} ms", number(ms))
@@ -40,12 +38,17 @@ fn workload(s: &TtlSweep) -> String {
     let p = &s.profile;
     let template = crate::explore::standard_template(&s.algorithm, "none", "unfenced", 1).ok();
     let work = template.as_ref().map_or(String::new(), |t| {
+        let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+        let work = if t.workload.work_ms.min() == t.workload.work_ms.max() {
+            format!("{} ms", t.workload.work_ms.min())
+        } else {
+            format!("{}–{} ms", t.workload.work_ms.min(), t.workload.work_ms.max())
+        };
         format!(
-            "{} client(s) on {} master(s) take the lock in turn for {} ms of work each, for {} s \
-             of each {} s run",
-            t.clients.len(),
-            t.masters.len(),
-            t.workload.work_ms,
+            "{} on {} take the lock in turn for {work} of work each, for {} s of each {} s run \
+             (unavailability is counted within the run, so it levels off once a stuck lock outlasts the run)",
+            plural(t.clients.len(), "client"),
+            plural(t.masters.len(), "master"),
             number(t.workload.until_ms.unwrap_or(t.duration_ms) as f64 / 1e3),
             number(t.duration_ms as f64 / 1e3)
         )
@@ -156,6 +159,9 @@ pub fn draw(s: &TtlSweep) -> Svg {
                 continue;
             }
             let x = x_of(v);
+            if v < hi && x_of(hi) - x < 40.0 {
+                continue;
+            }
             for top in [top1, top2] {
                 svg.line((x, top), (x, top + PANEL), "stroke=\"#000\" stroke-opacity=\"0.08\"", None);
             }
@@ -206,10 +212,8 @@ fn panel(
     for ((x, y), (_, v, tip)) in line.iter().zip(points) {
         svg.circle((*x, *y), DOT, &format!("fill=\"{col}\""), Some(tip));
         let label = y_label((*v * 10.0).round() / 10.0);
-        let w = text_width(&label, 11.0, false);
         // Above the marker, or below it near the top.
         let ly = if *y - top < 22.0 { y + 17.0 } else { y - 9.0 };
-        let _ = w;
-        svg.text((*x, ly), &label, Font::new(11.0).color("#333").anchor(Anchor::Middle), None);
+        svg.text((*x, ly), &label, Font::new(11.0).color("#333").anchor(Anchor::Middle).halo(), None);
     }
 }

@@ -408,7 +408,10 @@ impl TimelineData {
         }
         let map = |lane: &mut usize| *lane = new_index.get(*lane).copied().unwrap_or(*lane);
         self.grants.iter_mut().for_each(|g| map(&mut g.lane));
-        self.pauses.iter_mut().chain(&mut self.down).for_each(|s| map(&mut s.lane));
+        self.pauses
+            .iter_mut()
+            .chain(&mut self.down)
+            .for_each(|s| map(&mut s.lane));
         for k in &mut self.key_life {
             map(&mut k.lane);
             if let Some(h) = k.holder.as_mut() {
@@ -497,7 +500,12 @@ fn key_lives(
         let at_us = step.event.at_us;
         match &step.kind {
             &StepKind::Command { conn, args, reply } => {
-                let Some(key) = args.iter().skip(1).find(|a| keys.contains(&a.as_str())).map(String::as_str) else {
+                let Some(key) = args
+                    .iter()
+                    .skip(1)
+                    .find(|a| keys.contains(&a.as_str()))
+                    .map(String::as_str)
+                else {
                     continue;
                 };
                 let carried = args.iter().skip(1).find_map(|a| by_value.get_key_value(a.as_str()));
@@ -512,7 +520,9 @@ fn key_lives(
                 let sender = conn_client.get(&(node, conn)).copied();
                 let sender_name = name_of(sender, &client_names);
                 let name = args[0].to_ascii_uppercase();
-                let held = copies.get(&(node.to_string(), key.to_string())).map(|c| c.value.clone());
+                let held = copies
+                    .get(&(node.to_string(), key.to_string()))
+                    .map(|c| c.value.clone());
                 let holder = held.as_deref().and_then(|v| by_value.get(v)).map(|h| h.0);
                 let start = |copies: &mut BTreeMap<(String, String), Copy>, value: &str| {
                     copies.insert(
@@ -565,9 +575,19 @@ fn key_lives(
                 }
             }
             StepKind::Expired(expiry) if keys.contains(&expiry.key) => {
-                end(&mut copies, &mut lives, node, expiry.key, at_us, "expired".to_string(), false);
+                end(
+                    &mut copies,
+                    &mut lives,
+                    node,
+                    expiry.key,
+                    at_us,
+                    "expired".to_string(),
+                    false,
+                );
             }
-            StepKind::Fault(fault @ (Fault::Crash { node: n } | Fault::PowerLoss { node: n } | Fault::Shutdown { node: n })) => {
+            StepKind::Fault(
+                fault @ (Fault::Crash { node: n } | Fault::PowerLoss { node: n } | Fault::Shutdown { node: n }),
+            ) => {
                 let held: Vec<String> = copies.keys().filter(|(s, _)| s == n).map(|(_, k)| k.clone()).collect();
                 for key in held {
                     let what = match fault {
@@ -583,7 +603,15 @@ fn key_lives(
     }
     let open: Vec<(String, String)> = copies.keys().cloned().collect();
     for (node, key) in open {
-        end(&mut copies, &mut lives, &node, &key, end_us, "still set at the end".to_string(), false);
+        end(
+            &mut copies,
+            &mut lives,
+            &node,
+            &key,
+            end_us,
+            "still set at the end".to_string(),
+            false,
+        );
     }
     lives.sort_by_key(|l| (l.start_us, l.lane));
     lives

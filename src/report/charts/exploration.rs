@@ -71,11 +71,20 @@ pub fn draw(e: &ExplorationReport) -> Svg {
         let w = (l1 - l0) * c.invalid_seeds as f64 / run;
         svg.rect(l0, y + 3.0, l1 - l0, 16.0, "fill=\"#f2f2f2\"", None);
         let tip = format!("{}: {} ({meaning})", c.checker, c.explanation);
-        svg.rect(l0, y + 3.0, w.max(if c.invalid_seeds > 0 { 2.0 } else { 0.0 }), 16.0, &format!("fill=\"{col}\""), Some(&tip));
+        svg.rect(
+            l0,
+            y + 3.0,
+            w.max(if c.invalid_seeds > 0 { 2.0 } else { 0.0 }),
+            16.0,
+            &format!("fill=\"{col}\""),
+            Some(&tip),
+        );
         svg.text(
             (l0 + w + 5.0, y + 16.0),
             &c.invalid_seeds.to_string(),
-            Font::new(12.5).bold().color(if c.invalid_seeds > 0 { col } else { "#555" }),
+            Font::new(12.5)
+                .bold()
+                .color(if c.invalid_seeds > 0 { col } else { "#555" }),
             None,
         );
         let first = c.first_failing.as_ref().map_or(meaning.to_string(), |f| {
@@ -121,14 +130,22 @@ pub fn draw(e: &ExplorationReport) -> Svg {
             &format!("fill=\"{LIGHT}\""),
             Some(&format!("{}: {} seeds had it in their plan", kind, c.seeds)),
         );
-        svg.text((r0 + w_all + 5.0, y + 13.0), &c.seeds.to_string(), Font::new(11.5).color("#555"), None);
+        svg.text(
+            (r0 + w_all + 5.0, y + 13.0),
+            &c.seeds.to_string(),
+            Font::new(11.5).color("#555"),
+            None,
+        );
         svg.rect(
             r0,
             y + 17.0,
             w_bad.max(if c.violating > 0 { 2.0 } else { 0.0 }),
             13.0,
             &format!("fill=\"{DARK}\""),
-            Some(&format!("{}: {} of its {} seeds violated something", kind, c.violating, c.seeds)),
+            Some(&format!(
+                "{}: {} of its {} seeds violated something",
+                kind, c.violating, c.seeds
+            )),
         );
         svg.text(
             (r0 + w_bad + 5.0, y + 28.0),

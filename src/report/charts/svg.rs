@@ -302,11 +302,7 @@ pub fn png(svg: &str) -> Result<Vec<u8>, String> {
     pixmap.fill(resvg::tiny_skia::Color::WHITE);
     resvg::render(&tree, resvg::tiny_skia::Transform::default(), &mut pixmap.as_mut());
     // Opaque (white background), so the premultiplied RGBA is plain RGBA: drop the alpha.
-    let rgb: Vec<u8> = pixmap
-        .data()
-        .chunks_exact(4)
-        .flat_map(|p| [p[0], p[1], p[2]])
-        .collect();
+    let rgb: Vec<u8> = pixmap.data().chunks_exact(4).flat_map(|p| [p[0], p[1], p[2]]).collect();
     let mut out = Vec::new();
     {
         let err = |e: png::EncodingError| format!("encoding a PNG: {e}");
@@ -331,7 +327,10 @@ mod tests {
         svg.rect(1.0, 2.0, 3.0, 4.0, "fill=\"red\"", Some("a <b> & \"c\""));
         svg.text((5.0, 20.0), "x < y", Font::new(12.0), None);
         let doc = svg.finish();
-        assert!(doc.contains("<title>a &lt;b&gt; &amp; &quot;c&quot;</title></rect>"), "{doc}");
+        assert!(
+            doc.contains("<title>a &lt;b&gt; &amp; &quot;c&quot;</title></rect>"),
+            "{doc}"
+        );
         assert!(doc.contains(">x &lt; y</text>"), "{doc}");
     }
 
@@ -379,7 +378,10 @@ mod tests {
         let (a, b) = (grey(&rendered), grey(&reference));
         assert_eq!((a.0, a.1), (b.0, b.1));
         let differing = a.2.iter().zip(&b.2).filter(|(x, y)| x.abs_diff(**y) > 48).count();
-        assert!(differing <= a.2.len() / 200, "{differing} pixels differ from the reference");
+        assert!(
+            differing <= a.2.len() / 200,
+            "{differing} pixels differ from the reference"
+        );
         // Real text, not blank: a few hundred dark pixels.
         assert!(a.2.iter().filter(|&&p| p < 128).count() > 300);
 
@@ -393,7 +395,10 @@ mod tests {
         let stop_rows = ink_rows(&stop, 0, 40);
         assert!(*comma_rows.last().expect("ink") >= baseline + 2, "{comma_rows:?}");
         assert!(*stop_rows.last().expect("ink") <= baseline, "{stop_rows:?}");
-        assert!(*stop_rows.first().expect("ink") >= baseline - 4, "a mid-height dot: {stop_rows:?}");
+        assert!(
+            *stop_rows.first().expect("ink") >= baseline - 4,
+            "a mid-height dot: {stop_rows:?}"
+        );
     }
 
     #[test]

@@ -216,10 +216,7 @@ struct Rows(Vec<(i64, f64, f64)>);
 impl Rows {
     /// Claims `[x0, x1]` on row `row` if free.
     fn claim(&mut self, row: i64, x0: f64, x1: f64) -> bool {
-        let free = self
-            .0
-            .iter()
-            .all(|&(r, a, b)| r != row || x1 + 4.0 < a || x0 > b + 4.0);
+        let free = self.0.iter().all(|&(r, a, b)| r != row || x1 + 4.0 < a || x0 > b + 4.0);
         if free {
             self.0.push((row, x0, x1));
         }
@@ -245,7 +242,12 @@ pub fn draw(t: &TimelineData) -> Svg {
     svg.text((12.0, 26.0), &t.title, Font::new(17.0).bold(), Some(&t.title));
     let sub_color = if t.violation.is_some() { RED } else { GREEN };
     for (i, line) in l.subtitle.iter().enumerate() {
-        svg.text((12.0, 48.0 + 18.0 * i as f64), line, Font::new(13.0).color(sub_color), None);
+        svg.text(
+            (12.0, 48.0 + 18.0 * i as f64),
+            line,
+            Font::new(13.0).color(sub_color),
+            None,
+        );
     }
 
     // Lanes.
@@ -263,7 +265,11 @@ pub fn draw(t: &TimelineData) -> Svg {
             LaneRole::Master => "master",
             LaneRole::Replica => "replica",
         };
-        let name_color = if lane.role == LaneRole::Client { color(i) } else { "#222" };
+        let name_color = if lane.role == LaneRole::Client {
+            color(i)
+        } else {
+            "#222"
+        };
         svg.text(
             (LEFT - 10.0, y + h / 2.0 - 1.0),
             &lane.name,
@@ -358,7 +364,9 @@ pub fn draw(t: &TimelineData) -> Svg {
     for g in &t.grants {
         let c = mid(g.lane);
         let (a, b) = (x_of(g.start_us), x_of(g.end_us).max(x_of(g.start_us) + 2.0));
-        let belief = beliefs.iter().find(|s| s.0 == g.lane && s.2 == g.end_us && s.1 >= g.start_us);
+        let belief = beliefs
+            .iter()
+            .find(|s| s.0 == g.lane && s.2 == g.end_us && s.1 >= g.start_us);
         let solid_end = belief.map_or(b, |s| x_of(s.1));
         let tip = format!(
             "{}: {} held from {} s to {} s{}{}",
@@ -367,11 +375,20 @@ pub fn draw(t: &TimelineData) -> Svg {
             secs(g.start_us),
             secs(g.end_us),
             if g.open { " (never released)" } else { "" },
-            g.believed_until_us
-                .map_or(String::new(), |u| format!("; by its own clock valid until {} s", secs(u)))
+            g.believed_until_us.map_or(String::new(), |u| format!(
+                "; by its own clock valid until {} s",
+                secs(u)
+            ))
         );
         let col = color(g.lane);
-        svg.rect(a, c - 9.0, (solid_end - a).max(2.0), 18.0, &format!("fill=\"{col}\""), Some(&tip));
+        svg.rect(
+            a,
+            c - 9.0,
+            (solid_end - a).max(2.0),
+            18.0,
+            &format!("fill=\"{col}\""),
+            Some(&tip),
+        );
         if let Some((_, from, _, why)) = belief {
             let x = x_of(*from);
             svg.rect(
@@ -400,7 +417,13 @@ pub fn draw(t: &TimelineData) -> Svg {
     for m in &t.expiries {
         let (y, _) = lane_y(m.lane);
         let x = x_of(m.at_us);
-        cross(&mut svg, (x, y + 11.0), 5.0, EXPIRY, &format!("{} at {} s", m.label, secs(m.at_us)));
+        cross(
+            &mut svg,
+            (x, y + 11.0),
+            5.0,
+            EXPIRY,
+            &format!("{} at {} s", m.label, secs(m.at_us)),
+        );
     }
     for m in &t.notes {
         let (y, h) = lane_y(m.lane);
@@ -519,7 +542,14 @@ fn short_note(text: &str) -> String {
 
 fn cross(svg: &mut Svg, (x, y): (f64, f64), r: f64, col: &str, tip: &str) {
     svg.path(
-        &format!("M{:.1},{:.1} l{d},{d} M{:.1},{:.1} l{d},-{d}", x - r, y - r, x - r, y + r, d = 2.0 * r),
+        &format!(
+            "M{:.1},{:.1} l{d},{d} M{:.1},{:.1} l{d},-{d}",
+            x - r,
+            y - r,
+            x - r,
+            y + r,
+            d = 2.0 * r
+        ),
         &format!("stroke=\"{col}\" stroke-width=\"3\" fill=\"none\""),
         Some(tip),
     );
@@ -568,7 +598,12 @@ fn draw_key_life(
         let (lx, anchor) = place(b, w, WIDTH - RIGHT);
         let x0 = if anchor == Anchor::Start { lx } else { lx - w };
         if rows.claim(k.lane as i64 * 10 + 6, x0, x0 + w) {
-            svg.text((lx, y + h - 5.0), &k.ended_by, Font::new(12.0).bold().color(RED).anchor(anchor), None);
+            svg.text(
+                (lx, y + h - 5.0),
+                &k.ended_by,
+                Font::new(12.0).bold().color(RED).anchor(anchor),
+                None,
+            );
         }
     }
 }

@@ -73,20 +73,23 @@ fn height(lines: usize) -> f64 {
 pub fn draw(s: &TtlSweep) -> Svg {
     let text = wrap(&workload(s), 12.5, false, WIDTH - 40.0);
     let mut svg = Svg::new(WIDTH as u32, height(text.len()).ceil() as u32);
-    let title = format!(
-        "The TTL trade-off: {}, {} seeds per TTL",
-        s.algorithm, s.seeds
-    );
+    let title = format!("The TTL trade-off: {}, {} seeds per TTL", s.algorithm, s.seeds);
     svg.text((16.0, 26.0), &title, Font::new(18.0).bold(), None);
     for (i, line) in text.iter().enumerate() {
-        svg.text((16.0, 48.0 + 17.0 * i as f64), line, Font::new(12.5).color("#444"), None);
+        svg.text(
+            (16.0, 48.0 + 17.0 * i as f64),
+            line,
+            Font::new(12.5).color("#444"),
+            None,
+        );
     }
     let top1 = 40.0 + 17.0 * text.len() as f64 + 24.0;
     let top2 = top1 + PANEL + GAP;
     let (lo, hi) = range_ms(s);
     let plot_w = WIDTH - LEFT - RIGHT;
     // Markers are kept inside: the axis is inset by a marker's radius at both ends.
-    let x_of = |ms: f64| LEFT + DOT + 4.0 + (ms.max(lo).ln() - lo.ln()) / (hi.ln() - lo.ln()) * (plot_w - 2.0 * (DOT + 4.0));
+    let x_of =
+        |ms: f64| LEFT + DOT + 4.0 + (ms.max(lo).ln() - lo.ln()) / (hi.ln() - lo.ln()) * (plot_w - 2.0 * (DOT + 4.0));
 
     let rates: Vec<(f64, f64, String)> = s
         .points
@@ -106,11 +109,7 @@ pub fn draw(s: &TtlSweep) -> Svg {
             )
         })
         .collect();
-    let max_unavail_s = s
-        .points
-        .iter()
-        .map(|p| p.mean_unavailable_ms / 1e3)
-        .fold(0.0, f64::max);
+    let max_unavail_s = s.points.iter().map(|p| p.mean_unavailable_ms / 1e3).fold(0.0, f64::max);
     let unavail: Vec<(f64, f64, String)> = s
         .points
         .iter()
@@ -163,17 +162,32 @@ pub fn draw(s: &TtlSweep) -> Svg {
                 continue;
             }
             for top in [top1, top2] {
-                svg.line((x, top), (x, top + PANEL), "stroke=\"#000\" stroke-opacity=\"0.08\"", None);
+                svg.line(
+                    (x, top),
+                    (x, top + PANEL),
+                    "stroke=\"#000\" stroke-opacity=\"0.08\"",
+                    None,
+                );
             }
             svg.line((x, bottom), (x, bottom + 5.0), "stroke=\"#444\"", None);
-            svg.text((x, bottom + 19.0), &ttl_label(v), Font::new(12.0).anchor(Anchor::Middle), None);
+            svg.text(
+                (x, bottom + 19.0),
+                &ttl_label(v),
+                Font::new(12.0).anchor(Anchor::Middle),
+                None,
+            );
         }
         decade *= 10.0;
     }
     if (hi - 60_000.0).abs() < 1.0 {
         let x = x_of(hi);
         svg.line((x, bottom), (x, bottom + 5.0), "stroke=\"#444\"", None);
-        svg.text((x, bottom + 19.0), &ttl_label(hi), Font::new(12.0).anchor(Anchor::Middle), None);
+        svg.text(
+            (x, bottom + 19.0),
+            &ttl_label(hi),
+            Font::new(12.0).anchor(Anchor::Middle),
+            None,
+        );
     }
     svg.text(
         (LEFT + plot_w / 2.0, bottom + 42.0),
@@ -203,9 +217,19 @@ fn panel(
     svg.text((LEFT + 6.0, top - 7.0), title, Font::new(13.0).bold().color(col), None);
     for v in ticks(y_max, 5) {
         let y = y_of(v);
-        svg.line((LEFT, y), (LEFT + plot_w, y), "stroke=\"#000\" stroke-opacity=\"0.08\"", None);
+        svg.line(
+            (LEFT, y),
+            (LEFT + plot_w, y),
+            "stroke=\"#000\" stroke-opacity=\"0.08\"",
+            None,
+        );
         svg.line((LEFT - 5.0, y), (LEFT, y), "stroke=\"#444\"", None);
-        svg.text((LEFT - 8.0, y + 4.0), &y_label(v), Font::new(12.0).anchor(Anchor::End), None);
+        svg.text(
+            (LEFT - 8.0, y + 4.0),
+            &y_label(v),
+            Font::new(12.0).anchor(Anchor::End),
+            None,
+        );
     }
     let line: Vec<(f64, f64)> = points.iter().map(|(x, y, _)| (x_of(*x), y_of(*y))).collect();
     svg.polyline(&line, &format!("stroke=\"{col}\" stroke-width=\"2.5\""), None);
@@ -214,6 +238,11 @@ fn panel(
         let label = y_label((*v * 10.0).round() / 10.0);
         // Above the marker, or below it near the top.
         let ly = if *y - top < 22.0 { y + 17.0 } else { y - 9.0 };
-        svg.text((*x, ly), &label, Font::new(11.0).color("#333").anchor(Anchor::Middle).halo(), None);
+        svg.text(
+            (*x, ly),
+            &label,
+            Font::new(11.0).color("#333").anchor(Anchor::Middle).halo(),
+            None,
+        );
     }
 }

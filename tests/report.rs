@@ -219,6 +219,8 @@ fn every_chart_type_renders_to_svg_and_png() {
             svg.contains("<svg") && svg.contains("</svg>") && svg.contains("<text"),
             "{stem}"
         );
+        // Marks carry tooltips.
+        assert!(svg.matches("<title>").count() >= 3, "{stem}");
         let png = chart.png().unwrap();
         assert!(!png.is_empty());
         assert_eq!(decode_png(&png), chart.size(), "{stem}");

@@ -1,12 +1,17 @@
-//! The data a timeline chart draws, read from a run's history: one lane per client and per
-//! master, lock grants as bars with their tokens, pauses, key expiries, resource writes accepted
-//! or rejected, clock jumps and other faults, and the first violation.
+//! The data a timeline chart draws, read from a run's history: one lane per client and per Redis
+//! server that took part (masters, then their replicas; servers with nothing to show are left
+//! out), what each client believed (its grants as bars with their tokens, and until when its
+//! own clock said the grant was valid), what the servers held (the lock key's life on each of
+//! them, and what ended it: an expiry, a release, another client's `DEL`, a crash), pauses,
+//! servers down, key expiries, resource writes accepted or rejected, clock jumps, other faults,
+//! deployment events (a replica's promotion) and the first violation.
 //!
 //! It is stored in `report.json`, so charts can be drawn again from a report alone (after a
 //! merge of shards, say) without the history. It reads the typed history ([`OpHistory`]): the
 //! grant bars are its holds.
 
 use crate::checker::{CheckerName, Verdict};
+use crate::history::lease::ClockTrack;
 use crate::history::{OpHistory, OpName, StepKind};
 use crate::run::ScenarioRun;
 use crate::scenario::Scenario;
@@ -22,6 +27,8 @@ pub enum LaneRole {
     Client,
     /// A Redis master.
     Master,
+    /// A replica of a master (it may be promoted).
+    Replica,
 }
 
 /// One lane of the chart.
@@ -50,6 +57,31 @@ pub struct GrantBar {
     pub label: String,
     /// No release or abort ended it.
     pub open: bool,
+    /// When the client's own validity for the grant (the last one it was told, at the grant
+    /// or at an extension) ran out by its clock, in true µs; `None` when not known.
+    #[serde(default)]
+    pub believed_until_us: Option<u64>,
+}
+
+/// The lock key's life on one server: set with one value until something ended it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyLife {
+    /// The server's lane.
+    pub lane: usize,
+    /// The lane of the client whose value the key held, when known.
+    pub holder: Option<usize>,
+    /// Set, true µs.
+    pub start_us: u64,
+    /// Ended (or the end of the history), true µs.
+    pub end_us: u64,
+    /// The holder's grant label (`token 2`, `grant 1`), or the value.
+    pub label: String,
+    /// What ended it (`expired`, `released by client-1`, `deleted by client-1's DEL`, …).
+    pub ended_by: String,
+    /// Whether what ended it was not the holder's own release nor its expiry: another client's
+    /// deletion, an overwrite, a crash. The chart marks those.
+    pub foreign_end: bool,
 }
 
 /// A stretch of time on one lane.
@@ -124,8 +156,14 @@ pub struct TimelineData {
     pub grants: Vec<GrantBar>,
     /// Pauses (GC / VM stalls).
     pub pauses: Vec<Span>,
-    /// Masters down between a crash and its restart.
+    /// Servers down between a crash (or power loss, shutdown) and its restart.
     pub down: Vec<Span>,
+    /// The lock key's life on each server.
+    #[serde(default)]
+    pub key_life: Vec<KeyLife>,
+    /// Deployment events on servers (a promotion, a resynchronisation), short label first.
+    #[serde(default)]
+    pub notes: Vec<Mark>,
     /// Key expiries on masters.
     pub expiries: Vec<Mark>,
     /// Resource writes.
@@ -141,18 +179,51 @@ pub struct TimelineData {
 impl TimelineData {
     /// The timeline of `run` of `scenario`, whose history is `history`.
     pub fn from_history(scenario: &Scenario, run: &ScenarioRun, history: &OpHistory<'_>) -> TimelineData {
-        let mut lanes: Vec<Lane> = scenario
-            .clients
+        let clients: Vec<&str> = scenario.clients.iter().map(|c| c.name.as_str()).collect();
+        let mut lanes: Vec<Lane> = clients
             .iter()
             .map(|c| Lane {
-                name: c.name.clone(),
+                name: c.to_string(),
                 role: LaneRole::Client,
             })
             .collect();
-        lanes.extend(scenario.masters.iter().map(|m| Lane {
-            name: m.name.clone(),
-            role: LaneRole::Master,
-        }));
+        // Servers: each master, then the servers named after it (its replicas), then any other.
+        let mut servers: Vec<&str> = Vec::new();
+        for step in history.steps() {
+            let node = step.event.node.as_str();
+            let server_event = matches!(
+                step.kind,
+                StepKind::Command { .. } | StepKind::Expired(_) | StepKind::Note(_) | StepKind::Fault(_)
+            );
+            if server_event
+                && !clients.contains(&node)
+                && !["net", "world", "resource"].contains(&node)
+                && !servers.contains(&node)
+            {
+                servers.push(node);
+            }
+        }
+        for m in &scenario.masters {
+            lanes.push(Lane {
+                name: m.name.clone(),
+                role: LaneRole::Master,
+            });
+            let prefix = format!("{}-", m.name);
+            for s in servers.iter().filter(|s| s.starts_with(&prefix)) {
+                lanes.push(Lane {
+                    name: s.to_string(),
+                    role: LaneRole::Replica,
+                });
+            }
+        }
+        for s in &servers {
+            if !lanes.iter().any(|l| l.name == *s) {
+                lanes.push(Lane {
+                    name: s.to_string(),
+                    role: LaneRole::Master,
+                });
+            }
+        }
         let index: BTreeMap<String, usize> = lanes.iter().enumerate().map(|(i, l)| (l.name.clone(), i)).collect();
         let lane_of = |node: &str| index.get(node).copied();
         let end_us = history.end_us().max(1_000);
@@ -171,6 +242,8 @@ impl TimelineData {
             grants: Vec::new(),
             pauses: Vec::new(),
             down: Vec::new(),
+            key_life: Vec::new(),
+            notes: Vec::new(),
             expiries: Vec::new(),
             writes: Vec::new(),
             clock_jumps: Vec::new(),
@@ -179,23 +252,35 @@ impl TimelineData {
         };
         // Grants of clients with a lane, labelled by token or by their number among them.
         let mut grant_count = 0u64;
+        let mut clocks: BTreeMap<&str, ClockTrack> = BTreeMap::new();
+        let mut by_value: BTreeMap<&str, (usize, String)> = BTreeMap::new();
         for hold in history.holds() {
             let Some(lane) = lane_of(hold.process) else { continue };
             grant_count += 1;
             let start_us = hold.start_us();
+            let label = match hold.grant.fencing_token {
+                Some(t) => format!("token {t}"),
+                None => format!("grant {grant_count}"),
+            };
+            let believed_until_us = hold.beliefs.last().and_then(|belief| {
+                let clock = clocks
+                    .entry(hold.process)
+                    .or_insert_with(|| ClockTrack::of(history, hold.process));
+                clock.true_us_at(belief.believed_until_monotonic_ms())
+            });
+            by_value.insert(hold.grant.value.as_str(), (lane, label.clone()));
             data.grants.push(GrantBar {
                 lane,
                 start_us,
                 end_us: hold.end_us_or(end_us).max(start_us),
                 token: hold.grant.fencing_token,
-                label: match hold.grant.fencing_token {
-                    Some(t) => format!("token {t}"),
-                    None => format!("grant {grant_count}"),
-                },
+                label,
                 open: !hold.given_up(),
+                believed_until_us,
             });
         }
-        let mut crashed: BTreeMap<usize, u64> = BTreeMap::new();
+        data.key_life = key_lives(history, &lane_of, &by_value, end_us);
+        let mut crashed: BTreeMap<usize, (u64, String)> = BTreeMap::new();
         for step in history.steps() {
             let at_us = step.event.at_us;
             match &step.kind {
@@ -219,6 +304,15 @@ impl TimelineData {
                         });
                     }
                 }
+                StepKind::Note(text) => {
+                    if let Some(lane) = lane_of(step.node()).filter(|&l| lanes[l].role != LaneRole::Client) {
+                        data.notes.push(Mark {
+                            lane,
+                            at_us,
+                            label: text.to_string(),
+                        });
+                    }
+                }
                 StepKind::Fault(fault) => {
                     let first = fault.nodes().into_iter().find_map(lane_of);
                     let Some(lane) = first else { continue };
@@ -234,16 +328,23 @@ impl TimelineData {
                             at_us,
                             label: fault.short_label(),
                         }),
-                        Fault::Crash { .. } => {
-                            crashed.insert(lane, at_us);
+                        Fault::Crash { .. } | Fault::PowerLoss { .. } | Fault::Shutdown { .. } => {
+                            let what = match fault {
+                                Fault::Crash { .. } => "down (crashed)",
+                                Fault::PowerLoss { .. } => "down (power loss)",
+                                _ => "down (shut down)",
+                            };
+                            crashed.insert(lane, (at_us, what.to_string()));
                         }
                         Fault::Restart { .. } => {
-                            let start = crashed.remove(&lane).unwrap_or(at_us);
+                            let (start, label) = crashed
+                                .remove(&lane)
+                                .unwrap_or_else(|| (at_us, "down (crashed)".to_string()));
                             data.down.push(Span {
                                 lane,
                                 start_us: start,
                                 end_us: at_us,
-                                label: "down (crashed)".to_string(),
+                                label,
                             });
                         }
                         other => data.faults.push(Mark {
@@ -256,19 +357,269 @@ impl TimelineData {
                 _ => {}
             }
         }
-        for (lane, start) in crashed {
+        for (lane, (start, label)) in crashed {
             data.down.push(Span {
                 lane,
                 start_us: start,
                 end_us,
-                label: "down (crashed)".to_string(),
+                label,
             });
         }
         data.grants.sort_by_key(|g| (g.start_us, g.lane));
         data.down.sort_by_key(|d| (d.start_us, d.lane));
         data.violation = violation(run, history, &lane_of, end_us, &data.grants);
+        data.drop_empty_server_lanes();
         data
     }
+
+    /// Leaves out the server lanes on which nothing is drawn, renumbering the others.
+    fn drop_empty_server_lanes(&mut self) {
+        let mut used = vec![false; self.lanes.len()];
+        let mut mark = |lane: usize| {
+            if let Some(u) = used.get_mut(lane) {
+                *u = true;
+            }
+        };
+        self.grants.iter().for_each(|g| mark(g.lane));
+        self.pauses.iter().chain(&self.down).for_each(|s| mark(s.lane));
+        self.key_life.iter().for_each(|k| mark(k.lane));
+        self.notes
+            .iter()
+            .chain(&self.expiries)
+            .chain(&self.clock_jumps)
+            .chain(&self.faults)
+            .for_each(|m| mark(m.lane));
+        self.writes.iter().for_each(|w| mark(w.lane));
+        if let Some(v) = &self.violation {
+            v.marks.iter().for_each(|m| mark(m.lane));
+        }
+        for (i, lane) in self.lanes.iter().enumerate() {
+            if lane.role == LaneRole::Client {
+                used[i] = true;
+            }
+        }
+        let mut new_index = vec![0usize; self.lanes.len()];
+        let mut next = 0;
+        for (i, &u) in used.iter().enumerate() {
+            new_index[i] = next;
+            if u {
+                next += 1;
+            }
+        }
+        let map = |lane: &mut usize| *lane = new_index.get(*lane).copied().unwrap_or(*lane);
+        self.grants.iter_mut().for_each(|g| map(&mut g.lane));
+        self.pauses
+            .iter_mut()
+            .chain(&mut self.down)
+            .for_each(|s| map(&mut s.lane));
+        for k in &mut self.key_life {
+            map(&mut k.lane);
+            if let Some(h) = k.holder.as_mut() {
+                map(h);
+            }
+        }
+        self.notes
+            .iter_mut()
+            .chain(&mut self.expiries)
+            .chain(&mut self.clock_jumps)
+            .chain(&mut self.faults)
+            .for_each(|m| map(&mut m.lane));
+        self.writes.iter_mut().for_each(|w| map(&mut w.lane));
+        if let Some(v) = &mut self.violation {
+            v.marks.iter_mut().for_each(|m| map(&mut m.lane));
+        }
+        let mut i = 0;
+        self.lanes.retain(|_| {
+            i += 1;
+            used[i - 1]
+        });
+    }
+}
+
+/// One server's copy of the lock key while the reader walks the history.
+struct Copy {
+    value: String,
+    start_us: u64,
+}
+
+/// The lock key's life on each server, read from its commands, expiries and crashes: a
+/// successful `SET key value …` (or a script carrying a known grant's value that the key did not
+/// hold) starts a life; a deletion (`DEL`, `UNLINK`, `GETDEL`, a script with `del`), another
+/// value set, an expiry or a crash (power loss, shutdown) ends it. Who sent a deletion is read
+/// from its connection: the client whose value came over the same connection. Keys other than
+/// the grants' (fencing counters, the resource's) are left out.
+fn key_lives(
+    history: &OpHistory<'_>,
+    lane_of: &dyn Fn(&str) -> Option<usize>,
+    by_value: &BTreeMap<&str, (usize, String)>,
+    end_us: u64,
+) -> Vec<KeyLife> {
+    let keys: Vec<&str> = history.holds().iter().map(|h| h.grant.key.as_str()).collect();
+    let mut conn_client: BTreeMap<(&str, u64), usize> = BTreeMap::new();
+    let mut copies: BTreeMap<(String, String), Copy> = BTreeMap::new();
+    let mut lives = Vec::new();
+    let end = |copies: &mut BTreeMap<(String, String), Copy>,
+               lives: &mut Vec<KeyLife>,
+               node: &str,
+               key: &str,
+               at_us: u64,
+               by: String,
+               foreign: bool| {
+        if let Some(copy) = copies.remove(&(node.to_string(), key.to_string())) {
+            let Some(lane) = lane_of(node) else { return };
+            let holder = by_value.get(copy.value.as_str());
+            lives.push(KeyLife {
+                lane,
+                holder: holder.map(|h| h.0),
+                start_us: copy.start_us,
+                end_us: at_us.max(copy.start_us),
+                label: holder.map_or_else(|| format!("value {}", short(&copy.value)), |h| h.1.clone()),
+                ended_by: by,
+                foreign_end: foreign,
+            });
+        }
+    };
+    let name_of = |lane: Option<usize>, lanes: &[&str]| lane.and_then(|l| lanes.get(l).map(|s| s.to_string()));
+    let client_names: Vec<&str> = {
+        let mut names: Vec<(usize, &str)> = history
+            .holds()
+            .iter()
+            .filter_map(|h| Some((lane_of(h.process)?, h.process)))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        let max = names.last().map_or(0, |n| n.0 + 1);
+        let mut out = vec![""; max];
+        for (l, n) in names {
+            out[l] = n;
+        }
+        out
+    };
+    for step in history.steps() {
+        let node = step.event.node.as_str();
+        let at_us = step.event.at_us;
+        match &step.kind {
+            &StepKind::Command { conn, args, reply } => {
+                let Some(key) = args
+                    .iter()
+                    .skip(1)
+                    .find(|a| keys.contains(&a.as_str()))
+                    .map(String::as_str)
+                else {
+                    continue;
+                };
+                let carried = args.iter().skip(1).find_map(|a| by_value.get_key_value(a.as_str()));
+                if let Some((_, (lane, _))) = carried {
+                    if conn != 0 {
+                        conn_client.insert((node, conn), *lane);
+                    }
+                }
+                if !crate::history::lease::reply_succeeded(reply) {
+                    continue;
+                }
+                let sender = conn_client.get(&(node, conn)).copied();
+                let sender_name = name_of(sender, &client_names);
+                let name = args[0].to_ascii_uppercase();
+                let held = copies
+                    .get(&(node.to_string(), key.to_string()))
+                    .map(|c| c.value.clone());
+                let holder = held.as_deref().and_then(|v| by_value.get(v)).map(|h| h.0);
+                let start = |copies: &mut BTreeMap<(String, String), Copy>, value: &str| {
+                    copies.insert(
+                        (node.to_string(), key.to_string()),
+                        Copy {
+                            value: value.to_string(),
+                            start_us: at_us,
+                        },
+                    );
+                };
+                match name.as_str() {
+                    "SET" | "SETNX" | "GETSET" if args.get(1).map(String::as_str) == Some(key) => {
+                        let Some(value) = args.get(2) else { continue };
+                        if held.as_deref() == Some(value.as_str()) {
+                            continue;
+                        }
+                        if held.is_some() {
+                            let by = match &sender_name {
+                                Some(s) => format!("overwritten by {s}"),
+                                None => "overwritten".to_string(),
+                            };
+                            end(&mut copies, &mut lives, node, key, at_us, by, true);
+                        }
+                        start(&mut copies, value);
+                    }
+                    "DEL" | "UNLINK" | "GETDEL" if held.is_some() => {
+                        let (by, foreign) = match (&sender_name, sender == holder && sender.is_some()) {
+                            (Some(s), true) => (format!("released by {s}"), false),
+                            (Some(s), false) => (format!("deleted by {s}'s {name}"), true),
+                            (None, _) => (format!("deleted by a {name}"), true),
+                        };
+                        end(&mut copies, &mut lives, node, key, at_us, by, foreign);
+                    }
+                    "EVAL" | "EVALSHA" | "FCALL" => {
+                        let script = args.get(1).map(|s| s.to_ascii_lowercase()).unwrap_or_default();
+                        match (&held, carried) {
+                            (Some(_), _) if script.contains("del") && !script.contains("pexpire") => {
+                                let by = match &sender_name {
+                                    Some(s) if sender == holder => format!("released by {s}"),
+                                    Some(s) => format!("deleted by {s}'s script"),
+                                    None => "deleted by a script".to_string(),
+                                };
+                                end(&mut copies, &mut lives, node, key, at_us, by, sender != holder);
+                            }
+                            (None, Some((value, _))) if !script.contains("del") => start(&mut copies, value),
+                            _ => {}
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            StepKind::Expired(expiry) if keys.contains(&expiry.key) => {
+                end(
+                    &mut copies,
+                    &mut lives,
+                    node,
+                    expiry.key,
+                    at_us,
+                    "expired".to_string(),
+                    false,
+                );
+            }
+            StepKind::Fault(
+                fault @ (Fault::Crash { node: n } | Fault::PowerLoss { node: n } | Fault::Shutdown { node: n }),
+            ) => {
+                let held: Vec<String> = copies.keys().filter(|(s, _)| s == n).map(|(_, k)| k.clone()).collect();
+                for key in held {
+                    let what = match fault {
+                        Fault::Crash { .. } => format!("{n} crashed (key kept only if persisted)"),
+                        Fault::PowerLoss { .. } => format!("{n} lost power (key kept only if synced)"),
+                        _ => format!("{n} shut down (key kept only if persisted)"),
+                    };
+                    end(&mut copies, &mut lives, n, &key, at_us, what, true);
+                }
+            }
+            _ => {}
+        }
+    }
+    let open: Vec<(String, String)> = copies.keys().cloned().collect();
+    for (node, key) in open {
+        end(
+            &mut copies,
+            &mut lives,
+            &node,
+            &key,
+            end_us,
+            "still set at the end".to_string(),
+            false,
+        );
+    }
+    lives.sort_by_key(|l| (l.start_us, l.lane));
+    lives
+}
+
+/// The first 8 characters of a value.
+fn short(value: &str) -> &str {
+    value.get(..8).unwrap_or(value)
 }
 
 /// The first violation: mutual exclusion first (the overlap of the two holds), else the first

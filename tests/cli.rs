@@ -35,6 +35,62 @@ fn kleppmann_shows_the_violation_and_exits_0_because_it_is_expected() {
 }
 
 #[test]
+fn run_writes_the_history_and_prints_json() {
+    let dir = std::env::temp_dir().join(format!("lockstep-cli-history-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let history = dir.join("history.jsonl");
+    let (code, out, err) = lockstep(&[
+        "run",
+        "scenarios/kleppmann-gc-pause.toml",
+        "--json",
+        "--history",
+        history.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("--json prints one JSON document");
+    assert_eq!(doc["format"], "lockstep-run");
+    assert_eq!(doc["ok"], true);
+    let run = &doc["runs"][0];
+    assert_eq!(run["name"], "kleppmann-gc-pause");
+    let text = std::fs::read_to_string(&history).unwrap();
+    let digest = lockstep::report::interactive::digest_of_jsonl(&text).unwrap();
+    assert_eq!(run["history"]["digest"].as_str(), Some(digest.as_str()));
+    // --history takes one file.
+    let (code, _, err) = lockstep(&[
+        "run",
+        "scenarios/kleppmann-gc-pause.toml",
+        "scenarios/kleppmann-gc-pause-fenced.toml",
+        "--history",
+        history.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn explore_prints_json() {
+    let (code, out, err) = lockstep(&[
+        "explore",
+        "--algorithm",
+        "naive",
+        "--kinds",
+        "pause",
+        "--seeds",
+        "30",
+        "--shrink",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("--json prints one JSON document");
+    assert_eq!(doc["format"], "lockstep-explore");
+    assert_eq!(doc["ok"], false);
+    assert_eq!(doc["summary"]["seeds_run"], 30);
+    assert!(doc["counterexamples"][0]["toml"].as_str().unwrap().contains("[expect]"), "{out}");
+}
+
+#[test]
 fn fenced_kleppmann_says_plainly_that_the_resource_stayed_safe() {
     let (code, out, _) = lockstep(&["run", "scenarios/kleppmann-gc-pause-fenced.toml"]);
     assert_eq!(code, 0, "{out}");

@@ -3,8 +3,10 @@
 //! First proptest's own shrinking runs over the seed's value tree (fewer faults, shorter pauses,
 //! smaller jumps), keeping every step that still fails the same checker. Then a greedy pass
 //! removes single faults and drops clients while the failure persists. The result is written as
-//! an explicit scenario (faults spelled out, the violation as the expected verdict) that
-//! `lockstep run` replays to the same history digest.
+//! an explicit scenario (faults spelled out) that `lockstep run` replays to the same history
+//! digest. Like a proptest regression file, it records what *should* hold — every checker the
+//! run violated is expected `valid` — so the file fails (`lockstep run`, `lockstep ci`) until
+//! the lock is fixed, and adopting it into `scenarios/` guards against the bug's return.
 
 use super::generate::{case_strategy, case_tree, ExploreCase, FaultProfile, GenFault};
 use super::{case_scenario, run_guarded, topology};
@@ -24,7 +26,8 @@ pub struct Counterexample {
     pub faults_before: usize,
     /// The shrunk case.
     pub case: ExploreCase,
-    /// The scenario that replays it, with its verdicts as expectations.
+    /// The scenario that replays it, expecting what should hold (`valid` from every checker
+    /// that did not answer unknown).
     pub scenario: Scenario,
     /// The run of that scenario (its digest is what a replay must reproduce).
     pub run: ScenarioRun,
@@ -163,11 +166,12 @@ pub fn shrink_until(
     }
     let mut scenario = case_scenario(template, &best, seed);
     // Keep only the faults that apply to the remaining nodes (case_scenario already did), and
-    // state what this run does as the expectation: replaying it must reproduce all of it.
+    // state what should hold as the expectation: the file fails until the bug is fixed.
     scenario.name = format!("{}-seed-{seed}-{checker}", template.name);
     scenario.description = format!(
         "Counterexample found by `lockstep explore` on {} (seed {seed}): {checker} is violated.\n\
-         Shrunk from {faults_before} to {} faults and {} clients. History digest {}.",
+         Shrunk from {faults_before} to {} faults and {} clients. History digest {}.\n\
+         The expectations state what should hold, so this file fails until the lock is fixed.",
         template.name,
         best.faults.len(),
         best.clients,
@@ -176,7 +180,8 @@ pub fn shrink_until(
     scenario.expect = best_run
         .results
         .iter()
-        .map(|r| (r.checker.clone(), r.verdict))
+        .filter(|r| r.verdict != Verdict::Unknown)
+        .map(|r| (r.checker.clone(), Verdict::Valid))
         .collect();
     Some(Counterexample {
         seed,
@@ -194,7 +199,11 @@ pub fn counterexample_toml(cx: &Counterexample) -> String {
     format!(
         "# Minimal counterexample written by `lockstep explore`.\n\
          # Seed {} violates {}; shrunk from {} to {} faults in {} runs.\n\
-         # Replay: lockstep run <this file>   (history digest {})\n{}",
+         # Replay: lockstep run <this file>   (history digest {})\n\
+         #\n\
+         # Like a proptest regression file, [expect] states what SHOULD hold (every checker valid),\n\
+         # not what this run does: `lockstep run` and `lockstep ci` fail on this file until the lock\n\
+         # is fixed. Keep it in your scenarios directory as a regression test.\n{}",
         cx.seed,
         cx.checker,
         cx.faults_before,

@@ -46,7 +46,7 @@ fn exit_0_when_every_expectation_holds_and_the_report_is_complete() {
     ]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(stdout.starts_with("PASS 2 scenario runs"), "{stdout}");
-    assert!(stdout.contains("1 unsafe as expected · 1 safe as expected · 0 unexpected"), "{stdout}");
+    assert!(stdout.contains("2 unsafe as expected · 0 safe as expected · 0 unexpected"), "{stdout}");
     // Piped, not a terminal: no colour codes.
     assert!(!stdout.contains('\u{1b}'), "{stdout}");
     for run in ["runs/kleppmann-gc-pause/history.jsonl", "runs/kleppmann-gc-pause/timeline.html"] {

@@ -267,7 +267,7 @@ fn the_report_directory_is_written_atomically_and_completely() {
     );
     assert!(md.contains("stale-write is invalid but expected valid"));
     assert!(first_row.contains("UNEXPECTED") && first_row.contains("🔴 invalid ❗ expected valid"), "{first_row}");
-    assert!(md.contains("2 unsafe as expected · 1 safe as expected · 1 unexpected"), "{md}");
+    assert!(md.contains("3 unsafe as expected · 1 safe as expected · 1 unexpected"), "{md}");
     assert!(md.contains("lockstep run "));
     assert!(md.contains("## The TTL trade-off"));
 

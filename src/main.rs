@@ -1,8 +1,8 @@
 //! The `lockstep` command: parses arguments, calls `app`, prints what `report` renders.
 
 use clap::{Parser, Subcommand};
-use lockstep::app::exploration::{self, Overrides, Shrunk, StandardSettings};
 use lockstep::app::args::{BenchArgs, CiArgs, ExploreArgs, RunArgs};
+use lockstep::app::exploration::{self, Overrides, Shrunk, StandardSettings};
 use lockstep::app::{ci, error, files, run, sweep, AppError, Outcome};
 use lockstep::report::merge::{merge_texts, Merged};
 use lockstep::report::{console, write_atomic, write_json, write_report_with, Report};

@@ -87,7 +87,10 @@ fn explore_prints_json() {
     assert_eq!(doc["format"], "lockstep-explore");
     assert_eq!(doc["ok"], false);
     assert_eq!(doc["summary"]["seeds_run"], 30);
-    assert!(doc["counterexamples"][0]["toml"].as_str().unwrap().contains("[expect]"), "{out}");
+    assert!(
+        doc["counterexamples"][0]["toml"].as_str().unwrap().contains("[expect]"),
+        "{out}"
+    );
 }
 
 #[test]

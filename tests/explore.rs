@@ -58,7 +58,9 @@ fn find_and_shrink(template: &Scenario, profile: FaultProfile, seeds: u64, check
     // The file states what should hold: it fails on the violated checker until the lock is fixed.
     assert_eq!(replayed.expected(checker), Some(Verdict::Valid));
     assert!(
-        run.mismatches.iter().any(|m| m.checker == checker && m.actual == Verdict::Invalid),
+        run.mismatches
+            .iter()
+            .any(|m| m.checker == checker && m.actual == Verdict::Invalid),
         "{:?}",
         run.mismatches
     );
@@ -69,7 +71,11 @@ fn find_and_shrink(template: &Scenario, profile: FaultProfile, seeds: u64, check
 /// A counterexample adopted into a scenario directory fails `lockstep ci` (exit 1) on the
 /// violated checker, until the lock is fixed.
 fn adopted_counterexample_fails_ci(toml: &str, checker: &str) {
-    let dir = std::env::temp_dir().join(format!("lockstep-adopted-{}-{checker}-{}", std::process::id(), toml.len()));
+    let dir = std::env::temp_dir().join(format!(
+        "lockstep-adopted-{}-{checker}-{}",
+        std::process::id(),
+        toml.len()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("scenarios")).unwrap();
     std::fs::write(dir.join("scenarios/counterexample.toml"), toml).unwrap();
@@ -79,7 +85,12 @@ fn adopted_counterexample_fails_ci(toml: &str, checker: &str) {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("is invalid but expected valid"), "{stdout}");
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("report/report.json")).unwrap()).unwrap();

@@ -181,7 +181,10 @@ fn junit_xml_is_valid_with_one_case_per_scenario_and_checker() {
         .iter()
         .filter(|c| matches!(c.status, quick_junit::TestCaseStatus::Skipped { .. }))
         .count();
-    assert!(report.totals.unchecked > 0, "the fixture has checks without expectation");
+    assert!(
+        report.totals.unchecked > 0,
+        "the fixture has checks without expectation"
+    );
     assert_eq!(skipped as u64, report.totals.unchecked);
     let successes = all
         .iter()
@@ -190,7 +193,9 @@ fn junit_xml_is_valid_with_one_case_per_scenario_and_checker() {
     assert_eq!(successes as u64, report.totals.passed);
     assert!(all.iter().all(|c| c.time.is_some()), "a test case without time");
     assert!(xml.contains("<skipped"), "{xml}");
-    assert!(all.iter().any(|c| c.time.is_some_and(|t| t > std::time::Duration::ZERO)));
+    assert!(all
+        .iter()
+        .any(|c| c.time.is_some_and(|t| t > std::time::Duration::ZERO)));
     let failure = all
         .iter()
         .find(|c| matches!(c.status, quick_junit::TestCaseStatus::NonSuccess { .. }))
@@ -266,15 +271,24 @@ fn the_report_directory_is_written_atomically_and_completely() {
         "unexpected first: {first_row}"
     );
     assert!(md.contains("stale-write is invalid but expected valid"));
-    assert!(first_row.contains("UNEXPECTED") && first_row.contains("🔴 invalid ❗ expected valid"), "{first_row}");
-    assert!(md.contains("3 unsafe as expected · 1 safe as expected · 1 unexpected"), "{md}");
+    assert!(
+        first_row.contains("UNEXPECTED") && first_row.contains("🔴 invalid ❗ expected valid"),
+        "{first_row}"
+    );
+    assert!(
+        md.contains("3 unsafe as expected · 1 safe as expected · 1 unexpected"),
+        "{md}"
+    );
     assert!(md.contains("lockstep run "));
     assert!(md.contains("## The TTL trade-off"));
 
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("href=\"summary.md\""));
     // The pair the scenario declares (`compare_with`) is shown side by side.
-    assert!(html.contains("<h3>kleppmann-gc-pause and kleppmann-gc-pause-fenced</h3>"), "no pair");
+    assert!(
+        html.contains("<h3>kleppmann-gc-pause and kleppmann-gc-pause-fenced</h3>"),
+        "no pair"
+    );
     // Evidence and replay commands, as in summary.md.
     assert!(html.contains("<h2>Evidence</h2>") && html.contains("ACCEPTED write"));
     assert!(html.contains("Replay: <code>lockstep run "));

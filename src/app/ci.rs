@@ -85,7 +85,12 @@ fn status_words(status: Status) -> &'static str {
 pub fn histories(ci: &CiRun) -> std::collections::BTreeMap<String, lockstep_sim::History> {
     ci.scenarios
         .iter()
-        .filter_map(|s| s.run.as_ref().ok().map(|r| (s.scenario.name.clone(), r.history.clone())))
+        .filter_map(|s| {
+            s.run
+                .as_ref()
+                .ok()
+                .map(|r| (s.scenario.name.clone(), r.history.clone()))
+        })
         .collect()
 }
 

@@ -45,7 +45,10 @@ pub fn run_files(
     let scenarios = super::files::load_files(files)?;
     if let Some(file) = history {
         if file.is_dir() {
-            return Err(AppError::BadInput(format!("--history {}: is a directory", file.display())));
+            return Err(AppError::BadInput(format!(
+                "--history {}: is a directory",
+                file.display()
+            )));
         }
     }
     let mut all_expected = true;

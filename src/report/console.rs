@@ -108,7 +108,11 @@ pub fn run_text(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool
         &run.digest[..16.min(run.digest.len())]
     );
     if run.as_expected() {
-        let _ = writeln!(out, "   result: {}", paint(status_style(Status::Pass), "as expected", 0));
+        let _ = writeln!(
+            out,
+            "   result: {}",
+            paint(status_style(Status::Pass), "as expected", 0)
+        );
     } else {
         for m in &run.mismatches {
             let _ = writeln!(
@@ -296,9 +300,17 @@ pub fn list_text(dir: &Path, scenarios: &Result<Vec<(PathBuf, Scenario)>, String
         "\nfault kinds ([[fault]]: a scenario's fault table takes it; --kinds: `explore --kinds` and\n\
          [explore] kinds take it, `default` = on when no kinds are named):"
     );
-    let _ = writeln!(out, "  {:<width$} {:<9} {:<8} what it does", "kind", "[[fault]]", "--kinds");
+    let _ = writeln!(
+        out,
+        "  {:<width$} {:<9} {:<8} what it does",
+        "kind", "[[fault]]", "--kinds"
+    );
     for kind in kinds {
-        let in_file = if lockstep_sim::Fault::KINDS.contains(&kind) { "yes" } else { "-" };
+        let in_file = if lockstep_sim::Fault::KINDS.contains(&kind) {
+            "yes"
+        } else {
+            "-"
+        };
         let generated = if crate::model::DEFAULT_KINDS.contains(&kind) {
             "default"
         } else if crate::model::GENERATED_KINDS.contains(&kind) {

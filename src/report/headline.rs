@@ -23,16 +23,18 @@ pub enum RowOutcome {
 impl RowOutcome {
     /// The outcome of a scenario row.
     pub fn of_scenario(s: &ScenarioReport) -> RowOutcome {
+        // Only expected verdicts count: a violation nobody stated an expectation for does not
+        // make a row "unsafe as expected".
         let unsafe_ = s
             .checks
             .iter()
-            .any(|c| c.checker != LIVENESS && c.verdict == Verdict::Invalid);
+            .any(|c| c.checker != LIVENESS && c.verdict == Verdict::Invalid && c.status == Status::Pass);
         Self::judge(s.status, s.checks.iter().map(|c| c.status), unsafe_)
     }
 
     /// The outcome of an exploration row.
     pub fn of_exploration(e: &ExplorationReport) -> RowOutcome {
-        let unsafe_ = e.checks.iter().any(|c| c.invalid_seeds > 0);
+        let unsafe_ = e.checks.iter().any(|c| c.invalid_seeds > 0 && c.status == Status::Pass);
         Self::judge(e.status, e.checks.iter().map(|c| c.status), unsafe_)
     }
 

@@ -69,7 +69,10 @@ pub fn index_with(report: &Report, svgs: &BTreeMap<String, String>, runs: &BTree
         style()
     );
     let (class, detail) = if headline.ok {
-        ("pass", headline.detail().map_or_else(String::new, |d| format!(" — {d}")))
+        (
+            "pass",
+            headline.detail().map_or_else(String::new, |d| format!(" — {d}")),
+        )
     } else {
         ("fail", String::new())
     };
@@ -152,7 +155,9 @@ pub fn pairs(report: &Report) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     for s in &report.scenarios {
         let Some(other) = &s.compare_with else { continue };
-        let seen = out.iter().any(|(a, b)| (a == other && *b == s.name) || (*a == s.name && b == other));
+        let seen = out
+            .iter()
+            .any(|(a, b)| (a == other && *b == s.name) || (*a == s.name && b == other));
         if names.contains(other.as_str()) && *other != s.name && !seen {
             out.push((s.name.clone(), other.clone()));
         }
@@ -166,10 +171,7 @@ fn outcome_cell(outcome: RowOutcome) -> String {
 }
 
 fn scenario_table(out: &mut String, report: &Report, runs: &BTreeSet<String>) {
-    let _ = write!(
-        out,
-        "<h2>Scenarios</h2>\n<table><tr><th>outcome</th><th>scenario</th>"
-    );
+    let _ = write!(out, "<h2>Scenarios</h2>\n<table><tr><th>outcome</th><th>scenario</th>");
     for name in NAMES {
         let _ = write!(out, "<th>{name}</th>");
     }
@@ -228,11 +230,7 @@ fn expectations_cell<'a>(row: Status, checks: impl Iterator<Item = (&'a str, Sta
     if row == Status::Error {
         return "<b>ERROR</b>: could not run".to_string();
     }
-    let missed: Vec<&str> = checks
-        .iter()
-        .filter(|(_, s)| s.is_failure())
-        .map(|(c, _)| *c)
-        .collect();
+    let missed: Vec<&str> = checks.iter().filter(|(_, s)| s.is_failure()).map(|(c, _)| *c).collect();
     let held = checks.iter().filter(|(_, s)| *s == Status::Pass).count();
     let none = checks.iter().filter(|(_, s)| *s == Status::Unchecked).count();
     let mut text = if !missed.is_empty() {
@@ -332,7 +330,9 @@ fn evidence(out: &mut String, report: &Report) {
         return;
     }
     items.sort_by_key(|(failed, ..)| !failed);
-    out.push_str("<h2>Evidence</h2>\n<p>The events that prove each violation, and the command that replays the run.</p>\n");
+    out.push_str(
+        "<h2>Evidence</h2>\n<p>The events that prove each violation, and the command that replays the run.</p>\n",
+    );
     for (failed, s, c) in items {
         let open = if failed { " open" } else { "" };
         let _ = writeln!(

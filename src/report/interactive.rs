@@ -96,7 +96,10 @@ fn short(value: &Value) -> String {
 
 fn readings(prefix: &str, e: &Event) -> Vec<(String, String)> {
     vec![
-        (format!("{prefix} at"), format!("{} (event #{})", seconds(e.at_us), e.seq)),
+        (
+            format!("{prefix} at"),
+            format!("{} (event #{})", seconds(e.at_us), e.seq),
+        ),
         (format!("{prefix} wall clock"), format!("{} ms", e.wall_ms)),
         (format!("{prefix} monotonic clock"), format!("{} ms", e.monotonic_ms)),
     ]
@@ -280,7 +283,11 @@ fn mark_item(lane: usize, e: &Event) -> Item {
         EventKind::Op { op, .. } => ("note", op.clone(), e.at_us),
     };
     let mut d = vec![("event".to_string(), format!("{label} on {}", e.node))];
-    d.extend(readings("at", e).into_iter().map(|(k, v)| (k.replacen("at ", "", 1), v)));
+    d.extend(
+        readings("at", e)
+            .into_iter()
+            .map(|(k, v)| (k.replacen("at ", "", 1), v)),
+    );
     d.extend(kind_details(e));
     Item {
         l: lane,
@@ -462,13 +469,20 @@ const SCRIPT: &str = r#"
 pub fn subtitle(s: &super::ScenarioReport) -> String {
     let mut text = format!("{} · seed {}", s.file, s.seed);
     if let Some(h) = &s.history {
-        text.push_str(&format!(" · {} events, digest {}", h.events, &h.digest[..16.min(h.digest.len())]));
+        text.push_str(&format!(
+            " · {} events, digest {}",
+            h.events,
+            &h.digest[..16.min(h.digest.len())]
+        ));
     }
     for c in &s.checks {
         text.push_str(&format!(" · {} {}", c.checker, c.verdict.name()));
     }
     text
 }
+
+/// Writes one file of the report directory, given its path relative to the directory.
+pub type PutFile<'a> = dyn FnMut(&str, &[u8]) -> Result<(), String> + 'a;
 
 /// Writes `runs/NAME/history.jsonl` and `runs/NAME/timeline.html` into the report directory
 /// `dir` (through `put`, which writes a file given its path relative to `dir`) for every
@@ -477,14 +491,19 @@ pub fn write_runs(
     report: &super::Report,
     histories: &BTreeMap<String, lockstep_sim::History>,
     dir: &std::path::Path,
-    put: &mut dyn FnMut(&str, &[u8]) -> Result<(), String>,
+    put: &mut PutFile,
 ) -> Result<std::collections::BTreeSet<String>, String> {
     let mut written = std::collections::BTreeSet::new();
     for s in &report.scenarios {
-        let Some(history) = histories.get(&s.name) else { continue };
+        let Some(history) = histories.get(&s.name) else {
+            continue;
+        };
         let rel = format!("runs/{}", super::slug(&s.name));
         std::fs::create_dir_all(dir.join(&rel)).map_err(|e| format!("cannot create {rel}/: {e}"))?;
-        put(&format!("{rel}/history.jsonl"), history_jsonl(history.events()).as_bytes())?;
+        put(
+            &format!("{rel}/history.jsonl"),
+            history_jsonl(history.events()).as_bytes(),
+        )?;
         put(
             &format!("{rel}/timeline.html"),
             timeline_html(&s.name, &subtitle(s), history.events()).as_bytes(),

@@ -8,8 +8,8 @@
 //! explanation and the command that replays it. The same for explorations, then the TTL
 //! trade-off table, then the witnesses of what failed.
 
-use super::headline::RowOutcome;
 pub use super::headline::row_explanation;
+use super::headline::RowOutcome;
 use super::{Headline, Report, ScenarioReport, Status};
 use crate::checker::{Verdict, NAMES};
 use std::fmt::Write;
@@ -69,8 +69,20 @@ pub fn summary(report: &Report) -> String {
     let headline = Headline::of(report);
     let _ = writeln!(out, "# lockstep safety report\n");
     let _ = match headline.detail() {
-        Some(detail) => writeln!(out, "**{} {}: {}** — {detail}\n", headline.mark(), headline.word(), headline.title()),
-        None => writeln!(out, "**{} {}: {}**\n", headline.mark(), headline.word(), headline.title()),
+        Some(detail) => writeln!(
+            out,
+            "**{} {}: {}** — {detail}\n",
+            headline.mark(),
+            headline.word(),
+            headline.title()
+        ),
+        None => writeln!(
+            out,
+            "**{} {}: {}**\n",
+            headline.mark(),
+            headline.word(),
+            headline.title()
+        ),
     };
     let _ = writeln!(out, "**{}**\n", headline.outcomes());
     let mut scope = headline.scope();
@@ -127,7 +139,10 @@ pub fn summary(report: &Report) -> String {
 
     if !report.explorations.is_empty() {
         let _ = writeln!(out, "## Explorations\n");
-        let _ = writeln!(out, "Cells: the seeds on which the checker answered invalid, coloured as a verdict.\n");
+        let _ = writeln!(
+            out,
+            "Cells: the seeds on which the checker answered invalid, coloured as a verdict.\n"
+        );
         let _ = write!(out, "| outcome | exploration | seeds |");
         for name in NAMES {
             let _ = write!(out, " {name} |");

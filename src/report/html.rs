@@ -316,12 +316,13 @@ fn exploration_table(out: &mut String, report: &Report) {
 }
 
 /// The evidence: for every check that missed its expectation, then every violation found as
-/// expected, its explanation, the witness events and the command that replays the run.
+/// expected (not those nothing was expected of), its explanation, the witness events and the command that replays the run.
 fn evidence(out: &mut String, report: &Report) {
     let mut items = Vec::new();
     for s in &report.scenarios {
         for c in &s.checks {
-            if c.status.is_failure() || (c.verdict == Verdict::Invalid && !c.witness.is_empty()) {
+            let expected_violation = c.verdict == Verdict::Invalid && c.status == Status::Pass;
+            if c.status.is_failure() || (expected_violation && !c.witness.is_empty()) {
                 items.push((c.status.is_failure(), s, c));
             }
         }

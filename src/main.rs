@@ -68,7 +68,8 @@ enum Command {
 fn cmd_run(args: RunArgs) -> Result<Outcome, AppError> {
     let mut output = console::RunOutput::new(args.quiet, args.json, args.history.clone());
     let outcome = run::run_files(&args.files, args.seed, args.history.as_deref(), &mut |done| {
-        print!("{}", output.add(&done).map_err(AppError::Io)?);
+        let text = output.add(done.path, done.scenario, &done.run, done.wall_ms);
+        print!("{}", text.map_err(AppError::Io)?);
         Ok(())
     })?;
     print!("{}", output.finish(outcome == Outcome::Held));

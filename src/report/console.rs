@@ -372,22 +372,28 @@ impl RunOutput {
     }
 
     /// Takes one finished run: writes its history when asked; returns what to print now.
-    pub fn add(&mut self, done: &crate::app::run::FileRun) -> Result<String, String> {
+    pub fn add(
+        &mut self,
+        path: &Path,
+        scenario: &Scenario,
+        run: &Result<ScenarioRun, String>,
+        wall_ms: f64,
+    ) -> Result<String, String> {
         let mut text = String::new();
-        if let (Some(file), Ok(run)) = (&self.history, &done.run) {
+        if let (Some(file), Ok(run)) = (&self.history, run) {
             super::write_atomic(file, super::interactive::history_jsonl(run.history.events()).as_bytes())?;
             if !self.json {
                 let _ = writeln!(text, "   history written to {}", file.display());
             }
         }
         if self.json {
-            self.runs.push(match &done.run {
-                Ok(run) => super::scenario_report(done.path, done.scenario, run, done.wall_ms),
-                Err(e) => super::scenario_error_report(done.path, done.scenario, e.clone()),
+            self.runs.push(match run {
+                Ok(run) => super::scenario_report(path, scenario, run, wall_ms),
+                Err(e) => super::scenario_error_report(path, scenario, e.clone()),
             });
             return Ok(text);
         }
-        let mut out = run_result_text(done.path, done.scenario, &done.run, self.quiet);
+        let mut out = run_result_text(path, scenario, run, self.quiet);
         if !text.is_empty() {
             // Before the blank line that ends the run's block.
             let at = out.trim_end().len() + 1;

@@ -1,10 +1,15 @@
 //! The `lockstep` command: parses arguments, calls `app`, prints what `report` renders.
 
 use clap::{Parser, Subcommand};
+use lockstep::app::args::{BenchArgs, CiArgs, ExploreArgs, RunArgs};
 use lockstep::app::exploration::{self, Overrides, Shrunk, StandardSettings};
 use lockstep::app::{ci, error, files, run, sweep, AppError, Outcome};
 use lockstep::report::merge::{merge_texts, Merged};
-use lockstep::report::{console, write_atomic, write_json, write_report, Report};
+use lockstep::report::{console, write_atomic, write_json, write_report_with, Report};
+use lockstep_sim::History;
+// Colours (verdicts, results) reach a terminal only; NO_COLOR and pipes get plain text.
+use anstream::{print, println};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -21,17 +26,7 @@ enum Command {
     ///
     /// Exit code 0: every expectation held. 1: a verdict differs, a vacuous run, a scenario that
     /// could not run. 2: bad input.
-    Run {
-        /// Scenario files (TOML).
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-        /// Override the seed of every file.
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Print only the verdicts, not the timeline.
-        #[arg(long, short)]
-        quiet: bool,
-    },
+    Run(RunArgs),
     /// Explore one configuration over many seeds with generated fault plans; shrink failures.
     ///
     /// Exit code 0: no violation, error or determinism mismatch. 1: something was found.
@@ -71,109 +66,15 @@ enum Command {
     },
 }
 
-#[derive(clap::Args)]
-struct ExploreArgs {
-    /// A scenario file used as the template (its faults are replaced by generated ones).
-    file: Option<PathBuf>,
-    /// Without a file: the algorithm of the standard template.
-    #[arg(long, default_value = "token-release")]
-    algorithm: String,
-    /// Without a file: `none` or `incr`.
-    #[arg(long, default_value = "none")]
-    fencing: String,
-    /// Without a file: `unfenced`, `fenced` or `strict`.
-    #[arg(long, default_value = "unfenced")]
-    resource: String,
-    /// Without a file: the scheduler tick in ms.
-    #[arg(long, default_value_t = 1)]
-    tick_ms: u64,
-    /// Run seeds 0..N (default: the file's `[explore] seeds`, else 1000).
-    #[arg(long, conflicts_with = "seed_range")]
-    seeds: Option<u64>,
-    /// Run seeds A..B (B excluded).
-    #[arg(long)]
-    seed_range: Option<String>,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
-    jobs: Option<usize>,
-    /// Run only shard K of N (1-based), for CI matrices.
-    #[arg(long)]
-    shard: Option<lockstep::explore::Shard>,
-    /// Stop starting new seeds after this many wall seconds.
-    #[arg(long)]
-    time_limit: Option<u64>,
-    /// Fault kinds that may be generated (comma-separated; default: the file's, else all).
-    #[arg(long, value_delimiter = ',')]
-    kinds: Option<Vec<String>>,
-    /// At most this many generated faults per seed (default: the file's, else 4).
-    #[arg(long)]
-    faults_max: Option<usize>,
-    /// Aim faults where locks break (also on when the file's `[explore]` block says so).
-    #[arg(long)]
-    lock_aware: bool,
-    /// Rerun this percentage of seeds and fail on any digest mismatch.
-    #[arg(long, num_args = 0..=1, default_missing_value = "5")]
-    check_determinism: Option<f64>,
-    #[command(flatten)]
-    oracle: exploration::OracleArgs,
-    /// Write counterexamples (TOML) to this directory; without it they are printed, not written.
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Also write the summary as JSON here.
-    #[arg(long)]
-    summary: Option<PathBuf>,
-    /// No progress output.
-    #[arg(long, short)]
-    quiet: bool,
-}
-#[derive(clap::Args)]
-struct CiArgs {
-    /// Scenario files, or directories of them.
-    #[arg(default_value = "scenarios")]
-    paths: Vec<PathBuf>,
-    /// The directory the report is written to (created if needed).
-    #[arg(long, value_name = "OUT")]
-    report: PathBuf,
-    /// Run only shard K of N (1-based): scenario files round-robin, exploration seeds split.
-    #[arg(long)]
-    shard: Option<lockstep::explore::Shard>,
-    /// Worker threads for explorations (default: all cores).
-    #[arg(long)]
-    jobs: Option<usize>,
-    /// Also sweep the lock TTL (8 values × seeds) and chart the safety/availability trade-off.
-    #[arg(long)]
-    ttl_sweep: bool,
-    /// Seeds per TTL of the sweep.
-    #[arg(long, default_value_t = lockstep::app::sweep::DEFAULT_SEEDS)]
-    sweep_seeds: u64,
-    /// The algorithm of the sweep.
-    #[arg(long, default_value = "token-release")]
-    sweep_algorithm: String,
-    /// No progress lines.
-    #[arg(long, short)]
-    quiet: bool,
-}
-#[derive(clap::Args)]
-struct BenchArgs {
-    /// Scenarios per measurement.
-    #[arg(long, default_value_t = 40)]
-    scenarios: u64,
-    /// The scheduler tick of the exploration profile, ms.
-    #[arg(long, default_value_t = 1)]
-    tick_ms: u64,
-}
-
-fn cmd_run(files: &[PathBuf], seed: Option<u64>, quiet: bool) -> Result<Outcome, AppError> {
-    // Parse every file first: bad input is reported before anything runs.
-    let scenarios = files::load_files(files)?;
-    let mut all_expected = true;
-    for (path, scenario) in &scenarios {
-        // One scenario that cannot run (or panics) is its error; the others still run.
-        let run = run::run_file(path, scenario, seed).map_err(|e| e.to_string());
-        print!("{}", console::run_result_text(path, scenario, &run, quiet));
-        all_expected &= run.is_ok_and(|run| run.as_expected());
-    }
-    Ok(Outcome::held_if(all_expected))
+fn cmd_run(args: RunArgs) -> Result<Outcome, AppError> {
+    let mut output = console::RunOutput::new(args.quiet, args.json, args.history.clone());
+    let outcome = run::run_files(&args.files, args.seed, args.history.as_deref(), &mut |done| {
+        let text = output.add(done.path, done.scenario, &done.run, done.wall_ms);
+        print!("{}", text.map_err(AppError::Io)?);
+        Ok(())
+    })?;
+    print!("{}", output.finish(outcome == Outcome::Held));
+    Ok(outcome)
 }
 
 fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
@@ -200,19 +101,30 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
     let (template, config) = exploration::explore_config(&template, &overrides)?;
     lockstep::report::check_outputs(args.summary.as_deref(), args.out.as_deref()).map_err(AppError::BadInput)?;
     let (summary, locks) = exploration::run_oracle(&template, &config, &args.oracle)?;
-    print!("{}", summary.render());
+    if !args.json {
+        print!("{}", summary.render());
+    }
     if let Some(path) = &args.summary {
         write_json(path, &summary).map_err(AppError::Io)?;
-        println!("  summary written to {}", path.display());
+        if !args.json {
+            println!("  summary written to {}", path.display());
+        }
     }
     let out = args.out.as_deref();
     let deadline = config.time_limit.map(|t| started + t);
     let budget = (args.oracle.shrink, args.oracle.shrink_runs, deadline);
+    let mut all = Vec::new();
     for shrunk in exploration::shrink_failures(&template, &config.profile, &summary, &locks, budget, out) {
         if let (Shrunk::Found { file, toml, .. }, Some(_)) = (&shrunk, out) {
             write_atomic(file, toml.as_bytes()).map_err(AppError::Io)?;
         }
-        print!("{}", console::shrunk_text(&shrunk, out.is_some()));
+        if !args.json {
+            print!("{}", console::shrunk_text(&shrunk, out.is_some()));
+        }
+        all.push(shrunk);
+    }
+    if args.json {
+        print!("{}", console::explore_json(&summary, &all, out.is_some()));
     }
     Ok(Outcome::held_if(summary.is_clean_against_reference()))
 }
@@ -235,13 +147,13 @@ fn cmd_ci(args: CiArgs) -> Result<Outcome, AppError> {
         progress: !args.quiet,
         locks: Default::default(),
     };
-    let report = Report::build(&ci::run_ci(&inputs, &options)?);
-    finish_report(&report, &args.report)
+    let ci = ci::run_ci(&inputs, &options)?;
+    finish_report(&Report::build(&ci), &args.report, &ci::histories(&ci))
 }
 
-/// Writes `report` to `dir`, prints its headline, and returns its outcome.
-fn finish_report(report: &Report, dir: &Path) -> Result<Outcome, AppError> {
-    let written = write_report(report, dir).map_err(AppError::Io)?;
+/// Writes `report` (with the runs' `histories`) to `dir`, prints its headline, returns its outcome.
+fn finish_report(report: &Report, dir: &Path, histories: &BTreeMap<String, History>) -> Result<Outcome, AppError> {
+    let written = write_report_with(report, dir, histories).map_err(AppError::Io)?;
     print!("{}", console::gate_text(report, dir, written.len()));
     Ok(report.outcome())
 }
@@ -254,7 +166,7 @@ fn cmd_merge(files: &[PathBuf], out: Option<&Path>, report_dir: Option<&Path>) -
                 write_atomic(out, report.to_json().as_bytes()).map_err(AppError::Io)?;
             }
             match report_dir {
-                Some(dir) => finish_report(&report, dir),
+                Some(dir) => finish_report(&report, dir, &BTreeMap::new()),
                 None => {
                     print!("{}", console::merged_text(&report, parts));
                     Ok(report.outcome())
@@ -274,11 +186,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Live(args) => return lockstep::live::main(args, &lockstep::report::live::Renderer),
-        Command::Run { files, seed, quiet } => cmd_run(&files, seed, quiet),
-        Command::List { dir } => files::check_dir(&dir, "--dir").map(|()| {
-            let loaded = lockstep::scenario::load_dir(&dir).map_err(|e| e.to_string());
-            print!("{}", console::list_text(&dir, &loaded));
-            Outcome::Held
+        Command::Run(args) => cmd_run(args),
+        Command::List { dir } => files::check_dir(&dir, "--dir").and_then(|()| {
+            let loaded = lockstep::scenario::load_dir(&dir).map_err(|e| AppError::BadInput(e.to_string()))?;
+            print!("{}", console::list_text(&dir, &Ok(loaded)));
+            Ok(Outcome::Held)
         }),
         Command::Explore(args) => cmd_explore(*args),
         Command::Ci(args) => cmd_ci(args),

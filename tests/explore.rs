@@ -55,8 +55,52 @@ fn find_and_shrink(template: &Scenario, profile: FaultProfile, seeds: u64, check
         run.digest, cx.run.digest,
         "the counterexample replays to the same history"
     );
-    assert!(run.as_expected(), "{:?}", run.mismatches);
-    assert_eq!(replayed.expected(checker), Some(Verdict::Invalid));
+    // The file states what should hold: it fails on the violated checker until the lock is fixed.
+    assert_eq!(replayed.expected(checker), Some(Verdict::Valid));
+    assert!(
+        run.mismatches
+            .iter()
+            .any(|m| m.checker == checker && m.actual == Verdict::Invalid),
+        "{:?}",
+        run.mismatches
+    );
+    assert!(toml.contains("what SHOULD hold"), "{toml}");
+    adopted_counterexample_fails_ci(&toml, checker);
+}
+
+/// A counterexample adopted into a scenario directory fails `lockstep ci` (exit 1) on the
+/// violated checker, until the lock is fixed.
+fn adopted_counterexample_fails_ci(toml: &str, checker: &str) {
+    let dir = std::env::temp_dir().join(format!(
+        "lockstep-adopted-{}-{checker}-{}",
+        std::process::id(),
+        toml.len()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("scenarios")).unwrap();
+    std::fs::write(dir.join("scenarios/counterexample.toml"), toml).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(["ci", "scenarios", "--report", "report", "--quiet"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("is invalid but expected valid"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report/report.json")).unwrap()).unwrap();
+    let failed = report["scenarios"][0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["checker"] == checker && c["status"] == "fail" && c["expected"] == "valid");
+    assert!(failed, "{checker} does not fail: {stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -175,11 +175,30 @@ fn junit_xml_is_valid_with_one_case_per_scenario_and_checker() {
     assert_eq!(parsed.tests, lockstep::checker::NAMES.len() * suites);
     assert_eq!(parsed.failures, 1);
     assert_eq!(parsed.errors, 0);
-    let failure = parsed
-        .test_suites
+    // Checks without an expectation are skipped, not passes; every case has a time.
+    let all: Vec<&quick_junit::TestCase> = parsed.test_suites.iter().flat_map(|s| s.test_cases.iter()).collect();
+    let skipped = all
         .iter()
-        .flat_map(|s| s.test_cases.iter())
-        .find(|c| !matches!(c.status, quick_junit::TestCaseStatus::Success { .. }))
+        .filter(|c| matches!(c.status, quick_junit::TestCaseStatus::Skipped { .. }))
+        .count();
+    assert!(
+        report.totals.unchecked > 0,
+        "the fixture has checks without expectation"
+    );
+    assert_eq!(skipped as u64, report.totals.unchecked);
+    let successes = all
+        .iter()
+        .filter(|c| matches!(c.status, quick_junit::TestCaseStatus::Success { .. }))
+        .count();
+    assert_eq!(successes as u64, report.totals.passed);
+    assert!(all.iter().all(|c| c.time.is_some()), "a test case without time");
+    assert!(xml.contains("<skipped"), "{xml}");
+    assert!(all
+        .iter()
+        .any(|c| c.time.is_some_and(|t| t > std::time::Duration::ZERO)));
+    let failure = all
+        .iter()
+        .find(|c| matches!(c.status, quick_junit::TestCaseStatus::NonSuccess { .. }))
         .unwrap();
     assert_eq!(failure.name.as_str(), "stale-write");
     let quick_junit::TestCaseStatus::NonSuccess {
@@ -247,19 +266,35 @@ fn the_report_directory_is_written_atomically_and_completely() {
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     let first_row = md
         .lines()
-        .find(|l| l.starts_with("| ❌") || l.starts_with("| ✅"))
+        .find(|l| l.starts_with("| ") && l.contains("| `kleppmann"))
         .unwrap();
     assert!(
         first_row.contains("kleppmann-wrong-expectation"),
         "unexpected first: {first_row}"
     );
     assert!(md.contains("stale-write is invalid but expected valid"));
+    assert!(
+        first_row.contains("UNEXPECTED") && first_row.contains("🔴 invalid ❗ expected valid"),
+        "{first_row}"
+    );
+    assert!(
+        md.contains("3 unsafe as expected · 1 safe as expected · 1 unexpected"),
+        "{md}"
+    );
     assert!(md.contains("lockstep run "));
     assert!(md.contains("## The TTL trade-off"));
 
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("href=\"summary.md\""));
-    assert!(html.contains("Kleppmann's pause: unfenced and fenced"));
+    // The pair the scenario declares (`compare_with`) is shown side by side.
+    assert!(
+        html.contains("<h3>kleppmann-gc-pause and kleppmann-gc-pause-fenced</h3>"),
+        "no pair"
+    );
+    // Evidence and replay commands, as in summary.md.
+    assert!(html.contains("<h2>Evidence</h2>") && html.contains("ACCEPTED write"));
+    assert!(html.contains("Replay: <code>lockstep run "));
+    assert!(html.contains("href=\"report.json\"") && html.contains("href=\"junit.xml\""));
     // Self-contained: nothing is loaded from elsewhere.
     for bad in ["<img", "<script src", "<link", "http://", "https://"] {
         let outside_svg_ns = html.replace("http://www.w3.org/2000/svg", "");
@@ -427,4 +462,68 @@ fn the_committed_example_report_reproduces_its_history_digests() {
          the simulation or the scenarios):\n  {}\nregenerate it with: {REGENERATE}",
         mismatches.join("\n  ")
     );
+}
+
+/// The verdict cells of index.html are coloured by verdict: each verdict has its own class and
+/// colour, and a cell's class is its verdict's.
+#[test]
+fn verdict_colours_differ_by_verdict() {
+    use lockstep::checker::Verdict;
+    use lockstep::report::headline::{verdict_colour, verdict_css};
+    let verdicts = [Verdict::Valid, Verdict::Invalid, Verdict::Unknown];
+    let colours: std::collections::BTreeSet<_> = verdicts.iter().map(|v| verdict_colour(*v)).collect();
+    let classes: std::collections::BTreeSet<_> = verdicts.iter().map(|v| verdict_css(*v)).collect();
+    assert_eq!((colours.len(), classes.len()), (3, 3));
+    let html = lockstep::report::html::index(report(), &Default::default());
+    for v in verdicts {
+        // The style sheet gives the class the verdict's colour.
+        assert!(
+            html.contains(&format!(".{}{{color:{}", verdict_css(v), verdict_colour(v))),
+            "{v:?}"
+        );
+    }
+    // The fenced run's stale-write is valid, the unfenced one's invalid: different classes.
+    let row = |name: &str| {
+        html.lines()
+            .find(|l| l.contains(&format!(">{name}</a>")) && l.starts_with("<tr>"))
+            .unwrap_or_else(|| panic!("no row {name}"))
+            .to_string()
+    };
+    assert!(row("kleppmann-gc-pause").contains("<td class=\"v-invalid\""));
+    assert!(row("kleppmann-gc-pause-fenced").contains("<td class=\"v-valid\""));
+    // The terminal colours differ too.
+    let styles: std::collections::BTreeSet<String> = verdicts
+        .iter()
+        .map(|v| format!("{}", lockstep::report::console::verdict_style(*v)))
+        .collect();
+    assert_eq!(styles.len(), 3);
+}
+
+/// `history.jsonl` of every run is in the report directory, and reading it back gives the run's
+/// history digest; its interactive timeline is there too, self-contained.
+#[test]
+fn history_jsonl_in_the_report_replays_to_the_runs_digest() {
+    let path = root().join("scenarios/kleppmann-gc-pause.toml");
+    let inputs = load_inputs(&[path]).unwrap();
+    let ci = run_ci(&inputs, &CiOptions::default()).unwrap();
+    let report = Report::build(&ci);
+    let out = temp_dir("histories");
+    lockstep::report::write_report_with(&report, &out, &lockstep::app::ci::histories(&ci)).unwrap();
+    let run = out.join("runs/kleppmann-gc-pause");
+    let text = std::fs::read_to_string(run.join("history.jsonl")).unwrap();
+    let digest = lockstep::report::interactive::digest_of_jsonl(&text).unwrap();
+    let h = report.scenarios[0].history.as_ref().unwrap();
+    assert_eq!(digest, h.digest);
+    assert_eq!(text.lines().count() as u64, h.events);
+    // The same digest as a fresh replay of the file.
+    let replay = run_scenario(&inputs[0].1, None).unwrap();
+    assert_eq!(digest, replay.digest);
+    let page = std::fs::read_to_string(run.join("timeline.html")).unwrap();
+    assert!(page.contains("const DATA = ") && page.contains("monotonic clock"));
+    for bad in ["<script src", "<link", "https://"] {
+        assert!(!page.contains(bad), "{bad}");
+    }
+    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(index.contains("href=\"runs/kleppmann-gc-pause/timeline.html\""));
+    let _ = std::fs::remove_dir_all(&out);
 }

@@ -76,6 +76,31 @@ pub fn run_identity(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Stri
     hex::encode(hash.finalize())
 }
 
+/// A progress line's status in words (a sign is never the only one): `as expected`,
+/// `UNEXPECTED`, `ERROR`, `no expectation`.
+fn status_words(status: Status) -> &'static str {
+    match status {
+        Status::Pass => "as expected   ",
+        Status::Fail => "UNEXPECTED    ",
+        Status::Error => "ERROR         ",
+        Status::Unchecked => "no expectation",
+    }
+}
+
+/// The raw history of each scenario run of `ci`, by scenario name (for `history.jsonl` and
+/// the interactive timelines of the report).
+pub fn histories(ci: &CiRun) -> std::collections::BTreeMap<String, lockstep_sim::History> {
+    ci.scenarios
+        .iter()
+        .filter_map(|s| {
+            s.run
+                .as_ref()
+                .ok()
+                .map(|r| (s.scenario.name.clone(), r.history.clone()))
+        })
+        .collect()
+}
+
 /// Runs the gate over `inputs`.
 pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiRun, AppError> {
     let started = Instant::now();
@@ -114,7 +139,7 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
             Err(_) => Status::Error,
         };
         if options.progress {
-            eprintln!("ci: {} {} ({})", status.mark(), scenario.name, path.display());
+            eprintln!("ci: {} {} ({})", status_words(status), scenario.name, path.display());
         }
         ci.scenarios.push(ScenarioOutcome {
             path: path.clone(),
@@ -128,9 +153,13 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
     let partial = options.shard.is_some_and(|s| s.count != 1);
     for (path, scenario) in inputs {
         let Some(spec) = &scenario.explore else { continue };
+        if options.progress {
+            eprintln!("ci: exploring {} ({})", scenario.name, path.display());
+        }
         let overrides = Overrides {
             jobs: Some(options.jobs),
             shard: options.shard,
+            progress: options.progress,
             ..Overrides::default()
         };
         let (template, config) = explore_config(scenario, &overrides)?;
@@ -139,7 +168,7 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
         if options.progress {
             eprintln!(
                 "ci: {} exploration {} ({} seeds, {} violating)",
-                status.mark(),
+                status_words(status),
                 summary.scenario,
                 summary.seeds_run,
                 summary.seeds_violating
@@ -165,7 +194,11 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
                     sweep.seeds
                 );
             }
-            ci.ttl_sweep = Some(ttl_sweep(sweep)?);
+            let sweep = SweepOptions {
+                progress: sweep.progress || options.progress,
+                ..sweep.clone()
+            };
+            ci.ttl_sweep = Some(ttl_sweep(&sweep)?);
         }
     }
     ci.wall_s = started.elapsed().as_secs_f64();

@@ -9,6 +9,7 @@
 //! - [`ci`]: the gate over a directory of scenario files (`lockstep ci`).
 //! - [`sweep`]: the TTL trade-off sweep.
 //! - [`mutants`]: the mutation suite (`lockstep mutants`).
+//! - [`args`]: the command-line arguments of `run`, `explore`, `ci` and `bench`.
 //! - [`files`]: reading inputs (bad input before anything runs).
 //! - [`error`]: the one error type, and the one mapping to exit codes.
 //!
@@ -19,6 +20,7 @@
 //! summaries, sweep data, judgements); `report/` builds the report from them, renders and
 //! writes it; `main.rs` prints.
 
+pub mod args;
 pub mod ci;
 pub mod error;
 pub mod exploration;

@@ -50,6 +50,8 @@ pub struct SweepOptions {
     pub profile: FaultProfile,
     /// Worker threads.
     pub jobs: usize,
+    /// Show each TTL's progress on stderr (as `lockstep explore` does).
+    pub progress: bool,
 }
 
 impl Default for SweepOptions {
@@ -60,6 +62,7 @@ impl Default for SweepOptions {
             seeds: DEFAULT_SEEDS,
             profile: default_profile(),
             jobs: ExploreConfig::default().jobs,
+            progress: false,
         }
     }
 }
@@ -88,10 +91,14 @@ pub fn ttl_sweep(options: &SweepOptions) -> Result<TtlSweep, AppError> {
             AlgorithmSpec::Redlock(r) => r.extension_threshold_ms = r.extension_threshold_ms.min(ttl / 2),
             AlgorithmSpec::Naive | AlgorithmSpec::TokenRelease | AlgorithmSpec::Script(_) => {}
         }
+        if options.progress {
+            eprintln!("ci: TTL sweep: ttl {ttl} ms, {} seeds", options.seeds);
+        }
         let config = ExploreConfig {
             seeds: 0..options.seeds,
             jobs: options.jobs.max(1),
             profile: options.profile.clone(),
+            progress: options.progress,
             ..ExploreConfig::default()
         };
         points.push(TtlPoint::of(ttl, &explore(&template, &config)));

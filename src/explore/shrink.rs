@@ -11,6 +11,10 @@
 //! only a harness holding that lock replays it. With a reference lock (the differential
 //! oracle), a case "still fails" only while the subject violates the checker and the reference
 //! does not.
+//!
+//! Like a proptest regression file, the file records what *should* hold — every checker the
+//! run violated is expected `valid` — so it fails (`lockstep run`, `lockstep ci`) until the lock
+//! is fixed, and adopting it into `scenarios/` guards against the bug's return.
 
 use super::generate::{case_strategy, case_tree, ExploreCase, FaultProfile, GenFault};
 use super::subject::{LockRef, PreparedLock};
@@ -31,7 +35,8 @@ pub struct Counterexample {
     pub faults_before: usize,
     /// The shrunk case.
     pub case: ExploreCase,
-    /// The scenario that replays it, with its verdicts as expectations.
+    /// The scenario that replays it, expecting what should hold (`valid` from every checker
+    /// that did not answer unknown).
     pub scenario: Scenario,
     /// The run of that scenario (its digest is what a replay must reproduce).
     pub run: ScenarioRun,
@@ -223,7 +228,7 @@ pub fn shrink_with(
     // The lock's own scenario: a preset's algorithm, or `rust_lock` naming a user's lock.
     let mut scenario = subject.scenario(&case_scenario(template, &best, seed)).into_owned();
     // Keep only the faults that apply to the remaining nodes (case_scenario already did), and
-    // state what this run does as the expectation: replaying it must reproduce all of it.
+    // state what should hold as the expectation: the file fails until the bug is fixed.
     let lock = subject.name(template);
     let reference_name = reference.map(|r| r.name(template));
     scenario.name = format!("{}-seed-{seed}-{checker}", template.name);
@@ -238,7 +243,8 @@ pub fn shrink_with(
         .unwrap_or_default();
     scenario.description = format!(
         "Counterexample found by `lockstep explore` on {}{with} (seed {seed}): {checker} is violated{against}.\n\
-         Shrunk from {faults_before} to {} faults and {} clients. History digest {}.",
+         Shrunk from {faults_before} to {} faults and {} clients. History digest {}.\n\
+         The expectations state what should hold, so this file fails until the lock is fixed.",
         template.name,
         best.faults.len(),
         best.clients,
@@ -247,7 +253,8 @@ pub fn shrink_with(
     scenario.expect = best_run
         .results
         .iter()
-        .map(|r| (r.checker.clone(), r.verdict))
+        .filter(|r| r.verdict != Verdict::Unknown)
+        .map(|r| (r.checker.clone(), Verdict::Valid))
         .collect();
     Some(Counterexample {
         seed,
@@ -278,7 +285,11 @@ pub fn counterexample_toml(cx: &Counterexample) -> String {
     format!(
         "# Minimal counterexample written by `lockstep explore`.\n\
          # Seed {} violates {} with {}{against}; shrunk from {} to {} faults in {} runs.\n\
-         # Replay: {replay}   (history digest {})\n{}",
+         # Replay: {replay}   (history digest {})\n\
+         #\n\
+         # Like a proptest regression file, [expect] states what SHOULD hold (every checker valid),\n\
+         # not what this run does: `lockstep run` and `lockstep ci` fail on this file until the lock\n\
+         # is fixed. Keep it in your scenarios directory as a regression test.\n{}",
         cx.seed,
         cx.checker,
         cx.lock,

@@ -48,6 +48,9 @@ pub struct Scenario {
     pub deployment: BTreeMap<String, MasterSetup>,
     /// The `[explore]` block: how `lockstep ci` explores this scenario, if it does.
     pub explore: Option<ExploreSpec>,
+    /// Another scenario's name: reports show the two runs' timelines side by side (e.g. a lock
+    /// without fencing beside the same lock with it).
+    pub compare_with: Option<String>,
 }
 
 /// Message delays of the simulated network.

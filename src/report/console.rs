@@ -1,6 +1,10 @@
 //! What the CLI prints, as text: one scenario run (its timeline and verdict table), the gate's
 //! closing lines (the [`Headline`]), a merge's line, a shrunk counterexample, the `list` output.
 //! `main.rs` prints these strings and nothing it computes itself.
+//!
+//! Verdicts and results carry ANSI colours (valid green, invalid red, unknown yellow; an
+//! unexpected result bold red), always beside their word. `main.rs` prints through `anstream`,
+//! which drops the colours when stdout is not a terminal or `NO_COLOR` is set.
 
 use super::{Headline, Report};
 use crate::explore::shrink::{Counterexample, Shrunk};
@@ -11,13 +15,32 @@ use crate::scenario::Scenario;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-/// ✓ (the expectation held), ✗ (it did not) or a blank (nothing expected).
-fn tick(status: Status) -> &'static str {
-    match status {
-        Status::Pass => "✓",
-        Status::Fail | Status::Error => "✗",
-        Status::Unchecked => " ",
+use super::headline::match_words;
+use crate::checker::Verdict;
+use anstyle::{AnsiColor, Style};
+
+/// The terminal style of a verdict: valid green, invalid bold red, unknown yellow.
+pub fn verdict_style(verdict: Verdict) -> Style {
+    match verdict {
+        Verdict::Valid => AnsiColor::Green.on_default(),
+        Verdict::Invalid => AnsiColor::Red.on_default().bold(),
+        Verdict::Unknown => AnsiColor::Yellow.on_default(),
     }
+}
+
+/// The terminal style of whether an expectation held.
+fn status_style(status: Status) -> Style {
+    match status {
+        Status::Pass => AnsiColor::Green.on_default(),
+        Status::Fail | Status::Error => AnsiColor::Red.on_default().bold().underline(),
+        Status::Unchecked => Style::new().dimmed(),
+    }
+}
+
+/// `text` padded to `width` columns, in `style` (the padding outside the colour).
+fn paint(style: Style, text: &str, width: usize) -> String {
+    let pad = width.saturating_sub(text.chars().count());
+    format!("{style}{text}{style:#}{}", " ".repeat(pad))
 }
 
 /// One run of `lockstep run`: the header, the timeline (unless `quiet`), each checker's verdict
@@ -42,18 +65,19 @@ pub fn run_text(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "   {:<18} {:<8} {:<9}   explanation",
-        "checker", "verdict", "expected"
+        "   {:<18} {:<8} {:<9} {:<15} explanation",
+        "checker", "verdict", "expected", "match"
     );
     for result in run.checks() {
         let expected = crate::run::expect::expected(&scenario.expect, &result.checker);
+        let status = run.status(scenario, &result.checker);
         let _ = writeln!(
             out,
-            "   {:<18} {:<8} {:<9} {} {}",
+            "   {:<18} {} {:<9} {} {}",
             result.checker,
-            result.verdict.name(),
+            paint(verdict_style(result.verdict), result.verdict.name(), 8),
             expected.map_or("-", |e| e.name()),
-            tick(run.status(scenario, &result.checker)),
+            paint(status_style(status), match_words(status), 15),
             result.explanation
         );
     }
@@ -84,12 +108,17 @@ pub fn run_text(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool
         &run.digest[..16.min(run.digest.len())]
     );
     if run.as_expected() {
-        let _ = writeln!(out, "   result: as expected");
+        let _ = writeln!(
+            out,
+            "   result: {}",
+            paint(status_style(Status::Pass), "as expected", 0)
+        );
     } else {
         for m in &run.mismatches {
             let _ = writeln!(
                 out,
-                "   UNEXPECTED: {} is {} but the scenario expects {}",
+                "   {}: {} is {} but the scenario expects {}",
+                paint(status_style(Status::Fail), "UNEXPECTED", 0),
                 m.checker,
                 m.actual.name(),
                 m.expected.name()
@@ -106,9 +135,20 @@ pub fn run_text(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool
 pub fn gate_text(report: &Report, dir: &Path, written: usize) -> String {
     let headline = Headline::of(report);
     let mut out = String::new();
-    let _ = writeln!(out, "{} {}", headline.mark(), headline.counts());
+    let style = if headline.ok {
+        AnsiColor::Green.on_default().bold()
+    } else {
+        AnsiColor::Red.on_default().bold()
+    };
+    let _ = writeln!(out, "{} {}", paint(style, headline.word(), 0), headline.counts());
     for failure in &headline.failures {
-        let _ = writeln!(out, "  ❌ {}: {}", failure.subject, failure.explanation);
+        let _ = writeln!(
+            out,
+            "  {} {}: {}",
+            paint(status_style(Status::Fail), "UNEXPECTED", 0),
+            failure.subject,
+            failure.explanation
+        );
         if let Some(replay) = &failure.replay {
             let _ = writeln!(out, "     replay: {replay}");
         }
@@ -127,7 +167,7 @@ pub fn merged_text(report: &Report, parts: usize) -> String {
     let headline = Headline::of(report);
     format!(
         "{} merged {parts} reports: {} checks passed, {} failed\n",
-        headline.mark(),
+        headline.word(),
         headline.totals.passed,
         headline.totals.failed
     )
@@ -207,43 +247,96 @@ pub fn not_shrunk_text(seed: u64, checker: &str) -> String {
     format!("  seed {seed} no longer fails {checker} on its own (not shrunk)\n")
 }
 
-/// `lockstep list`: the algorithms, the fault kinds, the checkers and the scenarios of `dir`
-/// (or why they cannot be read).
+/// The first sentence of `text` (its lines joined): up to the first `.`, `!` or `?` followed
+/// by a space or the end — never cut inside a sentence.
+pub fn first_sentence(text: &str) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let bytes = joined.as_bytes();
+    for (i, c) in joined.char_indices() {
+        if matches!(c, '.' | '!' | '?') && bytes.get(i + 1).is_none_or(|b| *b == b' ') {
+            return joined[..=i].to_string();
+        }
+    }
+    joined
+}
+
+/// `name` padded to `width`, or on its own line when longer (the text then starts below it,
+/// at the column of the others).
+fn aligned(name: &str, width: usize, indent: usize) -> String {
+    if name.chars().count() <= width {
+        format!("{name:<width$} ")
+    } else {
+        format!("{name}\n{}", " ".repeat(indent + width + 1))
+    }
+}
+
+/// What a generated kind that is no `[[fault]]` kind does (the generator composes it).
+fn generated_only(kind: &str) -> &'static str {
+    match kind {
+        "rolling-restart" => "stop and restart the masters one after another (generated as shutdown + restart pairs)",
+        _ => "",
+    }
+}
+
+/// `lockstep list`: the algorithms, the fault kinds (which a scenario's `[[fault]]` table takes
+/// and which `explore --kinds` takes, by the names each accepts), the checkers and the
+/// scenarios of `dir`.
 pub fn list_text(dir: &Path, scenarios: &Result<Vec<(PathBuf, Scenario)>, String>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "algorithms:");
+    let width = lock::ALGORITHMS.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
     for (name, about) in lock::ALGORITHMS {
-        let _ = writeln!(out, "  {name:<14} {about}");
+        let _ = writeln!(out, "  {}{about}", aligned(name, width, 2));
     }
-    let _ = writeln!(out, "\nfault kinds (scenario [[fault]] tables):");
-    for kind in lockstep_sim::Fault::KINDS {
-        let about = lockstep_sim::Fault::summary(kind).unwrap_or("");
-        let _ = writeln!(out, "  {kind:<14} {about}");
-    }
-    let _ = writeln!(out, "\ngenerated fault kinds (explore --kinds, [explore] kinds):");
-    let _ = writeln!(out, "  {}", crate::model::GENERATED_KINDS.join(", "));
-    let _ = writeln!(
-        out,
-        "  (on by default: all but {})",
+    let mut kinds: Vec<&str> = lockstep_sim::Fault::KINDS.to_vec();
+    kinds.extend(
         crate::model::GENERATED_KINDS
             .iter()
-            .filter(|k| !crate::model::DEFAULT_KINDS.contains(k))
-            .copied()
-            .collect::<Vec<_>>()
-            .join(", ")
+            .filter(|k| !lockstep_sim::Fault::KINDS.contains(k)),
     );
+    let width = kinds.iter().map(|k| k.len()).max().unwrap_or(0).max(4);
+    let _ = writeln!(
+        out,
+        "\nfault kinds ([[fault]]: a scenario's fault table takes it; --kinds: `explore --kinds` and\n\
+         [explore] kinds take it, `default` = on when no kinds are named):"
+    );
+    let _ = writeln!(
+        out,
+        "  {:<width$} {:<9} {:<8} what it does",
+        "kind", "[[fault]]", "--kinds"
+    );
+    for kind in kinds {
+        let in_file = if lockstep_sim::Fault::KINDS.contains(&kind) {
+            "yes"
+        } else {
+            "-"
+        };
+        let generated = if crate::model::DEFAULT_KINDS.contains(&kind) {
+            "default"
+        } else if crate::model::GENERATED_KINDS.contains(&kind) {
+            "opt-in"
+        } else {
+            "-"
+        };
+        let about = lockstep_sim::Fault::summary(kind).unwrap_or_else(|| generated_only(kind));
+        let _ = writeln!(out, "  {kind:<width$} {in_file:<9} {generated:<8} {about}");
+    }
     let _ = writeln!(out, "\n{}", crate::scenario::workload_help().trim_end());
     let _ = writeln!(out, "\ncheckers:");
     let _ = writeln!(out, "  {}", crate::checker::NAMES.join(", "));
     let _ = writeln!(out, "\nscenarios ({}):", dir.display());
     match scenarios {
         Ok(found) => {
-            for (path, s) in found {
-                let first_line = s.description.lines().next().unwrap_or("").trim();
-                let file = path
-                    .file_name()
-                    .map_or_else(String::new, |f| f.to_string_lossy().into_owned());
-                let _ = writeln!(out, "  {file:<34} {first_line}");
+            let files: Vec<String> = found
+                .iter()
+                .map(|(path, _)| {
+                    path.file_name()
+                        .map_or_else(String::new, |f| f.to_string_lossy().into_owned())
+                })
+                .collect();
+            let width = files.iter().map(|f| f.chars().count()).max().unwrap_or(0).min(40);
+            for (file, (_, s)) in files.iter().zip(found) {
+                let _ = writeln!(out, "  {}{}", aligned(file, width, 2), first_sentence(&s.description));
             }
         }
         Err(e) => {
@@ -251,4 +344,103 @@ pub fn list_text(dir: &Path, scenarios: &Result<Vec<(PathBuf, Scenario)>, String
         }
     }
     out
+}
+
+/// What `lockstep run` prints: each run's text as it finishes, or with `json` one JSON
+/// document at the end (`{"format": "lockstep-run", "ok", "runs": [...]}`, each run as in
+/// report.json's `scenarios[]`); with `history`, the run's raw history is written there
+/// (`history.jsonl`, see [`super::interactive`]).
+#[derive(Debug, Default)]
+pub struct RunOutput {
+    /// Leave out the timeline.
+    pub quiet: bool,
+    /// Print JSON instead of text.
+    pub json: bool,
+    /// Where the raw history goes.
+    pub history: Option<PathBuf>,
+    runs: Vec<super::ScenarioReport>,
+}
+
+impl RunOutput {
+    /// An output with these options.
+    pub fn new(quiet: bool, json: bool, history: Option<PathBuf>) -> Self {
+        RunOutput {
+            quiet,
+            json,
+            history,
+            runs: Vec::new(),
+        }
+    }
+
+    /// Takes one finished run: writes its history when asked; returns what to print now.
+    pub fn add(
+        &mut self,
+        path: &Path,
+        scenario: &Scenario,
+        run: &Result<ScenarioRun, String>,
+        wall_ms: f64,
+    ) -> Result<String, String> {
+        let mut text = String::new();
+        if let (Some(file), Ok(run)) = (&self.history, run) {
+            super::write_atomic(file, super::interactive::history_jsonl(run.history.events()).as_bytes())?;
+            if !self.json {
+                let _ = writeln!(text, "   history written to {}", file.display());
+            }
+        }
+        if self.json {
+            self.runs.push(match run {
+                Ok(run) => super::scenario_report(path, scenario, run, wall_ms),
+                Err(e) => super::scenario_error_report(path, scenario, e.clone()),
+            });
+            return Ok(text);
+        }
+        let mut out = run_result_text(path, scenario, run, self.quiet);
+        if !text.is_empty() {
+            // Before the blank line that ends the run's block.
+            let at = out.trim_end().len() + 1;
+            out.insert_str(at.min(out.len()), &text);
+        }
+        Ok(out)
+    }
+
+    /// What to print at the end: the JSON document, or nothing.
+    pub fn finish(&self, held: bool) -> String {
+        if !self.json {
+            return String::new();
+        }
+        let doc = serde_json::json!({"format": "lockstep-run", "ok": held, "runs": self.runs});
+        serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+    }
+}
+
+/// What `lockstep explore --json` prints: `{"format": "lockstep-explore", "ok", "summary",
+/// "counterexamples": [{seed, checker, file, digest, toml} | {seed, checker, reproduced: false}]}`.
+pub fn explore_json(summary: &crate::explore::ExploreSummary, shrunk: &[Shrunk], written: bool) -> String {
+    let counterexamples: Vec<serde_json::Value> = shrunk
+        .iter()
+        .map(|s| match s {
+            Shrunk::Found {
+                counterexample,
+                file,
+                toml,
+            } => serde_json::json!({
+                "seed": counterexample.seed,
+                "checker": counterexample.checker,
+                "file": written.then(|| file.display().to_string()),
+                "digest": counterexample.run.digest,
+                "faults": counterexample.case.faults.len(),
+                "toml": toml,
+            }),
+            Shrunk::NotReproduced { seed, checker } => {
+                serde_json::json!({"seed": seed, "checker": checker, "reproduced": false})
+            }
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "format": "lockstep-explore",
+        "ok": summary.is_clean(),
+        "summary": summary,
+        "counterexamples": counterexamples,
+    });
+    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
 }

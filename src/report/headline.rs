@@ -2,8 +2,105 @@
 //! shard, merge) and the failures worth a line each. Computed once from a [`Report`]; the CLI,
 //! the Markdown summary and the HTML page all print this one model, so they cannot disagree.
 
-use super::{Report, ScenarioReport, ShardInfo, Status, Totals};
+use super::{ExplorationReport, Report, ScenarioReport, ShardInfo, Status, Totals};
 use crate::checker::Verdict;
+use crate::scenario::LIVENESS;
+
+/// How one row of a report (a scenario run or an exploration) came out, in the words of the
+/// headline: what the lock did (unsafe / safe) and whether that was expected, kept apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RowOutcome {
+    /// Some expectation did not hold, or the row could not run.
+    Unexpected,
+    /// A safety checker found a violation, as the row expects.
+    UnsafeAsExpected,
+    /// No safety checker found a violation, as the row expects.
+    SafeAsExpected,
+    /// Nothing was expected of the row (or it is decided when shards are merged).
+    NoExpectation,
+}
+
+impl RowOutcome {
+    /// The outcome of a scenario row.
+    pub fn of_scenario(s: &ScenarioReport) -> RowOutcome {
+        // Only expected verdicts count: a violation nobody stated an expectation for does not
+        // make a row "unsafe as expected".
+        let unsafe_ = s
+            .checks
+            .iter()
+            .any(|c| c.checker != LIVENESS && c.verdict == Verdict::Invalid && c.status == Status::Pass);
+        Self::judge(s.status, s.checks.iter().map(|c| c.status), unsafe_)
+    }
+
+    /// The outcome of an exploration row.
+    pub fn of_exploration(e: &ExplorationReport) -> RowOutcome {
+        let unsafe_ = e.checks.iter().any(|c| c.invalid_seeds > 0 && c.status == Status::Pass);
+        Self::judge(e.status, e.checks.iter().map(|c| c.status), unsafe_)
+    }
+
+    fn judge(row: Status, mut checks: impl Iterator<Item = Status>, unsafe_: bool) -> RowOutcome {
+        if row.is_failure() {
+            RowOutcome::Unexpected
+        } else if !checks.any(|c| c == Status::Pass) {
+            RowOutcome::NoExpectation
+        } else if unsafe_ {
+            RowOutcome::UnsafeAsExpected
+        } else {
+            RowOutcome::SafeAsExpected
+        }
+    }
+
+    /// `unexpected`, `unsafe as expected`, `safe as expected` or `no expectation`.
+    pub fn words(self) -> &'static str {
+        match self {
+            RowOutcome::Unexpected => "unexpected",
+            RowOutcome::UnsafeAsExpected => "unsafe as expected",
+            RowOutcome::SafeAsExpected => "safe as expected",
+            RowOutcome::NoExpectation => "no expectation",
+        }
+    }
+
+    /// The CSS class of the outcome in `index.html`.
+    pub fn css(self) -> &'static str {
+        match self {
+            RowOutcome::Unexpected => "o-unexpected",
+            RowOutcome::UnsafeAsExpected => "o-unsafe",
+            RowOutcome::SafeAsExpected => "o-safe",
+            RowOutcome::NoExpectation => "o-none",
+        }
+    }
+}
+
+/// The colour a verdict is drawn in, everywhere a verdict is shown: green for valid, red for
+/// invalid, amber for unknown (the word is always shown beside it, so colour is never the
+/// only sign).
+pub fn verdict_colour(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Valid => "#1a7f37",
+        Verdict::Invalid => "#cf222e",
+        Verdict::Unknown => "#9a6700",
+    }
+}
+
+/// The CSS class of a verdict in `index.html` (`v-valid`, `v-invalid`, `v-unknown`).
+pub fn verdict_css(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Valid => "v-valid",
+        Verdict::Invalid => "v-invalid",
+        Verdict::Unknown => "v-unknown",
+    }
+}
+
+/// Whether a check met its expectation, in words: `as expected`, `UNEXPECTED`, `ERROR`, or
+/// `no expectation`.
+pub fn match_words(status: Status) -> &'static str {
+    match status {
+        Status::Pass => "as expected",
+        Status::Fail => "UNEXPECTED",
+        Status::Error => "ERROR",
+        Status::Unchecked => "no expectation",
+    }
+}
 
 /// One failure worth a headline line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +130,14 @@ pub struct Headline {
     pub merged_from: u64,
     /// Failed scenario rows, then failed exploration checks and explorations with unjudged seeds.
     pub failures: Vec<Failure>,
+    /// Rows (scenario runs and explorations) where a violation was found, as expected.
+    pub unsafe_as_expected: u64,
+    /// Rows where no violation was found, as expected.
+    pub safe_as_expected: u64,
+    /// Rows where some expectation did not hold (or that could not run).
+    pub unexpected: u64,
+    /// Rows with no expectation stated.
+    pub no_expectation: u64,
 }
 
 /// The explanation a scenario row shows: the first failing check's, else the first invalid
@@ -94,7 +199,25 @@ impl Headline {
                 });
             }
         }
+        let outcomes = report
+            .scenarios
+            .iter()
+            .map(RowOutcome::of_scenario)
+            .chain(report.explorations.iter().map(RowOutcome::of_exploration));
+        let (mut unsafe_, mut safe, mut unexpected, mut none) = (0, 0, 0, 0);
+        for outcome in outcomes {
+            *match outcome {
+                RowOutcome::UnsafeAsExpected => &mut unsafe_,
+                RowOutcome::SafeAsExpected => &mut safe,
+                RowOutcome::Unexpected => &mut unexpected,
+                RowOutcome::NoExpectation => &mut none,
+            } += 1;
+        }
         Headline {
+            unsafe_as_expected: unsafe_,
+            safe_as_expected: safe,
+            unexpected,
+            no_expectation: none,
             ok: report.ok,
             totals: report.totals,
             tool: format!("{} {}", report.tool.name, report.tool.version),
@@ -114,6 +237,15 @@ impl Headline {
         }
     }
 
+    /// `PASS` or `FAIL`: the gate's result in a word (never a sign alone).
+    pub fn word(&self) -> &'static str {
+        if self.ok {
+            "PASS"
+        } else {
+            "FAIL"
+        }
+    }
+
     /// The verdict in a few words: `Every expectation held`, or `F of N checks did not meet
     /// their expectation.`
     pub fn title(&self) -> String {
@@ -125,6 +257,19 @@ impl Headline {
                 self.totals.failed, self.totals.checks
             )
         }
+    }
+
+    /// The rows counted by outcome: `U unsafe as expected · S safe as expected · X unexpected`
+    /// (and `N without expectation` when there are such rows).
+    pub fn outcomes(&self) -> String {
+        let mut text = format!(
+            "{} unsafe as expected · {} safe as expected · {} unexpected",
+            self.unsafe_as_expected, self.safe_as_expected, self.unexpected
+        );
+        if self.no_expectation > 0 {
+            text.push_str(&format!(" · {} without expectation", self.no_expectation));
+        }
+        text
     }
 
     /// What follows the title when the gate held: the passed and unchecked counts.
@@ -157,13 +302,19 @@ impl Headline {
         out
     }
 
-    /// One line of counts: `N scenario runs, M explorations: P checks passed, F failed, U
-    /// without expectation`.
+    /// One line of counts: `N scenario runs, M explorations: U unsafe as expected · S safe as
+    /// expected · X unexpected (C checks: P passed, F failed, U without expectation)`.
     pub fn counts(&self) -> String {
         let t = &self.totals;
         format!(
-            "{} scenario runs, {} explorations: {} checks passed, {} failed, {} without expectation",
-            t.scenarios, t.explorations, t.passed, t.failed, t.unchecked
+            "{} scenario runs, {} explorations: {} ({} checks: {} passed, {} failed, {} without expectation)",
+            t.scenarios,
+            t.explorations,
+            self.outcomes(),
+            t.checks,
+            t.passed,
+            t.failed,
+            t.unchecked
         )
     }
 }

@@ -2,9 +2,13 @@
 //!
 //! A check whose expectation held is a success; one whose expectation failed is a `failure`
 //! carrying the explanation as its message and the witness (one line per event) and the replay
-//! command as its text, so CI systems show them natively. A check without an expectation is a
-//! success with its verdict in `system-out`; a scenario the world could not run, or an
-//! exploration with seeds that could not be judged, is an `error`.
+//! command as its text, so CI systems show them natively. A check without an expectation is
+//! `skipped` (nothing to judge; its verdict in the message and `system-out`); a scenario the
+//! world could not run, or an exploration with seeds that could not be judged, is an `error`.
+//!
+//! Every test case carries a `time`: the run's wall time shared out over its checks (the
+//! checkers judge one history, so a scenario's time is its run's), an exploration's wall time
+//! likewise.
 
 use super::{Report, Status};
 use crate::history::Step;
@@ -25,7 +29,13 @@ pub fn witness_lines(witness: &[Event]) -> Vec<String> {
 
 fn case(name: &str, classname: &str, status: Status, message: &str, detail: String) -> TestCase {
     let status = match status {
-        Status::Pass | Status::Unchecked => TestCaseStatus::success(),
+        Status::Pass => TestCaseStatus::success(),
+        Status::Unchecked => {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(format!("no expectation stated: {message}"));
+            s.set_type("no-expectation");
+            s
+        }
         Status::Fail => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
             s.set_message(message);
@@ -59,6 +69,7 @@ pub fn junit_xml(report: &Report) -> Result<String, String> {
         }
         suite.set_time(Duration::from_secs_f64(s.wall_ms.max(0.0) / 1e3));
         let classname = format!("lockstep.scenario.{}", s.name);
+        let per_case = Duration::from_secs_f64(s.wall_ms.max(0.0) / 1e3 / s.checks.len().max(1) as f64);
         if let Some(error) = &s.error {
             suite.add_test_case(case(
                 "run",
@@ -82,6 +93,7 @@ pub fn junit_xml(report: &Report) -> Result<String, String> {
             let mut detail = witness_lines(&c.witness).join("\n");
             detail.push_str(&format!("\nreplay: {}", s.replay));
             let mut tc = case(&c.checker, &classname, c.status, &message, detail);
+            tc.set_time(per_case);
             tc.set_system_out(format!(
                 "verdict {} (expected {}): {}",
                 c.verdict.name(),
@@ -99,6 +111,7 @@ pub fn junit_xml(report: &Report) -> Result<String, String> {
         suite.add_property(Property::new("outcome_digest", e.outcome_digest.clone()));
         suite.set_time(Duration::from_secs_f64(e.summary.throughput.wall_s.max(0.0)));
         let classname = format!("lockstep.exploration.{}", e.name);
+        let per_case = Duration::from_secs_f64(e.summary.throughput.wall_s.max(0.0) / e.checks.len().max(1) as f64);
         if e.summary.errors > 0 || !e.summary.determinism_failures.is_empty() {
             let mut detail: Vec<String> = e
                 .summary
@@ -145,6 +158,7 @@ pub fn junit_xml(report: &Report) -> Result<String, String> {
                 _ => c.explanation.clone(),
             };
             let mut tc = case(&c.checker, &classname, c.status, &message, detail);
+            tc.set_time(per_case);
             tc.set_system_out(format!(
                 "{} invalid, {} unknown of {} seeds (expected {})",
                 c.invalid_seeds,

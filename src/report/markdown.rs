@@ -1,14 +1,17 @@
 //! `summary.md`: the report as Markdown, fit for a CI job summary (`$GITHUB_STEP_SUMMARY`) or a
 //! pull-request comment.
 //!
-//! A table of scenarios × checkers, each cell ✅ (the expectation held), ❌ (it did not, or the
-//! run failed) or ⚠️ (no expectation, or decided when shards are merged), unexpected rows first;
-//! each row with its one-line explanation and the command that replays it. The same for
-//! explorations, then the TTL trade-off table, then the witnesses of what failed.
+//! A headline counting the rows unsafe as expected, safe as expected and unexpected; a table of
+//! scenarios × checkers, each cell the verdict in its word and colour (🟢 valid, 🔴 invalid,
+//! 🟡 unknown — the word is always there, so no emoji font is needed), whether the expectations
+//! held in a column of their own, unexpected rows first; each row with its one-line
+//! explanation and the command that replays it. The same for explorations, then the TTL
+//! trade-off table, then the witnesses of what failed.
 
 pub use super::headline::row_explanation;
+use super::headline::RowOutcome;
 use super::{Headline, Report, ScenarioReport, Status};
-use crate::checker::NAMES;
+use crate::checker::{Verdict, NAMES};
 use std::fmt::Write;
 
 /// Escapes text for a Markdown table cell.
@@ -20,15 +23,68 @@ pub fn cell(text: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// A verdict with its colour: `🟢 valid`, `🔴 invalid`, `🟡 unknown`.
+pub fn verdict_badge(verdict: Verdict) -> String {
+    let dot = match verdict {
+        Verdict::Valid => "🟢",
+        Verdict::Invalid => "🔴",
+        Verdict::Unknown => "🟡",
+    };
+    format!("{dot} {}", verdict.name())
+}
+
+/// A row's outcome: `**UNEXPECTED**`, `unsafe as expected`, `safe as expected`, `no expectation`.
+fn outcome_words(outcome: RowOutcome) -> String {
+    match outcome {
+        RowOutcome::Unexpected => "❌ **UNEXPECTED**".to_string(),
+        other => other.words().to_string(),
+    }
+}
+
+/// The expectations column: `all N held`, `**missed**: checkers`, or `none stated`.
+fn expectations<'a>(row: Status, checks: impl Iterator<Item = (&'a str, Status)>) -> String {
+    let checks: Vec<(&str, Status)> = checks.collect();
+    if row == Status::Error {
+        return "**ERROR**: could not run".to_string();
+    }
+    let missed: Vec<&str> = checks.iter().filter(|(_, s)| s.is_failure()).map(|(c, _)| *c).collect();
+    let held = checks.iter().filter(|(_, s)| *s == Status::Pass).count();
+    let none = checks.iter().filter(|(_, s)| *s == Status::Unchecked).count();
+    let mut text = if !missed.is_empty() {
+        format!("**missed**: {}", missed.join(", "))
+    } else if held > 0 {
+        format!("all {held} held")
+    } else {
+        "none stated".to_string()
+    };
+    if none > 0 && held + missed.len() > 0 {
+        text.push_str(&format!(" ({none} without)"));
+    }
+    text
+}
+
 /// The Markdown summary of `report`.
 pub fn summary(report: &Report) -> String {
     let mut out = String::new();
     let headline = Headline::of(report);
     let _ = writeln!(out, "# lockstep safety report\n");
     let _ = match headline.detail() {
-        Some(detail) => writeln!(out, "**{} {}** — {detail}\n", headline.mark(), headline.title()),
-        None => writeln!(out, "**{} {}**\n", headline.mark(), headline.title()),
+        Some(detail) => writeln!(
+            out,
+            "**{} {}: {}** — {detail}\n",
+            headline.mark(),
+            headline.word(),
+            headline.title()
+        ),
+        None => writeln!(
+            out,
+            "**{} {}: {}**\n",
+            headline.mark(),
+            headline.word(),
+            headline.title()
+        ),
     };
+    let _ = writeln!(out, "**{}**\n", headline.outcomes());
     let mut scope = headline.scope();
     for qualifier in headline.qualifiers() {
         let _ = write!(scope, " · {qualifier}");
@@ -36,63 +92,74 @@ pub fn summary(report: &Report) -> String {
     let _ = writeln!(out, "{scope}\n");
     let _ = writeln!(
         out,
-        "✅ the expectation held · ❌ it did not (or the run failed) · ⚠️ no expectation stated\n"
+        "Cells: the checker's verdict (🟢 valid · 🔴 invalid · 🟡 unknown); ❗ marks a verdict that differs from the \
+         expectation. The *expectations* column says whether the row's expectations held.\n"
     );
 
     if !report.scenarios.is_empty() {
         let _ = writeln!(out, "## Scenarios\n");
-        let _ = write!(out, "| | scenario |");
+        let _ = write!(out, "| outcome | scenario |");
         for name in NAMES {
             let _ = write!(out, " {name} |");
         }
-        let _ = writeln!(out, " explanation | replay |");
+        let _ = writeln!(out, " expectations | explanation | replay |");
         let _ = write!(out, "|---|---|");
         for _ in NAMES {
             let _ = write!(out, "---|");
         }
-        let _ = writeln!(out, "---|---|");
+        let _ = writeln!(out, "---|---|---|");
         let mut rows: Vec<&ScenarioReport> = report.scenarios.iter().collect();
-        rows.sort_by_key(|s| s.status);
+        rows.sort_by_key(|s| (RowOutcome::of_scenario(s), s.status));
         for s in rows {
-            let _ = write!(out, "| {} | `{}` |", s.status.mark(), s.name);
+            let _ = write!(out, "| {} | `{}` |", outcome_words(RowOutcome::of_scenario(s)), s.name);
             for name in NAMES {
                 match s.checks.iter().find(|c| c.checker == *name) {
                     Some(c) => {
                         let expected = match (c.status, c.expected) {
-                            (Status::Fail, Some(e)) => format!(" (expected {})", e.name()),
+                            (Status::Fail, Some(e)) => format!(" ❗ expected {}", e.name()),
                             _ => String::new(),
                         };
-                        let _ = write!(out, " {} {}{} |", c.status.mark(), c.verdict.name(), expected);
+                        let _ = write!(out, " {}{} |", verdict_badge(c.verdict), expected);
                     }
                     None => {
                         let _ = write!(out, " — |");
                     }
                 }
             }
-            let _ = writeln!(out, " {} | `{}` |", cell(&row_explanation(s)), cell(&s.replay));
+            let _ = writeln!(
+                out,
+                " {} | {} | `{}` |",
+                expectations(s.status, s.checks.iter().map(|c| (c.checker.as_str(), c.status))),
+                cell(&row_explanation(s)),
+                cell(&s.replay)
+            );
         }
         let _ = writeln!(out);
     }
 
     if !report.explorations.is_empty() {
         let _ = writeln!(out, "## Explorations\n");
-        let _ = write!(out, "| | exploration | seeds |");
+        let _ = writeln!(
+            out,
+            "Cells: the seeds on which the checker answered invalid, coloured as a verdict.\n"
+        );
+        let _ = write!(out, "| outcome | exploration | seeds |");
         for name in NAMES {
             let _ = write!(out, " {name} |");
         }
-        let _ = writeln!(out, " explanation | replay |");
+        let _ = writeln!(out, " expectations | explanation | replay |");
         let _ = write!(out, "|---|---|---|");
         for _ in NAMES {
             let _ = write!(out, "---|");
         }
-        let _ = writeln!(out, "---|---|");
+        let _ = writeln!(out, "---|---|---|");
         let mut rows: Vec<_> = report.explorations.iter().collect();
-        rows.sort_by_key(|e| e.status);
+        rows.sort_by_key(|e| (RowOutcome::of_exploration(e), e.status));
         for e in rows {
             let _ = write!(
                 out,
                 "| {} | `{}` | {} of {}..{} |",
-                e.status.mark(),
+                outcome_words(RowOutcome::of_exploration(e)),
                 e.name,
                 e.summary.seeds_run,
                 e.seeds.start,
@@ -101,8 +168,20 @@ pub fn summary(report: &Report) -> String {
             for name in NAMES {
                 match e.checks.iter().find(|c| c.checker == *name) {
                     Some(c) => {
-                        let expected = c.expected.map_or(String::new(), |x| format!(" ({})", x.name()));
-                        let _ = write!(out, " {} {} invalid{} |", c.status.mark(), c.invalid_seeds, expected);
+                        let verdict = if c.invalid_seeds > 0 {
+                            Verdict::Invalid
+                        } else if c.unknown_seeds > 0 {
+                            Verdict::Unknown
+                        } else {
+                            Verdict::Valid
+                        };
+                        let dot = verdict_badge(verdict).chars().next().unwrap_or(' ');
+                        let expected = match c.expected {
+                            Some(x) if c.status.is_failure() => format!(" ❗ expected {}", x.name()),
+                            Some(x) => format!(" ({})", x.name()),
+                            None => String::new(),
+                        };
+                        let _ = write!(out, " {dot} {} invalid{} |", c.invalid_seeds, expected);
                     }
                     None => {
                         let _ = write!(out, " — |");
@@ -125,7 +204,13 @@ pub fn summary(report: &Report) -> String {
             } else {
                 format!("`{}`", cell(&replay))
             };
-            let _ = writeln!(out, " {} | {} |", cell(&explanation), replay);
+            let _ = writeln!(
+                out,
+                " {} | {} | {} |",
+                expectations(e.status, e.checks.iter().map(|c| (c.checker.as_str(), c.status))),
+                cell(&explanation),
+                replay
+            );
         }
         let _ = writeln!(out);
     }

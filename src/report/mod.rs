@@ -31,6 +31,7 @@ pub mod charts;
 pub mod console;
 pub mod headline;
 pub mod html;
+pub mod interactive;
 pub mod junit;
 pub mod live;
 pub mod markdown;
@@ -229,6 +230,9 @@ pub struct ScenarioReport {
     pub timeline: Option<timeline::TimelineData>,
     /// Wall milliseconds the run took (not deterministic).
     pub wall_ms: f64,
+    /// The scenario this run is shown beside (the file's `compare_with`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compare_with: Option<String>,
 }
 
 /// One checker over an exploration's seeds.
@@ -377,6 +381,7 @@ pub fn scenario_report(file: &Path, scenario: &Scenario, run: &ScenarioRun, wall
         },
         timeline: Some(timeline::TimelineData::from_history(scenario, run, &history)),
         wall_ms,
+        compare_with: scenario.compare_with.clone(),
     }
 }
 
@@ -400,6 +405,7 @@ pub fn scenario_error_report(file: &Path, scenario: &Scenario, message: String) 
         replay: format!("lockstep run {}", shell_word(&file.display().to_string())),
         timeline: None,
         wall_ms: 0.0,
+        compare_with: scenario.compare_with.clone(),
     }
 }
 
@@ -910,6 +916,16 @@ pub fn prepare_out(out: &Path) -> Result<(), String> {
 /// the new one, never a mix; charts of scenarios no longer in the report disappear; on an error
 /// nothing of `out` has changed and no temporary file survives. Returns the paths written.
 pub fn write_report(report: &Report, out: &Path) -> Result<Vec<PathBuf>, String> {
+    write_report_with(report, out, &BTreeMap::new())
+}
+
+/// [`write_report`], with the raw history of each run in `histories` (by scenario name):
+/// `runs/NAME/history.jsonl` and the interactive `runs/NAME/timeline.html` ([`interactive`]).
+pub fn write_report_with(
+    report: &Report,
+    out: &Path,
+    histories: &BTreeMap<String, lockstep_sim::History>,
+) -> Result<Vec<PathBuf>, String> {
     prepare_out(out)?;
     let parent = parent_dir(out);
     let base = out
@@ -924,7 +940,7 @@ pub fn write_report(report: &Report, out: &Path) -> Result<Vec<PathBuf>, String>
                 out.display()
             )
         })?;
-    let files = build_report_dir(report, staging.path())?;
+    let files = build_report_dir(report, staging.path(), histories)?;
     let old = swap_in(staging, out)?;
     if let Some(old) = old {
         // The new report is in place; failing to remove the old one only leaves a hidden directory.
@@ -934,7 +950,11 @@ pub fn write_report(report: &Report, out: &Path) -> Result<Vec<PathBuf>, String>
 }
 
 /// Writes every file of the report into `dir` (synced); returns their paths relative to it.
-fn build_report_dir(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, String> {
+fn build_report_dir(
+    report: &Report,
+    dir: &Path,
+    histories: &BTreeMap<String, lockstep_sim::History>,
+) -> Result<Vec<PathBuf>, String> {
     let mut written = Vec::new();
     let mut put = |rel: &str, bytes: &[u8]| -> Result<(), String> {
         let path = dir.join(rel);
@@ -963,8 +983,9 @@ fn build_report_dir(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, String>
         put(&format!("charts/{stem}.png"), &chart.png()?)?;
         svgs.insert(stem, svg);
     }
-    put("index.html", html::index(report, &svgs).as_bytes())?;
-    for d in [dir.join("charts"), dir.to_path_buf()] {
+    let runs = interactive::write_runs(report, histories, dir, &mut put)?;
+    put("index.html", html::index_with(report, &svgs, &runs).as_bytes())?;
+    for d in [dir.join("charts"), dir.join("runs"), dir.to_path_buf()] {
         sync_dir(&d);
     }
     Ok(written)

@@ -32,6 +32,7 @@
 //! | `seed`        | integer | `0`     | the one seed of the run; a decimal string (`"18446744073709551615"`) is accepted for seeds above 2^63 − 1 |
 //! | `duration_ms` | integer | `60000` | when the run stops if the clients have not finished; 1 ≤ value ≤ 86400000 (one day) |
 //! | `tick_ms`     | integer | `1`     | the scheduler's step; 1 ≤ value ≤ 60000 and ≤ `duration_ms` |
+//! | `compare_with` | string | none    | another scenario's name: reports show both runs' timelines side by side |
 //!
 //! ## `[network]` (optional)
 //!

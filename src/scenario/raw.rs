@@ -27,6 +27,7 @@ pub(super) struct RawScenario {
     pub fault: Option<Vec<toml::Table>>,
     pub expect: Option<BTreeMap<String, Verdict>>,
     pub explore: Option<RawExplore>,
+    pub compare_with: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -287,6 +287,9 @@ impl Ctx<'_> {
             expect.insert(checker, verdict);
         }
         let explore = raw.explore.map(|e| self.explore(e)).transpose()?;
+        if let Some(other) = &raw.compare_with {
+            check_scenario_name(other).map_err(|m| self.err(&key("compare_with"), m))?;
+        }
 
         Ok(Scenario {
             name,
@@ -304,6 +307,7 @@ impl Ctx<'_> {
             deployment,
             expect,
             explore,
+            compare_with: raw.compare_with,
         })
     }
 

@@ -38,6 +38,9 @@ pub(super) fn to_toml(s: &Scenario) -> String {
     }
     let _ = writeln!(out, "duration_ms = {}", s.duration_ms);
     let _ = writeln!(out, "tick_ms = {}", s.tick_ms);
+    if let Some(other) = &s.compare_with {
+        let _ = writeln!(out, "compare_with = {}", quote(other));
+    }
 
     let _ = writeln!(out, "\n[network]");
     let _ = writeln!(out, "min_latency_ms = {}", s.network.min_latency_ms);

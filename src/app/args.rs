@@ -1,0 +1,125 @@
+//! The command-line arguments of the commands with many options (`clap` derive): `main.rs`
+//! parses them and hands them to the app.
+
+use std::path::PathBuf;
+
+/// `lockstep run`.
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Scenario files (TOML).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Override the seed of every file.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Print only the verdicts, not the timeline.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Write the run's raw history here, one event a line (`history.jsonl`; one scenario file).
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<PathBuf>,
+    /// Print the result as JSON (each run as in report.json's `scenarios[]`) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `lockstep explore`.
+#[derive(clap::Args)]
+pub struct ExploreArgs {
+    /// A scenario file used as the template (its faults are replaced by generated ones).
+    pub file: Option<PathBuf>,
+    /// Without a file: the algorithm of the standard template.
+    #[arg(long, default_value = "token-release")]
+    pub algorithm: String,
+    /// Without a file: `none` or `incr`.
+    #[arg(long, default_value = "none")]
+    pub fencing: String,
+    /// Without a file: `unfenced`, `fenced` or `strict`.
+    #[arg(long, default_value = "unfenced")]
+    pub resource: String,
+    /// Without a file: the scheduler tick in ms.
+    #[arg(long, default_value_t = 1)]
+    pub tick_ms: u64,
+    /// Run seeds 0..N (default: the file's `[explore] seeds`, else 1000).
+    #[arg(long, conflicts_with = "seed_range")]
+    pub seeds: Option<u64>,
+    /// Run seeds A..B (B excluded).
+    #[arg(long)]
+    pub seed_range: Option<String>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Run only shard K of N (1-based), for CI matrices.
+    #[arg(long)]
+    pub shard: Option<crate::explore::Shard>,
+    /// Stop starting new seeds after this many wall seconds.
+    #[arg(long)]
+    pub time_limit: Option<u64>,
+    /// Fault kinds that may be generated (comma-separated; default: the file's, else all).
+    #[arg(long, value_delimiter = ',')]
+    pub kinds: Option<Vec<String>>,
+    /// At most this many generated faults per seed (default: the file's, else 4).
+    #[arg(long)]
+    pub faults_max: Option<usize>,
+    /// Aim faults where locks break (also on when the file's `[explore]` block says so).
+    #[arg(long)]
+    pub lock_aware: bool,
+    /// Rerun this percentage of seeds and fail on any digest mismatch.
+    #[arg(long, num_args = 0..=1, default_missing_value = "5")]
+    pub check_determinism: Option<f64>,
+    /// The differential oracle, the per-seed stream and shrinking.
+    #[command(flatten)]
+    pub oracle: super::exploration::OracleArgs,
+    /// Write counterexamples (TOML) to this directory; without it they are printed, not written.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Also write the summary as JSON here.
+    #[arg(long)]
+    pub summary: Option<PathBuf>,
+    /// Print the result as JSON (the summary and the counterexamples) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress output.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `lockstep ci`.
+#[derive(clap::Args)]
+pub struct CiArgs {
+    /// Scenario files, or directories of them.
+    #[arg(default_value = "scenarios")]
+    pub paths: Vec<PathBuf>,
+    /// The directory the report is written to (created if needed).
+    #[arg(long, value_name = "OUT")]
+    pub report: PathBuf,
+    /// Run only shard K of N (1-based): scenario files round-robin, exploration seeds split.
+    #[arg(long)]
+    pub shard: Option<crate::explore::Shard>,
+    /// Worker threads for explorations (default: all cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Also sweep the lock TTL (8 values × seeds) and chart the safety/availability trade-off.
+    #[arg(long)]
+    pub ttl_sweep: bool,
+    /// Seeds per TTL of the sweep.
+    #[arg(long, default_value_t = crate::app::sweep::DEFAULT_SEEDS)]
+    pub sweep_seeds: u64,
+    /// The algorithm of the sweep.
+    #[arg(long, default_value = "token-release")]
+    pub sweep_algorithm: String,
+    /// No progress lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `lockstep bench`.
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Scenarios per measurement.
+    #[arg(long, default_value_t = 40)]
+    pub scenarios: u64,
+    /// The scheduler tick of the exploration profile, ms.
+    #[arg(long, default_value_t = 1)]
+    pub tick_ms: u64,
+}

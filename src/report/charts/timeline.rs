@@ -110,7 +110,9 @@ fn legend_rows(items: &[Item]) -> Vec<Vec<(Item, f64)>> {
             rows.push(Vec::new());
             x = 20.0;
         }
-        rows.last_mut().map(|r| r.push((item, x)));
+        if let Some(r) = rows.last_mut() {
+            r.push((item, x));
+        }
         x += w;
     }
     rows

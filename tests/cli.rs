@@ -149,6 +149,10 @@ fn list_shows_algorithms_faults_and_scenarios() {
         "pause",
         "kleppmann-gc-pause.toml",
         "mutual-exclusion",
+        // The script lock's reference: its fields, operations and placeholders.
+        "script lock ([lock] algorithm = \"script\")",
+        "wait_key",
+        "{ttl_ms}",
     ] {
         assert!(out.contains(needle), "missing {needle}: {out}");
     }

@@ -322,6 +322,7 @@ pub fn list_text(dir: &Path, scenarios: &Result<Vec<(PathBuf, Scenario)>, String
         let _ = writeln!(out, "  {kind:<width$} {in_file:<9} {generated:<8} {about}");
     }
     let _ = writeln!(out, "\n{}", crate::scenario::workload_help().trim_end());
+    let _ = writeln!(out, "\n{}", crate::scenario::script_lock_help().trim_end());
     let _ = writeln!(out, "\ncheckers:");
     let _ = writeln!(out, "  {}", crate::checker::NAMES.join(", "));
     let _ = writeln!(out, "\nscenarios ({}):", dir.display());

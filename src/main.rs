@@ -114,7 +114,7 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
     let deadline = config.time_limit.map(|t| started + t);
     let budget = (args.oracle.shrink, args.oracle.shrink_runs, deadline);
     let mut all = Vec::new();
-    for shrunk in exploration::shrink_failures(&template, &config.profile, &summary, &locks, budget, out) {
+    for shrunk in exploration::shrink_failures(&template, &config.profile, &summary, &locks, budget, out, &|_| true) {
         if let (Shrunk::Found { file, toml, .. }, Some(_)) = (&shrunk, out) {
             write_atomic(file, toml.as_bytes()).map_err(AppError::Io)?;
         }

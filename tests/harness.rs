@@ -127,9 +127,18 @@ fn a_correct_fenced_lock_passes_200_seeds_and_its_scenarios_and_writes_the_repor
     // The same report directory as `lockstep ci --report`.
     let report_json = std::fs::read_to_string(dir.join("report/report.json")).expect("report.json");
     assert!(report_json.contains("\"algorithm\": \"my-lock\"") || report_json.contains("\"algorithm\":\"my-lock\""));
-    for file in ["summary.md", "junit.xml", "index.html"] {
+    for file in [
+        "summary.md",
+        "junit.xml",
+        "index.html",
+        "runs/kleppmann-gc-pause-fenced/history.jsonl",
+    ] {
         assert!(dir.join("report").join(file).is_file(), "{file} written");
     }
+    // Nothing the gate judges failed, so nothing was shrunk: no counterexample that would fail
+    // forever for a pause past the lease, which every lease lock suffers.
+    assert_eq!(e.counterexamples().count(), 0);
+    assert!(!dir.join("report/counterexamples").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -147,6 +156,10 @@ fn a_broken_lock_is_caught_against_the_reference_and_its_counterexample_replays_
     .report(dir.join("report"));
     let run = harness.run().expect("the harness runs");
     assert!(!run.passed(), "{}", run.message());
+    // The report on disk says what the harness says: a CI reading junit.xml fails too.
+    assert!(!run.report.ok);
+    let junit = std::fs::read_to_string(dir.join("report/junit.xml")).expect("junit.xml");
+    assert!(junit.contains("<failure"), "{junit}");
     let e = &run.explorations[0];
     let differential = e.summary.differential.as_ref().expect("a reference ran");
     assert_eq!(differential.reference, "token-release");
@@ -229,6 +242,15 @@ fn bad_input_is_an_error_before_anything_runs() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("against: unknown preset `script`"), "{err}");
+    // A gate over nothing is bad input, not a pass.
+    let err = Harness::new("my-lock", |env| MyLock {
+        env,
+        checked_release: true,
+    })
+    .run()
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("nothing to run"), "{err}");
 }
 
 #[test]

@@ -836,3 +836,22 @@ fn client_clock_drift_runs_through_libfaketime() {
     let peak = readings.iter().map(gain).fold(f64::MIN, f64::max);
     assert!((peak - 0.2).abs() < 0.03, "peak gain {peak}");
 }
+
+#[test]
+fn workload_settings_the_live_driver_does_not_run_are_refused_by_name() {
+    // Without the refusal, `lockstep live` would judge the file's [expect] against a workload it
+    // did not run (one read, fixed work, one write, one task).
+    for (file, field) in [
+        ("workload-tasks-overlap.toml", "workload.tasks"),
+        (
+            "workload-refuse-write-after-validity.toml",
+            "workload.refuse_write_after_validity",
+        ),
+        ("workload-until-validity-drift.toml", "workload.work"),
+    ] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").join(file);
+        let (code, out, err) = lockstep(&["live", path.to_str().unwrap(), "--client", "true"]);
+        assert_eq!(code, 2, "{file}: {out}{err}");
+        assert!(err.contains(field), "{file}: {err}");
+    }
+}

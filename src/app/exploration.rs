@@ -372,29 +372,34 @@ pub fn shrink_failures<'a>(
     locks: &'a Locks,
     (count, runs, deadline): (usize, usize, Option<std::time::Instant>),
     out: Option<&'a Path>,
+    wanted: &'a dyn Fn(&str) -> bool,
 ) -> impl Iterator<Item = Shrunk> + 'a {
     let failing = match (&summary.differential, &locks.reference) {
         (Some(d), Some(_)) => &d.first_only_subject,
         _ => &summary.first_failing,
     };
-    failing.iter().take(count).filter_map(move |failing| {
-        let checker = failing.checkers.first()?;
-        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-            return None;
-        }
-        let found = shrink::shrink_with(template, profile, (failing.seed, checker), locks.refs(), runs, deadline);
-        Some(match found {
-            Some(cx) => Shrunk::Found {
-                file: out.unwrap_or(Path::new("")).join(format!("{}.toml", cx.scenario.name)),
-                toml: shrink::counterexample_toml(&cx),
-                counterexample: Box::new(cx),
-            },
-            None => Shrunk::NotReproduced {
-                seed: failing.seed,
-                checker: checker.clone(),
-            },
+    failing
+        .iter()
+        .filter(|failing| failing.checkers.iter().any(|c| wanted(c)))
+        .take(count)
+        .filter_map(move |failing| {
+            let checker = failing.checkers.iter().find(|c| wanted(c))?;
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                return None;
+            }
+            let found = shrink::shrink_with(template, profile, (failing.seed, checker), locks.refs(), runs, deadline);
+            Some(match found {
+                Some(cx) => Shrunk::Found {
+                    file: out.unwrap_or(Path::new("")).join(format!("{}.toml", cx.scenario.name)),
+                    toml: shrink::counterexample_toml(&cx),
+                    counterexample: Box::new(cx),
+                },
+                None => Shrunk::NotReproduced {
+                    seed: failing.seed,
+                    checker: checker.clone(),
+                },
+            })
         })
-    })
 }
 
 #[cfg(test)]

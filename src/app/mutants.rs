@@ -472,6 +472,12 @@ pub fn main(args: &MutantsArgs) -> Result<Outcome, AppError> {
     let mut catalogue = mutants::load(&args.catalogue).map_err(|e| AppError::BadInput(e.to_string()))?;
     if let Some(only) = &args.only {
         catalogue.mutants.retain(|m| m.name.contains(only.as_str()));
+        if catalogue.mutants.is_empty() {
+            // A score over no mutants would be a gate over nothing.
+            return Err(AppError::BadInput(format!(
+                "--only {only}: no mutant's name contains it"
+            )));
+        }
     }
     let options = SuiteOptions {
         seeds: args.seeds,

@@ -51,7 +51,7 @@ use crate::explore::shrink::{Counterexample, Shrunk};
 use crate::explore::{standard_template, ExploreConfig, ExploreSummary, LockChoice, UserLock};
 use crate::lock::{LockClient, LockEnv};
 use crate::model::ExploreExpect;
-use crate::report::{prepare_out, write_atomic, write_report, Report};
+use crate::report::{prepare_out, write_atomic, write_report_with, Report};
 use crate::run::gate::{CiRun, ExplorationOutcome};
 use crate::run::{require_tokio_unstable, run_with_lock, LockFactory, ScenarioRun};
 use crate::scenario::Scenario;
@@ -305,6 +305,12 @@ impl Harness {
         let started = Instant::now();
         let subject = self.user_lock()?;
         let name = subject.name().to_string();
+        if self.scenarios.is_empty() && self.explorations.is_empty() {
+            // A gate over nothing must not pass.
+            return Err(HarnessError::BadInput(
+                "nothing to run: add scenarios (Harness::scenarios) or an exploration (Harness::explore)".into(),
+            ));
+        }
         // Bad input before anything runs: the files, the templates, the report directory.
         let inputs = if self.scenarios.is_empty() {
             Vec::new()
@@ -370,6 +376,11 @@ impl Harness {
                 &locks,
                 budget,
                 shrink_dir.as_deref(),
+                // Shrink only the failures the gate judges (a pause past the lease breaks mutual
+                // exclusion for every lease lock: no counterexample to write for that).
+                &|checker: &str| {
+                    locks.reference.is_some() || self.expect.get(checker) == Some(&ExploreExpect::NoneInvalid)
+                },
             )
             .collect();
             // With a reference, the gate is the differential; the report row then only counts.
@@ -379,11 +390,8 @@ impl Harness {
                 self.expect.clone()
             };
             let status = crate::run::expect::exploration_status(crate::checker::NAMES, &expect, &summary, false);
-            let passed = if locks.reference.is_some() {
-                summary.is_clean_against_reference()
-            } else {
-                !status.is_failure()
-            };
+            // The report row and the harness's gate are one judgement.
+            let passed = !status.is_failure();
             ci.explorations.push(ExplorationOutcome {
                 path: path.clone(),
                 seeds: config.seeds.clone(),
@@ -407,13 +415,9 @@ impl Harness {
         let report = Report::build(&ci);
         let mut written = Vec::new();
         if let Some(dir) = &self.report {
-            written = write_report(&report, dir).map_err(HarnessError::Io)?;
+            written = write_report_with(&report, dir, &crate::app::ci::histories(&ci)).map_err(HarnessError::Io)?;
             for shrunk in explorations.iter().flat_map(|e| &e.shrunk) {
                 if let Shrunk::Found { file, toml, .. } = shrunk {
-                    if let Some(parent) = file.parent() {
-                        std::fs::create_dir_all(parent)
-                            .map_err(|e| HarnessError::Io(format!("{}: {e}", parent.display())))?;
-                    }
                     write_atomic(file, toml.as_bytes()).map_err(HarnessError::Io)?;
                     written.push(file.clone());
                 }

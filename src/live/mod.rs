@@ -156,6 +156,34 @@ pub fn check_supported(scenario: &Scenario, real_redis: bool) -> Result<(), Live
     let clients: Vec<String> = scenario.clients.iter().map(|c| c.name.clone()).collect();
     let masters: Vec<String> = scenario.masters.iter().map(|m| m.name.clone()).collect();
     let faketime = fakeclock::find().is_some();
+    // The live driver runs the basic turn (one read, fixed work, one write, one task per
+    // client): a file that asks for more would be judged against a workload it did not run.
+    let defaults = crate::model::WorkloadSpec::defaults();
+    let workload = &scenario.workload;
+    let tasks = workload.tasks.is_some() || scenario.clients.iter().any(|c| c.tasks.is_some_and(|t| t != 1));
+    for (field, differs) in [
+        ("workload.work", workload.work != defaults.work),
+        (
+            "workload.refuse_write_after_validity",
+            workload.refuse_write_after_validity != defaults.refuse_write_after_validity,
+        ),
+        (
+            "workload.reads_per_turn",
+            workload.reads_per_turn != defaults.reads_per_turn,
+        ),
+        (
+            "workload.writes_per_turn",
+            workload.writes_per_turn != defaults.writes_per_turn,
+        ),
+        ("workload.tasks", tasks),
+    ] {
+        if differs {
+            return Err(LiveError::Unsupported(format!(
+                "field `{field}`: live runs drive one task per client through one read, fixed work and one \
+                 write per turn; leave it at its default for `lockstep live`"
+            )));
+        }
+    }
     for client in &scenario.clients {
         for (field, value) in [("drift_ppm", client.drift_ppm), ("offset_ms", client.offset_ms)] {
             if value != 0 && !faketime {

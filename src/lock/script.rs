@@ -42,6 +42,16 @@ use redis::Value;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+/// An acquire call's subscription for `wait = "subscribe"`.
+enum Subscription {
+    /// Not tried yet (it is made at the call's first wait).
+    NotYet,
+    /// Subscribed until the call returns.
+    Open(PubSub),
+    /// The subscribe failed: the rest of the call sleeps between attempts.
+    Failed,
+}
+
 /// The script lock of one client (or one task, when tasks do not share lock objects).
 #[derive(Debug)]
 pub struct ScriptLock {
@@ -161,22 +171,29 @@ impl ScriptLock {
     /// Waits up to `wait_ms` before the next attempt, as `wait` says. `subscription` is the
     /// acquire call's subscription (`wait = "subscribe"`), made at the first wait; that wait
     /// returns at once, so the next attempt runs right after subscribing.
-    async fn wait_between(&self, vars: &Vars<'_>, wait_ms: u64, subscription: &mut Option<PubSub>) {
+    async fn wait_between(&self, vars: &Vars<'_>, wait_ms: u64, subscription: &mut Subscription) {
         match &self.spec.wait {
             Wait::Sleep => self.env.sleep_local_ms(wait_ms).await,
             Wait::Blpop { list } => self.blpop(&expand(list, vars), wait_ms).await,
             Wait::Subscribe { channel } => match subscription {
-                Some(pubsub) => {
+                Subscription::Open(pubsub) => {
                     // A message, or the end of the wait, whichever comes first; the messages
                     // that arrived during the attempt count too (they are queued).
                     let _ = self.env.timeout_local_ms(wait_ms, pubsub.on_message().next()).await;
                 }
-                None => {
-                    *subscription = self.subscribe(&expand(channel, vars)).await;
-                    if subscription.is_none() {
-                        self.env.sleep_local_ms(wait_ms).await;
-                    }
+                Subscription::NotYet => {
+                    *subscription = match self.subscribe(&expand(channel, vars)).await {
+                        Some(pubsub) => Subscription::Open(pubsub),
+                        None => {
+                            self.env.sleep_local_ms(wait_ms).await;
+                            Subscription::Failed
+                        }
+                    };
                 }
+                // One failed subscribe per acquire call: the rest of the call sleeps (each
+                // connect attempt costs a port, and a cut-off client would otherwise try one
+                // per retry with no backoff).
+                Subscription::Failed => self.env.sleep_local_ms(wait_ms).await,
             },
         }
     }
@@ -197,7 +214,7 @@ impl ScriptLock {
             .clone();
         let base = first.timeouts();
         link.set_timeouts(LinkTimeouts {
-            request_timeout_ms: base.request_timeout_ms + wait_ms,
+            request_timeout_ms: base.request_timeout_ms.saturating_add(wait_ms),
             ..base
         });
         let start_ms = self.env.monotonic_ms();
@@ -230,7 +247,10 @@ impl ScriptLock {
             Some(pubsub)
         };
         self.env
-            .timeout_local_ms(timeouts.connect_timeout_ms + timeouts.request_timeout_ms, connect)
+            .timeout_local_ms(
+                timeouts.connect_timeout_ms.saturating_add(timeouts.request_timeout_ms),
+                connect,
+            )
             .await
             .ok()
             .flatten()
@@ -361,7 +381,7 @@ impl LockClient for ScriptLock {
         let spec = &self.spec;
         let mut attempt: i64 = 0;
         // `wait = "subscribe"`: held for the whole call, dropped (unsubscribed) on return.
-        let mut subscription: Option<PubSub> = None;
+        let mut subscription = Subscription::NotYet;
         loop {
             let value = match spec.value {
                 ValuePolicy::Random => random_value(&self.env),
@@ -432,7 +452,7 @@ impl LockClient for ScriptLock {
             } else {
                 self.env.rng().random_range(0..spec.retry_jitter_ms)
             };
-            self.wait_between(&vars, spec.retry_delay_ms + jitter_ms, &mut subscription)
+            self.wait_between(&vars, spec.retry_delay_ms.saturating_add(jitter_ms), &mut subscription)
                 .await;
         }
     }

@@ -274,7 +274,11 @@ fn mark_item(lane: usize, e: &Event) -> Item {
             let value = serde_json::to_value(fault).unwrap_or(Value::Null);
             let kind = value.get("kind").map_or_else(String::new, short);
             match value.get("duration_ms").and_then(Value::as_u64) {
-                Some(ms) if kind == "pause" => ("pause", format!("paused {ms} ms"), e.at_us + ms * 1000),
+                Some(ms) if kind == "pause" => (
+                    "pause",
+                    format!("paused {ms} ms"),
+                    e.at_us.saturating_add(ms.saturating_mul(1000)),
+                ),
                 _ => ("fault", kind, e.at_us),
             }
         }

@@ -59,7 +59,7 @@ fn case(name: &str, classname: &str, status: Status, message: &str, detail: Stri
 /// The JUnit XML of `report`.
 pub fn junit_xml(report: &Report) -> Result<String, String> {
     let mut junit = quick_junit::Report::new("lockstep");
-    junit.set_time(Duration::from_secs_f64(report.wall_s.max(0.0)));
+    junit.set_time(secs(report.wall_s.max(0.0)));
     for s in &report.scenarios {
         let mut suite = TestSuite::new(format!("scenario {}", s.name));
         suite.add_property(Property::new("file", s.file.clone()));
@@ -67,9 +67,9 @@ pub fn junit_xml(report: &Report) -> Result<String, String> {
         if let Some(h) = &s.history {
             suite.add_property(Property::new("history_digest", h.digest.clone()));
         }
-        suite.set_time(Duration::from_secs_f64(s.wall_ms.max(0.0) / 1e3));
+        suite.set_time(secs(s.wall_ms.max(0.0) / 1e3));
         let classname = format!("lockstep.scenario.{}", s.name);
-        let per_case = Duration::from_secs_f64(s.wall_ms.max(0.0) / 1e3 / s.checks.len().max(1) as f64);
+        let per_case = secs(s.wall_ms.max(0.0) / 1e3 / s.checks.len().max(1) as f64);
         if let Some(error) = &s.error {
             suite.add_test_case(case(
                 "run",
@@ -109,9 +109,9 @@ pub fn junit_xml(report: &Report) -> Result<String, String> {
         suite.add_property(Property::new("file", e.file.clone()));
         suite.add_property(Property::new("seeds", format!("{}..{}", e.seeds.start, e.seeds.end)));
         suite.add_property(Property::new("outcome_digest", e.outcome_digest.clone()));
-        suite.set_time(Duration::from_secs_f64(e.summary.throughput.wall_s.max(0.0)));
+        suite.set_time(secs(e.summary.throughput.wall_s.max(0.0)));
         let classname = format!("lockstep.exploration.{}", e.name);
-        let per_case = Duration::from_secs_f64(e.summary.throughput.wall_s.max(0.0) / e.checks.len().max(1) as f64);
+        let per_case = secs(e.summary.throughput.wall_s.max(0.0) / e.checks.len().max(1) as f64);
         if e.summary.errors > 0 || !e.summary.determinism_failures.is_empty() {
             let mut detail: Vec<String> = e
                 .summary
@@ -135,6 +135,28 @@ pub fn junit_xml(report: &Report) -> Result<String, String> {
                     e.summary.determinism_failures.len()
                 ),
                 detail.join("\n"),
+            ));
+        }
+        if let Some(d) = &e.summary.differential {
+            // The differential oracle is its own test: seeds where only the lock under test
+            // fails (or where the reference could not run) fail it, whatever each checker expects.
+            let status = if d.reference_errors > 0 {
+                Status::Error
+            } else if d.seeds_only_subject > 0 {
+                Status::Fail
+            } else {
+                Status::Pass
+            };
+            let seeds: Vec<String> = d.first_only_subject.iter().map(|f| f.seed.to_string()).collect();
+            suite.add_test_case(case(
+                &format!("against {}", d.reference),
+                &classname,
+                status,
+                &format!(
+                    "{} seeds where only {} fails, {} seeds the reference could not run",
+                    d.seeds_only_subject, e.algorithm, d.reference_errors
+                ),
+                format!("first such seeds: {}", seeds.join(", ")),
             ));
         }
         for c in &e.checks {
@@ -171,4 +193,10 @@ pub fn junit_xml(report: &Report) -> Result<String, String> {
         junit.add_test_suite(suite);
     }
     junit.to_string().map_err(|e| format!("writing junit.xml: {e}"))
+}
+
+/// Seconds as a duration: negative, NaN or too large (a crafted report.json) is zero, never a
+/// panic.
+fn secs(seconds: f64) -> Duration {
+    Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or_default()
 }

@@ -980,12 +980,18 @@ fn build_report_dir(
         }
         let svg = chart.svg()?;
         put(&format!("charts/{stem}.svg"), svg.as_bytes())?;
-        put(&format!("charts/{stem}.png"), &chart.png()?)?;
+        // The PNG is the same SVG rasterised: draw once.
+        put(&format!("charts/{stem}.png"), &charts::svg::png(&svg)?)?;
         svgs.insert(stem, svg);
     }
     let runs = interactive::write_runs(report, histories, dir, &mut put)?;
     put("index.html", html::index_with(report, &svgs, &runs).as_bytes())?;
-    for d in [dir.join("charts"), dir.join("runs"), dir.to_path_buf()] {
+    let run_dirs = std::fs::read_dir(dir.join("runs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path());
+    for d in run_dirs.chain([dir.join("charts"), dir.join("runs"), dir.to_path_buf()]) {
         sync_dir(&d);
     }
     Ok(written)

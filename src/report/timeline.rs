@@ -320,7 +320,7 @@ impl TimelineData {
                         Fault::Pause { duration_ms, .. } => data.pauses.push(Span {
                             lane,
                             start_us: at_us,
-                            end_us: at_us + duration_ms * 1_000,
+                            end_us: at_us.saturating_add(duration_ms.saturating_mul(1_000)),
                             label: fault.short_label(),
                         }),
                         Fault::ClockJump { .. } => data.clock_jumps.push(Mark {

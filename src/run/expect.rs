@@ -194,6 +194,17 @@ pub fn exploration_status(
     if summary.errors > 0 || !summary.determinism_failures.is_empty() {
         return Status::Error;
     }
+    // With a reference lock (the differential oracle), a seed where only the lock under test
+    // fails is a failure whatever the per-checker expectations say; a reference that could not
+    // run leaves the comparison incomplete.
+    if let Some(differential) = &summary.differential {
+        if differential.reference_errors > 0 {
+            return Status::Error;
+        }
+        if differential.seeds_only_subject > 0 {
+            return Status::Fail;
+        }
+    }
     Status::worst(checkers.iter().map(|name| {
         let invalid = summary.violations.get(*name).copied().unwrap_or(0);
         exploration_check(expect.get(*name).copied(), invalid, partial)

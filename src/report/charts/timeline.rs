@@ -233,7 +233,6 @@ pub fn draw(t: &TimelineData) -> Svg {
     let end_s = (t.end_us as f64 / 1e6).max(0.001) * 1.04;
     let plot_w = WIDTH - LEFT - RIGHT;
     let x_of = |us: u64| LEFT + (us as f64 / 1e6) / end_s * plot_w;
-    let px_per_us = plot_w / (end_s * 1e6);
     let lane_y = |lane: usize| l.lanes_y.get(lane).copied().unwrap_or((l.top, CLIENT_LANE));
     let mid = |lane: usize| {
         let (y, h) = lane_y(lane);
@@ -502,7 +501,6 @@ pub fn draw(t: &TimelineData) -> Svg {
             svg.text((lx, cy + 12.0), &text, Font::new(11.0).color(col).anchor(anchor), None);
         }
     }
-    let _ = px_per_us;
 
     // The violation's witness events.
     if let Some(v) = &t.violation {

@@ -99,7 +99,7 @@ fn measure(scenarios: u64, tick_ms: u64) -> anyhow::Result<String> {
 }
 
 /// The node counts of the scaling figure.
-pub const SCALING_NODES: [usize; 6] = [3, 12, 25, 50, 100, 200];
+const SCALING_NODES: [usize; 6] = [3, 12, 25, 50, 100, 200];
 
 /// (masters, clients) of the two worlds with `nodes` nodes (the resource is one): one master
 /// and many clients; many Redlock masters and two clients (one when there are only three nodes).
@@ -112,7 +112,7 @@ fn scaling_shapes(nodes: usize) -> ((usize, usize), (usize, usize)) {
 /// A world of `clients` clients and `masters` masters (one client per master beyond the first
 /// is not needed: Redlock's clients talk to every master), 2 simulated seconds.
 fn scaling_world(algorithm: &str, masters: usize, clients: usize, tick_ms: u64) -> anyhow::Result<Scenario> {
-    let quorum = if algorithm == "redlock" {
+    let fencing = if algorithm == "redlock" {
         ""
     } else {
         "fencing = \"incr\"\n"
@@ -134,7 +134,7 @@ resource = "{resource}"
 [lock]
 algorithm = "{algorithm}"
 ttl_ms = 1000
-{quorum}
+{fencing}
 [workload]
 until_ms = 2000
 work_ms = [5, 20]

@@ -30,8 +30,12 @@ pub struct Liveness {
 
 /// Computes the liveness figures of `history`.
 pub fn of(history: &OpHistory<'_>) -> Liveness {
-    let mut waiting_since: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut holding: BTreeMap<&str, u64> = BTreeMap::new();
+    // Keyed by (client, task): two tasks of one client wait and hold on their own. Only an
+    // invoke names its task; a completion is the task of its invoke (same op id).
+    type Actor<'h> = (&'h str, Option<u32>);
+    let mut waiting_since: BTreeMap<Actor<'_>, u64> = BTreeMap::new();
+    let mut holding: BTreeMap<Actor<'_>, u64> = BTreeMap::new();
+    let mut invoked_by: BTreeMap<(&str, u64), Option<u32>> = BTreeMap::new();
     let mut out = Liveness::default();
     let mut last_us = 0u64;
     let mut account = |now_us: u64, holders: usize, waiters: usize, out: &mut Liveness| {
@@ -52,22 +56,29 @@ pub fn of(history: &OpHistory<'_>) -> Liveness {
             lockstep_sim::Fault::Crash { node } | lockstep_sim::Fault::Restart { node },
         ) = &step.kind
         {
-            holding.remove(node.as_str());
+            holding.retain(|(process, _), _| *process != node.as_str());
         }
         let Some(op) = step.op() else { continue };
         let process = step.node();
+        let task = if op.phase == Phase::Invoke {
+            invoked_by.insert((process, op.id), op.task);
+            op.task
+        } else {
+            invoked_by.remove(&(process, op.id)).flatten()
+        };
+        let actor = (process, task);
         match (op.op, op.phase) {
             (OpName::Acquire, Phase::Invoke) => {
-                waiting_since.entry(process).or_insert(at_us);
+                waiting_since.entry(actor).or_insert(at_us);
             }
             (OpName::Acquire, Phase::Ok) => {
-                if let Some(since) = waiting_since.remove(process) {
+                if let Some(since) = waiting_since.remove(&actor) {
                     out.acquire_latencies_ms.push((at_us - since) / 1_000);
                 }
-                holding.insert(process, at_us);
+                holding.insert(actor, at_us);
             }
             (OpName::Release, Phase::Invoke) | (OpName::Abort, _) => {
-                holding.remove(process);
+                holding.remove(&actor);
             }
             _ => {}
         }
@@ -137,5 +148,50 @@ mod tests {
         assert_eq!(percentile(&[10, 60], 50), Some(10));
         assert_eq!(percentile(&[10, 60], 99), Some(60));
         assert_eq!(percentile(&[], 50), None);
+    }
+
+    #[test]
+    fn two_tasks_of_one_client_wait_and_hold_on_their_own() {
+        let inv = |task: u32| serde_json::json!({"key": "lock", "ttl_ms": 100, "task": task});
+        let grant = |v: &str| {
+            to_data(&Grant {
+                key: "lock".into(),
+                value: v.into(),
+                fencing_token: None,
+                validity_ms: 100,
+                validity_from_ms: None,
+            })
+        };
+        let mut h = History::new();
+        // Task 1 holds from 10 to 90; task 2 waits from 20, gets it at 40 (a lock object shared
+        // by both), releases at 60.
+        op(&mut h, 0, "a", 1, names::ACQUIRE, Phase::Invoke, inv(1));
+        op(&mut h, 10, "a", 1, names::ACQUIRE, Phase::Ok, grant("x"));
+        op(&mut h, 20, "a", 2, names::ACQUIRE, Phase::Invoke, inv(2));
+        op(&mut h, 40, "a", 2, names::ACQUIRE, Phase::Ok, grant("x"));
+        op(
+            &mut h,
+            60,
+            "a",
+            3,
+            names::RELEASE,
+            Phase::Invoke,
+            serde_json::json!({"task": 2}),
+        );
+        op(
+            &mut h,
+            90,
+            "a",
+            4,
+            names::RELEASE,
+            Phase::Invoke,
+            serde_json::json!({"task": 1}),
+        );
+        let l = of(&OpHistory::new(&h));
+        // Task 2's wait is its own (20 ms), not merged into task 1's episode.
+        assert_eq!(l.acquire_latencies_ms, vec![10, 20]);
+        // Task 2's release does not end task 1's hold: held from 10 to 90.
+        assert_eq!(l.held_ms, 80);
+        assert_eq!(l.unavailable_ms, 10);
     }
 }

@@ -72,40 +72,6 @@ pub struct ClientPlan {
     pub tasks: Option<TasksSpec>,
 }
 
-impl ClientPlan {
-    /// A plan with today's defaults for the settings that use the grant: fixed work, one read
-    /// and one write per turn, no refusal, tasks as the lock says.
-    #[allow(clippy::too_many_arguments)]
-    pub fn basic(
-        start_ms: u64,
-        iterations: Option<u64>,
-        until_ms: Option<u64>,
-        work_ms: WorkMs,
-        acquire_retry_ms: u64,
-        think_ms: u64,
-        lock_key: String,
-        ttl_ms: u64,
-        resource_key: String,
-    ) -> Self {
-        ClientPlan {
-            start_ms,
-            iterations,
-            until_ms,
-            work_ms,
-            acquire_retry_ms,
-            think_ms,
-            lock_key,
-            ttl_ms,
-            resource_key,
-            work: WorkMode::Fixed,
-            refuse_write_after_validity: false,
-            reads_per_turn: 1,
-            writes_per_turn: 1,
-            tasks: None,
-        }
-    }
-}
-
 /// Makes another lock object for the same client (a task that does not share the client's).
 pub type LockMaker = Rc<dyn Fn() -> Rc<dyn LockClient>>;
 

@@ -12,12 +12,22 @@ use crate::checker::{Verdict, NAMES};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-/// Escapes text for HTML.
+/// Escapes text for HTML and SVG, in content and in attribute values (either quote); control
+/// characters XML does not allow are dropped. The one escaper of the report's markup.
 pub fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The SVG document without its XML declaration, to inline it.

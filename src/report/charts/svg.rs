@@ -19,22 +19,7 @@ use std::sync::OnceLock;
 /// The font family the charts name: the embedded DejaVu Sans first, then any sans-serif.
 pub const FONT_FAMILY: &str = "DejaVu Sans, sans-serif";
 
-/// Escapes text for SVG content and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use crate::report::html::escape;
 
 struct Metrics {
     regular: Vec<f32>,

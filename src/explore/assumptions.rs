@@ -189,7 +189,15 @@ impl Assumptions {
             })
             .cloned()
             .collect();
-        let fenced = lock.fencing == Fencing::Incr && template.resource != FencingMode::Unfenced;
+        // Tokens come from INCR after the grant, or from the script lock's own acquire (then the
+        // counter lives on the lock's first master).
+        let script_tokens = matches!(&lock.algorithm, AlgorithmSpec::Script(s) if s.issues_tokens());
+        let fenced = (lock.fencing == Fencing::Incr || script_tokens) && template.resource != FencingMode::Unfenced;
+        let fencing_master = if script_tokens {
+            masters.first().cloned()
+        } else {
+            Some(lock.fencing_master.clone())
+        };
         Assumptions {
             algorithm: lock.algorithm.name().to_string(),
             ttl_ms,
@@ -203,7 +211,7 @@ impl Assumptions {
             refuses_slow_rounds: refuses,
             wall_clock,
             fenced,
-            fencing_master: fenced.then(|| lock.fencing_master.clone()),
+            fencing_master: fencing_master.filter(|_| fenced),
             tolerated_masters: used.saturating_sub(quorum),
             masters,
             durable_masters,

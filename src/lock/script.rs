@@ -67,8 +67,8 @@ pub struct ScriptLock {
 /// What one operation on one master did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Outcome {
-    /// Every step saw its success reply.
-    Success,
+    /// Every step saw its success reply; the fencing token a `token` step returned, if any.
+    Success(Option<u64>),
     /// A step saw another reply (or a server error).
     Refused(String),
     /// No reply: the operation may have taken effect.
@@ -142,6 +142,15 @@ fn is_success(success: Success, reply: &Value, value: &str) -> bool {
             Value::SimpleString(s) => s == value,
             _ => false,
         },
+        Success::Token => token_of(reply).is_some(),
+    }
+}
+
+/// The fencing token a `token` step's reply carries: an integer above 0.
+fn token_of(reply: &Value) -> Option<u64> {
+    match reply {
+        Value::Int(n) if *n > 0 => Some(*n as u64),
+        _ => None,
     }
 }
 
@@ -300,6 +309,7 @@ impl ScriptLock {
 
     /// Runs `op` once on `link`: its steps in order.
     async fn run_once(link: &RedisLink, op: &ScriptOp, vars: &Vars<'_>) -> Outcome {
+        let mut token = None;
         for (index, step) in op.steps.iter().enumerate() {
             let mut cmd;
             match &step.action {
@@ -322,7 +332,11 @@ impl ScriptLock {
                 }
             }
             match link.query::<Value>(&cmd).await {
-                Ok(reply) if is_success(step.success, &reply, vars.value) => {}
+                Ok(reply) if is_success(step.success, &reply, vars.value) => {
+                    if step.success == Success::Token {
+                        token = token_of(&reply);
+                    }
+                }
                 Ok(reply) => {
                     return Outcome::Refused(format!(
                         "step {} on {}: reply {} is not {}",
@@ -339,7 +353,7 @@ impl ScriptLock {
                 Err(e) => return Outcome::Failed(e.to_string()),
             }
         }
-        Outcome::Success
+        Outcome::Success(token)
     }
 
     /// Runs `op` on `link`, retrying after an unknown outcome as `op.retries` says.
@@ -375,6 +389,10 @@ fn count(outcomes: &[Outcome], pred: impl Fn(&Outcome) -> bool) -> usize {
     outcomes.iter().filter(|o| pred(o)).count()
 }
 
+fn succeeded(outcome: &Outcome) -> bool {
+    matches!(outcome, Outcome::Success(_))
+}
+
 #[async_trait(?Send)]
 impl LockClient for ScriptLock {
     async fn acquire(&self, key: &str, ttl_ms: u64) -> Result<Grant, LockError> {
@@ -390,17 +408,25 @@ impl LockClient for ScriptLock {
             let start_ms = self.now_ms();
             let vars = self.vars(key, &value, ttl_ms, None);
             let outcomes = self.run_everywhere(&spec.acquire, &vars).await;
-            let successes = count(&outcomes, |o| *o == Outcome::Success);
+            let successes = count(&outcomes, succeeded);
             let unknown = count(&outcomes, |o| matches!(o, Outcome::Unknown(_)));
             // The validity counts from this instant (recorded for the lease-validity checker).
             let computed_at_ms = self.env.monotonic_ms();
             let (validity_ms, positive) = self.validity(ttl_ms, self.now_ms() - start_ms);
             if successes >= spec.quorum && (positive || !spec.validity_recheck) {
                 *self.stored_value.borrow_mut() = Some(value.clone());
+                // A `token` step issued the token inside the lock (the largest over the masters).
+                let fencing_token = outcomes
+                    .iter()
+                    .filter_map(|o| match o {
+                        Outcome::Success(token) => *token,
+                        _ => None,
+                    })
+                    .max();
                 return Ok(Grant {
                     key: key.to_string(),
                     value,
-                    fencing_token: None,
+                    fencing_token,
                     validity_ms,
                     validity_from_ms: Some(computed_at_ms),
                 });
@@ -413,7 +439,7 @@ impl LockClient for ScriptLock {
                     .masters()
                     .iter()
                     .zip(&outcomes)
-                    .filter(|(_, o)| matches!(o, Outcome::Success | Outcome::Unknown(_)));
+                    .filter(|(_, o)| matches!(o, Outcome::Success(_) | Outcome::Unknown(_)));
                 let unlocked = join_all(targets.map(|(link, _)| self.run_op(link, &spec.release, &vars))).await;
                 unlock_unknown = unlocked.iter().any(|o| matches!(o, Outcome::Unknown(_)));
             }
@@ -462,7 +488,7 @@ impl LockClient for ScriptLock {
         let vars = self.vars(&grant.key, &value, ttl_ms, grant.fencing_token);
         let start_ms = self.now_ms();
         let outcomes = self.run_everywhere(&self.spec.extend, &vars).await;
-        let successes = count(&outcomes, |o| *o == Outcome::Success);
+        let successes = count(&outcomes, succeeded);
         let computed_at_ms = self.env.monotonic_ms();
         let (validity_ms, positive) = self.validity(ttl_ms, self.now_ms() - start_ms);
         if successes >= self.spec.quorum && (positive || !self.spec.validity_recheck) {
@@ -478,7 +504,7 @@ impl LockClient for ScriptLock {
                 Outcome::Unknown(m) => return Err(LockError::Unknown(m.clone())),
                 Outcome::Failed(m) => return Err(LockError::Failed(m.clone())),
                 Outcome::Refused(m) => return Err(LockError::Lost(m.clone())),
-                Outcome::Success => {}
+                Outcome::Success(_) => {}
             }
         }
         Err(LockError::Lost(format!(
@@ -492,7 +518,7 @@ impl LockClient for ScriptLock {
         // `{ttl_ms}` is refused in release templates at load time.
         let vars = self.vars(&grant.key, &value, 0, grant.fencing_token);
         let outcomes = self.run_everywhere(&self.spec.release, &vars).await;
-        if outcomes.contains(&Outcome::Success) {
+        if outcomes.iter().any(succeeded) {
             return Ok(true);
         }
         // Every master answered and none released: nothing was ours to delete.
@@ -569,6 +595,10 @@ mod tests {
         assert!(is_success(Success::Positive, &Value::Int(2), "v"));
         assert!(!is_success(Success::One, &Value::Int(0), "v"));
         assert!(is_success(Success::Nil, &Value::Nil, "v"));
+        assert!(is_success(Success::Token, &Value::Int(7), "v"));
+        assert!(!is_success(Success::Token, &Value::Int(0), "v"));
+        assert!(!is_success(Success::Token, &Value::Nil, "v"));
+        assert_eq!(token_of(&Value::Int(7)), Some(7));
         for (kind, name) in Success::ALL {
             assert_eq!(Success::from_name(name), Some(kind));
             assert_eq!(kind.name(), name);

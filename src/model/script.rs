@@ -173,11 +173,14 @@ pub enum Success {
     Any,
     /// A string equal to the lock value (`GET` finding our own value).
     Value,
+    /// An integer above 0 that becomes the grant's fencing token (acquire only): a script that
+    /// takes the lock and increments a counter in one step issues the token inside the lock.
+    Token,
 }
 
 impl Success {
     /// Every kind, with its name in scenario files.
-    pub const ALL: [(Success, &'static str); 7] = [
+    pub const ALL: [(Success, &'static str); 8] = [
         (Success::Ok, "ok"),
         (Success::NonNil, "non-nil"),
         (Success::Nil, "nil"),
@@ -185,6 +188,7 @@ impl Success {
         (Success::Positive, "positive"),
         (Success::Any, "any"),
         (Success::Value, "value"),
+        (Success::Token, "token"),
     ];
 
     /// The name in scenario files.
@@ -198,6 +202,14 @@ impl Success {
     /// The kind of that name.
     pub fn from_name(name: &str) -> Option<Success> {
         Success::ALL.iter().find(|(_, n)| *n == name).map(|(s, _)| *s)
+    }
+}
+
+impl ScriptSpec {
+    /// Whether the acquire operation issues the grant's fencing token (a step whose success
+    /// reply is `token`).
+    pub fn issues_tokens(&self) -> bool {
+        self.acquire.steps.iter().any(|s| s.success == Success::Token)
     }
 }
 

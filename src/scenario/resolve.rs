@@ -712,11 +712,20 @@ impl Ctx<'_> {
                 extension_threshold_ms,
             }),
         };
+        let fencing = raw.fencing.unwrap_or_default();
+        if let AlgorithmSpec::Script(script) = &algorithm {
+            if fencing == crate::model::Fencing::Incr && script.issues_tokens() {
+                return Err(self.err(
+                    &path("fencing"),
+                    "`incr` and an acquire step with success = \"token\" are two sources of tokens: keep one",
+                ));
+            }
+        }
         Ok(LockSpec {
             algorithm,
             key,
             ttl_ms,
-            fencing: raw.fencing.unwrap_or_default(),
+            fencing,
             fencing_master,
             request_timeout_ms,
             connect_timeout_ms,

@@ -108,6 +108,10 @@ pub fn script_lock_help() -> String {
     }
     let names: Vec<&str> = Success::ALL.iter().map(|(_, n)| *n).collect();
     out.push_str(&format!("  success replies: {}\n", names.join(", ")));
+    out.push_str(
+        "    token: a positive integer that becomes the grant's fencing token (acquire only; the largest over the masters;\n      \
+         not with fencing = \"incr\"), e.g. a script doing SET NX PX and INCR together issues it inside the lock\n",
+    );
     out.push_str("  placeholders ({{ and }} are literal braces):\n");
     for (placeholder, meaning) in PLACEHOLDERS {
         out.push_str(&format!("    {placeholder:<10} {meaning}\n"));

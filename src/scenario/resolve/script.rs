@@ -410,6 +410,12 @@ impl Ctx<'_> {
                 )
             })?,
         };
+        if success == Success::Token && kind != OpKind::Acquire {
+            return Err(self.err(
+                &base.key("success"),
+                "`token` is an acquire's reply: fencing tokens are issued when the lock is taken",
+            ));
+        }
         let action = if let Some(words) = raw.command {
             if raw.keys.is_some() || raw.args.is_some() {
                 let key = if raw.keys.is_some() { "keys" } else { "args" };

@@ -127,6 +127,8 @@ pub struct Kill {
     pub how: &'static str,
     /// The assumptions the plan broke (empty for a plan inside them).
     pub broken: Vec<Broken>,
+    /// The plan's faults (with the seed, what `lockstep run` needs to replay the kill).
+    pub faults: Vec<GenFault>,
 }
 
 /// One mutant's exploration.
@@ -456,6 +458,7 @@ fn explore_mutant(
             checkers: checkers.iter().map(|c| c.as_str().to_string()).collect(),
             how,
             broken: judged.broken,
+            faults: judged.faults,
         });
         break;
     }

@@ -245,3 +245,43 @@ fn the_defaults_are_a_token_checked_single_master_lock() {
         "{release}"
     );
 }
+
+#[test]
+fn a_token_reply_is_an_acquire_only_and_one_source_of_tokens() {
+    let err = error(
+        &scenario_with("\n[lock.release]\ncommand = [\"INCR\", \"n\"]\nsuccess = \"token\"\n"),
+        "bad.toml",
+    );
+    assert_eq!(err.field.as_deref(), Some("lock.release.success"), "{err}");
+    assert!(err.message.contains("acquire"), "{err}");
+    let err = error(
+        &scenario_with("fencing = \"incr\"\n\n[lock.acquire]\ncommand = [\"INCR\", \"n\"]\nsuccess = \"token\"\n"),
+        "bad.toml",
+    );
+    assert_eq!(err.field.as_deref(), Some("lock.fencing"), "{err}");
+    assert!(err.message.contains("two sources of tokens"), "{err}");
+}
+
+/// The mutation suite's fenced parent: the acquire script issues the token with the SET, so
+/// every grant carries one and tokens follow grant order.
+#[test]
+fn an_acquire_script_issues_the_grants_fencing_tokens() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("mutants/parents/fenced-script.toml");
+    let scenario = Scenario::from_file(&path).expect("the parent loads");
+    assert!(scenario.lock.script().expect("a script lock").issues_tokens());
+    let text = scenario.to_toml();
+    let back = Scenario::from_str(&text, "back.toml").expect("the written scenario loads");
+    assert_eq!(back, scenario, "{text}");
+    let run = run_scenario(&scenario, None).expect("the world runs");
+    let verdict = |name: &str| {
+        run.results
+            .iter()
+            .find(|r| r.checker == name)
+            .map(|r| (r.verdict, r.explanation.clone()))
+            .unwrap()
+    };
+    let (order, text) = verdict("token-order");
+    assert_eq!(order, Verdict::Valid, "{text}");
+    assert!(text.contains("fencing tokens"), "{text}");
+    assert_eq!(verdict("stale-write").0, Verdict::Valid);
+}

@@ -855,3 +855,144 @@ fn workload_settings_the_live_driver_does_not_run_are_refused_by_name() {
         assert!(err.contains(field), "{file}: {err}");
     }
 }
+
+/// The notes of `run`'s history on `node`.
+fn notes_on(run: &lockstep::live::LiveRun, node: &str) -> Vec<String> {
+    run.history
+        .events()
+        .iter()
+        .filter(|e| e.node == node)
+        .filter_map(|e| match &e.kind {
+            lockstep::sim::EventKind::Note { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Failover with asynchronous replication, live: the master acknowledges client-1's SET and
+/// crashes before replicating it, the Sentinel promotes the replica, every client's address for
+/// the master follows it, and client-2 acquires too. The Rust adapter in most of five runs (the
+/// agreement with the simulation is checked with every live scenario above), redis-py in most of
+/// three.
+#[test]
+fn a_failover_to_a_lagging_replica_loses_the_lock_live() {
+    let Some(adapter) = rust_adapter() else { return };
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/live/failover.toml");
+    let scenario = lockstep::scenario::Scenario::from_file_live(&file).unwrap();
+    let options = lockstep::live::LiveOptions {
+        client: adapter.display().to_string(),
+        ..lockstep::live::LiveOptions::default()
+    };
+    let runs = 5;
+    let mut lost = 0;
+    for _ in 0..runs {
+        let run = lockstep::live::run_live(&scenario, &options).expect("the live run works");
+        // The promotion is in the history in the simulation's words, on the promoted replica.
+        let notes = notes_on(&run, "redis-1-replica-1");
+        assert!(
+            notes
+                .iter()
+                .any(|n| n
+                    .starts_with("promoted to master of `redis-1` by the sentinel: `redis-1` unreachable for 400 ms")),
+            "{notes:?}"
+        );
+        if run.verdict("mutual-exclusion") == Some(lockstep::checker::Verdict::Invalid) && run.as_expected() {
+            lost += 1;
+        }
+    }
+    assert!(lost >= runs - 1, "the lock was lost in {lost} of {runs} runs");
+    if redis_py() {
+        let s = live_report("py-failover", "scenarios/live/failover.toml", PYTHON, 3);
+        let text = serde_json::to_string_pretty(&s).unwrap();
+        assert!(count(&s, "mutual-exclusion", "invalid") >= 2, "{text}");
+        assert!(count(&s, "lost-update", "invalid") >= 2, "{text}");
+    }
+}
+
+/// A `failover` fault promotes at once, with the master still running: its open connections are
+/// closed and the clients reach the promoted replica, which never saw the key. What cannot run
+/// live with replicas is refused at its line and field.
+#[test]
+fn a_forced_failover_repoints_the_clients_and_unsupported_replica_settings_are_refused() {
+    let Some(adapter) = rust_adapter() else { return };
+    let dir = temp_dir("forced-failover");
+    let file = dir.join("forced.toml");
+    let body = |faults: &str| {
+        format!(
+            "name = \"live-forced-failover\"\ndescription = \"forced\"\nduration_ms = 6000\n[topology]\n\
+             resource = \"unfenced\"\n[[topology.master]]\nname = \"redis-1\"\nreplicas = 1\n\
+             replication_lag_ms = 1000\n[lock]\nalgorithm = \"token-release\"\nttl_ms = 3000\n\
+             request_timeout_ms = 500\n[workload]\niterations = 1\nacquire_retry_ms = 50\n\
+             [[client]]\nname = \"client-1\"\nstart_ms = 0\nwork_ms = 800\n[[client]]\nname = \"client-2\"\n\
+             start_ms = 400\nwork_ms = 100\n{faults}"
+        )
+    };
+    std::fs::write(
+        &file,
+        body("[[fault]]\nat_ms = 200\nkind = \"failover\"\nnode = \"redis-1\"\n"),
+    )
+    .unwrap();
+    let scenario = lockstep::scenario::Scenario::from_file_live(&file).unwrap();
+    let simulated = lockstep::run::run_scenario(&scenario, None).unwrap();
+    let options = lockstep::live::LiveOptions {
+        client: adapter.display().to_string(),
+        ..lockstep::live::LiveOptions::default()
+    };
+    let mut last = String::new();
+    let agreed = (0..2).any(|_| {
+        let live = lockstep::live::run_live(&scenario, &options).expect("the live run works");
+        let notes = notes_on(&live, "redis-1-replica-1");
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("promoted to master of `redis-1` forced by a failover fault")),
+            "{notes:?}"
+        );
+        last = format!("{:?} vs simulated {:?}", live.results, simulated.results);
+        simulated
+            .results
+            .iter()
+            .filter(|r| r.checker != "lease-validity")
+            .all(|r| live.verdict(&r.checker) == Some(r.verdict))
+    });
+    assert!(agreed, "{last}");
+    assert_eq!(
+        simulated
+            .results
+            .iter()
+            .find(|r| r.checker == "mutual-exclusion")
+            .unwrap()
+            .verdict,
+        lockstep::checker::Verdict::Invalid
+    );
+
+    // A partition of a client's link to a replicated master: the live link follows the group.
+    std::fs::write(
+        &file,
+        body("[[fault]]\nat_ms = 200\nkind = \"partition\"\na = \"client-1\"\nb = \"redis-1\"\n"),
+    )
+    .unwrap();
+    let (code, out, err) = lockstep(&["live", file.to_str().unwrap(), "--client", "true"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("forced.toml:") && err.contains("field `fault[0]`") && err.contains("replication group"),
+        "{err}"
+    );
+    // Replicas behind real redis-servers.
+    std::fs::write(&file, body("")).unwrap();
+    let (code, out, err) = lockstep(&[
+        "live",
+        file.to_str().unwrap(),
+        "--client",
+        "true",
+        "--redis-server",
+        "/nonexistent/redis-server",
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("forced.toml:")
+            && err.contains("field `topology.master[0].replicas`")
+            && err.contains("--redis-server"),
+        "{err}"
+    );
+}

@@ -23,7 +23,7 @@
 //! unblock it at once. A replica refuses writes queued inside `MULTI` with `READONLY`, and `EXEC`
 //! then answers `EXECABORT`, as Redis does.
 
-use crate::deployment::replication::{diff, Effect, SharedReplication};
+use crate::deployment::replication::{diff, Effect, Replication, SharedReplication};
 use crate::history::EventKind;
 use crate::node::Node;
 use crate::redis::{blocking_timeout_ms, is_write_command, ClientSession, RedisEngine, Reply};
@@ -52,11 +52,7 @@ pub(crate) fn expire_due(node: &Node, engine: &RefCell<RedisEngine>, repl: &Shar
             key: String::from_utf8_lossy(key).into_owned(),
         });
     }
-    let publish = repl.borrow().has_replicas(node.name());
-    if publish {
-        let effects = expired.into_iter().map(|key| Effect { key, entry: None }).collect();
-        repl.borrow_mut().publish(node.name(), effects, node.true_time_us());
-    }
+    publish_expired(repl, node.name(), expired, node.true_time_us());
 }
 
 fn record(node: &Node, conn: u64, args: &[Bytes], reply: &Reply) {
@@ -65,6 +61,68 @@ fn record(node: &Node, conn: u64, args: &[Bytes], reply: &Reply) {
         args: render_args(args),
         reply: render_reply(reply),
     });
+}
+
+/// Runs one command (`name`, lower case) of a connection on server `node` as its role in `repl`
+/// says. A replica answers a write with [`READONLY_ERROR`] without running it (flagging an open
+/// transaction), runs anything else (a script) and undoes it with `READONLY` if it wrote; a master
+/// with replicas publishes the command's effects at true time `now_us()`. `run` executes the
+/// command on `engine`; `settle` runs after a command that is kept (the simulated server serves
+/// blocked clients and pushes there), before its effects are taken. Shared by the simulated
+/// servers and the live ones (`lockstep live`).
+#[allow(clippy::too_many_arguments)]
+pub fn execute_member(
+    repl: &RefCell<Replication>,
+    node: &str,
+    engine: &RefCell<RedisEngine>,
+    session: &mut ClientSession,
+    name: &str,
+    now_us: &dyn Fn() -> u64,
+    run: &mut dyn FnMut(&mut ClientSession) -> Vec<Reply>,
+    settle: &mut dyn FnMut(),
+) -> Vec<Reply> {
+    let (is_master, has_replicas) = {
+        let r = repl.borrow();
+        (r.is_master(node), r.has_replicas(node))
+    };
+    if !is_master {
+        if is_write_command(name.as_bytes()) {
+            session.flag_transaction();
+            return vec![Reply::error(READONLY_ERROR)];
+        }
+        // Scripts and anything else: run, and undo it if it wrote.
+        let before = engine.borrow().keyspace().clone();
+        let replies = run(session);
+        if *engine.borrow().keyspace() != before {
+            engine.borrow_mut().restore(before);
+            return vec![Reply::error(READONLY_ERROR)];
+        }
+        settle();
+        replies
+    } else if has_replicas {
+        let before = engine.borrow().keyspace().clone();
+        let replies = run(session);
+        settle();
+        let effects = diff(&before, engine.borrow().keyspace());
+        if !effects.is_empty() {
+            repl.borrow_mut().publish(node, effects, now_us());
+        }
+        replies
+    } else {
+        let replies = run(session);
+        settle();
+        replies
+    }
+}
+
+/// Replicates keys that expired on master `node` (`expired`) as `DEL`s at true time `now_us`,
+/// when it has replicas.
+pub fn publish_expired(repl: &RefCell<Replication>, node: &str, expired: Vec<Bytes>, now_us: u64) {
+    let publish = repl.borrow().has_replicas(node);
+    if publish {
+        let effects = expired.into_iter().map(|key| Effect { key, entry: None }).collect();
+        repl.borrow_mut().publish(node, effects, now_us);
+    }
 }
 
 /// `WAIT numreplicas timeout` on master `node`.
@@ -249,47 +307,23 @@ pub(crate) fn handler(
         if name == "wait" {
             return wait(&node, &repl, conn, args);
         }
-        let (is_master, has_replicas) = {
-            let r = repl.borrow();
-            (r.is_master(node.name()), r.has_replicas(node.name()))
-        };
+        let is_master = repl.borrow().is_master(node.name());
         let mut session = conns
             .borrow_mut()
             .open
             .get_mut(&conn)
             .map(|c| std::mem::take(&mut c.session))
             .unwrap_or_else(|| ClientSession::new(conn as i64));
-        let run = |session: &mut ClientSession| engine.borrow_mut().execute_conn(session, args, node.wall_ms());
-        let replies = if !is_master {
-            if is_write_command(name.as_bytes()) {
-                session.flag_transaction();
-                vec![Reply::error(READONLY_ERROR)]
-            } else {
-                // Scripts and anything else: run, and undo it if it wrote.
-                let before = engine.borrow().keyspace().clone();
-                let replies = run(&mut session);
-                if *engine.borrow().keyspace() != before {
-                    engine.borrow_mut().restore(before);
-                    vec![Reply::error(READONLY_ERROR)]
-                } else {
-                    serve_blocked_and_pushes(&node, &engine, &conns);
-                    replies
-                }
-            }
-        } else if has_replicas {
-            let before = engine.borrow().keyspace().clone();
-            let replies = run(&mut session);
-            serve_blocked_and_pushes(&node, &engine, &conns);
-            let effects = diff(&before, engine.borrow().keyspace());
-            if !effects.is_empty() {
-                repl.borrow_mut().publish(node.name(), effects, node.true_time_us());
-            }
-            replies
-        } else {
-            let replies = run(&mut session);
-            serve_blocked_and_pushes(&node, &engine, &conns);
-            replies
-        };
+        let replies = execute_member(
+            &repl,
+            node.name(),
+            &engine,
+            &mut session,
+            &name,
+            &|| node.true_time_us(),
+            &mut |session| engine.borrow_mut().execute_conn(session, args, node.wall_ms()),
+            &mut || serve_blocked_and_pushes(&node, &engine, &conns),
+        );
         let blocks = is_master && name == "blpop" && !session.in_multi() && replies == [Reply::Array(None)];
         if let Some(c) = conns.borrow_mut().open.get_mut(&conn) {
             c.session = session;

@@ -9,13 +9,16 @@
 //! `clock-jump` and `drift` of a client through libfaketime when it is installed
 //! ([`super::fakeclock`]). Refused with a reason: a client clock fault without libfaketime,
 //! network faults between two servers or two clients (live runs have client↔server links only),
-//! `power-loss` and `shutdown` of a client, process faults on the resource, and `failover` (no
-//! replicas live).
+//! network faults on a client's link to a replicated master or a replica (a live link follows
+//! failovers: it is the client's address for the group), `power-loss` and `shutdown` of a client,
+//! and process faults on the resource. Replicas take the faults of masters (pause, clock, crash,
+//! restart); `failover` promotes a replica at once ([`super::replication`]).
 
 use super::fakeclock::FakeClock;
 use super::link::Link;
 use super::process::GroupControl;
 use super::recorder::LiveRecorder;
+use super::replication::LiveReplication;
 use super::server::{Server, StopKind};
 use lockstep_sim::{EventKind, Fault, FaultPlan};
 use std::collections::BTreeMap;
@@ -32,20 +35,29 @@ pub struct Targets {
     pub links: Vec<Rc<Link>>,
     /// Faked wall clocks of clients (libfaketime), by client name.
     pub client_clocks: BTreeMap<String, Rc<FakeClock>>,
+    /// The replication groups (replicas, the Sentinel, promotion).
+    pub replication: Rc<LiveReplication>,
 }
 
-/// Why a fault cannot be applied live (`None`: it can), given the client and server names.
-/// `faketime`: whether libfaketime is installed (client clock jumps need it).
-pub fn refusal(
-    fault: &Fault,
-    clients: &[String],
-    masters: &[String],
-    resource: &str,
-    faketime: bool,
-) -> Option<String> {
-    let is_client = |n: &str| clients.iter().any(|c| c == n);
-    let is_master = |n: &str| masters.iter().any(|m| m == n);
-    let is_server = |n: &str| is_master(n) || n == resource;
+/// The nodes of a live run, as [`refusal`] judges a fault.
+pub struct LiveNodes<'a> {
+    /// The clients.
+    pub clients: &'a [String],
+    /// Every Redis server: masters and replicas.
+    pub redis: &'a [String],
+    /// The members (masters and replicas) of groups with replicas.
+    pub replicated: &'a [String],
+    /// The resource's name.
+    pub resource: &'a str,
+}
+
+/// Why a fault cannot be applied live (`None`: it can), given the run's nodes. `faketime`:
+/// whether libfaketime is installed (client clock jumps need it).
+pub fn refusal(fault: &Fault, nodes: &LiveNodes<'_>, faketime: bool) -> Option<String> {
+    let is_client = |n: &str| nodes.clients.iter().any(|c| c == n);
+    let is_master = |n: &str| nodes.redis.iter().any(|m| m == n);
+    let is_replicated = |n: &str| nodes.replicated.iter().any(|m| m == n);
+    let is_server = |n: &str| is_master(n) || n == nodes.resource;
     let link_ok = |a: &str, b: &str| (is_client(a) && is_server(b)) || (is_server(a) && is_client(b));
     match fault {
         Fault::Pause { node, .. } => (!is_client(node) && !is_server(node)).then(|| format!("no node named {node}")),
@@ -74,18 +86,27 @@ pub fn refusal(
         | Fault::Release { a, b }
         | Fault::Latency { a, b, .. }
         | Fault::Loss { a, b, .. } => {
+            if let Some(member) = [a, b].into_iter().find(|n| is_replicated(n)) {
+                return Some(format!(
+                    "{member} is in a replication group: a client's live link to a replicated master follows \
+                     failovers (it is the client's address for the group), so it cannot cut one server as the \
+                     simulation does"
+                ));
+            }
             (!link_ok(a, b)).then(|| format!("live runs have client<->server links only; {a} <-> {b} is not one"))
         }
         Fault::Crash { node } | Fault::Restart { node } if is_client(node) => None,
         Fault::Crash { node } | Fault::PowerLoss { node } | Fault::Shutdown { node } | Fault::Restart { node } => {
             (!is_master(node)).then(|| {
                 format!(
-                    "process faults apply to Redis masters (and crash and restart to clients) live; {node} is \
+                    "process faults apply to Redis servers (masters, replicas; crash and restart to clients too) live; {node} is \
                      neither"
                 )
             })
         }
-        Fault::Failover { .. } => Some("failover needs replicas, which live runs do not deploy".to_string()),
+        Fault::Failover { node } => {
+            (!is_replicated(node)).then(|| format!("failover needs replicas, and {node} has none"))
+        }
         #[allow(unreachable_patterns)]
         other => Some(format!("fault kind {} is not supported live", other.kind())),
     }
@@ -95,7 +116,7 @@ fn links_between<'a>(targets: &'a Targets, a: &'a str, b: &'a str) -> impl Itera
     targets
         .links
         .iter()
-        .filter(move |l| (l.client == a && l.server.name() == b) || (l.client == b && l.server.name() == a))
+        .filter(move |l| (l.client == a && l.group == b) || (l.client == b && l.group == a))
 }
 
 /// Applies one fault now (and schedules the end of a pause).
@@ -204,15 +225,16 @@ fn apply(rec: &LiveRecorder, targets: &Targets, fault: &Fault) {
             };
             if let Some(s) = targets.servers.get(node) {
                 s.stop(kind);
-                for link in targets.links.iter().filter(|l| l.server.name() == node) {
+                for link in targets.links.iter().filter(|l| l.server().name() == node) {
                     link.reset_connections();
                 }
             }
         }
+        Fault::Failover { node } => targets.replication.failover(node),
         Fault::Restart { node } => {
             if let Some(s) = targets.servers.get(node) {
                 if s.is_running() {
-                    for link in targets.links.iter().filter(|l| l.server.name() == node) {
+                    for link in targets.links.iter().filter(|l| l.server().name() == node) {
                         link.reset_connections();
                     }
                 }

@@ -13,6 +13,11 @@
 //! stays silent while the partition lasts); `loss` resets a connection with the given
 //! probability per chunk. A stopped server resets its connections and closes new ones at once.
 //! Everything binds to 127.0.0.1.
+//!
+//! A link to a replicated master is the client's address for the replication group (named after
+//! the master it was defined with), as a Sentinel-aware client's: a promotion re-points it to the
+//! promoted replica ([`Link::repoint`]) and closes its open connections, as a failover does; the
+//! connections opened afterwards reach the new master.
 
 use super::server::Server;
 use bytes::{Bytes, BytesMut};
@@ -44,8 +49,10 @@ pub struct Direction {
 pub struct Link {
     /// The client.
     pub client: String,
-    /// The server.
-    pub server: Rc<Server>,
+    /// The server the client knows: the master's name (the replication group's).
+    pub group: String,
+    /// The server its connections reach now (the group's current master).
+    server: RefCell<Rc<Server>>,
     /// client → server.
     pub up: Direction,
     /// server → client.
@@ -65,6 +72,17 @@ impl Link {
         } else {
             &self.down
         }
+    }
+
+    /// The server new connections reach.
+    pub fn server(&self) -> Rc<Server> {
+        self.server.borrow().clone()
+    }
+
+    /// Re-points the link to `server` (a promoted replica) and closes its open connections.
+    pub fn repoint(&self, server: Rc<Server>) {
+        *self.server.borrow_mut() = server;
+        self.reset_connections();
     }
 
     /// Resets every open connection (a server stop).
@@ -89,7 +107,8 @@ pub async fn bind(port: u16) -> std::io::Result<TcpListener> {
 pub fn serve(listener: TcpListener, client: &str, server: Rc<Server>, seed: u64) -> std::io::Result<Rc<Link>> {
     let link = Rc::new(Link {
         client: client.to_string(),
-        server,
+        group: server.name().to_string(),
+        server: RefCell::new(server),
         up: Direction::default(),
         down: Direction::default(),
         addr: listener.local_addr()?,
@@ -103,7 +122,7 @@ pub fn serve(listener: TcpListener, client: &str, server: Rc<Server>, seed: u64)
                 continue;
             };
             let _ = stream.set_nodelay(true);
-            if !l.server.is_running() {
+            if !l.server().is_running() {
                 // A stopped server: the connection is refused (closed at once).
                 drop(stream);
                 continue;
@@ -235,15 +254,17 @@ async fn proxy(link: Rc<Link>, stream: TcpStream, port: u16, mut closed: watch::
 }
 
 async fn connection(link: Rc<Link>, stream: TcpStream, closed: watch::Receiver<bool>) {
-    if let Some(port) = link.server.real_port() {
+    if let Some(port) = link.server().real_port() {
         return proxy(link, stream, port, closed).await;
     }
     engine_connection(link, stream, closed).await
 }
 
 async fn engine_connection(link: Rc<Link>, stream: TcpStream, mut closed: watch::Receiver<bool>) {
-    let generation = link.server.generation();
-    let conn = link.server.next_conn();
+    // The server this connection reaches, for its whole life (a promotion closes it).
+    let server = link.server();
+    let generation = server.generation();
+    let conn = server.next_conn();
     let dead = Rc::new(Cell::new(false));
     let (mut rd, mut wr) = stream.into_split();
     let (up_tx, mut up_rx) = mpsc::unbounded_channel::<(Instant, Bytes)>();
@@ -284,6 +305,7 @@ async fn engine_connection(link: Rc<Link>, stream: TcpStream, mut closed: watch:
         let link = link.clone();
         let dead = dead.clone();
         let reset_tx = reset_tx.clone();
+        let server = server.clone();
         tokio::task::spawn_local(async move {
             let mut session = ClientSession::new(conn as i64);
             let mut input = BytesMut::with_capacity(4096);
@@ -298,14 +320,14 @@ async fn engine_connection(link: Rc<Link>, stream: TcpStream, mut closed: watch:
                 loop {
                     match decode_command(&mut input) {
                         Ok(Some(args)) => {
-                            while link.server.is_paused() {
+                            while server.is_paused() {
                                 tokio::time::sleep(Duration::from_millis(1)).await;
                             }
-                            if !link.server.is_running() || link.server.generation() != generation {
+                            if !server.is_running() || server.generation() != generation {
                                 let _ = reset_tx.send(true);
                                 return;
                             }
-                            let reply = link.server.execute(&mut session, &link.client, &args);
+                            let reply = server.execute(&mut session, &link.client, &args);
                             encode_reply(&reply, &mut out);
                         }
                         Ok(None) => break,

@@ -8,8 +8,11 @@
 //! addresses in its environment; lockstep drives it one workload step at a time over a JSON-lines
 //! protocol on its stdin and stdout ([`protocol`], documented in `docs/live.md`). Faults come from
 //! the scenario's plan at their real times: SIGSTOP/SIGCONT pauses, server clock jumps, crashes and
-//! restarts, network faults on each client↔server link ([`faults`]). The merged history has the
-//! same event shapes as a simulated run's, so the same checkers judge it.
+//! restarts, network faults on each client↔server link ([`faults`]). Replicas are live servers
+//! too, replicating after the scenario's lag and promoted by the Sentinel or a `failover` fault
+//! with the simulation's rules; a promotion re-points the clients' address for the master to the
+//! promoted replica ([`replication`]). The merged history has the same event shapes as a simulated
+//! run's, so the same checkers judge it.
 //!
 //! **Real time is the deliberate exception to determinism**: this module (and only it) reads
 //! `std::time` and waits on tokio's real timers. Live runs are not reproducible; the fault plan
@@ -27,6 +30,7 @@ pub mod process;
 pub mod protocol;
 pub mod real;
 pub mod recorder;
+pub mod replication;
 pub mod server;
 
 use crate::checker::{self, CheckResult, Verdict};
@@ -49,9 +53,17 @@ use std::time::Duration;
 /// Why a live run could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
-    /// The scenario cannot run live (a refused fault, replicas, ...).
+    /// The scenario cannot run live (a refused fault, ...).
     #[error("{0}")]
     Unsupported(String),
+    /// A setting of the scenario cannot run live; `field` (dotted) names it.
+    #[error("field `{field}`: {message}")]
+    Refused {
+        /// The field, e.g. `topology.master[0].replicas` or `fault[2]`.
+        field: String,
+        /// Why.
+        message: String,
+    },
     /// A port could not be bound.
     #[error("cannot listen on 127.0.0.1:{port}: {reason}{hint}")]
     Port {
@@ -71,6 +83,19 @@ pub enum LiveError {
     /// The runtime could not be built.
     #[error("runtime: {0}")]
     Runtime(String),
+}
+
+impl LiveError {
+    /// The message, positioned in the scenario file `file` (`file:line:column: field ...`) when
+    /// it is about a setting.
+    pub fn located(&self, file: &Path) -> String {
+        match self {
+            LiveError::Refused { field, message } => {
+                crate::scenario::ScenarioError::at_field(file, field, message.clone()).to_string()
+            }
+            other => other.to_string(),
+        }
+    }
 }
 
 impl From<DriverError> for LiveError {
@@ -178,10 +203,12 @@ pub fn check_supported(scenario: &Scenario, real_redis: bool) -> Result<(), Live
         ("workload.tasks", tasks),
     ] {
         if differs {
-            return Err(LiveError::Unsupported(format!(
-                "field `{field}`: live runs drive one task per client through one read, fixed work and one \
-                 write per turn; leave it at its default for `lockstep live`"
-            )));
+            return Err(LiveError::Refused {
+                field: field.to_string(),
+                message: "live runs drive one task per client through one read, fixed work and one write per \
+                          turn; leave it at its default for `lockstep live`"
+                    .to_string(),
+            });
         }
     }
     for client in &scenario.clients {
@@ -195,14 +222,35 @@ pub fn check_supported(scenario: &Scenario, real_redis: bool) -> Result<(), Live
             }
         }
     }
-    for name in &masters {
-        if scenario.master_setup(name).replicas > 0 {
-            return Err(LiveError::Unsupported(format!(
-                "master {name} has replicas: live runs deploy independent masters only"
-            )));
+    let mut redis = Vec::new();
+    let mut replicated = Vec::new();
+    for (i, name) in masters.iter().enumerate() {
+        redis.push(name.clone());
+        let replicas = scenario.replicas_of(name);
+        if replicas.is_empty() {
+            continue;
         }
+        if real_redis {
+            return Err(LiveError::Refused {
+                field: format!("topology.master[{i}].replicas"),
+                message: format!(
+                    "master {name} has replicas, which lockstep cannot deploy with --redis-server (a real \
+                     redis-server's replication is not driven by the scenario's lag and Sentinel); leave \
+                     --redis-server out to run replicas on lockstep's servers"
+                ),
+            });
+        }
+        replicated.push(name.clone());
+        redis.extend(replicas.iter().cloned());
+        replicated.extend(replicas);
     }
-    for f in &scenario.faults.faults {
+    let nodes = faults::LiveNodes {
+        clients: &clients,
+        redis: &redis,
+        replicated: &replicated,
+        resource: RESOURCE_NODE,
+    };
+    for (i, f) in scenario.faults.faults.iter().enumerate() {
         if real_redis {
             if let lockstep_sim::Fault::ClockJump { node, .. } | lockstep_sim::Fault::Drift { node, .. } = &f.fault {
                 if masters.contains(node) {
@@ -215,12 +263,11 @@ pub fn check_supported(scenario: &Scenario, real_redis: bool) -> Result<(), Live
                 }
             }
         }
-        if let Some(why) = faults::refusal(&f.fault, &clients, &masters, RESOURCE_NODE, faketime) {
-            return Err(LiveError::Unsupported(format!(
-                "the {} fault at {} ms cannot run live: {why}",
-                f.fault.kind(),
-                f.at_ms
-            )));
+        if let Some(why) = faults::refusal(&f.fault, &nodes, faketime) {
+            return Err(LiveError::Refused {
+                field: format!("fault[{i}]"),
+                message: format!("the {} fault at {} ms cannot run live: {why}", f.fault.kind(), f.at_ms),
+            });
         }
     }
     Ok(())
@@ -415,8 +462,31 @@ async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun
     let mut servers: BTreeMap<String, Rc<Server>> = BTreeMap::new();
     let mut server_order = Vec::new();
     let mut next_port = options.base_port;
+    // One replication bookkeeping for every group, shared by its servers (as in the simulation).
+    let repl = Rc::new(std::cell::RefCell::new(
+        lockstep_sim::deployment::replication::Replication::default(),
+    ));
     for m in &scenario.masters {
         let setup = scenario.master_setup(&m.name);
+        let replicas = scenario.replicas_of(&m.name);
+        if !replicas.is_empty() && options.redis_server.is_none() {
+            let replica_setup = lockstep_sim::MasterSetup {
+                clock: lockstep_sim::ClockSpec {
+                    offset_ms: setup.replica_offset_ms,
+                    drift_ppm: 0,
+                },
+                ..setup.clone()
+            };
+            for replica in &replicas {
+                let server = Server::member(replica, replica_setup.clone(), &rec, Some(repl.clone()));
+                servers.insert(replica.clone(), server);
+            }
+            repl.borrow_mut()
+                .add_group(&m.name, &replicas, setup.replication_lag_ms, setup.failover_after_ms);
+            servers.insert(m.name.clone(), Server::member(&m.name, setup, &rec, Some(repl.clone())));
+            server_order.push(m.name.clone());
+            continue;
+        }
         let server = match &options.redis_server {
             None => Server::master(&m.name, setup, &rec),
             Some(binary) => {
@@ -439,7 +509,8 @@ async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun
     );
     server_order.push(RESOURCE_NODE.to_string());
 
-    // One listener per client per server.
+    // One listener per client per master and the resource (a replica is reached through its
+    // group's link once promoted).
     let mut links = Vec::new();
     let mut addresses = BTreeMap::new();
     for client in &scenario.clients {
@@ -486,8 +557,10 @@ async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun
             text: format!("live start seed={} (real time: not reproducible)", scenario.seed),
         },
     );
+    let replication = Rc::new(replication::LiveReplication::new(repl, servers.clone(), links.clone()));
     let ticker = {
         let servers: Vec<Rc<Server>> = servers.values().cloned().collect();
+        let (replication, rec) = (replication.clone(), rec.clone());
         tokio::task::spawn_local(async move {
             let mut interval = tokio::time::interval(Duration::from_millis(1));
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -497,6 +570,7 @@ async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun
                     s.tick_restart();
                     s.tick();
                 }
+                replication.tick(rec.now_us());
             }
         })
     };
@@ -508,6 +582,7 @@ async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun
         servers: servers.clone(),
         links: links.clone(),
         client_clocks,
+        replication,
     });
     let fault_task = tokio::task::spawn_local(faults::run_plan(rec.clone(), targets.clone(), scenario.faults.clone()));
 
@@ -675,7 +750,7 @@ fn main_inner(args: &LiveArgs, render: &dyn output::Render) -> Result<u8, String
     if args.runs == 0 {
         return Err("--runs must be at least 1".to_string());
     }
-    check_supported(&scenario, args.redis_server.is_some()).map_err(|e| e.to_string())?;
+    check_supported(&scenario, args.redis_server.is_some()).map_err(|e| e.located(&args.file))?;
     if let Some(out) = &args.report {
         std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     }
@@ -691,7 +766,7 @@ fn main_inner(args: &LiveArgs, render: &dyn output::Render) -> Result<u8, String
     let mut runs = Vec::new();
     for i in 0..args.runs {
         let started = std::time::Instant::now();
-        let run = run_live(&scenario, &options).map_err(|e| e.to_string())?;
+        let run = run_live(&scenario, &options).map_err(|e| e.located(&args.file))?;
         let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
         render.run(&args.file, &scenario, &run, i, args.runs, args.quiet || args.runs > 1);
         runs.push((run, wall_ms));
@@ -714,5 +789,5 @@ fn main_inner(args: &LiveArgs, render: &dyn output::Render) -> Result<u8, String
 /// Loads a scenario and runs it live once (for tests and library users).
 pub fn run_file(path: &Path, options: &LiveOptions) -> Result<LiveRun, String> {
     let scenario = Scenario::from_file_live(path).map_err(|e| e.to_string())?;
-    run_live(&scenario, options).map_err(|e| e.to_string())
+    run_live(&scenario, options).map_err(|e| e.located(path))
 }

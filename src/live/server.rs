@@ -15,12 +15,22 @@
 //!
 //! Added for real client libraries (not in the simulated server): `INFO` answers a minimal
 //! server section (ioredis' ready check asks for it); the resource answers `CLIENT`, `SELECT`,
-//! `PING`, `INFO` and `HELLO 2`. Left out: replicas, sentinel and failover.
+//! `PING`, `INFO` and `HELLO 2`.
+//!
+//! Replicas are servers of the same kind sharing one [`Replication`] with their master (the
+//! simulation's bookkeeping, [`lockstep_sim::deployment::replication`]): a command runs as the
+//! server's role says ([`lockstep_sim::master::execute_member`]: a replica answers writes with
+//! `READONLY`, a master with replicas publishes each command's effects and each expiry), a stop
+//! drops what was not yet delivered and a start resynchronises; [`super::replication`] delivers the
+//! stream after its lag, runs the Sentinel and promotes. Left out: `WAIT` (the engine does not
+//! know it), replicas behind real `redis-server`s.
 
 use super::real::RealRedis;
 use super::recorder::LiveRecorder;
 use bytes::Bytes;
 use lockstep_sim::clock::NodeClock;
+use lockstep_sim::deployment::replication::Replication;
+use lockstep_sim::master::{execute_member, publish_expired};
 use lockstep_sim::redis::{ClientSession, EngineConfig, Keyspace, RedisEngine, Reply};
 use lockstep_sim::resource::FencedStore;
 use lockstep_sim::serve::{render_args, render_reply};
@@ -58,6 +68,8 @@ struct MasterState {
     restart_pending: Cell<bool>,
     /// A real `redis-server` serving this master instead of the engine.
     real: Option<RefCell<RealRedis>>,
+    /// The replication group it belongs to (shared with the other members), if it has replicas.
+    repl: Option<Rc<RefCell<Replication>>>,
 }
 
 /// One live server.
@@ -76,6 +88,17 @@ pub struct Server {
 impl Server {
     /// A Redis master deployed as `setup` says.
     pub fn master(name: &str, setup: MasterSetup, rec: &LiveRecorder) -> Rc<Self> {
+        Self::member(name, setup, rec, None)
+    }
+
+    /// A Redis server deployed as `setup` says (its clock is `setup.clock`), a member of the
+    /// replication group `repl` when given (a master or a replica, as `repl` says).
+    pub fn member(
+        name: &str,
+        setup: MasterSetup,
+        rec: &LiveRecorder,
+        repl: Option<Rc<RefCell<Replication>>>,
+    ) -> Rc<Self> {
         let clock = rec.add_clock(name, setup.clock.offset_ms, setup.clock.drift_ppm);
         Rc::new(Server {
             name: name.to_string(),
@@ -89,6 +112,7 @@ impl Server {
                 stopped_at: Cell::new(None),
                 restart_pending: Cell::new(false),
                 real: None,
+                repl,
             })),
             running: Cell::new(true),
             paused: Cell::new(false),
@@ -213,7 +237,7 @@ impl Server {
             if real.is_some() {
                 return;
             }
-            self.expire_due(engine);
+            self.expire_due(engine, master.repl.as_deref());
             if setup.persistence == Persistence::AofEverysec {
                 let mono = self.monotonic_ms();
                 if mono - last_fsync_mono_ms.get() >= 1000 {
@@ -224,16 +248,53 @@ impl Server {
         }
     }
 
-    fn expire_due(&self, engine: &RefCell<RedisEngine>) {
+    fn expire_due(&self, engine: &RefCell<RedisEngine>, repl: Option<&RefCell<Replication>>) {
         let expired = engine.borrow_mut().expire_due(self.wall_ms());
-        for key in expired {
+        if expired.is_empty() {
+            return;
+        }
+        for key in &expired {
             self.rec.record(
                 &self.name,
                 EventKind::Expired {
-                    key: String::from_utf8_lossy(&key).into_owned(),
+                    key: String::from_utf8_lossy(key).into_owned(),
                 },
             );
         }
+        if let Some(repl) = repl {
+            publish_expired(repl, &self.name, expired, self.rec.now_us());
+        }
+    }
+
+    /// Running and not paused: what the Sentinel and the replication stream can reach.
+    pub fn reachable(&self) -> bool {
+        self.is_running() && !self.is_paused()
+    }
+
+    /// The engine of a master or replica served by lockstep (not the resource, not a real
+    /// `redis-server`).
+    pub fn engine(&self) -> Option<&RefCell<RedisEngine>> {
+        match &self.kind {
+            Kind::Master(master) if master.real.is_none() => Some(&master.engine),
+            _ => None,
+        }
+    }
+
+    /// Records a note on this server.
+    pub fn note(&self, text: String) {
+        self.rec.record(&self.name, EventKind::Note { text });
+    }
+
+    /// Records a command of the replication stream applied on this replica (connection 0).
+    pub fn record_stream_command(&self, args: Vec<String>) {
+        self.rec.record(
+            &self.name,
+            EventKind::Command {
+                conn: 0,
+                args,
+                reply: "+OK".to_string(),
+            },
+        );
     }
 
     /// Executes one command from `peer` on connection `conn`, records it, and returns the reply.
@@ -241,13 +302,26 @@ impl Server {
         match &self.kind {
             Kind::Master(master) => {
                 let engine = &master.engine;
-                self.expire_due(engine);
+                self.expire_due(engine, master.repl.as_deref());
                 let name = args
                     .first()
                     .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
                     .unwrap_or_default();
                 let reply = if name == "info" {
                     Reply::bulk(INFO)
+                } else if let Some(repl) = &master.repl {
+                    // As its role says: a replica refuses writes, a master replicates them.
+                    let mut replies = execute_member(
+                        repl,
+                        &self.name,
+                        engine,
+                        session,
+                        &name,
+                        &|| self.rec.now_us(),
+                        &mut |session| vec![engine.borrow_mut().execute_as(session, args, self.wall_ms())],
+                        &mut || {},
+                    );
+                    replies.pop().unwrap_or(Reply::Array(None))
                 } else {
                     engine.borrow_mut().execute_as(session, args, self.wall_ms())
                 };
@@ -295,6 +369,9 @@ impl Server {
             };
             engine.borrow_mut().reset();
             engine.borrow_mut().restore(kept);
+            if let Some(repl) = &master.repl {
+                repl.borrow_mut().on_stop(&self.name);
+            }
         }
     }
 
@@ -372,6 +449,9 @@ impl Server {
             } = &**master;
             last_fsync_mono_ms.set(self.monotonic_ms());
             *synced.borrow_mut() = engine.borrow().keyspace().clone();
+            if let Some(repl) = &master.repl {
+                repl.borrow_mut().on_start(&self.name);
+            }
         }
         self.rec.record(
             &self.name,

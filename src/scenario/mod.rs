@@ -370,6 +370,15 @@ pub struct ScenarioError {
 }
 
 impl ScenarioError {
+    /// An error about `field` (dotted, with `[i]` indices: `topology.master[0].replicas`) of the
+    /// scenario file at `path`, positioned at its key or its nearest written ancestor (no
+    /// position when the file cannot be read). For checks made after parsing (`lockstep live`).
+    pub fn at_field(path: &Path, field: &str, message: impl Into<String>) -> Self {
+        let shown = path.display().to_string();
+        let source = std::fs::read_to_string(path).unwrap_or_default();
+        resolve::error_at_path(&source, &shown, field, message.into())
+    }
+
     /// An error about a whole file (I/O, encoding), with no position.
     pub fn file(path: impl Into<String>, message: impl Into<String>) -> Self {
         ScenarioError {

@@ -58,6 +58,30 @@ pub(super) fn error_at_key(source: &str, origin: &str, key: &str, message: Strin
     ctx.err(&FieldPath::keys(&[key]), message)
 }
 
+/// An error about the field at `path` (dotted, with `[i]` indices: `topology.master[0].replicas`),
+/// positioned at its key or its nearest written ancestor.
+pub(super) fn error_at_path(source: &str, origin: &str, path: &str, message: String) -> ScenarioError {
+    let ctx = Ctx {
+        source,
+        origin,
+        locator: Locator::new(source),
+        live: false,
+    };
+    let mut segs = Vec::new();
+    for part in path.split('.') {
+        let (key, indices) = part.split_once('[').map_or((part, ""), |(k, rest)| (k, rest));
+        segs.push(super::locate::Seg::Key(key.to_string()));
+        for index in indices.split('[') {
+            if let Ok(i) = index.trim_end_matches(']').parse::<usize>() {
+                segs.push(super::locate::Seg::Index(i));
+            }
+        }
+    }
+    let mut err = ctx.err(&FieldPath(segs), message);
+    err.field = Some(path.to_string());
+    err
+}
+
 /// The text between `prefix` and the next backtick, when `message` contains `prefix`.
 fn quoted_after<'m>(message: &'m str, prefix: &str) -> Option<&'m str> {
     let start = message.find(prefix)? + prefix.len();

@@ -43,7 +43,7 @@
 //! is its own: the world asks it questions (a server's keyspace, whether it is stopped) and never
 //! edits it.
 
-pub(crate) mod replication;
+pub mod replication;
 mod setup;
 
 pub use crate::directory::Directory;
@@ -57,7 +57,7 @@ use crate::node::Node;
 use crate::pause::TrueTime;
 use crate::redis::{EngineConfig, Keyspace, RedisEngine};
 use crate::serve::serve_with_hooks;
-use replication::{Effect, Link, Replication, SharedReplication};
+use replication::{apply_stream, full_sync_note, Due, Replication, SharedReplication};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -269,18 +269,7 @@ impl Deployment {
         if std::mem::take(&mut server.restart_pending) {
             server.note("restarted: the restart delay has passed".to_string());
         }
-        let mut repl = self.replication.borrow_mut();
-        if let Some(group) = repl.group_of.get(name).cloned().and_then(|g| repl.groups.get_mut(&g)) {
-            if group.master == name {
-                // A restarted master: its replicas copy what it came back with.
-                for link in group.links.values_mut() {
-                    link.queue.clear();
-                    link.needs_sync = true;
-                }
-            } else if let Some(link) = group.links.get_mut(name) {
-                link.needs_sync = true;
-            }
-        }
+        self.replication.borrow_mut().on_start(name);
     }
 
     /// Starts the servers whose delayed restart is due.
@@ -299,86 +288,29 @@ impl Deployment {
     /// The Sentinel: promotes a replica of every master unreachable for its `failover_after_ms`.
     fn sentinel(&mut self) {
         let now_us = self.time.now_us();
-        let watched: Vec<(String, String, u64)> = self
+        let due = self
             .replication
-            .borrow()
-            .groups
-            .iter()
-            .filter_map(|(g, group)| Some((g.clone(), group.master.clone(), group.failover_after_ms?)))
-            .collect();
-        for (group_name, master, after_ms) in watched {
-            let reachable = self.reachable(&master);
-            let since = {
-                let mut repl = self.replication.borrow_mut();
-                let Some(group) = repl.groups.get_mut(&group_name) else {
-                    continue;
-                };
-                if reachable {
-                    group.unreachable_since_us = None;
-                    continue;
-                }
-                *group.unreachable_since_us.get_or_insert(now_us)
-            };
-            if now_us.saturating_sub(since) >= after_ms.saturating_mul(1_000) {
-                let reason = format!("by the sentinel: `{master}` unreachable for {after_ms} ms");
-                self.failover(&group_name, &reason);
-            }
+            .borrow_mut()
+            .failovers_due(now_us, &|name| self.reachable(name));
+        for (group_name, reason) in due {
+            self.failover(&group_name, &reason);
         }
     }
 
     /// Promotes the best reachable replica of `group_name`; the old master becomes its replica.
     fn failover(&mut self, group_name: &str, reason: &str) {
-        let candidates: Vec<(String, u64)> = {
-            let repl = self.replication.borrow();
-            let Some(group) = repl.groups.get(group_name) else {
-                return;
-            };
-            group
-                .members
-                .iter()
-                .filter_map(|m| group.links.get(m).map(|l| (m, l)))
-                .filter(|(m, l)| !l.needs_sync && self.reachable(m))
-                .map(|(m, l)| (m.clone(), l.acked))
-                .collect()
-        };
-        // The most advanced replica; the first defined among equals.
-        let mut best: Option<(String, u64)> = None;
-        for (name, acked) in candidates {
-            if best.as_ref().is_none_or(|(_, b)| acked > *b) {
-                best = Some((name, acked));
-            }
+        let promotion = self
+            .replication
+            .borrow_mut()
+            .promote(group_name, &|name| self.reachable(name));
+        match promotion {
+            Some(promotion) => self.note(&promotion.promoted, promotion.note(reason)),
+            None if reason.starts_with("forced") => self.note(
+                group_name,
+                "failover impossible: no replica is reachable and in sync".to_string(),
+            ),
+            None => {}
         }
-        let Some((promoted, acked)) = best else {
-            if reason.starts_with("forced") {
-                self.note(
-                    group_name,
-                    "failover impossible: no replica is reachable and in sync".to_string(),
-                );
-            }
-            return;
-        };
-        let old = {
-            let mut repl = self.replication.borrow_mut();
-            let Some(group) = repl.groups.get_mut(group_name) else {
-                return;
-            };
-            let old = std::mem::replace(&mut group.master, promoted.clone());
-            group.links.remove(&promoted);
-            group.links.insert(old.clone(), Link::default());
-            for link in group.links.values_mut() {
-                link.queue.clear();
-                link.needs_sync = true;
-                link.acked = 0;
-            }
-            group.offset = 0;
-            group.unreachable_since_us = None;
-            repl.directory.set(group_name, &promoted);
-            old
-        };
-        self.note(
-            &promoted,
-            format!("promoted to master of `{group_name}` {reason}; had applied the stream up to offset {acked}; `{old}` becomes its replica"),
-        );
     }
 
     /// Active expiry on every live server.
@@ -407,27 +339,9 @@ impl Deployment {
     /// Applies the replication streams that are due; resynchronises replicas that need it.
     fn deliver_replication(&mut self) {
         let now_us = self.time.now_us();
-        // Every master is a group; only groups with replicas have anything to deliver, and
-        // skipping the others keeps this per-step pass free of allocations.
-        let group_names: Vec<String> = self
-            .replication
-            .borrow()
-            .groups
-            .iter()
-            .filter(|(_, group)| !group.links.is_empty())
-            .map(|(name, _)| name.clone())
-            .collect();
-        for group_name in group_names {
-            let (master, replicas) = {
-                let repl = self.replication.borrow();
-                let Some(group) = repl.groups.get(&group_name) else {
-                    continue;
-                };
-                (group.master.clone(), group.links.keys().cloned().collect::<Vec<_>>())
-            };
-            for replica in replicas {
-                self.deliver_to(&group_name, &master, &replica, now_us);
-            }
+        let links = self.replication.borrow().replica_links();
+        for (group_name, master, replica) in links {
+            self.deliver_to(&group_name, &master, &replica, now_us);
         }
     }
 
@@ -437,61 +351,31 @@ impl Deployment {
         let Some(target) = self.servers.get(replica).filter(|s| s.reachable()) else {
             return;
         };
-        let needs_sync = self
-            .replication
-            .borrow()
-            .groups
-            .get(group_name)
-            .and_then(|g| g.links.get(replica))
-            .is_some_and(|l| l.needs_sync);
-        if needs_sync {
-            let Some(source) = self.servers.get(master).filter(|s| s.reachable()) else {
-                return;
-            };
-            let copy = source.engine.borrow().keyspace().clone();
-            let keys = copy.len();
-            target.engine.borrow_mut().restore(copy);
-            {
-                let mut repl = self.replication.borrow_mut();
-                if let Some(group) = repl.groups.get_mut(group_name) {
-                    let offset = group.offset;
-                    if let Some(link) = group.links.get_mut(replica) {
-                        link.needs_sync = false;
-                        link.queue.clear();
-                        link.acked = offset;
-                    }
-                }
+        let due = self.replication.borrow_mut().due(group_name, replica, now_us);
+        match due {
+            Due::FullSync => {
+                let Some(source) = self.servers.get(master).filter(|s| s.reachable()) else {
+                    return;
+                };
+                let copy = source.engine.borrow().keyspace().clone();
+                let keys = copy.len();
+                target.engine.borrow_mut().restore(copy);
+                self.replication.borrow_mut().synced(group_name, replica);
+                target.note(full_sync_note(master, keys));
             }
-            target.note(format!("full resynchronisation from `{master}`: {keys} key(s) copied"));
-            return;
-        }
-        let due: Vec<Vec<Effect>> = {
-            let mut repl = self.replication.borrow_mut();
-            let Some(link) = repl.groups.get_mut(group_name).and_then(|g| g.links.get_mut(replica)) else {
-                return;
-            };
-            let mut due = Vec::new();
-            while link.queue.front().is_some_and(|(at, _, _)| *at <= now_us) {
-                if let Some((_, offset, effects)) = link.queue.pop_front() {
-                    link.acked = offset;
-                    due.push(effects);
-                }
-            }
-            due
-        };
-        for effects in due {
-            let mut keyspace = target.engine.borrow().keyspace().clone();
-            for effect in &effects {
-                effect.apply(&mut keyspace);
-                for args in effect.commands() {
-                    target.node.record(EventKind::Command {
-                        conn: 0,
-                        args,
-                        reply: "+OK".to_string(),
+            Due::Stream(batches) => {
+                for effects in batches {
+                    let mut keyspace = target.engine.borrow().keyspace().clone();
+                    apply_stream(&mut keyspace, std::slice::from_ref(&effects), &mut |args| {
+                        target.node.record(EventKind::Command {
+                            conn: 0,
+                            args,
+                            reply: "+OK".to_string(),
+                        });
                     });
+                    target.engine.borrow_mut().restore(keyspace);
                 }
             }
-            target.engine.borrow_mut().restore(keyspace);
         }
     }
 }

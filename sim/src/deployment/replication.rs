@@ -2,6 +2,11 @@
 //! `DEL key`), queued per replica with the group's lag, acknowledged when applied; the groups
 //! (a master and its replicas) and who is master of each. Shared by the deployment's step hooks
 //! and the servers' handlers. See [`crate::deployment`] for what is modelled.
+//!
+//! The bookkeeping is public (the [`Replication`] methods documented here) so that a live run
+//! (`lockstep live`) replicates, elects and promotes with the same rules as the simulation; the
+//! servers and the clock are the caller's: it says which servers are reachable and what time it
+//! is, and applies what is due to its replicas' engines.
 
 use crate::directory::Directory;
 use crate::redis::{Entry, Keyspace, Value};
@@ -12,8 +17,10 @@ use std::rc::Rc;
 
 /// One replicated change: a key's new entry, or its deletion.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Effect {
+pub struct Effect {
+    /// The key.
     pub key: Bytes,
+    /// Its new entry; `None`: deleted.
     pub entry: Option<Entry>,
 }
 
@@ -153,18 +160,70 @@ pub(crate) struct Group {
     pub unreachable_since_us: Option<u64>,
 }
 
-/// Every replication group of a world.
+/// Every replication group of a world (or of a live run).
 #[derive(Debug, Default)]
-pub(crate) struct Replication {
-    pub groups: BTreeMap<String, Group>,
-    pub group_of: BTreeMap<String, String>,
-    pub directory: Directory,
+pub struct Replication {
+    pub(crate) groups: BTreeMap<String, Group>,
+    pub(crate) group_of: BTreeMap<String, String>,
+    pub(crate) directory: Directory,
+}
+
+/// A replica promoted by [`Replication::promote`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Promotion {
+    /// The group.
+    pub group: String,
+    /// The promoted replica, the group's new master.
+    pub promoted: String,
+    /// The stream offset it had applied.
+    pub acked: u64,
+    /// The old master, now its replica.
+    pub old: String,
+}
+
+impl Promotion {
+    /// The note logged on the promoted node (`reason`: why, e.g. `by the sentinel: ...`).
+    pub fn note(&self, reason: &str) -> String {
+        format!(
+            "promoted to master of `{}` {reason}; had applied the stream up to offset {}; `{}` becomes its replica",
+            self.group, self.acked, self.old
+        )
+    }
+}
+
+/// What a replica is due: see [`Replication::due`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Due {
+    /// It must copy its master's whole keyspace first (then call [`Replication::synced`]).
+    FullSync,
+    /// The stream entries due, in order, each a command's effects (already acknowledged).
+    Stream(Vec<Vec<Effect>>),
+}
+
+/// The note logged on a replica after a full resynchronisation from `master` copied `keys` keys.
+pub fn full_sync_note(master: &str, keys: usize) -> String {
+    format!("full resynchronisation from `{master}`: {keys} key(s) copied")
+}
+
+/// Applies stream entries (see [`Due::Stream`]) to `keyspace`, handing each propagated command to
+/// `record` (the simulated replica logs them as commands on connection 0).
+pub fn apply_stream(keyspace: &mut Keyspace, batches: &[Vec<Effect>], record: &mut dyn FnMut(Vec<String>)) {
+    for effects in batches {
+        for effect in effects {
+            effect.apply(keyspace);
+            for args in effect.commands() {
+                record(args);
+            }
+        }
+    }
 }
 
 /// Shared handle: the deployment's step hooks and the servers' handlers both use it.
 pub(crate) type SharedReplication = Rc<RefCell<Replication>>;
 
 impl Replication {
+    /// Makes master `name` and its `replicas` a group named `name`, replicating with `lag_ms` of
+    /// true time, watched by the Sentinel when `failover_after_ms` is set.
     pub fn add_group(&mut self, name: &str, replicas: &[String], lag_ms: u64, failover_after_ms: Option<u64>) {
         let mut members = vec![name.to_string()];
         members.extend(replicas.iter().cloned());
@@ -191,7 +250,7 @@ impl Replication {
     }
 
     /// The group `node` belongs to.
-    pub fn group_of(&self, node: &str) -> Option<&Group> {
+    pub(crate) fn group_of(&self, node: &str) -> Option<&Group> {
         self.groups.get(self.group_of.get(node)?)
     }
 
@@ -229,12 +288,12 @@ impl Replication {
     }
 
     /// The stream offset of master `node`.
-    pub fn offset(&self, node: &str) -> u64 {
+    pub(crate) fn offset(&self, node: &str) -> u64 {
         self.group_of(node).map_or(0, |g| g.offset)
     }
 
     /// How many replicas of master `node` have acknowledged `offset`.
-    pub fn acked_count(&self, node: &str, offset: u64) -> usize {
+    pub(crate) fn acked_count(&self, node: &str, offset: u64) -> usize {
         self.group_of(node).filter(|g| g.master == node).map_or(0, |g| {
             g.links.values().filter(|l| !l.needs_sync && l.acked >= offset).count()
         })
@@ -255,6 +314,138 @@ impl Replication {
         } else if let Some(link) = group.links.get_mut(node) {
             link.queue.clear();
             link.needs_sync = true;
+        }
+    }
+
+    /// `node` started (again): a restarted master's replicas copy what it came back with; a
+    /// restarted replica resynchronises.
+    pub fn on_start(&mut self, node: &str) {
+        let Some(group) = self.group_of_mut(node) else {
+            return;
+        };
+        if group.master == node {
+            for link in group.links.values_mut() {
+                link.queue.clear();
+                link.needs_sync = true;
+            }
+        } else if let Some(link) = group.links.get_mut(node) {
+            link.needs_sync = true;
+        }
+    }
+
+    /// The current master of group `group` (`None`: no such group).
+    pub fn master_of(&self, group: &str) -> Option<&str> {
+        self.groups.get(group).map(|g| g.master.as_str())
+    }
+
+    /// The group `node` belongs to, by name.
+    pub fn group_name(&self, node: &str) -> Option<&str> {
+        self.group_of.get(node).map(String::as_str)
+    }
+
+    /// The Sentinel's judgement at `now_us` (true µs): for every watched group whose master is
+    /// not `reachable`, since when it has been; the groups whose master has been unreachable for
+    /// their `failover_after_ms`, in group order, each with the reason to give [`Self::promote`].
+    pub fn failovers_due(&mut self, now_us: u64, reachable: &dyn Fn(&str) -> bool) -> Vec<(String, String)> {
+        let mut due = Vec::new();
+        for (group_name, group) in self.groups.iter_mut() {
+            let Some(after_ms) = group.failover_after_ms else {
+                continue;
+            };
+            if reachable(&group.master) {
+                group.unreachable_since_us = None;
+                continue;
+            }
+            let since = *group.unreachable_since_us.get_or_insert(now_us);
+            if now_us.saturating_sub(since) >= after_ms.saturating_mul(1_000) {
+                due.push((
+                    group_name.clone(),
+                    format!("by the sentinel: `{}` unreachable for {after_ms} ms", group.master),
+                ));
+            }
+        }
+        due
+    }
+
+    /// Promotes the most advanced replica of `group_name` that is `reachable` and in sync (the
+    /// first defined among equals); the old master becomes its replica and every replica
+    /// resynchronises. `None`: no candidate (nothing changes).
+    pub fn promote(&mut self, group_name: &str, reachable: &dyn Fn(&str) -> bool) -> Option<Promotion> {
+        let group = self.groups.get_mut(group_name)?;
+        let mut best: Option<(String, u64)> = None;
+        for member in &group.members {
+            let Some(link) = group.links.get(member) else {
+                continue;
+            };
+            if link.needs_sync || !reachable(member) {
+                continue;
+            }
+            if best.as_ref().is_none_or(|(_, b)| link.acked > *b) {
+                best = Some((member.clone(), link.acked));
+            }
+        }
+        let (promoted, acked) = best?;
+        let old = std::mem::replace(&mut group.master, promoted.clone());
+        group.links.remove(&promoted);
+        group.links.insert(old.clone(), Link::default());
+        for link in group.links.values_mut() {
+            link.queue.clear();
+            link.needs_sync = true;
+            link.acked = 0;
+        }
+        group.offset = 0;
+        group.unreachable_since_us = None;
+        self.directory.set(group_name, &promoted);
+        Some(Promotion {
+            group: group_name.to_string(),
+            promoted,
+            acked,
+            old,
+        })
+    }
+
+    /// Every (group, current master, replica) with a replication link, in order.
+    pub fn replica_links(&self) -> Vec<(String, String, String)> {
+        self.groups
+            .iter()
+            .filter(|(_, group)| !group.links.is_empty())
+            .flat_map(|(name, group)| {
+                group
+                    .links
+                    .keys()
+                    .map(move |replica| (name.clone(), group.master.clone(), replica.clone()))
+            })
+            .collect()
+    }
+
+    /// What `replica` of `group_name` is due at `now_us`: a full copy when it must resynchronise,
+    /// else the stream entries due (taken off its queue and acknowledged).
+    pub fn due(&mut self, group_name: &str, replica: &str, now_us: u64) -> Due {
+        let Some(link) = self.groups.get_mut(group_name).and_then(|g| g.links.get_mut(replica)) else {
+            return Due::Stream(Vec::new());
+        };
+        if link.needs_sync {
+            return Due::FullSync;
+        }
+        let mut due = Vec::new();
+        while link.queue.front().is_some_and(|(at, _, _)| *at <= now_us) {
+            if let Some((_, offset, effects)) = link.queue.pop_front() {
+                link.acked = offset;
+                due.push(effects);
+            }
+        }
+        Due::Stream(due)
+    }
+
+    /// `replica` of `group_name` copied its master's keyspace: it is in sync at the master's offset.
+    pub fn synced(&mut self, group_name: &str, replica: &str) {
+        if let Some(group) = self.groups.get_mut(group_name) {
+            let offset = group.offset;
+            if let Some(link) = group.links.get_mut(replica) {
+                link.needs_sync = false;
+                link.queue.clear();
+                link.acked = offset;
+            }
         }
     }
 }

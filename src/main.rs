@@ -99,6 +99,7 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         progress: !args.quiet,
     };
     let (template, config) = exploration::explore_config(&template, &overrides)?;
+    lockstep::app::identity::check_shard_has_seeds(&config)?;
     lockstep::report::check_outputs(args.summary.as_deref(), args.out.as_deref()).map_err(AppError::BadInput)?;
     let (mut summary, locks) = exploration::run_oracle(&template, &config, &args.oracle)?;
     summary.run = Some(lockstep::app::identity::run_span(&template, &config, &locks));

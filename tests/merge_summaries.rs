@@ -20,7 +20,10 @@ fn lockstep(cwd: &Path, args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     );
-    assert!([0, 1, 2].contains(&code), "exit code {code} for {args:?}\n{stdout}\n{stderr}");
+    assert!(
+        [0, 1, 2].contains(&code),
+        "exit code {code} for {args:?}\n{stdout}\n{stderr}"
+    );
     (code, stdout, stderr)
 }
 
@@ -66,7 +69,10 @@ fn the_shards_of_one_run_merge_into_the_unsharded_outcome() {
     // Disjoint seed ranges are shards too, and a merged summary merges on.
     explore(&dir, "low.json", &["--seed-range", "6..9"]);
     explore(&dir, "high.json", &["--seed-range", "9..12"]);
-    let (code, out, err) = lockstep(&dir, &["merge", "merged.json", "high.json", "low.json", "--out", "all.json"]);
+    let (code, out, err) = lockstep(
+        &dir,
+        &["merge", "merged.json", "high.json", "low.json", "--out", "all.json"],
+    );
     assert!(code == 0 || code == 1, "{out}\n{err}");
     assert_eq!(read(&dir.join("all.json")).seeds_run, 12);
     let _ = std::fs::remove_dir_all(&dir);
@@ -103,14 +109,24 @@ fn shards_of_different_runs_are_refused_naming_both_files() {
     let dir = temp("mixed");
     explore(&dir, "a.json", &["--seeds", "4", "--shard", "1/2"]);
     explore(&dir, "b.json", &["--seeds", "4", "--shard", "2/2", "--faults-max", "1"]);
-    explore(&dir, "c.json", &["--seeds", "4", "--shard", "2/2", "--algorithm", "naive"]);
+    explore(
+        &dir,
+        "c.json",
+        &["--seeds", "4", "--shard", "2/2", "--algorithm", "naive"],
+    );
     for other in ["b.json", "c.json"] {
         let (code, out, err) = lockstep(&dir, &["merge", "a.json", other]);
         assert_eq!(code, 2, "{out}\n{err}");
-        assert!(err.contains("another run") && err.contains("a.json") && err.contains(other), "{err}");
+        assert!(
+            err.contains("another run") && err.contains("a.json") && err.contains(other),
+            "{err}"
+        );
     }
     let (_, _, err) = lockstep(&dir, &["merge", "a.json", "c.json"]);
-    assert!(err.contains("explore-naive") && err.contains("explore-token-release"), "{err}");
+    assert!(
+        err.contains("explore-naive") && err.contains("explore-token-release"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -150,4 +166,88 @@ fn a_summary_with_a_malformed_span_is_bad_input() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("bad.json") && err.contains("run.spans"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_exploration_shard_without_seeds_is_bad_input() {
+    let dir = temp("empty-shard");
+    let (code, out, err) = lockstep(&dir, &["explore", "--seeds", "3", "--shard", "4/4", "--quiet"]);
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(err.contains("--shard 4/4") && err.contains("0..3"), "{err}");
+    assert!(!out.contains("seeds run"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+mod fuzz {
+    //! `merge` over summaries with random seed spans: it accepts exactly the spans that share
+    //! no seed, and never panics on any span.
+    use super::*;
+    use lockstep::report::merge::{merge_texts, Merged};
+    use proptest::prelude::*;
+    use std::sync::OnceLock;
+
+    /// One real summary, as JSON.
+    fn summary() -> &'static serde_json::Value {
+        static JSON: OnceLock<serde_json::Value> = OnceLock::new();
+        JSON.get_or_init(|| {
+            let dir = temp("fuzz");
+            explore(&dir, "s.json", &["--seeds", "2"]);
+            let value = serde_json::from_str(&std::fs::read_to_string(dir.join("s.json")).unwrap()).unwrap();
+            let _ = std::fs::remove_dir_all(&dir);
+            value
+        })
+    }
+
+    fn with_span(start: u64, end: u64, index: u64, count: u64) -> String {
+        let mut value = summary().clone();
+        value["run"]["spans"] = serde_json::json!([
+            {"seeds_start": start, "seeds_end": end, "shard_index": index, "shard_count": count}
+        ]);
+        value.to_string()
+    }
+
+    fn seeds(start: u64, end: u64, index: u64, count: u64) -> Vec<u64> {
+        (start..end).filter(|s| (s - start) % count == index - 1).collect()
+    }
+
+    fn small_span() -> impl Strategy<Value = (u64, u64, u64, u64)> {
+        (0u64..30, 0u64..30, 1u64..6)
+            .prop_flat_map(|(a, b, count)| (Just(a.min(b)), Just(a.max(b)), 1..=count, Just(count)))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn merge_accepts_exactly_the_spans_that_share_no_seed(a in small_span(), b in small_span()) {
+            let texts = [
+                (PathBuf::from("a.json"), with_span(a.0, a.1, a.2, a.3)),
+                (PathBuf::from("b.json"), with_span(b.0, b.1, b.2, b.3)),
+            ];
+            let shared = seeds(a.0, a.1, a.2, a.3).iter().any(|s| seeds(b.0, b.1, b.2, b.3).contains(s));
+            match merge_texts(&texts, None) {
+                Ok(Merged::Summaries(merged, _)) => {
+                    prop_assert!(!shared, "merged overlapping spans {a:?} {b:?}");
+                    prop_assert_eq!(merged.run.unwrap().spans.len(), 2);
+                }
+                Ok(_) => prop_assert!(false, "summaries merged into a report"),
+                Err(e) => {
+                    prop_assert!(shared, "refused disjoint spans {a:?} {b:?}: {e}");
+                    prop_assert!(e.contains("a.json") && e.contains("b.json"), "{e}");
+                }
+            }
+        }
+
+        #[test]
+        fn merge_never_panics_on_any_span(
+            a in (any::<u64>(), any::<u64>(), any::<u64>(), any::<u64>()),
+            b in (any::<u64>(), any::<u64>(), any::<u64>(), any::<u64>()),
+        ) {
+            let texts = [
+                (PathBuf::from("a.json"), with_span(a.0, a.1, a.2, a.3)),
+                (PathBuf::from("b.json"), with_span(b.0, b.1, b.2, b.3)),
+            ];
+            let _ = merge_texts(&texts, None);
+        }
+    }
 }

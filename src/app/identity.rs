@@ -47,6 +47,18 @@ pub fn run_span(template: &Scenario, config: &ExploreConfig, locks: &Locks) -> R
     }
 }
 
+/// Bad input when the shard of `config` holds no seed (more shards than seeds): it would
+/// explore nothing and pass.
+pub fn check_shard_has_seeds(config: &ExploreConfig) -> Result<(), super::AppError> {
+    match config.shard {
+        Some(shard) if crate::explore::shard_len(config) == 0 => Err(super::AppError::BadInput(format!(
+            "--shard {}/{}: no seed of {}..{} falls in this shard (more shards than seeds): nothing to explore",
+            shard.index, shard.count, config.seeds.start, config.seeds.end
+        ))),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,5 +106,17 @@ mod tests {
         let mut other = template();
         other.lock.ttl_ms = 200;
         assert_ne!(exploration_identity(&other, &base, &locks), id);
+    }
+
+    #[test]
+    fn a_shard_without_seeds_is_bad_input() {
+        let config = |index| ExploreConfig {
+            seeds: 10..13,
+            shard: Some(Shard { index, count: 4 }),
+            ..ExploreConfig::default()
+        };
+        assert!(check_shard_has_seeds(&config(3)).is_ok());
+        let err = check_shard_has_seeds(&config(4)).unwrap_err().to_string();
+        assert!(err.contains("--shard 4/4") && err.contains("10..13"), "{err}");
     }
 }

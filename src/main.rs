@@ -99,8 +99,10 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         progress: !args.quiet,
     };
     let (template, config) = exploration::explore_config(&template, &overrides)?;
+    lockstep::app::identity::check_shard_has_seeds(&config)?;
     lockstep::report::check_outputs(args.summary.as_deref(), args.out.as_deref()).map_err(AppError::BadInput)?;
-    let (summary, locks) = exploration::run_oracle(&template, &config, &args.oracle)?;
+    let (mut summary, locks) = exploration::run_oracle(&template, &config, &args.oracle)?;
+    summary.run = Some(lockstep::app::identity::run_span(&template, &config, &locks));
     if !args.json {
         print!("{}", summary.render());
     }
@@ -173,7 +175,10 @@ fn cmd_merge(files: &[PathBuf], out: Option<&Path>, report_dir: Option<&Path>) -
                 }
             }
         }
-        Merged::Summaries(merged) => {
+        Merged::Summaries(merged, warnings) => {
+            for warning in &warnings {
+                eprintln!("warning: {warning}");
+            }
             print!("{}", merged.render());
             if let Some(out) = out {
                 write_json(out, &merged).map_err(AppError::Io)?;

@@ -163,7 +163,8 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
             ..Overrides::default()
         };
         let (template, config) = explore_config(scenario, &overrides)?;
-        let summary = run_exploration(&template, &config, &options.locks, None);
+        let mut summary = run_exploration(&template, &config, &options.locks, None);
+        summary.run = Some(super::identity::run_span(&template, &config, &options.locks));
         let status = expect::exploration_status(NAMES, &spec.expect, &summary, partial);
         if options.progress {
             eprintln!(

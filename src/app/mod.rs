@@ -11,6 +11,7 @@
 //! - [`mutants`]: the mutation suite (`lockstep mutants`).
 //! - [`args`]: the command-line arguments of `run`, `explore`, `ci` and `bench`.
 //! - [`files`]: reading inputs (bad input before anything runs).
+//! - [`identity`]: an exploration's run identity and seed span (what `lockstep merge` checks).
 //! - [`error`]: the one error type, and the one mapping to exit codes.
 //!
 //! Expectations are judged in `crate::run::expect` (one module, for scenarios and
@@ -25,6 +26,7 @@ pub mod ci;
 pub mod error;
 pub mod exploration;
 pub mod files;
+pub mod identity;
 pub mod mutants;
 pub mod run;
 pub mod sweep;

@@ -109,6 +109,10 @@ pub struct ExploreSummary {
     /// The differential oracle's counts, when a reference lock ran on the same seeds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub differential: Option<Differential>,
+    /// Which run this is, and which of its seeds it covers (what `lockstep merge` checks); not
+    /// part of [`Self::outcome`]. `None` in summaries of older builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunSpan>,
 }
 
 /// The differential oracle: the lock under test against a reference lock, on the same seeds and
@@ -298,6 +302,7 @@ impl ExploreSummary {
 
     /// Combines a shard's summary into this one.
     pub fn merge(&mut self, other: &ExploreSummary) {
+        let fresh = self.scenario.is_empty() && self.seeds_run == 0;
         if self.scenario.is_empty() {
             self.scenario = other.scenario.clone();
             self.algorithm = other.algorithm.clone();
@@ -337,12 +342,23 @@ impl ExploreSummary {
         self.determinism_failures.sort();
         self.throughput.wall_s = self.throughput.wall_s.max(other.throughput.wall_s);
         self.throughput.jobs += other.throughput.jobs;
+        self.run = match (self.run.take(), &other.run) {
+            (None, theirs) if fresh => theirs.clone(),
+            (Some(mut mine), Some(theirs)) if mine.run_id == theirs.run_id => {
+                mine.spans.extend(theirs.spans.iter().copied());
+                mine.spans.sort();
+                Some(mine)
+            }
+            // Spans of different or unknown runs do not add up to a span.
+            _ => None,
+        };
     }
 
     /// The summary without its wall-clock figures: what shards must reproduce exactly.
     pub fn outcome(&self) -> ExploreSummary {
         ExploreSummary {
             throughput: Throughput::default(),
+            run: None,
             ..self.clone()
         }
     }
@@ -535,6 +551,89 @@ impl ExploreSummary {
     }
 }
 
+/// Which run a summary belongs to and which of its seeds it covers: `lockstep merge` merges
+/// summaries of one run (the same `run_id`) whose spans share no seed, and refuses the rest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSpan {
+    /// SHA-256 (hex) of what defines the run apart from its seeds: lockstep's version, the
+    /// template scenario, the fault profile, the locks and the determinism sample.
+    pub run_id: String,
+    /// The seeds covered: one span per shard merged into the summary, in order.
+    pub spans: Vec<SeedSpan>,
+}
+
+/// The seeds one exploration process ran: shard `shard_index` of `shard_count` (1 of 1: all)
+/// of `seeds_start..seeds_end`, that is the seeds at positions `i` with
+/// `i % shard_count == shard_index - 1` (as [`crate::explore::shard_seed`] deals them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SeedSpan {
+    /// The first seed of the range.
+    pub seeds_start: u64,
+    /// The end of the range (exclusive).
+    pub seeds_end: u64,
+    /// The shard (1-based).
+    pub shard_index: u64,
+    /// The number of shards.
+    pub shard_count: u64,
+}
+
+impl SeedSpan {
+    /// Whether the span is well formed: `start <= end`, `1 <= index <= count`.
+    pub fn is_valid(&self) -> bool {
+        self.seeds_start <= self.seeds_end && self.shard_index >= 1 && self.shard_index <= self.shard_count
+    }
+
+    /// The residue of its seeds modulo `shard_count`.
+    fn residue(&self) -> u64 {
+        let count = u128::from(self.shard_count.max(1));
+        ((u128::from(self.seeds_start) + u128::from(self.shard_index.saturating_sub(1))) % count) as u64
+    }
+
+    /// Whether some seed is in both spans. Exact unless the two shard counts are both above
+    /// a million and coprime-ish over a huge common range; then it answers `true` (refusing a
+    /// merge is safe, double counting is not).
+    pub fn overlaps(&self, other: &SeedSpan) -> bool {
+        let (lo, hi) = (
+            self.seeds_start.max(other.seeds_start),
+            self.seeds_end.min(other.seeds_end),
+        );
+        if lo >= hi {
+            return false;
+        }
+        // Walk the progression with the larger step; the other's residue repeats within
+        // `small / gcd` steps.
+        let (big, small) = if self.shard_count >= other.shard_count {
+            (self, other)
+        } else {
+            (other, self)
+        };
+        let (step, small_count) = (big.shard_count.max(1), small.shard_count.max(1));
+        let period = small_count / gcd(step, small_count);
+        // The first seed of `big` at or after `lo`.
+        let offset =
+            (u128::from(big.residue()) + u128::from(step) - u128::from(lo) % u128::from(step)) % u128::from(step);
+        let mut seed = u128::from(lo) + offset;
+        for _ in 0..period.min(1_000_000) {
+            if seed >= u128::from(hi) {
+                return false;
+            }
+            if (seed % u128::from(small_count)) as u64 == small.residue() {
+                return true;
+            }
+            seed += u128::from(step);
+        }
+        period > 1_000_000
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a.max(1)
+    } else {
+        gcd(b, a % b)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -615,5 +714,67 @@ mod tests {
         summary.differential = Some(d);
         assert!(!summary.is_clean_against_reference());
         assert!(summary.render().contains("1 seeds where only my-lock fails"));
+    }
+
+    fn span(seeds: std::ops::Range<u64>, shard_index: u64, shard_count: u64) -> SeedSpan {
+        SeedSpan {
+            seeds_start: seeds.start,
+            seeds_end: seeds.end,
+            shard_index,
+            shard_count,
+        }
+    }
+
+    #[test]
+    fn seed_spans_overlap_exactly_when_they_share_a_seed() {
+        // Brute force over small spans: the answer is the intersection of the seed sets.
+        let seeds = |s: &SeedSpan| -> Vec<u64> {
+            (s.seeds_start..s.seeds_end)
+                .filter(|x| (x - s.seeds_start) % s.shard_count == s.shard_index - 1)
+                .collect()
+        };
+        let mut spans = Vec::new();
+        for (start, end) in [(0, 12), (3, 9), (5, 6), (7, 7), (10, 30)] {
+            for count in 1..=4 {
+                for index in 1..=count {
+                    spans.push(span(start..end, index, count));
+                }
+            }
+        }
+        for a in &spans {
+            for b in &spans {
+                let shared = seeds(a).iter().any(|x| seeds(b).contains(x));
+                assert_eq!(a.overlaps(b), shared, "{a:?} {b:?}");
+            }
+        }
+        // Huge ranges and counts stay cheap.
+        assert!(!span(0..u64::MAX, 1, 2).overlaps(&span(0..u64::MAX, 2, 2)));
+        assert!(span(0..u64::MAX, 3, u64::MAX).overlaps(&span(0..u64::MAX, 1, 1)));
+    }
+
+    #[test]
+    fn merging_summaries_of_one_run_unites_their_spans_and_the_outcome_ignores_them() {
+        let part = |index| {
+            let mut s = ExploreSummary::new("t", "naive");
+            add_seeds(&mut s, (0..60).filter(|x| x % 2 == index - 1));
+            s.run = Some(RunSpan {
+                run_id: "r".into(),
+                spans: vec![span(0..60, index, 2)],
+            });
+            s
+        };
+        let mut merged = ExploreSummary::default();
+        merged.merge(&part(2));
+        merged.merge(&part(1));
+        let run = merged.run.clone().expect("one run");
+        assert_eq!(run.spans, vec![span(0..60, 1, 2), span(0..60, 2, 2)]);
+        let mut whole = ExploreSummary::new("t", "naive");
+        add_seeds(&mut whole, 0..60);
+        assert_eq!(merged.outcome_digest(), whole.outcome_digest());
+        // A part of another run: the merged span is unknown.
+        let mut other = part(1);
+        other.run.as_mut().unwrap().run_id = "s".into();
+        merged.merge(&other);
+        assert_eq!(merged.run, None);
     }
 }

@@ -1,0 +1,122 @@
+//! The identity of an exploration run and the seeds one process of it covers, stamped on its
+//! summary ([`RunSpan`]) so that `lockstep merge` can tell the shards of one run from a summary
+//! given twice or summaries of different runs.
+//!
+//! The identity is what decides what every seed does: lockstep's version, the template scenario
+//! (as explicit TOML, so formatting and comments do not count), the fault profile, the locks
+//! (subject and reference) and the determinism sample. The seeds are left out of it on
+//! purpose: they are the span, so shards made with `--shard K/N` and shards made with disjoint
+//! `--seed-range`s both merge. Worker threads and the time limit are left out too (they change
+//! how fast seeds run, not what a seed does).
+
+use super::exploration::Locks;
+use crate::explore::summary::{RunSpan, SeedSpan};
+use crate::explore::ExploreConfig;
+use crate::scenario::Scenario;
+
+/// SHA-256 (hex) of what defines an exploration apart from its seeds.
+pub fn exploration_identity(template: &Scenario, config: &ExploreConfig, locks: &Locks) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(bytes);
+    };
+    field(b"lockstep exploration");
+    field(env!("CARGO_PKG_VERSION").as_bytes());
+    field(template.to_toml().as_bytes());
+    // Plain data with string keys: serialisation cannot fail.
+    field(serde_json::to_string(&config.profile).unwrap_or_default().as_bytes());
+    field(&config.determinism_per_10k.to_le_bytes());
+    field(format!("{:?}", locks.subject).as_bytes());
+    field(format!("{:?}", locks.reference).as_bytes());
+    hex::encode(hash.finalize())
+}
+
+/// The run and the seeds of one exploration process: its identity and its one span.
+pub fn run_span(template: &Scenario, config: &ExploreConfig, locks: &Locks) -> RunSpan {
+    let (shard_index, shard_count) = config.shard.map_or((1, 1), |s| (s.index, s.count));
+    RunSpan {
+        run_id: exploration_identity(template, config, locks),
+        spans: vec![SeedSpan {
+            seeds_start: config.seeds.start,
+            seeds_end: config.seeds.end,
+            shard_index,
+            shard_count,
+        }],
+    }
+}
+
+/// Bad input when the shard of `config` holds no seed (more shards than seeds): it would
+/// explore nothing and pass.
+pub fn check_shard_has_seeds(config: &ExploreConfig) -> Result<(), super::AppError> {
+    match config.shard {
+        Some(shard) if crate::explore::shard_len(config) == 0 => Err(super::AppError::BadInput(format!(
+            "--shard {}/{}: no seed of {}..{} falls in this shard (more shards than seeds): nothing to explore",
+            shard.index, shard.count, config.seeds.start, config.seeds.end
+        ))),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::explore::Shard;
+
+    fn template() -> Scenario {
+        Scenario::from_str(
+            include_str!("../../scenarios/baseline-naive.toml"),
+            "baseline-naive.toml",
+        )
+        .expect("a valid scenario")
+    }
+
+    #[test]
+    fn the_identity_ignores_seeds_and_speed_but_not_what_a_seed_does() {
+        let base = ExploreConfig::default();
+        let locks = Locks::default();
+        let id = exploration_identity(&template(), &base, &locks);
+        let sharded = ExploreConfig {
+            seeds: 500..900,
+            shard: Some(Shard { index: 2, count: 3 }),
+            jobs: 7,
+            time_limit: Some(std::time::Duration::from_secs(3)),
+            ..base.clone()
+        };
+        assert_eq!(exploration_identity(&template(), &sharded, &locks), id);
+        let span = run_span(&template(), &sharded, &locks);
+        assert_eq!(
+            span.spans,
+            vec![SeedSpan {
+                seeds_start: 500,
+                seeds_end: 900,
+                shard_index: 2,
+                shard_count: 3
+            }]
+        );
+        let mut profile = base.clone();
+        profile.profile.faults_max += 1;
+        assert_ne!(exploration_identity(&template(), &profile, &locks), id);
+        let determinism = ExploreConfig {
+            determinism_per_10k: 100,
+            ..base.clone()
+        };
+        assert_ne!(exploration_identity(&template(), &determinism, &locks), id);
+        let mut other = template();
+        other.lock.ttl_ms = 200;
+        assert_ne!(exploration_identity(&other, &base, &locks), id);
+    }
+
+    #[test]
+    fn a_shard_without_seeds_is_bad_input() {
+        let config = |index| ExploreConfig {
+            seeds: 10..13,
+            shard: Some(Shard { index, count: 4 }),
+            ..ExploreConfig::default()
+        };
+        assert!(check_shard_has_seeds(&config(3)).is_ok());
+        let err = check_shard_has_seeds(&config(4)).unwrap_err().to_string();
+        assert!(err.contains("--shard 4/4") && err.contains("10..13"), "{err}");
+    }
+}

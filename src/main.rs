@@ -2,9 +2,8 @@
 
 use clap::{Parser, Subcommand};
 use lockstep::app::exploration::{self, Overrides, Shrunk, StandardSettings};
-use lockstep::app::{ci, error, files, run, sweep, AppError, Outcome};
-use lockstep::report::merge::{merge_texts, Merged};
-use lockstep::report::{console, write_atomic, write_json, write_report, Report};
+use lockstep::app::{ci, error, files, run, search, sweep, AppError, Outcome};
+use lockstep::report::{console, merge::merge_texts, merge::Merged, write_atomic, write_json, write_report, Report};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -128,6 +127,8 @@ struct ExploreArgs {
     /// No progress output.
     #[arg(long, short)]
     quiet: bool,
+    #[command(flatten)]
+    search: search::SearchArgs,
 }
 
 #[derive(clap::Args)]
@@ -182,14 +183,12 @@ fn cmd_run(files: &[PathBuf], seed: Option<u64>, quiet: bool) -> Result<Outcome,
 }
 
 fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
-    let standard = StandardSettings {
-        algorithm: args.algorithm,
-        fencing: args.fencing,
-        resource: args.resource,
-        tick_ms: args.tick_ms,
-    };
+    let standard = StandardSettings::new(args.algorithm, args.fencing, args.resource, args.tick_ms);
     let started = std::time::Instant::now();
     let template = exploration::template(args.file.as_deref(), &standard)?;
+    if args.search.exhaustive {
+        return search::exhaustive(&template, &args.search, args.jobs);
+    }
     let overrides = Overrides {
         seeds: args.seeds,
         seed_range: args.seed_range,
@@ -201,6 +200,7 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         lock_aware: args.lock_aware,
         check_determinism_pct: args.check_determinism,
         progress: !args.quiet,
+        strategy: args.search.strategy,
     };
     let (template, config) = exploration::explore_config(&template, &overrides)?;
     lockstep::report::check_outputs(args.summary.as_deref(), args.out.as_deref()).map_err(AppError::BadInput)?;

@@ -5,7 +5,11 @@
 //! aggregating thread, which keeps counts, not histories. Seeds can be split into shards for CI
 //! matrices ([`Shard`]); shard summaries merge into the summary of the unsharded run.
 
+pub mod anchors;
+pub mod coverage;
+pub mod exhaustive;
 pub mod generate;
+pub mod guided;
 pub mod shrink;
 pub mod summary;
 pub mod sweep;
@@ -121,6 +125,9 @@ pub fn case_scenario(template: &Scenario, case: &ExploreCase, seed: u64) -> Scen
     scenario.clients.truncate(case.clients.max(1));
     let present: Vec<String> = scenario.node_names();
     scenario.faults = case.plan(&present);
+    if let Some(shape) = &case.shape {
+        anchors::apply_shape(&mut scenario, shape);
+    }
     scenario.expect.clear();
     // A case is one run: a counterexample written from it must not carry the template's
     // exploration along.
@@ -232,10 +239,21 @@ fn explore_seed(
     factory: Option<&LockFactory>,
 ) -> SeedOutcome {
     let case = case_tree(seed, strategy).current();
-    let scenario = case_scenario(template, &case, seed);
+    judge_case(template, &case, seed, per_10k, factory).0
+}
+
+/// Runs one case and judges it; with the run's coverage signature ([`coverage::signature`]).
+fn judge_case(
+    template: &Scenario,
+    case: &ExploreCase,
+    seed: u64,
+    per_10k: u64,
+    factory: Option<&LockFactory>,
+) -> (SeedOutcome, Option<u64>) {
+    let scenario = case_scenario(template, case, seed);
     let run = match run_guarded(&scenario, factory) {
         Ok(run) => run,
-        Err(message) => return SeedOutcome::Error { seed, message },
+        Err(message) => return (SeedOutcome::Error { seed, message }, None),
     };
     let determinism = in_determinism_sample(seed, per_10k).then(|| match run_guarded(&scenario, factory) {
         Ok(again) if again.digest == run.digest => Ok(()),
@@ -249,15 +267,17 @@ fn explore_seed(
         }),
         Err(message) => Err(format!("the rerun failed: {message}")),
     });
-    SeedOutcome::Judged {
+    let ops = crate::history::OpHistory::new(&run.history);
+    let outcome = SeedOutcome::Judged {
         seed,
         verdicts: run.results.iter().map(|r| (r.checker.clone(), r.verdict)).collect(),
         fault_kinds: case.faults.iter().map(|f| f.kind().to_string()).collect(),
         faults: case.faults.len(),
-        liveness: crate::liveness::of(&crate::history::OpHistory::new(&run.history)),
+        liveness: crate::liveness::of(&ops),
         sim_ms: run.end.at_ms,
         determinism,
-    }
+    };
+    (outcome, Some(coverage::signature(&ops)))
 }
 
 /// How many seeds this process runs (its shard's share of the seeds), computed without listing
@@ -344,6 +364,9 @@ pub fn explore(template: &Scenario, config: &ExploreConfig) -> ExploreSummary {
 /// Explores `template` with a user-written lock (`maker` builds its factory on each worker).
 /// A panic in the lock's code is reported as that seed's error; the exploration goes on.
 pub fn explore_with_lock(template: &Scenario, config: &ExploreConfig, maker: Option<&FactoryMaker>) -> ExploreSummary {
+    if config.profile.strategy != generate::PlacementStrategy::Random {
+        return guided::explore_guided(template, config, maker);
+    }
     let total = shard_len(config);
     let mut summary = ExploreSummary::new(&template.name, template.lock.algorithm.name());
     let topo = topology(template);

@@ -20,6 +20,10 @@ pub struct FailingSeed {
     pub fault_kinds: Vec<String>,
     /// How many faults its plan had.
     pub faults: usize,
+    /// Its case, when the seed alone does not regenerate it (guided explorations: anchored
+    /// and mutated cases depend on the template's anchors and the corpus).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<super::generate::ExploreCase>,
 }
 
 /// A seed that could not be judged: the world failed or user code panicked.
@@ -100,6 +104,10 @@ pub struct ExploreSummary {
     pub determinism_failures: Vec<DeterminismFailure>,
     /// Wall-clock figures.
     pub throughput: Throughput,
+    /// Coverage of a guided (anchored or mixed) exploration: distinct signatures and their
+    /// growth over seeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<super::coverage::CoverageSummary>,
 }
 
 fn keep_smallest<T: Ord>(list: &mut Vec<T>) {
@@ -149,6 +157,7 @@ impl ExploreSummary {
                 checkers: invalid,
                 fault_kinds: kinds,
                 faults,
+                case: None,
             });
             keep_smallest(&mut self.first_failing);
         }
@@ -307,6 +316,9 @@ impl ExploreSummary {
         }
         for e in &self.first_errors {
             line(&mut out, format!("  error on seed {}: {}", e.seed, e.message));
+        }
+        if let Some(coverage) = &self.coverage {
+            out.push_str(&coverage.render());
         }
         line(
             &mut out,

@@ -111,6 +111,23 @@ pub(super) fn explore_guided(
     config: &ExploreConfig,
     maker: Option<&FactoryMaker>,
 ) -> ExploreSummary {
+    run_guided(template, config, maker, false)
+}
+
+/// The guided exploration of `template` up to its first violation: no seed after the first
+/// failing one is started, and every seed before it runs, so the summary's first failing seed
+/// is the full exploration's (the corpus only changes between batches). For tests and
+/// benchmarks that measure seeds-to-first-violation.
+pub fn explore_until_violation(template: &Scenario, config: &ExploreConfig) -> ExploreSummary {
+    run_guided(template, config, None, true)
+}
+
+fn run_guided(
+    template: &Scenario,
+    config: &ExploreConfig,
+    maker: Option<&FactoryMaker>,
+    stop_at_first: bool,
+) -> ExploreSummary {
     let total = shard_len(config);
     let mut summary = ExploreSummary::new(&template.name, template.lock.algorithm.name());
     let topo = topology(template);
@@ -149,22 +166,32 @@ pub(super) fn explore_guided(
             })
             .collect();
         let next = AtomicUsize::new(0);
+        // The lowest index in the batch that violated (usize::MAX: none yet).
+        let first_bad = AtomicUsize::new(usize::MAX);
         let mut batch = Vec::new();
         std::thread::scope(|scope| {
             let (sender, receiver) = mpsc::channel();
             for _ in 0..jobs.min(cases.len()) {
                 let sender = sender.clone();
-                let (next, cases) = (&next, &cases);
+                let (next, cases, first_bad) = (&next, &cases, &first_bad);
                 scope.spawn(move || {
                     let factory = maker.map(|make| make());
                     loop {
                         if config.time_limit.is_some_and(|limit| started.elapsed() >= limit) {
                             return;
                         }
-                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let i = next.fetch_add(1, Ordering::SeqCst);
+                        if stop_at_first && i > first_bad.load(Ordering::SeqCst) {
+                            return;
+                        }
                         let Some((seed, case)) = cases.get(i) else { return };
                         let (outcome, signature) =
                             judge_case(template, case, *seed, config.determinism_per_10k, factory.as_ref());
+                        let violated = matches!(&outcome, SeedOutcome::Judged { verdicts, .. }
+                            if verdicts.iter().any(|(_, v)| *v == Verdict::Invalid));
+                        if violated {
+                            first_bad.fetch_min(i, Ordering::SeqCst);
+                        }
                         if sender.send((i, outcome, signature)).is_err() {
                             return;
                         }
@@ -185,6 +212,9 @@ pub(super) fn explore_guided(
         corpus.add_batch(batch);
         cover.growth.push((done, corpus.seen.len() as u64));
         start = end;
+        if stop_at_first && summary.seeds_violating > 0 {
+            break;
+        }
     }
     progress.finish();
     cover.signatures_distinct = corpus.seen.len() as u64;

@@ -82,7 +82,7 @@ pub struct CoverageSummary {
     pub anchors: usize,
     /// Distinct signatures reached.
     pub signatures_distinct: u64,
-    /// `(seeds run, distinct signatures)` after each batch.
+    /// `(seeds run, distinct signatures)` after batches 1, 2, 4, 8, ... and after the last.
     pub growth: Vec<(u64, u64)>,
     /// Seeds whose case mutated a corpus case.
     pub mutated_seeds: u64,

@@ -148,6 +148,7 @@ fn run_guided(
     };
     let mut done = 0;
     let mut start = 0;
+    let mut batches: u64 = 0;
     while start < total {
         if config.time_limit.is_some_and(|limit| started.elapsed() >= limit) {
             break;
@@ -210,7 +211,18 @@ fn run_guided(
             }
         });
         corpus.add_batch(batch);
-        cover.growth.push((done, corpus.seen.len() as u64));
+        // Growth points after batches 1, 2, 4, 8, ... and the last: memory stays bounded.
+        batches += 1;
+        let point = (done, corpus.seen.len() as u64);
+        if batches.is_power_of_two() || cover.growth.len() < 2 {
+            cover.growth.push(point);
+        } else if let Some(last) = cover.growth.last_mut() {
+            if !(batches - 1).is_power_of_two() {
+                *last = point;
+            } else {
+                cover.growth.push(point);
+            }
+        }
         start = end;
         if stop_at_first && summary.seeds_violating > 0 {
             break;

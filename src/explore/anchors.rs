@@ -24,6 +24,7 @@
 //! template whose clients loop over a shared workload (no scripted per-client work or iteration
 //! counts), because a scripted story depends on its own timing.
 
+pub use super::generate::WorkloadShape;
 use super::generate::{ExploreCase, FaultProfile, GenFault, Topology, DEFAULT_KINDS};
 use crate::history::{OpHistory, OpName, StepKind};
 use crate::scenario::{Scenario, WorkMs};
@@ -170,22 +171,6 @@ pub fn of_history(ops: &OpHistory<'_>) -> Anchors {
 
 /// Offsets, ms, for "just before" and "just after" an anchor.
 pub const NEAR_MS: [u64; 4] = [1, 5, 20, 100];
-
-/// The workload shape a seed runs with (see the [module](self) docs).
-///
-/// Bounds: 2 to 4 clients; think time 0 to TTL/2; critical sections `[lo, hi]` with `hi` one of
-/// TTL/10, TTL/2, TTL, 3/2 × TTL and `lo` between 1 ms and `hi`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct WorkloadShape {
-    /// How many clients run.
-    pub clients: usize,
-    /// Pause between iterations, ms.
-    pub think_ms: u64,
-    /// Shortest critical section, ms.
-    pub work_ms_min: u64,
-    /// Longest critical section, ms.
-    pub work_ms_max: u64,
-}
 
 /// Whether the template's workload can be reshaped: clients loop over the shared workload, with
 /// no scripted per-client work or iteration counts.

@@ -311,7 +311,7 @@ pub struct ExploreCase {
     pub faults: Vec<GenFault>,
     /// A generated workload shape (anchored and mixed strategies only; `None`: the template's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shape: Option<super::anchors::WorkloadShape>,
+    pub shape: Option<WorkloadShape>,
 }
 
 impl ExploreCase {
@@ -326,6 +326,22 @@ impl ExploreCase {
         faults.sort_by_key(|f| f.at_ms);
         FaultPlan::new(faults)
     }
+}
+
+/// The workload shape a seed runs with (drawn and applied by `explore::anchors`).
+///
+/// Bounds: 2 to 4 clients; think time 0 to TTL/2; critical sections `[lo, hi]` with `hi` one of
+/// TTL/10, TTL/2, TTL, 3/2 × TTL and `lo` between 1 ms and `hi`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct WorkloadShape {
+    /// How many clients run.
+    pub clients: usize,
+    /// Pause between iterations, ms.
+    pub think_ms: u64,
+    /// Shortest critical section, ms.
+    pub work_ms_min: u64,
+    /// Longest critical section, ms.
+    pub work_ms_max: u64,
 }
 
 /// The nodes and timings a plan is generated for.

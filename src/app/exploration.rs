@@ -11,7 +11,7 @@
 //! Leaves out: running seeds, generating faults and shrinking itself (that is `crate::explore`).
 
 use super::error::AppError;
-use crate::explore::generate::{FaultProfile, GENERATED_KINDS};
+use crate::explore::generate::{FaultProfile, PlacementStrategy, GENERATED_KINDS};
 use crate::explore::record::SeedRecord;
 use crate::explore::shrink;
 pub use crate::explore::shrink::Shrunk;
@@ -174,6 +174,18 @@ pub struct StandardSettings {
     pub tick_ms: u64,
 }
 
+impl StandardSettings {
+    /// The settings from the CLI's flags.
+    pub fn new(algorithm: String, fencing: String, resource: String, tick_ms: u64) -> Self {
+        StandardSettings {
+            algorithm,
+            fencing,
+            resource,
+            tick_ms,
+        }
+    }
+}
+
 /// What the caller sets over the template's `[explore]` block. `None` (or `false`) keeps the
 /// block's value, or the default when the template has no block.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -198,7 +210,15 @@ pub struct Overrides {
     pub check_determinism_pct: Option<f64>,
     /// Progress output.
     pub progress: bool,
+    /// Where faults are placed; `None`: the block's placement (random) when the template has an
+    /// `[explore]` block, else [`DEFAULT_STRATEGY`].
+    pub strategy: Option<PlacementStrategy>,
 }
+
+/// The placement `lockstep explore` uses when neither `--strategy` nor an `[explore]` block
+/// decides: anchored and random placement mixed, with coverage feedback. A template's
+/// `[explore]` block keeps random placement (what its committed results were explored with).
+pub const DEFAULT_STRATEGY: PlacementStrategy = PlacementStrategy::Mixed;
 
 /// The template `lockstep explore` explores: the scenario of `file`, else the standard template.
 pub fn template(file: Option<&Path>, standard: &StandardSettings) -> Result<Scenario, AppError> {
@@ -297,6 +317,11 @@ pub fn explore_config(template: &Scenario, overrides: &Overrides) -> Result<(Sce
             .or(declared.map(|e| e.faults_max))
             .unwrap_or(FaultProfile::default().faults_max),
         lock_aware: overrides.lock_aware || declared.is_some_and(|e| e.lock_aware),
+        strategy: overrides.strategy.unwrap_or(if declared.is_some() {
+            PlacementStrategy::Random
+        } else {
+            DEFAULT_STRATEGY
+        }),
         ..FaultProfile::default()
     };
     let kinds = overrides
@@ -387,7 +412,13 @@ pub fn shrink_failures<'a>(
             if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
                 return None;
             }
-            let found = shrink::shrink_with(template, profile, (failing.seed, checker), locks.refs(), runs, deadline);
+            let found = match &failing.case {
+                // A guided seed's case is recorded: its seed alone does not regenerate it.
+                Some(case) => {
+                    shrink::shrink_case(template, case, (failing.seed, checker), locks.refs(), runs, deadline)
+                }
+                None => shrink::shrink_with(template, profile, (failing.seed, checker), locks.refs(), runs, deadline),
+            };
             Some(match found {
                 Some(cx) => Shrunk::Found {
                     file: out.unwrap_or(Path::new("")).join(format!("{}.toml", cx.scenario.name)),
@@ -439,7 +470,13 @@ mod tests {
     fn without_a_block_the_defaults_are_the_generators() {
         let (_, config) = explore_config(&standard(), &Overrides::default()).unwrap();
         assert_eq!(config.seeds, 0..DEFAULT_SEEDS);
-        assert_eq!(config.profile, FaultProfile::default());
+        assert_eq!(
+            config.profile,
+            FaultProfile {
+                strategy: DEFAULT_STRATEGY,
+                ..FaultProfile::default()
+            }
+        );
     }
 
     #[test]

@@ -26,6 +26,10 @@ pub struct FailingSeed {
     pub fault_kinds: Vec<String>,
     /// How many faults its plan had.
     pub faults: usize,
+    /// Its case, when the seed alone does not regenerate it (guided explorations: anchored
+    /// and mutated cases depend on the template's anchors and the corpus).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<super::generate::ExploreCase>,
 }
 
 /// A seed that could not be judged: the world failed or user code panicked.
@@ -109,6 +113,10 @@ pub struct ExploreSummary {
     /// The differential oracle's counts, when a reference lock ran on the same seeds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub differential: Option<Differential>,
+    /// Coverage of a guided (anchored or mixed) exploration: distinct signatures and their
+    /// growth over seeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<super::coverage::CoverageSummary>,
 }
 
 /// The differential oracle: the lock under test against a reference lock, on the same seeds and
@@ -184,6 +192,7 @@ impl Differential {
                 checkers: only,
                 fault_kinds: kinds,
                 faults,
+                case: None,
             });
             keep_smallest_per_checker(&mut self.first_only_subject);
         }
@@ -273,6 +282,7 @@ impl ExploreSummary {
                 checkers: invalid,
                 fault_kinds: kinds,
                 faults,
+                case: None,
             });
             keep_smallest_per_checker(&mut self.first_failing);
         }
@@ -497,6 +507,9 @@ impl ExploreSummary {
                     ),
                 );
             }
+        }
+        if let Some(coverage) = &self.coverage {
+            out.push_str(&coverage.render());
         }
         line(
             &mut out,

@@ -110,6 +110,7 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         check_determinism_pct: args.check_determinism,
         progress: !args.quiet,
         strategy: args.search.strategy,
+        bounded: args.bounded,
     };
     let (template, config) = exploration::explore_config(&template, &overrides)?;
     lockstep::report::check_outputs(args.summary.as_deref(), args.out.as_deref()).map_err(AppError::BadInput)?;

@@ -82,6 +82,12 @@ pub struct ExploreArgs {
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
+    /// The assumption-bounded profile (docs/assumptions.md): faults inside what the template's
+    /// lock is built to tolerate; each violating seed says which assumptions its plan broke, and
+    /// a checker the lock promises under its plan answering invalid is an implementation bug
+    /// (exit code 1). Random placement.
+    #[arg(long, conflicts_with = "exhaustive")]
+    pub bounded: bool,
     /// Where faults are placed, and the bounded-exhaustive mode.
     #[command(flatten)]
     pub search: SearchArgs,

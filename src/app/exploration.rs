@@ -213,6 +213,9 @@ pub struct Overrides {
     /// Where faults are placed; `None`: the block's placement (random) when the template has an
     /// `[explore]` block, else [`DEFAULT_STRATEGY`].
     pub strategy: Option<PlacementStrategy>,
+    /// The assumption-bounded profile (`--bounded`): cases inside the template lock's
+    /// assumptions, random placement.
+    pub bounded: bool,
 }
 
 /// The placement `lockstep explore` uses when neither `--strategy` nor an `[explore]` block
@@ -347,10 +350,38 @@ pub fn explore_config(template: &Scenario, overrides: &Overrides) -> Result<(Sce
             .check_determinism_pct
             .map_or(0, |pct| (pct * 100.0).round().clamp(0.0, 10_000.0) as u64),
         progress: overrides.progress,
+        assumptions: None,
+    };
+    let config = if overrides.bounded {
+        bounded(template, config, overrides)?
+    } else {
+        config
     };
     let mut template = template.clone();
     template.explore = None;
     Ok((template, config))
+}
+
+/// `config` under the assumption-bounded profile of `template`'s lock: the generator's profile
+/// sized by the lock's TTL and drift allowance (the same kinds and fault count), cases brought
+/// inside its assumptions, random placement (bad input with another `--strategy`).
+fn bounded(template: &Scenario, mut config: ExploreConfig, overrides: &Overrides) -> Result<ExploreConfig, AppError> {
+    if let Some(strategy) = overrides.strategy.filter(|s| *s != PlacementStrategy::Random) {
+        return Err(AppError::BadInput(format!(
+            "--bounded --strategy {}: the assumption-bounded profile places faults at random only",
+            strategy.name()
+        )));
+    }
+    let assumptions = crate::explore::assumptions::Assumptions::of(template);
+    let profile = FaultProfile {
+        faults_max: config.profile.faults_max,
+        lock_aware: config.profile.lock_aware,
+        strategy: PlacementStrategy::Random,
+        ..assumptions.profile(&config.profile.kinds, None)
+    };
+    config.profile = profile;
+    config.assumptions = Some(assumptions);
+    Ok(config)
 }
 
 /// Bad input unless every override is in range: `--seeds` ≥ 1, `--time-limit` ≥ 1,

@@ -87,6 +87,11 @@ pub struct ExploreConfig {
     pub determinism_per_10k: u64,
     /// Progress output: a bar on a terminal, plain lines otherwise, or none.
     pub progress: bool,
+    /// The assumption-bounded profile (`--profile assumptions`): every case is brought inside
+    /// these assumptions ([`assumptions::Assumptions::bound`]) and each seed is classified by the
+    /// assumptions its plan broke; a promised checker violated is an implementation bug. Random
+    /// placement only.
+    pub assumptions: Option<assumptions::Assumptions>,
 }
 
 impl Default for ExploreConfig {
@@ -99,6 +104,7 @@ impl Default for ExploreConfig {
             profile: FaultProfile::default(),
             determinism_per_10k: 0,
             progress: false,
+            assumptions: None,
         }
     }
 }
@@ -244,6 +250,9 @@ enum SeedOutcome {
         case: ExploreCase,
         /// The reference's verdicts and digest, or why it could not run (differential only).
         reference: Option<Result<Judged, String>>,
+        /// Under the assumption-bounded profile: the assumptions the plan broke, and the
+        /// checkers the lock promises under it that answered invalid (an implementation bug).
+        bounded: Option<(Vec<String>, Vec<String>)>,
     },
     Error {
         seed: u64,
@@ -258,9 +267,32 @@ fn explore_seed(
     seed: u64,
     per_10k: u64,
     locks: (&PreparedLock, Option<&PreparedLock>),
+    bounds: Option<&assumptions::Assumptions>,
 ) -> SeedOutcome {
     let case = case_tree(seed, strategy).current();
-    judge_case(template, case, seed, per_10k, locks).0
+    let Some(bounds) = bounds else {
+        return judge_case(template, case, seed, per_10k, locks).0;
+    };
+    let mut outcome = judge_case(template, bounds.bound(case), seed, per_10k, locks).0;
+    if let SeedOutcome::Judged {
+        verdicts,
+        case,
+        bounded,
+        ..
+    } = &mut outcome
+    {
+        let broken = bounds.classify(case);
+        let promised = bounds.promised(&broken);
+        let bugs = verdicts
+            .iter()
+            .filter(|(c, v)| *v == Verdict::Invalid && promised.iter().any(|p| p.to_string() == *c))
+            .map(|(c, _)| c.clone())
+            .collect();
+        let mut names: Vec<String> = broken.iter().map(|b| b.assumption.name().to_string()).collect();
+        names.dedup();
+        *bounded = Some((names, bugs));
+    }
+    outcome
 }
 
 /// Runs one case with the subject (and the reference, if any) and judges it; with the subject
@@ -310,6 +342,7 @@ fn judge_case(
         digest: run.digest,
         case,
         reference,
+        bounded: None,
     };
     (outcome, Some(signature))
 }
@@ -328,9 +361,13 @@ fn aggregate(summary: &mut ExploreSummary, outcome: SeedOutcome, keep_case: bool
             determinism,
             reference,
             case,
+            bounded,
             ..
         } => {
             summary.add_verdicts(seed, &verdicts, &fault_kinds, faults);
+            if let (Some(counts), Some((broken, bugs))) = (&mut summary.assumptions, &bounded) {
+                counts.add(seed, &verdicts, broken, bugs);
+            }
             if let Some(differential) = &mut summary.differential {
                 let theirs = reference
                     .as_ref()
@@ -516,6 +553,9 @@ pub fn explore_with(
     }
     let total = shard_len(config);
     let (names, mut summary) = new_summary(template, (subject, reference));
+    if config.assumptions.is_some() {
+        summary.assumptions = Some(summary::Bounded::default());
+    }
     let topo = topology(template);
     let next = AtomicU64::new(0);
     let started = Instant::now();
@@ -537,7 +577,8 @@ pub fn explore_with(
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(seed) = shard_seed(config, i) else { return };
                     let locks = (&prepared.0, prepared.1.as_ref());
-                    let outcome = explore_seed(template, &strategy, seed, config.determinism_per_10k, locks);
+                    let bounds = config.assumptions.as_ref();
+                    let outcome = explore_seed(template, &strategy, seed, config.determinism_per_10k, locks, bounds);
                     if sender.send(outcome).is_err() {
                         return;
                     }
@@ -548,7 +589,8 @@ pub fn explore_with(
         let mut done = 0;
         for outcome in receiver {
             on_seed(&seed_record(template, &names, &outcome));
-            aggregate(&mut summary, outcome, false);
+            // A bounded case is not its seed's generated case: failing seeds keep it.
+            aggregate(&mut summary, outcome, config.assumptions.is_some());
             done += 1;
             progress.update(done, total, summary.seeds_violating, started);
         }

@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 use lockstep::app::args::{BenchArgs, CiArgs, ExploreArgs, RunArgs};
 use lockstep::app::exploration::{self, Overrides, Shrunk, StandardSettings};
-use lockstep::app::{ci, error, files, run, sweep, AppError, Outcome};
+use lockstep::app::{ci, error, files, run, search, sweep, AppError, Outcome};
 use lockstep::report::merge::{merge_texts, Merged};
 use lockstep::report::{console, write_atomic, write_json, write_report_with, Report};
 use lockstep_sim::History;
@@ -78,14 +78,26 @@ fn cmd_run(args: RunArgs) -> Result<Outcome, AppError> {
 }
 
 fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
-    let standard = StandardSettings {
-        algorithm: args.algorithm,
-        fencing: args.fencing,
-        resource: args.resource,
-        tick_ms: args.tick_ms,
-    };
+    let standard = StandardSettings::new(
+        args.algorithm.clone(),
+        args.fencing.clone(),
+        args.resource.clone(),
+        args.tick_ms,
+    );
     let started = std::time::Instant::now();
     let template = exploration::template(args.file.as_deref(), &standard)?;
+    if args.search.exhaustive {
+        lockstep::report::check_outputs(args.summary.as_deref(), None).map_err(AppError::BadInput)?;
+        let report = search::exhaustive_cli(&template, &args)?;
+        if let Some(path) = &args.summary {
+            write_json(path, &report).map_err(AppError::Io)?;
+        }
+        match args.json {
+            true => println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default()),
+            false => print!("{}", report.render()),
+        }
+        return Ok(Outcome::held_if(report.is_clean()));
+    }
     let overrides = Overrides {
         seeds: args.seeds,
         seed_range: args.seed_range,
@@ -97,6 +109,8 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         lock_aware: args.lock_aware,
         check_determinism_pct: args.check_determinism,
         progress: !args.quiet,
+        strategy: args.search.strategy,
+        bounded: args.bounded,
     };
     let (template, config) = exploration::explore_config(&template, &overrides)?;
     lockstep::app::identity::check_shard_has_seeds(&config)?;

@@ -82,6 +82,41 @@ pub struct ExploreArgs {
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
+    /// The assumption-bounded profile (docs/assumptions.md): faults inside what the template's
+    /// lock is built to tolerate; each violating seed says which assumptions its plan broke, and
+    /// a checker the lock promises under its plan answering invalid is an implementation bug
+    /// (exit code 1). Random placement.
+    #[arg(long, conflicts_with = "exhaustive")]
+    pub bounded: bool,
+    /// Where faults are placed, and the bounded-exhaustive mode.
+    #[command(flatten)]
+    pub search: SearchArgs,
+}
+
+/// How `lockstep explore` searches (see `crate::app::search`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SearchArgs {
+    /// Fault placement: anchored (around the lock's own events), random, or mixed (default
+    /// without an `[explore]` block; a block keeps random).
+    #[arg(long)]
+    pub strategy: Option<crate::explore::generate::PlacementStrategy>,
+    /// Bounded-exhaustive mode: run every fault placement on the grid around the anchors (with
+    /// the template's seed; `--against` counts only schedules where the template's lock alone
+    /// fails).
+    #[arg(long, conflicts_with_all = [
+        "strategy", "shard", "seeds", "seed_range", "jsonl", "out", "time_limit", "kinds", "faults_max",
+        "lock_aware", "check_determinism",
+    ])]
+    pub exhaustive: bool,
+    /// Exhaustive: at most this many clients (default 2).
+    #[arg(long, requires = "exhaustive")]
+    pub exhaustive_clients: Option<usize>,
+    /// Exhaustive: at most this many faults per schedule (default 2).
+    #[arg(long, requires = "exhaustive")]
+    pub exhaustive_faults: Option<usize>,
+    /// Exhaustive: at most this many anchors on the grid (default 4).
+    #[arg(long, requires = "exhaustive")]
+    pub exhaustive_anchors: Option<usize>,
 }
 
 /// `lockstep ci`.

@@ -11,7 +11,7 @@
 //! Leaves out: running seeds, generating faults and shrinking itself (that is `crate::explore`).
 
 use super::error::AppError;
-use crate::explore::generate::{FaultProfile, GENERATED_KINDS};
+use crate::explore::generate::{FaultProfile, PlacementStrategy, GENERATED_KINDS};
 use crate::explore::record::SeedRecord;
 use crate::explore::shrink;
 pub use crate::explore::shrink::Shrunk;
@@ -174,6 +174,18 @@ pub struct StandardSettings {
     pub tick_ms: u64,
 }
 
+impl StandardSettings {
+    /// The settings from the CLI's flags.
+    pub fn new(algorithm: String, fencing: String, resource: String, tick_ms: u64) -> Self {
+        StandardSettings {
+            algorithm,
+            fencing,
+            resource,
+            tick_ms,
+        }
+    }
+}
+
 /// What the caller sets over the template's `[explore]` block. `None` (or `false`) keeps the
 /// block's value, or the default when the template has no block.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -198,7 +210,18 @@ pub struct Overrides {
     pub check_determinism_pct: Option<f64>,
     /// Progress output.
     pub progress: bool,
+    /// Where faults are placed; `None`: the block's placement (random) when the template has an
+    /// `[explore]` block, else [`DEFAULT_STRATEGY`].
+    pub strategy: Option<PlacementStrategy>,
+    /// The assumption-bounded profile (`--bounded`): cases inside the template lock's
+    /// assumptions, random placement.
+    pub bounded: bool,
 }
+
+/// The placement `lockstep explore` uses when neither `--strategy` nor an `[explore]` block
+/// decides: anchored and random placement mixed, with coverage feedback. A template's
+/// `[explore]` block keeps random placement (what its committed results were explored with).
+pub const DEFAULT_STRATEGY: PlacementStrategy = PlacementStrategy::Mixed;
 
 /// The template `lockstep explore` explores: the scenario of `file`, else the standard template.
 pub fn template(file: Option<&Path>, standard: &StandardSettings) -> Result<Scenario, AppError> {
@@ -297,6 +320,11 @@ pub fn explore_config(template: &Scenario, overrides: &Overrides) -> Result<(Sce
             .or(declared.map(|e| e.faults_max))
             .unwrap_or(FaultProfile::default().faults_max),
         lock_aware: overrides.lock_aware || declared.is_some_and(|e| e.lock_aware),
+        strategy: overrides.strategy.unwrap_or(if declared.is_some() {
+            PlacementStrategy::Random
+        } else {
+            DEFAULT_STRATEGY
+        }),
         ..FaultProfile::default()
     };
     let kinds = overrides
@@ -322,10 +350,38 @@ pub fn explore_config(template: &Scenario, overrides: &Overrides) -> Result<(Sce
             .check_determinism_pct
             .map_or(0, |pct| (pct * 100.0).round().clamp(0.0, 10_000.0) as u64),
         progress: overrides.progress,
+        assumptions: None,
+    };
+    let config = if overrides.bounded {
+        bounded(template, config, overrides)?
+    } else {
+        config
     };
     let mut template = template.clone();
     template.explore = None;
     Ok((template, config))
+}
+
+/// `config` under the assumption-bounded profile of `template`'s lock: the generator's profile
+/// sized by the lock's TTL and drift allowance (the same kinds and fault count), cases brought
+/// inside its assumptions, random placement (bad input with another `--strategy`).
+fn bounded(template: &Scenario, mut config: ExploreConfig, overrides: &Overrides) -> Result<ExploreConfig, AppError> {
+    if let Some(strategy) = overrides.strategy.filter(|s| *s != PlacementStrategy::Random) {
+        return Err(AppError::BadInput(format!(
+            "--bounded --strategy {}: the assumption-bounded profile places faults at random only",
+            strategy.name()
+        )));
+    }
+    let assumptions = crate::explore::assumptions::Assumptions::of(template);
+    let profile = FaultProfile {
+        faults_max: config.profile.faults_max,
+        lock_aware: config.profile.lock_aware,
+        strategy: PlacementStrategy::Random,
+        ..assumptions.profile(&config.profile.kinds, None)
+    };
+    config.profile = profile;
+    config.assumptions = Some(assumptions);
+    Ok(config)
 }
 
 /// Bad input unless every override is in range: `--seeds` ≥ 1, `--time-limit` ≥ 1,
@@ -387,7 +443,13 @@ pub fn shrink_failures<'a>(
             if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
                 return None;
             }
-            let found = shrink::shrink_with(template, profile, (failing.seed, checker), locks.refs(), runs, deadline);
+            let found = match &failing.case {
+                // A guided seed's case is recorded: its seed alone does not regenerate it.
+                Some(case) => {
+                    shrink::shrink_case(template, case, (failing.seed, checker), locks.refs(), runs, deadline)
+                }
+                None => shrink::shrink_with(template, profile, (failing.seed, checker), locks.refs(), runs, deadline),
+            };
             Some(match found {
                 Some(cx) => Shrunk::Found {
                     file: out.unwrap_or(Path::new("")).join(format!("{}.toml", cx.scenario.name)),
@@ -439,7 +501,13 @@ mod tests {
     fn without_a_block_the_defaults_are_the_generators() {
         let (_, config) = explore_config(&standard(), &Overrides::default()).unwrap();
         assert_eq!(config.seeds, 0..DEFAULT_SEEDS);
-        assert_eq!(config.profile, FaultProfile::default());
+        assert_eq!(
+            config.profile,
+            FaultProfile {
+                strategy: DEFAULT_STRATEGY,
+                ..FaultProfile::default()
+            }
+        );
     }
 
     #[test]

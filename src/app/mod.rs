@@ -6,6 +6,7 @@
 //! - [`exploration`]: the template and config of an exploration — one merge of a template's
 //!   `[explore]` block with overrides, for both `lockstep explore` and `lockstep ci` — and
 //!   shrinking the first failing seeds.
+//! - [`search`]: `--strategy` and the bounded-exhaustive mode of `lockstep explore`.
 //! - [`ci`]: the gate over a directory of scenario files (`lockstep ci`).
 //! - [`sweep`]: the TTL trade-off sweep.
 //! - [`mutants`]: the mutation suite (`lockstep mutants`).
@@ -29,6 +30,7 @@ pub mod files;
 pub mod identity;
 pub mod mutants;
 pub mod run;
+pub mod search;
 pub mod sweep;
 
 pub use error::{AppError, Outcome};

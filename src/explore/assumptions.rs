@@ -580,7 +580,11 @@ mod tests {
     }
 
     fn case(faults: Vec<GenFault>) -> ExploreCase {
-        ExploreCase { clients: 2, faults }
+        ExploreCase {
+            clients: 2,
+            faults,
+            shape: None,
+        }
     }
 
     #[test]

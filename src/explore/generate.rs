@@ -42,10 +42,10 @@ use proptest::strategy::{BoxedStrategy, Union, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde::{Deserialize, Serialize};
 
-pub use crate::model::fault::{FaultProfile, GENERATED_KINDS};
+pub use crate::model::fault::{FaultProfile, PlacementStrategy, DEFAULT_KINDS, GENERATED_KINDS};
 
 /// One generated fault; windows carry their length so they shrink as one fault.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum GenFault {
     /// Freeze a node.
@@ -303,12 +303,15 @@ impl GenFault {
 }
 
 /// What one seed explores: how many of the template's clients take part, and the faults.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ExploreCase {
     /// The first `clients` clients of the template run.
     pub clients: usize,
     /// The faults.
     pub faults: Vec<GenFault>,
+    /// A generated workload shape (anchored and mixed strategies only; `None`: the template's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<WorkloadShape>,
 }
 
 impl ExploreCase {
@@ -323,6 +326,22 @@ impl ExploreCase {
         faults.sort_by_key(|f| f.at_ms);
         FaultPlan::new(faults)
     }
+}
+
+/// The workload shape a seed runs with (drawn and applied by `explore::anchors`).
+///
+/// Bounds: 2 to 4 clients; think time 0 to TTL/2; critical sections `[lo, hi]` with `hi` one of
+/// TTL/10, TTL/2, TTL, 3/2 × TTL and `lo` between 1 ms and `hi`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct WorkloadShape {
+    /// How many clients run.
+    pub clients: usize,
+    /// Pause between iterations, ms.
+    pub think_ms: u64,
+    /// Shortest critical section, ms.
+    pub work_ms_min: u64,
+    /// Longest critical section, ms.
+    pub work_ms_max: u64,
 }
 
 /// The nodes and timings a plan is generated for.
@@ -485,6 +504,7 @@ pub fn case_strategy(topo: &Topology, profile: &FaultProfile) -> BoxedStrategy<E
         return Just(ExploreCase {
             clients: client_count,
             faults: Vec::new(),
+            shape: None,
         })
         .boxed();
     }
@@ -499,7 +519,11 @@ pub fn case_strategy(topo: &Topology, profile: &FaultProfile) -> BoxedStrategy<E
             // proptest range would start from a random count rather than the template's.
             (faults, Just(client_count))
         })
-        .prop_map(|(faults, clients)| ExploreCase { clients, faults })
+        .prop_map(|(faults, clients)| ExploreCase {
+            clients,
+            faults,
+            shape: None,
+        })
         .boxed()
 }
 

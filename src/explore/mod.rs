@@ -9,9 +9,18 @@
 //! Rust lock); [`explore_with`] can also run a reference lock on the same seeds and fault plans
 //! (the differential oracle) and hands every seed's [`record::SeedRecord`] to the caller as it
 //! finishes (the `--jsonl` stream).
+//!
+//! Where faults are placed is the profile's [`generate::PlacementStrategy`]: at random (this
+//! module), or around the lock's own events with coverage feedback ([`guided`], with
+//! [`anchors`] and [`coverage`]); [`exhaustive`] runs every placement on a bounded grid. Every
+//! mode runs the same subject (and reference) lock.
 
+pub mod anchors;
 pub mod assumptions;
+pub mod coverage;
+pub mod exhaustive;
 pub mod generate;
+pub mod guided;
 pub mod record;
 pub mod shrink;
 pub mod subject;
@@ -78,6 +87,11 @@ pub struct ExploreConfig {
     pub determinism_per_10k: u64,
     /// Progress output: a bar on a terminal, plain lines otherwise, or none.
     pub progress: bool,
+    /// The assumption-bounded profile (`--profile assumptions`): every case is brought inside
+    /// these assumptions ([`assumptions::Assumptions::bound`]) and each seed is classified by the
+    /// assumptions its plan broke; a promised checker violated is an implementation bug. Random
+    /// placement only.
+    pub assumptions: Option<assumptions::Assumptions>,
 }
 
 impl Default for ExploreConfig {
@@ -90,6 +104,7 @@ impl Default for ExploreConfig {
             profile: FaultProfile::default(),
             determinism_per_10k: 0,
             progress: false,
+            assumptions: None,
         }
     }
 }
@@ -129,6 +144,10 @@ pub fn case_scenario(template: &Scenario, case: &ExploreCase, seed: u64) -> Scen
     let mut scenario = template.clone();
     scenario.seed = seed;
     scenario.clients.truncate(case.clients.max(1));
+    // A shape sets the clients before the faults are planned on the nodes present.
+    if let Some(shape) = &case.shape {
+        anchors::apply_shape(&mut scenario, shape);
+    }
     let present: Vec<String> = scenario.node_names();
     scenario.faults = case.plan(&present);
     scenario.expect.clear();
@@ -218,6 +237,7 @@ pub fn in_determinism_sample(seed: u64, per_10k: u64) -> bool {
 type Judged = (Vec<(String, Verdict)>, String);
 
 /// What one seed produced, as sent to the aggregator.
+#[allow(clippy::large_enum_variant)] // one per seed, moved once to the aggregator
 enum SeedOutcome {
     Judged {
         seed: u64,
@@ -231,6 +251,9 @@ enum SeedOutcome {
         case: ExploreCase,
         /// The reference's verdicts and digest, or why it could not run (differential only).
         reference: Option<Result<Judged, String>>,
+        /// Under the assumption-bounded profile: the assumptions the plan broke, and the
+        /// checkers the lock promises under it that answered invalid (an implementation bug).
+        bounded: Option<(Vec<String>, Vec<String>)>,
     },
     Error {
         seed: u64,
@@ -244,13 +267,48 @@ fn explore_seed(
     strategy: &proptest::strategy::BoxedStrategy<ExploreCase>,
     seed: u64,
     per_10k: u64,
-    (subject, reference): (&PreparedLock, Option<&PreparedLock>),
+    locks: (&PreparedLock, Option<&PreparedLock>),
+    bounds: Option<&assumptions::Assumptions>,
 ) -> SeedOutcome {
     let case = case_tree(seed, strategy).current();
+    let Some(bounds) = bounds else {
+        return judge_case(template, case, seed, per_10k, locks).0;
+    };
+    let mut outcome = judge_case(template, bounds.bound(case), seed, per_10k, locks).0;
+    if let SeedOutcome::Judged {
+        verdicts,
+        case,
+        bounded,
+        ..
+    } = &mut outcome
+    {
+        let broken = bounds.classify(case);
+        let promised = bounds.promised(&broken);
+        let bugs = verdicts
+            .iter()
+            .filter(|(c, v)| *v == Verdict::Invalid && promised.iter().any(|p| p.to_string() == *c))
+            .map(|(c, _)| c.clone())
+            .collect();
+        let mut names: Vec<String> = broken.iter().map(|b| b.assumption.name().to_string()).collect();
+        names.dedup();
+        *bounded = Some((names, bugs));
+    }
+    outcome
+}
+
+/// Runs one case with the subject (and the reference, if any) and judges it; with the subject
+/// run's coverage signature ([`coverage::signature`]).
+fn judge_case(
+    template: &Scenario,
+    case: ExploreCase,
+    seed: u64,
+    per_10k: u64,
+    (subject, reference): (&PreparedLock, Option<&PreparedLock>),
+) -> (SeedOutcome, Option<u64>) {
     let scenario = case_scenario(template, &case, seed);
     let run = match subject.run(&scenario) {
         Ok(run) => run,
-        Err(message) => return SeedOutcome::Error { seed, message, case },
+        Err(message) => return (SeedOutcome::Error { seed, message, case }, None),
     };
     let determinism = in_determinism_sample(seed, per_10k).then(|| match subject.run(&scenario) {
         Ok(again) if again.digest == run.digest => Ok(()),
@@ -272,22 +330,80 @@ fn explore_seed(
             )
         })
     });
-    SeedOutcome::Judged {
+    let ops = crate::history::OpHistory::new(&run.history);
+    let signature = coverage::signature(&ops);
+    let outcome = SeedOutcome::Judged {
         seed,
         verdicts: run.results.iter().map(|r| (r.checker.clone(), r.verdict)).collect(),
         fault_kinds: case.faults.iter().map(|f| f.kind().to_string()).collect(),
         faults: case.faults.len(),
-        liveness: crate::liveness::of(&crate::history::OpHistory::new(&run.history)),
+        liveness: crate::liveness::of(&ops),
         sim_ms: run.end.at_ms,
         determinism,
         digest: run.digest,
         case,
         reference,
+        bounded: None,
+    };
+    (outcome, Some(signature))
+}
+
+/// Adds one seed's outcome to `summary` (and its differential); with `keep_case`, a failing
+/// seed keeps its case (guided explorations: the seed alone does not regenerate it).
+fn aggregate(summary: &mut ExploreSummary, outcome: SeedOutcome, keep_case: bool) {
+    match outcome {
+        SeedOutcome::Judged {
+            seed,
+            verdicts,
+            fault_kinds,
+            faults,
+            liveness,
+            sim_ms,
+            determinism,
+            reference,
+            case,
+            bounded,
+            ..
+        } => {
+            summary.add_verdicts(seed, &verdicts, &fault_kinds, faults);
+            if let (Some(counts), Some((broken, bugs))) = (&mut summary.assumptions, &bounded) {
+                counts.add(seed, &verdicts, broken, bugs);
+            }
+            if let Some(differential) = &mut summary.differential {
+                let theirs = reference
+                    .as_ref()
+                    .and_then(|r| r.as_ref().ok())
+                    .map(|(v, _)| v.as_slice());
+                differential.add(seed, &verdicts, theirs, &fault_kinds, faults);
+            }
+            if keep_case {
+                let only_subject = summary
+                    .differential
+                    .iter_mut()
+                    .flat_map(|d| d.first_only_subject.iter_mut());
+                for failing in summary.first_failing.iter_mut().chain(only_subject) {
+                    if failing.seed == seed {
+                        failing.case = Some(case.clone());
+                    }
+                }
+            }
+            summary.add_liveness(&liveness, sim_ms);
+            if let Some(result) = determinism {
+                summary.determinism_checked += 1;
+                if let Err(first_difference) = result {
+                    summary
+                        .determinism_failures
+                        .push(summary::DeterminismFailure { seed, first_difference });
+                    summary.determinism_failures.sort();
+                }
+            }
+        }
+        SeedOutcome::Error { seed, message, .. } => summary.add_error(seed, message),
     }
 }
 
 /// The record of one seed's outcome (the `--jsonl` line).
-fn seed_record(template: &Scenario, names: &(String, Option<String>), outcome: &SeedOutcome) -> record::SeedRecord {
+fn seed_record(template: &Scenario, names: &LockNames, outcome: &SeedOutcome) -> record::SeedRecord {
     let (case, seed) = match outcome {
         SeedOutcome::Judged { case, seed, .. } | SeedOutcome::Error { case, seed, .. } => (case, *seed),
     };
@@ -321,9 +437,12 @@ fn seed_record(template: &Scenario, names: &(String, Option<String>), outcome: &
         v: record::RECORD_VERSION,
         scenario: template.name.clone(),
         seed,
-        clients: case.clients.max(1).min(template.clients.len()),
+        clients: case
+            .shape
+            .map_or(case.clients.max(1).min(template.clients.len()), |shape| shape.clients),
         fault_kinds,
         faults: case.faults.clone(),
+        shape: case.shape,
         subject,
         reference,
         only_subject,
@@ -430,11 +549,13 @@ pub fn explore_with(
     reference: Option<LockRef<'_>>,
     on_seed: &mut dyn FnMut(&record::SeedRecord),
 ) -> ExploreSummary {
+    if config.profile.strategy != generate::PlacementStrategy::Random {
+        return guided::explore_guided(template, config, (subject, reference), on_seed);
+    }
     let total = shard_len(config);
-    let names = (subject.name(template), reference.map(|r| r.name(template)));
-    let mut summary = ExploreSummary::new(&template.name, &names.0);
-    if let Some(name) = &names.1 {
-        summary.differential = Some(summary::Differential::new(name));
+    let (names, mut summary) = new_summary(template, (subject, reference));
+    if config.assumptions.is_some() {
+        summary.assumptions = Some(summary::Bounded::default());
     }
     let topo = topology(template);
     let next = AtomicU64::new(0);
@@ -457,7 +578,8 @@ pub fn explore_with(
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(seed) = shard_seed(config, i) else { return };
                     let locks = (&prepared.0, prepared.1.as_ref());
-                    let outcome = explore_seed(template, &strategy, seed, config.determinism_per_10k, locks);
+                    let bounds = config.assumptions.as_ref();
+                    let outcome = explore_seed(template, &strategy, seed, config.determinism_per_10k, locks, bounds);
                     if sender.send(outcome).is_err() {
                         return;
                     }
@@ -468,44 +590,32 @@ pub fn explore_with(
         let mut done = 0;
         for outcome in receiver {
             on_seed(&seed_record(template, &names, &outcome));
-            match outcome {
-                SeedOutcome::Judged {
-                    seed,
-                    verdicts,
-                    fault_kinds,
-                    faults,
-                    liveness,
-                    sim_ms,
-                    determinism,
-                    reference,
-                    ..
-                } => {
-                    summary.add_verdicts(seed, &verdicts, &fault_kinds, faults);
-                    if let Some(differential) = &mut summary.differential {
-                        let theirs = reference
-                            .as_ref()
-                            .and_then(|r| r.as_ref().ok())
-                            .map(|(v, _)| v.as_slice());
-                        differential.add(seed, &verdicts, theirs, &fault_kinds, faults);
-                    }
-                    summary.add_liveness(&liveness, sim_ms);
-                    if let Some(result) = determinism {
-                        summary.determinism_checked += 1;
-                        if let Err(first_difference) = result {
-                            summary
-                                .determinism_failures
-                                .push(summary::DeterminismFailure { seed, first_difference });
-                            summary.determinism_failures.sort();
-                        }
-                    }
-                }
-                SeedOutcome::Error { seed, message, .. } => summary.add_error(seed, message),
-            }
+            // A bounded case is not its seed's generated case: failing seeds keep it.
+            aggregate(&mut summary, outcome, config.assumptions.is_some());
             done += 1;
             progress.update(done, total, summary.seeds_violating, started);
         }
     });
     progress.finish();
+    finish_throughput(&mut summary, started, jobs);
+    summary
+}
+
+/// The lock names `(subject, reference)` and an empty summary naming them.
+fn new_summary(template: &Scenario, (subject, reference): (LockRef, Option<LockRef>)) -> (LockNames, ExploreSummary) {
+    let names = (subject.name(template), reference.map(|r| r.name(template)));
+    let mut summary = ExploreSummary::new(&template.name, &names.0);
+    if let Some(name) = &names.1 {
+        summary.differential = Some(summary::Differential::new(name));
+    }
+    (names, summary)
+}
+
+/// The subject's name and the reference's, if any.
+type LockNames = (String, Option<String>);
+
+/// Fills in the wall-clock figures of an exploration started at `started`.
+fn finish_throughput(summary: &mut ExploreSummary, started: Instant, jobs: usize) {
     let wall_s = started.elapsed().as_secs_f64();
     summary.throughput = summary::Throughput {
         wall_s,
@@ -513,7 +623,6 @@ pub fn explore_with(
         sim_s_per_wall_s: summary.sim_ms as f64 / 1_000.0 / wall_s.max(1e-9),
         jobs,
     };
-    summary
 }
 
 /// The standard exploration template for `algorithm`: 10 simulated seconds, 3 clients, 5 masters

@@ -4,7 +4,7 @@
 //!
 //! Leaves out: writing (the application layer owns the file) and the summary's counts.
 
-use super::generate::GenFault;
+use super::generate::{GenFault, WorkloadShape};
 use crate::checker::Verdict;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -72,6 +72,9 @@ pub struct SeedRecord {
     pub fault_kinds: Vec<String>,
     /// The generated fault plan (windows as one fault each, as the generator draws them).
     pub faults: Vec<GenFault>,
+    /// The generated workload shape (guided explorations only; absent: the template's).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub shape: Option<WorkloadShape>,
     /// The lock under test.
     #[serde(flatten)]
     pub subject: LockRun,
@@ -107,6 +110,7 @@ mod tests {
                 node: "client-1".into(),
                 duration_ms: 2_500,
             }],
+            shape: None,
             subject: LockRun::judged("my-lock", &[("mutual-exclusion".into(), Verdict::Invalid)], "ab"),
             reference: Some(LockRun::failed("token-release", "boom")),
             only_subject: Some(vec![]),

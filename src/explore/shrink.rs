@@ -194,12 +194,64 @@ pub fn shrink_with(
             }
         }
     }
-    // Greedy: drop single faults, then clients, while it still fails.
+    finish(
+        &judge,
+        (subject, reference),
+        (best, best_run),
+        (faults_before, runs),
+        &left,
+    )
+}
+
+/// Shrinks a recorded `case` (a guided seed's: its seed alone does not regenerate it) as
+/// [`shrink_with`] does, without proptest's pass: drops single faults, the workload shape, then
+/// clients, while `subject` still violates `checker` (and `reference`, if any, does not).
+/// `None` when the case does not fail so.
+pub fn shrink_case(
+    template: &Scenario,
+    case: &ExploreCase,
+    (seed, checker): (u64, &str),
+    (subject, reference): (LockRef<'_>, Option<LockRef<'_>>),
+    max_runs: usize,
+    deadline: Option<std::time::Instant>,
+) -> Option<Counterexample> {
+    let left = |runs: usize| runs < max_runs && deadline.is_none_or(|d| std::time::Instant::now() < d);
+    let judge = Judge {
+        template,
+        seed,
+        checker,
+        subject: subject.prepare(),
+        reference: reference.map(|r| r.prepare()),
+    };
+    let mut runs = 0;
+    let best_run = judge.fails(case, &mut runs)?;
+    let faults_before = case.faults.len();
+    finish(
+        &judge,
+        (subject, reference),
+        (case.clone(), best_run),
+        (faults_before, runs),
+        &left,
+    )
+}
+
+/// The greedy pass over `best` (drop single faults, the workload shape, then clients, while it
+/// still fails) and the counterexample it leaves.
+fn finish(
+    judge: &Judge,
+    (subject, reference): (LockRef<'_>, Option<LockRef<'_>>),
+    (mut best, mut best_run): (ExploreCase, ScenarioRun),
+    (faults_before, mut runs): (usize, usize),
+    left: &dyn Fn(usize) -> bool,
+) -> Option<Counterexample> {
+    let (template, seed, checker) = (judge.template, judge.seed, judge.checker);
+    let deadline_passed = || !left(0);
+    // Greedy: drop single faults, the workload shape, then clients, while it still fails.
     let mut changed = true;
     while changed && left(runs) {
         changed = false;
         for i in (0..best.faults.len()).rev() {
-            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            if deadline_passed() {
                 break;
             }
             let mut candidate = best.clone();
@@ -210,7 +262,19 @@ pub fn shrink_with(
                 changed = true;
             }
         }
-        while best.clients > 1 && left(runs) {
+        if best.shape.is_some() && left(runs) {
+            let candidate = ExploreCase {
+                shape: None,
+                ..best.clone()
+            };
+            if let Some(run) = judge.fails(&candidate, &mut runs) {
+                best = candidate;
+                best_run = run;
+                changed = true;
+            }
+        }
+        // A shape sets the number of clients itself.
+        while best.clients > 1 && best.shape.is_none() && left(runs) {
             let candidate = ExploreCase {
                 clients: best.clients - 1,
                 ..best.clone()
@@ -247,7 +311,7 @@ pub fn shrink_with(
          The expectations state what should hold, so this file fails until the lock is fixed.",
         template.name,
         best.faults.len(),
-        best.clients,
+        best.shape.map_or(best.clients, |shape| shape.clients),
         best_run.digest
     );
     // What should hold: every checker that answered — or, against a reference, the checkers this

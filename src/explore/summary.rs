@@ -26,6 +26,10 @@ pub struct FailingSeed {
     pub fault_kinds: Vec<String>,
     /// How many faults its plan had.
     pub faults: usize,
+    /// Its case, when the seed alone does not regenerate it (guided explorations: anchored
+    /// and mutated cases depend on the template's anchors and the corpus).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<super::generate::ExploreCase>,
 }
 
 /// A seed that could not be judged: the world failed or user code panicked.
@@ -113,6 +117,102 @@ pub struct ExploreSummary {
     /// part of [`Self::outcome`]. `None` in summaries of older builds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<RunSpan>,
+    /// Coverage of a guided (anchored or mixed) exploration: distinct signatures and their
+    /// growth over seeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<super::coverage::CoverageSummary>,
+    /// The assumption-bounded profile's counts (`explore --bounded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assumptions: Option<Bounded>,
+}
+
+/// An exploration under the assumption-bounded profile: every plan was brought inside the
+/// lock's hard assumptions (clocks, masters); a plan may still break the timing assumption (a
+/// pause past the validity left), under which fewer checkers are promised. A promised checker
+/// answering invalid is an implementation bug, not the lease model's limit.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bounded {
+    /// Seeds whose plan kept every assumption.
+    pub seeds_in_bounds: u64,
+    /// Seeds whose plan broke each assumption.
+    pub broken: BTreeMap<String, u64>,
+    /// Seeds that violated a promised checker (implementation bugs).
+    pub seeds_bug: u64,
+    /// Violating seeds (any checker) whose plan broke an assumption: the lease's limit, not a bug.
+    pub seeds_violating_outside: u64,
+    /// The first violating seeds: seed, checkers violated, assumptions its plan broke (empty:
+    /// none), and whether a promised checker is among them.
+    pub first_violating: Vec<(u64, Vec<String>, Vec<String>, bool)>,
+}
+
+impl Bounded {
+    /// Adds one seed: its verdicts, the assumptions its plan broke, the promised checkers it
+    /// violated.
+    pub fn add(&mut self, seed: u64, verdicts: &[(String, Verdict)], broken: &[String], bugs: &[String]) {
+        if broken.is_empty() {
+            self.seeds_in_bounds += 1;
+        }
+        for b in broken {
+            *self.broken.entry(b.clone()).or_default() += 1;
+        }
+        let invalid: Vec<String> = verdicts
+            .iter()
+            .filter(|(_, v)| *v == Verdict::Invalid)
+            .map(|(c, _)| c.clone())
+            .collect();
+        if !bugs.is_empty() {
+            self.seeds_bug += 1;
+        } else if !invalid.is_empty() {
+            self.seeds_violating_outside += 1;
+        }
+        if !invalid.is_empty() {
+            self.first_violating
+                .push((seed, invalid, broken.to_vec(), !bugs.is_empty()));
+            self.first_violating.sort();
+            self.first_violating.truncate(KEEP_FIRST);
+        }
+    }
+
+    /// The summary's lines.
+    pub fn render(&self, lock: &str) -> String {
+        let mut out = format!(
+            "  assumption-bounded profile: {} seeds kept every assumption; broken: {}\n",
+            self.seeds_in_bounds,
+            if self.broken.is_empty() {
+                "none".to_string()
+            } else {
+                self.broken
+                    .iter()
+                    .map(|(a, n)| format!("{a} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        );
+        out.push_str(&format!(
+            "    {} seeds violate a checker {lock} promises under their plan: {}\n    {} violating seeds broke an \
+             assumption (the lease's limit, not a bug)\n",
+            self.seeds_bug,
+            if self.seeds_bug == 0 {
+                "no implementation bug found"
+            } else {
+                "IMPLEMENTATION BUG (a correct lock keeps these)"
+            },
+            self.seeds_violating_outside
+        ));
+        for (seed, checkers, broken, bug) in &self.first_violating {
+            out.push_str(&format!(
+                "    seed {seed} [{}]: broke {}{}\n",
+                checkers.join(","),
+                if broken.is_empty() {
+                    "no assumption".to_string()
+                } else {
+                    broken.join(", ")
+                },
+                if *bug { " -> implementation bug" } else { "" }
+            ));
+        }
+        out
+    }
 }
 
 /// The differential oracle: the lock under test against a reference lock, on the same seeds and
@@ -188,6 +288,7 @@ impl Differential {
                 checkers: only,
                 fault_kinds: kinds,
                 faults,
+                case: None,
             });
             keep_smallest_per_checker(&mut self.first_only_subject);
         }
@@ -277,6 +378,7 @@ impl ExploreSummary {
                 checkers: invalid,
                 fault_kinds: kinds,
                 faults,
+                case: None,
             });
             keep_smallest_per_checker(&mut self.first_failing);
         }
@@ -420,7 +522,11 @@ impl ExploreSummary {
                     && d.reference_errors == 0
                     && self.determinism_failures.is_empty()
             }
-            None => self.is_clean(),
+            // Under the assumption-bounded profile only a promised checker violated fails.
+            None => match &self.assumptions {
+                Some(b) => b.seeds_bug == 0 && self.errors == 0 && self.determinism_failures.is_empty(),
+                None => self.is_clean(),
+            },
         }
     }
 
@@ -513,6 +619,12 @@ impl ExploreSummary {
                     ),
                 );
             }
+        }
+        if let Some(coverage) = &self.coverage {
+            out.push_str(&coverage.render());
+        }
+        if let Some(bounded) = &self.assumptions {
+            out.push_str(&bounded.render(&self.algorithm));
         }
         line(
             &mut out,

@@ -51,6 +51,52 @@ pub struct FaultProfile {
     pub loss_ppm_max: u32,
     /// Aim faults where locks break.
     pub lock_aware: bool,
+    /// Where faults are placed in time: at random (the default here, and what every committed
+    /// exploration used), relative to the lock's own events, or both (see `explore::anchors`).
+    pub strategy: PlacementStrategy,
+}
+
+/// How the explorer places faults in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlacementStrategy {
+    /// Uniformly over the run (swarm testing over proptest strategies).
+    #[default]
+    Random,
+    /// Relative to the events of a first, fault-free run (acquisitions, replies, grants,
+    /// renewals, validity ends, reads, writes, releases), with a generated workload shape.
+    Anchored,
+    /// Seed by seed, anchored or random (half each), with coverage feedback.
+    Mixed,
+}
+
+impl PlacementStrategy {
+    /// Every strategy, in the order `--strategy` lists them.
+    pub const ALL: [PlacementStrategy; 3] = [
+        PlacementStrategy::Anchored,
+        PlacementStrategy::Random,
+        PlacementStrategy::Mixed,
+    ];
+
+    /// The name `--strategy` takes.
+    pub const fn name(self) -> &'static str {
+        match self {
+            PlacementStrategy::Random => "random",
+            PlacementStrategy::Anchored => "anchored",
+            PlacementStrategy::Mixed => "mixed",
+        }
+    }
+}
+
+impl std::str::FromStr for PlacementStrategy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        PlacementStrategy::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("unknown strategy `{s}` (known: anchored, random, mixed)"))
+    }
 }
 
 impl Default for FaultProfile {
@@ -65,6 +111,7 @@ impl Default for FaultProfile {
             latency_ms_max: 200,
             loss_ppm_max: 20_000,
             lock_aware: false,
+            strategy: PlacementStrategy::Random,
         }
     }
 }

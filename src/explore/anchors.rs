@@ -1,0 +1,514 @@
+//! Event-anchored fault placement: faults aimed at the lock's own events.
+//!
+//! A first, fault-free run of the template records where the lock does something
+//! ([`record`]): each acquisition's start, every master's reply, the quorum (the masters' grant),
+//! the client's grant, each renewal, the end of each claimed validity, every read and write and
+//! the resource's judgement of it, each release and abort, and each key expiry. [`anchored_case`]
+//! then places a seed's faults relative to those anchors — just before one, just after one, or
+//! inside the window up to the next — on the nodes the anchor involves (its client, the master
+//! or the resource it talks to, a replica) or on any node of a kind, with every fault kind:
+//! pauses (aimed at one request: "pause between this request and the next", "pause until past
+//! the validity end"), clock jumps and drift on clients (their wall clock), masters and replicas,
+//! partitions, holds aimed at one request (a release held past the TTL), latency, loss, crashes,
+//! power loss, failover, rolling restarts and lost replies (`drop-reply`, always on here when the
+//! profile is the default kind set). Strengths are sized by the TTL (and, for a pause aimed at a
+//! validity end, by the time left until it), not by the random profile's absolute maxima.
+//!
+//! Every draw comes from the seed's own ChaCha stream (`explore/anchored`), so the case is fixed
+//! by the seed and the template. What is left out: anchors of a run *with* faults (a fault moves
+//! every later event; anchors are from the fault-free run only), and anchors inside the Redis
+//! servers beyond the commands they apply.
+//!
+//! The generated workload shape ([`WorkloadShape`]) varies how many clients run, their think time
+//! and their critical-section length, drawn per seed within stated bounds; it only applies to a
+//! template whose clients loop over a shared workload (no scripted per-client work or iteration
+//! counts), because a scripted story depends on its own timing.
+
+pub use super::generate::WorkloadShape;
+use super::generate::{ExploreCase, FaultProfile, GenFault, Topology, DEFAULT_KINDS};
+use crate::history::{OpHistory, OpName, StepKind};
+use crate::scenario::{Scenario, WorkMs};
+use lockstep_sim::{Phase, Seed};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// What happened at an anchor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AnchorKind {
+    /// A client began acquiring the lock (its `acquire` invoke).
+    AcquireStart,
+    /// A master applied a command (and replied).
+    MasterReply,
+    /// The masters granted the lock (for Redlock, the quorum's last SET).
+    Quorum,
+    /// The client received its grant (its `acquire` ok).
+    Grant,
+    /// A renewal succeeded (an `extend` ok).
+    Renewal,
+    /// The validity the client was told ran out (true time, by its grant's belief).
+    ValidityEnd,
+    /// A client sent a read to the resource.
+    Read,
+    /// A client sent a write to the resource.
+    Write,
+    /// The resource judged a write.
+    WriteJudged,
+    /// A client began releasing.
+    Release,
+    /// A client gave up the critical section (an `abort`).
+    Abort,
+    /// A key expired on a master.
+    Expiry,
+}
+
+/// One event of the fault-free run a fault can be aimed at.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Anchor {
+    /// True time, ms.
+    pub at_ms: u64,
+    /// What happened.
+    pub kind: AnchorKind,
+    /// The client involved (for a master's reply: the client whose operation was in progress).
+    pub client: Option<String>,
+    /// The server involved: the master, or the resource.
+    pub server: Option<String>,
+}
+
+/// The anchors of one fault-free run, in time order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Anchors {
+    /// Every anchor, sorted by time.
+    pub list: Vec<Anchor>,
+}
+
+/// The template without faults: what [`record`] runs.
+pub fn fault_free(template: &Scenario) -> Scenario {
+    let mut scenario = template.clone();
+    scenario.faults = lockstep_sim::FaultPlan::new(Vec::new());
+    scenario.expect.clear();
+    scenario.explore = None;
+    scenario
+}
+
+/// Runs the template without faults with `lock` (the exploration's subject) and reads its
+/// anchors.
+pub fn record(template: &Scenario, lock: &super::subject::PreparedLock) -> Result<Anchors, String> {
+    let run = lock.run(&fault_free(template))?;
+    Ok(of_history(&OpHistory::new(&run.history)))
+}
+
+/// The anchors of a history.
+pub fn of_history(ops: &OpHistory<'_>) -> Anchors {
+    let mut list = Vec::new();
+    let mut open_client: Option<String> = None;
+    let mut last_server: std::collections::BTreeMap<String, String> = Default::default();
+    for step in ops.steps() {
+        let at_ms = step.event.at_us / 1_000;
+        let node = step.event.node.clone();
+        let mut push = |kind, client: Option<String>, server: Option<String>| {
+            list.push(Anchor {
+                at_ms,
+                kind,
+                client,
+                server,
+            })
+        };
+        match &step.kind {
+            StepKind::Op(op) => {
+                let client = Some(node.clone());
+                let server = last_server.get(&node).cloned();
+                match (op.op, op.phase) {
+                    (OpName::Acquire, Phase::Invoke) => push(AnchorKind::AcquireStart, client, server),
+                    (OpName::Acquire, Phase::Ok) => push(AnchorKind::Grant, client, server),
+                    (OpName::Extend, Phase::Ok) => push(AnchorKind::Renewal, client, server),
+                    (OpName::Read, Phase::Invoke) => push(AnchorKind::Read, client, Some(super::RESOURCE_NODE.into())),
+                    (OpName::Write, Phase::Invoke) => {
+                        push(AnchorKind::Write, client, Some(super::RESOURCE_NODE.into()))
+                    }
+                    (OpName::Release, Phase::Invoke) => push(AnchorKind::Release, client, server),
+                    (OpName::Abort, _) => push(AnchorKind::Abort, client, server),
+                    _ => {}
+                }
+                if op.phase == Phase::Invoke {
+                    open_client = Some(node.clone());
+                }
+            }
+            StepKind::Command { conn, .. } if *conn != 0 => {
+                if let Some(client) = &open_client {
+                    last_server.insert(client.clone(), node.clone());
+                }
+                push(AnchorKind::MasterReply, open_client.clone(), Some(node.clone()));
+            }
+            StepKind::Expired(expiry) if !expiry.fencing_counter => push(AnchorKind::Expiry, None, Some(node.clone())),
+            StepKind::ResourceWrite(w) => push(AnchorKind::WriteJudged, Some(w.client.to_string()), Some(node.clone())),
+            _ => {}
+        }
+    }
+    for hold in ops.holds() {
+        let client = Some(hold.process.to_string());
+        if let Some(grant) = hold.master_grant {
+            list.push(Anchor {
+                at_ms: grant.at_us / 1_000,
+                kind: AnchorKind::Quorum,
+                client: client.clone(),
+                server: Some(grant.node.clone()),
+            });
+        }
+        for belief in &hold.beliefs {
+            list.push(Anchor {
+                at_ms: belief.event.at_us / 1_000 + belief.validity_ms,
+                kind: AnchorKind::ValidityEnd,
+                client: client.clone(),
+                server: None,
+            });
+        }
+    }
+    list.sort();
+    list.dedup();
+    Anchors { list }
+}
+
+/// Offsets, ms, for "just before" and "just after" an anchor.
+pub const NEAR_MS: [u64; 4] = [1, 5, 20, 100];
+
+/// Whether the template's workload can be reshaped: clients loop over the shared workload, with
+/// no scripted per-client work or iteration counts.
+pub fn shape_applies(template: &Scenario) -> bool {
+    template.workload.iterations.is_none()
+        && !template.clients.is_empty()
+        && template
+            .clients
+            .iter()
+            .all(|c| c.work_ms.is_none() && c.iterations.is_none())
+}
+
+/// Draws a workload shape from `rng` within the documented bounds.
+pub fn draw_shape(rng: &mut ChaCha8Rng, ttl_ms: u64) -> WorkloadShape {
+    let ttl = ttl_ms.max(10);
+    let clients = rng.random_range(2..=4usize);
+    let think_ms = rng.random_range(0..=ttl / 2);
+    let work_ms_max = [ttl / 10, ttl / 2, ttl, ttl * 3 / 2][rng.random_range(0..4usize)].max(1);
+    let work_ms_min = rng.random_range(1..=work_ms_max);
+    WorkloadShape {
+        clients,
+        think_ms,
+        work_ms_min,
+        work_ms_max,
+    }
+}
+
+/// Applies a shape to a scenario: its clients (cloned from the first, renamed `client-N`, when
+/// more are needed), think time and critical-section lengths.
+pub fn apply_shape(scenario: &mut Scenario, shape: &WorkloadShape) {
+    let Some(first) = scenario.clients.first().cloned() else {
+        return;
+    };
+    let taken: Vec<String> = scenario.node_names();
+    let mut n = 1;
+    while scenario.clients.len() < shape.clients {
+        let name = format!("client-{n}");
+        n += 1;
+        if taken.contains(&name) || scenario.clients.iter().any(|c| c.name == name) {
+            continue;
+        }
+        let mut client = first.clone();
+        client.name = name;
+        scenario.clients.push(client);
+    }
+    scenario.clients.truncate(shape.clients.max(1));
+    scenario.workload.think_ms = shape.think_ms;
+    scenario.workload.work_ms = WorkMs::Range(shape.work_ms_min, shape.work_ms_max.max(shape.work_ms_min));
+}
+
+/// Whether anchored placement also draws `drop-reply`: when the profile is the default kind set
+/// (the opt-in exists to keep random placement's digests, which anchored placement does not
+/// share).
+fn kinds_of(profile: &FaultProfile) -> Vec<String> {
+    let mut kinds = profile.kinds.clone();
+    if DEFAULT_KINDS.iter().all(|k| kinds.iter().any(|p| p == k)) && !kinds.iter().any(|k| k == "drop-reply") {
+        kinds.push("drop-reply".to_string());
+    }
+    kinds
+}
+
+fn pick<'a>(rng: &mut ChaCha8Rng, names: &'a [String]) -> Option<&'a String> {
+    (!names.is_empty()).then(|| &names[rng.random_range(0..names.len())])
+}
+
+/// The instant a fault is placed at, relative to anchor `i`: just before, just after, or inside
+/// the window up to the next anchor.
+fn place(rng: &mut ChaCha8Rng, anchors: &[Anchor], i: usize, horizon_ms: u64) -> u64 {
+    let at = anchors[i].at_ms;
+    let near = NEAR_MS[rng.random_range(0..NEAR_MS.len())];
+    let t = match rng.random_range(0..3u8) {
+        0 => at.saturating_sub(near),
+        1 => at + near,
+        _ => {
+            let next = anchors.get(i + 1).map_or(at + 1_000, |a| a.at_ms);
+            if next > at + 1 {
+                rng.random_range(at..next)
+            } else {
+                at
+            }
+        }
+    };
+    t.min(horizon_ms.saturating_sub(1))
+}
+
+/// The next validity end of `client` after `at_ms`, if the fault-free run had one.
+fn validity_end_after(anchors: &[Anchor], client: Option<&String>, at_ms: u64) -> Option<u64> {
+    anchors
+        .iter()
+        .find(|a| a.kind == AnchorKind::ValidityEnd && a.at_ms >= at_ms && a.client.as_ref() == client)
+        .map(|a| a.at_ms)
+}
+
+/// A duration sized by the TTL: short, around the TTL, or past the validity left.
+fn aimed_length(rng: &mut ChaCha8Rng, ttl: u64, left_ms: Option<u64>) -> u64 {
+    match (rng.random_range(0..4u8), left_ms) {
+        (0, _) => rng.random_range(1..=(ttl / 10).max(1)),
+        (1, Some(left)) => left + NEAR_MS[rng.random_range(0..NEAR_MS.len())],
+        _ => rng.random_range((ttl / 2).max(1)..=(2 * ttl).max(2)),
+    }
+}
+
+/// One fault of `kind` aimed at anchor `i`; `None` when the topology has no node for it.
+pub fn aimed_fault(
+    rng: &mut ChaCha8Rng,
+    kind: &str,
+    topo: &Topology,
+    profile: &FaultProfile,
+    anchors: &[Anchor],
+    i: usize,
+) -> Option<GenFault> {
+    let horizon_ms = (topo.duration_ms * 4 / 5).max(1);
+    let ttl = topo.ttl_ms.max(2);
+    let anchor = &anchors[i];
+    let at_ms = place(rng, anchors, i, horizon_ms);
+    let client = anchor
+        .client
+        .clone()
+        .filter(|c| topo.clients.contains(c))
+        .or_else(|| pick(rng, &topo.clients).cloned())?;
+    let master = anchor
+        .server
+        .clone()
+        .filter(|s| topo.masters.contains(s))
+        .or_else(|| pick(rng, &topo.masters).cloned())?;
+    // The server the anchor's request went to (a master, or the resource).
+    let server = anchor.server.clone().unwrap_or_else(|| master.clone());
+    let mut servers = topo.masters.clone();
+    servers.extend(topo.replicas.iter().cloned());
+    let left_ms = validity_end_after(anchors, Some(&client), at_ms).map(|end| end.saturating_sub(at_ms));
+    let any_node = |rng: &mut ChaCha8Rng| -> String {
+        match rng.random_range(0..4u8) {
+            0 | 1 => client.clone(),
+            2 => master.clone(),
+            _ => pick(rng, &topo.replicas)
+                .cloned()
+                .unwrap_or_else(|| topo.resource.clone()),
+        }
+    };
+    Some(match kind {
+        "pause" => GenFault::Pause {
+            at_ms,
+            node: any_node(rng),
+            duration_ms: aimed_length(rng, ttl, left_ms),
+        },
+        "clock-jump" => {
+            let magnitude = aimed_length(rng, ttl, left_ms) as i64;
+            let node = match rng.random_range(0..3u8) {
+                0 => client.clone(),
+                1 => master.clone(),
+                _ => pick(rng, &topo.replicas).cloned().unwrap_or_else(|| master.clone()),
+            };
+            GenFault::ClockJump {
+                at_ms,
+                node,
+                delta_ms: if rng.random_bool(0.7) { magnitude } else { -magnitude },
+            }
+        }
+        "drift" => {
+            let max = profile.drift_ppm_max.max(1_000);
+            let ppm = rng.random_range(1_000..=max);
+            GenFault::Drift {
+                at_ms,
+                node: any_node(rng),
+                drift_ppm: if rng.random_bool(0.5) { ppm } else { -ppm },
+            }
+        }
+        "partition" => GenFault::Partition {
+            at_ms,
+            a: client.clone(),
+            b: server.clone(),
+            length_ms: aimed_length(rng, ttl, left_ms),
+            oneway: rng.random_bool(0.3),
+        },
+        "hold" => GenFault::Hold {
+            at_ms,
+            a: client.clone(),
+            b: server.clone(),
+            length_ms: aimed_length(rng, ttl, left_ms),
+        },
+        "latency" => GenFault::Latency {
+            at_ms,
+            a: client.clone(),
+            b: server.clone(),
+            latency_ms: rng.random_range(1..=(ttl / 10).max(profile.latency_ms_max).max(1)),
+        },
+        "loss" => GenFault::Loss {
+            at_ms,
+            a: client.clone(),
+            b: server.clone(),
+            rate_ppm: rng.random_range(100_000..=900_000),
+        },
+        "crash" => GenFault::Crash {
+            at_ms,
+            node: pick(rng, &servers).cloned().unwrap_or_else(|| master.clone()),
+            down_ms: aimed_length(rng, ttl, left_ms),
+        },
+        "power-loss" if !topo.everysec.is_empty() => GenFault::PowerLoss {
+            at_ms,
+            node: pick(rng, &topo.everysec)?.clone(),
+            down_ms: aimed_length(rng, ttl, left_ms),
+        },
+        "failover" if !topo.replicated.is_empty() => GenFault::Failover {
+            at_ms,
+            node: pick(rng, &topo.replicated)?.clone(),
+        },
+        "rolling-restart" if topo.masters.len() >= 2 => GenFault::RollingRestart {
+            at_ms,
+            gap_ms: rng.random_range(1..=(ttl / topo.masters.len() as u64).max(1)),
+            down_ms: rng.random_range(1..=(ttl / 4).max(1)),
+            nodes: topo.masters.clone(),
+        },
+        "drop-reply" => GenFault::DropReply {
+            at_ms,
+            node: if server == topo.resource || topo.masters.contains(&server) {
+                server.clone()
+            } else {
+                master.clone()
+            },
+            client: client.clone(),
+            count: rng.random_range(1..=3u32),
+        },
+        _ => return None,
+    })
+}
+
+/// Draws 1 to `faults_max` faults aimed at the anchors, from `rng` (more faults are rarer).
+pub fn aimed_faults(rng: &mut ChaCha8Rng, topo: &Topology, profile: &FaultProfile, anchors: &Anchors) -> Vec<GenFault> {
+    let kinds = kinds_of(profile);
+    if anchors.list.is_empty() || kinds.is_empty() || profile.faults_max == 0 {
+        return Vec::new();
+    }
+    let mut count = 1;
+    while count < profile.faults_max && rng.random_bool(0.4) {
+        count += 1;
+    }
+    let mut faults = Vec::new();
+    // A bounded number of draws: kinds the topology cannot use draw nothing.
+    for _ in 0..count * 4 {
+        if faults.len() == count {
+            break;
+        }
+        let i = rng.random_range(0..anchors.list.len());
+        let kind = &kinds[rng.random_range(0..kinds.len())];
+        if let Some(fault) = aimed_fault(rng, kind, topo, profile, &anchors.list, i) {
+            faults.push(fault);
+        }
+    }
+    faults
+}
+
+/// The anchored case of `seed`: faults aimed at the anchors, every client of the template.
+pub fn anchored_case(seed: u64, topo: &Topology, profile: &FaultProfile, anchors: &Anchors) -> ExploreCase {
+    let mut rng = Seed(seed).stream("explore/anchored");
+    ExploreCase {
+        clients: topo.clients.len().max(1),
+        faults: aimed_faults(&mut rng, topo, profile, anchors),
+        shape: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn template() -> Scenario {
+        super::super::standard_template("token-release", "none", "unfenced", 1).unwrap()
+    }
+
+    #[test]
+    fn a_fault_free_run_has_the_lock_events_as_anchors() {
+        let anchors = record(&template(), &super::super::LockRef::Template.prepare()).unwrap();
+        for kind in [
+            AnchorKind::AcquireStart,
+            AnchorKind::MasterReply,
+            AnchorKind::Grant,
+            AnchorKind::ValidityEnd,
+            AnchorKind::Write,
+            AnchorKind::WriteJudged,
+            AnchorKind::Release,
+        ] {
+            assert!(anchors.list.iter().any(|a| a.kind == kind), "no {kind:?} anchor");
+        }
+        assert!(anchors.list.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    #[test]
+    fn anchored_cases_are_fixed_by_the_seed_and_aim_at_the_anchors() {
+        let template = template();
+        let topo = super::super::topology(&template);
+        let anchors = record(&template, &super::super::LockRef::Template.prepare()).unwrap();
+        let profile = FaultProfile::default();
+        let a = anchored_case(7, &topo, &profile, &anchors);
+        assert_eq!(a, anchored_case(7, &topo, &profile, &anchors));
+        assert!(!a.faults.is_empty());
+        let kinds: std::collections::BTreeSet<&str> = (0..200)
+            .flat_map(|seed| anchored_case(seed, &topo, &profile, &anchors).faults)
+            .map(|f| f.kind())
+            .collect();
+        for kind in [
+            "pause",
+            "clock-jump",
+            "drift",
+            "hold",
+            "drop-reply",
+            "partition",
+            "latency",
+        ] {
+            assert!(kinds.contains(kind), "{kind} never drawn: {kinds:?}");
+        }
+    }
+
+    #[test]
+    fn shapes_stay_within_their_bounds_and_apply_to_looping_templates_only() {
+        let mut rng = Seed(3).stream("test");
+        for _ in 0..100 {
+            let shape = draw_shape(&mut rng, 2_000);
+            assert!((2..=4).contains(&shape.clients));
+            assert!(shape.think_ms <= 1_000);
+            assert!(shape.work_ms_min >= 1 && shape.work_ms_min <= shape.work_ms_max && shape.work_ms_max <= 3_000);
+        }
+        let mut scenario = template();
+        assert!(shape_applies(&scenario));
+        apply_shape(
+            &mut scenario,
+            &WorkloadShape {
+                clients: 4,
+                think_ms: 10,
+                work_ms_min: 5,
+                work_ms_max: 9,
+            },
+        );
+        assert_eq!(scenario.clients.len(), 4);
+        let names: std::collections::BTreeSet<_> = scenario.clients.iter().map(|c| c.name.clone()).collect();
+        assert_eq!(names.len(), 4);
+        let scripted =
+            Scenario::from_file(std::path::Path::new("scenarios/bug-release-check-then-delete.toml")).unwrap();
+        assert!(!shape_applies(&scripted));
+    }
+}

@@ -1,0 +1,214 @@
+//! Guided exploration (`--strategy anchored` or `mixed`): anchored placement, a generated
+//! workload shape and coverage feedback, in batches.
+//!
+//! Before the first seed, the template runs once without faults and its anchors are recorded
+//! ([`anchors::record`], with the user's lock when there is one). Seeds then run in batches of
+//! [`coverage::BATCH`]. Each seed's case is drawn from its own stream (`explore/guided`): a
+//! quarter of the seeds, once the corpus holds something, mutate a corpus case; under `mixed`
+//! half of the others are placed at random exactly as `--strategy random` places them (plus a
+//! workload shape when the template loops), the rest around the anchors; under `anchored`, all
+//! the others around the anchors. After a batch, the cases that reached a new signature join the
+//! corpus in seed order, so every case is fixed by the seeds and the template, whatever the
+//! number of workers (see [`coverage`]). Failing seeds keep their case in the summary, since
+//! their seed alone no longer regenerates it; [`super::shrink::shrink_case`] shrinks it with the
+//! exploration's locks.
+//!
+//! The subject lock (the template's algorithm, a preset, or a user's Rust lock) is the one whose
+//! fault-free run gives the anchors and the one every case runs; with a reference lock (the
+//! differential oracle), every case also runs the reference, as in a random exploration.
+//!
+//! Left out: the corpus is not saved between explorations.
+
+use super::anchors::{self, Anchors};
+use super::coverage::{self, Corpus, CoverageSummary};
+use super::generate::{case_strategy, case_tree, ExploreCase, PlacementStrategy};
+use super::subject::LockRef;
+use super::summary::ExploreSummary;
+use super::{
+    aggregate, finish_throughput, judge_case, new_summary, record, seed_record, shard_len, shard_seed, topology,
+    ExploreConfig, Progress, SeedOutcome,
+};
+use crate::checker::Verdict;
+use crate::scenario::Scenario;
+use lockstep_sim::Seed;
+use rand::Rng;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::Instant;
+
+/// Where a seed's case came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Anchored,
+    Random,
+    Mutated,
+}
+
+/// The case of `seed` in a guided exploration, given the corpus so far.
+#[allow(clippy::too_many_arguments)]
+fn guided_case(
+    seed: u64,
+    strategy: PlacementStrategy,
+    random: &proptest::strategy::BoxedStrategy<ExploreCase>,
+    topo: &super::generate::Topology,
+    config: &ExploreConfig,
+    anchors: &Anchors,
+    corpus: &Corpus,
+    reshape_ttl_ms: Option<u64>,
+) -> (ExploreCase, Origin) {
+    let mut rng = Seed(seed).stream("explore/guided");
+    let roll = rng.random_range(0..4u8);
+    if roll == 0 && !corpus.cases.is_empty() {
+        let parent = &corpus.cases[rng.random_range(0..corpus.cases.len())];
+        return (
+            coverage::mutate(&mut rng, parent, topo, &config.profile, anchors),
+            Origin::Mutated,
+        );
+    }
+    if anchors.list.is_empty() || (strategy == PlacementStrategy::Mixed && roll % 2 == 1) {
+        let mut case = case_tree(seed, random).current();
+        if let Some(ttl_ms) = reshape_ttl_ms {
+            case.shape = Some(anchors::draw_shape(&mut rng, ttl_ms));
+        }
+        return (case, Origin::Random);
+    }
+    (
+        anchors::anchored_case(seed, topo, &config.profile, anchors),
+        Origin::Anchored,
+    )
+}
+
+/// Explores `template` with anchored or mixed placement and coverage feedback, running
+/// `subject` (and `reference`, for the differential oracle) on every case; `on_seed` sees every
+/// seed's record.
+pub(super) fn explore_guided(
+    template: &Scenario,
+    config: &ExploreConfig,
+    locks: (LockRef<'_>, Option<LockRef<'_>>),
+    on_seed: &mut dyn FnMut(&record::SeedRecord),
+) -> ExploreSummary {
+    run_guided(template, config, locks, on_seed, false)
+}
+
+/// The guided exploration of `template` with `subject` up to its first violation: no seed after
+/// the first failing one is started, and every seed before it runs, so the summary's first
+/// failing seed is the full exploration's (the corpus only changes between batches). For tests
+/// and benchmarks that measure seeds-to-first-violation.
+pub fn explore_until_violation(template: &Scenario, config: &ExploreConfig, subject: LockRef<'_>) -> ExploreSummary {
+    run_guided(template, config, (subject, None), &mut |_| {}, true)
+}
+
+fn run_guided(
+    template: &Scenario,
+    config: &ExploreConfig,
+    (subject, reference): (LockRef<'_>, Option<LockRef<'_>>),
+    on_seed: &mut dyn FnMut(&record::SeedRecord),
+    stop_at_first: bool,
+) -> ExploreSummary {
+    let total = shard_len(config);
+    let (names, mut summary) = new_summary(template, (subject, reference));
+    let topo = topology(template);
+    let started = Instant::now();
+    let mut progress = Progress::new(config.progress, total);
+    let jobs = config.jobs.max(1);
+    let strategy = config.profile.strategy;
+    // The subject's fault-free run; without anchors (it failed), placement falls back to random.
+    let anchors = anchors::record(template, &subject.prepare()).unwrap_or_default();
+    let reshape = anchors::shape_applies(template).then_some(template.lock.ttl_ms);
+    let random = case_strategy(&topo, &config.profile);
+    let mut corpus = Corpus::default();
+    let mut cover = CoverageSummary {
+        strategy: strategy.name().to_string(),
+        anchors: anchors.list.len(),
+        ..CoverageSummary::default()
+    };
+    let mut done = 0;
+    let mut start = 0;
+    let mut batches: u64 = 0;
+    while start < total {
+        if config.time_limit.is_some_and(|limit| started.elapsed() >= limit) {
+            break;
+        }
+        let end = (start + coverage::BATCH).min(total);
+        let cases: Vec<(u64, ExploreCase)> = (start..end)
+            .filter_map(|i| shard_seed(config, i))
+            .map(|seed| {
+                let (case, origin) = guided_case(seed, strategy, &random, &topo, config, &anchors, &corpus, reshape);
+                match origin {
+                    Origin::Anchored => cover.anchored_seeds += 1,
+                    Origin::Random => cover.random_seeds += 1,
+                    Origin::Mutated => cover.mutated_seeds += 1,
+                }
+                (seed, case)
+            })
+            .collect();
+        let next = AtomicUsize::new(0);
+        // The lowest index in the batch that violated (usize::MAX: none yet).
+        let first_bad = AtomicUsize::new(usize::MAX);
+        let mut batch = Vec::new();
+        std::thread::scope(|scope| {
+            let (sender, receiver) = mpsc::channel();
+            for _ in 0..jobs.min(cases.len()) {
+                let sender = sender.clone();
+                let (next, cases, first_bad) = (&next, &cases, &first_bad);
+                scope.spawn(move || {
+                    let prepared = (subject.prepare(), reference.map(|r| r.prepare()));
+                    loop {
+                        if config.time_limit.is_some_and(|limit| started.elapsed() >= limit) {
+                            return;
+                        }
+                        let i = next.fetch_add(1, Ordering::SeqCst);
+                        if stop_at_first && i > first_bad.load(Ordering::SeqCst) {
+                            return;
+                        }
+                        let Some((seed, case)) = cases.get(i) else { return };
+                        let locks = (&prepared.0, prepared.1.as_ref());
+                        let (outcome, signature) =
+                            judge_case(template, case.clone(), *seed, config.determinism_per_10k, locks);
+                        let violated = matches!(&outcome, SeedOutcome::Judged { verdicts, .. }
+                            if verdicts.iter().any(|(_, v)| *v == Verdict::Invalid));
+                        if violated {
+                            first_bad.fetch_min(i, Ordering::SeqCst);
+                        }
+                        if sender.send((i, outcome, signature)).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+            drop(sender);
+            for (i, outcome, signature) in receiver {
+                let (seed, case) = &cases[i];
+                on_seed(&seed_record(template, &names, &outcome));
+                aggregate(&mut summary, outcome, true);
+                if let Some(signature) = signature {
+                    batch.push((*seed, signature, case.clone()));
+                }
+                done += 1;
+                progress.update(done, total, summary.seeds_violating, started);
+            }
+        });
+        corpus.add_batch(batch);
+        // Growth points after batches 1, 2, 4, 8, ... and the last: memory stays bounded.
+        batches += 1;
+        let point = (done, corpus.seen.len() as u64);
+        if batches.is_power_of_two() || cover.growth.len() < 2 {
+            cover.growth.push(point);
+        } else if let Some(last) = cover.growth.last_mut() {
+            if !(batches - 1).is_power_of_two() {
+                *last = point;
+            } else {
+                cover.growth.push(point);
+            }
+        }
+        start = end;
+        if stop_at_first && summary.seeds_violating > 0 {
+            break;
+        }
+    }
+    progress.finish();
+    cover.signatures_distinct = corpus.seen.len() as u64;
+    summary.coverage = Some(cover);
+    finish_throughput(&mut summary, started, jobs);
+    summary
+}

@@ -55,6 +55,8 @@ fn exit_0_when_every_expectation_holds_and_the_report_is_complete() {
     for run in [
         "runs/kleppmann-gc-pause/history.jsonl",
         "runs/kleppmann-gc-pause/timeline.html",
+        "viewer.js",
+        "viewer.css",
     ] {
         assert!(out.join(run).is_file(), "{run} missing");
     }

@@ -500,7 +500,7 @@ fn verdict_colours_differ_by_verdict() {
 }
 
 /// `history.jsonl` of every run is in the report directory, and reading it back gives the run's
-/// history digest; its interactive timeline is there too, self-contained.
+/// history digest; its interactive timeline is there too, drawn by the report's one viewer.
 #[test]
 fn history_jsonl_in_the_report_replays_to_the_runs_digest() {
     let path = root().join("scenarios/kleppmann-gc-pause.toml");
@@ -519,11 +519,91 @@ fn history_jsonl_in_the_report_replays_to_the_runs_digest() {
     let replay = run_scenario(&inputs[0].1, None).unwrap();
     assert_eq!(digest, replay.digest);
     let page = std::fs::read_to_string(run.join("timeline.html")).unwrap();
-    assert!(page.contains("const DATA = ") && page.contains("monotonic clock"));
-    for bad in ["<script src", "<link", "https://"] {
+    assert!(page.contains("id=\"timeline-data\"") && page.contains("monotonic clock"));
+    for bad in ["http://", "https://"] {
         assert!(!page.contains(bad), "{bad}");
     }
     let index = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(index.contains("href=\"runs/kleppmann-gc-pause/timeline.html\""));
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The attribute `name="…"` of every element in `page` that has it.
+fn attribute_values(page: &str, name: &str) -> Vec<String> {
+    let key = format!("{name}=\"");
+    page.match_indices(&key)
+        .map(|(at, _)| {
+            let rest = &page[at + key.len()..];
+            rest[..rest.find('"').unwrap()].to_string()
+        })
+        .collect()
+}
+
+/// The timeline viewer is written once, at the root of the report directory; every run's
+/// `timeline.html` loads it by a relative path that resolves to that file (so the page works
+/// opened from disk), holds its own data inline, and none of the viewer's code.
+#[test]
+fn every_timeline_loads_the_one_viewer_at_the_root() {
+    let paths = ["kleppmann-gc-pause", "kleppmann-gc-pause-fenced"].map(|n| root().join(format!("scenarios/{n}.toml")));
+    let inputs = load_inputs(&paths).unwrap();
+    let ci = run_ci(&inputs, &CiOptions::default()).unwrap();
+    let report = Report::build(&ci);
+    let out = temp_dir("viewer");
+    lockstep::report::write_report_with(&report, &out, &lockstep::app::ci::histories(&ci)).unwrap();
+    let viewer_js = std::fs::read_to_string(out.join("viewer.js")).unwrap();
+    assert_eq!(viewer_js, lockstep::report::interactive::VIEWER_JS);
+    assert!(out.join("viewer.css").is_file());
+    // Exactly one viewer.js in the whole directory.
+    fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files(&path, out);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    let mut all = Vec::new();
+    files(&out, &mut all);
+    let viewers: Vec<_> = all.iter().filter(|p| p.file_name().unwrap() == "viewer.js").collect();
+    assert_eq!(viewers, [&out.join("viewer.js")]);
+    let pages: Vec<_> = all
+        .iter()
+        .filter(|p| p.file_name().unwrap() == "timeline.html")
+        .collect();
+    assert_eq!(pages.len(), 2);
+    let root_js = out.join("viewer.js").canonicalize().unwrap();
+    let root_css = out.join("viewer.css").canonicalize().unwrap();
+    for page_path in pages {
+        let page = std::fs::read_to_string(page_path).unwrap();
+        let dir = page_path.parent().unwrap();
+        let scripts = attribute_values(&page, "src");
+        let sheets = attribute_values(&page, "href");
+        assert_eq!(scripts.len(), 1, "{}", page_path.display());
+        assert_eq!(sheets.len(), 1, "{}", page_path.display());
+        assert_eq!(dir.join(&scripts[0]).canonicalize().unwrap(), root_js);
+        assert_eq!(dir.join(&sheets[0]).canonicalize().unwrap(), root_css);
+        // None of the viewer inline: no line of it, no style sheet.
+        for line in viewer_js.lines().map(str::trim).filter(|l| l.len() > 20) {
+            assert!(
+                !page.contains(line),
+                "{} inlines viewer code: {line}",
+                page_path.display()
+            );
+        }
+        assert!(!page.contains("<style"));
+        // Its own data, inline, as JSON the viewer parses.
+        let open = "<script type=\"application/json\" id=\"timeline-data\">";
+        let start = page.find(open).unwrap() + open.len();
+        let block = &page[start..start + page[start..].find("</script>").unwrap()];
+        let data: serde_json::Value = serde_json::from_str(block).unwrap();
+        assert!(!data["items"].as_array().unwrap().is_empty());
+    }
+    // A report without histories (a merged one) has no runs and no viewer.
+    let bare = temp_dir("viewer-bare");
+    write_report(&report, &bare).unwrap();
+    assert!(!bare.join("viewer.js").exists() && !bare.join("runs").exists());
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&bare);
 }

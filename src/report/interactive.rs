@@ -18,6 +18,7 @@
 //! drawing on the Rust side — the viewer draws the page from the data embedded in it.
 
 use super::html::escape;
+use crate::history::OpHistory;
 use lockstep_sim::{Event, EventKind, Phase};
 use serde::Serialize;
 use serde_json::Value;
@@ -135,7 +136,12 @@ fn lane_rank(node: &str) -> u8 {
     }
 }
 
-fn page_data(title: &str, subtitle: &str, events: &[Event]) -> PageData {
+/// The page's data: operations as the typed history pairs them ([`OpHistory::operations`]:
+/// invoke and completion by process and id, or open at the end), every other event — and an op
+/// event no operation claims (an abort recorded alone, a completion without its invoke) — as a
+/// mark.
+fn page_data(title: &str, subtitle: &str, history: &OpHistory<'_>) -> PageData {
+    let events = history.history().events();
     let mut lanes: Vec<String> = Vec::new();
     for e in events {
         if !lanes.contains(&e.node) {
@@ -145,27 +151,25 @@ fn page_data(title: &str, subtitle: &str, events: &[Event]) -> PageData {
     lanes.sort_by_key(|n| lane_rank(n)); // stable: first appearance within a group
     let lane_of = |node: &str| lanes.iter().position(|n| n == node).unwrap_or(0);
     let end_us = events.last().map_or(0, |e| e.at_us).max(1);
-    let mut items = Vec::new();
-    let mut open: BTreeMap<u64, &Event> = BTreeMap::new();
+    let steps = history.steps();
+    let mut in_operation = vec![false; steps.len()];
     let mut ops: Vec<(usize, u64, u64, Item)> = Vec::new();
-    for e in events {
-        match &e.kind {
-            EventKind::Op { id, phase, op, data } => {
-                if *phase == Phase::Invoke {
-                    open.insert(*id, e);
-                    continue;
-                }
-                let Some(invoke) = open.remove(id) else { continue };
-                ops.push(op_item(lane_of(&e.node), invoke, Some(e), op, data));
-            }
-            _ => items.push(mark_item(lane_of(&e.node), e)),
-        }
-    }
-    for invoke in open.values() {
+    for operation in history.operations() {
+        let invoke = steps[operation.invoke].event;
+        let done = operation.completion.map(|i| steps[i].event);
         if let EventKind::Op { op, data, .. } = &invoke.kind {
-            ops.push(op_item(lane_of(&invoke.node), invoke, None, op, data));
+            ops.push(op_item(lane_of(&invoke.node), invoke, done, op, data));
+        }
+        for i in std::iter::once(operation.invoke).chain(operation.completion) {
+            in_operation[i] = true;
         }
     }
+    let mut items: Vec<Item> = steps
+        .iter()
+        .zip(&in_operation)
+        .filter(|(_, claimed)| !**claimed)
+        .map(|(step, _)| mark_item(lane_of(&step.event.node), step.event))
+        .collect();
     ops.sort_by_key(|(lane, s, e, _)| (*lane, *s, *e));
     // Overlapping operations of one lane stack in rows.
     let mut rows = vec![0i64; lanes.len()];
@@ -330,13 +334,13 @@ pub const VIEWER_JS_FILE: &str = "viewer.js";
 /// See [`VIEWER_JS_FILE`].
 pub const VIEWER_CSS_FILE: &str = "viewer.css";
 
-/// `timeline.html` of one run: `title` names it, `subtitle` says what it shows (its verdicts).
-/// `root` is the path from the page's directory to the report's root, ending in `/` (`../../`
+/// `timeline.html` of one run's typed `history` (its operations as [`OpHistory`] pairs them):
+/// `title` names it, `subtitle` says what it shows (its verdicts). `root` is the path from the page's directory to the report's root, ending in `/` (`../../`
 /// for `runs/NAME/`): the page loads the viewer ([`VIEWER_JS_FILE`], [`VIEWER_CSS_FILE`]) from
 /// there and holds only its own data, inline (nothing is fetched: the page works from disk).
 /// Five lines: the page is data, the viewer is written once.
-pub fn timeline_html(title: &str, subtitle: &str, events: &[Event], root: &str) -> String {
-    let data = page_data(title, subtitle, events);
+pub fn timeline_html(title: &str, subtitle: &str, history: &OpHistory<'_>, root: &str) -> String {
+    let data = page_data(title, subtitle, history);
     let root = escape(root);
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title} — lockstep history</title>\
@@ -400,7 +404,7 @@ pub fn write_runs(
         )?;
         put(
             &format!("{rel}/timeline.html"),
-            timeline_html(&s.name, &subtitle(s), history.events(), &path_to_root(&rel)).as_bytes(),
+            timeline_html(&s.name, &subtitle(s), &OpHistory::new(history), &path_to_root(&rel)).as_bytes(),
         )?;
         written.insert(s.name.clone());
     }
@@ -464,11 +468,11 @@ mod tests {
     #[test]
     fn the_page_shows_operations_with_their_readings_and_cannot_be_broken_out_of() {
         let h = history();
-        let page = timeline_html("demo", "mutual-exclusion valid", h.events(), "../../");
+        let page = timeline_html("demo", "mutual-exclusion valid", &OpHistory::new(&h), "../../");
         // The command's `</script>` argument is escaped in the data block, and reads back.
         let block = data_text(&page);
         assert!(!block.contains('<') && block.contains("GET \\u003c/script\\u003e"));
-        let data = page_data("demo", "mutual-exclusion valid", h.events());
+        let data = page_data("demo", "mutual-exclusion valid", &OpHistory::new(&h));
         let parsed: Value = serde_json::from_str(block).unwrap();
         assert_eq!(parsed, serde_json::to_value(&data).unwrap());
         let op = data.items.iter().find(|i| i.k == "ok").unwrap();
@@ -477,6 +481,9 @@ mod tests {
         assert_eq!(details["invoke wall clock"], "5 ms");
         assert_eq!(details["completion monotonic clock"], "3 ms");
         assert_eq!(details["completion token"], "42");
+        // The invoke's own data, not the completion's again.
+        assert_eq!(details["invoke key"], "lock");
+        assert!(!details.contains_key("invoke token"));
         assert_eq!(data.lanes, ["client-1", "redis-1", "world"]);
         for bad in ["http://", "https://", "fetch("] {
             assert!(!page.contains(bad), "{bad}");
@@ -484,9 +491,37 @@ mod tests {
     }
 
     #[test]
+    fn operations_are_paired_as_the_typed_history_pairs_them_and_strays_stay_visible() {
+        let mut h = history();
+        let op = |id, phase, data: Value| EventKind::Op {
+            id,
+            phase,
+            op: "release".into(),
+            data,
+        };
+        // Id 7 on two processes: two operations. Id 9: a completion nobody invoked.
+        h.push(5_000, "client-1", 9, 5, op(7, Phase::Invoke, json!({"key": "lock"})));
+        h.push(5_000, "client-2", 9, 5, op(7, Phase::Invoke, json!({"key": "lock"})));
+        h.push(6_000, "client-2", 10, 6, op(7, Phase::Ok, json!({"released": true})));
+        h.push(7_000, "client-1", 11, 7, op(9, Phase::Ok, json!({"released": false})));
+        let data = page_data("demo", "", &OpHistory::new(&h));
+        let lane = |node: &str| data.lanes.iter().position(|n| n == node).unwrap();
+        let release = |node: &str| {
+            data.items
+                .iter()
+                .find(|i| i.l == lane(node) && i.r >= 0 && i.t.starts_with("release"))
+                .unwrap()
+        };
+        assert_eq!((release("client-2").k, release("client-2").e), ("ok", 6_000));
+        assert_eq!((release("client-1").k, release("client-1").e), ("open", u64::MAX));
+        let stray = data.items.iter().find(|i| i.s == 7_000).unwrap();
+        assert_eq!((stray.k, stray.r, stray.t.as_str()), ("note", -1, "release"));
+    }
+
+    #[test]
     fn the_page_loads_the_one_viewer_from_the_root_and_holds_none_of_it() {
         let h = history();
-        let page = timeline_html("demo", "", h.events(), "../../");
+        let page = timeline_html("demo", "", &OpHistory::new(&h), "../../");
         assert_eq!(page.matches("<script src=").count(), 1);
         assert!(page.contains("<script src=\"../../viewer.js\"></script>"));
         assert!(page.contains("<link rel=\"stylesheet\" href=\"../../viewer.css\">"));

@@ -520,6 +520,78 @@ fn the_report_directory_is_replaced_as_a_whole() {
 }
 
 #[test]
+fn hidden_directories_left_by_a_killed_run_are_removed_and_nothing_else() {
+    let dir = temp("stale");
+    let out = dir.join("out");
+    let put = |rel: &str| {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "x").unwrap();
+    };
+    // What a run killed while building its report (or while removing the previous one) leaves.
+    let stale = [".out.new.abc123", ".out.old.Zz9Zz9"];
+    for name in stale {
+        put(&format!("{name}/charts/timeline-x.svg"));
+    }
+    // Not ours: other names, a file, a link to a directory; and one a live run holds.
+    let kept = [
+        ".out.new.toolong7",
+        ".out.new.ab12",
+        ".other.new.abc123",
+        ".hidden",
+        ".out.new.fil123",
+        ".out.new.lnk123",
+        ".out.new.liv123",
+        "precious",
+    ];
+    for name in [
+        ".out.new.toolong7",
+        ".out.new.ab12",
+        ".other.new.abc123",
+        ".hidden",
+        ".out.new.liv123",
+    ] {
+        put(&format!("{name}/report.json"));
+    }
+    put(".out.new.fil123");
+    put("precious/keep");
+    std::os::unix::fs::symlink(dir.join("precious"), dir.join(".out.new.lnk123")).unwrap();
+    let live = std::fs::File::open(dir.join(".out.new.liv123")).unwrap();
+    live.lock().unwrap();
+
+    let (code, o, e) = lockstep(&[
+        "ci",
+        &shipped("kleppmann-gc-pause.toml"),
+        "--report",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{o}{e}");
+    assert!(out.join("report.json").is_file());
+    for name in stale {
+        assert!(!dir.join(name).exists(), "{name} survived: {:?}", tree(&dir));
+    }
+    for name in kept {
+        assert!(dir.join(name).exists(), "{name} was removed: {:?}", tree(&dir));
+    }
+    assert!(dir.join(".out.new.lnk123").is_symlink());
+    assert_eq!(std::fs::read_to_string(dir.join("precious/keep")).unwrap(), "x");
+    assert!(dir.join(".out.new.liv123/report.json").is_file());
+    // Once its run is gone, the next report removes it too.
+    drop(live);
+    let (code, o, e) = lockstep(&[
+        "ci",
+        &shipped("kleppmann-gc-pause.toml"),
+        "--report",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{o}{e}");
+    assert!(!dir.join(".out.new.liv123").exists(), "{:?}", tree(&dir));
+    assert!(dir.join(".hidden/report.json").is_file());
+}
+
+#[test]
 fn an_unwritable_or_foreign_report_location_is_bad_input_and_changes_nothing() {
     let dir = temp("unwritable");
     std::fs::write(dir.join("file"), "not a directory").unwrap();

@@ -25,7 +25,7 @@ enum Command {
     /// Run scenario files and compare each checker's verdict with the file's expectation.
     ///
     /// Exit code 0: every expectation held. 1: a verdict differs, a vacuous run, a scenario that
-    /// could not run. 2: bad input.
+    /// could not run. 2: bad input, or a run that reached its history cap (`history_events_max`).
     Run(RunArgs),
     /// Explore one configuration over many seeds with generated fault plans; shrink failures.
     ///

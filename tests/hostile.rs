@@ -226,6 +226,130 @@ fn a_client_cut_off_for_forty_minutes_runs_to_the_end_and_the_gate_goes_on() {
     assert!(started.elapsed() < Duration::from_secs(120));
 }
 
+/// One master, crashed at 0 and never restarted; two clients retry for a simulated day. It used
+/// to record ~4,000 events a simulated second until it aborted at 19.5 GB. `{retry}` is the
+/// retry delay, `{cap}` extra top-level lines.
+fn day_of_retries(retry: u64, cap: &str) -> String {
+    format!(
+        r#"name = "day-of-retries"
+description = "one master crashed at 0 and never restarted; clients retry for a day"
+seed = 1
+duration_ms = 86400000
+{cap}
+[topology]
+masters = 1
+clients = 2
+
+[lock]
+algorithm = "naive"
+ttl_ms = 1000
+
+[workload]
+acquire_retry_ms = {retry}
+
+[[fault]]
+at_ms = 0
+kind = "crash"
+node = "redis-1"
+"#
+    )
+}
+
+/// The simulated time (ms) at which a run stopped on its history cap, from its message.
+fn stopped_at_ms(text: &str) -> u64 {
+    let rest = text.split("the run stopped at ").nth(1).expect("a history-cap message");
+    rest.split(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_retry_without_delay_is_refused_naming_its_line() {
+    let dir = temp("retry0");
+    let file = dir.join("day.toml");
+    std::fs::write(&file, day_of_retries(0, "")).unwrap();
+    let (code, out, err) = lockstep(&["run", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("day.toml:15:1: field `workload.acquire_retry_ms`: must be at least 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_day_of_retries_stops_at_the_history_cap_and_the_gate_goes_on() {
+    let dir = temp("histcap");
+    let scenarios = dir.join("scenarios");
+    std::fs::create_dir_all(&scenarios).unwrap();
+    // A small cap keeps the test quick; the default (1,000,000) stops the same run after about
+    // 350 simulated seconds.
+    let day = scenarios.join("day.toml");
+    std::fs::write(&day, day_of_retries(1, "history_events_max = 20000\n")).unwrap();
+    std::fs::copy(
+        shipped("kleppmann-gc-pause.toml"),
+        scenarios.join("kleppmann-gc-pause.toml"),
+    )
+    .unwrap();
+
+    let (code, out, err) = lockstep(&["run", "--quiet", day.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}{err}");
+    for words in [
+        day.to_str().unwrap(),
+        "cap of 20000 events",
+        "history_events_max",
+        "duration_ms",
+        "acquire_retry_ms",
+    ] {
+        assert!(out.contains(words), "`{words}` missing: {out}");
+    }
+    // It stopped long before the day was over: its memory is bounded by the cap, not the duration.
+    assert!(stopped_at_ms(&out) < 3_600_000, "{out}");
+
+    // Under the gate it is that scenario's error; the other scenario still runs; exit 1.
+    let report = dir.join("report");
+    let (code, out, err) = lockstep(&[
+        "ci",
+        scenarios.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap()).unwrap();
+    let rows = json["scenarios"].as_array().unwrap();
+    let row = rows.iter().find(|r| r["name"] == "day-of-retries").unwrap();
+    assert_eq!(row["status"], "error", "{row}");
+    let error = row["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("day.toml") && error.contains("cap of 20000 events"),
+        "{row}"
+    );
+    let kleppmann = rows.iter().find(|r| r["name"] == "kleppmann-gc-pause").unwrap();
+    assert_eq!(kleppmann["status"], "pass", "{kleppmann}");
+}
+
+#[test]
+fn an_exploration_seed_that_reaches_the_history_cap_is_reported() {
+    let dir = temp("histcap-explore");
+    let file = dir.join("busy.toml");
+    // Explore replaces the faults; a workload that never ends fills the history by itself.
+    std::fs::write(
+        &file,
+        small_scenario(
+            "busy",
+            "\n[workload]\nuntil_ms = 3000\nwork_ms = 1\nacquire_retry_ms = 1\n",
+        )
+        .replace("duration_ms = 3000", "duration_ms = 3000\nhistory_events_max = 500"),
+    )
+    .unwrap();
+    let (code, out, err) = lockstep(&["explore", file.to_str().unwrap(), "--seeds", "2"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("errors: 2"), "{out}");
+    assert!(
+        out.contains("error on seed 0") && out.contains("cap of 500 events"),
+        "{out}"
+    );
+}
+
 #[test]
 fn values_that_used_to_panic_are_bad_input_naming_the_field() {
     let dir = temp("bounds");
@@ -393,6 +517,78 @@ fn the_report_directory_is_replaced_as_a_whole() {
         !files.iter().any(|f| f.split('/').any(|part| part.starts_with('.'))),
         "temporary files survived: {files:?}"
     );
+}
+
+#[test]
+fn hidden_directories_left_by_a_killed_run_are_removed_and_nothing_else() {
+    let dir = temp("stale");
+    let out = dir.join("out");
+    let put = |rel: &str| {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "x").unwrap();
+    };
+    // What a run killed while building its report (or while removing the previous one) leaves.
+    let stale = [".out.new.abc123", ".out.old.Zz9Zz9"];
+    for name in stale {
+        put(&format!("{name}/charts/timeline-x.svg"));
+    }
+    // Not ours: other names, a file, a link to a directory; and one a live run holds.
+    let kept = [
+        ".out.new.toolong7",
+        ".out.new.ab12",
+        ".other.new.abc123",
+        ".hidden",
+        ".out.new.fil123",
+        ".out.new.lnk123",
+        ".out.new.liv123",
+        "precious",
+    ];
+    for name in [
+        ".out.new.toolong7",
+        ".out.new.ab12",
+        ".other.new.abc123",
+        ".hidden",
+        ".out.new.liv123",
+    ] {
+        put(&format!("{name}/report.json"));
+    }
+    put(".out.new.fil123");
+    put("precious/keep");
+    std::os::unix::fs::symlink(dir.join("precious"), dir.join(".out.new.lnk123")).unwrap();
+    let live = std::fs::File::open(dir.join(".out.new.liv123")).unwrap();
+    live.lock().unwrap();
+
+    let (code, o, e) = lockstep(&[
+        "ci",
+        &shipped("kleppmann-gc-pause.toml"),
+        "--report",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{o}{e}");
+    assert!(out.join("report.json").is_file());
+    for name in stale {
+        assert!(!dir.join(name).exists(), "{name} survived: {:?}", tree(&dir));
+    }
+    for name in kept {
+        assert!(dir.join(name).exists(), "{name} was removed: {:?}", tree(&dir));
+    }
+    assert!(dir.join(".out.new.lnk123").is_symlink());
+    assert_eq!(std::fs::read_to_string(dir.join("precious/keep")).unwrap(), "x");
+    assert!(dir.join(".out.new.liv123/report.json").is_file());
+    // Once its run is gone, the next report removes it too.
+    drop(live);
+    let (code, o, e) = lockstep(&[
+        "ci",
+        &shipped("kleppmann-gc-pause.toml"),
+        "--report",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{o}{e}");
+    assert!(!dir.join(".out.new.liv123").exists(), "{:?}", tree(&dir));
+    assert!(dir.join(".hidden/report.json").is_file());
 }
 
 #[test]

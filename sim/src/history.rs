@@ -215,39 +215,81 @@ impl History {
     }
 }
 
-/// A shared handle to the run's history (the simulation is single-threaded).
+/// A shared handle to the run's history (the simulation is single-threaded), with an optional
+/// cap on the number of events it keeps.
+///
+/// The cap bounds a run's memory: once the history holds `events_max` events, further events are
+/// counted but not kept, and [`HistoryHandle::overflowed`] says so; the world then stops the run
+/// ([`crate::WorldError::HistoryFull`]). Below the cap nothing changes: the same events, in the
+/// same order, with the same digest.
 #[derive(Debug, Clone, Default)]
-pub struct HistoryHandle(Rc<RefCell<History>>);
+pub struct HistoryHandle(Rc<RefCell<Recording>>);
+
+/// The history being recorded, and its cap.
+#[derive(Debug, Default)]
+struct Recording {
+    history: History,
+    /// The most events kept (`None`: no cap).
+    events_max: Option<usize>,
+    /// Events refused because the cap was reached.
+    refused: u64,
+}
 
 impl HistoryHandle {
-    /// A handle to a new, empty history.
+    /// A handle to a new, empty history without a cap.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Appends an event; see [`History::push`].
+    /// A handle to a new, empty history that keeps at most `events_max` events.
+    pub fn with_cap(events_max: usize) -> Self {
+        HistoryHandle(Rc::new(RefCell::new(Recording {
+            events_max: Some(events_max),
+            ..Recording::default()
+        })))
+    }
+
+    /// Appends an event and returns its `seq`; see [`History::push`]. Once the cap is reached
+    /// the event is refused (counted, not kept) and the `seq` it would have had is returned.
     pub fn push(&self, at_us: u64, node: &str, wall_ms: i64, monotonic_ms: i64, kind: EventKind) -> u64 {
-        self.0.borrow_mut().push(at_us, node, wall_ms, monotonic_ms, kind)
+        let mut recording = self.0.borrow_mut();
+        let len = recording.history.len();
+        if recording.events_max.is_some_and(|max| len >= max) {
+            recording.refused += 1;
+            return len as u64;
+        }
+        recording.history.push(at_us, node, wall_ms, monotonic_ms, kind)
+    }
+
+    /// Whether an event was refused because the history had reached its cap.
+    pub fn overflowed(&self) -> bool {
+        self.0.borrow().refused > 0
     }
 
     /// A fresh operation id.
     pub fn next_op_id(&self) -> u64 {
-        self.0.borrow_mut().next_op_id()
+        self.0.borrow_mut().history.next_op_id()
     }
 
     /// A copy of the history so far.
     pub fn snapshot(&self) -> History {
-        self.0.borrow().clone()
+        self.0.borrow().history.clone()
+    }
+
+    /// The history so far, moved out (the handle is left with an empty history and the same
+    /// cap): at the end of a run, without the copy [`HistoryHandle::snapshot`] makes.
+    pub fn take(&self) -> History {
+        std::mem::take(&mut self.0.borrow_mut().history)
     }
 
     /// The number of events so far.
     pub fn len(&self) -> usize {
-        self.0.borrow().len()
+        self.0.borrow().history.len()
     }
 
     /// Whether nothing happened yet.
     pub fn is_empty(&self) -> bool {
-        self.0.borrow().is_empty()
+        self.0.borrow().history.is_empty()
     }
 }
 
@@ -277,6 +319,26 @@ mod tests {
             History::new().digest(),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
+    }
+
+    #[test]
+    fn a_capped_history_keeps_its_first_events_and_says_it_overflowed() {
+        let capped = HistoryHandle::with_cap(2);
+        let free = HistoryHandle::new();
+        for (i, h) in [&capped, &free].into_iter().enumerate() {
+            assert_eq!(h.push(0, "n", 0, 0, note("a")), 0, "handle {i}");
+            assert_eq!(h.push(1, "n", 0, 0, note("b")), 1, "handle {i}");
+            assert!(!h.overflowed(), "handle {i}: at the cap, nothing refused yet");
+        }
+        // Below the cap a capped history is the same history.
+        assert_eq!(capped.snapshot().digest(), free.snapshot().digest());
+        assert_eq!(capped.push(2, "n", 0, 0, note("c")), 2);
+        assert_eq!(capped.push(3, "n", 0, 0, note("d")), 2);
+        assert!(capped.overflowed());
+        assert_eq!(capped.len(), 2);
+        free.push(2, "n", 0, 0, note("c"));
+        assert!(!free.overflowed());
+        assert_eq!(free.len(), 3);
     }
 
     #[test]

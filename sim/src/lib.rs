@@ -46,4 +46,4 @@ pub use node::Node;
 pub use resource::{FencingMode, ResourceClient, WriteOutcome, RESOURCE_PORT};
 pub use role::Role;
 pub use seed::Seed;
-pub use world::{RunEnd, World, WorldConfig, WorldError, RESERVED_NODE_NAMES};
+pub use world::{RunEnd, World, WorldConfig, WorldError, DEFAULT_HISTORY_EVENTS_MAX, RESERVED_NODE_NAMES};

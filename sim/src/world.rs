@@ -38,6 +38,11 @@ pub use crate::role::Role;
 /// 2026-01-01T00:00:00Z: the wall time every node's clock starts from (plus its offset).
 pub const DEFAULT_EPOCH_MS: i64 = 1_767_225_600_000;
 
+/// The default cap on a run's history, in events ([`WorldConfig::history_events_max`]). The
+/// largest shipped scenario records about 1,300; an event takes about 1 KB of memory, so a million
+/// take about 1 GB.
+pub const DEFAULT_HISTORY_EVENTS_MAX: u64 = 1_000_000;
+
 /// Names no node may take: the history logs link faults on `net` and the world's own events on
 /// `world`.
 pub const RESERVED_NODE_NAMES: &[&str] = &["net", "world"];
@@ -60,6 +65,10 @@ pub struct WorldConfig {
     pub max_latency_ms: u64,
     /// Lua instructions a script may run before it is killed.
     pub lua_instruction_budget: u64,
+    /// The most events the history may hold: a run that would record more stops with
+    /// [`WorldError::HistoryFull`] instead of growing without bound. Runs below the cap are
+    /// unaffected.
+    pub history_events_max: u64,
 }
 
 impl Default for WorldConfig {
@@ -72,6 +81,7 @@ impl Default for WorldConfig {
             min_latency_ms: 1,
             max_latency_ms: 5,
             lua_instruction_budget: EngineConfig::default().lua_instruction_budget,
+            history_events_max: DEFAULT_HISTORY_EVENTS_MAX,
         }
     }
 }
@@ -106,6 +116,22 @@ pub enum WorldError {
     /// Software on a host failed (a panic or an error returned by a client).
     #[error("host software failed: {0}")]
     Host(String),
+    /// The run would have recorded more than [`WorldConfig::history_events_max`] events: it was
+    /// stopped there, and has no verdict.
+    #[error(
+        "the run stopped at {at_ms} ms of simulated time (duration_ms = {duration_ms}): its history reached \
+         the cap of {events_max} events (history_events_max). Shorten the run (duration_ms, workload.until_ms), \
+         space the attempts (workload.acquire_retry_ms, workload.think_ms), or raise history_events_max \
+         (memory grows with it)"
+    )]
+    HistoryFull {
+        /// The cap.
+        events_max: u64,
+        /// True time when the run stopped, ms.
+        at_ms: u64,
+        /// The duration the run asked for, ms.
+        duration_ms: u64,
+    },
 }
 
 /// How a run ended.
@@ -155,6 +181,12 @@ impl World {
                 ),
             });
         }
+        if config.history_events_max == 0 {
+            return Err(WorldError::Config {
+                field: "history_events_max",
+                reason: "must be at least 1".into(),
+            });
+        }
         if config.epoch_ms < 0 {
             return Err(WorldError::Config {
                 field: "epoch_ms",
@@ -175,6 +207,7 @@ impl World {
             // the run (see `net`'s reconnect backoff).
             .ephemeral_ports(1024..=65535)
             .build();
+        let history = HistoryHandle::with_cap(usize::try_from(config.history_events_max).unwrap_or(usize::MAX));
         let time = TrueTime::new();
         let deployment = Deployment::new(time.clone(), config.lua_instruction_budget);
         Ok(World {
@@ -182,7 +215,7 @@ impl World {
             config,
             seed,
             time,
-            history: HistoryHandle::new(),
+            history,
             nodes: BTreeMap::new(),
             order: Vec::new(),
             pauses: Vec::new(),
@@ -346,6 +379,12 @@ impl World {
         self.history.snapshot()
     }
 
+    /// The history, moved out of the world once it has run (no copy: a long run's history is
+    /// the largest thing in memory). The world's history is empty afterwards.
+    pub fn take_history(&mut self) -> History {
+        self.history.take()
+    }
+
     /// Checks every fault of `plan` against the nodes ([`Fault::check`]), before anything runs.
     pub fn validate_plan(&self, plan: &FaultPlan) -> Result<(), WorldError> {
         for (index, scheduled) in plan.faults.iter().enumerate() {
@@ -431,7 +470,21 @@ impl World {
         }
     }
 
-    /// Runs the world with `plan` until every client has finished or the duration has run out.
+    /// [`WorldError::HistoryFull`] once the history has refused an event.
+    fn check_history_cap(&self) -> Result<(), WorldError> {
+        if !self.history.overflowed() {
+            return Ok(());
+        }
+        Err(WorldError::HistoryFull {
+            events_max: self.config.history_events_max,
+            at_ms: self.time.now_us() / 1_000,
+            duration_ms: self.config.duration_ms,
+        })
+    }
+
+    /// Runs the world with `plan` until every client has finished or the duration has run out;
+    /// [`WorldError::HistoryFull`] as soon as the history refuses an event (the cap is checked
+    /// before every step, so at most one step's events are refused).
     pub fn run(&mut self, plan: &FaultPlan) -> Result<RunEnd, WorldError> {
         self.validate_plan(plan)?;
         let faults = plan.sorted();
@@ -452,6 +505,7 @@ impl World {
                 next_fault += 1;
             }
             self.deployment.before_step(&mut Hosts::new(&mut self.sim));
+            self.check_history_cap()?;
             if clients_finished || now_ms >= self.config.duration_ms {
                 break;
             }
@@ -469,6 +523,7 @@ impl World {
                 text: format!("end clients_finished={clients_finished}"),
             },
         );
+        self.check_history_cap()?;
         Ok(RunEnd {
             at_ms,
             clients_finished,

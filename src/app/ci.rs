@@ -128,8 +128,9 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
             continue;
         }
         let t0 = Instant::now();
-        // A panic inside one scenario is that scenario's error; the gate goes on.
-        let run = prepared.run(scenario);
+        // A panic inside one scenario, or a run stopped by its history cap, is that scenario's
+        // error (naming its file, as `lockstep run` does); the gate goes on.
+        let run = prepared.run(scenario).map_err(|e| format!("{}: {e}", path.display()));
         let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
         let status = match &run {
             Ok(run) => Status::worst(

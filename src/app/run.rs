@@ -1,18 +1,25 @@
 //! Scenario files run for `lockstep run`: each through [`crate::run::run_scenario`], under the
 //! panic guard ([`crate::explore::guarded`]): a world that cannot run one, or a panic inside
-//! it, is that file's error, and the other files still run.
+//! it, is that file's error, and the other files still run. A run stopped by its history cap
+//! (`history_events_max`) is the file asking for more than lockstep records: bad input, exit 2.
 
 use super::AppError;
 use crate::run::{run_scenario, ScenarioRun};
 use crate::scenario::Scenario;
+use lockstep_sim::WorldError;
 use std::path::Path;
 
 /// Runs the scenario read from `path` (`seed` overrides its own); a world that cannot run it,
-/// or a panic inside it, is a [`AppError::RunFailure`] naming the file.
+/// or a panic inside it, is a [`AppError::RunFailure`] naming the file; a run stopped by its
+/// history cap is [`AppError::BadInput`] naming the file and the cap.
 pub fn run_file(path: &Path, scenario: &Scenario, seed: Option<u64>) -> Result<ScenarioRun, AppError> {
     super::exploration::refuse_rust_lock(path, scenario)?;
-    crate::explore::guarded(|| run_scenario(scenario, seed).map_err(|e| e.to_string()))
-        .map_err(|e| AppError::RunFailure(format!("{}: {e}", path.display())))
+    match crate::explore::guarded(|| Ok(run_scenario(scenario, seed))) {
+        Ok(Ok(run)) => Ok(run),
+        Ok(Err(e @ WorldError::HistoryFull { .. })) => Err(AppError::BadInput(format!("{}: {e}", path.display()))),
+        Ok(Err(e)) => Err(AppError::RunFailure(format!("{}: {e}", path.display()))),
+        Err(e) => Err(AppError::RunFailure(format!("{}: {e}", path.display()))),
+    }
 }
 
 /// One scenario file's run, as `lockstep run` hands it to the printer.
@@ -30,7 +37,8 @@ pub struct FileRun<'a> {
 /// `lockstep run`: parses every file first (bad input before anything runs; `history`, the
 /// `--history` file, takes exactly one scenario file and must be writable), then runs each,
 /// handing it to `done` as it finishes (one that cannot run is its error; the others still
-/// run). Held when every run met every expectation.
+/// run). Held when every run met every expectation; [`super::Outcome::RunFailed`] (exit 2) when
+/// a file was bad input found only by running it (its history cap).
 pub fn run_files(
     files: &[std::path::PathBuf],
     seed: Option<u64>,
@@ -53,9 +61,12 @@ pub fn run_files(
         }
     }
     let mut all_expected = true;
+    let mut bad_input = false;
     for (path, scenario) in &scenarios {
         let started = std::time::Instant::now();
-        let run = run_file(path, scenario, seed).map_err(|e| e.to_string());
+        let run = run_file(path, scenario, seed);
+        bad_input |= matches!(run, Err(AppError::BadInput(_)));
+        let run = run.map_err(|e| e.to_string());
         all_expected &= run.as_ref().is_ok_and(|run| run.as_expected());
         done(FileRun {
             path,
@@ -63,6 +74,9 @@ pub fn run_files(
             run,
             wall_ms: started.elapsed().as_secs_f64() * 1e3,
         })?;
+    }
+    if bad_input {
+        return Ok(super::Outcome::RunFailed);
     }
     Ok(super::Outcome::held_if(all_expected))
 }

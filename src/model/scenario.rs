@@ -27,6 +27,9 @@ pub struct Scenario {
     pub duration_ms: u64,
     /// The scheduler's step, ms (≥ 1).
     pub tick_ms: u64,
+    /// The most events a run's history may hold ([`lockstep_sim::WorldConfig::history_events_max`]):
+    /// a run that would record more stops with an error naming it.
+    pub history_events_max: u64,
     /// Message delays.
     pub network: NetworkSpec,
     /// The Redis masters, in file order (never empty).
@@ -333,6 +336,7 @@ impl Scenario {
             seed: self.seed,
             tick_ms: self.tick_ms,
             duration_ms: self.duration_ms,
+            history_events_max: self.history_events_max,
             min_latency_ms: self.network.min_latency_ms,
             max_latency_ms: self.network.max_latency_ms,
             ..WorldConfig::default()

@@ -36,6 +36,7 @@ pub mod junit;
 pub mod live;
 pub mod markdown;
 pub mod merge;
+mod staging;
 pub mod sweep;
 pub mod timeline;
 
@@ -914,7 +915,9 @@ pub fn prepare_out(out: &Path) -> Result<(), String> {
 /// uniquely named directory beside `out`, synced, then swapped in (the old `out` renamed
 /// away, the new one renamed into place, the old one removed). A reader sees the old report or
 /// the new one, never a mix; charts of scenarios no longer in the report disappear; on an error
-/// nothing of `out` has changed and no temporary file survives. Returns the paths written.
+/// nothing of `out` has changed and no temporary file survives. Hidden directories of `out` left
+/// by a run that was killed are removed first, never one a live run uses ([`staging`]).
+/// Returns the paths written.
 pub fn write_report(report: &Report, out: &Path) -> Result<Vec<PathBuf>, String> {
     write_report_with(report, out, &BTreeMap::new())
 }
@@ -927,26 +930,52 @@ pub fn write_report_with(
     histories: &BTreeMap<String, lockstep_sim::History>,
 ) -> Result<Vec<PathBuf>, String> {
     prepare_out(out)?;
-    let parent = parent_dir(out);
-    let base = out
-        .file_name()
-        .map_or_else(|| "report".into(), |n| n.to_string_lossy().into_owned());
-    let staging = tempfile::Builder::new()
-        .prefix(&format!(".{base}.new."))
-        .tempdir_in(parent)
-        .map_err(|e| {
-            format!(
-                "report directory {}: cannot create a directory beside it: {e}",
-                out.display()
-            )
-        })?;
+    staging::remove_stale(out);
+    let (staging, _staging_lock) = staging_dir(out)?;
     let files = build_report_dir(report, staging.path(), histories)?;
+    // The previous report, renamed away below, stays locked until it is removed.
+    #[cfg(unix)]
+    let _old_lock = staging::try_lock_dir(out).ok().flatten();
     let old = swap_in(staging, out)?;
     if let Some(old) = old {
         // The new report is in place; failing to remove the old one only leaves a hidden directory.
         let _ = std::fs::remove_dir_all(old);
     }
     Ok(files.iter().map(|rel| out.join(rel)).collect())
+}
+
+/// A new staging directory beside `out`, and (on Unix) the lock that tells a cleaner it is live
+/// ([`staging`]). Created again should a cleaner have removed it before it was locked.
+fn staging_dir(out: &Path) -> Result<(tempfile::TempDir, Option<std::fs::File>), String> {
+    let base = out
+        .file_name()
+        .map_or_else(|| "report".into(), |n| n.to_string_lossy().into_owned());
+    let fail = |e: String| {
+        format!(
+            "report directory {}: cannot create a directory beside it: {e}",
+            out.display()
+        )
+    };
+    for _ in 0..3 {
+        let dir = tempfile::Builder::new()
+            .prefix(&staging::new_prefix(&base))
+            .tempdir_in(parent_dir(out))
+            .map_err(|e| fail(e.to_string()))?;
+        #[cfg(unix)]
+        match staging::lock_dir(dir.path()) {
+            Ok(Some(lock)) => return Ok((dir, Some(lock))),
+            // Removed (and its name perhaps taken) before the lock: not ours to remove.
+            Ok(None) => {
+                let _ = dir.keep();
+                continue;
+            }
+            // A file system without locks: no cleaner can take one either, so none removes it.
+            Err(_) => return Ok((dir, None)),
+        }
+        #[cfg(not(unix))]
+        return Ok((dir, None));
+    }
+    Err(fail("removed by another process each time".to_string()))
 }
 
 /// Writes every file of the report into `dir` (synced); returns their paths relative to it.
@@ -1027,7 +1056,7 @@ fn swap_in(staging: tempfile::TempDir, out: &Path) -> Result<Option<PathBuf>, St
             .file_name()
             .map_or_else(|| "report".into(), |n| n.to_string_lossy().into_owned());
         let old = tempfile::Builder::new()
-            .prefix(&format!(".{base}.old."))
+            .prefix(&staging::old_prefix(&base))
             .tempdir_in(parent)
             .map_err(fail)?
             .keep();

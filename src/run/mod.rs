@@ -210,7 +210,7 @@ pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactor
         )?;
     }
     let end = world.run(&scenario.faults)?;
-    let history = world.history();
+    let history = world.take_history();
     let ops = OpHistory::new(&history);
     let results: Vec<CheckResult> = checker::check_all(&ops);
     let mut mismatches = expect::mismatches(&scenario.expect, &results);

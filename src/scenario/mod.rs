@@ -32,6 +32,7 @@
 //! | `seed`        | integer | `0`     | the one seed of the run; a decimal string (`"18446744073709551615"`) is accepted for seeds above 2^63 − 1 |
 //! | `duration_ms` | integer | `60000` | when the run stops if the clients have not finished; 1 ≤ value ≤ 86400000 (one day) |
 //! | `tick_ms`     | integer | `1`     | the scheduler's step; 1 ≤ value ≤ 60000 and ≤ `duration_ms` |
+//! | `history_events_max` | integer | `1000000` | the most events a run may record; 1 ≤ value ≤ 10000000. A run that would record more stops there with an error naming the file and the cap (exit 2 for `lockstep run`, the scenario's error under `ci`, the seed's error under `explore`): a long run whose clients retry every millisecond otherwise grows without bound. An event takes about 1 KB of memory: a million, about 1 GB. The largest shipped scenario records about 1,300 |
 //! | `compare_with` | string | none    | another scenario's name: reports show both runs' timelines side by side |
 //!
 //! ## `[network]` (optional)
@@ -170,7 +171,7 @@
 //! | `iterations`       | integer          | unlimited if `until_ms` is set, else `1` | iterations per client |
 //! | `until_ms`         | integer          | none    | stop starting new iterations after this true time |
 //! | `work_ms`          | integer or pair  | `100`   | work inside the critical section: fixed, or `[min, max]` drawn uniformly (min ≤ max); not with `work = "until-validity"` |
-//! | `acquire_retry_ms` | integer          | `100`   | delay between failed acquire attempts |
+//! | `acquire_retry_ms` | integer          | `100`   | delay between failed acquire attempts; ≥ 1 |
 //! | `think_ms`         | integer          | `0`     | pause between iterations |
 //! | `resource_timeout_ms` | integer       | `lock.request_timeout_ms` | per-request timeout of the client's connection to the resource (a long one lets a delayed write arrive late); ≥ 1 |
 //! | `work`             | string           | `"fixed"` | `fixed` (`work_ms`) or `until-validity`: work until the grant's validity runs out less `validity_margin_ms`, by the holder's monotonic clock |

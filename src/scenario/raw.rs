@@ -18,6 +18,7 @@ pub(super) struct RawScenario {
     pub seed: Option<SeedValue>,
     pub duration_ms: Option<u64>,
     pub tick_ms: Option<u64>,
+    pub history_events_max: Option<u64>,
     pub network: Option<RawNetwork>,
     pub topology: Option<RawTopology>,
     pub lock: Option<RawLock>,

@@ -23,6 +23,9 @@ use std::ops::Range;
 
 /// The longest run a file may ask for (`duration_ms`): one simulated day.
 pub const MAX_DURATION_MS: u64 = 86_400_000;
+/// The largest history cap a file may set (`history_events_max`): at about 1 KB an event, some
+/// 10 GB, as much as a large CI machine holds.
+pub const MAX_HISTORY_EVENTS: u64 = 10_000_000;
 /// The coarsest scheduler step (`tick_ms`): one minute.
 pub const MAX_TICK_MS: u64 = 60_000;
 /// The longest lock TTL (`lock.ttl_ms`): one day.
@@ -257,6 +260,15 @@ impl Ctx<'_> {
                 format!("{tick_ms}: must be at most {MAX_TICK_MS} and at most duration_ms ({duration_ms})"),
             ));
         }
+        let history_events_max = raw
+            .history_events_max
+            .unwrap_or(lockstep_sim::DEFAULT_HISTORY_EVENTS_MAX);
+        if !(1..=MAX_HISTORY_EVENTS).contains(&history_events_max) {
+            return Err(self.err(
+                &key("history_events_max"),
+                format!("{history_events_max}: must be between 1 and {MAX_HISTORY_EVENTS}"),
+            ));
+        }
 
         let network = raw.network.unwrap_or_default();
         let defaults = NetworkSpec::default();
@@ -321,6 +333,7 @@ impl Ctx<'_> {
             seed,
             duration_ms,
             tick_ms,
+            history_events_max,
             network: network_spec,
             masters,
             resource: topology.resource.unwrap_or_default(),

@@ -1172,3 +1172,41 @@ fn explore_block_errors_name_the_field() {
         assert!(err.line.is_some(), "{extra}: {err}");
     }
 }
+
+#[test]
+fn the_history_cap_defaults_to_a_million_is_bounded_and_written_only_when_set() {
+    let s = parse(MINIMAL);
+    assert_eq!(s.history_events_max, 1_000_000);
+    assert_eq!(
+        s.world_config().history_events_max,
+        lockstep_sim::DEFAULT_HISTORY_EVENTS_MAX
+    );
+    // Not written at its default: the TOML of every existing file (and the run identities
+    // hashed over it) stays as it was.
+    assert!(!s.to_toml().contains("history_events_max"), "{}", s.to_toml());
+    let capped = parse(&format!("history_events_max = 5000\n{MINIMAL}"));
+    assert_eq!(capped.world_config().history_events_max, 5_000);
+    let text = capped.to_toml();
+    assert!(text.contains("history_events_max = 5000"), "{text}");
+    assert_eq!(parse(&text), capped);
+    for bad in ["0", "10000001"] {
+        let source = format!("history_events_max = {bad}\n{MINIMAL}");
+        let err = parse_err(&source);
+        assert_at(&err, "history_events_max", 1);
+        assert!(err.to_string().contains("between 1 and 10000000"), "{err}");
+    }
+}
+
+#[test]
+fn a_retry_without_delay_is_refused() {
+    let source = with("[workload]\nacquire_retry_ms = 0\n");
+    let err = parse_err(&source);
+    assert_at(&err, "workload.acquire_retry_ms", line_of(&source, "acquire_retry_ms"));
+    assert!(err.to_string().contains("must be at least 1"), "{err}");
+    assert_eq!(
+        parse(&with("[workload]\nacquire_retry_ms = 1\n"))
+            .workload
+            .acquire_retry_ms,
+        1
+    );
+}

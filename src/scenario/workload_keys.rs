@@ -15,7 +15,7 @@ pub const WORKLOAD_KEYS: &[(&str, &str, &str)] = &[
         "100",
         "work inside the critical section: fixed, or [min, max]",
     ),
-    ("acquire_retry_ms", "100", "delay between failed acquire attempts"),
+    ("acquire_retry_ms", "100", "delay between failed acquire attempts; ≥ 1"),
     ("think_ms", "0", "pause between iterations"),
     (
         "resource_timeout_ms",

@@ -38,6 +38,11 @@ pub(super) fn to_toml(s: &Scenario) -> String {
     }
     let _ = writeln!(out, "duration_ms = {}", s.duration_ms);
     let _ = writeln!(out, "tick_ms = {}", s.tick_ms);
+    // Written only when set, so that the TOML (and the run identities hashed over it) of a file
+    // without it stays as it was.
+    if s.history_events_max != lockstep_sim::DEFAULT_HISTORY_EVENTS_MAX {
+        let _ = writeln!(out, "history_events_max = {}", s.history_events_max);
+    }
     if let Some(other) = &s.compare_with {
         let _ = writeln!(out, "compare_with = {}", quote(other));
     }

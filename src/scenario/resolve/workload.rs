@@ -62,6 +62,16 @@ impl Ctx<'_> {
             (None, Some(_)) => None,
             (None, None) => Some(1),
         };
+        let acquire_retry_ms = raw.acquire_retry_ms.unwrap_or(100);
+        if acquire_retry_ms == 0 {
+            // A retry without a delay: attempts that fail without waiting (a refused connection)
+            // would repeat with no simulated time passing, a livelock. The clients have always
+            // slept at least 1 ms between attempts; refuse 0 rather than silently run it as 1.
+            return Err(self.err(
+                &path("acquire_retry_ms"),
+                "must be at least 1: a retry with no delay would spin without simulated time passing",
+            ));
+        }
         let resource_timeout_ms = raw.resource_timeout_ms.unwrap_or(lock.request_timeout_ms);
         if resource_timeout_ms == 0 {
             return Err(self.err(&path("resource_timeout_ms"), "must be at least 1"));
@@ -138,7 +148,7 @@ impl Ctx<'_> {
             iterations,
             until_ms: raw.until_ms,
             work_ms,
-            acquire_retry_ms: raw.acquire_retry_ms.unwrap_or(100),
+            acquire_retry_ms,
             think_ms: raw.think_ms.unwrap_or(0),
             resource_timeout_ms,
             work,

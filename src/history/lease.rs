@@ -491,3 +491,100 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
         held,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockstep_sim::clock::NodeClock;
+
+    /// A track of `clock`'s readings at `times_us`, with a drift change (recorded as the node's
+    /// own event) at `drift_at`.
+    fn track(clock: &NodeClock, times_us: &[u64], drift_at: Option<(u64, i64)>) -> ClockTrack {
+        let mut samples = Vec::new();
+        let mut stretches = vec![Stretch {
+            first: 0,
+            drift_ppm: None,
+        }];
+        for &t in times_us {
+            if let Some((at, ppm)) = drift_at.filter(|&(at, _)| at == t) {
+                clock.set_drift(at, ppm);
+                stretches.push(Stretch {
+                    first: samples.len(),
+                    drift_ppm: Some(ppm),
+                });
+            }
+            samples.push((t, clock.monotonic_ms(t)));
+        }
+        ClockTrack { samples, stretches }
+    }
+
+    /// The first true µs at which `clock` reads `ms` (its rate no longer changes).
+    fn truth_us(clock: &NodeClock, ms: i64) -> u64 {
+        let (mut lo, mut hi) = (0u64, 100_000_000u64);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if clock.monotonic_us(mid) >= ms * 1_000 {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    }
+
+    #[test]
+    fn seed_61_a_deadline_past_the_last_reading_is_bounded_not_extrapolated() {
+        // client-3 of explore seed 61 (token-release, bounded): a -243 ppm drift from 4.788 s,
+        // then its last readings; the lock's deadline reads 10741 ms, 1.7 s after the last one.
+        let clock = NodeClock::new(0, 0, 0);
+        let mut times: Vec<u64> = (1..40).map(|k| k * 120_000).collect();
+        times.push(4_788_000);
+        times.extend([
+            8_230_000, 8_234_000, 8_236_000, 8_238_000, 8_241_000, 8_320_000, 8_322_000, 8_324_000, 8_327_000,
+            8_329_000, 8_738_000, 8_740_000, 8_742_000, 8_745_000, 8_750_000, 9_048_000, 9_050_000, 9_052_000,
+        ]);
+        let track = track(&clock, &times, Some((4_788_000, -243)));
+        let truth = truth_us(&clock, 10_741);
+        assert_eq!(truth, 10_742_447);
+        let (earliest, latest) = track.true_us_range(10_741).expect("readings");
+        assert!(
+            earliest <= truth && truth <= latest,
+            "{earliest}..{latest} misses {truth}"
+        );
+        assert!(latest - earliest < 100, "{earliest}..{latest}");
+        // The point estimate (rate over the last second of millisecond readings) is 2.6 ms late:
+        // past the master's lease end (10.743 s) by more than the checker's 2 ms tolerance.
+        let point = track.true_us_at(10_741).expect("readings");
+        assert!(point > 10_743_000 + 2_000, "{point}");
+    }
+
+    #[test]
+    fn an_initial_rate_is_bounded_from_the_clock_starting_at_zero() {
+        let clock = NodeClock::new(0, 0, 300);
+        let times: Vec<u64> = (1..50).map(|k| k * 97_000 + k % 3).collect();
+        let track = track(&clock, &times, None);
+        for ms in [2_000, 4_751, 7_000] {
+            let truth = truth_us(&clock, ms);
+            let (earliest, latest) = track.true_us_range(ms).expect("readings");
+            assert!(
+                earliest <= truth && truth <= latest,
+                "{ms}: {earliest}..{latest} misses {truth}"
+            );
+            assert!(latest - earliest <= 2_000, "{ms}: {earliest}..{latest}");
+        }
+    }
+
+    #[test]
+    fn readings_that_contradict_the_model_fall_back_to_the_point_estimate() {
+        // A real process's clock does not read 0 at true time 0.
+        let track = ClockTrack {
+            samples: vec![(0, 5_000_000), (1_000_000, 5_001_000), (2_000_000, 5_002_000)],
+            stretches: vec![Stretch {
+                first: 0,
+                drift_ppm: None,
+            }],
+        };
+        let point = track.true_us_at(5_003_000).expect("readings");
+        assert_eq!(track.true_us_range(5_003_000), Some((point, point)));
+    }
+}

@@ -197,7 +197,7 @@ fn cmd_merge(files: &[PathBuf], out: Option<&Path>, report_dir: Option<&Path>) -
             if let Some(out) = out {
                 write_json(out, &merged).map_err(AppError::Io)?;
             }
-            Ok(Outcome::held_if(merged.is_clean()))
+            Ok(Outcome::held_if(merged.is_clean_against_reference()))
         }
     }
 }

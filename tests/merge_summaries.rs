@@ -1,7 +1,9 @@
 //! `lockstep merge` over exploration summaries, through the binary (issue 13, finding 3): the
 //! shards of one run merge into the unsharded outcome; a summary given twice, overlapping seed
 //! ranges and summaries of different runs are refused (exit 2, naming both files); summaries of
-//! older builds (no run identity) merge with a warning, unless identical.
+//! older builds (no run identity) merge with a warning, unless identical. Summaries of a guided
+//! strategy (anchored, mixed) are refused as shards, and summaries of different strategies never
+//! merge as one run; bounded shards merge, their assumption counts added up.
 
 use lockstep::explore::summary::ExploreSummary;
 use std::path::{Path, PathBuf};
@@ -38,18 +40,14 @@ fn temp(name: &str) -> PathBuf {
 /// Random placement: each seed's case depends on the seed alone, so shards reproduce the whole
 /// run seed for seed (guided placement feeds coverage forward from earlier seeds).
 fn explore(dir: &Path, file: &str, args: &[&str]) -> ExploreSummary {
-    let mut all = vec![
-        "explore",
-        "--quiet",
-        "--strategy",
-        "random",
-        "--shrink",
-        "0",
-        "--jobs",
-        "1",
-        "--summary",
-        file,
-    ];
+    explore_with(dir, file, &["--strategy", "random"], args)
+}
+
+/// `lockstep explore` with `strategy` (the strategy's own flags) and `args`.
+fn explore_with(dir: &Path, file: &str, strategy: &[&str], args: &[&str]) -> ExploreSummary {
+    let mut all = vec!["explore", "--quiet"];
+    all.extend_from_slice(strategy);
+    all.extend_from_slice(&["--shrink", "0", "--jobs", "1", "--summary", file]);
     all.extend_from_slice(args);
     let (code, out, err) = lockstep(dir, &all);
     assert!(code == 0 || code == 1, "{out}\n{err}");
@@ -164,6 +162,93 @@ fn summaries_without_a_run_identity_merge_with_a_warning_unless_identical() {
     let (code, _, err) = lockstep(&dir, &["merge", "old-one.json", "two.json"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("old-one.json") && err.contains("no run identity"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn shards_of_a_guided_exploration_are_refused() {
+    let dir = temp("guided");
+    for strategy in ["mixed", "anchored"] {
+        let one = explore_with(
+            &dir,
+            "one.json",
+            &["--strategy", strategy],
+            &["--seeds", "4", "--shard", "1/2"],
+        );
+        explore_with(
+            &dir,
+            "two.json",
+            &["--strategy", strategy],
+            &["--seeds", "4", "--shard", "2/2"],
+        );
+        let run = one.run.clone().expect("a run identity");
+        assert_eq!(run.strategy.map(|s| s.name()), Some(strategy));
+        let (code, out, err) = lockstep(&dir, &["merge", "one.json", "two.json", "--out", "m.json"]);
+        assert_eq!(code, 2, "{out}\n{err}");
+        assert!(
+            err.contains("guided exploration") && err.contains(strategy) && err.contains("--strategy random"),
+            "{err}"
+        );
+        assert!(err.contains("one.json") && err.contains("two.json"), "{err}");
+        assert!(!dir.join("m.json").exists());
+        // One guided summary alone is still a whole run.
+        let (code, out, err) = lockstep(&dir, &["merge", "one.json", "--out", "m.json"]);
+        assert!(code == 0 || code == 1, "{out}\n{err}");
+        let _ = std::fs::remove_file(dir.join("m.json"));
+    }
+    // An older guided summary (no `strategy` in its span, but coverage figures) is refused too.
+    for name in ["one", "two"] {
+        let mut value: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.json"))).unwrap()).unwrap();
+        value["run"]
+            .as_object_mut()
+            .unwrap()
+            .remove("strategy")
+            .expect("a strategy field");
+        assert!(value.get("coverage").is_some(), "a guided summary reports coverage");
+        std::fs::write(dir.join(format!("old-{name}.json")), value.to_string()).unwrap();
+    }
+    assert!(read(&dir.join("old-one.json")).run.unwrap().strategy.is_none());
+    let (code, _, err) = lockstep(&dir, &["merge", "old-one.json", "old-two.json"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("guided exploration"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn summaries_of_different_strategies_do_not_merge_and_bounded_shards_do() {
+    let dir = temp("strategies");
+    explore(&dir, "random.json", &["--seeds", "4", "--shard", "1/2"]);
+    let bounded_one = explore_with(&dir, "b1.json", &["--bounded"], &["--seeds", "4", "--shard", "1/2"]);
+    let bounded_two = explore_with(&dir, "b2.json", &["--bounded"], &["--seeds", "4", "--shard", "2/2"]);
+    let whole = explore_with(&dir, "bw.json", &["--bounded"], &["--seeds", "4"]);
+    let strategy = |s: &ExploreSummary| s.run.as_ref().and_then(|r| r.strategy).map(|s| s.name());
+    assert_eq!(strategy(&bounded_one), Some("bounded"));
+    assert_eq!(strategy(&read(&dir.join("random.json"))), Some("random"));
+    let (code, out, err) = lockstep(&dir, &["merge", "random.json", "b2.json"]);
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(
+        err.contains("strategy bounded") && err.contains("with random") && err.contains("different strategies"),
+        "{err}"
+    );
+    // Bounded placement is random placement: its shards merge into the whole run, assumption
+    // counts included.
+    let (code, out, err) = lockstep(&dir, &["merge", "b2.json", "b1.json", "--out", "bm.json"]);
+    // The exit code `explore --bounded` gives: 1 only for an implementation bug.
+    assert_eq!(
+        code,
+        if whole.is_clean_against_reference() { 0 } else { 1 },
+        "{out}\n{err}"
+    );
+    let merged = read(&dir.join("bm.json"));
+    assert_eq!(merged.outcome_digest(), whole.outcome_digest());
+    let counts = merged.assumptions.expect("bounded counts");
+    let parts = [&bounded_one, &bounded_two].map(|s| s.assumptions.clone().expect("bounded counts"));
+    assert_eq!(
+        counts.seeds_in_bounds,
+        parts[0].seeds_in_bounds + parts[1].seeds_in_bounds
+    );
+    assert_eq!(Some(counts), whole.assumptions);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -3,14 +3,16 @@
 //! given twice or summaries of different runs.
 //!
 //! The identity is what decides what every seed does: lockstep's version, the template scenario
-//! (as explicit TOML, so formatting and comments do not count), the fault profile, the locks
-//! (subject and reference) and the determinism sample. The seeds are left out of it on
+//! (as explicit TOML, so formatting and comments do not count), the fault profile, the strategy
+//! (random, bounded, anchored or mixed; also stamped on the span, so that `merge` can refuse
+//! guided shards and say why), the locks (subject and reference) and the determinism sample. The seeds are left out of it on
 //! purpose: they are the span, so shards made with `--shard K/N` and shards made with disjoint
 //! `--seed-range`s both merge. Worker threads and the time limit are left out too (they change
 //! how fast seeds run, not what a seed does).
 
 use super::exploration::Locks;
-use crate::explore::summary::{RunSpan, SeedSpan};
+use crate::explore::generate::PlacementStrategy;
+use crate::explore::summary::{RunSpan, RunStrategy, SeedSpan};
 use crate::explore::ExploreConfig;
 use crate::scenario::Scenario;
 
@@ -30,7 +32,24 @@ pub fn exploration_identity(template: &Scenario, config: &ExploreConfig, locks: 
     field(&config.determinism_per_10k.to_le_bytes());
     field(format!("{:?}", locks.subject).as_bytes());
     field(format!("{:?}", locks.reference).as_bytes());
+    // The strategy (random placement adds nothing, so the identities of random runs stay those
+    // earlier versions wrote; the placement is in the profile already, bounded is not).
+    let strategy = run_strategy(config);
+    if strategy != RunStrategy::Random {
+        field(b"strategy");
+        field(strategy.name().as_bytes());
+    }
     hex::encode(hash.finalize())
+}
+
+/// How `config` places faults.
+pub fn run_strategy(config: &ExploreConfig) -> RunStrategy {
+    match config.profile.strategy {
+        PlacementStrategy::Anchored => RunStrategy::Anchored,
+        PlacementStrategy::Mixed => RunStrategy::Mixed,
+        PlacementStrategy::Random if config.assumptions.is_some() => RunStrategy::Bounded,
+        PlacementStrategy::Random => RunStrategy::Random,
+    }
 }
 
 /// The run and the seeds of one exploration process: its identity and its one span.
@@ -44,6 +63,7 @@ pub fn run_span(template: &Scenario, config: &ExploreConfig, locks: &Locks) -> R
             shard_index,
             shard_count,
         }],
+        strategy: Some(run_strategy(config)),
     }
 }
 
@@ -106,6 +126,35 @@ mod tests {
         let mut other = template();
         other.lock.ttl_ms = 200;
         assert_ne!(exploration_identity(&other, &base, &locks), id);
+    }
+
+    #[test]
+    fn the_strategy_is_part_of_the_identity_and_stamped_on_the_span() {
+        let locks = Locks::default();
+        let random = ExploreConfig::default();
+        let id = exploration_identity(&template(), &random, &locks);
+        assert_eq!(
+            run_span(&template(), &random, &locks).strategy,
+            Some(RunStrategy::Random)
+        );
+        let mut ids = vec![id];
+        for placement in [PlacementStrategy::Anchored, PlacementStrategy::Mixed] {
+            let mut guided = random.clone();
+            guided.profile.strategy = placement;
+            let span = run_span(&template(), &guided, &locks);
+            assert!(span.strategy.is_some_and(RunStrategy::is_guided));
+            ids.push(span.run_id);
+        }
+        // Bounded: the same profile, inside the template lock's assumptions.
+        let bounded = ExploreConfig {
+            assumptions: Some(crate::explore::assumptions::Assumptions::of(&template())),
+            ..random.clone()
+        };
+        let span = run_span(&template(), &bounded, &locks);
+        assert_eq!(span.strategy, Some(RunStrategy::Bounded));
+        ids.push(span.run_id);
+        let distinct: std::collections::BTreeSet<&String> = ids.iter().collect();
+        assert_eq!(distinct.len(), 4, "{ids:?}");
     }
 
     #[test]

@@ -10,10 +10,19 @@
 //! that end by more than the tolerance; the explanation and witness describe the first such
 //! belief and the explanation counts them all.
 //!
-//! **Tolerance: [`TOLERANCE_US`] (2 ms)**, for the millisecond resolution of the clock readings
-//! on the client and on the masters. Nothing more is allowed for clock drift: both sides are
-//! measured in true time with each node's actual clock rate, so the drift an algorithm allows
-//! for must already be inside its own validity (Redlock subtracts `drift_factor × ttl + 2 ms`).
+//! Both clock conversions are bounds, not estimates
+//! ([`ClockTrack::true_us_range`](crate::history::lease::ClockTrack::true_us_range)): a claim
+//! is placed at the earliest instant the client's clock can have reached its deadline, a key's
+//! natural expiry at the latest instant the master's clock can have reached it. A rate
+//! extrapolated from millisecond readings can be a thousand ppm off, which over the seconds after
+//! a client's last event made a correct lock look 2–3 ms past its lease (explore seed 61 of
+//! token-release, bounded profile).
+//!
+//! **Tolerance: [`TOLERANCE_US`] (2 ms)**, for the millisecond resolution of the lock's own
+//! arithmetic (its elapsed time and the TTL are whole milliseconds). Nothing more is allowed for
+//! clock drift: both sides are measured in true time with each node's actual clock rate, so the
+//! drift an algorithm allows for must already be inside its own validity (Redlock subtracts
+//! `drift_factor × ttl + 2 ms`).
 //! A pause never makes a correct lock lie (the deadline is counted from when it computed the
 //! validity, not from when the client looked); a lock that forgets to subtract its acquisition
 //! time, measures it on a wall clock that jumped, or under-estimates drift beyond what the
@@ -68,7 +77,8 @@ impl Checker for LeaseValidity {
                     .entry(hold.process)
                     .or_insert_with(|| ClockTrack::of(history, hold.process));
                 let deadline_ms = from_ms.saturating_add_unsigned(belief.validity_ms);
-                let Some(claimed_us) = clock.true_us_at(deadline_ms) else {
+                // The earliest instant the client's clock can have reached the deadline.
+                let Some((claimed_us, _)) = clock.true_us_range(deadline_ms) else {
                     undecided += 1;
                     continue;
                 };

@@ -173,6 +173,19 @@ impl Bounded {
         }
     }
 
+    /// Combines a shard's counts into these.
+    pub fn merge(&mut self, other: &Bounded) {
+        self.seeds_in_bounds += other.seeds_in_bounds;
+        for (b, n) in &other.broken {
+            *self.broken.entry(b.clone()).or_default() += n;
+        }
+        self.seeds_bug += other.seeds_bug;
+        self.seeds_violating_outside += other.seeds_violating_outside;
+        self.first_violating.extend(other.first_violating.iter().cloned());
+        self.first_violating.sort();
+        self.first_violating.truncate(KEEP_FIRST);
+    }
+
     /// The summary's lines.
     pub fn render(&self, lock: &str) -> String {
         let mut out = format!(
@@ -424,6 +437,11 @@ impl ExploreSummary {
             (None, Some(theirs)) => self.differential = Some(theirs.clone()),
             _ => {}
         }
+        match (&mut self.assumptions, &other.assumptions) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs),
+            (None, Some(theirs)) => self.assumptions = Some(theirs.clone()),
+            _ => {}
+        }
         self.errors += other.errors;
         self.first_errors.extend(other.first_errors.iter().cloned());
         keep_smallest(&mut self.first_errors);
@@ -668,10 +686,87 @@ impl ExploreSummary {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunSpan {
     /// SHA-256 (hex) of what defines the run apart from its seeds: lockstep's version, the
-    /// template scenario, the fault profile, the locks and the determinism sample.
+    /// template scenario, the fault profile and strategy, the locks and the determinism sample.
     pub run_id: String,
     /// The seeds covered: one span per shard merged into the summary, in order.
     pub spans: Vec<SeedSpan>,
+    /// How the run placed its faults (`None`: a summary written before lockstep recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<RunStrategy>,
+}
+
+/// How an exploration placed its faults, as far as merging its shards is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunStrategy {
+    /// At random: a seed's case depends on the seed alone.
+    Random,
+    /// At random inside the template lock's assumptions (`--bounded`): seed by seed too.
+    Bounded,
+    /// Around the lock's own events, with coverage feedback (`--strategy anchored`).
+    Anchored,
+    /// Half anchored, half random, with coverage feedback (`--strategy mixed`).
+    Mixed,
+}
+
+impl RunStrategy {
+    /// The name a summary and `merge`'s messages use.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RunStrategy::Random => "random",
+            RunStrategy::Bounded => "bounded",
+            RunStrategy::Anchored => "anchored",
+            RunStrategy::Mixed => "mixed",
+        }
+    }
+
+    /// Guided placement: a seed's case depends on the corpus grown from the seeds its process ran
+    /// before it, so a shard does not reproduce its seeds of the unsharded run.
+    pub const fn is_guided(self) -> bool {
+        matches!(self, RunStrategy::Anchored | RunStrategy::Mixed)
+    }
+}
+
+impl ExploreSummary {
+    /// The run's strategy: recorded, or for an older summary `Some(Mixed)` when it reports
+    /// coverage (only guided runs do), else `None` (unknown).
+    pub fn strategy(&self) -> Option<RunStrategy> {
+        self.run
+            .as_ref()
+            .and_then(|r| r.strategy)
+            .or_else(|| self.coverage.is_some().then_some(RunStrategy::Mixed))
+    }
+}
+
+/// Refuses to merge `parts` (file, summary) that are not seed-for-seed parts of one run: summaries
+/// of different strategies, or more than one summary of a guided strategy (each process grows its
+/// own corpus, so shards or seed ranges explored apart are not the seeds of one exploration).
+pub fn check_strategies(parts: &[(String, ExploreSummary)]) -> Result<(), String> {
+    let Some((first_file, first)) = parts.first() else {
+        return Ok(());
+    };
+    for (file, part) in &parts[1..] {
+        let (a, b) = (first.strategy(), part.strategy());
+        if let (Some(a), Some(b)) = (a, b) {
+            if a != b {
+                return Err(format!(
+                    "{file}: explored with strategy {} but {first_file} with {}: summaries of different strategies are \
+                     different runs and do not merge as one",
+                    b.name(),
+                    a.name()
+                ));
+            }
+        }
+        if let Some(guided) = a.or(b).filter(|s| s.is_guided()) {
+            return Err(format!(
+                "{first_file} and {file}: guided exploration (strategy {}) cannot be merged: each process grows its own \
+                 coverage corpus, so a seed's fault plan depends on the seeds its shard ran before it, and shards are not \
+                 parts of one run; explore unsharded, or shard with --strategy random",
+                guided.name()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The seeds one exploration process ran: shard `shard_index` of `shard_count` (1 of 1: all)
@@ -872,6 +967,7 @@ mod tests {
             s.run = Some(RunSpan {
                 run_id: "r".into(),
                 spans: vec![span(0..60, index, 2)],
+                strategy: Some(RunStrategy::Random),
             });
             s
         };

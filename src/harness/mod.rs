@@ -17,6 +17,10 @@
 //! `[lock] rust_lock = "NAME"`, so that `lockstep run` refuses them and [`Harness::replay`]
 //! replays them with your lock).
 //!
+//! [`Harness::bounded`] explores inside the assumptions of the template's lock (`explore
+//! --bounded`, [`crate::explore::assumptions`]): a violation your lock shows under a plan that
+//! kept them is a bug of your lock, not the lease's limit.
+//!
 //! ```no_run
 //! use lockstep::prelude::*;
 //! # struct MyLock { env: LockEnv }
@@ -103,6 +107,7 @@ pub struct Harness {
     jobs: Option<usize>,
     shrink: (usize, usize),
     fenced: bool,
+    bounded: bool,
     progress: bool,
 }
 
@@ -140,6 +145,7 @@ impl Harness {
             jobs: None,
             shrink: (1, 300),
             fenced: false,
+            bounded: false,
             progress: false,
         }
     }
@@ -183,6 +189,45 @@ impl Harness {
     /// resource that refuses a token not above the highest it accepted.
     pub fn fenced(mut self) -> Harness {
         self.fenced = true;
+        self
+    }
+
+    /// Explores inside the assumptions of each template's lock (the CLI's `explore --bounded`,
+    /// docs/assumptions.md): every generated plan is brought inside the faults that lock's
+    /// safety argument tolerates (drift within its allowance, master restarts it survives, …)
+    /// and random placement is used; each violating seed is told by the assumptions its plan
+    /// broke. The gate is then the implementation: it fails when a checker the template's lock
+    /// promises under a seed's plan answers invalid (with no assumption broken, all of them; with
+    /// only timing broken — a pause past the lease — lease-validity, and the resource checkers
+    /// when fenced), and only those seeds are shrunk. Per-checker expectations
+    /// ([`Harness::expect`]) are then reported, not judged. With a reference
+    /// ([`Harness::against_preset`]) the differential oracle stays the gate.
+    ///
+    /// Your lock is judged by the template's lock's assumptions, so explore a template whose
+    /// `[lock]` is the kind of lock yours is (the standard template: a single-master lock with
+    /// token-checked release, no drift allowance).
+    ///
+    /// ```no_run
+    /// use lockstep::prelude::*;
+    /// # struct MyLock { env: LockEnv }
+    /// # #[async_trait(?Send)]
+    /// # impl LockClient for MyLock {
+    /// #     async fn acquire(&self, _: &str, _: u64) -> Result<Grant, LockError> { Err(LockError::Busy) }
+    /// #     async fn extend(&self, _: &Grant, _: u64) -> Result<Grant, LockError> { Err(LockError::Busy) }
+    /// #     async fn release(&self, _: &Grant) -> Result<bool, LockError> { Ok(false) }
+    /// # }
+    /// let run = Harness::new("my-lock", |env| MyLock { env })
+    ///     .explore_standard(100)
+    ///     .bounded()
+    ///     .run()
+    ///     .unwrap();
+    /// let summary = &run.explorations[0].summary;
+    /// let bounded = summary.assumptions.as_ref().expect("bounded counts");
+    /// assert_eq!(bounded.seeds_bug, 0, "{}", run.message());
+    /// run.assert_safe();
+    /// ```
+    pub fn bounded(mut self) -> Harness {
+        self.bounded = true;
         self
     }
 
@@ -327,6 +372,7 @@ impl Harness {
                     &Overrides {
                         jobs: self.jobs,
                         progress: self.progress,
+                        bounded: self.bounded || overrides.bounded,
                         ..overrides.clone()
                     },
                 )?;
@@ -369,26 +415,34 @@ impl Harness {
             let summary = run_exploration(&template, &config, &locks, sink.as_mut());
             let shrink_dir = self.report.as_ref().map(|d| d.join("counterexamples"));
             let budget = (self.shrink.0, self.shrink.1, None);
+            // Bounded without a reference: the gate is the implementation bugs, and only their
+            // seeds are shrunk, each for a checker the lock promised under its plan.
+            let judged_by_bugs = locks.reference.is_none() && config.assumptions.is_some();
+            let bug_seeds = judged_by_bugs.then(|| bug_seeds(&summary, config.assumptions.as_ref()));
             let shrunk: Vec<Shrunk> = shrink_failures(
                 &template,
                 &config.profile,
-                &summary,
+                bug_seeds.as_ref().unwrap_or(&summary),
                 &locks,
                 budget,
                 shrink_dir.as_deref(),
                 // Shrink only the failures the gate judges (a pause past the lease breaks mutual
                 // exclusion for every lease lock: no counterexample to write for that).
                 &|checker: &str| {
-                    locks.reference.is_some() || self.expect.get(checker) == Some(&ExploreExpect::NoneInvalid)
+                    locks.reference.is_some()
+                        || judged_by_bugs
+                        || self.expect.get(checker) == Some(&ExploreExpect::NoneInvalid)
                 },
             )
             .collect();
-            // With a reference, the gate is the differential; the report row then only counts.
-            let expect = if locks.reference.is_some() {
+            // With a reference, the gate is the differential, bounded without one the
+            // implementation bugs; the report row then only counts.
+            let expect = if locks.reference.is_some() || judged_by_bugs {
                 BTreeMap::new()
             } else {
                 self.expect.clone()
             };
+            // (A bounded summary with a bug fails here, and in the report row alike.)
             let status = crate::run::expect::exploration_status(crate::checker::NAMES, &expect, &summary, false);
             // The report row and the harness's gate are one judgement.
             let passed = !status.is_failure();
@@ -449,6 +503,74 @@ impl Harness {
         crate::explore::guarded(|| run_with_lock(&scenario, None, subject.factory()).map_err(|e| e.to_string()))
             .map_err(|e| HarnessError::RunFailure(format!("{}: {e}", path.display())))
     }
+}
+
+/// Why a bounded exploration failed: the seeds that violate a promised checker.
+fn bounded_failure(summary: &ExploreSummary) -> Option<String> {
+    let bounded = summary.assumptions.as_ref().filter(|b| b.seeds_bug > 0)?;
+    let seeds: Vec<String> = bounded
+        .first_violating
+        .iter()
+        .filter(|(_, _, _, bug)| *bug)
+        .take(5)
+        .map(|(seed, checkers, broken, _)| {
+            let broke = if broken.is_empty() {
+                "no assumption broken".to_string()
+            } else {
+                format!("broke {}", broken.join(", "))
+            };
+            format!("{seed} [{}] ({broke})", checkers.join(","))
+        })
+        .collect();
+    Some(format!(
+        "{} of {} seeds violate a checker the template's lock promises under their plan \
+         (assumption-bounded: an implementation bug); first: {}",
+        bounded.seeds_bug,
+        summary.seeds_run,
+        seeds.join("; ")
+    ))
+}
+
+/// `summary` with only its implementation-bug seeds kept, each listing only the checkers the
+/// template's lock promised under its plan (what a bounded gate shrinks).
+fn bug_seeds(
+    summary: &ExploreSummary,
+    assumptions: Option<&crate::explore::assumptions::Assumptions>,
+) -> ExploreSummary {
+    use crate::checker::CheckerName;
+    let mut kept = summary.clone();
+    let Some(bounded) = &summary.assumptions else {
+        kept.first_failing.clear();
+        return kept;
+    };
+    let fenced = assumptions.is_some_and(|a| a.fenced);
+    let promised = |broken: &[String], checker: &str| {
+        broken.is_empty()
+            || broken.iter().all(|b| b == "timing")
+                && (checker == CheckerName::LeaseValidity.as_str()
+                    || fenced
+                        && [
+                            CheckerName::StaleWrite,
+                            CheckerName::LostUpdate,
+                            CheckerName::TokenOrder,
+                        ]
+                        .iter()
+                        .any(|c| c.as_str() == checker))
+    };
+    kept.first_failing = summary
+        .first_failing
+        .iter()
+        .filter_map(|failing| {
+            let (_, _, broken, _) = bounded
+                .first_violating
+                .iter()
+                .find(|(seed, _, _, bug)| *seed == failing.seed && *bug)?;
+            let mut failing = failing.clone();
+            failing.checkers.retain(|c| promised(broken, c));
+            (!failing.checkers.is_empty()).then_some(failing)
+        })
+        .collect();
+    kept
 }
 
 /// One exploration the harness ran.
@@ -537,7 +659,8 @@ impl HarnessRun {
                     .summary
                     .first_errors
                     .first()
-                    .map(|x| format!("error on seed {}: {}", x.seed, x.message));
+                    .map(|x| format!("error on seed {}: {}", x.seed, x.message))
+                    .or_else(|| bounded_failure(&e.summary));
                 out.push(format!(
                     "exploration {} ({}): {}",
                     e.name,

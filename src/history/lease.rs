@@ -20,8 +20,15 @@
 //! the value whose effect this reader does not know (a script other than the compare-and-delete
 //! and compare-and-`PEXPIRE` ones) leaves the lease's end unknown.
 //!
-//! Clocks: a node's monotonic reading is known at each of its events; between them it is
-//! interpolated, after the last one extrapolated at the rate seen over the node's last second.
+//! Clocks: a node's monotonic reading is known, to the millisecond, at each of its events.
+//! [`ClockTrack::true_us_range`] bounds the true instant at which it read a given value: the
+//! clock's rate is constant between its drift changes (the `drift` faults of the node, which state
+//! the new rate), it starts at 0 at true time 0 (the simulator's clocks), and every reading is
+//! the floor of the microsecond clock; every instant consistent with all the readings of that
+//! stretch is inside the range (a sound bound, not a guess). [`ClockTrack::true_us_at`] is the
+//! older point estimate (interpolated, after the last event extrapolated at the rate seen over
+//! the node's last second), kept for display: from millisecond readings its rate can be off by
+//! a thousand ppm, which over the seconds after a client's last event is milliseconds.
 //!
 //! Left out: replicas and failover (a lease is held by the masters the client reached; a promoted
 //! replica that received the key is not counted), and `PXAT`/`EXAT`/`KEEPTTL`.
@@ -40,18 +47,98 @@ pub fn reply_succeeded(reply: &str) -> bool {
 #[derive(Debug, Clone, Default)]
 pub struct ClockTrack {
     samples: Vec<(u64, i64)>,
+    /// The stretches of constant rate: where each starts in `samples`, and
+    /// its rate when a drift fault stated it (ppm).
+    stretches: Vec<Stretch>,
+}
+
+/// A stretch of a node's clock with one rate.
+#[derive(Debug, Clone, Copy)]
+struct Stretch {
+    /// Index of its first sample in [`ClockTrack::samples`].
+    first: usize,
+    /// The rate error a drift fault set (`None`: the node's initial rate, not in the history).
+    drift_ppm: Option<i64>,
 }
 
 impl ClockTrack {
     /// The clock of `node` in `history`.
     pub fn of(history: &OpHistory<'_>, node: &str) -> ClockTrack {
-        let samples = history
-            .steps()
+        let mut samples = Vec::new();
+        let mut stretches = vec![Stretch {
+            first: 0,
+            drift_ppm: None,
+        }];
+        for step in history.steps() {
+            if let StepKind::Fault(Fault::Drift {
+                node: drifting,
+                drift_ppm,
+            }) = step.kind
+            {
+                if drifting == node {
+                    stretches.push(Stretch {
+                        first: samples.len(),
+                        drift_ppm: Some(*drift_ppm),
+                    });
+                }
+            }
+            if step.event.node == node {
+                samples.push((step.event.at_us, step.event.monotonic_ms));
+            }
+        }
+        ClockTrack { samples, stretches }
+    }
+
+    /// The earliest and latest true instants (µs) at which the node's monotonic clock can have
+    /// reached `monotonic_ms`, given every reading of the stretch of constant rate that holds that
+    /// value (see the [module](self) docs); `None` without any event of the node.
+    ///
+    /// Each reading `m` at true `t` says the microsecond clock was in `[m, m + 1)` ms at `t`; the
+    /// rate is the one a drift fault set, else (the initial rate) what the readings allow for a
+    /// clock that read 0 at true 0. When the readings contradict that model (a history from real
+    /// processes), the range falls back to the point estimate of [`true_us_at`](Self::true_us_at).
+    pub fn true_us_range(&self, monotonic_ms: i64) -> Option<(u64, u64)> {
+        let point = self.true_us_at(monotonic_ms)?;
+        // The stretch that holds the value: the last one whose first reading is not above it.
+        let k = self
+            .stretches
             .iter()
-            .filter(|s| s.event.node == node)
-            .map(|s| (s.event.at_us, s.event.monotonic_ms))
-            .collect();
-        ClockTrack { samples }
+            .rposition(|s| k_first_reading(&self.samples, s).is_none_or(|m| m <= monotonic_ms))
+            .unwrap_or(0);
+        let stretch = self.stretches[k];
+        let end = self.stretches.get(k + 1).map_or(self.samples.len(), |s| s.first);
+        // The drift fault's own event, recorded by the node at the instant of the change, opens
+        // the stretch (the reading is continuous there). A value read within a millisecond of a
+        // change is bounded with the rate of the stretch its reading falls in: the error is the
+        // rate difference over that millisecond, well under a microsecond.
+        let samples = &self.samples[stretch.first.min(end)..end];
+        let exact_origin = k == 0;
+        if samples.is_empty() && !exact_origin {
+            return Some((point, point));
+        }
+        let Some((rate_min, rate_max)) = rate_bounds(samples, stretch.drift_ppm, exact_origin) else {
+            return Some((point, point));
+        };
+        let target_us = monotonic_ms as f64 * 1_000.0;
+        let (mut lo, mut hi) = (f64::NEG_INFINITY, f64::INFINITY);
+        let mut constrain = |t_us: u64, reading_lo_us: f64, reading_hi_us: f64| {
+            // The local time from the reading to the target, and the true time it takes.
+            let (d_lo, d_hi) = (target_us - reading_hi_us, target_us - reading_lo_us);
+            let early = if d_lo >= 0.0 { d_lo / rate_max } else { d_lo / rate_min };
+            let late = if d_hi >= 0.0 { d_hi / rate_min } else { d_hi / rate_max };
+            lo = lo.max(t_us as f64 + early);
+            hi = hi.min(t_us as f64 + late);
+        };
+        if exact_origin {
+            constrain(0, 0.0, 0.0);
+        }
+        for &(t_us, m) in samples {
+            constrain(t_us, m as f64 * 1_000.0, m as f64 * 1_000.0 + 1_000.0);
+        }
+        if !(lo <= hi && lo.is_finite() && hi.is_finite()) {
+            return Some((point, point));
+        }
+        Some((lo.floor().max(0.0) as u64, hi.ceil() as u64))
     }
 
     /// The true time (µs) at which the node's monotonic clock reads `monotonic_ms`; `None`
@@ -85,6 +172,36 @@ impl ClockTrack {
         };
         Some(at)
     }
+}
+
+/// The first reading of `stretch`, if it has one.
+fn k_first_reading(samples: &[(u64, i64)], stretch: &Stretch) -> Option<i64> {
+    samples.get(stretch.first).map(|&(_, m)| m)
+}
+
+/// The bounds of a stretch's rate (local µs per true µs): exact (to a microsecond per second,
+/// the simulator's rounding) when a drift fault stated it, else what the readings allow — from
+/// the origin (the clock read 0 at true 0) when `exact_origin`, else between the first and last
+/// reading. `None` when the readings do not bound it (too short a stretch) or contradict it.
+fn rate_bounds(samples: &[(u64, i64)], drift_ppm: Option<i64>, exact_origin: bool) -> Option<(f64, f64)> {
+    if let Some(ppm) = drift_ppm {
+        let rate = 1.0 + ppm as f64 / 1e6;
+        return Some((rate - 1e-6, rate + 1e-6));
+    }
+    let (mut rate_min, mut rate_max) = (0.0f64, f64::INFINITY);
+    if exact_origin {
+        for &(t_us, m) in samples.iter().filter(|&&(t, _)| t > 0) {
+            rate_min = rate_min.max(m as f64 * 1_000.0 / t_us as f64);
+            rate_max = rate_max.min((m + 1) as f64 * 1_000.0 / t_us as f64);
+        }
+    } else if let (Some(&(t0, m0)), Some(&(t1, m1))) = (samples.first(), samples.last()) {
+        if t1 > t0 {
+            let span_us = (t1 - t0) as f64;
+            rate_min = ((m1 - m0 - 1) as f64 * 1_000.0 / span_us).max(0.0);
+            rate_max = (m1 - m0 + 1) as f64 * 1_000.0 / span_us;
+        }
+    }
+    (rate_min > 0.0 && rate_max.is_finite() && rate_min <= rate_max).then_some((rate_min, rate_max))
 }
 
 /// The majority of `reached` masters.
@@ -244,9 +361,13 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
     let natural = |clocks: &mut BTreeMap<&'h str, ClockTrack>, node: &'h str, copy: &Copy<'h>| match copy.expiry_ms {
         Some(ms) => {
             let clock = clocks.entry(node).or_insert_with(|| ClockTrack::of(history, node));
+            // The latest instant the master's clock can have reached the expiry: a lock is
+            // only charged with a lie the readings prove.
             clock
-                .true_us_at(ms)
-                .map_or(LeaseEnd::NotBefore(copy.since_us), |us| LeaseEnd::At(us, None))
+                .true_us_range(ms)
+                .map_or(LeaseEnd::NotBefore(copy.since_us), |(_, latest_us)| {
+                    LeaseEnd::At(latest_us, None)
+                })
         }
         None => LeaseEnd::NotBefore(copy.since_us),
     };
@@ -368,5 +489,102 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
     Lease {
         reached: reached.len(),
         held,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockstep_sim::clock::NodeClock;
+
+    /// A track of `clock`'s readings at `times_us`, with a drift change (recorded as the node's
+    /// own event) at `drift_at`.
+    fn track(clock: &NodeClock, times_us: &[u64], drift_at: Option<(u64, i64)>) -> ClockTrack {
+        let mut samples = Vec::new();
+        let mut stretches = vec![Stretch {
+            first: 0,
+            drift_ppm: None,
+        }];
+        for &t in times_us {
+            if let Some((at, ppm)) = drift_at.filter(|&(at, _)| at == t) {
+                clock.set_drift(at, ppm);
+                stretches.push(Stretch {
+                    first: samples.len(),
+                    drift_ppm: Some(ppm),
+                });
+            }
+            samples.push((t, clock.monotonic_ms(t)));
+        }
+        ClockTrack { samples, stretches }
+    }
+
+    /// The first true µs at which `clock` reads `ms` (its rate no longer changes).
+    fn truth_us(clock: &NodeClock, ms: i64) -> u64 {
+        let (mut lo, mut hi) = (0u64, 100_000_000u64);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if clock.monotonic_us(mid) >= ms * 1_000 {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    }
+
+    #[test]
+    fn seed_61_a_deadline_past_the_last_reading_is_bounded_not_extrapolated() {
+        // client-3 of explore seed 61 (token-release, bounded): a -243 ppm drift from 4.788 s,
+        // then its last readings; the lock's deadline reads 10741 ms, 1.7 s after the last one.
+        let clock = NodeClock::new(0, 0, 0);
+        let mut times: Vec<u64> = (1..40).map(|k| k * 120_000).collect();
+        times.push(4_788_000);
+        times.extend([
+            8_230_000, 8_234_000, 8_236_000, 8_238_000, 8_241_000, 8_320_000, 8_322_000, 8_324_000, 8_327_000,
+            8_329_000, 8_738_000, 8_740_000, 8_742_000, 8_745_000, 8_750_000, 9_048_000, 9_050_000, 9_052_000,
+        ]);
+        let track = track(&clock, &times, Some((4_788_000, -243)));
+        let truth = truth_us(&clock, 10_741);
+        assert_eq!(truth, 10_742_447);
+        let (earliest, latest) = track.true_us_range(10_741).expect("readings");
+        assert!(
+            earliest <= truth && truth <= latest,
+            "{earliest}..{latest} misses {truth}"
+        );
+        assert!(latest - earliest < 100, "{earliest}..{latest}");
+        // The point estimate (rate over the last second of millisecond readings) is 2.6 ms late:
+        // past the master's lease end (10.743 s) by more than the checker's 2 ms tolerance.
+        let point = track.true_us_at(10_741).expect("readings");
+        assert!(point > 10_743_000 + 2_000, "{point}");
+    }
+
+    #[test]
+    fn an_initial_rate_is_bounded_from_the_clock_starting_at_zero() {
+        let clock = NodeClock::new(0, 0, 300);
+        let times: Vec<u64> = (1..50).map(|k| k * 97_000 + k % 3).collect();
+        let track = track(&clock, &times, None);
+        for ms in [2_000, 4_751, 7_000] {
+            let truth = truth_us(&clock, ms);
+            let (earliest, latest) = track.true_us_range(ms).expect("readings");
+            assert!(
+                earliest <= truth && truth <= latest,
+                "{ms}: {earliest}..{latest} misses {truth}"
+            );
+            assert!(latest - earliest <= 2_000, "{ms}: {earliest}..{latest}");
+        }
+    }
+
+    #[test]
+    fn readings_that_contradict_the_model_fall_back_to_the_point_estimate() {
+        // A real process's clock does not read 0 at true time 0.
+        let track = ClockTrack {
+            samples: vec![(0, 5_000_000), (1_000_000, 5_001_000), (2_000_000, 5_002_000)],
+            stretches: vec![Stretch {
+                first: 0,
+                drift_ppm: None,
+            }],
+        };
+        let point = track.true_us_at(5_003_000).expect("readings");
+        assert_eq!(track.true_us_range(5_003_000), Some((point, point)));
     }
 }

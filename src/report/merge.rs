@@ -90,6 +90,7 @@ pub fn merge_texts(texts: &[(PathBuf, String)], report_dir: Option<&Path>) -> Re
 /// summary given twice is caught then — and refused beside summaries that have one.
 /// Returns the warnings: no identity, or shards of the run missing from the merge.
 fn check_summaries(parts: &[(String, ExploreSummary)]) -> Result<Vec<String>, String> {
+    crate::explore::summary::check_strategies(parts)?;
     let (with, without): (Vec<_>, Vec<_>) = parts.iter().partition(|(_, p)| p.run.is_some());
     if let (Some((a, _)), Some((b, _))) = (with.first(), without.first()) {
         return Err(format!(
@@ -114,6 +115,7 @@ fn check_summaries(parts: &[(String, ExploreSummary)]) -> Result<Vec<String>, St
         p.run.clone().unwrap_or(RunSpan {
             run_id: String::new(),
             spans: Vec::new(),
+            strategy: None,
         })
     };
     for (file, part) in parts {

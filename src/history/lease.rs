@@ -28,7 +28,7 @@
 
 use super::{Hold, OpHistory, StepKind};
 use lockstep_sim::{Event, Fault};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Whether a master's one-line reply says the command took effect.
 pub fn reply_succeeded(reply: &str) -> bool {
@@ -87,6 +87,36 @@ impl ClockTrack {
     }
 }
 
+/// Every node's [`ClockTrack`], read in one pass over the history (reading one node's track
+/// alone walks the whole history: doing so for each node and each grant made the analysis grow
+/// with the square of the nodes).
+#[derive(Debug, Clone, Default)]
+pub struct ClockTracks<'h> {
+    by_node: BTreeMap<&'h str, ClockTrack>,
+}
+
+impl<'h> ClockTracks<'h> {
+    /// The clock of every node of `history`.
+    pub fn of(history: &OpHistory<'h>) -> Self {
+        let mut by_node: BTreeMap<&'h str, ClockTrack> = BTreeMap::new();
+        for step in history.steps() {
+            let event: &'h Event = step.event;
+            by_node
+                .entry(event.node.as_str())
+                .or_default()
+                .samples
+                .push((event.at_us, event.monotonic_ms));
+        }
+        ClockTracks { by_node }
+    }
+
+    /// The clock of `node` (without samples when it has no event), as [`ClockTrack::of`] reads it.
+    pub fn node(&self, node: &str) -> &ClockTrack {
+        static NO_SAMPLES: ClockTrack = ClockTrack { samples: Vec::new() };
+        self.by_node.get(node).unwrap_or(&NO_SAMPLES)
+    }
+}
+
 /// The majority of `reached` masters.
 fn majority(reached: usize) -> usize {
     reached / 2 + 1
@@ -128,8 +158,10 @@ pub(crate) fn find_master_grants(history: &mut OpHistory<'_>) {
             .get(hold.grant.value.as_str())
             .map(Vec::as_slice)
             .unwrap_or(&[]);
-        let mut reached: Vec<&str> = Vec::new();
-        let mut succeeded: Vec<(&str, &Event)> = Vec::new();
+        // Sets for membership: a grant reaches every master, so lists made this quadratic in them.
+        let mut reached: BTreeSet<&str> = BTreeSet::new();
+        let mut succeeded: Vec<&Event> = Vec::new();
+        let mut succeeded_on: BTreeSet<&str> = BTreeSet::new();
         for &(i, ok) in requests {
             let step = &history.steps[i];
             let seq = step.event.seq;
@@ -138,14 +170,12 @@ pub(crate) fn find_master_grants(history: &mut OpHistory<'_>) {
                 continue;
             }
             let node = step.event.node.as_str();
-            if !reached.contains(&node) {
-                reached.push(node);
-            }
-            if ok && !succeeded.iter().any(|(n, _)| *n == node) {
-                succeeded.push((node, step.event));
+            reached.insert(node);
+            if ok && succeeded_on.insert(node) {
+                succeeded.push(step.event);
             }
         }
-        grants.push(succeeded.get(majority(reached.len()) - 1).map(|(_, e)| *e));
+        grants.push(succeeded.get(majority(reached.len()) - 1).copied());
     }
     for (hold, grant) in history.holds.iter_mut().zip(grants) {
         hold.master_grant = grant;
@@ -232,26 +262,31 @@ fn set_ttl_ms(args: &[String]) -> Option<i64> {
     })
 }
 
-/// The lease of `hold` on the masters; see the [module](self) docs.
-pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
+/// The lease of `hold` on the masters; see the [module](self) docs. `clocks` are the history's
+/// ([`ClockTracks::of`]).
+pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>, clocks: &ClockTracks<'_>) -> Lease<'h> {
     let (key, value) = (hold.grant.key.as_str(), hold.grant.value.as_str());
     let since = hold
         .acquire
         .map_or(0, |op| history.steps()[history.operations()[op].invoke].event.seq);
-    let mut reached: Vec<&'h str> = Vec::new();
+    let mut reached: BTreeSet<&'h str> = BTreeSet::new();
     let mut copies: BTreeMap<&'h str, Copy<'h>> = BTreeMap::new();
-    let mut clocks: BTreeMap<&'h str, ClockTrack> = BTreeMap::new();
-    let natural = |clocks: &mut BTreeMap<&'h str, ClockTrack>, node: &'h str, copy: &Copy<'h>| match copy.expiry_ms {
-        Some(ms) => {
-            let clock = clocks.entry(node).or_insert_with(|| ClockTrack::of(history, node));
-            clock
-                .true_us_at(ms)
-                .map_or(LeaseEnd::NotBefore(copy.since_us), |us| LeaseEnd::At(us, None))
-        }
+    // Copies whose lease has not ended yet. Once the grant is given (no copy is made after it)
+    // and none is left, nothing later can change the lease: the walk stops there instead of
+    // reading the rest of the history for every grant.
+    let mut open = 0usize;
+    let natural = |node: &'h str, copy: &Copy<'h>| match copy.expiry_ms {
+        Some(ms) => clocks
+            .node(node)
+            .true_us_at(ms)
+            .map_or(LeaseEnd::NotBefore(copy.since_us), |us| LeaseEnd::At(us, None)),
         None => LeaseEnd::NotBefore(copy.since_us),
     };
     for step in history.steps().iter().filter(|s| s.event.seq > since) {
         let event = step.event;
+        if open == 0 && event.seq >= hold.granted.seq {
+            break;
+        }
         let node = event.node.as_str();
         match &step.kind {
             &StepKind::Command { conn, args, reply } => {
@@ -261,14 +296,15 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
                 let name = args[0].to_ascii_uppercase();
                 let carries = args.iter().skip(1).any(|a| a == value);
                 let ok = reply_succeeded(reply);
-                if carries && conn != 0 && event.seq < hold.granted.seq && !reached.contains(&node) {
-                    reached.push(node);
+                if carries && conn != 0 && event.seq < hold.granted.seq {
+                    reached.insert(node);
                 }
                 let held = copies.get(node).is_some_and(|c| c.end.is_none());
                 let script = args.get(1).map(|s| s.to_ascii_lowercase()).unwrap_or_default();
                 let own_value = args.get(2).is_some_and(|v| v == value);
                 match name.as_str() {
                     "SET" if ok && own_value && event.seq < hold.granted.seq && !held => {
+                        open += 1;
                         copies.insert(
                             node,
                             Copy {
@@ -284,6 +320,7 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
                         // Another value: ours was gone by then (at the crash, if there was one).
                         let copy = copies.get_mut(node).expect("held");
                         copy.end = Some(LeaseEnd::At(copy.doubt_us.unwrap_or(event.at_us), Some(event)));
+                        open -= 1;
                     }
                     "PEXPIRE" | "EXPIRE" if ok && held => {
                         let n: Option<i64> = args.get(2).and_then(|a| a.parse().ok());
@@ -296,11 +333,12 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
                         let own = event.seq >= hold.end_seq() && hold.given_up();
                         let copy = copies.get(node).expect("held");
                         let end = if own {
-                            natural(&mut clocks, node, copy)
+                            natural(node, copy)
                         } else {
                             LeaseEnd::At(event.at_us, Some(event))
                         };
                         copies.get_mut(node).expect("held").end = Some(end);
+                        open -= 1;
                     }
                     "EVAL" if carries && ok && held => {
                         if script.contains("pexpire") {
@@ -310,8 +348,9 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
                             }
                         } else if script.contains("del") {
                             let copy = copies.get(node).expect("held");
-                            let end = natural(&mut clocks, node, copy);
+                            let end = natural(node, copy);
                             copies.get_mut(node).expect("held").end = Some(end);
+                            open -= 1;
                         } else {
                             let copy = copies.get_mut(node).expect("held");
                             copy.expiry_ms = None;
@@ -319,6 +358,7 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
                     }
                     "EVAL" if carries && ok && !held && conn != 0 && event.seq < hold.granted.seq => {
                         // An acquisition by a script this reader does not know: held, end unknown.
+                        open += 1;
                         copies.insert(
                             node,
                             Copy {
@@ -333,6 +373,7 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
             StepKind::Expired(expiry) if expiry.key == key => {
                 if let Some(copy) = copies.get_mut(node).filter(|c| c.end.is_none()) {
                     copy.end = Some(LeaseEnd::At(event.at_us, Some(event)));
+                    open -= 1;
                 }
             }
             StepKind::Fault(fault) => {
@@ -360,7 +401,7 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
             let end = match (copy.end, copy.doubt_us) {
                 (Some(end), _) => end,
                 (None, Some(doubt)) => LeaseEnd::NotBefore(doubt),
-                (None, None) => natural(&mut clocks, node, &copy),
+                (None, None) => natural(node, &copy),
             };
             (node, copy.since_us, end)
         })

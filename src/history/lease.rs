@@ -37,7 +37,7 @@ pub fn reply_succeeded(reply: &str) -> bool {
 
 /// One node's monotonic clock as the history shows it: `(true µs, monotonic ms)` at each of its
 /// events.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClockTrack {
     samples: Vec<(u64, i64)>,
 }
@@ -409,5 +409,29 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>, clocks: &ClockTracks<
     Lease {
         reached: reached.len(),
         held,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::testkit;
+
+    #[test]
+    fn every_clock_read_in_one_pass_is_the_clock_read_alone() {
+        for fenced in [false, true] {
+            let (history, _) = testkit::kleppmann(fenced);
+            let ops = OpHistory::new(&history);
+            let clocks = ClockTracks::of(&ops);
+            let nodes: BTreeSet<&str> = history.events().iter().map(|e| e.node.as_str()).collect();
+            assert!(nodes.len() >= 3, "{nodes:?}");
+            for node in nodes {
+                let alone = ClockTrack::of(&ops, node);
+                assert!(!alone.samples.is_empty());
+                assert_eq!(clocks.node(node), &alone, "{node}");
+            }
+            assert_eq!(clocks.node("nobody"), &ClockTrack::default());
+            assert_eq!(clocks.node("nobody").true_us_at(5), None);
+        }
     }
 }

@@ -262,24 +262,30 @@ fn node_scaling(tick_ms: u64) -> anyhow::Result<String> {
          total − turmoil, within the noise of both once turmoil dominates.\n"
     );
     out.push_str(
-        "    nodes | clients (1 master, fenced): events     total (× smallest) turmoil   ours \
-         | masters (Redlock, 2 clients): events     total (× smallest) turmoil   ours\n",
+        "            clients (1 master, fenced)                   | masters (Redlock, 2 clients)\n    \
+         nodes   events    total (× smallest) turmoil    ours |  events    total (× smallest) turmoil    ours\n",
     );
     let mut first: Option<[f64; 2]> = None;
     for nodes in SCALING_NODES {
         let (clients, masters, bare_us) = scaling_row(nodes, tick_ms)?;
+        // (per event, turmoil's share in %, ours per event: "≈0" when bare turmoil alone took
+        // as long, i.e. ours is below the noise of the two measurements).
         let split = |w: &WorldCost| {
-            let turmoil = bare_us.min(w.wall_us) / w.events as f64;
             let share = 100.0 * bare_us.min(w.wall_us) / w.wall_us.max(1e-9);
-            (w.per_event_us(), share, w.per_event_us() - turmoil)
+            let ours_us = (w.wall_us - bare_us) / w.events as f64;
+            let ours = if ours_us > 0.0 {
+                format!("{ours_us:.1}")
+            } else {
+                "≈0".to_string()
+            };
+            (w.per_event_us(), share, ours)
         };
         let (ct, cs, co) = split(&clients);
         let (mt, ms, mo) = split(&masters);
         let [ct0, mt0] = *first.get_or_insert([ct, mt]);
         let times = |x: f64, x0: f64| x / x0.max(1e-9);
         out.push_str(&format!(
-            "    {nodes:>5} | {:>34} {ct:>9.1} ({:>5.1}×) {cs:>6.0}% {co:>6.1} \
-             | {:>36} {mt:>9.1} ({:>5.1}×) {ms:>6.0}% {mo:>6.1}\n",
+            "    {nodes:>5} {:>8} {ct:>8.1} ({:>9.1}×) {cs:>6.0}% {co:>7} | {:>7} {mt:>8.1} ({:>9.1}×) {ms:>6.0}% {mo:>7}\n",
             clients.events,
             times(ct, ct0),
             masters.events,

@@ -34,10 +34,9 @@
 //! With no grant at all it is valid.
 
 use super::{count, seconds, token_text, witness, CheckResult, Checker, CheckerName, Verdict};
-use crate::history::lease::{lease, ClockTrack};
+use crate::history::lease::{lease, ClockTracks};
 use crate::history::{Belief, Hold, OpHistory};
 use lockstep_sim::Event;
-use std::collections::BTreeMap;
 
 /// The slack allowed between a claimed deadline and the lease's end, µs.
 pub const TOLERANCE_US: u64 = 2_000;
@@ -61,11 +60,11 @@ impl Checker for LeaseValidity {
     }
 
     fn check(&self, history: &OpHistory<'_>) -> CheckResult {
-        let mut clocks: BTreeMap<&str, ClockTrack> = BTreeMap::new();
+        let clocks = ClockTracks::of(history);
         let (mut beliefs, mut unrecorded, mut undecided) = (0usize, 0usize, 0usize);
         let mut lies: Vec<Lie<'_, '_>> = Vec::new();
         for hold in history.holds() {
-            let lease = lease(history, hold);
+            let lease = lease(history, hold, &clocks);
             let (earliest_end_us, latest_end_us, ended_by) = lease.majority_end();
             for belief in &hold.beliefs {
                 beliefs += 1;
@@ -73,9 +72,7 @@ impl Checker for LeaseValidity {
                     unrecorded += 1;
                     continue;
                 };
-                let clock = clocks
-                    .entry(hold.process)
-                    .or_insert_with(|| ClockTrack::of(history, hold.process));
+                let clock = clocks.node(hold.process);
                 let deadline_ms = from_ms.saturating_add_unsigned(belief.validity_ms);
                 // The earliest instant the client's clock can have reached the deadline.
                 let Some((claimed_us, _)) = clock.true_us_range(deadline_ms) else {

@@ -35,7 +35,7 @@
 
 use super::{Hold, OpHistory, StepKind};
 use lockstep_sim::{Event, Fault};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Whether a master's one-line reply says the command took effect.
 pub fn reply_succeeded(reply: &str) -> bool {
@@ -44,7 +44,7 @@ pub fn reply_succeeded(reply: &str) -> bool {
 
 /// One node's monotonic clock as the history shows it: `(true µs, monotonic ms)` at each of its
 /// events.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClockTrack {
     samples: Vec<(u64, i64)>,
     /// The stretches of constant rate: where each starts in `samples`, and
@@ -53,7 +53,7 @@ pub struct ClockTrack {
 }
 
 /// A stretch of a node's clock with one rate.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 struct Stretch {
     /// Index of its first sample in [`ClockTrack::samples`].
     first: usize,
@@ -204,6 +204,54 @@ fn rate_bounds(samples: &[(u64, i64)], drift_ppm: Option<i64>, exact_origin: boo
     (rate_min > 0.0 && rate_max.is_finite() && rate_min <= rate_max).then_some((rate_min, rate_max))
 }
 
+/// Every node's [`ClockTrack`], read in one pass over the history (reading one node's track
+/// alone walks the whole history: doing so for each node and each grant made the analysis grow
+/// with the square of the nodes).
+#[derive(Debug, Clone, Default)]
+pub struct ClockTracks<'h> {
+    by_node: BTreeMap<&'h str, ClockTrack>,
+}
+
+impl<'h> ClockTracks<'h> {
+    /// The clock of every node of `history`.
+    pub fn of(history: &OpHistory<'h>) -> Self {
+        // The same reading as [`ClockTrack::of`], for every node at once.
+        let mut by_node: BTreeMap<&'h str, ClockTrack> = BTreeMap::new();
+        let fresh = || ClockTrack {
+            samples: Vec::new(),
+            stretches: vec![Stretch {
+                first: 0,
+                drift_ppm: None,
+            }],
+        };
+        for step in history.steps() {
+            if let StepKind::Fault(Fault::Drift { node, drift_ppm }) = step.kind {
+                let track = by_node.entry(node.as_str()).or_insert_with(fresh);
+                track.stretches.push(Stretch {
+                    first: track.samples.len(),
+                    drift_ppm: Some(*drift_ppm),
+                });
+            }
+            let event: &'h Event = step.event;
+            by_node
+                .entry(event.node.as_str())
+                .or_insert_with(fresh)
+                .samples
+                .push((event.at_us, event.monotonic_ms));
+        }
+        ClockTracks { by_node }
+    }
+
+    /// The clock of `node` (without samples when it has no event), as [`ClockTrack::of`] reads it.
+    pub fn node(&self, node: &str) -> &ClockTrack {
+        static NO_SAMPLES: ClockTrack = ClockTrack {
+            samples: Vec::new(),
+            stretches: Vec::new(),
+        };
+        self.by_node.get(node).unwrap_or(&NO_SAMPLES)
+    }
+}
+
 /// The majority of `reached` masters.
 fn majority(reached: usize) -> usize {
     reached / 2 + 1
@@ -245,8 +293,10 @@ pub(crate) fn find_master_grants(history: &mut OpHistory<'_>) {
             .get(hold.grant.value.as_str())
             .map(Vec::as_slice)
             .unwrap_or(&[]);
-        let mut reached: Vec<&str> = Vec::new();
-        let mut succeeded: Vec<(&str, &Event)> = Vec::new();
+        // Sets for membership: a grant reaches every master, so lists made this quadratic in them.
+        let mut reached: BTreeSet<&str> = BTreeSet::new();
+        let mut succeeded: Vec<&Event> = Vec::new();
+        let mut succeeded_on: BTreeSet<&str> = BTreeSet::new();
         for &(i, ok) in requests {
             let step = &history.steps[i];
             let seq = step.event.seq;
@@ -255,14 +305,12 @@ pub(crate) fn find_master_grants(history: &mut OpHistory<'_>) {
                 continue;
             }
             let node = step.event.node.as_str();
-            if !reached.contains(&node) {
-                reached.push(node);
-            }
-            if ok && !succeeded.iter().any(|(n, _)| *n == node) {
-                succeeded.push((node, step.event));
+            reached.insert(node);
+            if ok && succeeded_on.insert(node) {
+                succeeded.push(step.event);
             }
         }
-        grants.push(succeeded.get(majority(reached.len()) - 1).map(|(_, e)| *e));
+        grants.push(succeeded.get(majority(reached.len()) - 1).copied());
     }
     for (hold, grant) in history.holds.iter_mut().zip(grants) {
         hold.master_grant = grant;
@@ -349,30 +397,35 @@ fn set_ttl_ms(args: &[String]) -> Option<i64> {
     })
 }
 
-/// The lease of `hold` on the masters; see the [module](self) docs.
-pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
+/// The lease of `hold` on the masters; see the [module](self) docs. `clocks` are the history's
+/// ([`ClockTracks::of`]).
+pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>, clocks: &ClockTracks<'_>) -> Lease<'h> {
     let (key, value) = (hold.grant.key.as_str(), hold.grant.value.as_str());
     let since = hold
         .acquire
         .map_or(0, |op| history.steps()[history.operations()[op].invoke].event.seq);
-    let mut reached: Vec<&'h str> = Vec::new();
+    let mut reached: BTreeSet<&'h str> = BTreeSet::new();
     let mut copies: BTreeMap<&'h str, Copy<'h>> = BTreeMap::new();
-    let mut clocks: BTreeMap<&'h str, ClockTrack> = BTreeMap::new();
-    let natural = |clocks: &mut BTreeMap<&'h str, ClockTrack>, node: &'h str, copy: &Copy<'h>| match copy.expiry_ms {
-        Some(ms) => {
-            let clock = clocks.entry(node).or_insert_with(|| ClockTrack::of(history, node));
-            // The latest instant the master's clock can have reached the expiry: a lock is
-            // only charged with a lie the readings prove.
-            clock
-                .true_us_range(ms)
-                .map_or(LeaseEnd::NotBefore(copy.since_us), |(_, latest_us)| {
-                    LeaseEnd::At(latest_us, None)
-                })
-        }
+    // Copies whose lease has not ended yet. Once the grant is given (no copy is made after it)
+    // and none is left, nothing later can change the lease: the walk stops there instead of
+    // reading the rest of the history for every grant.
+    let mut open = 0usize;
+    let natural = |node: &'h str, copy: &Copy<'h>| match copy.expiry_ms {
+        // The latest instant the master's clock can have reached the expiry: a lock is only
+        // charged with a lie the readings prove.
+        Some(ms) => clocks
+            .node(node)
+            .true_us_range(ms)
+            .map_or(LeaseEnd::NotBefore(copy.since_us), |(_, latest_us)| {
+                LeaseEnd::At(latest_us, None)
+            }),
         None => LeaseEnd::NotBefore(copy.since_us),
     };
     for step in history.steps().iter().filter(|s| s.event.seq > since) {
         let event = step.event;
+        if open == 0 && event.seq >= hold.granted.seq {
+            break;
+        }
         let node = event.node.as_str();
         match &step.kind {
             &StepKind::Command { conn, args, reply } => {
@@ -382,14 +435,15 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
                 let name = args[0].to_ascii_uppercase();
                 let carries = args.iter().skip(1).any(|a| a == value);
                 let ok = reply_succeeded(reply);
-                if carries && conn != 0 && event.seq < hold.granted.seq && !reached.contains(&node) {
-                    reached.push(node);
+                if carries && conn != 0 && event.seq < hold.granted.seq {
+                    reached.insert(node);
                 }
                 let held = copies.get(node).is_some_and(|c| c.end.is_none());
                 let script = args.get(1).map(|s| s.to_ascii_lowercase()).unwrap_or_default();
                 let own_value = args.get(2).is_some_and(|v| v == value);
                 match name.as_str() {
                     "SET" if ok && own_value && event.seq < hold.granted.seq && !held => {
+                        open += 1;
                         copies.insert(
                             node,
                             Copy {
@@ -405,6 +459,7 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
                         // Another value: ours was gone by then (at the crash, if there was one).
                         let copy = copies.get_mut(node).expect("held");
                         copy.end = Some(LeaseEnd::At(copy.doubt_us.unwrap_or(event.at_us), Some(event)));
+                        open -= 1;
                     }
                     "PEXPIRE" | "EXPIRE" if ok && held => {
                         let n: Option<i64> = args.get(2).and_then(|a| a.parse().ok());
@@ -417,11 +472,12 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
                         let own = event.seq >= hold.end_seq() && hold.given_up();
                         let copy = copies.get(node).expect("held");
                         let end = if own {
-                            natural(&mut clocks, node, copy)
+                            natural(node, copy)
                         } else {
                             LeaseEnd::At(event.at_us, Some(event))
                         };
                         copies.get_mut(node).expect("held").end = Some(end);
+                        open -= 1;
                     }
                     "EVAL" if carries && ok && held => {
                         if script.contains("pexpire") {
@@ -431,8 +487,9 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
                             }
                         } else if script.contains("del") {
                             let copy = copies.get(node).expect("held");
-                            let end = natural(&mut clocks, node, copy);
+                            let end = natural(node, copy);
                             copies.get_mut(node).expect("held").end = Some(end);
+                            open -= 1;
                         } else {
                             let copy = copies.get_mut(node).expect("held");
                             copy.expiry_ms = None;
@@ -440,6 +497,7 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
                     }
                     "EVAL" if carries && ok && !held && conn != 0 && event.seq < hold.granted.seq => {
                         // An acquisition by a script this reader does not know: held, end unknown.
+                        open += 1;
                         copies.insert(
                             node,
                             Copy {
@@ -454,6 +512,7 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
             StepKind::Expired(expiry) if expiry.key == key => {
                 if let Some(copy) = copies.get_mut(node).filter(|c| c.end.is_none()) {
                     copy.end = Some(LeaseEnd::At(event.at_us, Some(event)));
+                    open -= 1;
                 }
             }
             StepKind::Fault(fault) => {
@@ -481,7 +540,7 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
             let end = match (copy.end, copy.doubt_us) {
                 (Some(end), _) => end,
                 (None, Some(doubt)) => LeaseEnd::NotBefore(doubt),
-                (None, None) => natural(&mut clocks, node, &copy),
+                (None, None) => natural(node, &copy),
             };
             (node, copy.since_us, end)
         })
@@ -495,6 +554,7 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>) -> Lease<'h> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::testkit;
     use lockstep_sim::clock::NodeClock;
 
     /// A track of `clock`'s readings at `times_us`, with a drift change (recorded as the node's
@@ -586,5 +646,23 @@ mod tests {
         };
         let point = track.true_us_at(5_003_000).expect("readings");
         assert_eq!(track.true_us_range(5_003_000), Some((point, point)));
+    }
+
+    #[test]
+    fn every_clock_read_in_one_pass_is_the_clock_read_alone() {
+        for fenced in [false, true] {
+            let (history, _) = testkit::kleppmann(fenced);
+            let ops = OpHistory::new(&history);
+            let clocks = ClockTracks::of(&ops);
+            let nodes: BTreeSet<&str> = history.events().iter().map(|e| e.node.as_str()).collect();
+            assert!(nodes.len() >= 3, "{nodes:?}");
+            for node in nodes {
+                let alone = ClockTrack::of(&ops, node);
+                assert!(!alone.samples.is_empty());
+                assert_eq!(clocks.node(node), &alone, "{node}");
+            }
+            assert_eq!(clocks.node("nobody"), &ClockTrack::default());
+            assert_eq!(clocks.node("nobody").true_us_at(5), None);
+        }
     }
 }

@@ -1,0 +1,133 @@
+// lockstep's timeline viewer: the one script of every runs/NAME/timeline.html of a report.
+//
+// A timeline page holds its run's data as JSON in <script type="application/json"
+// id="timeline-data"> (items drawn as bars and marks, lanes, rows: see src/report/interactive.rs)
+// and loads this file from the report's root. It draws the data as an SVG, one lane a node, and
+// handles hover (details of an item) and zoom (drag across the chart, the mouse wheel, the
+// from/to fields, or #from=A&to=B in the address, in ms). Written for lockstep (no library);
+// nothing is fetched, so a page works opened from disk.
+(function () {
+  const DATA = JSON.parse(document.getElementById('timeline-data').textContent);
+  // The controls and the legend (colours as in viewer.css).
+  const LEGEND = [['#a6dba0', 'ok'], ['#f4b6b6', 'fail'], ['#ffe08a', 'info (unknown)'], ['#ddd', 'never completed'],
+    ['#c9c3e6', 'paused'], ['#4a72b0', 'command'], ['#cf222e', 'expiry'], ['#1a7f37', 'write accepted'],
+    ['#e36209', 'write rejected'], ['#6f42c1', 'fault']];
+  const CONTROLS = '<div id="controls">from <input id="from" type="number" step="any"> to ' +
+    '<input id="to" type="number" step="any"> ms <button id="apply">zoom</button><button id="out">zoom out</button>' +
+    '<button id="reset">whole run</button> \u00b7 drag across the chart to zoom on a range, wheel to zoom, hover for details' +
+    '<span class="legend">' + LEGEND.map(([c, t]) => '<span style="background:' + c + '"></span>' + t).join('') + '</span></div>';
+  document.getElementById('chart').insertAdjacentHTML('beforebegin', CONTROLS);
+  const NS = 'http://www.w3.org/2000/svg';
+  const chart = document.getElementById('chart'), tip = document.getElementById('tip');
+  const LEFT = 110, RIGHT = 20, TOP = 26, MARK = 14, ROW = 18;
+  let view = [0, DATA.end_us];
+  const laneY = [], laneH = [];
+  let y = TOP;
+  DATA.lanes.forEach((_, i) => { laneY.push(y); laneH.push(MARK + Math.max(1, DATA.rows[i]) * ROW + 6); y += laneH[i]; });
+  const HEIGHT = y + 8;
+  const fmt = us => (us / 1000).toLocaleString('en-US', {maximumFractionDigits: 3}) + ' ms';
+  function el(name, attrs, parent) {
+    const e = document.createElementNS(NS, name);
+    for (const k in attrs) e.setAttribute(k, attrs[k]);
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function step(span) {
+    const raw = span / 8, p = Math.pow(10, Math.floor(Math.log10(raw)));
+    return [1, 2, 5, 10].map(m => m * p).find(s => s >= raw);
+  }
+  function draw() {
+    const width = Math.max(600, chart.clientWidth || 1200), W = width - LEFT - RIGHT;
+    const [v0, v1] = view, k = W / (v1 - v0);
+    const x = t => LEFT + (Math.min(Math.max(t, v0), v1) - v0) * k;
+    chart.textContent = '';
+    const svg = el('svg', {width, height: HEIGHT}, chart);
+    DATA.lanes.forEach((name, i) => {
+      el('rect', {x: 0, y: laneY[i], width, height: laneH[i], class: 'lane-bg' + (i % 2 ? ' odd' : '')}, svg);
+      const t = el('text', {x: 6, y: laneY[i] + 16}, svg); t.textContent = name;
+    });
+    const s = step(v1 - v0);
+    for (let t = Math.ceil(v0 / s) * s; t <= v1; t += s) {
+      el('line', {x1: x(t), x2: x(t), y1: TOP - 4, y2: HEIGHT, stroke: '#ddd'}, svg);
+      const l = el('text', {x: x(t) + 2, y: TOP - 8}, svg); l.textContent = fmt(t);
+    }
+    DATA.items.forEach((it, n) => {
+      const end = it.e === 18446744073709552000 || it.e > DATA.end_us ? DATA.end_us : it.e;
+      if (end < v0 || it.s > v1) return;
+      const top = laneY[it.l];
+      let shape;
+      if (it.r >= 0) {
+        const x0 = x(it.s), w = Math.max(2, x(end) - x0);
+        shape = el('rect', {x: x0, y: top + MARK + it.r * ROW, width: w, height: ROW - 3, class: it.k}, svg);
+        if (w > 40) {
+          const t = el('text', {x: x0 + 3, y: top + MARK + it.r * ROW + 11, 'pointer-events': 'none'}, svg);
+          t.textContent = it.t.length * 6 > w ? it.t.slice(0, Math.max(1, Math.floor(w / 6) - 1)) + '…' : it.t;
+        }
+      } else if (it.k === 'pause') {
+        shape = el('rect', {x: x(it.s), y: top + 1, width: Math.max(2, x(end) - x(it.s)), height: laneH[it.l] - 2, class: 'pause'}, svg);
+      } else {
+        shape = el('rect', {x: x(it.s) - 1.5, y: top + 2, width: 3, height: MARK - 3, class: it.k}, svg);
+      }
+      shape.dataset.n = n;
+    });
+    svg.addEventListener('mousemove', hover);
+    svg.addEventListener('mouseleave', () => { tip.hidden = true; });
+    document.getElementById('from').value = (v0 / 1000).toFixed(3);
+    document.getElementById('to').value = (v1 / 1000).toFixed(3);
+    return {x, k, W};
+  }
+  let geo = draw();
+  let lit = null;
+  function hover(ev) {
+    const n = ev.target.dataset && ev.target.dataset.n;
+    if (lit && lit !== ev.target) lit.classList.remove('hl');
+    if (n === undefined) { tip.hidden = true; return; }
+    lit = ev.target; lit.classList.add('hl');
+    const it = DATA.items[n];
+    const rows = it.d.map(([k, v]) => '<tr><td>' + esc(k) + '</td><td>' + esc(v) + '</td></tr>').join('');
+    tip.innerHTML = '<b>' + esc(it.t) + '</b><table>' + rows + '</table>';
+    tip.hidden = false;
+    const w = tip.offsetWidth, h = tip.offsetHeight;
+    tip.style.left = Math.min(ev.clientX + 14, window.innerWidth - w - 4) + 'px';
+    tip.style.top = (ev.clientY + 14 + h > window.innerHeight ? ev.clientY - h - 10 : ev.clientY + 14) + 'px';
+  }
+  function esc(s) { return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;'); }
+  function zoom(a, b) {
+    a = Math.max(0, a); b = Math.min(DATA.end_us, b);
+    if (b - a >= 10) { view = [a, b]; geo = draw(); }
+  }
+  const timeAt = px => view[0] + (px - LEFT) / geo.k;
+  let drag = null, band = null;
+  chart.addEventListener('mousedown', ev => {
+    const r = chart.getBoundingClientRect();
+    drag = ev.clientX - r.left;
+    band = document.createElement('div');
+    band.style.cssText = 'position:absolute;top:0;bottom:0;background:rgba(9,105,218,.15);border:1px solid #0969da;pointer-events:none';
+    band.style.left = drag + 'px'; band.style.width = '0px';
+    chart.appendChild(band);
+  });
+  window.addEventListener('mousemove', ev => {
+    if (drag === null) return;
+    const px = ev.clientX - chart.getBoundingClientRect().left;
+    band.style.left = Math.min(px, drag) + 'px'; band.style.width = Math.abs(px - drag) + 'px';
+  });
+  window.addEventListener('mouseup', ev => {
+    if (drag === null) return;
+    const px = ev.clientX - chart.getBoundingClientRect().left;
+    const a = timeAt(Math.min(px, drag)), b = timeAt(Math.max(px, drag));
+    drag = null; band.remove();
+    if (Math.abs(b - a) * geo.k > 4) zoom(a, b);
+  });
+  chart.addEventListener('wheel', ev => {
+    ev.preventDefault();
+    const t = timeAt(ev.clientX - chart.getBoundingClientRect().left), f = ev.deltaY > 0 ? 1.25 : 0.8;
+    zoom(t - (t - view[0]) * f, t + (view[1] - t) * f);
+  }, {passive: false});
+  document.getElementById('apply').onclick = () =>
+    zoom(parseFloat(document.getElementById('from').value) * 1000, parseFloat(document.getElementById('to').value) * 1000);
+  document.getElementById('out').onclick = () => { const m = (view[0] + view[1]) / 2, h = view[1] - view[0]; zoom(m - h, m + h); };
+  document.getElementById('reset').onclick = () => zoom(0, DATA.end_us);
+  window.addEventListener('resize', () => { geo = draw(); });
+  const q = new URLSearchParams(location.hash.slice(1));
+  if (q.has('from') && q.has('to')) zoom(parseFloat(q.get('from')) * 1000, parseFloat(q.get('to')) * 1000);
+})();

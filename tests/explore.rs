@@ -2,17 +2,18 @@
 //! counterexamples, leaves the safe one alone, shards exactly, checks determinism, and survives
 //! a panicking lock.
 
-use async_trait::async_trait;
 use lockstep::checker::Verdict;
 use lockstep::explore::generate::{case_strategy, FaultProfile};
 use lockstep::explore::shrink::{counterexample_toml, shrink};
 use lockstep::explore::{explore, explore_with_lock, standard_template, topology, ExploreConfig, Shard};
-use lockstep::lock::{LockClient, LockEnv, LockError};
-use lockstep::ops::Grant;
+use lockstep::lock::{LockClient, LockEnv};
 use lockstep::run::{run_scenario, LockFactory};
 use lockstep::scenario::Scenario;
 use proptest::prelude::*;
 use std::rc::Rc;
+
+mod common;
+use common::PanickingLock;
 
 fn profile(kinds: &[&str]) -> FaultProfile {
     FaultProfile {
@@ -187,22 +188,6 @@ fn the_determinism_check_reruns_its_sample_and_finds_no_difference() {
         "{:?}",
         summary.determinism_failures
     );
-}
-
-/// A lock whose acquire panics: user code with a bug.
-struct PanickingLock;
-
-#[async_trait(?Send)]
-impl LockClient for PanickingLock {
-    async fn acquire(&self, _key: &str, _ttl_ms: u64) -> Result<Grant, LockError> {
-        panic!("bug in user lock: acquire exploded");
-    }
-    async fn extend(&self, grant: &Grant, _ttl_ms: u64) -> Result<Grant, LockError> {
-        Ok(grant.clone())
-    }
-    async fn release(&self, _grant: &Grant) -> Result<bool, LockError> {
-        Ok(true)
-    }
 }
 
 #[test]

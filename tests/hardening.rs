@@ -12,21 +12,8 @@ use lockstep::report::{Report, Status};
 use std::path::PathBuf;
 use std::rc::Rc;
 
-/// A lock whose acquire panics: user code with a bug.
-struct PanickingLock;
-
-#[async_trait(?Send)]
-impl LockClient for PanickingLock {
-    async fn acquire(&self, _key: &str, _ttl_ms: u64) -> Result<Grant, LockError> {
-        panic!("bug in user lock: acquire exploded");
-    }
-    async fn extend(&self, grant: &Grant, _ttl_ms: u64) -> Result<Grant, LockError> {
-        Ok(grant.clone())
-    }
-    async fn release(&self, _grant: &Grant) -> Result<bool, LockError> {
-        Ok(true)
-    }
-}
+mod common;
+use common::PanickingLock;
 
 #[test]
 fn a_panic_in_one_scenario_of_the_gate_is_its_error_and_the_gate_goes_on() {

@@ -3,16 +3,22 @@
 //! directory; a deliberately broken one (release by a plain `DEL`) is caught by the
 //! differential oracle against the built-in token-release, and its shrunk counterexample —
 //! which names the Rust lock — replays to the same failure with the user's lock.
+//! Explored bounded (`Harness::bounded`), the correct lock shows no implementation bug, while the
+//! same lock forgetting to subtract its acquisition time is caught by lease-validity under plans
+//! that broke no assumption, and its shrunk counterexample is one of those seeds.
 
 use lockstep::prelude::*;
 use std::path::Path;
 
 /// A user's single-master lock: `SET key value NX PX ttl`, extension by a compare-and-PEXPIRE,
 /// release by a compare-and-delete — or, `checked_release` off, by a plain `DEL` (the bug: a
-/// client whose lease expired deletes the next holder's lock).
+/// client whose lease expired deletes the next holder's lock). Its validity is the TTL less the
+/// round trip — or, `subtract_elapsed` off, the whole TTL counted from the reply (the bug: a grant
+/// claims a lease the master does not hold).
 struct MyLock {
     env: LockEnv,
     checked_release: bool,
+    subtract_elapsed: bool,
 }
 
 #[async_trait(?Send)]
@@ -68,7 +74,12 @@ impl MyLock {
     /// clock; none when nothing is left.
     fn valid_for(&self, key: &str, value: String, ttl_ms: u64, start_ms: i64) -> Result<Grant, LockError> {
         let now_ms = self.env.monotonic_ms();
-        let validity_ms = ttl_ms.saturating_sub((now_ms - start_ms).max(0) as u64);
+        let elapsed_ms = if self.subtract_elapsed {
+            (now_ms - start_ms).max(0) as u64
+        } else {
+            0
+        };
+        let validity_ms = ttl_ms.saturating_sub(elapsed_ms);
         if validity_ms == 0 {
             return Err(LockError::Lost("the lease ran out in flight".into()));
         }
@@ -102,6 +113,7 @@ fn a_correct_fenced_lock_passes_200_seeds_and_its_scenarios_and_writes_the_repor
     let run = Harness::new("my-lock", |env| MyLock {
         env,
         checked_release: true,
+        subtract_elapsed: true,
     })
     .scenarios(scenario("kleppmann-gc-pause-fenced.toml"))
     .fenced()
@@ -148,6 +160,7 @@ fn a_broken_lock_is_caught_against_the_reference_and_its_counterexample_replays_
     let harness = Harness::new("del-release", |env| MyLock {
         env,
         checked_release: false,
+        subtract_elapsed: true,
     })
     .against_preset("token-release")
     .explore_standard(100)
@@ -202,6 +215,7 @@ fn a_broken_lock_is_caught_against_the_reference_and_its_counterexample_replays_
     let other = Harness::new("my-lock", |env| MyLock {
         env,
         checked_release: true,
+        subtract_elapsed: true,
     });
     let err = other.replay(file).unwrap_err().to_string();
     assert!(err.contains("needs the Rust lock `del-release`"), "{err}");
@@ -226,6 +240,7 @@ fn bad_input_is_an_error_before_anything_runs() {
     let err = Harness::new("token-release", |env| MyLock {
         env,
         checked_release: true,
+        subtract_elapsed: true,
     })
     .explore_standard(1)
     .run()
@@ -235,6 +250,7 @@ fn bad_input_is_an_error_before_anything_runs() {
     let err = Harness::new("my-lock", |env| MyLock {
         env,
         checked_release: true,
+        subtract_elapsed: true,
     })
     .against_preset("script")
     .explore_standard(1)
@@ -246,6 +262,7 @@ fn bad_input_is_an_error_before_anything_runs() {
     let err = Harness::new("my-lock", |env| MyLock {
         env,
         checked_release: true,
+        subtract_elapsed: true,
     })
     .run()
     .unwrap_err()
@@ -298,4 +315,68 @@ fn the_cli_explores_against_a_preset_and_streams_one_line_per_seed() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `Harness::bounded` (the public API's `explore --bounded`): the lock explored inside the standard
+/// template lock's assumptions.
+fn bounded(name: &str, subtract_elapsed: bool) -> Harness {
+    Harness::new(name, move |env| MyLock {
+        env,
+        checked_release: true,
+        subtract_elapsed,
+    })
+    .explore_standard(30)
+    .bounded()
+    .jobs(2)
+    .shrink(1, 40)
+}
+
+#[test]
+fn a_correct_user_lock_shows_no_implementation_bug_under_its_assumptions() {
+    let run = bounded("single-master", true).run().expect("the harness runs");
+    let summary = &run.explorations[0].summary;
+    let bounded = summary.assumptions.as_ref().expect("explored bounded");
+    assert_eq!(summary.seeds_run, 30);
+    assert_eq!(bounded.seeds_bug, 0, "{}", summary.render());
+    // Some plans did break timing (a pause past the lease) and violate mutual exclusion there:
+    // the lease's limit, which the bounded gate does not hold against the lock.
+    assert!(
+        bounded.seeds_in_bounds > 0 && bounded.seeds_in_bounds < 30,
+        "{}",
+        summary.render()
+    );
+    run.assert_safe();
+}
+
+#[test]
+fn a_user_lock_that_forgets_its_acquisition_time_is_an_implementation_bug() {
+    let run = bounded("no-elapsed", false).run().expect("the harness runs");
+    assert!(!run.passed(), "{}", run.message());
+    // The report row says what the harness says.
+    assert!(!run.report.ok);
+    let e = &run.explorations[0];
+    let bounded = e.summary.assumptions.as_ref().expect("explored bounded");
+    assert!(bounded.seeds_bug > 0, "{}", e.summary.render());
+    // Seeds whose plan kept every assumption fail lease-validity: nothing but the lock to blame.
+    assert!(
+        bounded.first_violating.iter().any(|(_, checkers, broken, bug)| *bug
+            && broken.is_empty()
+            && checkers.iter().any(|c| c == "lease-validity")),
+        "{:?}",
+        bounded.first_violating
+    );
+    let message = run.message();
+    assert!(message.contains("implementation bug"), "{message}");
+    // The counterexample is a bug seed, shrunk for a checker the lock promised there.
+    let (cx, _) = e.counterexamples().next().expect("a counterexample");
+    assert_eq!(cx.lock, "no-elapsed");
+    assert!(
+        bounded
+            .first_violating
+            .iter()
+            .any(|(seed, _, _, bug)| *seed == cx.seed && *bug),
+        "seed {} is not a bug seed",
+        cx.seed
+    );
+    assert_eq!(cx.checker, "lease-validity");
 }

@@ -6,25 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Runs the binary in `cwd`; returns (exit code, stdout, stderr). A panic or a signal fails.
-fn lockstep_in(cwd: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args(args)
-        .current_dir(cwd)
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .expect("the binary runs");
-    let code = out.status.code().unwrap_or(-1);
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
-    assert!(
-        [0, 1, 2].contains(&code),
-        "exit code {code} for {args:?}\n{stdout}\n{stderr}"
-    );
-    (code, stdout, stderr)
-}
+mod common;
+use common::lockstep_in;
 
 fn lockstep(args: &[&str]) -> (i32, String, String) {
     lockstep_in(Path::new(env!("CARGO_MANIFEST_DIR")), args)

@@ -1,17 +1,16 @@
 //! `lockstep bench`: what the simulator costs, measured side by side in one run.
 //!
 //! - **Overhead**: simulated seconds per wall second of the standard Redlock world (5 masters,
-//!   3 clients, the resource; no faults) against bare turmoil stepping the same number of idle
-//!   hosts for the same simulated time, on one thread.
+//!   3 clients, the resource; no faults) against a bare world (one client that only sleeps)
+//!   stepped for the same simulated time, on one thread: the cost of the work against the cost
+//!   of the step loop itself.
 //! - **Scaling**: the same exploration on 1 job and on all cores.
 //! - **Scenarios per minute** on the standard exploration profile (10 simulated seconds,
 //!   5 masters, 3 clients, generated faults), all cores.
 //! - **Node scaling**: wall time per history event of one fenced token-release world (one
 //!   master, the resource, N clients, 2 simulated seconds) and of Redlock worlds with N
 //!   masters, N from 3 to 200 nodes. Flat means linear cost; the column "× smallest" shows
-//!   how far from flat it is. Each row also runs bare turmoil with as many idle hosts for as
-//!   long, and splits the cost into turmoil's own per-tick cost (it links every pair of hosts
-//!   and scans every link for every host on every tick: cubic in the hosts per tick) and ours.
+//!   how far from flat it is, and the analysis (checkers) is shown apart.
 //!
 //! Wall time is read here to measure, never inside a simulation.
 
@@ -19,25 +18,22 @@ use crate::app::AppError;
 use crate::explore::{explore, standard_template, ExploreConfig};
 use crate::run::run_scenario;
 use crate::scenario::Scenario;
-use std::time::{Duration, Instant};
+use lockstep_sim::{ClockSpec, FaultPlan, World, WorldConfig};
+use std::time::Instant;
 
-fn bare_turmoil(hosts: usize, sim_ms: u64, tick_ms: u64) -> anyhow::Result<()> {
-    let mut sim = turmoil::Builder::new()
-        .rng_seed(1)
-        .tick_duration(Duration::from_millis(tick_ms))
-        .simulation_duration(Duration::from_millis(sim_ms + 1_000))
-        .build();
-    for i in 0..hosts.saturating_sub(1) {
-        sim.host(format!("idle-{i}"), || async {
-            std::future::pending::<()>().await;
-            Ok(())
-        });
-    }
-    sim.client("driver", async move {
-        tokio::time::sleep(Duration::from_millis(sim_ms)).await;
-        Ok(())
-    });
-    sim.run().map_err(|e| anyhow::anyhow!("bare turmoil failed: {e}"))
+/// Steps a world whose one client only sleeps `sim_ms`: what the step loop costs by itself.
+fn bare_world(sim_ms: u64, tick_ms: u64) -> anyhow::Result<()> {
+    let mut world = World::new(WorldConfig {
+        seed: 1,
+        tick_ms,
+        duration_ms: sim_ms.saturating_add(1_000),
+        ..WorldConfig::default()
+    })?;
+    world.add_client("driver", ClockSpec::default(), move |node| async move {
+        node.sleep_local_ms(sim_ms).await;
+    })?;
+    world.run(&FaultPlan::default())?;
+    Ok(())
 }
 
 /// Runs the three measurements and returns a printable report; a world that fails is a run
@@ -60,16 +56,15 @@ fn measure(scenarios: u64, tick_ms: u64) -> anyhow::Result<String> {
         sim_ms += run.end.at_ms;
     }
     let world_wall = start.elapsed().as_secs_f64();
-    let hosts = world.masters.len() + world.clients.len() + 1;
     let start = Instant::now();
     for _ in 0..runs {
-        bare_turmoil(hosts, sim_ms / runs, tick_ms)?;
+        bare_world(sim_ms / runs, tick_ms)?;
     }
     let bare_wall = start.elapsed().as_secs_f64();
     let sim_s = sim_ms as f64 / 1_000.0;
     out.push_str(&format!("lockstep bench (tick {tick_ms} ms, {cores} cores)\n"));
     out.push_str(&format!(
-        "  overhead: world {:.1} simulated s/wall s, bare turmoil ({hosts} idle hosts) {:.1}: ratio {:.2}x\n",
+        "  overhead: world {:.1} simulated s/wall s, bare step loop {:.1}: ratio {:.2}x\n",
         sim_s / world_wall,
         sim_s / bare_wall,
         world_wall / bare_wall
@@ -194,6 +189,9 @@ pub struct WorldCost {
     pub analysis_us: f64,
     /// History events.
     pub events: usize,
+    /// Of them, commands the Redis servers ran: each a network round trip and the costly kind
+    /// of event (the rest are cheap client and resource records).
+    pub commands: usize,
     /// True ms simulated.
     pub sim_ms: u64,
 }
@@ -202,6 +200,11 @@ impl WorldCost {
     /// µs per history event.
     pub fn per_event_us(&self) -> f64 {
         self.wall_us / self.events.max(1) as f64
+    }
+
+    /// µs per command the Redis servers ran.
+    pub fn per_command_us(&self) -> f64 {
+        self.wall_us / self.commands.max(1) as f64
     }
 }
 
@@ -221,75 +224,78 @@ pub fn world_cost(scenario: &Scenario) -> anyhow::Result<WorldCost> {
         wall_us,
         analysis_us,
         events: run.history.events().len().max(1),
+        commands: run
+            .history
+            .events()
+            .iter()
+            .filter(|e| matches!(e.kind, lockstep_sim::EventKind::Command { .. }))
+            .count(),
         sim_ms: run.end.at_ms,
     })
 }
 
-/// µs (CPU time, [`Stopwatch`]) bare turmoil takes to step `hosts` idle hosts for `sim_ms` at `tick_ms`: its own
-/// per-tick cost, which a world of as many hosts pays whatever its software does. turmoil 0.7.2
-/// links every pair of hosts and, on every tick, scans every link once for every running host
-/// (`Topology::deliver_messages`) and reads the clock once per link (`Topology::tick_by`): that
-/// is hosts³ per tick, hosts² per history event when events grow with the hosts.
-pub fn bare_turmoil_us(hosts: usize, sim_ms: u64, tick_ms: u64) -> anyhow::Result<f64> {
+/// µs (CPU time, [`Stopwatch`]) a bare world (one sleeping client) takes to step `sim_ms` at
+/// `tick_ms`: the step loop's own cost.
+pub fn bare_world_us(sim_ms: u64, tick_ms: u64) -> anyhow::Result<f64> {
     let start = Stopwatch::start();
-    bare_turmoil(hosts, sim_ms, tick_ms)?;
+    bare_world(sim_ms, tick_ms)?;
     Ok(start.elapsed_us())
 }
 
-/// One row of the node-scaling figure: the two worlds of `nodes` nodes, and bare turmoil with
-/// as many hosts for as long as the longer of them.
-pub fn scaling_row(nodes: usize, tick_ms: u64) -> anyhow::Result<(WorldCost, WorldCost, f64)> {
+/// One row of the node-scaling figure: the two worlds of `nodes` nodes.
+pub fn scaling_row(nodes: usize, tick_ms: u64) -> anyhow::Result<(WorldCost, WorldCost)> {
     let ((m1, c1), (m2, c2)) = scaling_shapes(nodes);
     let clients = world_cost(&scaling_world("token-release", m1, c1, tick_ms)?)?;
     let masters = world_cost(&scaling_world("redlock", m2, c2, tick_ms)?)?;
-    let bare_us = bare_turmoil_us(nodes, clients.sim_ms.max(masters.sim_ms), tick_ms)?;
-    Ok((clients, masters, bare_us))
+    Ok((clients, masters))
 }
 
-/// The node-scaling figure: per-event cost as the number of nodes grows, split into turmoil's
-/// own per-tick cost (bare turmoil with as many idle hosts) and the rest (our software, tokio
-/// running it, the checkers).
+/// The node-scaling figure: per-event cost as the number of nodes grows, per command too (the
+/// share of commands, the costly events, changes with the world's shape), and the analysis'
+/// share.
 fn node_scaling(tick_ms: u64) -> anyhow::Result<String> {
     let what = if Stopwatch::start().is_cpu() {
-        "CPU µs per history event"
+        "CPU µs"
     } else {
-        "wall µs per history event"
+        "wall µs"
     };
     let mut out = format!(
-        "  node scaling ({what}, 2 simulated s; flat = linear cost). turmoil = bare turmoil stepping as many \
-         idle hosts as long\n    (turmoil 0.7.2 links every pair of hosts and scans every link for every host on \
-         every tick: hosts³ per tick); ours = the rest\n    (our software, tokio running it, the checkers): \
-         total − turmoil, within the noise of both once turmoil dominates.\n"
+        "  node scaling ({what} per history event and per Redis command, 2 simulated s; flat = linear cost;\n    \
+         cmd = the commands' share of the events; analysis = the checkers' µs per event)\n"
     );
     out.push_str(
-        "            clients (1 master, fenced)                   | masters (Redlock, 2 clients)\n    \
-         nodes   events    total (× smallest) turmoil    ours |  events    total (× smallest) turmoil    ours\n",
+        "            clients (1 master, fenced)                        | masters (Redlock, 2 clients)\n    \
+         nodes  events cmd  per event (×)   per cmd (×)   analysis | events cmd  per event (×)   per cmd (×)   analysis\n",
     );
-    let mut first: Option<[f64; 2]> = None;
+    let mut first: Option<[f64; 4]> = None;
     for nodes in SCALING_NODES {
-        let (clients, masters, bare_us) = scaling_row(nodes, tick_ms)?;
-        // (per event, turmoil's share in %, ours per event: "≈0" when bare turmoil alone took
-        // as long, i.e. ours is below the noise of the two measurements).
-        let split = |w: &WorldCost| {
-            let share = 100.0 * bare_us.min(w.wall_us) / w.wall_us.max(1e-9);
-            let ours_us = (w.wall_us - bare_us) / w.events as f64;
-            let ours = if ours_us > 0.0 {
-                format!("{ours_us:.1}")
-            } else {
-                "≈0".to_string()
-            };
-            (w.per_event_us(), share, ours)
-        };
-        let (ct, cs, co) = split(&clients);
-        let (mt, ms, mo) = split(&masters);
-        let [ct0, mt0] = *first.get_or_insert([ct, mt]);
-        let times = |x: f64, x0: f64| x / x0.max(1e-9);
+        let (clients, masters) = scaling_row(nodes, tick_ms)?;
+        let row = [
+            clients.per_event_us(),
+            clients.per_command_us(),
+            masters.per_event_us(),
+            masters.per_command_us(),
+        ];
+        let base = *first.get_or_insert(row);
+        let times = |i: usize| row[i] / base[i].max(1e-9);
+        let cmd = |w: &WorldCost| 100.0 * w.commands as f64 / w.events as f64;
+        let analysis = |w: &WorldCost| w.analysis_us / w.events as f64;
         out.push_str(&format!(
-            "    {nodes:>5} {:>8} {ct:>8.1} ({:>9.1}×) {cs:>6.0}% {co:>7} | {:>7} {mt:>8.1} ({:>9.1}×) {ms:>6.0}% {mo:>7}\n",
+            "    {nodes:>5} {:>7} {:>3.0}% {:>6.1} ({:>4.2}×) {:>6.1} ({:>4.2}×) {:>8.1} | {:>6} {:>3.0}% {:>6.1} ({:>4.2}×) {:>6.1} ({:>4.2}×) {:>8.1}\n",
             clients.events,
-            times(ct, ct0),
+            cmd(&clients),
+            row[0],
+            times(0),
+            row[1],
+            times(1),
+            analysis(&clients),
             masters.events,
-            times(mt, mt0),
+            cmd(&masters),
+            row[2],
+            times(2),
+            row[3],
+            times(3),
+            analysis(&masters),
         ));
     }
     Ok(out)

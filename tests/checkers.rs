@@ -46,7 +46,7 @@ fn a_write_in_flight_keeps_the_holders_turn_past_its_abort() {
     // The timeline says the write was already sent, not that it was skipped.
     let text = lockstep::timeline::text(&OpHistory::new(&run.history));
     assert!(
-        text.contains("lock lost: abort signal raised, but the write sent at 2.012 s is still in flight"),
+        text.contains("lock lost: abort signal raised, but the write sent at 2.025 s is still in flight"),
         "{text}"
     );
     assert!(!text.contains("write skipped"), "{text}");
@@ -288,6 +288,9 @@ resource = "fenced"
 [lock]
 algorithm = "redlock"
 ttl_ms = 1000
+# A round trip takes 40-160 ms: the default 50 ms request timeout would time most requests out.
+request_timeout_ms = 200
+connect_timeout_ms = 200
 
 [workload]
 iterations = 3
@@ -322,4 +325,144 @@ fn a_redlock_that_forgets_its_acquisition_time_lies_about_its_lease() {
     for checker in ["mutual-exclusion", "stale-write", "lost-update"] {
         assert_eq!(verdict(&run, checker), Verdict::Valid, "{checker}: {:#?}", run.results);
     }
+}
+
+/// One master without persistence crashes at 0.5 s under client-1's lease and comes back at
+/// `restart_ms`; client-2 retries until it gets the lock.
+fn crash_under_a_lease(restart_ms: u64) -> Scenario {
+    let source = format!(
+        r#"
+name = "crash-under-a-lease"
+description = "the one master crashes under client-1's lease and restarts at {restart_ms} ms"
+seed = 1
+duration_ms = 8000
+
+[network]
+min_latency_ms = 1
+max_latency_ms = 1
+
+[topology]
+masters = 1
+resource = "unfenced"
+persistence = "none"
+
+[lock]
+algorithm = "token-release"
+ttl_ms = 2000
+
+[workload]
+iterations = 1
+acquire_retry_ms = 100
+
+[[client]]
+name = "client-1"
+start_ms = 0
+work_ms = 1500
+
+[[client]]
+name = "client-2"
+start_ms = 200
+work_ms = 100
+
+[[fault]]
+at_ms = 500
+kind = "crash"
+node = "redis-1"
+
+[[fault]]
+at_ms = {restart_ms}
+kind = "restart"
+node = "redis-1"
+"#
+    );
+    Scenario::from_str(&source, "test").expect("parses")
+}
+
+#[test]
+fn a_copy_lost_in_a_crash_lasts_until_the_master_runs_again() {
+    // Back after the TTL: nobody could take the key while the master was down, so client-1's
+    // claim (until ~2 s) stayed inside the lease although its copy vanished at 0.5 s.
+    let run = run_scenario(&crash_under_a_lease(3_000), None).expect("the world runs");
+    let lease = run.result("lease-validity").expect("ran");
+    assert_eq!(lease.verdict, Verdict::Valid, "{}", lease.explanation);
+    assert_eq!(verdict(&run, "mutual-exclusion"), Verdict::Valid);
+    let holds = OpHistory::new(&run.history).holds().len();
+    assert_eq!(holds, 2, "client-2 got the lock after the restart");
+
+    // Back at once: client-2 takes the key at 0.6 s while client-1 still claims it.
+    let run = run_scenario(&crash_under_a_lease(600), None).expect("the world runs");
+    let lease = run.result("lease-validity").expect("ran");
+    assert_eq!(lease.verdict, Verdict::Invalid, "{}", lease.explanation);
+    assert!(
+        lease.explanation.contains("masters' lease ended at 0."),
+        "{}",
+        lease.explanation
+    );
+    assert_eq!(verdict(&run, "mutual-exclusion"), Verdict::Invalid);
+}
+
+/// Redlock over three masters; redis-3 is down from the start until 5 s, so client-1's grant
+/// holds redis-1 and redis-2; redis-1's wall clock then jumps 5 s forward and its copy expires.
+/// client-2 takes the lock after 5 s, through redis-3 too.
+const DOWN_AT_THE_GRANT: &str = r#"
+name = "down-at-the-grant"
+description = "a master down when the grant is given counts as holding a copy until it is back"
+seed = 1
+duration_ms = 8000
+
+[network]
+min_latency_ms = 1
+max_latency_ms = 1
+
+[topology]
+masters = 3
+resource = "unfenced"
+persistence = "none"
+
+[lock]
+algorithm = "redlock"
+ttl_ms = 2000
+
+[workload]
+iterations = 1
+acquire_retry_ms = 100
+
+[[client]]
+name = "client-1"
+start_ms = 10
+work_ms = 1500
+
+# Talks to redis-3 once it is back, which shows when it ran again.
+[[client]]
+name = "client-2"
+start_ms = 5100
+work_ms = 100
+
+[[fault]]
+at_ms = 0
+kind = "crash"
+node = "redis-3"
+
+[[fault]]
+at_ms = 500
+kind = "clock-jump"
+node = "redis-1"
+delta_ms = 5000
+
+[[fault]]
+at_ms = 5000
+kind = "restart"
+node = "redis-3"
+"#;
+
+#[test]
+fn a_master_down_at_the_grant_holds_it_until_it_runs_again() {
+    // A competitor needs two of three masters: redis-1 (its copy expired at 0.5 s) and redis-3,
+    // which grants nothing until 5 s. client-1's claim (until ~2 s) stayed inside the lease.
+    let scenario = Scenario::from_str(DOWN_AT_THE_GRANT, "test").expect("parses");
+    let run = run_scenario(&scenario, None).expect("the world runs");
+    let history = OpHistory::new(&run.history);
+    assert_eq!(history.holds().len(), 2);
+    let lease = run.result("lease-validity").expect("ran");
+    assert_eq!(lease.verdict, Verdict::Valid, "{}", lease.explanation);
 }

@@ -1,8 +1,10 @@
 //! `lockstep ci` and `lockstep merge` as CI runs them: exit codes, the files written, bad input
 //! reported before anything runs.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
+
+mod common;
 
 fn lockstep(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
@@ -17,13 +19,8 @@ fn lockstep(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lockstep-ci-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    let _ = std::fs::remove_dir_all(&path);
-    let _ = std::fs::remove_file(&path);
-    path
+fn temp(name: &str) -> common::TempPath {
+    common::TempPath::unused("ci", name)
 }
 
 fn shipped(name: &str) -> String {
@@ -157,6 +154,8 @@ fn shards_merge_into_one_report_and_a_missing_shard_is_bad_input() {
     let source = shipped("explore-token-release-pause-crash.toml").replace("seeds = 80", "seeds = 16");
     std::fs::write(dir.join("x.toml"), source).unwrap();
     let mut jsons = Vec::new();
+    // The shards' reports live as long as their guards.
+    let mut shard_outs = Vec::new();
     for k in 1..=2 {
         let out = temp(&format!("shard-{k}"));
         let shard = format!("{k}/2");
@@ -164,6 +163,7 @@ fn shards_merge_into_one_report_and_a_missing_shard_is_bad_input() {
         // A shard cannot decide `some-invalid` alone: it never fails on it.
         assert_eq!(code, 0, "{stdout}{stderr}");
         jsons.push(out.join("report.json"));
+        shard_outs.push(out);
     }
     let merged = temp("merged");
     let merged_json = temp("merged.json");

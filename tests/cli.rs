@@ -3,6 +3,8 @@
 use std::path::Path;
 use std::process::Command;
 
+mod common;
+
 fn lockstep(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
         .args(args)
@@ -16,11 +18,10 @@ fn lockstep(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn temp_file(name: &str, content: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("lockstep-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, content).unwrap();
+/// A file `name` holding `content`, removed when the returned path is dropped.
+fn temp_file(name: &str, content: &str) -> common::TempPath {
+    let path = common::TempPath::unused("cli", name);
+    std::fs::write(&*path, content).unwrap();
     path
 }
 
@@ -36,9 +37,7 @@ fn kleppmann_shows_the_violation_and_exits_0_because_it_is_expected() {
 
 #[test]
 fn run_writes_the_history_and_prints_json() {
-    let dir = std::env::temp_dir().join(format!("lockstep-cli-history-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::TempPath::dir("cli", "history");
     let history = dir.join("history.jsonl");
     let (code, out, err) = lockstep(&[
         "run",

@@ -67,7 +67,11 @@ fn bounded_refuses_guided_placement() {
 /// -243 ppm at 4.788 s. client-3's last grant (at 8.745 s, validity 1997 ms counted from its
 /// reading 8744) ends, by the simulator's clock arithmetic, at 10.742447 s; the master set the key
 /// at 8.743 s with a 2000 ms TTL, so its lease ended at 10.743 s: the lock claimed 0.55 ms less
-/// than it held. The old checker put the claim at 10.745060 s and called it a lie.
+/// than it held. The old checker put the claim at 10.745060 s and called it a lie. (That run was
+/// on the simulator's first network, turmoil's; the file now gives another history, and the
+/// exact arithmetic of that claim is pinned by `seed_61_a_deadline_past_the_last_reading_is_
+/// bounded_not_extrapolated` in src/history/lease.rs. A drifting client within the profile must
+/// still never be charged with a lie.)
 const SEED_61: &str = r#"
 name = "explore-token-release-seed-61-lease-validity"
 description = "token-release, one client clock slowed within the bounded profile's drift"
@@ -104,10 +108,10 @@ node = "client-3"
 fn seed_61_a_slow_client_clock_within_the_profile_is_no_lease_lie() {
     let scenario = Scenario::from_str(SEED_61, "seed-61").expect("parses");
     let run = run_scenario(&scenario, None).expect("the world runs");
-    // The same run the exploration found (its counterexample's history digest).
+    // The same run every time (this file's history on the simulator's own network).
     assert!(
-        run.digest.starts_with("c97cb96ea12eb622"),
-        "a different run than seed 61's: {}",
+        run.digest.starts_with("ad0d090d9b1e94c1"),
+        "a different run than this file's: {}",
         run.digest
     );
     let lease = run.result("lease-validity").expect("ran");
@@ -139,13 +143,9 @@ fn unexplained(algorithm: &str, seeds: &str) -> (usize, String) {
 
 #[test]
 fn the_correct_built_in_locks_show_no_unexplained_violation_under_their_assumptions() {
-    // Every default fault kind. The ranges hold seed 61 and seeds whose plans break timing and
-    // violate mutual exclusion (36 and 57; 44 for Redlock): explained, not bugs.
-    for (algorithm, seeds) in [
-        ("token-release", "30..70"),
-        ("watchdog", "50..70"),
-        ("redlock", "40..50"),
-    ] {
+    // Every default fault kind. The token-release and watchdog ranges hold seed 11, whose plan
+    // breaks timing and violates mutual exclusion: explained, not a bug.
+    for (algorithm, seeds) in [("token-release", "0..40"), ("watchdog", "0..20"), ("redlock", "40..50")] {
         let (bugs, text) = unexplained(algorithm, seeds);
         assert_eq!(bugs, 0, "{algorithm}: {text}");
         assert!(
@@ -157,7 +157,7 @@ fn the_correct_built_in_locks_show_no_unexplained_violation_under_their_assumpti
     }
     // The naive lock releases with a plain DEL: a holder delayed past its TTL deletes the next
     // holder's key, which the next holder's lease-validity shows — a real bug of that lock.
-    let (bugs, text) = unexplained("naive", "4..5");
+    let (bugs, text) = unexplained("naive", "11..12");
     assert_eq!(bugs, 1, "{text}");
-    assert!(text.contains("seed 4 [") && text.contains("lease-validity"), "{text}");
+    assert!(text.contains("seed 11 [") && text.contains("lease-validity"), "{text}");
 }

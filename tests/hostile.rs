@@ -14,11 +14,8 @@ fn lockstep(args: &[&str]) -> (i32, String, String) {
 }
 
 /// A fresh, empty temporary directory for one test.
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lockstep-hostile-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp(name: &str) -> common::TempPath {
+    common::TempPath::dir("hostile", name)
 }
 
 fn root() -> PathBuf {
@@ -45,6 +42,36 @@ fn tree(dir: &Path) -> Vec<String> {
     walk(dir, dir, &mut out);
     out.sort();
     out
+}
+
+/// Runs the gate (`ci --quiet`) over `scenarios` into `report`, expects exit 1 (one scenario
+/// fails) and returns the report's rows, by scenario name.
+fn gate_rows(scenarios: &Path, report: &Path) -> Vec<(String, serde_json::Value)> {
+    let (code, out, err) = lockstep(&[
+        "ci",
+        scenarios.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap()).unwrap();
+    json["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| (row["name"].as_str().unwrap_or_default().to_string(), row.clone()))
+        .collect()
+}
+
+/// The row of scenario `name` among `rows`.
+fn row<'a>(rows: &'a [(String, serde_json::Value)], name: &str) -> &'a serde_json::Value {
+    &rows
+        .iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no row `{name}`"))
+        .1
 }
 
 /// A small scenario: one client, a short run; `extra` is appended.
@@ -79,8 +106,8 @@ b = "redis-1"
 "#;
 
 /// A client that keeps reconnecting to a master it is partitioned from, for 40 simulated
-/// minutes: 240,000 failed connects. It used to exhaust turmoil's ephemeral ports (a panic
-/// inside the simulation); the link's reconnect backoff now keeps it within them.
+/// minutes. It used to exhaust the simulated network's ephemeral ports (a panic inside the
+/// simulation); the link's reconnect backoff keeps its attempts bounded.
 const PORTS: &str = r#"name = "ports"
 description = "a client retries against a master it is partitioned from"
 seed = 1
@@ -189,22 +216,11 @@ fn a_client_cut_off_for_forty_minutes_runs_to_the_end_and_the_gate_goes_on() {
         "{out}"
     );
 
-    let report = dir.join("report");
-    let (code, out, err) = lockstep(&[
-        "ci",
-        scenarios.to_str().unwrap(),
-        "--report",
-        report.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert_eq!(code, 1, "{out}{err}");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap()).unwrap();
-    let rows = json["scenarios"].as_array().unwrap();
+    let rows = gate_rows(&scenarios, &dir.join("report"));
     assert_eq!(rows.len(), 2);
-    let ports = rows.iter().find(|r| r["name"] == "ports").unwrap();
+    let ports = row(&rows, "ports");
     assert_eq!(ports["status"], "fail", "{ports}");
-    let kleppmann = rows.iter().find(|r| r["name"] == "kleppmann-gc-pause").unwrap();
+    let kleppmann = row(&rows, "kleppmann-gc-pause");
     assert_eq!(kleppmann["status"], "pass", "{kleppmann}");
     assert!(started.elapsed() < Duration::from_secs(120));
 }
@@ -287,26 +303,15 @@ fn a_day_of_retries_stops_at_the_history_cap_and_the_gate_goes_on() {
     assert!(stopped_at_ms(&out) < 3_600_000, "{out}");
 
     // Under the gate it is that scenario's error; the other scenario still runs; exit 1.
-    let report = dir.join("report");
-    let (code, out, err) = lockstep(&[
-        "ci",
-        scenarios.to_str().unwrap(),
-        "--report",
-        report.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert_eq!(code, 1, "{out}{err}");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap()).unwrap();
-    let rows = json["scenarios"].as_array().unwrap();
-    let row = rows.iter().find(|r| r["name"] == "day-of-retries").unwrap();
-    assert_eq!(row["status"], "error", "{row}");
-    let error = row["error"].as_str().unwrap_or_default();
+    let rows = gate_rows(&scenarios, &dir.join("report"));
+    let day_row = row(&rows, "day-of-retries");
+    assert_eq!(day_row["status"], "error", "{day_row}");
+    let error = day_row["error"].as_str().unwrap_or_default();
     assert!(
         error.contains("day.toml") && error.contains("cap of 20000 events"),
-        "{row}"
+        "{day_row}"
     );
-    let kleppmann = rows.iter().find(|r| r["name"] == "kleppmann-gc-pause").unwrap();
+    let kleppmann = row(&rows, "kleppmann-gc-pause");
     assert_eq!(kleppmann["status"], "pass", "{kleppmann}");
 }
 
@@ -697,10 +702,14 @@ fn the_largest_seed_count_runs_in_bounded_memory_and_time() {
 }
 
 #[test]
-fn the_time_limit_covers_shrinking() {
+fn the_time_limit_covers_shrinking_and_says_what_it_left_out() {
+    let dir = temp("time-limit");
+    let summary = dir.join("s.json");
     let started = Instant::now();
     let (code, out, err) = lockstep(&[
         "explore",
+        "--summary",
+        summary.to_str().unwrap(),
         "--kinds",
         "pause",
         "--lock-aware",
@@ -718,6 +727,24 @@ fn the_time_limit_covers_shrinking() {
     ]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    // Not a silent cut: the seeds left out and the failures left unshrunk are named.
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let seeds_run = json["seeds_run"].as_u64().unwrap();
+    assert!(seeds_run > 0 && seeds_run < 1_000_000, "{json}");
+    assert_eq!(json["seeds_planned"], 1_000_000);
+    assert!(
+        out.contains(&format!("stopped by the time limit: {seeds_run} of 1000000 seeds ran")),
+        "{out}"
+    );
+    // The run's span covers the seeds that ran, not the ones planned: a merge counts no more.
+    assert_eq!(json["run"]["spans"][0]["seeds_end"], seeds_run, "{json}");
+    let unshrunk = out.matches("not shrunk, the time limit ran out first").count();
+    let shrunk = out.matches("shrunk seed").count();
+    assert!(unshrunk > 0, "{out}");
+    let not_reproduced = out.matches("no longer fails").count();
+    let failing = json["first_failing"].as_array().unwrap().len();
+    // Every failing seed the shrinker was to take is accounted for.
+    assert_eq!(shrunk + unshrunk + not_reproduced, failing.min(50), "{out}");
 }
 
 #[cfg(unix)]
@@ -773,4 +800,501 @@ fn a_truncated_report_is_not_valid_json_with_its_position() {
     assert!(err.contains("not valid JSON"), "{err}");
     assert!(err.contains(&format!("{}:", cut.display())), "{err}");
     assert!(!err.contains("exploration summary"), "{err}");
+}
+
+// Found on a later hostile pass.
+
+/// Runs the binary with its standard output going to `stdout`.
+fn lockstep_to(stdout: std::fs::File, args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(args)
+        .current_dir(root())
+        .env("RUST_BACKTRACE", "0")
+        .stdout(stdout)
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_standard_output_that_cannot_be_written_is_an_error_not_a_panic() {
+    // /dev/full: every write fails with ENOSPC, as on a full disk behind a redirect.
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full (Linux)")
+    };
+    let dir = temp("stdout-full");
+    let report = dir.join("report");
+    let naive = shipped("baseline-naive.toml");
+    for args in [
+        vec!["run", naive.as_str()],
+        vec!["run", "--json", naive.as_str()],
+        vec!["explore", "--algorithm", "naive", "--seeds", "2", "--json"],
+        vec!["ci", naive.as_str(), "--report", report.to_str().unwrap(), "--quiet"],
+        vec!["list"],
+    ] {
+        let (code, err) = lockstep_to(full(), &args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains("cannot write to standard output"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_summary_path_that_is_not_a_regular_file_is_refused_before_exploring() {
+    let dir = temp("summary-kinds");
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    let link = dir.join("link.json");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let fifo = dir.join("fifo.json");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for (path, kind) in [(&link, "a symbolic link"), (&fifo, "a device, FIFO or socket")] {
+        let started = Instant::now();
+        let (code, out, err) = lockstep(&["explore", "--seeds", "100000", "--summary", path.to_str().unwrap()]);
+        assert_eq!(code, 2, "{out}{err}");
+        assert!(err.contains(&format!("is {kind}, not a regular file")), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(30), "refused before exploring");
+    }
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    // `merge --out` writes the same way.
+    let report = kleppmann_report(&dir);
+    let (code, _, err) = lockstep(&["merge", report.to_str().unwrap(), "--out", link.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+}
+
+#[test]
+fn the_longest_scenario_name_makes_a_report_and_a_longer_one_is_refused_naming_the_field() {
+    let dir = temp("long-name");
+    let longest = dir.join("longest.toml");
+    let name = "n".repeat(100);
+    std::fs::write(&longest, small_scenario(&name, "")).unwrap();
+    let report = dir.join("report");
+    let (code, out, err) = lockstep(&[
+        "ci",
+        longest.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(report.join(format!("charts/timeline-{name}.svg")).is_file());
+
+    let longer = dir.join("longer.toml");
+    std::fs::write(&longer, small_scenario(&"n".repeat(101), "")).unwrap();
+    let longer = longer.to_str().unwrap();
+    for args in [
+        vec!["run", longer],
+        vec!["ci", longer, "--report", report.to_str().unwrap()],
+    ] {
+        let (code, out, err) = lockstep(&args);
+        assert_eq!(code, 2, "{out}{err}");
+        assert!(
+            err.contains("longer.toml:1:1: field `name`: is 101 bytes long: a scenario name has at most 100"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn standard_template_flags_with_a_file_are_refused_not_ignored() {
+    let naive = shipped("baseline-naive.toml");
+    for (flag, value) in [
+        ("--algorithm", "bogus"),
+        ("--fencing", "incr"),
+        ("--resource", "fenced"),
+        ("--tick-ms", "0"),
+    ] {
+        let (code, out, err) = lockstep(&["explore", naive.as_str(), flag, value, "--seeds", "1"]);
+        assert_eq!(code, 2, "{flag}: {out}{err}");
+        assert!(err.contains(flag) && err.contains("cannot be used with"), "{err}");
+    }
+}
+
+#[test]
+fn counts_that_would_run_nothing_are_bad_input() {
+    let dir = temp("zero-counts");
+    let report = dir.join("report");
+    let naive = shipped("baseline-naive.toml");
+    for args in [
+        vec![
+            "ci",
+            naive.as_str(),
+            "--report",
+            report.to_str().unwrap(),
+            "--jobs",
+            "0",
+        ],
+        vec![
+            "ci",
+            naive.as_str(),
+            "--report",
+            report.to_str().unwrap(),
+            "--ttl-sweep",
+            "--sweep-seeds",
+            "0",
+        ],
+        vec!["mutants", "--jobs", "0"],
+        vec!["bench", "--scenarios", "0"],
+        vec!["bench", "--tick-ms", "0"],
+    ] {
+        let (code, out, err) = lockstep(&args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains("invalid value '0'"), "{args:?}: {err}");
+    }
+    assert!(!report.exists());
+}
+
+#[test]
+fn a_shrunk_counterexample_states_the_clients_its_file_has() {
+    let dir = temp("cx-clients");
+    let out_dir = dir.join("cx");
+    let (code, out, err) = lockstep(&[
+        "explore",
+        "--algorithm",
+        "naive",
+        "--seeds",
+        "3",
+        "--quiet",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    let mut checked = 0;
+    for line in out.lines().filter(|l| l.trim_start().starts_with("shrunk seed")) {
+        // "shrunk seed S (CHECKER): A -> B faults, N clients, in R runs"
+        let seed = line.split_whitespace().nth(2).unwrap();
+        let checker = line.split('(').nth(1).unwrap().split(')').next().unwrap();
+        let clients: usize = line
+            .split(" clients")
+            .next()
+            .unwrap()
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let file = out_dir.join(format!("explore-naive-seed-{seed}-{checker}.toml"));
+        let toml = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        assert_eq!(toml.matches("[[client]]").count(), clients, "{line}\n{toml}");
+        assert!(toml.contains(&format!("faults and {clients} clients")), "{toml}");
+        checked += 1;
+    }
+    assert!(checked > 0, "{out}");
+}
+
+#[test]
+fn small_misuses_get_messages_that_name_the_flag_or_file() {
+    let dir = temp("messages");
+    let file = dir.join("afile");
+    std::fs::write(&file, "x").unwrap();
+    let (code, _, err) = lockstep(&["explore", "--seeds", "2", "--out", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("exists and is not a directory") && err.contains("--out"),
+        "{err}"
+    );
+    let (code, _, err) = lockstep(&["explore", "--seed-range", "0..18446744073709551616"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is not a number from 0 to 18446744073709551615"), "{err}");
+    let (code, _, err) = lockstep(&["explore", "--kinds", "bogus", "--seeds", "1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--kinds: unknown fault kind `bogus`"), "{err}");
+    // A FIFO among the scenarios is an error naming it, not a scenario left out of the gate.
+    let scenarios = dir.join("scenarios");
+    std::fs::create_dir(&scenarios).unwrap();
+    std::fs::copy(shipped("baseline-naive.toml"), scenarios.join("baseline-naive.toml")).unwrap();
+    let fifo = scenarios.join("waiting.toml");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let report = dir.join("report");
+    let (code, _, err) = lockstep(&["ci", scenarios.to_str().unwrap(), "--report", report.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("waiting.toml") && err.contains("not a regular file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_merged_summary_reports_the_throughput_of_its_parts() {
+    let dir = temp("merged-throughput");
+    for (shard, file) in [("1/2", "a.json"), ("2/2", "b.json")] {
+        let (code, out, err) = lockstep_in(
+            &dir,
+            &[
+                "explore",
+                "--seeds",
+                "4",
+                "--shard",
+                shard,
+                "--summary",
+                file,
+                "--quiet",
+                "--shrink",
+                "0",
+            ],
+        );
+        assert!(code == 0 || code == 1, "{out}{err}");
+    }
+    let (code, out, err) = lockstep_in(&dir, &["merge", "a.json", "b.json"]);
+    assert!(code == 0 || code == 1, "{out}{err}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("throughput:"))
+        .expect("a throughput line");
+    let rate: f64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(rate > 0.0, "{line}");
+}
+
+#[test]
+fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
+    let dir = temp("output-is-input");
+    let file = dir.join("f.toml");
+    std::fs::copy(shipped("baseline-naive.toml"), &file).unwrap();
+    let original = std::fs::read_to_string(&file).unwrap();
+    let f = file.to_str().unwrap();
+    // The same file under another spelling is the same file.
+    let other_spelling = dir.join(".").join("f.toml");
+    let o = other_spelling.to_str().unwrap();
+    for (args, flag) in [
+        (vec!["run", f, "--history", o], "--history"),
+        (vec!["explore", f, "--summary", o, "--seeds", "1"], "--summary"),
+        (vec!["explore", f, "--jsonl", o, "--seeds", "1"], "--jsonl"),
+    ] {
+        let (code, out, err) = lockstep(&args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(
+            err.contains(flag) && err.contains("would overwrite that input"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
+    }
+    // merge: an input as --out, or inside --report; --out inside --report.
+    let shard = dir.join("s1");
+    let (code, out, err) = lockstep(&["ci", f, "--report", shard.to_str().unwrap(), "--quiet"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let report = shard.join("report.json");
+    let before = std::fs::read_to_string(&report).unwrap();
+    let r = report.to_str().unwrap();
+    let merged = dir.join("merged");
+    let inside = merged.join("m.json");
+    for (args, words) in [
+        (vec!["merge", r, "--out", r], "would overwrite that input"),
+        (
+            vec!["merge", r, "--report", shard.to_str().unwrap()],
+            "would delete that input",
+        ),
+        (
+            vec![
+                "merge",
+                r,
+                "--out",
+                inside.to_str().unwrap(),
+                "--report",
+                merged.to_str().unwrap(),
+            ],
+            "is inside --report",
+        ),
+    ] {
+        let (code, out, err) = lockstep(&args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains(words), "{err}");
+    }
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), before);
+    assert!(!merged.exists());
+}
+
+#[test]
+fn a_catalogue_that_would_score_nothing_is_bad_input() {
+    let dir = temp("catalogue");
+    std::fs::copy(shipped("baseline-naive.toml"), dir.join("parent.toml")).unwrap();
+    let parent = "[[parent]]\nname = \"p\"\nfile = \"parent.toml\"\nkinds = [\"pause\"]\n";
+    let mutant = |name: &str, lock: &str| {
+        format!("[[mutant]]\nname = \"{name}\"\nparent = \"p\"\nbreaks = \"b\"\nsource = \"s\"\nlock = {{ {lock} }}\n")
+    };
+    for (text, words) in [
+        (String::new(), "no [[mutant]]"),
+        (parent.to_string(), "no [[mutant]]"),
+        (format!("{parent}{}", mutant("", "ttl_ms = 5")), "empty `name`"),
+        (
+            format!("{parent}{}{}", mutant("m", "ttl_ms = 5"), mutant("m", "ttl_ms = 6")),
+            "two mutants are named `m`",
+        ),
+        (
+            format!("{parent}{parent}{}", mutant("m", "ttl_ms = 5")),
+            "two parents are named `p`",
+        ),
+        (format!("{parent}{}", mutant("m", "")), "changes nothing"),
+        (
+            format!("{parent}{}", mutant("m", "algorithm = \"naive\"")),
+            "changes nothing",
+        ),
+    ] {
+        let catalogue = dir.join("c.toml");
+        std::fs::write(&catalogue, &text).unwrap();
+        let (code, out, err) = lockstep(&["mutants", "--catalogue", catalogue.to_str().unwrap(), "--seeds", "1"]);
+        assert_eq!(code, 2, "{text}\n{out}{err}");
+        assert!(err.contains("c.toml") && err.contains(words), "{text}\n{err}");
+    }
+}
+
+#[test]
+fn mutants_report_never_writes_through_a_link() {
+    let dir = temp("mutants-link");
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    let out = dir.join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::os::unix::fs::symlink(&victim, out.join("mutants.md")).unwrap();
+    let started = Instant::now();
+    let (code, o, err) = lockstep(&["mutants", "--report", out.to_str().unwrap(), "--seeds", "1"]);
+    assert_eq!(code, 2, "{o}{err}");
+    assert!(err.contains("mutants.md") && err.contains("symbolic link"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "refused before the suite runs"
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+}
+
+#[test]
+fn a_ci_shard_with_nothing_to_run_says_so_and_still_writes_its_report() {
+    let dir = temp("empty-shard");
+    let report = dir.join("report");
+    let naive = shipped("baseline-naive.toml");
+    let (code, out, err) = lockstep(&[
+        "ci",
+        naive.as_str(),
+        "--shard",
+        "2/3",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    // A fixed CI matrix may hold more shards than files; `merge` needs every shard's report.
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("--shard 2/3") && err.contains("this shard checks nothing"),
+        "{err}"
+    );
+    assert!(report.join("report.json").is_file());
+    let (code, out, err) = lockstep(&[
+        "ci",
+        naive.as_str(),
+        "--shard",
+        "1/3",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!err.contains("checks nothing"), "{err}");
+}
+
+/// `lockstep explore --seeds N` of the standard template, its summary written to `dir/s.json`.
+fn explore_summary(dir: &Path, seeds: u64) {
+    let seeds = seeds.to_string();
+    let args = [
+        "explore",
+        "--seeds",
+        &seeds,
+        "--summary",
+        "s.json",
+        "--quiet",
+        "--shrink",
+        "0",
+    ];
+    let (code, out, err) = lockstep_in(dir, &args);
+    assert!(code == 0 || code == 1, "{out}{err}");
+}
+
+#[test]
+fn a_summary_whose_counts_disagree_is_refused_naming_the_field() {
+    let dir = temp("summary-counts");
+    explore_summary(&dir, 3);
+    let text = std::fs::read_to_string(dir.join("s.json")).unwrap();
+    for (field, value) in [("seeds_violating", 999u64), ("errors", 4)] {
+        let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        json[field] = value.into();
+        std::fs::write(dir.join("bad.json"), json.to_string()).unwrap();
+        let (code, _, err) = lockstep_in(&dir, &["merge", "bad.json"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains(&format!("field `{field}`: {value} is more than the 3 seeds run")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn merge_recomputes_every_status_and_refuses_an_edited_one() {
+    let dir = temp("edited-status");
+    let text = std::fs::read_to_string(kleppmann_report(&dir)).unwrap();
+    let original: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let expected = original["scenarios"][0]["checks"][0]["expected"].clone();
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let edits: Vec<(Edit, &str)> = vec![
+        (
+            // A failing check passed off as a pass.
+            Box::new(|r: &mut serde_json::Value| {
+                let check = &mut r["scenarios"][0]["checks"][0];
+                check["verdict"] = if check["expected"] == "valid" {
+                    "invalid"
+                } else {
+                    "valid"
+                }
+                .into();
+                check["status"] = "pass".into();
+            }),
+            "field `scenarios[0].checks[0].status`: `pass`, but verdict",
+        ),
+        (
+            Box::new(|r: &mut serde_json::Value| r["scenarios"][0]["status"] = "unchecked".into()),
+            "field `scenarios[0].status`: `unchecked`, but its checks make it",
+        ),
+        (
+            Box::new(|r: &mut serde_json::Value| {
+                let row = r["scenarios"][0].clone();
+                r["scenarios"].as_array_mut().unwrap().push(row);
+            }),
+            "each scenario runs once",
+        ),
+    ];
+    assert!(expected.is_string(), "the first check has an expectation: {expected}");
+    for (edit, words) in edits {
+        let mut report = original.clone();
+        edit(&mut report);
+        let file = dir.join("edited.json");
+        std::fs::write(&file, report.to_string()).unwrap();
+        let (code, out, err) = lockstep(&["merge", file.to_str().unwrap()]);
+        assert_eq!(code, 2, "{out}{err}");
+        assert!(err.contains(words), "{err}");
+    }
+}
+
+#[test]
+fn a_merge_input_of_the_wrong_type_names_the_field() {
+    let dir = temp("field-path");
+    let mut report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(kleppmann_report(&dir)).unwrap()).unwrap();
+    report["totals"]["passed"] = (-5).into();
+    let file = dir.join("typed.json");
+    std::fs::write(&file, report.to_string()).unwrap();
+    let (code, _, err) = lockstep(&["merge", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("field `totals.passed`") && err.contains("-5"), "{err}");
+
+    explore_summary(&dir, 2);
+    let mut summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("s.json")).unwrap()).unwrap();
+    summary["violations"]["mutual-exclusion"] = "many".into();
+    std::fs::write(dir.join("bad.json"), summary.to_string()).unwrap();
+    let (code, _, err) = lockstep_in(&dir, &["merge", "bad.json"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("field `violations.mutual-exclusion`"), "{err}");
 }

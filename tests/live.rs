@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+mod common;
+
 fn lockstep(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
         .args(args)
@@ -28,11 +30,8 @@ fn lockstep(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lockstep-live-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_dir(name: &str) -> common::TempPath {
+    common::TempPath::dir("live", name)
 }
 
 fn in_ci() -> bool {
@@ -995,4 +994,88 @@ fn a_forced_failover_repoints_the_clients_and_unsupported_replica_settings_are_r
             && err.contains("--redis-server"),
         "{err}"
     );
+}
+
+#[test]
+fn a_live_run_in_which_nobody_gets_the_lock_is_not_a_pass() {
+    let dir = temp_dir("vacuous");
+    let file = tiny_scenario(&dir, "");
+    let pidfile = dir.join("pids");
+    let client = sh_adapter(&dir, &pidfile, r#"{"id":{id},"status":"busy"}"#);
+    let (code, out, err) = lockstep(&["live", file.to_str().unwrap(), "--client", &client]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("progress") && out.contains("vacuous"), "{out}");
+    assert!(out.contains("UNEXPECTED: progress is invalid"), "{out}");
+    assert_all_dead(&pidfile);
+}
+
+#[test]
+fn an_adapter_line_too_long_or_not_utf8_is_named_not_buffered() {
+    let dir = temp_dir("long-line");
+    let file = tiny_scenario(&dir, "");
+    for (command, words) in [
+        // 2 MiB without a newline, then one: past the 1 MiB cap.
+        (
+            "head -c 2097152 /dev/zero | tr '\\0' x; echo; sleep 30",
+            "a line longer than 1048576 bytes",
+        ),
+        ("printf '\\377\\376\\n'; sleep 30", "a line that is not valid UTF-8"),
+    ] {
+        let started = Instant::now();
+        let (code, out, err) = lockstep(&["live", file.to_str().unwrap(), "--client", command]);
+        assert_eq!(code, 2, "{out}{err}");
+        assert!(err.contains("client-1") && err.contains(words), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(20));
+    }
+}
+
+#[test]
+fn a_base_port_whose_ports_run_past_65535_is_refused_with_the_count() {
+    let dir = temp_dir("base-port");
+    let file = tiny_scenario(&dir, "");
+    let (code, out, err) = lockstep(&[
+        "live",
+        file.to_str().unwrap(),
+        "--client",
+        "true",
+        "--base-port",
+        "65535",
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    // One client, one master and the resource: 2 ports.
+    assert!(
+        err.contains("--base-port 65535: this scenario needs 2 consecutive ports") && err.contains("at most 65534"),
+        "{err}"
+    );
+}
+
+#[test]
+fn live_flags_that_would_misbehave_are_refused() {
+    let dir = temp_dir("live-flags");
+    let file = tiny_scenario(&dir, "");
+    let f = file.to_str().unwrap();
+    let (code, _, err) = lockstep(&["live", f, "--client", "true", "--step-timeout-ms", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--step-timeout-ms"), "{err}");
+    // Port 0 is "any free port", and the ports after it are privileged: leave the flag out instead.
+    let (code, _, err) = lockstep(&["live", f, "--client", "true", "--base-port", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--base-port"), "{err}");
+    let (code, _, err) = lockstep(&[
+        "live",
+        f,
+        "--client",
+        "true",
+        "--client-for",
+        "client-1=a",
+        "--client-for",
+        "client-1=b",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--client-for names \"client-1\" twice"), "{err}");
+    // An output that is the scenario file itself.
+    let (code, _, err) = lockstep(&["live", f, "--client", "true", "--history", f]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("would overwrite that input"), "{err}");
+    assert!(std::fs::read_to_string(&file).unwrap().contains("[lock]"));
 }

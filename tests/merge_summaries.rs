@@ -1,9 +1,10 @@
 //! `lockstep merge` over exploration summaries, through the binary (issue 13, finding 3): the
 //! shards of one run merge into the unsharded outcome; a summary given twice, overlapping seed
 //! ranges and summaries of different runs are refused (exit 2, naming both files); summaries of
-//! older builds (no run identity) merge with a warning, unless identical. Summaries of a guided
-//! strategy (anchored, mixed) are refused as shards, and summaries of different strategies never
-//! merge as one run; bounded shards merge, their assumption counts added up.
+//! older builds (no run identity) merge with a warning, unless identical. A guided strategy
+//! (anchored, mixed) is refused with `--shard` and its summaries are refused as parts of one run;
+//! summaries of different strategies never merge as one run; bounded shards merge, their
+//! assumption counts added up; `--shard` alone places faults at random.
 
 use lockstep::explore::summary::ExploreSummary;
 use std::path::{Path, PathBuf};
@@ -11,11 +12,8 @@ use std::path::{Path, PathBuf};
 mod common;
 use common::lockstep_in as lockstep;
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lockstep-merge-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp(name: &str) -> common::TempPath {
+    common::TempPath::dir("merge", name)
 }
 
 /// `lockstep explore` of the standard template with `args`, its summary written to `dir/file`.
@@ -151,18 +149,30 @@ fn summaries_without_a_run_identity_merge_with_a_warning_unless_identical() {
 fn shards_of_a_guided_exploration_are_refused() {
     let dir = temp("guided");
     for strategy in ["mixed", "anchored"] {
-        let one = explore_with(
+        // `explore --shard` with a guided strategy is refused before it explores ...
+        let (code, out, err) = lockstep(
             &dir,
-            "one.json",
-            &["--strategy", strategy],
-            &["--seeds", "4", "--shard", "1/2"],
+            &[
+                "explore",
+                "--strategy",
+                strategy,
+                "--seeds",
+                "4",
+                "--shard",
+                "1/2",
+                "--summary",
+                "refused.json",
+            ],
         );
-        explore_with(
-            &dir,
-            "two.json",
-            &["--strategy", strategy],
-            &["--seeds", "4", "--shard", "2/2"],
+        assert_eq!(code, 2, "{out}\n{err}");
+        assert!(
+            err.contains("--shard 1/2") && err.contains("--strategy random"),
+            "{err}"
         );
+        assert!(!dir.join("refused.json").exists());
+        // ... and `merge` refuses the parts of a guided run split by seed ranges.
+        let one = explore_with(&dir, "one.json", &["--strategy", strategy], &["--seed-range", "0..2"]);
+        explore_with(&dir, "two.json", &["--strategy", strategy], &["--seed-range", "2..4"]);
         let run = one.run.clone().expect("a run identity");
         assert_eq!(run.strategy.map(|s| s.name()), Some(strategy));
         let (code, out, err) = lockstep(&dir, &["merge", "one.json", "two.json", "--out", "m.json"]);
@@ -207,6 +217,11 @@ fn summaries_of_different_strategies_do_not_merge_and_bounded_shards_do() {
     let strategy = |s: &ExploreSummary| s.run.as_ref().and_then(|r| r.strategy).map(|s| s.name());
     assert_eq!(strategy(&bounded_one), Some("bounded"));
     assert_eq!(strategy(&read(&dir.join("random.json"))), Some("random"));
+    // Without --strategy, a shard places faults at random (the default is guided otherwise).
+    let default_shard = explore_with(&dir, "d.json", &[], &["--seeds", "4", "--shard", "1/2"]);
+    assert_eq!(strategy(&default_shard), Some("random"));
+    let unsharded = explore_with(&dir, "u.json", &[], &["--seeds", "4"]);
+    assert_eq!(strategy(&unsharded), Some("mixed"));
     let (code, out, err) = lockstep(&dir, &["merge", "random.json", "b2.json"]);
     assert_eq!(code, 2, "{out}\n{err}");
     assert!(

@@ -13,6 +13,8 @@ use lockstep::scenario::Scenario;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+mod common;
+
 /// The command that regenerates the example report (also in the README).
 const REGENERATE: &str = "cargo run --release -- ci scenarios --report reports/example --ttl-sweep";
 
@@ -20,10 +22,8 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lockstep-report-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+fn temp_dir(name: &str) -> common::TempPath {
+    common::TempPath::unused("report", name)
 }
 
 /// A small TTL sweep: the two ends of the default range.

@@ -1,7 +1,7 @@
-//! Measures the world's cost against bare turmoil.
+//! Measures the world's cost against its bare step loop.
 //!
 //! The world: 5 masters, 3 clients looping over SET NX PX / EVAL compare-and-delete / a resource
-//! write, and the fenced resource (9 hosts). Bare turmoil: the same number of idle hosts, stepped
+//! write, and the fenced resource (9 nodes). Bare: a world whose one client only sleeps, stepped
 //! for the same simulated time. Prints simulated seconds per wall second for both and their ratio.
 //!
 //! Run: `cargo run --release -p lockstep-sim --example overhead [simulated_seconds] [runs]`.
@@ -11,7 +11,7 @@ use lockstep_sim::{
     ClockSpec, FaultPlan, FencingMode, LinkTimeouts, RedisLink, ResourceClient, World, WorldConfig, REDIS_PORT,
 };
 use rand::Rng;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 const MASTERS: [&str; 5] = ["redis-1", "redis-2", "redis-3", "redis-4", "redis-5"];
 const RELEASE: &str =
@@ -66,21 +66,18 @@ fn world_run(seed: u64, sim_ms: u64) -> usize {
 }
 
 fn bare_run(sim_ms: u64) {
-    let mut sim = turmoil::Builder::new()
-        .rng_seed(1)
-        .simulation_duration(Duration::from_millis(sim_ms + 1_000))
-        .build();
-    for i in 0..8 {
-        sim.host(format!("idle-{i}"), || async {
-            std::future::pending::<()>().await;
-            Ok(())
-        });
-    }
-    sim.client("driver", async move {
-        tokio::time::sleep(Duration::from_millis(sim_ms)).await;
-        Ok(())
-    });
-    sim.run().unwrap();
+    let mut world = World::new(WorldConfig {
+        seed: 1,
+        duration_ms: sim_ms + 1_000,
+        ..WorldConfig::default()
+    })
+    .unwrap();
+    world
+        .add_client("driver", ClockSpec::default(), move |node| async move {
+            node.sleep_local_ms(sim_ms).await;
+        })
+        .unwrap();
+    world.run(&FaultPlan::default()).unwrap();
 }
 
 fn main() {
@@ -100,7 +97,7 @@ fn main() {
     }
     let bare_wall = start.elapsed().as_secs_f64();
     let total_sim_s = (sim_s * runs) as f64;
-    println!("simulated: {runs} runs x {sim_s} s, 9 hosts, 1 thread");
+    println!("simulated: {runs} runs x {sim_s} s, 9 nodes, 1 thread");
     println!(
         "world:  {:>8.1} simulated s per wall s ({} events, {:.0} events/s)",
         total_sim_s / world_wall,
@@ -108,11 +105,11 @@ fn main() {
         events as f64 / world_wall
     );
     println!(
-        "bare:   {:>8.1} simulated s per wall s (turmoil, idle hosts)",
+        "bare:   {:>8.1} simulated s per wall s (the step loop alone)",
         total_sim_s / bare_wall
     );
     println!(
-        "ratio:  {:>8.2}x (world cost / bare turmoil cost)",
+        "ratio:  {:>8.2}x (world cost / bare step loop cost)",
         world_wall / bare_wall
     );
 }

@@ -1,6 +1,6 @@
-//! Per-node clocks built on turmoil's simulated time.
+//! Per-node clocks built on the world's true simulated time.
 //!
-//! turmoil has one global clock. Real machines do not: each has an initial offset from true
+//! The world has one true clock. Real machines do not: each has an initial offset from true
 //! time, runs fast or slow by some parts per million (drift), and its wall clock can be stepped
 //! forward or backward (NTP, an operator). A node here reads two clocks:
 //!

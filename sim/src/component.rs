@@ -3,42 +3,47 @@
 //!
 //! The world calls, at each step of true time: every due fault is logged and applied, then each
 //! component's [`Component::on_fault`] takes its part of it; [`Component::before_step`]; the
-//! turmoil step; [`Component::after_step`]. A component starts and stops its own hosts through
+//! step of the machines; [`Component::after_step`]. A component starts and stops its own hosts through
 //! [`Hosts`] (a process crash, a restart); it logs into the history through its nodes.
 
 use crate::fault::Fault;
+use crate::machine::{Machines, SoftwareResult};
+use crate::wire::Wire;
 use std::future::Future;
-use turmoil::Sim;
 
 /// The simulated machines, as a component may touch them: register a host, kill its software,
 /// start it again.
 pub(crate) struct Hosts<'a> {
-    sim: &'a mut Sim<'static>,
+    machines: &'a mut Machines,
+    wire: &'a Wire,
 }
 
 impl<'a> Hosts<'a> {
-    /// The hosts of `sim`.
-    pub(crate) fn new(sim: &'a mut Sim<'static>) -> Self {
-        Hosts { sim }
+    /// The machines and their network.
+    pub(crate) fn new(machines: &'a mut Machines, wire: &'a Wire) -> Self {
+        Hosts { machines, wire }
     }
 
     /// Registers host `name` running `software` (started again, afresh, by [`Hosts::bounce`]).
     pub(crate) fn host<F, Fut>(&mut self, name: &str, software: F)
     where
         F: Fn() -> Fut + 'static,
-        Fut: Future<Output = turmoil::Result> + 'static,
+        Fut: Future<Output = SoftwareResult> + 'static,
     {
-        self.sim.host(name, software);
+        self.machines.host(name, software);
     }
 
-    /// Kills every task of host `name` and its connections.
+    /// Kills every task of host `name` and closes its sockets.
     pub(crate) fn crash(&mut self, name: &str) {
-        self.sim.crash(name);
+        self.machines.crash(name);
+        self.wire.crash(name);
     }
 
     /// Starts the software of host `name` again.
     pub(crate) fn bounce(&mut self, name: &str) {
-        self.sim.bounce(name);
+        self.machines.crash(name);
+        self.wire.crash(name);
+        self.machines.bounce(name);
     }
 }
 

@@ -4,11 +4,11 @@
 //! logged in the history. It is a plain serde value: it can be written in a scenario file,
 //! generated from a seed, printed, shrunk and replayed.
 //!
-//! Network faults map onto turmoil: `partition`/`heal` drop or restore messages on a link (turmoil
-//! drops them silently and its TCP never retransmits, so a connection that loses a segment is
-//! dead until the client reconnects); `hold`/`release` delay every message on a link until
-//! released; `latency` fixes a link's delay; `loss` sets turmoil's per-link failure rate (each
-//! message may break the link until a later message repairs it).
+//! Network faults map onto the simulated network ([`crate::wire`]): `partition`/`heal` drop or
+//! restore messages on a link (dropped silently; the simulated TCP never retransmits, so a
+//! connection that loses a segment is dead until the client reconnects); `hold`/`release` delay
+//! every message on a link until released; `latency` fixes a link's delay; `loss` drops each
+//! message with the given probability (its connection is then dead, as after a partition).
 //!
 //! Process faults target Redis servers (masters and replicas): `crash` (the process dies; the
 //! machine keeps running), `power-loss` (the machine dies: unsynced AOF writes are lost too),
@@ -103,8 +103,8 @@ pub enum Fault {
         b: String,
         /// The delay in ms; with `max_latency_ms`, the smallest delay.
         latency_ms: u64,
-        /// When set, each message's delay is drawn from `latency_ms..=max_latency_ms` (turmoil's
-        /// exponential curve), instead of being fixed.
+        /// When set, each message's delay is drawn from `latency_ms..=max_latency_ms` (the
+        /// network's exponential curve), instead of being fixed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         max_latency_ms: Option<u64>,
     },

@@ -1,6 +1,7 @@
 //! # lockstep-sim: the deterministic world
 //!
-//! A seeded turmoil simulation with what distributed locks break on: per-node clocks that
+//! A seeded simulation (one scheduler, one simulated network: [`world`], [`wire`]) with what
+//! distributed locks break on: per-node clocks that
 //! drift and jump ([`clock`]), process pauses that freeze a node whatever it is doing
 //! ([`pause`]), simulated Redis masters speaking RESP over simulated TCP with Lua scripting
 //! ([`redis`], [`master`]), deployed with persistence, replicas and failover ([`deployment`]), a
@@ -23,6 +24,7 @@ pub mod directory;
 pub mod fault;
 pub mod history;
 pub mod lua_syntax;
+mod machine;
 pub mod master;
 pub mod net;
 pub mod node;
@@ -32,6 +34,7 @@ pub mod resource;
 pub mod role;
 pub mod seed;
 pub mod serve;
+pub mod wire;
 pub mod world;
 
 pub use clock::ClockSpec;
@@ -40,10 +43,12 @@ pub use directory::Directory;
 pub use fault::{Fault, FaultError, FaultPlan, FaultTargets, ScheduledFault};
 pub use history::{Event, EventKind, History, Phase};
 pub use lua_syntax::{check_lua_syntax, LuaSyntaxError};
+pub use machine::SoftwareResult;
 pub use master::{READONLY_ERROR, REDIS_PORT};
 pub use net::{LinkError, LinkTimeouts, RedisLink};
 pub use node::Node;
 pub use resource::{FencingMode, ResourceClient, WriteOutcome, RESOURCE_PORT};
 pub use role::Role;
 pub use seed::Seed;
+pub use wire::{SimListener, SimStream};
 pub use world::{RunEnd, World, WorldConfig, WorldError, DEFAULT_HISTORY_EVENTS_MAX, RESERVED_NODE_NAMES};

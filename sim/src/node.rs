@@ -14,7 +14,9 @@ use crate::clock::NodeClock;
 use crate::directory::Directory;
 use crate::fault::{Fault, ReplyDrops};
 use crate::history::{EventKind, HistoryHandle};
+use crate::machine::TaskSet;
 use crate::pause::{PauseGate, TrueTime};
+use crate::wire::{SimListener, SimStream, Wire};
 use rand_chacha::ChaCha8Rng;
 use std::cell::{RefCell, RefMut};
 use std::future::Future;
@@ -30,6 +32,8 @@ struct NodeInner {
     rng: RefCell<ChaCha8Rng>,
     directory: Directory,
     reply_drops: ReplyDrops,
+    tasks: TaskSet,
+    wire: Wire,
 }
 
 /// A handle to one simulated node. Cheap to clone; not `Send` (a simulation runs on one thread).
@@ -57,7 +61,9 @@ impl Node {
         history: HistoryHandle,
         rng: ChaCha8Rng,
         directory: Directory,
+        wire: Wire,
     ) -> Self {
+        wire.add_host(name);
         Node {
             inner: Rc::new(NodeInner {
                 name: name.to_string(),
@@ -68,6 +74,8 @@ impl Node {
                 rng: RefCell::new(rng),
                 directory,
                 reply_drops: ReplyDrops::default(),
+                tasks: TaskSet::default(),
+                wire,
             }),
         }
     }
@@ -158,7 +166,26 @@ impl Node {
         F: Future + 'static,
         F::Output: 'static,
     {
-        tokio::task::spawn_local(self.inner.gate.gate(future))
+        let handle = tokio::task::spawn_local(self.inner.gate.gate(future));
+        self.inner.tasks.push(handle.abort_handle());
+        handle
+    }
+
+    /// The tasks this node has spawned (a crash aborts them).
+    pub(crate) fn tasks(&self) -> TaskSet {
+        self.inner.tasks.clone()
+    }
+
+    /// Opens a connection from this node to `host:port` over the simulated network (see
+    /// [`crate::wire`]). Fails with `ConnectionRefused` when nothing listens there, `NotFound`
+    /// for an unknown host; waits forever when the SYN is lost (callers put a timeout on it).
+    pub async fn connect(&self, host: &str, port: u16) -> std::io::Result<SimStream> {
+        self.inner.wire.connect(&self.inner.name, host, port).await
+    }
+
+    /// Listens on `port` of this node.
+    pub fn bind(&self, port: u16) -> std::io::Result<SimListener> {
+        self.inner.wire.bind(&self.inner.name, port)
     }
 
     /// Sleeps `local_ms` milliseconds as counted by this node's clock rate.

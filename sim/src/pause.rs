@@ -1,6 +1,6 @@
 //! Process pauses (GC, VM stall): one gate every task of a node is polled through.
 //!
-//! turmoil has no notion of a paused process, so a node's tasks (its main future, its
+//! A runtime has no notion of a paused process, so a node's tasks (its main future, its
 //! connection drivers, everything it spawns through [`crate::node::Node::spawn`]) are wrapped in
 //! [`Gated`]. While the gate is closed, a gated future is not polled at all: it registers one
 //! timer for the end of the pause and returns `Pending`. Bytes sent to the node wait in its socket
@@ -8,7 +8,7 @@
 //! process finds its timers overdue when it wakes.
 //!
 //! What it leaves out: a pause does not stop the node's clocks (they are hardware), and the
-//! kernel's TCP stack keeps accepting bytes (turmoil's socket buffers), which is also true of a
+//! kernel's TCP stack keeps accepting bytes (the simulated sockets' buffers), which is also true of a
 //! real stalled process.
 
 use std::cell::Cell;

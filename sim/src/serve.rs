@@ -1,4 +1,4 @@
-//! A RESP server loop over turmoil's simulated TCP, shared by the Redis masters and the fenced
+//! A RESP server loop over the simulated network ([`crate::wire`]), shared by the Redis masters and the fenced
 //! resource.
 //!
 //! Each accepted connection gets its own task, spawned through the node so that a pause freezes
@@ -14,8 +14,10 @@
 //! to it at any time (pub/sub messages), which are written while the connection waits for input.
 
 use crate::history::EventKind;
+use crate::machine::SoftwareResult;
 use crate::node::Node;
 use crate::redis::{decode_command, encode_reply, Reply};
+use crate::wire::SimStream as TcpStream;
 use bytes::{Bytes, BytesMut};
 use std::cell::Cell;
 use std::future::Future;
@@ -23,7 +25,6 @@ use std::pin::Pin;
 use std::rc::Rc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
-use turmoil::net::{TcpListener, TcpStream};
 
 /// What a server does with one command: `(connection id, peer host name, args) -> reply`.
 pub type Handler = Rc<dyn Fn(u64, &str, &[Bytes]) -> Reply>;
@@ -51,13 +52,13 @@ pub struct ConnectionHooks {
 pub type DeferringHandler = Rc<dyn Fn(u64, &str, &[Bytes]) -> Response>;
 
 /// Listens on `port` and serves RESP commands with `handler` until the host is crashed.
-pub async fn serve(node: Node, port: u16, handler: Handler) -> turmoil::Result {
+pub async fn serve(node: Node, port: u16, handler: Handler) -> SoftwareResult {
     let deferring: DeferringHandler = Rc::new(move |conn, peer, args| Response::Now(handler(conn, peer, args)));
     serve_deferring(node, port, deferring).await
 }
 
 /// Like [`serve`], with a handler that may answer later.
-pub async fn serve_deferring(node: Node, port: u16, handler: DeferringHandler) -> turmoil::Result {
+pub async fn serve_deferring(node: Node, port: u16, handler: DeferringHandler) -> SoftwareResult {
     serve_with_hooks(node, port, handler, None).await
 }
 
@@ -67,14 +68,13 @@ pub async fn serve_with_hooks(
     port: u16,
     handler: DeferringHandler,
     hooks: Option<ConnectionHooks>,
-) -> turmoil::Result {
-    let listener = TcpListener::bind(("0.0.0.0", port)).await?;
+) -> SoftwareResult {
+    let listener = node.bind(port)?;
     let next_conn = Rc::new(Cell::new(0u64));
     loop {
-        let (stream, peer) = listener.accept().await?;
+        let (stream, peer_name) = listener.accept().await?;
         let conn = next_conn.get() + 1;
         next_conn.set(conn);
-        let peer_name = turmoil::reverse_lookup(peer.ip()).unwrap_or_else(|| peer.ip().to_string());
         let handler = handler.clone();
         let server = node.clone();
         let hooks = hooks.clone();

@@ -1,11 +1,11 @@
-//! The world: builds the turmoil simulation, registers the nodes, steps it, and applies the
-//! fault plan.
+//! The world: builds the simulation, registers the nodes, steps it, and applies the fault plan.
 //!
-//! One [`WorldConfig::seed`] fixes everything: turmoil's own RNG (and through it each host's
-//! tokio RNG, since the crate is built with `--cfg tokio_unstable`) and every ChaCha stream of
-//! ours. The step loop is the scheduler: before each step it applies the faults that are due and
-//! logs resumptions; it then advances true time by one tick and steps every host. Nothing here
-//! knows about locks or checkers.
+//! One [`WorldConfig::seed`] fixes everything: the network's delays and losses
+//! ([`crate::wire`]), the scheduler's random choices (tokio's RNG, seeded since the crate is built
+//! with `--cfg tokio_unstable`; see [`crate::machine`]) and every ChaCha stream of ours. The step
+//! loop is the scheduler: before each step it applies the faults that are due and logs
+//! resumptions; it then advances true time by one tick, delivers the segments due by then and
+//! runs every task that is ready. Nothing here knows about locks or checkers.
 //!
 //! The world owns true time, the nodes, their pause gates and clocks, the network and the fault
 //! plan. The Redis deployment (masters, persistence, replicas, the Sentinel, the directory; see
@@ -18,19 +18,20 @@ use crate::component::{Component, Hosts};
 use crate::deployment::{replica_name, Deployment, MasterSetup};
 use crate::fault::{Fault, FaultError, FaultPlan, FaultTargets};
 use crate::history::{EventKind, History, HistoryHandle};
+use crate::machine::Machines;
 use crate::node::Node;
 use crate::pause::TrueTime;
 use crate::redis::{EngineConfig, Keyspace};
 use crate::resource::{self, FencedStore, FencingMode, RESOURCE_PORT};
 use crate::seed::Seed;
 use crate::serve::serve;
+use crate::wire::Wire;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::rc::Rc;
-use std::time::{Duration, UNIX_EPOCH};
-use turmoil::Sim;
+use std::time::Duration;
 
 pub use crate::clock::ClockSpec;
 pub use crate::role::Role;
@@ -53,7 +54,7 @@ pub const RESERVED_NODE_NAMES: &[&str] = &["net", "world"];
 pub struct WorldConfig {
     /// The one seed.
     pub seed: u64,
-    /// The scheduler's step, in whole ms (turmoil's timers misbehave below 1 ms).
+    /// The scheduler's step, in whole ms.
     pub tick_ms: u64,
     /// When the run stops if the clients have not finished, in true ms.
     pub duration_ms: u64,
@@ -61,7 +62,8 @@ pub struct WorldConfig {
     pub epoch_ms: i64,
     /// The smallest one-way network delay, ms.
     pub min_latency_ms: u64,
-    /// The largest one-way network delay, ms (delays follow turmoil's exponential curve).
+    /// The largest one-way network delay, ms (delays follow an exponential curve; see
+    /// [`crate::wire`]).
     pub max_latency_ms: u64,
     /// Lua instructions a script may run before it is killed.
     pub lua_instruction_budget: u64,
@@ -151,7 +153,8 @@ struct NodeEntry {
 
 /// The simulated world.
 pub struct World {
-    sim: Sim<'static>,
+    machines: Machines,
+    wire: Wire,
     config: WorldConfig,
     seed: Seed,
     time: TrueTime,
@@ -194,24 +197,19 @@ impl World {
             });
         }
         let seed = Seed(config.seed);
-        let sim = turmoil::Builder::new()
-            .rng_seed(seed.derive_u64("turmoil"))
-            .tick_duration(Duration::from_millis(config.tick_ms))
-            // Our own loop decides when to stop; turmoil must never cut the run short.
-            .simulation_duration(Duration::from_millis(config.duration_ms.saturating_add(3_600_000)))
-            .epoch(UNIX_EPOCH + Duration::from_millis(config.epoch_ms as u64))
-            .min_message_latency(Duration::from_millis(config.min_latency_ms))
-            .max_message_latency(Duration::from_millis(config.max_latency_ms))
-            .tcp_capacity(1 << 16)
-            // Every port above the privileged range: failed connects keep theirs for the rest of
-            // the run (see `net`'s reconnect backoff).
-            .ephemeral_ports(1024..=65535)
-            .build();
+        let machines = Machines::new(seed.derive_bytes("scheduler"), Duration::from_millis(config.tick_ms))
+            .map_err(|e| WorldError::Host(format!("cannot build the scheduler's runtime: {e}")))?;
+        let wire = Wire::new(
+            seed.stream("network"),
+            config.min_latency_ms.saturating_mul(1_000),
+            config.max_latency_ms.saturating_mul(1_000),
+        );
         let history = HistoryHandle::with_cap(usize::try_from(config.history_events_max).unwrap_or(usize::MAX));
         let time = TrueTime::new();
         let deployment = Deployment::new(time.clone(), config.lua_instruction_budget);
         Ok(World {
-            sim,
+            machines,
+            wire,
             config,
             seed,
             time,
@@ -248,7 +246,9 @@ impl World {
             self.history.clone(),
             self.seed.stream(&format!("node/{name}")),
             self.deployment.directory(),
+            self.wire.clone(),
         );
+        self.machines.add_node(name, node.tasks());
         self.nodes.insert(
             name.to_string(),
             NodeEntry {
@@ -289,14 +289,15 @@ impl World {
         }
         let master = self.new_node(name, setup.clock, Role::Master)?;
         self.deployment
-            .add_server(master.clone(), setup, &mut Hosts::new(&mut self.sim));
+            .add_server(master.clone(), setup, &mut Hosts::new(&mut self.machines, &self.wire));
         let replica_clock = ClockSpec {
             offset_ms: setup.replica_offset_ms,
             drift_ppm: 0,
         };
         for replica in &replicas {
             let node = self.new_node(replica, replica_clock, Role::Replica)?;
-            self.deployment.add_server(node, setup, &mut Hosts::new(&mut self.sim));
+            self.deployment
+                .add_server(node, setup, &mut Hosts::new(&mut self.machines, &self.wire));
         }
         self.deployment.add_group(name, &replicas, setup);
         Ok(master)
@@ -308,7 +309,7 @@ impl World {
         let store = Rc::new(RefCell::new(FencedStore::new(mode)));
         let handler = resource::handler(node.clone(), store.clone());
         let host_node = node.clone();
-        self.sim.host(name, move || {
+        self.machines.host(name, move || {
             let node = host_node.clone();
             let handler = handler.clone();
             host_node.gate().gate(serve(node, RESOURCE_PORT, handler))
@@ -329,7 +330,7 @@ impl World {
         let node = self.new_node(name, clock, Role::Client)?;
         let gate = node.gate().clone();
         let software_node = node.clone();
-        self.sim.client(
+        self.machines.client(
             name,
             gate.gate(async move {
                 software(software_node).await;
@@ -428,35 +429,28 @@ impl World {
                 }
             }
         }
-        self.deployment.on_fault(fault, &mut Hosts::new(&mut self.sim));
+        self.deployment
+            .on_fault(fault, &mut Hosts::new(&mut self.machines, &self.wire));
     }
 
-    /// The link faults, which turmoil applies.
+    /// The link faults, which the network applies.
     fn apply_to_network(&mut self, fault: &Fault) {
         match fault {
-            Fault::Partition { a, b, oneway: true } => self.sim.partition_oneway(a.as_str(), b.as_str()),
-            Fault::Partition { a, b, oneway: false } => self.sim.partition(a.as_str(), b.as_str()),
-            Fault::Heal { a, b, oneway: true } => self.sim.repair_oneway(a.as_str(), b.as_str()),
-            Fault::Heal { a, b, oneway: false } => self.sim.repair(a.as_str(), b.as_str()),
-            Fault::Hold { a, b } => self.sim.hold(a.as_str(), b.as_str()),
-            Fault::Release { a, b } => self.sim.release(a.as_str(), b.as_str()),
+            Fault::Partition { a, b, oneway } => self.wire.partition(a, b, *oneway, true),
+            Fault::Heal { a, b, oneway } => self.wire.partition(a, b, *oneway, false),
+            Fault::Hold { a, b } => self.wire.hold(a, b, true),
+            Fault::Release { a, b } => self.wire.hold(a, b, false),
             Fault::Latency {
                 a,
                 b,
                 latency_ms,
                 max_latency_ms,
             } => {
-                self.sim
-                    .set_link_latency(a.as_str(), b.as_str(), Duration::from_millis(*latency_ms));
-                if let Some(max_ms) = max_latency_ms.filter(|max| max > latency_ms) {
-                    self.sim
-                        .set_link_max_message_latency(a.as_str(), b.as_str(), Duration::from_millis(max_ms));
-                }
+                let max_ms = max_latency_ms.unwrap_or(*latency_ms).max(*latency_ms);
+                self.wire
+                    .set_latency(a, b, latency_ms.saturating_mul(1_000), max_ms.saturating_mul(1_000));
             }
-            Fault::Loss { a, b, rate_ppm } => {
-                self.sim
-                    .set_link_fail_rate(a.as_str(), b.as_str(), f64::from(*rate_ppm) / 1e6);
-            }
+            Fault::Loss { a, b, rate_ppm } => self.wire.set_loss(a, b, *rate_ppm),
             _ => {}
         }
     }
@@ -497,24 +491,27 @@ impl World {
             },
         );
         let mut clients_finished = false;
+        let mut now_ms = self.time.now_us() / 1_000;
         loop {
-            let now_ms = self.sim.elapsed().as_millis() as u64;
-            self.time.advance_to(now_ms * 1_000);
             while let Some(scheduled) = faults.get(next_fault).filter(|f| f.at_ms <= now_ms) {
                 self.apply(&scheduled.fault);
                 next_fault += 1;
             }
-            self.deployment.before_step(&mut Hosts::new(&mut self.sim));
+            self.deployment
+                .before_step(&mut Hosts::new(&mut self.machines, &self.wire));
             self.check_history_cap()?;
             if clients_finished || now_ms >= self.config.duration_ms {
                 break;
             }
             // Readings during the step are stamped with the step's end; a pause that ends by then
             // is over for the software that runs in this step.
-            self.time.advance_to((now_ms + tick_ms) * 1_000);
+            now_ms += tick_ms;
+            self.time.advance_to(now_ms * 1_000);
+            self.wire.advance_to(now_ms * 1_000);
             self.log_resumptions();
-            clients_finished = self.sim.step().map_err(|e| WorldError::Host(e.to_string()))?;
-            self.deployment.after_step(&mut Hosts::new(&mut self.sim));
+            clients_finished = self.machines.step().map_err(|e| WorldError::Host(e.to_string()))?;
+            self.deployment
+                .after_step(&mut Hosts::new(&mut self.machines, &self.wire));
         }
         let at_ms = self.time.now_us() / 1_000;
         self.record_world(

@@ -1493,12 +1493,10 @@ fn run_multi_simulated(steps: &'static [Step]) -> Transcript {
     let out: Rc<RefCell<Transcript>> = Rc::default();
     let transcript = out.clone();
     world
-        .add_client("conformance", ClockSpec::default(), move |_node: Node| async move {
+        .add_client("conformance", ClockSpec::default(), move |node: Node| async move {
             let mut conns = Vec::new();
             for _ in 0..CONNS {
-                let stream = turmoil::net::TcpStream::connect(("redis-1", REDIS_PORT))
-                    .await
-                    .expect("connect");
+                let stream = node.connect("redis-1", REDIS_PORT).await.expect("connect");
                 conns.push(stream);
             }
             for (i, step) in steps.iter().enumerate() {

@@ -398,7 +398,7 @@ fn bad_input_gets_a_clear_error_and_the_server_keeps_serving() {
     world
         .add_client("c", ClockSpec::default(), move |node| async move {
             // A malformed frame on a raw connection: a bulk length that is not a number.
-            let mut raw = turmoil::net::TcpStream::connect(("redis-1", REDIS_PORT)).await.unwrap();
+            let mut raw = node.connect("redis-1", REDIS_PORT).await.unwrap();
             raw.write_all(b"*1\r\n$abc\r\nPING\r\n").await.unwrap();
             let mut buf = vec![0u8; 256];
             let n = raw.read(&mut buf).await.unwrap();

@@ -26,19 +26,20 @@ pub struct RunArgs {
 /// `lockstep explore`.
 #[derive(clap::Args)]
 pub struct ExploreArgs {
-    /// A scenario file used as the template (its faults are replaced by generated ones).
+    /// A scenario file used as the template (its faults are replaced by generated ones). It
+    /// sets its own lock, fencing, resource and tick: the four flags below are refused with it.
     pub file: Option<PathBuf>,
     /// Without a file: the algorithm of the standard template.
-    #[arg(long, default_value = "token-release")]
+    #[arg(long, conflicts_with = "file", default_value = "token-release")]
     pub algorithm: String,
     /// Without a file: `none` or `incr`.
-    #[arg(long, default_value = "none")]
+    #[arg(long, conflicts_with = "file", default_value = "none")]
     pub fencing: String,
     /// Without a file: `unfenced`, `fenced` or `strict`.
-    #[arg(long, default_value = "unfenced")]
+    #[arg(long, conflicts_with = "file", default_value = "unfenced")]
     pub resource: String,
     /// Without a file: the scheduler tick in ms.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, conflicts_with = "file", default_value_t = 1)]
     pub tick_ms: u64,
     /// Run seeds 0..N (default: the file's `[explore] seeds`, else 1000).
     #[arg(long, conflicts_with = "seed_range")]
@@ -49,7 +50,9 @@ pub struct ExploreArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub jobs: Option<usize>,
-    /// Run only shard K of N (1-based), for CI matrices.
+    /// Run only shard K of N (1-based), for CI matrices; merge the shards' summaries with
+    /// `lockstep merge`. Faults are placed at random (`--strategy random`): a guided strategy's
+    /// corpus lives in one process, so its shards would not merge.
     #[arg(long)]
     pub shard: Option<crate::explore::Shard>,
     /// Stop starting new seeds after this many wall seconds.
@@ -132,13 +135,13 @@ pub struct CiArgs {
     #[arg(long)]
     pub shard: Option<crate::explore::Shard>,
     /// Worker threads for explorations (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one)]
     pub jobs: Option<usize>,
     /// Also sweep the lock TTL (13 TTLs from 100 ms to 60 s × seeds) and chart the safety/availability trade-off.
     #[arg(long)]
     pub ttl_sweep: bool,
     /// Seeds per TTL of the sweep.
-    #[arg(long, default_value_t = crate::app::sweep::DEFAULT_SEEDS)]
+    #[arg(long, default_value_t = crate::app::sweep::DEFAULT_SEEDS, value_parser = clap::value_parser!(u64).range(1..))]
     pub sweep_seeds: u64,
     /// The algorithm of the sweep.
     #[arg(long, default_value = "token-release")]
@@ -152,9 +155,18 @@ pub struct CiArgs {
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// Scenarios per measurement.
-    #[arg(long, default_value_t = 40)]
+    #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u64).range(1..))]
     pub scenarios: u64,
-    /// The scheduler tick of the exploration profile, ms.
-    #[arg(long, default_value_t = 1)]
+    /// The scheduler tick of the exploration profile, ms (1 to 1000, as `explore --tick-ms`).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub tick_ms: u64,
+}
+
+/// A count of at least 1 (`--jobs`): zero workers would run nothing.
+pub(crate) fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_string()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }

@@ -120,6 +120,20 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
             (None, _) => {}
         }
     }
+    if let Some(shard) = options.shard {
+        let files = inputs.len() as u64;
+        let explores = inputs.iter().any(|(_, s)| s.explore.is_some());
+        let sweeps = options.ttl_sweep.is_some() && shard.index == 1;
+        if files < shard.index && !explores && !sweeps {
+            // Not an error: a CI matrix has a fixed number of shards and `merge` needs every
+            // shard's report, so an empty shard still writes one. But it checks nothing: say so.
+            super::emit::stderr_line(&format!(
+                "warning: --shard {}/{}: no scenario falls in this shard ({files} files dealt over {} shards) and \
+                 there is no exploration to split: this shard checks nothing; the merged report is the gate",
+                shard.index, shard.count, shard.count
+            ));
+        }
+    }
     let (subject, _) = options.locks.refs();
     let prepared = subject.prepare();
     for (i, (path, scenario)) in inputs.iter().enumerate() {
@@ -140,7 +154,12 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
             Err(_) => Status::Error,
         };
         if options.progress {
-            eprintln!("ci: {} {} ({})", status_words(status), scenario.name, path.display());
+            super::emit::stderr_line(&format!(
+                "ci: {} {} ({})",
+                status_words(status),
+                scenario.name,
+                path.display()
+            ));
         }
         ci.scenarios.push(ScenarioOutcome {
             path: path.clone(),
@@ -155,7 +174,7 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
     for (path, scenario) in inputs {
         let Some(spec) = &scenario.explore else { continue };
         if options.progress {
-            eprintln!("ci: exploring {} ({})", scenario.name, path.display());
+            super::emit::stderr_line(&format!("ci: exploring {} ({})", scenario.name, path.display()));
         }
         let overrides = Overrides {
             jobs: Some(options.jobs),
@@ -165,16 +184,16 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
         };
         let (template, config) = explore_config(scenario, &overrides)?;
         let mut summary = run_exploration(&template, &config, &options.locks, None);
-        summary.run = Some(super::identity::run_span(&template, &config, &options.locks));
+        super::identity::stamp_run(&mut summary, &template, &config, &options.locks);
         let status = expect::exploration_status(NAMES, &spec.expect, &summary, partial);
         if options.progress {
-            eprintln!(
+            super::emit::stderr_line(&format!(
                 "ci: {} exploration {} ({} seeds, {} violating)",
                 status_words(status),
                 summary.scenario,
                 summary.seeds_run,
                 summary.seeds_violating
-            );
+            ));
         }
         ci.explorations.push(ExplorationOutcome {
             path: path.clone(),
@@ -189,12 +208,12 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
     if let Some(sweep) = &options.ttl_sweep {
         if options.shard.is_none_or(|s| s.index == 1) {
             if options.progress {
-                eprintln!(
+                super::emit::stderr_line(&format!(
                     "ci: TTL sweep of {} over {} TTLs × {} seeds",
                     sweep.algorithm,
                     sweep.ttls_ms.len(),
                     sweep.seeds
-                );
+                ));
             }
             let sweep = SweepOptions {
                 progress: sweep.progress || options.progress,

@@ -287,14 +287,16 @@ pub fn parse_seed_range(s: &str) -> Result<Range<u64>, AppError> {
     let (a, b) = s
         .split_once("..")
         .ok_or_else(|| bad(format!("--seed-range `{s}` is not A..B")))?;
-    let a: u64 = a
-        .trim()
-        .parse()
-        .map_err(|_| bad(format!("--seed-range start `{a}` is not a number")))?;
+    let a: u64 = a.trim().parse().map_err(|_| {
+        bad(format!(
+            "--seed-range start `{a}` is not a number from 0 to {}",
+            u64::MAX
+        ))
+    })?;
     let b: u64 = b
         .trim()
         .parse()
-        .map_err(|_| bad(format!("--seed-range end `{b}` is not a number")))?;
+        .map_err(|_| bad(format!("--seed-range end `{b}` is not a number from 0 to {}", u64::MAX)))?;
     if a >= b {
         return Err(bad(format!("--seed-range `{s}` is empty")));
     }
@@ -320,21 +322,42 @@ pub fn explore_config(template: &Scenario, overrides: &Overrides) -> Result<(Sce
             .or(declared.map(|e| e.faults_max))
             .unwrap_or(FaultProfile::default().faults_max),
         lock_aware: overrides.lock_aware || declared.is_some_and(|e| e.lock_aware),
-        strategy: overrides.strategy.unwrap_or(if declared.is_some() {
-            PlacementStrategy::Random
-        } else {
-            DEFAULT_STRATEGY
-        }),
+        // A block, or a shard (shards merge only when each seed's plan is its own: random
+        // placement), places faults at random unless told otherwise.
+        strategy: overrides
+            .strategy
+            .unwrap_or(if declared.is_some() || overrides.shard.is_some() {
+                PlacementStrategy::Random
+            } else {
+                DEFAULT_STRATEGY
+            }),
         ..FaultProfile::default()
     };
+    if let Some(shard) = overrides
+        .shard
+        .filter(|_| profile.strategy != PlacementStrategy::Random)
+    {
+        return Err(AppError::BadInput(format!(
+            "--shard {}/{} --strategy {}: a guided exploration grows its coverage corpus in one process, so its shards \
+             are not parts of one run and cannot be merged; shard with --strategy random (the default with --shard)",
+            shard.index,
+            shard.count,
+            profile.strategy.name()
+        )));
+    }
     let kinds = overrides
         .kinds
         .clone()
         .or(declared.map(|e| e.kinds.clone()).filter(|kinds| !kinds.is_empty()));
     if let Some(kinds) = kinds {
         if let Some(kind) = kinds.iter().find(|k| !GENERATED_KINDS.contains(&k.as_str())) {
+            let source = if overrides.kinds.is_some() {
+                "--kinds"
+            } else {
+                "[explore] kinds"
+            };
             return Err(AppError::BadInput(format!(
-                "unknown fault kind `{kind}` (known: {})",
+                "{source}: unknown fault kind `{kind}` (known: {})",
                 GENERATED_KINDS.join(", ")
             )));
         }
@@ -441,7 +464,10 @@ pub fn shrink_failures<'a>(
         .filter_map(move |failing| {
             let checker = failing.checkers.iter().find(|c| wanted(c))?;
             if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-                return None;
+                return Some(Shrunk::OutOfTime {
+                    seed: failing.seed,
+                    checker: checker.clone(),
+                });
             }
             let found = match &failing.case {
                 // A guided seed's case is recorded: its seed alone does not regenerate it.

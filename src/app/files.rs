@@ -84,9 +84,94 @@ pub fn check_dir(dir: &Path, flag: &str) -> Result<(), AppError> {
         .map_err(|e| AppError::BadInput(format!("{flag} {}: cannot read directory: {e}", dir.display())))
 }
 
+/// Where `path` is, resolved through links: its deepest existing ancestor canonicalised, the rest
+/// appended with `.` dropped and `..` taken off by text (nothing below that ancestor exists, so
+/// no link can redirect it). Two spellings of one place give one path.
+fn resolved(path: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let absolute = std::path::absolute(path).ok()?;
+    let parts: Vec<Component> = absolute.components().collect();
+    // The longest prefix that exists (the root always does).
+    let (mut out, existing) = (1..=parts.len())
+        .rev()
+        .find_map(|k| Some((std::fs::canonicalize(parts[..k].iter().collect::<PathBuf>()).ok()?, k)))?;
+    for part in &parts[existing..] {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    Some(out)
+}
+
+/// Bad input when an output would overwrite an input: `files` are the outputs written as one
+/// file each (`(flag, path)`), `dirs` the output directories replaced as a whole. An input
+/// equal to an output file, or inside an output directory, would be destroyed by the run that
+/// reads it — refused before anything runs.
+pub fn check_outputs_spare_inputs(
+    inputs: &[PathBuf],
+    files: &[(&str, Option<&Path>)],
+    dirs: &[(&str, Option<&Path>)],
+) -> Result<(), AppError> {
+    let inputs: Vec<(&PathBuf, PathBuf)> = inputs.iter().filter_map(|i| Some((i, resolved(i)?))).collect();
+    for (flag, output) in files.iter().filter_map(|(f, o)| Some((f, (*o)?))) {
+        let Some(real) = resolved(output) else { continue };
+        if let Some((input, _)) = inputs.iter().find(|(_, r)| *r == real) {
+            return Err(AppError::BadInput(format!(
+                "{flag} {}: is the input {}; writing it would overwrite that input",
+                output.display(),
+                input.display()
+            )));
+        }
+    }
+    for (flag, output) in dirs.iter().filter_map(|(f, o)| Some((f, (*o)?))) {
+        let Some(real) = resolved(output) else { continue };
+        if let Some((input, _)) = inputs.iter().find(|(_, r)| r.starts_with(&real)) {
+            return Err(AppError::BadInput(format!(
+                "{flag} {}: holds the input {}; the directory is replaced as a whole, which would delete that input",
+                output.display(),
+                input.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_place_spelled_through_links_missing_folders_or_dots_resolves_once() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("real");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("a.toml"), "x").unwrap();
+        std::os::unix::fs::symlink(&dir, root.path().join("link")).unwrap();
+        let a = resolved(&dir.join("a.toml")).unwrap();
+        for other in [
+            root.path().join("link/a.toml"),
+            dir.join("missing/../a.toml"),
+            dir.join("./missing/./../a.toml"),
+        ] {
+            assert_eq!(resolved(&other).unwrap(), a, "{}", other.display());
+        }
+        // Nothing of it exists yet, under a linked parent: the same place as through the real one.
+        assert_eq!(
+            resolved(&root.path().join("link/new/m.json")).unwrap(),
+            resolved(&dir).unwrap().join("new/m.json")
+        );
+        // An input reached through `..` of a missing folder is refused as an output.
+        let input = vec![dir.join("a.toml")];
+        let sneaky = dir.join("nothere/../a.toml");
+        assert!(check_outputs_spare_inputs(&input, &[("--summary", Some(&sneaky))], &[]).is_err());
+        // A file that will be inside a directory reached through a link is inside it.
+        let file = vec![root.path().join("link/out/m.json")];
+        assert!(check_outputs_spare_inputs(&file, &[], &[("--report", Some(&dir.join("out")))]).is_err());
+    }
 
     #[test]
     fn an_empty_input_list_is_bad_input() {

@@ -12,7 +12,7 @@
 
 use super::exploration::Locks;
 use crate::explore::generate::PlacementStrategy;
-use crate::explore::summary::{RunSpan, RunStrategy, SeedSpan};
+use crate::explore::summary::{ExploreSummary, RunSpan, RunStrategy, SeedSpan};
 use crate::explore::ExploreConfig;
 use crate::scenario::Scenario;
 
@@ -54,12 +54,30 @@ pub fn run_strategy(config: &ExploreConfig) -> RunStrategy {
 
 /// The run and the seeds of one exploration process: its identity and its one span.
 pub fn run_span(template: &Scenario, config: &ExploreConfig, locks: &Locks) -> RunSpan {
+    run_span_of(template, config, locks, None)
+}
+
+/// Stamps `summary` with its run and span ([`run_span`]); when the time limit stopped it
+/// (`seeds_planned`), the span ends after the last seed run, so a merge never counts the seeds
+/// it did not run as covered.
+pub fn stamp_run(summary: &mut ExploreSummary, template: &Scenario, config: &ExploreConfig, locks: &Locks) {
+    let seeds_run = summary.seeds_planned.map(|_| summary.seeds_run);
+    summary.run = Some(run_span_of(template, config, locks, seeds_run));
+}
+
+/// [`run_span`] of an exploration that ran only its first `seeds_run` seeds (`Some`).
+fn run_span_of(template: &Scenario, config: &ExploreConfig, locks: &Locks, seeds_run: Option<u64>) -> RunSpan {
     let (shard_index, shard_count) = config.shard.map_or((1, 1), |s| (s.index, s.count));
+    let seeds_end = match seeds_run {
+        Some(0) => config.seeds.start,
+        Some(n) => crate::explore::shard_seed(config, n - 1).map_or(config.seeds.end, |last| last + 1),
+        None => config.seeds.end,
+    };
     RunSpan {
         run_id: exploration_identity(template, config, locks),
         spans: vec![SeedSpan {
             seeds_start: config.seeds.start,
-            seeds_end: config.seeds.end,
+            seeds_end,
             shard_index,
             shard_count,
         }],

@@ -24,7 +24,7 @@ use crate::model::Scenario;
 use crate::scenario::mutants::{self, Catalogue};
 use proptest::strategy::BoxedStrategy;
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -50,7 +50,7 @@ pub struct MutantsArgs {
     #[arg(long)]
     pub parent_seeds: Option<u64>,
     /// Worker threads (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::at_least_one)]
     pub jobs: Option<usize>,
     /// Explore with today's standard profile instead (every default kind, unbounded, every
     /// checker judged; a kill is any checker the parent keeps on the same seed): the baseline.
@@ -465,8 +465,12 @@ fn explore_mutant(
     result
 }
 
-/// `lockstep mutants`: loads the catalogue, runs the suite, prints (and writes) the table.
-pub fn main(args: &MutantsArgs) -> Result<Outcome, AppError> {
+/// The files `lockstep mutants --report DIR` writes into DIR.
+pub const REPORT_FILES: [&str; 2] = ["mutants.md", "mutants.json"];
+
+/// `lockstep mutants`: loads the catalogue, runs the suite, prints the table. Returns the
+/// outcome and the contents of [`REPORT_FILES`] (the CLI writes them).
+pub fn main(args: &MutantsArgs) -> Result<(Outcome, [String; 2]), AppError> {
     if args.seeds == 0 || args.parent_seeds == Some(0) {
         return Err(AppError::BadInput(
             "--seeds and --parent-seeds must be at least 1".into(),
@@ -492,20 +496,11 @@ pub fn main(args: &MutantsArgs) -> Result<Outcome, AppError> {
     };
     let result = run_suite(&catalogue, &options);
     let text = result.render();
-    print!("{text}");
-    if let Some(dir) = &args.report {
-        write(dir, &text, &result).map_err(AppError::Io)?;
-        println!("  written to {}", dir.display());
-    }
-    Ok(Outcome::held_if(result.passed()))
-}
-
-fn write(dir: &Path, text: &str, result: &SuiteResult) -> Result<(), String> {
-    let json = serde_json::to_string_pretty(result).map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    for (name, bytes) in [("mutants.md", format!("```text\n{text}```\n")), ("mutants.json", json)] {
-        let path = dir.join(name);
-        std::fs::write(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    }
-    Ok(())
+    super::emit::stdout(&text).map_err(AppError::Io)?;
+    // Plain data with string keys: serialisation cannot fail.
+    let json = serde_json::to_string_pretty(&result).unwrap_or_default();
+    Ok((
+        Outcome::held_if(result.passed()),
+        [format!("```text\n{text}```\n"), json],
+    ))
 }

@@ -34,7 +34,7 @@
 //! With no grant at all it is valid.
 
 use super::{count, seconds, token_text, witness, CheckResult, Checker, CheckerName, Verdict};
-use crate::history::lease::{lease, ClockTracks};
+use crate::history::lease::{lease, ClockTracks, Downtimes};
 use crate::history::{Belief, Hold, OpHistory};
 use lockstep_sim::Event;
 
@@ -61,10 +61,11 @@ impl Checker for LeaseValidity {
 
     fn check(&self, history: &OpHistory<'_>) -> CheckResult {
         let clocks = ClockTracks::of(history);
+        let downtimes = Downtimes::of(history);
         let (mut beliefs, mut unrecorded, mut undecided) = (0usize, 0usize, 0usize);
         let mut lies: Vec<Lie<'_, '_>> = Vec::new();
         for hold in history.holds() {
-            let lease = lease(history, hold, &clocks);
+            let lease = lease(history, hold, &clocks, &downtimes);
             let (earliest_end_us, latest_end_us, ended_by) = lease.majority_end();
             for belief in &hold.beliefs {
                 beliefs += 1;

@@ -3,9 +3,12 @@
 //!
 //! A lease lock is safe only under assumptions (docs/assumptions.md gives them per algorithm):
 //! every client finishes its turn — acquisition, work, writes landing at the resource — inside the
-//! validity it was told; clocks drift no more than the lock allows for; a master that loses a key
-//! (a restart without `aof-always` persistence, a wall clock stepped forward) is tolerated only
-//! as one of the `masters − quorum` a quorum lock can do without (none for a single master). [`Assumptions::of`] reads them off a scenario
+//! validity it was told; clocks drift no more than the lock allows for; no master loses a key
+//! early (a restart without `aof-always` persistence before a TTL has passed, a wall clock
+//! stepped forward, a failover). Not even one of a quorum lock's: a grant may hold exactly a
+//! quorum of copies, and one copy lost on a master that is up again lets a competitor gather a
+//! quorum. A master held down for a TTL (plus the drift allowance) loses nothing that matters:
+//! while down it grants nothing, and it returns after every lease claimed across its crash. [`Assumptions::of`] reads them off a scenario
 //! (algorithm, TTL, drift factor, work or renewal period, timeouts, quorum, persistence, fencing).
 //!
 //! - [`Assumptions::classify`] judges one plan statically, conservatively: it adds up, per client,
@@ -22,9 +25,9 @@
 //!   pauses) and, with fencing at the resource, stale-write, lost-update and token-order.
 //! - [`Assumptions::bound`] is the profile's generator hook: it keeps a generated case inside the
 //!   hard assumptions (a resource request delayed less than its timeout, so that no write lands
-//!   after its holder gave up on it and released; drift within the allowance; early key loss on
-//!   at most the tolerated masters, else a restart moves to a master already lost (or becomes a
-//!   pause) and a forward step shrinks to the allowance; a master latency of a lock that re-checks its validity either short or so long
+//!   after its holder gave up on it and released; drift within the allowance; no early key loss:
+//!   a quick restart becomes a pause of that master as long as its downtime, a forward step
+//!   shrinks to the allowance; a master latency of a lock that re-checks its validity either short or so long
 //!   that every round through it is refused). Timing faults are kept as generated: plans that
 //!   break timing are judged by what [`promised`](Assumptions::promised) leaves.
 //!
@@ -108,8 +111,6 @@ pub struct Assumptions {
     pub fencing_master: Option<String>,
     /// The masters the lock uses.
     pub masters: Vec<String>,
-    /// How many of them may lose the key early (masters − quorum).
-    pub tolerated_masters: usize,
     /// Masters whose keys survive a restart (`appendfsync always`).
     pub durable_masters: BTreeSet<String>,
     /// The client names.
@@ -161,7 +162,7 @@ impl Assumptions {
         } else {
             0
         };
-        let (used, quorum) = quorum_of.unwrap_or((1, 1));
+        let used = quorum_of.map_or(1, |(used, _)| used);
         let masters: Vec<String> = all_masters.iter().take(used.max(1)).cloned().collect();
         let work_max_ms = template
             .clients
@@ -212,7 +213,6 @@ impl Assumptions {
             wall_clock,
             fenced,
             fencing_master: fencing_master.filter(|_| fenced),
-            tolerated_masters: used.saturating_sub(quorum),
             masters,
             durable_masters,
             clients: template.clients.iter().map(|c| c.name.clone()).collect(),
@@ -261,11 +261,16 @@ impl Assumptions {
     }
 
     /// The masters whose key may vanish early under `fault`, and why.
-    fn key_loss(&self, fault: &GenFault) -> Vec<(String, String)> {
-        // Any restart without `appendfsync always` loses the key: even one held down for a TTL
-        // (which keeps mutual exclusion) ends that master's share of the lease the lock claimed.
+    /// `stopped_once`: the masters that only `fault` stops in the whole plan (a second stop may
+    /// restart the master early: a restart of a running server is immediate).
+    fn key_loss(&self, fault: &GenFault, stopped_once: &BTreeSet<String>) -> Vec<(String, String)> {
+        // A restart without `appendfsync always` loses the key; held down for a TTL and the drift
+        // allowance it is harmless: the master grants nothing while down and returns after every
+        // lease claimed before its crash (a lease claimed while it was down holds no copy there).
+        let harmless_ms = self.ttl_ms.saturating_add(self.drift_allowance_ms);
         let early = |node: &str, down_ms: u64| {
-            (self.is_master(node) && !self.durable_masters.contains(node)).then(|| {
+            let held_down = down_ms >= harmless_ms && stopped_once.contains(node);
+            (self.is_master(node) && !self.durable_masters.contains(node) && !held_down).then(|| {
                 (
                     node.to_string(),
                     format!("{node} restarts after {} without persistence", seconds(down_ms)),
@@ -282,14 +287,7 @@ impl Assumptions {
             GenFault::Failover { node, .. } if self.is_master(node) => {
                 vec![(node.clone(), format!("{node} fails over to a replica"))]
             }
-            GenFault::ClockJump { node, delta_ms, .. }
-                if self.is_master(node) && *delta_ms > self.drift_allowance_ms as i64 =>
-            {
-                vec![(
-                    node.clone(),
-                    format!("{node}'s wall clock steps forward {} ms", delta_ms),
-                )]
-            }
+            // Forward clock steps add up: see `forward_jumps`.
             _ => Vec::new(),
         }
     }
@@ -427,22 +425,30 @@ impl Assumptions {
         }
         // Masters losing the key early.
         let mut lost: BTreeMap<String, String> = BTreeMap::new();
+        let stopped_once = stopped_once(present.iter().copied());
         for fault in &present {
-            for (node, why) in self.key_loss(fault) {
+            for (node, why) in self.key_loss(fault, &stopped_once) {
                 lost.entry(node).or_insert(why);
             }
         }
+        // A master's clock stepped forward past the allowance, in one step or in several.
+        for (node, forward_ms) in forward_jumps(present.iter().copied()) {
+            if self.is_master(&node) && forward_ms > self.drift_allowance_ms {
+                lost.entry(node.clone())
+                    .or_insert_with(|| format!("{node}'s wall clock steps forward {forward_ms} ms in all"));
+            }
+        }
         let fencing_lost = self.fencing_master.as_ref().is_some_and(|f| lost.contains_key(f));
-        if lost.len() > self.tolerated_masters || fencing_lost {
+        // None may: a grant can hold exactly a quorum of copies (see the module docs).
+        if !lost.is_empty() {
             let why: Vec<&str> = lost.values().map(String::as_str).collect();
             broken.push(Broken {
                 assumption: Assumption::Masters,
                 detail: format!(
-                    "{} of {} masters may lose the key early ({}); {} tolerated{}",
+                    "{} of {} masters may lose the key early ({}); none is tolerated{}",
                     lost.len(),
                     self.masters.len(),
                     why.join("; "),
-                    self.tolerated_masters,
                     if fencing_lost {
                         ", and the fencing counter's master is one"
                     } else {
@@ -475,56 +481,35 @@ impl Assumptions {
 
     /// `case` brought inside the hard assumptions (clocks, masters); see the [module](self) docs.
     pub fn bound(&self, mut case: ExploreCase) -> ExploreCase {
-        let mut lost: BTreeSet<String> = BTreeSet::new();
-        let tolerated = |lost: &BTreeSet<String>, new: &[(String, String)]| {
-            let mut all = lost.clone();
-            all.extend(new.iter().map(|(n, _)| n.clone()));
-            all.len() <= self.tolerated_masters && !self.fencing_master.as_ref().is_some_and(|f| all.contains(f))
-        };
+        let stopped_once = stopped_once(case.faults.iter());
         for fault in case.faults.iter_mut() {
-            let loss = self.key_loss(fault);
-            if !loss.is_empty() {
-                if tolerated(&lost, &loss) {
-                    lost.extend(loss.into_iter().map(|(n, _)| n));
-                } else {
-                    // Beyond the tolerated masters: a restart moves to a master already lost, or
-                    // (none yet) becomes a pause of that master as long as its downtime.
-                    match fault {
-                        GenFault::Crash { at_ms, node, down_ms } | GenFault::PowerLoss { at_ms, node, down_ms } => {
-                            *fault = match lost.iter().next() {
-                                Some(other) => GenFault::Crash {
-                                    at_ms: *at_ms,
-                                    node: other.clone(),
-                                    down_ms: *down_ms,
-                                },
-                                None => GenFault::Pause {
-                                    at_ms: *at_ms,
-                                    node: node.clone(),
-                                    duration_ms: *down_ms,
-                                },
-                            }
+            if !self.key_loss(fault, &stopped_once).is_empty() {
+                // No master may lose the key early: a quick restart becomes a pause of that master
+                // as long as its downtime (forward clock steps are bounded below, all together).
+                match fault {
+                    GenFault::Crash { at_ms, node, down_ms } | GenFault::PowerLoss { at_ms, node, down_ms } => {
+                        *fault = GenFault::Pause {
+                            at_ms: *at_ms,
+                            node: node.clone(),
+                            duration_ms: *down_ms,
                         }
-                        GenFault::RollingRestart { nodes, .. } => {
-                            nodes.retain(|n| lost.contains(n));
-                            if nodes.is_empty() {
-                                *fault = GenFault::Drift {
-                                    at_ms: 0,
-                                    node: self.resource.clone(),
-                                    drift_ppm: 0,
-                                };
-                            }
-                        }
-                        GenFault::ClockJump { delta_ms, .. } => *delta_ms = self.drift_allowance_ms as i64,
-                        // A failover cannot be made harmless: it becomes a forward step of zero.
-                        GenFault::Failover { at_ms, node } => {
-                            *fault = GenFault::ClockJump {
-                                at_ms: *at_ms,
-                                node: node.clone(),
-                                delta_ms: 0,
-                            }
-                        }
-                        _ => {}
                     }
+                    GenFault::RollingRestart { .. } => {
+                        *fault = GenFault::Drift {
+                            at_ms: 0,
+                            node: self.resource.clone(),
+                            drift_ppm: 0,
+                        }
+                    }
+                    // A failover cannot be made harmless: it becomes a forward step of zero.
+                    GenFault::Failover { at_ms, node } => {
+                        *fault = GenFault::ClockJump {
+                            at_ms: *at_ms,
+                            node: node.clone(),
+                            delta_ms: 0,
+                        }
+                    }
+                    _ => {}
                 }
             }
             let resource_max_ms = self
@@ -563,8 +548,53 @@ impl Assumptions {
                 _ => {}
             }
         }
+        // Forward steps of a master's clock add up: keep their sum within the allowance.
+        let mut forward_ms: BTreeMap<String, u64> = BTreeMap::new();
+        for fault in case.faults.iter_mut() {
+            if let GenFault::ClockJump { node, delta_ms, .. } = fault {
+                if self.is_master(node) && *delta_ms > 0 {
+                    let used = forward_ms.entry(node.clone()).or_default();
+                    let left = self.drift_allowance_ms.saturating_sub(*used);
+                    *delta_ms = (*delta_ms).min(left as i64);
+                    *used += *delta_ms as u64;
+                }
+            }
+        }
         case
     }
+}
+
+/// The sum of each node's forward wall-clock steps, ms.
+fn forward_jumps<'a>(faults: impl Iterator<Item = &'a GenFault>) -> BTreeMap<String, u64> {
+    let mut sums: BTreeMap<String, u64> = BTreeMap::new();
+    for fault in faults {
+        if let GenFault::ClockJump { node, delta_ms, .. } = fault {
+            if *delta_ms > 0 {
+                *sums.entry(node.clone()).or_default() += delta_ms.unsigned_abs();
+            }
+        }
+    }
+    sums
+}
+
+/// The masters exactly one fault of the plan stops (a crash, power loss or rolling restart).
+fn stopped_once<'a>(faults: impl Iterator<Item = &'a GenFault>) -> BTreeSet<String> {
+    let mut stops: BTreeMap<&str, usize> = BTreeMap::new();
+    for fault in faults {
+        if matches!(
+            fault,
+            GenFault::Crash { .. } | GenFault::PowerLoss { .. } | GenFault::RollingRestart { .. }
+        ) {
+            for node in fault.nodes() {
+                *stops.entry(node).or_default() += 1;
+            }
+        }
+    }
+    stops
+        .into_iter()
+        .filter(|(_, n)| *n == 1)
+        .map(|(node, _)| node.to_string())
+        .collect()
 }
 
 #[cfg(test)]
@@ -629,38 +659,61 @@ mod tests {
     }
 
     #[test]
-    fn redlock_tolerates_a_minority_of_masters_losing_the_key() {
+    fn no_master_may_lose_the_key_early_but_one_held_down_for_a_ttl_loses_nothing() {
         let a = Assumptions::of(&template("algorithm = \"redlock\""));
-        assert_eq!(a.tolerated_masters, 2);
-        let crash = |node: &str| GenFault::Crash {
+        let crash = |node: &str, down_ms: u64| GenFault::Crash {
             at_ms: 100,
             node: node.into(),
-            down_ms: 10,
+            down_ms,
         };
-        assert!(a.classify(&case(vec![crash("redis-1"), crash("redis-2")])).is_empty());
-        let three = case(vec![crash("redis-1"), crash("redis-2"), crash("redis-3")]);
-        let broken = a.classify(&three);
+        // One quick restart: a grant holding exactly a quorum loses a copy on a master that is
+        // up again at once, and a competitor can gather a quorum.
+        let quick = case(vec![crash("redis-1", 10)]);
+        let broken = a.classify(&quick);
         assert_eq!(broken[0].assumption, Assumption::Masters);
         assert!(a.promised(&broken).is_empty());
-        // The profile moves the third restart to a master already lost; a restart held down for a
-        // TTL still loses the key (the lease the lock claimed ends there).
-        let bounded = a.bound(three);
+        // The profile makes it a pause of that master as long as its downtime.
+        let bounded = a.bound(quick);
         assert!(a.classify(&bounded).is_empty(), "{:?}", a.classify(&bounded));
         assert_eq!(
-            bounded.faults[2],
-            GenFault::Crash {
+            bounded.faults[0],
+            GenFault::Pause {
                 at_ms: 100,
                 node: "redis-1".into(),
-                down_ms: 10
+                duration_ms: 10
             }
         );
-        let held_down = GenFault::Crash {
-            at_ms: 100,
-            node: "redis-3".into(),
-            down_ms: 5_000,
+        // Held down for the TTL and the drift allowance, any number of masters lose nothing.
+        let held_ms = a.ttl_ms + a.drift_allowance_ms;
+        let held_down = case(vec![
+            crash("redis-1", held_ms),
+            crash("redis-2", held_ms),
+            crash("redis-3", held_ms),
+        ]);
+        assert!(a.classify(&held_down).is_empty(), "{:?}", a.classify(&held_down));
+        assert!(!a.classify(&case(vec![crash("redis-3", held_ms - 1)])).is_empty());
+        // Stopped twice, the second stop's restart may start the master early (a restart of a
+        // running server is immediate): a loss however long each stop.
+        let twice = case(vec![
+            crash("redis-1", held_ms),
+            GenFault::Crash {
+                at_ms: 700,
+                node: "redis-1".into(),
+                down_ms: held_ms,
+            },
+        ]);
+        assert_eq!(a.classify(&twice)[0].assumption, Assumption::Masters);
+        // Two forward steps of a master's clock, each within the allowance, add up past it
+        // (mutants' slow-link parent, seed 345); the profile keeps their sum within it.
+        let step = |at_ms: u64| GenFault::ClockJump {
+            at_ms,
+            node: "redis-1".into(),
+            delta_ms: a.drift_allowance_ms as i64,
         };
-        let broken = a.classify(&case(vec![crash("redis-1"), crash("redis-2"), held_down]));
-        assert_eq!(broken[0].assumption, Assumption::Masters);
+        let steps = case(vec![step(100), step(200)]);
+        assert_eq!(a.classify(&steps)[0].assumption, Assumption::Masters);
+        let bounded = a.bound(steps);
+        assert!(a.classify(&bounded).is_empty(), "{:?}", bounded.faults);
     }
 
     #[test]

@@ -209,6 +209,7 @@ fn run_guided(
     progress.finish();
     cover.signatures_distinct = corpus.seen.len() as u64;
     summary.coverage = Some(cover);
+    super::note_time_limit(&mut summary, config, total, started);
     finish_throughput(&mut summary, started, jobs);
     summary
 }

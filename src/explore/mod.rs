@@ -511,7 +511,9 @@ impl Progress {
                     let elapsed = started.elapsed().as_secs_f64();
                     let rate = done as f64 / elapsed.max(1e-9);
                     let left = (total - done) as f64 / rate.max(1e-9);
-                    eprintln!("explore: {done}/{total} seeds, {rate:.1}/s, {violating} violating, ~{left:.0} s left");
+                    crate::app::emit::stderr_line(&format!(
+                        "explore: {done}/{total} seeds, {rate:.1}/s, {violating} violating, ~{left:.0} s left"
+                    ));
                 }
             }
             Progress::Off => {}
@@ -597,8 +599,18 @@ pub fn explore_with(
         }
     });
     progress.finish();
+    note_time_limit(&mut summary, config, total, started);
     finish_throughput(&mut summary, started, jobs);
     summary
+}
+
+/// Notes in `summary` that the time limit stopped it before all `total` seeds ran. Workers take
+/// seeds in order and finish every seed they start, so the seeds run are the first ones.
+pub(super) fn note_time_limit(summary: &mut ExploreSummary, config: &ExploreConfig, total: u64, started: Instant) {
+    let limit_passed = config.time_limit.is_some_and(|limit| started.elapsed() >= limit);
+    if limit_passed && summary.seeds_run < total {
+        summary.seeds_planned = Some(total);
+    }
 }
 
 /// The lock names `(subject, reference)` and an empty summary naming them.
@@ -616,13 +628,9 @@ type LockNames = (String, Option<String>);
 
 /// Fills in the wall-clock figures of an exploration started at `started`.
 fn finish_throughput(summary: &mut ExploreSummary, started: Instant, jobs: usize) {
-    let wall_s = started.elapsed().as_secs_f64();
-    summary.throughput = summary::Throughput {
-        wall_s,
-        scenarios_per_s: summary.seeds_run as f64 / wall_s.max(1e-9),
-        sim_s_per_wall_s: summary.sim_ms as f64 / 1_000.0 / wall_s.max(1e-9),
-        jobs,
-    };
+    summary.throughput.wall_s = started.elapsed().as_secs_f64();
+    summary.throughput.jobs = jobs;
+    summary.set_rates();
 }
 
 /// The standard exploration template for `algorithm`: 10 simulated seconds, 3 clients, 5 masters

@@ -67,6 +67,13 @@ pub enum Shrunk {
         /// The checker it failed in the exploration.
         checker: String,
     },
+    /// The time limit ran out before this failing seed's turn: it was not shrunk.
+    OutOfTime {
+        /// The seed.
+        seed: u64,
+        /// The checker it failed in the exploration.
+        checker: String,
+    },
 }
 
 /// How big a case is: fewer faults, then fewer clients, then weaker faults is smaller.
@@ -295,7 +302,7 @@ fn finish(
     // state what should hold as the expectation: the file fails until the bug is fixed.
     let lock = subject.name(template);
     let reference_name = reference.map(|r| r.name(template));
-    scenario.name = format!("{}-seed-{seed}-{checker}", template.name);
+    scenario.name = counterexample_name(&template.name, seed, checker);
     let with = match (&subject, &reference_name) {
         (LockRef::Template, None) => String::new(),
         (LockRef::User(..), _) => format!(" with the Rust lock `{lock}`"),
@@ -311,7 +318,7 @@ fn finish(
          The expectations state what should hold, so this file fails until the lock is fixed.",
         template.name,
         best.faults.len(),
-        best.shape.map_or(best.clients, |shape| shape.clients),
+        scenario.clients.len(),
         best_run.digest
     );
     // What should hold: every checker that answered — or, against a reference, the checkers this
@@ -367,4 +374,38 @@ pub fn counterexample_toml(cx: &Counterexample) -> String {
         cx.run.digest,
         cx.scenario.to_toml()
     )
+}
+
+/// The counterexample's scenario name: `{template}-seed-{seed}-{checker}`, the template's part cut
+/// so that the whole stays a valid scenario name: the file must load.
+fn counterexample_name(template: &str, seed: u64, checker: &str) -> String {
+    crate::scenario::name_with_suffix(template, &format!("-seed-{seed}-{checker}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counterexample_name;
+    use crate::scenario::SCENARIO_NAME_MAX;
+
+    #[test]
+    fn a_counterexample_of_a_longest_name_is_still_a_valid_name() {
+        assert_eq!(
+            counterexample_name("kleppmann", 7, "stale-write"),
+            "kleppmann-seed-7-stale-write"
+        );
+        let long = "a-".repeat(50);
+        let name = counterexample_name(&long, u64::MAX, "mutual-exclusion");
+        assert_eq!(name.len(), SCENARIO_NAME_MAX, "{name}");
+        assert!(name.ends_with("a-seed-18446744073709551615-mutual-exclusion"), "{name}");
+        assert!(!name.contains("--"), "{name}");
+        // A cut that ends on a `-` drops it.
+        let name = counterexample_name(&long, u64::MAX, "stale-write");
+        assert_eq!(
+            name,
+            format!(
+                "{}-seed-18446744073709551615-stale-write",
+                "a-".repeat(31).trim_end_matches('-')
+            )
+        );
+    }
 }

@@ -73,6 +73,15 @@ pub struct Throughput {
     pub jobs: usize,
 }
 
+/// Adds the counts of `from` into `into`, key by key, saturating (counts read from a file may be
+/// as large as u64 allows).
+fn add_counts<K: Ord + Clone>(into: &mut BTreeMap<K, u64>, from: &BTreeMap<K, u64>) {
+    for (key, n) in from {
+        let count = into.entry(key.clone()).or_default();
+        *count = count.saturating_add(*n);
+    }
+}
+
 /// Everything an exploration found.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExploreSummary {
@@ -82,6 +91,10 @@ pub struct ExploreSummary {
     pub algorithm: String,
     /// Seeds run to the end (errors included).
     pub seeds_run: u64,
+    /// Set when `--time-limit` stopped the exploration before every seed ran: the seeds it was
+    /// to run (`seeds_run` of them did: the first ones, in order; [`RunSpan`] covers only those).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seeds_planned: Option<u64>,
     /// Seeds with at least one violation.
     pub seeds_violating: u64,
     /// Invalid verdicts per checker.
@@ -175,12 +188,12 @@ impl Bounded {
 
     /// Combines a shard's counts into these.
     pub fn merge(&mut self, other: &Bounded) {
-        self.seeds_in_bounds += other.seeds_in_bounds;
-        for (b, n) in &other.broken {
-            *self.broken.entry(b.clone()).or_default() += n;
-        }
-        self.seeds_bug += other.seeds_bug;
-        self.seeds_violating_outside += other.seeds_violating_outside;
+        self.seeds_in_bounds = self.seeds_in_bounds.saturating_add(other.seeds_in_bounds);
+        add_counts(&mut self.broken, &other.broken);
+        self.seeds_bug = self.seeds_bug.saturating_add(other.seeds_bug);
+        self.seeds_violating_outside = self
+            .seeds_violating_outside
+            .saturating_add(other.seeds_violating_outside);
         self.first_violating.extend(other.first_violating.iter().cloned());
         self.first_violating.sort();
         self.first_violating.truncate(KEEP_FIRST);
@@ -309,17 +322,15 @@ impl Differential {
 
     /// Combines a shard's counts into these.
     pub fn merge(&mut self, other: &Differential) {
-        self.seeds_only_subject += other.seeds_only_subject;
+        self.seeds_only_subject = self.seeds_only_subject.saturating_add(other.seeds_only_subject);
         for (mine, theirs) in [
             (&mut self.only_subject, &other.only_subject),
             (&mut self.only_reference, &other.only_reference),
             (&mut self.both, &other.both),
         ] {
-            for (k, v) in theirs {
-                *mine.entry(k.clone()).or_default() += v;
-            }
+            add_counts(mine, theirs);
         }
-        self.reference_errors += other.reference_errors;
+        self.reference_errors = self.reference_errors.saturating_add(other.reference_errors);
         self.first_only_subject.extend(other.first_only_subject.iter().cloned());
         keep_smallest_per_checker(&mut self.first_only_subject);
     }
@@ -415,21 +426,66 @@ impl ExploreSummary {
         self.sim_ms += sim_ms;
     }
 
-    /// Combines a shard's summary into this one.
+    /// Checks that the counts agree with each other (a summary read from a file may have been
+    /// edited or damaged): no count of seeds above `seeds_run`, and the seeds planned at least
+    /// those run. The message names the field.
+    pub fn check_counts(&self) -> Result<(), String> {
+        let run = self.seeds_run;
+        let over = |field: &str, value: u64| -> Result<(), String> {
+            if value > run {
+                return Err(format!("field `{field}`: {value} is more than the {run} seeds run"));
+            }
+            Ok(())
+        };
+        over("seeds_violating", self.seeds_violating)?;
+        over("errors", self.errors)?;
+        over("determinism_checked", self.determinism_checked)?;
+        for (name, map) in [("violations", &self.violations), ("unknown", &self.unknown)] {
+            for (checker, count) in map {
+                over(&format!("{name}.{checker}"), *count)?;
+            }
+        }
+        for (kind, count) in &self.fault_kinds {
+            over(&format!("fault_kinds.{kind}.seeds"), count.seeds)?;
+            if count.violating > count.seeds {
+                return Err(format!(
+                    "field `fault_kinds.{kind}.violating`: {} is more than its {} seeds",
+                    count.violating, count.seeds
+                ));
+            }
+        }
+        if let Some(planned) = self.seeds_planned.filter(|p| *p < run) {
+            return Err(format!(
+                "field `seeds_planned`: {planned} is fewer than the {run} seeds run"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Sets the throughput's rates from `throughput.wall_s`, the seeds run and the simulated time.
+    pub fn set_rates(&mut self) {
+        let wall_s = self.throughput.wall_s.max(1e-9);
+        self.throughput.scenarios_per_s = self.seeds_run as f64 / wall_s;
+        self.throughput.sim_s_per_wall_s = self.sim_ms as f64 / 1_000.0 / wall_s;
+    }
+
+    /// Combines a shard's summary into this one (counts saturate: a damaged input cannot wrap
+    /// them around).
     pub fn merge(&mut self, other: &ExploreSummary) {
         let fresh = self.scenario.is_empty() && self.seeds_run == 0;
         if self.scenario.is_empty() {
             self.scenario = other.scenario.clone();
             self.algorithm = other.algorithm.clone();
         }
-        self.seeds_run += other.seeds_run;
-        self.seeds_violating += other.seeds_violating;
-        for (k, v) in &other.violations {
-            *self.violations.entry(k.clone()).or_default() += v;
+        // A part cut short by its time limit leaves the whole cut short: planned seeds add up.
+        if self.seeds_planned.is_some() || other.seeds_planned.is_some() {
+            let planned = |s: &ExploreSummary| s.seeds_planned.unwrap_or(s.seeds_run);
+            self.seeds_planned = Some(planned(self).saturating_add(planned(other)));
         }
-        for (k, v) in &other.unknown {
-            *self.unknown.entry(k.clone()).or_default() += v;
-        }
+        self.seeds_run = self.seeds_run.saturating_add(other.seeds_run);
+        self.seeds_violating = self.seeds_violating.saturating_add(other.seeds_violating);
+        add_counts(&mut self.violations, &other.violations);
+        add_counts(&mut self.unknown, &other.unknown);
         self.first_failing.extend(other.first_failing.iter().cloned());
         keep_smallest_per_checker(&mut self.first_failing);
         match (&mut self.differential, &other.differential) {
@@ -442,26 +498,26 @@ impl ExploreSummary {
             (None, Some(theirs)) => self.assumptions = Some(theirs.clone()),
             _ => {}
         }
-        self.errors += other.errors;
+        self.errors = self.errors.saturating_add(other.errors);
         self.first_errors.extend(other.first_errors.iter().cloned());
         keep_smallest(&mut self.first_errors);
         for (k, v) in &other.fault_kinds {
             let count = self.fault_kinds.entry(k.clone()).or_default();
-            count.seeds += v.seeds;
-            count.violating += v.violating;
+            count.seeds = count.seeds.saturating_add(v.seeds);
+            count.violating = count.violating.saturating_add(v.violating);
         }
-        for (k, v) in &other.acquire_latency_ms {
-            *self.acquire_latency_ms.entry(*k).or_default() += v;
-        }
-        self.acquires_abandoned += other.acquires_abandoned;
-        self.unavailable_ms += other.unavailable_ms;
-        self.sim_ms += other.sim_ms;
-        self.determinism_checked += other.determinism_checked;
+        add_counts(&mut self.acquire_latency_ms, &other.acquire_latency_ms);
+        self.acquires_abandoned = self.acquires_abandoned.saturating_add(other.acquires_abandoned);
+        self.unavailable_ms = self.unavailable_ms.saturating_add(other.unavailable_ms);
+        self.sim_ms = self.sim_ms.saturating_add(other.sim_ms);
+        self.determinism_checked = self.determinism_checked.saturating_add(other.determinism_checked);
         self.determinism_failures
             .extend(other.determinism_failures.iter().cloned());
         self.determinism_failures.sort();
         self.throughput.wall_s = self.throughput.wall_s.max(other.throughput.wall_s);
-        self.throughput.jobs += other.throughput.jobs;
+        self.throughput.jobs = self.throughput.jobs.saturating_add(other.throughput.jobs);
+        // Parts that ran side by side: their seeds over the longest part's wall time.
+        self.set_rates();
         self.run = match (self.run.take(), &other.run) {
             (None, theirs) if fresh => theirs.clone(),
             (Some(mut mine), Some(theirs)) if mine.run_id == theirs.run_id => {
@@ -493,14 +549,15 @@ impl ExploreSummary {
 
     /// Acquire latency percentile `p`, ms.
     pub fn acquire_latency_percentile(&self, p: u64) -> Option<u64> {
-        let total: u64 = self.acquire_latency_ms.values().sum();
+        // u128: counts read from a file may be as large as u64 allows.
+        let total: u128 = self.acquire_latency_ms.values().map(|c| u128::from(*c)).sum();
         if total == 0 {
             return None;
         }
-        let rank = (p.min(100) * total).div_ceil(100).max(1);
-        let mut seen = 0;
+        let rank = (u128::from(p.min(100)) * total).div_ceil(100).max(1);
+        let mut seen: u128 = 0;
         for (latency, count) in &self.acquire_latency_ms {
-            seen += count;
+            seen += u128::from(*count);
             if seen >= rank {
                 return Some(*latency);
             }
@@ -566,6 +623,15 @@ impl ExploreSummary {
                 self.seeds_run, self.seeds_violating, self.errors
             ),
         );
+        if let Some(planned) = self.seeds_planned {
+            line(
+                &mut out,
+                format!(
+                    "  stopped by the time limit: {} of {planned} seeds ran; the rest were not explored",
+                    self.seeds_run
+                ),
+            );
+        }
         line(&mut out, "  violations per checker:".to_string());
         for name in checker::NAMES {
             line(
@@ -844,6 +910,23 @@ fn gcd(a: u64, b: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_part_cut_by_its_time_limit_leaves_the_merge_cut_and_says_so() {
+        let part = |run: u64, planned: Option<u64>| ExploreSummary {
+            seeds_run: run,
+            seeds_planned: planned,
+            ..ExploreSummary::new("t", "naive")
+        };
+        let mut whole = ExploreSummary::default();
+        whole.merge(&part(10, None));
+        assert_eq!(whole.seeds_planned, None);
+        whole.merge(&part(4, Some(10)));
+        assert_eq!((whole.seeds_run, whole.seeds_planned), (14, Some(20)));
+        whole.merge(&part(10, None));
+        assert_eq!((whole.seeds_run, whole.seeds_planned), (24, Some(30)));
+        assert!(whole.render().contains("stopped by the time limit: 24 of 30 seeds ran"));
+    }
 
     fn verdicts(invalid: &[&str]) -> Vec<(String, Verdict)> {
         checker::NAMES

@@ -598,7 +598,7 @@ impl ExplorationResult {
             Shrunk::Found {
                 counterexample, file, ..
             } => Some((counterexample.as_ref(), file.as_path())),
-            Shrunk::NotReproduced { .. } => None,
+            Shrunk::NotReproduced { .. } | Shrunk::OutOfTime { .. } => None,
         })
     }
 }

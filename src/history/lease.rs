@@ -16,7 +16,10 @@
 //! holder's own deletion (a compare-and-delete carrying the value, or any deletion after its
 //! release or abort) does not end the lease early: the lease is what the masters would have
 //! held. A crash, power loss or shutdown of the master leaves the lease in doubt until the key's
-//! next expiry (it survived) or another value set (it was lost at the crash). A command carrying
+//! next expiry (it survived) or another value set (it was lost with the process; while the master
+//! was down nobody could take the key, so that copy's lease lasted until the first command the
+//! master served again, or its expiry if earlier: a sound upper bound of the restart, so a lock
+//! is charged only with a lie the history proves). A command carrying
 //! the value whose effect this reader does not know (a script other than the compare-and-delete
 //! and compare-and-`PEXPIRE` ones) leaves the lease's end unknown.
 //!
@@ -252,6 +255,91 @@ impl<'h> ClockTracks<'h> {
     }
 }
 
+/// One stop of a server.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Downtime {
+    /// When it stopped (a crash, power loss or shutdown), µs.
+    from_us: u64,
+    /// When it served a command again, µs (`None`: never, in the history).
+    up_us: Option<u64>,
+    /// Its first command after the stop came from a replication stream.
+    as_replica: bool,
+}
+
+/// When each server was down: from a crash, power loss or shutdown until the first command it
+/// served again (a sound upper bound of its restart), for the servers clients talk to: nodes that
+/// served a command on a client connection, or never one of a replication stream (a master down
+/// from the start serves nothing; a replica applies its master's stream). A server whose first
+/// command after a stop came from a replication stream came back as a replica (a failover
+/// happened meanwhile): it held no master's share of any lease then, and that downtime is left out.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Downtimes<'h> {
+    by_node: BTreeMap<&'h str, Vec<Downtime>>,
+    /// The history's last instant, µs.
+    end_us: u64,
+}
+
+impl<'h> Downtimes<'h> {
+    /// The downtimes of every server of `history`, in one pass.
+    pub fn of(history: &OpHistory<'h>) -> Self {
+        let mut by_node: BTreeMap<&'h str, Vec<Downtime>> = BTreeMap::new();
+        let mut serves_clients: BTreeSet<&'h str> = BTreeSet::new();
+        let mut replicates: BTreeSet<&'h str> = BTreeSet::new();
+        let mut end_us = 0;
+        for step in history.steps() {
+            let event: &'h Event = step.event;
+            end_us = end_us.max(event.at_us);
+            match step.kind {
+                StepKind::Fault(
+                    Fault::Crash { node, .. } | Fault::PowerLoss { node, .. } | Fault::Shutdown { node },
+                ) => {
+                    let spans = by_node.entry(node.as_str()).or_default();
+                    if spans.last().is_none_or(|span| span.up_us.is_some()) {
+                        spans.push(Downtime {
+                            from_us: event.at_us,
+                            up_us: None,
+                            as_replica: false,
+                        });
+                    }
+                }
+                StepKind::Command { conn, .. } => {
+                    if conn != 0 {
+                        serves_clients.insert(event.node.as_str());
+                    } else {
+                        replicates.insert(event.node.as_str());
+                    }
+                    if let Some(span) = by_node
+                        .get_mut(event.node.as_str())
+                        .and_then(|s| s.last_mut())
+                        .filter(|span| span.up_us.is_none())
+                    {
+                        span.up_us = Some(event.at_us);
+                        span.as_replica = conn == 0;
+                    }
+                }
+                _ => {}
+            }
+        }
+        by_node.retain(|node, _| serves_clients.contains(node) || !replicates.contains(node));
+        Downtimes { by_node, end_us }
+    }
+
+    /// The servers down at `at_us`, each with when it served again (`None`: never, in the
+    /// history).
+    pub fn down_at(&self, at_us: u64) -> Vec<(&'h str, Option<u64>)> {
+        self.by_node
+            .iter()
+            .filter_map(|(node, spans)| {
+                spans
+                    .iter()
+                    .find(|span| span.from_us <= at_us && span.up_us.is_none_or(|up| up > at_us))
+                    .filter(|span| !span.as_replica)
+                    .map(|span| (*node, span.up_us))
+            })
+            .collect()
+    }
+}
+
 /// The majority of `reached` masters.
 fn majority(reached: usize) -> usize {
     reached / 2 + 1
@@ -381,6 +469,8 @@ struct Copy<'h> {
     expiry_ms: Option<i64>,
     /// A crash left the copy in doubt since this time.
     doubt_us: Option<u64>,
+    /// The first command the master served after that crash: it was running again by then.
+    up_again_us: Option<u64>,
     end: Option<LeaseEnd<'h>>,
 }
 
@@ -399,7 +489,16 @@ fn set_ttl_ms(args: &[String]) -> Option<i64> {
 
 /// The lease of `hold` on the masters; see the [module](self) docs. `clocks` are the history's
 /// ([`ClockTracks::of`]).
-pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>, clocks: &ClockTracks<'_>) -> Lease<'h> {
+///
+/// A master that was down when the grant was given counts as reached and holding a copy until it
+/// served again: while down it could grant the key to nobody (Redlock's argument for a crashed
+/// master kept down for a TTL), so a competitor needed a majority without it.
+pub fn lease<'h>(
+    history: &OpHistory<'h>,
+    hold: &Hold<'h>,
+    clocks: &ClockTracks<'_>,
+    downtimes: &Downtimes<'h>,
+) -> Lease<'h> {
     let (key, value) = (hold.grant.key.as_str(), hold.grant.value.as_str());
     let since = hold
         .acquire
@@ -429,6 +528,9 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>, clocks: &ClockTracks<
         let node = event.node.as_str();
         match &step.kind {
             &StepKind::Command { conn, args, reply } => {
+                if let Some(copy) = copies.get_mut(node).filter(|c| c.end.is_none() && c.doubt_us.is_some()) {
+                    copy.up_again_us.get_or_insert(event.at_us);
+                }
                 if args.len() < 2 || !args.iter().skip(1).any(|a| a == key) {
                     continue;
                 }
@@ -456,9 +558,18 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>, clocks: &ClockTracks<
                     // Our own value again (a retry after the grant): not another holder.
                     "SET" if own_value => {}
                     "SET" | "GETSET" | "SETNX" if ok && held => {
-                        // Another value: ours was gone by then (at the crash, if there was one).
-                        let copy = copies.get_mut(node).expect("held");
-                        copy.end = Some(LeaseEnd::At(copy.doubt_us.unwrap_or(event.at_us), Some(event)));
+                        // Another value: ours was gone by then. After a crash it was lost with
+                        // the process, but nobody could take the key before the master ran
+                        // again: the lease lasted until then (or its expiry, if earlier).
+                        let copy = copies.get(node).expect("held");
+                        let end = match (copy.up_again_us, natural(node, copy)) {
+                            (Some(up_us), LeaseEnd::At(expiry_us, _)) if expiry_us < up_us => {
+                                LeaseEnd::At(expiry_us, None)
+                            }
+                            (Some(up_us), _) => LeaseEnd::At(up_us, Some(event)),
+                            (None, _) => LeaseEnd::At(event.at_us, Some(event)),
+                        };
+                        copies.get_mut(node).expect("held").end = Some(end);
                         open -= 1;
                     }
                     "PEXPIRE" | "EXPIRE" if ok && held => {
@@ -534,7 +645,7 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>, clocks: &ClockTracks<
             _ => {}
         }
     }
-    let held = copies
+    let mut held: Vec<(&'h str, u64, LeaseEnd<'h>)> = copies
         .into_iter()
         .map(|(node, copy)| {
             let end = match (copy.end, copy.doubt_us) {
@@ -545,6 +656,16 @@ pub fn lease<'h>(history: &OpHistory<'h>, hold: &Hold<'h>, clocks: &ClockTracks<
             (node, copy.since_us, end)
         })
         .collect();
+    let granted_us = hold.granted.at_us;
+    for (node, up_us) in downtimes.down_at(granted_us) {
+        if reached.insert(node) {
+            let end = match up_us {
+                Some(up_us) => LeaseEnd::At(up_us, None),
+                None => LeaseEnd::NotBefore(downtimes.end_us.max(granted_us)),
+            };
+            held.push((node, granted_us, end));
+        }
+    }
     Lease {
         reached: reached.len(),
         held,

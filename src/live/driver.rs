@@ -102,6 +102,10 @@ pub struct Driver {
     pub fake_clock: Option<std::rc::Rc<super::fakeclock::FakeClock>>,
     /// Restarts done so far.
     pub restarts_done: u32,
+    /// Whether the driver stopped because the scenario's duration ran out (not because its
+    /// workload was done). The run's own timeout and the driver's deadline check fire at the same
+    /// instant, so the run cannot tell from which one returned first.
+    pub ran_out_of_time: bool,
 }
 
 impl Driver {
@@ -113,9 +117,15 @@ impl Driver {
         self.rec.now_us() / 1000
     }
 
-    fn until_passed(&self) -> bool {
+    /// Whether the workload is over: its own `until_ms`, or the scenario's duration (noted in
+    /// `ran_out_of_time`).
+    fn until_passed(&mut self) -> bool {
         let now = self.now_ms();
-        now >= self.plan.deadline_ms || self.plan.until_ms.is_some_and(|u| now >= u)
+        if now >= self.plan.deadline_ms {
+            self.ran_out_of_time = true;
+            return true;
+        }
+        self.plan.until_ms.is_some_and(|u| now >= u)
     }
 
     /// Waits `ms`, or less when a crash fault kills the process meanwhile.
@@ -365,7 +375,12 @@ impl Driver {
             if control.restarts_requested() > self.restarts_done {
                 break;
             }
-            if self.plan.restarts <= control.restarts_requested() || self.now_ms() >= self.plan.deadline_ms {
+            if self.plan.restarts <= control.restarts_requested() {
+                return Ok(false);
+            }
+            if self.now_ms() >= self.plan.deadline_ms {
+                // A restart was still to come.
+                self.ran_out_of_time = true;
                 return Ok(false);
             }
             // Not `sleep_ms`, which returns at once while the process is down.

@@ -9,7 +9,7 @@
 //!
 //! Per direction: `latency` delays every chunk (order kept); `hold` keeps chunks until `release`;
 //! `partition` silently drops them and leaves the connection dead — nothing more crosses it, like
-//! a TCP connection that lost a segment in turmoil — until the client opens a new one (which
+//! a TCP connection that lost a segment in the simulated network — until the client opens a new one (which
 //! stays silent while the partition lasts); `loss` resets a connection with the given
 //! probability per chunk. A stopped server resets its connections and closes new ones at once.
 //! Everything binds to 127.0.0.1.

@@ -434,6 +434,7 @@ async fn start_clients(
             rng: ChaCha8Rng::seed_from_u64(sub_seed(scenario.seed, &format!("{}/work", client.name))),
             fake_clock: client_clocks.get(&client.name).cloned(),
             restarts_done: 0,
+            ran_out_of_time: false,
         });
     }
     Ok(Started {
@@ -606,6 +607,7 @@ async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun
                 if let Err(e) = result {
                     error.get_or_insert(e.into());
                 }
+                clients_finished &= !driver.ran_out_of_time;
                 finished.push(Some(driver));
             }
             Ok(Err(join)) => {
@@ -649,19 +651,14 @@ async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun
     }
 
     let history = rec.history();
-    let results: Vec<CheckResult> = checker::check_all(&crate::history::OpHistory::new(&history));
-    let mismatches = scenario
-        .expect
-        .iter()
-        .filter_map(|(name, expected)| {
-            let actual = results.iter().find(|r| r.checker == *name)?.verdict;
-            (actual != *expected).then(|| Mismatch {
-                checker: name.clone(),
-                expected: *expected,
-                actual,
-            })
-        })
-        .collect();
+    let ops = crate::history::OpHistory::new(&history);
+    let mut results: Vec<CheckResult> = checker::check_all(&ops);
+    let mut mismatches = crate::run::expect::mismatches(&scenario.expect, &results);
+    // As in a simulated run: clients that wanted the lock and never got it make the safety
+    // verdicts vacuous, a `progress` failure (judged with the other checkers' results).
+    let (liveness, mismatch) = crate::run::expect::judge_liveness(&scenario.expect, &ops);
+    mismatches.extend(mismatch);
+    results.extend(liveness);
     Ok(LiveRun {
         name: scenario.name.clone(),
         seed: scenario.seed,
@@ -697,11 +694,12 @@ pub struct LiveArgs {
     /// Repeat the run N times and report how often each verdict came out.
     #[arg(long, default_value_t = 1)]
     pub runs: u32,
-    /// Listen on consecutive ports from this one (default: free ports). Always 127.0.0.1.
-    #[arg(long)]
+    /// Listen on consecutive ports from this one, 1 to 65535 (default: free ports). Always
+    /// 127.0.0.1.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub base_port: Option<u16>,
     /// How long an adapter may take for one step, ms (time stopped by a pause does not count).
-    #[arg(long, default_value_t = 5000)]
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..))]
     pub step_timeout_ms: u64,
     /// Write the report (report.json, summary.md, junit.xml, charts, index.html, live.json) here.
     #[arg(long)]
@@ -727,7 +725,7 @@ pub fn main(args: LiveArgs, render: &dyn output::Render) -> ExitCode {
     match main_inner(&args, render) {
         Ok(code) => ExitCode::from(code),
         Err(message) => {
-            eprintln!("lockstep live: {message}");
+            crate::app::emit::stderr_line(&format!("lockstep live: {message}"));
             ExitCode::from(2)
         }
     }
@@ -745,14 +743,44 @@ fn main_inner(args: &LiveArgs, render: &dyn output::Render) -> Result<u8, String
                 "--client-for names {name:?}, which is not a client of the scenario"
             ));
         }
-        client_for.insert(name.to_string(), cmd.to_string());
+        if client_for.insert(name.to_string(), cmd.to_string()).is_some() {
+            return Err(format!(
+                "--client-for names {name:?} twice: give one command per client"
+            ));
+        }
     }
     if args.runs == 0 {
         return Err("--runs must be at least 1".to_string());
     }
     check_supported(&scenario, args.redis_server.is_some()).map_err(|e| e.located(&args.file))?;
+    crate::app::files::check_outputs_spare_inputs(
+        std::slice::from_ref(&args.file),
+        &[("--history", args.history.as_deref())],
+        &[("--report", args.report.as_deref())],
+    )
+    .map_err(|e| e.to_string())?;
     if let Some(out) = &args.report {
-        std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+        render.check_out(out)?;
+    }
+    if let Some(base) = args.base_port {
+        // One port per client per master and the resource, and one per real redis-server.
+        let servers = scenario.masters.len() as u64 + 1;
+        let real = if args.redis_server.is_some() {
+            scenario.masters.len() as u64
+        } else {
+            0
+        };
+        let needed = scenario.clients.len() as u64 * servers + real;
+        let ports = u64::from(u16::MAX); // 1..=65535
+        if u64::from(base) + needed - 1 > ports {
+            let advice = match ports.checked_sub(needed) {
+                Some(room) => format!("pass a base port of at most {}", room + 1),
+                None => "no base port fits: leave --base-port out to use free ports".to_string(),
+            };
+            return Err(format!(
+                "--base-port {base}: this scenario needs {needed} consecutive ports, which run past 65535; {advice}"
+            ));
+        }
     }
     let options = LiveOptions {
         client: args.client.clone(),
@@ -768,7 +796,7 @@ fn main_inner(args: &LiveArgs, render: &dyn output::Render) -> Result<u8, String
         let started = std::time::Instant::now();
         let run = run_live(&scenario, &options).map_err(|e| e.located(&args.file))?;
         let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
-        render.run(&args.file, &scenario, &run, i, args.runs, args.quiet || args.runs > 1);
+        crate::app::emit::stdout(&render.run(&args.file, &scenario, &run, i, args.runs, args.quiet || args.runs > 1))?;
         runs.push((run, wall_ms));
     }
     if let (Some(file), Some((run, _))) = (&args.history, runs.last()) {
@@ -777,11 +805,11 @@ fn main_inner(args: &LiveArgs, render: &dyn output::Render) -> Result<u8, String
     }
     let summary = output::summarize(&args.file, &scenario, &options, &runs);
     if args.runs > 1 {
-        render.summary(&summary);
+        crate::app::emit::stdout(&render.summary(&summary))?;
     }
     if let Some(out) = &args.report {
         render.write(out, &args.file, &scenario, &runs, &summary)?;
-        println!("   report: {}", out.display());
+        crate::app::emit::stdout(&format!("   report: {}\n", out.display()))?;
     }
     Ok(if summary.all_as_expected() { 0 } else { 1 })
 }

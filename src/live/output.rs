@@ -11,10 +11,12 @@ use std::path::Path;
 
 /// How live runs are shown and written (implemented by `report::live::Renderer`).
 pub trait Render {
-    /// Prints one run (`index` of `runs`); `quiet`: verdicts only.
-    fn run(&self, path: &Path, scenario: &Scenario, run: &LiveRun, index: u32, runs: u32, quiet: bool);
-    /// Prints the verdict frequencies.
-    fn summary(&self, summary: &LiveSummary);
+    /// The console text of one run (`index` of `runs`); `quiet`: verdicts only.
+    fn run(&self, path: &Path, scenario: &Scenario, run: &LiveRun, index: u32, runs: u32, quiet: bool) -> String;
+    /// The console text of the verdict frequencies.
+    fn summary(&self, summary: &LiveSummary) -> String;
+    /// Checks, before any run, that the report directory `out` can be written.
+    fn check_out(&self, out: &Path) -> Result<(), String>;
     /// Writes the report directory `out`.
     fn write(
         &self,

@@ -14,7 +14,7 @@
 
 use std::cell::Cell;
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::rc::Rc;
@@ -59,6 +59,17 @@ pub enum ProcessError {
         timeout_ms: u64,
         /// The last lines of its stderr.
         stderr: String,
+    },
+    /// The process wrote a stdout line lockstep cannot take: longer than [`LINE_BYTES_MAX`], or
+    /// not UTF-8.
+    #[error("{client}: while lockstep waited for {waiting_for}, the client wrote {what}")]
+    BadOutput {
+        /// The client.
+        client: String,
+        /// What lockstep was waiting for.
+        waiting_for: String,
+        /// What was wrong with the line.
+        what: String,
     },
     /// Writing a request to the process's stdin failed.
     #[error("{client}: could not write to the client process: {reason}")]
@@ -130,8 +141,58 @@ pub fn group_alive(pgid: i32) -> bool {
     signal_group(pgid, 0)
 }
 
-/// A line from a client's stdout (`None`: end of output).
-type Line = Option<String>;
+/// One read from a client's stdout: a line, a line it cannot take (why), or the end.
+enum Line {
+    Text(String),
+    Bad(String),
+    End,
+}
+
+/// How much of each kept stderr line an error message quotes, in characters.
+const STDERR_LINE_CHARS: usize = 400;
+
+/// The longest line read from a client (stdout answers and stderr alike): an adapter writing
+/// without a newline must not grow lockstep's memory without bound.
+pub const LINE_BYTES_MAX: usize = 1 << 20;
+
+/// Reads one `\n`-terminated line of at most `max` bytes into `buf` (without the newline).
+/// `Ok(false)` at the end of input; a longer line is read past and reported as `InvalidData`.
+fn read_line_bounded(reader: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> std::io::Result<bool> {
+    buf.clear();
+    let mut too_long = false;
+    loop {
+        let available = reader.fill_buf()?;
+        if available.is_empty() {
+            if too_long {
+                return Err(std::io::Error::new(ErrorKind::InvalidData, "too long"));
+            }
+            return Ok(!buf.is_empty());
+        }
+        let (chunk, done) = match available.iter().position(|b| *b == b'\n') {
+            Some(at) => (&available[..at], Some(at + 1)),
+            None => (available, None),
+        };
+        if !too_long {
+            if buf.len() + chunk.len() > max {
+                too_long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(chunk);
+            }
+        }
+        let used = done.unwrap_or(available.len());
+        reader.consume(used);
+        if done.is_some() {
+            if too_long {
+                return Err(std::io::Error::new(ErrorKind::InvalidData, "too long"));
+            }
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+            return Ok(true);
+        }
+    }
+}
 
 /// One running client process.
 pub struct ClientProcess {
@@ -276,17 +337,24 @@ impl ClientProcess {
         let (tx, rx) = unbounded_channel();
         if let Some(stdout) = child.stdout.take() {
             std::thread::spawn(move || {
-                for line in BufReader::new(stdout).lines() {
-                    match line {
-                        Ok(line) => {
-                            if tx.send(Some(line)).is_err() {
-                                return;
-                            }
+                let (mut reader, mut buf) = (BufReader::new(stdout), Vec::new());
+                loop {
+                    let line = match read_line_bounded(&mut reader, &mut buf, LINE_BYTES_MAX) {
+                        Ok(false) => break,
+                        Ok(true) => match String::from_utf8(std::mem::take(&mut buf)) {
+                            Ok(text) => Line::Text(text),
+                            Err(_) => Line::Bad("a line that is not valid UTF-8".to_string()),
+                        },
+                        Err(e) if e.kind() == ErrorKind::InvalidData => {
+                            Line::Bad(format!("a line longer than {LINE_BYTES_MAX} bytes"))
                         }
                         Err(_) => break,
+                    };
+                    if tx.send(line).is_err() {
+                        return;
                     }
                 }
-                let _ = tx.send(None);
+                let _ = tx.send(Line::End);
             });
         }
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
@@ -294,15 +362,29 @@ impl ClientProcess {
             let kept = stderr.clone();
             let prefix = name.to_string();
             std::thread::spawn(move || {
-                for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let (mut reader, mut buf) = (BufReader::new(err), Vec::new());
+                // A line past the cap is kept as a note; invalid UTF-8 is shown lossily.
+                loop {
+                    let line = match read_line_bounded(&mut reader, &mut buf, LINE_BYTES_MAX) {
+                        Ok(false) => break,
+                        Ok(true) => String::from_utf8_lossy(&buf).into_owned(),
+                        Err(e) if e.kind() == ErrorKind::InvalidData => {
+                            format!("(a line longer than {LINE_BYTES_MAX} bytes, not kept)")
+                        }
+                        Err(_) => break,
+                    };
                     if echo {
-                        eprintln!("[{prefix}] {line}");
+                        crate::app::emit::stderr_line(&format!("[{prefix}] {line}"));
                     }
                     if let Ok(mut kept) = kept.lock() {
                         if kept.len() == STDERR_KEPT {
                             kept.pop_front();
                         }
-                        kept.push_back(line);
+                        // An error message quotes these: a few hundred characters of each.
+                        kept.push_back(match line.char_indices().nth(STDERR_LINE_CHARS) {
+                            Some((at, _)) => format!("{}… ({} bytes)", &line[..at], line.len()),
+                            None => line,
+                        });
                     }
                 }
             });
@@ -369,8 +451,15 @@ impl ClientProcess {
         let mut last = Instant::now();
         loop {
             match tokio::time::timeout(slice, self.lines.recv()).await {
-                Ok(Some(Some(line))) => return Ok(line),
-                Ok(Some(None)) | Ok(None) if self.control.is_crashed() => {
+                Ok(Some(Line::Text(line))) => return Ok(line),
+                Ok(Some(Line::Bad(what))) => {
+                    return Err(ProcessError::BadOutput {
+                        client: self.name.clone(),
+                        waiting_for: waiting_for.to_string(),
+                        what,
+                    })
+                }
+                Ok(Some(Line::End)) | Ok(None) if self.control.is_crashed() => {
                     // Killed by a crash fault: no need to wait for its status or its stderr.
                     return Err(ProcessError::Exited {
                         client: self.name.clone(),
@@ -379,7 +468,7 @@ impl ClientProcess {
                         stderr: String::new(),
                     });
                 }
-                Ok(Some(None)) | Ok(None) => {
+                Ok(Some(Line::End)) | Ok(None) => {
                     return Err(ProcessError::Exited {
                         client: self.name.clone(),
                         status: self.exit_status(),
@@ -439,5 +528,39 @@ impl ClientProcess {
 impl Drop for ClientProcess {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_line_bounded;
+    use std::io::{BufReader, ErrorKind};
+
+    /// Every line of `input` read with a cap of `max` bytes and a tiny buffer (lines span reads).
+    fn lines(input: &[u8], max: usize) -> Vec<Result<String, ErrorKind>> {
+        let mut reader = BufReader::with_capacity(3, input);
+        let (mut buf, mut out) = (Vec::new(), Vec::new());
+        loop {
+            match read_line_bounded(&mut reader, &mut buf, max) {
+                Ok(false) => return out,
+                Ok(true) => out.push(Ok(String::from_utf8(buf.clone()).unwrap())),
+                Err(e) => out.push(Err(e.kind())),
+            }
+        }
+    }
+
+    #[test]
+    fn lines_are_read_up_to_the_cap_and_a_longer_one_is_skipped_and_reported() {
+        assert_eq!(
+            lines(b"ab\r\ncd\n\nlast", 8),
+            [Ok("ab".into()), Ok("cd".into()), Ok(String::new()), Ok("last".into())]
+        );
+        assert_eq!(
+            lines(b"12345678\n123456789\nok\n", 8),
+            [Ok("12345678".into()), Err(ErrorKind::InvalidData), Ok("ok".into())]
+        );
+        // No newline at all, past the cap: reported once, at the end, without holding it.
+        assert_eq!(lines(&[b'x'; 100], 8), [Err(ErrorKind::InvalidData)]);
+        assert!(lines(b"", 8).is_empty());
     }
 }

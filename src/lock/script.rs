@@ -246,9 +246,7 @@ impl ScriptLock {
         let target = first.target();
         let timeouts = first.timeouts();
         let connect = async {
-            let stream = turmoil::net::TcpStream::connect((target.as_str(), REDIS_PORT))
-                .await
-                .ok()?;
+            let stream = self.env.node().connect(target.as_str(), REDIS_PORT).await.ok()?;
             static INFO: std::sync::OnceLock<redis::RedisConnectionInfo> = std::sync::OnceLock::new();
             let info = INFO.get_or_init(redis::RedisConnectionInfo::default);
             let mut pubsub = PubSub::new(info, stream).await.ok()?;

@@ -196,6 +196,7 @@ pub fn shrunk_text(shrunk: &Shrunk, written: bool) -> String {
             out
         }
         Shrunk::NotReproduced { seed, checker } => not_shrunk_text(*seed, checker),
+        Shrunk::OutOfTime { seed, checker } => out_of_time_text(*seed, checker),
     }
 }
 
@@ -226,7 +227,8 @@ pub fn counterexample_text(cx: &Counterexample, file: &Path) -> String {
         cx.checker,
         cx.faults_before,
         cx.case.faults.len(),
-        cx.case.clients,
+        // The file's clients: a workload shape sets its own number, beyond `case.clients`.
+        cx.scenario.clients.len(),
         cx.runs
     );
     for fault in &cx.scenario.faults.faults {
@@ -245,6 +247,11 @@ pub fn counterexample_text(cx: &Counterexample, file: &Path) -> String {
 /// A failing seed that did not fail `checker` again when run on its own.
 pub fn not_shrunk_text(seed: u64, checker: &str) -> String {
     format!("  seed {seed} no longer fails {checker} on its own (not shrunk)\n")
+}
+
+/// A failing seed the time limit left unshrunk.
+pub fn out_of_time_text(seed: u64, checker: &str) -> String {
+    format!("  seed {seed} ({checker}): not shrunk, the time limit ran out first (a longer --time-limit shrinks it)\n")
 }
 
 /// The first sentence of `text` (its lines joined): up to the first `.`, `!` or `?` followed
@@ -434,6 +441,9 @@ pub fn explore_json(summary: &crate::explore::ExploreSummary, shrunk: &[Shrunk],
             }),
             Shrunk::NotReproduced { seed, checker } => {
                 serde_json::json!({"seed": seed, "checker": checker, "reproduced": false})
+            }
+            Shrunk::OutOfTime { seed, checker } => {
+                serde_json::json!({"seed": seed, "checker": checker, "shrunk": false, "reason": "time limit"})
             }
         })
         .collect();

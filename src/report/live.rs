@@ -8,10 +8,11 @@ use crate::checker::Verdict;
 use crate::live::output::{LiveSummary, Render};
 use crate::live::LiveRun;
 use crate::report::{self, Report};
-use crate::run::ScenarioRun;
+use crate::run::{expect, ScenarioRun};
 use crate::scenario::Scenario;
 use crate::timeline;
 use lockstep_sim::RunEnd;
+use std::fmt::Write;
 use std::path::Path;
 
 /// The console and report-directory renderer of live runs.
@@ -19,12 +20,21 @@ use std::path::Path;
 pub struct Renderer;
 
 impl Render for Renderer {
-    fn run(&self, path: &Path, scenario: &Scenario, run: &LiveRun, index: u32, runs: u32, quiet: bool) {
-        print_run(path, scenario, run, index, runs, quiet);
+    fn run(&self, path: &Path, scenario: &Scenario, run: &LiveRun, index: u32, runs: u32, quiet: bool) -> String {
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = run_text(&mut text, path, scenario, run, index, runs, quiet);
+        text
     }
 
-    fn summary(&self, summary: &LiveSummary) {
-        print_summary(summary);
+    fn summary(&self, summary: &LiveSummary) -> String {
+        let mut text = String::new();
+        let _ = summary_text(&mut text, summary);
+        text
+    }
+
+    fn check_out(&self, out: &Path) -> Result<(), String> {
+        report::prepare_out(out)
     }
 
     fn write(
@@ -47,8 +57,16 @@ fn mark(expected: Option<Verdict>, actual: Verdict) -> &'static str {
     }
 }
 
-/// Prints one run: header, timeline (unless `quiet`), verdicts.
-fn print_run(path: &Path, scenario: &Scenario, run: &LiveRun, index: u32, runs: u32, quiet: bool) {
+/// One run: header, timeline (unless `quiet`), verdicts.
+fn run_text(
+    s: &mut String,
+    path: &Path,
+    scenario: &Scenario,
+    run: &LiveRun,
+    index: u32,
+    runs: u32,
+    quiet: bool,
+) -> std::fmt::Result {
     if quiet && runs > 1 {
         let verdicts: Vec<String> = run
             .results
@@ -58,50 +76,61 @@ fn print_run(path: &Path, scenario: &Scenario, run: &LiveRun, index: u32, runs: 
                     "{} {}{}",
                     r.checker,
                     r.verdict.name(),
-                    mark(scenario.expected(&r.checker), r.verdict)
+                    mark(expect::expected(&scenario.expect, &r.checker), r.verdict)
                 )
             })
             .collect();
-        println!(
+        writeln!(
+            s,
             "   run {:>2}/{runs}: {}  ({} events, {:.1} s)",
             index + 1,
             verdicts.join(" · "),
             run.history.len(),
             run.end_ms as f64 / 1000.0
-        );
-        return;
+        )?;
+        return Ok(());
     }
-    println!("━━ {} ({}) — LIVE", scenario.name, path.display());
-    println!(
+    writeln!(s, "━━ {} ({}) — LIVE", scenario.name, path.display())?;
+    writeln!(
+        s,
         "   algorithm {} · fencing {} · resource {} · ttl {} ms · fault-plan seed {}",
         scenario.lock.algorithm.name(),
         scenario.lock.fencing.name(),
         scenario.resource.name(),
         scenario.lock.ttl_ms,
         run.seed
-    );
+    )?;
     for (client, adapter) in &run.adapters {
-        println!("   {client}: {adapter}");
+        writeln!(s, "   {client}: {adapter}")?;
     }
-    println!("   real processes in real time on 127.0.0.1: not reproducible (the fault plan and its seed are)");
+    writeln!(
+        s,
+        "   real processes in real time on 127.0.0.1: not reproducible (the fault plan and its seed are)"
+    )?;
     if !quiet {
-        println!();
-        print!("{}", timeline::text(&crate::history::OpHistory::new(&run.history)));
+        writeln!(s)?;
+        write!(s, "{}", timeline::text(&crate::history::OpHistory::new(&run.history)))?;
     }
-    println!();
-    println!("   {:<18} {:<8} {:<9}   explanation", "checker", "verdict", "expected");
+    writeln!(s)?;
+    writeln!(
+        s,
+        "   {:<18} {:<8} {:<9}   explanation",
+        "checker", "verdict", "expected"
+    )?;
     for result in &run.results {
-        let expected = scenario.expected(&result.checker);
-        println!(
+        let expected = expect::expected(&scenario.expect, &result.checker);
+        writeln!(
+            s,
             "   {:<18} {:<8} {:<9} {} {}",
             result.checker,
             result.verdict.name(),
             expected.map_or("-", |e| e.name()),
             mark(expected, result.verdict),
             result.explanation
-        );
+        )?;
     }
-    println!(
+    writeln!(
+        s,
         "\n   history: {} events over {:.3} s{}",
         run.history.len(),
         run.end_ms as f64 / 1000.0,
@@ -110,51 +139,56 @@ fn print_run(path: &Path, scenario: &Scenario, run: &LiveRun, index: u32, runs: 
         } else {
             " (the scenario's duration ran out before every client finished)"
         }
-    );
+    )?;
     if run.as_expected() {
-        println!("   result: as expected");
+        writeln!(s, "   result: as expected")?;
     } else {
         for m in &run.mismatches {
-            println!(
+            writeln!(
+                s,
                 "   UNEXPECTED: {} is {} but the scenario expects {}",
                 m.checker,
                 m.actual.name(),
                 m.expected.name()
-            );
+            )?;
         }
     }
-    println!();
+    writeln!(s)
 }
 
-/// Prints the verdict frequencies.
-fn print_summary(summary: &LiveSummary) {
-    println!(
+/// The verdict frequencies.
+fn summary_text(s: &mut String, summary: &LiveSummary) -> std::fmt::Result {
+    writeln!(
+        s,
         "━━ {} — LIVE, {} runs (fault-plan seed {})",
         summary.scenario, summary.runs, summary.seed
-    );
+    )?;
     for (client, adapter) in &summary.adapters {
-        println!("   {client}: {adapter}");
+        writeln!(s, "   {client}: {adapter}")?;
     }
-    println!();
-    println!(
+    writeln!(s)?;
+    writeln!(
+        s,
         "   {:<18} {:>7} {:>7} {:>7}   expected",
         "checker", "valid", "invalid", "unknown"
-    );
+    )?;
     for (name, counts) in &summary.verdicts {
         let c = |v: &str| counts.get(v).copied().unwrap_or(0);
-        println!(
+        writeln!(
+            s,
             "   {:<18} {:>7} {:>7} {:>7}   {}",
             name,
             c("valid"),
             c("invalid"),
             c("unknown"),
-            summary.expected.get(name).map_or("-", |v| v.name())
-        );
+            expect::expected(&summary.expected, name).map_or("-", |v| v.name())
+        )?;
     }
-    println!(
+    writeln!(
+        s,
         "\n   as expected in {} of {} runs (real time: verdicts can vary between runs)",
         summary.runs_as_expected, summary.runs
-    );
+    )
 }
 
 /// Writes the report directory: one scenario row per run, marked live, plus `live.json`.
@@ -182,7 +216,8 @@ fn write_report(
         };
         let mut row = report::scenario_report(path, scenario, &as_sim, *wall_ms);
         // Names become chart file names: no spaces or slashes.
-        row.name = format!("{}-live-run-{}", scenario.name, i + 1);
+        // Cut the scenario's part so the row's name stays a valid name (charts, runs/NAME/).
+        row.name = crate::scenario::name_with_suffix(&scenario.name, &format!("-live-run-{}", i + 1));
         row.description = format!(
             "LIVE run {} of {} (real processes, real time, not reproducible): {}",
             i + 1,

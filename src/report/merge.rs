@@ -37,10 +37,12 @@ fn is_report(value: &serde_json::Value) -> bool {
 /// (a file that is not JSON at all says so, with the position).
 pub fn merge_texts(texts: &[(PathBuf, String)], report_dir: Option<&Path>) -> Result<Merged, String> {
     let mut reports = 0;
+    let mut values = Vec::new();
     for (file, text) in texts {
         let value: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| format!("{}:{}:{}: not valid JSON: {e}", file.display(), e.line(), e.column()))?;
         reports += usize::from(is_report(&value));
+        values.push((file, value));
     }
     if reports == texts.len() {
         if let Some(dir) = report_dir {
@@ -65,15 +67,17 @@ pub fn merge_texts(texts: &[(PathBuf, String)], report_dir: Option<&Path>) -> Re
         return Err("--report needs report.json files (written by `lockstep ci`)".to_string());
     }
     let mut parts = Vec::new();
-    for (file, text) in texts {
-        let part: ExploreSummary = serde_json::from_str(text).map_err(|e| {
-            format!(
-                "{}:{}:{}: not an exploration summary: {e}",
-                file.display(),
-                e.line(),
-                e.column()
-            )
+    for (file, value) in values {
+        // Valid JSON (checked above): what is left is the shape, named by its field.
+        let part: ExploreSummary = serde_path_to_error::deserialize(value).map_err(|e| {
+            let field = match e.path().to_string() {
+                root if root == "." => String::new(),
+                path => format!(" field `{path}`:"),
+            };
+            format!("{}:{field} not an exploration summary: {}", file.display(), e.inner())
         })?;
+        part.check_counts()
+            .map_err(|e| format!("{}: not a consistent exploration summary: {e}", file.display()))?;
         parts.push((file.display().to_string(), part));
     }
     let warnings = check_summaries(&parts)?;
@@ -165,17 +169,18 @@ fn check_summaries(parts: &[(String, ExploreSummary)]) -> Result<Vec<String>, St
 
 /// A warning per range whose shards are not all in the merge.
 fn missing_shards(spans: impl Iterator<Item = SeedSpan>) -> Vec<String> {
-    let mut by_range: BTreeMap<(u64, u64, u64), Vec<u64>> = BTreeMap::new();
+    // Grouped by where the seeds start and how many shards: a shard cut by its time limit ends
+    // early (its span covers the seeds it ran) and is still that run's shard.
+    let mut by_range: BTreeMap<(u64, u64), (u64, Vec<u64>)> = BTreeMap::new();
     for s in spans {
-        by_range
-            .entry((s.seeds_start, s.seeds_end, s.shard_count))
-            .or_default()
-            .push(s.shard_index);
+        let (end, indexes) = by_range.entry((s.seeds_start, s.shard_count)).or_default();
+        *end = (*end).max(s.seeds_end);
+        indexes.push(s.shard_index);
     }
     by_range
         .into_iter()
-        .filter(|((_, _, count), indexes)| (indexes.len() as u64) < *count)
-        .map(|((start, end, count), indexes)| {
+        .filter(|((_, count), (_, indexes))| (indexes.len() as u64) < *count)
+        .map(|((start, count), (end, indexes))| {
             let have: Vec<String> = indexes.iter().map(|i| i.to_string()).collect();
             format!(
                 "seeds {start}..{end}: only shards {} of {count} merged: the summary covers part of the run",

@@ -37,6 +37,7 @@ pub mod live;
 pub mod markdown;
 pub mod merge;
 mod staging;
+pub use staging::leftover_dirs;
 pub mod sweep;
 pub mod timeline;
 
@@ -651,8 +652,13 @@ impl Report {
             }
             None => return Err(format!("{origin}: field `schema_version`: missing or not an integer")),
         }
-        let report: Report = serde_json::from_value(value)
-            .map_err(|e| format!("{origin}: does not match report schema {SCHEMA_VERSION}: {e}"))?;
+        let report: Report = serde_path_to_error::deserialize(value).map_err(|e| {
+            format!(
+                "{origin}: field `{}`: does not match report schema {SCHEMA_VERSION}: {}",
+                e.path(),
+                e.inner()
+            )
+        })?;
         report.validate().map_err(|e| format!("{origin}: {e}"))?;
         Ok(report)
     }
@@ -677,6 +683,40 @@ impl Report {
             if !is_valid_name(name) {
                 return Err(format!(
                     "field `{field}`: {name:?} is not a scenario name (1 to {NAME_MAX} of a-z, 0-9 and `-`)"
+                ));
+            }
+        }
+        // The statuses follow from the verdicts: a report is data, and a gate trusts no
+        // `status` it can recompute (an edited shard must not turn a failure into a pass).
+        let mut seen = BTreeMap::new();
+        for (i, row) in self.scenarios.iter().enumerate() {
+            if let Some(first) = seen.insert(&row.name, i) {
+                return Err(format!(
+                    "field `scenarios[{i}].name`: `{}` is also scenarios[{first}]: each scenario runs once",
+                    row.name
+                ));
+            }
+            for (j, check) in row.checks.iter().enumerate() {
+                let status = expect::verdict(check.expected, check.verdict);
+                if check.status != status {
+                    return Err(format!(
+                        "field `scenarios[{i}].checks[{j}].status`: `{}`, but verdict `{}` against expectation `{}` is `{}`",
+                        check.status.name(),
+                        check.verdict.name(),
+                        check.expected.map_or("none", |e| e.name()),
+                        status.name()
+                    ));
+                }
+            }
+            let status = match row.error {
+                Some(_) => Status::Error,
+                None => Status::worst(row.checks.iter().map(|c| c.status)),
+            };
+            if row.status != status {
+                return Err(format!(
+                    "field `scenarios[{i}].status`: `{}`, but its checks make it `{}`",
+                    row.status.name(),
+                    status.name()
                 ));
             }
         }
@@ -820,12 +860,38 @@ impl Report {
     }
 }
 
+/// Refuses a `path` that exists and is not a regular file: an atomic write renames a new file
+/// over it, which would replace a symbolic link, a device (`/dev/stdout`, `/dev/null`), a FIFO or a
+/// socket with a plain file.
+fn check_replaceable(path: &Path) -> Result<(), String> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    let kind = meta.file_type();
+    let what = if kind.is_file() {
+        return Ok(());
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_symlink() {
+        "a symbolic link"
+    } else {
+        "a device, FIFO or socket"
+    };
+    Err(format!(
+        "{}: is {what}, not a regular file; the output is written to a new file renamed into place, \
+         which would replace it: give the path of a regular file or of a new one",
+        path.display()
+    ))
+}
+
 /// Writes `bytes` to `path` atomically: a uniquely named temporary file beside it (created
 /// exclusively, so no file or symlink of the user's is ever followed or truncated), synced, then
-/// renamed over `path` (a symlink at `path` is replaced, its target left alone). Creates the
-/// directory if needed. The one atomic write: the CLI's summaries and counterexamples.
+/// renamed over `path`. `path` must be a regular file or not exist ([`check_replaceable`]).
+/// Creates the directory if needed. The one atomic write: the CLI's summaries and
+/// counterexamples.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     use std::io::Write;
+    check_replaceable(path)?;
     let dir = parent_dir(path);
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let name = path
@@ -860,11 +926,10 @@ pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), String> {
 }
 
 /// Checks, before anything runs, that a file can be written atomically at `path`: its
-/// directory exists (or can be created) and takes a new file, and `path` is not a directory.
+/// directory exists (or can be created) and takes a new file, and `path` is a regular file or
+/// does not exist.
 pub fn check_writable_file(path: &Path) -> Result<(), String> {
-    if path.is_dir() {
-        return Err(format!("{}: is a directory", path.display()));
-    }
+    check_replaceable(path)?;
     let dir = parent_dir(path);
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create {}: {e}", path.display(), dir.display()))?;
     tempfile::Builder::new()
@@ -877,6 +942,9 @@ pub fn check_writable_file(path: &Path) -> Result<(), String> {
 /// Checks, before exploring, that the summary file (`--summary`) and counterexamples (`--out`)
 /// can be written: an unwritable path is bad input up front, not after the exploration.
 pub fn check_outputs(summary: Option<&Path>, out: Option<&Path>) -> Result<(), String> {
+    if let Some(dir) = out.filter(|dir| dir.exists() && !dir.is_dir()) {
+        return Err(format!("--out {}: exists and is not a directory", dir.display()));
+    }
     let probe = out.map(|dir| dir.join("counterexample.toml"));
     for path in summary.into_iter().chain(probe.as_deref()) {
         check_writable_file(path)?;
@@ -938,7 +1006,8 @@ pub fn write_report_with(
     let _old_lock = staging::try_lock_dir(out).ok().flatten();
     let old = swap_in(staging, out)?;
     if let Some(old) = old {
-        // The new report is in place; failing to remove the old one only leaves a hidden directory.
+        // The new report is in place; failing to remove the old one only leaves a hidden
+        // directory, which the next run tries again to remove ([`leftover_dirs`] names it).
         let _ = std::fs::remove_dir_all(old);
     }
     Ok(files.iter().map(|rel| out.join(rel)).collect())
@@ -1004,7 +1073,7 @@ fn build_report_dir(
     let mut svgs = BTreeMap::new();
     for (stem, chart) in charts::all(report) {
         // Stems are slugs (see `chart_stems`); checked again here, as nothing may land outside.
-        if !is_valid_name(&stem) {
+        if !is_chart_stem(&stem) {
             return Err(format!("chart name {stem:?} is not a file name"));
         }
         let svg = chart.svg()?;
@@ -1080,17 +1149,32 @@ fn swap_in(staging: tempfile::TempDir, out: &Path) -> Result<Option<PathBuf>, St
     Ok(old)
 }
 
-/// The longest scenario name a report may carry (names become chart file names).
-pub const NAME_MAX: usize = 100;
+/// The longest scenario name a report may carry (names become chart file names): the scenario
+/// file's own limit.
+pub const NAME_MAX: usize = crate::scenario::SCENARIO_NAME_MAX;
+
+/// The longest chart file stem: a name ([`NAME_MAX`]) with its kind's prefix (`timeline-`,
+/// `explore-`) and a numeric suffix that keeps stems unique.
+const STEM_MAX: usize = NAME_MAX + 40;
+
+/// Whether `stem` may name a chart file: 1 to [`STEM_MAX`] bytes of `a-z`, `0-9` and `-`.
+fn is_chart_stem(stem: &str) -> bool {
+    is_slug_of_at_most(stem, STEM_MAX)
+}
+
+/// Whether `text` is 1 to `max` bytes of `a-z`, `0-9` and `-`.
+fn is_slug_of_at_most(text: &str, max: usize) -> bool {
+    !text.is_empty()
+        && text.len() <= max
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
 
 /// Whether `name` is a scenario name as the schema defines it: 1 to [`NAME_MAX`] bytes of
 /// `a-z`, `0-9` and `-`.
 pub fn is_valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= NAME_MAX
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    is_slug_of_at_most(name, NAME_MAX)
 }
 
 /// A file-name slug of `name`: `a-z`, `0-9` and `-` only (anything else becomes `-`), at most

@@ -81,35 +81,38 @@ fn lock_opened(dir: File, path: &Path) -> std::io::Result<Option<File>> {
     Ok(same.then_some(dir))
 }
 
+/// The staging and old directories of `out` that are there now (`.OUT.new.*`, `.OUT.old.*`;
+/// links excluded), sorted: after a report is written, one that could not be removed
+/// (permissions) or the staging directory of a run writing `out` right now.
+pub fn leftover_dirs(out: &Path) -> Vec<PathBuf> {
+    let Some(base) = out.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(super::parent_dir(out)) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|name| is_staging_name(name, &base)))
+        // `file_type` does not follow a link: a link is never a directory here.
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
 /// Removes every stale staging or old directory of `out` (see the module's doc); returns the
 /// paths removed. Best effort: an entry that cannot be inspected, locked or removed is left.
 pub fn remove_stale(out: &Path) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     #[cfg(unix)]
-    {
-        let parent = super::parent_dir(out);
-        let Some(base) = out.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-            return removed;
-        };
-        let Ok(entries) = std::fs::read_dir(parent) else {
-            return removed;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            if !name.to_str().is_some_and(|name| is_staging_name(name, &base)) {
-                continue;
-            }
-            // `file_type` does not follow a link: a link is never a directory here.
-            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-                continue;
-            }
-            let path = entry.path();
-            // Held: a live run's. Taken: nobody's; removed while we hold it (`remove_dir_all`
-            // removes a link in place of the directory, never what it points to).
-            if let Ok(Some(_lock)) = try_lock_dir(&path) {
-                if std::fs::remove_dir_all(&path).is_ok() {
-                    removed.push(path);
-                }
+    for path in leftover_dirs(out) {
+        // Held: a live run's. Taken: nobody's; removed while we hold it (`remove_dir_all`
+        // removes a link in place of the directory, never what it points to).
+        if let Ok(Some(_lock)) = try_lock_dir(&path) {
+            if std::fs::remove_dir_all(&path).is_ok() {
+                removed.push(path);
             }
         }
     }
@@ -121,6 +124,27 @@ pub fn remove_stale(out: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn leftover_dirs_names_the_hidden_directories_of_this_out_only() {
+        let parent = tempfile::tempdir().unwrap();
+        let out = parent.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        for name in [
+            ".out.old.abc123",
+            ".out.new.XYZ789",
+            ".other.old.abc123",
+            ".out.old.toolong1",
+            "keep",
+        ] {
+            std::fs::create_dir(parent.path().join(name)).unwrap();
+        }
+        let names: Vec<String> = leftover_dirs(&out)
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, [".out.new.XYZ789", ".out.old.abc123"]);
+    }
 
     #[test]
     fn only_the_exact_pattern_of_this_out_is_a_staging_name() {

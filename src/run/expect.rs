@@ -166,6 +166,25 @@ pub fn liveness_check(expect: &BTreeMap<String, Verdict>, acquires: u64, waiting
     })
 }
 
+/// The liveness verdict of a run's `ops` ([`liveness_check`]), and its mismatch with `expect`
+/// (an unnamed `progress` is expected valid: a vacuous run fails).
+pub fn judge_liveness(
+    expect: &BTreeMap<String, Verdict>,
+    ops: &crate::history::OpHistory<'_>,
+) -> (Option<CheckResult>, Option<Mismatch>) {
+    let live = crate::liveness::of(ops);
+    let Some(check) = liveness_check(expect, live.acquire_latencies_ms.len() as u64, live.acquires_abandoned) else {
+        return (None, None);
+    };
+    let expected = expected(expect, &check.checker).unwrap_or(Verdict::Valid);
+    let mismatch = (expected != check.verdict).then(|| Mismatch {
+        checker: check.checker.clone(),
+        expected,
+        actual: check.verdict,
+    });
+    (Some(check), mismatch)
+}
+
 /// The status of a scenario run: the worst of its checks against `expect`.
 pub fn run_status(expect: &BTreeMap<String, Verdict>, results: &[CheckResult]) -> Status {
     Status::worst(results.iter().map(|r| verdict(expected(expect, &r.checker), r.verdict)))

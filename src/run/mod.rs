@@ -125,7 +125,7 @@ pub const TOKIO_UNSTABLE_HELP: &str = "lockstep needs `--cfg tokio_unstable`: wi
 /// An error unless this build has `--cfg tokio_unstable` (`enabled`: `cfg!(tokio_unstable)`).
 ///
 /// Rust flags apply to every crate of a build, so lockstep compiled without the flag means
-/// turmoil and tokio were too: turmoil then cannot seed tokio's runtime, and a seed no longer
+/// tokio was too: the world then cannot seed tokio's scheduler, and a seed no longer
 /// decides the run. Checked where a user's lock runs ([`run_with_lock`], and the harness)
 /// instead of running non-deterministically.
 pub fn require_tokio_unstable(enabled: bool) -> Result<(), WorldError> {
@@ -214,22 +214,8 @@ pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactor
     let ops = OpHistory::new(&history);
     let results: Vec<CheckResult> = checker::check_all(&ops);
     let mut mismatches = expect::mismatches(&scenario.expect, &results);
-    let live = crate::liveness::of(&ops);
-    let liveness = expect::liveness_check(
-        &scenario.expect,
-        live.acquire_latencies_ms.len() as u64,
-        live.acquires_abandoned,
-    );
-    if let Some(check) = &liveness {
-        let expected = expect::expected(&scenario.expect, &check.checker).unwrap_or(Verdict::Valid);
-        if expected != check.verdict {
-            mismatches.push(Mismatch {
-                checker: check.checker.clone(),
-                expected,
-                actual: check.verdict,
-            });
-        }
-    }
+    let (liveness, mismatch) = expect::judge_liveness(&scenario.expect, &ops);
+    mismatches.extend(mismatch);
     Ok(ScenarioRun {
         liveness,
         name: scenario.name.clone(),

@@ -215,7 +215,7 @@
 //! | `hold`       | `a`, `b` — hold every message on the link |
 //! | `release`    | `a`, `b` — deliver the held messages, stop holding |
 //! | `latency`    | `a`, `b`, `latency_ms` — fix the link's one-way delay |
-//! | `loss`       | `a`, `b`, `rate_ppm` (≤ 1000000) — per-message probability that the link breaks |
+//! | `loss`       | `a`, `b`, `rate_ppm` (≤ 1000000) — per-message probability that a message is lost (its connection is then dead, as after a partition) |
 //! | `crash`      | `node` — a master or replica: the process dies (memory lost; the AOF survives) |
 //! | `power-loss` | `node` — a master or replica: its machine dies (`aof-everysec` also loses the writes since the last fsync) |
 //! | `shutdown`   | `node` — a master or replica: clean stop (with AOF nothing is lost) |
@@ -296,6 +296,7 @@ mod locate;
 pub mod mutants;
 mod raw;
 mod resolve;
+pub use resolve::{name_with_suffix, SCENARIO_NAME_MAX};
 mod script_keys;
 mod workload_keys;
 mod write;
@@ -444,7 +445,8 @@ impl Scenario {
 }
 
 /// Loads every `*.toml` file directly in `dir` (not in subdirectories), sorted by path. Fails on
-/// the first file that does not load, or when two files use the same scenario `name`.
+/// the first file that does not load (one that is not a regular file included), or when two
+/// files use the same scenario `name`.
 pub fn load_dir(dir: &Path) -> Result<Vec<(PathBuf, Scenario)>, ScenarioError> {
     let shown = dir.display().to_string();
     let entries =
@@ -453,7 +455,9 @@ pub fn load_dir(dir: &Path) -> Result<Vec<(PathBuf, Scenario)>, ScenarioError> {
     for entry in entries {
         let entry = entry.map_err(|e| ScenarioError::file(&shown, format!("cannot read directory: {e}")))?;
         let path = entry.path();
-        if path.extension().is_some_and(|ext| ext == "toml") && path.is_file() {
+        // Every `*.toml` that is not a directory: a FIFO, a device or a dangling link is an
+        // error naming it (by `from_file`), not a scenario silently left out of the gate.
+        if path.extension().is_some_and(|ext| ext == "toml") && !path.is_dir() {
             paths.push(path);
         }
     }

@@ -96,6 +96,25 @@ pub fn load(path: &Path) -> Result<Catalogue, ScenarioError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut parents = Vec::new();
     let mut texts = Vec::new();
+    let bad = |m: String| ScenarioError::file(&shown, m);
+    let mut seen = std::collections::BTreeSet::new();
+    for (kind, name) in raw
+        .parent
+        .iter()
+        .map(|p| ("parent", &p.name))
+        .chain(raw.mutant.iter().map(|m| ("mutant", &m.name)))
+    {
+        if name.trim().is_empty() {
+            return Err(bad(format!("a {kind} has an empty `name`")));
+        }
+        if !seen.insert((kind, name.clone())) {
+            return Err(bad(format!("two {kind}s are named `{name}`")));
+        }
+    }
+    if raw.mutant.is_empty() {
+        // A mutation score over no mutant would be a gate over nothing.
+        return Err(bad("no [[mutant]]: the catalogue must name at least one".to_string()));
+    }
     for p in raw.parent {
         if p.file.contains("..") || Path::new(&p.file).is_absolute() {
             return Err(ScenarioError::file(
@@ -142,6 +161,13 @@ pub fn load(path: &Path) -> Result<Catalogue, ScenarioError> {
             .entry("lock")
             .or_insert_with(|| toml::Value::Table(toml::Table::new()));
         if let toml::Value::Table(lock) = lock {
+            // A mutant identical to its parent would be "survived" by construction.
+            if m.lock.iter().all(|(key, value)| lock.get(key) == Some(value)) {
+                return Err(bad(format!(
+                    "mutant `{}`: `lock` changes nothing of parent `{}`'s [lock]",
+                    m.name, m.parent
+                )));
+            }
             for (key, value) in &m.lock {
                 lock.insert(key.clone(), value.clone());
             }

@@ -92,9 +92,34 @@ fn quoted_after<'m>(message: &'m str, prefix: &str) -> Option<&'m str> {
     rest.find('`').map(|end| &rest[..end])
 }
 
+/// The longest scenario name, in bytes: names become file names in a report (`runs/NAME/`,
+/// `charts/timeline-NAME.svg`), which must stay well under a file system's 255 bytes.
+pub const SCENARIO_NAME_MAX: usize = 100;
+
+/// `name` followed by `suffix`, the name's part cut so that the whole has at most
+/// [`SCENARIO_NAME_MAX`] bytes (a derived name — a counterexample's, a live run's report row —
+/// must stay a valid name); a `-` left at the cut is dropped.
+pub fn name_with_suffix(name: &str, suffix: &str) -> String {
+    let room = SCENARIO_NAME_MAX.saturating_sub(suffix.len());
+    let mut head = String::new();
+    for c in name.chars() {
+        if head.len() + c.len_utf8() > room {
+            break;
+        }
+        head.push(c);
+    }
+    format!("{}{suffix}", head.trim_end_matches('-'))
+}
+
 fn check_scenario_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("must not be empty".into());
+    }
+    if name.len() > SCENARIO_NAME_MAX {
+        return Err(format!(
+            "is {} bytes long: a scenario name has at most {SCENARIO_NAME_MAX}",
+            name.len()
+        ));
     }
     if let Some(bad) = name
         .chars()

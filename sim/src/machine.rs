@@ -1,0 +1,274 @@
+//! The machines: one single-threaded tokio runtime with a paused clock runs the software of every
+//! node, and the world steps it one tick at a time.
+//!
+//! **What it models.** Each node runs software: a client's main future (the run ends when every
+//! client's has returned), or a server's (started again, afresh, after a restart). Every task a
+//! node spawns goes through [`crate::node::Node::spawn`], which records it in the node's
+//! [`TaskSet`], so a process crash aborts exactly that node's tasks and the network closes its
+//! sockets ([`crate::wire::Wire::crash`]).
+//!
+//! **Stepping.** One step advances the runtime's paused clock by the tick and runs every task
+//! that is ready, in the order tokio's current-thread scheduler and timer wheel give, which
+//! depend on nothing but the order of spawns and wakes: the same run on any machine and any
+//! thread makes the same choices. tokio's own random choices (`select!` without `biased;`) are
+//! seeded from the run's seed (`--cfg tokio_unstable`). A step costs what the woken tasks cost:
+//! nothing here visits every node or every link, so a world of 200 nodes costs per event what a
+//! world of 3 does.
+//!
+//! **What it leaves out.** No preemption (a task runs until it yields), no CPU time (code takes no
+//! simulated time to run), one scheduler for all nodes (a node's tasks interleave with other
+//! nodes' at await points only, as on one core).
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::runtime::Runtime;
+use tokio::task::{AbortHandle, JoinHandle, LocalSet};
+
+/// What a server's software returns when it stops by itself (an error ends the run).
+pub type SoftwareResult = Result<(), Box<dyn std::error::Error>>;
+
+type Software = Rc<dyn Fn() -> Pin<Box<dyn Future<Output = SoftwareResult>>>>;
+
+/// The tasks a node has spawned and not yet seen finish.
+#[derive(Clone, Default)]
+pub struct TaskSet(Rc<RefCell<TaskList>>);
+
+#[derive(Default)]
+struct TaskList {
+    tasks: Vec<AbortHandle>,
+    /// The length after the last sweep of finished tasks (sweeps are amortised).
+    swept_len: usize,
+}
+
+impl TaskSet {
+    /// Records a task.
+    pub(crate) fn push(&self, task: AbortHandle) {
+        let mut list = self.0.borrow_mut();
+        if list.tasks.len() >= 2 * list.swept_len + 16 {
+            list.tasks.retain(|t| !t.is_finished());
+            list.swept_len = list.tasks.len();
+        }
+        list.tasks.push(task);
+    }
+
+    /// Aborts every task.
+    fn abort_all(&self) {
+        let mut list = self.0.borrow_mut();
+        for task in list.tasks.drain(..) {
+            task.abort();
+        }
+        list.swept_len = 0;
+    }
+}
+
+struct Machine {
+    tasks: TaskSet,
+    software: Option<Software>,
+    main: Option<AbortHandle>,
+}
+
+/// Why a step failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct StepError(pub String);
+
+/// Every node's software and the runtime that runs it.
+pub(crate) struct Machines {
+    runtime: Runtime,
+    local: LocalSet,
+    tick: Duration,
+    machines: BTreeMap<String, Machine>,
+    /// The main futures of the clients that have not returned yet.
+    clients: Vec<JoinHandle<SoftwareResult>>,
+}
+
+impl Machines {
+    /// A runtime whose scheduler's random choices come from `rng_seed`, stepping by `tick`.
+    pub(crate) fn new(rng_seed: [u8; 32], tick: Duration) -> std::io::Result<Self> {
+        let mut builder = tokio::runtime::Builder::new_current_thread();
+        builder.enable_time().start_paused(true);
+        #[cfg(tokio_unstable)]
+        {
+            builder.rng_seed(tokio::runtime::RngSeed::from_bytes(&rng_seed));
+        }
+        #[cfg(not(tokio_unstable))]
+        let _ = rng_seed;
+        #[allow(unused_mut)]
+        let mut local = LocalSet::new();
+        // A panic in any node's task fails the run instead of silently ending that task.
+        #[cfg(tokio_unstable)]
+        local.unhandled_panic(tokio::runtime::UnhandledPanic::ShutdownRuntime);
+        Ok(Machines {
+            runtime: builder.build()?,
+            local,
+            tick,
+            machines: BTreeMap::new(),
+            clients: Vec::new(),
+        })
+    }
+
+    /// Registers node `name`, whose spawned tasks are recorded in `tasks`.
+    pub(crate) fn add_node(&mut self, name: &str, tasks: TaskSet) {
+        self.machines.insert(
+            name.to_string(),
+            Machine {
+                tasks,
+                software: None,
+                main: None,
+            },
+        );
+    }
+
+    fn spawn(&self, future: impl Future<Output = SoftwareResult> + 'static) -> JoinHandle<SoftwareResult> {
+        let _guard = self.runtime.enter();
+        self.local.spawn_local(future)
+    }
+
+    /// Starts `software` on server node `name` (and again after each [`Machines::bounce`]).
+    pub(crate) fn host<F, Fut>(&mut self, name: &str, software: F)
+    where
+        F: Fn() -> Fut + 'static,
+        Fut: Future<Output = SoftwareResult> + 'static,
+    {
+        let software: Software = Rc::new(move || Box::pin(software()));
+        let handle = self.spawn(software());
+        if let Some(machine) = self.machines.get_mut(name) {
+            machine.main = Some(handle.abort_handle());
+            machine.software = Some(software);
+        }
+    }
+
+    /// Starts client `software` on node `name`; the run ends once every client's has returned.
+    pub(crate) fn client(&mut self, _name: &str, software: impl Future<Output = SoftwareResult> + 'static) {
+        let handle = self.spawn(software);
+        self.clients.push(handle);
+    }
+
+    /// Kills every task of node `name` (the caller closes its sockets).
+    pub(crate) fn crash(&mut self, name: &str) {
+        if let Some(machine) = self.machines.get_mut(name) {
+            if let Some(main) = machine.main.take() {
+                main.abort();
+            }
+            machine.tasks.abort_all();
+        }
+    }
+
+    /// Starts the software of node `name` again, afresh.
+    pub(crate) fn bounce(&mut self, name: &str) {
+        self.crash(name);
+        let Some(software) = self.machines.get(name).and_then(|m| m.software.clone()) else {
+            return;
+        };
+        let handle = self.spawn(software());
+        if let Some(machine) = self.machines.get_mut(name) {
+            machine.main = Some(handle.abort_handle());
+        }
+    }
+
+    /// Advances the runtime's clock by one tick, running every task that becomes ready. Returns
+    /// whether every client's software has returned.
+    pub(crate) fn step(&mut self) -> Result<bool, StepError> {
+        let tick = self.tick;
+        self.runtime
+            .block_on(self.local.run_until(async move { tokio::time::sleep(tick).await }));
+        let mut i = 0;
+        while i < self.clients.len() {
+            if !self.clients[i].is_finished() {
+                i += 1;
+                continue;
+            }
+            let handle = self.clients.swap_remove(i);
+            match self.runtime.block_on(handle) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(StepError(e.to_string())),
+                Err(e) if e.is_cancelled() => {}
+                Err(e) => return Err(StepError(format!("client software failed: {e}"))),
+            }
+        }
+        Ok(self.clients.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    fn machines() -> Machines {
+        Machines::new([7; 32], Duration::from_millis(1)).expect("a runtime")
+    }
+
+    #[test]
+    fn a_step_advances_the_clock_by_one_tick_and_the_run_ends_with_its_clients() {
+        let mut m = machines();
+        let woke_at: Rc<Cell<u32>> = Rc::default();
+        let out = woke_at.clone();
+        m.client("c", async move {
+            let start = tokio::time::Instant::now();
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            out.set(start.elapsed().as_millis() as u32);
+            Ok(())
+        });
+        let mut steps = 0;
+        while !m.step().expect("no failure") {
+            steps += 1;
+        }
+        // The sleep ends 5 ms in, at the fifth step's end: the step's own timer fires first at
+        // that instant, so the client runs (still at 5 ms) in the sixth step, and returns there.
+        assert_eq!((steps + 1, woke_at.get()), (6, 5));
+    }
+
+    #[test]
+    fn a_crash_aborts_every_task_of_the_node_and_a_bounce_starts_its_software_afresh() {
+        let mut m = machines();
+        let tasks = TaskSet::default();
+        m.add_node("server", tasks.clone());
+        let (starts, ticks): (Rc<Cell<u32>>, Rc<Cell<u32>>) = Default::default();
+        let (s, t) = (starts.clone(), ticks.clone());
+        m.host("server", move || {
+            let (tasks, ticks) = (tasks.clone(), t.clone());
+            s.set(s.get() + 1);
+            async move {
+                // A task the software spawns: it counts milliseconds until it is killed.
+                let handle = tokio::task::spawn_local(async move {
+                    loop {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                        ticks.set(ticks.get() + 1);
+                    }
+                });
+                tasks.push(handle.abort_handle());
+                std::future::pending::<()>().await;
+                Ok(())
+            }
+        });
+        for _ in 0..10 {
+            m.step().unwrap();
+        }
+        let before = ticks.get();
+        assert!(before >= 8, "{before}");
+        m.crash("server");
+        for _ in 0..10 {
+            m.step().unwrap();
+        }
+        assert_eq!(ticks.get(), before, "the spawned task died with the process");
+        m.bounce("server");
+        for _ in 0..10 {
+            m.step().unwrap();
+        }
+        assert_eq!(starts.get(), 2);
+        assert!(ticks.get() > before, "the restarted software runs again");
+    }
+
+    #[test]
+    fn a_client_that_fails_fails_the_step() {
+        let mut m = machines();
+        m.client("c", async { Err("the client gave up".into()) });
+        let err = m.step().unwrap_err();
+        assert!(err.0.contains("the client gave up"), "{err}");
+    }
+}

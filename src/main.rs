@@ -122,11 +122,36 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         progress: !args.quiet,
         strategy: args.search.strategy,
         bounded: args.bounded,
+        overrun_shapes: args.overrun_shapes,
     };
     let (template, config) = exploration::explore_config(&template, &overrides)?;
     lockstep::app::identity::check_shard_has_seeds(&config)?;
     lockstep::report::check_outputs(args.summary.as_deref(), args.out.as_deref()).map_err(AppError::BadInput)?;
-    let (mut summary, locks) = exploration::run_oracle(&template, &config, &args.oracle)?;
+    let locks = exploration::locks(&template, &args.oracle)?;
+    let out = args.out.as_deref();
+    let deadline = config.time_limit.map(|t| started + t);
+    // The template without faults first: a failure there is the template's verdict (a workload
+    // that outlives the lease), not something to explore and shrink.
+    if let Some(failure) = exploration::fault_free_check(&template, &config, &locks) {
+        let shrunk = exploration::fault_free_counterexample(
+            &template,
+            &failure,
+            &locks,
+            (args.oracle.shrink_runs, deadline),
+            out,
+        );
+        if let (Shrunk::Found { file, toml, .. }, Some(_)) = (&shrunk, out) {
+            write_atomic(file, toml.as_bytes()).map_err(AppError::Io)?;
+        }
+        if args.json {
+            say(&exploration::fault_free_json(&failure, &shrunk, out.is_some()))?;
+        } else {
+            say(&failure.render())?;
+            say(&console::shrunk_text(&shrunk, out.is_some()))?;
+        }
+        return Ok(Outcome::held_if(false));
+    }
+    let mut summary = exploration::run_oracle(&template, &config, &args.oracle, &locks)?;
     lockstep::app::identity::stamp_run(&mut summary, &template, &config, &locks);
     if !args.json {
         say(&summary.render())?;
@@ -137,9 +162,10 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
             say(&format!("  summary written to {}\n", path.display()))?;
         }
     }
-    let out = args.out.as_deref();
-    let deadline = config.time_limit.map(|t| started + t);
     let budget = (args.oracle.shrink, args.oracle.shrink_runs, deadline);
+    if let Some(line) = exploration::no_bug_to_shrink(&summary, &locks).filter(|_| budget.0 > 0 && !args.json) {
+        say(&line)?;
+    }
     let mut all = Vec::new();
     for shrunk in exploration::shrink_failures(&template, &config.profile, &summary, &locks, budget, out, &|_| true) {
         if let (Shrunk::Found { file, toml, .. }, Some(_)) = (&shrunk, out) {
@@ -147,6 +173,11 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         }
         if !args.json {
             say(&console::shrunk_text(&shrunk, out.is_some()))?;
+            // Written, the file is not shown: say here which assumption each fault broke.
+            if let (Shrunk::Found { counterexample, .. }, Some(_)) = (&shrunk, out) {
+                let lines = counterexample.assumptions.lines();
+                say(&lines.iter().map(|l| format!("  {l}\n")).collect::<String>())?;
+            }
         }
         all.push(shrunk);
     }

@@ -36,7 +36,7 @@ fn quorums(run: &ScenarioRun) -> Vec<(String, u64, Vec<String>)> {
                 .iter()
                 .filter(|c| match &c.kind {
                     // Client commands only (connection 0 is the replication stream).
-                    EventKind::Command { args, reply, conn } if *conn > 0 => {
+                    EventKind::Command { args, reply, conn, .. } if *conn > 0 => {
                         args.len() > 2
                             && args[0].eq_ignore_ascii_case("set")
                             && args[2] == hold.grant.value

@@ -41,7 +41,7 @@ pub use clock::ClockSpec;
 pub use deployment::{replica_name, DelayClock, MasterSetup, Persistence};
 pub use directory::Directory;
 pub use fault::{Fault, FaultError, FaultPlan, FaultTargets, ScheduledFault};
-pub use history::{Event, EventKind, History, Phase};
+pub use history::{Event, EventKind, History, KeyEffect, KeyState, Phase};
 pub use lua_syntax::{check_lua_syntax, LuaSyntaxError};
 pub use machine::SoftwareResult;
 pub use master::{READONLY_ERROR, REDIS_PORT};

@@ -76,6 +76,35 @@ struct Machine {
 #[error("{0}")]
 pub struct StepError(pub String);
 
+/// How many times one step may poll its own timer before it calls the software livelocked. The
+/// local set polls it once per round of up to 61 ready tasks, so this is about 12 million task
+/// polls in one tick — thousands of times what the largest world needs, and reached in about a
+/// second of CPU. Counted, not timed: a livelocked run stops at the same step on every machine.
+const STEP_POLL_BUDGET: u32 = 200_000;
+
+/// The step's timer, polled between rounds of ready tasks: ready when the tick has passed, or
+/// an error once [`STEP_POLL_BUDGET`] rounds ran without the clock getting there (tasks that are
+/// always ready keep a paused clock from ever advancing).
+struct Budget {
+    sleep: Pin<Box<tokio::time::Sleep>>,
+    polls_left: u32,
+}
+
+impl Future for Budget {
+    type Output = Result<(), ()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        if self.sleep.as_mut().poll(cx).is_ready() {
+            return std::task::Poll::Ready(Ok(()));
+        }
+        if self.polls_left == 0 {
+            return std::task::Poll::Ready(Err(()));
+        }
+        self.polls_left -= 1;
+        std::task::Poll::Pending
+    }
+}
+
 /// Every node's software and the runtime that runs it.
 pub(crate) struct Machines {
     runtime: Runtime,
@@ -174,8 +203,22 @@ impl Machines {
     /// whether every client's software has returned.
     pub(crate) fn step(&mut self) -> Result<bool, StepError> {
         let tick = self.tick;
-        self.runtime
-            .block_on(self.local.run_until(async move { tokio::time::sleep(tick).await }));
+        let budget = {
+            // The timer belongs to the runtime's clock.
+            let _clock = self.runtime.enter();
+            Budget {
+                sleep: Box::pin(tokio::time::sleep(tick)),
+                polls_left: STEP_POLL_BUDGET,
+            }
+        };
+        if self.runtime.block_on(self.local.run_until(budget)).is_err() {
+            return Err(StepError(
+                "the simulated software never let time pass: some task was ready again every time it yielded \
+                 (a retry loop without any delay?), so the clock could not reach the end of this step; the run \
+                 stops here instead of hanging"
+                    .to_string(),
+            ));
+        }
         let mut i = 0;
         while i < self.clients.len() {
             if !self.clients[i].is_finished() {
@@ -201,6 +244,19 @@ mod tests {
 
     fn machines() -> Machines {
         Machines::new([7; 32], Duration::from_millis(1)).expect("a runtime")
+    }
+
+    #[test]
+    fn software_that_never_lets_time_pass_stops_the_step_instead_of_hanging() {
+        let mut m = machines();
+        // A retry loop without a delay: always ready again, so the paused clock never advances.
+        m.client("spinner", async move {
+            loop {
+                tokio::task::yield_now().await;
+            }
+        });
+        let err = m.step().expect_err("a livelocked step is an error");
+        assert!(err.0.contains("never let time pass"), "{err}");
     }
 
     #[test]

@@ -24,10 +24,10 @@
 //! then answers `EXECABORT`, as Redis does.
 
 use crate::deployment::replication::{diff, Effect, Replication, SharedReplication};
-use crate::history::EventKind;
+use crate::history::{bounded_lossy, cut_with_note, EventKind, MAX_EVENT_ARG_BYTES, MAX_EVENT_TEXT_BYTES};
 use crate::node::Node;
 use crate::redis::{blocking_timeout_ms, is_write_command, ClientSession, RedisEngine, Reply};
-use crate::serve::{render_args, render_reply, ConnectionHooks, DeferringHandler, Response};
+use crate::serve::{render_reply, ConnectionHooks, DeferringHandler, Response};
 use bytes::Bytes;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
@@ -55,12 +55,101 @@ pub(crate) fn expire_due(node: &Node, engine: &RefCell<RedisEngine>, repl: &Shar
     publish_expired(repl, node.name(), expired, node.true_time_us());
 }
 
+/// Logs a command and its reply. Long arguments and replies are cut as the history cuts them
+/// ([`crate::history::MAX_EVENT_ARG_BYTES`], [`crate::history::MAX_EVENT_TEXT_BYTES`]) without
+/// rendering them whole first: a script may return or raise tens of megabytes.
 fn record(node: &Node, conn: u64, args: &[Bytes], reply: &Reply) {
+    record_with(node, conn, args, reply, Vec::new(), None);
+}
+
+/// [`record`], with what the command did to the keys it changed and the node that sent it.
+fn record_with(
+    node: &Node,
+    conn: u64,
+    args: &[Bytes],
+    reply: &Reply,
+    effects: Vec<crate::history::KeyEffect>,
+    client: Option<&str>,
+) {
     node.record(EventKind::Command {
         conn,
-        args: render_args(args),
-        reply: render_reply(reply),
+        args: args.iter().map(|a| bounded_lossy(a, MAX_EVENT_ARG_BYTES)).collect(),
+        reply: render_reply_bounded(reply, MAX_EVENT_TEXT_BYTES),
+        effects,
+        client: client.map(str::to_string),
     });
+}
+
+/// The length of `bytes` as lossy UTF-8 (`String::from_utf8_lossy(bytes).len()`), without
+/// converting them.
+fn lossy_len(bytes: &[u8]) -> usize {
+    bytes
+        .utf8_chunks()
+        .map(|chunk| chunk.valid().len() + if chunk.invalid().is_empty() { 0 } else { 3 })
+        .sum()
+}
+
+/// The length of [`render_reply`]'s text for `reply`, without rendering it.
+fn rendered_len(reply: &Reply) -> usize {
+    match reply {
+        Reply::Status(s) | Reply::Error(s) => 1 + s.len(),
+        Reply::Integer(i) => 1 + i.to_string().len(),
+        Reply::Bulk(None) | Reply::Array(None) => "(nil)".len(),
+        Reply::Bulk(Some(b)) => 2 + lossy_len(b),
+        Reply::Array(Some(items)) => {
+            2 + items.iter().map(rendered_len).sum::<usize>() + 2 * items.len().saturating_sub(1)
+        }
+    }
+}
+
+/// Appends [`render_reply`]'s text for `reply` to `out`, stopping once `out` holds `room` bytes.
+fn render_prefix(reply: &Reply, out: &mut String, room: usize) {
+    if out.len() >= room {
+        return;
+    }
+    match reply {
+        Reply::Bulk(Some(b)) => {
+            out.push('"');
+            let take = b.len().min(room.saturating_sub(out.len()));
+            out.push_str(&String::from_utf8_lossy(&b[..take]));
+            out.push('"');
+        }
+        Reply::Array(Some(items)) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if out.len() >= room {
+                    return;
+                }
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                render_prefix(item, out, room);
+            }
+            out.push(']');
+        }
+        Reply::Status(s) | Reply::Error(s) if s.len() > room => {
+            out.push(if matches!(reply, Reply::Status(_)) { '+' } else { '-' });
+            let mut cut = room.min(s.len());
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            out.push_str(&s[..cut]);
+        }
+        other => out.push_str(&render_reply(other)),
+    }
+}
+
+/// [`render_reply`], cut to at most `max` bytes ending with `… (N bytes)` (`N`: the length of
+/// the whole text) when it is longer.
+fn render_reply_bounded(reply: &Reply, max: usize) -> String {
+    let total = rendered_len(reply);
+    if total <= max {
+        return render_reply(reply);
+    }
+    let mut out = String::new();
+    render_prefix(reply, &mut out, max);
+    cut_with_note(&mut out, max, total);
+    out
 }
 
 /// Runs one command (`name`, lower case) of a connection on server `node` as its role in `repl`
@@ -298,7 +387,7 @@ pub(crate) fn handler(
             }),
         }
     };
-    let handler: DeferringHandler = Rc::new(move |conn, _peer, args| {
+    let handler: DeferringHandler = Rc::new(move |conn, peer, args| {
         expire_due(&node, &engine, &repl);
         let name = args
             .first()
@@ -314,6 +403,9 @@ pub(crate) fn handler(
             .get_mut(&conn)
             .map(|c| std::mem::take(&mut c.session))
             .unwrap_or_else(|| ClientSession::new(conn as i64));
+        // The command's key effects are taken right after it runs, before blocked clients are
+        // served; a replica keeps no client write (it refuses or undoes them), so none are kept.
+        let mut effects = Vec::new();
         let replies = execute_member(
             &repl,
             node.name(),
@@ -321,9 +413,16 @@ pub(crate) fn handler(
             &mut session,
             &name,
             &|| node.true_time_us(),
-            &mut |session| engine.borrow_mut().execute_conn(session, args, node.wall_ms()),
+            &mut |session| {
+                let replies = engine.borrow_mut().execute_conn(session, args, node.wall_ms());
+                effects = engine.borrow_mut().take_effects();
+                replies
+            },
             &mut || serve_blocked_and_pushes(&node, &engine, &conns),
         );
+        if !is_master {
+            effects.clear();
+        }
         let blocks = is_master && name == "blpop" && !session.in_multi() && replies == [Reply::Array(None)];
         if let Some(c) = conns.borrow_mut().open.get_mut(&conn) {
             c.session = session;
@@ -333,14 +432,53 @@ pub(crate) fn handler(
         }
         match <[Reply; 1]>::try_from(replies) {
             Ok([reply]) => {
-                record(&node, conn, args, &reply);
+                record_with(&node, conn, args, &reply, effects, Some(peer));
                 Response::Now(reply)
             }
             Err(replies) => {
-                record(&node, conn, args, &Reply::Array(Some(replies.clone())));
+                record_with(&node, conn, args, &Reply::Array(Some(replies.clone())), effects, Some(peer));
                 Response::Many(replies)
             }
         }
     });
     (handler, hooks)
+}
+
+#[cfg(test)]
+mod render_tests {
+    use super::*;
+
+    #[test]
+    fn replies_render_as_before_until_they_are_too_long_and_then_are_cut() {
+        let small = [
+            Reply::Status("OK".into()),
+            Reply::error("ERR no"),
+            Reply::Integer(-42),
+            Reply::Bulk(None),
+            Reply::Array(None),
+            Reply::Bulk(Some(Bytes::from_static(b"a\xffb\xc3"))),
+            Reply::Array(Some(vec![
+                Reply::Bulk(Some(Bytes::from_static(b"k"))),
+                Reply::Array(Some(vec![Reply::Integer(1), Reply::Bulk(None)])),
+            ])),
+            Reply::Array(Some(Vec::new())),
+        ];
+        for reply in &small {
+            assert_eq!(rendered_len(reply), render_reply(reply).len(), "{reply:?}");
+            assert_eq!(render_reply_bounded(reply, MAX_EVENT_TEXT_BYTES), render_reply(reply));
+        }
+        let big = [
+            Reply::Error(format!("ERR {}", "e".repeat(1_000_000))),
+            Reply::Bulk(Some(Bytes::from(vec![b'v'; 10_000_000]))),
+            Reply::Array(Some(vec![Reply::Bulk(Some(Bytes::from(vec![0xff; 5_000]))); 1_000])),
+        ];
+        for reply in &big {
+            let full = render_reply(reply);
+            let cut = render_reply_bounded(reply, MAX_EVENT_TEXT_BYTES);
+            assert!(cut.len() <= MAX_EVENT_TEXT_BYTES, "{}", cut.len());
+            assert!(cut.ends_with(&format!("… ({} bytes)", full.len())), "{}", &cut[cut.len() - 40..]);
+            let kept = cut.split('…').next().unwrap_or_default();
+            assert!(full.starts_with(kept));
+        }
+    }
 }

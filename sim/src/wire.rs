@@ -20,7 +20,10 @@
 //! **Delay.** Each segment's one-way delay is `min + (max − min) · min(1, X)`, X exponential with
 //! mean 1/5, so most delays are short and a few reach the maximum, the shape of real network
 //! delay (the curve of turmoil, the simulator lockstep ran on before this module). Delivery happens at the world's
-//! step boundaries.
+//! step boundaries. Each direction of each link draws its delays and losses from a ChaCha stream
+//! of its own (`network/FROM/TO` of the run's seed): what one client sends never shifts the draws
+//! of another client's link, so two locks compared on one seed meet the same network wherever
+//! their own traffic does not differ.
 //!
 //! **Cost.** Sending and delivering a segment cost O(log n) in the segments in flight; links are
 //! stored only once a fault names them. Nothing here scans every node or every link, so the cost
@@ -190,7 +193,12 @@ struct LinkState {
 
 struct WireState {
     now_us: u64,
-    rng: ChaCha8Rng,
+    /// The run's seed: each link direction draws delays and losses from a stream of its own
+    /// (`network/FROM/TO`), so one client's traffic never shifts another link's draws — two locks
+    /// compared on one seed meet the same network wherever their traffic does not differ.
+    seed: crate::Seed,
+    /// The streams drawn so far, per direction.
+    rngs: BTreeMap<(HostId, HostId), ChaCha8Rng>,
     default_latency_us: (u64, u64),
     names: Vec<String>,
     ids: BTreeMap<String, HostId>,
@@ -215,13 +223,22 @@ impl WireState {
         self.links.entry((from, to)).or_default()
     }
 
+    /// The random stream of the direction `from → to`.
+    fn rng(&mut self, from: HostId, to: HostId) -> &mut ChaCha8Rng {
+        let (seed, names) = (self.seed, &self.names);
+        self.rngs.entry((from, to)).or_insert_with(|| {
+            let name = |id: HostId| names.get(id as usize).map_or("?", String::as_str);
+            seed.stream(&format!("network/{}/{}", name(from), name(to)))
+        })
+    }
+
     fn delay_us(&mut self, from: HostId, to: HostId) -> u64 {
         let (min_us, max_us) = self.link(from, to).latency_us.unwrap_or(self.default_latency_us);
         if max_us <= min_us {
             return min_us;
         }
         // Exponential with rate 5 by inversion; `1 - u` is in (0, 1], so the logarithm is finite.
-        let u: f64 = self.rng.random();
+        let u: f64 = self.rng(from, to).random();
         let x = (-(1.0 - u).ln() / 5.0).min(1.0);
         min_us + ((max_us - min_us) as f64 * x) as u64
     }
@@ -229,7 +246,8 @@ impl WireState {
     /// Sends a segment from `side` of `conn` (or a SYN) towards the other side.
     fn send(&mut self, from: HostId, to: HostId, conn: u64, to_side: Side, payload: Payload) {
         let link = self.link(from, to);
-        let lost = link.partitioned || (link.loss_ppm > 0 && self.rng.random_range(0..1_000_000u32) < link.loss_ppm);
+        let lost =
+            link.partitioned || (link.loss_ppm > 0 && self.rng(from, to).random_range(0..1_000_000u32) < link.loss_ppm);
         if lost {
             self.kill_direction(conn, to_side);
             return;
@@ -378,11 +396,12 @@ pub(crate) struct Wire {
 
 impl Wire {
     /// A network whose links delay each segment by `min_latency_us..=max_latency_us`.
-    pub(crate) fn new(rng: ChaCha8Rng, min_latency_us: u64, max_latency_us: u64) -> Self {
+    pub(crate) fn new(seed: crate::Seed, min_latency_us: u64, max_latency_us: u64) -> Self {
         Wire {
             state: Arc::new(Mutex::new(WireState {
                 now_us: 0,
-                rng,
+                seed,
+                rngs: BTreeMap::new(),
                 default_latency_us: (min_latency_us, max_latency_us),
                 names: Vec::new(),
                 ids: BTreeMap::new(),

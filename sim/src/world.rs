@@ -17,11 +17,11 @@ use crate::clock::{check_drift_ppm, NodeClock};
 use crate::component::{Component, Hosts};
 use crate::deployment::{replica_name, Deployment, MasterSetup};
 use crate::fault::{Fault, FaultError, FaultPlan, FaultTargets};
-use crate::history::{EventKind, History, HistoryHandle};
+use crate::history::{EventKind, History, HistoryCap, HistoryHandle};
 use crate::machine::Machines;
 use crate::node::Node;
 use crate::pause::TrueTime;
-use crate::redis::{EngineConfig, Keyspace};
+use crate::redis::{EngineConfig, Keyspace, MemoryPool, DEFAULT_WORLD_MEMORY_BYTES};
 use crate::resource::{self, FencedStore, FencingMode, RESOURCE_PORT};
 use crate::seed::Seed;
 use crate::serve::serve;
@@ -43,6 +43,12 @@ pub const DEFAULT_EPOCH_MS: i64 = 1_767_225_600_000;
 /// largest shipped scenario records about 1,300; an event takes about 1 KB of memory, so a million
 /// take about 1 GB.
 pub const DEFAULT_HISTORY_EVENTS_MAX: u64 = 1_000_000;
+
+/// The default cap on the bytes of text a run's history holds ([`WorldConfig::history_bytes_max`]):
+/// 256 MiB. Keys, values, arguments, replies and error texts make up that text
+/// ([`crate::history::text_bytes`]); the largest shipped scenario's whole history is under 300 KB
+/// of JSON.
+pub const DEFAULT_HISTORY_BYTES_MAX: u64 = 256 << 20;
 
 /// Names no node may take: the history logs link faults on `net` and the world's own events on
 /// `world`.
@@ -71,6 +77,10 @@ pub struct WorldConfig {
     /// [`WorldError::HistoryFull`] instead of growing without bound. Runs below the cap are
     /// unaffected.
     pub history_events_max: u64,
+    /// The most bytes of text the history's events may carry ([`crate::history::text_bytes`]):
+    /// a run whose events would carry more stops with [`WorldError::HistoryFull`]. Runs below
+    /// the cap are unaffected.
+    pub history_bytes_max: u64,
 }
 
 impl Default for WorldConfig {
@@ -84,6 +94,7 @@ impl Default for WorldConfig {
             max_latency_ms: 5,
             lua_instruction_budget: EngineConfig::default().lua_instruction_budget,
             history_events_max: DEFAULT_HISTORY_EVENTS_MAX,
+            history_bytes_max: DEFAULT_HISTORY_BYTES_MAX,
         }
     }
 }
@@ -118,22 +129,38 @@ pub enum WorldError {
     /// Software on a host failed (a panic or an error returned by a client).
     #[error("host software failed: {0}")]
     Host(String),
-    /// The run would have recorded more than [`WorldConfig::history_events_max`] events: it was
-    /// stopped there, and has no verdict.
-    #[error(
-        "the run stopped at {at_ms} ms of simulated time (duration_ms = {duration_ms}): its history reached \
-         the cap of {events_max} events (history_events_max). Shorten the run (duration_ms, workload.until_ms), \
-         space the attempts (workload.acquire_retry_ms, workload.think_ms), or raise history_events_max \
-         (memory grows with it)"
-    )]
+    /// The run would have recorded more than [`WorldConfig::history_events_max`] events, or
+    /// events with more than [`WorldConfig::history_bytes_max`] bytes of text: it was stopped
+    /// there, and has no verdict.
+    #[error("{}", history_full_message(*.events_max, *.bytes_max, *.at_ms, *.duration_ms))]
     HistoryFull {
-        /// The cap.
+        /// The cap on events.
         events_max: u64,
+        /// The cap on bytes, when it is the one that was reached (`None`: the cap on events).
+        bytes_max: Option<u64>,
         /// True time when the run stopped, ms.
         at_ms: u64,
         /// The duration the run asked for, ms.
         duration_ms: u64,
     },
+}
+
+/// The text of [`WorldError::HistoryFull`].
+fn history_full_message(events_max: u64, bytes_max: Option<u64>, at_ms: u64, duration_ms: u64) -> String {
+    let stopped = format!("the run stopped at {at_ms} ms of simulated time (duration_ms = {duration_ms})");
+    match bytes_max {
+        None => format!(
+            "{stopped}: its history reached the cap of {events_max} events (history_events_max). Shorten the run \
+             (duration_ms, workload.until_ms), space the attempts (workload.acquire_retry_ms, workload.think_ms), \
+             or raise history_events_max (memory grows with it)"
+        ),
+        Some(bytes_max) => format!(
+            "{stopped}: its history reached the cap of {bytes_max} bytes of keys, values, arguments, replies and \
+             error texts (history_bytes_max). Shorten the run (duration_ms, workload.until_ms), space the attempts \
+             (workload.acquire_retry_ms, workload.think_ms), use shorter keys, values and scripts, or raise \
+             history_bytes_max (memory grows with it)"
+        ),
+    }
 }
 
 /// How a run ended.
@@ -164,6 +191,8 @@ pub struct World {
     /// Paused nodes and when (true µs) their pause ends, to log their resumption.
     pauses: Vec<(String, u64)>,
     deployment: Deployment,
+    /// The memory budget every Redis server of this world shares.
+    memory: std::rc::Rc<MemoryPool>,
 }
 
 impl World {
@@ -190,6 +219,12 @@ impl World {
                 reason: "must be at least 1".into(),
             });
         }
+        if config.history_bytes_max == 0 {
+            return Err(WorldError::Config {
+                field: "history_bytes_max",
+                reason: "must be at least 1".into(),
+            });
+        }
         if config.epoch_ms < 0 {
             return Err(WorldError::Config {
                 field: "epoch_ms",
@@ -200,11 +235,14 @@ impl World {
         let machines = Machines::new(seed.derive_bytes("scheduler"), Duration::from_millis(config.tick_ms))
             .map_err(|e| WorldError::Host(format!("cannot build the scheduler's runtime: {e}")))?;
         let wire = Wire::new(
-            seed.stream("network"),
+            seed,
             config.min_latency_ms.saturating_mul(1_000),
             config.max_latency_ms.saturating_mul(1_000),
         );
-        let history = HistoryHandle::with_cap(usize::try_from(config.history_events_max).unwrap_or(usize::MAX));
+        let history = HistoryHandle::with_caps(
+            usize::try_from(config.history_events_max).unwrap_or(usize::MAX),
+            usize::try_from(config.history_bytes_max).unwrap_or(usize::MAX),
+        );
         let time = TrueTime::new();
         let deployment = Deployment::new(time.clone(), config.lua_instruction_budget);
         Ok(World {
@@ -218,6 +256,7 @@ impl World {
             order: Vec::new(),
             pauses: Vec::new(),
             deployment,
+            memory: MemoryPool::new(DEFAULT_WORLD_MEMORY_BYTES),
         })
     }
 
@@ -288,16 +327,22 @@ impl World {
             }
         }
         let master = self.new_node(name, setup.clock, Role::Master)?;
-        self.deployment
-            .add_server(master.clone(), setup, &mut Hosts::new(&mut self.machines, &self.wire));
+        // Every server's engine joins the world's memory budget.
+        let memory = self.memory.clone();
+        MemoryPool::scope(&memory, || {
+            self.deployment
+                .add_server(master.clone(), setup, &mut Hosts::new(&mut self.machines, &self.wire));
+        });
         let replica_clock = ClockSpec {
             offset_ms: setup.replica_offset_ms,
             drift_ppm: 0,
         };
         for replica in &replicas {
             let node = self.new_node(replica, replica_clock, Role::Replica)?;
-            self.deployment
-                .add_server(node, setup, &mut Hosts::new(&mut self.machines, &self.wire));
+            MemoryPool::scope(&memory, || {
+                self.deployment
+                    .add_server(node, setup, &mut Hosts::new(&mut self.machines, &self.wire));
+            });
         }
         self.deployment.add_group(name, &replicas, setup);
         Ok(master)
@@ -466,11 +511,12 @@ impl World {
 
     /// [`WorldError::HistoryFull`] once the history has refused an event.
     fn check_history_cap(&self) -> Result<(), WorldError> {
-        if !self.history.overflowed() {
+        let Some(cap) = self.history.overflow() else {
             return Ok(());
-        }
+        };
         Err(WorldError::HistoryFull {
             events_max: self.config.history_events_max,
+            bytes_max: (cap == HistoryCap::Bytes).then_some(self.config.history_bytes_max),
             at_ms: self.time.now_us() / 1_000,
             duration_ms: self.config.duration_ms,
         })
@@ -509,7 +555,10 @@ impl World {
             self.time.advance_to(now_ms * 1_000);
             self.wire.advance_to(now_ms * 1_000);
             self.log_resumptions();
-            clients_finished = self.machines.step().map_err(|e| WorldError::Host(e.to_string()))?;
+            clients_finished = self
+                .machines
+                .step()
+                .map_err(|e| WorldError::Host(format!("at {now_ms} ms of simulated time: {e}")))?;
             self.deployment
                 .after_step(&mut Hosts::new(&mut self.machines, &self.wire));
         }

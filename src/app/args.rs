@@ -91,6 +91,12 @@ pub struct ExploreArgs {
     /// (exit code 1). Random placement.
     #[arg(long, conflicts_with = "exhaustive")]
     pub bounded: bool,
+    /// Let the workload shapes guided placement draws outlive the lease: critical sections up to
+    /// 3/2 × TTL. By default a shape stays inside the lock's contract (critical sections up to
+    /// half the validity left after the lock's margins), so that what the search finds needs a
+    /// fault; an overrun shape fails every lease lock without one. Guided placement only.
+    #[arg(long)]
+    pub overrun_shapes: bool,
     /// Where faults are placed, and the bounded-exhaustive mode.
     #[command(flatten)]
     pub search: SearchArgs,
@@ -108,7 +114,7 @@ pub struct SearchArgs {
     /// fails).
     #[arg(long, conflicts_with_all = [
         "strategy", "shard", "seeds", "seed_range", "jsonl", "out", "time_limit", "kinds", "faults_max",
-        "lock_aware", "check_determinism",
+        "lock_aware", "check_determinism", "overrun_shapes",
     ])]
     pub exhaustive: bool,
     /// Exhaustive: at most this many clients (default 2).
@@ -140,8 +146,8 @@ pub struct CiArgs {
     /// Also sweep the lock TTL (13 TTLs from 100 ms to 60 s × seeds) and chart the safety/availability trade-off.
     #[arg(long)]
     pub ttl_sweep: bool,
-    /// Seeds per TTL of the sweep.
-    #[arg(long, default_value_t = crate::app::sweep::DEFAULT_SEEDS, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Seeds per TTL of the sweep (1 to 100000: each seed runs once per TTL).
+    #[arg(long, default_value_t = crate::app::sweep::DEFAULT_SEEDS, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub sweep_seeds: u64,
     /// The algorithm of the sweep.
     #[arg(long, default_value = "token-release")]

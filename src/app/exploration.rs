@@ -1,7 +1,10 @@
 //! Explorations as the CLI and the gate start them: the template (a scenario file, or the
 //! standard template), the one function that merges a template's `[explore]` block with
-//! overrides into an [`ExploreConfig`] (used by both `lockstep explore` and `lockstep ci`), and
-//! shrinking the first failing seeds into counterexample files.
+//! overrides into an [`ExploreConfig`] (used by both `lockstep explore` and `lockstep ci`), the
+//! fault-free check `lockstep explore` runs first ([`fault_free_check`]: a template that fails
+//! without any fault is reported as such, not explored), and shrinking the first failing seeds
+//! — under the assumption-bounded profile, the first implementation-bug seeds ([`shrinkable`]) —
+//! into counterexample files.
 //!
 //! The locks of an exploration ([`Locks`]: the template's algorithm, a built-in preset or a
 //! user's Rust lock, and for the differential oracle a reference) are threaded through running,
@@ -11,10 +14,11 @@
 //! Leaves out: running seeds, generating faults and shrinking itself (that is `crate::explore`).
 
 use super::error::AppError;
-use crate::explore::generate::{FaultProfile, PlacementStrategy, GENERATED_KINDS};
+use crate::explore::generate::{ExploreCase, FaultProfile, PlacementStrategy, GENERATED_KINDS};
 use crate::explore::record::SeedRecord;
 use crate::explore::shrink;
 pub use crate::explore::shrink::Shrunk;
+use crate::explore::summary::FailingSeed;
 use crate::explore::{standard_template, ExploreConfig, ExploreSummary, LockChoice, LockRef, Shard};
 use crate::lock;
 use crate::scenario::{Algorithm, Scenario, MAX_EXPLORE_FAULTS};
@@ -116,7 +120,10 @@ impl JsonlSink {
         }
         let line = record.to_json_line();
         if let Err(e) = writeln!(self.out, "{line}").and_then(|()| self.out.flush()) {
-            self.error = Some(format!("{}: {e}", self.path.display()));
+            self.error = Some(format!(
+                "--jsonl {}: {e} (the exploration stopped there: no later record could be kept)",
+                self.path.display()
+            ));
         }
     }
 
@@ -130,7 +137,9 @@ impl JsonlSink {
     }
 }
 
-/// Explores `template` with `locks`, streaming a JSON line per seed to `jsonl` when given.
+/// Explores `template` with `locks`, streaming a JSON line per seed to `jsonl` when given. A
+/// stream that can no longer be written stops the exploration (no further seed starts): every
+/// record after it would be lost, and [`JsonlSink::finish`] reports the error.
 pub fn run_exploration(
     template: &Scenario,
     config: &ExploreConfig,
@@ -138,24 +147,29 @@ pub fn run_exploration(
     mut jsonl: Option<&mut JsonlSink>,
 ) -> ExploreSummary {
     let (subject, reference) = locks.refs();
+    let cancel = config.cancel.clone();
     crate::explore::explore_with(template, config, subject, reference, &mut |record| {
         if let Some(sink) = &mut jsonl {
             sink.write(record);
+            if sink.error.is_some() {
+                cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
         }
     })
 }
 
-/// `lockstep explore`'s run: the locks of `args` over `template`, streamed to `--jsonl`.
+/// `lockstep explore`'s run: `locks` (the locks of `args`, see [`locks`]) over `template`,
+/// streamed to `--jsonl`.
 pub fn run_oracle(
     template: &Scenario,
     config: &ExploreConfig,
     args: &OracleArgs,
-) -> Result<(ExploreSummary, Locks), AppError> {
-    let locks = locks(template, args)?;
+    locks: &Locks,
+) -> Result<ExploreSummary, AppError> {
     let mut sink = args.jsonl.as_deref().map(JsonlSink::create).transpose()?;
-    let summary = run_exploration(template, config, &locks, sink.as_mut());
+    let summary = run_exploration(template, config, locks, sink.as_mut());
     sink.map(JsonlSink::finish).transpose()?;
-    Ok((summary, locks))
+    Ok(summary)
 }
 
 /// Seeds explored when neither a flag nor the template's `[explore]` block says.
@@ -216,6 +230,9 @@ pub struct Overrides {
     /// The assumption-bounded profile (`--bounded`): cases inside the template lock's
     /// assumptions, random placement.
     pub bounded: bool,
+    /// Guided placement's workload shapes may outlive the lease (`--overrun-shapes`); bad input
+    /// with random placement (it draws no shapes).
+    pub overrun_shapes: bool,
 }
 
 /// The placement `lockstep explore` uses when neither `--strategy` nor an `[explore]` block
@@ -374,12 +391,21 @@ pub fn explore_config(template: &Scenario, overrides: &Overrides) -> Result<(Sce
             .map_or(0, |pct| (pct * 100.0).round().clamp(0.0, 10_000.0) as u64),
         progress: overrides.progress,
         assumptions: None,
+        cancel: Default::default(),
+        overrun_shapes: overrides.overrun_shapes,
     };
     let config = if overrides.bounded {
         bounded(template, config, overrides)?
     } else {
         config
     };
+    if overrides.overrun_shapes && config.profile.strategy == PlacementStrategy::Random {
+        return Err(AppError::BadInput(format!(
+            "--overrun-shapes: workload shapes are drawn by guided placement only (--strategy mixed, the default \
+             without an [explore] block, --shard or --bounded); this exploration places faults at random{}",
+            if overrides.bounded { " (--bounded)" } else { "" }
+        )));
+    }
     let mut template = template.clone();
     template.explore = None;
     Ok((template, config))
@@ -438,12 +464,53 @@ pub fn check_overrides(overrides: &Overrides) -> Result<(), AppError> {
     Ok(())
 }
 
-/// Shrinks the first `count` failing seeds of `summary` (`(count, runs, deadline)`), one by one as the iterator is
-/// advanced (each on its first failing checker, spending at most `runs` scenario runs, and no
-/// run started after `deadline`: `--time-limit` covers shrinking too), with the exploration's
-/// `locks` — with a reference, the first seeds where only the subject fails, shrunk while only
-/// the subject fails; each counterexample's file is named in `out` (without `out`, a bare file
-/// name: the caller prints it, not writes it).
+/// The failing seeds a shrink takes, in order: with a reference, the seeds where only the subject
+/// fails; under the assumption-bounded profile without one, the implementation-bug seeds (each
+/// with the checkers its lock promised under its plan) — none when there are none, since the
+/// other violations are outside the lock's assumptions; else the first failing seeds.
+pub fn shrinkable<'a>(summary: &'a ExploreSummary, locks: &Locks) -> &'a [FailingSeed] {
+    match (&summary.differential, &locks.reference, &summary.assumptions) {
+        (Some(d), Some(_), _) => &d.first_only_subject,
+        (_, None, Some(bounded)) => &bounded.first_bugs,
+        _ => &summary.first_failing,
+    }
+}
+
+/// Under the assumption-bounded profile without a reference, when seeds violated a checker but
+/// none is an implementation bug: the line that says so (nothing is shrunk), naming the first
+/// violating seed and the assumptions its plan broke.
+pub fn no_bug_to_shrink(summary: &ExploreSummary, locks: &Locks) -> Option<String> {
+    let bounded = summary.assumptions.as_ref().filter(|_| locks.reference.is_none())?;
+    if !bounded.first_bugs.is_empty() || summary.seeds_violating == 0 {
+        return None;
+    }
+    let first = bounded
+        .first_violating
+        .first()
+        .map(|(seed, checkers, broken, _)| {
+            format!(
+                " (the first, seed {seed} [{}], broke {}: outside the lock's assumptions)",
+                checkers.join(","),
+                if broken.is_empty() {
+                    "no assumption".to_string()
+                } else {
+                    broken.join(", ")
+                }
+            )
+        })
+        .unwrap_or_default();
+    Some(format!(
+        "  no implementation-bug seed: nothing shrunk; the {} violating seeds broke an assumption of {}{first}\n",
+        summary.seeds_violating, summary.algorithm
+    ))
+}
+
+/// Shrinks the first `count` seeds of [`shrinkable`] (`(count, runs, deadline)`), one by one as
+/// the iterator is advanced (each on its first checker `wanted` — for an implementation-bug seed,
+/// a checker its lock promised — spending at most `runs` scenario runs, and no run started after
+/// `deadline`: `--time-limit` covers shrinking too), with the exploration's `locks` — with a
+/// reference, shrunk while only the subject fails; each counterexample's file is named in `out`
+/// (without `out`, a bare file name: the caller prints it, not writes it).
 pub fn shrink_failures<'a>(
     template: &'a Scenario,
     profile: &'a FaultProfile,
@@ -453,11 +520,7 @@ pub fn shrink_failures<'a>(
     out: Option<&'a Path>,
     wanted: &'a dyn Fn(&str) -> bool,
 ) -> impl Iterator<Item = Shrunk> + 'a {
-    let failing = match (&summary.differential, &locks.reference) {
-        (Some(d), Some(_)) => &d.first_only_subject,
-        _ => &summary.first_failing,
-    };
-    failing
+    shrinkable(summary, locks)
         .iter()
         .filter(|failing| failing.checkers.iter().any(|c| wanted(c)))
         .take(count)
@@ -476,18 +539,185 @@ pub fn shrink_failures<'a>(
                 }
                 None => shrink::shrink_with(template, profile, (failing.seed, checker), locks.refs(), runs, deadline),
             };
-            Some(match found {
-                Some(cx) => Shrunk::Found {
-                    file: out.unwrap_or(Path::new("")).join(format!("{}.toml", cx.scenario.name)),
-                    toml: shrink::counterexample_toml(&cx),
-                    counterexample: Box::new(cx),
-                },
-                None => Shrunk::NotReproduced {
-                    seed: failing.seed,
-                    checker: checker.clone(),
-                },
-            })
+            Some(found_or_not(found, failing.seed, checker, out))
         })
+}
+
+/// A shrink's result as a [`Shrunk`], its file named in `out`.
+fn found_or_not(found: Option<shrink::Counterexample>, seed: u64, checker: &str, out: Option<&Path>) -> Shrunk {
+    match found {
+        Some(cx) => Shrunk::Found {
+            file: out.unwrap_or(Path::new("")).join(format!("{}.toml", cx.scenario.name)),
+            toml: shrink::counterexample_toml(&cx),
+            counterexample: Box::new(cx),
+        },
+        None => Shrunk::NotReproduced {
+            seed,
+            checker: checker.to_string(),
+        },
+    }
+}
+
+/// Seeds of the fault-free check ([`fault_free_check`]): the first ones of the exploration's range.
+pub const FAULT_FREE_SEEDS: u64 = 3;
+
+/// The template failing without any fault ([`fault_free_check`]): the template's verdict, found
+/// before exploring — what the search would otherwise report as its finding.
+#[derive(Debug, Clone)]
+pub struct FaultFree {
+    /// The template's name.
+    pub template: String,
+    /// The lock's name.
+    pub lock: String,
+    /// The first seed that failed without faults.
+    pub seed: u64,
+    /// The checkers it violated.
+    pub checkers: Vec<String>,
+    /// How the workload alone outlives the lease, when it does.
+    pub overrun: Option<String>,
+}
+
+impl FaultFree {
+    /// The headline: "fails without any fault: ...".
+    pub fn headline(&self) -> String {
+        match &self.overrun {
+            Some(_) => "fails without any fault: the workload outlives the lease — fix the template (work_ms vs \
+                        ttl_ms) before exploring"
+                .to_string(),
+            None => format!(
+                "fails without any fault: {} breaks {} with no fault injected — the lock (or the template) fails on \
+                 its own; fix that before exploring",
+                self.lock,
+                self.checkers.join(", ")
+            ),
+        }
+    }
+
+    /// What `lockstep explore` prints before the fault-free counterexample.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "exploration of {} ({})\n  {}\n",
+            self.template,
+            self.lock,
+            self.headline()
+        );
+        out.push_str(&format!(
+            "  seed {} violates {} with no fault at all",
+            self.seed,
+            self.checkers.join(", ")
+        ));
+        match &self.overrun {
+            Some(how) => out.push_str(&format!(": {how}.\n")),
+            None => out.push_str(".\n"),
+        }
+        out.push_str(
+            "  This is the template's verdict, not a finding of the search: no seed was explored (every one would \
+             fail the same way, and shrinking would remove every fault).\n",
+        );
+        out
+    }
+}
+
+/// Runs `template` (as the exploration's cases run it: all of its clients, no faults, no shape)
+/// with the subject lock on the first [`FAULT_FREE_SEEDS`] seeds of the exploration's range; the
+/// first seed that violates a checker, if any. A seed that cannot run is left to the
+/// exploration, which reports it.
+pub fn fault_free_check(template: &Scenario, config: &ExploreConfig, locks: &Locks) -> Option<FaultFree> {
+    let subject = locks.subject.lock_ref();
+    let prepared = subject.prepare();
+    let case = fault_free_case(template);
+    let end = config
+        .seeds
+        .end
+        .min(config.seeds.start.saturating_add(FAULT_FREE_SEEDS));
+    (config.seeds.start..end).find_map(|seed| {
+        let scenario = crate::explore::case_scenario(template, &case, seed);
+        let run = prepared.run(&scenario).ok()?;
+        let checkers: Vec<String> = run
+            .results
+            .iter()
+            .filter(|r| r.verdict == crate::checker::Verdict::Invalid)
+            .map(|r| r.checker.clone())
+            .collect();
+        (!checkers.is_empty()).then(|| FaultFree {
+            template: template.name.clone(),
+            lock: subject.name(template),
+            seed,
+            checkers,
+            overrun: shrink::workload_outlives_lease(&scenario),
+        })
+    })
+}
+
+/// `lockstep explore --json`'s document when the fault-free check stopped it: no summary (no
+/// seed was explored), the failure and its counterexample.
+pub fn fault_free_json(failure: &FaultFree, shrunk: &Shrunk, written: bool) -> String {
+    let counterexample = match shrunk {
+        Shrunk::Found {
+            counterexample,
+            file,
+            toml,
+        } => serde_json::json!({
+            "seed": counterexample.seed,
+            "checker": counterexample.checker,
+            "file": written.then(|| file.display().to_string()),
+            "digest": counterexample.run.digest,
+            "faults": counterexample.case.faults.len(),
+            "toml": toml,
+        }),
+        Shrunk::NotReproduced { seed, checker } => {
+            serde_json::json!({"seed": seed, "checker": checker, "reproduced": false})
+        }
+        Shrunk::OutOfTime { seed, checker } => {
+            serde_json::json!({"seed": seed, "checker": checker, "shrunk": false, "reason": "time limit"})
+        }
+    };
+    let doc = serde_json::json!({
+        "format": "lockstep-explore",
+        "ok": false,
+        "fault_free": {
+            "template": failure.template,
+            "lock": failure.lock,
+            "seed": failure.seed,
+            "checkers": failure.checkers,
+            "workload_outlives_lease": failure.overrun,
+            "message": failure.headline(),
+        },
+        "summary": serde_json::Value::Null,
+        "counterexamples": [counterexample],
+    });
+    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+}
+
+/// The case of a fault-free run: every client of the template, no fault, no shape.
+fn fault_free_case(template: &Scenario) -> ExploreCase {
+    ExploreCase {
+        clients: template.clients.len().max(1),
+        faults: Vec::new(),
+        shape: None,
+    }
+}
+
+/// The counterexample of a fault-free failure: its seed, with fewer clients while it still fails
+/// (no fault to remove), written to `out` when given.
+pub fn fault_free_counterexample(
+    template: &Scenario,
+    failure: &FaultFree,
+    locks: &Locks,
+    (runs, deadline): (usize, Option<std::time::Instant>),
+    out: Option<&Path>,
+) -> Shrunk {
+    let checker = &failure.checkers[0];
+    let case = fault_free_case(template);
+    let found = shrink::shrink_case(
+        template,
+        &case,
+        (failure.seed, checker),
+        (locks.subject.lock_ref(), None),
+        runs,
+        deadline,
+    );
+    found_or_not(found, failure.seed, checker, out)
 }
 
 #[cfg(test)]

@@ -11,6 +11,16 @@
 //! *differential* kill). Exploring a mutant stops at its first kill; seeds to first kill are the
 //! kill seed's position plus one.
 //!
+//! `ownership` is promised on every plan of the bounded profile, whatever assumption it broke:
+//! it is judged from the masters' own key effects, without timing (a correct lock's commands
+//! change only its own grant's key under any delay, pause, clock or restart), so a parent that
+//! violates it is a false alarm and a mutant that violates it is killed by a judgement, not by a
+//! difference from its parent's run.
+//!
+//! Besides the score the suite counts the **false alarms**: parent seeds that violated a checker
+//! the parent was promised on that plan (each one fails the suite: a correct lock must not be
+//! flagged), and reports the seeds to kill per mutant with their median, mean and maximum.
+//!
 //! Work is spread over `jobs` threads (mutants first, then parent seeds); results do not depend
 //! on the number of jobs. Leaves out shrinking (a kill names its seed: `lockstep run` of the
 //! mutant's scenario with that seed's plan replays it).
@@ -88,8 +98,13 @@ pub struct ParentResult {
     pub seeds: u64,
     /// Seeds whose plan kept every assumption (every checker promised).
     pub seeds_inside: u64,
-    /// Seeds that violated a promised checker.
+    /// Seeds that violated a promised checker (each one a false alarm).
     pub dirty: Vec<Dirty>,
+    /// Seeds that violated a promised checker: `dirty.len()`, the parent's false alarms.
+    pub false_alarms: u64,
+    /// Seeds that violated only checkers the plan's broken assumptions excuse (not alarms: a
+    /// correct lock is not promised those there).
+    pub excused: u64,
     /// Seeds that could not run, with the error.
     pub errors: Vec<(u64, String)>,
 }
@@ -140,19 +155,46 @@ pub struct MutantResult {
     pub parent: String,
     /// What it breaks.
     pub breaks: String,
+    /// Where the bug class comes from.
+    pub source: String,
     /// Its change to the parent's `[lock]`.
     pub change: String,
     /// Seeds run.
     pub seeds: u64,
+    /// Seeds explored up to and including the first kill (`None`: survived).
+    pub seeds_to_kill: Option<u64>,
     /// The first kill, if any.
     pub kill: Option<Kill>,
     /// The first error, if a seed could not run.
     pub error: Option<(u64, String)>,
 }
 
+/// The suite's numbers: the score, the false alarms and the seeds to kill.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Mutants killed.
+    pub killed: usize,
+    /// Mutants run.
+    pub mutants: usize,
+    /// Parent seeds that violated a promised checker, over every parent (must be 0).
+    pub false_alarms: u64,
+    /// Parent seeds run, over every parent.
+    pub parent_seeds: u64,
+    /// Parent seeds that violated only excused checkers.
+    pub excused: u64,
+    /// Seeds to kill over the killed mutants: median (the lower middle for an even count).
+    pub seeds_to_kill_median: Option<u64>,
+    /// Seeds to kill over the killed mutants: mean.
+    pub seeds_to_kill_mean: Option<f64>,
+    /// Seeds to kill over the killed mutants: the largest.
+    pub seeds_to_kill_max: Option<u64>,
+}
+
 /// The whole suite's result.
 #[derive(Debug, Clone, Serialize)]
 pub struct SuiteResult {
+    /// The score, the false alarms and the seeds to kill.
+    pub summary: Summary,
     /// Per parent.
     pub parents: Vec<ParentResult>,
     /// Per mutant.
@@ -161,10 +203,32 @@ pub struct SuiteResult {
     pub wall_s: f64,
 }
 
+impl Summary {
+    fn of(parents: &[ParentResult], mutants: &[MutantResult]) -> Summary {
+        let mut kills: Vec<u64> = mutants.iter().filter_map(|m| m.seeds_to_kill).collect();
+        kills.sort_unstable();
+        Summary {
+            killed: kills.len(),
+            mutants: mutants.len(),
+            false_alarms: parents.iter().map(|p| p.false_alarms).sum(),
+            parent_seeds: parents.iter().map(|p| p.seeds).sum(),
+            excused: parents.iter().map(|p| p.excused).sum(),
+            seeds_to_kill_median: kills.get(kills.len().saturating_sub(1) / 2).copied(),
+            seeds_to_kill_mean: (!kills.is_empty()).then(|| kills.iter().sum::<u64>() as f64 / kills.len() as f64),
+            seeds_to_kill_max: kills.last().copied(),
+        }
+    }
+}
+
 impl SuiteResult {
     /// Mutants killed.
     pub fn killed(&self) -> usize {
         self.mutants.iter().filter(|m| m.kill.is_some()).count()
+    }
+
+    /// Parent seeds that violated a promised checker, over every parent.
+    pub fn false_alarms(&self) -> u64 {
+        self.parents.iter().map(|p| p.false_alarms).sum()
     }
 
     /// Every parent clean and every mutant killed.
@@ -172,34 +236,82 @@ impl SuiteResult {
         self.parents.iter().all(ParentResult::is_clean) && self.killed() == self.mutants.len()
     }
 
-    /// The table, the parents' lines and `mutation score K/N`.
+    /// The false-alarm, seeds-to-kill and score lines (the end of [`render`](Self::render)).
+    fn summary_lines(&self) -> Vec<String> {
+        let s = &self.summary;
+        let mut lines = vec![format!(
+            "false alarms on the correct parents: {} over {} parent seeds ({} more seeds violated only checkers \
+             their plan's broken assumptions excuse)",
+            s.false_alarms, s.parent_seeds, s.excused
+        )];
+        lines.push(
+            match (s.seeds_to_kill_median, s.seeds_to_kill_mean, s.seeds_to_kill_max) {
+                (Some(median), Some(mean), Some(max)) => format!(
+                    "seeds to kill over the {} killed mutants: median {median}, mean {mean:.1}, max {max}",
+                    s.killed
+                ),
+                _ => "seeds to kill: no mutant killed".to_string(),
+            },
+        );
+        lines.push(format!(
+            "mutation score {}/{}  ({:.1} s)",
+            self.killed(),
+            self.mutants.len(),
+            self.wall_s
+        ));
+        lines
+    }
+
+    /// The table, the parents' lines, the false alarms, the seeds to kill and `mutation score K/N`.
     pub fn render(&self) -> String {
+        let name_w = self.mutants.iter().map(|m| m.name.len()).max().unwrap_or(0).max(6);
+        let parent_w = self
+            .mutants
+            .iter()
+            .map(|m| m.parent.len())
+            .chain(self.parents.iter().map(|p| p.name.len()))
+            .max()
+            .unwrap_or(0)
+            .max(6);
         let mut out = String::from("mutation suite\n");
         out.push_str(&format!(
-            "  {:<26} {:<20} {:<7} {:>14}  {:<13} {}\n",
-            "mutant", "parent", "killed", "seeds to kill", "how", "checker"
+            "  {:<name_w$} {:<parent_w$} {:<7} {:>10} {:>14}  {:<13} {}\n",
+            "mutant", "parent", "killed", "kill seed", "seeds to kill", "how", "checker"
         ));
         for m in &self.mutants {
-            let (killed, seeds, how, checker) = match &m.kill {
-                Some(k) => ("yes", k.seeds_to_kill.to_string(), k.how, k.checkers.join(",")),
+            let (killed, seed, seeds, how, checker) = match &m.kill {
+                Some(k) => (
+                    "yes",
+                    k.seed.to_string(),
+                    k.seeds_to_kill.to_string(),
+                    k.how,
+                    k.checkers.join(","),
+                ),
                 None => (
                     "NO",
+                    "-".to_string(),
                     format!("> {}", m.seeds),
                     "-",
                     m.error.as_ref().map_or("-".into(), |(s, e)| format!("seed {s}: {e}")),
                 ),
             };
             out.push_str(&format!(
-                "  {:<26} {:<20} {:<7} {:>14}  {:<13} {}\n",
-                m.name, m.parent, killed, seeds, how, checker
+                "  {:<name_w$} {:<parent_w$} {:<7} {:>10} {:>14}  {:<13} {}\n",
+                m.name, m.parent, killed, seed, seeds, how, checker
             ));
         }
         out.push_str("  parents (every promised checker kept on every seed):\n");
         for p in &self.parents {
             let verdict = if p.is_clean() { "clean" } else { "NOT CLEAN" };
             out.push_str(&format!(
-                "    {:<20} {:<14} {verdict}: {} seeds, {} inside every assumption",
-                p.name, p.algorithm, p.seeds, p.seeds_inside
+                "    {:<parent_w$} {:<14} {verdict}: {} seeds, {} inside every assumption, {} false alarm{}, {} excused",
+                p.name,
+                p.algorithm,
+                p.seeds,
+                p.seeds_inside,
+                p.false_alarms,
+                if p.false_alarms == 1 { "" } else { "s" },
+                p.excused
             ));
             if let Some(d) = p.dirty.first() {
                 let why: Vec<&str> = d.broken.iter().map(|b| b.detail.as_str()).collect();
@@ -216,12 +328,64 @@ impl SuiteResult {
             }
             out.push('\n');
         }
-        out.push_str(&format!(
-            "  mutation score {}/{}  ({:.1} s)\n",
-            self.killed(),
-            self.mutants.len(),
-            self.wall_s
-        ));
+        for line in self.summary_lines() {
+            out.push_str(&format!("  {line}\n"));
+        }
+        out
+    }
+
+    /// `mutants.md`: the score lines, the mutants' table (with what each breaks) and the parents'
+    /// table, in Markdown.
+    pub fn render_markdown(&self) -> String {
+        let cell = |text: &str| text.replace('|', "\\|").replace('\n', " ");
+        let mut out = String::from("# Mutation suite\n\n");
+        for line in self.summary_lines() {
+            out.push_str(&format!("- {line}\n"));
+        }
+        out.push_str(
+            "\n| mutant | parent | killed at seed | seeds to kill | how | checkers | breaks |\n\
+             |---|---|---:|---:|---|---|---|\n",
+        );
+        for m in &self.mutants {
+            let (seed, seeds, how, checkers) = match &m.kill {
+                Some(k) => (
+                    k.seed.to_string(),
+                    k.seeds_to_kill.to_string(),
+                    k.how.to_string(),
+                    k.checkers.join(", "),
+                ),
+                None => (
+                    "survived".to_string(),
+                    format!("> {}", m.seeds),
+                    "-".to_string(),
+                    m.error.as_ref().map_or("-".into(), |(s, e)| format!("seed {s}: {e}")),
+                ),
+            };
+            out.push_str(&format!(
+                "| `{}` | {} | {seed} | {seeds} | {how} | {} | {} |\n",
+                m.name,
+                m.parent,
+                cell(&checkers),
+                cell(&m.breaks)
+            ));
+        }
+        out.push_str(
+            "\n| parent | algorithm | verdict | seeds | inside every assumption | false alarms | excused |\n\
+             |---|---|---|---:|---:|---:|---:|\n",
+        );
+        for p in &self.parents {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} |\n",
+                p.name,
+                p.algorithm,
+                if p.is_clean() { "clean" } else { "NOT CLEAN" },
+                p.seeds,
+                p.seeds_inside,
+                p.false_alarms,
+                p.excused
+            ));
+        }
+        out.push_str(&format!("\n```text\n{}```\n", self.render()));
         out
     }
 }
@@ -269,11 +433,16 @@ impl Explored<'_> {
             .filter_map(|r| r.checker.parse().ok())
             .collect();
         let broken = self.assumptions.classify(&case);
-        // The baseline promises nothing: only the paired comparison kills.
+        // The baseline promises nothing: only the paired comparison kills. The bounded profile
+        // promises `ownership` on every plan: it is timing-free (see the module docs).
         let promised = if self.standard {
             Vec::new()
         } else {
-            self.assumptions.promised(&broken)
+            let mut promised = self.assumptions.promised(&broken);
+            if !promised.contains(&CheckerName::Ownership) {
+                promised.push(CheckerName::Ownership);
+            }
+            promised
         };
         Ok(Judged {
             violated,
@@ -330,6 +499,8 @@ pub fn run_suite(catalogue: &Catalogue, options: &SuiteOptions) -> SuiteResult {
                 seeds: 0,
                 seeds_inside: 0,
                 dirty: Vec::new(),
+                false_alarms: 0,
+                excused: 0,
                 errors: Vec::new(),
             })
             .collect::<Vec<_>>(),
@@ -369,7 +540,11 @@ pub fn run_suite(catalogue: &Catalogue, options: &SuiteOptions) -> SuiteResult {
                                     } else {
                                         j.violated.iter().find(|c| j.promised.contains(c))
                                     };
+                                    if counted.is_none() && !j.violated.is_empty() {
+                                        result.excused += 1;
+                                    }
                                     if let Some(c) = counted {
+                                        result.false_alarms += 1;
                                         result.dirty.push(Dirty {
                                             seed,
                                             checker: c.as_str().to_string(),
@@ -390,14 +565,16 @@ pub fn run_suite(catalogue: &Catalogue, options: &SuiteOptions) -> SuiteResult {
             });
         }
     });
-    let mutants = mutant_results
+    let mutants: Vec<MutantResult> = mutant_results
         .into_inner()
         .unwrap_or_else(|e| e.into_inner())
         .into_iter()
         .flatten()
         .collect();
+    let parents = parents.into_inner().unwrap_or_else(|e| e.into_inner());
     SuiteResult {
-        parents: parents.into_inner().unwrap_or_else(|e| e.into_inner()),
+        summary: Summary::of(&parents, &mutants),
+        parents,
         mutants,
         wall_s: started.elapsed().as_secs_f64(),
     }
@@ -416,8 +593,10 @@ fn explore_mutant(
         name: mutant.name.clone(),
         parent: mutant.parent.clone(),
         breaks: mutant.breaks.clone(),
+        source: mutant.source.clone(),
         change: mutant.change.clone(),
         seeds: 0,
+        seeds_to_kill: None,
         kill: None,
         error: None,
     };
@@ -452,6 +631,7 @@ fn explore_mutant(
         } else {
             continue;
         };
+        result.seeds_to_kill = Some(seed + 1);
         result.kill = Some(Kill {
             seed,
             seeds_to_kill: seed + 1,
@@ -499,8 +679,5 @@ pub fn main(args: &MutantsArgs) -> Result<(Outcome, [String; 2]), AppError> {
     super::emit::stdout(&text).map_err(AppError::Io)?;
     // Plain data with string keys: serialisation cannot fail.
     let json = serde_json::to_string_pretty(&result).unwrap_or_default();
-    Ok((
-        Outcome::held_if(result.passed()),
-        [format!("```text\n{text}```\n"), json],
-    ))
+    Ok((Outcome::held_if(result.passed()), [result.render_markdown(), json]))
 }

@@ -38,12 +38,14 @@ pub trait Checker {
 pub mod lease_validity;
 pub mod lost_update;
 pub mod mutual_exclusion;
+pub mod ownership;
 pub mod stale_write;
 pub mod token_order;
 
 pub use lease_validity::LeaseValidity;
 pub use lost_update::LostUpdate;
 pub use mutual_exclusion::MutualExclusion;
+pub use ownership::Ownership;
 pub use stale_write::StaleWrite;
 pub use token_order::TokenOrder;
 
@@ -61,16 +63,19 @@ pub enum CheckerName {
     TokenOrder,
     /// `lease-validity`: see [`lease_validity`].
     LeaseValidity,
+    /// `ownership`: see [`ownership`].
+    Ownership,
 }
 
 impl CheckerName {
     /// Every checker, in the order reports list them.
-    pub const ALL: [CheckerName; 5] = [
+    pub const ALL: [CheckerName; 6] = [
         CheckerName::MutualExclusion,
         CheckerName::StaleWrite,
         CheckerName::LostUpdate,
         CheckerName::TokenOrder,
         CheckerName::LeaseValidity,
+        CheckerName::Ownership,
     ];
 
     /// `mutual-exclusion`, `stale-write`, `lost-update`, `token-order` or `lease-validity`.
@@ -81,6 +86,7 @@ impl CheckerName {
             CheckerName::LostUpdate => "lost-update",
             CheckerName::TokenOrder => "token-order",
             CheckerName::LeaseValidity => "lease-validity",
+            CheckerName::Ownership => "ownership",
         }
     }
 
@@ -92,6 +98,7 @@ impl CheckerName {
             CheckerName::LostUpdate => &LostUpdate,
             CheckerName::TokenOrder => &TokenOrder,
             CheckerName::LeaseValidity => &LeaseValidity,
+            CheckerName::Ownership => &Ownership,
         }
     }
 }
@@ -104,7 +111,7 @@ impl std::fmt::Display for CheckerName {
 
 /// A name that is not a checker's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown checker `{0}` (checkers: mutual-exclusion, stale-write, lost-update, token-order, lease-validity)")]
+#[error("unknown checker `{0}` (checkers: mutual-exclusion, stale-write, lost-update, token-order, lease-validity, ownership)")]
 pub struct UnknownChecker(pub String);
 
 impl std::str::FromStr for CheckerName {
@@ -125,6 +132,7 @@ pub const NAMES: &[&str] = &[
     CheckerName::LostUpdate.as_str(),
     CheckerName::TokenOrder.as_str(),
     CheckerName::LeaseValidity.as_str(),
+    CheckerName::Ownership.as_str(),
 ];
 
 /// Every checker's result on `history`, in [`CheckerName::ALL`] order.
@@ -133,7 +141,7 @@ pub fn check_all(history: &OpHistory<'_>) -> Vec<CheckResult> {
 }
 
 /// Every checker: `mutual-exclusion`, `stale-write`, `lost-update`, `token-order`,
-/// `lease-validity`, in that order.
+/// `lease-validity`, `ownership`, in that order.
 pub fn all() -> Vec<&'static dyn Checker> {
     CheckerName::ALL.iter().map(|c| c.checker()).collect()
 }

@@ -20,9 +20,16 @@
 //! servers beyond the commands they apply.
 //!
 //! The generated workload shape ([`WorkloadShape`]) varies how many clients run, their think time
-//! and their critical-section length, drawn per seed within stated bounds; it only applies to a
-//! template whose clients loop over a shared workload (no scripted per-client work or iteration
-//! counts), because a scripted story depends on its own timing.
+//! and their critical-section length, drawn per seed within stated bounds ([`ShapeBounds`]); it
+//! only applies to a template whose clients loop over a shared workload (no scripted per-client
+//! work or iteration counts), because a scripted story depends on its own timing. By default a
+//! shape respects the lock's contract ([`ShapeBounds::contract`]): its critical sections stay
+//! well inside the validity the lock claims, so that a fault-free run of any shape is safe for a
+//! correct lock and every violation the search finds needs a fault. Shapes whose work outlives
+//! the lease ([`ShapeBounds::overrun`], `explore --overrun-shapes`) are drawn only when asked for:
+//! what they find without a fault is a property of the shape, not of the lock. A template that
+//! works `until-validity` keeps that mode (its work is the validity the lock claims, less the
+//! margin); the shape then sets the clients and the think time only.
 
 pub use super::generate::WorkloadShape;
 use super::generate::{ExploreCase, FaultProfile, GenFault, Topology, DEFAULT_KINDS};
@@ -184,12 +191,91 @@ pub fn shape_applies(template: &Scenario) -> bool {
             .all(|c| c.work_ms.is_none() && c.iterations.is_none())
 }
 
-/// Draws a workload shape from `rng` within the documented bounds.
-pub fn draw_shape(rng: &mut ChaCha8Rng, ttl_ms: u64) -> WorkloadShape {
-    let ttl = ttl_ms.max(10);
+/// Slack, ms, between a contract shape's critical sections and the validity left after the
+/// lock's margins (ticks, message rounding, the release).
+pub const SHAPE_MARGIN_MS: u64 = 50;
+
+/// The bounds workload shapes are drawn within: the think time (0 to TTL/2), and the longest
+/// critical section of a shape, one of four [`work_ms_choices`](Self::work_ms_choices).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShapeBounds {
+    /// The lock's TTL, ms.
+    pub ttl_ms: u64,
+    /// The longest critical section of a shape is one of these, ms.
+    pub work_ms_choices: [u64; 4],
+    /// Whether the shapes may outlive the lease (`--overrun-shapes`).
+    pub overrun: bool,
+}
+
+impl ShapeBounds {
+    /// Shapes inside `template`'s lock's contract (the default): the longest critical section is
+    /// one of W/10, W/4, W/2 and W, where W is half the validity the lock claims after its safety
+    /// margins — the TTL less the lock's drift allowance, the two resource round trips of a turn
+    /// (read and write, each up to the resource timeout) and [`SHAPE_MARGIN_MS`]. For the
+    /// standard template (TTL 2 s, resource timeout 50 ms) W is 925 ms (914 ms for Redlock,
+    /// whose drift allowance is 22 ms).
+    pub fn contract(template: &Scenario) -> ShapeBounds {
+        let ttl_ms = template.lock.ttl_ms;
+        let w = contract_work_ms_max(template);
+        ShapeBounds {
+            ttl_ms,
+            work_ms_choices: [w / 10, w / 4, w / 2, w].map(|ms| ms.max(1)),
+            overrun: false,
+        }
+    }
+
+    /// Shapes that may outlive the lease (`explore --overrun-shapes`): the longest critical
+    /// section is one of TTL/10, TTL/2, TTL and 3/2 × TTL (the shapes lockstep drew by default
+    /// before: a fault-free run of the longer ones violates every lease lock).
+    pub fn overrun(template: &Scenario) -> ShapeBounds {
+        let ttl = template.lock.ttl_ms.max(10);
+        ShapeBounds {
+            ttl_ms: template.lock.ttl_ms,
+            work_ms_choices: [ttl / 10, ttl / 2, ttl, ttl * 3 / 2].map(|ms| ms.max(1)),
+            overrun: true,
+        }
+    }
+
+    /// The bounds in a sentence (the summary's coverage lines).
+    pub fn describe(&self) -> String {
+        let longest = self.work_ms_choices.iter().max().copied().unwrap_or(1);
+        if self.overrun {
+            format!(
+                "overrun shapes (--overrun-shapes): critical sections up to {longest} ms against a {} ms TTL; \
+                 a violation without a fault is the shape's, not the lock's",
+                self.ttl_ms
+            )
+        } else {
+            format!(
+                "inside the lock's contract: critical sections up to {longest} ms (half the validity left after the \
+                 lock's margins; TTL {} ms)",
+                self.ttl_ms
+            )
+        }
+    }
+}
+
+/// The longest critical section of a contract shape of `template`, ms: half the validity its
+/// lock claims after its margins (see [`ShapeBounds::contract`]).
+pub fn contract_work_ms_max(template: &Scenario) -> u64 {
+    let a = super::assumptions::Assumptions::of(template);
+    let left = template
+        .lock
+        .ttl_ms
+        .saturating_sub(a.drift_allowance_ms)
+        .saturating_sub(2 * template.workload.resource_timeout_ms)
+        .saturating_sub(SHAPE_MARGIN_MS);
+    (left / 2).max(1)
+}
+
+/// Draws a workload shape from `rng` within `bounds`: 2 to 4 clients, think time 0 to TTL/2,
+/// critical sections `[lo, hi]` with `hi` one of the bounds' four choices and `lo` between 1 ms
+/// and `hi`.
+pub fn draw_shape(rng: &mut ChaCha8Rng, bounds: &ShapeBounds) -> WorkloadShape {
+    let ttl = bounds.ttl_ms.max(10);
     let clients = rng.random_range(2..=4usize);
     let think_ms = rng.random_range(0..=ttl / 2);
-    let work_ms_max = [ttl / 10, ttl / 2, ttl, ttl * 3 / 2][rng.random_range(0..4usize)].max(1);
+    let work_ms_max = bounds.work_ms_choices[rng.random_range(0..4usize)].max(1);
     let work_ms_min = rng.random_range(1..=work_ms_max);
     WorkloadShape {
         clients,
@@ -200,7 +286,8 @@ pub fn draw_shape(rng: &mut ChaCha8Rng, ttl_ms: u64) -> WorkloadShape {
 }
 
 /// Applies a shape to a scenario: its clients (cloned from the first, renamed `client-N`, when
-/// more are needed), think time and critical-section lengths.
+/// more are needed), think time and critical-section lengths (which a template working
+/// `until-validity` does not use: its work stays the validity the lock claims, less the margin).
 pub fn apply_shape(scenario: &mut Scenario, shape: &WorkloadShape) {
     let Some(first) = scenario.clients.first().cloned() else {
         return;
@@ -487,11 +574,20 @@ mod tests {
     #[test]
     fn shapes_stay_within_their_bounds_and_apply_to_looping_templates_only() {
         let mut rng = Seed(3).stream("test");
-        for _ in 0..100 {
-            let shape = draw_shape(&mut rng, 2_000);
-            assert!((2..=4).contains(&shape.clients));
-            assert!(shape.think_ms <= 1_000);
-            assert!(shape.work_ms_min >= 1 && shape.work_ms_min <= shape.work_ms_max && shape.work_ms_max <= 3_000);
+        let overrun = ShapeBounds::overrun(&template());
+        let contract = ShapeBounds::contract(&template());
+        assert_eq!(overrun.work_ms_choices, [200, 1_000, 2_000, 3_000]);
+        // TTL 2000 − 2 × 50 ms resource timeout − 50 ms margin, halved.
+        assert_eq!(contract.work_ms_choices, [92, 231, 462, 925]);
+        for (bounds, longest) in [(overrun, 3_000), (contract, 925)] {
+            for _ in 0..100 {
+                let shape = draw_shape(&mut rng, &bounds);
+                assert!((2..=4).contains(&shape.clients));
+                assert!(shape.think_ms <= 1_000);
+                assert!(
+                    shape.work_ms_min >= 1 && shape.work_ms_min <= shape.work_ms_max && shape.work_ms_max <= longest
+                );
+            }
         }
         let mut scenario = template();
         assert!(shape_applies(&scenario));

@@ -37,7 +37,7 @@
 
 use super::generate::{ExploreCase, FaultProfile, GenFault};
 use crate::checker::CheckerName;
-use crate::model::{AlgorithmSpec, ClockKind, Fencing, Scenario, ValidityPolicy};
+use crate::model::{AlgorithmSpec, ClockKind, Fencing, Scenario, ValidityPolicy, WorkMode};
 use lockstep_sim::{FencingMode, Persistence};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -113,6 +113,12 @@ pub struct Assumptions {
     pub masters: Vec<String>,
     /// Masters whose keys survive a restart (`appendfsync always`).
     pub durable_masters: BTreeSet<String>,
+    /// How the fencing counter's master persists its writes, when fenced: a stop that loses
+    /// them starts the counter again, however long the master stays down.
+    pub fencing_persistence: Option<Persistence>,
+    /// The masters (of the lock, or the fencing counter's) whose Sentinel promotes a replica
+    /// once they have been unreachable this long, ms (`failover_after_ms` with replicas).
+    pub failover_after_ms: BTreeMap<String, u64>,
     /// The client names.
     pub clients: Vec<String>,
     /// The resource's node name.
@@ -129,6 +135,8 @@ impl Assumptions {
         let lock = &template.lock;
         let ttl_ms = lock.ttl_ms;
         let all_masters: Vec<String> = template.masters.iter().map(|m| m.name.clone()).collect();
+        let computes_validity =
+            !matches!(&lock.algorithm, AlgorithmSpec::Script(s) if s.validity == ValidityPolicy::None);
         let (drift_factor, wall_clock, refuses, quorum_of, renewal_ms, release_unsafe) = match &lock.algorithm {
             AlgorithmSpec::Naive => (0.0, false, true, None, None, true),
             AlgorithmSpec::TokenRelease => (0.0, false, true, None, None, false),
@@ -164,12 +172,24 @@ impl Assumptions {
         };
         let used = quorum_of.map_or(1, |(used, _)| used);
         let masters: Vec<String> = all_masters.iter().take(used.max(1)).cloned().collect();
-        let work_max_ms = template
-            .clients
-            .iter()
-            .map(|c| c.effective_work_ms(&template.workload).max())
-            .max()
-            .unwrap_or(0);
+        let work_max_ms = match template.workload.work {
+            WorkMode::Fixed => template
+                .clients
+                .iter()
+                .map(|c| c.effective_work_ms(&template.workload).max())
+                .max()
+                .unwrap_or(0),
+            // The work fills the validity it was told but its last `margin_ms`: whatever the
+            // TTL, a pause of the holder longer than the margin outlasts the validity (a lock
+            // without validity arithmetic counts its TTL from its reply, up to a request
+            // timeout after the key's).
+            WorkMode::UntilValidity { margin_ms } => {
+                let late_ms = if computes_validity { 0 } else { lock.request_timeout_ms };
+                ttl_ms
+                    .saturating_sub(drift_allowance_ms)
+                    .saturating_sub(margin_ms.saturating_sub(late_ms))
+            }
+        };
         let turn_ms = renewal_ms.map_or(work_max_ms, |period| period.min(work_max_ms));
         let lease_left_ms = ttl_ms.saturating_sub(drift_allowance_ms).saturating_sub(turn_ms);
         let budget_ms = lease_left_ms
@@ -198,7 +218,20 @@ impl Assumptions {
             masters.first().cloned()
         } else {
             Some(lock.fencing_master.clone())
-        };
+        }
+        .filter(|_| fenced);
+        let fencing_persistence = fencing_master.as_ref().map(|m| template.master_setup(m).persistence);
+        let failover_after_ms = masters
+            .iter()
+            .chain(fencing_master.iter())
+            .filter_map(|m| {
+                let setup = template.master_setup(m);
+                setup
+                    .failover_after_ms
+                    .filter(|_| setup.replicas > 0)
+                    .map(|after| (m.clone(), after))
+            })
+            .collect();
         Assumptions {
             algorithm: lock.algorithm.name().to_string(),
             ttl_ms,
@@ -212,9 +245,11 @@ impl Assumptions {
             refuses_slow_rounds: refuses,
             wall_clock,
             fenced,
-            fencing_master: fencing_master.filter(|_| fenced),
+            fencing_master,
             masters,
             durable_masters,
+            fencing_persistence,
+            failover_after_ms,
             clients: template.clients.iter().map(|c| c.name.clone()).collect(),
             resource: crate::model::RESOURCE_NODE.to_string(),
         }
@@ -260,6 +295,23 @@ impl Assumptions {
         self.refuses_slow_rounds && latency_ms >= self.refused_latency_ms() && self.master_timeout_ms > 2 * latency_ms
     }
 
+    /// The Sentinel's `failover_after_ms` for `node`, when being unreachable `unreachable_ms` (a
+    /// stop or a pause) lets it promote a replica (within a margin: it checks once a step).
+    fn fails_over(&self, node: &str, unreachable_ms: u64) -> Option<u64> {
+        self.failover_after_ms
+            .get(node)
+            .copied()
+            .filter(|after_ms| unreachable_ms.saturating_add(MARGIN_MS) >= *after_ms)
+    }
+
+    /// "redis-1 is paused 2.000 s: its Sentinel fails it over to a replica after 1.500 s".
+    fn failover_text(node: &str, how: &str, after_ms: u64) -> String {
+        format!(
+            "{node} {how}: its Sentinel fails it over to a replica after {} (what the replica had not received is lost)",
+            seconds(after_ms)
+        )
+    }
+
     /// The masters whose key may vanish early under `fault`, and why.
     /// `stopped_once`: the masters that only `fault` stops in the whole plan (a second stop may
     /// restart the master early: a restart of a running server is immediate).
@@ -267,10 +319,19 @@ impl Assumptions {
         // A restart without `appendfsync always` loses the key; held down for a TTL and the drift
         // allowance it is harmless: the master grants nothing while down and returns after every
         // lease claimed before its crash (a lease claimed while it was down holds no copy there).
+        // Unless a Sentinel promotes a replica meanwhile: the replica serves at once, with what
+        // it had received.
         let harmless_ms = self.ttl_ms.saturating_add(self.drift_allowance_ms);
         let early = |node: &str, down_ms: u64| {
+            if !self.is_master(node) {
+                return None;
+            }
+            if let Some(after_ms) = self.fails_over(node, down_ms) {
+                let how = format!("is down {}", seconds(down_ms));
+                return Some((node.to_string(), Self::failover_text(node, &how, after_ms)));
+            }
             let held_down = down_ms >= harmless_ms && stopped_once.contains(node);
-            (self.is_master(node) && !self.durable_masters.contains(node) && !held_down).then(|| {
+            (!self.durable_masters.contains(node) && !held_down).then(|| {
                 (
                     node.to_string(),
                     format!("{node} restarts after {} without persistence", seconds(down_ms)),
@@ -287,9 +348,69 @@ impl Assumptions {
             GenFault::Failover { node, .. } if self.is_master(node) => {
                 vec![(node.clone(), format!("{node} fails over to a replica"))]
             }
+            // A pause is harmless to the keys, unless it lasts long enough for a failover.
+            GenFault::Pause { node, duration_ms, .. } if self.is_master(node) => self
+                .fails_over(node, *duration_ms)
+                .map(|after_ms| {
+                    let how = format!("is paused {}", seconds(*duration_ms));
+                    (node.clone(), Self::failover_text(node, &how, after_ms))
+                })
+                .into_iter()
+                .collect(),
             // Forward clock steps add up: see `forward_jumps`.
             _ => Vec::new(),
         }
+    }
+
+    /// How `fault` makes the fencing counter's master lose increments, if it does. Unlike the
+    /// lock's key, the counter must outlive every lease: held down however long, a master that
+    /// restarts without them counts again from where its persistence left it, and tokens repeat.
+    fn counter_loss(&self, fault: &GenFault) -> Option<String> {
+        let master = self.fencing_master.as_deref()?;
+        let persistence = self.fencing_persistence?;
+        let stop = |kind: &str, down_ms: u64, loses: bool| {
+            if let Some(after_ms) = self.fails_over(master, down_ms) {
+                let how = format!("is down {}", seconds(down_ms));
+                return Some(Self::failover_text(master, &how, after_ms));
+            }
+            loses.then(|| format!("{master} restarts after a {kind} without the fencing counter's latest increments"))
+        };
+        match fault {
+            GenFault::Crash { node, down_ms, .. } if node == master => {
+                stop("crash", *down_ms, persistence == Persistence::None)
+            }
+            GenFault::PowerLoss { node, down_ms, .. } if node == master => {
+                stop("power loss", *down_ms, persistence != Persistence::AofAlways)
+            }
+            GenFault::RollingRestart { nodes, down_ms, .. } if nodes.iter().any(|n| n == master) => {
+                stop("shutdown", *down_ms, persistence == Persistence::None)
+            }
+            GenFault::Failover { node, .. } if node == master => Some(format!("{master} fails over to a replica")),
+            GenFault::Pause { node, duration_ms, .. } if node == master => {
+                self.fails_over(master, *duration_ms).map(|after_ms| {
+                    let how = format!("is paused {}", seconds(*duration_ms));
+                    Self::failover_text(master, &how, after_ms)
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The drift of the clocks over a TTL, ms: the fastest-drifting client's and `master`'s
+    /// (rounded up), as `faults` set them. It draws on the same allowance as `master`'s forward
+    /// steps: the lock subtracts one drift allowance for both.
+    fn drift_use_ms<'a>(&self, faults: impl Iterator<Item = &'a GenFault>, master: &str) -> u64 {
+        let (mut client_ppm, mut master_ppm) = (0u64, 0u64);
+        for fault in faults {
+            if let GenFault::Drift { node, drift_ppm, .. } = fault {
+                if self.is_client(node) {
+                    client_ppm = client_ppm.max(drift_ppm.unsigned_abs());
+                } else if node == master {
+                    master_ppm = master_ppm.max(drift_ppm.unsigned_abs());
+                }
+            }
+        }
+        ((client_ppm + master_ppm) * self.ttl_ms).div_ceil(1_000_000)
     }
 
     /// The per-client delay `fault` can put into one turn, ms.
@@ -433,12 +554,40 @@ impl Assumptions {
         }
         // A master's clock stepped forward past the allowance, in one step or in several.
         for (node, forward_ms) in forward_jumps(present.iter().copied()) {
-            if self.is_master(&node) && forward_ms > self.drift_allowance_ms {
+            if !self.is_master(&node) {
+                continue;
+            }
+            if forward_ms > self.drift_allowance_ms {
                 lost.entry(node.clone())
                     .or_insert_with(|| format!("{node}'s wall clock steps forward {forward_ms} ms in all"));
+                continue;
+            }
+            // Within the allowance alone, but the drift of the clocks draws on it too (a key
+            // expiring early on a fast master, read by a slow client).
+            let drift_ms = self.drift_use_ms(present.iter().copied(), &node);
+            if forward_ms + drift_ms > self.drift_allowance_ms {
+                broken.push(Broken {
+                    assumption: Assumption::Clock,
+                    detail: format!(
+                        "{node}'s wall clock steps forward {forward_ms} ms and the clocks drift {drift_ms} ms over a \
+                         TTL: {} ms in all, beyond the {} ms drift allowance",
+                        forward_ms + drift_ms,
+                        self.drift_allowance_ms
+                    ),
+                });
             }
         }
-        let fencing_lost = self.fencing_master.as_ref().is_some_and(|f| lost.contains_key(f));
+        let counter: Vec<String> = present.iter().filter_map(|f| self.counter_loss(f)).collect();
+        if lost.is_empty() && !counter.is_empty() {
+            broken.push(Broken {
+                assumption: Assumption::Masters,
+                detail: format!(
+                    "the fencing counter's master loses increments ({}): fencing tokens may repeat",
+                    counter.join("; ")
+                ),
+            });
+        }
+        let fencing_lost = !counter.is_empty() || self.fencing_master.as_ref().is_some_and(|f| lost.contains_key(f));
         // None may: a grant can hold exactly a quorum of copies (see the module docs).
         if !lost.is_empty() {
             let why: Vec<&str> = lost.values().map(String::as_str).collect();
@@ -483,7 +632,7 @@ impl Assumptions {
     pub fn bound(&self, mut case: ExploreCase) -> ExploreCase {
         let stopped_once = stopped_once(case.faults.iter());
         for fault in case.faults.iter_mut() {
-            if !self.key_loss(fault, &stopped_once).is_empty() {
+            if !self.key_loss(fault, &stopped_once).is_empty() || self.counter_loss(fault).is_some() {
                 // No master may lose the key early: a quick restart becomes a pause of that master
                 // as long as its downtime (forward clock steps are bounded below, all together).
                 match fault {
@@ -510,6 +659,13 @@ impl Assumptions {
                         }
                     }
                     _ => {}
+                }
+            }
+            // No failover: a pause of a master a Sentinel watches stays clear of its
+            // `failover_after_ms` (a stop made a pause above included).
+            if let GenFault::Pause { node, duration_ms, .. } = fault {
+                if let Some(after_ms) = self.failover_after_ms.get(node.as_str()) {
+                    *duration_ms = (*duration_ms).min(after_ms.saturating_sub(2 * MARGIN_MS)).max(1);
                 }
             }
             let resource_max_ms = self
@@ -548,12 +704,20 @@ impl Assumptions {
                 _ => {}
             }
         }
-        // Forward steps of a master's clock add up: keep their sum within the allowance.
+        // Forward steps of a master's clock add up, and share the allowance with the drift of
+        // the clocks (as clamped above): keep their sum within what the drift leaves.
+        let drift_ms: BTreeMap<String, u64> = self
+            .masters
+            .iter()
+            .map(|m| (m.clone(), self.drift_use_ms(case.faults.iter(), m)))
+            .collect();
         let mut forward_ms: BTreeMap<String, u64> = BTreeMap::new();
         for fault in case.faults.iter_mut() {
             if let GenFault::ClockJump { node, delta_ms, .. } = fault {
                 if self.is_master(node) && *delta_ms > 0 {
-                    let used = forward_ms.entry(node.clone()).or_default();
+                    let used = forward_ms
+                        .entry(node.clone())
+                        .or_insert_with(|| drift_ms.get(node.as_str()).copied().unwrap_or(0));
                     let left = self.drift_allowance_ms.saturating_sub(*used);
                     *delta_ms = (*delta_ms).min(left as i64);
                     *used += *delta_ms as u64;
@@ -736,5 +900,170 @@ mod tests {
         let broken = a.classify(&wild);
         assert_eq!(broken.iter().filter(|b| b.assumption == Assumption::Clock).count(), 2);
         assert!(a.classify(&a.bound(wild)).is_empty());
+    }
+
+    /// A template of `topology`, `lock` and `workload` lines, 2 clients.
+    fn scenario(topology: &str, lock: &str, workload: &str) -> Scenario {
+        let source = format!(
+            "name = \"t\"\ndescription = \"t\"\nduration_ms = 5000\n[topology]\nclients = 2\n{topology}\n[lock]\nttl_ms = 2000\n\
+             {lock}\n[workload]\nuntil_ms = 4000\n{workload}\n"
+        );
+        Scenario::from_str(&source, "<test>").expect("a valid template")
+    }
+
+    fn pause(node: &str, duration_ms: u64) -> GenFault {
+        GenFault::Pause {
+            at_ms: 500,
+            node: node.into(),
+            duration_ms,
+        }
+    }
+
+    #[test]
+    fn a_holder_working_until_its_validity_has_only_the_margin_left() {
+        // The built-in Redlock with `work = "until-validity"`: a 1.45 s pause of the holder once
+        // "broke no assumption" (the budget was sized by work_ms, 100 ms by default) and the
+        // mutual-exclusion violation it caused was called an implementation bug.
+        let a = Assumptions::of(&scenario(
+            "masters = 5",
+            "algorithm = \"redlock\"",
+            "work = \"until-validity\"\nvalidity_margin_ms = 300",
+        ));
+        assert_eq!(a.lease_left_ms, 300);
+        assert_eq!(a.budget_ms, 300 - 2 * 50 - MARGIN_MS);
+        let broken = a.classify(&case(vec![pause("client-1", 1_450)]));
+        assert_eq!(broken.len(), 1, "{broken:?}");
+        assert_eq!(broken[0].assumption, Assumption::Timing);
+        assert!(a.classify(&case(vec![pause("client-1", 100)])).is_empty());
+        // A lock without validity arithmetic counts its TTL from its reply: a request timeout
+        // less of the margin is left.
+        let none = Assumptions::of(&scenario(
+            "masters = 1",
+            "algorithm = \"script\"\nvalidity = \"none\"",
+            "work = \"until-validity\"\nvalidity_margin_ms = 300",
+        ));
+        assert_eq!(none.lease_left_ms, 300 - 50);
+    }
+
+    #[test]
+    fn a_fencing_counter_is_lost_however_long_its_master_stays_down() {
+        let a = Assumptions::of(&scenario(
+            "masters = 1\nresource = \"fenced\"",
+            "algorithm = \"token-release\"\nfencing = \"incr\"",
+            "work_ms = 100",
+        ));
+        let crash = case(vec![GenFault::Crash {
+            at_ms: 100,
+            node: "redis-1".into(),
+            down_ms: 3_000,
+        }]);
+        // Held down past every lease, the key is harmless; the INCR counter starts again.
+        let broken = a.classify(&crash);
+        assert_eq!(broken.len(), 1, "{broken:?}");
+        assert_eq!(broken[0].assumption, Assumption::Masters);
+        assert!(broken[0].detail.contains("fencing counter"), "{}", broken[0].detail);
+        assert!(a.promised(&broken).is_empty());
+        let bounded = a.bound(crash);
+        assert_eq!(
+            bounded.faults,
+            vec![GenFault::Pause {
+                at_ms: 100,
+                node: "redis-1".into(),
+                duration_ms: 3_000
+            }]
+        );
+        assert!(a.classify(&bounded).is_empty());
+        // Unfenced, the same crash is inside the assumptions.
+        let unfenced = Assumptions::of(&scenario(
+            "masters = 1",
+            "algorithm = \"token-release\"",
+            "work_ms = 100",
+        ));
+        assert!(unfenced
+            .classify(&case(vec![GenFault::Crash {
+                at_ms: 100,
+                node: "redis-1".into(),
+                down_ms: 3_000,
+            }]))
+            .is_empty());
+        // With `appendfsync always` the counter survives.
+        let durable = Assumptions::of(&scenario(
+            "resource = \"fenced\"\n[[topology.master]]\nname = \"redis-1\"\npersistence = \"aof-always\"",
+            "algorithm = \"token-release\"\nfencing = \"incr\"",
+            "work_ms = 100",
+        ));
+        assert!(durable
+            .classify(&case(vec![GenFault::Crash {
+                at_ms: 100,
+                node: "redis-1".into(),
+                down_ms: 10,
+            }]))
+            .is_empty());
+    }
+
+    #[test]
+    fn a_master_pause_long_enough_for_a_failover_breaks_the_masters_assumption() {
+        let a = Assumptions::of(&scenario(
+            "resource = \"fenced\"\n[[topology.master]]\nname = \"redis-1\"\nreplicas = 1\nreplication_lag_ms = 200\nfailover_after_ms = 1000",
+            "algorithm = \"token-release\"\nfencing = \"incr\"",
+            "work_ms = 100",
+        ));
+        assert_eq!(a.failover_after_ms.get("redis-1"), Some(&1_000));
+        let long = case(vec![pause("redis-1", 1_200)]);
+        let broken = a.classify(&long);
+        assert!(
+            broken
+                .iter()
+                .any(|b| b.assumption == Assumption::Masters && b.detail.contains("Sentinel")),
+            "{broken:?}"
+        );
+        assert!(a.promised(&broken).is_empty());
+        // The profile keeps master pauses clear of the failover.
+        let bounded = a.bound(long);
+        assert_eq!(bounded.faults, vec![pause("redis-1", 1_000 - 2 * MARGIN_MS)]);
+        assert!(!a.classify(&bounded).iter().any(|b| b.assumption == Assumption::Masters));
+        // A crash held down for a TTL is harmless without a Sentinel; with one, the replica
+        // serves meanwhile.
+        let crash = case(vec![GenFault::Crash {
+            at_ms: 500,
+            node: "redis-1".into(),
+            down_ms: 5_000,
+        }]);
+        assert!(a.classify(&crash).iter().any(|b| b.detail.contains("Sentinel")));
+        let bounded = a.bound(crash);
+        assert_eq!(bounded.faults, vec![pause("redis-1", 1_000 - 2 * MARGIN_MS)]);
+    }
+
+    #[test]
+    fn forward_steps_and_drift_share_the_drift_allowance() {
+        // Seed 820 of bug-extend-no-owner-check-safe: the master's clock stepped forward by the
+        // whole allowance (102 ms of a 10 s TTL) and a client drifted -5000 ppm (50 ms over the
+        // TTL): each within the allowance, together 152 ms past it.
+        let a = Assumptions::of(&template("algorithm = \"redlock\""));
+        assert_eq!(a.drift_allowance_ms, 22);
+        let faults = vec![
+            GenFault::ClockJump {
+                at_ms: 100,
+                node: "redis-1".into(),
+                delta_ms: 22,
+            },
+            GenFault::Drift {
+                at_ms: 0,
+                node: "client-1".into(),
+                drift_ppm: -5_000,
+            },
+        ];
+        let broken = a.classify(&case(faults.clone()));
+        assert_eq!(broken.len(), 1, "{broken:?}");
+        assert_eq!(broken[0].assumption, Assumption::Clock);
+        assert!(broken[0].detail.contains("32 ms in all"), "{}", broken[0].detail);
+        // The profile leaves the step what the drift does not use: 22 − 10 ms.
+        let bounded = a.bound(case(faults));
+        assert!(
+            matches!(bounded.faults[0], GenFault::ClockJump { delta_ms: 12, .. }),
+            "{:?}",
+            bounded.faults
+        );
+        assert!(a.classify(&bounded).is_empty());
     }
 }

@@ -91,6 +91,10 @@ pub struct CoverageSummary {
     /// Seeds whose case was placed at random (with a generated workload shape when the
     /// template loops).
     pub random_seeds: u64,
+    /// The bounds of the generated workload shapes, in a sentence (`None`: no shapes; the
+    /// template's workload).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shapes: Option<String>,
 }
 
 impl CoverageSummary {
@@ -100,8 +104,13 @@ impl CoverageSummary {
             .iter()
             .map(|(seeds, distinct)| format!("{seeds}:{distinct}"))
             .collect();
+        let shapes = self
+            .shapes
+            .as_ref()
+            .map(|s| format!("  workload shapes: {s}\n"))
+            .unwrap_or_default();
         format!(
-            "  placement: {} ({} anchors; {} seeds anchored, {} random, {} mutated from the corpus)\n  \
+            "  placement: {} ({} anchors; {} seeds anchored, {} random, {} mutated from the corpus)\n{shapes}  \
              coverage: {} distinct signatures; growth (seeds:signatures) {}\n",
             self.strategy,
             self.anchors,

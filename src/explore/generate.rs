@@ -330,8 +330,11 @@ impl ExploreCase {
 
 /// The workload shape a seed runs with (drawn and applied by `explore::anchors`).
 ///
-/// Bounds: 2 to 4 clients; think time 0 to TTL/2; critical sections `[lo, hi]` with `hi` one of
-/// TTL/10, TTL/2, TTL, 3/2 × TTL and `lo` between 1 ms and `hi`.
+/// Bounds: 2 to 4 clients; think time 0 to TTL/2; critical sections `[lo, hi]` with `lo` between
+/// 1 ms and `hi`, and `hi` inside the lock's contract by default — one of W/10, W/4, W/2, W with
+/// W half the validity the lock claims after its safety margins
+/// (`anchors::ShapeBounds::contract`) — or, with `explore --overrun-shapes`, one of TTL/10,
+/// TTL/2, TTL, 3/2 × TTL (`anchors::ShapeBounds::overrun`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct WorkloadShape {
     /// How many clients run.

@@ -6,7 +6,9 @@
 //! [`coverage::BATCH`]. Each seed's case is drawn from its own stream (`explore/guided`): a
 //! quarter of the seeds, once the corpus holds something, mutate a corpus case; under `mixed`
 //! half of the others are placed at random exactly as `--strategy random` places them (plus a
-//! workload shape when the template loops), the rest around the anchors; under `anchored`, all
+//! workload shape when the template loops: inside the lock's contract, or with
+//! [`ExploreConfig::overrun_shapes`] one that may outlive the lease — see
+//! [`anchors::ShapeBounds`]), the rest around the anchors; under `anchored`, all
 //! the others around the anchors. After a batch, the cases that reached a new signature join the
 //! corpus in seed order, so every case is fixed by the seeds and the template, whatever the
 //! number of workers (see [`coverage`]). Failing seeds keep their case in the summary, since
@@ -19,7 +21,7 @@
 //!
 //! Left out: the corpus is not saved between explorations.
 
-use super::anchors::{self, Anchors};
+use super::anchors::{self, Anchors, ShapeBounds};
 use super::coverage::{self, Corpus, CoverageSummary};
 use super::generate::{case_strategy, case_tree, ExploreCase, PlacementStrategy};
 use super::subject::LockRef;
@@ -54,7 +56,7 @@ fn guided_case(
     config: &ExploreConfig,
     anchors: &Anchors,
     corpus: &Corpus,
-    reshape_ttl_ms: Option<u64>,
+    reshape: Option<&ShapeBounds>,
 ) -> (ExploreCase, Origin) {
     let mut rng = Seed(seed).stream("explore/guided");
     let roll = rng.random_range(0..4u8);
@@ -67,8 +69,8 @@ fn guided_case(
     }
     if anchors.list.is_empty() || (strategy == PlacementStrategy::Mixed && roll % 2 == 1) {
         let mut case = case_tree(seed, random).current();
-        if let Some(ttl_ms) = reshape_ttl_ms {
-            case.shape = Some(anchors::draw_shape(&mut rng, ttl_ms));
+        if let Some(bounds) = reshape {
+            case.shape = Some(anchors::draw_shape(&mut rng, bounds));
         }
         return (case, Origin::Random);
     }
@@ -114,26 +116,46 @@ fn run_guided(
     let strategy = config.profile.strategy;
     // The subject's fault-free run; without anchors (it failed), placement falls back to random.
     let anchors = anchors::record(template, &subject.prepare()).unwrap_or_default();
-    let reshape = anchors::shape_applies(template).then_some(template.lock.ttl_ms);
+    let reshape = anchors::shape_applies(template).then(|| {
+        if config.overrun_shapes {
+            ShapeBounds::overrun(template)
+        } else {
+            ShapeBounds::contract(template)
+        }
+    });
     let random = case_strategy(&topo, &config.profile);
     let mut corpus = Corpus::default();
     let mut cover = CoverageSummary {
         strategy: strategy.name().to_string(),
         anchors: anchors.list.len(),
+        // Shapes come with random placement: mixed's random half, or anchored without anchors.
+        shapes: reshape
+            .as_ref()
+            .filter(|_| strategy == PlacementStrategy::Mixed || anchors.list.is_empty())
+            .map(ShapeBounds::describe),
         ..CoverageSummary::default()
     };
     let mut done = 0;
     let mut start = 0;
     let mut batches: u64 = 0;
     while start < total {
-        if config.time_limit.is_some_and(|limit| started.elapsed() >= limit) {
+        if config.must_stop(started) {
             break;
         }
         let end = (start + coverage::BATCH).min(total);
         let cases: Vec<(u64, ExploreCase)> = (start..end)
             .filter_map(|i| shard_seed(config, i))
             .map(|seed| {
-                let (case, origin) = guided_case(seed, strategy, &random, &topo, config, &anchors, &corpus, reshape);
+                let (case, origin) = guided_case(
+                    seed,
+                    strategy,
+                    &random,
+                    &topo,
+                    config,
+                    &anchors,
+                    &corpus,
+                    reshape.as_ref(),
+                );
                 match origin {
                     Origin::Anchored => cover.anchored_seeds += 1,
                     Origin::Random => cover.random_seeds += 1,
@@ -154,7 +176,7 @@ fn run_guided(
                 scope.spawn(move || {
                     let prepared = (subject.prepare(), reference.map(|r| r.prepare()));
                     loop {
-                        if config.time_limit.is_some_and(|limit| started.elapsed() >= limit) {
+                        if config.must_stop(started) {
                             return;
                         }
                         let i = next.fetch_add(1, Ordering::SeqCst);

@@ -14,6 +14,15 @@
 //! module), or around the lock's own events with coverage feedback ([`guided`], with
 //! [`anchors`] and [`coverage`]); [`exhaustive`] runs every placement on a bounded grid. Every
 //! mode runs the same subject (and reference) lock.
+//!
+//! What a search reports should be what the lock got wrong, not what no lease can promise: the
+//! workload shapes guided placement draws stay inside the lock's contract unless
+//! [`ExploreConfig::overrun_shapes`] asks otherwise ([`anchors::ShapeBounds`]); `lockstep
+//! explore` runs the template without faults before exploring and stops when that already fails
+//! (`crate::app::exploration::fault_free_check`: the template's verdict, not a finding); under
+//! the assumption-bounded profile only implementation-bug seeds are shrunk
+//! ([`summary::Bounded::first_bugs`]); and every counterexample says which assumption each of
+//! its faults broke ([`shrink::AssumptionNotes`]).
 
 pub mod anchors;
 pub mod assumptions;
@@ -92,6 +101,21 @@ pub struct ExploreConfig {
     /// assumptions its plan broke; a promised checker violated is an implementation bug. Random
     /// placement only.
     pub assumptions: Option<assumptions::Assumptions>,
+    /// Set by the caller to stop starting seeds (a `--jsonl` stream that can no longer be
+    /// written: exploring on would only lose every record). Seeds already started finish.
+    pub cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Guided placement's workload shapes may outlive the lease (`--overrun-shapes`: critical
+    /// sections up to 3/2 × TTL). Off by default: shapes stay inside the lock's contract
+    /// ([`anchors::ShapeBounds`]), so that what the search finds needs a fault.
+    pub overrun_shapes: bool,
+}
+
+impl ExploreConfig {
+    /// Whether no further seed may start: the time limit passed since `started`, or the run was
+    /// cancelled ([`Self::cancel`]).
+    pub fn must_stop(&self, started: Instant) -> bool {
+        self.cancel.load(Ordering::Relaxed) || self.time_limit.is_some_and(|limit| started.elapsed() >= limit)
+    }
 }
 
 impl Default for ExploreConfig {
@@ -105,6 +129,8 @@ impl Default for ExploreConfig {
             determinism_per_10k: 0,
             progress: false,
             assumptions: None,
+            cancel: Default::default(),
+            overrun_shapes: false,
         }
     }
 }
@@ -368,6 +394,18 @@ fn aggregate(summary: &mut ExploreSummary, outcome: SeedOutcome, keep_case: bool
             summary.add_verdicts(seed, &verdicts, &fault_kinds, faults);
             if let (Some(counts), Some((broken, bugs))) = (&mut summary.assumptions, &bounded) {
                 counts.add(seed, &verdicts, broken, bugs);
+                if !bugs.is_empty() {
+                    let mut kinds = fault_kinds.clone();
+                    kinds.sort();
+                    kinds.dedup();
+                    counts.add_bug(summary::FailingSeed {
+                        seed,
+                        checkers: bugs.clone(),
+                        fault_kinds: kinds,
+                        faults,
+                        case: Some(case.clone()),
+                    });
+                }
             }
             if let Some(differential) = &mut summary.differential {
                 let theirs = reference
@@ -574,7 +612,7 @@ pub fn explore_with(
                 let strategy = case_strategy(topo, &config.profile);
                 let prepared = (subject.prepare(), reference.map(|r| r.prepare()));
                 loop {
-                    if config.time_limit.is_some_and(|limit| started.elapsed() >= limit) {
+                    if config.must_stop(started) {
                         return;
                     }
                     let i = next.fetch_add(1, Ordering::Relaxed);

@@ -15,7 +15,14 @@
 //! Like a proptest regression file, the file records what *should* hold — every checker the
 //! run violated is expected `valid` — so it fails (`lockstep run`, `lockstep ci`) until the lock
 //! is fixed, and adopting it into `scenarios/` guards against the bug's return.
+//!
+//! Every counterexample also says which of the lock's assumptions each of its faults broke, as
+//! the assumption-bounded profile classifies plans ([`AssumptionNotes`], from
+//! [`super::assumptions::Assumptions`]), and whether a correct lock keeps the violated checker
+//! under the whole plan: a clock jump that lets a master lose its key early is the lease's limit,
+//! not the lock's bug; a violation under a plan that broke nothing is an implementation bug.
 
+use super::assumptions::{Assumption, Assumptions, Broken};
 use super::generate::{case_strategy, case_tree, ExploreCase, FaultProfile, GenFault};
 use super::subject::{LockRef, PreparedLock};
 use super::{case_scenario, topology};
@@ -46,6 +53,212 @@ pub struct Counterexample {
     pub lock: String,
     /// The reference lock that passes this case (differential oracle only).
     pub reference: Option<String>,
+    /// Which assumption each fault broke, and whether a correct lock keeps the checker.
+    pub assumptions: AssumptionNotes,
+}
+
+/// Which of the lock's assumptions (docs/assumptions.md) each fault of a counterexample broke,
+/// as the assumption-bounded profile classifies plans ([`Assumptions::classify`]), what the whole
+/// plan broke (delays add up against one budget), and whether the lock promises the violated
+/// checker under that plan ([`Assumptions::promised`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AssumptionNotes {
+    /// The algorithm whose assumptions these are.
+    pub algorithm: String,
+    /// The violated checker.
+    pub checker: String,
+    /// Each fault, described, with the assumptions it breaks on its own (empty: none).
+    pub faults: Vec<(String, Vec<Broken>)>,
+    /// The assumptions the whole plan breaks.
+    pub plan: Vec<Broken>,
+    /// Whether the lock promises the checker under the plan: a violation is then an
+    /// implementation bug, not the lease's limit.
+    pub promised: bool,
+    /// Set when the plan has no fault and the workload alone outlives the lease (the
+    /// template's, or its shape's): how.
+    pub overrun: Option<String>,
+}
+
+impl AssumptionNotes {
+    /// The notes of `case` (its faults) run as `scenario` (its clients and workload), violating
+    /// `checker`.
+    pub fn of(scenario: &Scenario, case: &ExploreCase, checker: &str) -> AssumptionNotes {
+        let a = Assumptions::of(scenario);
+        let clients = scenario.clients.len().max(1);
+        let judged = |faults: Vec<GenFault>| {
+            a.classify(&ExploreCase {
+                clients,
+                faults,
+                shape: None,
+            })
+        };
+        let faults = case
+            .faults
+            .iter()
+            .map(|f| (describe(f), judged(vec![f.clone()])))
+            .collect();
+        let plan = judged(case.faults.clone());
+        // Without a fault, the workload alone is to blame when it outlives the lease; with faults,
+        // the plan is judged as the bounded profile judges it (a tight workload leaves a small
+        // budget: any delay breaks timing).
+        let overrun = case
+            .faults
+            .is_empty()
+            .then(|| workload_outlives_lease(scenario))
+            .flatten();
+        AssumptionNotes {
+            algorithm: a.algorithm.clone(),
+            checker: checker.to_string(),
+            faults,
+            promised: overrun.is_none() && a.promised(&plan).iter().any(|c| c.as_str() == checker),
+            plan,
+            overrun,
+        }
+    }
+
+    /// The assumptions the plan broke, by name (empty: none).
+    pub fn broken_names(&self) -> Vec<&'static str> {
+        let mut names: Vec<&'static str> = self.plan.iter().map(|b| b.assumption.name()).collect();
+        names.dedup();
+        names
+    }
+
+    /// The notes as lines (the counterexample file's comments, the console's text).
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![format!(
+            "assumptions of {} (docs/assumptions.md), as `explore --bounded` classifies this plan:",
+            self.algorithm
+        )];
+        if self.faults.is_empty() {
+            out.push(format!("  no fault: the workload alone violates {}", self.checker));
+        }
+        let with = |broken: &[Broken]| -> Vec<String> {
+            if broken.is_empty() {
+                vec!["breaks no assumption".to_string()]
+            } else {
+                broken
+                    .iter()
+                    .map(|b| format!("breaks {}: {}", b.assumption.name(), b.detail))
+                    .collect()
+            }
+        };
+        for (i, (fault, broken)) in self.faults.iter().enumerate() {
+            for what in with(broken) {
+                out.push(format!("  fault {} ({fault}): {what}", i + 1));
+            }
+        }
+        // Several faults add up (pauses and delays against one budget): the plan as a whole.
+        let singles: Vec<Assumption> = self
+            .faults
+            .iter()
+            .flat_map(|(_, broken)| broken.iter().map(|b| b.assumption))
+            .collect();
+        for b in self.plan.iter().filter(|b| !singles.contains(&b.assumption)) {
+            out.push(format!(
+                "  the faults together: break {}: {}",
+                b.assumption.name(),
+                b.detail
+            ));
+        }
+        if let Some(overrun) = &self.overrun {
+            out.push(format!(
+                "  the workload outlives the lease ({overrun}): {} is violated without a fault — the template's \
+                 (or its shape's) doing, not the lock's",
+                self.checker
+            ));
+        } else if self.promised {
+            out.push(format!(
+                "  {} promises {} under this plan: a correct lock keeps it, so this is an IMPLEMENTATION BUG",
+                self.algorithm, self.checker
+            ));
+        } else {
+            out.push(format!(
+                "  {} does not promise {} under a plan that breaks {}: outside the lock's assumptions (the \
+                 lease's limit), not an implementation bug",
+                self.algorithm,
+                self.checker,
+                self.broken_names().join(", ")
+            ));
+        }
+        out
+    }
+}
+
+/// How the workload of `scenario` alone outlives the lease its lock claims, if it does: the
+/// longest critical section leaves no room, inside the TTL less the lock's drift allowance, for
+/// the turn's two resource round trips and a margin.
+pub fn workload_outlives_lease(scenario: &Scenario) -> Option<String> {
+    let a = Assumptions::of(scenario);
+    if a.budget_ms > 0 {
+        return None;
+    }
+    let work_ms = scenario
+        .clients
+        .iter()
+        .map(|c| c.effective_work_ms(&scenario.workload).max())
+        .max()
+        .unwrap_or(0);
+    Some(format!(
+        "work_ms up to {work_ms} ms against ttl_ms {} ms: {} ms of validity left after the work and the \
+         drift allowance ({} ms), where the turn's resource round trips need up to {} ms",
+        a.ttl_ms,
+        a.lease_left_ms,
+        a.drift_allowance_ms,
+        2 * a.resource_timeout_ms
+    ))
+}
+
+/// A fault in words: "pause of client-1 for 1200 ms at 300 ms".
+pub fn describe(fault: &GenFault) -> String {
+    match fault {
+        GenFault::Pause {
+            at_ms,
+            node,
+            duration_ms,
+        } => format!("pause of {node} for {duration_ms} ms at {at_ms} ms"),
+        GenFault::ClockJump { at_ms, node, delta_ms } => {
+            format!("wall-clock jump of {node} by {delta_ms:+} ms at {at_ms} ms")
+        }
+        GenFault::Drift { at_ms, node, drift_ppm } => format!("drift of {node} to {drift_ppm:+} ppm at {at_ms} ms"),
+        GenFault::Partition {
+            at_ms,
+            a,
+            b,
+            length_ms,
+            oneway,
+        } => format!(
+            "partition {a} {} {b} for {length_ms} ms at {at_ms} ms",
+            if *oneway { "->" } else { "<->" }
+        ),
+        GenFault::Hold { at_ms, a, b, length_ms } => format!("hold of {a} <-> {b} for {length_ms} ms at {at_ms} ms"),
+        GenFault::Latency {
+            at_ms,
+            a,
+            b,
+            latency_ms,
+        } => format!("latency {latency_ms} ms on {a} <-> {b} from {at_ms} ms"),
+        GenFault::Loss { at_ms, a, b, rate_ppm } => format!("loss {rate_ppm} ppm on {a} <-> {b} from {at_ms} ms"),
+        GenFault::Crash { at_ms, node, down_ms } => format!("crash of {node} for {down_ms} ms at {at_ms} ms"),
+        GenFault::PowerLoss { at_ms, node, down_ms } => {
+            format!("power loss of {node} for {down_ms} ms at {at_ms} ms")
+        }
+        GenFault::RollingRestart {
+            at_ms,
+            gap_ms,
+            down_ms,
+            nodes,
+        } => format!(
+            "rolling restart of {} masters {gap_ms} ms apart, each down {down_ms} ms, from {at_ms} ms",
+            nodes.len()
+        ),
+        GenFault::Failover { at_ms, node } => format!("failover of {node} at {at_ms} ms"),
+        GenFault::DropReply {
+            at_ms,
+            node,
+            client,
+            count,
+        } => format!("{count} replies from {node} to {client} lost from {at_ms} ms"),
+    }
 }
 
 /// What shrinking one failing seed gave.
@@ -331,6 +544,7 @@ fn finish(
         .filter(|r| reference_name.is_none() || r.verdict == Verdict::Valid || r.checker == checker)
         .map(|r| (r.checker.clone(), Verdict::Valid))
         .collect();
+    let assumptions = AssumptionNotes::of(&scenario, &best, checker);
     Some(Counterexample {
         seed,
         checker: checker.to_string(),
@@ -341,6 +555,7 @@ fn finish(
         runs,
         lock,
         reference: reference_name,
+        assumptions,
     })
 }
 
@@ -364,7 +579,8 @@ pub fn counterexample_toml(cx: &Counterexample) -> String {
          #\n\
          # Like a proptest regression file, [expect] states what SHOULD hold (every checker valid),\n\
          # not what this run does: `lockstep run` and `lockstep ci` fail on this file until the lock\n\
-         # is fixed. Keep it in your scenarios directory as a regression test.\n{}",
+         # is fixed. Keep it in your scenarios directory as a regression test.\n\
+         #\n{}{}",
         cx.seed,
         cx.checker,
         cx.lock,
@@ -372,6 +588,11 @@ pub fn counterexample_toml(cx: &Counterexample) -> String {
         cx.case.faults.len(),
         cx.runs,
         cx.run.digest,
+        cx.assumptions
+            .lines()
+            .iter()
+            .map(|l| format!("# {l}\n"))
+            .collect::<String>(),
         cx.scenario.to_toml()
     )
 }

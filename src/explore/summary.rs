@@ -156,6 +156,11 @@ pub struct Bounded {
     /// The first violating seeds: seed, checkers violated, assumptions its plan broke (empty:
     /// none), and whether a promised checker is among them.
     pub first_violating: Vec<(u64, Vec<String>, Vec<String>, bool)>,
+    /// The smallest implementation-bug seeds of each checker (`checkers`: only the promised
+    /// checkers it violated), with their bounded case: what `explore --bounded` shrinks. Kept
+    /// apart from `first_violating`, whose first seeds may all be outside the assumptions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_bugs: Vec<FailingSeed>,
 }
 
 impl Bounded {
@@ -186,8 +191,16 @@ impl Bounded {
         }
     }
 
+    /// Adds an implementation-bug seed (its promised checkers violated, and its case).
+    pub fn add_bug(&mut self, bug: FailingSeed) {
+        self.first_bugs.push(bug);
+        keep_smallest_per_checker(&mut self.first_bugs);
+    }
+
     /// Combines a shard's counts into these.
     pub fn merge(&mut self, other: &Bounded) {
+        self.first_bugs.extend(other.first_bugs.iter().cloned());
+        keep_smallest_per_checker(&mut self.first_bugs);
         self.seeds_in_bounds = self.seeds_in_bounds.saturating_add(other.seeds_in_bounds);
         add_counts(&mut self.broken, &other.broken);
         self.seeds_bug = self.seeds_bug.saturating_add(other.seeds_bug);
@@ -225,6 +238,17 @@ impl Bounded {
             },
             self.seeds_violating_outside
         ));
+        if !self.first_bugs.is_empty() {
+            let seeds: Vec<String> = self
+                .first_bugs
+                .iter()
+                .map(|f| format!("{} [{}]", f.seed, f.checkers.join(",")))
+                .collect();
+            out.push_str(&format!(
+                "    first implementation-bug seeds (promised checkers violated): {}\n",
+                seeds.join("; ")
+            ));
+        }
         for (seed, checkers, broken, bug) in &self.first_violating {
             out.push_str(&format!(
                 "    seed {seed} [{}]: broke {}{}\n",
@@ -659,7 +683,14 @@ impl ExploreSummary {
                 .iter()
                 .map(|f| format!("{} [{}]", f.seed, f.checkers.join(",")))
                 .collect();
-            line(&mut out, format!("  first failing seeds: {}", seeds.join("; ")));
+            // Under the bounded profile most violations are outside the lock's assumptions: the
+            // implementation-bug seeds are listed apart (the bounded lines below).
+            let label = if self.assumptions.is_some() {
+                "first violating seeds (inside or outside the lock's assumptions)"
+            } else {
+                "first failing seeds"
+            };
+            line(&mut out, format!("  {label}: {}", seeds.join("; ")));
         }
         for e in &self.first_errors {
             line(&mut out, format!("  error on seed {}: {}", e.seed, e.message));

@@ -8,14 +8,39 @@
 //! successful request (a reply other than an error, `(nil)` or `:0`) before the acquire `ok`;
 //! the master's grant is the success that completes a majority.
 //!
-//! The lease on one master runs from the successful `SET key value … PX|EX ttl` until the first
-//! of: its expiry (the master's clock reaching the TTL set by the latest successful `SET`,
-//! `PEXPIRE`, or compare-and-`PEXPIRE` script, converted to true time by that master's clock
-//! rate and wall-clock jumps), an `Expired` event for the key, another value set on the key, or
-//! a deletion the holder did not ask for (a `DEL` before the holder gave the grant up). The
-//! holder's own deletion (a compare-and-delete carrying the value, or any deletion after its
-//! release or abort) does not end the lease early: the lease is what the masters would have
-//! held. A crash, power loss or shutdown of the master leaves the lease in doubt until the key's
+//! The lease on one master runs from the acquisition that put the grant on the key — a
+//! successful `SET key value … PX|EX ttl`, or for a hash lock (Redisson's `RLock`) the owner's
+//! field written into the key (`HSET`/`HSETNX`/`HINCRBY key field …`, or a script doing it,
+//! usually with a `PEXPIRE key ttl`) — until the first of: its expiry (the master's clock
+//! reaching the TTL set by the latest successful `SET`, `PEXPIRE`, or script that sets one while
+//! the key holds the grant, converted to true time by that master's clock rate and wall-clock
+//! jumps), an `Expired` event for the key, another value set on the key, or a deletion the
+//! holder did not ask for (a `DEL` before the holder gave the grant up). The holder's own
+//! deletion (a compare-and-delete carrying the value, or any deletion after its release or
+//! abort) does not end the lease early: the lease is what the masters would have held.
+//!
+//! A renewal is anything that sets a new TTL while the key holds the grant: `PEXPIRE`/`EXPIRE`,
+//! a script that does it, and a successful `SET key <the grant's value> … PX|EX ttl` (`XX` or
+//! not: it succeeded on a key holding the grant's value, so it replaced the TTL; `KEEPTTL` keeps
+//! it, and without either the key no longer expires). The same `SET` on a key that no longer
+//! holds the grant re-creates the lock: the lease it had ended, and nothing revives it.
+//!
+//! **The grant's identity** (`Ident`) is the value its acquire `ok` records. A hash lock writes
+//! a field *named after* it: the Redisson model's field is `{value}:1` (Redisson's own is
+//! `UUID:threadId`), so an argument equal to the value, or the value followed by `:` and a
+//! suffix, carries the grant. A value that is a prefix of another (`client-1`, `client-10`) is
+//! told apart by that colon.
+//!
+//! **Scripts** are read from their text (`ScriptEffect`): the Redis commands they call say
+//! whether they may put the grant on the key (`SET`, `HSET`, `HINCRBY`, …), set a TTL
+//! (`PEXPIRE`, `SET … PX`: the TTL is the script's last integer argument), or delete it (`DEL`,
+//! `HDEL`, …); reads and commands on other keys (a fencing counter's `INCR`, an unlock message's
+//! `PUBLISH`) change nothing. Whether the script's writing branch ran is read from its reply:
+//! lock scripts answer `0` or nil when they did nothing — except an acquisition that answers
+//! nil when it took the lock (Redisson's, which answers the other holder's remaining TTL
+//! otherwise). The grant's own acquire `ok` decides which convention its lock uses: when the
+//! last acquisition script of the grant's acquire on each master answered nil more often than
+//! anything else (`nil_acquires`), nil is that lock's success and an integer its refusal. A crash, power loss or shutdown of the master leaves the lease in doubt until the key's
 //! next expiry (it survived) or another value set (it was lost with the process; while the master
 //! was down nobody could take the key, so that copy's lease lasted until the first command the
 //! master served again, or its expiry if earlier: a sound upper bound of the restart, so a lock
@@ -34,7 +59,12 @@
 //! a thousand ppm, which over the seconds after a client's last event is milliseconds.
 //!
 //! Left out: replicas and failover (a lease is held by the masters the client reached; a promoted
-//! replica that received the key is not counted), and `PXAT`/`EXAT`/`KEEPTTL`.
+//! replica that received the key is not counted), `PXAT`/`EXAT` and scripts cached with
+//! `EVALSHA` (no text to read: the lease's end becomes unknown), another holder's script
+//! acquisition ending a copy lost in a crash (only another value `SET` on the key shows that:
+//! the copy stays in doubt, an unknown rather than a false verdict), and which key a script's
+//! command touches (a script that deletes the lock key and sets a TTL on another is read as a
+//! deletion; one that only sets a TTL is read as setting the lock key's).
 
 use super::{Hold, OpHistory, StepKind};
 use lockstep_sim::{Event, Fault};
@@ -353,7 +383,7 @@ fn requests_by_value<'a>(history: &'a OpHistory<'_>) -> BTreeMap<&'a str, Vec<(u
         by_value.entry(hold.grant.value.as_str()).or_default();
     }
     for (i, step) in history.steps().iter().enumerate() {
-        let StepKind::Command { conn, args, reply } = step.kind else {
+        let StepKind::Command { conn, args, reply, .. } = step.kind else {
             continue;
         };
         if conn == 0 {
@@ -474,6 +504,144 @@ struct Copy<'h> {
     end: Option<LeaseEnd<'h>>,
 }
 
+/// The grant's identity on the masters: its value, or a hash field named after it (see the
+/// [module](self) docs).
+#[derive(Debug, Clone, Copy)]
+struct Ident<'a>(&'a str);
+
+impl Ident<'_> {
+    /// Whether `arg` carries the grant: the value itself, or the value, `:` and a suffix.
+    fn matches(&self, arg: &str) -> bool {
+        arg == self.0 || arg.strip_prefix(self.0).is_some_and(|rest| rest.starts_with(':'))
+    }
+}
+
+/// Hash commands that write a field: on the lock key with the grant's field, they put (or keep)
+/// the grant on the key.
+const HASH_WRITES: &[&str] = &["HSET", "HSETNX", "HINCRBY", "HINCRBYFLOAT", "HMSET"];
+
+/// What a script (an `EVAL`'s text) may do to the lock key, read from the Redis commands it calls
+/// (`redis.call("name", …)` or `redis.pcall`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct ScriptEffect {
+    /// It may put the grant on the key: `SET`-like or a hash field write.
+    creates: bool,
+    /// It may make the key a plain string without a TTL (`SET` without `PX`/`EX`).
+    persists: bool,
+    /// The unit of the TTL it sets (ms per unit: 1 for `PEXPIRE`/`PX`, 1,000 for `EXPIRE`/`EX`).
+    ttl_unit_ms: Option<i64>,
+    /// It may delete the key or the grant's field.
+    deletes: bool,
+    /// It calls a command whose effect on the key this reader does not know.
+    unknown: bool,
+}
+
+impl ScriptEffect {
+    /// Commands that leave the lock key as it is: reads, and writes of other keys (a fencing
+    /// counter, an unlock message, a signal list).
+    const NEUTRAL: &'static [&'static str] = &[
+        "get", "exists", "hexists", "hget", "hgetall", "hlen", "hkeys", "hvals", "pttl", "ttl", "type", "strlen",
+        "mget", "time", "publish", "incr", "incrby", "decr", "decrby", "lpush", "rpush", "lpop", "rpop", "llen",
+    ];
+
+    fn read(script: &str) -> ScriptEffect {
+        let text = script.to_ascii_lowercase();
+        let quoted = |word: &str| text.contains(&format!("\"{word}\"")) || text.contains(&format!("'{word}'"));
+        let mut effect = ScriptEffect::default();
+        let mut ms = false;
+        let mut seconds = false;
+        for name in called_commands(&text) {
+            match name {
+                "set" | "setnx" | "getset" => {
+                    effect.creates = true;
+                    if quoted("px") {
+                        ms = true;
+                    } else if quoted("ex") {
+                        seconds = true;
+                    } else if !quoted("keepttl") {
+                        effect.persists = true;
+                    }
+                }
+                "psetex" => (effect.creates, ms) = (true, true),
+                "setex" => (effect.creates, seconds) = (true, true),
+                "hset" | "hsetnx" | "hincrby" | "hincrbyfloat" | "hmset" => effect.creates = true,
+                "pexpire" => ms = true,
+                "expire" => seconds = true,
+                "del" | "unlink" | "getdel" | "hdel" => effect.deletes = true,
+                name if Self::NEUTRAL.contains(&name) => {}
+                _ => effect.unknown = true,
+            }
+        }
+        effect.ttl_unit_ms = if ms {
+            Some(1)
+        } else if seconds {
+            Some(1_000)
+        } else {
+            None
+        };
+        effect
+    }
+
+    /// Whether it may be an acquisition: it may put the grant on the key and deletes nothing (a
+    /// hash lock's release also writes the field: `HINCRBY key field -1`, then `DEL`).
+    fn acquires(&self) -> bool {
+        self.creates && !self.deletes
+    }
+
+    /// The TTL it set, ms: its last integer argument, in its unit.
+    fn ttl_ms(&self, args: &[String]) -> Option<i64> {
+        let unit = self.ttl_unit_ms?;
+        let n: i64 = args.last()?.parse().ok()?;
+        Some(n.saturating_mul(unit))
+    }
+}
+
+/// The names of the Redis commands a script's (lower-cased) text calls, in order.
+fn called_commands(text: &str) -> Vec<&str> {
+    let mut names = Vec::new();
+    for (at, _) in text.match_indices("call(") {
+        let rest = text[at + "call(".len()..].trim_start();
+        let Some(quote) = rest.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+            continue;
+        };
+        let rest = &rest[1..];
+        if let Some(end) = rest.find(quote) {
+            names.push(&rest[..end]);
+        }
+    }
+    names
+}
+
+/// Whether the grant's lock answers nil when an acquisition script took the lock (see the
+/// [module](self) docs): over its acquire (`since` to the grant), the last script on each master
+/// that carried the grant and may create it answered nil more often than it answered a
+/// conventional success.
+fn nil_acquires(history: &OpHistory<'_>, hold: &Hold<'_>, since: u64, ident: Ident<'_>) -> bool {
+    let key = hold.grant.key.as_str();
+    let mut last: BTreeMap<&str, &str> = BTreeMap::new();
+    for step in history
+        .steps()
+        .iter()
+        .filter(|s| s.event.seq > since && s.event.seq < hold.granted.seq)
+    {
+        let StepKind::Command { conn, args, reply, .. } = step.kind else {
+            continue;
+        };
+        let is_eval = args.first().is_some_and(|a| a.eq_ignore_ascii_case("EVAL"));
+        if conn == 0 || !is_eval || args.len() < 2 {
+            continue;
+        }
+        let on_key = args.iter().skip(2).any(|a| a == key);
+        let carries = args.iter().skip(2).any(|a| ident.matches(a));
+        if on_key && carries && ScriptEffect::read(&args[1]).acquires() {
+            last.insert(step.event.node.as_str(), reply);
+        }
+    }
+    let nil = last.values().filter(|r| **r == "(nil)").count();
+    let conventional = last.values().filter(|r| reply_succeeded(r)).count();
+    nil > conventional
+}
+
 /// The TTL a `SET … PX|EX n` sets, ms.
 fn set_ttl_ms(args: &[String]) -> Option<i64> {
     let at = args
@@ -500,9 +668,11 @@ pub fn lease<'h>(
     downtimes: &Downtimes<'h>,
 ) -> Lease<'h> {
     let (key, value) = (hold.grant.key.as_str(), hold.grant.value.as_str());
+    let ident = Ident(value);
     let since = hold
         .acquire
         .map_or(0, |op| history.steps()[history.operations()[op].invoke].event.seq);
+    let nil_success = nil_acquires(history, hold, since, ident);
     let mut reached: BTreeSet<&'h str> = BTreeSet::new();
     let mut copies: BTreeMap<&'h str, Copy<'h>> = BTreeMap::new();
     // Copies whose lease has not ended yet. Once the grant is given (no copy is made after it)
@@ -527,7 +697,7 @@ pub fn lease<'h>(
         }
         let node = event.node.as_str();
         match &step.kind {
-            &StepKind::Command { conn, args, reply } => {
+            &StepKind::Command { conn, args, reply, .. } => {
                 if let Some(copy) = copies.get_mut(node).filter(|c| c.end.is_none() && c.doubt_us.is_some()) {
                     copy.up_again_us.get_or_insert(event.at_us);
                 }
@@ -535,16 +705,19 @@ pub fn lease<'h>(
                     continue;
                 }
                 let name = args[0].to_ascii_uppercase();
-                let carries = args.iter().skip(1).any(|a| a == value);
+                let carries = args.iter().skip(1).any(|a| ident.matches(a));
                 let ok = reply_succeeded(reply);
-                if carries && conn != 0 && event.seq < hold.granted.seq {
+                let before_grant = event.seq < hold.granted.seq;
+                if carries && conn != 0 && before_grant {
                     reached.insert(node);
                 }
                 let held = copies.get(node).is_some_and(|c| c.end.is_none());
-                let script = args.get(1).map(|s| s.to_ascii_lowercase()).unwrap_or_default();
                 let own_value = args.get(2).is_some_and(|v| v == value);
+                // A hash command on the lock key naming the grant's field.
+                let own_field = args[1] == key && args.get(2).is_some_and(|f| ident.matches(f));
+                let acquires = ok && before_grant && !held;
                 match name.as_str() {
-                    "SET" if ok && own_value && event.seq < hold.granted.seq && !held => {
+                    "SET" if own_value && acquires => {
                         open += 1;
                         copies.insert(
                             node,
@@ -555,7 +728,17 @@ pub fn lease<'h>(
                             },
                         );
                     }
-                    // Our own value again (a retry after the grant): not another holder.
+                    // A renewal by `SET key <own value> XX PX ttl` (or any successful SET of the
+                    // grant's value on a key holding it): the TTL is the new one. `KEEPTTL`
+                    // keeps it; neither leaves the key without one.
+                    "SET" if own_value && ok && held => {
+                        if !args.iter().any(|a| a.eq_ignore_ascii_case("KEEPTTL")) {
+                            let expiry_ms = set_ttl_ms(args).map(|ttl| event.monotonic_ms + ttl);
+                            copies.get_mut(node).expect("held").expiry_ms = expiry_ms;
+                        }
+                    }
+                    // Our own value again without effect (a refused `SET NX` retry), or on a key
+                    // that no longer holds the grant (a re-creation revives no lease).
                     "SET" if own_value => {}
                     "SET" | "GETSET" | "SETNX" if ok && held => {
                         // Another value: ours was gone by then. After a crash it was lost with
@@ -572,6 +755,21 @@ pub fn lease<'h>(
                         copies.get_mut(node).expect("held").end = Some(end);
                         open -= 1;
                     }
+                    // A hash lock's acquisition by plain commands: the field is written (an
+                    // existing field of the grant's name is the grant's too); a `PEXPIRE`
+                    // gives it its TTL.
+                    name if HASH_WRITES.contains(&name) && own_field && !reply.starts_with('-') => {
+                        if before_grant && !held && conn != 0 {
+                            open += 1;
+                            copies.insert(
+                                node,
+                                Copy {
+                                    since_us: event.at_us,
+                                    ..Copy::default()
+                                },
+                            );
+                        }
+                    }
                     "PEXPIRE" | "EXPIRE" if ok && held => {
                         let n: Option<i64> = args.get(2).and_then(|a| a.parse().ok());
                         let ms = if name == "EXPIRE" { n.map(|s| s * 1_000) } else { n };
@@ -579,7 +777,11 @@ pub fn lease<'h>(
                             copy.expiry_ms = ms.map(|ms| event.monotonic_ms + ms);
                         }
                     }
-                    "DEL" | "UNLINK" | "GETDEL" if ok && held => {
+                    "PERSIST" if ok && held => {
+                        copies.get_mut(node).expect("held").expiry_ms = None;
+                    }
+                    // The key deleted, or the grant's field of a hash lock.
+                    "DEL" | "UNLINK" | "GETDEL" | "HDEL" if ok && held && (name != "HDEL" || own_field) => {
                         let own = event.seq >= hold.end_seq() && hold.given_up();
                         let copy = copies.get(node).expect("held");
                         let end = if own {
@@ -590,32 +792,46 @@ pub fn lease<'h>(
                         copies.get_mut(node).expect("held").end = Some(end);
                         open -= 1;
                     }
-                    "EVAL" if carries && ok && held => {
-                        if script.contains("pexpire") {
-                            let ttl: Option<i64> = args.last().and_then(|a| a.parse().ok());
-                            if let Some(copy) = copies.get_mut(node) {
-                                copy.expiry_ms = ttl.map(|ms| event.monotonic_ms + ms);
-                            }
-                        } else if script.contains("del") {
-                            let copy = copies.get(node).expect("held");
-                            let end = natural(node, copy);
-                            copies.get_mut(node).expect("held").end = Some(end);
-                            open -= 1;
+                    "EVAL" if carries => {
+                        let script = ScriptEffect::read(&args[1]);
+                        // Whether the script's writing branch ran (see the module docs).
+                        let took_effect = if nil_success && before_grant && script.acquires() {
+                            reply == "(nil)"
                         } else {
-                            let copy = copies.get_mut(node).expect("held");
-                            copy.expiry_ms = None;
+                            ok
+                        };
+                        if !took_effect {
+                            continue;
                         }
-                    }
-                    "EVAL" if carries && ok && !held && conn != 0 && event.seq < hold.granted.seq => {
-                        // An acquisition by a script this reader does not know: held, end unknown.
-                        open += 1;
-                        copies.insert(
-                            node,
-                            Copy {
-                                since_us: event.at_us,
-                                ..Copy::default()
-                            },
-                        );
+                        if held {
+                            let copy = copies.get_mut(node).expect("held");
+                            if script.deletes {
+                                // Our compare-and-delete: the lease is what the masters would
+                                // have held.
+                                copy.end = Some(natural(node, copy));
+                                open -= 1;
+                            } else if script.ttl_unit_ms.is_some() {
+                                copy.expiry_ms = script.ttl_ms(args).map(|ms| event.monotonic_ms + ms);
+                            } else if script.persists || script.unknown {
+                                copy.expiry_ms = None;
+                            }
+                        } else if before_grant && conn != 0 && (script.acquires() || script.unknown) {
+                            // An acquisition: its TTL when the script sets one (and the reader
+                            // knows all it does), else held with its end unknown.
+                            let expiry_ms = script
+                                .ttl_ms(args)
+                                .filter(|_| !script.unknown)
+                                .map(|ms| event.monotonic_ms + ms);
+                            open += 1;
+                            copies.insert(
+                                node,
+                                Copy {
+                                    since_us: event.at_us,
+                                    expiry_ms,
+                                    ..Copy::default()
+                                },
+                            );
+                        }
                     }
                     _ => {}
                 }
@@ -677,6 +893,7 @@ mod tests {
     use super::*;
     use crate::history::testkit;
     use lockstep_sim::clock::NodeClock;
+    use lockstep_sim::History;
 
     /// A track of `clock`'s readings at `times_us`, with a drift change (recorded as the node's
     /// own event) at `drift_at`.
@@ -711,6 +928,227 @@ mod tests {
             }
         }
         lo
+    }
+
+    /// Appends an event given as its JSON kind (the history file's shape), at true `at_us`, on a
+    /// node whose clocks read true time (monotonic ms = true ms).
+    fn push(history: &mut History, at_us: u64, node: &str, kind: serde_json::Value) -> u64 {
+        let kind: lockstep_sim::EventKind = serde_json::from_value(kind).expect("an event kind");
+        let ms = (at_us / 1_000) as i64;
+        history.push(at_us, node, 1_767_225_600_000 + ms, ms, kind)
+    }
+
+    fn command(history: &mut History, at_ms: u64, args: &[&str], reply: &str) -> u64 {
+        let kind = serde_json::json!({ "type": "command", "conn": 1, "args": args, "reply": reply });
+        push(history, at_ms * 1_000, "redis-1", kind)
+    }
+
+    fn op(history: &mut History, at_ms: u64, id: u64, phase: &str, op: &str, data: serde_json::Value) -> u64 {
+        let kind = serde_json::json!({ "type": "op", "id": id, "phase": phase, "op": op, "data": data });
+        push(history, at_ms * 1_000, "client-1", kind)
+    }
+
+    /// The end of the lease of the history's only grant: (earliest, latest) µs.
+    fn lease_end(history: &History) -> (u64, u64) {
+        let ops = OpHistory::new(history);
+        let (clocks, downtimes) = (ClockTracks::of(&ops), Downtimes::of(&ops));
+        let lease = lease(&ops, &ops.holds()[0], &clocks, &downtimes);
+        let (earliest, latest, _) = lease.majority_end();
+        (earliest, latest)
+    }
+
+    /// Redisson's scripts, as `scenarios/libraries/redisson-rlock.toml` writes them.
+    const HASH_ACQUIRE: &str = "if redis.call(\"exists\", KEYS[1]) == 0 or redis.call(\"hexists\", KEYS[1], ARGV[1]) == 1 then\n  redis.call(\"hincrby\", KEYS[1], ARGV[1], 1)\n  redis.call(\"pexpire\", KEYS[1], ARGV[2])\n  return nil\nend\nreturn redis.call(\"pttl\", KEYS[1])\n";
+    const HASH_EXTEND: &str = "if redis.call(\"hexists\", KEYS[1], ARGV[1]) == 0 then return 0 end\nredis.call(\"pexpire\", KEYS[1], ARGV[2])\nreturn 1\n";
+    const HASH_RELEASE: &str = "if redis.call(\"hexists\", KEYS[1], ARGV[1]) == 0 then return nil end\nif redis.call(\"hincrby\", KEYS[1], ARGV[1], -1) > 0 then return 0 end\nredis.call(\"del\", KEYS[1])\nredis.call(\"publish\", KEYS[2], \"0\")\nreturn 1\n";
+
+    #[test]
+    fn a_grant_is_carried_by_its_value_or_a_hash_field_named_after_it() {
+        let ident = Ident("client-1");
+        assert!(ident.matches("client-1"));
+        assert!(ident.matches("client-1:1"));
+        assert!(ident.matches("client-1:thread-7"));
+        assert!(!ident.matches("client-10"));
+        assert!(!ident.matches("client-10:1"));
+        assert!(!ident.matches("lockstep:fence:client-1"));
+    }
+
+    #[test]
+    fn scripts_are_read_from_the_commands_they_call() {
+        let acquire = ScriptEffect::read(HASH_ACQUIRE);
+        assert!(acquire.acquires() && !acquire.unknown, "{acquire:?}");
+        assert_eq!(acquire.ttl_unit_ms, Some(1));
+        let extend = ScriptEffect::read(HASH_EXTEND);
+        assert!(!extend.creates && !extend.deletes && !extend.unknown && extend.ttl_unit_ms == Some(1));
+        // A hash release writes the field (a decrement) and deletes: not an acquisition.
+        let release = ScriptEffect::read(HASH_RELEASE);
+        assert!(release.deletes && release.creates && !release.acquires() && !release.unknown);
+        // node-redlock's extension sets the value again with PX; the TTL is the last argument.
+        let set_px = ScriptEffect::read("if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end\nredis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])\nreturn 1");
+        assert_eq!(
+            set_px.ttl_ms(&[
+                "EVAL".into(),
+                "...".into(),
+                "1".into(),
+                "lock".into(),
+                "v".into(),
+                "2000".into()
+            ]),
+            Some(2_000)
+        );
+        assert!(!set_px.persists);
+        assert!(ScriptEffect::read("return redis.call('set', KEYS[1], ARGV[1])").persists);
+        assert_eq!(
+            ScriptEffect::read("redis.call('expire', KEYS[1], 3)").ttl_ms(&["3".into()]),
+            Some(3_000)
+        );
+        // The fencing counter of a script that issues tokens is another key.
+        let fenced = ScriptEffect::read("if redis.call(\"set\", KEYS[1], ARGV[1], \"NX\", \"PX\", ARGV[2]) then\n  return redis.call(\"incr\", KEYS[2])\nend\nreturn 0");
+        assert!(fenced.acquires() && !fenced.unknown && fenced.ttl_unit_ms == Some(1));
+        assert!(ScriptEffect::read("return redis.call('rename', KEYS[1], KEYS[2])").unknown);
+    }
+
+    /// client-1 takes a Redisson-like hash lock (the script answers nil when it took it, the
+    /// other holder's PTTL when it did not), extends it at 5 s, and releases at 6 s.
+    fn hash_lock(extend_reply: &str) -> History {
+        let mut h = History::new();
+        op(
+            &mut h,
+            0,
+            1,
+            "invoke",
+            "acquire",
+            serde_json::json!({ "key": "lock", "ttl_ms": 10_000 }),
+        );
+        command(
+            &mut h,
+            2,
+            &["EVAL", HASH_ACQUIRE, "1", "lock", "client-1:1", "10000"],
+            "(nil)",
+        );
+        let grant = serde_json::json!({ "key": "lock", "value": "client-1", "fencing_token": null, "validity_ms": 9_880, "validity_from_ms": 4 });
+        op(&mut h, 4, 1, "ok", "acquire", grant.clone());
+        op(
+            &mut h,
+            5_000,
+            2,
+            "invoke",
+            "extend",
+            serde_json::json!({ "key": "lock", "value": "client-1", "fencing_token": null, "ttl_ms": 10_000 }),
+        );
+        command(
+            &mut h,
+            5_002,
+            &["EVAL", HASH_EXTEND, "1", "lock", "client-1:1", "10000"],
+            extend_reply,
+        );
+        let mut renewed = grant;
+        renewed["validity_from_ms"] = 5_004.into();
+        op(&mut h, 5_004, 2, "ok", "extend", renewed);
+        op(
+            &mut h,
+            6_000,
+            3,
+            "invoke",
+            "release",
+            serde_json::json!({ "key": "lock", "value": "client-1", "fencing_token": null }),
+        );
+        command(
+            &mut h,
+            6_002,
+            &[
+                "EVAL",
+                HASH_RELEASE,
+                "2",
+                "lock",
+                "redisson_lock__channel:lock",
+                "client-1:1",
+            ],
+            ":1",
+        );
+        op(
+            &mut h,
+            6_004,
+            3,
+            "ok",
+            "release",
+            serde_json::json!({ "released": true }),
+        );
+        h
+    }
+
+    #[test]
+    fn a_hash_locks_lease_is_its_keys_ttl_while_it_holds_the_field() {
+        // Read by the old reader: no request carried the value (the field is `client-1:1`), so no
+        // master held the grant and its lease "ended at 0.000 s".
+        let (earliest, latest) = lease_end(&hash_lock(":1"));
+        // Extended at 5.002 s for 10 s; the holder's own release does not end it early.
+        assert_eq!((earliest, latest), (15_002_000, 15_002_000));
+        // An extension that found the field gone (`:0`) extended nothing: the acquisition's TTL.
+        assert_eq!(lease_end(&hash_lock(":0")), (10_002_000, 10_002_000));
+    }
+
+    #[test]
+    fn a_refused_hash_acquisition_holds_nothing() {
+        // client-1's first attempt is refused (the PTTL of another holder's lock, an integer
+        // reply), its second takes the lock: the lease starts at the second.
+        let mut h = History::new();
+        op(
+            &mut h,
+            0,
+            1,
+            "invoke",
+            "acquire",
+            serde_json::json!({ "key": "lock", "ttl_ms": 10_000 }),
+        );
+        command(
+            &mut h,
+            2,
+            &["EVAL", HASH_ACQUIRE, "1", "lock", "client-1:1", "10000"],
+            ":4000",
+        );
+        command(
+            &mut h,
+            3_000,
+            &["EVAL", HASH_ACQUIRE, "1", "lock", "client-1:1", "10000"],
+            "(nil)",
+        );
+        let grant = serde_json::json!({ "key": "lock", "value": "client-1", "fencing_token": null, "validity_ms": 9_880, "validity_from_ms": 3_002 });
+        op(&mut h, 3_002, 1, "ok", "acquire", grant);
+        assert_eq!(lease_end(&h), (13_000_000, 13_000_000));
+    }
+
+    #[test]
+    fn a_set_xx_px_of_the_grants_value_renews_the_lease() {
+        let mut h = History::new();
+        op(
+            &mut h,
+            0,
+            1,
+            "invoke",
+            "acquire",
+            serde_json::json!({ "key": "lock", "ttl_ms": 2_000 }),
+        );
+        command(&mut h, 2, &["SET", "lock", "v1", "NX", "PX", "2000"], "+OK");
+        let grant = serde_json::json!({ "key": "lock", "value": "v1", "fencing_token": null, "validity_ms": 1_996, "validity_from_ms": 4 });
+        op(&mut h, 4, 1, "ok", "acquire", grant);
+        command(&mut h, 1_500, &["SET", "lock", "v1", "XX", "PX", "2000"], "+OK");
+        assert_eq!(lease_end(&h), (3_500_000, 3_500_000));
+        // Refused (the key no longer held the value: `XX` found nothing), it renews nothing.
+        let mut refused = History::new();
+        op(
+            &mut refused,
+            0,
+            1,
+            "invoke",
+            "acquire",
+            serde_json::json!({ "key": "lock", "ttl_ms": 2_000 }),
+        );
+        command(&mut refused, 2, &["SET", "lock", "v1", "NX", "PX", "2000"], "+OK");
+        let grant = serde_json::json!({ "key": "lock", "value": "v1", "fencing_token": null, "validity_ms": 1_996, "validity_from_ms": 4 });
+        op(&mut refused, 4, 1, "ok", "acquire", grant);
+        command(&mut refused, 1_500, &["SET", "lock", "v1", "XX", "PX", "2000"], "(nil)");
+        assert_eq!(lease_end(&refused), (2_002_000, 2_002_000));
     }
 
     #[test]

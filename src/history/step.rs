@@ -49,6 +49,10 @@ pub enum StepKind<'h> {
         args: &'h [String],
         /// The reply, on one line.
         reply: &'h str,
+        /// What it did to each key it changed (empty for reads and refused commands).
+        effects: &'h [lockstep_sim::KeyEffect],
+        /// The node that sent it, when recorded.
+        client: Option<&'h str>,
     },
     /// A key expired on a master.
     Expired(Expiry<'h>),
@@ -235,10 +239,18 @@ impl<'h> Step<'h> {
                     }
                 }
             },
-            EventKind::Command { conn, args, reply } => StepKind::Command {
+            EventKind::Command {
+                conn,
+                args,
+                reply,
+                effects,
+                client,
+            } => StepKind::Command {
                 conn: *conn,
                 args,
                 reply,
+                effects,
+                client: client.as_deref(),
             },
             EventKind::Expired { key } => StepKind::Expired(Expiry {
                 key,

@@ -205,6 +205,83 @@ impl Builder {
         seq
     }
 
+    /// A command on master `node` (client connection 1) with its key effects: `(key, before,
+    /// after)`, each a string value and its expiry (ms), or `None` for absent. Returns its seq.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn command(
+        &mut self,
+        at_us: u64,
+        node: &str,
+        args: &[&str],
+        effects: &[(&str, Option<(&str, i64)>, Option<(&str, i64)>)],
+    ) -> u64 {
+        let state = |s: Option<(&str, i64)>| {
+            s.map(|(value, expire_at_ms)| lockstep_sim::KeyState {
+                value: Some(value.to_string()),
+                fields: Vec::new(),
+                expire_at_ms: Some(expire_at_ms),
+            })
+        };
+        let effects = effects
+            .iter()
+            .map(|&(key, before, after)| lockstep_sim::KeyEffect {
+                key: key.to_string(),
+                before: state(before),
+                after: state(after),
+            })
+            .collect();
+        let wall_ms = 1_700_000_000_000 + (at_us / 1_000) as i64;
+        self.history.push(
+            at_us,
+            node,
+            wall_ms,
+            (at_us / 1_000) as i64,
+            EventKind::Command {
+                conn: 1,
+                args: args.iter().map(|a| a.to_string()).collect(),
+                reply: ":1".to_string(),
+                effects,
+                client: None,
+            },
+        )
+    }
+
+    /// An acquire invoke alone; returns its op id (for [`Builder::granted`]).
+    pub(crate) fn acquire_started(&mut self, at_us: u64, node: &str, key: &str) -> u64 {
+        let id = self.id();
+        let invoke = AcquireInvoke {
+            key: key.to_string(),
+            ttl_ms: 10_000,
+        };
+        self.op(at_us, node, id, Phase::Invoke, ops::names::ACQUIRE, ops::to_data(&invoke));
+        id
+    }
+
+    /// The ok of acquire `id` (from [`Builder::acquire_started`]); returns its seq.
+    pub(crate) fn granted(&mut self, at_us: u64, node: &str, id: u64, key: &str, value: &str) -> u64 {
+        let grant = Grant {
+            key: key.to_string(),
+            value: value.to_string(),
+            fencing_token: None,
+            validity_ms: 9_990,
+            validity_from_ms: None,
+        };
+        self.op(at_us, node, id, Phase::Ok, ops::names::ACQUIRE, ops::to_data(&grant))
+    }
+
+    /// An extend of the grant `value` invoked at `invoke_us`, answered ok at `ok_us` (`None`:
+    /// still running). Returns the invoke's seq.
+    pub(crate) fn extend(&mut self, invoke_us: u64, ok_us: Option<u64>, node: &str, key: &str, value: &str) -> u64 {
+        let id = self.id();
+        let invoke = json!({ "key": key, "value": value, "fencing_token": null, "ttl_ms": 10_000 });
+        let seq = self.op(invoke_us, node, id, Phase::Invoke, ops::names::EXTEND, invoke);
+        if let Some(ok_us) = ok_us {
+            let grant = json!({ "key": key, "value": value, "fencing_token": null, "validity_ms": 9_990 });
+            self.op(ok_us, node, id, Phase::Ok, ops::names::EXTEND, grant);
+        }
+        seq
+    }
+
     pub(crate) fn build(self) -> History {
         self.history
     }

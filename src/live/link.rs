@@ -18,10 +18,18 @@
 //! the master it was defined with), as a Sentinel-aware client's: a promotion re-points it to the
 //! promoted replica ([`Link::repoint`]) and closes its open connections, as a failover does; the
 //! connections opened afterwards reach the new master.
+//!
+//! Any local process can connect, so nothing here trusts what a client declares: commands are
+//! read by [`super::resp::CommandReader`] (Redis' limits and error texts; a protocol error is
+//! answered, then the connection closes), and every byte a connection holds — in the link, in the
+//! query buffer, in replies not yet written — is counted by [`super::buffers`] as it arrives;
+//! past a limit the connection is closed and the run goes on.
 
+use super::buffers::{ConnBuffers, RunBuffers};
+use super::resp::{CommandReader, MAX_CLIENTS_REPLY};
 use super::server::Server;
 use bytes::{Bytes, BytesMut};
-use lockstep_sim::redis::{decode_command, encode_reply, ClientSession, Reply};
+use lockstep_sim::redis::{encode_reply, ClientSession, Reply};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cell::{Cell, RefCell};
@@ -103,8 +111,15 @@ pub async fn bind(port: u16) -> std::io::Result<TcpListener> {
     TcpListener::bind(("127.0.0.1", port)).await
 }
 
-/// Makes a link on `listener` and serves it until the run ends.
-pub fn serve(listener: TcpListener, client: &str, server: Rc<Server>, seed: u64) -> std::io::Result<Rc<Link>> {
+/// Makes a link on `listener` and serves it until the run ends; its connections count against
+/// the run's `buffers`.
+pub fn serve(
+    listener: TcpListener,
+    client: &str,
+    server: Rc<Server>,
+    seed: u64,
+    buffers: Rc<RunBuffers>,
+) -> std::io::Result<Rc<Link>> {
     let link = Rc::new(Link {
         client: client.to_string(),
         group: server.name().to_string(),
@@ -118,8 +133,14 @@ pub fn serve(listener: TcpListener, client: &str, server: Rc<Server>, seed: u64)
     let l = link.clone();
     tokio::task::spawn_local(async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(_) => {
+                    // Out of file descriptors, most likely: the pending connection stays queued
+                    // and accept fails again at once, so wait instead of spinning the run's thread.
+                    tokio::time::sleep(ACCEPT_RETRY).await;
+                    continue;
+                }
             };
             let _ = stream.set_nodelay(true);
             if !l.server().is_running() {
@@ -127,14 +148,32 @@ pub fn serve(listener: TcpListener, client: &str, server: Rc<Server>, seed: u64)
                 drop(stream);
                 continue;
             }
+            let Some(account) = buffers.open() else {
+                // As Redis past `maxclients`: the error, then the connection is closed.
+                let _ = stream.try_write(MAX_CLIENTS_REPLY);
+                drop(stream);
+                continue;
+            };
             let (tx, rx) = watch::channel(false);
             l.conns.borrow_mut().retain(|c| !c.is_closed() && !*c.borrow());
             l.conns.borrow_mut().push(tx);
-            tokio::task::spawn_local(connection(l.clone(), stream, rx));
+            tokio::task::spawn_local(connection(l.clone(), stream, rx, account));
         }
     });
     Ok(link)
 }
+
+/// How long the accept loop waits after a failed accept.
+const ACCEPT_RETRY: Duration = Duration::from_millis(10);
+
+/// The most bytes read from a socket at once: a chunk of the link.
+const CHUNK_BYTES: usize = 16 * 1024;
+
+/// How long a connection closed after a protocol error lingers: its error reply is written and
+/// the write side shut, and what the client still sends is read and thrown away, so that the
+/// client reads the error before the socket is closed (closing a socket with unread input resets
+/// it, and a reset can destroy the reply in the client's kernel before the client reads it).
+const LINGER: Duration = Duration::from_secs(1);
 
 /// Waits until `at`, and then while `dir` is held.
 async fn deliver_when_due(dir: &Direction, at: Instant) {
@@ -168,7 +207,9 @@ fn enter(link: &Link, dir: &Direction, dead: &Cell<bool>) -> Entry {
     Entry::Pass(Instant::now() + Duration::from_millis(dir.latency_ms.get()))
 }
 
-/// Copies bytes from `from` to `to` through one direction of `link`, with its faults.
+/// Copies bytes from `from` to `to` through one direction of `link`, with its faults. The bytes
+/// in flight count against the connection's `account` (`up`: as client→server bytes); past a
+/// limit the connection is reset.
 fn pump(
     link: Rc<Link>,
     up: bool,
@@ -176,22 +217,28 @@ fn pump(
     mut to: tokio::net::tcp::OwnedWriteHalf,
     dead: Rc<Cell<bool>>,
     reset_tx: watch::Sender<bool>,
+    account: Rc<ConnBuffers>,
 ) -> (tokio::task::JoinHandle<()>, tokio::task::JoinHandle<()>) {
     let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, Bytes)>();
     let reader = {
         let link = link.clone();
+        let account = account.clone();
         tokio::task::spawn_local(async move {
-            let mut buf = BytesMut::with_capacity(4096);
+            let mut buf = vec![0u8; CHUNK_BYTES];
             loop {
-                buf.clear();
-                match from.read_buf(&mut buf).await {
+                let n = match from.read(&mut buf).await {
                     Ok(0) | Err(_) => return,
-                    Ok(_) => {}
-                }
+                    Ok(n) => n,
+                };
                 let dir = if up { &link.up } else { &link.down };
                 match enter(&link, dir, &dead) {
                     Entry::Pass(at) => {
-                        if tx.send((at, buf.split().freeze())).is_err() {
+                        let fits = if up { account.add_up(n) } else { account.add_down(n) };
+                        if !fits {
+                            let _ = reset_tx.send(true);
+                            return;
+                        }
+                        if tx.send((at, Bytes::copy_from_slice(&buf[..n]))).is_err() {
                             return;
                         }
                     }
@@ -208,7 +255,13 @@ fn pump(
         while let Some((at, bytes)) = rx.recv().await {
             let dir = if up { &link.up } else { &link.down };
             deliver_when_due(dir, at).await;
-            if to.write_all(&bytes).await.is_err() {
+            let written = to.write_all(&bytes).await.is_ok();
+            if up {
+                account.sub_up(bytes.len());
+            } else {
+                account.sub_down(bytes.len());
+            }
+            if !written {
                 return;
             }
         }
@@ -217,7 +270,13 @@ fn pump(
 }
 
 /// A connection to a master served by a real `redis-server` on `port`: bytes are relayed.
-async fn proxy(link: Rc<Link>, stream: TcpStream, port: u16, mut closed: watch::Receiver<bool>) {
+async fn proxy(
+    link: Rc<Link>,
+    stream: TcpStream,
+    port: u16,
+    mut closed: watch::Receiver<bool>,
+    account: Rc<ConnBuffers>,
+) {
     let Ok(upstream) = TcpStream::connect(("127.0.0.1", port)).await else {
         return;
     };
@@ -226,8 +285,24 @@ async fn proxy(link: Rc<Link>, stream: TcpStream, port: u16, mut closed: watch::
     let (server_rd, server_wr) = upstream.into_split();
     let dead = Rc::new(Cell::new(false));
     let (reset_tx, mut reset_rx) = watch::channel(false);
-    let (up_read, up_write) = pump(link.clone(), true, client_rd, server_wr, dead.clone(), reset_tx.clone());
-    let (down_read, down_write) = pump(link, false, server_rd, client_wr, dead, reset_tx.clone());
+    let (up_read, up_write) = pump(
+        link.clone(),
+        true,
+        client_rd,
+        server_wr,
+        dead.clone(),
+        reset_tx.clone(),
+        account.clone(),
+    );
+    let (down_read, down_write) = pump(
+        link,
+        false,
+        server_rd,
+        client_wr,
+        dead,
+        reset_tx.clone(),
+        account.clone(),
+    );
     let aborts = [
         up_read.abort_handle(),
         up_write.abort_handle(),
@@ -238,6 +313,7 @@ async fn proxy(link: Rc<Link>, stream: TcpStream, port: u16, mut closed: watch::
         biased;
         _ = closed.changed() => {}
         _ = reset_rx.changed() => {}
+        _ = account.closed() => {}
         _ = async {
             // Either side closed: deliver what is in flight, then close both.
             tokio::select! {
@@ -253,40 +329,66 @@ async fn proxy(link: Rc<Link>, stream: TcpStream, port: u16, mut closed: watch::
     }
 }
 
-async fn connection(link: Rc<Link>, stream: TcpStream, closed: watch::Receiver<bool>) {
+async fn connection(link: Rc<Link>, stream: TcpStream, closed: watch::Receiver<bool>, account: Rc<ConnBuffers>) {
     if let Some(port) = link.server().real_port() {
-        return proxy(link, stream, port, closed).await;
+        return proxy(link, stream, port, closed, account).await;
     }
-    engine_connection(link, stream, closed).await
+    engine_connection(link, stream, closed, account).await
 }
 
-async fn engine_connection(link: Rc<Link>, stream: TcpStream, mut closed: watch::Receiver<bool>) {
+/// How the server side of an engine connection ended.
+enum ServerEnd {
+    /// The client's input ended (it closed its socket): the replies drain.
+    InputEnded,
+    /// A protocol error: its reply is queued, the connection is to be closed after it.
+    CloseAfterReply,
+    /// The connection is reset (a fault, a server stop, a limit); `reset_tx` was signalled.
+    Reset,
+}
+
+async fn engine_connection(
+    link: Rc<Link>,
+    stream: TcpStream,
+    mut closed: watch::Receiver<bool>,
+    account: Rc<ConnBuffers>,
+) {
     // The server this connection reaches, for its whole life (a promotion closes it).
     let server = link.server();
     let generation = server.generation();
     let conn = server.next_conn();
     let dead = Rc::new(Cell::new(false));
+    // After a protocol error: what the client still sends is read and thrown away.
+    let closing = Rc::new(Cell::new(false));
     let (mut rd, mut wr) = stream.into_split();
     let (up_tx, mut up_rx) = mpsc::unbounded_channel::<(Instant, Bytes)>();
     let (down_tx, mut down_rx) = mpsc::unbounded_channel::<(Instant, Bytes)>();
     let (reset_tx, mut reset_rx) = watch::channel(false);
 
-    // Reader: socket → client→server direction.
-    let reader = {
+    // Reader: socket → client→server direction. Bytes are counted as they arrive; nothing is
+    // allocated for what a command declares.
+    let mut reader = {
         let link = link.clone();
         let dead = dead.clone();
+        let closing = closing.clone();
         let reset_tx = reset_tx.clone();
+        let account = account.clone();
         tokio::task::spawn_local(async move {
-            let mut buf = BytesMut::with_capacity(4096);
+            let mut buf = vec![0u8; CHUNK_BYTES];
             loop {
-                buf.clear();
-                match rd.read_buf(&mut buf).await {
+                let n = match rd.read(&mut buf).await {
                     Ok(0) | Err(_) => return,
-                    Ok(_) => {}
+                    Ok(n) => n,
+                };
+                if closing.get() {
+                    continue;
                 }
                 match enter(&link, &link.up, &dead) {
                     Entry::Pass(at) => {
-                        if up_tx.send((at, buf.split().freeze())).is_err() {
+                        if !account.add_up(n) {
+                            let _ = reset_tx.send(true);
+                            return;
+                        }
+                        if up_tx.send((at, Bytes::copy_from_slice(&buf[..n]))).is_err() {
                             return;
                         }
                     }
@@ -301,94 +403,124 @@ async fn engine_connection(link: Rc<Link>, stream: TcpStream, mut closed: watch:
     };
 
     // Server: delivered chunks → commands → replies into the server→client direction.
-    let server_task = {
+    let mut server_task = {
         let link = link.clone();
         let dead = dead.clone();
         let reset_tx = reset_tx.clone();
         let server = server.clone();
+        let account = account.clone();
+        let closing = closing.clone();
         tokio::task::spawn_local(async move {
+            let reset = || {
+                let _ = reset_tx.send(true);
+                ServerEnd::Reset
+            };
             let mut session = ClientSession::new(conn as i64);
-            let mut input = BytesMut::with_capacity(4096);
+            let mut input = CommandReader::new();
             while let Some((at, chunk)) = up_rx.recv().await {
                 deliver_when_due(&link.up, at).await;
+                account.sub_up(chunk.len());
                 if dead.get() {
                     continue;
                 }
-                input.extend_from_slice(&chunk);
+                input.push(&chunk);
+                // Checked before the commands run, as Redis checks its query buffer after a read.
+                if !account.set_query(input.buffered()) {
+                    return reset();
+                }
                 let mut out = BytesMut::new();
                 let mut close_after = false;
                 loop {
-                    match decode_command(&mut input) {
+                    match input.next_command() {
                         Ok(Some(args)) => {
                             while server.is_paused() {
                                 tokio::time::sleep(Duration::from_millis(1)).await;
                             }
                             if !server.is_running() || server.generation() != generation {
-                                let _ = reset_tx.send(true);
-                                return;
+                                return reset();
                             }
                             let reply = server.execute(&mut session, &link.client, &args);
                             encode_reply(&reply, &mut out);
+                            if account.output_full(out.len()) {
+                                // Replies the client does not read (or a pipeline of huge ones).
+                                return reset();
+                            }
                         }
                         Ok(None) => break,
                         Err(protocol_error) => {
                             encode_reply(&Reply::Error(protocol_error), &mut out);
+                            // From now on the reader throws the client's bytes away.
+                            closing.set(true);
                             close_after = true;
                             break;
                         }
                     }
                 }
+                account.set_query(if close_after { 0 } else { input.buffered() });
                 if !out.is_empty() {
                     match enter(&link, &link.down, &dead) {
                         Entry::Pass(at) => {
+                            if !account.add_down(out.len()) {
+                                return reset();
+                            }
                             let _ = down_tx.send((at, out.freeze()));
                         }
                         Entry::Drop => {}
-                        Entry::Reset => {
-                            let _ = reset_tx.send(true);
-                            return;
-                        }
+                        Entry::Reset => return reset(),
                     }
                 }
                 if close_after {
-                    // Let the writer flush the error, then close, as Redis does.
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    let _ = reset_tx.send(true);
-                    return;
+                    // As Redis: the error, then the connection closes (see `LINGER`).
+                    return ServerEnd::CloseAfterReply;
                 }
             }
+            ServerEnd::InputEnded
         })
     };
 
-    // Writer: server→client direction → socket.
-    let writer = {
+    // Writer: server→client direction → socket; once the server side is done, the write side is
+    // shut (the client reads the end after the last reply).
+    let mut writer = {
         let link = link.clone();
+        let account = account.clone();
         tokio::task::spawn_local(async move {
             while let Some((at, bytes)) = down_rx.recv().await {
                 deliver_when_due(&link.down, at).await;
-                if wr.write_all(&bytes).await.is_err() {
+                let written = wr.write_all(&bytes).await.is_ok();
+                account.sub_down(bytes.len());
+                if !written {
                     return;
                 }
             }
+            let _ = wr.shutdown().await;
         })
     };
 
     let reader_abort = reader.abort_handle();
     let server_abort = server_task.abort_handle();
-    tokio::select! {
+    let writer_abort = writer.abort_handle();
+    let end = tokio::select! {
         biased;
-        _ = closed.changed() => {}
-        _ = reset_rx.changed() => {}
-        _ = async {
-            // The client closed its socket: what it sent is still in the network and arrives
-            // (once a hold is released); then let the replies drain.
-            let _ = reader.await;
-            let _ = server_task.await;
+        _ = closed.changed() => None,
+        _ = reset_rx.changed() => None,
+        _ = account.closed() => None,
+        end = &mut server_task => end.ok(),
+    };
+    match end {
+        Some(ServerEnd::InputEnded) => {
+            // The client closed its socket: what it sent was still in the network and arrived
+            // (once a hold was released); let the replies drain.
             tokio::time::sleep(Duration::from_millis(20)).await;
-        } => {}
+        }
+        Some(ServerEnd::CloseAfterReply) => {
+            let deadline = tokio::time::Instant::now() + LINGER;
+            let _ = tokio::time::timeout_at(deadline, &mut writer).await;
+            let _ = tokio::time::timeout_at(deadline, &mut reader).await;
+        }
+        Some(ServerEnd::Reset) | None => {}
     }
     // Dropping the halves (inside the aborted tasks) closes the socket.
     reader_abort.abort();
     server_abort.abort();
-    writer.abort();
+    writer_abort.abort();
 }

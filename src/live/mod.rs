@@ -14,6 +14,10 @@
 //! promoted replica ([`replication`]). The merged history has the same event shapes as a simulated
 //! run's, so the same checkers judge it.
 //!
+//! Any local process can reach the ports and outlive lockstep: the servers read RESP as Redis does,
+//! with its limits ([`resp`]), bound what every connection and the whole run buffer
+//! ([`buffers`]), and every process lockstep starts dies with it, SIGKILL included ([`process`]).
+//!
 //! **Real time is the deliberate exception to determinism**: this module (and only it) reads
 //! `std::time` and waits on tokio's real timers. Live runs are not reproducible; the fault plan
 //! and its seed are. `--runs N` repeats a scenario and reports how often each verdict came out.
@@ -21,6 +25,7 @@
 //! Floor: application. It uses the scenario, lock-op vocabulary, checkers, timeline and report
 //! types; nothing below imports it.
 
+pub mod buffers;
 pub mod driver;
 pub mod fakeclock;
 pub mod faults;
@@ -31,6 +36,7 @@ pub mod protocol;
 pub mod real;
 pub mod recorder;
 pub mod replication;
+pub mod resp;
 pub mod server;
 
 use crate::checker::{self, CheckResult, Verdict};
@@ -514,6 +520,9 @@ async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun
     // group's link once promoted).
     let mut links = Vec::new();
     let mut addresses = BTreeMap::new();
+    // What the run's connections may hold, over all links (a flooding local process must not
+    // take the run's memory: `buffers`).
+    let run_buffers = buffers::RunBuffers::new(buffers::Limits::default());
     for client in &scenario.clients {
         for server in &server_order {
             let port = next_port.unwrap_or(0);
@@ -528,12 +537,18 @@ async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun
             })?;
             next_port = next_port.map(|p| p.saturating_add(1));
             let seed = sub_seed(scenario.seed, &format!("link/{}/{server}", client.name));
-            let link =
-                link::serve(listener, &client.name, servers[server].clone(), seed).map_err(|e| LiveError::Port {
-                    port,
-                    reason: e.to_string(),
-                    hint: String::new(),
-                })?;
+            let link = link::serve(
+                listener,
+                &client.name,
+                servers[server].clone(),
+                seed,
+                run_buffers.clone(),
+            )
+            .map_err(|e| LiveError::Port {
+                port,
+                reason: e.to_string(),
+                hint: String::new(),
+            })?;
             addresses.insert((client.name.clone(), server.clone()), link.addr.to_string());
             links.push(link);
         }

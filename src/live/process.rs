@@ -11,15 +11,23 @@
 //! registered before lockstep exits. stdout is read by one thread per client and handed to the
 //! run's (single) thread over a channel; stderr is kept (its last lines go into error messages)
 //! and, with `echo`, copied to lockstep's stderr prefixed with the client's name.
+//!
+//! Not even when lockstep is killed with SIGKILL, which it cannot catch (Linux): every process it
+//! starts ([`spawn_tied`], also the real `redis-server`s) has `PR_SET_PDEATHSIG` = SIGKILL, so the
+//! kernel kills it when lockstep goes; and a guardian process forked at the first registration
+//! ([`register`]) learns every process group over a pipe and, when the pipe's write end closes
+//! because lockstep is gone, kills the groups still registered — what an adapter started in its
+//! group (a shell's children, a library's helpers) has no death signal of its own.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, ErrorKind, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{mpsc, Arc, Mutex, Once, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
@@ -81,8 +89,11 @@ pub enum ProcessError {
     },
 }
 
+/// How many process groups can be registered at once.
+const GROUP_SLOTS: usize = 256;
+
 /// Process groups to kill if lockstep is interrupted (0: free slot).
-static GROUPS: [AtomicI32; 256] = [const { AtomicI32::new(0) }; 256];
+static GROUPS: [AtomicI32; GROUP_SLOTS] = [const { AtomicI32::new(0) }; GROUP_SLOTS];
 static HANDLERS: Once = Once::new();
 
 extern "C" fn on_signal(signal: libc::c_int) {
@@ -110,9 +121,10 @@ fn install_handlers() {
     });
 }
 
-/// Registers a process group to kill if lockstep is interrupted.
+/// Registers a process group to kill if lockstep is interrupted, or killed (the guardian).
 pub(crate) fn register(pgid: i32) {
     install_handlers();
+    tell_guardian(pgid, true);
     for slot in &GROUPS {
         if slot
             .compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
@@ -125,8 +137,242 @@ pub(crate) fn register(pgid: i32) {
 
 /// Forgets a process group (it is gone).
 pub(crate) fn unregister(pgid: i32) {
+    tell_guardian(pgid, false);
     for slot in &GROUPS {
         let _ = slot.compare_exchange(pgid, 0, Ordering::SeqCst, Ordering::SeqCst);
+    }
+}
+
+/// Starts `cmd` so that it dies with lockstep, even with lockstep killed by SIGKILL (Linux): the
+/// child asks for SIGKILL when its parent dies (`PR_SET_PDEATHSIG`, kept across `exec`), and
+/// exits at once if lockstep already died between the fork and that request (its parent is then
+/// another process: the usual race fix).
+///
+/// The kernel sends that signal when the *thread* that forked the child ends, not the process, so
+/// the fork happens on a thread that lives as long as the process (a dedicated spawner thread): the run's
+/// thread could end before a child it started (a library user's thread), and tokio's blocking
+/// threads end when idle.
+pub fn spawn_tied(mut cmd: Command) -> std::io::Result<Child> {
+    #[cfg(target_os = "linux")]
+    {
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: the closure runs in the forked child before `exec`; prctl(2) and getppid(2) are
+        // async-signal-safe, and nothing is allocated (an OS error is a plain code).
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::getppid() != parent {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                Ok(())
+            });
+        }
+    }
+    match spawner_thread() {
+        Some(requests) => {
+            let (reply_tx, reply_rx) = mpsc::channel();
+            let Ok(queue) = requests.lock() else {
+                return Err(std::io::Error::other("the spawner thread's queue is poisoned"));
+            };
+            let sent = queue.send((cmd, reply_tx));
+            drop(queue);
+            match sent {
+                Ok(()) => reply_rx
+                    .recv()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("the spawner thread is gone"))),
+                Err(mpsc::SendError((mut cmd, _))) => cmd.spawn(),
+            }
+        }
+        // No thread could be started: this one will do (its children die when it ends).
+        None => cmd.spawn(),
+    }
+}
+
+/// A command to start and where to answer with the child.
+type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
+
+/// The queue of the thread every tied process is forked from: started once, it never ends (the
+/// sender held here is never dropped), so `PR_SET_PDEATHSIG` fires only when the process ends.
+fn spawner_thread() -> Option<&'static Mutex<mpsc::Sender<SpawnRequest>>> {
+    static SPAWNER: OnceLock<Option<Mutex<mpsc::Sender<SpawnRequest>>>> = OnceLock::new();
+    SPAWNER
+        .get_or_init(|| {
+            let (tx, rx) = mpsc::channel::<SpawnRequest>();
+            std::thread::Builder::new()
+                .name("lockstep-spawner".to_string())
+                .spawn(move || {
+                    for (mut cmd, reply) in rx {
+                        let _ = reply.send(cmd.spawn());
+                    }
+                })
+                .ok()
+                .map(|_| Mutex::new(tx))
+        })
+        .as_ref()
+}
+
+/// The write end of the pipe to the guardian, once started (`None`: it could not be).
+static GUARDIAN: OnceLock<Option<OwnedFd>> = OnceLock::new();
+
+/// Tells the guardian that group `pgid` exists (`alive`) or is gone. Started on first use.
+fn tell_guardian(pgid: i32, alive: bool) {
+    if pgid <= 0 {
+        return;
+    }
+    let guardian = if alive {
+        GUARDIAN.get_or_init(start_guardian)
+    } else {
+        match GUARDIAN.get() {
+            Some(guardian) => guardian,
+            None => return,
+        }
+    };
+    if let Some(fd) = guardian {
+        let record = if alive { pgid } else { -pgid }.to_ne_bytes();
+        // SAFETY: write(2) of 4 bytes from a live buffer to a descriptor we own. The pipe is
+        // non-blocking and 4 bytes are written whole or not at all (less than PIPE_BUF): a full
+        // pipe (a stopped guardian) costs a registration, never a stall of the run.
+        unsafe {
+            libc::write(fd.as_raw_fd(), record.as_ptr().cast(), record.len());
+        }
+    }
+}
+
+/// Forks the guardian: a process of lockstep's own that kills every process group still
+/// registered once lockstep is gone, however it went. It learns the groups over a pipe, one
+/// native-endian `i32` per note (positive: registered, negative: gone), and lockstep's end is the
+/// pipe's end (the kernel closes the write end when the process dies, SIGKILL included).
+#[cfg(target_os = "linux")]
+fn start_guardian() -> Option<OwnedFd> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2(2) fills both descriptors, which we own from here. Close-on-exec keeps the
+    // write end out of the adapters: one holding it would keep the guardian waiting.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return None;
+    }
+    let [read_end, write_end] = fds;
+    // SAFETY: the child runs `guardian`, which only makes async-signal-safe system calls, allocates
+    // nothing and never returns: what other threads held at the fork does not matter.
+    match unsafe { libc::fork() } {
+        0 => unsafe { guardian(read_end) },
+        -1 => {
+            // SAFETY: closing the two descriptors pipe2 gave us.
+            unsafe {
+                libc::close(read_end);
+                libc::close(write_end);
+            }
+            None
+        }
+        _ => {
+            // SAFETY: fcntl(2) and close(2) on descriptors we own; the write end is handed to an
+            // OwnedFd that is never dropped (a static).
+            unsafe {
+                libc::close(read_end);
+                let flags = libc::fcntl(write_end, libc::F_GETFL);
+                libc::fcntl(write_end, libc::F_SETFL, flags | libc::O_NONBLOCK);
+                Some(OwnedFd::from_raw_fd(write_end))
+            }
+        }
+    }
+}
+
+/// Without Linux's `pipe2`/death signal the guardian is not started (SIGINT/SIGTERM still kill
+/// every group).
+#[cfg(not(target_os = "linux"))]
+fn start_guardian() -> Option<OwnedFd> {
+    None
+}
+
+/// The guardian's life, in the forked child: only async-signal-safe calls, no allocation.
+///
+/// # Safety
+/// Call only in a freshly forked child; it never returns.
+#[cfg(target_os = "linux")]
+unsafe fn guardian(read_end: libc::c_int) -> ! {
+    // SAFETY (whole body): plain system calls on our own descriptors and fixed-size stack buffers.
+    unsafe {
+        // Its own session and no terminal signals: a Ctrl-C or a kill of lockstep's process group
+        // must not take the guardian first (lockstep's handlers kill the groups then anyway).
+        libc::setsid();
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGPIPE] {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+        // Hold nothing of lockstep's: not its listening sockets, not its pipes to the adapters
+        // (their ends would stay open), not its terminal, not its working directory.
+        close_all_but(read_end);
+        libc::chdir(c"/".as_ptr());
+        let mut groups = [0i32; GROUP_SLOTS];
+        let mut buf = [0u8; 1024];
+        let mut have = 0usize;
+        loop {
+            let n = libc::read(read_end, buf.as_mut_ptr().add(have).cast(), buf.len() - have);
+            if n < 0 {
+                if *libc::__errno_location() == libc::EINTR {
+                    continue;
+                }
+                break;
+            }
+            if n == 0 {
+                break;
+            }
+            have += n as usize;
+            let whole = have - have % 4;
+            for record in buf[..whole].chunks_exact(4) {
+                let pgid = i32::from_ne_bytes([record[0], record[1], record[2], record[3]]);
+                if pgid > 0 {
+                    if let Some(slot) = groups.iter_mut().find(|g| **g == 0) {
+                        *slot = pgid;
+                    }
+                } else {
+                    for slot in groups.iter_mut().filter(|g| **g == pgid.wrapping_neg()) {
+                        *slot = 0;
+                    }
+                }
+            }
+            buf.copy_within(whole..have, 0);
+            have -= whole;
+        }
+        // lockstep is gone: so go its groups (a stopped one too: SIGKILL needs no SIGCONT).
+        for &pgid in &groups {
+            if pgid > 0 {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+        libc::_exit(0)
+    }
+}
+
+/// Closes every descriptor but `keep`: close_range(2) (Linux 5.9), else one by one up to the
+/// descriptor limit.
+///
+/// # Safety
+/// Only in the guardian: it closes descriptors other code may think it owns.
+#[cfg(target_os = "linux")]
+unsafe fn close_all_but(keep: libc::c_int) {
+    // SAFETY: system calls on descriptor numbers only.
+    unsafe {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        let max = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+            limit.rlim_cur.min(1 << 16) as libc::c_int
+        } else {
+            1024
+        };
+        let close_range = |from: libc::c_int, to: libc::c_uint| {
+            if libc::syscall(libc::SYS_close_range, from as libc::c_uint, to, 0 as libc::c_uint) != 0 {
+                for fd in from..(to.min(max as libc::c_uint) as libc::c_int).saturating_add(1) {
+                    libc::close(fd);
+                }
+            }
+        };
+        if keep > 0 {
+            close_range(0, (keep - 1) as libc::c_uint);
+        }
+        close_range(keep + 1, libc::c_uint::MAX);
     }
 }
 
@@ -327,7 +573,7 @@ impl ClientProcess {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let mut child = cmd.spawn().map_err(|e| ProcessError::Spawn {
+        let mut child = spawn_tied(cmd).map_err(|e| ProcessError::Spawn {
             client: name.to_string(),
             command: command.to_string(),
             reason: e.to_string(),

@@ -63,9 +63,9 @@ impl RealRedis {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start redis-server `{}`: {e}", self.binary))?;
+        // Tied to lockstep: a SIGKILLed lockstep leaves no redis-server behind.
+        let mut child =
+            super::process::spawn_tied(cmd).map_err(|e| format!("cannot start redis-server `{}`: {e}", self.binary))?;
         super::process::register(child.id() as i32);
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {

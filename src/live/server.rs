@@ -33,7 +33,7 @@ use lockstep_sim::deployment::replication::Replication;
 use lockstep_sim::master::{execute_member, publish_expired};
 use lockstep_sim::redis::{ClientSession, EngineConfig, Keyspace, RedisEngine, Reply};
 use lockstep_sim::resource::FencedStore;
-use lockstep_sim::serve::{render_args, render_reply};
+use lockstep_sim::serve::render_reply;
 use lockstep_sim::{DelayClock, EventKind, FencingMode, MasterSetup, Persistence};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -254,12 +254,8 @@ impl Server {
             return;
         }
         for key in &expired {
-            self.rec.record(
-                &self.name,
-                EventKind::Expired {
-                    key: String::from_utf8_lossy(key).into_owned(),
-                },
-            );
+            self.rec
+                .record(&self.name, EventKind::Expired { key: history_arg(key) });
         }
         if let Some(repl) = repl {
             publish_expired(repl, &self.name, expired, self.rec.now_us());
@@ -291,8 +287,10 @@ impl Server {
             &self.name,
             EventKind::Command {
                 conn: 0,
-                args,
+                args: args.into_iter().map(clip).collect(),
                 reply: "+OK".to_string(),
+                effects: Vec::new(),
+                client: None,
             },
         );
     }
@@ -307,6 +305,8 @@ impl Server {
                     .first()
                     .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
                     .unwrap_or_default();
+                // A replica keeps no client write (it refuses or undoes it): its effects are dropped.
+                let keeps_writes = master.repl.as_deref().is_none_or(|r| r.borrow().is_master(&self.name));
                 let reply = if name == "info" {
                     Reply::bulk(INFO)
                 } else if let Some(repl) = &master.repl {
@@ -329,8 +329,12 @@ impl Server {
                     &self.name,
                     EventKind::Command {
                         conn: session.id as u64,
-                        args: render_args(args),
-                        reply: render_reply(&reply),
+                        args: args.iter().map(|a| history_arg(a)).collect(),
+                        reply: clip(render_reply(&reply)),
+                        effects: Some(engine.borrow_mut().take_effects())
+                            .filter(|_| keeps_writes)
+                            .unwrap_or_default(),
+                        client: Some(peer.to_string()),
                     },
                 );
                 reply
@@ -462,6 +466,39 @@ impl Server {
     }
 }
 
+/// The longest argument, key or reply an event keeps, bytes: the history stays in memory for
+/// the whole run, and a client may send values of many megabytes (a lock client sends keys,
+/// tokens and scripts of a few hundred bytes).
+pub const HISTORY_TEXT_MAX: usize = 4096;
+
+/// An argument as a command event shows it: lossy UTF-8, cut after [`HISTORY_TEXT_MAX`] bytes
+/// with its length said (`…(N bytes)`), without converting what is cut.
+fn history_arg(arg: &[u8]) -> String {
+    if arg.len() <= HISTORY_TEXT_MAX {
+        return String::from_utf8_lossy(arg).into_owned();
+    }
+    format!(
+        "{}…({} bytes)",
+        String::from_utf8_lossy(&arg[..HISTORY_TEXT_MAX]),
+        arg.len()
+    )
+}
+
+/// A rendered reply cut as [`history_arg`] cuts an argument.
+fn clip(mut text: String) -> String {
+    if text.len() <= HISTORY_TEXT_MAX {
+        return text;
+    }
+    let len = text.len();
+    let mut at = HISTORY_TEXT_MAX;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    text.truncate(at);
+    text.push_str(&format!("…({len} bytes)"));
+    text
+}
+
 /// The resource's commands, served exactly as the simulated resource serves them
 /// ([`lockstep_sim::resource::execute`]), with the writer named by the link it came in on; live
 /// clients also send `INFO` and `HELLO` while connecting.
@@ -474,8 +511,34 @@ fn resource_command(rec: &LiveRecorder, node: &str, store: &RefCell<FencedStore>
     match name.as_str() {
         "INFO" => Reply::bulk(INFO),
         "HELLO" => Reply::Error("NOPROTO this server speaks RESP2 only".into()),
-        _ => lockstep_sim::resource::execute(store, peer, args, &mut |event| {
+        _ => lockstep_sim::resource::execute(store, peer, args, &mut |mut event| {
+            if let EventKind::ResourceWrite { key, .. } | EventKind::ResourceRead { key, .. } = &mut event {
+                *key = clip(std::mem::take(key));
+            }
             rec.record(node, event);
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{clip, history_arg, HISTORY_TEXT_MAX};
+
+    #[test]
+    fn long_history_texts_are_cut_with_their_length() {
+        assert_eq!(history_arg(b"lock"), "lock");
+        let long = vec![b'x'; HISTORY_TEXT_MAX + 10];
+        let shown = history_arg(&long);
+        assert!(shown.starts_with(&"x".repeat(HISTORY_TEXT_MAX)));
+        assert!(shown.ends_with(&format!("…({} bytes)", HISTORY_TEXT_MAX + 10)));
+        // A cut inside a character backs off to its start.
+        let text = format!("{}é{}", "a".repeat(HISTORY_TEXT_MAX - 1), "b".repeat(100));
+        let cut = clip(text.clone());
+        assert!(
+            cut.starts_with(&"a".repeat(HISTORY_TEXT_MAX - 1)) && !cut.contains('é'),
+            "{cut}"
+        );
+        assert!(cut.ends_with(&format!("…({} bytes)", text.len())));
+        assert_eq!(clip("+OK".to_string()), "+OK");
     }
 }

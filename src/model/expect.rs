@@ -18,6 +18,7 @@ pub const CHECKERS: &[&str] = &[
     "lost-update",
     "token-order",
     "lease-validity",
+    "ownership",
 ];
 
 /// The `[expect]` key of the progress (liveness) verdict: `valid` when some client that wanted the lock got

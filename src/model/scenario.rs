@@ -30,6 +30,10 @@ pub struct Scenario {
     /// The most events a run's history may hold ([`lockstep_sim::WorldConfig::history_events_max`]):
     /// a run that would record more stops with an error naming it.
     pub history_events_max: u64,
+    /// The most bytes of text a run's history may hold
+    /// ([`lockstep_sim::WorldConfig::history_bytes_max`]): a run whose events would carry more
+    /// stops with an error naming it.
+    pub history_bytes_max: u64,
     /// Message delays.
     pub network: NetworkSpec,
     /// The Redis masters, in file order (never empty).
@@ -337,6 +341,7 @@ impl Scenario {
             tick_ms: self.tick_ms,
             duration_ms: self.duration_ms,
             history_events_max: self.history_events_max,
+            history_bytes_max: self.history_bytes_max,
             min_latency_ms: self.network.min_latency_ms,
             max_latency_ms: self.network.max_latency_ms,
             ..WorldConfig::default()

@@ -230,16 +230,21 @@ impl Headline {
 
     /// ✅ or ❌.
     pub fn mark(&self) -> &'static str {
-        if self.ok {
+        if self.totals.checks == 0 {
+            "⚪"
+        } else if self.ok {
             "✅"
         } else {
             "❌"
         }
     }
 
-    /// `PASS` or `FAIL`: the gate's result in a word (never a sign alone).
+    /// `PASS`, `FAIL` or `EMPTY` (nothing was checked): the gate's result in a word (never a
+    /// sign alone).
     pub fn word(&self) -> &'static str {
-        if self.ok {
+        if self.totals.checks == 0 {
+            "EMPTY"
+        } else if self.ok {
             "PASS"
         } else {
             "FAIL"
@@ -249,7 +254,13 @@ impl Headline {
     /// The verdict in a few words: `Every expectation held`, or `F of N checks did not meet
     /// their expectation.`
     pub fn title(&self) -> String {
-        if self.ok {
+        if self.totals.checks == 0 {
+            if self.shard.is_some() {
+                "This shard checks nothing: the merged report is the gate".to_string()
+            } else {
+                "Nothing was checked: no scenario run and no exploration".to_string()
+            }
+        } else if self.ok {
             "Every expectation held".to_string()
         } else {
             format!(

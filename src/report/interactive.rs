@@ -441,6 +441,8 @@ mod tests {
                 conn: 0,
                 args: vec!["GET".into(), "</script>".into()],
                 reply: "nil".into(),
+                effects: Vec::new(),
+                client: None,
             },
         );
         h

@@ -16,7 +16,12 @@
 //! OUT/charts/*.svg    timelines, the TTL trade-off, exploration summaries ([`charts`]),
 //! OUT/charts/*.png      drawn with an embedded font (DejaVu Sans)
 //! OUT/index.html      one self-contained page ([`html`])
+//! OUT/manifest.json   every file and directory lockstep wrote there ([`Manifest`])
 //! ```
+//!
+//! The manifest is what makes OUT replaceable by the next report: a directory is replaced only
+//! if everything in it is listed there, and only what is listed is ever removed
+//! ([`prepare_out`]).
 //!
 //! The report is built ([`Report::build`]) from what the gate ran (`crate::run::gate::CiRun`,
 //! produced by `crate::app::ci`), merged from shard reports ([`merge`]), and rendered; nothing
@@ -37,7 +42,7 @@ pub mod live;
 pub mod markdown;
 pub mod merge;
 mod staging;
-pub use staging::leftover_dirs;
+pub use staging::{leftover_dirs, Manifest, MANIFEST_FILE, MANIFEST_FORMAT};
 pub mod sweep;
 pub mod timeline;
 
@@ -597,7 +602,10 @@ impl Report {
                 Status::Unchecked => t.unchecked += 1,
             }
         }
-        self.ok = t.failed == 0
+        // A report that checks nothing is never a green gate; only one shard of a fixed CI
+        // matrix may be empty (it says so: `EMPTY`), its merged report may not.
+        self.ok = (t.checks > 0 || self.shard.is_some())
+            && t.failed == 0
             && self.scenarios.iter().all(|s| !s.status.is_failure())
             && self.explorations.iter().all(|e| !e.status.is_failure());
         self.totals = t;
@@ -886,12 +894,22 @@ fn check_replaceable(path: &Path) -> Result<(), String> {
 
 /// Writes `bytes` to `path` atomically: a uniquely named temporary file beside it (created
 /// exclusively, so no file or symlink of the user's is ever followed or truncated), synced, then
-/// renamed over `path`. `path` must be a regular file or not exist ([`check_replaceable`]).
-/// Creates the directory if needed. The one atomic write: the CLI's summaries and
-/// counterexamples.
+/// renamed over `path`, readable by all (0644 on Unix, as the files of a report directory).
+/// `path` must be a regular file or not exist ([`check_replaceable`]). Creates the directory if
+/// needed. The one atomic write: the CLI's summaries, histories and counterexamples.
+///
+/// A file written into a report directory (`OUT/live.json`, `OUT/counterexamples/x.toml`: a
+/// directory whose [`MANIFEST_FILE`] is in `path`'s parent or the parent's parent) is first
+/// recorded in its manifest, so that the next report may still replace that directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    use std::io::Write;
     check_replaceable(path)?;
+    staging::record_in_manifest(path)?;
+    write_file_atomically(path, bytes)
+}
+
+/// [`write_atomic`] without recording `path` in a manifest (the manifest itself is written so).
+fn write_file_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
     let dir = parent_dir(path);
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let name = path
@@ -902,6 +920,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
         .suffix(".tmp")
         .tempfile_in(dir)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    // A temporary file is private (0600); what it becomes is as readable as any report file.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
     tmp.write_all(bytes)
         .and_then(|()| tmp.as_file().sync_all())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -952,23 +978,17 @@ pub fn check_outputs(summary: Option<&Path>, out: Option<&Path>) -> Result<(), S
     Ok(())
 }
 
-/// Makes sure a report can be written to `out`, before anything runs: `out` is a directory of
-/// an earlier report (it has a `report.json`), an empty directory, or does not exist yet; and
-/// its parent takes a new directory (the report is built beside `out`, then swapped in).
+/// Makes sure a report can be written to `out`, before anything runs: `out` does not exist
+/// yet, is an empty directory, or is a directory of an earlier report — a real directory (not a
+/// symbolic link) holding a valid [`MANIFEST_FILE`] that lists every entry under it (walked
+/// without following links) with its kind; and its parent takes a new directory (the report is
+/// built beside `out`, then swapped in). Anything else is refused naming the first entry that
+/// lockstep did not write ("not replacing: FILE was not written by lockstep"): a file of
+/// someone's, a link (`report.json` pointing at a system file), a listed file that became a link.
+/// Checked again just before the swap ([`write_report_with`]).
 pub fn prepare_out(out: &Path) -> Result<(), String> {
     let bad = |m: String| format!("report directory {}: {m}", out.display());
-    if out.exists() || out.is_symlink() {
-        if !out.is_dir() {
-            return Err(bad("exists and is not a directory".to_string()));
-        }
-        let mut entries = std::fs::read_dir(out).map_err(|e| bad(format!("cannot read it: {e}")))?;
-        if entries.next().is_some() && !out.join("report.json").is_file() {
-            return Err(bad(
-                "exists, is not empty and holds no report.json: not replacing a directory that is not a lockstep report"
-                    .to_string(),
-            ));
-        }
-    }
+    staging::existing(out).map_err(bad)?;
     let parent = parent_dir(out);
     std::fs::create_dir_all(parent).map_err(|e| bad(format!("cannot create {}: {e}", parent.display())))?;
     tempfile::Builder::new()
@@ -979,13 +999,14 @@ pub fn prepare_out(out: &Path) -> Result<(), String> {
 }
 
 /// Writes the whole report directory — `report.json`, `summary.md`, `junit.xml`, the charts
-/// (SVG and PNG) and `index.html` — consistent as a whole: everything is built in a new,
-/// uniquely named directory beside `out`, synced, then swapped in (the old `out` renamed
-/// away, the new one renamed into place, the old one removed). A reader sees the old report or
-/// the new one, never a mix; charts of scenarios no longer in the report disappear; on an error
-/// nothing of `out` has changed and no temporary file survives. Hidden directories of `out` left
-/// by a run that was killed are removed first, never one a live run uses ([`staging`]).
-/// Returns the paths written.
+/// (SVG and PNG), `index.html` and the manifest — consistent as a whole: everything is built in
+/// a new, uniquely named directory beside `out`, synced, then swapped in (see [`swap_in`]: on
+/// Linux the two directories trade places in one atomic step), and the old report removed,
+/// exactly the entries its manifest lists. A reader sees the old report or the new one, never
+/// a mix; charts of scenarios no longer in the report disappear; on an error nothing of `out`
+/// has changed and no temporary file survives. `out` must be what [`prepare_out`] accepts.
+/// Hidden directories of `out` left by a run that was killed are removed first, never one a
+/// live run uses ([`staging`]). Returns the paths written.
 pub fn write_report(report: &Report, out: &Path) -> Result<Vec<PathBuf>, String> {
     write_report_with(report, out, &BTreeMap::new())
 }
@@ -1001,14 +1022,17 @@ pub fn write_report_with(
     staging::remove_stale(out);
     let (staging, _staging_lock) = staging_dir(out)?;
     let files = build_report_dir(report, staging.path(), histories)?;
-    // The previous report, renamed away below, stays locked until it is removed.
+    // The previous report, swapped out below, stays locked until it is removed.
     #[cfg(unix)]
     let _old_lock = staging::try_lock_dir(out).ok().flatten();
-    let old = swap_in(staging, out)?;
-    if let Some(old) = old {
+    // Checked again: `out` may have changed while the report was built (minutes, for a big run).
+    let existing = staging::existing(out).map_err(|m| format!("report directory {}: {m}", out.display()))?;
+    let old = swap_in(staging, out, &existing)?;
+    if let (Some(old), staging::Existing::Report(manifest)) = (old, &existing) {
         // The new report is in place; failing to remove the old one only leaves a hidden
-        // directory, which the next run tries again to remove ([`leftover_dirs`] names it).
-        let _ = std::fs::remove_dir_all(old);
+        // directory, which the next run tries again to remove ([`leftover_dirs`] names it). Only
+        // what its manifest lists is removed: a file slipped in since the check stays, with it.
+        let _ = staging::remove_listed(&old, manifest);
     }
     Ok(files.iter().map(|rel| out.join(rel)).collect())
 }
@@ -1047,7 +1071,9 @@ fn staging_dir(out: &Path) -> Result<(tempfile::TempDir, Option<std::fs::File>),
     Err(fail("removed by another process each time".to_string()))
 }
 
-/// Writes every file of the report into `dir` (synced); returns their paths relative to it.
+/// Writes every file of the report into `dir` (synced), the manifest last (it lists everything
+/// else: a staging directory killed before it has none, see [`staging`]); returns their paths
+/// relative to it.
 fn build_report_dir(
     report: &Report,
     dir: &Path,
@@ -1084,6 +1110,8 @@ fn build_report_dir(
     }
     let runs = interactive::write_runs(report, histories, dir, &mut put)?;
     put("index.html", html::index_with(report, &svgs, &runs).as_bytes())?;
+    let manifest = Manifest::of_dir(dir, report).map_err(|e| format!("cannot list the report: {e}"))?;
+    put(MANIFEST_FILE, manifest.to_json().as_bytes())?;
     let run_dirs = std::fs::read_dir(dir.join("runs"))
         .into_iter()
         .flatten()
@@ -1102,10 +1130,19 @@ fn sync_dir(dir: &Path) {
     }
 }
 
-/// Puts `staging` in place of `out`. Returns the old report's directory (renamed away), to be
-/// removed by the caller. On an error `out` is as it was and `staging` is removed.
-fn swap_in(staging: tempfile::TempDir, out: &Path) -> Result<Option<PathBuf>, String> {
-    let parent = parent_dir(out);
+/// Puts `staging` in place of `out`, as [`staging::existing`] found `out` just before. Missing
+/// or an empty directory: one `rename(2)` (atomic; it replaces an empty directory and fails on
+/// anything else, so nothing that appeared meanwhile is replaced). An earlier report: the two
+/// directories trade places in one atomic step ([`staging::exchange`], Linux's
+/// `renameat2(RENAME_EXCHANGE)`), so at every instant `out` holds a whole report; where the
+/// kernel or the file system refuses it (`EINVAL`, `ENOSYS`, `EOPNOTSUPP`; every platform but
+/// Linux), the fallback is two renames ([`staging::swap_by_renames`]: `out` renamed away, then
+/// the new report renamed into place), which a kill between them leaves without `out`.
+///
+/// Returns where the old report now is (the staging path after an exchange, a `.OUT.old.XXXXXX`
+/// after the fallback), to be removed by the caller. On an error `out` is as it was and
+/// `staging` is removed.
+fn swap_in(staging: tempfile::TempDir, out: &Path, existing: &staging::Existing) -> Result<Option<PathBuf>, String> {
     let fail = |e: std::io::Error| {
         format!(
             "report directory {}: cannot put the new report in place: {e}",
@@ -1118,34 +1155,23 @@ fn swap_in(staging: tempfile::TempDir, out: &Path) -> Result<Option<PathBuf>, St
         // A temporary directory is private (0700); a report directory is as readable as any.
         std::fs::set_permissions(staging.path(), std::fs::Permissions::from_mode(0o755)).map_err(fail)?;
     }
-    let old = if out.exists() {
-        // An empty directory with a unique name, that the old report replaces (rename(2) may
-        // replace an empty directory).
-        let base = out
-            .file_name()
-            .map_or_else(|| "report".into(), |n| n.to_string_lossy().into_owned());
-        let old = tempfile::Builder::new()
-            .prefix(&staging::old_prefix(&base))
-            .tempdir_in(parent)
-            .map_err(fail)?
-            .keep();
-        if let Err(e) = std::fs::rename(out, &old) {
-            let _ = std::fs::remove_dir(&old);
-            return Err(fail(e));
+    let old = match existing {
+        staging::Existing::Missing | staging::Existing::Empty => {
+            std::fs::rename(staging.path(), out).map_err(fail)?;
+            None
         }
-        Some(old)
-    } else {
-        None
+        staging::Existing::Report(_) => match staging::exchange(staging.path(), out) {
+            // The staging path holds the old report now: its guard must not remove it whole.
+            Ok(()) => Some(staging.path().to_path_buf()),
+            Err(e) if staging::exchange_unsupported(&e) => {
+                Some(staging::swap_by_renames(staging.path(), out).map_err(fail)?)
+            }
+            Err(e) => return Err(fail(e)),
+        },
     };
-    if let Err(e) = std::fs::rename(staging.path(), out) {
-        if let Some(old) = &old {
-            let _ = std::fs::rename(old, out);
-        }
-        return Err(fail(e));
-    }
-    // The staging directory is now `out`: do not let its guard remove it.
+    // The staging directory is now `out`, or the old report: do not let its guard remove it.
     let _ = staging.keep();
-    sync_dir(parent);
+    sync_dir(parent_dir(out));
     Ok(old)
 }
 

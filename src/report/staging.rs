@@ -1,8 +1,12 @@
-//! The hidden directories a report is built and swapped through, beside OUT: `.OUT.new.XXXXXX`
-//! (the new report, built then renamed to OUT) and `.OUT.old.XXXXXX` (the previous report,
-//! renamed away then removed), where `XXXXXX` is `tempfile`'s six random alphanumerics. A run
-//! killed (SIGKILL, power loss) between creating one and removing or renaming it leaves it
-//! behind; the next report written to the same OUT removes it ([`remove_stale`]).
+//! How a report directory is staged, recognised, swapped in and removed.
+//!
+//! **Staging.** The hidden directories a report is built and swapped through, beside OUT:
+//! `.OUT.new.XXXXXX` (the new report, built then put in place of OUT; after an exchange it holds
+//! the previous report until that is removed) and `.OUT.old.XXXXXX` (the previous report,
+//! renamed away by the two-rename fallback, then removed), where `XXXXXX` is `tempfile`'s six
+//! random alphanumerics. A run killed (SIGKILL, power loss) between creating one and removing
+//! or renaming it leaves it behind; the next report written to the same OUT removes it
+//! ([`remove_stale`]).
 //!
 //! Which ones are stale: a live run holds an exclusive `flock(2)` on each of its directories
 //! for as long as it uses it ([`lock_dir`]; the kernel releases it when the process dies,
@@ -13,16 +17,380 @@
 //!
 //! Only entries of OUT's parent whose name matches the exact pattern are considered, only
 //! directories, and symbolic links are never followed (a link with a matching name is left
-//! alone). Left out: the `.lockstep-probe.XXXXXX` directory [`super::prepare_out`] creates and
-//! removes at once (a kill within that instant leaves it), and platforms other than Unix (where
-//! nothing is removed). A file system without `flock` (some network file systems) makes every
-//! lock fail: then nothing is removed either.
+//! alone). One that holds a manifest (an earlier report, exchanged out) is removed like OUT
+//! itself: only if everything in it is listed, and only what is listed. Left out: the
+//! `.lockstep-probe.XXXXXX` directory [`super::prepare_out`] creates and removes at once (a kill
+//! within that instant leaves it), and platforms other than Unix (where nothing is removed). A
+//! file system without `flock` (some network file systems) makes every lock fail: then nothing
+//! is removed either.
+//!
+//! **Recognising a report.** Every report directory holds a manifest, [`MANIFEST_FILE`]: a
+//! format marker ([`MANIFEST_FORMAT`]), the report's schema version and run identity, and the
+//! relative path of every file and directory lockstep wrote there (itself included). A name
+//! alone (`report.json`) proves nothing: anyone can have one, or a link by that name to a
+//! system file. An existing OUT is replaced only if it is a real directory (not a link) and
+//! every entry under it, walked without following links, is listed with the same kind
+//! ([`existing`]); anything else is refused naming the first entry lockstep did not write. The
+//! old report is then removed entry by entry, never recursively ([`remove_listed`]), so a file
+//! slipped in after the check survives.
+//!
+//! **Swapping.** On Linux the new report and the old one trade places in one step
+//! (`renameat2(RENAME_EXCHANGE)`, [`exchange`]): at every instant OUT holds a whole report. Where
+//! the kernel or file system refuses it, [`swap_by_renames`] is the fallback: OUT renamed away,
+//! then the new report renamed into place; killed between the two, OUT is missing (both reports
+//! survive beside it, and the next run removes them).
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 /// The random part `tempfile` appends to a prefix: six ASCII alphanumerics.
 const SUFFIX_LEN: usize = 6;
+
+/// The manifest's file name, at the top of every report directory.
+pub const MANIFEST_FILE: &str = "manifest.json";
+
+/// The `format` field of every manifest: what only lockstep writes.
+pub const MANIFEST_FORMAT: &str = "lockstep-report-manifest";
+
+/// A manifest larger than this is not one lockstep wrote (a report of ten thousand runs lists
+/// some forty thousand paths, about 2 MB); the cap keeps a hostile file from being read whole.
+const MANIFEST_MAX_BYTES: u64 = 64 << 20;
+
+/// A report directory's manifest ([`MANIFEST_FILE`]): what lockstep wrote there.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Manifest {
+    /// Always [`MANIFEST_FORMAT`].
+    pub format: String,
+    /// The schema version of the `report.json` beside it ([`super::SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// The program that wrote it.
+    pub tool: super::Tool,
+    /// The report's run identity (`run_id`), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The report's shard, when it covers one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<super::ShardInfo>,
+    /// Every directory lockstep created, relative (`charts`, `runs/NAME`), sorted.
+    pub dirs: Vec<String>,
+    /// Every file lockstep wrote, relative (`report.json`, `charts/x.svg`, this manifest), sorted.
+    pub files: Vec<String>,
+}
+
+/// What an entry of a directory is, read without following a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    File,
+    Dir,
+    Link,
+    Special,
+}
+
+impl Kind {
+    fn of(meta: &std::fs::Metadata) -> Kind {
+        let t = meta.file_type();
+        if t.is_symlink() {
+            Kind::Link
+        } else if t.is_dir() {
+            Kind::Dir
+        } else if t.is_file() {
+            Kind::File
+        } else {
+            Kind::Special
+        }
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Kind::File => "a file",
+            Kind::Dir => "a directory",
+            Kind::Link => "a symbolic link",
+            Kind::Special => "a device, FIFO or socket",
+        })
+    }
+}
+
+/// Whether `rel` is a path lockstep may list: `/`-separated names, none empty, `.` or `..`, no
+/// backslash or NUL, not absolute. A manifest listing anything else is not lockstep's (and a
+/// `..` would reach outside the directory when the old report is removed).
+fn is_listable(rel: &str) -> bool {
+    !rel.is_empty()
+        && rel
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != ".." && !part.contains(['\\', '\0']))
+}
+
+impl Manifest {
+    /// The manifest of the report directory `dir` as built: every entry under it (walked
+    /// without following links) and this manifest itself. `dir` is the private staging directory
+    /// this run created and filled, so what is there is what lockstep wrote; a walk rather than
+    /// the list of files written also catches the directories, empty ones included.
+    pub fn of_dir(dir: &Path, report: &super::Report) -> std::io::Result<Manifest> {
+        fn walk(dir: &Path, rel: &str, dirs: &mut Vec<String>, files: &mut Vec<String>) -> std::io::Result<()> {
+            for name in sorted_names(&dir.join(rel))? {
+                let name = name
+                    .into_string()
+                    .map_err(|n| std::io::Error::other(format!("{}: not a UTF-8 name", n.to_string_lossy())))?;
+                let path = if rel.is_empty() { name } else { format!("{rel}/{name}") };
+                match Kind::of(&std::fs::symlink_metadata(dir.join(&path))?) {
+                    Kind::Dir => {
+                        walk(dir, &path, dirs, files)?;
+                        dirs.push(path);
+                    }
+                    Kind::File => files.push(path),
+                    other => return Err(std::io::Error::other(format!("{path}: is {other}"))),
+                }
+            }
+            Ok(())
+        }
+        let (mut dirs, mut files) = (Vec::new(), vec![MANIFEST_FILE.to_string()]);
+        walk(dir, "", &mut dirs, &mut files)?;
+        dirs.sort();
+        files.sort();
+        files.dedup();
+        Ok(Manifest {
+            format: MANIFEST_FORMAT.to_string(),
+            schema_version: super::SCHEMA_VERSION,
+            tool: super::Tool::current(),
+            run_id: report.run_id.clone(),
+            shard: report.shard,
+            dirs,
+            files,
+        })
+    }
+
+    /// The manifest as written: pretty JSON.
+    pub fn to_json(&self) -> String {
+        // Plain data with string keys: serialisation cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
+    }
+
+    /// Reads a manifest, refusing anything lockstep would not have written.
+    fn parse(text: &str) -> Result<Manifest, String> {
+        let manifest: Manifest =
+            serde_json::from_str(text).map_err(|e| format!("{MANIFEST_FILE} is not a lockstep manifest: {e}"))?;
+        if manifest.format != MANIFEST_FORMAT {
+            return Err(format!(
+                "{MANIFEST_FILE} is not a lockstep manifest: `format` is not \"{MANIFEST_FORMAT}\""
+            ));
+        }
+        let listing = manifest.listing();
+        if listing.len() != manifest.dirs.len() + manifest.files.len() {
+            return Err(format!("{MANIFEST_FILE} lists a path twice"));
+        }
+        if let Some(bad) = listing.keys().find(|rel| !is_listable(rel)) {
+            return Err(format!(
+                "{MANIFEST_FILE} lists {bad:?}, not a path inside the directory"
+            ));
+        }
+        Ok(manifest)
+    }
+
+    /// Every listed path with its kind.
+    fn listing(&self) -> BTreeMap<&str, Kind> {
+        let dirs = self.dirs.iter().map(|d| (d.as_str(), Kind::Dir));
+        dirs.chain(self.files.iter().map(|f| (f.as_str(), Kind::File)))
+            .collect()
+    }
+}
+
+/// The names in `dir`, sorted (so that the entry a refusal names is the same every time).
+fn sorted_names(dir: &Path) -> std::io::Result<Vec<std::ffi::OsString>> {
+    let mut names = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    names.sort();
+    Ok(names)
+}
+
+/// The manifest in `dir`: `Ok(None)` when there is none; an error saying why when what is
+/// there is not one lockstep wrote (a link, a FIFO, too large, not a manifest). Never follows a
+/// link and never blocks on a FIFO.
+fn read_manifest(dir: &Path) -> Result<Option<Manifest>, String> {
+    use std::io::Read;
+    let path = dir.join(MANIFEST_FILE);
+    let meta = match std::fs::symlink_metadata(&path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot inspect {MANIFEST_FILE}: {e}")),
+    };
+    let kind = Kind::of(&meta);
+    if kind != Kind::File {
+        return Err(format!("{MANIFEST_FILE} is {kind}"));
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Swapped for a link or a FIFO since the look above: refused, not followed or waited on.
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let mut text = String::new();
+    options
+        .open(&path)
+        .and_then(|file| file.take(MANIFEST_MAX_BYTES + 1).read_to_string(&mut text))
+        .map_err(|e| format!("cannot read {MANIFEST_FILE}: {e}"))?;
+    if text.len() as u64 > MANIFEST_MAX_BYTES {
+        return Err(format!("{MANIFEST_FILE} is larger than {MANIFEST_MAX_BYTES} bytes"));
+    }
+    Manifest::parse(&text).map(Some)
+}
+
+/// Checks that every entry under `root` is listed in `manifest` with its kind, walking in sorted
+/// order without following links; the first that is not, as `(relative path, why)`.
+fn check_listed(root: &Path, manifest: &Manifest) -> Result<(), (String, String)> {
+    fn walk(root: &Path, rel_dir: &str, listed: &BTreeMap<&str, Kind>) -> Result<(), (String, String)> {
+        let names =
+            sorted_names(&root.join(rel_dir)).map_err(|e| (rel_dir.to_string(), format!("cannot read it: {e}")))?;
+        for name in names {
+            let shown = name.to_string_lossy();
+            let rel = if rel_dir.is_empty() {
+                shown.to_string()
+            } else {
+                format!("{rel_dir}/{shown}")
+            };
+            // A name that is not UTF-8 is never listed (lockstep writes ASCII names only).
+            let want = name.to_str().and(listed.get(rel.as_str()).copied());
+            let meta = std::fs::symlink_metadata(root.join(&rel))
+                .map_err(|e| (rel.clone(), format!("cannot inspect it: {e}")))?;
+            let kind = Kind::of(&meta);
+            match want {
+                None => return Err((rel, format!("it is not listed in {MANIFEST_FILE}"))),
+                Some(want) if want != kind => {
+                    return Err((rel, format!("{MANIFEST_FILE} lists it as {want}; it is now {kind}")))
+                }
+                Some(Kind::Dir) => walk(root, &rel, listed)?,
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+    walk(root, "", &manifest.listing())
+}
+
+/// What is at OUT before a new report takes its place ([`existing`]).
+#[derive(Debug)]
+pub enum Existing {
+    /// Nothing: the new report is renamed into place.
+    Missing,
+    /// An empty directory: replaced the same way (`rename(2)` replaces an empty directory, and
+    /// only an empty one, in one step).
+    Empty,
+    /// An earlier report: everything in it is listed in its manifest, the one returned.
+    Report(Manifest),
+}
+
+/// What is at `out` and whether a report may replace it: nothing, an empty directory, or an
+/// earlier report — a real directory (not a link) holding a valid manifest that lists every
+/// entry under it with its kind (a listed file that became a link, or anything unlisted, is
+/// refused). The error names the first entry lockstep did not write; the caller adds `out`.
+pub fn existing(out: &Path) -> Result<Existing, String> {
+    let meta = match std::fs::symlink_metadata(out) {
+        Ok(meta) => meta,
+        // Below a file (`file/out`): missing too; the caller's check of the parent says why.
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(Existing::Missing)
+        }
+        Err(e) => return Err(format!("cannot inspect it: {e}")),
+    };
+    match Kind::of(&meta) {
+        Kind::Dir => {}
+        Kind::Link => {
+            return Err("is a symbolic link: not replacing it, nor what it points to; give the directory itself".into())
+        }
+        _ => return Err("exists and is not a directory".into()),
+    }
+    let names = sorted_names(out).map_err(|e| format!("cannot read it: {e}"))?;
+    let Some(first) = names.first() else {
+        return Ok(Existing::Empty);
+    };
+    let not_ours = |rel: &str, why: &str| {
+        format!(
+            "not replacing: {} was not written by lockstep ({why}): this is not a lockstep report, or one \
+             changed since lockstep wrote it; move that away, or give another directory",
+            out.join(rel).display()
+        )
+    };
+    let manifest = match read_manifest(out) {
+        Ok(Some(manifest)) => manifest,
+        Ok(None) => {
+            return Err(not_ours(
+                &first.to_string_lossy(),
+                &format!(
+                    "the directory holds no {MANIFEST_FILE}, which every report directory lockstep writes has; \
+                     a report of a lockstep without manifests is refused too: remove it yourself"
+                ),
+            ))
+        }
+        Err(why) => return Err(not_ours(MANIFEST_FILE, &why)),
+    };
+    check_listed(out, &manifest).map_err(|(rel, why)| not_ours(&rel, &why))?;
+    Ok(Existing::Report(manifest))
+}
+
+/// Records `path`, about to be written by lockstep, in the manifest of the report directory it
+/// is in (its parent, or its parent's parent: `OUT/live.json`, `OUT/counterexamples/x.toml`),
+/// with any directory between them, so that the next report may replace that directory (only
+/// what a manifest lists is ever removed). Nothing happens where there is no valid manifest, or
+/// when `path` is listed already. Called before the file or its directory exists, so a kill in
+/// between leaves a listed entry that is missing (harmless), never an unlisted one.
+pub fn record_in_manifest(path: &Path) -> Result<(), String> {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return Ok(());
+    };
+    let mut rel = vec![name.to_string()];
+    let mut dir = super::parent_dir(path).to_path_buf();
+    for _ in 0..2 {
+        let found = match read_manifest(&dir) {
+            Ok(found) => found,
+            // Something that is not lockstep's manifest: not a report directory, nor is any above.
+            Err(_) => return Ok(()),
+        };
+        if let Some(mut manifest) = found {
+            // Top-down: the directories between the manifest and the file, then the file.
+            let parts: Vec<&str> = rel.iter().rev().map(String::as_str).collect();
+            let mut changed = false;
+            for n in 1..=parts.len() {
+                let entry = parts[..n].join("/");
+                let (list, other) = if n == parts.len() {
+                    (&mut manifest.files, &manifest.dirs)
+                } else {
+                    (&mut manifest.dirs, &manifest.files)
+                };
+                if other.contains(&entry) || !is_listable(&entry) {
+                    // Listed as the other kind (the write fails on its own), or not a plain
+                    // path: nothing to record.
+                    return Ok(());
+                }
+                if !list.contains(&entry) {
+                    list.push(entry);
+                    list.sort();
+                    changed = true;
+                }
+            }
+            if changed {
+                super::write_file_atomically(&dir.join(MANIFEST_FILE), manifest.to_json().as_bytes())
+                    .map_err(|e| format!("{}: cannot record it in {MANIFEST_FILE}: {e}", path.display()))?;
+            }
+            return Ok(());
+        }
+        match dir.file_name().and_then(|n| n.to_str()) {
+            Some(name) => rel.push(name.to_string()),
+            None => return Ok(()),
+        }
+        dir = super::parent_dir(&dir).to_path_buf();
+    }
+    Ok(())
+}
 
 /// The prefix of OUT's staging directory (`.OUT.new.`).
 pub fn new_prefix(base: &str) -> String {
@@ -108,10 +476,10 @@ pub fn remove_stale(out: &Path) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     #[cfg(unix)]
     for path in leftover_dirs(out) {
-        // Held: a live run's. Taken: nobody's; removed while we hold it (`remove_dir_all`
-        // removes a link in place of the directory, never what it points to).
+        // Held: a live run's. Taken: nobody's; removed while we hold it (never through a link:
+        // see `remove_lockstep_dir`).
         if let Ok(Some(_lock)) = try_lock_dir(&path) {
-            if std::fs::remove_dir_all(&path).is_ok() {
+            if remove_lockstep_dir(&path).is_ok() {
                 removed.push(path);
             }
         }
@@ -119,6 +487,203 @@ pub fn remove_stale(out: &Path) -> Vec<PathBuf> {
     #[cfg(not(unix))]
     let _ = out;
     removed
+}
+
+/// Puts the directory `new` at `out` and the directory at `out` at `new`, in one atomic step:
+/// `renameat2(2)` with `RENAME_EXCHANGE` (Linux 3.15; ext4, xfs, btrfs, tmpfs and others). Called
+/// as a raw system call rather than through the C library's wrapper, which older C libraries
+/// lack: an old kernel answers `ENOSYS`, a file system that cannot exchange `EINVAL`, and the
+/// caller falls back to [`swap_by_renames`] ([`exchange_unsupported`]).
+#[cfg(target_os = "linux")]
+pub fn exchange(new: &Path, out: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let new = std::ffi::CString::new(new.as_os_str().as_bytes())?;
+    let out = std::ffi::CString::new(out.as_os_str().as_bytes())?;
+    // SAFETY: both pointers are NUL-terminated strings that outlive the call, which only reads
+    // them; the other arguments are plain integers.
+    let status = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            new.as_ptr(),
+            libc::AT_FDCWD,
+            out.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if status == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// No atomic exchange outside Linux: always the fallback ([`swap_by_renames`]).
+#[cfg(not(target_os = "linux"))]
+pub fn exchange(_new: &Path, _out: &Path) -> std::io::Result<()> {
+    Err(std::io::ErrorKind::Unsupported.into())
+}
+
+/// Whether [`exchange`] failed because the kernel or the file system cannot exchange (then the
+/// two renames of [`swap_by_renames`] do it), not because of the directories themselves.
+pub fn exchange_unsupported(e: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    if let Some(code) = e.raw_os_error() {
+        return [libc::EINVAL, libc::ENOSYS, libc::EOPNOTSUPP, libc::ENOTSUP].contains(&code);
+    }
+    e.kind() == std::io::ErrorKind::Unsupported
+}
+
+/// The fallback of [`exchange`], where the kernel or the file system refuses it: two renames,
+/// `out` to a new `.OUT.old.XXXXXX` beside it, then `new` to `out`. Not atomic: killed between
+/// the two, `out` is missing (its old report waits in `.OUT.old.XXXXXX`, the new one in `new`,
+/// and the next run removes both). On an error `out` is renamed back. Returns where the old
+/// report is.
+pub fn swap_by_renames(new: &Path, out: &Path) -> std::io::Result<PathBuf> {
+    let base = out
+        .file_name()
+        .map_or_else(|| "report".into(), |n| n.to_string_lossy().into_owned());
+    // An empty directory with a unique name, that the old report replaces (rename(2) replaces an
+    // empty directory).
+    let old = tempfile::Builder::new()
+        .prefix(&old_prefix(&base))
+        .tempdir_in(super::parent_dir(out))?
+        .keep();
+    if let Err(e) = std::fs::rename(out, &old) {
+        let _ = std::fs::remove_dir(&old);
+        return Err(e);
+    }
+    if let Err(e) = std::fs::rename(new, out) {
+        let _ = std::fs::rename(&old, out);
+        return Err(e);
+    }
+    Ok(old)
+}
+
+/// Removes the report directory `root` as `manifest` lists it: the listed files (each only if
+/// it is still a regular file), then the listed directories deepest first (each only if it is
+/// still a directory, and empty), then the manifest, then `root`. Nothing is removed
+/// recursively and no link is followed (each entry is reached through directories opened
+/// without following links), so an entry lockstep did not write survives: the directory holding
+/// it is then left, with its manifest, and this returns the error.
+pub fn remove_listed(root: &Path, manifest: &Manifest) -> std::io::Result<()> {
+    let depth = |rel: &&String| std::cmp::Reverse(rel.matches('/').count());
+    let mut files: Vec<&String> = manifest.files.iter().filter(|f| *f != MANIFEST_FILE).collect();
+    let mut dirs: Vec<&String> = manifest.dirs.iter().collect();
+    files.sort_by_key(depth);
+    dirs.sort_by_key(depth);
+    for rel in files {
+        remove_entry(root, rel, Kind::File)?;
+    }
+    for rel in dirs {
+        remove_entry(root, rel, Kind::Dir)?;
+    }
+    // Last: until everything else is gone, what remains stays recognisable as lockstep's.
+    remove_entry(root, MANIFEST_FILE, Kind::File)?;
+    std::fs::remove_dir(root)
+}
+
+/// Removes `root/rel` if it is `kind` (a file or a directory); nothing when it is gone already.
+#[cfg(unix)]
+fn remove_entry(root: &Path, rel: &str, kind: Kind) -> std::io::Result<()> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    let name = std::ffi::CString::new(parts.pop().unwrap_or_default())?;
+    let mut dir = open_dir(root)?;
+    for part in parts {
+        let part = std::ffi::CString::new(part)?;
+        // SAFETY: `dir` is an open descriptor and `part` a NUL-terminated string, both alive for
+        // the call; a descriptor returned is owned by the `File` made of it, once.
+        let fd = unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                part.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            let e = std::io::Error::last_os_error();
+            return if gone(&e) { Ok(()) } else { Err(e) };
+        }
+        dir = unsafe { File::from_raw_fd(fd) };
+    }
+    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: as above; `stat` is written by the call before it is read, and read only on success.
+    if unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            stat.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    } != 0
+    {
+        let e = std::io::Error::last_os_error();
+        return if gone(&e) { Ok(()) } else { Err(e) };
+    }
+    let mode = unsafe { stat.assume_init() }.st_mode & libc::S_IFMT;
+    let (want, flags) = match kind {
+        Kind::Dir => (libc::S_IFDIR, libc::AT_REMOVEDIR),
+        _ => (libc::S_IFREG, 0),
+    };
+    if mode != want {
+        return Err(std::io::Error::other(format!(
+            "{rel}: not {kind} any more, left in place"
+        )));
+    }
+    // SAFETY: as above. A file swapped for a link since the look above: the link itself is
+    // removed, never what it points to.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), flags) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return if gone(&e) { Ok(()) } else { Err(e) };
+    }
+    Ok(())
+}
+
+/// Removes `root/rel` if it is `kind`, by path (elsewhere than Unix: no descriptor-relative
+/// calls; each parent is checked not to be a link first).
+#[cfg(not(unix))]
+fn remove_entry(root: &Path, rel: &str, kind: Kind) -> std::io::Result<()> {
+    let mut path = root.to_path_buf();
+    for part in rel.split('/') {
+        path.push(part);
+        match std::fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+            Ok(meta) if path.as_os_str().len() < root.join(rel).as_os_str().len() && Kind::of(&meta) != Kind::Dir => {
+                return Err(std::io::Error::other(format!(
+                    "{rel}: a parent is not a directory any more"
+                )))
+            }
+            Ok(_) => {}
+        }
+    }
+    let now = Kind::of(&std::fs::symlink_metadata(&path)?);
+    match (kind, now) {
+        (Kind::Dir, Kind::Dir) => std::fs::remove_dir(&path),
+        (Kind::File, Kind::File) => std::fs::remove_file(&path),
+        _ => Err(std::io::Error::other(format!(
+            "{rel}: not {kind} any more, left in place"
+        ))),
+    }
+}
+
+/// Removes a stale staging or old directory (its lock held): one with a manifest (an earlier
+/// report, exchanged or renamed out of OUT) only if everything in it is listed, and then only
+/// what is listed ([`remove_listed`]); one without (a staging directory whose run was killed
+/// while building it: only lockstep creates directories of these names, and it writes the
+/// manifest last) whole.
+#[cfg(unix)]
+fn remove_lockstep_dir(path: &Path) -> std::io::Result<()> {
+    match read_manifest(path) {
+        Ok(Some(manifest)) => {
+            check_listed(path, &manifest).map_err(|(rel, why)| std::io::Error::other(format!("{rel}: {why}")))?;
+            remove_listed(path, &manifest)
+        }
+        Ok(None) => std::fs::remove_dir_all(path),
+        Err(why) => Err(std::io::Error::other(why)),
+    }
 }
 
 #[cfg(test)]
@@ -223,5 +788,218 @@ mod tests {
         assert!(try_lock_dir(&link).is_err());
         assert!(remove_stale(&parent.path().join("out")).is_empty());
         assert!(link.is_symlink() && target.join("keep").is_file());
+    }
+
+    /// A report directory as lockstep leaves it: two files, a chart, a run, and the manifest.
+    fn report_dir(parent: &Path, name: &str) -> PathBuf {
+        let dir = parent.join(name);
+        std::fs::create_dir_all(dir.join("charts")).unwrap();
+        std::fs::create_dir_all(dir.join("runs/a")).unwrap();
+        for file in ["report.json", "summary.md", "charts/x.svg", "runs/a/history.jsonl"] {
+            std::fs::write(dir.join(file), file).unwrap();
+        }
+        let manifest = Manifest::of_dir(&dir, &super::super::Report::new(None)).unwrap();
+        std::fs::write(dir.join(MANIFEST_FILE), manifest.to_json()).unwrap();
+        dir
+    }
+
+    fn manifest_of(dir: &Path) -> Manifest {
+        read_manifest(dir).unwrap().expect("a manifest")
+    }
+
+    #[test]
+    fn the_manifest_lists_every_file_and_directory_itself_included() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = report_dir(parent.path(), "out");
+        let manifest = manifest_of(&dir);
+        assert_eq!(manifest.format, MANIFEST_FORMAT);
+        assert_eq!(manifest.dirs, ["charts", "runs", "runs/a"]);
+        assert_eq!(
+            manifest.files,
+            [
+                "charts/x.svg",
+                "manifest.json",
+                "report.json",
+                "runs/a/history.jsonl",
+                "summary.md"
+            ]
+        );
+        assert!(matches!(existing(&dir), Ok(Existing::Report(m)) if m == manifest));
+        assert!(matches!(
+            existing(&parent.path().join("nothing")),
+            Ok(Existing::Missing)
+        ));
+        // Below a file: missing as well (the parent's check then says it cannot be created).
+        assert!(matches!(existing(&dir.join("report.json/x")), Ok(Existing::Missing)));
+        std::fs::create_dir(parent.path().join("empty")).unwrap();
+        assert!(matches!(existing(&parent.path().join("empty")), Ok(Existing::Empty)));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn anything_unlisted_or_changed_in_kind_is_refused_by_name() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = report_dir(parent.path(), "out");
+        let refused = |dir: &Path| match existing(dir) {
+            Err(e) => e,
+            Ok(found) => panic!("accepted: {found:?}"),
+        };
+        // An extra file deep inside; an empty directory; a listed file become a link.
+        std::fs::write(dir.join("runs/a/notes.txt"), "mine").unwrap();
+        let err = refused(&dir);
+        assert!(err.contains("runs/a/notes.txt was not written by lockstep"), "{err}");
+        std::fs::remove_file(dir.join("runs/a/notes.txt")).unwrap();
+        std::fs::create_dir(dir.join("charts/mine")).unwrap();
+        assert!(refused(&dir).contains("charts/mine was not written"));
+        std::fs::remove_dir(dir.join("charts/mine")).unwrap();
+        std::fs::remove_file(dir.join("summary.md")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", dir.join("summary.md")).unwrap();
+        let err = refused(&dir);
+        assert!(
+            err.contains("summary.md was not written") && err.contains("now a symbolic link"),
+            "{err}"
+        );
+        // A listed file missing is fine: nothing of anyone's is at stake.
+        std::fs::remove_file(dir.join("summary.md")).unwrap();
+        assert!(existing(&dir).is_ok());
+        // No manifest: the first entry is named.
+        std::fs::remove_file(dir.join(MANIFEST_FILE)).unwrap();
+        assert!(refused(&dir).contains("charts was not written by lockstep"));
+        // A manifest that is a link, to a valid manifest elsewhere.
+        let other = report_dir(parent.path(), "other");
+        std::os::unix::fs::symlink(other.join(MANIFEST_FILE), dir.join(MANIFEST_FILE)).unwrap();
+        let err = refused(&dir);
+        assert!(
+            err.contains("manifest.json was not written") && err.contains("symbolic link"),
+            "{err}"
+        );
+        // OUT itself a link.
+        let link = parent.path().join("link");
+        std::os::unix::fs::symlink(&other, &link).unwrap();
+        assert!(refused(&link).contains("symbolic link"));
+    }
+
+    #[test]
+    fn a_manifest_listing_a_path_outside_or_twice_is_not_lockstep_s() {
+        let good = Manifest::of_dir(tempfile::tempdir().unwrap().path(), &super::super::Report::new(None)).unwrap();
+        assert!(Manifest::parse(&good.to_json()).is_ok());
+        for bad in ["../x", "/etc/passwd", "a//b", "./a", "a/..", "", "a\\b"] {
+            let mut m = good.clone();
+            m.files.push(bad.to_string());
+            let err = Manifest::parse(&m.to_json()).unwrap_err();
+            assert!(err.contains("not a path inside"), "{bad}: {err}");
+        }
+        let mut twice = good.clone();
+        twice.dirs.push(MANIFEST_FILE.to_string());
+        assert!(Manifest::parse(&twice.to_json()).unwrap_err().contains("twice"));
+        let text = good.to_json().replace(MANIFEST_FORMAT, "lockstep-report");
+        assert!(Manifest::parse(&text).unwrap_err().contains("format"));
+        assert!(Manifest::parse("{\"hello\": 1}").is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn removal_removes_what_is_listed_only_and_never_through_a_link() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = report_dir(parent.path(), "out");
+        let manifest = manifest_of(&dir);
+        // Everything listed: all gone.
+        remove_listed(&dir, &manifest).unwrap();
+        assert!(!dir.exists());
+        // A listed directory swapped for a link to someone's directory holding a file of a
+        // listed name: nothing of theirs is removed.
+        let dir = report_dir(parent.path(), "out");
+        let theirs = parent.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::write(theirs.join("history.jsonl"), "mine").unwrap();
+        std::fs::remove_dir_all(dir.join("runs/a")).unwrap();
+        std::os::unix::fs::symlink(&theirs, dir.join("runs/a")).unwrap();
+        assert!(remove_listed(&dir, &manifest).is_err());
+        assert_eq!(std::fs::read_to_string(theirs.join("history.jsonl")).unwrap(), "mine");
+        assert!(dir.join(MANIFEST_FILE).is_file(), "the manifest stays until the end");
+        // An unlisted file: kept, with its directory and the manifest.
+        let dir = report_dir(parent.path(), "again");
+        std::fs::write(dir.join("charts/keep.txt"), "mine").unwrap();
+        assert!(remove_listed(&dir, &manifest).is_err());
+        assert_eq!(std::fs::read_to_string(dir.join("charts/keep.txt")).unwrap(), "mine");
+        assert!(dir.join(MANIFEST_FILE).is_file() && !dir.join("report.json").exists());
+        // And a stale directory like it is left by the cleaner.
+        let stale = parent.path().join(".again.old.abc123");
+        std::fs::rename(&dir, &stale).unwrap();
+        assert!(remove_stale(&parent.path().join("again")).is_empty());
+        assert!(stale.join("charts/keep.txt").is_file());
+    }
+
+    #[test]
+    fn a_file_written_into_a_report_is_recorded_with_its_directory() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = report_dir(parent.path(), "out");
+        record_in_manifest(&dir.join("live.json")).unwrap();
+        record_in_manifest(&dir.join("counterexamples/x.toml")).unwrap();
+        // Listed already, or listed as the other kind: unchanged.
+        record_in_manifest(&dir.join("report.json")).unwrap();
+        record_in_manifest(&dir.join("charts")).unwrap();
+        // Two levels below: not a report's file.
+        record_in_manifest(&dir.join("a/b/c.txt")).unwrap();
+        let manifest = manifest_of(&dir);
+        assert_eq!(manifest.dirs, ["charts", "counterexamples", "runs", "runs/a"]);
+        assert!(manifest.files.contains(&"live.json".to_string()));
+        assert!(manifest.files.contains(&"counterexamples/x.toml".to_string()));
+        assert!(!manifest.files.iter().any(|f| f.contains("c.txt") || f == "charts"));
+        // Beside a directory without a manifest: nothing written.
+        record_in_manifest(&parent.path().join("loose.txt")).unwrap();
+        assert!(!parent.path().join(MANIFEST_FILE).exists());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn exchange_trades_two_directories_in_one_step() {
+        let parent = tempfile::tempdir().unwrap();
+        let (a, b) = (report_dir(parent.path(), "a"), parent.path().join("b"));
+        std::fs::create_dir(&b).unwrap();
+        std::fs::write(b.join("new"), "new").unwrap();
+        exchange(&b, &a).unwrap();
+        assert!(a.join("new").is_file() && b.join("report.json").is_file());
+        // Missing on one side: an error, not a fallback.
+        let e = exchange(&parent.path().join("missing"), &a).unwrap_err();
+        assert!(!exchange_unsupported(&e), "{e}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn only_errors_of_the_kernel_or_file_system_fall_back_to_two_renames() {
+        for code in [libc::EINVAL, libc::ENOSYS, libc::EOPNOTSUPP] {
+            assert!(exchange_unsupported(&std::io::Error::from_raw_os_error(code)), "{code}");
+        }
+        for code in [libc::ENOENT, libc::EACCES, libc::EXDEV, libc::EBUSY] {
+            assert!(
+                !exchange_unsupported(&std::io::Error::from_raw_os_error(code)),
+                "{code}"
+            );
+        }
+        assert!(exchange_unsupported(&std::io::ErrorKind::Unsupported.into()));
+    }
+
+    #[test]
+    fn the_fallback_swaps_by_two_renames_and_says_where_the_old_report_is() {
+        let parent = tempfile::tempdir().unwrap();
+        let out = report_dir(parent.path(), "out");
+        let new = parent.path().join(".out.new.abc123");
+        std::fs::create_dir(&new).unwrap();
+        std::fs::write(new.join("report.json"), "new").unwrap();
+        let old = swap_by_renames(&new, &out).unwrap();
+        assert_eq!(std::fs::read_to_string(out.join("report.json")).unwrap(), "new");
+        assert!(!new.exists());
+        let name = old.file_name().unwrap().to_str().unwrap();
+        assert!(name.starts_with(".out.old.") && is_staging_name(name, "out"), "{name}");
+        assert_eq!(std::fs::read_to_string(old.join("report.json")).unwrap(), "report.json");
+        // The old report is removed as any: by its manifest.
+        remove_listed(&old, &manifest_of(&old)).unwrap();
+        assert!(!old.exists());
+        // A failed second rename puts OUT back.
+        let err = swap_by_renames(&parent.path().join("missing"), &out).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+        assert_eq!(std::fs::read_to_string(out.join("report.json")).unwrap(), "new");
+        assert!(leftover_dirs(&out).is_empty(), "{:?}", leftover_dirs(&out));
     }
 }

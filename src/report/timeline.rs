@@ -499,7 +499,7 @@ fn key_lives(
         let node = step.event.node.as_str();
         let at_us = step.event.at_us;
         match &step.kind {
-            &StepKind::Command { conn, args, reply } => {
+            &StepKind::Command { conn, args, reply, .. } => {
                 let Some(key) = args
                     .iter()
                     .skip(1)

@@ -136,31 +136,33 @@ pub fn expected(expect: &BTreeMap<String, Verdict>, checker: &str) -> Option<Ver
         .or((checker == LIVENESS).then_some(Verdict::Valid))
 }
 
-/// The liveness verdict of a run, as a check: `Some` when clients wanted the lock and nobody got
-/// it (invalid: the run is vacuous), or when `expect` names `liveness` (so it is judged).
-/// `acquires` counts the grants, `waiting` the acquire episodes that never got one.
+/// The liveness verdict of a run, as a check: `Some` when nobody got the lock (invalid: the run
+/// is vacuous, whether clients waited in vain or never asked at all), or when `expect` names
+/// `liveness` (so it is judged). `acquires` counts the grants, `waiting` the acquire episodes
+/// that never got one.
 pub fn liveness_check(expect: &BTreeMap<String, Verdict>, acquires: u64, waiting: u64) -> Option<CheckResult> {
-    let vacuous = acquires == 0 && waiting > 0;
+    // A run with no grant checked nothing: its safety verdicts are valid over an empty history.
+    // That is never a silent pass, whatever the reason (every client starting after the end,
+    // `iterations = 0`, a lock that never answers).
+    let vacuous = acquires == 0;
     if !vacuous && !expect.contains_key(LIVENESS) {
         return None;
     }
-    let explanation = if vacuous {
+    let explanation = if waiting > 0 && acquires == 0 {
         format!(
             "{waiting} client{} wanted the lock and nobody ever got it: the safety verdicts are vacuous",
             if waiting == 1 { "" } else { "s" }
         )
     } else if acquires == 0 {
-        "nobody asked for the lock".to_string()
+        "no client ever asked for the lock (check each client's start_ms, iterations and until_ms against \
+         duration_ms): the run checks nothing, its safety verdicts are vacuous"
+            .to_string()
     } else {
         format!("{acquires} grant{}", if acquires == 1 { "" } else { "s" })
     };
     Some(CheckResult {
         checker: LIVENESS.to_string(),
-        verdict: match (vacuous, acquires) {
-            (true, _) => Verdict::Invalid,
-            (false, 0) => Verdict::Unknown,
-            (false, _) => Verdict::Valid,
-        },
+        verdict: if vacuous { Verdict::Invalid } else { Verdict::Valid },
         explanation,
         witness: Vec::new(),
     })

@@ -23,6 +23,16 @@
 //! A file is at most 1 MiB, and must be a regular file. Unknown keys are errors everywhere. Durations are whole milliseconds of *true* (simulated)
 //! time unless said otherwise.
 //!
+//! What one file may ask for is bounded, so that a run's memory is too: at most 1,000 clients,
+//! and 1,000 Redis servers (masters and replicas), `[[client]]` and `[[topology.master]]` tables
+//! counted as `clients = N` and `masters = N` are; at most 10,000 client tasks × masters (every
+//! client's tasks, each talking to every master); node names of at most 255 bytes; Redis keys
+//! (`lock.key`, `workload.key`, a script lock's `wait_key` and script `keys`) of at most 4 KiB;
+//! a script-lock step sends at most 64 KiB besides its script, in at most 1,024 words; scripts of
+//! at most 64 KiB each and 1 MiB in all; at most 64 steps per operation. A run stops at its
+//! history caps (`history_events_max`, `history_bytes_max`), and each simulated Redis server
+//! refuses writes past 64 MiB as Redis does at `maxmemory` (see `docs/redis-differences.md`).
+//!
 //! ## Top level
 //!
 //! | key           | type    | default | meaning |
@@ -33,6 +43,7 @@
 //! | `duration_ms` | integer | `60000` | when the run stops if the clients have not finished; 1 ≤ value ≤ 86400000 (one day) |
 //! | `tick_ms`     | integer | `1`     | the scheduler's step; 1 ≤ value ≤ 60000 and ≤ `duration_ms` |
 //! | `history_events_max` | integer | `1000000` | the most events a run may record; 1 ≤ value ≤ 10000000. A run that would record more stops there with an error naming the file and the cap (exit 2 for `lockstep run`, the scenario's error under `ci`, the seed's error under `explore`): a long run whose clients retry every millisecond otherwise grows without bound. An event takes about 1 KB of memory: a million, about 1 GB. The largest shipped scenario records about 1,300 |
+//! | `history_bytes_max` | integer | `268435456` | the most bytes of text a run's events may carry (node names, keys, values, command arguments, replies, error texts), 256 MiB; 1 ≤ value ≤ 8589934592 (8 GiB). A run whose events would carry more stops there with an error as `history_events_max` does: a run that sends large values on every attempt otherwise fills memory long before a million events. Replies and error texts longer than 4 KiB and arguments longer than 64 KiB are cut in the history (`… (N bytes)`). The largest shipped scenario's whole history is under 300 KB of JSON |
 //! | `compare_with` | string | none    | another scenario's name: reports show both runs' timelines side by side |
 //!
 //! ## `[network]` (optional)
@@ -46,12 +57,12 @@
 //!
 //! | key        | type    | default      | meaning |
 //! |------------|---------|--------------|---------|
-//! | `masters`  | integer | `1`          | N Redis masters named `redis-1` … `redis-N` with exact clocks; 1 ≤ N ≤ 1000 |
+//! | `masters`  | integer | `1`          | N Redis masters named `redis-1` … `redis-N` with exact clocks; 1 ≤ N ≤ 1000, replicas included |
 //! | `clients`  | integer | `2`          | N clients named `client-1` … `client-N`; 1 ≤ N ≤ 1000; ignored when `[[client]]` tables exist |
 //! | `resource` | string  | `"unfenced"` | how the resource judges fencing tokens: `unfenced`, `fenced` (rejects lower tokens) or `strict` (rejects lower and equal tokens) |
 //!
 //! Instead of `masters = N` the masters may be listed, one `[[topology.master]]` table each (not
-//! both):
+//! both; at most 1,000 tables, replicas included):
 //!
 //! | key         | type    | default  | meaning |
 //! |-------------|---------|----------|---------|
@@ -70,23 +81,26 @@
 //! | `persistence`         | string  | `"none"`      | `none` (a stopped master comes back empty), `aof-everysec` (a power loss loses the writes since the last fsync, once a second), `aof-always` (nothing acknowledged is lost) |
 //! | `restart_delay_ms`    | integer | `0`           | after a stop, a `restart` keeps the server down until this long after the stop |
 //! | `restart_delay_clock` | string  | `"monotonic"` | the clock that times the delay, on the server itself: `monotonic` or `wall` (a wall-clock jump cuts it short) |
-//! | `replicas`            | integer | `0`           | replicas named `<master>-replica-1` …; ≤ 16 |
-//! | `replica_offset_ms`   | integer | `0`           | the replicas' wall-clock offset (keys expire by each replica's own clock) |
+//! | `replicas`            | integer | `0`           | replicas named `<master>-replica-1` …; ≤ 16; masters and replicas together ≤ 1000 |
+//! | `replica_offset_ms`   | integer | `0`           | the replicas' wall-clock offset (keys expire by each replica's own clock); needs `replicas` |
 //! | `replication_lag_ms`  | integer | `0`           | delay before a write applies on the replicas; needs `replicas` |
 //! | `failover_after_ms`   | integer | none          | a Sentinel promotes a replica once the master has been unreachable (down or paused) this long; ≥ 1; needs `replicas` |
+//!
+//! "Needs `replicas`": written on a `[[topology.master]]`, that master must have replicas;
+//! written on `[topology]`, at least one master must.
 //!
 //! Clients name a master by its (group) name and always reach the group's current master, as
 //! Sentinel-aware clients do. Replicas share their master's persistence and restart settings.
 //!
 //! The resource node is always named `resource`. Node names are made of `A-Z a-z 0-9 - _ .`,
-//! and `resource`, `net` and `world` are reserved.
+//! at most 255 bytes, and `resource`, `net` and `world` are reserved.
 //!
 //! ## `[lock]` (required)
 //!
 //! | key                      | type    | default        | meaning |
 //! |--------------------------|---------|----------------|---------|
 //! | `algorithm`              | string  | required       | `naive`, `token-release`, `watchdog`, `redlock` or `script` (see [The script lock](#the-script-lock)) |
-//! | `key`                    | string  | `"lock"`       | the Redis key of the lock (not empty) |
+//! | `key`                    | string  | `"lock"`       | the Redis key of the lock (not empty; at most 4096 bytes) |
 //! | `ttl_ms`                 | integer | `10000`        | the lock's time to live; 1 ≤ value ≤ 86400000 (one day) |
 //! | `fencing`                | string  | `"none"`       | `none`, or `incr`: take a fencing token with `INCR` on `fencing_master` |
 //! | `fencing_master`         | string  | first master   | must name a master |
@@ -147,6 +161,13 @@
 //! are literal braces. Scripts are compiled at load time with the simulated Redis's Lua: a
 //! syntax error names the file and line (the scenario file's line for an inline script).
 //!
+//! Every attempt sends a step whole, so steps are bounded: a script (inline, or the regular file
+//! `lua_file` names, read as scenario files are) has at most 64 KiB, and a file's scripts at most
+//! 1 MiB in all; a step's command words, or its script's `keys` and `args`, are at most 1,024
+//! and send at most 64 KiB with every placeholder at its longest (`{key}` the lock key, `{value}`
+//! and `{client}` 255 bytes, `{ttl_ms}` and `{token}` 20); each script key and `wait_key` at most
+//! 4 KiB so; an operation has at most 64 `steps`.
+//!
 //! ```toml
 //! [lock]
 //! algorithm = "script"
@@ -167,7 +188,7 @@
 //!
 //! | key                | type             | default | meaning |
 //! |--------------------|------------------|---------|---------|
-//! | `key`              | string           | `"counter"` | the resource key (not empty) |
+//! | `key`              | string           | `"counter"` | the resource key (not empty; at most 4096 bytes) |
 //! | `iterations`       | integer          | unlimited if `until_ms` is set, else `1` | iterations per client |
 //! | `until_ms`         | integer          | none    | stop starting new iterations after this true time |
 //! | `work_ms`          | integer or pair  | `100`   | work inside the critical section: fixed, or `[min, max]` drawn uniformly (min ≤ max); not with `work = "until-validity"` |
@@ -214,7 +235,7 @@
 //! | `heal`       | `a`, `b`, `oneway` (default `false`) — restore the link |
 //! | `hold`       | `a`, `b` — hold every message on the link |
 //! | `release`    | `a`, `b` — deliver the held messages, stop holding |
-//! | `latency`    | `a`, `b`, `latency_ms` — fix the link's one-way delay |
+//! | `latency`    | `a`, `b`, `latency_ms` — fix the link's one-way delay; with `max_latency_ms` (≥ `latency_ms`) each message's delay is drawn from `latency_ms..=max_latency_ms` |
 //! | `loss`       | `a`, `b`, `rate_ppm` (≤ 1000000) — per-message probability that a message is lost (its connection is then dead, as after a partition) |
 //! | `crash`      | `node` — a master or replica: the process dies (memory lost; the AOF survives) |
 //! | `power-loss` | `node` — a master or replica: its machine dies (`aof-everysec` also loses the writes since the last fsync) |
@@ -230,7 +251,9 @@
 //! [`CHECKERS`] (`mutual-exclusion`, `stale-write`, `lost-update`, `token-order`); all optional.
 //! And `progress`: a run in which clients wanted the lock and nobody ever got it is a vacuous
 //! run (every safety checker trivially holds); it fails unless the file says
-//! `progress = "invalid"` (the default expectation is `valid`).
+//! `progress = "invalid"` (the default expectation is `valid`). `progress` is `valid` or
+//! `invalid` only: its verdict is `unknown` only when nobody asked for the lock, which gates
+//! nothing.
 //!
 //! ## `[explore]` (optional)
 //!
@@ -311,8 +334,41 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 pub use workload_keys::{workload_help, WORKLOAD_KEYS};
 
-/// The most masters (`topology.masters`) or clients (`topology.clients`) a file may ask for.
+/// The most clients a file may ask for (`topology.clients`, or `[[client]]` tables), and the
+/// most Redis servers (`topology.masters` or `[[topology.master]]` tables, replicas included).
 pub const MAX_GENERATED_NODES: u64 = 1000;
+
+/// The most client tasks times masters a file may ask for (every client's tasks, each a loop
+/// with connections to the masters, times the masters): 10,000, some 400 MB of simulation. A
+/// thousand clients and a thousand masters would take tens of gigabytes.
+pub const MAX_CLIENT_LINKS: u64 = 10_000;
+
+/// The longest node name, in bytes: every event of the history carries one, and a client's name
+/// is its lock value under `value = "per-client"`.
+pub const MAX_NODE_NAME_BYTES: usize = 255;
+
+/// The longest Redis key a file may name (`lock.key`, `workload.key`, a script lock's `wait_key`
+/// and script `keys`, placeholders expanded): 4 KiB. Every attempt sends it and the history
+/// records it each time.
+pub const MAX_KEY_BYTES: usize = 4096;
+
+/// The most bytes one step of a script lock sends besides its script (a command's words, or a
+/// script's `keys` and `args`, placeholders expanded at their longest): 64 KiB.
+pub const MAX_STEP_BYTES: usize = 65_536;
+
+/// The most words in one step of a script lock (a command's, or a script's keys and args).
+pub const MAX_STEP_WORDS: usize = 1024;
+
+/// The most steps in one script-lock operation (`steps = [...]`).
+pub const MAX_STEPS: usize = 64;
+
+/// The longest Lua script (`lua`, or the file `lua_file` names): 64 KiB. Every attempt sends
+/// the whole script (EVAL).
+pub const MAX_SCRIPT_BYTES: usize = 65_536;
+
+/// The most bytes of Lua a scenario may hold in all, over every step of every operation (a
+/// file may name the same `lua_file` many times): 1 MiB, a scenario file's own limit.
+pub const MAX_SCRIPTS_TOTAL_BYTES: usize = 1 << 20;
 
 /// The largest scenario file read (1 MiB): a file is data, its size must not decide the memory
 /// a run takes.
@@ -355,6 +411,15 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
+/// The text of the scenario file at `path`, read again to position an error found after parsing
+/// (empty when it cannot be read as a scenario file: the error then has no position).
+fn source_for_positions(path: &Path) -> String {
+    read_limited(path, MAX_FILE_BYTES)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .unwrap_or_default()
+}
+
 /// Why a scenario file could not be loaded: where (file, line, column, dotted field) and what.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", self.render())]
@@ -377,8 +442,7 @@ impl ScenarioError {
     /// position when the file cannot be read). For checks made after parsing (`lockstep live`).
     pub fn at_field(path: &Path, field: &str, message: impl Into<String>) -> Self {
         let shown = path.display().to_string();
-        let source = std::fs::read_to_string(path).unwrap_or_default();
-        resolve::error_at_path(&source, &shown, field, message.into())
+        resolve::error_at_path(&source_for_positions(path), &shown, field, message.into())
     }
 
     /// An error about a whole file (I/O, encoding), with no position.
@@ -467,7 +531,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<(PathBuf, Scenario)>, ScenarioError> {
     for path in paths {
         let scenario = Scenario::from_file(&path)?;
         if let Some(first) = names.get(&scenario.name) {
-            let source = std::fs::read_to_string(&path).unwrap_or_default();
+            let source = source_for_positions(&path);
             let mut err = resolve::error_at_key(
                 &source,
                 &path.display().to_string(),

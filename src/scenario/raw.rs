@@ -19,6 +19,7 @@ pub(super) struct RawScenario {
     pub duration_ms: Option<u64>,
     pub tick_ms: Option<u64>,
     pub history_events_max: Option<u64>,
+    pub history_bytes_max: Option<u64>,
     pub network: Option<RawNetwork>,
     pub topology: Option<RawTopology>,
     pub lock: Option<RawLock>,

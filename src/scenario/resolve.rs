@@ -7,7 +7,7 @@ mod workload;
 
 use super::locate::{line_col, FieldPath, Locator};
 use super::raw::{RawClient, RawDeployment, RawNode, RawScenario, RawTopology};
-use super::{ScenarioError, MAX_GENERATED_NODES};
+use super::{ScenarioError, MAX_CLIENT_LINKS, MAX_GENERATED_NODES, MAX_KEY_BYTES, MAX_NODE_NAME_BYTES};
 use crate::model::{
     Algorithm, AlgorithmSpec, ClientSpec, ExploreSpec, LockSpec, NetworkSpec, NodeSpec, RedlockSpec, Scenario,
     WatchdogSpec, WorkMs, CHECKERS, GENERATED_KINDS, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS, RESOURCE_NODE,
@@ -18,6 +18,7 @@ use lockstep_sim::{
     RESERVED_NODE_NAMES,
 };
 use serde::Deserialize;
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
@@ -26,6 +27,9 @@ pub const MAX_DURATION_MS: u64 = 86_400_000;
 /// The largest history cap a file may set (`history_events_max`): at about 1 KB an event, some
 /// 10 GB, as much as a large CI machine holds.
 pub const MAX_HISTORY_EVENTS: u64 = 10_000_000;
+/// The largest cap on a history's bytes of text a file may set (`history_bytes_max`): 8 GiB, as
+/// much as a large CI machine holds.
+pub const MAX_HISTORY_BYTES: u64 = 8 << 30;
 /// The coarsest scheduler step (`tick_ms`): one minute.
 pub const MAX_TICK_MS: u64 = 60_000;
 /// The longest lock TTL (`lock.ttl_ms`): one day.
@@ -44,6 +48,7 @@ pub(super) fn parse_for(source: &str, origin: &str, live: bool) -> Result<Scenar
         origin,
         locator: Locator::new(source),
         live,
+        script_bytes: Cell::new(0),
     };
     let doc = toml::de::DeTable::parse(source).map_err(|e| ctx.toml_error(&e))?;
     let raw = RawScenario::deserialize(toml::de::Deserializer::from(doc)).map_err(|e| ctx.toml_error(&e))?;
@@ -57,6 +62,7 @@ pub(super) fn error_at_key(source: &str, origin: &str, key: &str, message: Strin
         origin,
         locator: Locator::new(source),
         live: false,
+        script_bytes: Cell::new(0),
     };
     ctx.err(&FieldPath::keys(&[key]), message)
 }
@@ -69,6 +75,7 @@ pub(super) fn error_at_path(source: &str, origin: &str, path: &str, message: Str
         origin,
         locator: Locator::new(source),
         live: false,
+        script_bytes: Cell::new(0),
     };
     let mut segs = Vec::new();
     for part in path.split('.') {
@@ -136,6 +143,12 @@ fn check_node_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("a node name must not be empty".into());
     }
+    if name.len() > MAX_NODE_NAME_BYTES {
+        return Err(format!(
+            "the node name is {} bytes long: at most {MAX_NODE_NAME_BYTES} (every event of the history carries it)",
+            name.len()
+        ));
+    }
     if let Some(bad) = name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
@@ -147,6 +160,17 @@ fn check_node_name(name: &str) -> Result<(), String> {
     // The resource's own name is refused by `Ctx::claim` before this (with its own message).
     if name == RESOURCE_NODE || RESERVED_NODE_NAMES.contains(&name) {
         return Err(format!("node name `{name}` is reserved"));
+    }
+    Ok(())
+}
+
+/// A Redis key the file names: at most [`MAX_KEY_BYTES`].
+pub(super) fn check_key_len(key: &str) -> Result<(), String> {
+    if key.len() > MAX_KEY_BYTES {
+        return Err(format!(
+            "is {} bytes long: a key has at most {MAX_KEY_BYTES} (every attempt sends it, and the history records it)",
+            key.len()
+        ));
     }
     Ok(())
 }
@@ -198,6 +222,9 @@ struct Ctx<'a> {
     origin: &'a str,
     locator: Locator,
     live: bool,
+    /// The bytes of Lua read so far (inline and from files), against
+    /// [`super::MAX_SCRIPTS_TOTAL_BYTES`].
+    script_bytes: Cell<usize>,
 }
 
 impl Ctx<'_> {
@@ -294,6 +321,15 @@ impl Ctx<'_> {
                 format!("{history_events_max}: must be between 1 and {MAX_HISTORY_EVENTS}"),
             ));
         }
+        let history_bytes_max = raw
+            .history_bytes_max
+            .unwrap_or(lockstep_sim::world::DEFAULT_HISTORY_BYTES_MAX);
+        if !(1..=MAX_HISTORY_BYTES).contains(&history_bytes_max) {
+            return Err(self.err(
+                &key("history_bytes_max"),
+                format!("{history_bytes_max}: must be between 1 and {MAX_HISTORY_BYTES}"),
+            ));
+        }
 
         let network = raw.network.unwrap_or_default();
         let defaults = NetworkSpec::default();
@@ -323,13 +359,16 @@ impl Ctx<'_> {
         };
         let mut deployment = BTreeMap::new();
         let masters = self.masters(&topology, &mut kinds, &mut deployment)?;
+        self.replica_keys_need_replicas(&topology, &deployment)?;
         kinds.kinds.insert(RESOURCE_NODE.to_string(), Role::Resource);
         kinds.order.push(RESOURCE_NODE.to_string());
+        let explicit_clients = raw.client.is_some();
         let clients = self.clients(&topology, raw.client, &mut kinds)?;
         let lock_tasks = workload::LockTasks::of(raw.lock.as_ref());
         let lock = self.lock(raw.lock, &masters)?;
         let workload = self.workload(raw.workload, &lock, lock_tasks)?;
         self.client_overrides(&clients, &workload, lock_tasks)?;
+        self.links(&clients, &workload, &lock, masters.len(), explicit_clients)?;
 
         let mut faults = Vec::new();
         for (index, table) in raw.fault.unwrap_or_default().into_iter().enumerate() {
@@ -343,6 +382,15 @@ impl Ctx<'_> {
                 return Err(self.err(
                     &FieldPath::keys(&["expect", &checker]),
                     format!("unknown checker `{checker}` (checkers: {})", CHECKERS.join(", ")),
+                ));
+            }
+            // The progress verdict is `unknown` only when nobody asked for the lock: expecting
+            // that gates nothing a lock does.
+            if checker == crate::model::LIVENESS && verdict == crate::model::Verdict::Unknown {
+                return Err(self.err(
+                    &FieldPath::keys(&["expect", &checker]),
+                    "`unknown` is not an expectation of progress: write `valid` (some client that wanted the lock \
+                     got it; the default) or `invalid` (clients wanted it and nobody ever got it: a vacuous run)",
                 ));
             }
             expect.insert(checker, verdict);
@@ -359,6 +407,7 @@ impl Ctx<'_> {
             duration_ms,
             tick_ms,
             history_events_max,
+            history_bytes_max,
             network: network_spec,
             masters,
             resource: topology.resource.unwrap_or_default(),
@@ -550,6 +599,20 @@ impl Ctx<'_> {
                         "at least one master is needed",
                     ));
                 }
+                if list.len() as u64 > MAX_GENERATED_NODES {
+                    return Err(self.err(
+                        &FieldPath(vec![
+                            super::locate::Seg::Key("topology".into()),
+                            super::locate::Seg::Key("master".into()),
+                            super::locate::Seg::Index(MAX_GENERATED_NODES as usize),
+                        ]),
+                        format!(
+                            "{} [[topology.master]] tables: at most {MAX_GENERATED_NODES} Redis servers",
+                            list.len()
+                        ),
+                    ));
+                }
+                let mut servers = 0;
                 let mut masters = Vec::with_capacity(list.len());
                 for (index, raw_node) in list.iter().enumerate() {
                     let RawNode {
@@ -580,6 +643,8 @@ impl Ctx<'_> {
                         kinds,
                         deployment,
                     )?;
+                    let own = raw_node.replicas.is_some();
+                    self.count_servers(&mut servers, name, deployment, own.then(|| base.key("replicas")))?;
                     masters.push(spec);
                 }
                 Ok(masters)
@@ -590,6 +655,7 @@ impl Ctx<'_> {
                 if count == 0 || count > MAX_GENERATED_NODES {
                     return Err(self.err(&path, format!("{count}: must be between 1 and {MAX_GENERATED_NODES}")));
                 }
+                let mut servers = 0;
                 let mut masters = Vec::new();
                 for i in 1..=count {
                     let name = format!("redis-{i}");
@@ -603,6 +669,7 @@ impl Ctx<'_> {
                         kinds,
                         deployment,
                     )?;
+                    self.count_servers(&mut servers, &name, deployment, None)?;
                     masters.push(NodeSpec {
                         name,
                         offset_ms: 0,
@@ -612,6 +679,98 @@ impl Ctx<'_> {
                 Ok(masters)
             }
         }
+    }
+
+    /// Counts master `name` and its replicas into `servers`; more than [`MAX_GENERATED_NODES`]
+    /// is an error at `replicas` (`own`: the master's own key, else `topology.replicas`) or, for a
+    /// master without replicas, at `topology.masters` / the master's table.
+    fn count_servers(
+        &self,
+        servers: &mut u64,
+        name: &str,
+        deployment: &BTreeMap<String, MasterSetup>,
+        own: Option<FieldPath>,
+    ) -> Result<(), ScenarioError> {
+        let replicas = deployment.get(name).map_or(0, |d| u64::from(d.replicas));
+        *servers += 1 + replicas;
+        if *servers <= MAX_GENERATED_NODES {
+            return Ok(());
+        }
+        let path = match own {
+            Some(path) if replicas > 0 => path,
+            _ if replicas > 0 => FieldPath::keys(&["topology", "replicas"]),
+            _ => FieldPath::keys(&["topology", "masters"]),
+        };
+        Err(self.err(
+            &path,
+            format!(
+                "master `{name}` makes {} Redis servers (masters and their replicas): at most {MAX_GENERATED_NODES}",
+                *servers
+            ),
+        ))
+    }
+
+    /// Every client's tasks times the masters: at most [`MAX_CLIENT_LINKS`]. The error names the
+    /// first `[[client]]` table past it, or `topology.clients`.
+    fn links(
+        &self,
+        clients: &[ClientSpec],
+        workload: &crate::model::WorkloadSpec,
+        lock: &LockSpec,
+        masters: usize,
+        explicit: bool,
+    ) -> Result<(), ScenarioError> {
+        let lock_tasks = match &lock.algorithm {
+            AlgorithmSpec::Script(script) => script.tasks,
+            _ => 1,
+        };
+        let mut links = 0u64;
+        for (index, client) in clients.iter().enumerate() {
+            let tasks = client.effective_tasks(workload).map_or(1, |t| t.tasks).max(lock_tasks);
+            links += u64::from(tasks) * masters as u64;
+            if links > MAX_CLIENT_LINKS {
+                let path = if explicit {
+                    FieldPath::item("client", index)
+                } else {
+                    FieldPath::keys(&["topology", "clients"])
+                };
+                return Err(self.err(
+                    &path,
+                    format!(
+                        "{} clients, their tasks and {masters} masters make more than {MAX_CLIENT_LINKS} client task \
+                         × master pairs (each task talks to every master: memory grows with them); use fewer \
+                         clients, tasks or masters",
+                        clients.len()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `replication_lag_ms`, `failover_after_ms` or `replica_offset_ms` written on `[topology]`
+    /// when no master has a replica: a setting that would apply to nothing.
+    fn replica_keys_need_replicas(
+        &self,
+        topology: &RawTopology,
+        deployment: &BTreeMap<String, MasterSetup>,
+    ) -> Result<(), ScenarioError> {
+        if deployment.values().any(|d| d.replicas > 0) {
+            return Ok(());
+        }
+        for (key, written) in [
+            ("replication_lag_ms", topology.replication_lag_ms.is_some()),
+            ("failover_after_ms", topology.failover_after_ms.is_some()),
+            ("replica_offset_ms", topology.replica_offset_ms.is_some()),
+        ] {
+            if written {
+                return Err(self.err(
+                    &FieldPath::keys(&["topology", key]),
+                    "no master has replicas: set `replicas` too (on [topology] or a [[topology.master]])",
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn clients(
@@ -636,6 +795,15 @@ impl Ctx<'_> {
         };
         if list.is_empty() {
             return Err(self.err(&FieldPath::keys(&["client"]), "at least one client is needed"));
+        }
+        if list.len() as u64 > MAX_GENERATED_NODES {
+            return Err(self.err(
+                &FieldPath::item("client", MAX_GENERATED_NODES as usize),
+                format!(
+                    "{} [[client]] tables: at most {MAX_GENERATED_NODES} clients",
+                    list.len()
+                ),
+            ));
         }
         let mut clients = Vec::with_capacity(list.len());
         for (index, raw) in list.into_iter().enumerate() {
@@ -681,6 +849,7 @@ impl Ctx<'_> {
         if key.is_empty() {
             return Err(self.err(&path("key"), "must not be empty"));
         }
+        check_key_len(&key).map_err(|m| self.err(&path("key"), m))?;
         let ttl_ms = raw.ttl_ms.unwrap_or(10_000);
         if ttl_ms == 0 {
             return Err(self.err(&path("ttl_ms"), "must be greater than 0"));
@@ -760,7 +929,7 @@ impl Ctx<'_> {
             self.no_script_keys(&raw)?;
         }
         let algorithm = match raw.algorithm {
-            Algorithm::Script => AlgorithmSpec::Script(Box::new(self.script(&mut raw, ttl_ms, masters.len())?)),
+            Algorithm::Script => AlgorithmSpec::Script(Box::new(self.script(&mut raw, ttl_ms, masters.len(), key.len())?)),
             Algorithm::Naive => AlgorithmSpec::Naive,
             Algorithm::TokenRelease => AlgorithmSpec::TokenRelease,
             Algorithm::Watchdog => AlgorithmSpec::Watchdog(WatchdogSpec { extend_every_ms }),
@@ -871,6 +1040,19 @@ impl Ctx<'_> {
             .fault
             .check(nodes)
             .map_err(|e: FaultError| self.err(&base.key(e.field()), e.to_string()))?;
+        if let Fault::Latency {
+            latency_ms,
+            max_latency_ms: Some(max),
+            ..
+        } = &scheduled.fault
+        {
+            if max < latency_ms {
+                return Err(self.err(
+                    &base.key("max_latency_ms"),
+                    format!("{max} is below latency_ms ({latency_ms}): the delays are drawn from latency_ms..=max_latency_ms"),
+                ));
+            }
+        }
         Ok(scheduled)
     }
 }

@@ -43,6 +43,9 @@ pub(super) fn to_toml(s: &Scenario) -> String {
     if s.history_events_max != lockstep_sim::DEFAULT_HISTORY_EVENTS_MAX {
         let _ = writeln!(out, "history_events_max = {}", s.history_events_max);
     }
+    if s.history_bytes_max != lockstep_sim::world::DEFAULT_HISTORY_BYTES_MAX {
+        let _ = writeln!(out, "history_bytes_max = {}", s.history_bytes_max);
+    }
     if let Some(other) = &s.compare_with {
         let _ = writeln!(out, "compare_with = {}", quote(other));
     }

@@ -86,3 +86,123 @@ impl Drop for TempPath {
         let _ = std::fs::remove_file(&self.0);
     }
 }
+
+/// The address-space limit [`lockstep_limited`] runs the binary under: 2 GiB. What an input of at
+/// most 1 MiB makes a run take must fit well inside it.
+pub const MEMORY_LIMIT_BYTES: u64 = 2 << 30;
+
+/// A run of the binary under [`lockstep_limited`].
+#[derive(Debug)]
+pub struct LimitedRun {
+    /// The exit code (0, 1 or 2: anything else fails the run).
+    pub code: i32,
+    /// What it printed.
+    pub stdout: String,
+    /// What it printed on stderr.
+    pub stderr: String,
+    /// Its peak resident memory (`ru_maxrss`), in bytes.
+    pub peak_rss_bytes: u64,
+    /// How long it took.
+    pub elapsed: std::time::Duration,
+}
+
+/// Runs the binary in `cwd` as [`lockstep_in`] does, with its address space limited to
+/// [`MEMORY_LIMIT_BYTES`] (`RLIMIT_AS`: an allocation past it fails, and Rust aborts the process)
+/// and killed after `timeout`. A panic (101), an abort (134), a signal or the timeout fails: every
+/// exit code must be 0, 1 or 2. Returns the run with its peak memory.
+pub fn lockstep_limited(cwd: &Path, args: &[&str], timeout: std::time::Duration) -> LimitedRun {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lockstep"));
+    command
+        .args(args)
+        .current_dir(cwd)
+        .env("RUST_BACKTRACE", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: between fork and exec the closure only calls `setrlimit`, which is
+    // async-signal-safe, and allocates nothing.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: MEMORY_LIMIT_BYTES as libc::rlim_t,
+                rlim_max: MEMORY_LIMIT_BYTES as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let start = std::time::Instant::now();
+    let mut child = command.spawn().expect("the binary runs");
+    let pid = child.id() as libc::pid_t;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    // Polled, so that the child is killed past `timeout` while it is still ours (not reaped: its
+    // pid cannot have been reused).
+    let mut status: libc::c_int = 0;
+    // SAFETY: a zeroed `rusage` is a valid value for `wait4` to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let mut timed_out = false;
+    loop {
+        let flags = if timed_out { 0 } else { libc::WNOHANG };
+        // SAFETY: `pid` is our child; `status` and `usage` are valid for writes.
+        let waited = unsafe { libc::wait4(pid, &mut status, flags, &mut usage) };
+        if waited == pid {
+            break;
+        }
+        if waited == -1 {
+            let error = std::io::Error::last_os_error();
+            assert_eq!(error.kind(), std::io::ErrorKind::Interrupted, "wait4: {error}");
+            continue;
+        }
+        if start.elapsed() > timeout {
+            timed_out = true;
+            // SAFETY: signalling our own child, not reaped yet.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        } else {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+    // The child is reaped by wait4: forget std's handle without waiting on it again.
+    drop(child);
+    let run = LimitedRun {
+        code: if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            -libc::WTERMSIG(status)
+        },
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+        peak_rss_bytes: (usage.ru_maxrss as u64).saturating_mul(1024),
+        elapsed: start.elapsed(),
+    };
+    assert!(
+        !timed_out,
+        "{args:?} ran longer than {timeout:?}\n{}\n{}",
+        run.stdout, run.stderr
+    );
+    assert!(
+        [0, 1, 2].contains(&run.code),
+        "exit code {} (negative: killed by that signal) for {args:?} under a {} MiB limit, peak {} MiB\n{}\n{}",
+        run.code,
+        MEMORY_LIMIT_BYTES >> 20,
+        run.peak_rss_bytes >> 20,
+        run.stdout,
+        run.stderr
+    );
+    run
+}

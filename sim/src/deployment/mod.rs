@@ -371,6 +371,8 @@ impl Deployment {
                             conn: 0,
                             args,
                             reply: "+OK".to_string(),
+                            effects: Vec::new(),
+                            client: None,
                         });
                     });
                     target.engine.borrow_mut().restore(keyspace);

@@ -5,8 +5,9 @@
 //! call, in ms since the Unix epoch; keys store absolute expiry times on that clock, so a wall
 //! clock jump forwards expires keys at once and a jump backwards extends them.
 
-use super::keyspace::{Keyspace, Value};
+use super::keyspace::{Keyspace, Value, ITEM_OVERHEAD_BYTES};
 use super::lua::ScriptRuntime;
+use super::memory::{MemoryShare, OOM_ERROR};
 use super::reply::Reply;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -77,13 +78,27 @@ impl ClientSession {
 }
 
 /// What commands reach: the keyspace, and the pub/sub channels with the messages to deliver.
-#[derive(Default)]
 pub(crate) struct Db {
     ks: Keyspace,
     /// Channel -> ids of the subscribed sessions.
     channels: BTreeMap<Bytes, BTreeSet<i64>>,
     /// Messages to push: `(session id, message)`, in publishing order.
     outbox: Vec<(i64, Reply)>,
+    /// While a script runs: the most bytes the keyspace may hold before a command that may grow
+    /// it is refused ([`MemoryShare::limit`], fixed when the script starts: nothing else runs
+    /// meanwhile).
+    memory_limit: usize,
+}
+
+impl Default for Db {
+    fn default() -> Self {
+        Db {
+            ks: Keyspace::default(),
+            channels: BTreeMap::new(),
+            outbox: Vec::new(),
+            memory_limit: usize::MAX,
+        }
+    }
 }
 
 /// A pure, synchronous Redis: keyspace, script cache and Lua VM. No I/O, no system time.
@@ -98,6 +113,10 @@ pub struct RedisEngine {
     watchers: BTreeMap<Bytes, BTreeSet<i64>>,
     /// Sessions whose watched keys were touched since their `WATCH` (`CLIENT_DIRTY_CAS`).
     dirty: BTreeSet<i64>,
+    /// `maxmemory`, and this engine's share of its world's memory budget.
+    memory: MemoryShare,
+    /// What the last command did to each key it changed ([`RedisEngine::take_effects`]).
+    effects: Vec<crate::history::KeyEffect>,
 }
 
 impl std::fmt::Debug for RedisEngine {
@@ -120,7 +139,52 @@ impl RedisEngine {
             session: ClientSession::new(1),
             watchers: BTreeMap::new(),
             dirty: BTreeSet::new(),
+            memory: MemoryShare::new(),
+            effects: Vec::new(),
         }
+    }
+
+    /// What the last command ([`RedisEngine::execute_as`]) did to each key it changed: the
+    /// key's value and expiry before and after, for the history (an ownership checker reads them).
+    /// Taken once; empty after a read or a refused command.
+    pub fn take_effects(&mut self) -> Vec<crate::history::KeyEffect> {
+        std::mem::take(&mut self.effects)
+    }
+
+    /// Sets `maxmemory`: once the keyspace holds more than `bytes`
+    /// ([`Keyspace::used_bytes`]), commands that may grow it answer
+    /// `OOM command not allowed when used memory > 'maxmemory'.` (Redis' `noeviction` policy).
+    /// The default is [`super::DEFAULT_MAXMEMORY_BYTES`]; the engine also shares the budget of
+    /// the world it was built in ([`super::MemoryPool`]).
+    pub fn set_maxmemory(&mut self, bytes: usize) {
+        self.memory.maxmemory = bytes;
+    }
+
+    /// The `maxmemory` setting, in bytes.
+    pub fn maxmemory(&self) -> usize {
+        self.memory.maxmemory
+    }
+
+    /// The memory the keyspace takes, approximately ([`Keyspace::used_bytes`]).
+    pub fn used_memory(&self) -> usize {
+        self.db.ks.used_bytes()
+    }
+
+    /// The memory the Lua VM holds, in bytes (at most 64 MiB; a VM left holding more than 4 MiB
+    /// by a script is collected right after it).
+    pub fn lua_memory(&self) -> usize {
+        self.scripts.used_memory()
+    }
+
+    /// Whether memory is over `maxmemory` or the world's budget: commands that may grow it are
+    /// refused.
+    fn out_of_memory(&self) -> bool {
+        self.db.ks.used_bytes() > self.memory.limit()
+    }
+
+    /// Tells the world's budget what the keyspace takes now.
+    fn report_memory(&mut self) {
+        self.memory.report(self.db.ks.used_bytes());
     }
 
     /// Executes one command (`args[0]` is the name, case-insensitive) at the node's wall clock
@@ -138,8 +202,17 @@ impl RedisEngine {
     /// `EXECABORT`). `SUBSCRIBE`/`UNSUBSCRIBE`, which may answer several replies, and the
     /// restrictions of subscribed mode are in [`RedisEngine::execute_conn`].
     pub fn execute_as(&mut self, session: &mut ClientSession, args: &[Bytes], now_wall_ms: i64) -> Reply {
+        self.db.ks.begin_journal();
         let reply = self.execute_one(session, args, now_wall_ms);
+        self.effects = self
+            .db
+            .ks
+            .end_journal(now_wall_ms)
+            .into_iter()
+            .map(|(key, before, after)| key_effect(&key, before.as_ref(), after.as_ref()))
+            .collect();
         self.note_touched();
+        self.report_memory();
         reply
     }
 
@@ -165,6 +238,10 @@ impl RedisEngine {
         }
         if !session.subscriptions.is_empty() && !session.in_multi() {
             match lookup(args) {
+                // Redis checks memory before the subscribed-mode restriction.
+                Lookup::Found(spec, _) if spec.denyoom && self.out_of_memory() => {
+                    return vec![Reply::error(OOM_ERROR)];
+                }
                 Lookup::Found(_, fullname) if fullname == "ping" => {
                     let msg = args.get(1).cloned().unwrap_or_default();
                     return vec![Reply::Array(Some(vec![Reply::bulk("pong"), Reply::Bulk(Some(msg))]))];
@@ -289,6 +366,30 @@ impl RedisEngine {
                 "EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command",
             );
         }
+        // `maxmemory` (`processCommand`): over it, a command that may grow memory is refused; so
+        // is anything queued inside MULTI, and an EXEC whose transaction holds such a command
+        // (which discards the transaction).
+        if let Lookup::Found(spec, fullname) = &looked_up {
+            let queues = session.in_multi() && !["exec", "discard"].contains(&fullname.as_str());
+            let grows = spec.denyoom
+                || queues
+                || (fullname == "exec"
+                    && session.multi.as_ref().is_some_and(|queued| {
+                        queued
+                            .iter()
+                            .any(|cmd| matches!(lookup(cmd), Lookup::Found(s, _) if s.denyoom))
+                    }));
+            if grows && self.out_of_memory() {
+                if fullname == "exec" {
+                    session.multi = None;
+                    session.multi_error = false;
+                    self.unwatch(session);
+                    return Reply::Error(format!("EXECABORT Transaction discarded because of: {OOM_ERROR}"));
+                }
+                session.flag_transaction();
+                return Reply::error(OOM_ERROR);
+            }
+        }
         if session.in_multi() {
             let control = matches!(&looked_up, Lookup::Found(_, n) if ["exec", "discard", "multi", "watch"].contains(&n.as_str()));
             if !control {
@@ -406,6 +507,9 @@ impl RedisEngine {
     pub fn expire_due(&mut self, now_wall_ms: i64) -> Vec<Bytes> {
         let due = self.db.ks.remove_expired(now_wall_ms);
         self.note_touched();
+        if !due.is_empty() {
+            self.report_memory();
+        }
         due
     }
 
@@ -417,6 +521,7 @@ impl RedisEngine {
         self.session = ClientSession::new(1);
         self.watchers.clear();
         self.dirty.clear();
+        self.report_memory();
     }
 
     /// The keyspace (clone it for a snapshot).
@@ -436,6 +541,7 @@ impl RedisEngine {
             }
         }
         self.db.ks = ks;
+        self.report_memory();
     }
 
     /// Number of keys not expired at `now_wall_ms`.
@@ -475,6 +581,7 @@ impl RedisEngine {
             }
         };
         let split = 3 + numkeys as usize;
+        self.db.memory_limit = self.memory.limit();
         self.scripts.run(
             &sha,
             &args[3..split],
@@ -498,6 +605,8 @@ pub(crate) struct Spec {
     arity: i32,
     noscript: bool,
     write: bool,
+    /// Redis' `denyoom` flag: the command may grow memory, so it is refused over `maxmemory`.
+    denyoom: bool,
     subcommands: &'static [Spec],
 }
 
@@ -507,6 +616,7 @@ const fn cmd(name: &'static str, arity: i32) -> Spec {
         arity,
         noscript: false,
         write: false,
+        denyoom: false,
         subcommands: &[],
     }
 }
@@ -517,7 +627,16 @@ const fn write(name: &'static str, arity: i32) -> Spec {
         arity,
         noscript: false,
         write: true,
+        denyoom: false,
         subcommands: &[],
+    }
+}
+
+/// A write that may grow memory (`write` and `denyoom` in Redis' table).
+const fn grow(name: &'static str, arity: i32) -> Spec {
+    Spec {
+        denyoom: true,
+        ..write(name, arity)
     }
 }
 
@@ -527,6 +646,7 @@ const fn noscript(name: &'static str, arity: i32) -> Spec {
         arity,
         noscript: true,
         write: false,
+        denyoom: false,
         subcommands: &[],
     }
 }
@@ -537,6 +657,7 @@ const fn container(name: &'static str, subcommands: &'static [Spec]) -> Spec {
         arity: -2,
         noscript: true,
         write: false,
+        denyoom: false,
         subcommands,
     }
 }
@@ -562,7 +683,7 @@ static COMMANDS: &[Spec] = &[
     ),
     cmd("select", 2),
     cmd("get", 2),
-    write("set", -3),
+    grow("set", -3),
     write("del", -2),
     cmd("exists", -2),
     write("expire", -3),
@@ -573,12 +694,12 @@ static COMMANDS: &[Spec] = &[
     cmd("pttl", 2),
     write("persist", 2),
     cmd("type", 2),
-    write("incr", 2),
-    write("decr", 2),
-    write("incrby", 3),
-    write("decrby", 3),
-    write("lpush", -3),
-    write("rpush", -3),
+    grow("incr", 2),
+    grow("decr", 2),
+    grow("incrby", 3),
+    grow("decrby", 3),
+    grow("lpush", -3),
+    grow("rpush", -3),
     cmd("llen", 2),
     write("lpop", -2),
     write("rpop", -2),
@@ -587,13 +708,14 @@ static COMMANDS: &[Spec] = &[
         arity: -3,
         noscript: true,
         write: true,
+        denyoom: false,
         subcommands: &[],
     },
-    write("hset", -4),
+    grow("hset", -4),
     cmd("hget", 3),
     write("hdel", -3),
     cmd("hexists", 3),
-    write("hincrby", 4),
+    grow("hincrby", 4),
     cmd("hgetall", 2),
     cmd("publish", 3),
     noscript("subscribe", -2),
@@ -652,6 +774,9 @@ fn lookup(args: &[Bytes]) -> Lookup {
     Lookup::Found(spec, fullname)
 }
 
+/// [`OOM_ERROR`] as a script-level refusal (with its code, which `push_error_text` keeps).
+const OOM_REFUSAL: &str = "-OOM command not allowed when used memory > 'maxmemory'.";
+
 /// Runs a command for `redis.call`; `Err` is the script-level refusal text (Redis'
 /// `scriptCall`), which the caller turns into an `ERR ...` error table.
 fn exec_from_script(db: &mut Db, args: &[Bytes], now: i64) -> Result<Reply, &'static str> {
@@ -659,6 +784,11 @@ fn exec_from_script(db: &mut Db, args: &[Bytes], now: i64) -> Result<Reply, &'st
         Lookup::UnknownCommand | Lookup::UnknownSubcommand => Err("Unknown Redis command called from script"),
         Lookup::Arity(_) => Err("Wrong number of args calling Redis command from script"),
         Lookup::Found(spec, _) if spec.noscript => Err("This Redis command is not allowed from script"),
+        // `scriptVerifyOOM`. Redis checks only a script's first write, against the state when
+        // the script started, and lets a script that wrote once write on past the limit; here
+        // every call that may grow memory is checked, so a script cannot fill a server without
+        // bound (see docs/redis-differences.md).
+        Lookup::Found(spec, _) if spec.denyoom && db.ks.used_bytes() > db.memory_limit => Err(OOM_REFUSAL),
         Lookup::Found(_, fullname) => Ok(exec_data(db, &fullname, args, now)),
     }
 }
@@ -997,8 +1127,13 @@ fn incr_by(ks: &mut Keyspace, key: &Bytes, by: i64, now: i64) -> Reply {
         return Reply::error("ERR increment or decrement would overflow");
     };
     let text = Bytes::from(new.to_string());
+    let grown = text.len();
     match ks.value_mut(key, now) {
-        Some(v) => *v = Value::String(text),
+        Some(v) => {
+            let old = std::mem::replace(v, Value::String(text));
+            ks.shrank(old.used_bytes());
+            ks.grew(grown);
+        }
         None => ks.insert(key.clone(), Value::String(text), None),
     }
     Reply::Integer(new)
@@ -1011,19 +1146,23 @@ fn push(ks: &mut Keyspace, args: &[Bytes], now: i64, left: bool) -> Reply {
         Some(true) => {}
         None => ks.insert(key.clone(), Value::List(VecDeque::new()), None),
     }
-    match ks.value_mut(key, now) {
+    let mut added = 0;
+    let len = match ks.value_mut(key, now) {
         Some(Value::List(list)) => {
             for v in &args[2..] {
+                added += v.len() + ITEM_OVERHEAD_BYTES;
                 if left {
                     list.push_front(v.clone());
                 } else {
                     list.push_back(v.clone());
                 }
             }
-            Reply::Integer(list.len() as i64)
+            list.len()
         }
-        _ => Reply::error(WRONGTYPE),
-    }
+        _ => return Reply::error(WRONGTYPE),
+    };
+    ks.grew(added);
+    Reply::Integer(len as i64)
 }
 
 fn pop(ks: &mut Keyspace, args: &[Bytes], now: i64, left: bool, name: &str) -> Reply {
@@ -1049,15 +1188,16 @@ fn pop(ks: &mut Keyspace, args: &[Bytes], now: i64, left: bool, name: &str) -> R
         Some(true) if count == Some(0) => return Reply::Array(Some(Vec::new())),
         Some(true) => {}
     }
+    let mut removed = 0;
     let (reply, now_empty) = match ks.value_mut(key, now) {
         None => return Reply::nil(),
         Some(Value::List(list)) => {
             let mut take = || {
-                if left {
-                    list.pop_front()
-                } else {
-                    list.pop_back()
+                let item = if left { list.pop_front() } else { list.pop_back() };
+                if let Some(item) = &item {
+                    removed += item.len() + ITEM_OVERHEAD_BYTES;
                 }
+                item
             };
             let reply = match count {
                 None => Reply::Bulk(take()),
@@ -1076,6 +1216,7 @@ fn pop(ks: &mut Keyspace, args: &[Bytes], now: i64, left: bool, name: &str) -> R
         }
         Some(_) => return Reply::error(WRONGTYPE),
     };
+    ks.shrank(removed);
     if now_empty {
         ks.remove(key);
     }
@@ -1115,15 +1256,23 @@ fn hset(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
         return Reply::error(WRONGTYPE);
     };
     let mut created = 0;
+    let (mut grown, mut shrunk) = (0, 0);
     for pair in args[2..].chunks(2) {
         match fields.iter_mut().find(|(k, _)| *k == pair[0]) {
-            Some((_, v)) => *v = pair[1].clone(),
+            Some((_, v)) => {
+                shrunk += v.len();
+                grown += pair[1].len();
+                *v = pair[1].clone();
+            }
             None => {
+                grown += pair[0].len() + pair[1].len() + ITEM_OVERHEAD_BYTES;
                 fields.push((pair[0].clone(), pair[1].clone()));
                 created += 1;
             }
         }
     }
+    ks.shrank(shrunk);
+    ks.grew(grown);
     Reply::Integer(created)
 }
 
@@ -1136,15 +1285,18 @@ fn hdel(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
     }
     let mut deleted = 0;
     let mut now_empty = false;
+    let mut shrunk = 0;
     if let Some(Value::Hash(fields)) = ks.value_mut(&args[1], now) {
         for field in &args[2..] {
             if let Some(i) = fields.iter().position(|(k, _)| k == field) {
-                fields.remove(i);
+                let (f, v) = fields.remove(i);
+                shrunk += f.len() + v.len() + ITEM_OVERHEAD_BYTES;
                 deleted += 1;
             }
         }
         now_empty = fields.is_empty();
     }
+    ks.shrank(shrunk);
     if now_empty {
         ks.remove(&args[1]);
     }
@@ -1173,10 +1325,16 @@ fn hincrby(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
         return Reply::error(WRONGTYPE);
     };
     let text = Bytes::from(new.to_string());
-    match fields.iter_mut().find(|(k, _)| *k == args[2]) {
-        Some((_, v)) => *v = text,
-        None => fields.push((args[2].clone(), text)),
-    }
+    let (grown, shrunk) = match fields.iter_mut().find(|(k, _)| *k == args[2]) {
+        Some((_, v)) => (text.len(), std::mem::replace(v, text).len()),
+        None => {
+            let grown = args[2].len() + text.len() + ITEM_OVERHEAD_BYTES;
+            fields.push((args[2].clone(), text));
+            (grown, 0)
+        }
+    };
+    ks.shrank(shrunk);
+    ks.grew(grown);
     Reply::Integer(new)
 }
 
@@ -1385,6 +1543,35 @@ fn arity_error(fullname: &str) -> Reply {
 
 fn invalid_expire(name: &str) -> Reply {
     Reply::Error(format!("ERR invalid expire time in '{name}' command"))
+}
+
+/// A keyspace change as the history records it (values cut as the history cuts arguments).
+fn key_effect(
+    key: &[u8],
+    before: Option<&super::keyspace::Entry>,
+    after: Option<&super::keyspace::Entry>,
+) -> crate::history::KeyEffect {
+    use crate::history::{bounded_lossy, KeyState, MAX_EVENT_ARG_BYTES};
+    let state = |entry: &super::keyspace::Entry| {
+        let (value, fields) = match &entry.value {
+            Value::String(v) => (Some(bounded_lossy(v, MAX_EVENT_ARG_BYTES)), Vec::new()),
+            Value::Hash(pairs) => (
+                None,
+                pairs.iter().map(|(f, _)| bounded_lossy(f, MAX_EVENT_ARG_BYTES)).collect(),
+            ),
+            Value::List(_) => (None, Vec::new()),
+        };
+        KeyState {
+            value,
+            fields,
+            expire_at_ms: entry.expire_at_ms,
+        }
+    };
+    crate::history::KeyEffect {
+        key: bounded_lossy(key, MAX_EVENT_ARG_BYTES),
+        before: before.map(state),
+        after: after.map(state),
+    }
 }
 
 #[cfg(test)]

@@ -24,7 +24,27 @@ pub enum Value {
     Hash(Vec<(Bytes, Bytes)>),
 }
 
+/// What a key costs besides its name and value, in [`Keyspace::used_bytes`]: Redis' dict entry,
+/// object header and expiry slot, roughly.
+pub const ENTRY_OVERHEAD_BYTES: usize = 64;
+
+/// What each list element or hash field costs besides its bytes (its listpack/quicklist entry).
+pub const ITEM_OVERHEAD_BYTES: usize = 16;
+
 impl Value {
+    /// The bytes this value counts for in [`Keyspace::used_bytes`]: a string's length; a list's
+    /// elements and a hash's fields and values, plus [`ITEM_OVERHEAD_BYTES`] each.
+    pub fn used_bytes(&self) -> usize {
+        match self {
+            Value::String(s) => s.len(),
+            Value::List(items) => items.iter().map(|i| i.len() + ITEM_OVERHEAD_BYTES).sum(),
+            Value::Hash(fields) => fields
+                .iter()
+                .map(|(f, v)| f.len() + v.len() + ITEM_OVERHEAD_BYTES)
+                .sum(),
+        }
+    }
+
     /// The name `TYPE` reports for this value (`string`, `list`).
     pub fn type_name(&self) -> &'static str {
         match self {
@@ -57,6 +77,9 @@ impl Entry {
 /// Every mutation also notes the key as *touched* (Redis' `signalModifiedKey`, which `WATCH`
 /// observes): a write that stores, deletes (expiry included) or changes the TTL of a key, even to
 /// the same value. [`Keyspace::take_touched`] drains the notes; they take no part in equality.
+///
+/// The keyspace also keeps an approximate count of the memory its data takes
+/// ([`Keyspace::used_bytes`]), what Redis' `maxmemory` is compared with.
 #[derive(Clone, Debug, Default)]
 pub struct Keyspace {
     entries: BTreeMap<Bytes, Entry>,
@@ -64,6 +87,19 @@ pub struct Keyspace {
     expiries: BTreeSet<(i64, Bytes)>,
     /// Keys modified since the last [`Keyspace::take_touched`].
     touched: BTreeSet<Bytes>,
+    /// The sum of [`entry_bytes`] over the entries.
+    used: usize,
+    /// While a command runs ([`Keyspace::begin_journal`]): each key it changed, with its entry
+    /// before the first change. `None` otherwise (expiry between commands, restores).
+    journal: Option<BTreeMap<Bytes, Option<Entry>>>,
+}
+
+/// One key a command changed: `(key, before, after)`, each `None` when absent or expired.
+pub type KeyChange = (Bytes, Option<Entry>, Option<Entry>);
+
+/// What one entry counts for in [`Keyspace::used_bytes`].
+fn entry_bytes(key: &[u8], value: &Value) -> usize {
+    key.len() + ENTRY_OVERHEAD_BYTES + value.used_bytes()
 }
 
 impl PartialEq for Keyspace {
@@ -91,6 +127,13 @@ impl Keyspace {
         self.entries.is_empty()
     }
 
+    /// The memory the data takes, approximately: for every stored key (expired or not), its
+    /// name, its value ([`Value::used_bytes`]) and [`ENTRY_OVERHEAD_BYTES`]. Kept up to date by
+    /// every change, so reading it costs nothing.
+    pub fn used_bytes(&self) -> usize {
+        self.used
+    }
+
     /// Number of keys that are not expired at `now_ms`.
     pub fn live_len(&self, now_ms: i64) -> usize {
         let due = self.expiries.range(..(now_ms, Bytes::new())).count();
@@ -115,11 +158,25 @@ impl Keyspace {
 
     /// Mutable access to the value of a live key, for a write: the key counts as touched (the
     /// expiry can only change through [`Keyspace::set_expire`], which keeps the index right).
-    pub fn value_mut(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Value> {
+    /// The caller reports how the value's [`Value::used_bytes`] changed with
+    /// [`Keyspace::grew`] / [`Keyspace::shrank`] (measuring a list after each push would make
+    /// pushes cost its length).
+    pub(crate) fn value_mut(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Value> {
         self.expire_if_needed(key, now_ms);
         let stored_key = self.entries.get_key_value(key)?.0.clone();
+        self.note(&stored_key);
         self.touched.insert(stored_key);
         self.entries.get_mut(key).map(|e| &mut e.value)
+    }
+
+    /// A value changed through [`Keyspace::value_mut`] grew by `bytes`.
+    pub(crate) fn grew(&mut self, bytes: usize) {
+        self.used = self.used.saturating_add(bytes);
+    }
+
+    /// A value changed through [`Keyspace::value_mut`] shrank by `bytes`.
+    pub(crate) fn shrank(&mut self, bytes: usize) {
+        self.used = self.used.saturating_sub(bytes);
     }
 
     /// Drains the keys modified since the last call, in key order.
@@ -129,24 +186,29 @@ impl Keyspace {
 
     /// Stores `value` under `key` with the given expiry, replacing any previous entry and TTL.
     pub fn insert(&mut self, key: Bytes, value: Value, expire_at_ms: Option<i64>) {
+        self.note(&key);
         if let Some(old) = self.entries.get(&key) {
             if let Some(t) = old.expire_at_ms {
                 self.expiries.remove(&(t, key.clone()));
             }
+            self.used = self.used.saturating_sub(entry_bytes(&key, &old.value));
         }
         if let Some(t) = expire_at_ms {
             self.expiries.insert((t, key.clone()));
         }
         self.touched.insert(key.clone());
+        self.used = self.used.saturating_add(entry_bytes(&key, &value));
         self.entries.insert(key, Entry { value, expire_at_ms });
     }
 
     /// Removes `key` (expired or not) and returns its entry.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+        self.note(key);
         let (key, entry) = self.entries.remove_entry(key)?;
         if let Some(t) = entry.expire_at_ms {
             self.expiries.remove(&(t, key.clone()));
         }
+        self.used = self.used.saturating_sub(entry_bytes(&key, &entry.value));
         self.touched.insert(key);
         Some(entry)
     }
@@ -156,9 +218,10 @@ impl Keyspace {
         let Some((stored_key, entry)) = self.entries.get_key_value(key) else {
             return false;
         };
-        let stored_key = stored_key.clone();
+        let (stored_key, old_expire_at_ms) = (stored_key.clone(), entry.expire_at_ms);
+        self.note(&stored_key);
         self.touched.insert(stored_key.clone());
-        if let Some(t) = entry.expire_at_ms {
+        if let Some(t) = old_expire_at_ms {
             self.expiries.remove(&(t, stored_key.clone()));
         }
         if let Some(t) = expire_at_ms {
@@ -179,7 +242,10 @@ impl Keyspace {
                 break;
             }
             if let Some((_, key)) = self.expiries.pop_first() {
-                self.entries.remove(&key);
+                self.note(&key);
+                if let Some(entry) = self.entries.remove(&key) {
+                    self.used = self.used.saturating_sub(entry_bytes(&key, &entry.value));
+                }
                 self.touched.insert(key.clone());
                 due.push(key);
             }
@@ -190,14 +256,58 @@ impl Keyspace {
 
     /// Removes every key.
     pub fn clear(&mut self) {
+        if self.journal.is_some() {
+            let keys: Vec<Bytes> = self.entries.keys().cloned().collect();
+            for key in &keys {
+                self.note(key);
+            }
+        }
         self.touched.extend(self.entries.keys().cloned());
         self.entries.clear();
         self.expiries.clear();
+        self.used = 0;
     }
 
     /// Every stored entry in key order, including logically expired ones.
     pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &Entry)> {
         self.entries.iter()
+    }
+
+    /// [`Keyspace::used_bytes`] computed from scratch (tests check the running count with it).
+    #[cfg(test)]
+    pub(crate) fn recount_used_bytes(&self) -> usize {
+        self.entries.iter().map(|(k, e)| entry_bytes(k, &e.value)).sum()
+    }
+
+    /// Starts noting what the next command changes ([`Keyspace::end_journal`]).
+    pub fn begin_journal(&mut self) {
+        self.journal = Some(BTreeMap::new());
+    }
+
+    /// Stops noting and returns every key whose logical state (value and expiry, as seen at
+    /// `now_ms`: an expired entry counts as absent) differs from before the command, in key order.
+    pub fn end_journal(&mut self, now_ms: i64) -> Vec<KeyChange> {
+        let Some(journal) = self.journal.take() else {
+            return Vec::new();
+        };
+        journal
+            .into_iter()
+            .filter_map(|(key, before)| {
+                let before = before.filter(|e| !e.is_expired_at(now_ms));
+                let after = self.entries.get(&key).filter(|e| !e.is_expired_at(now_ms)).cloned();
+                (before != after).then_some((key, before, after))
+            })
+            .collect()
+    }
+
+    /// Notes `key`'s entry before its first change under a journal.
+    fn note(&mut self, key: &[u8]) {
+        if let Some(journal) = &mut self.journal {
+            if !journal.contains_key(key) {
+                let before = self.entries.get(key).cloned();
+                journal.insert(Bytes::copy_from_slice(key), before);
+            }
+        }
     }
 
     fn expire_if_needed(&mut self, key: &[u8], now_ms: i64) {

@@ -28,7 +28,11 @@
 //!   answer `BUSY` to other clients until `SCRIPT KILL`/`SHUTDOWN NOSAVE`. The budget cannot be
 //!   dodged with `pcall`/`xpcall`. Writes the script made before it was stopped stay (as with
 //!   any script error in Redis). Time spent inside C library functions (`string.rep`, pattern
-//!   matching) is not counted; Lua memory is capped at 256 MiB;
+//!   matching) is not counted;
+//! * a VM's memory is capped at 64 MiB (Redis has no cap): an allocation past it fails the
+//!   script with `not enough memory` (`string.rep('x', 1e9)` is an error reply, not an abort),
+//!   and a VM left holding more than 4 MiB after a script is garbage-collected at once, so the
+//!   garbage of one server's big script is not kept while others run theirs;
 //! * the sandbox is built from Lua rather than Redis' patched interpreter: every script run gets
 //!   a fresh environment table whose `redis`, `string`, `math` and `table` are read-only views,
 //!   so one script cannot break the next; `rawget`/`pairs` on those views see nothing, and
@@ -58,8 +62,11 @@ use std::rc::Rc;
 
 /// Deepest Lua table nesting converted to a reply.
 const MAX_REPLY_DEPTH: usize = 128;
-/// Lua heap cap per engine.
-const LUA_MEMORY_LIMIT: usize = 256 << 20;
+/// Lua heap cap per engine: a script that allocates more fails with `not enough memory`.
+pub(crate) const LUA_MEMORY_LIMIT: usize = 64 << 20;
+/// A VM holding more than this after a script is collected at once (a lock script's VM holds
+/// about 100 KB).
+const LUA_COLLECT_ABOVE: usize = 4 << 20;
 /// The chunk name Redis gives scripts.
 const USER_SCRIPT: &str = "@user_script";
 
@@ -142,6 +149,11 @@ impl ScriptRuntime {
         ScriptRuntime { budget, vm }
     }
 
+    /// The memory the Lua VM holds, in bytes.
+    pub(crate) fn used_memory(&self) -> usize {
+        self.vm.as_ref().map_or(0, |vm| vm.lua.used_memory())
+    }
+
     /// Whether a script with this (lowercase) SHA is cached.
     pub(crate) fn contains(&self, sha: &str) -> bool {
         self.vm.as_ref().is_ok_and(|vm| vm.scripts.contains_key(sha))
@@ -221,6 +233,11 @@ impl ScriptRuntime {
                 Ok(script_error_reply(&vm.lua, sha, &value))
             }
         });
+        // The garbage of a big script is not kept until this VM's next allocations: each server
+        // has its own VM, and a thousand of them each keeping 60 MB is more than a machine has.
+        if vm.lua.used_memory() > LUA_COLLECT_ABOVE {
+            let _ = vm.lua.gc_collect();
+        }
         match outcome {
             Ok(reply) => reply,
             Err(e) => Reply::Error(format!("ERR Error running script {sha}, {}", lua_error_message(&e))),

@@ -19,7 +19,9 @@
 //!
 //! Left out: RESP3 (`HELLO 3` answers `NOPROTO`), inline commands, other data types and
 //! commands, pattern subscriptions, replication, persistence (the keyspace can be snapshotted
-//! with [`RedisEngine::keyspace`] and put back with [`RedisEngine::restore`]), eviction,
+//! with [`RedisEngine::keyspace`] and put back with [`RedisEngine::restore`]), eviction (memory is
+//! capped as with `maxmemory` and the `noeviction` policy, see [`MemoryPool`] and
+//! [`RedisEngine::set_maxmemory`]),
 //! ACLs/`AUTH` (any credentials are accepted), cluster mode, keyspace notifications, `BUSY` (a
 //! runaway script is stopped by an instruction budget instead, see [`EngineConfig`]; `SCRIPT KILL`
 //! therefore always answers `NOTBUSY`), the Lua debugger (`SCRIPT DEBUG NO` is accepted,
@@ -36,10 +38,12 @@ pub mod codec;
 mod command;
 mod keyspace;
 mod lua;
+mod memory;
 mod reply;
 
 pub use codec::{decode_command, encode_reply};
 pub use command::{blocking_timeout_ms, is_write_command, ClientSession, EngineConfig, RedisEngine};
 pub use keyspace::{Entry, Keyspace, Value};
 pub use lua::sha1_hex;
+pub use memory::{MemoryPool, DEFAULT_MAXMEMORY_BYTES, DEFAULT_WORLD_MEMORY_BYTES, OOM_ERROR};
 pub use reply::Reply;

@@ -5,7 +5,10 @@
 
 use super::super::locate::{line_col, FieldPath, Seg};
 use super::super::raw::{RawLock, RawScriptOp, RawScriptStep};
-use super::super::ScenarioError;
+use super::super::{
+    read_limited, ScenarioError, MAX_KEY_BYTES, MAX_NODE_NAME_BYTES, MAX_SCRIPTS_TOTAL_BYTES, MAX_SCRIPT_BYTES,
+    MAX_STEPS, MAX_STEP_BYTES, MAX_STEP_WORDS,
+};
 use super::Ctx;
 use crate::model::{
     Arithmetic, ClockKind, OnRenewFailure, Renewal, ScriptAction, ScriptOp, ScriptSpec, ScriptStep, Success,
@@ -144,6 +147,42 @@ fn check_template(template: &str, op: OpKind) -> Result<(), String> {
     Ok(())
 }
 
+/// The longest text `template` (checked by [`check_template`]) can expand to with a lock key of
+/// `key_len` bytes: `{key}` the key, `{value}` and `{client}` a node name at its longest (a
+/// random value has 40 bytes), `{ttl_ms}` and `{token}` 20 digits, `{{`/`}}` one brace.
+fn expanded_max(template: &str, key_len: usize) -> usize {
+    let mut total = 0;
+    let mut rest = template;
+    while let Some(i) = rest.find(['{', '}']) {
+        total += i;
+        let tail = &rest[i..];
+        if tail.starts_with("{{") || tail.starts_with("}}") {
+            total += 1;
+            rest = &tail[2..];
+            continue;
+        }
+        if let Some(after) = tail.strip_prefix('}') {
+            total += 1;
+            rest = after;
+            continue;
+        }
+        let Some(end) = tail.find('}') else {
+            total += tail.len();
+            rest = "";
+            break;
+        };
+        total += match &tail[..=end] {
+            "{key}" => key_len,
+            "{value}" => MAX_NODE_NAME_BYTES.max(40),
+            "{client}" => MAX_NODE_NAME_BYTES,
+            "{ttl_ms}" | "{token}" => 20,
+            other => other.len(),
+        };
+        rest = &tail[end + 1..];
+    }
+    total + rest.len()
+}
+
 /// Whether a `lua_file` path stays inside the scenario's folder: relative, no `..`, not empty.
 fn sanitised(path: &str) -> Result<PathBuf, String> {
     if path.trim().is_empty() {
@@ -166,6 +205,14 @@ fn sanitised(path: &str) -> Result<PathBuf, String> {
         }
     }
     Ok(p.to_path_buf())
+}
+
+/// A compiler message cut to 1 KiB (it quotes the token it stopped at, which may be a whole
+/// string).
+fn short(message: &str) -> String {
+    let mut text = message.to_string();
+    lockstep_sim::history::bound_text(&mut text, 1024);
+    text
 }
 
 impl Ctx<'_> {
@@ -208,6 +255,7 @@ impl Ctx<'_> {
         raw: &mut RawLock,
         ttl_ms: u64,
         masters_available: usize,
+        key_len: usize,
     ) -> Result<ScriptSpec, ScenarioError> {
         let path = |k: &str| FieldPath::keys(&["lock", k]);
         let masters = match raw.masters {
@@ -268,10 +316,10 @@ impl Ctx<'_> {
         if tasks == 0 || tasks > MAX_TASKS {
             return Err(self.err(&path("tasks"), format!("{tasks}: must be between 1 and {MAX_TASKS}")));
         }
-        let wait = self.wait(raw)?;
-        let acquire = self.op(raw.acquire.take(), OpKind::Acquire)?;
-        let extend = self.op(raw.extend.take(), OpKind::Extend)?;
-        let release = self.op(raw.release.take(), OpKind::Release)?;
+        let wait = self.wait(raw, key_len)?;
+        let acquire = self.op(raw.acquire.take(), OpKind::Acquire, key_len)?;
+        let extend = self.op(raw.extend.take(), OpKind::Extend, key_len)?;
+        let release = self.op(raw.release.take(), OpKind::Release, key_len)?;
         Ok(ScriptSpec {
             acquire,
             extend,
@@ -298,7 +346,7 @@ impl Ctx<'_> {
     }
 
     /// How a failed attempt waits (`wait`, `wait_key`).
-    fn wait(&self, raw: &RawLock) -> Result<Wait, ScenarioError> {
+    fn wait(&self, raw: &RawLock, key_len: usize) -> Result<Wait, ScenarioError> {
         let path = |k: &str| FieldPath::keys(&["lock", k]);
         let key = raw.wait_key.clone();
         if let Some(key) = &key {
@@ -306,6 +354,13 @@ impl Ctx<'_> {
             check_template(key, OpKind::Acquire).map_err(|m| self.err(&path("wait_key"), m))?;
             if key.trim().is_empty() {
                 return Err(self.err(&path("wait_key"), "must not be empty"));
+            }
+            let longest = expanded_max(key, key_len);
+            if longest > MAX_KEY_BYTES {
+                return Err(self.err(
+                    &path("wait_key"),
+                    format!("expands to up to {longest} bytes: a key has at most {MAX_KEY_BYTES}"),
+                ));
             }
         }
         match raw.wait.as_deref() {
@@ -332,7 +387,7 @@ impl Ctx<'_> {
     }
 
     /// One operation table (`None`: the default operation).
-    fn op(&self, raw: Option<RawScriptOp>, kind: OpKind) -> Result<ScriptOp, ScenarioError> {
+    fn op(&self, raw: Option<RawScriptOp>, kind: OpKind, key_len: usize) -> Result<ScriptOp, ScenarioError> {
         let Some(raw) = raw else {
             return Ok(kind.default_op());
         };
@@ -362,15 +417,21 @@ impl Ctx<'_> {
                 if steps.is_empty() {
                     return Err(self.err(&base.key("steps"), "must list at least one step"));
                 }
+                if steps.len() > MAX_STEPS {
+                    return Err(self.err(
+                        &base.key("steps"),
+                        format!("{} steps: at most {MAX_STEPS}", steps.len()),
+                    ));
+                }
                 let mut out = Vec::with_capacity(steps.len());
                 for (index, step) in steps.into_iter().enumerate() {
                     let mut segs = base.key("steps").0;
                     segs.push(Seg::Index(index));
-                    out.push(self.step(step, &FieldPath(segs), kind)?);
+                    out.push(self.step(step, &FieldPath(segs), kind, key_len)?);
                 }
                 out
             }
-            None => vec![self.step(own, &base, kind)?],
+            None => vec![self.step(own, &base, kind, key_len)?],
         };
         Ok(ScriptOp {
             steps,
@@ -380,7 +441,13 @@ impl Ctx<'_> {
     }
 
     /// One step at `base`.
-    fn step(&self, raw: RawScriptStep, base: &FieldPath, kind: OpKind) -> Result<ScriptStep, ScenarioError> {
+    fn step(
+        &self,
+        raw: RawScriptStep,
+        base: &FieldPath,
+        kind: OpKind,
+        key_len: usize,
+    ) -> Result<ScriptStep, ScenarioError> {
         let written = [raw.command.is_some(), raw.lua.is_some(), raw.lua_file.is_some()]
             .iter()
             .filter(|w| **w)
@@ -425,6 +492,7 @@ impl Ctx<'_> {
                 return Err(self.err(&base.key("command"), "must name a command: [\"SET\", \"{key}\", ...]"));
             }
             self.templates(&words, &base.key("command"), kind)?;
+            self.step_size(&[(&words, base.key("command"))], key_len, None)?;
             ScriptAction::Command(words)
         } else {
             let source = match (raw.lua, raw.lua_file) {
@@ -439,6 +507,11 @@ impl Ctx<'_> {
             let args = raw.args.unwrap_or_else(|| kind.default_args());
             self.templates(&keys, &base.key("keys"), kind)?;
             self.templates(&args, &base.key("args"), kind)?;
+            self.step_size(
+                &[(&keys, base.key("keys")), (&args, base.key("args"))],
+                key_len,
+                Some(&base.key("keys")),
+            )?;
             ScriptAction::Lua { source, keys, args }
         };
         Ok(ScriptStep { action, success })
@@ -456,8 +529,73 @@ impl Ctx<'_> {
         Ok(())
     }
 
+    /// What one step sends besides its script: at most [`MAX_STEP_WORDS`] words in all lists,
+    /// and [`MAX_STEP_BYTES`] with every placeholder at its longest; each word of the list at
+    /// `keys` (a script's `KEYS`) at most [`MAX_KEY_BYTES`]. Errors name the list, or the word.
+    fn step_size(
+        &self,
+        lists: &[(&Vec<String>, FieldPath)],
+        key_len: usize,
+        keys: Option<&FieldPath>,
+    ) -> Result<(), ScenarioError> {
+        let words: usize = lists.iter().map(|(words, _)| words.len()).sum();
+        if words > MAX_STEP_WORDS {
+            let (_, path) = lists.iter().max_by_key(|(words, _)| words.len()).unwrap_or(&lists[0]);
+            return Err(self.err(
+                path,
+                format!("the step sends {words} words: at most {MAX_STEP_WORDS}"),
+            ));
+        }
+        let mut total = 0usize;
+        for (words, path) in lists {
+            for (index, word) in words.iter().enumerate() {
+                let longest = expanded_max(word, key_len);
+                let mut segs = path.0.clone();
+                segs.push(Seg::Index(index));
+                if Some(path) == keys && longest > MAX_KEY_BYTES {
+                    return Err(self.err(
+                        &FieldPath(segs),
+                        format!("expands to up to {longest} bytes: a key has at most {MAX_KEY_BYTES}"),
+                    ));
+                }
+                total = total.saturating_add(longest);
+                if total > MAX_STEP_BYTES {
+                    return Err(self.err(
+                        &FieldPath(segs),
+                        format!(
+                            "the step sends up to {total} bytes up to here (placeholders at their longest): at \
+                             most {MAX_STEP_BYTES} (every attempt sends them, and the history records them)"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts `bytes` of Lua at `path` against [`MAX_SCRIPT_BYTES`] and, over the whole file,
+    /// [`MAX_SCRIPTS_TOTAL_BYTES`].
+    fn count_script(&self, bytes: usize, path: &FieldPath) -> Result<(), ScenarioError> {
+        if bytes > MAX_SCRIPT_BYTES {
+            return Err(self.err(
+                path,
+                format!("the script is {bytes} bytes: at most {MAX_SCRIPT_BYTES} (every attempt sends it whole)"),
+            ));
+        }
+        let total = self.script_bytes.get().saturating_add(bytes);
+        self.script_bytes.set(total);
+        if total > MAX_SCRIPTS_TOTAL_BYTES {
+            return Err(self.err(
+                path,
+                format!("the lock's scripts come to {total} bytes with this one: at most {MAX_SCRIPTS_TOTAL_BYTES} in all"),
+            ));
+        }
+        Ok(())
+    }
+
     /// Compiles an inline script; a syntax error names the scenario file's line.
     fn check_inline_lua(&self, source: &str, path: &FieldPath) -> Result<(), ScenarioError> {
+        self.count_script(source.len(), path)?;
         let Err(e) = lockstep_sim::check_lua_syntax(source) else {
             return Ok(());
         };
@@ -477,18 +615,21 @@ impl Ctx<'_> {
             line,
             column: None,
             field: Some(path.to_string()),
-            message: format!("Lua syntax error (line {} of the script): {}", e.line, e.message),
+            message: format!("Lua syntax error (line {} of the script): {}", e.line, short(&e.message)),
         })
     }
 
-    /// Reads and compiles a script file named relative to the scenario file.
+    /// Reads and compiles a script file named relative to the scenario file. It is read as
+    /// scenario files are ([`read_limited`]): a regular file (not a FIFO, a device, a
+    /// directory) of at most [`MAX_SCRIPT_BYTES`].
     fn lua_file(&self, file: &str, path: &FieldPath) -> Result<String, ScenarioError> {
         let relative = sanitised(file).map_err(|m| self.err(path, m))?;
         let full = Path::new(self.origin)
             .parent()
             .map_or_else(|| relative.clone(), |dir| dir.join(&relative));
-        let bytes = std::fs::read(&full)
-            .map_err(|e| self.err(path, format!("cannot read script file `{}`: {e}", full.display())))?;
+        let bytes = read_limited(&full, MAX_SCRIPT_BYTES as u64)
+            .map_err(|m| self.err(path, format!("script file `{}`: {m}", full.display())))?;
+        self.count_script(bytes.len(), path)?;
         let source = String::from_utf8(bytes)
             .map_err(|_| self.err(path, format!("script file `{}` is not valid UTF-8", full.display())))?;
         if let Err(e) = lockstep_sim::check_lua_syntax(&source) {
@@ -497,7 +638,7 @@ impl Ctx<'_> {
                 line: Some(e.line),
                 column: None,
                 field: Some(path.to_string()),
-                message: format!("Lua syntax error: {}", e.message),
+                message: format!("Lua syntax error: {}", short(&e.message)),
             });
         }
         Ok(source)

@@ -55,6 +55,7 @@ impl Ctx<'_> {
         if key.is_empty() {
             return Err(self.err(&path("key"), "must not be empty"));
         }
+        super::check_key_len(&key).map_err(|m| self.err(&path("key"), m))?;
         let work_ms = raw.work_ms.unwrap_or_default();
         check_work(work_ms).map_err(|m| self.err(&path("work_ms"), m))?;
         let iterations = match (raw.iterations, raw.until_ms) {

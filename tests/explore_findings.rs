@@ -1,0 +1,300 @@
+//! What `lockstep explore` reports is what the lock got wrong, not what no lease can promise.
+//!
+//! - The workload shapes guided placement draws stay inside the lock's contract: a fault-free
+//!   run of any of them is safe for every correct built-in lock, so the default exploration's
+//!   counterexamples carry a fault (`--overrun-shapes` brings back shapes that outlive the lease).
+//! - A template that fails without any fault is reported as such before exploring (exit 1, the
+//!   fault-free counterexample written with `--out`), not explored and shrunk to zero faults.
+//! - `--bounded` shrinks implementation-bug seeds only, each for a checker the lock promised.
+//! - Every counterexample says which assumption each of its faults broke.
+
+use lockstep::checker::Verdict;
+use lockstep::explore::anchors::{draw_shape, ShapeBounds};
+use lockstep::explore::generate::ExploreCase;
+use lockstep::explore::{case_scenario, run_guarded, standard_template};
+
+fn lockstep(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(args)
+        .output()
+        .expect("lockstep runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+/// A fresh directory under the system's temporary directory.
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("lockstep-findings-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The first counterexample of `explore ... --json`: its TOML and number of faults.
+fn first_counterexample(args: &[&str]) -> (String, u64, serde_json::Value) {
+    let mut all = vec!["explore"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--shrink", "1", "--json", "--jobs", "2"]);
+    let (code, out, err) = lockstep(&all);
+    assert_eq!(code, 1, "{out}{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    let cx = &doc["counterexamples"][0];
+    let toml = cx["toml"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no counterexample: {out}"))
+        .to_string();
+    let faults = cx["faults"].as_u64().unwrap();
+    (toml, faults, doc)
+}
+
+#[test]
+fn contract_shapes_are_safe_without_faults_for_every_correct_lock() {
+    // Eight shapes per lock, drawn as guided placement draws them; no fault. (The naive lock is
+    // correct without faults too: its bug needs a holder delayed past its TTL.)
+    for algorithm in ["naive", "token-release", "watchdog", "redlock"] {
+        let template = standard_template(algorithm, "none", "unfenced", 1).unwrap();
+        let bounds = ShapeBounds::contract(&template);
+        assert!(
+            bounds.work_ms_choices.iter().all(|w| *w < template.lock.ttl_ms / 2),
+            "{algorithm}: {bounds:?}"
+        );
+        let mut rng = lockstep::sim::Seed(7).stream("test/shapes");
+        for seed in 0..8 {
+            let shape = draw_shape(&mut rng, &bounds);
+            let case = ExploreCase {
+                clients: template.clients.len(),
+                faults: Vec::new(),
+                shape: Some(shape),
+            };
+            let run = run_guarded(&case_scenario(&template, &case, seed), None).expect("runs");
+            for result in &run.results {
+                assert_ne!(
+                    result.verdict,
+                    Verdict::Invalid,
+                    "{algorithm}, shape {shape:?}: {} {}",
+                    result.checker,
+                    result.explanation
+                );
+            }
+        }
+    }
+    // An overrun shape, by contrast, fails a lease lock with no fault at all.
+    let template = standard_template("token-release", "none", "unfenced", 1).unwrap();
+    let overrun = ShapeBounds::overrun(&template);
+    let longest = *overrun.work_ms_choices.iter().max().unwrap();
+    assert!(longest > template.lock.ttl_ms);
+    let case = ExploreCase {
+        clients: 3,
+        faults: Vec::new(),
+        shape: Some(lockstep::explore::anchors::WorkloadShape {
+            clients: 3,
+            think_ms: 0,
+            work_ms_min: longest,
+            work_ms_max: longest,
+        }),
+    };
+    let run = run_guarded(&case_scenario(&template, &case, 1), None).expect("runs");
+    assert_eq!(run.verdict("mutual-exclusion"), Some(Verdict::Invalid));
+}
+
+#[test]
+fn the_default_exploration_of_naive_finds_a_counterexample_with_a_fault() {
+    let (toml, faults, _) = first_counterexample(&["--algorithm", "naive", "--seeds", "16"]);
+    assert!(faults >= 1, "shrunk to no fault:\n{toml}");
+    assert!(toml.contains("[[fault]]"), "{toml}");
+    // It says which assumption each fault broke.
+    assert!(toml.contains("# assumptions of naive"), "{toml}");
+    assert!(toml.contains("#   fault 1 ("), "{toml}");
+}
+
+#[test]
+fn the_default_exploration_of_redlock_under_clock_jumps_finds_a_clock_jump() {
+    let (toml, faults, _) =
+        first_counterexample(&["--algorithm", "redlock", "--kinds", "clock-jump", "--seeds", "400"]);
+    assert!(faults >= 1, "shrunk to no fault:\n{toml}");
+    assert!(toml.contains("kind = \"clock-jump\""), "{toml}");
+    // A master's clock stepped forward lets its key expire early: the masters assumption, which
+    // no lease lock survives — the counterexample says so instead of blaming Redlock's code.
+    assert!(toml.contains("breaks masters"), "{toml}");
+    assert!(toml.contains("outside the lock's assumptions"), "{toml}");
+    // The file replays to the same history (the comments change nothing).
+    let scenario = lockstep::scenario::Scenario::from_str(&toml, "cx.toml").expect("parses");
+    let run = lockstep::run::run_scenario(&scenario, None).expect("runs");
+    assert!(toml.contains(&run.digest), "{}", run.digest);
+}
+
+/// A loop whose work (2.5 s) outlives its 2 s lease: every lease lock fails it without a fault.
+const OVERRUN: &str = r#"
+name = "overrun-template"
+description = "work_ms longer than ttl_ms"
+duration_ms = 8000
+
+[topology]
+masters = 1
+clients = 2
+
+[lock]
+algorithm = "token-release"
+ttl_ms = 2000
+
+[workload]
+until_ms = 7000
+work_ms = 2500
+"#;
+
+#[test]
+fn a_template_that_fails_without_faults_is_reported_before_exploring() {
+    let dir = temp_dir("overrun");
+    let file = dir.join("overrun.toml");
+    std::fs::write(&file, OVERRUN).unwrap();
+    let out_dir = dir.join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let (code, out, err) = lockstep(&[
+        "explore",
+        file.to_str().unwrap(),
+        "--seeds",
+        "500",
+        "--quiet",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains(
+            "fails without any fault: the workload outlives the lease — fix the template (work_ms vs ttl_ms) before \
+             exploring"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("work_ms up to 2500 ms against ttl_ms 2000 ms"), "{out}");
+    // Nothing was explored.
+    assert!(!out.contains("seeds run:"), "{out}");
+    // The fault-free counterexample is written: no fault, and it replays as a failure.
+    let written: Vec<_> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    let toml = std::fs::read_to_string(&written[0]).unwrap();
+    assert!(!toml.contains("[[fault]]"), "{toml}");
+    assert!(toml.contains("no fault: the workload alone violates"), "{toml}");
+    let (code, replay, _) = lockstep(&["run", written[0].to_str().unwrap(), "--quiet"]);
+    assert_eq!(code, 1, "{replay}");
+    // --json says the same, with no summary.
+    let (code, out, _) = lockstep(&["explore", file.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 1);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["ok"], false);
+    assert!(doc["summary"].is_null());
+    assert!(doc["fault_free"]["workload_outlives_lease"].is_string(), "{out}");
+    assert_eq!(doc["counterexamples"][0]["faults"], 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The seeds listed on the summary line `label: 3 [a,b]; 7 [c]`.
+fn seeds_on(text: &str, label: &str) -> Vec<u64> {
+    text.lines()
+        .find_map(|l| l.trim_start().strip_prefix(label))
+        .map(|rest| {
+            rest.split(';')
+                .filter_map(|item| item.split_whitespace().next()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn bounded_shrinks_the_first_implementation_bug_seed_not_the_first_violating_one() {
+    // A script lock that releases with a plain DEL, under holds, latencies and pauses, seeds
+    // 30..50: seed 34 breaks timing (a pause past the lease: every lease lock fails there) and
+    // violates mutual exclusion only; seed 45 violates lease-validity, which the lock promises
+    // under its plan — its own bug, which the shrink must show (it used to shrink seed 34).
+    let (code, out, err) = lockstep(&[
+        "explore",
+        "scenarios/bug-release-no-owner-check.toml",
+        "--bounded",
+        "--kinds",
+        "hold,latency,pause",
+        "--seed-range",
+        "30..50",
+        "--shrink",
+        "1",
+        "--quiet",
+        "--jobs",
+        "2",
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    let bugs = seeds_on(&out, "first implementation-bug seeds (promised checkers violated):");
+    let violating = seeds_on(
+        &out,
+        "first violating seeds (inside or outside the lock's assumptions):",
+    );
+    assert!(!bugs.is_empty(), "{out}");
+    assert!(
+        violating[0] < bugs[0],
+        "the test needs a first violating seed that is no bug: {out}"
+    );
+    let shrunk = out
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("shrunk seed "))
+        .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("nothing shrunk: {out}"));
+    assert_eq!(shrunk, bugs[0], "{out}");
+    // The counterexample is a bug: the lock promised the checker under the shrunk plan.
+    assert!(out.contains("so this is an IMPLEMENTATION BUG"), "{out}");
+}
+
+#[test]
+fn bounded_without_an_implementation_bug_shrinks_nothing_and_says_so() {
+    let (code, out, err) = lockstep(&[
+        "explore",
+        "mutants/parents/token-release.toml",
+        "--bounded",
+        "--kinds",
+        "hold,latency,pause",
+        "--seeds",
+        "40",
+        "--shrink",
+        "1",
+        "--quiet",
+        "--jobs",
+        "2",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("no implementation-bug seed: nothing shrunk"), "{out}");
+    assert!(out.contains("outside the lock's assumptions"), "{out}");
+    assert!(!out.contains("shrunk seed"), "{out}");
+}
+
+#[test]
+fn overrun_shapes_are_asked_for_and_only_with_guided_placement() {
+    let (code, _, err) = lockstep(&["explore", "--bounded", "--overrun-shapes", "--seeds", "1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--overrun-shapes"), "{err}");
+    let (code, _, err) = lockstep(&["explore", "--strategy", "random", "--overrun-shapes", "--seeds", "1"]);
+    assert_eq!(code, 2, "{err}");
+    // Asked for, they say so in the summary.
+    let (_, out, err) = lockstep(&[
+        "explore",
+        "--algorithm",
+        "token-release",
+        "--overrun-shapes",
+        "--seeds",
+        "4",
+        "--shrink",
+        "0",
+        "--quiet",
+    ]);
+    assert!(
+        out.contains("workload shapes: overrun shapes (--overrun-shapes)"),
+        "{out}{err}"
+    );
+    let (_, out, err) = lockstep(&["explore", "--seeds", "4", "--shrink", "0", "--quiet"]);
+    assert!(
+        out.contains("workload shapes: inside the lock's contract"),
+        "{out}{err}"
+    );
+}

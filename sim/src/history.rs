@@ -591,10 +591,17 @@ mod tests {
             panic!("a command")
         };
         assert!(kept.len() <= MAX_EVENT_TEXT_BYTES, "{}", kept.len());
-        assert!(kept.starts_with("-ERR xxx") && kept.ends_with("… (1000005 bytes)"), "{kept}");
+        assert!(
+            kept.starts_with("-ERR xxx") && kept.ends_with("… (1000005 bytes)"),
+            "{kept}"
+        );
         // 80,000 bytes of two-byte characters: cut at a character boundary.
         assert!(args[1].len() <= MAX_EVENT_ARG_BYTES);
-        assert!(args[1].ends_with("é… (80000 bytes)"), "{}", &args[1][args[1].len() - 30..]);
+        assert!(
+            args[1].ends_with("é… (80000 bytes)"),
+            "{}",
+            &args[1][args[1].len() - 30..]
+        );
         let EventKind::Op { data, .. } = &h.events()[1].kind else {
             panic!("an op")
         };
@@ -609,7 +616,10 @@ mod tests {
         bound_text(&mut short, 5);
         assert_eq!(short, "short");
         assert_eq!(bounded_lossy(b"ab\xffc", 100), String::from_utf8_lossy(b"ab\xffc"));
-        assert_eq!(bounded_lossy(&[b'z'; 100], 50), format!("{}… (100 bytes)", "z".repeat(35)));
+        assert_eq!(
+            bounded_lossy(&[b'z'; 100], 50),
+            format!("{}… (100 bytes)", "z".repeat(35))
+        );
     }
 
     #[test]

@@ -476,7 +476,11 @@ mod render_tests {
             let full = render_reply(reply);
             let cut = render_reply_bounded(reply, MAX_EVENT_TEXT_BYTES);
             assert!(cut.len() <= MAX_EVENT_TEXT_BYTES, "{}", cut.len());
-            assert!(cut.ends_with(&format!("… ({} bytes)", full.len())), "{}", &cut[cut.len() - 40..]);
+            assert!(
+                cut.ends_with(&format!("… ({} bytes)", full.len())),
+                "{}",
+                &cut[cut.len() - 40..]
+            );
             let kept = cut.split('…').next().unwrap_or_default();
             assert!(full.starts_with(kept));
         }

@@ -212,7 +212,8 @@ mod tests {
                 "stale-write",
                 "lost-update",
                 "token-order",
-                "lease-validity"
+                "lease-validity",
+                "ownership"
             ]
         );
         assert_eq!(names, NAMES);
@@ -250,9 +251,9 @@ mod tests {
         };
         use Verdict::*;
         // The hand-built story records no master commands nor validity instants: lease-validity
-        // cannot judge it.
-        assert_eq!(verdicts(false), [Invalid, Invalid, Invalid, Valid, Unknown]);
-        assert_eq!(verdicts(true), [Invalid, Valid, Valid, Valid, Unknown]);
+        // and ownership cannot judge it.
+        assert_eq!(verdicts(false), [Invalid, Invalid, Invalid, Valid, Unknown, Unknown]);
+        assert_eq!(verdicts(true), [Invalid, Valid, Valid, Valid, Unknown, Unknown]);
     }
 
     #[test]
@@ -292,7 +293,7 @@ mod tests {
                 let value = format!("v{}", next(4));
                 let token = [None, Some(next(5)), Some(u64::MAX)][next(3) as usize];
                 // Mostly well-formed ops in the workload's shapes, some junk in any shape.
-                let (op, phase, data) = match next(8) {
+                let (op, phase, data) = match next(9) {
                     0 => (
                         names::ACQUIRE,
                         Phase::Invoke,
@@ -340,6 +341,13 @@ mod tests {
                             phases[next(4) as usize],
                             junk[next(3) as usize].clone(),
                         )
+                    }
+                    7 => {
+                        // A master command changing a key: its value, its expiry, or both.
+                        let state = |n: u64| (n < 4).then(|| (["v0", "v1", "v2", "v3"][n as usize], 1_000 + n as i64));
+                        let (before, after) = (state(next(6)), state(next(6)));
+                        b.command(t, "redis-1", &["EVAL"], &[(keys[0], before, after)]);
+                        continue;
                     }
                     _ => {
                         let accepted = next(3) != 0;

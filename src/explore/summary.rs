@@ -999,6 +999,45 @@ mod tests {
     }
 
     #[test]
+    fn implementation_bug_seeds_are_kept_apart_and_merge_exactly() {
+        let bug = |seed: u64| FailingSeed {
+            seed,
+            checkers: vec!["lease-validity".into()],
+            fault_kinds: vec!["pause".into()],
+            faults: 1,
+            case: None,
+        };
+        // The first violating seeds all broke timing; the bugs come later.
+        let mut whole = Bounded::default();
+        for seed in 0..40 {
+            let bugs: Vec<String> = if seed >= 25 {
+                vec!["lease-validity".into()]
+            } else {
+                Vec::new()
+            };
+            whole.add(seed, &verdicts(&["mutual-exclusion"]), &["timing".into()], &bugs);
+            if !bugs.is_empty() {
+                whole.add_bug(bug(seed));
+            }
+        }
+        assert!(whole.first_violating.iter().all(|(_, _, _, is_bug)| !is_bug));
+        assert_eq!(whole.first_bugs.first().map(|f| f.seed), Some(25));
+        assert_eq!(whole.first_bugs.len(), KEEP_FIRST);
+        assert!(whole
+            .render("naive")
+            .contains("first implementation-bug seeds (promised checkers violated): 25"));
+        let mut merged = Bounded::default();
+        for shard in 0..2u64 {
+            let mut part = Bounded::default();
+            for seed in (25..40).filter(|s| s % 2 == shard) {
+                part.add_bug(bug(seed));
+            }
+            merged.merge(&part);
+        }
+        assert_eq!(merged.first_bugs, whole.first_bugs);
+    }
+
+    #[test]
     fn sharded_summaries_merge_to_the_unsharded_one() {
         let mut whole = ExploreSummary::new("t", "naive");
         add_seeds(&mut whole, 0..60);

@@ -15,7 +15,7 @@
 //! Not even when lockstep is killed with SIGKILL, which it cannot catch (Linux): every process it
 //! starts ([`spawn_tied`], also the real `redis-server`s) has `PR_SET_PDEATHSIG` = SIGKILL, so the
 //! kernel kills it when lockstep goes; and a guardian process forked at the first registration
-//! ([`register`]) learns every process group over a pipe and, when the pipe's write end closes
+//! (`register`) learns every process group over a pipe and, when the pipe's write end closes
 //! because lockstep is gone, kills the groups still registered — what an adapter started in its
 //! group (a shell's children, a library's helpers) has no death signal of its own.
 

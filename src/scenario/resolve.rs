@@ -929,7 +929,9 @@ impl Ctx<'_> {
             self.no_script_keys(&raw)?;
         }
         let algorithm = match raw.algorithm {
-            Algorithm::Script => AlgorithmSpec::Script(Box::new(self.script(&mut raw, ttl_ms, masters.len(), key.len())?)),
+            Algorithm::Script => {
+                AlgorithmSpec::Script(Box::new(self.script(&mut raw, ttl_ms, masters.len(), key.len())?))
+            }
             Algorithm::Naive => AlgorithmSpec::Naive,
             Algorithm::TokenRelease => AlgorithmSpec::TokenRelease,
             Algorithm::Watchdog => AlgorithmSpec::Watchdog(WatchdogSpec { extend_every_ms }),

@@ -1210,3 +1210,304 @@ fn a_retry_without_delay_is_refused() {
         1
     );
 }
+
+#[test]
+fn the_history_byte_cap_defaults_to_256_mib_is_bounded_and_written_only_when_set() {
+    let s = parse(MINIMAL);
+    assert_eq!(s.history_bytes_max, 256 << 20);
+    assert_eq!(
+        s.world_config().history_bytes_max,
+        lockstep_sim::world::DEFAULT_HISTORY_BYTES_MAX
+    );
+    assert!(!s.to_toml().contains("history_bytes_max"), "{}", s.to_toml());
+    let capped = parse(&format!("history_bytes_max = 5000000\n{MINIMAL}"));
+    assert_eq!(capped.world_config().history_bytes_max, 5_000_000);
+    let text = capped.to_toml();
+    assert!(text.contains("history_bytes_max = 5000000"), "{text}");
+    assert_eq!(parse(&text), capped);
+    for bad in ["0", "8589934593"] {
+        let source = format!("history_bytes_max = {bad}\n{MINIMAL}");
+        let err = parse_err(&source);
+        assert_at(&err, "history_bytes_max", 1);
+        assert!(err.to_string().contains("between 1 and 8589934592"), "{err}");
+    }
+}
+
+#[test]
+fn node_tables_count_against_the_node_limits() {
+    let clients: String = (0..=1000).map(|i| format!("[[client]]\nname = \"c{i}\"\n")).collect();
+    let source = with(&clients);
+    let err = parse_err(&source);
+    assert_at(&err, "client[1000]", line_of(&source, "name = \"c1000\"") - 1);
+    assert!(
+        err.message.contains("1001 [[client]] tables: at most 1000 clients"),
+        "{err}"
+    );
+    // A thousand is fine.
+    let clients: String = (0..1000).map(|i| format!("[[client]]\nname = \"c{i}\"\n")).collect();
+    assert_eq!(parse(&with(&clients)).clients.len(), 1000);
+
+    let masters: String = (0..=1000)
+        .map(|i| format!("[[topology.master]]\nname = \"m{i}\"\n"))
+        .collect();
+    let source = with(&masters);
+    let err = parse_err(&source);
+    assert_at(&err, "topology.master[1000]", line_of(&source, "name = \"m1000\"") - 1);
+
+    // Replicas are servers: 58 masters of 16 replicas are 986 servers, 59 are 1,003.
+    let source = with("[topology]\nmasters = 59\nreplicas = 16\n");
+    let err = parse_err(&source);
+    assert_at(&err, "topology.replicas", line_of(&source, "replicas"));
+    assert!(
+        err.message.contains("master `redis-59` makes 1003 Redis servers"),
+        "{err}"
+    );
+    assert_eq!(
+        parse(&with("[topology]\nmasters = 58\nreplicas = 16\n")).masters.len(),
+        58
+    );
+    let source = with("[topology]\nmasters = 1001\n");
+    assert_at(&parse_err(&source), "topology.masters", line_of(&source, "masters"));
+}
+
+#[test]
+fn client_tasks_times_masters_are_bounded() {
+    let source = with("[topology]\nmasters = 100\nclients = 101\n");
+    let err = parse_err(&source);
+    assert_at(&err, "topology.clients", line_of(&source, "clients"));
+    assert!(
+        err.message.contains("more than 10000 client task × master pairs"),
+        "{err}"
+    );
+    parse(&with("[topology]\nmasters = 100\nclients = 100\n"));
+    // Tasks multiply; the error names the [[client]] table that goes past the limit.
+    let clients: String = (0..700).map(|i| format!("[[client]]\nname = \"c{i}\"\n")).collect();
+    let source = with(&format!("[workload]\ntasks = 16\n{clients}"));
+    let err = parse_err(&source);
+    assert_at(&err, "client[625]", line_of(&source, "name = \"c625\"") - 1);
+}
+
+#[test]
+fn names_keys_and_steps_are_bounded() {
+    let long_name = "n".repeat(256);
+    let source = with(&format!("[[client]]\nname = \"{long_name}\"\n"));
+    let err = parse_err(&source);
+    assert_at(&err, "client[0].name", line_of(&source, "name = \"nnn"));
+    assert!(err.message.contains("256 bytes long: at most 255"), "{err}");
+    parse(&with(&format!("[[client]]\nname = \"{}\"\n", "n".repeat(255))));
+
+    let source = with(&format!("key = \"{}\"\n", "k".repeat(4097)));
+    let err = parse_err(&source);
+    assert_at(&err, "lock.key", line_of(&source, "key ="));
+    assert!(err.message.contains("at most 4096"), "{err}");
+    assert_eq!(
+        parse(&with(&format!("key = \"{}\"\n", "k".repeat(4096))))
+            .lock
+            .key
+            .len(),
+        4096
+    );
+    let source = with(&format!("[workload]\nkey = \"{}\"\n", "k".repeat(4097)));
+    assert_at(&parse_err(&source), "workload.key", line_of(&source, "key ="));
+
+    let script = |body: &str| {
+        format!(
+            "name = \"s\"\ndescription = \"d\"\n[lock]\nalgorithm = \"script\"\nkey = \"{}\"\n{body}",
+            "k".repeat(2000)
+        )
+    };
+    // {key} is the lock key: twice is 4,000 bytes, three times 6,000.
+    parse(&script("wait = \"blpop\"\nwait_key = \"{key}{key}\"\n"));
+    let source = script("wait = \"blpop\"\nwait_key = \"{key}{key}{key}\"\n");
+    let err = parse_err(&source);
+    assert_at(&err, "lock.wait_key", line_of(&source, "wait_key"));
+    assert!(err.message.contains("expands to up to 6000 bytes"), "{err}");
+    let source = script("[lock.release]\nlua = \"return 1\"\nkeys = [\"{key}{key}{key}\"]\n");
+    let err = parse_err(&source);
+    assert_eq!(err.field.as_deref(), Some("lock.release.keys[0]"), "{err}");
+    // A step sends at most 64 KiB, placeholders at their longest ({value} 255 bytes).
+    let values = vec!["\"{value}\""; 257].join(", ");
+    let source = script(&format!("[lock.acquire]\ncommand = [\"SET\", {values}]\n"));
+    let err = parse_err(&source);
+    assert_eq!(err.field.as_deref(), Some("lock.acquire.command[257]"), "{err}");
+    assert!(err.message.contains("at most 65536"), "{err}");
+    let words = vec!["\"x\""; 1025].join(", ");
+    let source = script(&format!("[lock.acquire]\ncommand = [{words}]\n"));
+    let err = parse_err(&source);
+    assert_eq!(err.field.as_deref(), Some("lock.acquire.command"), "{err}");
+    assert!(err.message.contains("1025 words: at most 1024"), "{err}");
+    let steps = vec!["{ command = [\"GET\", \"{key}\"] }"; 65].join(", ");
+    let source = script(&format!("[lock.release]\nsteps = [{steps}]\n"));
+    let err = parse_err(&source);
+    assert_at(&err, "lock.release.steps", line_of(&source, "steps"));
+    assert!(err.message.contains("65 steps: at most 64"), "{err}");
+    let source = script(&format!("[lock.release]\nlua = \"return '{}'\"\n", "x".repeat(65_528)));
+    let err = parse_err(&source);
+    assert_at(&err, "lock.release.lua", line_of(&source, "lua ="));
+    assert!(
+        err.message.contains("the script is 65537 bytes: at most 65536"),
+        "{err}"
+    );
+    parse(&script(&format!(
+        "[lock.release]\nlua = \"return '{}'\"\n",
+        "x".repeat(65_527)
+    )));
+}
+
+#[test]
+fn settings_without_effect_or_sense_are_refused() {
+    for key in [
+        "replication_lag_ms = 5",
+        "failover_after_ms = 100",
+        "replica_offset_ms = 3",
+    ] {
+        let source = with(&format!("[topology]\nmasters = 2\n{key}\n"));
+        let err = parse_err(&source);
+        let name = key.split(' ').next().unwrap_or_default();
+        assert_at(&err, &format!("topology.{name}"), line_of(&source, name));
+        assert!(err.message.contains("no master has replicas"), "{err}");
+    }
+    // As topology defaults they concern the masters that have replicas: one is enough.
+    let source = with(
+        "[topology]\nreplication_lag_ms = 5\nfailover_after_ms = 100\n[[topology.master]]\nname = \"a\"\nreplicas = 1\n[[topology.master]]\nname = \"b\"\n",
+    );
+    let s = parse(&source);
+    assert_eq!(s.master_setup("a").replication_lag_ms, 5);
+    assert_eq!(s.master_setup("b").failover_after_ms, None);
+
+    let latency = |max: u64| {
+        with(&format!(
+            "[[fault]]\nat_ms = 1\nkind = \"latency\"\na = \"client-1\"\nb = \"redis-1\"\nlatency_ms = 20\nmax_latency_ms = {max}\n"
+        ))
+    };
+    let source = latency(19);
+    let err = parse_err(&source);
+    assert_at(&err, "fault[0].max_latency_ms", line_of(&source, "max_latency_ms"));
+    assert!(err.message.contains("19 is below latency_ms (20)"), "{err}");
+    parse(&latency(20));
+
+    let source = with("[expect]\nprogress = \"unknown\"\n");
+    let err = parse_err(&source);
+    assert_at(&err, "expect.progress", line_of(&source, "progress"));
+    assert!(
+        err.message.contains("`valid`") && err.message.contains("`invalid`"),
+        "{err}"
+    );
+    for verdict in ["valid", "invalid"] {
+        parse(&with(&format!("[expect]\nprogress = \"{verdict}\"\n")));
+    }
+    // Checkers may still be expected `unknown`.
+    parse(&with("[expect]\ntoken-order = \"unknown\"\n"));
+}
+
+/// A scenario beside `script.lua` whose release script is that file.
+const LUA_FILE_SCENARIO: &str = r#"name = "lua-file"
+description = "a script file"
+[lock]
+algorithm = "script"
+[lock.release]
+lua_file = "script.lua"
+"#;
+
+#[test]
+fn lua_files_are_read_with_the_scenario_file_limits() {
+    let dir = temp_dir("lua-file-limits");
+    let scenario = dir.join("s.toml");
+    std::fs::write(&scenario, LUA_FILE_SCENARIO).unwrap();
+    let script = dir.join("script.lua");
+    let load = || Scenario::from_file(&scenario);
+
+    std::fs::write(&script, "return redis.call('del', KEYS[1])").unwrap();
+    assert!(load().is_ok());
+    std::fs::write(&script, "x".repeat(MAX_SCRIPT_BYTES + 1)).unwrap();
+    let err = load().unwrap_err();
+    assert_eq!(err.field.as_deref(), Some("lock.release.lua_file"), "{err}");
+    assert!(err.message.contains("larger than the limit of 65536 bytes"), "{err}");
+    std::fs::remove_file(&script).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &script).unwrap();
+    assert!(load().unwrap_err().message.contains("not a regular file"));
+    std::fs::remove_file(&script).unwrap();
+    let c_path = std::ffi::CString::new(script.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    assert!(load().unwrap_err().message.contains("not a regular file"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What a fuzzed script file holds.
+#[derive(Debug, Clone)]
+enum ScriptBytes {
+    Random(Vec<u8>),
+    Lua(String),
+    Huge(usize),
+    Invalid(Vec<u8>),
+}
+
+fn script_bytes() -> impl proptest::strategy::Strategy<Value = ScriptBytes> {
+    use proptest::prelude::*;
+    prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..600).prop_map(ScriptBytes::Random),
+        // Lua-ish text: keywords, operators, strings, long brackets, unbalanced ends.
+        proptest::collection::vec(
+            prop_oneof![
+                Just("return ".to_string()),
+                Just("redis.call('get', KEYS[1])".to_string()),
+                Just("if ".to_string()),
+                Just(" then ".to_string()),
+                Just(" end".to_string()),
+                Just("local x = ".to_string()),
+                Just("[[".to_string()),
+                Just("]]".to_string()),
+                Just("--[==[".to_string()),
+                Just("\"".to_string()),
+                Just("(".to_string()),
+                Just(")".to_string()),
+                Just("\n".to_string()),
+                Just("function() ".to_string()),
+                Just("\\0".to_string()),
+                "[ -~]{0,8}",
+            ],
+            0..60
+        )
+        .prop_map(|parts| ScriptBytes::Lua(parts.concat())),
+        (MAX_SCRIPT_BYTES - 2..MAX_SCRIPT_BYTES + 3).prop_map(ScriptBytes::Huge),
+        proptest::collection::vec(0x80u8..=0xff, 1..40).prop_map(ScriptBytes::Invalid),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 200,
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Whatever a script file holds, loading the scenario answers (an error names the scenario
+    /// or the script file, and the field) and never panics.
+    #[test]
+    fn fuzz_lua_files_never_panic(content in script_bytes(), prefix in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..4)) {
+        let dir = std::env::temp_dir().join(format!("lockstep-scenario-lua-fuzz-{}-{:?}", std::process::id(), std::thread::current().id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let scenario = dir.join("s.toml");
+        std::fs::write(&scenario, LUA_FILE_SCENARIO).unwrap();
+        let mut bytes = prefix;
+        match &content {
+            ScriptBytes::Random(b) | ScriptBytes::Invalid(b) => bytes.extend_from_slice(b),
+            ScriptBytes::Lua(text) => bytes.extend_from_slice(text.as_bytes()),
+            ScriptBytes::Huge(n) => bytes.extend(std::iter::repeat_n(b'-', *n)),
+        }
+        std::fs::write(dir.join("script.lua"), &bytes).unwrap();
+        match Scenario::from_file(&scenario) {
+            Ok(s) => {
+                proptest::prop_assert!(bytes.len() <= MAX_SCRIPT_BYTES);
+                proptest::prop_assert!(std::str::from_utf8(&bytes).is_ok());
+                proptest::prop_assert_eq!(Scenario::from_str(&s.to_toml(), "again.toml").ok(), Some(s));
+            }
+            Err(e) => {
+                proptest::prop_assert!(e.path.ends_with("s.toml") || e.path.ends_with("script.lua"), "{}", e);
+                proptest::prop_assert_eq!(e.field.as_deref(), Some("lock.release.lua_file"));
+                proptest::prop_assert!(!e.message.is_empty() && e.message.len() < 2048, "{}", e.message.len());
+            }
+        }
+    }
+}

@@ -214,7 +214,10 @@ mod tests {
             assert_eq!(run(&mut e, cmd), oom(), "{cmd:?}");
         }
         // Reads, TTL changes and deletions run.
-        assert_eq!(run(&mut e, &["GET", "big"]), Reply::Bulk(Some(Bytes::from(big.clone()))));
+        assert_eq!(
+            run(&mut e, &["GET", "big"]),
+            Reply::Bulk(Some(Bytes::from(big.clone())))
+        );
         assert_eq!(run(&mut e, &["PEXPIRE", "big", "100000"]), Reply::Integer(1));
         assert_eq!(run(&mut e, &["EXISTS", "k"]), Reply::Integer(0));
         // Inside MULTI anything queued is refused, and EXEC then aborts.
@@ -236,9 +239,15 @@ mod tests {
         let (mut a, mut b) = (crate::redis::ClientSession::new(1), crate::redis::ClientSession::new(2));
         let args = |cmd: &[&str]| -> Vec<Bytes> { cmd.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect() };
         assert_eq!(e.execute_as(&mut a, &args(&["MULTI"]), 0), ok());
-        assert_eq!(e.execute_as(&mut a, &args(&["SET", "k", "v"]), 0), Reply::Status("QUEUED".into()));
+        assert_eq!(
+            e.execute_as(&mut a, &args(&["SET", "k", "v"]), 0),
+            Reply::Status("QUEUED".into())
+        );
         // Another connection takes memory past the limit meanwhile.
-        assert_eq!(e.execute_as(&mut b, &args(&["SET", "big", &"x".repeat(2_000)]), 0), ok());
+        assert_eq!(
+            e.execute_as(&mut b, &args(&["SET", "big", &"x".repeat(2_000)]), 0),
+            ok()
+        );
         assert_eq!(
             e.execute_as(&mut a, &args(&["EXEC"]), 0),
             Reply::Error(format!("EXECABORT Transaction discarded because of: {OOM_ERROR}"))
@@ -247,7 +256,10 @@ mod tests {
         assert_eq!(e.execute_as(&mut a, &args(&["GET", "k"]), 0), Reply::Bulk(None));
         // A transaction that grows nothing runs.
         assert_eq!(e.execute_as(&mut a, &args(&["MULTI"]), 0), ok());
-        assert_eq!(e.execute_as(&mut a, &args(&["EXEC"]), 0), Reply::Array(Some(Vec::new())));
+        assert_eq!(
+            e.execute_as(&mut a, &args(&["EXEC"]), 0),
+            Reply::Array(Some(Vec::new()))
+        );
     }
 
     #[test]
@@ -271,8 +283,11 @@ mod tests {
             eval(&mut e, "return redis.pcall('set', KEYS[1], 'v')", &["k"]),
             Reply::Error(OOM_ERROR.to_string())
         );
-        assert_eq!(eval(&mut e, "return redis.call('del', KEYS[1])", &["blob:1"]), Reply::Integer(1));
-        assert_eq!(eval(&mut e, "return redis.call('get', KEYS[1])", &["blob:2"]).is_error(), false);
+        assert_eq!(
+            eval(&mut e, "return redis.call('del', KEYS[1])", &["blob:1"]),
+            Reply::Integer(1)
+        );
+        assert!(!eval(&mut e, "return redis.call('get', KEYS[1])", &["blob:2"]).is_error());
     }
 
     #[test]
@@ -295,7 +310,11 @@ mod tests {
         }
         // A big error text is a reply like any other (the history cuts it).
         let reply = eval(&mut e, "error(string.rep('e', 1000000))", &[]);
-        assert!(matches!(&reply, Reply::Error(m) if m.len() > 1_000_000), "{}", reply.is_error());
+        assert!(
+            matches!(&reply, Reply::Error(m) if m.len() > 1_000_000),
+            "{}",
+            reply.is_error()
+        );
         assert_eq!(eval(&mut e, "return 1 + 1", &[]), Reply::Integer(2));
     }
 

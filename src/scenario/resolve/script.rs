@@ -541,10 +541,7 @@ impl Ctx<'_> {
         let words: usize = lists.iter().map(|(words, _)| words.len()).sum();
         if words > MAX_STEP_WORDS {
             let (_, path) = lists.iter().max_by_key(|(words, _)| words.len()).unwrap_or(&lists[0]);
-            return Err(self.err(
-                path,
-                format!("the step sends {words} words: at most {MAX_STEP_WORDS}"),
-            ));
+            return Err(self.err(path, format!("the step sends {words} words: at most {MAX_STEP_WORDS}")));
         }
         let mut total = 0usize;
         for (words, path) in lists {
@@ -587,7 +584,9 @@ impl Ctx<'_> {
         if total > MAX_SCRIPTS_TOTAL_BYTES {
             return Err(self.err(
                 path,
-                format!("the lock's scripts come to {total} bytes with this one: at most {MAX_SCRIPTS_TOTAL_BYTES} in all"),
+                format!(
+                    "the lock's scripts come to {total} bytes with this one: at most {MAX_SCRIPTS_TOTAL_BYTES} in all"
+                ),
             ));
         }
         Ok(())
@@ -615,7 +614,11 @@ impl Ctx<'_> {
             line,
             column: None,
             field: Some(path.to_string()),
-            message: format!("Lua syntax error (line {} of the script): {}", e.line, short(&e.message)),
+            message: format!(
+                "Lua syntax error (line {} of the script): {}",
+                e.line,
+                short(&e.message)
+            ),
         })
     }
 

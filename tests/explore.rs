@@ -119,7 +119,7 @@ fn an_unfenced_single_node_lock_under_pauses_loses_updates() {
 #[test]
 fn redlock_under_wall_clock_jumps_is_found_and_shrunk() {
     let template = standard_template("redlock", "none", "unfenced", 1).unwrap();
-    find_and_shrink(&template, profile(&["clock-jump"]), 100, "mutual-exclusion");
+    find_and_shrink(&template, profile(&["clock-jump"]), 300, "mutual-exclusion");
 }
 
 /// Every generated kind but master crashes (see the next test for those).

@@ -29,7 +29,8 @@
 //! clocks actually did, does.
 //!
 //! **A lock that claims no validity is not judged.** A grant or extension whose validity is
-//! exactly the TTL its operation asked for computed none: a lock without validity arithmetic
+//! exactly the TTL its operation asked for, and that does not say when it computed it
+//! (`validity_from_ms`), computed none: a lock without validity arithmetic
 //! (redis-py's `Lock`, Redisson's `RLock`: `validity = "none"` in a script lock; a live adapter
 //! that reports nothing) hands the holder the whole TTL, counted from whenever it returns, and
 //! its documentation promises no more than "the key expires after the timeout". Judged as a
@@ -120,7 +121,7 @@ impl Checker for LeaseValidity {
             let (earliest_end_us, latest_end_us, ended_by) = lease.majority_end();
             for belief in &hold.beliefs {
                 beliefs += 1;
-                if asked.of_belief(history, hold, belief) == Some(belief.validity_ms) {
+                if belief.validity_from_ms.is_none() && asked.of_belief(history, hold, belief) == Some(belief.validity_ms) {
                     // The whole TTL: the lock computed no validity (see the module docs).
                     unclaimed += 1;
                     continue;

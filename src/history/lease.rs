@@ -731,14 +731,12 @@ pub fn lease<'h>(
                     // A renewal by `SET key <own value> XX PX ttl` (or any successful SET of the
                     // grant's value on a key holding it): the TTL is the new one. `KEEPTTL`
                     // keeps it; neither leaves the key without one.
-                    "SET" if own_value && ok && held => {
-                        if !args.iter().any(|a| a.eq_ignore_ascii_case("KEEPTTL")) {
-                            let expiry_ms = set_ttl_ms(args).map(|ttl| event.monotonic_ms + ttl);
-                            copies.get_mut(node).expect("held").expiry_ms = expiry_ms;
-                        }
+                    "SET" if own_value && ok && held && !args.iter().any(|a| a.eq_ignore_ascii_case("KEEPTTL")) => {
+                        let expiry_ms = set_ttl_ms(args).map(|ttl| event.monotonic_ms + ttl);
+                        copies.get_mut(node).expect("held").expiry_ms = expiry_ms;
                     }
-                    // Our own value again without effect (a refused `SET NX` retry), or on a key
-                    // that no longer holds the grant (a re-creation revives no lease).
+                    // Our own value again without effect (a refused `SET NX` retry, a `KEEPTTL`), or
+                    // on a key that no longer holds the grant (a re-creation revives no lease).
                     "SET" if own_value => {}
                     "SET" | "GETSET" | "SETNX" if ok && held => {
                         // Another value: ours was gone by then. After a crash it was lost with
@@ -758,17 +756,21 @@ pub fn lease<'h>(
                     // A hash lock's acquisition by plain commands: the field is written (an
                     // existing field of the grant's name is the grant's too); a `PEXPIRE`
                     // gives it its TTL.
-                    name if HASH_WRITES.contains(&name) && own_field && !reply.starts_with('-') => {
-                        if before_grant && !held && conn != 0 {
-                            open += 1;
-                            copies.insert(
-                                node,
-                                Copy {
-                                    since_us: event.at_us,
-                                    ..Copy::default()
-                                },
-                            );
-                        }
+                    name if HASH_WRITES.contains(&name)
+                        && own_field
+                        && !reply.starts_with('-')
+                        && before_grant
+                        && !held
+                        && conn != 0 =>
+                    {
+                        open += 1;
+                        copies.insert(
+                            node,
+                            Copy {
+                                since_us: event.at_us,
+                                ..Copy::default()
+                            },
+                        );
                     }
                     "PEXPIRE" | "EXPIRE" if ok && held => {
                         let n: Option<i64> = args.get(2).and_then(|a| a.parse().ok());

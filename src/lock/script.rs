@@ -274,6 +274,13 @@ impl ScriptLock {
     }
 
     /// The validity after `elapsed_ms`, and whether it counts as positive.
+    /// When the validity it reports was computed — `None` for a lock that computes none
+    /// (`validity = "none"`: it hands the holder the whole TTL and claims nothing about the
+    /// masters' lease, so the lease-validity checker has nothing to judge).
+    fn claimed_from(&self, computed_at_ms: i64) -> Option<i64> {
+        (self.spec.validity != ValidityPolicy::None).then_some(computed_at_ms)
+    }
+
     fn validity(&self, ttl_ms: u64, elapsed_ms: i64) -> (u64, bool) {
         match self.spec.validity {
             ValidityPolicy::None => (ttl_ms, true),
@@ -426,7 +433,7 @@ impl LockClient for ScriptLock {
                     value,
                     fencing_token,
                     validity_ms,
-                    validity_from_ms: Some(computed_at_ms),
+                    validity_from_ms: self.claimed_from(computed_at_ms),
                 });
             }
             let mut unlock_unknown = false;
@@ -492,7 +499,7 @@ impl LockClient for ScriptLock {
         if successes >= self.spec.quorum && (positive || !self.spec.validity_recheck) {
             return Ok(Grant {
                 validity_ms,
-                validity_from_ms: Some(computed_at_ms),
+                validity_from_ms: self.claimed_from(computed_at_ms),
                 ..grant.clone()
             });
         }

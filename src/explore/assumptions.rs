@@ -99,6 +99,9 @@ pub struct Assumptions {
     /// The clients' request timeout to the resource, ms: a write delayed longer lands after its
     /// holder gave up on it and released.
     pub resource_timeout_ms: u64,
+    /// The clients' connect timeout (to the masters and to the resource), ms: a connection
+    /// attempt whose packets are dropped waits that long.
+    pub connect_timeout_ms: u64,
     /// The release deletes whatever is there (a late release is dangerous).
     pub release_unsafe: bool,
     /// The lock refuses a grant whose validity ran out (it computes and re-checks it).
@@ -241,6 +244,7 @@ impl Assumptions {
             budget_ms,
             master_timeout_ms: lock.request_timeout_ms,
             resource_timeout_ms: template.workload.resource_timeout_ms,
+            connect_timeout_ms: lock.connect_timeout_ms,
             release_unsafe,
             refuses_slow_rounds: refuses,
             wall_clock,
@@ -419,18 +423,26 @@ impl Assumptions {
             if self.release_unsafe {
                 ms
             } else {
-                ms.min(self.master_timeout_ms)
+                ms.min(self.master_timeout_ms.max(self.connect_timeout_ms))
             }
         };
-        let link = |a: &str, b: &str, ms: u64| -> Vec<(String, u64)> {
+        // What a delay of `ms` on the link `a`–`b` costs the client on it; `drops`: the link
+        // loses messages (a partition, loss) rather than delaying them: a request or connection
+        // attempt lost waits its whole timeout, however short the cut.
+        let link = |a: &str, b: &str, ms: u64, drops: bool| -> Vec<(String, u64)> {
             let (client, server) = if self.is_client(a) { (a, b) } else { (b, a) };
             if !self.is_client(client) {
                 return Vec::new();
             }
             if server == self.resource {
-                vec![(client.to_string(), ms)]
+                let lost_ms = self.resource_timeout_ms.max(self.connect_timeout_ms);
+                vec![(client.to_string(), if drops { ms.max(lost_ms) } else { ms })]
             } else if self.is_master(server) {
-                vec![(client.to_string(), master_cost(ms))]
+                let lost_ms = self.master_timeout_ms.max(self.connect_timeout_ms);
+                vec![(
+                    client.to_string(),
+                    master_cost(if drops { ms.max(lost_ms) } else { ms }),
+                )]
             } else {
                 Vec::new()
             }
@@ -442,15 +454,17 @@ impl Assumptions {
                 .iter()
                 .map(|c| (c.clone(), master_cost(*duration_ms)))
                 .collect(),
-            GenFault::Hold { a, b, length_ms, .. } | GenFault::Partition { a, b, length_ms, .. } => {
-                link(a, b, *length_ms)
-            }
+            GenFault::Hold { a, b, length_ms, .. } => link(a, b, *length_ms, false),
+            GenFault::Partition { a, b, length_ms, .. } => link(a, b, *length_ms, true),
+            // A lossy link drops some messages for the rest of the run: one lost request (a
+            // renewal the holder waits for, a read or write) per fault, as for a partition.
+            GenFault::Loss { a, b, .. } => link(a, b, 0, true),
             GenFault::Latency { a, b, latency_ms, .. } => {
                 let master_link = self.is_master(a) || self.is_master(b);
                 if master_link && self.refused(*latency_ms) {
                     Vec::new()
                 } else {
-                    link(a, b, 2 * latency_ms)
+                    link(a, b, 2 * latency_ms, false)
                 }
             }
             _ => Vec::new(),
@@ -893,7 +907,10 @@ mod tests {
         assert!(broken[0]
             .detail
             .starts_with("client-1: pauses and delays of 1.600 s > validity budget 1.550 s"));
-        assert_eq!(a.promised(&broken), vec![CheckerName::LeaseValidity, CheckerName::Ownership]);
+        assert_eq!(
+            a.promised(&broken),
+            vec![CheckerName::LeaseValidity, CheckerName::Ownership]
+        );
     }
 
     #[test]
@@ -1182,5 +1199,47 @@ mod tests {
             bounded.faults
         );
         assert!(a.classify(&bounded).is_empty());
+    }
+
+    #[test]
+    fn a_dropped_request_waits_its_whole_timeout_however_short_the_cut() {
+        // Seed 98 of mutants/parents/slow-link.toml (3 s connect timeout): a 25 ms one-way
+        // partition from client-2 to the resource caught its first connection attempt, which
+        // waited 3 s; its hold ran 1.4 s past its validity. A partition was charged its length.
+        let a = Assumptions::of(&scenario(
+            "masters = 1",
+            "algorithm = \"token-release\"\nrequest_timeout_ms = 3000\nconnect_timeout_ms = 3000",
+            "work_ms = [50, 300]\nresource_timeout_ms = 50",
+        ));
+        let cut = |a: &str, b: &str| GenFault::Partition {
+            at_ms: 374,
+            a: a.into(),
+            b: b.into(),
+            length_ms: 25,
+            oneway: true,
+        };
+        let broken = a.classify(&case(vec![cut("client-2", "resource")]));
+        assert!(
+            broken
+                .iter()
+                .any(|b| b.detail.starts_with("client-2: pauses and delays of 3.000 s")),
+            "{broken:?}"
+        );
+        // So does a lost renewal on a lossy master link (a watchdog waits for it, writing on).
+        let lossy = GenFault::Loss {
+            at_ms: 0,
+            a: "client-1".into(),
+            b: "redis-1".into(),
+            rate_ppm: 20_000,
+        };
+        assert!(!a.classify(&case(vec![lossy])).is_empty());
+        // A hold only delays: 25 ms.
+        let hold = GenFault::Hold {
+            at_ms: 374,
+            a: "client-2".into(),
+            b: "resource".into(),
+            length_ms: 25,
+        };
+        assert!(a.classify(&case(vec![hold])).is_empty());
     }
 }

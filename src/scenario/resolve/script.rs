@@ -630,8 +630,13 @@ impl Ctx<'_> {
         let full = Path::new(self.origin)
             .parent()
             .map_or_else(|| relative.clone(), |dir| dir.join(&relative));
-        let bytes = read_limited(&full, MAX_SCRIPT_BYTES as u64)
-            .map_err(|m| self.err(path, format!("script file `{}`: {m}", full.display())))?;
+        let bytes = read_limited(&full, MAX_SCRIPT_BYTES as u64).map_err(|m| {
+            let message = match m.strip_prefix("cannot read file: ") {
+                Some(why) => format!("cannot read script file `{}`: {why}", full.display()),
+                None => format!("script file `{}`: {m}", full.display()),
+            };
+            self.err(path, message)
+        })?;
         self.count_script(bytes.len(), path)?;
         let source = String::from_utf8(bytes)
             .map_err(|_| self.err(path, format!("script file `{}` is not valid UTF-8", full.display())))?;

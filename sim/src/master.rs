@@ -93,7 +93,7 @@ fn lossy_len(bytes: &[u8]) -> usize {
 fn rendered_len(reply: &Reply) -> usize {
     match reply {
         Reply::Status(s) | Reply::Error(s) => 1 + s.len(),
-        Reply::Integer(i) => 1 + i.to_string().len(),
+        Reply::Integer(i) => 1 + usize::from(*i < 0) + i.unsigned_abs().checked_ilog10().unwrap_or(0) as usize + 1,
         Reply::Bulk(None) | Reply::Array(None) => "(nil)".len(),
         Reply::Bulk(Some(b)) => 2 + lossy_len(b),
         Reply::Array(Some(items)) => {
@@ -454,6 +454,9 @@ mod render_tests {
             Reply::Status("OK".into()),
             Reply::error("ERR no"),
             Reply::Integer(-42),
+            Reply::Integer(0),
+            Reply::Integer(i64::MIN),
+            Reply::Integer(1_000_000),
             Reply::Bulk(None),
             Reply::Array(None),
             Reply::Bulk(Some(Bytes::from_static(b"a\xffb\xc3"))),

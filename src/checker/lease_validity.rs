@@ -283,7 +283,12 @@ mod tests {
             "redis-1",
             command(&["SET", "lock", "v1", "NX", "PX", "10000"], "+OK"),
         );
-        let grant = json!({ "key": "lock", "value": "v1", "fencing_token": null, "validity_ms": validity_ms, "validity_from_ms": 4 });
+        // A lock that computes no validity states no instant it computed it at.
+        let grant = if validity_ms == 10_000 {
+            json!({ "key": "lock", "value": "v1", "fencing_token": null, "validity_ms": validity_ms })
+        } else {
+            json!({ "key": "lock", "value": "v1", "fencing_token": null, "validity_ms": validity_ms, "validity_from_ms": 4 })
+        };
         push(4, "client-1", op(1, "ok", "acquire", grant));
         if let Some(at_ms) = deleted_ms {
             push(at_ms, "redis-1", command(&["DEL", "lock"], ":1"));

@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use lockstep::app::args::{BenchArgs, CiArgs, ExploreArgs, RunArgs};
-use lockstep::app::exploration::{self, Overrides, Shrunk, StandardSettings};
+use lockstep::app::exploration::{self, Shrunk, StandardSettings};
 use lockstep::app::{ci, emit, error, files, run, search, sweep, AppError, Outcome};
 use lockstep::report::merge::{merge_texts, Merged};
 use lockstep::report::{console, write_atomic, write_json, write_report_with, Report};
@@ -47,18 +47,7 @@ enum Command {
     ///
     /// Exit code: as `lockstep ci`. 2: bad input (other kinds, versions or runs; shards missing
     /// or repeated).
-    Merge {
-        /// `report.json` files, or summary files written by `lockstep explore --summary`.
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-        /// Write the merged summary (or the merged report.json) here.
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Reports only: write the whole merged report (JSON, Markdown, JUnit, charts, HTML) to
-        /// this directory.
-        #[arg(long)]
-        report: Option<PathBuf>,
-    },
+    Merge(lockstep::app::args::MergeArgs),
     /// Measure the simulator: overhead against the bare step loop, scaling over jobs, scenarios/minute.
     Bench(BenchArgs),
     Live(lockstep::live::LiveArgs),
@@ -109,21 +98,7 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         }
         return Ok(Outcome::held_if(report.is_clean()));
     }
-    let overrides = Overrides {
-        seeds: args.seeds,
-        seed_range: args.seed_range,
-        jobs: args.jobs,
-        shard: args.shard,
-        time_limit_s: args.time_limit,
-        kinds: args.kinds,
-        faults_max: args.faults_max,
-        lock_aware: args.lock_aware,
-        check_determinism_pct: args.check_determinism,
-        progress: !args.quiet,
-        strategy: args.search.strategy,
-        bounded: args.bounded,
-        overrun_shapes: args.overrun_shapes,
-    };
+    let overrides = args.overrides();
     let (template, config) = exploration::explore_config(&template, &overrides)?;
     lockstep::app::identity::check_shard_has_seeds(&config)?;
     lockstep::report::check_outputs(args.summary.as_deref(), args.out.as_deref()).map_err(AppError::BadInput)?;
@@ -133,22 +108,13 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
     // The template without faults first: a failure there is the template's verdict (a workload
     // that outlives the lease), not something to explore and shrink.
     if let Some(failure) = exploration::fault_free_check(&template, &config, &locks) {
-        let shrunk = exploration::fault_free_counterexample(
-            &template,
-            &failure,
-            &locks,
-            (args.oracle.shrink_runs, deadline),
-            out,
-        );
-        if let (Shrunk::Found { file, toml, .. }, Some(_)) = (&shrunk, out) {
-            write_atomic(file, toml.as_bytes()).map_err(AppError::Io)?;
-        }
-        if args.json {
-            say(&exploration::fault_free_json(&failure, &shrunk, out.is_some()))?;
-        } else {
-            say(&failure.render())?;
-            say(&console::shrunk_text(&shrunk, out.is_some()))?;
-        }
+        let runs = (args.oracle.shrink_runs, deadline);
+        let shrunk = exploration::fault_free_counterexample(&template, &failure, &locks, runs, out);
+        write_found(&shrunk, out)?;
+        say(&match args.json {
+            true => exploration::fault_free_json(&failure, &shrunk, out.is_some()),
+            false => failure.render() + &console::shrunk_text(&shrunk, out.is_some()),
+        })?;
         return Ok(Outcome::held_if(false));
     }
     let mut summary = exploration::run_oracle(&template, &config, &args.oracle, &locks)?;
@@ -168,15 +134,17 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
     }
     let mut all = Vec::new();
     for shrunk in exploration::shrink_failures(&template, &config.profile, &summary, &locks, budget, out, &|_| true) {
-        if let (Shrunk::Found { file, toml, .. }, Some(_)) = (&shrunk, out) {
-            write_atomic(file, toml.as_bytes()).map_err(AppError::Io)?;
-        }
+        write_found(&shrunk, out)?;
         if !args.json {
             say(&console::shrunk_text(&shrunk, out.is_some()))?;
             // Written, the file is not shown: say here which assumption each fault broke.
             if let (Shrunk::Found { counterexample, .. }, Some(_)) = (&shrunk, out) {
-                let lines = counterexample.assumptions.lines();
-                say(&lines.iter().map(|l| format!("  {l}\n")).collect::<String>())?;
+                say(&counterexample
+                    .assumptions
+                    .lines()
+                    .iter()
+                    .map(|l| format!("  {l}\n"))
+                    .collect::<String>())?;
             }
         }
         all.push(shrunk);
@@ -185,6 +153,14 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         say(&console::explore_json(&summary, &all, out.is_some()))?;
     }
     Ok(Outcome::held_if(summary.is_clean_against_reference()))
+}
+
+/// Writes a shrunk counterexample to its file when `--out` was given.
+fn write_found(shrunk: &Shrunk, out: Option<&Path>) -> Result<(), AppError> {
+    match (shrunk, out) {
+        (Shrunk::Found { file, toml, .. }, Some(_)) => write_atomic(file, toml.as_bytes()).map_err(AppError::Io),
+        _ => Ok(()),
+    }
 }
 
 fn cmd_ci(args: CiArgs) -> Result<Outcome, AppError> {
@@ -310,7 +286,7 @@ fn main() -> ExitCode {
         }),
         Command::Explore(args) => cmd_explore(*args),
         Command::Ci(args) => cmd_ci(args),
-        Command::Merge { files, out, report } => cmd_merge(&files, out.as_deref(), report.as_deref()),
+        Command::Merge(m) => cmd_merge(&m.files, m.out.as_deref(), m.report.as_deref()),
         Command::Mutants(args) => cmd_mutants(&args),
         Command::Bench(args) => lockstep::bench::run(args.scenarios, args.tick_ms).and_then(|report| {
             say(&report.to_string())?;

@@ -56,7 +56,8 @@ ownership = "valid"
 #[test]
 fn a_run_in_which_nobody_asks_for_the_lock_is_vacuous_not_a_pass() {
     let dir = TempPath::dir("gates", "vacuous");
-    let clients_late = "[[client]]\nname = \"client-1\"\nstart_ms = 6000\n\n[[client]]\nname = \"client-2\"\nstart_ms = 9000";
+    let clients_late =
+        "[[client]]\nname = \"client-1\"\nstart_ms = 6000\n\n[[client]]\nname = \"client-2\"\nstart_ms = 9000";
     let cases = [
         scenario(&dir, "late-start", "iterations = 1", clients_late),
         scenario(&dir, "no-iterations", "iterations = 0", ""),
@@ -96,7 +97,12 @@ fn an_empty_shard_says_it_checks_nothing_and_a_merge_of_nothing_is_not_a_pass() 
     // needs every shard) but never says PASS.
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(!r.stdout.contains("PASS"), "{}", r.stdout);
-    assert!(r.stdout.contains("EMPTY") && r.stderr.contains("checks nothing"), "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("EMPTY") && r.stderr.contains("checks nothing"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
     // Merging only empty shards checks nothing: not a green gate.
     let report = empty.join("report.json");
     let merged = TempPath::unused("gates", "merged-nothing");
@@ -106,7 +112,15 @@ fn an_empty_shard_says_it_checks_nothing_and_a_merge_of_nothing_is_not_a_pass() 
 
 #[test]
 fn counts_that_would_run_without_end_are_refused() {
-    let r = run(&["ci", "scenarios", "--report", "/nonexistent-out", "--ttl-sweep", "--sweep-seeds", "18446744073709551615"]);
+    let r = run(&[
+        "ci",
+        "scenarios",
+        "--report",
+        "/nonexistent-out",
+        "--ttl-sweep",
+        "--sweep-seeds",
+        "18446744073709551615",
+    ]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("--sweep-seeds"), "{}", r.stderr);
 }

@@ -436,7 +436,14 @@ pub(crate) fn handler(
                 Response::Now(reply)
             }
             Err(replies) => {
-                record_with(&node, conn, args, &Reply::Array(Some(replies.clone())), effects, Some(peer));
+                record_with(
+                    &node,
+                    conn,
+                    args,
+                    &Reply::Array(Some(replies.clone())),
+                    effects,
+                    Some(peer),
+                );
                 Response::Many(replies)
             }
         }

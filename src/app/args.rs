@@ -176,3 +176,39 @@ pub(crate) fn at_least_one(text: &str) -> Result<usize, String> {
         Err(e) => Err(e.to_string()),
     }
 }
+
+impl ExploreArgs {
+    /// What `lockstep explore`'s flags set.
+    pub fn overrides(&self) -> super::exploration::Overrides {
+        super::exploration::Overrides {
+            seeds: self.seeds,
+            seed_range: self.seed_range.clone(),
+            jobs: self.jobs,
+            shard: self.shard.clone(),
+            time_limit_s: self.time_limit,
+            kinds: self.kinds.clone(),
+            faults_max: self.faults_max,
+            lock_aware: self.lock_aware,
+            check_determinism_pct: self.check_determinism,
+            progress: !self.quiet,
+            strategy: self.search.strategy,
+            bounded: self.bounded,
+            overrun_shapes: self.overrun_shapes,
+        }
+    }
+}
+
+/// `lockstep merge`.
+#[derive(clap::Args)]
+pub struct MergeArgs {
+    /// `report.json` files, or summary files written by `lockstep explore --summary`.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Write the merged summary (or the merged report.json) here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Reports only: write the whole merged report (JSON, Markdown, JUnit, charts, HTML) to
+    /// this directory.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+}

@@ -30,14 +30,16 @@
 //!
 //! **A lock that claims no validity is not judged.** A grant or extension whose validity is
 //! exactly the TTL its operation asked for, and that does not say when it computed it
-//! (`validity_from_ms`), computed none: a lock without validity arithmetic
-//! (redis-py's `Lock`, Redisson's `RLock`: `validity = "none"` in a script lock; a live adapter
-//! that reports nothing) hands the holder the whole TTL, counted from whenever it returns, and
-//! its documentation promises no more than "the key expires after the timeout". Judged as a
-//! claim it would be past the lease on every grant by the acquisition's reply time, which says
-//! nothing about the lock. Such beliefs are left out, and a history with nothing else is unknown,
-//! with an explanation that says so. (A lock that computes `TTL − elapsed` with an elapsed time of
-//! 0 ms is left out too; its claim and the lease end within a millisecond of each other.)
+//! (`validity_from_ms`), computed none: a lock without validity arithmetic (redis-py's `Lock`,
+//! Redisson's `RLock`: `validity = "none"` in a script lock; a live adapter that reports
+//! nothing) hands the holder the whole TTL, counted from whenever it returns, and its
+//! documentation promises no more than "the key expires after the timeout". Judged as a claim it
+//! would be past the lease on every grant by the acquisition's reply time (and by seconds when a
+//! restart loses the key), which says nothing about the lock. Such beliefs are left out, and a
+//! history with nothing else is unknown, with an explanation that says so. A lock that computes
+//! a validity states the instant it did: it is judged, even when its arithmetic came to the
+//! whole TTL (a `TTL − elapsed` whose elapsed time read 0 ms, or a Redlock that forgets to
+//! subtract anything).
 //!
 //! Unknown, rather than valid, when a belief cannot be judged: the lock did not record when it
 //! computed the validity, it claimed none, or the masters' side of the lease is not fully shown
@@ -121,7 +123,9 @@ impl Checker for LeaseValidity {
             let (earliest_end_us, latest_end_us, ended_by) = lease.majority_end();
             for belief in &hold.beliefs {
                 beliefs += 1;
-                if belief.validity_from_ms.is_none() && asked.of_belief(history, hold, belief) == Some(belief.validity_ms) {
+                if belief.validity_from_ms.is_none()
+                    && asked.of_belief(history, hold, belief) == Some(belief.validity_ms)
+                {
                     // The whole TTL: the lock computed no validity (see the module docs).
                     unclaimed += 1;
                     continue;

@@ -78,7 +78,12 @@ struct Violation<'a, 'h> {
 fn idents(state: Option<&KeyState>) -> Vec<&str> {
     match state {
         None => Vec::new(),
-        Some(s) => s.value.iter().map(String::as_str).chain(s.fields.iter().map(String::as_str)).collect(),
+        Some(s) => s
+            .value
+            .iter()
+            .map(String::as_str)
+            .chain(s.fields.iter().map(String::as_str))
+            .collect(),
     }
 }
 
@@ -208,7 +213,9 @@ impl Checker for Ownership {
                 }
                 // Owners whose value left the key.
                 for value in before.iter().filter(|v| !after.contains(v)) {
-                    let Some(hold) = index.owner(key, value, took_since) else { continue };
+                    let Some(hold) = index.owner(key, value, took_since) else {
+                        continue;
+                    };
                     let acquiring = hold.granted.seq > seq && !foreign(hold);
                     if acquiring || Index::given_up_before(hold, seq) {
                         continue;
@@ -226,10 +233,14 @@ impl Checker for Ownership {
                 }
                 // The same owners, another expiry: an extension.
                 let expiry = |s: Option<&KeyState>| s.and_then(|s| s.expire_at_ms);
-                if !before.is_empty() && before == after && expiry(effect.before.as_ref()) != expiry(effect.after.as_ref())
+                if !before.is_empty()
+                    && before == after
+                    && expiry(effect.before.as_ref()) != expiry(effect.after.as_ref())
                 {
                     for value in &before {
-                        let Some(hold) = index.owner(key, value, took_since) else { continue };
+                        let Some(hold) = index.owner(key, value, took_since) else {
+                            continue;
+                        };
                         let own = !foreign(hold)
                             && (hold.granted.seq > seq || index.acting(hold, &[OpName::Extend, OpName::Acquire], seq));
                         if own || Index::given_up_before(hold, seq) {
@@ -245,7 +256,9 @@ impl Checker for Ownership {
                 // A key created with a grant's value, by its holder extending, not acquiring.
                 if before.is_empty() {
                     for value in &after {
-                        let Some(hold) = index.granted_before(key, value, seq) else { continue };
+                        let Some(hold) = index.granted_before(key, value, seq) else {
+                            continue;
+                        };
                         if foreign(hold)
                             || index.acting(hold, &[OpName::Acquire], seq)
                             || !index.acting(hold, &[OpName::Extend], seq)
@@ -349,10 +362,20 @@ mod tests {
     fn a_token_checked_release_of_the_own_key_is_valid() {
         let mut b = Builder::new();
         let id = b.acquire_started(500, "client-1", K);
-        b.command(1_000, "redis-1", &["SET", K, "v1", "NX", "PX", "10000"], &[(K, None, Some(("v1", TTL)))]);
+        b.command(
+            1_000,
+            "redis-1",
+            &["SET", K, "v1", "NX", "PX", "10000"],
+            &[(K, None, Some(("v1", TTL)))],
+        );
         b.granted(2_000, "client-1", id, K, "v1");
         b.release(3_000, 4_000, "client-1", K, "v1", None);
-        b.command(4_500, "redis-1", &["EVAL", "…", "1", K, "v1"], &[(K, Some(("v1", TTL)), None)]);
+        b.command(
+            4_500,
+            "redis-1",
+            &["EVAL", "…", "1", K, "v1"],
+            &[(K, Some(("v1", TTL)), None)],
+        );
         let r = judge(b);
         assert_eq!(r.verdict, Verdict::Valid, "{}", r.explanation);
     }
@@ -361,17 +384,36 @@ mod tests {
     fn a_plain_del_after_the_lease_ran_out_deletes_the_next_holders_key() {
         let mut b = Builder::new();
         let id = b.acquire_started(500, "client-1", K);
-        b.command(1_000, "redis-1", &["SET", K, "v1", "NX"], &[(K, None, Some(("v1", TTL)))]);
+        b.command(
+            1_000,
+            "redis-1",
+            &["SET", K, "v1", "NX"],
+            &[(K, None, Some(("v1", TTL)))],
+        );
         b.granted(2_000, "client-1", id, K, "v1");
         // client-1's key expired (no command); client-2 takes the lock.
         let id2 = b.acquire_started(10_999_000, "client-2", K);
-        b.command(11_000_000, "redis-1", &["SET", K, "v2", "NX"], &[(K, None, Some(("v2", TTL + 11_000)))]);
+        b.command(
+            11_000_000,
+            "redis-1",
+            &["SET", K, "v2", "NX"],
+            &[(K, None, Some(("v2", TTL + 11_000)))],
+        );
         let granted = b.granted(11_001_000, "client-2", id2, K, "v2");
         b.release(12_000_000, 12_002_000, "client-1", K, "v1", None);
-        let del = b.command(12_003_000, "redis-1", &["DEL", K], &[(K, Some(("v2", TTL + 11_000)), None)]);
+        let del = b.command(
+            12_003_000,
+            "redis-1",
+            &["DEL", K],
+            &[(K, Some(("v2", TTL + 11_000)), None)],
+        );
         let r = judge(b);
         assert_eq!(r.verdict, Verdict::Invalid);
-        assert!(r.explanation.contains("deleted") && r.explanation.contains("client-2"), "{}", r.explanation);
+        assert!(
+            r.explanation.contains("deleted") && r.explanation.contains("client-2"),
+            "{}",
+            r.explanation
+        );
         assert!(seqs(&r).contains(&del) && seqs(&r).contains(&granted), "{:?}", seqs(&r));
     }
 
@@ -379,19 +421,43 @@ mod tests {
     fn a_late_release_with_a_reused_value_deletes_the_same_clients_next_grant() {
         let mut b = Builder::new();
         let id = b.acquire_started(500, "client-1", K);
-        b.command(1_000, "redis-1", &["SET", K, "c1", "NX"], &[(K, None, Some(("c1", TTL)))]);
+        b.command(
+            1_000,
+            "redis-1",
+            &["SET", K, "c1", "NX"],
+            &[(K, None, Some(("c1", TTL)))],
+        );
         b.granted(2_000, "client-1", id, K, "c1");
         // The retried release deletes the key: its own grant, given up — fine.
         b.release(3_000_000, 3_100_000, "client-1", K, "c1", None);
-        b.command(3_150_000, "redis-1", &["EVAL", "…", "1", K, "c1"], &[(K, Some(("c1", TTL)), None)]);
+        b.command(
+            3_150_000,
+            "redis-1",
+            &["EVAL", "…", "1", K, "c1"],
+            &[(K, Some(("c1", TTL)), None)],
+        );
         let id = b.acquire_started(3_160_000, "client-1", K);
-        b.command(3_200_000, "redis-1", &["SET", K, "c1", "NX"], &[(K, None, Some(("c1", TTL + 3_200)))]);
+        b.command(
+            3_200_000,
+            "redis-1",
+            &["SET", K, "c1", "NX"],
+            &[(K, None, Some(("c1", TTL + 3_200)))],
+        );
         b.granted(3_250_000, "client-1", id, K, "c1");
         // The first, slow release lands now and deletes the new grant's key.
-        b.command(5_000_000, "redis-1", &["EVAL", "…", "1", K, "c1"], &[(K, Some(("c1", TTL + 3_200)), None)]);
+        b.command(
+            5_000_000,
+            "redis-1",
+            &["EVAL", "…", "1", K, "c1"],
+            &[(K, Some(("c1", TTL + 3_200)), None)],
+        );
         let r = judge(b);
         assert_eq!(r.verdict, Verdict::Invalid, "{}", r.explanation);
-        assert!(r.explanation.contains("deleted") && r.explanation.contains("3.250 s"), "{}", r.explanation);
+        assert!(
+            r.explanation.contains("deleted") && r.explanation.contains("3.250 s"),
+            "{}",
+            r.explanation
+        );
     }
 
     #[test]
@@ -399,12 +465,22 @@ mod tests {
         let extended = |owner_extends: bool| {
             let mut b = Builder::new();
             let id = b.acquire_started(500, "client-2", K);
-            b.command(1_000, "redis-1", &["SET", K, "v2", "NX"], &[(K, None, Some(("v2", TTL)))]);
+            b.command(
+                1_000,
+                "redis-1",
+                &["SET", K, "v2", "NX"],
+                &[(K, None, Some(("v2", TTL)))],
+            );
             b.granted(2_000, "client-2", id, K, "v2");
             if owner_extends {
                 b.extend(2_900_000, None, "client-2", K, "v2");
             }
-            b.command(3_000_000, "redis-1", &["PEXPIRE", K, "10000"], &[(K, Some(("v2", TTL)), Some(("v2", TTL + 3_000)))]);
+            b.command(
+                3_000_000,
+                "redis-1",
+                &["PEXPIRE", K, "10000"],
+                &[(K, Some(("v2", TTL)), Some(("v2", TTL + 3_000)))],
+            );
             judge(b)
         };
         let foreign = extended(false);
@@ -418,14 +494,24 @@ mod tests {
         let recreate = |acquiring: bool| {
             let mut b = Builder::new();
             let id = b.acquire_started(500, "client-1", K);
-            b.command(1_000, "redis-1", &["SET", K, "v1", "NX"], &[(K, None, Some(("v1", TTL)))]);
+            b.command(
+                1_000,
+                "redis-1",
+                &["SET", K, "v1", "NX"],
+                &[(K, None, Some(("v1", TTL)))],
+            );
             b.granted(2_000, "client-1", id, K, "v1");
             // The key is gone (expired); client-1 renews with "set if absent or mine".
             b.extend(5_600_000, None, "client-1", K, "v1");
             if acquiring {
                 b.acquire_invoke(5_600_500, "client-1", K);
             }
-            b.command(5_650_000, "redis-1", &["EVAL", "…", "1", K, "v1"], &[(K, None, Some(("v1", TTL + 5_650)))]);
+            b.command(
+                5_650_000,
+                "redis-1",
+                &["EVAL", "…", "1", K, "v1"],
+                &[(K, None, Some(("v1", TTL + 5_650)))],
+            );
             judge(b)
         };
         let r = recreate(false);
@@ -438,8 +524,18 @@ mod tests {
     fn a_failed_acquisition_cleaning_up_is_not_judged() {
         let mut b = Builder::new();
         b.acquire_invoke(500, "client-1", K);
-        b.command(1_000, "redis-1", &["SET", K, "v1", "NX"], &[(K, None, Some(("v1", TTL)))]);
-        b.command(2_000, "redis-1", &["EVAL", "…", "1", K, "v1"], &[(K, Some(("v1", TTL)), None)]);
+        b.command(
+            1_000,
+            "redis-1",
+            &["SET", K, "v1", "NX"],
+            &[(K, None, Some(("v1", TTL)))],
+        );
+        b.command(
+            2_000,
+            "redis-1",
+            &["EVAL", "…", "1", K, "v1"],
+            &[(K, Some(("v1", TTL)), None)],
+        );
         assert_eq!(judge(b).verdict, Verdict::Valid);
     }
 

@@ -40,13 +40,15 @@
 //! nil when it took the lock (Redisson's, which answers the other holder's remaining TTL
 //! otherwise). The grant's own acquire `ok` decides which convention its lock uses: when the
 //! last acquisition script of the grant's acquire on each master answered nil more often than
-//! anything else (`nil_acquires`), nil is that lock's success and an integer its refusal. A crash, power loss or shutdown of the master leaves the lease in doubt until the key's
+//! anything else (`nil_acquires`), nil is that lock's success and an integer its refusal.
+//!
+//! A crash, power loss or shutdown of the master leaves the lease in doubt until the key's
 //! next expiry (it survived) or another value set (it was lost with the process; while the master
 //! was down nobody could take the key, so that copy's lease lasted until the first command the
 //! master served again, or its expiry if earlier: a sound upper bound of the restart, so a lock
-//! is charged only with a lie the history proves). A command carrying
-//! the value whose effect this reader does not know (a script other than the compare-and-delete
-//! and compare-and-`PEXPIRE` ones) leaves the lease's end unknown.
+//! is charged only with a lie the history proves). A command carrying the grant whose effect this
+//! reader does not know (a script calling a command it does not know) leaves the lease's end
+//! unknown.
 //!
 //! Clocks: a node's monotonic reading is known, to the millisecond, at each of its events.
 //! [`ClockTrack::true_us_range`] bounds the true instant at which it read a given value: the
@@ -63,8 +65,10 @@
 //! `EVALSHA` (no text to read: the lease's end becomes unknown), another holder's script
 //! acquisition ending a copy lost in a crash (only another value `SET` on the key shows that:
 //! the copy stays in doubt, an unknown rather than a false verdict), and which key a script's
-//! command touches (a script that deletes the lock key and sets a TTL on another is read as a
-//! deletion; one that only sets a TTL is read as setting the lock key's).
+//! command touches or which branch of it ran beyond its reply: a script that may both delete and
+//! set a TTL (a release that also expires a signal list, a renewal that deletes when its compare
+//! fails) is read as a release once the holder gave the grant up and as a renewal before; one that
+//! only sets a TTL is read as setting the lock key's.
 
 use super::{Hold, OpHistory, StepKind};
 use lockstep_sim::{Event, Fault};
@@ -807,7 +811,12 @@ pub fn lease<'h>(
                         }
                         if held {
                             let copy = copies.get_mut(node).expect("held");
-                            if script.deletes {
+                            // A script that may both delete and set a TTL (a release that also
+                            // expires a signal list; a renewal that deletes when its compare
+                            // fails) is read by what the holder was doing: a release once it
+                            // gave the grant up, a renewal before.
+                            let given_up = event.seq >= hold.end_seq() && hold.given_up();
+                            if script.deletes && (script.ttl_unit_ms.is_none() || given_up) {
                                 // Our compare-and-delete: the lease is what the masters would
                                 // have held.
                                 copy.end = Some(natural(node, copy));
@@ -1088,6 +1097,32 @@ mod tests {
         assert_eq!((earliest, latest), (15_002_000, 15_002_000));
         // An extension that found the field gone (`:0`) extended nothing: the acquisition's TTL.
         assert_eq!(lease_end(&hash_lock(":0")), (10_002_000, 10_002_000));
+    }
+
+    #[test]
+    fn a_script_that_deletes_or_renews_is_read_by_what_the_holder_was_doing() {
+        // A renewal that deletes the key when its compare fails: while the holder holds the
+        // grant, its success (`:1`) is a renewal, not a release.
+        const RENEW_OR_DELETE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end\nredis.call('del', KEYS[1])\nreturn 0";
+        let mut h = History::new();
+        op(
+            &mut h,
+            0,
+            1,
+            "invoke",
+            "acquire",
+            serde_json::json!({ "key": "lock", "ttl_ms": 2_000 }),
+        );
+        command(&mut h, 2, &["SET", "lock", "v1", "NX", "PX", "2000"], "+OK");
+        let grant = serde_json::json!({ "key": "lock", "value": "v1", "fencing_token": null, "validity_ms": 1_996, "validity_from_ms": 4 });
+        op(&mut h, 4, 1, "ok", "acquire", grant);
+        command(
+            &mut h,
+            1_000,
+            &["EVAL", RENEW_OR_DELETE, "1", "lock", "v1", "2000"],
+            ":1",
+        );
+        assert_eq!(lease_end(&h), (3_000_000, 3_000_000));
     }
 
     #[test]

@@ -253,7 +253,14 @@ impl Builder {
             key: key.to_string(),
             ttl_ms: 10_000,
         };
-        self.op(at_us, node, id, Phase::Invoke, ops::names::ACQUIRE, ops::to_data(&invoke));
+        self.op(
+            at_us,
+            node,
+            id,
+            Phase::Invoke,
+            ops::names::ACQUIRE,
+            ops::to_data(&invoke),
+        );
         id
     }
 

@@ -1557,7 +1557,10 @@ fn key_effect(
             Value::String(v) => (Some(bounded_lossy(v, MAX_EVENT_ARG_BYTES)), Vec::new()),
             Value::Hash(pairs) => (
                 None,
-                pairs.iter().map(|(f, _)| bounded_lossy(f, MAX_EVENT_ARG_BYTES)).collect(),
+                pairs
+                    .iter()
+                    .map(|(f, _)| bounded_lossy(f, MAX_EVENT_ARG_BYTES))
+                    .collect(),
             ),
             Value::List(_) => (None, Vec::new()),
         };

@@ -30,7 +30,7 @@ fn temp_dir(name: &str) -> common::TempPath {
 fn small_sweep() -> SweepOptions {
     SweepOptions {
         ttls_ms: vec![200, 3_000],
-        seeds: 16,
+        seeds: 48,
         ..SweepOptions::default()
     }
 }
@@ -388,7 +388,7 @@ fn the_ttl_sweep_shows_fewer_violations_and_more_unavailability_at_longer_ttls()
     let sweep = ttl_sweep(&small_sweep()).unwrap();
     let (short, long) = (&sweep.points[0], &sweep.points[1]);
     assert_eq!((short.ttl_ms, long.ttl_ms), (200, 3_000));
-    assert!(short.seeds_run == 16 && long.seeds_run == 16);
+    assert!(short.seeds_run == 48 && long.seeds_run == 48);
     assert!(
         short.violation_rate > long.violation_rate + 0.3,
         "violation rate {} at 200 ms vs {} at 3 s",

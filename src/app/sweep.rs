@@ -33,9 +33,6 @@ pub fn default_profile() -> FaultProfile {
         pause_ms_max: 2_500,
         window_ms_max: 1_500,
         lock_aware: false,
-        // One workload for every TTL: guided placement draws workload shapes scaled to each TTL,
-        // which would compare different workloads instead of different TTLs.
-        strategy: crate::explore::generate::PlacementStrategy::Random,
         ..FaultProfile::default()
     }
 }

@@ -184,7 +184,7 @@ impl ExploreArgs {
             seeds: self.seeds,
             seed_range: self.seed_range.clone(),
             jobs: self.jobs,
-            shard: self.shard.clone(),
+            shard: self.shard,
             time_limit_s: self.time_limit,
             kinds: self.kinds.clone(),
             faults_max: self.faults_max,

@@ -170,9 +170,10 @@ fn two_tasks_of_one_client_overlapping_is_a_mutual_exclusion_violation() {
         "{text}"
     );
     let ops = OpHistory::new(&run.history);
-    let holders: Vec<(&str, Option<u32>)> = ops.holds().iter().map(|h| (h.process, h.task)).collect();
+    let mut holders: Vec<(&str, Option<u32>)> = ops.holds().iter().map(|h| (h.process, h.task)).collect();
+    holders.sort();
     assert_eq!(holders, [("client-1", Some(1)), ("client-1", Some(2))]);
-    // Task 1's hold ends at its own release, not at task 2's acquire.
+    // The first task's hold ends at its own release, not at the other task's acquire.
     let first = &ops.holds()[0];
     let end = first.end.expect("released");
     assert_eq!(end.kind, lockstep::history::HoldEndKind::Release);

@@ -152,7 +152,7 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
     if args.json {
         say(&console::explore_json(&summary, &all, out.is_some()))?;
     }
-    Ok(Outcome::held_if(summary.is_clean_against_reference()))
+    Ok(Outcome::held_if(summary.passed()))
 }
 
 /// Writes a shrunk counterexample to its file when `--out` was given.
@@ -243,7 +243,7 @@ fn cmd_merge(inputs: &[PathBuf], out: Option<&Path>, report_dir: Option<&Path>) 
             if let Some(out) = out {
                 write_json(out, &merged).map_err(AppError::Io)?;
             }
-            Ok(Outcome::held_if(merged.is_clean_against_reference()))
+            Ok(Outcome::held_if(merged.passed()))
         }
     }
 }

@@ -298,3 +298,57 @@ fn overrun_shapes_are_asked_for_and_only_with_guided_placement() {
         "{out}{err}"
     );
 }
+
+#[test]
+fn against_a_scenario_file_compares_the_lock_with_its_fixed_twin() {
+    // The buggy release against its fixed twin, on the same seeds and fault plans: the seeds
+    // where only the buggy lock fails are counted under the twin's file name.
+    let (code, out, err) = lockstep(&[
+        "explore",
+        "scenarios/bug-release-no-owner-check.toml",
+        "--against",
+        "scenarios/bug-release-no-owner-check-safe.toml",
+        "--seeds",
+        "40",
+        "--jobs",
+        "2",
+        "--shrink",
+        "0",
+        "--json",
+    ]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    let differential = &doc["summary"]["differential"];
+    assert_eq!(differential["reference"], "bug-release-no-owner-check-safe", "{out}");
+    assert!(differential["seeds_only_subject"].as_u64().unwrap() > 0, "{out}");
+    assert_eq!(code, 1, "only the buggy lock fails on some seed");
+    // The twin against itself: no seed where only one of them fails.
+    let (code, out, err) = lockstep(&[
+        "explore",
+        "scenarios/bug-release-no-owner-check-safe.toml",
+        "--against",
+        "scenarios/bug-release-no-owner-check-safe.toml",
+        "--seeds",
+        "20",
+        "--jobs",
+        "2",
+        "--json",
+    ]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert_eq!(doc["summary"]["differential"]["seeds_only_subject"], 0, "{out}");
+    assert_eq!(code, 0, "{out}");
+    // A file that does not exist, or that names a Rust lock, is bad input naming the file.
+    let dir = temp_dir("against");
+    let rust = dir.join("rust.toml");
+    let text = std::fs::read_to_string("scenarios/baseline-token-release.toml").unwrap();
+    std::fs::write(&rust, text.replace("[lock]\n", "[lock]\nrust_lock = \"my-lock\"\n")).unwrap();
+    for (value, says) in [
+        ("no-such-lock.toml", "no-such-lock.toml"),
+        (rust.to_str().unwrap(), "lock.rust_lock"),
+        ("cobweb", "neither a preset"),
+    ] {
+        let (code, out, err) = lockstep(&["explore", "--seeds", "1", "--against", value]);
+        assert_eq!(code, 2, "{value}: {out}{err}");
+        assert!(err.contains(says), "{value}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -257,7 +257,7 @@ fn bad_input_is_an_error_before_anything_runs() {
     .run()
     .unwrap_err()
     .to_string();
-    assert!(err.contains("against: unknown preset `script`"), "{err}");
+    assert!(err.contains("against: `script` is neither a preset"), "{err}");
     // A gate over nothing is bad input, not a pass.
     let err = Harness::new("my-lock", |env| MyLock {
         env,

@@ -124,3 +124,88 @@ fn counts_that_would_run_without_end_are_refused() {
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("--sweep-seeds"), "{}", r.stderr);
 }
+
+/// A template whose every seed runs for minutes (200 clients hammering three masters for a
+/// simulated hour), for the time limit to cut.
+fn endless_template(dir: &Path) -> String {
+    let text = r#"name = "endless"
+description = "every seed runs for minutes of wall time"
+seed = 1
+duration_ms = 3600000
+history_events_max = 10000000
+
+[topology]
+masters = 3
+clients = 200
+
+[lock]
+algorithm = "token-release"
+ttl_ms = 2000
+
+[workload]
+until_ms = 3600000
+work_ms = [5, 10]
+acquire_retry_ms = 1
+"#;
+    let path = dir.join("endless.toml");
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn the_time_limit_stops_seeds_in_flight_and_an_exploration_of_nothing_is_not_a_pass() {
+    let dir = TempPath::dir("gates", "time-limit");
+    let template = endless_template(&dir);
+    // Guided placement (the fault-free check and the batches) and random placement alike.
+    for strategy in ["mixed", "random"] {
+        let args = [
+            "explore",
+            &template,
+            "--seeds",
+            "4",
+            "--time-limit",
+            "1",
+            "--jobs",
+            "2",
+            "--strategy",
+            strategy,
+            "--json",
+        ];
+        let out = run(&args);
+        // Not a pass: no seed ran to its end, so nothing was checked.
+        assert_eq!(out.code, 1, "{strategy}: {}{}", out.stdout, out.stderr);
+        let doc: serde_json::Value = serde_json::from_str(&out.stdout).expect("one JSON document");
+        assert_eq!(doc["ok"], false, "{strategy}");
+        assert_eq!(doc["summary"]["seeds_run"], 0, "{strategy}: a cut seed is not counted");
+        assert_eq!(doc["summary"]["errors"], 0, "{strategy}: a cut seed is not an error");
+        assert_eq!(doc["summary"]["seeds_planned"], 4, "{strategy}");
+    }
+    let text = run(&["explore", &template, "--seeds", "2", "--time-limit", "1", "--jobs", "2"]);
+    assert_eq!(text.code, 1);
+    assert!(
+        text.stdout.contains("nothing was explored: no seed ran to its end"),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn a_waiter_whose_subscription_closes_does_not_retry_without_time_passing() {
+    // Redisson's model waits on the unlock channel between attempts and retries forever; on seed
+    // 12 of the bounded profile its master crashes for good while a client waits. The closed
+    // subscription once ended every wait at once: the run never ended (nor let time pass).
+    let out = run(&[
+        "explore",
+        "scenarios/libraries/redisson-rlock.toml",
+        "--bounded",
+        "--seed-range",
+        "10..14",
+        "--jobs",
+        "2",
+        "--json",
+    ]);
+    assert!(out.code == 0 || out.code == 1, "{}{}", out.stdout, out.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["summary"]["seeds_run"], 4, "{}", out.stdout);
+    assert_eq!(doc["summary"]["errors"], 0, "{}", out.stdout);
+}

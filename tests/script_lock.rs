@@ -103,10 +103,7 @@ fn every_bug_file_is_a_pair_and_uses_the_script_lock() {
             let scenario = Scenario::from_file(&scenarios_dir().join(&file)).unwrap();
             assert!(scenario.lock.script().is_some(), "{file} uses algorithm = \"script\"");
             let text = std::fs::read_to_string(scenarios_dir().join(&file)).unwrap();
-            assert!(
-                text.contains("Source: ../shared/literature.md"),
-                "{file} names its source"
-            );
+            assert!(text.contains("Source: docs/sources.md"), "{file} names its source");
         }
     }
 }

@@ -34,6 +34,7 @@ pub mod resource;
 pub mod role;
 pub mod seed;
 pub mod serve;
+pub mod stop;
 pub mod wire;
 pub mod world;
 

@@ -126,6 +126,13 @@ pub enum WorldError {
         /// Why.
         reason: String,
     },
+    /// The caller asked the runs on this thread to stop ([`crate::stop::stop_when`]: a
+    /// wall-clock budget ran out): the run has no verdict.
+    #[error("{} at {at_ms} ms of simulated time (a wall-clock budget such as `explore --time-limit` ran out); the run has no verdict", crate::stop::STOPPED)]
+    Stopped {
+        /// True time when the run stopped, ms.
+        at_ms: u64,
+    },
     /// Software on a host failed (a panic or an error returned by a client).
     #[error("host software failed: {0}")]
     Host(String),
@@ -548,6 +555,9 @@ impl World {
             self.check_history_cap()?;
             if clients_finished || now_ms >= self.config.duration_ms {
                 break;
+            }
+            if crate::stop::requested() {
+                return Err(WorldError::Stopped { at_ms: now_ms });
             }
             // Readings during the step are stamped with the step's end; a pause that ends by then
             // is over for the software that runs in this step.

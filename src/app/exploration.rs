@@ -50,10 +50,12 @@ impl Locks {
 /// `lockstep explore`'s options for the locks it compares, the per-seed stream, and shrinking.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct OracleArgs {
-    /// Differential oracle: also run this built-in preset (naive, token-release, watchdog,
-    /// redlock) on the same seeds and fault plans; count, report and shrink the seeds where only
-    /// the template's lock fails (exit code 1 when there are some).
-    #[arg(long, value_name = "PRESET")]
+    /// Differential oracle: also run this lock on the same seeds and fault plans — a built-in
+    /// preset (naive, token-release, watchdog, redlock) or a scenario FILE whose `[lock]` is
+    /// taken (a script lock's fixed twin, say; the template keeps its key, TTL and fencing);
+    /// count, report and shrink the seeds where only the template's lock fails (exit code 1
+    /// when there are some).
+    #[arg(long, value_name = "PRESET|FILE")]
     pub against: Option<String>,
     /// Write one JSON line per seed to this file as the seeds finish (docs/explore-jsonl.md).
     #[arg(long, value_name = "FILE")]
@@ -66,12 +68,12 @@ pub struct OracleArgs {
     pub shrink_runs: usize,
 }
 
-/// The locks `lockstep explore` runs: the template's, and the `--against` preset.
+/// The locks `lockstep explore` runs: the template's, and the `--against` preset or file's lock.
 pub fn locks(template: &Scenario, args: &OracleArgs) -> Result<Locks, AppError> {
     let reference = args
         .against
         .as_deref()
-        .map(|name| LockChoice::preset(name, template).map_err(|e| AppError::BadInput(format!("--against: {e}"))))
+        .map(|value| LockChoice::against(value, template).map_err(|e| AppError::BadInput(format!("--against: {e}"))))
         .transpose()?;
     Ok(Locks {
         subject: LockChoice::Template,
@@ -630,22 +632,36 @@ pub fn fault_free_check(template: &Scenario, config: &ExploreConfig, locks: &Loc
         .seeds
         .end
         .min(config.seeds.start.saturating_add(FAULT_FREE_SEEDS));
-    (config.seeds.start..end).find_map(|seed| {
-        let scenario = crate::explore::case_scenario(template, &case, seed);
-        let run = prepared.run(&scenario).ok()?;
-        let checkers: Vec<String> = run
-            .results
-            .iter()
-            .filter(|r| r.verdict == crate::checker::Verdict::Invalid)
-            .map(|r| r.checker.clone())
-            .collect();
-        (!checkers.is_empty()).then(|| FaultFree {
-            template: template.name.clone(),
-            lock: subject.name(template),
-            seed,
-            checkers,
-            overrun: shrink::workload_outlives_lease(&scenario),
-        })
+    // Under the time limit too: a template whose run never ends must not hold `explore` past it
+    // (a run cut by it is left to the exploration, which has no time left either).
+    let started = std::time::Instant::now();
+    crate::explore::with_time_limit(config, started, || {
+        (config.seeds.start..end).find_map(|seed| fault_free_seed(template, &case, seed, &prepared, subject))
+    })
+}
+
+/// One seed of [`fault_free_check`].
+fn fault_free_seed(
+    template: &Scenario,
+    case: &crate::explore::generate::ExploreCase,
+    seed: u64,
+    prepared: &crate::explore::subject::PreparedLock<'_>,
+    subject: crate::explore::subject::LockRef<'_>,
+) -> Option<FaultFree> {
+    let scenario = crate::explore::case_scenario(template, case, seed);
+    let run = prepared.run(&scenario).ok()?;
+    let checkers: Vec<String> = run
+        .results
+        .iter()
+        .filter(|r| r.verdict == crate::checker::Verdict::Invalid)
+        .map(|r| r.checker.clone())
+        .collect();
+    (!checkers.is_empty()).then(|| FaultFree {
+        template: template.name.clone(),
+        lock: subject.name(template),
+        seed,
+        checkers,
+        overrun: shrink::workload_outlives_lease(&scenario),
     })
 }
 

@@ -170,10 +170,12 @@ fn run_guided(
         let mut batch = Vec::new();
         std::thread::scope(|scope| {
             let (sender, receiver) = mpsc::channel();
+            let wall = lockstep_sim::stop::current();
             for _ in 0..jobs.min(cases.len()) {
                 let sender = sender.clone();
-                let (next, cases, first_bad) = (&next, &cases, &first_bad);
+                let (next, cases, first_bad, wall) = (&next, &cases, &first_bad, wall.clone());
                 scope.spawn(move || {
+                    let _stop = super::watch(wall);
                     let prepared = (subject.prepare(), reference.map(|r| r.prepare()));
                     loop {
                         if config.must_stop(started) {
@@ -200,6 +202,9 @@ fn run_guided(
             }
             drop(sender);
             for (i, outcome, signature) in receiver {
+                if super::cut_by_wall_budget(&outcome) {
+                    continue;
+                }
                 let (seed, case) = &cases[i];
                 on_seed(&seed_record(template, &names, &outcome));
                 aggregate(&mut summary, outcome, true);

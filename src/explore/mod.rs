@@ -88,7 +88,8 @@ pub struct ExploreConfig {
     pub jobs: usize,
     /// Only this shard of the seeds.
     pub shard: Option<Shard>,
-    /// Stop starting seeds after this much wall time.
+    /// Stop starting seeds after this much wall time; seeds still running then are stopped at
+    /// their next simulated step and not counted.
     pub time_limit: Option<Duration>,
     /// Which faults to generate.
     pub profile: FaultProfile,
@@ -115,6 +116,48 @@ impl ExploreConfig {
     /// cancelled ([`Self::cancel`]).
     pub fn must_stop(&self, started: Instant) -> bool {
         self.cancel.load(Ordering::Relaxed) || self.time_limit.is_some_and(|limit| started.elapsed() >= limit)
+    }
+}
+
+/// Runs `body` under `config.time_limit` as a wall-clock budget that also reaches inside the
+/// runs: a timer thread sets a flag when the limit passes since `started`, and every run on this
+/// thread — and on the workers it starts, which watch the same flag
+/// (`lockstep_sim::stop::current`) — stops at its next simulated step. A seed that never ends
+/// cannot hold an exploration past its limit. Without a limit, `body` runs as it is.
+pub fn with_time_limit<T>(config: &ExploreConfig, started: Instant, body: impl FnOnce() -> T) -> T {
+    let Some(limit) = config.time_limit else {
+        return body();
+    };
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (done, wait) = mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        let timer_flag = flag.clone();
+        scope.spawn(move || {
+            let left = limit.saturating_sub(started.elapsed());
+            if let Err(mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(left) {
+                timer_flag.store(true, Ordering::Relaxed);
+            }
+        });
+        let _stop = lockstep_sim::stop::stop_when(flag);
+        let out = body();
+        drop(done); // ends the timer
+        out
+    })
+}
+
+/// On a worker thread: watch the flag its starter watched (`wall`, from
+/// `lockstep_sim::stop::current` on the starting thread).
+fn watch(wall: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) -> Option<lockstep_sim::stop::StopGuard> {
+    wall.map(lockstep_sim::stop::stop_when)
+}
+
+/// Whether the wall budget stopped this seed's run (or its reference's) before it ended: such a
+/// seed has no verdict and is not counted.
+fn cut_by_wall_budget(outcome: &SeedOutcome) -> bool {
+    let stopped = |message: &str| message.contains(lockstep_sim::stop::STOPPED);
+    match outcome {
+        SeedOutcome::Error { message, .. } => stopped(message),
+        SeedOutcome::Judged { reference, .. } => matches!(reference, Some(Err(message)) if stopped(message)),
     }
 }
 
@@ -589,9 +632,23 @@ pub fn explore_with(
     reference: Option<LockRef<'_>>,
     on_seed: &mut dyn FnMut(&record::SeedRecord),
 ) -> ExploreSummary {
-    if config.profile.strategy != generate::PlacementStrategy::Random {
-        return guided::explore_guided(template, config, (subject, reference), on_seed);
-    }
+    let started = Instant::now();
+    with_time_limit(config, started, || {
+        if config.profile.strategy != generate::PlacementStrategy::Random {
+            return guided::explore_guided(template, config, (subject, reference), on_seed);
+        }
+        explore_random(template, config, (subject, reference), on_seed, started)
+    })
+}
+
+/// [`explore_with`] with random placement, started at `started`.
+fn explore_random(
+    template: &Scenario,
+    config: &ExploreConfig,
+    (subject, reference): (LockRef<'_>, Option<LockRef<'_>>),
+    on_seed: &mut dyn FnMut(&record::SeedRecord),
+    started: Instant,
+) -> ExploreSummary {
     let total = shard_len(config);
     let (names, mut summary) = new_summary(template, (subject, reference));
     if config.assumptions.is_some() {
@@ -599,15 +656,16 @@ pub fn explore_with(
     }
     let topo = topology(template);
     let next = AtomicU64::new(0);
-    let started = Instant::now();
     let mut progress = Progress::new(config.progress, total);
     let jobs = config.jobs.max(1);
     std::thread::scope(|scope| {
         let (sender, receiver) = mpsc::channel::<SeedOutcome>();
+        let wall = lockstep_sim::stop::current();
         for _ in 0..jobs {
             let sender = sender.clone();
-            let (next, topo) = (&next, &topo);
+            let (next, topo, wall) = (&next, &topo, wall.clone());
             scope.spawn(move || {
+                let _stop = watch(wall);
                 // Strategies are not `Send`: each worker builds its own from the same profile.
                 let strategy = case_strategy(topo, &config.profile);
                 let prepared = (subject.prepare(), reference.map(|r| r.prepare()));
@@ -629,6 +687,9 @@ pub fn explore_with(
         drop(sender);
         let mut done = 0;
         for outcome in receiver {
+            if cut_by_wall_budget(&outcome) {
+                continue;
+            }
             on_seed(&seed_record(template, &names, &outcome));
             // A bounded case is not its seed's generated case: failing seeds keep it.
             aggregate(&mut summary, outcome, config.assumptions.is_some());
@@ -643,7 +704,7 @@ pub fn explore_with(
 }
 
 /// Notes in `summary` that the time limit stopped it before all `total` seeds ran. Workers take
-/// seeds in order and finish every seed they start, so the seeds run are the first ones.
+/// seeds in order; the seeds in flight when the limit passed are stopped and not counted.
 pub(super) fn note_time_limit(summary: &mut ExploreSummary, config: &ExploreConfig, total: u64, started: Instant) {
     let limit_passed = config.time_limit.is_some_and(|limit| started.elapsed() >= limit);
     if limit_passed && summary.seeds_run < total {

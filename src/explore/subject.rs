@@ -69,6 +69,14 @@ pub enum LockChoice {
     Template,
     /// A built-in algorithm, with these settings, in place of the template's.
     BuiltIn(AlgorithmSpec),
+    /// The lock of another scenario file (`--against FILE`: a script lock's fixed twin, say),
+    /// in place of the template's, called `name`.
+    FromFile {
+        /// What summaries call it: the file's name.
+        name: String,
+        /// The file's algorithm and settings.
+        spec: AlgorithmSpec,
+    },
     /// A user's Rust lock.
     User(UserLock),
 }
@@ -87,12 +95,66 @@ impl LockChoice {
             Some(Algorithm::Redlock) => AlgorithmSpec::Redlock(RedlockSpec::default()),
             Some(Algorithm::Script) | None => {
                 return Err(format!(
-                    "unknown preset `{name}` (known: naive, token-release, watchdog, redlock; a script lock \
-                     needs its scenario file)"
+                    "`{name}` is neither a preset (naive, token-release, watchdog, redlock) nor a scenario file \
+                     (a script lock is given by its scenario file)"
                 ))
             }
         };
         Ok(LockChoice::BuiltIn(spec))
+    }
+
+    /// The lock of the scenario file `path` (its `[lock]` algorithm and settings; the template
+    /// keeps its key, TTL, fencing and timeouts), for `--against FILE`. The file must load as a
+    /// scenario, must not name a Rust lock, and a script lock must fit the template's masters.
+    pub fn from_file(path: &std::path::Path, template: &Scenario) -> Result<LockChoice, String> {
+        let other = Scenario::from_file(path).map_err(|e| e.to_string())?;
+        if let Some(rust) = &other.lock.rust_lock {
+            return Err(format!(
+                "{}: field `lock.rust_lock`: names the Rust lock `{rust}`, which only a harness can run",
+                path.display()
+            ));
+        }
+        let spec = other.lock.algorithm.clone();
+        if let AlgorithmSpec::Script(script) = &spec {
+            if script.masters > template.masters.len() {
+                return Err(format!(
+                    "{}: field `lock.masters`: the lock uses {} masters; the template has {}",
+                    path.display(),
+                    script.masters,
+                    template.masters.len()
+                ));
+            }
+        }
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let name: String = stem
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .take(64)
+            .collect();
+        let name = if name.is_empty() { spec.name().to_string() } else { name };
+        Ok(LockChoice::FromFile { name, spec })
+    }
+
+    /// The reference of `--against VALUE`: a preset when `VALUE` names one, else the lock of
+    /// the scenario file at `VALUE`.
+    pub fn against(value: &str, template: &Scenario) -> Result<LockChoice, String> {
+        if crate::model::Algorithm::from_name(value).is_some_and(|a| a != Algorithm::Script) {
+            return LockChoice::preset(value, template);
+        }
+        let path = std::path::Path::new(value);
+        if path.exists() || value.ends_with(".toml") {
+            return LockChoice::from_file(path, template);
+        }
+        LockChoice::preset(value, template)
     }
 
     /// The borrowed form the explorer and the shrinker take.
@@ -100,6 +162,7 @@ impl LockChoice {
         match self {
             LockChoice::Template => LockRef::Template,
             LockChoice::BuiltIn(spec) => LockRef::BuiltIn(spec),
+            LockChoice::FromFile { name, spec } => LockRef::FromFile(name, spec),
             LockChoice::User(user) => LockRef::User(&user.name, &*user.maker),
         }
     }
@@ -113,6 +176,8 @@ pub enum LockRef<'a> {
     Template,
     /// A built-in algorithm, with these settings, in place of the template's.
     BuiltIn(&'a AlgorithmSpec),
+    /// Another scenario file's lock, in place of the template's: its name and algorithm.
+    FromFile(&'a str, &'a AlgorithmSpec),
     /// A user's Rust lock: its name and the maker of its factory.
     User(&'a str, &'a FactoryMaker),
 }
@@ -122,6 +187,7 @@ impl fmt::Debug for LockRef<'_> {
         match self {
             LockRef::Template => f.write_str("Template"),
             LockRef::BuiltIn(spec) => write!(f, "BuiltIn({})", spec.name()),
+            LockRef::FromFile(name, _) => write!(f, "FromFile({name})"),
             LockRef::User(name, _) => write!(f, "User({name})"),
         }
     }
@@ -133,6 +199,7 @@ impl<'a> LockRef<'a> {
         match self {
             LockRef::Template => template.lock.lock_name().to_string(),
             LockRef::BuiltIn(spec) => spec.name().to_string(),
+            LockRef::FromFile(name, _) => name.to_string(),
             LockRef::User(name, _) => name.to_string(),
         }
     }
@@ -143,7 +210,7 @@ impl<'a> LockRef<'a> {
     pub fn scenario<'s>(&self, scenario: &'s Scenario) -> Cow<'s, Scenario> {
         match self {
             LockRef::Template => Cow::Borrowed(scenario),
-            LockRef::BuiltIn(spec) => {
+            LockRef::BuiltIn(spec) | LockRef::FromFile(_, spec) => {
                 let mut s = scenario.clone();
                 s.lock.algorithm = (*spec).clone();
                 s.lock.rust_lock = None;

@@ -611,6 +611,13 @@ impl ExploreSummary {
             .filter(move |f| f.checkers.iter().any(|c| c == checker))
     }
 
+    /// Whether the exploration passes as a gate (exit code 0, `"ok"` in JSON): some seed ran,
+    /// and [`Self::is_clean_against_reference`]. An exploration that ran no seed (a time limit
+    /// shorter than one seed) checked nothing: it never passes.
+    pub fn passed(&self) -> bool {
+        self.seeds_run > 0 && self.is_clean_against_reference()
+    }
+
     /// With a reference: whether the lock under test failed no checker that the reference
     /// passed, and no seed errored or diverged. Without one: [`Self::is_clean`].
     pub fn is_clean_against_reference(&self) -> bool {
@@ -654,6 +661,12 @@ impl ExploreSummary {
                     "  stopped by the time limit: {} of {planned} seeds ran; the rest were not explored",
                     self.seeds_run
                 ),
+            );
+        }
+        if self.seeds_run == 0 {
+            line(
+                &mut out,
+                "  nothing was explored: no seed ran to its end, so nothing was checked (not a pass)".to_string(),
             );
         }
         line(&mut out, "  violations per checker:".to_string());

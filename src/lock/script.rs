@@ -188,7 +188,18 @@ impl ScriptLock {
                 Subscription::Open(pubsub) => {
                     // A message, or the end of the wait, whichever comes first; the messages
                     // that arrived during the attempt count too (they are queued).
-                    let _ = self.env.timeout_local_ms(wait_ms, pubsub.on_message().next()).await;
+                    let start_ms = self.env.monotonic_ms();
+                    let waited = self.env.timeout_local_ms(wait_ms, pubsub.on_message().next()).await;
+                    if matches!(waited, Ok(None)) {
+                        // The stream ended: the subscription's connection closed (its master
+                        // died, a reset). From now on it would end every wait at once and the
+                        // call would retry without time passing, forever with `retry_count =
+                        // -1`; so this wait is slept out and the rest of the call sleeps, as
+                        // after a failed subscribe.
+                        let waited_ms = (self.env.monotonic_ms() - start_ms).max(0) as u64;
+                        self.env.sleep_local_ms(wait_ms.saturating_sub(waited_ms)).await;
+                        *subscription = Subscription::Failed;
+                    }
                 }
                 Subscription::NotYet => {
                     *subscription = match self.subscribe(&expand(channel, vars)).await {

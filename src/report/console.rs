@@ -449,7 +449,7 @@ pub fn explore_json(summary: &crate::explore::ExploreSummary, shrunk: &[Shrunk],
         .collect();
     let doc = serde_json::json!({
         "format": "lockstep-explore",
-        "ok": summary.is_clean(),
+        "ok": summary.passed(),
         "summary": summary,
         "counterexamples": counterexamples,
     });

@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use lockstep::app::args::{BenchArgs, CiArgs, ExploreArgs, RunArgs};
-use lockstep::app::exploration::{self, Shrunk, StandardSettings};
+use lockstep::app::exploration::{self, Shrunk};
 use lockstep::app::{ci, emit, error, files, run, search, sweep, AppError, Outcome};
 use lockstep::report::merge::{merge_texts, Merged};
 use lockstep::report::{console, write_atomic, write_json, write_report_with, Report};
@@ -72,14 +72,9 @@ fn cmd_run(args: RunArgs) -> Result<Outcome, AppError> {
 }
 
 fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
-    let standard = StandardSettings::new(
-        args.algorithm.clone(),
-        args.fencing.clone(),
-        args.resource.clone(),
-        args.tick_ms,
-    );
+    let standard = args.standard();
     let started = std::time::Instant::now();
-    let inputs: Vec<PathBuf> = args.file.iter().cloned().collect();
+    let inputs: Vec<PathBuf> = args.file.iter().chain(args.lock.iter()).cloned().collect();
     let outputs = [
         ("--summary", args.summary.as_deref()),
         ("--jsonl", args.oracle.jsonl.as_deref()),

@@ -1,4 +1,5 @@
-//! A readable timeline of a run's key events: grants with their tokens, releases, lost locks,
+//! A readable timeline of a run's key events: grants with their tokens, extensions, releases
+//! (with the value sent when it is not the grant's), lost locks,
 //! pauses and resumptions, key expiries, clock jumps, crashes, and resource writes accepted or
 //! rejected, and every fault in the sim's own words (`Fault::describe`). Connection set-up, retries of a busy lock and reads are left out. It reads the
 //! typed history ([`OpHistory`]).
@@ -8,6 +9,11 @@ use lockstep_sim::Phase;
 
 fn seconds(at_us: u64) -> String {
     format!("{:>8.3}", at_us as f64 / 1e6)
+}
+
+/// A lock value's first 8 characters (values are random hex; 8 tell them apart).
+fn short(value: &str) -> &str {
+    value.get(..8).unwrap_or(value)
 }
 
 fn token(t: Option<u64>) -> String {
@@ -23,10 +29,28 @@ pub fn line(step: &Step<'_>) -> Option<String> {
                 g.key,
                 token(g.fencing_token),
                 g.validity_ms,
-                g.value.get(..8).unwrap_or(&g.value)
+                short(&g.value)
             ),
             (OpName::Acquire, Phase::Info, Some(OpData::Error(e))) => format!("acquire outcome unknown: {}", e.error),
+            (OpName::Release, Phase::Invoke, Some(OpData::Invoke(LockOp::Release(g)))) => match &g.value_sent {
+                Some(sent) => format!(
+                    "releasing with value {} — not this grant's ({})",
+                    short(sent),
+                    short(&g.value)
+                ),
+                None => "releasing".to_string(),
+            },
             (OpName::Release, Phase::Invoke, _) => "releasing".to_string(),
+            (OpName::Extend, Phase::Invoke, Some(OpData::Invoke(LockOp::Extend(e)))) if e.value_sent.is_some() => {
+                format!(
+                    "extending with value {} — not this grant's ({})",
+                    short(e.value_sent.as_deref().unwrap_or_default()),
+                    short(&e.value)
+                )
+            }
+            (OpName::Extend, Phase::Ok, Some(OpData::Granted(g))) => {
+                format!("extended \"{}\" validity={} ms", g.key, g.validity_ms)
+            }
             (OpName::Release, Phase::Ok, Some(OpData::Released(r))) => {
                 if r.released {
                     "released (a key was deleted)".to_string()
@@ -118,16 +142,29 @@ pub fn why_resource_safe(history: &OpHistory<'_>) -> &'static str {
 
 /// The timeline as text, one line per key event.
 pub fn text(history: &OpHistory<'_>) -> String {
-    let mut out = String::from("    time(s)  node         event\n");
-    for step in history.steps() {
-        if let Some(text) = abort_line(history, step).or_else(|| line(step)) {
-            out.push_str(&format!(
-                "  {}  {:<11}  {}\n",
-                seconds(step.event.at_us),
-                step.event.node,
-                text
-            ));
+    // A client that runs several tasks: each operation's lines name the task that ran it.
+    let mut task_of_step: Vec<Option<u32>> = vec![None; history.steps().len()];
+    for op in history.operations().iter().filter(|op| op.task.is_some()) {
+        for i in std::iter::once(op.invoke).chain(op.completion) {
+            if let Some(slot) = task_of_step.get_mut(i) {
+                *slot = op.task;
+            }
         }
+    }
+    let lines: Vec<(u64, String, String)> = history
+        .steps()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, step)| {
+            let text = abort_line(history, step).or_else(|| line(step))?;
+            let actor = crate::history::holder_name(step.event.node.as_str(), task_of_step[i]);
+            Some((step.event.at_us, actor, text))
+        })
+        .collect();
+    let width = lines.iter().map(|(_, actor, _)| actor.len()).max().unwrap_or(0).max(11);
+    let mut out = format!("    time(s)  {:<width$}  event\n", "node");
+    for (at_us, actor, text) in lines {
+        out.push_str(&format!("  {}  {actor:<width$}  {text}\n", seconds(at_us)));
     }
     out
 }

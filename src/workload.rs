@@ -289,7 +289,8 @@ async fn client_loop(node: Node, rec: Recorder, lock: Rc<dyn LockClient>, resour
         if let Some(keeper) = keeper {
             keeper.abort();
         }
-        let id = rec.invoke(names::RELEASE, ops::to_data(&GrantRef::from(grant)));
+        let sent = GrantRef::sent_with(grant, lock.value_sent(grant));
+        let id = rec.invoke(names::RELEASE, ops::to_data(&sent));
         match lock.release(grant).await {
             Ok(released) => rec.complete(id, names::RELEASE, Phase::Ok, json!({ "released": released })),
             Err(e) => rec.complete_error(id, names::RELEASE, &e),

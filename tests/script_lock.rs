@@ -282,3 +282,42 @@ fn an_acquire_script_issues_the_grants_fencing_tokens() {
     assert!(text.contains("fencing tokens"), "{text}");
     assert_eq!(verdict("stale-write").0, Verdict::Valid);
 }
+
+#[test]
+fn a_release_with_another_grants_value_is_visible_in_the_history_and_the_timeline() {
+    // Two tasks share one lock object, which keeps the value of the latest acquisition: task 2
+    // releases its own grant with task 1's value. The history records the value sent; the
+    // timeline says it, names the tasks, and shows successful extensions.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(["run", "scenarios/bug-shared-lock-object.toml"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("client-1 task 2  releasing with value "), "{text}");
+    assert!(text.contains("— not this grant's ("), "{text}");
+    let buggy = run("bug-shared-lock-object.toml");
+    let sent: Vec<&serde_json::Value> = buggy
+        .history
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            lockstep_sim::EventKind::Op { op, data, .. } if op == "release" => data.get("value_sent"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent.len(), 1, "one release sent another grant's value");
+    // A lock that sends its grant's own value records nothing extra.
+    let fixed = run("bug-shared-lock-object-safe.toml");
+    assert!(fixed.history.events().iter().all(|e| match &e.kind {
+        lockstep_sim::EventKind::Op { data, .. } => data.get("value_sent").is_none(),
+        _ => true,
+    }));
+    // Successful extensions are on the timeline.
+    let watchdog = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(["run", "scenarios/bug-shared-lock-object-safe.toml"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&watchdog.stdout).contains("extended \"lock\" validity="));
+}

@@ -32,6 +32,10 @@ pub struct ExploreArgs {
     /// Without a file: the algorithm of the standard template.
     #[arg(long, conflicts_with = "file", default_value = "token-release")]
     pub algorithm: String,
+    /// Without a file: explore the lock of this scenario file (its `[lock]` algorithm and
+    /// settings: a script lock, say) in the standard template, in place of `--algorithm`.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["file", "algorithm"])]
+    pub lock: Option<PathBuf>,
     /// Without a file: `none` or `incr`.
     #[arg(long, conflicts_with = "file", default_value = "none")]
     pub fencing: String,
@@ -178,6 +182,19 @@ pub(crate) fn at_least_one(text: &str) -> Result<usize, String> {
 }
 
 impl ExploreArgs {
+    /// The standard template's settings from the flags (used when no file is given).
+    pub fn standard(&self) -> super::exploration::StandardSettings {
+        super::exploration::StandardSettings {
+            lock_file: self.lock.clone(),
+            ..super::exploration::StandardSettings::new(
+                self.algorithm.clone(),
+                self.fencing.clone(),
+                self.resource.clone(),
+                self.tick_ms,
+            )
+        }
+    }
+
     /// What `lockstep explore`'s flags set.
     pub fn overrides(&self) -> super::exploration::Overrides {
         super::exploration::Overrides {

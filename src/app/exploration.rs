@@ -188,16 +188,20 @@ pub struct StandardSettings {
     pub resource: String,
     /// The scheduler tick, ms.
     pub tick_ms: u64,
+    /// A scenario file whose `[lock]` (algorithm and settings) the template runs in place of
+    /// `algorithm` (`--lock FILE`: a script lock under the standard template).
+    pub lock_file: Option<PathBuf>,
 }
 
 impl StandardSettings {
-    /// The settings from the CLI's flags.
+    /// The settings from the CLI's flags (no lock file).
     pub fn new(algorithm: String, fencing: String, resource: String, tick_ms: u64) -> Self {
         StandardSettings {
             algorithm,
             fencing,
             resource,
             tick_ms,
+            lock_file: None,
         }
     }
 }
@@ -250,6 +254,9 @@ pub fn template(file: Option<&Path>, standard: &StandardSettings) -> Result<Scen
         refuse_rust_lock(file, &scenario)?;
         return Ok(scenario);
     }
+    if let Some(lock_file) = &standard.lock_file {
+        return standard_template_with_lock(lock_file, standard);
+    }
     known_algorithm(&standard.algorithm, "--algorithm: ")?;
     check_standard(standard)?;
     standard_template(
@@ -259,6 +266,36 @@ pub fn template(file: Option<&Path>, standard: &StandardSettings) -> Result<Scen
         standard.tick_ms,
     )
     .map_err(bad)
+}
+
+/// The standard template running the lock of the scenario file `lock_file` (`--lock FILE`):
+/// one master, or Redlock's five when the lock uses more than one; the lock's algorithm and
+/// settings in place of the template's, the template's key, TTL and fencing kept; named
+/// `explore-{file stem}`.
+fn standard_template_with_lock(lock_file: &Path, standard: &StandardSettings) -> Result<Scenario, AppError> {
+    check_standard(standard)?;
+    let bad = |e: String| AppError::BadInput(format!("--lock: {e}"));
+    let wide = standard_template("redlock", &standard.fencing, &standard.resource, standard.tick_ms)
+        .map_err(|e| bad(e.to_string()))?;
+    let LockChoice::FromFile { name, spec } = LockChoice::from_file(lock_file, &wide).map_err(bad)? else {
+        return Err(bad("not a lock".to_string()));
+    };
+    let masters_used = match &spec {
+        crate::model::AlgorithmSpec::Script(script) => script.masters,
+        crate::model::AlgorithmSpec::Redlock(_) => wide.masters.len(),
+        _ => 1,
+    };
+    let base = if masters_used > 1 { "redlock" } else { "token-release" };
+    let mut template = standard_template(base, &standard.fencing, &standard.resource, standard.tick_ms)
+        .map_err(|e| bad(e.to_string()))?;
+    template.lock.algorithm = spec;
+    template.name = format!("explore-{name}");
+    template.description = format!(
+        "The standard exploration profile with the lock of {}: {} master(s), 3 clients, 10 s.",
+        lock_file.display(),
+        template.masters.len()
+    );
+    Ok(template)
 }
 
 /// Bad input unless the standard template's flags are in range; the message names the flag

@@ -317,6 +317,7 @@ mod tests {
                             key,
                             value,
                             fencing_token: token,
+                            value_sent: None,
                         }),
                     ),
                     4 => {

@@ -256,6 +256,7 @@ mod tests {
             key: "lock".into(),
             value: "a".into(),
             fencing_token: Some(1),
+            value_sent: None,
         };
         b.op(2_000, "client-1", id, Phase::Info, names::ABORT, ops::to_data(&grant));
         b.acquire(3_000, 4_000, "client-2", "lock", "b", Some(2));

@@ -176,6 +176,7 @@ impl Harness {
             fencing: "none".into(),
             resource: "unfenced".into(),
             tick_ms: 1,
+            lock_file: None,
         };
         let overrides = Overrides {
             seeds: Some(seeds),

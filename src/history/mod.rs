@@ -740,6 +740,7 @@ mod tests {
             key: "lock".into(),
             value: "a".into(),
             fencing_token: Some(1),
+            value_sent: None,
         };
         let abort = b.op(4_000, "client-1", id, Phase::Invoke, names::ABORT, to_data(&grant));
         b.op(

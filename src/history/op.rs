@@ -76,6 +76,9 @@ pub struct ExtendInvoke {
     pub fencing_token: Option<u64>,
     /// The requested TTL.
     pub ttl_ms: u64,
+    /// The value the lock sent, when it is not the grant's (see [`GrantRef::value_sent`]).
+    #[serde(default)]
+    pub value_sent: Option<String>,
 }
 
 impl ExtendInvoke {
@@ -85,6 +88,7 @@ impl ExtendInvoke {
             key: self.key.clone(),
             value: self.value.clone(),
             fencing_token: self.fencing_token,
+            value_sent: self.value_sent.clone(),
         }
     }
 }

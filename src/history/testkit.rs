@@ -103,6 +103,7 @@ impl Builder {
             key: key.to_string(),
             value: value.to_string(),
             fencing_token: token,
+            value_sent: None,
         };
         let seq = self.op(
             invoke_us,

@@ -66,6 +66,10 @@ impl LockClient for IncrFencing {
         self.inner.release(grant).await
     }
 
+    fn value_sent(&self, grant: &Grant) -> String {
+        self.inner.value_sent(grant)
+    }
+
     fn auto_extend(&self) -> Option<super::AutoExtend> {
         self.inner.auto_extend()
     }

@@ -99,6 +99,13 @@ pub trait LockClient {
     async fn extend(&self, grant: &Grant, ttl_ms: u64) -> Result<Grant, LockError>;
     /// Gives `grant` up. `Ok(true)` if a key was deleted.
     async fn release(&self, grant: &Grant) -> Result<bool, LockError>;
+    /// The value this lock sends to the masters to extend or release `grant`: the grant's own
+    /// (the default), or, for a lock object that keeps one value for every acquisition, the
+    /// value it holds now. The workload records it when it differs, so a release with another
+    /// grant's value shows in the history.
+    fn value_sent(&self, grant: &Grant) -> String {
+        grant.value.clone()
+    }
     /// Whether the workload should keep the lock alive automatically while the work runs.
     fn auto_extend(&self) -> Option<AutoExtend> {
         None

@@ -552,6 +552,10 @@ impl LockClient for ScriptLock {
         Ok(false)
     }
 
+    fn value_sent(&self, grant: &Grant) -> String {
+        self.value_for(grant)
+    }
+
     fn auto_extend(&self) -> Option<AutoExtend> {
         match self.spec.renewal {
             Renewal::None => None,

@@ -73,10 +73,12 @@ pub async fn keep_alive(
         };
         node.sleep_local_ms(wait_ms.max(1)).await;
         let id = recorder.as_ref().map(|rec| {
-            rec.invoke(
-                names::EXTEND,
-                json!({ "key": current.key, "value": current.value, "fencing_token": current.fencing_token, "ttl_ms": ttl_ms }),
-            )
+            let mut data = json!({ "key": current.key, "value": current.value, "fencing_token": current.fencing_token, "ttl_ms": ttl_ms });
+            let sent = lock.value_sent(&current);
+            if sent != current.value {
+                data["value_sent"] = json!(sent);
+            }
+            rec.invoke(names::EXTEND, data)
         });
         let result = lock.extend(&current, ttl_ms).await;
         if let (Some(rec), Some(id)) = (&recorder, id) {

@@ -56,6 +56,11 @@ pub struct GrantRef {
     pub value: String,
     /// The grant's fencing token.
     pub fencing_token: Option<u64>,
+    /// The value the lock actually sent to the masters for this operation, when it is not the
+    /// grant's own (a lock object that keeps the value of another acquisition): a wrong-token
+    /// release or extension is visible in the history. Left out when it is the grant's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_sent: Option<String>,
 }
 
 impl From<&Grant> for GrantRef {
@@ -64,7 +69,23 @@ impl From<&Grant> for GrantRef {
             key: g.key.clone(),
             value: g.value.clone(),
             fencing_token: g.fencing_token,
+            value_sent: None,
         }
+    }
+}
+
+impl GrantRef {
+    /// `grant`, sent with `value_sent` (recorded only when it differs from the grant's value).
+    pub fn sent_with(grant: &Grant, value_sent: String) -> Self {
+        GrantRef {
+            value_sent: (value_sent != grant.value).then_some(value_sent),
+            ..GrantRef::from(grant)
+        }
+    }
+
+    /// The value the masters received: [`Self::value_sent`], else the grant's.
+    pub fn value_on_the_wire(&self) -> &str {
+        self.value_sent.as_deref().unwrap_or(&self.value)
     }
 }
 

@@ -506,12 +506,18 @@ pub fn check_overrides(overrides: &Overrides) -> Result<(), AppError> {
 /// The failing seeds a shrink takes, in order: with a reference, the seeds where only the subject
 /// fails; under the assumption-bounded profile without one, the implementation-bug seeds (each
 /// with the checkers its lock promised under its plan) — none when there are none, since the
-/// other violations are outside the lock's assumptions; else the first failing seeds.
+/// other violations are outside the lock's assumptions; else the implementation-bug seeds of
+/// the plans as generated ([`ExploreSummary::classified`]) when there are some, and the first
+/// failing seeds when there are none.
 pub fn shrinkable<'a>(summary: &'a ExploreSummary, locks: &Locks) -> &'a [FailingSeed] {
     match (&summary.differential, &locks.reference, &summary.assumptions) {
         (Some(d), Some(_), _) => &d.first_only_subject,
         (_, None, Some(bounded)) => &bounded.first_bugs,
-        _ => &summary.first_failing,
+        // Plans left as generated: the lock's own bugs first, when some seed shows one.
+        _ => match summary.classified.as_ref().filter(|c| !c.first_bugs.is_empty()) {
+            Some(classified) => &classified.first_bugs,
+            None => &summary.first_failing,
+        },
     }
 }
 

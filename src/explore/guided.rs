@@ -109,6 +109,8 @@ fn run_guided(
 ) -> ExploreSummary {
     let total = shard_len(config);
     let (names, mut summary) = new_summary(template, (subject, reference));
+    // Guided placement never bounds its plans: each seed is classified as generated.
+    summary.classified = Some(super::summary::Bounded::default());
     let topo = topology(template);
     let started = Instant::now();
     let mut progress = Progress::new(config.progress, total);

@@ -323,6 +323,9 @@ enum SeedOutcome {
         /// Under the assumption-bounded profile: the assumptions the plan broke, and the
         /// checkers the lock promises under it that answered invalid (an implementation bug).
         bounded: Option<(Vec<String>, Vec<String>)>,
+        /// The same, for a plan left as generated (without `--bounded`), judged by the
+        /// assumptions of the case's own scenario (its workload shape included).
+        classified: Option<(Vec<String>, Vec<String>)>,
     },
     Error {
         seed: u64,
@@ -348,19 +351,12 @@ fn explore_seed(
         verdicts,
         case,
         bounded,
+        classified,
         ..
     } = &mut outcome
     {
-        let broken = bounds.classify(case);
-        let promised = bounds.promised(&broken);
-        let bugs = verdicts
-            .iter()
-            .filter(|(c, v)| *v == Verdict::Invalid && promised.iter().any(|p| p.to_string() == *c))
-            .map(|(c, _)| c.clone())
-            .collect();
-        let mut names: Vec<String> = broken.iter().map(|b| b.assumption.name().to_string()).collect();
-        names.dedup();
-        *bounded = Some((names, bugs));
+        *bounded = Some(classify(bounds, case, verdicts));
+        *classified = None;
     }
     outcome
 }
@@ -401,9 +397,11 @@ fn judge_case(
     });
     let ops = crate::history::OpHistory::new(&run.history);
     let signature = coverage::signature(&ops);
+    let verdicts: Vec<(String, Verdict)> = run.results.iter().map(|r| (r.checker.clone(), r.verdict)).collect();
+    let classified = Some(classify(&assumptions::Assumptions::of(&scenario), &case, &verdicts));
     let outcome = SeedOutcome::Judged {
         seed,
-        verdicts: run.results.iter().map(|r| (r.checker.clone(), r.verdict)).collect(),
+        verdicts,
         fault_kinds: case.faults.iter().map(|f| f.kind().to_string()).collect(),
         faults: case.faults.len(),
         liveness: crate::liveness::of(&ops),
@@ -413,8 +411,28 @@ fn judge_case(
         case,
         reference,
         bounded: None,
+        classified,
     };
     (outcome, Some(signature))
+}
+
+/// The assumptions of `assumptions` that `case`'s plan broke, and the checkers answering invalid
+/// in `verdicts` that the lock promises under that plan (implementation bugs).
+fn classify(
+    assumptions: &assumptions::Assumptions,
+    case: &ExploreCase,
+    verdicts: &[(String, Verdict)],
+) -> (Vec<String>, Vec<String>) {
+    let broken = assumptions.classify(case);
+    let promised = assumptions.promised(&broken);
+    let bugs = verdicts
+        .iter()
+        .filter(|(c, v)| *v == Verdict::Invalid && promised.iter().any(|p| p.to_string() == *c))
+        .map(|(c, _)| c.clone())
+        .collect();
+    let mut names: Vec<String> = broken.iter().map(|b| b.assumption.name().to_string()).collect();
+    names.dedup();
+    (names, bugs)
 }
 
 /// Adds one seed's outcome to `summary` (and its differential); with `keep_case`, a failing
@@ -432,10 +450,18 @@ fn aggregate(summary: &mut ExploreSummary, outcome: SeedOutcome, keep_case: bool
             reference,
             case,
             bounded,
+            classified,
             ..
         } => {
             summary.add_verdicts(seed, &verdicts, &fault_kinds, faults);
-            if let (Some(counts), Some((broken, bugs))) = (&mut summary.assumptions, &bounded) {
+            let counted = [
+                (summary.assumptions.as_mut(), &bounded),
+                (summary.classified.as_mut(), &classified),
+            ];
+            for (counts, found) in counted {
+                let (Some(counts), Some((broken, bugs))) = (counts, found) else {
+                    continue;
+                };
                 counts.add(seed, &verdicts, broken, bugs);
                 if !bugs.is_empty() {
                     let mut kinds = fault_kinds.clone();
@@ -651,8 +677,9 @@ fn explore_random(
 ) -> ExploreSummary {
     let total = shard_len(config);
     let (names, mut summary) = new_summary(template, (subject, reference));
-    if config.assumptions.is_some() {
-        summary.assumptions = Some(summary::Bounded::default());
+    match config.assumptions {
+        Some(_) => summary.assumptions = Some(summary::Bounded::default()),
+        None => summary.classified = Some(summary::Bounded::default()),
     }
     let topo = topology(template);
     let next = AtomicU64::new(0);

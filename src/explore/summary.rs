@@ -137,6 +137,12 @@ pub struct ExploreSummary {
     /// The assumption-bounded profile's counts (`explore --bounded`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assumptions: Option<Bounded>,
+    /// Without `--bounded`: every seed's plan classified by the lock's assumptions it broke,
+    /// the plans left as generated. A violating seed whose plan broke none of the assumptions
+    /// the violated checker needs is the lock's own bug; shrinking and the counterexample take
+    /// those seeds first (`first_bugs`), before seeds that only show the lease's limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classified: Option<Bounded>,
 }
 
 /// An exploration under the assumption-bounded profile: every plan was brought inside the
@@ -210,6 +216,51 @@ impl Bounded {
         self.first_violating.extend(other.first_violating.iter().cloned());
         self.first_violating.sort();
         self.first_violating.truncate(KEEP_FIRST);
+    }
+
+    /// The summary's lines for an exploration whose plans were not bounded
+    /// ([`ExploreSummary::classified`]): which violating seeds are the lock's own bugs.
+    pub fn render_classified(&self, lock: &str) -> String {
+        let mut out = format!(
+            "  by {lock}'s assumptions (docs/assumptions.md): {} violating seeds broke none that the violated checker \
+             needs: {}\n",
+            self.seeds_bug,
+            if self.seeds_bug == 0 {
+                "no implementation bug among them"
+            } else {
+                "IMPLEMENTATION BUG (a correct lock keeps these)"
+            }
+        );
+        if !self.first_bugs.is_empty() {
+            let seeds: Vec<String> = self
+                .first_bugs
+                .iter()
+                .map(|f| format!("{} [{}]", f.seed, f.checkers.join(",")))
+                .collect();
+            out.push_str(&format!(
+                "    first implementation-bug seeds: {} (shrunk first)\n",
+                seeds.join("; ")
+            ));
+        }
+        let mut broken: Vec<(&String, &u64)> = self.broken.iter().collect();
+        broken.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        out.push_str(&format!(
+            "    {} violating seeds broke an assumption (the lease's limit, not a bug){}\n",
+            self.seeds_violating_outside,
+            if self.seeds_violating_outside == 0 {
+                String::new()
+            } else {
+                format!(
+                    "; plans breaking each, violating or not: {}",
+                    broken
+                        .iter()
+                        .map(|(a, n)| format!("{a} {n}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        ));
+        out
     }
 
     /// The summary's lines.
@@ -522,6 +573,11 @@ impl ExploreSummary {
             (None, Some(theirs)) => self.assumptions = Some(theirs.clone()),
             _ => {}
         }
+        match (&mut self.classified, &other.classified) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs),
+            (None, Some(theirs)) => self.classified = Some(theirs.clone()),
+            _ => {}
+        }
         self.errors = self.errors.saturating_add(other.errors);
         self.first_errors.extend(other.first_errors.iter().cloned());
         keep_smallest(&mut self.first_errors);
@@ -753,6 +809,9 @@ impl ExploreSummary {
         }
         if let Some(bounded) = &self.assumptions {
             out.push_str(&bounded.render(&self.algorithm));
+        }
+        if let Some(classified) = self.classified.as_ref().filter(|_| self.seeds_violating > 0) {
+            out.push_str(&classified.render_classified(&self.algorithm));
         }
         line(
             &mut out,

@@ -108,9 +108,9 @@ node = "client-3"
 fn seed_61_a_slow_client_clock_within_the_profile_is_no_lease_lie() {
     let scenario = Scenario::from_str(SEED_61, "seed-61").expect("parses");
     let run = run_scenario(&scenario, None).expect("the world runs");
-    // The same run every time (this file's history, with key effects and senders recorded).
+    // The same run every time (this file's history, with key effects and senders recorded, lock draws on the side stream).
     assert!(
-        run.digest.starts_with("2905d8f00ef2ab49"),
+        run.digest.starts_with("ab60d1c1f5f40d85"),
         "a different run than this file's: {}",
         run.digest
     );
@@ -143,8 +143,8 @@ fn unexplained(algorithm: &str, seeds: &str) -> (usize, String) {
 
 #[test]
 fn the_correct_built_in_locks_show_no_unexplained_violation_under_their_assumptions() {
-    // Every default fault kind. The token-release and watchdog ranges hold seed 11, whose plan
-    // breaks timing and violates mutual exclusion: explained, not a bug.
+    // Every default fault kind. The token-release and watchdog ranges hold seeds 17 and 18, whose plans
+    // break timing and violate mutual exclusion: explained, not a bug.
     for (algorithm, seeds) in [("token-release", "0..40"), ("watchdog", "0..20"), ("redlock", "40..50")] {
         let (bugs, text) = unexplained(algorithm, seeds);
         assert_eq!(bugs, 0, "{algorithm}: {text}");
@@ -157,7 +157,7 @@ fn the_correct_built_in_locks_show_no_unexplained_violation_under_their_assumpti
     }
     // The naive lock releases with a plain DEL: a holder delayed past its TTL deletes the next
     // holder's key, which the next holder's lease-validity shows — a real bug of that lock.
-    let (bugs, text) = unexplained("naive", "11..12");
+    let (bugs, text) = unexplained("naive", "18..19");
     assert_eq!(bugs, 1, "{text}");
-    assert!(text.contains("seed 11 [") && text.contains("lease-validity"), "{text}");
+    assert!(text.contains("seed 18 [") && text.contains("lease-validity"), "{text}");
 }

@@ -30,6 +30,7 @@ struct NodeInner {
     time: TrueTime,
     history: HistoryHandle,
     rng: RefCell<ChaCha8Rng>,
+    side_rng: RefCell<ChaCha8Rng>,
     directory: Directory,
     reply_drops: ReplyDrops,
     tasks: TaskSet,
@@ -59,7 +60,7 @@ impl Node {
         clock: NodeClock,
         time: TrueTime,
         history: HistoryHandle,
-        rng: ChaCha8Rng,
+        (rng, side_rng): (ChaCha8Rng, ChaCha8Rng),
         directory: Directory,
         wire: Wire,
     ) -> Self {
@@ -72,6 +73,7 @@ impl Node {
                 time,
                 history,
                 rng: RefCell::new(rng),
+                side_rng: RefCell::new(side_rng),
                 directory,
                 reply_drops: ReplyDrops::default(),
                 tasks: TaskSet::default(),
@@ -141,6 +143,14 @@ impl Node {
     /// The node's own random stream (derived from the run's seed and the node's name).
     pub fn rng(&self) -> RefMut<'_, ChaCha8Rng> {
         self.inner.rng.borrow_mut()
+    }
+
+    /// The node's second random stream (`node/NAME/side`), independent of [`Self::rng`]: for a
+    /// part of the software whose draws must not shift the other part's. lockstep's lock clients
+    /// draw their values and jitter here, so a client's workload draws the same work times
+    /// whatever lock it runs — a subject and its reference meet the same schedule.
+    pub fn side_rng(&self) -> RefMut<'_, ChaCha8Rng> {
+        self.inner.side_rng.borrow_mut()
     }
 
     /// Appends an event stamped with the true time and this node's readings. Returns its `seq`.

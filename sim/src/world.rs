@@ -290,7 +290,10 @@ impl World {
             NodeClock::new(self.config.epoch_ms, clock.offset_ms, clock.drift_ppm),
             self.time.clone(),
             self.history.clone(),
-            self.seed.stream(&format!("node/{name}")),
+            (
+                self.seed.stream(&format!("node/{name}")),
+                self.seed.stream(&format!("node/{name}/side")),
+            ),
             self.deployment.directory(),
             self.wire.clone(),
         );

@@ -68,9 +68,10 @@ impl LockEnv {
         self.node.timeout_local_ms(local_ms, future).await
     }
 
-    /// The node's own seeded random stream (do not hold it across an `.await`).
+    /// The lock's seeded random stream (do not hold it across an `.await`): the node's side
+    /// stream, apart from the workload's, so that what a lock draws never shifts the schedule.
     pub fn rng(&self) -> RefMut<'_, impl RngCore> {
-        self.node.rng()
+        self.node.side_rng()
     }
 
     /// Spawns a task on the node (a background extender, say): a pause of the node freezes it

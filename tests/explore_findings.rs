@@ -52,17 +52,30 @@ fn first_counterexample(args: &[&str]) -> (String, u64, serde_json::Value) {
 
 #[test]
 fn contract_shapes_are_safe_without_faults_for_every_correct_lock() {
-    // Eight shapes per lock, drawn as guided placement draws them; no fault. (The naive lock is
+    // Sixteen shapes per lock, drawn as guided placement draws them; no fault. (The naive lock is
     // correct without faults too: its bug needs a holder delayed past its TTL.)
     for algorithm in ["naive", "token-release", "watchdog", "redlock"] {
         let template = standard_template(algorithm, "none", "unfenced", 1).unwrap();
         let bounds = ShapeBounds::contract(&template);
+        // Half the validity for a lock that does not renew; a renewing lock (the watchdog)
+        // claims validity as long as it renews, so its shapes run up to three TTLs.
+        let limit = if algorithm == "watchdog" {
+            3 * template.lock.ttl_ms + 1
+        } else {
+            template.lock.ttl_ms / 2
+        };
         assert!(
-            bounds.work_ms_choices.iter().all(|w| *w < template.lock.ttl_ms / 2),
+            bounds.work_ms_choices.iter().all(|w| *w < limit),
             "{algorithm}: {bounds:?}"
         );
+        if algorithm == "watchdog" {
+            assert!(
+                bounds.work_ms_choices.iter().any(|w| *w > template.lock.ttl_ms),
+                "{bounds:?}"
+            );
+        }
         let mut rng = lockstep::sim::Seed(7).stream("test/shapes");
-        for seed in 0..8 {
+        for seed in 0..16 {
             let shape = draw_shape(&mut rng, &bounds);
             let case = ExploreCase {
                 clients: template.clients.len(),
@@ -351,4 +364,68 @@ fn against_a_scenario_file_compares_the_lock_with_its_fixed_twin() {
         assert!(err.contains(says), "{value}: {err}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_default_exploration_shows_the_locks_own_bug_first() {
+    // A release without an owner check, as a script lock in the standard template: the summary
+    // counts the seeds whose plan broke none of the lock's assumptions, and the counterexample is
+    // one of them (a master restarting empty, say, would only show the lease's limit).
+    let (toml, faults, doc) =
+        first_counterexample(&["--lock", "scenarios/bug-release-no-owner-check.toml", "--seeds", "30"]);
+    let classified = &doc["summary"]["classified"];
+    assert!(classified["seeds_bug"].as_u64().unwrap() > 0, "{doc}");
+    assert!(faults > 0, "{toml}");
+    assert!(toml.contains("so this is an IMPLEMENTATION BUG"), "{toml}");
+    // Its fixed twin: the same seeds, no implementation bug.
+    let (code, out, err) = lockstep(&[
+        "explore",
+        "--lock",
+        "scenarios/bug-release-no-owner-check-safe.toml",
+        "--seeds",
+        "30",
+        "--shrink",
+        "0",
+        "--json",
+        "--jobs",
+        "2",
+    ]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert_eq!(doc["summary"]["classified"]["seeds_bug"], 0, "{out}");
+    assert!(code == 0 || code == 1, "{err}");
+    // The template is named after the file, and runs the file's TTL.
+    assert_eq!(
+        doc["summary"]["scenario"], "explore-bug-release-no-owner-check-safe",
+        "{out}"
+    );
+}
+
+#[test]
+fn a_lock_moved_into_a_template_it_does_not_fit_is_refused() {
+    // The fixed twin renews every 3 s, written for its own 10 s TTL: in the standard template
+    // (TTL 2 s) that renewal would never come in time, so `--against` refuses it.
+    let (code, _, err) = lockstep(&[
+        "explore",
+        "--seeds",
+        "1",
+        "--against",
+        "scenarios/bug-renewal-failure-ignored-safe.toml",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("does not fit the template") && err.contains("extend_every_ms"),
+        "{err}"
+    );
+    // `--lock` takes the file's TTL with its lock, so the same file runs there.
+    let (code, out, err) = lockstep(&[
+        "explore",
+        "--lock",
+        "scenarios/bug-renewal-failure-ignored-safe.toml",
+        "--seeds",
+        "2",
+        "--jobs",
+        "2",
+    ]);
+    assert!(code == 0 || code == 1, "{out}{err}");
+    assert!(out.contains("TTL 10000 ms"), "{out}");
 }

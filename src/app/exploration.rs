@@ -269,14 +269,20 @@ pub fn template(file: Option<&Path>, standard: &StandardSettings) -> Result<Scen
 }
 
 /// The standard template running the lock of the scenario file `lock_file` (`--lock FILE`):
-/// one master, or Redlock's five when the lock uses more than one; the lock's algorithm and
-/// settings in place of the template's, the template's key, TTL and fencing kept; named
-/// `explore-{file stem}`.
+/// one master, or Redlock's five when the lock uses more than one; the lock's algorithm,
+/// settings and TTL (its renewal period and margins are written for that TTL) in place of the
+/// template's, the run at least five TTLs long; the template's key and fencing kept; named
+/// `explore-{file stem}`. The result is checked as a scenario file is.
 fn standard_template_with_lock(lock_file: &Path, standard: &StandardSettings) -> Result<Scenario, AppError> {
     check_standard(standard)?;
     let bad = |e: String| AppError::BadInput(format!("--lock: {e}"));
-    let wide = standard_template("redlock", &standard.fencing, &standard.resource, standard.tick_ms)
+    let file_ttl_ms = Scenario::from_file(lock_file)
+        .map_err(|e| bad(e.to_string()))?
+        .lock
+        .ttl_ms;
+    let mut wide = standard_template("redlock", &standard.fencing, &standard.resource, standard.tick_ms)
         .map_err(|e| bad(e.to_string()))?;
+    wide.lock.ttl_ms = file_ttl_ms;
     let LockChoice::FromFile { name, spec } = LockChoice::from_file(lock_file, &wide).map_err(bad)? else {
         return Err(bad("not a lock".to_string()));
     };
@@ -289,12 +295,20 @@ fn standard_template_with_lock(lock_file: &Path, standard: &StandardSettings) ->
     let mut template = standard_template(base, &standard.fencing, &standard.resource, standard.tick_ms)
         .map_err(|e| bad(e.to_string()))?;
     template.lock.algorithm = spec;
+    template.lock.ttl_ms = file_ttl_ms;
+    if file_ttl_ms.saturating_mul(5) > template.duration_ms {
+        template.duration_ms = file_ttl_ms.saturating_mul(5);
+        template.workload.until_ms = Some(template.duration_ms - template.duration_ms / 10);
+    }
     template.name = format!("explore-{name}");
     template.description = format!(
-        "The standard exploration profile with the lock of {}: {} master(s), 3 clients, 10 s.",
+        "The standard exploration profile with the lock of {}: {} master(s), 3 clients, {} s.",
         lock_file.display(),
-        template.masters.len()
+        template.masters.len(),
+        template.duration_ms / 1000
     );
+    let origin = format!("{} (its lock in the standard template)", lock_file.display());
+    crate::explore::subject::revalidate(&template, &origin).map_err(bad)?;
     Ok(template)
 }
 

@@ -34,6 +34,7 @@
 pub use super::generate::WorkloadShape;
 use super::generate::{ExploreCase, FaultProfile, GenFault, Topology, DEFAULT_KINDS};
 use crate::history::{OpHistory, OpName, StepKind};
+use crate::model::AlgorithmSpec;
 use crate::scenario::{Scenario, WorkMs};
 use lockstep_sim::{Phase, Seed};
 use rand::Rng;
@@ -214,12 +215,22 @@ impl ShapeBounds {
     /// (read and write, each up to the resource timeout) and [`SHAPE_MARGIN_MS`]. For the
     /// standard template (TTL 2 s, resource timeout 50 ms) W is 925 ms (914 ms for Redlock,
     /// whose drift allowance is 22 ms).
+    ///
+    /// A lock that renews its lease while the work runs (a watchdog, a script lock's `renew`,
+    /// Redlock's `auto_extend`) claims validity for as long as it renews: its contract covers
+    /// critical sections longer than the TTL, and those are the shapes that exercise its renewal
+    /// (W/4, W, TTL and 3 × TTL).
     pub fn contract(template: &Scenario) -> ShapeBounds {
         let ttl_ms = template.lock.ttl_ms;
         let w = contract_work_ms_max(template);
+        let work_ms_choices = if renews(template) {
+            [w / 4, w, ttl_ms, ttl_ms.saturating_mul(3)]
+        } else {
+            [w / 10, w / 4, w / 2, w]
+        };
         ShapeBounds {
             ttl_ms,
-            work_ms_choices: [w / 10, w / 4, w / 2, w].map(|ms| ms.max(1)),
+            work_ms_choices: work_ms_choices.map(|ms| ms.max(1)),
             overrun: false,
         }
     }
@@ -245,6 +256,12 @@ impl ShapeBounds {
                  a violation without a fault is the shape's, not the lock's",
                 self.ttl_ms
             )
+        } else if longest > self.ttl_ms {
+            format!(
+                "inside the lock's contract: critical sections up to {longest} ms, kept alive by the lock's renewal \
+                 (TTL {} ms)",
+                self.ttl_ms
+            )
         } else {
             format!(
                 "inside the lock's contract: critical sections up to {longest} ms (half the validity left after the \
@@ -252,6 +269,16 @@ impl ShapeBounds {
                 self.ttl_ms
             )
         }
+    }
+}
+
+/// Whether `template`'s lock renews its lease while the work runs.
+pub fn renews(template: &Scenario) -> bool {
+    match &template.lock.algorithm {
+        AlgorithmSpec::Watchdog(_) => true,
+        AlgorithmSpec::Redlock(r) => r.auto_extend,
+        AlgorithmSpec::Script(s) => s.renewal != crate::model::Renewal::None,
+        AlgorithmSpec::Naive | AlgorithmSpec::TokenRelease => false,
     }
 }
 

@@ -165,7 +165,8 @@ impl Assumptions {
                 r.clock == ClockKind::Wall,
                 true,
                 Some((all_masters.len(), all_masters.len() / 2 + 1)),
-                None,
+                // node-redlock's `using()` extends when less than the threshold is left.
+                r.auto_extend.then(|| ttl_ms.saturating_sub(r.extension_threshold_ms)),
                 false,
             ),
             AlgorithmSpec::Script(s) => (
@@ -179,6 +180,9 @@ impl Assumptions {
                 Some((s.masters.min(all_masters.len()), s.quorum)),
                 match s.renewal {
                     crate::model::Renewal::Every { interval_ms } => Some(interval_ms),
+                    // Renewed when less than the threshold is left: a turn is at most the TTL
+                    // less the threshold (the validity is never more than the TTL).
+                    crate::model::Renewal::BeforeExpiry { threshold_ms } => Some(ttl_ms.saturating_sub(threshold_ms)),
                     _ => None,
                 },
                 false,

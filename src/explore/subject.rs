@@ -61,6 +61,15 @@ impl UserLock {
     }
 }
 
+/// Checks `scenario` as a scenario file is checked (written out and read back): a lock moved
+/// into another template (`--lock`, `--against FILE`) must still be valid there — a renewal
+/// period written for another TTL, say. The error names `origin`.
+pub fn revalidate(scenario: &Scenario, origin: &str) -> Result<(), String> {
+    Scenario::from_str(&scenario.to_toml(), origin)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 /// A lock an exploration can run (owned).
 #[derive(Debug, Clone, Default)]
 pub enum LockChoice {
@@ -125,6 +134,11 @@ impl LockChoice {
                 ));
             }
         }
+        revalidate(
+            &LockRef::FromFile("", &spec).scenario(template),
+            &format!("{} (its lock in the template)", path.display()),
+        )
+        .map_err(|e| format!("its lock does not fit the template: {e}"))?;
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())

@@ -14,7 +14,9 @@
 pub mod app;
 pub mod bench;
 pub mod checker;
+pub mod emit;
 pub mod explore;
+pub mod gate;
 pub mod harness;
 pub mod history;
 pub mod live;

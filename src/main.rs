@@ -10,7 +10,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use lockstep::app::args::{BenchArgs, CiArgs, ExploreArgs, RunArgs};
 use lockstep::app::exploration::{self, Shrunk};
-use lockstep::app::{ci, emit, error, files, run, search, sweep, AppError, Outcome};
+use lockstep::app::{ci, error, files, run, search, sweep, AppError, Outcome};
+use lockstep::emit;
 use lockstep::report::merge::{merge_texts, Merged};
 use lockstep::report::{console, write_atomic, write_json, write_report_with, Report};
 use lockstep_sim::History;
@@ -264,13 +265,16 @@ fn cmd_mutants(args: &lockstep::app::mutants::MutantsArgs) -> Result<Outcome, Ap
     Ok(outcome)
 }
 
-/// Writes the command's result to standard output (see `app::emit`).
+/// Writes the command's result to standard output (see `lockstep::emit`).
 fn say(text: &str) -> Result<(), AppError> {
     emit::stdout(text).map_err(AppError::Io)
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if std::env::var_os("LOCKSTEP_PARSE_ONLY").is_some() {
+        return ExitCode::SUCCESS; // the docs test: the arguments parse (tests/docs_run.rs)
+    }
     let result = match cli.command {
         Command::Live(args) => return lockstep::live::main(args, &lockstep::report::live::Renderer),
         Command::Run(args) => cmd_run(args),

@@ -18,8 +18,7 @@
 //! the holder refused itself (its validity ran out, `refuse_write_after_validity`) is a `write`
 //! invoke and a `fail` whose error begins with [`HOLDER_REFUSAL`]; it never reaches the resource.
 
-use crate::lock::LockError;
-use lockstep_sim::{LinkError, Node, Phase};
+use lockstep_sim::{Node, Phase};
 use serde::Serialize;
 
 pub use crate::model::op::*;
@@ -83,8 +82,8 @@ impl Recorder {
         });
     }
 
-    /// Records a lock error as `fail` or, when its outcome is unknown, `info`.
-    pub fn complete_error(&self, id: u64, op: &str, error: &LockError) {
+    /// Records an error as `fail` or, when its outcome is unknown, `info`.
+    pub fn complete_error(&self, id: u64, op: &str, error: &dyn OpFailure) {
         let phase = if error.outcome_unknown() {
             Phase::Info
         } else {
@@ -99,9 +98,12 @@ impl Recorder {
             }),
         );
     }
+}
 
-    /// Records a link error as `fail` or `info`.
-    pub fn complete_link_error(&self, id: u64, op: &str, error: &LinkError) {
-        self.complete_error(id, op, &LockError::from(error.clone()));
-    }
+/// An error an operation can end with: its text, and whether the operation may have taken
+/// effect (`info`) or certainly did not (`fail`). A lock's errors are one (`crate::lock`
+/// implements it); this module, below the locks, names none of them.
+pub trait OpFailure: std::fmt::Display {
+    /// Whether the operation may have taken effect.
+    fn outcome_unknown(&self) -> bool;
 }

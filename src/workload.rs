@@ -29,7 +29,7 @@
 //!   tasks.
 
 use crate::lock::using::{keep_alive, AbortSignal};
-use crate::lock::LockClient;
+use crate::lock::{LockClient, LockError};
 use crate::model::op::{names, AcquireInvoke, Grant, GrantRef, OpError, ReadOk, WriteInvoke, HOLDER_REFUSAL};
 use crate::model::{TasksSpec, WorkMode, WorkMs};
 use crate::ops::{self, Recorder};
@@ -149,7 +149,7 @@ async fn critical_section(
             }
             Err(e) => {
                 // Without the current value there is nothing safe to write.
-                rec.complete_link_error(id, names::READ, &e);
+                rec.complete_error(id, names::READ, &LockError::from(e));
                 return;
             }
         };
@@ -197,7 +197,7 @@ async fn write_once(rec: &Recorder, resource: &ResourceClient, write: &WriteInvo
         Ok(WriteOutcome::Rejected { message }) => {
             rec.complete(id, names::WRITE, Phase::Fail, ops::to_data(&OpError { error: message }));
         }
-        Err(e) => rec.complete_link_error(id, names::WRITE, &e),
+        Err(e) => rec.complete_error(id, names::WRITE, &LockError::from(e)),
     }
 }
 

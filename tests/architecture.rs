@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 /// The floor of each top-level module of `src/` (`lib.rs` and `prelude.rs` only re-export).
 const FLOORS: &[(&str, u8)] = &[
     ("model", 0),
+    ("emit", 0),
     ("scenario", 1),
     ("lock", 2),
     ("workload", 2),
@@ -28,6 +29,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("explore", 5),
     ("bench", 5),
     ("run", 5),
+    ("gate", 5),
     ("live", 5),
     ("report", 6),
     ("timeline", 6),
@@ -137,12 +139,40 @@ fn load(root: &Path) -> Vec<SourceFile> {
         .collect()
 }
 
-/// Every module path named by `crate::…` or `super::…` in a file's code, made absolute
-/// (`use a::{b, c::D}` groups give one path per member).
-fn referenced_paths(file: &SourceFile) -> Vec<Vec<String>> {
+/// Every module path a file's code names, made absolute (`use a::{b, c::D}` groups give one
+/// path per member): written `crate::…`, `super::…` or `self::…`, or bare through one of the
+/// file's own child modules (`expect::run_status` in `run/mod.rs` names `run::expect`). A
+/// re-export of a child (`pub use child::…`) and its `mod` line are declarations, not uses.
+fn referenced_paths(file: &SourceFile, children: &[String]) -> Vec<Vec<String>> {
+    let mut found = referenced_anchored(file);
+    let code = file.code.as_str();
+    for child in children {
+        let needle = format!("{child}::");
+        let mut start = 0;
+        while let Some(pos) = code[start..].find(&needle) {
+            let at = start + pos;
+            start = at + needle.len();
+            if let Some(prev) = code[..at].chars().last() {
+                if prev.is_alphanumeric() || prev == '_' || prev == ':' {
+                    continue;
+                }
+            }
+            let line_start = code[..at].rfind('\n').map_or(0, |i| i + 1);
+            let before = code[line_start..at].trim();
+            if before.starts_with("pub use") || before.starts_with("pub(crate) use") {
+                continue; // a re-export of the child: a declaration
+            }
+            collect_paths(file.module.clone(), &code[at..], &mut found);
+        }
+    }
+    found
+}
+
+/// The paths of [`referenced_paths`] written `crate::…`, `super::…` or `self::…`.
+fn referenced_anchored(file: &SourceFile) -> Vec<Vec<String>> {
     let mut found = Vec::new();
     let code = file.code.as_str();
-    for anchor in ["crate::", "super::"] {
+    for anchor in ["crate::", "super::", "self::"] {
         let mut start = 0;
         while let Some(pos) = code[start..].find(anchor) {
             let at = start + pos;
@@ -158,6 +188,9 @@ fn referenced_paths(file: &SourceFile) -> Vec<Vec<String>> {
             if anchor == "super::" {
                 base = file.module.clone();
                 base.pop();
+            }
+            if anchor == "self::" {
+                base = file.module.clone();
             }
             let mut rest = &code[at + anchor.len()..];
             while let Some(r) = rest.strip_prefix("super::") {
@@ -222,10 +255,23 @@ fn resolve(files: &[SourceFile], path: &[String]) -> Option<usize> {
         .find_map(|len| files.iter().position(|f| f.module == path[..len]))
 }
 
-fn graph(files: &[SourceFile]) -> BTreeMap<usize, BTreeSet<usize>> {
+/// The names of `file`'s child modules (files one level below its module).
+fn children(files: &[SourceFile], file: &SourceFile) -> Vec<String> {
+    files
+        .iter()
+        .filter(|f| f.module.len() == file.module.len() + 1 && f.module.starts_with(&file.module))
+        .filter_map(|f| f.module.last().cloned())
+        .collect()
+}
+
+/// The import graph between files: with `bare`, paths through child modules count too.
+fn graph(files: &[SourceFile], bare: bool) -> BTreeMap<usize, BTreeSet<usize>> {
     let mut edges: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
     for (i, file) in files.iter().enumerate() {
-        let paths = referenced_paths(file);
+        let paths = match bare {
+            true => referenced_paths(file, &children(files, file)),
+            false => referenced_anchored(file),
+        };
         for path in paths {
             if let Some(j) = resolve(files, &path) {
                 // A module's own root (lib.rs / main.rs, module path []) is never a target.
@@ -299,19 +345,76 @@ fn cycles(n: usize, edges: &BTreeMap<usize, BTreeSet<usize>>) -> Vec<Vec<usize>>
     s.out
 }
 
+/// The import cycles among `files`: any cycle of `crate::`/`super::`/`self::` paths, and any
+/// cycle through files of two top-level modules once bare child paths count too (a module's
+/// `mod.rs` calling into its own children while they use its items is one unit; a circle from
+/// one top-level module into another and back is not).
 fn cycle_report(files: &[SourceFile]) -> Vec<String> {
-    let edges = graph(files);
-    cycles(files.len(), &edges)
-        .into_iter()
-        .map(|c| {
-            let names: Vec<String> = c.iter().map(|&i| files[i].path.display().to_string()).collect();
-            format!("import cycle among {} files: {}", c.len(), names.join(", "))
-        })
-        .collect()
+    let name = |c: &[usize]| -> Vec<String> { c.iter().map(|&i| files[i].path.display().to_string()).collect() };
+    let anchored = cycles(files.len(), &graph(files, false));
+    let mut out: Vec<String> = anchored
+        .iter()
+        .map(|c| format!("import cycle among {} files: {}", c.len(), name(c).join(", ")))
+        .collect();
+    for c in cycles(files.len(), &graph(files, true)) {
+        if anchored.contains(&c) {
+            continue;
+        }
+        let tops: BTreeSet<&str> = c
+            .iter()
+            .filter_map(|&i| files[i].module.first().map(String::as_str))
+            .collect();
+        if tops.len() > 1 {
+            out.push(format!(
+                "import cycle across modules {} ({} files): {}",
+                tops.into_iter().collect::<Vec<_>>().join(", "),
+                c.len(),
+                name(&c).join(", ")
+            ));
+        }
+    }
+    out
 }
 
 fn root_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The cycles between top-level modules (a module is all its files), every path form counted.
+fn module_cycle_report(files: &[SourceFile]) -> Vec<String> {
+    let tops: Vec<String> = files
+        .iter()
+        .filter_map(|f| f.module.first().cloned())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let index = |f: &SourceFile| f.module.first().and_then(|t| tops.iter().position(|x| x == t));
+    let mut edges: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+    for (from, targets) in graph(files, true) {
+        for to in targets {
+            if let (Some(a), Some(b)) = (index(&files[from]), index(&files[to])) {
+                if a != b {
+                    edges.entry(a).or_default().insert(b);
+                }
+            }
+        }
+    }
+    cycles(tops.len(), &edges)
+        .into_iter()
+        .map(|c| {
+            let names: Vec<&str> = c.iter().map(|&i| tops[i].as_str()).collect();
+            format!("modules import each other: {}", names.join(" <-> "))
+        })
+        .collect()
+}
+
+#[test]
+fn no_import_cycle_between_modules() {
+    for dir in ["src", "sim/src"] {
+        let files = load(&root_dir().join(dir));
+        let problems = module_cycle_report(&files);
+        assert!(problems.is_empty(), "{dir}: {}", problems.join("\n"));
+    }
 }
 
 #[test]
@@ -345,7 +448,7 @@ fn imports_follow_the_flow_in_src() {
             ));
             continue;
         };
-        for path in referenced_paths(file) {
+        for path in referenced_anchored(file) {
             let Some(target) = path.first() else { continue };
             if FACADES.contains(&target.as_str()) {
                 problems.push(format!(
@@ -392,6 +495,35 @@ fn the_checker_finds_a_planted_cycle() {
     let problems = cycle_report(&files);
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(problems[0].contains("a.rs") && problems[0].contains("b.rs") && !problems[0].contains("c.rs"));
+}
+
+#[test]
+fn the_checker_sees_a_circle_through_a_parents_bare_child_path() {
+    // `a/mod.rs` calls `helper::go()` (its child, a bare path), `a/helper.rs` uses `crate::b`,
+    // and `b` uses `crate::a`: a circle across modules a and b, invisible to `crate::` paths.
+    let file = |module: &[&str], code: &str| SourceFile {
+        module: module.iter().map(|m| m.to_string()).collect(),
+        code: code.into(),
+        path: module.join("/").into(),
+    };
+    let files = vec![
+        file(
+            &["a"],
+            "pub mod helper;\npub use helper::Go;\npub fn run() { helper::go(); }\n",
+        ),
+        file(&["a", "helper"], "use crate::b::Thing;\n"),
+        file(&["b"], "use crate::a::run;\n"),
+    ];
+    let problems = cycle_report(&files);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].contains("across modules a, b"), "{problems:?}");
+    // A re-export alone is a declaration: no circle.
+    let files = vec![
+        file(&["a"], "pub mod helper;\npub use helper::Go;\n"),
+        file(&["a", "helper"], "use crate::b::Thing;\n"),
+        file(&["b"], "use crate::a::run;\n"),
+    ];
+    assert!(cycle_report(&files).is_empty());
 }
 
 /// What only the application layer may call: anything that builds or runs a world.

@@ -30,6 +30,7 @@ pub mod net;
 pub mod node;
 pub mod pause;
 pub mod redis;
+pub mod replication;
 pub mod resource;
 pub mod role;
 pub mod seed;

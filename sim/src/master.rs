@@ -23,10 +23,10 @@
 //! unblock it at once. A replica refuses writes queued inside `MULTI` with `READONLY`, and `EXEC`
 //! then answers `EXECABORT`, as Redis does.
 
-use crate::deployment::replication::{diff, Effect, Replication, SharedReplication};
 use crate::history::{bounded_lossy, cut_with_note, EventKind, MAX_EVENT_ARG_BYTES, MAX_EVENT_TEXT_BYTES};
 use crate::node::Node;
 use crate::redis::{blocking_timeout_ms, is_write_command, ClientSession, RedisEngine, Reply};
+use crate::replication::{diff, Effect, Replication, SharedReplication};
 use crate::serve::{render_reply, ConnectionHooks, DeferringHandler, Response};
 use bytes::Bytes;
 use std::cell::RefCell;

@@ -13,8 +13,8 @@ use super::sweep::{ttl_sweep, SweepOptions};
 use super::AppError;
 use crate::checker::NAMES;
 use crate::explore::{ExploreConfig, LockChoice, Shard};
+pub use crate::gate::{CiRun, ExplorationOutcome, ScenarioOutcome};
 use crate::run::expect::{self, Status};
-pub use crate::run::gate::{CiRun, ExplorationOutcome, ScenarioOutcome};
 use crate::scenario::Scenario;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -127,7 +127,7 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
         if files < shard.index && !explores && !sweeps {
             // Not an error: a CI matrix has a fixed number of shards and `merge` needs every
             // shard's report, so an empty shard still writes one. But it checks nothing: say so.
-            super::emit::stderr_line(&format!(
+            crate::emit::stderr_line(&format!(
                 "warning: --shard {}/{}: no scenario falls in this shard ({files} files dealt over {} shards) and \
                  there is no exploration to split: this shard checks nothing; the merged report is the gate",
                 shard.index, shard.count, shard.count
@@ -154,7 +154,7 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
             Err(_) => Status::Error,
         };
         if options.progress {
-            super::emit::stderr_line(&format!(
+            crate::emit::stderr_line(&format!(
                 "ci: {} {} ({})",
                 status_words(status),
                 scenario.name,
@@ -174,7 +174,7 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
     for (path, scenario) in inputs {
         let Some(spec) = &scenario.explore else { continue };
         if options.progress {
-            super::emit::stderr_line(&format!("ci: exploring {} ({})", scenario.name, path.display()));
+            crate::emit::stderr_line(&format!("ci: exploring {} ({})", scenario.name, path.display()));
         }
         let overrides = Overrides {
             jobs: Some(options.jobs),
@@ -185,9 +185,9 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
         let (template, config) = explore_config(scenario, &overrides)?;
         let mut summary = run_exploration(&template, &config, &options.locks, None);
         super::identity::stamp_run(&mut summary, &template, &config, &options.locks);
-        let status = expect::exploration_status(NAMES, &spec.expect, &summary, partial);
+        let status = summary.status(NAMES, &spec.expect, partial);
         if options.progress {
-            super::emit::stderr_line(&format!(
+            crate::emit::stderr_line(&format!(
                 "ci: {} exploration {} ({} seeds, {} violating)",
                 status_words(status),
                 summary.scenario,
@@ -208,7 +208,7 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
     if let Some(sweep) = &options.ttl_sweep {
         if options.shard.is_none_or(|s| s.index == 1) {
             if options.progress {
-                super::emit::stderr_line(&format!(
+                crate::emit::stderr_line(&format!(
                     "ci: TTL sweep of {} over {} TTLs × {} seeds",
                     sweep.algorithm,
                     sweep.ttls_ms.len(),

@@ -39,6 +39,11 @@ pub fn exploration_identity(template: &Scenario, config: &ExploreConfig, locks: 
         field(b"strategy");
         field(strategy.name().as_bytes());
     }
+    // Shapes that may outlive the lease explore other workloads (only guided placement draws
+    // shapes; off, nothing is added, so earlier identities stay).
+    if config.overrun_shapes {
+        field(b"overrun-shapes");
+    }
     hex::encode(hash.finalize())
 }
 
@@ -171,8 +176,13 @@ mod tests {
         let span = run_span(&template(), &bounded, &locks);
         assert_eq!(span.strategy, Some(RunStrategy::Bounded));
         ids.push(span.run_id);
+        // Overrun shapes explore other workloads.
+        let mut overrun = random.clone();
+        overrun.profile.strategy = PlacementStrategy::Mixed;
+        overrun.overrun_shapes = true;
+        ids.push(exploration_identity(&template(), &overrun, &locks));
         let distinct: std::collections::BTreeSet<&String> = ids.iter().collect();
-        assert_eq!(distinct.len(), 4, "{ids:?}");
+        assert_eq!(distinct.len(), 5, "{ids:?}");
     }
 
     #[test]

@@ -24,7 +24,6 @@
 
 pub mod args;
 pub mod ci;
-pub mod emit;
 pub mod error;
 pub mod exploration;
 pub mod files;

@@ -676,7 +676,7 @@ pub fn main(args: &MutantsArgs) -> Result<(Outcome, [String; 2]), AppError> {
     };
     let result = run_suite(&catalogue, &options);
     let text = result.render();
-    super::emit::stdout(&text).map_err(AppError::Io)?;
+    crate::emit::stdout(&text).map_err(AppError::Io)?;
     // Plain data with string keys: serialisation cannot fail.
     let json = serde_json::to_string_pretty(&result).unwrap_or_default();
     Ok((Outcome::held_if(result.passed()), [result.render_markdown(), json]))

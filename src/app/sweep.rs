@@ -92,7 +92,7 @@ pub fn ttl_sweep(options: &SweepOptions) -> Result<TtlSweep, AppError> {
             AlgorithmSpec::Naive | AlgorithmSpec::TokenRelease | AlgorithmSpec::Script(_) => {}
         }
         if options.progress {
-            super::emit::stderr_line(&format!("ci: TTL sweep: ttl {ttl} ms, {} seeds", options.seeds));
+            crate::emit::stderr_line(&format!("ci: TTL sweep: ttl {ttl} ms, {} seeds", options.seeds));
         }
         let config = ExploreConfig {
             seeds: 0..options.seeds,

@@ -618,7 +618,7 @@ impl Progress {
                     let elapsed = started.elapsed().as_secs_f64();
                     let rate = done as f64 / elapsed.max(1e-9);
                     let left = (total - done) as f64 / rate.max(1e-9);
-                    crate::app::emit::stderr_line(&format!(
+                    crate::emit::stderr_line(&format!(
                         "explore: {done}/{total} seeds, {rate:.1}/s, {violating} violating, ~{left:.0} s left"
                     ));
                 }

@@ -9,6 +9,7 @@
 
 use crate::checker::{self, Verdict};
 use crate::liveness::percentile;
+use crate::run::expect::{exploration_check, Status};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -667,6 +668,39 @@ impl ExploreSummary {
             .filter(move |f| f.checkers.iter().any(|c| c == checker))
     }
 
+    /// The status of a whole exploration: the worst of its checks over `checkers`, and `Error`
+    /// when seeds could not be judged or were not deterministic.
+    pub fn status(
+        &self,
+        checkers: &[&str],
+        expect: &BTreeMap<String, crate::scenario::ExploreExpect>,
+        partial: bool,
+    ) -> Status {
+        if self.errors > 0 || !self.determinism_failures.is_empty() {
+            return Status::Error;
+        }
+        // With a reference lock (the differential oracle), a seed where only the lock under test
+        // fails is a failure whatever the per-checker expectations say; a reference that could not
+        // run leaves the comparison incomplete.
+        if let Some(differential) = &self.differential {
+            if differential.reference_errors > 0 {
+                return Status::Error;
+            }
+            if differential.seeds_only_subject > 0 {
+                return Status::Fail;
+            }
+        }
+        // Under the assumption-bounded profile (no reference), a checker the template's lock
+        // promised under a seed's plan answering invalid is an implementation bug.
+        if self.differential.is_none() && self.assumptions.as_ref().is_some_and(|b| b.seeds_bug > 0) {
+            return Status::Fail;
+        }
+        Status::worst(checkers.iter().map(|name| {
+            let invalid = self.violations.get(*name).copied().unwrap_or(0);
+            exploration_check(expect.get(*name).copied(), invalid, partial)
+        }))
+    }
+
     /// Whether the exploration passes as a gate (exit code 0, `"ok"` in JSON): some seed ran,
     /// and [`Self::is_clean_against_reference`]. An exploration that ran no seed (a time limit
     /// shorter than one seed) checked nothing: it never passes.
@@ -1209,5 +1243,13 @@ mod tests {
         other.run.as_mut().unwrap().run_id = "s".into();
         merged.merge(&other);
         assert_eq!(merged.run, None);
+    }
+
+    #[test]
+    fn seeds_that_could_not_be_judged_make_the_exploration_an_error() {
+        let mut summary = ExploreSummary::default();
+        assert_eq!(summary.status(&["a"], &BTreeMap::new(), false), Status::Unchecked);
+        summary.errors = 1;
+        assert_eq!(summary.status(&["a"], &BTreeMap::new(), false), Status::Error);
     }
 }

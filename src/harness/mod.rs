@@ -53,10 +53,10 @@ use crate::app::files::load_inputs;
 pub use crate::app::AppError as HarnessError;
 use crate::explore::shrink::{Counterexample, Shrunk};
 use crate::explore::{standard_template, ExploreConfig, ExploreSummary, LockChoice, UserLock};
+use crate::gate::{CiRun, ExplorationOutcome};
 use crate::lock::{LockClient, LockEnv};
 use crate::model::ExploreExpect;
 use crate::report::{prepare_out, write_atomic, write_report_with, Report};
-use crate::run::gate::{CiRun, ExplorationOutcome};
 use crate::run::{require_tokio_unstable, run_with_lock, LockFactory, ScenarioRun};
 use crate::scenario::Scenario;
 use std::collections::BTreeMap;
@@ -444,7 +444,7 @@ impl Harness {
                 self.expect.clone()
             };
             // (A bounded summary with a bug fails here, and in the report row alike.)
-            let status = crate::run::expect::exploration_status(crate::checker::NAMES, &expect, &summary, false);
+            let status = summary.status(crate::checker::NAMES, &expect, false);
             // The report row and the harness's gate are one judgement.
             let passed = !status.is_failure();
             ci.explorations.push(ExplorationOutcome {

@@ -471,7 +471,7 @@ async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun
     let mut next_port = options.base_port;
     // One replication bookkeeping for every group, shared by its servers (as in the simulation).
     let repl = Rc::new(std::cell::RefCell::new(
-        lockstep_sim::deployment::replication::Replication::default(),
+        lockstep_sim::replication::Replication::default(),
     ));
     for m in &scenario.masters {
         let setup = scenario.master_setup(&m.name);
@@ -740,7 +740,7 @@ pub fn main(args: LiveArgs, render: &dyn output::Render) -> ExitCode {
     match main_inner(&args, render) {
         Ok(code) => ExitCode::from(code),
         Err(message) => {
-            crate::app::emit::stderr_line(&format!("lockstep live: {message}"));
+            crate::emit::stderr_line(&format!("lockstep live: {message}"));
             ExitCode::from(2)
         }
     }
@@ -811,7 +811,7 @@ fn main_inner(args: &LiveArgs, render: &dyn output::Render) -> Result<u8, String
         let started = std::time::Instant::now();
         let run = run_live(&scenario, &options).map_err(|e| e.located(&args.file))?;
         let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
-        crate::app::emit::stdout(&render.run(&args.file, &scenario, &run, i, args.runs, args.quiet || args.runs > 1))?;
+        crate::emit::stdout(&render.run(&args.file, &scenario, &run, i, args.runs, args.quiet || args.runs > 1))?;
         runs.push((run, wall_ms));
     }
     if let (Some(file), Some((run, _))) = (&args.history, runs.last()) {
@@ -820,11 +820,11 @@ fn main_inner(args: &LiveArgs, render: &dyn output::Render) -> Result<u8, String
     }
     let summary = output::summarize(&args.file, &scenario, &options, &runs);
     if args.runs > 1 {
-        crate::app::emit::stdout(&render.summary(&summary))?;
+        crate::emit::stdout(&render.summary(&summary))?;
     }
     if let Some(out) = &args.report {
         render.write(out, &args.file, &scenario, &runs, &summary)?;
-        crate::app::emit::stdout(&format!("   report: {}\n", out.display()))?;
+        crate::emit::stdout(&format!("   report: {}\n", out.display()))?;
     }
     Ok(if summary.all_as_expected() { 0 } else { 1 })
 }

@@ -620,7 +620,7 @@ impl ClientProcess {
                         Err(_) => break,
                     };
                     if echo {
-                        crate::app::emit::stderr_line(&format!("[{prefix}] {line}"));
+                        crate::emit::stderr_line(&format!("[{prefix}] {line}"));
                     }
                     if let Ok(mut kept) = kept.lock() {
                         if kept.len() == STDERR_KEPT {

@@ -72,6 +72,12 @@ impl LockError {
     }
 }
 
+impl crate::ops::OpFailure for LockError {
+    fn outcome_unknown(&self) -> bool {
+        LockError::outcome_unknown(self)
+    }
+}
+
 /// How a lock is kept alive while the work runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AutoExtend {

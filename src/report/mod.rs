@@ -23,7 +23,7 @@
 //! if everything in it is listed there, and only what is listed is ever removed
 //! ([`prepare_out`]).
 //!
-//! The report is built ([`Report::build`]) from what the gate ran (`crate::run::gate::CiRun`,
+//! The report is built ([`Report::build`]) from what the gate ran (`crate::gate::CiRun`,
 //! produced by `crate::app::ci`), merged from shard reports ([`merge`]), and rendered; nothing
 //! here runs a simulation. [`Headline`] is the one summary every renderer prints (the CLI's
 //! closing lines in [`console`], the Markdown, the HTML); [`console`] also renders what the other
@@ -50,10 +50,10 @@ use crate::checker::{CheckResult, Verdict};
 use crate::explore::generate::FaultProfile;
 use crate::explore::summary::FailingSeed;
 use crate::explore::ExploreSummary;
+use crate::gate::{CiRun, ExplorationOutcome, ScenarioOutcome};
 use crate::history::OpHistory;
 use crate::liveness::{self, percentile};
 use crate::run::expect::{self, Outcome};
-use crate::run::gate::{CiRun, ExplorationOutcome, ScenarioOutcome};
 use crate::run::ScenarioRun;
 use crate::scenario::{ExploreExpect, Scenario};
 pub use headline::Headline;
@@ -558,7 +558,7 @@ impl ExplorationReport {
                 first_failing,
             });
         }
-        self.status = expect::exploration_status(crate::checker::NAMES, expect, s, partial);
+        self.status = s.status(crate::checker::NAMES, expect, partial);
         self.checks = checks;
     }
 }

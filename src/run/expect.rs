@@ -9,7 +9,6 @@
 //! Leaves out: how a judgement is explained or drawn (that is `report/`).
 
 use crate::checker::{CheckResult, Verdict};
-use crate::explore::summary::ExploreSummary;
 use crate::scenario::{ExploreExpect, LIVENESS};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -204,39 +203,6 @@ pub fn exploration_check(expected: Option<ExploreExpect>, invalid_seeds: u64, pa
     }
 }
 
-/// The status of a whole exploration: the worst of its checks over `checkers`, and `Error`
-/// when seeds could not be judged or were not deterministic.
-pub fn exploration_status(
-    checkers: &[&str],
-    expect: &BTreeMap<String, ExploreExpect>,
-    summary: &ExploreSummary,
-    partial: bool,
-) -> Status {
-    if summary.errors > 0 || !summary.determinism_failures.is_empty() {
-        return Status::Error;
-    }
-    // With a reference lock (the differential oracle), a seed where only the lock under test
-    // fails is a failure whatever the per-checker expectations say; a reference that could not
-    // run leaves the comparison incomplete.
-    if let Some(differential) = &summary.differential {
-        if differential.reference_errors > 0 {
-            return Status::Error;
-        }
-        if differential.seeds_only_subject > 0 {
-            return Status::Fail;
-        }
-    }
-    // Under the assumption-bounded profile (no reference), a checker the template's lock
-    // promised under a seed's plan answering invalid is an implementation bug.
-    if summary.differential.is_none() && summary.assumptions.as_ref().is_some_and(|b| b.seeds_bug > 0) {
-        return Status::Fail;
-    }
-    Status::worst(checkers.iter().map(|name| {
-        let invalid = summary.violations.get(*name).copied().unwrap_or(0);
-        exploration_check(expect.get(*name).copied(), invalid, partial)
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,20 +223,6 @@ mod tests {
         assert_eq!(
             exploration_check(Some(ExploreExpect::NoneInvalid), 1, true),
             Status::Fail
-        );
-    }
-
-    #[test]
-    fn seeds_that_could_not_be_judged_make_the_exploration_an_error() {
-        let mut summary = ExploreSummary::default();
-        assert_eq!(
-            exploration_status(&["a"], &BTreeMap::new(), &summary, false),
-            Status::Unchecked
-        );
-        summary.errors = 1;
-        assert_eq!(
-            exploration_status(&["a"], &BTreeMap::new(), &summary, false),
-            Status::Error
         );
     }
 }

@@ -6,7 +6,6 @@
 //! orchestrates many runs; `report/` may read the results defined here (never run them).
 
 pub mod expect;
-pub mod gate;
 
 use crate::checker::{self, CheckResult, CheckerName, Verdict};
 use crate::history::OpHistory;

@@ -43,7 +43,6 @@
 //! is its own: the world asks it questions (a server's keyspace, whether it is stopped) and never
 //! edits it.
 
-pub mod replication;
 mod setup;
 
 pub use crate::directory::Directory;
@@ -56,8 +55,8 @@ use crate::master::{self, REDIS_PORT};
 use crate::node::Node;
 use crate::pause::TrueTime;
 use crate::redis::{EngineConfig, Keyspace, RedisEngine};
+use crate::replication::{apply_stream, full_sync_note, Due, Replication, SharedReplication};
 use crate::serve::serve_with_hooks;
-use replication::{apply_stream, full_sync_note, Due, Replication, SharedReplication};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;

@@ -2,12 +2,12 @@
 //! judgement, each `[explore]` block's summary with its judgement, and the TTL sweep. Produced
 //! by `crate::app::ci`; `report/` builds the report from it.
 
-use super::expect::Status;
-use super::ScenarioRun;
 use crate::explore::generate::FaultProfile;
 use crate::explore::summary::ExploreSummary;
 use crate::explore::sweep::TtlSweep;
 use crate::explore::Shard;
+use crate::run::expect::Status;
+use crate::run::ScenarioRun;
 use crate::scenario::{ExploreExpect, Scenario};
 use std::collections::BTreeMap;
 use std::ops::Range;

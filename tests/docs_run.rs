@@ -74,11 +74,40 @@ fn lockstep_args(line: &str) -> Option<Vec<String>> {
         .filter_map(|op| rest.find(op))
         .min()
         .unwrap_or(rest.len());
-    let args = rest[..end]
-        .split_whitespace()
-        .map(|a| a.trim_matches(|c| c == '"' || c == '\'').to_string())
-        .collect();
-    Some(args)
+    Some(shell_words(&rest[..end]))
+}
+
+/// Splits a command line as a shell would for the simple cases the docs use: whitespace
+/// separates words, and single or double quotes keep a word whole.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut in_word = false;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    words
 }
 
 /// Whether `actual` is what `expected` shows (`...` lines and `[..]` wildcards).
@@ -169,7 +198,8 @@ fn every_command_in_the_docs_parses_and_names_files_that_exist() {
     let mut failures = Vec::new();
     for doc in documents() {
         let text = std::fs::read_to_string(&doc).unwrap();
-        for block in blocks(&text).iter().filter(|b| b.info == "sh" || b.info == "bash") {
+        let shell = |b: &&Block| ["sh", "bash", "console", ""].contains(&b.info.as_str());
+        for block in blocks(&text).iter().filter(shell) {
             // Lines continued with a backslash are one command.
             let joined = block.lines.join("\n").replace("\\\n", " ");
             for (offset, line) in joined.lines().enumerate() {
@@ -217,5 +247,9 @@ fn the_wildcards_match_what_they_say() {
     assert_eq!(
         lockstep_args("cargo run --release -- run x.toml | head"),
         Some(vec!["run".to_string(), "x.toml".to_string()])
+    );
+    assert_eq!(
+        shell_words("live f.toml --client 'python3 a.py' -q"),
+        ["live", "f.toml", "--client", "python3 a.py", "-q"]
     );
 }

@@ -219,6 +219,16 @@ impl Bounded {
         self.first_violating.truncate(KEEP_FIRST);
     }
 
+    /// `seed [checkers]; …` for the first implementation-bug seeds.
+    fn first_bugs_text(&self) -> String {
+        let seeds: Vec<String> = self
+            .first_bugs
+            .iter()
+            .map(|f| format!("{} [{}]", f.seed, f.checkers.join(",")))
+            .collect();
+        seeds.join("; ")
+    }
+
     /// The summary's lines for an exploration whose plans were not bounded
     /// ([`ExploreSummary::classified`]): which violating seeds are the lock's own bugs.
     pub fn render_classified(&self, lock: &str) -> String {
@@ -233,14 +243,9 @@ impl Bounded {
             }
         );
         if !self.first_bugs.is_empty() {
-            let seeds: Vec<String> = self
-                .first_bugs
-                .iter()
-                .map(|f| format!("{} [{}]", f.seed, f.checkers.join(",")))
-                .collect();
             out.push_str(&format!(
                 "    first implementation-bug seeds: {} (shrunk first)\n",
-                seeds.join("; ")
+                self.first_bugs_text()
             ));
         }
         let mut broken: Vec<(&String, &u64)> = self.broken.iter().collect();
@@ -291,14 +296,9 @@ impl Bounded {
             self.seeds_violating_outside
         ));
         if !self.first_bugs.is_empty() {
-            let seeds: Vec<String> = self
-                .first_bugs
-                .iter()
-                .map(|f| format!("{} [{}]", f.seed, f.checkers.join(",")))
-                .collect();
             out.push_str(&format!(
                 "    first implementation-bug seeds (promised checkers violated): {}\n",
-                seeds.join("; ")
+                self.first_bugs_text()
             ));
         }
         for (seed, checkers, broken, bug) in &self.first_violating {

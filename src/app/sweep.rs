@@ -14,7 +14,7 @@ use super::AppError;
 use crate::explore::generate::FaultProfile;
 pub use crate::explore::sweep::{TtlPoint, TtlSweep};
 use crate::explore::{explore, standard_template, ExploreConfig};
-use crate::model::AlgorithmSpec;
+use crate::model::{AlgorithmSpec, WatchdogSpec};
 
 /// The TTLs swept by default, ms: 100 ms to 60 s, the range teams use (5–30 s is common).
 pub const DEFAULT_TTLS_MS: [u64; 13] = [
@@ -87,7 +87,7 @@ pub fn ttl_sweep(options: &SweepOptions) -> Result<TtlSweep, AppError> {
         let mut template = base.clone();
         template.lock.ttl_ms = ttl;
         match &mut template.lock.algorithm {
-            AlgorithmSpec::Watchdog(w) => w.extend_every_ms = (ttl / 3).max(1),
+            AlgorithmSpec::Watchdog(w) => w.extend_every_ms = WatchdogSpec::default_period_ms(ttl).max(1),
             AlgorithmSpec::Redlock(r) => r.extension_threshold_ms = r.extension_threshold_ms.min(ttl / 2),
             AlgorithmSpec::Naive | AlgorithmSpec::TokenRelease | AlgorithmSpec::Script(_) => {}
         }

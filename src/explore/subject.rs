@@ -99,7 +99,7 @@ impl LockChoice {
             Some(Algorithm::Naive) => AlgorithmSpec::Naive,
             Some(Algorithm::TokenRelease) => AlgorithmSpec::TokenRelease,
             Some(Algorithm::Watchdog) => AlgorithmSpec::Watchdog(WatchdogSpec {
-                extend_every_ms: (template.lock.ttl_ms / 3).max(1),
+                extend_every_ms: WatchdogSpec::default_period_ms(template.lock.ttl_ms).max(1),
             }),
             Some(Algorithm::Redlock) => AlgorithmSpec::Redlock(RedlockSpec::default()),
             Some(Algorithm::Script) | None => {

@@ -159,8 +159,18 @@ impl fmt::Display for AlgorithmSpec {
 /// The watchdog's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct WatchdogSpec {
-    /// Extension period, ms, by the client's clock (`ttl_ms / 3` unless written; > 0).
+    /// Extension period, ms, by the client's clock ([`WatchdogSpec::default_period_ms`] unless
+    /// written; > 0).
     pub extend_every_ms: u64,
+}
+
+impl WatchdogSpec {
+    /// The extension period when none is written: a third of the TTL (Redisson's watchdog
+    /// renews every `lockWatchdogTimeout / 3`). The one place this rule is written; 0 for a TTL
+    /// under 3 ms, which the scenario front end refuses.
+    pub fn default_period_ms(ttl_ms: u64) -> u64 {
+        ttl_ms / 3
+    }
 }
 
 /// Redlock's settings (the defaults are node-redlock v5's).

@@ -903,7 +903,7 @@ impl Ctx<'_> {
                 every
             }
             None => {
-                let every = ttl_ms / 3;
+                let every = crate::model::WatchdogSpec::default_period_ms(ttl_ms);
                 if every == 0 && raw.algorithm == Algorithm::Watchdog {
                     return Err(self.err(
                         &path("ttl_ms"),

@@ -109,7 +109,7 @@ pub(super) fn to_toml(s: &Scenario) -> String {
     // The watchdog's default period (ttl_ms / 3) is left implicit: it may be 0 for short TTLs,
     // which a written value may not be.
     if let AlgorithmSpec::Watchdog(w) = &l.algorithm {
-        if w.extend_every_ms != l.ttl_ms / 3 {
+        if w.extend_every_ms != crate::model::WatchdogSpec::default_period_ms(l.ttl_ms) {
             let _ = writeln!(out, "extend_every_ms = {}", w.extend_every_ms);
         }
     }

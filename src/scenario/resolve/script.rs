@@ -282,7 +282,9 @@ impl Ctx<'_> {
         let renewal = match raw.renew.as_deref() {
             None | Some("none") => Renewal::None,
             Some("every") => {
-                let interval_ms = raw.extend_every_ms.unwrap_or(ttl_ms / 3);
+                let interval_ms = raw
+                    .extend_every_ms
+                    .unwrap_or(crate::model::WatchdogSpec::default_period_ms(ttl_ms));
                 if interval_ms == 0 || interval_ms >= ttl_ms {
                     return Err(self.err(
                         &path(if raw.extend_every_ms.is_some() {

@@ -27,3 +27,31 @@ pub fn stderr_line(text: &str) {
     let mut err = anstream::stderr().lock();
     let _ = err.write_all(text.as_bytes()).and_then(|()| err.write_all(b"\n"));
 }
+
+/// `word` as one shell word, for the commands lockstep prints (replay lines, reruns): as it is
+/// when it holds only `A-Za-z0-9._/,:-`, else in single quotes (a quote inside written `'\''`).
+pub fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-' | ',' | ':'))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_word;
+
+    #[test]
+    fn a_shell_word_is_quoted_only_when_it_must_be() {
+        assert_eq!(shell_word("scenarios/a-b_c.toml"), "scenarios/a-b_c.toml");
+        assert_eq!(shell_word("pause,hold"), "pause,hold");
+        assert_eq!(shell_word("my file.toml"), "'my file.toml'");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word(""), "''");
+    }
+}

@@ -4,6 +4,7 @@
 
 use super::{LiveOptions, LiveRun};
 use crate::checker::{self, Verdict};
+use crate::emit::shell_word;
 use crate::scenario::Scenario;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -112,18 +113,5 @@ pub fn summarize(path: &Path, scenario: &Scenario, options: &LiveOptions, runs: 
             shell_word(&options.client),
             runs.len()
         ),
-    }
-}
-
-/// A shell word: quoted when it has anything but `A-Za-z0-9._/,:-`.
-fn shell_word(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-' | ',' | ':'))
-    {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }

@@ -248,8 +248,8 @@ fn write_report(
             "<body>\n<p style=\"background:#fff3cd;border:1px solid #e0c060;padding:8px\"><strong>Live run</strong> \
              of <code>{}</code> with <code>{}</code>: real processes in real time on 127.0.0.1, not reproducible \
              (fault-plan seed {}). As expected in {} of {} runs.</p>",
-            html_escape(&summary.file),
-            html_escape(&summary.client),
+            super::html::escape(&summary.file),
+            super::html::escape(&summary.client),
             summary.seed,
             summary.runs_as_expected,
             summary.runs
@@ -257,11 +257,4 @@ fn write_report(
         report::write_atomic(&index, html.replacen("<body>", &banner, 1).as_bytes())?;
     }
     Ok(())
-}
-
-fn html_escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }

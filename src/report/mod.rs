@@ -47,6 +47,7 @@ pub mod sweep;
 pub mod timeline;
 
 use crate::checker::{CheckResult, Verdict};
+use crate::emit::shell_word;
 use crate::explore::generate::FaultProfile;
 use crate::explore::summary::FailingSeed;
 use crate::explore::ExploreSummary;
@@ -325,19 +326,6 @@ fn check_report(result: &CheckResult, expected: Option<Verdict>) -> CheckReport 
         status,
         explanation: result.explanation.clone(),
         witness: result.witness.clone(),
-    }
-}
-
-/// A shell word: quoted when it has anything but `A-Za-z0-9._/-`.
-pub(crate) fn shell_word(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-' | ',' | ':'))
-    {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 

@@ -65,9 +65,13 @@ impl UserLock {
 /// into another template (`--lock`, `--against FILE`) must still be valid there — a renewal
 /// period written for another TTL, say. The error names `origin`.
 pub fn revalidate(scenario: &Scenario, origin: &str) -> Result<(), String> {
+    // The line and column would point into the generated text, not the user's file: left out.
     Scenario::from_str(&scenario.to_toml(), origin)
         .map(|_| ())
-        .map_err(|e| e.to_string())
+        .map_err(|e| match &e.field {
+            Some(field) => format!("{origin}: field `{field}`: {}", e.message),
+            None => format!("{origin}: {}", e.message),
+        })
 }
 
 /// A lock an exploration can run (owned).

@@ -276,14 +276,12 @@ pub fn template(file: Option<&Path>, standard: &StandardSettings) -> Result<Scen
 fn standard_template_with_lock(lock_file: &Path, standard: &StandardSettings) -> Result<Scenario, AppError> {
     check_standard(standard)?;
     let bad = |e: String| AppError::BadInput(format!("--lock: {e}"));
-    let file_ttl_ms = Scenario::from_file(lock_file)
-        .map_err(|e| bad(e.to_string()))?
-        .lock
-        .ttl_ms;
+    let file = Scenario::from_file(lock_file).map_err(|e| bad(e.to_string()))?;
+    let file_ttl_ms = file.lock.ttl_ms;
     let mut wide = standard_template("redlock", &standard.fencing, &standard.resource, standard.tick_ms)
         .map_err(|e| bad(e.to_string()))?;
     wide.lock.ttl_ms = file_ttl_ms;
-    let LockChoice::FromFile { name, spec } = LockChoice::from_file(lock_file, &wide).map_err(bad)? else {
+    let LockChoice::FromFile { name, spec } = LockChoice::from_scenario(lock_file, &file, &wide).map_err(bad)? else {
         return Err(bad("not a lock".to_string()));
     };
     let masters_used = match &spec {

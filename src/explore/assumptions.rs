@@ -37,7 +37,7 @@
 
 use super::generate::{ExploreCase, FaultProfile, GenFault};
 use crate::checker::CheckerName;
-use crate::model::{AlgorithmSpec, ClockKind, Fencing, Scenario, ValidityPolicy, WorkMode};
+use crate::model::{AlgorithmSpec, Fencing, Scenario, ValidityPolicy, WorkMode};
 use lockstep_sim::{FencingMode, Persistence};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -107,8 +107,6 @@ pub struct Assumptions {
     pub release_unsafe: bool,
     /// The lock refuses a grant whose validity ran out (it computes and re-checks it).
     pub refuses_slow_rounds: bool,
-    /// The lock times its acquisition with the wall clock.
-    pub wall_clock: bool,
     /// Writes carry fencing tokens the resource checks.
     pub fenced: bool,
     /// The master that hands out fencing tokens, when fenced.
@@ -156,13 +154,12 @@ impl Assumptions {
         let all_masters: Vec<String> = template.masters.iter().map(|m| m.name.clone()).collect();
         let computes_validity =
             !matches!(&lock.algorithm, AlgorithmSpec::Script(s) if s.validity == ValidityPolicy::None);
-        let (drift_factor, wall_clock, refuses, quorum_of, renewal_ms, release_unsafe) = match &lock.algorithm {
-            AlgorithmSpec::Naive => (0.0, false, true, None, None, true),
-            AlgorithmSpec::TokenRelease => (0.0, false, true, None, None, false),
-            AlgorithmSpec::Watchdog(w) => (0.0, false, true, None, Some(w.extend_every_ms), false),
+        let (drift_factor, refuses, quorum_of, renewal_ms, release_unsafe) = match &lock.algorithm {
+            AlgorithmSpec::Naive => (0.0, true, None, None, true),
+            AlgorithmSpec::TokenRelease => (0.0, true, None, None, false),
+            AlgorithmSpec::Watchdog(w) => (0.0, true, None, Some(w.extend_every_ms), false),
             AlgorithmSpec::Redlock(r) => (
                 r.drift_factor,
-                r.clock == ClockKind::Wall,
                 true,
                 Some((all_masters.len(), all_masters.len() / 2 + 1)),
                 // node-redlock's `using()` extends when less than the threshold is left.
@@ -175,7 +172,6 @@ impl Assumptions {
                 } else {
                     0.0
                 },
-                s.clock == ClockKind::Wall,
                 s.validity == ValidityPolicy::TtlMinusDrift && s.validity_recheck,
                 Some((s.masters.min(all_masters.len()), s.quorum)),
                 match s.renewal {
@@ -267,7 +263,6 @@ impl Assumptions {
             connect_timeout_ms: lock.connect_timeout_ms,
             release_unsafe,
             refuses_slow_rounds: refuses,
-            wall_clock,
             fenced,
             fencing_master,
             masters,

@@ -121,6 +121,11 @@ impl LockChoice {
     /// scenario, must not name a Rust lock, and a script lock must fit the template's masters.
     pub fn from_file(path: &std::path::Path, template: &Scenario) -> Result<LockChoice, String> {
         let other = Scenario::from_file(path).map_err(|e| e.to_string())?;
+        LockChoice::from_scenario(path, &other, template)
+    }
+
+    /// [`LockChoice::from_file`] of `other`, already read from `path`.
+    pub fn from_scenario(path: &std::path::Path, other: &Scenario, template: &Scenario) -> Result<LockChoice, String> {
         if let Some(rust) = &other.lock.rust_lock {
             return Err(format!(
                 "{}: field `lock.rust_lock`: names the Rust lock `{rust}`, which only a harness can run",

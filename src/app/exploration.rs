@@ -294,6 +294,11 @@ fn standard_template_with_lock(lock_file: &Path, standard: &StandardSettings) ->
         .map_err(|e| bad(e.to_string()))?;
     template.lock.algorithm = spec;
     template.lock.ttl_ms = file_ttl_ms;
+    // The client's timeouts are the lock's own configuration (a library's defaults, or what the
+    // file chose): a lock that waits 15 s for a master's reply can take longer than its TTL to
+    // acquire, which is exactly where validity bugs live.
+    template.lock.request_timeout_ms = file.lock.request_timeout_ms;
+    template.lock.connect_timeout_ms = file.lock.connect_timeout_ms;
     if file_ttl_ms.saturating_mul(5) > template.duration_ms {
         template.duration_ms = file_ttl_ms.saturating_mul(5);
         template.workload.until_ms = Some(template.duration_ms - template.duration_ms / 10);

@@ -14,6 +14,15 @@
 //! profile is the default kind set). Strengths are sized by the TTL (and, for a pause aimed at a
 //! validity end, by the time left until it), not by the random profile's absolute maxima.
 //!
+//! Operation aims ([`operation_case`]): two anchored seeds in three aim at one of the lock's
+//! *operations* ([`OpWindow`]: an acquisition, extension or release, with the master commands
+//! its client sent and the lease it works on) in the seed's own fault-free run — a stall of the
+//! client or of its link from inside the operation until past the lease's end (an acquisition
+//! that outlives its TTL, a release whose check and delete straddle the key's expiry, an
+//! extension after the key changed hands), a client clock step inside it, a latency spike over
+//! its request. Operations last milliseconds, so these are aimed at the seed's own run (the
+//! seed sets the workload's draws), recorded by the worker before the seed runs.
+//!
 //! Every draw comes from the seed's own ChaCha stream (`explore/anchored`), so the case is fixed
 //! by the seed and the template. What is left out: anchors of a run *with* faults (a fault moves
 //! every later event; anchors are from the fault-free run only), and anchors inside the Redis
@@ -89,6 +98,59 @@ pub struct Anchor {
 pub struct Anchors {
     /// Every anchor, sorted by time.
     pub list: Vec<Anchor>,
+    /// The lock's operations (acquisitions, extensions, releases), in invoke order.
+    #[serde(default)]
+    pub operations: Vec<OpWindow>,
+}
+
+/// Which of the lock's operations a window is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LockOpKind {
+    /// An acquisition (every attempt, granted or not).
+    Acquire,
+    /// An extension.
+    Extend,
+    /// A release.
+    Release,
+}
+
+/// One lock operation of the fault-free run: from its invoke to its completion, with the master
+/// commands its client sent meanwhile.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct OpWindow {
+    /// The client that ran it.
+    pub client: String,
+    /// Which operation.
+    pub op: LockOpKind,
+    /// True time of its invoke, ms.
+    pub start_ms: u64,
+    /// True time of its completion, ms (its invoke's when it never completed).
+    pub end_ms: u64,
+    /// Each master command the client sent during it: when the master applied it (true ms)
+    /// and which master.
+    pub commands: Vec<(u64, String)>,
+    /// Whether it succeeded (a granted acquisition, a renewal that held, a release that
+    /// deleted).
+    #[serde(default)]
+    pub ok: bool,
+    /// When the lease the operation works on ran out by what its holder was told (true ms):
+    /// the one it produced (a grant, an extension) or the one it gives up (a release); `None`
+    /// when the operation belongs to no grant (a failed acquisition).
+    #[serde(default)]
+    pub lease_end_ms: Option<u64>,
+}
+
+impl OpWindow {
+    /// The instants that cut the operation into gaps: its invoke, each command's application,
+    /// its completion.
+    fn cuts(&self) -> Vec<u64> {
+        let mut cuts = vec![self.start_ms];
+        cuts.extend(self.commands.iter().map(|(at, _)| *at));
+        cuts.push(self.end_ms.max(self.start_ms));
+        cuts.sort_unstable();
+        cuts
+    }
 }
 
 /// The template without faults: what [`record`] runs.
@@ -175,7 +237,65 @@ pub fn of_history(ops: &OpHistory<'_>) -> Anchors {
     }
     list.sort();
     list.dedup();
-    Anchors { list }
+    Anchors {
+        list,
+        operations: operations_of(ops),
+    }
+}
+
+/// The lock operations of a history, with the master commands each one's client sent while it
+/// ran.
+fn operations_of(ops: &OpHistory<'_>) -> Vec<OpWindow> {
+    let steps = ops.steps();
+    ops.operations()
+        .iter()
+        .filter_map(|operation| {
+            let op = match operation.name {
+                OpName::Acquire => LockOpKind::Acquire,
+                OpName::Extend => LockOpKind::Extend,
+                OpName::Release => LockOpKind::Release,
+                _ => return None,
+            };
+            let last = operation.completion.unwrap_or(operation.invoke);
+            let commands = steps[operation.invoke..=last]
+                .iter()
+                .filter_map(|step| match &step.kind {
+                    StepKind::Command {
+                        conn,
+                        client: Some(client),
+                        ..
+                    } if *conn != 0 && *client == operation.process => {
+                        Some((step.event.at_us / 1_000, step.event.node.clone()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            let start_ms = steps[operation.invoke].event.at_us / 1_000;
+            let end_ms = steps[last].event.at_us / 1_000;
+            // The holder's grant spanning the operation, and the latest validity it was told by
+            // the operation's end.
+            let lease_end_ms = ops
+                .holds()
+                .iter()
+                .filter(|h| {
+                    h.process == operation.process
+                        && h.start_us() / 1_000 <= end_ms
+                        && h.end.is_none_or(|e| e.event.at_us / 1_000 >= start_ms)
+                })
+                .flat_map(|h| h.beliefs.iter().filter(|b| b.event.at_us / 1_000 <= end_ms))
+                .map(|b| (b.event.at_us / 1_000).saturating_add(b.validity_ms))
+                .max();
+            Some(OpWindow {
+                client: operation.process.to_string(),
+                op,
+                start_ms,
+                end_ms,
+                commands,
+                ok: ops.outcome(operation) == crate::history::Outcome::Ok,
+                lease_end_ms,
+            })
+        })
+        .collect()
 }
 
 /// Offsets, ms, for "just before" and "just after" an anchor.
@@ -471,6 +591,7 @@ pub fn aimed_fault(
             a: client.clone(),
             b: server.clone(),
             latency_ms: rng.random_range(1..=(ttl / 10).max(profile.latency_ms_max).max(1)),
+            spike: None,
         },
         "loss" => GenFault::Loss {
             at_ms,
@@ -537,6 +658,186 @@ pub fn aimed_faults(rng: &mut ChaCha8Rng, topo: &Topology, profile: &FaultProfil
     faults
 }
 
+/// Extra lengths, ms, past a lease's end (a competitor's turn, or part of it, fits in them);
+/// the TTL-sized ones are appended by [`past_lease_ms`].
+const PAST_LEASE_MS: [u64; 2] = [1, 100];
+
+/// How far past `lease_end_ms` a delay starting at `at_ms` runs: to the lease's end, plus a
+/// little or up to a TTL more (time for a competitor to acquire, and often to release again).
+fn past_lease_ms(rng: &mut ChaCha8Rng, at_ms: u64, lease_end_ms: u64, ttl: u64) -> u64 {
+    let extra = match rng.random_range(0..5u8) {
+        i @ 0..=1 => PAST_LEASE_MS[i as usize],
+        2 => ttl / 4,
+        3 => ttl / 2,
+        _ => ttl,
+    };
+    lease_end_ms.saturating_sub(at_ms) + extra.max(1)
+}
+
+/// The fault kinds an operation aim can use: a pause or a held link straddling the lease's end,
+/// a client clock step inside the operation, a latency spike over its request.
+const OPERATION_KINDS: [&str; 4] = ["pause", "hold", "clock-jump", "latency"];
+
+/// One fault aimed *at one of the lock's operations* of the fault-free run (`window`), of
+/// `kind` (see [`OPERATION_KINDS`]): where the bugs of a lock's own steps show.
+///
+/// - `pause` / `hold`: the client (or its link to a master the operation talks to) stalls from
+///   inside the operation — just after one of its commands was applied, before the next — until
+///   past the lease's end and possibly a competitor's whole turn, so that the operation's
+///   remaining steps run against a key that expired and changed hands: an acquisition that
+///   outlived its TTL (validity arithmetic, the post-quorum re-check), a release whose check
+///   and delete are two round trips, an extension that re-creates an expired key.
+/// - `clock-jump`: the client's wall clock steps, either way, strictly inside the operation (a
+///   lock that times its acquisition on the wall clock miscounts its validity).
+/// - `latency`: a spike on the link to the operation's master, starting just before it, long
+///   enough for the request to time out and short enough that the client's retry, or its next
+///   operation, goes through first — and the delayed request lands after it.
+fn operation_fault(rng: &mut ChaCha8Rng, kind: &str, topo: &Topology, window: &OpWindow) -> Option<GenFault> {
+    let horizon_ms = (topo.duration_ms * 4 / 5).max(1);
+    let ttl = topo.ttl_ms.max(2);
+    if !topo.clients.contains(&window.client) || window.start_ms >= horizon_ms {
+        return None;
+    }
+    let client = window.client.clone();
+    let server = if window.commands.is_empty() {
+        pick(rng, &topo.masters)?.clone()
+    } else {
+        window.commands[rng.random_range(0..window.commands.len())].1.clone()
+    };
+    // Inside the operation: in one of the gaps between its invoke, its commands and its
+    // completion (between a check and the command that acts on it, between the masters of a
+    // quorum), after the gap's first instant (what happens at that instant already happened).
+    let cuts = window.cuts();
+    let inside_ms = |rng: &mut ChaCha8Rng| -> u64 {
+        let i = rng.random_range(0..cuts.len() - 1);
+        let (from, to) = (cuts[i], cuts[i + 1]);
+        if to > from + 1 {
+            rng.random_range(from + 1..to)
+        } else {
+            to
+        }
+    };
+    // The lease the operation works on (a TTL from its end when it has none: a refused
+    // acquisition, whose competitor's lease is about that long).
+    let lease_end_ms = window
+        .lease_end_ms
+        .unwrap_or(window.end_ms + ttl)
+        .min(window.end_ms.saturating_add(3 * ttl));
+    Some(match kind {
+        "pause" => {
+            let at_ms = inside_ms(rng);
+            GenFault::Pause {
+                at_ms,
+                node: client,
+                duration_ms: past_lease_ms(rng, at_ms, lease_end_ms, ttl),
+            }
+        }
+        "hold" => {
+            let at_ms = inside_ms(rng);
+            GenFault::Hold {
+                at_ms,
+                a: client,
+                b: server,
+                length_ms: past_lease_ms(rng, at_ms, lease_end_ms, ttl),
+            }
+        }
+        "clock-jump" => {
+            let magnitude = aimed_length(rng, ttl, None) as i64;
+            GenFault::ClockJump {
+                at_ms: inside_ms(rng),
+                node: client,
+                delta_ms: if rng.random_bool(0.5) { magnitude } else { -magnitude },
+            }
+        }
+        "latency" => {
+            let timeout = topo.request_timeout_ms.max(1);
+            let (min_latency_ms, max_latency_ms) = topo.network_latency_ms;
+            GenFault::Latency {
+                at_ms: window.start_ms.saturating_sub(NEAR_MS[rng.random_range(0..2usize)]),
+                a: client,
+                b: server,
+                latency_ms: timeout + aimed_length(rng, ttl, None),
+                spike: Some(super::generate::Spike {
+                    length_ms: rng.random_range(1..=timeout.saturating_mul(4).max(2)),
+                    min_latency_ms,
+                    max_latency_ms,
+                }),
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// Whether `seed`'s anchored case aims at one of the lock's operations (two seeds in three,
+/// when the profile allows an operation kind), decided from a stream of its own
+/// (`explore/operation`) so that the other seeds draw exactly the anchored cases they drew
+/// before. Such a case is aimed at the seed's *own* fault-free run ([`operation_case`]): the
+/// seed sets the workload's draws, and an operation lasts milliseconds, so only the seed's own
+/// run says when it happens.
+pub fn aims_at_operation(seed: u64, profile: &FaultProfile) -> bool {
+    let allowed = OPERATION_KINDS.iter().any(|k| profile.kinds.iter().any(|p| p == k));
+    allowed && profile.faults_max > 0 && Seed(seed).stream("explore/operation").random_bool(2.0 / 3.0)
+}
+
+/// The faults of an operation-aimed case: one fault aimed at one of the lock's operations of
+/// the seed's own fault-free run (`anchors`, see [`operation_fault`]) — an operation kind first
+/// (acquisitions outnumber the rest), then one of its successful windows three times in four —
+/// plus, with probability 0.3, an aimed fault of any kind (bugs that need two faults to
+/// coincide). Empty when the run had no operation to aim at.
+pub fn operation_case(seed: u64, topo: &Topology, profile: &FaultProfile, anchors: &Anchors) -> Vec<GenFault> {
+    let mut rng = Seed(seed).stream("explore/operation/aim");
+    let kinds: Vec<&str> = OPERATION_KINDS
+        .into_iter()
+        .filter(|k| profile.kinds.iter().any(|p| p == k))
+        .collect();
+    if anchors.operations.is_empty() || kinds.is_empty() || profile.faults_max == 0 {
+        return Vec::new();
+    }
+    // Only operations whose lease ends early enough for what follows it (a competitor's turn,
+    // the stalled client's next step) to happen before the run ends.
+    let ttl = topo.ttl_ms.max(2);
+    let in_time: Vec<&OpWindow> = anchors
+        .operations
+        .iter()
+        .filter(|w| w.lease_end_ms.unwrap_or(w.end_ms + ttl).saturating_add(ttl) <= topo.duration_ms)
+        .collect();
+    let mut present: Vec<LockOpKind> = in_time.iter().map(|w| w.op).collect();
+    present.sort();
+    present.dedup();
+    if present.is_empty() {
+        return Vec::new();
+    }
+    for _ in 0..8 {
+        let op = present[rng.random_range(0..present.len())];
+        let want_ok = rng.random_bool(0.75);
+        let mut windows: Vec<&OpWindow> = in_time
+            .iter()
+            .copied()
+            .filter(|w| w.op == op && w.ok == want_ok)
+            .collect();
+        if windows.is_empty() {
+            windows = in_time.iter().copied().filter(|w| w.op == op).collect();
+        }
+        let window = windows[rng.random_range(0..windows.len())];
+        let kind = kinds[rng.random_range(0..kinds.len())];
+        // A release reads no clock a correct or buggy lock depends on: a step there is wasted.
+        if kind == "clock-jump" && op == LockOpKind::Release {
+            continue;
+        }
+        let Some(fault) = operation_fault(&mut rng, kind, topo, window) else {
+            continue;
+        };
+        let mut faults = vec![fault];
+        if profile.faults_max > 1 && rng.random_bool(0.3) {
+            let mut one = profile.clone();
+            one.faults_max = 1;
+            faults.extend(aimed_faults(&mut rng, topo, &one, anchors));
+        }
+        return faults;
+    }
+    Vec::new()
+}
+
 /// The anchored case of `seed`: faults aimed at the anchors, every client of the template.
 pub fn anchored_case(seed: u64, topo: &Topology, profile: &FaultProfile, anchors: &Anchors) -> ExploreCase {
     let mut rng = Seed(seed).stream("explore/anchored");
@@ -596,6 +897,55 @@ mod tests {
         ] {
             assert!(kinds.contains(kind), "{kind} never drawn: {kinds:?}");
         }
+    }
+
+    #[test]
+    fn operation_aims_stall_step_or_spike_inside_the_lock_operations() {
+        let template = template();
+        let topo = super::super::topology(&template);
+        let anchors = record(&template, &super::super::LockRef::Template.prepare()).unwrap();
+        let profile = FaultProfile::default();
+        assert!(anchors
+            .operations
+            .iter()
+            .any(|w| w.op == LockOpKind::Acquire && w.ok && w.lease_end_ms.is_some() && !w.commands.is_empty()));
+        assert!(anchors.operations.iter().any(|w| w.op == LockOpKind::Release && w.ok));
+        let inside = |client: &str, at_ms: u64| {
+            anchors
+                .operations
+                .iter()
+                .filter(|w| w.client == client && w.start_ms <= at_ms && at_ms <= w.end_ms)
+                .map(|w| w.lease_end_ms.unwrap_or(w.end_ms + topo.ttl_ms))
+                .max()
+        };
+        let mut kinds = std::collections::BTreeSet::new();
+        for seed in 0..300 {
+            let faults = operation_case(seed, &topo, &profile, &anchors);
+            assert_eq!(faults, operation_case(seed, &topo, &profile, &anchors));
+            let Some(first) = faults.first() else { continue };
+            kinds.insert(first.kind());
+            match first {
+                GenFault::Pause {
+                    at_ms,
+                    node,
+                    duration_ms,
+                } => {
+                    let lease_end_ms = inside(node, *at_ms).expect("a pause inside one of its client's operations");
+                    assert!(at_ms + duration_ms > lease_end_ms, "{first:?} ends before the lease");
+                }
+                GenFault::Hold { at_ms, a, .. } => assert!(inside(a, *at_ms).is_some(), "{first:?}"),
+                GenFault::ClockJump { at_ms, node, .. } => assert!(inside(node, *at_ms).is_some(), "{first:?}"),
+                GenFault::Latency { spike, latency_ms, .. } => {
+                    assert!(spike.is_some() && *latency_ms > topo.request_timeout_ms, "{first:?}")
+                }
+                other => panic!("not an operation aim: {other:?}"),
+            }
+        }
+        assert_eq!(
+            kinds,
+            ["clock-jump", "hold", "latency", "pause"].into_iter().collect(),
+            "every operation kind is drawn"
+        );
     }
 
     #[test]

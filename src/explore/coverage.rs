@@ -86,8 +86,12 @@ pub struct CoverageSummary {
     pub growth: Vec<(u64, u64)>,
     /// Seeds whose case mutated a corpus case.
     pub mutated_seeds: u64,
-    /// Seeds whose case was placed around the anchors.
+    /// Seeds whose case was placed around the anchors (operation-aimed seeds included).
     pub anchored_seeds: u64,
+    /// Of those, seeds whose case was aimed at one of the lock's operations in the seed's own
+    /// fault-free run.
+    #[serde(default)]
+    pub operation_seeds: u64,
     /// Seeds whose case was placed at random (with a generated workload shape when the
     /// template loops).
     pub random_seeds: u64,
@@ -110,11 +114,12 @@ impl CoverageSummary {
             .map(|s| format!("  workload shapes: {s}\n"))
             .unwrap_or_default();
         format!(
-            "  placement: {} ({} anchors; {} seeds anchored, {} random, {} mutated from the corpus)\n{shapes}  \
-             coverage: {} distinct signatures; growth (seeds:signatures) {}\n",
+            "  placement: {} ({} anchors; {} seeds anchored ({} at the lock's operations), {} random, {} mutated \
+             from the corpus)\n{shapes}  coverage: {} distinct signatures; growth (seeds:signatures) {}\n",
             self.strategy,
             self.anchors,
             self.anchored_seeds,
+            self.operation_seeds,
             self.random_seeds,
             self.mutated_seeds,
             self.signatures_distinct,

@@ -44,6 +44,17 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::model::fault::{FaultProfile, PlacementStrategy, DEFAULT_KINDS, GENERATED_KINDS};
 
+/// The end of a latency spike: how long it lasts and the network latency the link returns to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Spike {
+    /// How long the spike lasts, ms.
+    pub length_ms: u64,
+    /// The network's smallest one-way delay, ms, which the link returns to.
+    pub min_latency_ms: u64,
+    /// The network's largest one-way delay, ms.
+    pub max_latency_ms: u64,
+}
+
 /// One generated fault; windows carry their length so they shrink as one fault.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -109,6 +120,11 @@ pub enum GenFault {
         b: String,
         /// The delay, ms.
         latency_ms: u64,
+        /// A spike: the link returns to the network's latency after this window (absent: the
+        /// latency stays). A request sent in a spike can time out and land after the client's
+        /// retry or its next operation, which went through at the usual speed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spike: Option<Spike>,
     },
     /// Make a link lossy.
     Loss {
@@ -250,15 +266,30 @@ impl GenFault {
                 a,
                 b,
                 latency_ms,
-            } => vec![at(
-                at_ms,
-                Fault::Latency {
-                    a,
-                    b,
-                    latency_ms,
-                    max_latency_ms: None,
-                },
-            )],
+                spike,
+            } => {
+                let mut faults = vec![at(
+                    at_ms,
+                    Fault::Latency {
+                        a: a.clone(),
+                        b: b.clone(),
+                        latency_ms,
+                        max_latency_ms: None,
+                    },
+                )];
+                if let Some(spike) = spike {
+                    faults.push(at(
+                        at_ms + spike.length_ms,
+                        Fault::Latency {
+                            a,
+                            b,
+                            latency_ms: spike.min_latency_ms,
+                            max_latency_ms: Some(spike.max_latency_ms.max(spike.min_latency_ms)),
+                        },
+                    ));
+                }
+                faults
+            }
             GenFault::Loss { at_ms, a, b, rate_ppm } => vec![at(at_ms, Fault::Loss { a, b, rate_ppm })],
             GenFault::Crash { at_ms, node, down_ms } => vec![
                 at(at_ms, Fault::Crash { node: node.clone() }),
@@ -366,6 +397,10 @@ pub struct Topology {
     pub everysec: Vec<String>,
     /// Masters with replicas (what a failover can target).
     pub replicated: Vec<String>,
+    /// The lock client's per-request timeout, ms (a latency spike is sized by it).
+    pub request_timeout_ms: u64,
+    /// The network's one-way delays, smallest and largest, ms (what a spike returns to).
+    pub network_latency_ms: (u64, u64),
 }
 
 fn pick(names: &[String]) -> BoxedStrategy<String> {
@@ -447,6 +482,7 @@ fn fault_strategy(kind: &str, topo: &Topology, p: &FaultProfile) -> Option<Boxed
                 a,
                 b,
                 latency_ms,
+                spike: None,
             })
             .boxed(),
         "loss" => (at, pick(&clients), pick(&servers), 0..=p.loss_ppm_max)

@@ -42,6 +42,9 @@ use std::time::Instant;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Origin {
     Anchored,
+    /// Aimed at one of the lock's operations in the seed's own fault-free run: the worker runs
+    /// it first and fills the case's faults in ([`anchors::operation_case`]).
+    Operation,
     Random,
     Mutated,
 }
@@ -74,10 +77,40 @@ fn guided_case(
         }
         return (case, Origin::Random);
     }
+    if anchors::aims_at_operation(seed, &config.profile) {
+        // Aimed at its own run, so it can take a workload shape of its own too (a renewing
+        // lock's long critical sections are where its extensions happen).
+        let case = ExploreCase {
+            clients: topo.clients.len().max(1),
+            faults: Vec::new(),
+            shape: reshape.map(|bounds| anchors::draw_shape(&mut rng, bounds)),
+        };
+        return (case, Origin::Operation);
+    }
     (
         anchors::anchored_case(seed, topo, &config.profile, anchors),
         Origin::Anchored,
     )
+}
+
+/// The case an operation-aimed seed runs: its faults aimed at the lock's operations in the
+/// seed's own fault-free run with `subject` (none when that run fails or stops).
+fn aim_at_own_run(
+    template: &Scenario,
+    case: ExploreCase,
+    seed: u64,
+    topo: &super::generate::Topology,
+    config: &ExploreConfig,
+    subject: &super::subject::PreparedLock,
+) -> ExploreCase {
+    let own = super::case_scenario(template, &case, seed);
+    let Ok(anchors) = anchors::record(&own, subject) else {
+        return case;
+    };
+    ExploreCase {
+        faults: anchors::operation_case(seed, topo, &config.profile, &anchors),
+        ..case
+    }
 }
 
 /// Explores `template` with anchored or mixed placement and coverage feedback, running
@@ -145,7 +178,7 @@ fn run_guided(
             break;
         }
         let end = (start + coverage::BATCH).min(total);
-        let cases: Vec<(u64, ExploreCase)> = (start..end)
+        let cases: Vec<(u64, ExploreCase, Origin)> = (start..end)
             .filter_map(|i| shard_seed(config, i))
             .map(|seed| {
                 let (case, origin) = guided_case(
@@ -160,10 +193,14 @@ fn run_guided(
                 );
                 match origin {
                     Origin::Anchored => cover.anchored_seeds += 1,
+                    Origin::Operation => {
+                        cover.anchored_seeds += 1;
+                        cover.operation_seeds += 1;
+                    }
                     Origin::Random => cover.random_seeds += 1,
                     Origin::Mutated => cover.mutated_seeds += 1,
                 }
-                (seed, case)
+                (seed, case, origin)
             })
             .collect();
         let next = AtomicUsize::new(0);
@@ -175,7 +212,7 @@ fn run_guided(
             let wall = lockstep_sim::stop::current();
             for _ in 0..jobs.min(cases.len()) {
                 let sender = sender.clone();
-                let (next, cases, first_bad, wall) = (&next, &cases, &first_bad, wall.clone());
+                let (next, cases, first_bad, wall, topo) = (&next, &cases, &first_bad, wall.clone(), &topo);
                 scope.spawn(move || {
                     let _stop = super::watch(wall);
                     let prepared = (subject.prepare(), reference.map(|r| r.prepare()));
@@ -187,10 +224,17 @@ fn run_guided(
                         if stop_at_first && i > first_bad.load(Ordering::SeqCst) {
                             return;
                         }
-                        let Some((seed, case)) = cases.get(i) else { return };
+                        let Some((seed, case, origin)) = cases.get(i) else {
+                            return;
+                        };
                         let locks = (&prepared.0, prepared.1.as_ref());
-                        let (outcome, signature) =
-                            judge_case(template, case.clone(), *seed, config.determinism_per_10k, locks);
+                        let case = match origin {
+                            Origin::Operation => {
+                                aim_at_own_run(template, case.clone(), *seed, topo, config, &prepared.0)
+                            }
+                            _ => case.clone(),
+                        };
+                        let (outcome, signature) = judge_case(template, case, *seed, config.determinism_per_10k, locks);
                         let violated = matches!(&outcome, SeedOutcome::Judged { verdicts, .. }
                             if verdicts.iter().any(|(_, v)| *v == Verdict::Invalid));
                         if violated {
@@ -207,11 +251,15 @@ fn run_guided(
                 if super::cut_by_wall_budget(&outcome) {
                     continue;
                 }
-                let (seed, case) = &cases[i];
+                let seed = cases[i].0;
                 on_seed(&seed_record(template, &names, &outcome));
+                // The case as run (an operation-aimed case's faults are filled in by its worker).
+                let ran = match &outcome {
+                    SeedOutcome::Judged { case, .. } | SeedOutcome::Error { case, .. } => case.clone(),
+                };
                 aggregate(&mut summary, outcome, true);
                 if let Some(signature) = signature {
-                    batch.push((*seed, signature, case.clone()));
+                    batch.push((seed, signature, ran));
                 }
                 done += 1;
                 progress.update(done, total, summary.seeds_violating, started);

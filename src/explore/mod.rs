@@ -203,6 +203,8 @@ pub fn topology(template: &Scenario) -> Topology {
             .filter(|m| !template.replicas_of(&m.name).is_empty())
             .map(|m| m.name.clone())
             .collect(),
+        request_timeout_ms: template.lock.request_timeout_ms,
+        network_latency_ms: (template.network.min_latency_ms, template.network.max_latency_ms),
     }
 }
 

@@ -236,7 +236,18 @@ pub fn describe(fault: &GenFault) -> String {
             a,
             b,
             latency_ms,
+            spike: None,
         } => format!("latency {latency_ms} ms on {a} <-> {b} from {at_ms} ms"),
+        GenFault::Latency {
+            at_ms,
+            a,
+            b,
+            latency_ms,
+            spike: Some(spike),
+        } => format!(
+            "latency {latency_ms} ms on {a} <-> {b} for {} ms from {at_ms} ms",
+            spike.length_ms
+        ),
         GenFault::Loss { at_ms, a, b, rate_ppm } => format!("loss {rate_ppm} ppm on {a} <-> {b} from {at_ms} ms"),
         GenFault::Crash { at_ms, node, down_ms } => format!("crash of {node} for {down_ms} ms at {at_ms} ms"),
         GenFault::PowerLoss { at_ms, node, down_ms } => {

@@ -17,7 +17,8 @@
 //! Operation aims ([`operation_case`]): two anchored seeds in three aim at one of the lock's
 //! *operations* ([`OpWindow`]: an acquisition, extension or release, with the master commands
 //! its client sent and the lease it works on) in the seed's own fault-free run — a stall of the
-//! client or of its link from inside the operation until past the lease's end (an acquisition
+//! client or of its link from inside (or just after) the operation until just after its key
+//! expired or past the lease's end (an acquisition
 //! that outlives its TTL, a release whose check and delete straddle the key's expiry, an
 //! extension after the key changed hands), a client clock step inside it, a latency spike over
 //! its request. Operations last milliseconds, so these are aimed at the seed's own run (the
@@ -139,6 +140,10 @@ pub struct OpWindow {
     /// when the operation belongs to no grant (a failed acquisition).
     #[serde(default)]
     pub lease_end_ms: Option<u64>,
+    /// When a master last set or extended the key of that lease (true ms): the key expires a
+    /// TTL later unless something else changes it.
+    #[serde(default)]
+    pub key_set_ms: Option<u64>,
 }
 
 impl OpWindow {
@@ -148,6 +153,8 @@ impl OpWindow {
         let mut cuts = vec![self.start_ms];
         cuts.extend(self.commands.iter().map(|(at, _)| *at));
         cuts.push(self.end_ms.max(self.start_ms));
+        // And just after it: the client's next step (a renewal due, the work) not yet taken.
+        cuts.push(self.end_ms.max(self.start_ms) + NEAR_MS[1]);
         cuts.sort_unstable();
         cuts
     }
@@ -247,6 +254,9 @@ pub fn of_history(ops: &OpHistory<'_>) -> Anchors {
 /// ran.
 fn operations_of(ops: &OpHistory<'_>) -> Vec<OpWindow> {
     let steps = ops.steps();
+    // Per client: when a master last set or extended its key (its last successful acquisition's
+    // or extension's last command).
+    let mut key_set: std::collections::BTreeMap<&str, u64> = Default::default();
     ops.operations()
         .iter()
         .filter_map(|operation| {
@@ -257,7 +267,7 @@ fn operations_of(ops: &OpHistory<'_>) -> Vec<OpWindow> {
                 _ => return None,
             };
             let last = operation.completion.unwrap_or(operation.invoke);
-            let commands = steps[operation.invoke..=last]
+            let commands: Vec<(u64, String)> = steps[operation.invoke..=last]
                 .iter()
                 .filter_map(|step| match &step.kind {
                     StepKind::Command {
@@ -285,14 +295,22 @@ fn operations_of(ops: &OpHistory<'_>) -> Vec<OpWindow> {
                 .flat_map(|h| h.beliefs.iter().filter(|b| b.event.at_us / 1_000 <= end_ms))
                 .map(|b| (b.event.at_us / 1_000).saturating_add(b.validity_ms))
                 .max();
+            let ok = ops.outcome(operation) == crate::history::Outcome::Ok;
+            let last_command_ms = commands.iter().map(|(at, _)| *at).max();
+            if ok && op != LockOpKind::Release {
+                if let Some(at) = last_command_ms {
+                    key_set.insert(operation.process, at);
+                }
+            }
             Some(OpWindow {
                 client: operation.process.to_string(),
                 op,
                 start_ms,
                 end_ms,
                 commands,
-                ok: ops.outcome(operation) == crate::history::Outcome::Ok,
+                ok,
                 lease_end_ms,
+                key_set_ms: lease_end_ms.and(key_set.get(operation.process).copied()),
             })
         })
         .collect()
@@ -658,35 +676,36 @@ pub fn aimed_faults(rng: &mut ChaCha8Rng, topo: &Topology, profile: &FaultProfil
     faults
 }
 
-/// Extra lengths, ms, past a lease's end (a competitor's turn, or part of it, fits in them);
-/// the TTL-sized ones are appended by [`past_lease_ms`].
-const PAST_LEASE_MS: [u64; 2] = [1, 100];
-
-/// How far past `lease_end_ms` a delay starting at `at_ms` runs: to the lease's end, plus a
-/// little or up to a TTL more (time for a competitor to acquire, and often to release again).
-fn past_lease_ms(rng: &mut ChaCha8Rng, at_ms: u64, lease_end_ms: u64, ttl: u64) -> u64 {
-    let extra = match rng.random_range(0..5u8) {
-        i @ 0..=1 => PAST_LEASE_MS[i as usize],
-        2 => ttl / 4,
-        3 => ttl / 2,
-        _ => ttl,
+/// How long a stall starting at `at_ms` lasts: until just after the lease's key expired (1 or
+/// 20 ms past `key_expiry_ms`: before a competitor's next try, so the stalled client's next
+/// command finds the key absent), or past the lease's end by a quarter, half or whole TTL (a
+/// competitor has taken the key, and often released it again).
+fn past_lease_ms(rng: &mut ChaCha8Rng, at_ms: u64, lease_end_ms: u64, key_expiry_ms: u64, ttl: u64) -> u64 {
+    let until_ms = match rng.random_range(0..5u8) {
+        0 => key_expiry_ms + 1,
+        1 => key_expiry_ms + 20,
+        2 => lease_end_ms + ttl / 4,
+        3 => lease_end_ms + ttl / 2,
+        _ => lease_end_ms + ttl,
     };
-    lease_end_ms.saturating_sub(at_ms) + extra.max(1)
+    until_ms.saturating_sub(at_ms).max(1)
 }
 
 /// The fault kinds an operation aim can use: a pause or a held link straddling the lease's end,
 /// a client clock step inside the operation, a latency spike over its request.
-const OPERATION_KINDS: [&str; 4] = ["pause", "hold", "clock-jump", "latency"];
+/// (A pause twice as often: it stalls every step of the client, whatever its links.)
+const OPERATION_KINDS: [&str; 5] = ["pause", "pause", "hold", "clock-jump", "latency"];
 
 /// One fault aimed *at one of the lock's operations* of the fault-free run (`window`), of
 /// `kind` (see [`OPERATION_KINDS`]): where the bugs of a lock's own steps show.
 ///
 /// - `pause` / `hold`: the client (or its link to a master the operation talks to) stalls from
-///   inside the operation — just after one of its commands was applied, before the next — until
-///   past the lease's end and possibly a competitor's whole turn, so that the operation's
-///   remaining steps run against a key that expired and changed hands: an acquisition that
-///   outlived its TTL (validity arithmetic, the post-quorum re-check), a release whose check
-///   and delete are two round trips, an extension that re-creates an expired key.
+///   inside the operation — just after one of its commands was applied, before the next — or
+///   just after it, until just after the key expired or past the lease's end and possibly a
+///   competitor's whole turn ([`past_lease_ms`]), so that the client's next steps run against a
+///   key that expired and maybe changed hands: an acquisition that outlived its TTL (validity
+///   arithmetic, the post-quorum re-check), a release whose check and delete are two round
+///   trips, a renewal that re-creates an expired key.
 /// - `clock-jump`: the client's wall clock steps, either way, strictly inside the operation (a
 ///   lock that times its acquisition on the wall clock miscounts its validity).
 /// - `latency`: a spike on the link to the operation's master, starting just before it, long
@@ -723,13 +742,15 @@ fn operation_fault(rng: &mut ChaCha8Rng, kind: &str, topo: &Topology, window: &O
         .lease_end_ms
         .unwrap_or(window.end_ms + ttl)
         .min(window.end_ms.saturating_add(3 * ttl));
+    // The key expires a TTL after a master last set it (or, unknown, about when the lease ends).
+    let key_expiry_ms = window.key_set_ms.map_or(lease_end_ms, |at| at + ttl);
     Some(match kind {
         "pause" => {
             let at_ms = inside_ms(rng);
             GenFault::Pause {
                 at_ms,
                 node: client,
-                duration_ms: past_lease_ms(rng, at_ms, lease_end_ms, ttl),
+                duration_ms: past_lease_ms(rng, at_ms, lease_end_ms, key_expiry_ms, ttl),
             }
         }
         "hold" => {
@@ -738,7 +759,7 @@ fn operation_fault(rng: &mut ChaCha8Rng, kind: &str, topo: &Topology, window: &O
                 at_ms,
                 a: client,
                 b: server,
-                length_ms: past_lease_ms(rng, at_ms, lease_end_ms, ttl),
+                length_ms: past_lease_ms(rng, at_ms, lease_end_ms, key_expiry_ms, ttl),
             }
         }
         "clock-jump" => {
@@ -910,13 +931,14 @@ mod tests {
             .iter()
             .any(|w| w.op == LockOpKind::Acquire && w.ok && w.lease_end_ms.is_some() && !w.commands.is_empty()));
         assert!(anchors.operations.iter().any(|w| w.op == LockOpKind::Release && w.ok));
+        // Inside one of the client's operations, or just after it.
         let inside = |client: &str, at_ms: u64| {
             anchors
                 .operations
                 .iter()
-                .filter(|w| w.client == client && w.start_ms <= at_ms && at_ms <= w.end_ms)
+                .filter(|w| w.client == client && w.start_ms <= at_ms && at_ms <= w.end_ms + NEAR_MS[1])
                 .map(|w| w.lease_end_ms.unwrap_or(w.end_ms + topo.ttl_ms))
-                .max()
+                .min()
         };
         let mut kinds = std::collections::BTreeSet::new();
         for seed in 0..300 {

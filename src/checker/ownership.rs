@@ -24,7 +24,10 @@
 //!   answer (a timed-out request may land late);
 //! - a key **created** with a grant's value after that grant was given, while its holder was
 //!   extending it and not acquiring, is a violation: the extension re-created a lock it no
-//!   longer held (someone else may have taken and released it meanwhile).
+//!   longer held (someone else may have taken and released it meanwhile). "Acquiring" means an
+//!   acquisition running then or one whose outcome stayed unknown — or a refused one, only when
+//!   the holder reuses its values (a lock with a fresh value per attempt never sent this
+//!   grant's value in a refused attempt; under contention every holder has been refused).
 //!
 //! Expiries, restarts and failovers are not commands: they change keys without judgement. The
 //! verdict is invalid on any violation (the explanation describes the first and counts them
@@ -155,6 +158,65 @@ impl<'a, 'h> Index<'a, 'h> {
         })
     }
 
+    /// Whether the command at `seq` on `master` is the late request of the holder's last
+    /// extension or acquisition: one that answered at a quorum while its request to this master
+    /// was still on its way (a lock over several masters does not wait for the slowest). It is,
+    /// when no other command from the holder's process reached this master since that
+    /// operation began.
+    fn late_request(&self, hold: &Hold<'h>, master: &str, seq: u64) -> bool {
+        let steps = self.history.steps();
+        let Some(ops) = self.actors.get(&(hold.process, hold.task)) else {
+            return false;
+        };
+        let Some(last) = ops
+            .iter()
+            .map(|&i| &self.history.operations()[i])
+            .filter(|op| matches!(op.name, OpName::Extend | OpName::Acquire) && steps[op.invoke].event.seq < seq)
+            .max_by_key(|op| steps[op.invoke].event.seq)
+        else {
+            return false;
+        };
+        let sent_by_holder = |step: &crate::history::Step<'_>| matches!(step.kind, StepKind::Command { client, .. } if client == Some(hold.process));
+        if !steps.get(seq as usize).is_some_and(sent_by_holder) {
+            return false;
+        }
+        let from = steps[last.invoke].event.seq as usize;
+        !steps[from..seq as usize].iter().any(|step| {
+            step.event.node == master
+                && matches!(step.kind, StepKind::Command { conn, client, .. } if conn != 0 && client == Some(hold.process))
+        })
+    }
+
+    /// Whether an acquisition of `hold`'s holder may have set the key to `hold`'s value at
+    /// `seq` (rather than its extension): one running then, or one that ended without a certain
+    /// answer — or that failed, when the holder reuses its values (two of its grants had the
+    /// same one), since only then did a failed attempt send this grant's value. A lock with a
+    /// fresh value per attempt sent other values in its failed attempts; counting those too
+    /// would excuse every re-creation by a holder that was ever refused once.
+    fn may_have_set(&self, hold: &Hold<'h>, seq: u64) -> bool {
+        let steps = self.history.steps();
+        let Some(ops) = self.actors.get(&(hold.process, hold.task)) else {
+            return false;
+        };
+        let reused = self
+            .grants
+            .get(&(hold.grant.key.as_str(), hold.grant.value.as_str()))
+            .is_some_and(|holds| holds.iter().filter(|h| h.same_holder(hold)).count() > 1);
+        ops.iter().any(|&i| {
+            let op = &self.history.operations()[i];
+            if op.name != OpName::Acquire || steps[op.invoke].event.seq >= seq {
+                return false;
+            }
+            let running = op.completion.is_none_or(|c| steps[c].event.seq > seq);
+            running
+                || match self.history.outcome(op) {
+                    Outcome::Info => true,
+                    Outcome::Fail => reused,
+                    _ => false,
+                }
+        })
+    }
+
     /// Whether the holder of `hold` had an operation named one of `names` (on `value`'s grant
     /// when `value` is given and it is an extension) that may have acted at `seq`: invoked
     /// before, and running then or ended without a certain answer (a request that timed out can
@@ -242,7 +304,9 @@ impl Checker for Ownership {
                             continue;
                         };
                         let own = !foreign(hold)
-                            && (hold.granted.seq > seq || index.acting(hold, &[OpName::Extend, OpName::Acquire], seq));
+                            && (hold.granted.seq > seq
+                                || index.acting(hold, &[OpName::Extend, OpName::Acquire], seq)
+                                || index.late_request(hold, &event.node, seq));
                         if own || Index::given_up_before(hold, seq) {
                             continue;
                         }
@@ -259,9 +323,7 @@ impl Checker for Ownership {
                         let Some(hold) = index.granted_before(key, value, seq) else {
                             continue;
                         };
-                        if foreign(hold)
-                            || index.acting(hold, &[OpName::Acquire], seq)
-                            || !index.acting(hold, &[OpName::Extend], seq)
+                        if foreign(hold) || index.may_have_set(hold, seq) || !index.acting(hold, &[OpName::Extend], seq)
                         {
                             continue;
                         }
@@ -518,6 +580,88 @@ mod tests {
         assert_eq!(r.verdict, Verdict::Invalid);
         assert!(r.explanation.contains("re-created"), "{}", r.explanation);
         assert_eq!(recreate(true).verdict, Verdict::Valid);
+    }
+
+    #[test]
+    fn a_late_request_of_the_holders_own_extension_is_its_own() {
+        // An extension answered at a quorum while its request to the slow master was still on
+        // its way: it lands after the extension ended — still the holder's own.
+        let judge_late = |late_is_own: bool| {
+            let mut b = Builder::new();
+            let id = b.acquire_started(500, "client-1", K);
+            for master in ["redis-1", "redis-2"] {
+                b.command_from(
+                    1_000,
+                    master,
+                    Some("client-1"),
+                    &["SET", K, "v1", "NX"],
+                    &[(K, None, Some(("v1", TTL)))],
+                );
+            }
+            b.granted(2_000, "client-1", id, K, "v1");
+            let ext = b.id();
+            let asked = serde_json::json!({ "key": K, "value": "v1", "fencing_token": null, "ttl_ms": 10_000 });
+            b.op(5_000_000, "client-1", ext, lockstep_sim::Phase::Invoke, "extend", asked);
+            b.command_from(
+                5_005_000,
+                "redis-1",
+                Some("client-1"),
+                &["EVAL", "…", "1", K, "v1"],
+                &[(K, Some(("v1", TTL)), Some(("v1", TTL + 5_005)))],
+            );
+            let held = serde_json::json!({ "key": K, "value": "v1", "fencing_token": null, "validity_ms": 9_990 });
+            b.op(5_010_000, "client-1", ext, lockstep_sim::Phase::Ok, "extend", held);
+            if !late_is_own {
+                // Something else of client-1's reached redis-2 since: the late one is not the
+                // extension's request.
+                b.command_from(5_020_000, "redis-2", Some("client-1"), &["GET", K], &[]);
+            }
+            b.command_from(
+                5_050_000,
+                "redis-2",
+                Some("client-1"),
+                &["EVAL", "…", "1", K, "v1"],
+                &[(K, Some(("v1", TTL)), Some(("v1", TTL + 5_050)))],
+            );
+            judge(b)
+        };
+        let late = judge_late(true);
+        assert_eq!(late.verdict, Verdict::Valid, "{}", late.explanation);
+        assert_eq!(judge_late(false).verdict, Verdict::Invalid);
+    }
+
+    #[test]
+    fn a_holder_once_refused_still_re_creates_a_lost_key() {
+        // Under contention every client has been refused before; a refused attempt of a lock
+        // with a fresh value per attempt never sent this grant's value.
+        let mut b = Builder::new();
+        let refused = b.acquire_started(100, "client-1", K);
+        b.op(
+            300,
+            "client-1",
+            refused,
+            lockstep_sim::Phase::Fail,
+            "acquire",
+            serde_json::json!({"error": "lock is busy"}),
+        );
+        let id = b.acquire_started(500, "client-1", K);
+        b.command(
+            1_000,
+            "redis-1",
+            &["SET", K, "v1", "NX"],
+            &[(K, None, Some(("v1", TTL)))],
+        );
+        b.granted(2_000, "client-1", id, K, "v1");
+        b.extend(5_600_000, None, "client-1", K, "v1");
+        b.command(
+            5_650_000,
+            "redis-1",
+            &["EVAL", "…", "1", K, "v1"],
+            &[(K, None, Some(("v1", TTL + 5_650)))],
+        );
+        let r = judge(b);
+        assert_eq!(r.verdict, Verdict::Invalid, "{}", r.explanation);
+        assert!(r.explanation.contains("re-created"), "{}", r.explanation);
     }
 
     #[test]

@@ -216,6 +216,19 @@ impl Builder {
         args: &[&str],
         effects: &[(&str, Option<(&str, i64)>, Option<(&str, i64)>)],
     ) -> u64 {
+        self.command_from(at_us, node, None, args, effects)
+    }
+
+    /// [`Builder::command`], sent by `client` (as the masters' log names the sender).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn command_from(
+        &mut self,
+        at_us: u64,
+        node: &str,
+        client: Option<&str>,
+        args: &[&str],
+        effects: &[(&str, Option<(&str, i64)>, Option<(&str, i64)>)],
+    ) -> u64 {
         let state = |s: Option<(&str, i64)>| {
             s.map(|(value, expire_at_ms)| lockstep_sim::KeyState {
                 value: Some(value.to_string()),
@@ -242,7 +255,7 @@ impl Builder {
                 args: args.iter().map(|a| a.to_string()).collect(),
                 reply: ":1".to_string(),
                 effects,
-                client: None,
+                client: client.map(str::to_string),
             },
         )
     }

@@ -517,6 +517,7 @@ fn key_command() -> BoxedStrategy<Vec<Tok>> {
         1 => name("TYPE"),
         1 => name("PERSIST"),
         1 => name("LLEN"),
+        1 => name("GETDEL"),
     ];
     (n, key()).prop_map(|(n, k)| vec![n, k]).boxed()
 }
@@ -638,6 +639,8 @@ fn junk_command() -> BoxedStrategy<Vec<Tok>> {
         "LPOP",
         "ECHO",
         "FLUSHALL",
+        "FLUSHDB",
+        "GETDEL",
         "NOSUCH",
         "GETT",
         "",

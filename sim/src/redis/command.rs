@@ -692,6 +692,9 @@ static COMMANDS: &[Spec] = &[
     write("pexpireat", -3),
     cmd("ttl", 2),
     cmd("pttl", 2),
+    cmd("expiretime", 2),
+    cmd("pexpiretime", 2),
+    write("getdel", 2),
     write("persist", 2),
     cmd("type", 2),
     grow("incr", 2),
@@ -727,6 +730,7 @@ static COMMANDS: &[Spec] = &[
     noscript("unwatch", 1),
     cmd("dbsize", 1),
     write("flushall", -1),
+    write("flushdb", -1),
     noscript("eval", -3),
     noscript("evalsha", -3),
     container(
@@ -833,15 +837,31 @@ fn exec_data(db: &mut Db, name: &str, args: &[Bytes], now: i64) -> Reply {
         "pexpire" => expire(ks, args, now, now, false, "pexpire"),
         "expireat" => expire(ks, args, now, 0, true, "expireat"),
         "pexpireat" => expire(ks, args, now, 0, false, "pexpireat"),
-        "ttl" | "pttl" => match ks.lookup(&args[1], now) {
+        // `ttlGenericCommand`: -2 without the key, -1 without an expiry, else the time left
+        // (TTL/PTTL) or the absolute expiry (EXPIRETIME/PEXPIRETIME), seconds rounded.
+        "ttl" | "pttl" | "expiretime" | "pexpiretime" => match ks.lookup(&args[1], now) {
             None => Reply::Integer(-2),
             Some(e) => match e.expire_at_ms {
                 None => Reply::Integer(-1),
                 Some(t) => {
-                    let ttl = t.saturating_sub(now).max(0);
-                    Reply::Integer(if name == "pttl" { ttl } else { (ttl + 500) / 1000 })
+                    let ms = if name.ends_with("ttl") {
+                        t.saturating_sub(now)
+                    } else {
+                        t
+                    }
+                    .max(0);
+                    Reply::Integer(if name.starts_with('p') { ms } else { (ms + 500) / 1000 })
                 }
             },
+        },
+        // `getdelCommand`: GET, then DEL when there was a string.
+        "getdel" => match ks.lookup(&args[1], now).map(|e| e.value.clone()) {
+            None => Reply::nil(),
+            Some(Value::String(s)) => {
+                ks.remove(&args[1]);
+                Reply::Bulk(Some(s))
+            }
+            Some(_) => Reply::error(WRONGTYPE),
         },
         "persist" => match ks.lookup(&args[1], now).map(|e| e.expire_at_ms) {
             Some(Some(_)) => {
@@ -930,7 +950,8 @@ fn exec_data(db: &mut Db, name: &str, args: &[Bytes], now: i64) -> Reply {
             Reply::Integer(ids.len() as i64)
         }
         "dbsize" => Reply::Integer(ks.len() as i64),
-        "flushall" => {
+        // One database here (`SELECT 0` only): FLUSHDB empties what FLUSHALL empties.
+        "flushall" | "flushdb" => {
             let ok = args.len() == 1 || (args.len() == 2 && (eq_ic(&args[1], "sync") || eq_ic(&args[1], "async")));
             if !ok {
                 return Reply::error(SYNTAX);
@@ -1788,6 +1809,37 @@ mod tests {
                 lib_ver: Some(Bytes::from_static(b"1.0.0")),
                 ..ClientSession::default()
             }
+        );
+    }
+
+    #[test]
+    fn getdel_expiretime_and_flushdb_behave_as_redis_documents_them() {
+        // From the Redis command reference (GETDEL, EXPIRETIME, PEXPIRETIME, FLUSHDB).
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let t = 1_000;
+        check(
+            &mut e,
+            &[
+                (t, &["GETDEL", "k"], nil()),
+                (t, &["SET", "k", "v", "PX", "2400"], st("OK")),
+                (t, &["PEXPIRETIME", "k"], int(3_400)),
+                (t, &["EXPIRETIME", "k"], int(3)),
+                (t, &["GETDEL", "k"], bulk("v")),
+                (t, &["EXISTS", "k"], int(0)),
+                (t, &["PEXPIRETIME", "k"], int(-2)),
+                (t, &["SET", "k", "v"], st("OK")),
+                (t, &["EXPIRETIME", "k"], int(-1)),
+                (t, &["LPUSH", "l", "x"], int(1)),
+                (t, &["GETDEL", "l"], err(WT)),
+                (
+                    t,
+                    &["GETDEL"],
+                    err("ERR wrong number of arguments for 'getdel' command"),
+                ),
+                (t, &["FLUSHDB", "x"], err("ERR syntax error")),
+                (t, &["FLUSHDB", "ASYNC"], st("OK")),
+                (t, &["DBSIZE"], int(0)),
+            ],
         );
     }
 

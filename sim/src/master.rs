@@ -393,7 +393,9 @@ pub(crate) fn handler(
             .first()
             .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
             .unwrap_or_default();
-        if name == "wait" {
+        // Inside MULTI, WAIT is queued like any command (and answers at once in EXEC).
+        let in_multi = conns.borrow().open.get(&conn).is_some_and(|c| c.session.in_multi());
+        if name == "wait" && !in_multi {
             return wait(&node, &repl, conn, args);
         }
         let is_master = repl.borrow().is_master(node.name());

@@ -288,12 +288,12 @@ impl Replication {
     }
 
     /// The stream offset of master `node`.
-    pub(crate) fn offset(&self, node: &str) -> u64 {
+    pub fn offset(&self, node: &str) -> u64 {
         self.group_of(node).map_or(0, |g| g.offset)
     }
 
     /// How many replicas of master `node` have acknowledged `offset`.
-    pub(crate) fn acked_count(&self, node: &str, offset: u64) -> usize {
+    pub fn acked_count(&self, node: &str, offset: u64) -> usize {
         self.group_of(node).filter(|g| g.master == node).map_or(0, |g| {
             g.links.values().filter(|l| !l.needs_sync && l.acked >= offset).count()
         })

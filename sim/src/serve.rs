@@ -16,7 +16,7 @@
 use crate::history::EventKind;
 use crate::machine::SoftwareResult;
 use crate::node::Node;
-use crate::redis::{decode_command, encode_reply, Reply};
+use crate::redis::{decode_command, encode_reply, Reply, ReplyEncoder};
 use crate::wire::SimStream as TcpStream;
 use bytes::{Bytes, BytesMut};
 use std::cell::Cell;
@@ -99,6 +99,8 @@ async fn connection(
 ) -> std::io::Result<()> {
     let mut input = BytesMut::with_capacity(4096);
     let mut output = BytesMut::with_capacity(4096);
+    // RESP2 until a `HELLO 3`.
+    let mut encoder = ReplyEncoder::new();
     loop {
         loop {
             match decode_command(&mut input) {
@@ -132,9 +134,9 @@ async fn connection(
                         }
                         return ignore_the_rest(stream).await;
                     }
-                    encode_reply(&reply, &mut output);
+                    encoder.encode(&args, &reply, &mut output);
                     for reply in &more {
-                        encode_reply(reply, &mut output);
+                        encoder.encode(&args, reply, &mut output);
                     }
                 }
                 Ok(None) => break,
@@ -156,7 +158,7 @@ async fn connection(
                 tokio::select! {
                     biased;
                     Some(push) = pushes.recv() => {
-                        encode_reply(&push, &mut output);
+                        encoder.encode_push(&push, &mut output);
                         stream.write_all(&output).await?;
                         output.clear();
                     }

@@ -29,7 +29,7 @@ use super::buffers::{ConnBuffers, RunBuffers};
 use super::resp::{CommandReader, MAX_CLIENTS_REPLY};
 use super::server::Server;
 use bytes::{Bytes, BytesMut};
-use lockstep_sim::redis::{encode_reply, ClientSession, Reply};
+use lockstep_sim::redis::{encode_reply, ClientSession, Reply, ReplyEncoder};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cell::{Cell, RefCell};
@@ -416,6 +416,7 @@ async fn engine_connection(
                 ServerEnd::Reset
             };
             let mut session = ClientSession::new(conn as i64);
+            let mut encoder = ReplyEncoder::new();
             let mut input = CommandReader::new();
             while let Some((at, chunk)) = up_rx.recv().await {
                 deliver_when_due(&link.up, at).await;
@@ -439,8 +440,12 @@ async fn engine_connection(
                             if !server.is_running() || server.generation() != generation {
                                 return reset();
                             }
-                            let reply = server.execute(&mut session, &link.client, &args);
-                            encode_reply(&reply, &mut out);
+                            let reply = if !session.in_multi() && server.blocks_on_wait(&args) {
+                                server.wait(&link.client, &mut session, &args).await
+                            } else {
+                                server.execute(&mut session, &link.client, &args)
+                            };
+                            encoder.encode(&args, &reply, &mut out);
                             if account.output_full(out.len()) {
                                 // Replies the client does not read (or a pipeline of huge ones).
                                 return reset();

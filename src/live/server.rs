@@ -13,17 +13,17 @@
 //! last whole second on a power loss); `restart` starts it again once its restart delay has passed
 //! by the chosen clock. A `pause` of a server freezes its command processing.
 //!
-//! Added for real client libraries (not in the simulated server): `INFO` answers a minimal
-//! server section (ioredis' ready check asks for it); the resource answers `CLIENT`, `SELECT`,
-//! `PING`, `INFO` and `HELLO 2`.
+//! Added for real client libraries: the resource answers `CLIENT`, `SELECT`, `PING`, `INFO` and
+//! `HELLO 2` (clients send them while connecting). `WAIT` blocks the connection here
+//! ([`Server::wait`]), as the simulated master does.
 //!
 //! Replicas are servers of the same kind sharing one [`Replication`] with their master (the
 //! simulation's bookkeeping, [`lockstep_sim::deployment::replication`]): a command runs as the
 //! server's role says ([`lockstep_sim::master::execute_member`]: a replica answers writes with
 //! `READONLY`, a master with replicas publishes each command's effects and each expiry), a stop
 //! drops what was not yet delivered and a start resynchronises; [`super::replication`] delivers the
-//! stream after its lag, runs the Sentinel and promotes. Left out: `WAIT` (the engine does not
-//! know it), replicas behind real `redis-server`s.
+//! stream after its lag, runs the Sentinel and promotes. Left out: replicas behind real
+//! `redis-server`s.
 
 use super::real::RealRedis;
 use super::recorder::LiveRecorder;
@@ -38,7 +38,7 @@ use lockstep_sim::{DelayClock, EventKind, FencingMode, MasterSetup, Persistence}
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-/// The minimal `INFO` reply.
+/// The resource's minimal `INFO` reply.
 const INFO: &str = "# Server\r\nredis_version:7.2.0\r\nredis_mode:standalone\r\n# Persistence\r\nloading:0\r\n";
 
 /// How a server stops.
@@ -307,9 +307,7 @@ impl Server {
                     .unwrap_or_default();
                 // A replica keeps no client write (it refuses or undoes it): its effects are dropped.
                 let keeps_writes = master.repl.as_deref().is_none_or(|r| r.borrow().is_master(&self.name));
-                let reply = if name == "info" {
-                    Reply::bulk(INFO)
-                } else if let Some(repl) = &master.repl {
+                let reply = if let Some(repl) = &master.repl {
                     // As its role says: a replica refuses writes, a master replicates them.
                     let mut replies = execute_member(
                         repl,
@@ -341,6 +339,60 @@ impl Server {
             }
             Kind::Resource { store } => resource_command(&self.rec, &self.name, store, peer, args),
         }
+    }
+
+    /// Whether `args` is a well-formed `WAIT` to a master, which [`Server::wait`] answers (it
+    /// blocks the connection; anything else about it the engine answers at once).
+    pub fn blocks_on_wait(&self, args: &[Bytes]) -> bool {
+        let int = |b: &Bytes| std::str::from_utf8(b).ok().and_then(|s| s.parse::<i64>().ok());
+        matches!(&self.kind, Kind::Master(m) if m.real.is_none())
+            && args.len() == 3
+            && args[0].eq_ignore_ascii_case(b"wait")
+            && int(&args[1]).is_some()
+            && int(&args[2]).is_some_and(|t| t >= 0)
+    }
+
+    /// `WAIT numreplicas timeout`: blocks until that many replicas acknowledged every write this
+    /// master made before it, or the timeout (ms; 0 = none) passed, and answers how many did.
+    /// Without replicas none ever does. A replica refuses it, as Redis does.
+    pub async fn wait(&self, peer: &str, session: &mut ClientSession, args: &[Bytes]) -> Reply {
+        let Kind::Master(master) = &self.kind else {
+            return self.execute(session, peer, args);
+        };
+        let int = |b: &Bytes| std::str::from_utf8(b).ok().and_then(|s| s.parse::<i64>().ok()).unwrap_or(0);
+        let (want, timeout_ms) = (int(&args[1]), int(&args[2]));
+        let reply = match &master.repl {
+            Some(repl) if !repl.borrow().is_master(&self.name) => {
+                Reply::error("ERR WAIT cannot be used with replica instances.")
+            }
+            repl => {
+                let target = repl.as_ref().map(|r| r.borrow().offset(&self.name));
+                let acked = || match (repl, target) {
+                    (Some(r), Some(t)) => r.borrow().acked_count(&self.name, t) as i64,
+                    _ => 0,
+                };
+                let start = tokio::time::Instant::now();
+                loop {
+                    let n = acked();
+                    let timed_out = timeout_ms > 0 && start.elapsed().as_millis() >= timeout_ms as u128;
+                    if n >= want || timed_out {
+                        break Reply::Integer(n);
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
+            }
+        };
+        self.rec.record(
+            &self.name,
+            EventKind::Command {
+                conn: session.id as u64,
+                args: args.iter().map(|a| history_arg(a)).collect(),
+                reply: clip(render_reply(&reply)),
+                effects: Vec::new(),
+                client: Some(peer.to_string()),
+            },
+        );
+        reply
     }
 
     /// Stops the server as `kind` says; its memory becomes what its persistence kept.

@@ -12,8 +12,8 @@ use super::reply::Reply;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
-const SYNTAX: &str = "ERR syntax error";
+pub(crate) const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+pub(crate) const SYNTAX: &str = "ERR syntax error";
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 
@@ -55,6 +55,9 @@ pub struct ClientSession {
     pub watched: Vec<Bytes>,
     /// The channels this connection is subscribed to (RESP2 subscribed mode when not empty).
     pub subscriptions: BTreeSet<Bytes>,
+    /// Whether the connection negotiated RESP3 (`HELLO 3`); the server's encoder
+    /// ([`super::ReplyEncoder`]) writes the replies accordingly.
+    pub resp3: bool,
 }
 
 impl ClientSession {
@@ -117,6 +120,9 @@ pub struct RedisEngine {
     memory: MemoryShare,
     /// What the last command did to each key it changed ([`RedisEngine::take_effects`]).
     effects: Vec<crate::history::KeyEffect>,
+    /// `CONFIG SET` values (a restart forgets them, as Redis forgets what was not written to its
+    /// config file).
+    server_config: super::admin::ServerConfig,
 }
 
 impl std::fmt::Debug for RedisEngine {
@@ -141,6 +147,7 @@ impl RedisEngine {
             dirty: BTreeSet::new(),
             memory: MemoryShare::new(),
             effects: Vec::new(),
+            server_config: super::admin::ServerConfig::default(),
         }
     }
 
@@ -461,8 +468,41 @@ impl RedisEngine {
                 false => Reply::error("ERR Client names cannot contain spaces, newlines or special characters."),
             },
             "client|setinfo" => client_setinfo(session, args),
-            "eval" => self.eval(args, now, false),
-            "evalsha" => self.eval(args, now, true),
+            // Only the asking connection: the engine does not see the others.
+            "client|list" | "client|info" => Reply::bulk(super::admin::client_line(session, &fullname)),
+            "config|get" => self.server_config.get(&args[2..], self.memory.maxmemory),
+            "config|set" => match self.server_config.set(&args[2..]) {
+                Ok(maxmemory) => {
+                    if let Some(bytes) = maxmemory {
+                        self.memory.maxmemory = bytes;
+                    }
+                    Reply::ok()
+                }
+                Err(refusal) => refusal,
+            },
+            "config|resetstat" => Reply::ok(),
+            "config|rewrite" => Reply::error("ERR The server is running without a config file"),
+            "info" => super::admin::info(
+                &args[1..],
+                &super::admin::InfoFacts {
+                    keys: self.db.ks.live_len(now),
+                    expires: self.db.ks.iter().filter(|(_, e)| e.expire_at_ms.is_some() && !e.is_expired_at(now)).count(),
+                    used_memory: self.db.ks.used_bytes(),
+                    maxmemory: self.memory.maxmemory,
+                    lua_memory: self.scripts.used_memory(),
+                },
+            ),
+            // The engine alone has no replicas: none acknowledges. A server with replicas answers
+            // `WAIT` itself (it blocks until enough acknowledge or the timeout passes).
+            "wait" => match (parse_ll(&args[1]), parse_ll(&args[2])) {
+                (Some(_), Some(timeout_ms)) if timeout_ms < 0 => Reply::error("ERR timeout is negative"),
+                (Some(_), Some(_)) => Reply::Integer(0),
+                _ => Reply::error(NOT_INTEGER),
+            },
+            "eval" => self.eval(args, now, false, false),
+            "evalsha" => self.eval(args, now, true, false),
+            "eval_ro" => self.eval(args, now, false, true),
+            "evalsha_ro" => self.eval(args, now, true, true),
             "script|load" => match self.scripts.load(&args[2]) {
                 Ok(sha) => Reply::bulk(sha),
                 Err(e) => Reply::Error(e),
@@ -521,6 +561,7 @@ impl RedisEngine {
         self.session = ClientSession::new(1);
         self.watchers.clear();
         self.dirty.clear();
+        self.server_config = super::admin::ServerConfig::default();
         self.report_memory();
     }
 
@@ -554,7 +595,9 @@ impl RedisEngine {
         &self.config
     }
 
-    fn eval(&mut self, args: &[Bytes], now: i64, by_sha: bool) -> Reply {
+    /// `EVAL`/`EVALSHA`, or their `_RO` forms (`read_only`: a write command called by the script
+    /// is refused).
+    fn eval(&mut self, args: &[Bytes], now: i64, by_sha: bool, read_only: bool) -> Reply {
         if by_sha && args[1].len() != 40 {
             return Reply::error(NOSCRIPT);
         }
@@ -588,7 +631,7 @@ impl RedisEngine {
             &args[split..],
             &mut self.db,
             now,
-            exec_from_script,
+            if read_only { exec_from_read_only_script } else { exec_from_script },
         )
     }
 }
@@ -679,8 +722,28 @@ static COMMANDS: &[Spec] = &[
             noscript("getname", 2),
             noscript("setname", 3),
             noscript("setinfo", 4),
+            noscript("list", -2),
+            noscript("info", 2),
         ],
     ),
+    noscript("info", -1),
+    container(
+        "config",
+        &[
+            noscript("get", -3),
+            noscript("set", -4),
+            noscript("resetstat", 2),
+            noscript("rewrite", 2),
+        ],
+    ),
+    cmd("keys", 2),
+    cmd("scan", -2),
+    cmd("time", 1),
+    container(
+        "object",
+        &[cmd("encoding", 3), cmd("refcount", 3), cmd("idletime", 3), cmd("freq", 3)],
+    ),
+    noscript("wait", 3),
     cmd("select", 2),
     cmd("get", 2),
     grow("set", -3),
@@ -733,6 +796,8 @@ static COMMANDS: &[Spec] = &[
     write("flushdb", -1),
     noscript("eval", -3),
     noscript("evalsha", -3),
+    noscript("eval_ro", -3),
+    noscript("evalsha_ro", -3),
     container(
         "script",
         &[
@@ -794,6 +859,17 @@ fn exec_from_script(db: &mut Db, args: &[Bytes], now: i64) -> Result<Reply, &'st
         // bound (see docs/redis-differences.md).
         Lookup::Found(spec, _) if spec.denyoom && db.ks.used_bytes() > db.memory_limit => Err(OOM_REFUSAL),
         Lookup::Found(_, fullname) => Ok(exec_data(db, &fullname, args, now)),
+    }
+}
+
+/// [`exec_from_script`] for `EVAL_RO`/`EVALSHA_RO`: commands flagged `write` or `may-replicate`
+/// (`PUBLISH`) are refused (Redis' `scriptVerifyWriteCommandAllow`).
+fn exec_from_read_only_script(db: &mut Db, args: &[Bytes], now: i64) -> Result<Reply, &'static str> {
+    match lookup(args) {
+        Lookup::Found(spec, _) if !spec.noscript && (spec.write || spec.name == "publish") => {
+            Err("Write commands are not allowed from read-only scripts.")
+        }
+        _ => exec_from_script(db, args, now),
     }
 }
 
@@ -950,6 +1026,13 @@ fn exec_data(db: &mut Db, name: &str, args: &[Bytes], now: i64) -> Reply {
             Reply::Integer(ids.len() as i64)
         }
         "dbsize" => Reply::Integer(ks.len() as i64),
+        "keys" => super::admin::keys(ks, &args[1], now),
+        "scan" => super::admin::scan(ks, args, now),
+        "time" => super::admin::time(now),
+        "object|encoding" => super::admin::object(ks, "encoding", &args[2], now),
+        "object|refcount" => super::admin::object(ks, "refcount", &args[2], now),
+        "object|idletime" => super::admin::object(ks, "idletime", &args[2], now),
+        "object|freq" => super::admin::object(ks, "freq", &args[2], now),
         // One database here (`SELECT 0` only): FLUSHDB empties what FLUSHALL empties.
         "flushall" | "flushdb" => {
             let ok = args.len() == 1 || (args.len() == 2 && (eq_ic(&args[1], "sync") || eq_ic(&args[1], "async")));
@@ -1394,12 +1477,14 @@ fn pubsub_reply(kind: &'static str, channel: Option<Bytes>, count: usize) -> Rep
 
 fn hello(session: &mut ClientSession, args: &[Bytes]) -> Reply {
     let mut next = 1;
+    // The protocol asked for (applied once every option is valid); none keeps the current one.
+    let mut resp3 = session.resp3;
     if args.len() >= 2 {
         next = 2;
         match parse_ll(&args[1]) {
             None => return Reply::error("ERR Protocol version is not an integer or out of range"),
-            // Only RESP2 is spoken; Redis would switch to RESP3 for 3.
-            Some(2) => {}
+            Some(2) => resp3 = false,
+            Some(3) => resp3 = true,
             Some(_) => return Reply::error("NOPROTO unsupported protocol version"),
         }
     }
@@ -1427,6 +1512,7 @@ fn hello(session: &mut ClientSession, args: &[Bytes]) -> Reply {
         }
         session.name = (!name.is_empty()).then_some(name);
     }
+    session.resp3 = resp3;
     let s = |v: &'static str| Reply::bulk(Bytes::from_static(v.as_bytes()));
     Reply::Array(Some(vec![
         s("server"),
@@ -1434,7 +1520,7 @@ fn hello(session: &mut ClientSession, args: &[Bytes]) -> Reply {
         s("version"),
         s("7.2.0"),
         s("proto"),
-        Reply::Integer(2),
+        Reply::Integer(if session.resp3 { 3 } else { 2 }),
         s("id"),
         Reply::Integer(session.id),
         s("mode"),
@@ -1711,7 +1797,7 @@ mod tests {
                     err("ERR wrong number of arguments for 'get' command"),
                 ),
                 (t, &["DEL"], err("ERR wrong number of arguments for 'del' command")),
-                (t, &["HELLO", "3"], err("NOPROTO unsupported protocol version")),
+                (t, &["HELLO", "4"], err("NOPROTO unsupported protocol version")),
                 (
                     t,
                     &["HELLO", "x"],

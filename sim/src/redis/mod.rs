@@ -34,12 +34,14 @@
 //! `docs/redis-differences.md`; the ones of the framing and of scripting are also in the docs
 //! of [`codec`] and of the Lua module (`lua.rs`).
 
+mod admin;
 pub mod codec;
 mod command;
 mod keyspace;
 mod lua;
 mod memory;
 mod reply;
+mod resp3;
 
 pub use codec::{decode_command, encode_reply};
 pub use command::{blocking_timeout_ms, is_write_command, ClientSession, EngineConfig, RedisEngine};
@@ -47,3 +49,4 @@ pub use keyspace::{Entry, Keyspace, Value};
 pub use lua::sha1_hex;
 pub use memory::{MemoryPool, DEFAULT_MAXMEMORY_BYTES, DEFAULT_WORLD_MEMORY_BYTES, OOM_ERROR};
 pub use reply::Reply;
+pub use resp3::ReplyEncoder;

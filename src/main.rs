@@ -8,9 +8,8 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use lockstep::app::args::{BenchArgs, CiArgs, ExploreArgs, RunArgs};
 use lockstep::app::exploration::{self, Shrunk};
-use lockstep::app::{ci, error, files, run, search, sweep, AppError, Outcome};
+use lockstep::app::{args::*, ci, error, files, run, search, sweep, AppError, Outcome};
 use lockstep::emit;
 use lockstep::report::merge::{merge_texts, Merged};
 use lockstep::report::{console, write_atomic, write_json, write_report_with, Report};
@@ -52,6 +51,7 @@ enum Command {
     /// Measure the simulator: overhead against the bare step loop, scaling over jobs, scenarios/minute.
     Bench(BenchArgs),
     Live(lockstep::live::LiveArgs),
+    Serve(lockstep::live::serve::ServeArgs),
     Mutants(lockstep::app::mutants::MutantsArgs),
     /// List the lock algorithms, the fault kinds, the checkers and the shipped scenarios.
     List {
@@ -278,6 +278,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Live(args) => return lockstep::live::main(args, &lockstep::report::live::Renderer),
         Command::Run(args) => cmd_run(args),
+        Command::Serve(args) => lockstep::live::serve::main(&args),
         Command::List { dir } => files::check_dir(&dir, "--dir").and_then(|()| {
             let loaded = lockstep::scenario::load_dir(&dir).map_err(|e| AppError::BadInput(e.to_string()))?;
             say(&console::list_text(&dir, &Ok(loaded)))?;

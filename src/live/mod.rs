@@ -26,6 +26,7 @@
 //! types; nothing below imports it.
 
 pub mod buffers;
+pub mod deploy;
 pub mod driver;
 pub mod fakeclock;
 pub mod faults;
@@ -37,6 +38,7 @@ pub mod real;
 pub mod recorder;
 pub mod replication;
 pub mod resp;
+pub mod serve;
 pub mod server;
 
 use crate::checker::{self, CheckResult, Verdict};
@@ -49,7 +51,6 @@ use protocol::{parse_hello, Request};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use recorder::LiveRecorder;
-use server::Server;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -184,8 +185,6 @@ impl LiveRun {
 /// Checks that `scenario` can run live at all (with real `redis-server`s when `real_redis`);
 /// the error says why not.
 pub fn check_supported(scenario: &Scenario, real_redis: bool) -> Result<(), LiveError> {
-    let clients: Vec<String> = scenario.clients.iter().map(|c| c.name.clone()).collect();
-    let masters: Vec<String> = scenario.masters.iter().map(|m| m.name.clone()).collect();
     let faketime = fakeclock::find().is_some();
     // The live driver runs the basic turn (one read, fixed work, one write, one task per
     // client): a file that asks for more would be judged against a workload it did not run.
@@ -228,6 +227,16 @@ pub fn check_supported(scenario: &Scenario, real_redis: bool) -> Result<(), Live
             }
         }
     }
+    check_servers(scenario, real_redis)
+}
+
+/// Checks that `scenario`'s servers and fault plan can be deployed live (with real
+/// `redis-server`s when `real_redis`): the part of [`check_supported`] that `lockstep serve`
+/// shares.
+pub fn check_servers(scenario: &Scenario, real_redis: bool) -> Result<(), LiveError> {
+    let clients: Vec<String> = scenario.clients.iter().map(|c| c.name.clone()).collect();
+    let masters: Vec<String> = scenario.masters.iter().map(|m| m.name.clone()).collect();
+    let faketime = fakeclock::find().is_some();
     let mut redis = Vec::new();
     let mut replicated = Vec::new();
     for (i, name) in masters.iter().enumerate() {
@@ -466,93 +475,10 @@ fn free_port() -> Result<u16, LiveError> {
 
 async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun, LiveError> {
     let rec = LiveRecorder::new();
-    let mut servers: BTreeMap<String, Rc<Server>> = BTreeMap::new();
-    let mut server_order = Vec::new();
     let mut next_port = options.base_port;
-    // One replication bookkeeping for every group, shared by its servers (as in the simulation).
-    let repl = Rc::new(std::cell::RefCell::new(
-        lockstep_sim::replication::Replication::default(),
-    ));
-    for m in &scenario.masters {
-        let setup = scenario.master_setup(&m.name);
-        let replicas = scenario.replicas_of(&m.name);
-        if !replicas.is_empty() && options.redis_server.is_none() {
-            let replica_setup = lockstep_sim::MasterSetup {
-                clock: lockstep_sim::ClockSpec {
-                    offset_ms: setup.replica_offset_ms,
-                    drift_ppm: 0,
-                },
-                ..setup.clone()
-            };
-            for replica in &replicas {
-                let server = Server::member(replica, replica_setup.clone(), &rec, Some(repl.clone()));
-                servers.insert(replica.clone(), server);
-            }
-            repl.borrow_mut()
-                .add_group(&m.name, &replicas, setup.replication_lag_ms, setup.failover_after_ms);
-            servers.insert(m.name.clone(), Server::member(&m.name, setup, &rec, Some(repl.clone())));
-            server_order.push(m.name.clone());
-            continue;
-        }
-        let server = match &options.redis_server {
-            None => Server::master(&m.name, setup, &rec),
-            Some(binary) => {
-                let port = match next_port {
-                    Some(p) => {
-                        next_port = Some(p.saturating_add(1));
-                        p
-                    }
-                    None => free_port()?,
-                };
-                Server::real_master(&m.name, setup, &rec, binary, port).map_err(LiveError::Unsupported)?
-            }
-        };
-        servers.insert(m.name.clone(), server);
-        server_order.push(m.name.clone());
-    }
-    servers.insert(
-        RESOURCE_NODE.to_string(),
-        Server::resource(RESOURCE_NODE, scenario.resource, &rec),
-    );
-    server_order.push(RESOURCE_NODE.to_string());
-
-    // One listener per client per master and the resource (a replica is reached through its
-    // group's link once promoted).
-    let mut links = Vec::new();
-    let mut addresses = BTreeMap::new();
-    // What the run's connections may hold, over all links (a flooding local process must not
-    // take the run's memory: `buffers`).
-    let run_buffers = buffers::RunBuffers::new(buffers::Limits::default());
-    for client in &scenario.clients {
-        for server in &server_order {
-            let port = next_port.unwrap_or(0);
-            let listener = link::bind(port).await.map_err(|e| LiveError::Port {
-                port,
-                reason: e.to_string(),
-                hint: if port == 0 {
-                    String::new()
-                } else {
-                    " (the port is in use: pass another --base-port, or leave it out to use free ports)".to_string()
-                },
-            })?;
-            next_port = next_port.map(|p| p.saturating_add(1));
-            let seed = sub_seed(scenario.seed, &format!("link/{}/{server}", client.name));
-            let link = link::serve(
-                listener,
-                &client.name,
-                servers[server].clone(),
-                seed,
-                run_buffers.clone(),
-            )
-            .map_err(|e| LiveError::Port {
-                port,
-                reason: e.to_string(),
-                hint: String::new(),
-            })?;
-            addresses.insert((client.name.clone(), server.clone()), link.addr.to_string());
-            links.push(link);
-        }
-    }
+    let deployed = deploy::servers(scenario, &rec, options.redis_server.as_deref(), &mut next_port)?;
+    let (links, addresses) = deploy::links(scenario, &deployed, &mut next_port, "--base-port").await?;
+    let deploy::Servers { servers, repl, .. } = deployed;
 
     let Started {
         drivers,
@@ -574,22 +500,7 @@ async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun
         },
     );
     let replication = Rc::new(replication::LiveReplication::new(repl, servers.clone(), links.clone()));
-    let ticker = {
-        let servers: Vec<Rc<Server>> = servers.values().cloned().collect();
-        let (replication, rec) = (replication.clone(), rec.clone());
-        tokio::task::spawn_local(async move {
-            let mut interval = tokio::time::interval(Duration::from_millis(1));
-            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-            loop {
-                interval.tick().await;
-                for s in &servers {
-                    s.tick_restart();
-                    s.tick();
-                }
-                replication.tick(rec.now_us());
-            }
-        })
-    };
+    let ticker = deploy::spawn_ticker(&servers, &replication, &rec);
     let targets = Rc::new(faults::Targets {
         clients: drivers
             .iter()

@@ -359,7 +359,12 @@ impl Server {
         let Kind::Master(master) = &self.kind else {
             return self.execute(session, peer, args);
         };
-        let int = |b: &Bytes| std::str::from_utf8(b).ok().and_then(|s| s.parse::<i64>().ok()).unwrap_or(0);
+        let int = |b: &Bytes| {
+            std::str::from_utf8(b)
+                .ok()
+                .and_then(|s| s.parse::<i64>().ok())
+                .unwrap_or(0)
+        };
         let (want, timeout_ms) = (int(&args[1]), int(&args[2]));
         let reply = match &master.repl {
             Some(repl) if !repl.borrow().is_master(&self.name) => {

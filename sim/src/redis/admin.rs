@@ -41,21 +41,20 @@ pub(crate) fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
                     continue;
                 }
                 b'[' => {
-                    if let Some((matched, next)) = class_match(pattern, p, text[t]) {
-                        if matched {
-                            p = next;
-                            t += 1;
-                            continue;
-                        }
-                    }
-                }
-                b'\\' if p + 1 < pattern.len() => {
-                    if pattern[p + 1] == text[t] {
-                        p += 2;
+                    let (matched, next) = class_match(pattern, p, text[t]);
+                    if matched {
+                        p = next;
                         t += 1;
                         continue;
                     }
                 }
+                b'\\' if p + 1 < pattern.len() && pattern[p + 1] == text[t] => {
+                    p += 2;
+                    t += 1;
+                    continue;
+                }
+                // An escape of another character: no match here.
+                b'\\' if p + 1 < pattern.len() => {}
                 c if c == text[t] => {
                     p += 1;
                     t += 1;
@@ -78,7 +77,7 @@ pub(crate) fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
 
 /// Matches `c` against the class that opens at `pattern[open] == '['`: whether it matched, and
 /// the index after the class. An unclosed class runs to the end of the pattern, as in Redis.
-fn class_match(pattern: &[u8], open: usize, c: u8) -> Option<(bool, usize)> {
+fn class_match(pattern: &[u8], open: usize, c: u8) -> (bool, usize) {
     let mut i = open + 1;
     let negate = pattern.get(i) == Some(&b'^');
     if negate {
@@ -99,7 +98,7 @@ fn class_match(pattern: &[u8], open: usize, c: u8) -> Option<(bool, usize)> {
         }
     }
     // `i` is at the closing `]` (or the end of an unclosed class).
-    Some((matched != negate, (i + 1).min(pattern.len())))
+    (matched != negate, (i + 1).min(pattern.len()))
 }
 
 /// `KEYS pattern`: the live keys matching, in key order.
@@ -315,7 +314,11 @@ impl ServerConfig {
                     name => self.set.get(name).cloned().unwrap_or_else(|| p.default.to_string()),
                 };
                 let is_pattern = pat.iter().any(|c| b"*?[\\".contains(c));
-                out.push(if is_pattern { Reply::bulk(p.name) } else { Reply::Bulk(Some(pat.clone())) });
+                out.push(if is_pattern {
+                    Reply::bulk(p.name)
+                } else {
+                    Reply::Bulk(Some(pat.clone()))
+                });
                 out.push(Reply::bulk(value));
             }
         }
@@ -325,7 +328,7 @@ impl ServerConfig {
     /// `CONFIG SET name value [name value ...]`: all or nothing. `Ok(Some(bytes))` carries a new
     /// `maxmemory` for the engine to apply.
     pub(crate) fn set(&mut self, pairs: &[Bytes]) -> Result<Option<usize>, Reply> {
-        if pairs.is_empty() || pairs.len() % 2 != 0 {
+        if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
             return Err(Reply::error("ERR wrong number of arguments for 'config|set' command"));
         }
         let mut staged: Vec<(&'static str, String)> = Vec::new();
@@ -339,7 +342,11 @@ impl ServerConfig {
                     name.replace(['\r', '\n'], " ")
                 )));
             };
-            let failed = |why: &str| Reply::Error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"));
+            let failed = |why: &str| {
+                Reply::Error(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+                ))
+            };
             if !p.mutable {
                 return Err(failed("can't set immutable config"));
             }
@@ -455,7 +462,11 @@ pub(crate) fn info(sections: &[Bytes], facts: &InfoFacts) -> Reply {
 
 /// One `CLIENT LIST` line for a connection, in Redis 7.2's field order.
 pub(crate) fn client_line(session: &super::command::ClientSession, command: &str) -> String {
-    let text = |v: &Option<Bytes>| v.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+    let text = |v: &Option<Bytes>| {
+        v.as_ref()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default()
+    };
     format!(
         "id={} addr=127.0.0.1:0 laddr=127.0.0.1:6379 fd=8 name={} age=0 idle=0 flags={} db=0 sub={} psub=0 ssub=0 multi={} watch={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={command} user=default redir=-1 resp={} lib-name={} lib-ver={}\n",
         session.id,
@@ -532,9 +543,18 @@ mod engine_tests {
         run(&mut e, &mut s, &["PEXPIRE", "lock:b", "10000"]);
         assert_eq!(run(&mut e, &mut s, &["KEYS", "lock:*"]), bulks(&["lock:a", "lock:b"]));
         assert_eq!(run(&mut e, &mut s, &["TIME"]), bulks(&["1700000000", "123000"]));
-        assert_eq!(run(&mut e, &mut s, &["OBJECT", "ENCODING", "lock:a"]), Reply::bulk("int"));
-        assert_eq!(run(&mut e, &mut s, &["OBJECT", "ENCODING", "lock:b"]), Reply::bulk("embstr"));
-        assert_eq!(run(&mut e, &mut s, &["OBJECT", "REFCOUNT", "lock:a"]), Reply::Integer(2147483647));
+        assert_eq!(
+            run(&mut e, &mut s, &["OBJECT", "ENCODING", "lock:a"]),
+            Reply::bulk("int")
+        );
+        assert_eq!(
+            run(&mut e, &mut s, &["OBJECT", "ENCODING", "lock:b"]),
+            Reply::bulk("embstr")
+        );
+        assert_eq!(
+            run(&mut e, &mut s, &["OBJECT", "REFCOUNT", "lock:a"]),
+            Reply::Integer(2147483647)
+        );
         assert_eq!(run(&mut e, &mut s, &["OBJECT", "ENCODING", "none"]), Reply::nil());
         // SCAN visits every key once over its iteration, whatever COUNT is.
         let mut seen = Vec::new();
@@ -560,33 +580,74 @@ mod engine_tests {
         assert_eq!(matched[1], bulks(&["other"]));
         assert_eq!(run(&mut e, &mut s, &["SCAN", "x"]), Reply::error("ERR invalid cursor"));
         // INFO has the fields clients parse.
-        let Reply::Bulk(Some(info)) = run(&mut e, &mut s, &["INFO"]) else { panic!() };
+        let Reply::Bulk(Some(info)) = run(&mut e, &mut s, &["INFO"]) else {
+            panic!()
+        };
         let info = String::from_utf8_lossy(&info).into_owned();
-        for field in ["redis_version:7.2.0", "arch_bits:64", "cluster_enabled:0", "role:master", "db0:keys=3,expires=1"] {
+        for field in [
+            "redis_version:7.2.0",
+            "arch_bits:64",
+            "cluster_enabled:0",
+            "role:master",
+            "db0:keys=3,expires=1",
+        ] {
             assert!(info.contains(field), "{field} in {info}");
         }
-        let Reply::Bulk(Some(server)) = run(&mut e, &mut s, &["INFO", "server"]) else { panic!() };
+        let Reply::Bulk(Some(server)) = run(&mut e, &mut s, &["INFO", "server"]) else {
+            panic!()
+        };
         assert!(!String::from_utf8_lossy(&server).contains("# Keyspace"));
         // CONFIG: GET by pattern, SET all or nothing, maxmemory applied.
-        assert_eq!(run(&mut e, &mut s, &["CONFIG", "GET", "maxmemory-policy"]), bulks(&["maxmemory-policy", "noeviction"]));
-        assert_eq!(run(&mut e, &mut s, &["CONFIG", "SET", "maxmemory", "1mb", "timeout", "5"]), Reply::ok());
+        assert_eq!(
+            run(&mut e, &mut s, &["CONFIG", "GET", "maxmemory-policy"]),
+            bulks(&["maxmemory-policy", "noeviction"])
+        );
+        assert_eq!(
+            run(&mut e, &mut s, &["CONFIG", "SET", "maxmemory", "1mb", "timeout", "5"]),
+            Reply::ok()
+        );
         assert_eq!(e.maxmemory(), 1024 * 1024);
-        assert_eq!(run(&mut e, &mut s, &["CONFIG", "GET", "timeout"]), bulks(&["timeout", "5"]));
+        assert_eq!(
+            run(&mut e, &mut s, &["CONFIG", "GET", "timeout"]),
+            bulks(&["timeout", "5"])
+        );
         assert!(run(&mut e, &mut s, &["CONFIG", "SET", "timeout", "9", "nosuch", "1"]).is_error());
-        assert_eq!(run(&mut e, &mut s, &["CONFIG", "GET", "timeout"]), bulks(&["timeout", "5"]));
+        assert_eq!(
+            run(&mut e, &mut s, &["CONFIG", "GET", "timeout"]),
+            bulks(&["timeout", "5"])
+        );
         assert!(run(&mut e, &mut s, &["CONFIG", "SET", "databases", "4"]).is_error());
         // CLIENT LIST shows the asking connection with its name and protocol.
         run(&mut e, &mut s, &["CLIENT", "SETNAME", "me"]);
         run(&mut e, &mut s, &["HELLO", "3"]);
-        let Reply::Bulk(Some(line)) = run(&mut e, &mut s, &["CLIENT", "LIST"]) else { panic!() };
+        let Reply::Bulk(Some(line)) = run(&mut e, &mut s, &["CLIENT", "LIST"]) else {
+            panic!()
+        };
         let line = String::from_utf8_lossy(&line).into_owned();
-        assert!(line.starts_with("id=7 ") && line.contains(" name=me ") && line.contains(" resp=3 "), "{line}");
+        assert!(
+            line.starts_with("id=7 ") && line.contains(" name=me ") && line.contains(" resp=3 "),
+            "{line}"
+        );
         // EVAL_RO reads but refuses writes.
-        assert_eq!(run(&mut e, &mut s, &["EVAL_RO", "return redis.call('GET', KEYS[1])", "1", "lock:b"]), Reply::bulk("x"));
-        let Reply::Error(refused) = run(&mut e, &mut s, &["EVAL_RO", "return redis.call('DEL', KEYS[1])", "1", "lock:b"]) else {
+        assert_eq!(
+            run(
+                &mut e,
+                &mut s,
+                &["EVAL_RO", "return redis.call('GET', KEYS[1])", "1", "lock:b"]
+            ),
+            Reply::bulk("x")
+        );
+        let Reply::Error(refused) = run(
+            &mut e,
+            &mut s,
+            &["EVAL_RO", "return redis.call('DEL', KEYS[1])", "1", "lock:b"],
+        ) else {
             panic!("a write in EVAL_RO is refused")
         };
-        assert!(refused.starts_with("ERR Write commands are not allowed from read-only scripts."), "{refused}");
+        assert!(
+            refused.starts_with("ERR Write commands are not allowed from read-only scripts."),
+            "{refused}"
+        );
         assert_eq!(run(&mut e, &mut s, &["EXISTS", "lock:b"]), Reply::Integer(1));
         assert_eq!(run(&mut e, &mut s, &["WAIT", "0", "0"]), Reply::Integer(0));
     }

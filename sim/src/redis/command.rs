@@ -486,7 +486,12 @@ impl RedisEngine {
                 &args[1..],
                 &super::admin::InfoFacts {
                     keys: self.db.ks.live_len(now),
-                    expires: self.db.ks.iter().filter(|(_, e)| e.expire_at_ms.is_some() && !e.is_expired_at(now)).count(),
+                    expires: self
+                        .db
+                        .ks
+                        .iter()
+                        .filter(|(_, e)| e.expire_at_ms.is_some() && !e.is_expired_at(now))
+                        .count(),
                     used_memory: self.db.ks.used_bytes(),
                     maxmemory: self.memory.maxmemory,
                     lua_memory: self.scripts.used_memory(),
@@ -631,7 +636,11 @@ impl RedisEngine {
             &args[split..],
             &mut self.db,
             now,
-            if read_only { exec_from_read_only_script } else { exec_from_script },
+            if read_only {
+                exec_from_read_only_script
+            } else {
+                exec_from_script
+            },
         )
     }
 }
@@ -741,7 +750,12 @@ static COMMANDS: &[Spec] = &[
     cmd("time", 1),
     container(
         "object",
-        &[cmd("encoding", 3), cmd("refcount", 3), cmd("idletime", 3), cmd("freq", 3)],
+        &[
+            cmd("encoding", 3),
+            cmd("refcount", 3),
+            cmd("idletime", 3),
+            cmd("freq", 3),
+        ],
     ),
     noscript("wait", 3),
     cmd("select", 2),

@@ -153,7 +153,12 @@ mod tests {
     }
 
     fn hello(proto: i64) -> Reply {
-        Reply::Array(Some(vec![Reply::bulk("server"), Reply::bulk("redis"), Reply::bulk("proto"), Reply::Integer(proto)]))
+        Reply::Array(Some(vec![
+            Reply::bulk("server"),
+            Reply::bulk("redis"),
+            Reply::bulk("proto"),
+            Reply::Integer(proto),
+        ]))
     }
 
     #[test]
@@ -162,7 +167,11 @@ mod tests {
         assert_eq!(encoded(&mut enc, &["GET", "k"], &Reply::nil()), "$-1\r\n");
         // A refused HELLO changes nothing.
         assert_eq!(
-            encoded(&mut enc, &["HELLO", "4"], &Reply::error("NOPROTO unsupported protocol version")),
+            encoded(
+                &mut enc,
+                &["HELLO", "4"],
+                &Reply::error("NOPROTO unsupported protocol version")
+            ),
             "-NOPROTO unsupported protocol version\r\n"
         );
         assert!(!enc.is_resp3());
@@ -173,7 +182,11 @@ mod tests {
         assert!(enc.is_resp3());
         assert_eq!(encoded(&mut enc, &["GET", "k"], &Reply::nil()), "_\r\n");
         assert_eq!(
-            encoded(&mut enc, &["EVAL", "x", "0"], &Reply::Array(Some(vec![Reply::Integer(1), Reply::nil()]))),
+            encoded(
+                &mut enc,
+                &["EVAL", "x", "0"],
+                &Reply::Array(Some(vec![Reply::Integer(1), Reply::nil()]))
+            ),
             "*2\r\n:1\r\n_\r\n"
         );
         assert_eq!(encoded(&mut enc, &["INFO"], &Reply::bulk("a:1")), "=7\r\ntxt:a:1\r\n");

@@ -1,0 +1,319 @@
+//! `lockstep serve` as a client's test suite uses it: the binary started on loopback, real TCP
+//! clients speaking RESP2 and RESP3, a scenario's faults applied at their times, the history
+//! written when it stops — and redis-py's own lock tests, unmodified, passing against it.
+//!
+//! The redis-py suite comes from the package's sdist, which `.ci/run` downloads and unpacks; it
+//! names the directory in `LOCKSTEP_REDIS_PY_SUITE`. Without it the test says it is skipped, except
+//! under `CI=true`, where it fails.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// A running `lockstep serve`: its addresses by server name, read from its banner.
+struct Serve {
+    child: Child,
+    stdout: BufReader<std::process::ChildStdout>,
+    addresses: Vec<(String, String)>,
+    banner: String,
+}
+
+impl Serve {
+    fn start(args: &[&str]) -> Serve {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+            .arg("serve")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the binary starts");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut banner = String::new();
+        let mut addresses = Vec::new();
+        loop {
+            let mut line = String::new();
+            let n = stdout.read_line(&mut line).expect("serve's stdout");
+            if n == 0 {
+                let mut err = String::new();
+                let _ = child.stderr.take().map(|mut e| e.read_to_string(&mut err));
+                panic!("serve stopped before serving:\n{banner}\n{err}");
+            }
+            banner.push_str(&line);
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if let [name, addr, ..] = words[..] {
+                if addr.starts_with("127.0.0.1:") {
+                    addresses.push((name.to_string(), addr.to_string()));
+                }
+            }
+            if line.starts_with("serving ") {
+                break;
+            }
+        }
+        Serve {
+            child,
+            stdout,
+            addresses,
+            banner,
+        }
+    }
+
+    fn addr(&self, server: &str) -> &str {
+        &self
+            .addresses
+            .iter()
+            .find(|(name, _)| name == server)
+            .unwrap_or_else(|| panic!("{server} in the banner:\n{}", self.banner))
+            .1
+    }
+
+    /// Sends `signal` (or waits for `--duration-ms`) and returns the exit code and the rest of
+    /// stdout.
+    fn stop(mut self, signal: Option<i32>) -> (i32, String) {
+        if let Some(signal) = signal {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(self.child.id() as i32, signal) };
+        }
+        let mut rest = String::new();
+        self.stdout.read_to_string(&mut rest).expect("serve's stdout");
+        let status = self.child.wait().expect("serve exits");
+        (status.code().unwrap_or(-1), rest)
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A RESP connection that writes commands and reads one reply's raw bytes.
+struct Conn(TcpStream);
+
+impl Conn {
+    fn open(addr: &str) -> Conn {
+        let stream = TcpStream::connect(addr).expect("connects");
+        stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        Conn(stream)
+    }
+
+    /// Sends one command and returns the reply's bytes (everything that arrives until a pause).
+    fn call(&mut self, args: &[&str]) -> String {
+        let mut out = format!("*{}\r\n", args.len());
+        for a in args {
+            out.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        self.0.write_all(out.as_bytes()).expect("writes");
+        let mut reply = Vec::new();
+        let mut buf = [0u8; 4096];
+        let n = self.0.read(&mut buf).expect("a reply");
+        reply.extend_from_slice(&buf[..n]);
+        // Short replies arrive in one read on loopback; a longer one may take a second.
+        self.0
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .expect("timeout");
+        while let Ok(n) = self.0.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            reply.extend_from_slice(&buf[..n]);
+        }
+        self.0.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        String::from_utf8_lossy(&reply).into_owned()
+    }
+}
+
+#[test]
+fn serve_speaks_resp2_and_resp3_and_writes_its_history_on_sigint() {
+    let history = common::TempPath::unused("serve", "history.jsonl");
+    let serve = Serve::start(&["--masters", "2", "--history", &history.display().to_string()]);
+    assert!(serve.banner.contains("2 masters"), "{}", serve.banner);
+    let mut resp2 = Conn::open(serve.addr("redis-1"));
+    assert_eq!(resp2.call(&["SET", "lock", "v1", "NX", "PX", "100000"]), "+OK\r\n");
+    assert_eq!(resp2.call(&["GET", "lock"]), "$2\r\nv1\r\n");
+    assert_eq!(resp2.call(&["GET", "none"]), "$-1\r\n");
+    let mut resp3 = Conn::open(serve.addr("redis-1"));
+    let hello = resp3.call(&["HELLO", "3"]);
+    assert!(
+        hello.starts_with("%7\r\n") && hello.contains("proto\r\n:3\r\n"),
+        "{hello:?}"
+    );
+    assert_eq!(resp3.call(&["GET", "none"]), "_\r\n");
+    assert_eq!(resp3.call(&["GET", "lock"]), "$2\r\nv1\r\n");
+    let info = resp3.call(&["INFO", "server"]);
+    assert!(info.starts_with('=') && info.contains("arch_bits:64"), "{info:?}");
+    // The second master is another server: the key is not there.
+    assert_eq!(Conn::open(serve.addr("redis-2")).call(&["EXISTS", "lock"]), ":0\r\n");
+
+    let (code, rest) = serve.stop(Some(libc::SIGINT));
+    assert_eq!(code, 0, "{rest}");
+    assert!(
+        rest.contains("stopped (SIGINT)") && rest.contains("written to"),
+        "{rest}"
+    );
+    let lines = std::fs::read_to_string(&*history).expect("the history was written");
+    assert!(
+        lines
+            .lines()
+            .any(|l| l.contains("\"SET\"") && l.contains("\"lock\"") && l.contains("+OK")),
+        "{lines}"
+    );
+    assert!(lines.contains("serve end (SIGINT)"), "{lines}");
+}
+
+#[test]
+fn serve_applies_the_fault_plan_of_a_scenario_file() {
+    let dir = common::TempPath::dir("serve", "faults");
+    let file = dir.join("jump.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "serve-clock-jump"
+description = "A master whose wall clock steps a minute forward 400 ms after the start."
+seed = 7
+duration_ms = 2000
+[topology]
+masters = 1
+resource = "unfenced"
+[lock]
+algorithm = "naive"
+ttl_ms = 1000
+[[client]]
+name = "app"
+[[fault]]
+at_ms = 400
+kind = "clock-jump"
+node = "redis-1"
+delta_ms = 60000
+"#,
+    )
+    .expect("writes the scenario");
+    let history = dir.join("history.jsonl");
+    let serve = Serve::start(&[
+        &file.display().to_string(),
+        "--duration-ms",
+        "1200",
+        "--history",
+        &history.display().to_string(),
+    ]);
+    let started = Instant::now();
+    assert!(
+        serve.banner.contains("1 fault planned, from 400 ms"),
+        "{}",
+        serve.banner
+    );
+    let mut conn = Conn::open(serve.addr("redis-1"));
+    assert_eq!(conn.call(&["SET", "lock", "v1", "PX", "30000"]), "+OK\r\n");
+    assert_eq!(conn.call(&["GET", "lock"]), "$2\r\nv1\r\n");
+    // After the jump, the master's clock is past the key's expiry: a 30 s lease is gone at once.
+    std::thread::sleep(Duration::from_millis(700).saturating_sub(started.elapsed()));
+    assert_eq!(conn.call(&["GET", "lock"]), "$-1\r\n");
+    let (code, rest) = serve.stop(None);
+    assert_eq!(code, 0, "{rest}");
+    assert!(
+        rest.contains("stopped (--duration-ms)") && rest.contains("1 fault applied"),
+        "{rest}"
+    );
+    let lines = std::fs::read_to_string(&history).expect("the history was written");
+    assert!(lines.contains("clock-jump") || lines.contains("ClockJump"), "{lines}");
+}
+
+#[test]
+fn serve_refuses_faults_that_need_a_client_process_and_bad_flags() {
+    let dir = common::TempPath::dir("serve", "refusals");
+    let file = dir.join("pause.toml");
+    std::fs::write(
+        &file,
+        "name = \"p\"\ndescription = \"d\"\nseed = 1\nduration_ms = 1000\n[topology]\nmasters = 1\n\
+         [lock]\nalgorithm = \"naive\"\nttl_ms = 100\n[[client]]\nname = \"app\"\n\
+         [[fault]]\nat_ms = 10\nkind = \"pause\"\nnode = \"app\"\nduration_ms = 50\n",
+    )
+    .expect("writes the scenario");
+    let (code, _, err) = common::lockstep_in(&dir, &["serve", &file.display().to_string()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("fault[0]") && err.contains("runs no clients"), "{err}");
+    let (code, _, err) = common::lockstep_in(&dir, &["serve", "--masters", "0"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = common::lockstep_in(&dir, &["serve", "--port", "65535", "--masters", "3"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--port 65535") && err.contains("65535"), "{err}");
+}
+
+/// The directory of redis-py's unpacked sdist (its `tests/` beside its `redis/`), if given.
+fn redis_py_suite() -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("LOCKSTEP_REDIS_PY_SUITE").map(std::path::PathBuf::from);
+    let usable = dir.filter(|d| d.join("tests/test_lock.py").is_file());
+    let pytest = Command::new("python3")
+        .args(["-c", "import pytest, pytest_asyncio"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    match (usable, pytest) {
+        (Some(dir), true) => Some(dir),
+        _ => {
+            assert!(
+                !in_ci(),
+                "redis-py's test suite (LOCKSTEP_REDIS_PY_SUITE, an unpacked sdist) or pytest with \
+                 pytest-asyncio is missing; .ci/run installs them"
+            );
+            eprintln!("skipped: redis-py's test suite is not unpacked (LOCKSTEP_REDIS_PY_SUITE) or pytest is missing");
+            None
+        }
+    }
+}
+
+#[test]
+fn redis_py_lock_tests_pass_unmodified_against_serve() {
+    let Some(suite) = redis_py_suite() else {
+        return;
+    };
+    let serve = Serve::start(&[]);
+    let url = format!("redis://{}/0", serve.addr("redis-1"));
+    // Both protocols: redis-py 8 negotiates RESP3 by default.
+    for protocol in [None, Some("2")] {
+        let mut args = vec![
+            "-m",
+            "pytest",
+            "tests/test_lock.py",
+            "tests/test_asyncio/test_lock.py",
+            "--redis-url",
+            &url,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ];
+        if let Some(p) = protocol {
+            args.extend(["--protocol", p]);
+        }
+        let out = Command::new("python3")
+            .args(&args)
+            .current_dir(&suite)
+            .output()
+            .expect("pytest runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let summary = stdout.lines().last().unwrap_or_default().to_string();
+        assert!(
+            out.status.success()
+                && summary.contains(" passed")
+                && !summary.contains("failed")
+                && !summary.contains("error"),
+            "redis-py's lock tests (protocol {protocol:?}) against lockstep serve: {summary}\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let passed: u32 = summary
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_default();
+        assert!(passed >= 90, "the sync and asyncio lock tests ran: {summary}");
+    }
+    let (code, rest) = serve.stop(Some(libc::SIGTERM));
+    assert_eq!(code, 0, "{rest}");
+}

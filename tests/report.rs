@@ -607,3 +607,18 @@ fn every_timeline_loads_the_one_viewer_at_the_root() {
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_dir_all(&bare);
 }
+
+/// A lease-validity violation is drawn over the stretch the client believed a lease the masters
+/// no longer held — from the lease's end to when the belief ended — not over the lease itself.
+#[test]
+fn a_lease_validity_band_covers_the_belief_past_the_lease_not_the_lease() {
+    let file = root().join("scenarios/bug-extend-no-owner-check-safe.toml");
+    let inputs = load_inputs(std::slice::from_ref(&file)).expect("the scenario loads");
+    let report = Report::build(&run_ci(&inputs, &CiOptions::default()).expect("the gate runs"));
+    let timeline = report.scenarios[0].timeline.as_ref().expect("a timeline");
+    let band = timeline.violation.as_ref().expect("the lease-validity violation");
+    assert_eq!(band.checker, "lease-validity");
+    // The master's clock jump expires the key at 3.001 s; client-1 gives the grant up when its
+    // renewal fails at 5.619 s.
+    assert_eq!((band.start_us / 1_000, band.end_us / 1_000), (3_001, 5_619), "{band:?}");
+}

@@ -87,6 +87,20 @@ fn status_words(status: Status) -> &'static str {
     }
 }
 
+/// A scenario's progress words from its checks' statuses: as [`status_words`], except that a run
+/// whose checks held where they had expectations is `as expected (N checkers without
+/// expectation)` — gated, not unchecked.
+fn row_words(checks: &[Status]) -> String {
+    let unchecked = checks.iter().filter(|s| **s == Status::Unchecked).count();
+    match Status::worst(checks.iter().copied()) {
+        Status::Unchecked if unchecked < checks.len() => format!(
+            "as expected ({unchecked} checker{} without expectation)",
+            if unchecked == 1 { "" } else { "s" }
+        ),
+        status => status_words(status).to_string(),
+    }
+}
+
 /// The raw history of each scenario run of `ci`, by scenario name (for `history.jsonl` and
 /// the interactive timelines of the report).
 pub fn histories(ci: &CiRun) -> std::collections::BTreeMap<String, lockstep_sim::History> {
@@ -146,17 +160,18 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
         // error (naming its file, as `lockstep run` does); the gate goes on.
         let run = prepared.run(scenario).map_err(|e| format!("{}: {e}", path.display()));
         let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
-        let status = match &run {
-            Ok(run) => Status::worst(
-                run.checks()
-                    .map(|r| expect::verdict(expect::expected(&scenario.expect, &r.checker), r.verdict)),
-            ),
-            Err(_) => Status::Error,
+        let checks: Vec<Status> = match &run {
+            Ok(run) => run
+                .checks()
+                .map(|r| expect::verdict(expect::expected(&scenario.expect, &r.checker), r.verdict))
+                .collect(),
+            Err(_) => vec![Status::Error],
         };
+        let status = Status::worst(checks.iter().copied());
         if options.progress {
             crate::emit::stderr_line(&format!(
                 "ci: {} {} ({})",
-                status_words(status),
+                row_words(&checks),
                 scenario.name,
                 path.display()
             ));
@@ -224,4 +239,23 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
     }
     ci.wall_s = started.elapsed().as_secs_f64();
     Ok(ci)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{row_words, Status};
+
+    #[test]
+    fn a_gated_row_with_a_checker_left_unexpected_reads_as_expected() {
+        assert_eq!(
+            row_words(&[Status::Pass, Status::Unchecked, Status::Pass]),
+            "as expected (1 checker without expectation)"
+        );
+        assert_eq!(row_words(&[Status::Unchecked, Status::Unchecked]), "no expectation");
+        assert_eq!(
+            row_words(&[Status::Pass, Status::Unchecked, Status::Fail]).trim(),
+            "UNEXPECTED"
+        );
+        assert_eq!(row_words(&[Status::Pass]).trim(), "as expected");
+    }
 }

@@ -18,6 +18,7 @@
 //! drawing on the Rust side — the viewer draws the page from the data embedded in it.
 
 use super::html::escape;
+use super::timeline::TimelineData;
 use crate::history::OpHistory;
 use lockstep_sim::{Event, EventKind, Phase};
 use serde::Serialize;
@@ -75,6 +76,28 @@ struct Item {
     d: Vec<(String, String)>,
 }
 
+/// A stretch drawn in a lane's state row — a client's hold of a grant (what it believed), the lock
+/// key's life on a server (what was true), a server down — or, as the page's `violation`, across
+/// every lane.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct Band {
+    /// Lane index (unused for the violation).
+    l: usize,
+    /// Start, true µs.
+    s: u64,
+    /// End, true µs.
+    e: u64,
+    /// Class: `hold`, `hold-open`, `key`, `key-foreign`, `down`, `violation`.
+    k: &'static str,
+    /// Short label.
+    t: String,
+    /// For a hold: when the client's own validity ran out, true µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    b: Option<u64>,
+    /// Details shown on hover.
+    d: Vec<(String, String)>,
+}
+
 /// The data embedded in the page.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 struct PageData {
@@ -84,42 +107,155 @@ struct PageData {
     lanes: Vec<String>,
     rows: Vec<i64>,
     items: Vec<Item>,
+    bands: Vec<Band>,
+    violation: Option<Band>,
 }
 
+/// A time of the run, in seconds since its start.
 fn seconds(at_us: u64) -> String {
     format!("{:.3} s", at_us as f64 / 1e6)
 }
 
-/// A JSON value as a short text (strings without quotes).
-fn short(value: &Value) -> String {
+/// A JSON value as a short text (strings without quotes); `None` for null, which is not shown.
+fn short(value: &Value) -> Option<String> {
     match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
     }
 }
 
-fn readings(prefix: &str, e: &Event) -> Vec<(String, String)> {
+/// An event's time and its node's clock readings, all in seconds since the run's start: a wall
+/// clock reading relative to the run's wall-clock origin (`wall_origin_ms`: what a node with no
+/// offset read at true time 0), so an offset or a jump shows as a difference from `at`.
+fn readings(prefix: &str, e: &Event, wall_origin_ms: i64) -> Vec<(String, String)> {
     vec![
         (
             format!("{prefix} at"),
             format!("{} (event #{})", seconds(e.at_us), e.seq),
         ),
-        (format!("{prefix} wall clock"), format!("{} ms", e.wall_ms)),
-        (format!("{prefix} monotonic clock"), format!("{} ms", e.monotonic_ms)),
+        (
+            format!("{prefix} wall clock"),
+            format!("{:.3} s", (e.wall_ms - wall_origin_ms) as f64 / 1e3),
+        ),
+        (
+            format!("{prefix} monotonic clock"),
+            format!("{:.3} s", e.monotonic_ms as f64 / 1e3),
+        ),
     ]
 }
 
-/// The fields of an event's kind (its JSON without the common fields), as details.
+/// The wall-clock reading of true time 0: the first `world` event's (which has no offset), else
+/// the first event's.
+fn wall_origin_ms(events: &[Event]) -> i64 {
+    events
+        .iter()
+        .find(|e| e.node == "world")
+        .or(events.first())
+        .map_or(0, |e| e.wall_ms - (e.at_us / 1_000) as i64)
+}
+
+/// The fields of an event's kind (its JSON without the common fields and without nulls), as
+/// details.
 fn kind_details(e: &Event) -> Vec<(String, String)> {
     let value = serde_json::to_value(&e.kind).unwrap_or(Value::Null);
     match value {
         Value::Object(map) => map
             .into_iter()
             .filter(|(k, _)| k != "type")
-            .map(|(k, v)| (k, short(&v)))
+            .filter_map(|(k, v)| Some((k, short(&v)?)))
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// The holds, key lives and downtimes of the run's timeline data, on the page's lanes (matched
+/// by name), and its first violation.
+fn bands_of(timeline: &TimelineData, lanes: &[String]) -> (Vec<Band>, Option<Band>) {
+    let lane = |i: usize| {
+        let name = &timeline.lanes.get(i)?.name;
+        lanes.iter().position(|l| l == name)
+    };
+    let name = |i: usize| timeline.lanes.get(i).map_or("?", |l| l.name.as_str());
+    let mut bands = Vec::new();
+    for g in &timeline.grants {
+        let Some(l) = lane(g.lane) else { continue };
+        let mut d = vec![
+            (
+                "hold".to_string(),
+                format!("{} holds {} (what it believed)", name(g.lane), g.label),
+            ),
+            ("granted at".to_string(), seconds(g.start_us)),
+            (
+                "ended at".to_string(),
+                match g.open {
+                    true => format!("{} (never released)", seconds(g.end_us)),
+                    false => seconds(g.end_us),
+                },
+            ),
+        ];
+        if let Some(b) = g.believed_until_us {
+            d.push(("valid by its clock until".to_string(), seconds(b)));
+        }
+        bands.push(Band {
+            l,
+            s: g.start_us,
+            e: g.end_us,
+            k: if g.open { "hold-open" } else { "hold" },
+            t: g.label.clone(),
+            b: g.believed_until_us,
+            d,
+        });
+    }
+    for k in &timeline.key_life {
+        let Some(l) = lane(k.lane) else { continue };
+        let holder = k.holder.map_or_else(|| "unknown".to_string(), |h| name(h).to_string());
+        bands.push(Band {
+            l,
+            s: k.start_us,
+            e: k.end_us,
+            k: if k.foreign_end { "key-foreign" } else { "key" },
+            t: k.label.clone(),
+            b: None,
+            d: vec![
+                ("key".to_string(), format!("held on {} (what was true)", name(k.lane))),
+                ("value of".to_string(), format!("{holder} ({})", k.label)),
+                ("set at".to_string(), seconds(k.start_us)),
+                ("ended at".to_string(), format!("{}: {}", seconds(k.end_us), k.ended_by)),
+            ],
+        });
+    }
+    for span in &timeline.down {
+        let Some(l) = lane(span.lane) else { continue };
+        bands.push(Band {
+            l,
+            s: span.start_us,
+            e: span.end_us,
+            k: "down",
+            t: span.label.clone(),
+            b: None,
+            d: vec![
+                ("down".to_string(), span.label.clone()),
+                ("from".to_string(), seconds(span.start_us)),
+                ("to".to_string(), seconds(span.end_us)),
+            ],
+        });
+    }
+    let violation = timeline.violation.as_ref().map(|v| Band {
+        l: 0,
+        s: v.start_us,
+        e: v.end_us,
+        k: "violation",
+        t: format!("{} violated", v.checker),
+        b: None,
+        d: vec![
+            ("checker".to_string(), v.checker.clone()),
+            ("from".to_string(), seconds(v.start_us)),
+            ("to".to_string(), seconds(v.end_us)),
+            ("why".to_string(), v.explanation.clone()),
+        ],
+    });
+    (bands, violation)
 }
 
 /// The order of lanes: clients, then masters and replicas, the resource, then anything else
@@ -140,8 +276,9 @@ fn lane_rank(node: &str) -> u8 {
 /// invoke and completion by process and id, or open at the end), every other event — and an op
 /// event no operation claims (an abort recorded alone, a completion without its invoke) — as a
 /// mark.
-fn page_data(title: &str, subtitle: &str, history: &OpHistory<'_>) -> PageData {
+fn page_data(title: &str, subtitle: &str, history: &OpHistory<'_>, timeline: Option<&TimelineData>) -> PageData {
     let events = history.history().events();
+    let origin = wall_origin_ms(events);
     let mut lanes: Vec<String> = Vec::new();
     for e in events {
         if !lanes.contains(&e.node) {
@@ -158,7 +295,7 @@ fn page_data(title: &str, subtitle: &str, history: &OpHistory<'_>) -> PageData {
         let invoke = steps[operation.invoke].event;
         let done = operation.completion.map(|i| steps[i].event);
         if let EventKind::Op { op, data, .. } = &invoke.kind {
-            ops.push(op_item(lane_of(&invoke.node), invoke, done, op, data));
+            ops.push(op_item(lane_of(&invoke.node), invoke, done, op, data, origin));
         }
         for i in std::iter::once(operation.invoke).chain(operation.completion) {
             in_operation[i] = true;
@@ -168,7 +305,7 @@ fn page_data(title: &str, subtitle: &str, history: &OpHistory<'_>) -> PageData {
         .iter()
         .zip(&in_operation)
         .filter(|(_, claimed)| !**claimed)
-        .map(|(step, _)| mark_item(lane_of(&step.event.node), step.event))
+        .map(|(step, _)| mark_item(lane_of(&step.event.node), step.event, origin))
         .collect();
     ops.sort_by_key(|(lane, s, e, _)| (*lane, *s, *e));
     // Overlapping operations of one lane stack in rows.
@@ -188,6 +325,7 @@ fn page_data(title: &str, subtitle: &str, history: &OpHistory<'_>) -> PageData {
         rows[lane] = rows[lane].max(row as i64 + 1);
         items.push(item);
     }
+    let (bands, violation) = timeline.map_or_else(|| (Vec::new(), None), |t| bands_of(t, &lanes));
     PageData {
         title: title.to_string(),
         subtitle: subtitle.to_string(),
@@ -195,10 +333,19 @@ fn page_data(title: &str, subtitle: &str, history: &OpHistory<'_>) -> PageData {
         lanes,
         rows,
         items,
+        bands,
+        violation,
     }
 }
 
-fn op_item(lane: usize, invoke: &Event, done: Option<&Event>, op: &str, data: &Value) -> (usize, u64, u64, Item) {
+fn op_item(
+    lane: usize,
+    invoke: &Event,
+    done: Option<&Event>,
+    op: &str,
+    data: &Value,
+    origin: i64,
+) -> (usize, u64, u64, Item) {
     let (kind, completion_data) = match done.map(|d| &d.kind) {
         Some(EventKind::Op { phase, data, .. }) => (
             match phase {
@@ -223,9 +370,9 @@ fn op_item(lane: usize, invoke: &Event, done: Option<&Event>, op: &str, data: &V
             .to_string(),
         ),
     ];
-    d.extend(readings("invoke", invoke));
+    d.extend(readings("invoke", invoke, origin));
     if let Some(done) = done {
-        d.extend(readings("completion", done));
+        d.extend(readings("completion", done, origin));
         d.push((
             "took".to_string(),
             format!("{:.3} ms", done.at_us.saturating_sub(invoke.at_us) as f64 / 1e3),
@@ -235,13 +382,14 @@ fn op_item(lane: usize, invoke: &Event, done: Option<&Event>, op: &str, data: &V
     for (prefix, value) in [("invoke", Some(data)), ("completion", completion_data)] {
         if let Some(Value::Object(map)) = value {
             for (k, v) in map {
-                d.push((format!("{prefix} {k}"), short(v)));
-                if prefix == "completion" && (k == "token" || k == "value") && !v.is_null() {
-                    label.push_str(&format!(" {k}={}", short(v)));
+                let Some(text) = short(v) else { continue };
+                if prefix == "completion" && (k == "token" || k == "value") {
+                    label.push_str(&format!(" {k}={text}"));
                 }
+                d.push((format!("{prefix} {k}"), text));
             }
-        } else if let Some(v) = value.filter(|v| !v.is_null()) {
-            d.push((format!("{prefix} data"), short(v)));
+        } else if let Some(text) = value.and_then(short) {
+            d.push((format!("{prefix} data"), text));
         }
     }
     let end = done.map_or_else(|| invoke.at_us.max(1), |d| d.at_us);
@@ -257,7 +405,7 @@ fn op_item(lane: usize, invoke: &Event, done: Option<&Event>, op: &str, data: &V
     (lane, invoke.at_us, if done.is_none() { u64::MAX } else { end }, item)
 }
 
-fn mark_item(lane: usize, e: &Event) -> Item {
+fn mark_item(lane: usize, e: &Event, origin: i64) -> Item {
     let (kind, label, end) = match &e.kind {
         EventKind::Command { args, reply, .. } => ("command", format!("{} → {reply}", args.join(" ")), e.at_us),
         EventKind::Expired { key } => ("expired", format!("{key} expired"), e.at_us),
@@ -279,7 +427,7 @@ fn mark_item(lane: usize, e: &Event) -> Item {
         ),
         EventKind::Fault { fault } => {
             let value = serde_json::to_value(fault).unwrap_or(Value::Null);
-            let kind = value.get("kind").map_or_else(String::new, short);
+            let kind = value.get("kind").and_then(short).unwrap_or_default();
             match value.get("duration_ms").and_then(Value::as_u64) {
                 Some(ms) if kind == "pause" => (
                     "pause",
@@ -295,7 +443,7 @@ fn mark_item(lane: usize, e: &Event) -> Item {
     };
     let mut d = vec![("event".to_string(), format!("{label} on {}", e.node))];
     d.extend(
-        readings("at", e)
+        readings("at", e, origin)
             .into_iter()
             .map(|(k, v)| (k.replacen("at ", "", 1), v)),
     );
@@ -334,13 +482,21 @@ pub const VIEWER_JS_FILE: &str = "viewer.js";
 /// See [`VIEWER_JS_FILE`].
 pub const VIEWER_CSS_FILE: &str = "viewer.css";
 
-/// `timeline.html` of one run's typed `history` (its operations as [`OpHistory`] pairs them):
+/// `timeline.html` of one run's typed `history` (its operations as [`OpHistory`] pairs them) and
+/// its `timeline` data (holds, key lives, downtimes and the first violation, as the PNG chart draws
+/// them), when there is one:
 /// `title` names it, `subtitle` says what it shows (its verdicts). `root` is the path from the page's directory to the report's root, ending in `/` (`../../`
 /// for `runs/NAME/`): the page loads the viewer ([`VIEWER_JS_FILE`], [`VIEWER_CSS_FILE`]) from
 /// there and holds only its own data, inline (nothing is fetched: the page works from disk).
 /// Five lines: the page is data, the viewer is written once.
-pub fn timeline_html(title: &str, subtitle: &str, history: &OpHistory<'_>, root: &str) -> String {
-    let data = page_data(title, subtitle, history);
+pub fn timeline_html(
+    title: &str,
+    subtitle: &str,
+    history: &OpHistory<'_>,
+    timeline: Option<&TimelineData>,
+    root: &str,
+) -> String {
+    let data = page_data(title, subtitle, history, timeline);
     let root = escape(root);
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title} — lockstep history</title>\
@@ -404,7 +560,14 @@ pub fn write_runs(
         )?;
         put(
             &format!("{rel}/timeline.html"),
-            timeline_html(&s.name, &subtitle(s), &OpHistory::new(history), &path_to_root(&rel)).as_bytes(),
+            timeline_html(
+                &s.name,
+                &subtitle(s),
+                &OpHistory::new(history),
+                s.timeline.as_ref(),
+                &path_to_root(&rel),
+            )
+            .as_bytes(),
         )?;
         written.insert(s.name.clone());
     }
@@ -431,7 +594,13 @@ mod tests {
         };
         h.push(0, "world", 0, 0, EventKind::Note { text: "start".into() });
         h.push(1_000, "client-1", 5, 1, op(Phase::Invoke, json!({"key": "lock"})));
-        h.push(3_000, "client-1", 7, 3, op(Phase::Ok, json!({"token": 42})));
+        h.push(
+            3_000,
+            "client-1",
+            7,
+            3,
+            op(Phase::Ok, json!({"token": 42, "validity_from_ms": null})),
+        );
         h.push(
             4_000,
             "redis-1",
@@ -470,18 +639,19 @@ mod tests {
     #[test]
     fn the_page_shows_operations_with_their_readings_and_cannot_be_broken_out_of() {
         let h = history();
-        let page = timeline_html("demo", "mutual-exclusion valid", &OpHistory::new(&h), "../../");
+        let page = timeline_html("demo", "mutual-exclusion valid", &OpHistory::new(&h), None, "../../");
         // The command's `</script>` argument is escaped in the data block, and reads back.
         let block = data_text(&page);
         assert!(!block.contains('<') && block.contains("GET \\u003c/script\\u003e"));
-        let data = page_data("demo", "mutual-exclusion valid", &OpHistory::new(&h));
+        let data = page_data("demo", "mutual-exclusion valid", &OpHistory::new(&h), None);
         let parsed: Value = serde_json::from_str(block).unwrap();
         assert_eq!(parsed, serde_json::to_value(&data).unwrap());
         let op = data.items.iter().find(|i| i.k == "ok").unwrap();
         assert_eq!((op.s, op.e, op.t.as_str()), (1_000, 3_000, "acquire token=42"));
         let details: BTreeMap<_, _> = op.d.iter().cloned().collect();
-        assert_eq!(details["invoke wall clock"], "5 ms");
-        assert_eq!(details["completion monotonic clock"], "3 ms");
+        // Seconds since the run's start: the world's first event read wall 0 at true time 0.
+        assert_eq!(details["invoke wall clock"], "0.005 s");
+        assert_eq!(details["completion monotonic clock"], "0.003 s");
         assert_eq!(details["completion token"], "42");
         // The invoke's own data, not the completion's again.
         assert_eq!(details["invoke key"], "lock");
@@ -506,7 +676,7 @@ mod tests {
         h.push(5_000, "client-2", 9, 5, op(7, Phase::Invoke, json!({"key": "lock"})));
         h.push(6_000, "client-2", 10, 6, op(7, Phase::Ok, json!({"released": true})));
         h.push(7_000, "client-1", 11, 7, op(9, Phase::Ok, json!({"released": false})));
-        let data = page_data("demo", "", &OpHistory::new(&h));
+        let data = page_data("demo", "", &OpHistory::new(&h), None);
         let lane = |node: &str| data.lanes.iter().position(|n| n == node).unwrap();
         let release = |node: &str| {
             data.items
@@ -523,7 +693,7 @@ mod tests {
     #[test]
     fn the_page_loads_the_one_viewer_from_the_root_and_holds_none_of_it() {
         let h = history();
-        let page = timeline_html("demo", "", &OpHistory::new(&h), "../../");
+        let page = timeline_html("demo", "", &OpHistory::new(&h), None, "../../");
         assert_eq!(page.matches("<script src=").count(), 1);
         assert!(page.contains("<script src=\"../../viewer.js\"></script>"));
         assert!(page.contains("<link rel=\"stylesheet\" href=\"../../viewer.css\">"));
@@ -538,6 +708,84 @@ mod tests {
         assert_eq!(page.lines().count(), 5);
         // The data block precedes the viewer, which reads it as it loads.
         assert!(page.find("timeline-data").unwrap() < page.find("viewer.js\"></script>").unwrap());
+    }
+
+    #[test]
+    fn holds_key_lives_and_the_violation_are_drawn_on_the_lanes_they_name_without_nulls() {
+        use crate::report::timeline::{GrantBar, KeyLife, Lane, LaneRole, Violation};
+        let h = history();
+        // The chart data's lanes are clients and masters only: matched to the page's by name.
+        let timeline = TimelineData {
+            title: "demo".into(),
+            end_us: 4_000,
+            lanes: vec![
+                Lane {
+                    name: "redis-1".into(),
+                    role: LaneRole::Master,
+                },
+                Lane {
+                    name: "client-1".into(),
+                    role: LaneRole::Client,
+                },
+            ],
+            grants: vec![GrantBar {
+                lane: 1,
+                start_us: 3_000,
+                end_us: 4_000,
+                token: Some(42),
+                label: "token 42".into(),
+                open: true,
+                believed_until_us: Some(3_500),
+            }],
+            pauses: Vec::new(),
+            down: Vec::new(),
+            key_life: vec![KeyLife {
+                lane: 0,
+                holder: Some(1),
+                start_us: 2_000,
+                end_us: 3_200,
+                label: "token 42".into(),
+                ended_by: "deleted by client-2's DEL".into(),
+                foreign_end: true,
+            }],
+            notes: Vec::new(),
+            expiries: Vec::new(),
+            writes: Vec::new(),
+            clock_jumps: Vec::new(),
+            faults: Vec::new(),
+            violation: Some(Violation {
+                checker: "mutual-exclusion".into(),
+                start_us: 3_200,
+                end_us: 3_900,
+                explanation: "two holders".into(),
+                marks: Vec::new(),
+            }),
+        };
+        let data = page_data("demo", "", &OpHistory::new(&h), Some(&timeline));
+        let lane = |node: &str| data.lanes.iter().position(|n| n == node).unwrap();
+        let hold = data.bands.iter().find(|b| b.k == "hold-open").expect("the hold");
+        assert_eq!(
+            (hold.l, hold.s, hold.e, hold.b),
+            (lane("client-1"), 3_000, 4_000, Some(3_500))
+        );
+        let key = data
+            .bands
+            .iter()
+            .find(|b| b.k == "key-foreign")
+            .expect("the key's life");
+        assert_eq!((key.l, key.s, key.e), (lane("redis-1"), 2_000, 3_200));
+        assert!(key.d.iter().any(|(_, v)| v.contains("deleted by client-2's DEL")));
+        let band = data.violation.as_ref().expect("the violation");
+        assert_eq!(
+            (band.s, band.e, band.t.as_str()),
+            (3_200, 3_900, "mutual-exclusion violated")
+        );
+        // No detail anywhere shows a raw null.
+        let json = serde_json::to_string(&data).unwrap();
+        assert!(!json.contains("\"null\"") && !json.contains(",\"null\"]"), "{json}");
+        for item in &data.items {
+            assert!(item.d.iter().all(|(_, v)| v != "null"), "{:?}", item.d);
+        }
     }
 
     #[test]

@@ -442,12 +442,17 @@ struct Copy {
     start_us: u64,
 }
 
-/// The lock key's life on each server, read from its commands, expiries and crashes: a
-/// successful `SET key value …` (or a script carrying a known grant's value that the key did not
-/// hold) starts a life; a deletion (`DEL`, `UNLINK`, `GETDEL`, a script with `del`), another
-/// value set, an expiry or a crash (power loss, shutdown) ends it. Who sent a deletion is read
-/// from its connection: the client whose value came over the same connection. Keys other than
-/// the grants' (fencing counters, the resource's) are left out.
+/// The lock key's life on each server, read from its commands, expiries and crashes. On a server
+/// whose commands carry their key effects (the value and expiry before and after each command,
+/// as lockstep's servers record them: what the `ownership` checker reads), those decide: the key
+/// appearing starts a life, its value changing or its deletion ends one — whatever the command
+/// (a script called by its SHA included). Otherwise (a real `redis-server`, a replica's stream,
+/// an older history) the command is read: a successful `SET key value …` (or a script carrying a
+/// known grant's value that the key did not hold) starts a life; a deletion (`DEL`, `UNLINK`,
+/// `GETDEL`, a script with `del`) or another value set ends it. An expiry or a crash (power
+/// loss, shutdown) ends one either way. Who sent a deletion is the command's recorded sender,
+/// else the client whose value came over the same connection. Keys other than the grants'
+/// (fencing counters, the resource's) are left out.
 fn key_lives(
     history: &OpHistory<'_>,
     lane_of: &dyn Fn(&str) -> Option<usize>,
@@ -495,10 +500,65 @@ fn key_lives(
         }
         out
     };
+    // The servers whose commands carry their key effects.
+    let with_effects: std::collections::BTreeSet<&str> = history
+        .steps()
+        .iter()
+        .filter(|s| matches!(s.kind, StepKind::Command { effects, .. } if !effects.is_empty()))
+        .map(|s| s.event.node.as_str())
+        .collect();
     for step in history.steps() {
         let node = step.event.node.as_str();
         let at_us = step.event.at_us;
         match &step.kind {
+            &StepKind::Command {
+                conn,
+                args,
+                effects,
+                client,
+                ..
+            } if with_effects.contains(node) => {
+                let sender = client.and_then(lane_of).or_else(|| {
+                    args.iter()
+                        .skip(1)
+                        .find_map(|a| by_value.get(a.as_str()))
+                        .map(|(lane, _)| *lane)
+                        .inspect(|lane| {
+                            conn_client.insert((node, conn), *lane);
+                        })
+                        .or_else(|| conn_client.get(&(node, conn)).copied())
+                });
+                let sender_name = client.map(str::to_string).or_else(|| name_of(sender, &client_names));
+                let name = args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
+                for effect in effects.iter().filter(|e| keys.contains(&e.key.as_str())) {
+                    let key = effect.key.as_str();
+                    let held = copies
+                        .get(&(node.to_string(), key.to_string()))
+                        .map(|c| c.value.clone());
+                    let holder = held.as_deref().and_then(|v| by_value.get(v)).map(|h| h.0);
+                    let after = effect.after.as_ref().map(|a| {
+                        a.value
+                            .clone()
+                            .or_else(|| a.fields.first().cloned())
+                            .unwrap_or_default()
+                    });
+                    if held.is_some() && held != after {
+                        let (by, foreign) = match (&after, &sender_name) {
+                            (Some(_), Some(s)) => (format!("overwritten by {s}"), true),
+                            (Some(_), None) => ("overwritten".to_string(), true),
+                            (None, Some(s)) if sender.is_some() && sender == holder => {
+                                (format!("released by {s}"), false)
+                            }
+                            (None, Some(s)) => (format!("deleted by {s}'s {name}"), true),
+                            (None, None) => (format!("deleted by a {name}"), true),
+                        };
+                        end(&mut copies, &mut lives, node, key, at_us, by, foreign);
+                    }
+                    if let Some(value) = after.filter(|v| held.as_deref() != Some(v.as_str())) {
+                        copies.insert((node.to_string(), key.to_string()), Copy { value, start_us: at_us });
+                    }
+                }
+            }
             &StepKind::Command { conn, args, reply, .. } => {
                 let Some(key) = args
                     .iter()
@@ -660,6 +720,21 @@ fn violation(
         } else {
             (first, last)
         }
+    } else if result.checker == CheckerName::LeaseValidity.as_str() {
+        // What was wrong is the client's belief after the masters' lease ended: the stretch from
+        // the lease's end (the witness's last event) to when the belief ended (its validity ran
+        // out, or the client gave the grant up first). Before it, the lease was still there.
+        let bar = witness.iter().find_map(|e| {
+            let lane = lane_of(&e.node)?;
+            bars.iter().find(|b| b.lane == lane && b.start_us == e.at_us)
+        });
+        match bar {
+            Some(b) => {
+                let until = b.believed_until_us.unwrap_or(b.end_us).min(b.end_us);
+                (last, until.max(last))
+            }
+            None => (first, last),
+        }
     } else {
         (first, last)
     };
@@ -685,4 +760,76 @@ fn violation(
         explanation: result.explanation.clone(),
         marks,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::testkit::Builder;
+
+    /// A grant's value on `redis-1` ended by a script called by its SHA, on a server that records
+    /// key effects (a live run of a real library): the key's life ends at that command, not at
+    /// its TTL — as the ownership checker reads it.
+    #[test]
+    fn a_release_by_evalsha_ends_the_key_where_the_server_says_it_did() {
+        let mut b = Builder::new();
+        b.command_from(
+            500,
+            "redis-1",
+            Some("client-1"),
+            &["SET", "lock", "v1", "NX", "PX", "10000"],
+            &[("lock", None, Some(("v1", 1_700_000_010_000)))],
+        );
+        b.acquire(1_000, 3_000, "client-1", "lock", "v1", None);
+        b.command_from(
+            1_140_000,
+            "redis-1",
+            Some("client-1"),
+            &["EVALSHA", "3f1a0b6c9d2e4f5a6b7c8d9e0f1a2b3c4d5e6f70", "1", "lock", "v1"],
+            &[("lock", Some(("v1", 1_700_000_010_000)), None)],
+        );
+        b.release(1_150_000, 1_200_000, "client-1", "lock", "v1", None);
+        // Someone else's DEL of a later value: a foreign end.
+        b.command_from(
+            1_300_000,
+            "redis-1",
+            Some("client-2"),
+            &["SET", "lock", "v2", "NX", "PX", "10000"],
+            &[("lock", None, Some(("v2", 1_700_000_011_300)))],
+        );
+        b.acquire(1_310_000, 1_400_000, "client-2", "lock", "v2", None);
+        b.command_from(
+            1_500_000,
+            "redis-1",
+            Some("client-1"),
+            &["DEL", "lock"],
+            &[("lock", Some(("v2", 1_700_000_011_300)), None)],
+        );
+        let history = b.build();
+        let ops = OpHistory::new(&history);
+        let lanes = ["client-1", "client-2", "redis-1"];
+        let lane_of = |node: &str| lanes.iter().position(|n| *n == node);
+        let by_value: BTreeMap<&str, (usize, String)> =
+            [("v1", (0, "grant 1".to_string())), ("v2", (1, "grant 2".to_string()))].into();
+        let lives = key_lives(&ops, &lane_of, &by_value, 2_000_000);
+        let shown: Vec<(u64, u64, &str, &str, bool)> = lives
+            .iter()
+            .map(|l| {
+                (
+                    l.start_us,
+                    l.end_us,
+                    l.label.as_str(),
+                    l.ended_by.as_str(),
+                    l.foreign_end,
+                )
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (500, 1_140_000, "grant 1", "released by client-1", false),
+                (1_300_000, 1_500_000, "grant 2", "deleted by client-1's DEL", true),
+            ]
+        );
+    }
 }

@@ -1,31 +1,38 @@
 // lockstep's timeline viewer: the one script of every runs/NAME/timeline.html of a report.
 //
 // A timeline page holds its run's data as JSON in <script type="application/json"
-// id="timeline-data"> (items drawn as bars and marks, lanes, rows: see src/report/interactive.rs)
-// and loads this file from the report's root. It draws the data as an SVG, one lane a node, and
-// handles hover (details of an item) and zoom (drag across the chart, the mouse wheel, the
-// from/to fields, or #from=A&to=B in the address, in ms). Written for lockstep (no library);
-// nothing is fetched, so a page works opened from disk.
+// id="timeline-data"> (items drawn as bars and marks, bands, lanes, rows: see
+// src/report/interactive.rs) and loads this file from the report's root. It draws the data as an
+// SVG, one lane a node: a strip of marks (commands, expiries, faults), a state row (a client's
+// holds — what it believed, with a tick where its own clock said the grant ran out — or the lock
+// key's life on a server — what was true — and downtimes), then the operations as bars from
+// invoke to completion; the first violation as a red band across every lane. It handles hover
+// (details of an item) and zoom (drag across the chart, the mouse wheel, the from/to fields, or
+// #from=A&to=B in the address, in seconds). Written for lockstep (no library); nothing is
+// fetched, so a page works opened from disk.
 (function () {
   const DATA = JSON.parse(document.getElementById('timeline-data').textContent);
   // The controls and the legend (colours as in viewer.css).
-  const LEGEND = [['#a6dba0', 'ok'], ['#f4b6b6', 'fail'], ['#ffe08a', 'info (unknown)'], ['#ddd', 'never completed'],
+  const LEGEND = [['#0969da', 'hold (believed)'], ['#57606a', 'key on a server'], ['#e36209', 'key ended by another'],
+    ['rgba(207,34,46,.25)', 'violation'], ['#a6dba0', 'ok'], ['#f4b6b6', 'fail'], ['#ffe08a', 'info (unknown)'], ['#ddd', 'never completed'],
     ['#c9c3e6', 'paused'], ['#4a72b0', 'command'], ['#cf222e', 'expiry'], ['#1a7f37', 'write accepted'],
     ['#e36209', 'write rejected'], ['#6f42c1', 'fault']];
   const CONTROLS = '<div id="controls">from <input id="from" type="number" step="any"> to ' +
-    '<input id="to" type="number" step="any"> ms <button id="apply">zoom</button><button id="out">zoom out</button>' +
+    '<input id="to" type="number" step="any"> s <button id="apply">zoom</button><button id="out">zoom out</button>' +
     '<button id="reset">whole run</button> \u00b7 drag across the chart to zoom on a range, wheel to zoom, hover for details' +
     '<span class="legend">' + LEGEND.map(([c, t]) => '<span style="background:' + c + '"></span>' + t).join('') + '</span></div>';
   document.getElementById('chart').insertAdjacentHTML('beforebegin', CONTROLS);
   const NS = 'http://www.w3.org/2000/svg';
   const chart = document.getElementById('chart'), tip = document.getElementById('tip');
-  const LEFT = 110, RIGHT = 20, TOP = 26, MARK = 14, ROW = 18;
+  const LEFT = 110, RIGHT = 20, TOP = 26, MARK = 14, STATE = 14, ROW = 18;
+  const BANDS = DATA.bands || [];
   let view = [0, DATA.end_us];
   const laneY = [], laneH = [];
   let y = TOP;
-  DATA.lanes.forEach((_, i) => { laneY.push(y); laneH.push(MARK + Math.max(1, DATA.rows[i]) * ROW + 6); y += laneH[i]; });
+  DATA.lanes.forEach((_, i) => { laneY.push(y); laneH.push(MARK + STATE + Math.max(1, DATA.rows[i]) * ROW + 6); y += laneH[i]; });
   const HEIGHT = y + 8;
-  const fmt = us => (us / 1000).toLocaleString('en-US', {maximumFractionDigits: 3}) + ' ms';
+  // Times are seconds since the run's start.
+  const fmt = us => (us / 1e6).toLocaleString('en-US', {maximumFractionDigits: 6}) + ' s';
   function el(name, attrs, parent) {
     const e = document.createElementNS(NS, name);
     for (const k in attrs) e.setAttribute(k, attrs[k]);
@@ -51,6 +58,35 @@
       el('line', {x1: x(t), x2: x(t), y1: TOP - 4, y2: HEIGHT, stroke: '#ddd'}, svg);
       const l = el('text', {x: x(t) + 2, y: TOP - 8}, svg); l.textContent = fmt(t);
     }
+    // Pauses first: a span behind the lane's holds and operations.
+    DATA.items.forEach((it, n) => {
+      if (it.k !== 'pause') return;
+      const end = it.e > DATA.end_us ? DATA.end_us : it.e;
+      if (end < v0 || it.s > v1) return;
+      const r = el('rect', {x: x(it.s), y: laneY[it.l] + 1, width: Math.max(2, x(end) - x(it.s)), height: laneH[it.l] - 2, class: 'pause'}, svg);
+      r.dataset.n = n;
+    });
+    if (DATA.violation && DATA.violation.e >= v0 && DATA.violation.s <= v1) {
+      const v = DATA.violation, x0 = x(v.s);
+      const r = el('rect', {x: x0, y: TOP, width: Math.max(3, x(v.e) - x0), height: HEIGHT - TOP, class: 'violation'}, svg);
+      r.dataset.v = 1;
+      const t = el('text', {x: x0 + 3, y: TOP + 10, class: 'violation-label', 'pointer-events': 'none'}, svg);
+      t.textContent = v.t;
+    }
+    BANDS.forEach((b, n) => {
+      const end = b.e > DATA.end_us ? DATA.end_us : b.e;
+      if (end < v0 || b.s > v1) return;
+      const x0 = x(b.s), w = Math.max(2, x(end) - x0), top = laneY[b.l] + MARK;
+      const r = el('rect', {x: x0, y: top, width: w, height: STATE - 3, class: 'band ' + b.k}, svg);
+      r.dataset.b = n;
+      if (b.b !== undefined && b.b >= v0 && b.b <= v1) {
+        el('line', {x1: x(b.b), x2: x(b.b), y1: top - 2, y2: top + STATE - 1, class: 'believed', 'pointer-events': 'none'}, svg);
+      }
+      if (w > 40) {
+        const t = el('text', {x: x0 + 3, y: top + 9, class: 'band-label', 'pointer-events': 'none'}, svg);
+        t.textContent = b.t.length * 6 > w ? b.t.slice(0, Math.max(1, Math.floor(w / 6) - 1)) + '…' : b.t;
+      }
+    });
     DATA.items.forEach((it, n) => {
       const end = it.e === 18446744073709552000 || it.e > DATA.end_us ? DATA.end_us : it.e;
       if (end < v0 || it.s > v1) return;
@@ -58,13 +94,13 @@
       let shape;
       if (it.r >= 0) {
         const x0 = x(it.s), w = Math.max(2, x(end) - x0);
-        shape = el('rect', {x: x0, y: top + MARK + it.r * ROW, width: w, height: ROW - 3, class: it.k}, svg);
+        shape = el('rect', {x: x0, y: top + MARK + STATE + it.r * ROW, width: w, height: ROW - 3, class: it.k}, svg);
         if (w > 40) {
-          const t = el('text', {x: x0 + 3, y: top + MARK + it.r * ROW + 11, 'pointer-events': 'none'}, svg);
+          const t = el('text', {x: x0 + 3, y: top + MARK + STATE + it.r * ROW + 11, 'pointer-events': 'none'}, svg);
           t.textContent = it.t.length * 6 > w ? it.t.slice(0, Math.max(1, Math.floor(w / 6) - 1)) + '…' : it.t;
         }
       } else if (it.k === 'pause') {
-        shape = el('rect', {x: x(it.s), y: top + 1, width: Math.max(2, x(end) - x(it.s)), height: laneH[it.l] - 2, class: 'pause'}, svg);
+        return;
       } else {
         shape = el('rect', {x: x(it.s) - 1.5, y: top + 2, width: 3, height: MARK - 3, class: it.k}, svg);
       }
@@ -72,18 +108,18 @@
     });
     svg.addEventListener('mousemove', hover);
     svg.addEventListener('mouseleave', () => { tip.hidden = true; });
-    document.getElementById('from').value = (v0 / 1000).toFixed(3);
-    document.getElementById('to').value = (v1 / 1000).toFixed(3);
+    document.getElementById('from').value = (v0 / 1e6).toFixed(6);
+    document.getElementById('to').value = (v1 / 1e6).toFixed(6);
     return {x, k, W};
   }
   let geo = draw();
   let lit = null;
   function hover(ev) {
-    const n = ev.target.dataset && ev.target.dataset.n;
+    const ds = ev.target.dataset || {};
     if (lit && lit !== ev.target) lit.classList.remove('hl');
-    if (n === undefined) { tip.hidden = true; return; }
+    const it = ds.n !== undefined ? DATA.items[ds.n] : ds.b !== undefined ? BANDS[ds.b] : ds.v !== undefined ? DATA.violation : null;
+    if (!it) { tip.hidden = true; return; }
     lit = ev.target; lit.classList.add('hl');
-    const it = DATA.items[n];
     const rows = it.d.map(([k, v]) => '<tr><td>' + esc(k) + '</td><td>' + esc(v) + '</td></tr>').join('');
     tip.innerHTML = '<b>' + esc(it.t) + '</b><table>' + rows + '</table>';
     tip.hidden = false;
@@ -124,10 +160,10 @@
     zoom(t - (t - view[0]) * f, t + (view[1] - t) * f);
   }, {passive: false});
   document.getElementById('apply').onclick = () =>
-    zoom(parseFloat(document.getElementById('from').value) * 1000, parseFloat(document.getElementById('to').value) * 1000);
+    zoom(parseFloat(document.getElementById('from').value) * 1e6, parseFloat(document.getElementById('to').value) * 1e6);
   document.getElementById('out').onclick = () => { const m = (view[0] + view[1]) / 2, h = view[1] - view[0]; zoom(m - h, m + h); };
   document.getElementById('reset').onclick = () => zoom(0, DATA.end_us);
   window.addEventListener('resize', () => { geo = draw(); });
   const q = new URLSearchParams(location.hash.slice(1));
-  if (q.has('from') && q.has('to')) zoom(parseFloat(q.get('from')) * 1000, parseFloat(q.get('to')) * 1000);
+  if (q.has('from') && q.has('to')) zoom(parseFloat(q.get('from')) * 1e6, parseFloat(q.get('to')) * 1e6);
 })();

@@ -211,3 +211,15 @@ fn explore_takes_a_files_explore_block_as_defaults_and_flags_override_it() {
     assert_eq!(code, 2);
     assert!(err.contains("unknown fault kind `nonsense`"), "{err}");
 }
+
+#[test]
+fn run_given_a_directory_points_to_the_files_and_to_ci() {
+    let (code, out, err) = lockstep(&["run", "scenarios/"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("scenarios/: is a directory")
+            && err.contains("lockstep run scenarios/*.toml")
+            && err.contains("lockstep ci scenarios/ --report OUT"),
+        "{err}"
+    );
+}

@@ -264,7 +264,8 @@ fn an_adapter_that_answers_nothing_times_out_per_step() {
     ]);
     assert_eq!(code, 2, "{out}{err}");
     assert!(
-        err.contains("the answer to acquire (request 1) did not come within 300 ms"),
+        err.contains("the answer to acquire (request 1) did not come within 300 ms")
+            && err.contains("a larger --step-timeout-ms"),
         "{err}"
     );
     assert!(started.elapsed() < Duration::from_secs(10));

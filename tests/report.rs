@@ -622,3 +622,38 @@ fn a_lease_validity_band_covers_the_belief_past_the_lease_not_the_lease() {
     // renewal fails at 5.619 s.
     assert_eq!((band.start_us / 1_000, band.end_us / 1_000), (3_001, 5_619), "{band:?}");
 }
+
+/// `summary.md` rendered as CommonMark with GFM tables (as a CI job summary is): names and replay
+/// commands holding backticks, pipes and angle brackets read back exactly, inside code, in their
+/// table cells.
+#[test]
+fn the_markdown_summary_renders_names_and_commands_exactly() {
+    use pulldown_cmark::{html, Options, Parser};
+    let mut report = report().clone();
+    let name = "<my-lock-standard-fenced>";
+    let replay = "lockstep run `x.toml` | tee \"a b\"";
+    report.scenarios[0].name = name.to_string();
+    report.scenarios[0].replay = replay.to_string();
+    let markdown = lockstep::report::markdown::summary(&report);
+    let mut rendered = String::new();
+    html::push_html(&mut rendered, Parser::new_ext(&markdown, Options::ENABLE_TABLES));
+    let escaped = |t: &str| t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    assert!(
+        rendered.contains(&format!("<td><code>{}</code></td>", escaped(name))),
+        "the name as code in its cell:\n{rendered}"
+    );
+    assert!(
+        rendered.contains(&format!("<code>{}</code>", escaped(replay))),
+        "the replay command as code:\n{rendered}"
+    );
+    // Every table row has as many cells as the header: no pipe broke a row.
+    for table in rendered.split("<table>").skip(1) {
+        let table = &table[..table.find("</table>").expect("the table ends")];
+        let head = &table[..table.find("</thead>").expect("a header")];
+        let header = head.matches("<th>").count() + head.matches("<th ").count();
+        for row in table.split("<tr>").skip(2) {
+            assert_eq!(row.matches("<td").count(), header, "{row}");
+        }
+    }
+    assert!(!rendered.contains("&amp;lt;"), "nothing escaped twice:\n{rendered}");
+}

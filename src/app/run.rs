@@ -51,6 +51,14 @@ pub fn run_files(
             files.len()
         )));
     }
+    if let Some(dir) = files.iter().find(|f| f.is_dir()) {
+        let shown = dir.display();
+        return Err(AppError::BadInput(format!(
+            "{shown}: is a directory; `lockstep run` takes scenario files (`lockstep run {}/*.toml`), and \
+             `lockstep ci {shown} --report OUT` runs a whole directory as the CI gate",
+            shown.to_string().trim_end_matches('/')
+        )));
+    }
     let scenarios = super::files::load_files(files)?;
     if let Some(file) = history {
         if file.is_dir() {

@@ -534,12 +534,13 @@ fn seed_record(template: &Scenario, names: &LockNames, outcome: &SeedOutcome) ->
         ),
         SeedOutcome::Error { message, .. } => (record::LockRun::failed(&names.0, message), None),
     };
+    // Only what the reference was judged on and passed: a checker it cannot be judged on (no
+    // fencing tokens: `token-order` unknown) is no difference between the two locks.
     let only_subject = reference.as_ref().map(|r| {
-        let theirs = r.invalid();
         subject
             .invalid()
             .into_iter()
-            .filter(|c| r.error.is_none() && !theirs.contains(c))
+            .filter(|c| r.error.is_none() && r.verdicts.get(c) == Some(&Verdict::Valid))
             .collect()
     });
     record::SeedRecord {

@@ -364,11 +364,20 @@ impl Differential {
             self.reference_errors += 1;
             return;
         };
-        let invalid =
-            |list: &[(String, Verdict)], name: &str| list.iter().any(|(c, v)| c == name && *v == Verdict::Invalid);
+        let is = |list: &[(String, Verdict)], name: &str, verdict: Verdict| {
+            list.iter().any(|(c, v)| c == name && *v == verdict)
+        };
         let mut only = Vec::new();
         for name in checker::NAMES {
-            let (s, r) = (invalid(subject, name), invalid(reference, name));
+            // A checker the reference cannot be judged on (no fencing tokens: `token-order`
+            // unknown) compares nothing: it is left out of the difference.
+            if is(subject, name, Verdict::Invalid) && is(reference, name, Verdict::Unknown) {
+                continue;
+            }
+            let (s, r) = (
+                is(subject, name, Verdict::Invalid),
+                is(reference, name, Verdict::Invalid),
+            );
             let counter = match (s, r) {
                 (true, false) => &mut self.only_subject,
                 (false, true) => &mut self.only_reference,
@@ -1170,7 +1179,17 @@ mod tests {
         );
         d.add(3, &verdicts(&[]), Some(&verdicts(&["lost-update"])), &[], 1);
         d.add(4, &verdicts(&["lost-update"]), None, &[], 1);
+        // A reference without fencing tokens is not judged on token-order: no difference there.
+        let untokened: Vec<(String, Verdict)> = verdicts(&[])
+            .into_iter()
+            .map(|(c, v)| {
+                let v = if c == "token-order" { Verdict::Unknown } else { v };
+                (c, v)
+            })
+            .collect();
+        d.add(5, &verdicts(&["token-order"]), Some(&untokened), &[], 1);
         assert_eq!(d.seeds_only_subject, 1);
+        assert!(!d.only_subject.contains_key("token-order") || d.only_subject["token-order"] == 0);
         assert_eq!(d.only_subject["mutual-exclusion"], 1);
         assert_eq!(d.both["mutual-exclusion"], 1);
         assert_eq!(d.only_reference["lost-update"], 1);

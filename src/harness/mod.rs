@@ -644,7 +644,12 @@ impl HarnessRun {
                         )
                     })
                     .collect();
-                let why = s.error.clone().unwrap_or_else(|| why.join(", "));
+                // A failure with no failing checker (a vacuous run, say) is told by its row's
+                // explanation: the line never ends on an empty reason.
+                let why = s.error.clone().unwrap_or_else(|| match why.is_empty() {
+                    true => crate::report::markdown::row_explanation(s),
+                    false => why.join(", "),
+                });
                 out.push(format!("scenario {} ({}): {why}", s.name, s.file));
             }
         }

@@ -176,6 +176,22 @@ impl Driver {
             let line = match self.process.recv(&waiting_for, self.plan.step_timeout_ms).await {
                 Ok(line) => line,
                 Err(_) if control.is_crashed() => return Err(killed(self)),
+                Err(ProcessError::Timeout {
+                    client,
+                    waiting_for,
+                    timeout_ms,
+                    stderr,
+                    ..
+                }) => {
+                    return Err(ProcessError::Timeout {
+                        client,
+                        waiting_for,
+                        timeout_ms,
+                        hint: "; a slower adapter needs a larger --step-timeout-ms",
+                        stderr,
+                    }
+                    .into())
+                }
                 Err(e) => return Err(e.into()),
             };
             if line.trim().is_empty() {

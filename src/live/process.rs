@@ -57,7 +57,7 @@ pub enum ProcessError {
         stderr: String,
     },
     /// No line came within the step timeout (time the process spent stopped does not count).
-    #[error("{client}: {waiting_for} did not come within {timeout_ms} ms (the adapter hangs, or does not flush stdout){stderr}")]
+    #[error("{client}: {waiting_for} did not come within {timeout_ms} ms (the adapter hangs, or does not flush stdout{hint}){stderr}")]
     Timeout {
         /// The client.
         client: String,
@@ -65,6 +65,9 @@ pub enum ProcessError {
         waiting_for: String,
         /// The timeout.
         timeout_ms: u64,
+        /// How to give it more time, when an option sets it (`; a slower adapter needs a larger
+        /// --step-timeout-ms`), or empty.
+        hint: &'static str,
         /// The last lines of its stderr.
         stderr: String,
     },
@@ -97,6 +100,20 @@ static GROUPS: [AtomicI32; GROUP_SLOTS] = [const { AtomicI32::new(0) }; GROUP_SL
 static HANDLERS: Once = Once::new();
 
 extern "C" fn on_signal(signal: libc::c_int) {
+    // Said before anything else: the user pressed Ctrl-C and should know what became of the run.
+    let said: &[u8] = match signal {
+        libc::SIGINT => {
+            b"lockstep live: interrupted (SIGINT): the client processes are killed; no report or history is written\n"
+        }
+        libc::SIGTERM => {
+            b"lockstep live: terminated (SIGTERM): the client processes are killed; no report or history is written\n"
+        }
+        _ => b"lockstep live: hung up (SIGHUP): the client processes are killed; no report or history is written\n",
+    };
+    // SAFETY: write(2) is async-signal-safe; the buffer is static.
+    unsafe {
+        libc::write(2, said.as_ptr().cast(), said.len());
+    }
     for slot in &GROUPS {
         let pgid = slot.load(Ordering::SeqCst);
         if pgid > 0 {
@@ -733,6 +750,7 @@ impl ClientProcess {
                             client: self.name.clone(),
                             waiting_for: waiting_for.to_string(),
                             timeout_ms,
+                            hint: "",
                             stderr: self.stderr_tail(),
                         });
                     }

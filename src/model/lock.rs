@@ -235,6 +235,16 @@ impl LockSpec {
         }
     }
 
+    /// Where the grants' fencing tokens come from, in words for a header: `incr`, `none`, or
+    /// `from the lock's script` when a script lock's acquire answers the token itself (its
+    /// `fencing` is then `none`).
+    pub fn fencing_shown(&self) -> &'static str {
+        match self.script() {
+            Some(script) if self.fencing == Fencing::None && script.issues_tokens() => "from the lock's script",
+            _ => self.fencing.name(),
+        }
+    }
+
     /// The script lock's settings, when the algorithm is `script`.
     pub fn script(&self) -> Option<&ScriptSpec> {
         match &self.algorithm {

@@ -53,7 +53,7 @@ pub fn run_text(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool
         out,
         "   algorithm {} · fencing {} · resource {} · ttl {} ms · seed {}",
         scenario.lock.algorithm.name(),
-        scenario.lock.fencing.name(),
+        scenario.lock.fencing_shown(),
         scenario.resource.name(),
         scenario.lock.ttl_ms,
         run.seed

@@ -95,7 +95,7 @@ fn run_text(
         s,
         "   algorithm {} · fencing {} · resource {} · ttl {} ms · fault-plan seed {}",
         scenario.lock.algorithm.name(),
-        scenario.lock.fencing.name(),
+        scenario.lock.fencing_shown(),
         scenario.resource.name(),
         scenario.lock.ttl_ms,
         run.seed

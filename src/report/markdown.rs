@@ -23,6 +23,40 @@ pub fn cell(text: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// `text` as an inline code span fit for a table cell: a backtick fence longer than any run of
+/// backticks inside (padded with a space when the text starts or ends with one), `|` escaped as
+/// GFM tables need even inside code, line breaks as spaces — and nothing HTML-escaped, since a
+/// code span shows its text literally.
+pub fn code(text: &str) -> String {
+    let text = text.replace(['\n', '\r'], " ").replace('|', "\\|");
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{text}{pad}{fence}")
+}
+
+/// A fenced code block holding `lines`: its fence longer than any run of backticks inside.
+fn code_block(info: &str, lines: &[String]) -> String {
+    let longest = lines
+        .iter()
+        .flat_map(|l| l.split(|c| c != '`').map(str::len))
+        .max()
+        .unwrap_or(0);
+    let fence = "`".repeat((longest + 1).max(3));
+    let mut out = format!("{fence}{info}\n");
+    for line in lines {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str(&fence);
+    out.push('\n');
+    out
+}
+
 /// A verdict with its colour: `🟢 valid`, `🔴 invalid`, `🟡 unknown`.
 pub fn verdict_badge(verdict: Verdict) -> String {
     let dot = match verdict {
@@ -111,7 +145,12 @@ pub fn summary(report: &Report) -> String {
         let mut rows: Vec<&ScenarioReport> = report.scenarios.iter().collect();
         rows.sort_by_key(|s| (RowOutcome::of_scenario(s), s.status));
         for s in rows {
-            let _ = write!(out, "| {} | `{}` |", outcome_words(RowOutcome::of_scenario(s)), s.name);
+            let _ = write!(
+                out,
+                "| {} | {} |",
+                outcome_words(RowOutcome::of_scenario(s)),
+                code(&s.name)
+            );
             for name in NAMES {
                 match s.checks.iter().find(|c| c.checker == *name) {
                     Some(c) => {
@@ -128,10 +167,10 @@ pub fn summary(report: &Report) -> String {
             }
             let _ = writeln!(
                 out,
-                " {} | {} | `{}` |",
+                " {} | {} | {} |",
                 expectations(s.status, s.checks.iter().map(|c| (c.checker.as_str(), c.status))),
                 cell(&row_explanation(s)),
-                cell(&s.replay)
+                code(&s.replay)
             );
         }
         let _ = writeln!(out);
@@ -158,9 +197,9 @@ pub fn summary(report: &Report) -> String {
         for e in rows {
             let _ = write!(
                 out,
-                "| {} | `{}` | {} of {}..{} |",
+                "| {} | {} | {} of {}..{} |",
                 outcome_words(RowOutcome::of_exploration(e)),
-                e.name,
+                code(&e.name),
                 e.summary.seeds_run,
                 e.seeds.start,
                 e.seeds.end
@@ -202,7 +241,7 @@ pub fn summary(report: &Report) -> String {
             let replay = if replay.is_empty() {
                 String::new()
             } else {
-                format!("`{}`", cell(&replay))
+                code(&replay)
             };
             let _ = writeln!(
                 out,
@@ -254,16 +293,13 @@ pub fn summary(report: &Report) -> String {
                 let _ = writeln!(
                     out,
                     "<details><summary><code>{}</code> · {} is {}</summary>\n",
-                    s.name,
+                    super::html::escape(&s.name),
                     c.checker,
                     c.verdict.name()
                 );
                 let _ = writeln!(out, "{}\n", cell(&c.explanation));
-                let _ = writeln!(out, "```text");
-                for line in super::junit::witness_lines(&c.witness) {
-                    let _ = writeln!(out, "{line}");
-                }
-                let _ = writeln!(out, "```\n\nReplay: `{}`\n\n</details>\n", s.replay);
+                out.push_str(&code_block("text", &super::junit::witness_lines(&c.witness)));
+                let _ = writeln!(out, "\nReplay: {}\n\n</details>\n", code(&s.replay));
             }
         }
     }

@@ -232,7 +232,7 @@ impl TimelineData {
                 "{} · {} · fencing {} · resource {} · TTL {} ms · seed {}",
                 scenario.name,
                 scenario.lock.algorithm.name(),
-                scenario.lock.fencing.name(),
+                scenario.lock.fencing_shown(),
                 scenario.resource.name(),
                 scenario.lock.ttl_ms,
                 run.seed

@@ -276,9 +276,9 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS; // the docs test: the arguments parse (tests/docs_run.rs)
     }
     let result = match cli.command {
-        Command::Live(args) => return lockstep::live::main(args, &lockstep::report::live::Renderer),
+        Command::Live(args) => lockstep::live::main(&args, &lockstep::report::live::Renderer),
         Command::Run(args) => cmd_run(args),
-        Command::Serve(args) => lockstep::live::serve::main(&args),
+        Command::Serve(args) => lockstep::live::serve::main(&args, &lockstep::report::live::Renderer),
         Command::List { dir } => files::check_dir(&dir, "--dir").and_then(|()| {
             let loaded = lockstep::scenario::load_dir(&dir).map_err(|e| AppError::BadInput(e.to_string()))?;
             say(&console::list_text(&dir, &Ok(loaded)))?;

@@ -5,15 +5,12 @@
 //! typed history ([`OpHistory`]).
 
 use crate::history::{LockOp, OpData, OpHistory, OpName, Step, StepKind};
+use crate::model::units::short_value as short;
 use lockstep_sim::Phase;
 
+/// A time for the timeline's first column: seconds, right-aligned.
 fn seconds(at_us: u64) -> String {
-    format!("{:>8.3}", at_us as f64 / 1e6)
-}
-
-/// A lock value's first 8 characters (values are random hex; 8 tell them apart).
-fn short(value: &str) -> &str {
-    value.get(..8).unwrap_or(value)
+    format!("{:>8}", crate::model::units::seconds_number(at_us))
 }
 
 fn token(t: Option<u64>) -> String {

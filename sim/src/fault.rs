@@ -229,14 +229,6 @@ impl Fault {
         })
     }
 
-    /// Whether the fault stops or starts a Redis server process (it must target a server).
-    pub fn is_process_fault(&self) -> bool {
-        matches!(
-            self,
-            Fault::Crash { .. } | Fault::Restart { .. } | Fault::PowerLoss { .. } | Fault::Shutdown { .. }
-        )
-    }
-
     /// The nodes the fault names (one for node faults, two for link faults).
     pub fn nodes(&self) -> Vec<&str> {
         match self {

@@ -333,11 +333,6 @@ impl Replication {
         }
     }
 
-    /// The current master of group `group` (`None`: no such group).
-    pub fn master_of(&self, group: &str) -> Option<&str> {
-        self.groups.get(group).map(|g| g.master.as_str())
-    }
-
     /// The group `node` belongs to, by name.
     pub fn group_name(&self, node: &str) -> Option<&str> {
         self.group_of.get(node).map(String::as_str)

@@ -400,15 +400,6 @@ impl World {
         self.nodes.get(name).map(|e| &e.node)
     }
 
-    /// The names of the nodes with `role`, in the order they were added.
-    pub fn nodes_with_role(&self, role: Role) -> Vec<String> {
-        self.order
-            .iter()
-            .filter(|n| self.nodes.get(*n).is_some_and(|e| e.role == role))
-            .cloned()
-            .collect()
-    }
-
     /// The resource's store (to read its final state).
     pub fn store(&self, name: &str) -> Option<FencedStore> {
         self.nodes.get(name)?.store.as_ref().map(|s| s.borrow().clone())

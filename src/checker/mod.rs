@@ -151,15 +151,12 @@ pub fn by_name(name: &str) -> Option<&'static dyn Checker> {
     name.parse::<CheckerName>().ok().map(CheckerName::checker)
 }
 
-/// A true time as seconds with three decimals (truncated), e.g. `10.502 s`.
-pub(crate) fn seconds(at_us: u64) -> String {
-    format!("{}.{:03} s", at_us / 1_000_000, at_us % 1_000_000 / 1_000)
-}
+pub(crate) use crate::model::units::seconds;
 
 /// `token 3`, or `no token`.
 /// A grant's value shortened for one-line explanations (the witness keeps it whole).
 pub(crate) fn grant_text(value: &str) -> &str {
-    value.get(..8).unwrap_or(value)
+    crate::model::units::short_value(value)
 }
 
 pub(crate) fn token_text(token: Option<u64>) -> String {

@@ -37,6 +37,7 @@
 
 use super::generate::{ExploreCase, FaultProfile, GenFault};
 use crate::checker::CheckerName;
+use crate::model::units::seconds_of_ms as seconds;
 use crate::model::{AlgorithmSpec, Fencing, Scenario, ValidityPolicy, WorkMode};
 use lockstep_sim::{FencingMode, Persistence};
 use std::collections::{BTreeMap, BTreeSet};
@@ -140,10 +141,6 @@ pub fn losses_in_a_row(rate_ppm: u32) -> u64 {
         return REQUESTS as u64;
     }
     ((REQUESTS.ln() / -rate.ln()).ceil() as u64).clamp(1, REQUESTS as u64)
-}
-
-fn seconds(ms: u64) -> String {
-    format!("{}.{:03} s", ms / 1_000, ms % 1_000)
 }
 
 impl Assumptions {

@@ -582,11 +582,6 @@ pub fn shard_seed(config: &ExploreConfig, i: u64) -> Option<u64> {
     Some(config.seeds.start + position)
 }
 
-/// The seeds this process runs, in order (lazily).
-pub fn shard_seeds(config: &ExploreConfig) -> impl Iterator<Item = u64> + '_ {
-    (0..shard_len(config)).map_while(move |i| shard_seed(config, i))
-}
-
 enum Progress {
     Bar(indicatif::ProgressBar),
     Lines { last: Instant },

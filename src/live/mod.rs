@@ -53,7 +53,6 @@ use rand_chacha::ChaCha8Rng;
 use recorder::LiveRecorder;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -645,19 +644,17 @@ pub struct LiveArgs {
     pub verbose: bool,
 }
 
-/// Runs `lockstep live`. Exit code 0: every run as expected; 1: some run differed from the
-/// scenario's expectations; 2: bad input or a misbehaving adapter (the message says which).
-pub fn main(args: LiveArgs, render: &dyn output::Render) -> ExitCode {
-    match main_inner(&args, render) {
-        Ok(code) => ExitCode::from(code),
-        Err(message) => {
-            crate::emit::stderr_line(&format!("lockstep live: {message}"));
-            ExitCode::from(2)
-        }
-    }
+/// Runs `lockstep live`: [`Outcome::Held`](crate::app::Outcome) when every run was as expected
+/// (exit 0), not held when some run differed from the scenario's expectations (exit 1); an
+/// error is bad input or a misbehaving adapter (exit 2; the message says which), mapped to exit
+/// codes by `app::error` as every command's are.
+pub fn main(args: &LiveArgs, render: &dyn output::Render) -> Result<crate::app::Outcome, crate::app::AppError> {
+    let held = run_command(args, render).map_err(crate::app::AppError::BadInput)?;
+    Ok(crate::app::Outcome::held_if(held))
 }
 
-fn main_inner(args: &LiveArgs, render: &dyn output::Render) -> Result<u8, String> {
+/// `lockstep live` itself: whether every run was as expected, or why it could not run.
+fn run_command(args: &LiveArgs, render: &dyn output::Render) -> Result<bool, String> {
     let scenario = Scenario::from_file_live(&args.file).map_err(|e| e.to_string())?;
     let mut client_for = BTreeMap::new();
     for entry in &args.client_for {
@@ -687,6 +684,9 @@ fn main_inner(args: &LiveArgs, render: &dyn output::Render) -> Result<u8, String
     .map_err(|e| e.to_string())?;
     if let Some(out) = &args.report {
         render.check_out(out)?;
+    }
+    if let Some(file) = &args.history {
+        render.check_file(file)?;
     }
     if let Some(base) = args.base_port {
         // One port per client per master and the resource, and one per real redis-server.
@@ -727,7 +727,7 @@ fn main_inner(args: &LiveArgs, render: &dyn output::Render) -> Result<u8, String
     }
     if let (Some(file), Some((run, _))) = (&args.history, runs.last()) {
         let lines: String = run.history.events().iter().map(|e| e.canonical_json() + "\n").collect();
-        std::fs::write(file, lines).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+        render.write_file(file, lines.as_bytes())?;
     }
     let summary = output::summarize(&args.file, &scenario, &options, &runs);
     if args.runs > 1 {
@@ -737,7 +737,7 @@ fn main_inner(args: &LiveArgs, render: &dyn output::Render) -> Result<u8, String
         render.write(out, &args.file, &scenario, &runs, &summary)?;
         crate::emit::stdout(&format!("   report: {}\n", out.display()))?;
     }
-    Ok(if summary.all_as_expected() { 0 } else { 1 })
+    Ok(summary.all_as_expected())
 }
 
 /// Loads a scenario and runs it live once (for tests and library users).

@@ -18,6 +18,11 @@ pub trait Render {
     fn summary(&self, summary: &LiveSummary) -> String;
     /// Checks, before any run, that the report directory `out` can be written.
     fn check_out(&self, out: &Path) -> Result<(), String>;
+    /// Checks, before anything runs, that the single output file `file` (`--history`) can be
+    /// written: not a directory, not a symbolic link.
+    fn check_file(&self, file: &Path) -> Result<(), String>;
+    /// Writes one output file atomically (a killed run leaves no half file).
+    fn write_file(&self, file: &Path, bytes: &[u8]) -> Result<(), String>;
     /// Writes the report directory `out`.
     fn write(
         &self,

@@ -399,11 +399,6 @@ fn signal_group(pgid: i32, signal: libc::c_int) -> bool {
     unsafe { libc::kill(-pgid, signal) == 0 }
 }
 
-/// Whether any process of group `pgid` still exists.
-pub fn group_alive(pgid: i32) -> bool {
-    signal_group(pgid, 0)
-}
-
 /// One read from a client's stdout: a line, a line it cannot take (why), or the end.
 enum Line {
     Text(String),

@@ -142,7 +142,7 @@ pub struct Served {
 }
 
 /// Runs `lockstep serve`: prints the addresses, serves until stopped, writes the history.
-pub fn main(args: &ServeArgs) -> Result<Outcome, AppError> {
+pub fn main(args: &ServeArgs, render: &dyn super::output::Render) -> Result<Outcome, AppError> {
     let scenario = scenario_of(args)?;
     let shown = args
         .file
@@ -155,7 +155,7 @@ pub fn main(args: &ServeArgs) -> Result<Outcome, AppError> {
     if let Some(history) = &args.history {
         let inputs: Vec<PathBuf> = args.file.iter().cloned().collect();
         crate::app::files::check_outputs_spare_inputs(&inputs, &[("--history", Some(history))], &[])?;
-        crate::report::check_writable_file(history).map_err(AppError::BadInput)?;
+        render.check_file(history).map_err(AppError::BadInput)?;
     }
     if let Some(base) = args.port {
         let needed = scenario.clients.len() * (scenario.masters.len() + 1);
@@ -200,7 +200,7 @@ pub fn main(args: &ServeArgs) -> Result<Outcome, AppError> {
             .iter()
             .map(|e| e.canonical_json() + "\n")
             .collect();
-        crate::report::write_atomic(path, lines.as_bytes()).map_err(AppError::Io)?;
+        render.write_file(path, lines.as_bytes()).map_err(AppError::Io)?;
         text.push_str(&format!(
             "; history ({} events) written to {}",
             served.history.events().len(),

@@ -9,6 +9,7 @@
 //! - [`expect`]: what a scenario or an exploration expects the checkers to find.
 //! - [`fault`]: the fault generator's vocabulary and strengths ([`FaultProfile`]).
 //! - [`op`]: the client-operation vocabulary written into the history ([`Grant`], …).
+//! - [`units`]: how times and lock values are written for people (one rule each).
 //!
 //! Nothing here parses or writes files (that is the scenario front end, `crate::scenario`) and
 //! nothing runs: these are values, with small helpers over them.
@@ -20,6 +21,7 @@ pub mod lock;
 pub mod op;
 pub mod scenario;
 pub mod script;
+pub mod units;
 pub mod verdict;
 
 pub use expect::{

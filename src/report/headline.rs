@@ -74,7 +74,7 @@ impl RowOutcome {
 /// The colour a verdict is drawn in, everywhere a verdict is shown: green for valid, red for
 /// invalid, amber for unknown (the word is always shown beside it, so colour is never the
 /// only sign).
-pub fn verdict_colour(verdict: Verdict) -> &'static str {
+pub const fn verdict_colour(verdict: Verdict) -> &'static str {
     match verdict {
         Verdict::Valid => "#1a7f37",
         Verdict::Invalid => "#cf222e",

@@ -20,6 +20,7 @@
 use super::html::escape;
 use super::timeline::TimelineData;
 use crate::history::OpHistory;
+use crate::model::units::seconds;
 use lockstep_sim::{Event, EventKind, Phase};
 use serde::Serialize;
 use serde_json::Value;
@@ -109,11 +110,6 @@ struct PageData {
     items: Vec<Item>,
     bands: Vec<Band>,
     violation: Option<Band>,
-}
-
-/// A time of the run, in seconds since its start.
-fn seconds(at_us: u64) -> String {
-    format!("{:.3} s", at_us as f64 / 1e6)
 }
 
 /// A JSON value as a short text (strings without quotes); `None` for null, which is not shown.

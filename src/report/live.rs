@@ -37,6 +37,14 @@ impl Render for Renderer {
         report::prepare_out(out)
     }
 
+    fn check_file(&self, file: &Path) -> Result<(), String> {
+        report::check_writable_file(file)
+    }
+
+    fn write_file(&self, file: &Path, bytes: &[u8]) -> Result<(), String> {
+        report::write_atomic(file, bytes)
+    }
+
     fn write(
         &self,
         out: &Path,

@@ -13,6 +13,7 @@
 use crate::checker::{CheckerName, Verdict};
 use crate::history::lease::ClockTrack;
 use crate::history::{OpHistory, OpName, StepKind};
+use crate::model::units::short_value as short;
 use crate::run::ScenarioRun;
 use crate::scenario::Scenario;
 use lockstep_sim::{Fault, Phase};
@@ -675,11 +676,6 @@ fn key_lives(
     }
     lives.sort_by_key(|l| (l.start_us, l.lane));
     lives
-}
-
-/// The first 8 characters of a value.
-fn short(value: &str) -> &str {
-    value.get(..8).unwrap_or(value)
 }
 
 /// The first violation: mutual exclusion first (the overlap of the two holds), else the first

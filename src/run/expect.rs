@@ -186,11 +186,6 @@ pub fn judge_liveness(
     (Some(check), mismatch)
 }
 
-/// The status of a scenario run: the worst of its checks against `expect`.
-pub fn run_status(expect: &BTreeMap<String, Verdict>, results: &[CheckResult]) -> Status {
-    Status::worst(results.iter().map(|r| verdict(expected(expect, &r.checker), r.verdict)))
-}
-
 /// One checker over an exploration: `invalid_seeds` against the expectation. A shard that
 /// covers only part of the seeds (`partial`) cannot decide a `some-invalid` that found nothing
 /// yet: that is left unchecked until the shards are merged.

@@ -133,20 +133,20 @@ pub(crate) fn scan(ks: &Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
     let mut i = 2;
     while i < args.len() {
         let Some(value) = args.get(i + 1) else {
-            return Reply::error(super::command::SYNTAX);
+            return Reply::error(super::syntax::SYNTAX);
         };
         if args[i].eq_ignore_ascii_case(b"match") {
             pattern = Some(value);
         } else if args[i].eq_ignore_ascii_case(b"count") {
-            match super::command::parse_ll(value) {
-                None => return Reply::error(super::command::NOT_INTEGER),
-                Some(n) if n < 1 => return Reply::error(super::command::SYNTAX),
+            match super::syntax::parse_ll(value) {
+                None => return Reply::error(super::syntax::NOT_INTEGER),
+                Some(n) if n < 1 => return Reply::error(super::syntax::SYNTAX),
                 Some(n) => count = n,
             }
         } else if args[i].eq_ignore_ascii_case(b"type") {
             type_name = Some(String::from_utf8_lossy(value).to_ascii_lowercase());
         } else {
-            return Reply::error(super::command::SYNTAX);
+            return Reply::error(super::syntax::SYNTAX);
         }
         i += 2;
     }
@@ -461,7 +461,7 @@ pub(crate) fn info(sections: &[Bytes], facts: &InfoFacts) -> Reply {
 }
 
 /// One `CLIENT LIST` line for a connection, in Redis 7.2's field order.
-pub(crate) fn client_line(session: &super::command::ClientSession, command: &str) -> String {
+pub(crate) fn client_line(session: &super::session::ClientSession, command: &str) -> String {
     let text = |v: &Option<Bytes>| {
         v.as_ref()
             .map(|b| String::from_utf8_lossy(b).into_owned())

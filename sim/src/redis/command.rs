@@ -9,11 +9,11 @@ use super::keyspace::{Keyspace, Value, ITEM_OVERHEAD_BYTES};
 use super::lua::ScriptRuntime;
 use super::memory::{MemoryShare, OOM_ERROR};
 use super::reply::Reply;
+use super::session::ClientSession;
+use super::syntax::{parse_ll, NOT_INTEGER, SYNTAX};
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-pub(crate) const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
-pub(crate) const SYNTAX: &str = "ERR syntax error";
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 
@@ -30,52 +30,6 @@ impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             lua_instruction_budget: 100_000_000,
-        }
-    }
-}
-
-/// Connection-scoped state (`CLIENT SETNAME`, `CLIENT SETINFO`, `HELLO`). The engine keeps one
-/// default session for [`RedisEngine::execute`]; a server that wants per-connection names uses
-/// [`RedisEngine::execute_as`] with one session per connection.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ClientSession {
-    /// The id `CLIENT ID` and `HELLO` report.
-    pub id: i64,
-    /// The name set by `CLIENT SETNAME` / `HELLO ... SETNAME`.
-    pub name: Option<Bytes>,
-    /// `CLIENT SETINFO LIB-NAME`.
-    pub lib_name: Option<Bytes>,
-    /// `CLIENT SETINFO LIB-VER`.
-    pub lib_ver: Option<Bytes>,
-    /// The commands queued since `MULTI`; `None` outside a transaction.
-    pub multi: Option<Vec<Vec<Bytes>>>,
-    /// Whether a command was refused while queueing (`EXEC` then answers `EXECABORT`).
-    pub multi_error: bool,
-    /// The keys this connection `WATCH`es.
-    pub watched: Vec<Bytes>,
-    /// The channels this connection is subscribed to (RESP2 subscribed mode when not empty).
-    pub subscriptions: BTreeSet<Bytes>,
-    /// Whether the connection negotiated RESP3 (`HELLO 3`); the server's encoder
-    /// ([`super::ReplyEncoder`]) writes the replies accordingly.
-    pub resp3: bool,
-}
-
-impl ClientSession {
-    /// A session with the given client id and no name.
-    pub fn new(id: i64) -> Self {
-        ClientSession { id, ..Self::default() }
-    }
-
-    /// Whether the connection is inside `MULTI`.
-    pub fn in_multi(&self) -> bool {
-        self.multi.is_some()
-    }
-
-    /// Marks the open transaction as failed (a command refused while queueing, e.g. a write
-    /// refused by a replica): `EXEC` will answer `EXECABORT`.
-    pub fn flag_transaction(&mut self) {
-        if self.multi.is_some() {
-            self.multi_error = true;
         }
     }
 }
@@ -1574,39 +1528,6 @@ fn client_setinfo(session: &mut ClientSession, args: &[Bytes]) -> Reply {
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
-
-/// Redis' `string2ll`: an optional `-`, no `+`, no leading zeros, no spaces, fits in `i64`.
-pub(crate) fn parse_ll(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() >= 21 {
-        return None;
-    }
-    if s == b"0" {
-        return Some(0);
-    }
-    let (negative, digits) = match s.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, s),
-    };
-    match digits.first() {
-        Some(b'1'..=b'9') => {}
-        _ => return None,
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    if negative {
-        if v > i64::MIN.unsigned_abs() {
-            return None;
-        }
-        Some((v as i64).wrapping_neg())
-    } else {
-        i64::try_from(v).ok()
-    }
-}
 
 fn eq_ic(arg: &[u8], name: &str) -> bool {
     arg.eq_ignore_ascii_case(name.as_bytes())

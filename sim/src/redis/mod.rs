@@ -42,11 +42,14 @@ mod lua;
 mod memory;
 mod reply;
 mod resp3;
+mod session;
+mod syntax;
 
 pub use codec::{decode_command, encode_reply};
-pub use command::{blocking_timeout_ms, is_write_command, ClientSession, EngineConfig, RedisEngine};
+pub use command::{blocking_timeout_ms, is_write_command, EngineConfig, RedisEngine};
 pub use keyspace::{Entry, Keyspace, Value};
 pub use lua::sha1_hex;
 pub use memory::{MemoryPool, DEFAULT_MAXMEMORY_BYTES, DEFAULT_WORLD_MEMORY_BYTES, OOM_ERROR};
 pub use reply::Reply;
 pub use resp3::ReplyEncoder;
+pub use session::ClientSession;

@@ -13,6 +13,7 @@
 
 use super::svg::{text_width, wrap, Anchor, Font, Svg};
 use super::{number, ticks};
+use crate::model::units::seconds_number as secs;
 use crate::report::timeline::{KeyLife, LaneRole, TimelineData};
 
 const WIDTH: f64 = 1200.0;
@@ -25,7 +26,8 @@ const SERVER_LANE: f64 = 50.0;
 const PALETTE: [&str; 8] = [
     "#3465a4", "#e08a00", "#4e9a06", "#8a4fb0", "#0a8f99", "#b5487a", "#6b7f1a", "#7a5c3a",
 ];
-const RED: &str = "#d62728";
+/// Violations and failures, in the verdict colour of `invalid` everywhere.
+const RED: &str = crate::report::headline::verdict_colour(crate::checker::Verdict::Invalid);
 const GREEN: &str = "#2a9d3a";
 const PAUSE: &str = "#8c8c8c";
 const DOWN: &str = "#7b1e1e";
@@ -165,10 +167,6 @@ fn belief_spans(t: &TimelineData) -> Vec<(usize, u64, u64, String)> {
             (from < g.end_us).then(|| (g.lane, from.max(g.start_us), g.end_us, why))
         })
         .collect()
-}
-
-fn secs(us: u64) -> String {
-    format!("{:.3}", us as f64 / 1e6)
 }
 
 struct Layout {

@@ -13,7 +13,8 @@ const LEFT: f64 = 90.0;
 const RIGHT: f64 = 30.0;
 const PANEL: f64 = 200.0;
 const GAP: f64 = 46.0;
-const RED: &str = "#d62728";
+/// Violations and failures, in the verdict colour of `invalid` everywhere.
+const RED: &str = crate::report::headline::verdict_colour(crate::checker::Verdict::Invalid);
 const BLUE: &str = "#3465a4";
 const DOT: f64 = 5.0;
 

@@ -28,7 +28,6 @@ pub mod prelude;
 pub mod report;
 pub mod run;
 pub mod scenario;
-pub mod timeline;
 pub mod workload;
 
 pub use lockstep_sim as sim;

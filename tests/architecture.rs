@@ -32,7 +32,6 @@ const FLOORS: &[(&str, u8)] = &[
     ("gate", 5),
     ("live", 5),
     ("report", 6),
-    ("timeline", 6),
     ("harness", 7),
     ("main", 7),
 ];

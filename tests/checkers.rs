@@ -44,7 +44,7 @@ fn a_write_in_flight_keeps_the_holders_turn_past_its_abort() {
         me.witness
     );
     // The timeline says the write was already sent, not that it was skipped.
-    let text = lockstep::timeline::text(&OpHistory::new(&run.history));
+    let text = lockstep::report::narrative::text(&OpHistory::new(&run.history));
     assert!(
         text.contains("lock lost: abort signal raised, but the write sent at 2.022 s is still in flight"),
         "{text}"
@@ -76,7 +76,7 @@ fn a_write_in_flight_keeps_the_holders_turn_past_its_abort() {
     assert_eq!(verdicts(&run), want, "{:#?}", run.results);
     let history = OpHistory::new(&run.history);
     assert_eq!(
-        lockstep::timeline::why_resource_safe(&history),
+        lockstep::report::narrative::why_resource_safe(&history),
         "fencing rejected the stale write"
     );
 }

@@ -2,22 +2,10 @@
 //! reported before anything runs.
 
 use std::path::Path;
-use std::process::Command;
 
 mod common;
 
-fn lockstep(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::lockstep;
 
 fn temp(name: &str) -> common::TempPath {
     common::TempPath::unused("ci", name)

@@ -1,22 +1,10 @@
 //! The `lockstep` command as a user runs it: output and exit codes.
 
 use std::path::Path;
-use std::process::Command;
 
 mod common;
 
-fn lockstep(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::lockstep;
 
 /// A file `name` holding `content`, removed when the returned path is dropped.
 fn temp_file(name: &str, content: &str) -> common::TempPath {

@@ -86,7 +86,7 @@ fn a_lost_acquire_reply_orphans_the_key_for_a_ttl_and_safety_holds() {
     assert_eq!(history.holds().len(), 4, "every critical section ran in the end");
 
     // The text timeline tells it in the sim's words.
-    let text = lockstep::timeline::text(&history);
+    let text = lockstep::report::narrative::text(&history);
     assert!(
         text.contains("DROPS the next 1 reply to client-1 (the command runs, the reply is lost)"),
         "{text}"

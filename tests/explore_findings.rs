@@ -13,17 +13,8 @@ use lockstep::explore::anchors::{draw_shape, ShapeBounds};
 use lockstep::explore::generate::ExploreCase;
 use lockstep::explore::{case_scenario, run_guarded, standard_template};
 
-fn lockstep(args: &[&str]) -> (i32, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args(args)
-        .output()
-        .expect("lockstep runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
-}
+mod common;
+use common::lockstep;
 
 /// A fresh directory under the system's temporary directory.
 fn temp_dir(name: &str) -> std::path::PathBuf {

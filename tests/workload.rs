@@ -102,7 +102,11 @@ fn the_paused_holder_refuses_its_own_write_and_the_resource_stays_safe() {
     assert!(failed_writes(&off).is_empty());
     // The timeline shows it.
     let ops = OpHistory::new(&on.history);
-    let lines: Vec<String> = ops.steps().iter().filter_map(lockstep::timeline::line).collect();
+    let lines: Vec<String> = ops
+        .steps()
+        .iter()
+        .filter_map(lockstep::report::narrative::line)
+        .collect();
     assert!(
         lines.iter().any(|l| l.starts_with("write refused by the holder")),
         "{lines:#?}"

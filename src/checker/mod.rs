@@ -78,16 +78,11 @@ impl CheckerName {
         CheckerName::Ownership,
     ];
 
-    /// `mutual-exclusion`, `stale-write`, `lost-update`, `token-order` or `lease-validity`.
+    /// Its name, as scenario files and reports write it: the entry of
+    /// [`crate::model::CHECKERS`] (the one list of names) at the variant's place — the variants
+    /// are declared in that list's order.
     pub const fn as_str(self) -> &'static str {
-        match self {
-            CheckerName::MutualExclusion => "mutual-exclusion",
-            CheckerName::StaleWrite => "stale-write",
-            CheckerName::LostUpdate => "lost-update",
-            CheckerName::TokenOrder => "token-order",
-            CheckerName::LeaseValidity => "lease-validity",
-            CheckerName::Ownership => "ownership",
-        }
+        crate::model::CHECKERS[self as usize]
     }
 
     /// The checker itself.
@@ -111,7 +106,7 @@ impl std::fmt::Display for CheckerName {
 
 /// A name that is not a checker's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown checker `{0}` (checkers: mutual-exclusion, stale-write, lost-update, token-order, lease-validity, ownership)")]
+#[error("unknown checker `{0}` (checkers: {names})", names = NAMES.join(", "))]
 pub struct UnknownChecker(pub String);
 
 impl std::str::FromStr for CheckerName {
@@ -125,15 +120,8 @@ impl std::str::FromStr for CheckerName {
     }
 }
 
-/// The checkers' names, in [`CheckerName::ALL`] order.
-pub const NAMES: &[&str] = &[
-    CheckerName::MutualExclusion.as_str(),
-    CheckerName::StaleWrite.as_str(),
-    CheckerName::LostUpdate.as_str(),
-    CheckerName::TokenOrder.as_str(),
-    CheckerName::LeaseValidity.as_str(),
-    CheckerName::Ownership.as_str(),
-];
+/// The checkers' names, in [`CheckerName::ALL`] order ([`crate::model::CHECKERS`]).
+pub const NAMES: &[&str] = crate::model::CHECKERS;
 
 /// Every checker's result on `history`, in [`CheckerName::ALL`] order.
 pub fn check_all(history: &OpHistory<'_>) -> Vec<CheckResult> {

@@ -60,7 +60,9 @@ pub fn run_text(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool
     );
     if !quiet {
         let _ = writeln!(out);
-        out.push_str(&crate::timeline::text(&crate::history::OpHistory::new(&run.history)));
+        out.push_str(&crate::report::narrative::text(&crate::history::OpHistory::new(
+            &run.history,
+        )));
     }
     let _ = writeln!(out);
     let _ = writeln!(
@@ -94,7 +96,7 @@ pub fn run_text(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool
             let _ = writeln!(
                 out,
                 "\n   Mutual exclusion was violated, yet the resource stayed safe: {}.",
-                crate::timeline::why_resource_safe(&history)
+                crate::report::narrative::why_resource_safe(&history)
             );
         }
         Safety::ViolatedResourceDamaged => {

@@ -71,6 +71,38 @@ impl RowOutcome {
     }
 }
 
+/// An exploration cell's verdict for one checker: invalid when some seed was, else unknown when
+/// some seed could not be judged, else valid — the one rule of every renderer.
+pub fn exploration_verdict(check: &super::ExploreCheckReport) -> Verdict {
+    if check.invalid_seeds > 0 {
+        Verdict::Invalid
+    } else if check.unknown_seeds > 0 {
+        Verdict::Unknown
+    } else {
+        Verdict::Valid
+    }
+}
+
+/// The check an exploration's row tells about: the first that missed its expectation, else the
+/// first that found violations, else the first.
+pub fn exploration_row_check(e: &ExplorationReport) -> Option<&super::ExploreCheckReport> {
+    e.checks
+        .iter()
+        .find(|c| c.status.is_failure())
+        .or_else(|| e.checks.iter().find(|c| c.invalid_seeds > 0))
+        .or_else(|| e.checks.first())
+}
+
+/// The command that replays an exploration's row: that of the first check that missed its
+/// expectation and has one, else of the first check that has one.
+pub fn exploration_replay(e: &ExplorationReport) -> Option<String> {
+    e.checks
+        .iter()
+        .find(|c| c.status.is_failure() && c.replay.is_some())
+        .or_else(|| e.checks.iter().find(|c| c.replay.is_some()))
+        .and_then(|c| c.replay.clone())
+}
+
 /// The colour a verdict is drawn in, everywhere a verdict is shown: green for valid, red for
 /// invalid, amber for unknown (the word is always shown beside it, so colour is never the
 /// only sign).

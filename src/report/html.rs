@@ -282,13 +282,7 @@ fn exploration_table(out: &mut String, report: &Report) {
         for checker in NAMES {
             match e.checks.iter().find(|c| c.checker == *checker) {
                 Some(c) => {
-                    let verdict = if c.invalid_seeds > 0 {
-                        Verdict::Invalid
-                    } else if c.unknown_seeds > 0 {
-                        Verdict::Unknown
-                    } else {
-                        Verdict::Valid
-                    };
+                    let verdict = super::headline::exploration_verdict(c);
                     let miss = if c.status.is_failure() { " miss" } else { "" };
                     let note = match c.expected {
                         Some(x) => format!("<span class=\"note\">expected {}</span>", x.name()),
@@ -305,13 +299,8 @@ fn exploration_table(out: &mut String, report: &Report) {
                 None => out.push_str("<td>—</td>"),
             }
         }
-        let replay = e
-            .checks
-            .iter()
-            .find(|c| c.status.is_failure() && c.replay.is_some())
-            .or_else(|| e.checks.iter().find(|c| c.replay.is_some()))
-            .and_then(|c| c.replay.clone())
-            .map_or_else(String::new, |r| format!("<code>{}</code>", escape(&r)));
+        let replay =
+            super::headline::exploration_replay(e).map_or_else(String::new, |r| format!("<code>{}</code>", escape(&r)));
         let mut expectations = expectations_cell(e.status, e.checks.iter().map(|c| (c.checker.as_str(), c.status)));
         if e.summary.errors > 0 {
             let _ = write!(

@@ -21,7 +21,7 @@ pub fn witness_lines(witness: &[Event]) -> Vec<String> {
     witness
         .iter()
         .map(|e| {
-            let what = crate::timeline::line(&Step::of(e).0).unwrap_or_else(|| e.canonical_json());
+            let what = crate::report::narrative::line(&Step::of(e).0).unwrap_or_else(|| e.canonical_json());
             format!("#{:<5} {:>9.3} s  {:<10} {}", e.seq, e.at_us as f64 / 1e6, e.node, what)
         })
         .collect()

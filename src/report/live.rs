@@ -7,10 +7,10 @@
 use crate::checker::Verdict;
 use crate::live::output::{LiveSummary, Render};
 use crate::live::LiveRun;
+use crate::report::narrative as timeline;
 use crate::report::{self, Report};
 use crate::run::{expect, ScenarioRun};
 use crate::scenario::Scenario;
-use crate::timeline;
 use lockstep_sim::RunEnd;
 use std::fmt::Write;
 use std::path::Path;

@@ -207,13 +207,7 @@ pub fn summary(report: &Report) -> String {
             for name in NAMES {
                 match e.checks.iter().find(|c| c.checker == *name) {
                     Some(c) => {
-                        let verdict = if c.invalid_seeds > 0 {
-                            Verdict::Invalid
-                        } else if c.unknown_seeds > 0 {
-                            Verdict::Unknown
-                        } else {
-                            Verdict::Valid
-                        };
+                        let verdict = super::headline::exploration_verdict(c);
                         let dot = verdict_badge(verdict).chars().next().unwrap_or(' ');
                         let expected = match c.expected {
                             Some(x) if c.status.is_failure() => format!(" ❗ expected {}", x.name()),
@@ -227,22 +221,12 @@ pub fn summary(report: &Report) -> String {
                     }
                 }
             }
-            let check = e
-                .checks
-                .iter()
-                .find(|c| c.status.is_failure())
-                .or_else(|| e.checks.iter().find(|c| c.invalid_seeds > 0))
-                .or_else(|| e.checks.first());
+            let check = super::headline::exploration_row_check(e);
             let mut explanation = check.map_or_else(String::new, |c| format!("{}: {}", c.checker, c.explanation));
             if e.summary.errors > 0 {
                 explanation = format!("{} seeds could not be judged; {explanation}", e.summary.errors);
             }
-            let replay = check.and_then(|c| c.replay.clone()).unwrap_or_default();
-            let replay = if replay.is_empty() {
-                String::new()
-            } else {
-                code(&replay)
-            };
+            let replay = super::headline::exploration_replay(e).map_or_else(String::new, |r| code(&r));
             let _ = writeln!(
                 out,
                 " {} | {} | {} |",

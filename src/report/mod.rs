@@ -43,6 +43,7 @@ pub mod markdown;
 pub mod merge;
 mod staging;
 pub use staging::{leftover_dirs, Manifest, MANIFEST_FILE, MANIFEST_FORMAT};
+pub mod narrative;
 pub mod sweep;
 pub mod timeline;
 

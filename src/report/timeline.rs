@@ -745,7 +745,7 @@ fn violation(
             Some(Mark {
                 lane: lane_of(node)?,
                 at_us: e.at_us,
-                label: crate::timeline::line(step).unwrap_or_default(),
+                label: crate::report::narrative::line(step).unwrap_or_default(),
             })
         })
         .collect();

@@ -29,6 +29,11 @@ pub fn lockstep_in(cwd: &Path, args: &[&str]) -> (i32, String, String) {
     (code, stdout, stderr)
 }
 
+/// Runs the binary from the repository root, as a user there would: [`lockstep_in`].
+pub fn lockstep(args: &[&str]) -> (i32, String, String) {
+    lockstep_in(Path::new(env!("CARGO_MANIFEST_DIR")), args)
+}
+
 /// A lock whose acquire panics: user code with a bug.
 pub struct PanickingLock;
 

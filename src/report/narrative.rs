@@ -1,8 +1,9 @@
-//! A readable timeline of a run's key events: grants with their tokens, extensions, releases
-//! (with the value sent when it is not the grant's), lost locks,
-//! pauses and resumptions, key expiries, clock jumps, crashes, and resource writes accepted or
-//! rejected, and every fault in the sim's own words (`Fault::describe`). Connection set-up, retries of a busy lock and reads are left out. It reads the
-//! typed history ([`OpHistory`]).
+//! The run told as text — the console's timeline (the chart's data is [`super::timeline`]): one
+//! readable line per key event: grants with their tokens, extensions, releases (with the value
+//! sent when it is not the grant's), lost locks, pauses and resumptions, key expiries, clock
+//! jumps, crashes, resource writes accepted or rejected, and every fault in the sim's own words
+//! (`Fault::describe`). Connection set-up, retries of a busy lock and reads are left out. It reads
+//! the typed history ([`OpHistory`]).
 
 use crate::history::{LockOp, OpData, OpHistory, OpName, Step, StepKind};
 use crate::model::units::short_value as short;

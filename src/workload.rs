@@ -72,6 +72,29 @@ pub struct ClientPlan {
     pub tasks: Option<TasksSpec>,
 }
 
+impl ClientPlan {
+    /// What `client` of `scenario` does: its own start, iterations and work over the workload's.
+    /// The one reading of a client's plan, for simulated and live runs alike.
+    pub fn of(scenario: &crate::model::Scenario, client: &crate::model::ClientSpec) -> ClientPlan {
+        ClientPlan {
+            start_ms: client.start_ms,
+            iterations: client.iterations.or(scenario.workload.iterations),
+            until_ms: scenario.workload.until_ms,
+            work_ms: client.work_ms.unwrap_or(scenario.workload.work_ms),
+            acquire_retry_ms: scenario.workload.acquire_retry_ms,
+            think_ms: scenario.workload.think_ms,
+            lock_key: scenario.lock.key.clone(),
+            ttl_ms: scenario.lock.ttl_ms,
+            resource_key: scenario.workload.key.clone(),
+            work: scenario.workload.work,
+            refuse_write_after_validity: scenario.workload.refuse_write_after_validity,
+            reads_per_turn: scenario.workload.reads_per_turn,
+            writes_per_turn: scenario.workload.writes_per_turn,
+            tasks: client.effective_tasks(&scenario.workload),
+        }
+    }
+}
+
 /// Makes another lock object for the same client (a task that does not share the client's).
 pub type LockMaker = Rc<dyn Fn() -> Rc<dyn LockClient>>;
 

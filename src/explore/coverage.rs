@@ -243,23 +243,7 @@ fn at_ms(fault: &mut GenFault) -> &mut u64 {
 
 /// Halves or doubles a fault's strength (its length, step, rate or count).
 fn scale(fault: &mut GenFault, stronger: bool) {
-    let f = |v: u64| if stronger { v.saturating_mul(2) } else { (v / 2).max(1) };
-    match fault {
-        GenFault::Pause { duration_ms: v, .. }
-        | GenFault::Partition { length_ms: v, .. }
-        | GenFault::Hold { length_ms: v, .. }
-        | GenFault::Latency { latency_ms: v, .. }
-        | GenFault::Crash { down_ms: v, .. }
-        | GenFault::PowerLoss { down_ms: v, .. }
-        | GenFault::RollingRestart { down_ms: v, .. } => *v = f(*v),
-        GenFault::ClockJump { delta_ms, .. } => *delta_ms = delta_ms.signum() * f(delta_ms.unsigned_abs()) as i64,
-        GenFault::Drift { drift_ppm, .. } => {
-            *drift_ppm = (drift_ppm.signum() * f(drift_ppm.unsigned_abs()) as i64).clamp(-900_000, 900_000)
-        }
-        GenFault::Loss { rate_ppm, .. } => *rate_ppm = f(u64::from(*rate_ppm)).min(1_000_000) as u32,
-        GenFault::DropReply { count, .. } => *count = f(u64::from(*count)).min(8) as u32,
-        GenFault::Failover { .. } => {}
-    }
+    fault.scale_magnitude(|v: u64| if stronger { v.saturating_mul(2) } else { (v / 2).max(1) });
 }
 
 #[cfg(test)]

@@ -187,6 +187,48 @@ pub enum GenFault {
 }
 
 impl GenFault {
+    /// How strong the fault is, in its kind's own unit — ms of stall, downtime or clock step, ppm
+    /// of rate error or loss, replies lost; 0 for a failover. The one measure: shrinking makes it
+    /// smaller, coverage feedback scales it ([`GenFault::scale_magnitude`]).
+    pub fn magnitude(&self) -> u64 {
+        match self {
+            GenFault::Pause { duration_ms: v, .. }
+            | GenFault::Partition { length_ms: v, .. }
+            | GenFault::Hold { length_ms: v, .. }
+            | GenFault::Latency { latency_ms: v, .. }
+            | GenFault::Crash { down_ms: v, .. }
+            | GenFault::PowerLoss { down_ms: v, .. }
+            | GenFault::RollingRestart { down_ms: v, .. } => *v,
+            GenFault::ClockJump { delta_ms, .. } => delta_ms.unsigned_abs(),
+            GenFault::Drift { drift_ppm, .. } => drift_ppm.unsigned_abs(),
+            GenFault::Loss { rate_ppm, .. } => u64::from(*rate_ppm),
+            GenFault::DropReply { count, .. } => u64::from(*count),
+            GenFault::Failover { .. } => 0,
+        }
+    }
+
+    /// Sets the magnitude to `f` of itself, kept within the kind's bounds (a step keeps its
+    /// direction; drift stays within ±900,000 ppm, loss within 1,000,000 ppm, dropped replies
+    /// at most 8). A failover has none.
+    pub fn scale_magnitude(&mut self, f: impl Fn(u64) -> u64) {
+        match self {
+            GenFault::Pause { duration_ms: v, .. }
+            | GenFault::Partition { length_ms: v, .. }
+            | GenFault::Hold { length_ms: v, .. }
+            | GenFault::Latency { latency_ms: v, .. }
+            | GenFault::Crash { down_ms: v, .. }
+            | GenFault::PowerLoss { down_ms: v, .. }
+            | GenFault::RollingRestart { down_ms: v, .. } => *v = f(*v),
+            GenFault::ClockJump { delta_ms, .. } => *delta_ms = delta_ms.signum() * f(delta_ms.unsigned_abs()) as i64,
+            GenFault::Drift { drift_ppm, .. } => {
+                *drift_ppm = (drift_ppm.signum() * f(drift_ppm.unsigned_abs()) as i64).clamp(-900_000, 900_000)
+            }
+            GenFault::Loss { rate_ppm, .. } => *rate_ppm = f(u64::from(*rate_ppm)).min(1_000_000) as u32,
+            GenFault::DropReply { count, .. } => *count = f(u64::from(*count)).min(8) as u32,
+            GenFault::Failover { .. } => {}
+        }
+    }
+
     /// The kind, as in [`GENERATED_KINDS`].
     pub fn kind(&self) -> &'static str {
         match self {

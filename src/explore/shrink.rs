@@ -302,22 +302,7 @@ pub enum Shrunk {
 
 /// How big a case is: fewer faults, then fewer clients, then weaker faults is smaller.
 fn size(case: &ExploreCase) -> (usize, usize, u64) {
-    let magnitude = case
-        .faults
-        .iter()
-        .map(|f| match f {
-            GenFault::Pause { duration_ms, .. } => *duration_ms,
-            GenFault::ClockJump { delta_ms, .. } => delta_ms.unsigned_abs(),
-            GenFault::Drift { drift_ppm, .. } => drift_ppm.unsigned_abs(),
-            GenFault::Partition { length_ms, .. } | GenFault::Hold { length_ms, .. } => *length_ms,
-            GenFault::Latency { latency_ms, .. } => *latency_ms,
-            GenFault::Loss { rate_ppm, .. } => u64::from(*rate_ppm),
-            GenFault::Crash { down_ms, .. } => *down_ms,
-            GenFault::DropReply { count, .. } => u64::from(*count),
-            #[allow(unreachable_patterns)]
-            _ => 0,
-        })
-        .sum();
+    let magnitude = case.faults.iter().map(GenFault::magnitude).sum();
     (case.faults.len(), case.clients, magnitude)
 }
 
@@ -616,8 +601,40 @@ fn counterexample_name(template: &str, seed: u64, checker: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::counterexample_name;
+    use super::{counterexample_name, size, ExploreCase, GenFault};
     use crate::scenario::SCENARIO_NAME_MAX;
+
+    /// Shrinking and coverage measure a fault the same way: a power loss's downtime counts (it
+    /// once counted for coverage and not for shrinking), a failover has none.
+    #[test]
+    fn every_kind_is_measured_once_for_shrinking_and_coverage() {
+        let mut loss = GenFault::PowerLoss {
+            at_ms: 10,
+            node: "redis-1".into(),
+            down_ms: 400,
+        };
+        let case = ExploreCase {
+            clients: 2,
+            faults: vec![
+                loss.clone(),
+                GenFault::Failover {
+                    at_ms: 5,
+                    node: "redis-1".into(),
+                },
+            ],
+            shape: None,
+        };
+        assert_eq!(size(&case), (2, 2, 400));
+        loss.scale_magnitude(|v| v * 2);
+        assert_eq!(loss.magnitude(), 800);
+        let mut jump = GenFault::ClockJump {
+            at_ms: 0,
+            node: "redis-1".into(),
+            delta_ms: -300,
+        };
+        jump.scale_magnitude(|v| v / 2);
+        assert!(matches!(jump, GenFault::ClockJump { delta_ms: -150, .. }));
+    }
 
     #[test]
     fn a_counterexample_of_a_longest_name_is_still_a_valid_name() {

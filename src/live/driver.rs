@@ -26,33 +26,20 @@ use super::protocol::{parse_answer, Answer, Request, Status};
 use super::recorder::LiveRecorder;
 use crate::ops::{names, to_data, AcquireInvoke, Grant, GrantRef, OpError, ReadOk, WriteInvoke};
 use crate::scenario::WorkMs;
+use crate::workload::ClientPlan;
 use lockstep_sim::Phase;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use std::time::Duration;
 
-/// What one client does (true times are ms since the run began).
+/// What one client does (true times are ms since the run began): the simulated run's plan of
+/// the client ([`ClientPlan::of`]; a live run takes its basic turn), and what driving a process
+/// adds.
 #[derive(Debug, Clone)]
 pub struct LivePlan {
-    /// When it starts.
-    pub start_ms: u64,
-    /// Iterations (`None`: until `until_ms`).
-    pub iterations: Option<u64>,
-    /// No iteration starts after this.
-    pub until_ms: Option<u64>,
-    /// The work between read and write.
-    pub work_ms: WorkMs,
-    /// Delay between failed acquires.
-    pub acquire_retry_ms: u64,
-    /// Delay between iterations.
-    pub think_ms: u64,
-    /// The lock key.
-    pub lock_key: String,
-    /// The TTL.
-    pub ttl_ms: u64,
-    /// The resource key.
-    pub resource_key: String,
+    /// The client's turn, as a simulated run reads it.
+    pub turn: ClientPlan,
     /// How long an adapter may take for one step (time stopped by a pause excluded).
     pub step_timeout_ms: u64,
     /// The run's deadline (no acquire retries after it).
@@ -125,7 +112,7 @@ impl Driver {
             self.ran_out_of_time = true;
             return true;
         }
-        self.plan.until_ms.is_some_and(|u| now >= u)
+        self.plan.turn.until_ms.is_some_and(|u| now >= u)
     }
 
     /// Waits `ms`, or less when a crash fault kills the process meanwhile.
@@ -240,8 +227,8 @@ impl Driver {
             if self.until_passed() {
                 return Ok(None);
             }
-            let key = self.plan.lock_key.clone();
-            let ttl_ms = self.plan.ttl_ms;
+            let key = self.plan.turn.lock_key.clone();
+            let ttl_ms = self.plan.turn.ttl_ms;
             let invoke = to_data(&AcquireInvoke {
                 key: key.clone(),
                 ttl_ms,
@@ -278,12 +265,12 @@ impl Driver {
                 return Ok(Some(grant));
             }
             self.complete_error(id, names::ACQUIRE, &answer);
-            self.sleep_ms(self.plan.acquire_retry_ms.max(1)).await;
+            self.sleep_ms(self.plan.turn.acquire_retry_ms.max(1)).await;
         }
     }
 
     async fn critical_section(&mut self, grant: &Grant) -> Result<(), DriverError> {
-        let key = self.plan.resource_key.clone();
+        let key = self.plan.turn.resource_key.clone();
         let token = grant.fencing_token;
         let (id, answer) = self
             .call(
@@ -305,7 +292,7 @@ impl Driver {
             self.complete_error(id, names::READ, &answer);
             return Ok(());
         };
-        let work_ms = match self.plan.work_ms {
+        let work_ms = match self.plan.turn.work_ms {
             WorkMs::Fixed(ms) => ms,
             WorkMs::Range(min, max) => self.rng.random_range(min..=max.max(min)),
         };
@@ -361,7 +348,7 @@ impl Driver {
 
     /// Runs the client's loop to the end of its plan, through crashes and restarts.
     pub async fn run(&mut self) -> Result<(), DriverError> {
-        let start = self.plan.start_ms;
+        let start = self.plan.turn.start_ms;
         let now = self.now_ms();
         if start > now {
             self.sleep_ms(start - now).await;
@@ -435,9 +422,9 @@ impl Driver {
     /// The workload's iterations, counting completed ones in `done`.
     async fn iterations(&mut self, done: &mut u64) -> Result<(), DriverError> {
         loop {
-            let more = match self.plan.iterations {
+            let more = match self.plan.turn.iterations {
                 Some(n) => *done < n,
-                None => self.plan.until_ms.is_some(),
+                None => self.plan.turn.until_ms.is_some(),
             };
             if !more || self.until_passed() {
                 return Ok(());
@@ -448,8 +435,8 @@ impl Driver {
             self.critical_section(&grant).await?;
             self.release(&grant).await?;
             *done += 1;
-            if self.plan.think_ms > 0 {
-                self.sleep_ms(self.plan.think_ms).await;
+            if self.plan.turn.think_ms > 0 {
+                self.sleep_ms(self.plan.turn.think_ms).await;
             }
         }
     }

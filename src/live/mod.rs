@@ -427,15 +427,7 @@ async fn start_clients(
         })?;
         adapters.insert(client.name.clone(), hello.hello.clone());
         let plan = LivePlan {
-            start_ms: client.start_ms,
-            iterations: client.iterations.or(scenario.workload.iterations),
-            until_ms: scenario.workload.until_ms,
-            work_ms: client.work_ms.unwrap_or(scenario.workload.work_ms),
-            acquire_retry_ms: scenario.workload.acquire_retry_ms,
-            think_ms: scenario.workload.think_ms,
-            lock_key: scenario.lock.key.clone(),
-            ttl_ms: scenario.lock.ttl_ms,
-            resource_key: scenario.workload.key.clone(),
+            turn: crate::workload::ClientPlan::of(scenario, client),
             step_timeout_ms: options.step_timeout_ms,
             deadline_ms: scenario.duration_ms,
             restarts: restarts_of(scenario, &client.name),

@@ -22,6 +22,8 @@
 //! (possibly much larger) buffer it arrived in, or memory would no longer be what the limits count.
 
 use bytes::{Buf, Bytes, BytesMut};
+/// Redis' `string2ll`, as the simulated server reads integers (one rule for both servers).
+pub use lockstep_sim::redis::parse_ll as string2ll;
 
 /// The longest bulk string a client may declare: Redis' `proto-max-bulk-len` default, 512 MB.
 pub const PROTO_MAX_BULK_LEN: usize = 512 * 1024 * 1024;
@@ -196,35 +198,6 @@ impl CommandReader {
         // Found: the search stops here until the byte after the `\r` arrives.
         self.scanned = cr;
         (cr + 1 < self.buf.len()).then_some((cr, cr + 2))
-    }
-}
-
-/// Redis' `string2ll`: an optional `-`, then digits without a leading zero (or a lone `0`), and
-/// nothing else; `None` for anything else or an overflow.
-pub fn string2ll(s: &[u8]) -> Option<i64> {
-    if s == b"0" {
-        return Some(0);
-    }
-    let (negative, digits) = match s.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, s),
-    };
-    match digits.first() {
-        Some(b'1'..=b'9') => {}
-        _ => return None,
-    }
-    let mut value: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        value = value.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    if negative {
-        // Down to i64::MIN, whose magnitude is one more than i64::MAX.
-        (value <= i64::MAX as u64 + 1).then(|| (value as i64).wrapping_neg())
-    } else {
-        i64::try_from(value).ok()
     }
 }
 

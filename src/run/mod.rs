@@ -168,22 +168,7 @@ pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactor
         request_timeout_ms: scenario.workload.resource_timeout_ms,
     };
     for client in &scenario.clients {
-        let plan = ClientPlan {
-            start_ms: client.start_ms,
-            iterations: client.iterations.or(scenario.workload.iterations),
-            until_ms: scenario.workload.until_ms,
-            work_ms: client.work_ms.unwrap_or(scenario.workload.work_ms),
-            acquire_retry_ms: scenario.workload.acquire_retry_ms,
-            think_ms: scenario.workload.think_ms,
-            lock_key: scenario.lock.key.clone(),
-            ttl_ms: scenario.lock.ttl_ms,
-            resource_key: scenario.workload.key.clone(),
-            work: scenario.workload.work,
-            refuse_write_after_validity: scenario.workload.refuse_write_after_validity,
-            reads_per_turn: scenario.workload.reads_per_turn,
-            writes_per_turn: scenario.workload.writes_per_turn,
-            tasks: client.effective_tasks(&scenario.workload),
-        };
+        let plan = ClientPlan::of(scenario, client);
         let factory = factory.clone();
         let master_names = master_names.clone();
         let lock_spec = scenario.lock.clone();

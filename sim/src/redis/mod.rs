@@ -53,3 +53,4 @@ pub use memory::{MemoryPool, DEFAULT_MAXMEMORY_BYTES, DEFAULT_WORLD_MEMORY_BYTES
 pub use reply::Reply;
 pub use resp3::ReplyEncoder;
 pub use session::ClientSession;
+pub use syntax::parse_ll;

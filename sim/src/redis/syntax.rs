@@ -7,7 +7,7 @@ pub(crate) const NOT_INTEGER: &str = "ERR value is not an integer or out of rang
 pub(crate) const SYNTAX: &str = "ERR syntax error";
 
 /// Redis' `string2ll`: an optional `-`, no `+`, no leading zeros, no spaces, fits in `i64`.
-pub(crate) fn parse_ll(s: &[u8]) -> Option<i64> {
+pub fn parse_ll(s: &[u8]) -> Option<i64> {
     if s.is_empty() || s.len() >= 21 {
         return None;
     }

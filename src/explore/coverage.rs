@@ -194,7 +194,7 @@ pub fn mutate(
             let stronger = rng.random_bool(0.5);
             let fault = &mut case.faults[i];
             if choice == 0 {
-                let at = at_ms(fault);
+                let at = fault.at_ms_mut();
                 *at = if earlier {
                     at.saturating_sub(shift)
                 } else {
@@ -222,23 +222,6 @@ pub fn mutate(
         }
     }
     case
-}
-
-fn at_ms(fault: &mut GenFault) -> &mut u64 {
-    match fault {
-        GenFault::Pause { at_ms, .. }
-        | GenFault::ClockJump { at_ms, .. }
-        | GenFault::Drift { at_ms, .. }
-        | GenFault::Partition { at_ms, .. }
-        | GenFault::Hold { at_ms, .. }
-        | GenFault::Latency { at_ms, .. }
-        | GenFault::Loss { at_ms, .. }
-        | GenFault::Crash { at_ms, .. }
-        | GenFault::PowerLoss { at_ms, .. }
-        | GenFault::RollingRestart { at_ms, .. }
-        | GenFault::Failover { at_ms, .. }
-        | GenFault::DropReply { at_ms, .. } => at_ms,
-    }
 }
 
 /// Halves or doubles a fault's strength (its length, step, rate or count).

@@ -187,6 +187,24 @@ pub enum GenFault {
 }
 
 impl GenFault {
+    /// When it starts, true ms (a rolling restart: its first stop), to read or move.
+    pub fn at_ms_mut(&mut self) -> &mut u64 {
+        match self {
+            GenFault::Pause { at_ms, .. }
+            | GenFault::ClockJump { at_ms, .. }
+            | GenFault::Drift { at_ms, .. }
+            | GenFault::Partition { at_ms, .. }
+            | GenFault::Hold { at_ms, .. }
+            | GenFault::Latency { at_ms, .. }
+            | GenFault::Loss { at_ms, .. }
+            | GenFault::Crash { at_ms, .. }
+            | GenFault::PowerLoss { at_ms, .. }
+            | GenFault::RollingRestart { at_ms, .. }
+            | GenFault::Failover { at_ms, .. }
+            | GenFault::DropReply { at_ms, .. } => at_ms,
+        }
+    }
+
     /// How strong the fault is, in its kind's own unit — ms of stall, downtime or clock step, ppm
     /// of rate error or loss, replies lost; 0 for a failover. The one measure: shrinking makes it
     /// smaller, coverage feedback scales it ([`GenFault::scale_magnitude`]).

@@ -23,7 +23,7 @@ use super::LiveError;
 use crate::app::{AppError, Outcome};
 use crate::run::RESOURCE_NODE;
 use crate::scenario::Scenario;
-use lockstep_sim::{EventKind, Fault, History};
+use lockstep_sim::{EventKind, History};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -102,17 +102,8 @@ fn scenario_of(args: &ServeArgs) -> Result<Scenario, AppError> {
 fn refusal(scenario: &Scenario, file: &Path) -> Option<String> {
     let clients: Vec<&str> = scenario.clients.iter().map(|c| c.name.as_str()).collect();
     for (i, f) in scenario.faults.faults.iter().enumerate() {
-        let node = match &f.fault {
-            Fault::Pause { node, .. }
-            | Fault::ClockJump { node, .. }
-            | Fault::Drift { node, .. }
-            | Fault::Crash { node }
-            | Fault::Restart { node }
-            | Fault::PowerLoss { node }
-            | Fault::Shutdown { node } => Some(node.as_str()),
-            _ => None,
-        };
-        if let Some(node) = node.filter(|n| clients.contains(n)) {
+        // A node fault acts on its subject; on a client, that is its process.
+        if let Some(node) = f.fault.subject().filter(|n| clients.contains(n)) {
             return Some(
                 crate::scenario::ScenarioError::at_field(
                     file,

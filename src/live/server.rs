@@ -34,7 +34,7 @@ use lockstep_sim::redis::{ClientSession, EngineConfig, Keyspace, RedisEngine, Re
 use lockstep_sim::replication::Replication;
 use lockstep_sim::resource::FencedStore;
 use lockstep_sim::serve::render_reply;
-use lockstep_sim::{DelayClock, EventKind, FencingMode, MasterSetup, Persistence};
+use lockstep_sim::{DelayClock, EventKind, FencingMode, KeyEffect, MasterSetup, Persistence};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
@@ -323,18 +323,10 @@ impl Server {
                 } else {
                     engine.borrow_mut().execute_as(session, args, self.wall_ms())
                 };
-                self.rec.record(
-                    &self.name,
-                    EventKind::Command {
-                        conn: session.id as u64,
-                        args: args.iter().map(|a| history_arg(a)).collect(),
-                        reply: clip(render_reply(&reply)),
-                        effects: Some(engine.borrow_mut().take_effects())
-                            .filter(|_| keeps_writes)
-                            .unwrap_or_default(),
-                        client: Some(peer.to_string()),
-                    },
-                );
+                let effects = Some(engine.borrow_mut().take_effects())
+                    .filter(|_| keeps_writes)
+                    .unwrap_or_default();
+                self.record_command(session, peer, args, &reply, effects);
                 reply
             }
             Kind::Resource { store } => resource_command(&self.rec, &self.name, store, peer, args),
@@ -387,17 +379,29 @@ impl Server {
                 }
             }
         };
+        self.record_command(session, peer, args, &reply, Vec::new());
+        reply
+    }
+
+    /// Records a command `peer` sent on `session`'s connection, its reply and its key effects.
+    fn record_command(
+        &self,
+        session: &ClientSession,
+        peer: &str,
+        args: &[Bytes],
+        reply: &Reply,
+        effects: Vec<KeyEffect>,
+    ) {
         self.rec.record(
             &self.name,
             EventKind::Command {
                 conn: session.id as u64,
                 args: args.iter().map(|a| history_arg(a)).collect(),
-                reply: clip(render_reply(&reply)),
-                effects: Vec::new(),
+                reply: clip(render_reply(reply)),
+                effects,
                 client: Some(peer.to_string()),
             },
         );
-        reply
     }
 
     /// Stops the server as `kind` says; its memory becomes what its persistence kept.

@@ -175,7 +175,7 @@ impl Stopwatch {
     }
 
     /// Whether it counts CPU time.
-    pub fn is_cpu(&self) -> bool {
+    fn is_cpu(&self) -> bool {
         self.cpu_us.is_some()
     }
 }
@@ -203,7 +203,7 @@ impl WorldCost {
     }
 
     /// µs per command the Redis servers ran.
-    pub fn per_command_us(&self) -> f64 {
+    fn per_command_us(&self) -> f64 {
         self.wall_us / self.commands.max(1) as f64
     }
 }
@@ -243,7 +243,7 @@ pub fn bare_world_us(sim_ms: u64, tick_ms: u64) -> anyhow::Result<f64> {
 }
 
 /// One row of the node-scaling figure: the two worlds of `nodes` nodes.
-pub fn scaling_row(nodes: usize, tick_ms: u64) -> anyhow::Result<(WorldCost, WorldCost)> {
+fn scaling_row(nodes: usize, tick_ms: u64) -> anyhow::Result<(WorldCost, WorldCost)> {
     let ((m1, c1), (m2, c2)) = scaling_shapes(nodes);
     let clients = world_cost(&scaling_world("token-release", m1, c1, tick_ms)?)?;
     let masters = world_cost(&scaling_world("redlock", m2, c2, tick_ms)?)?;

@@ -317,7 +317,7 @@ fn standard_template_with_lock(lock_file: &Path, standard: &StandardSettings) ->
 
 /// Bad input unless the standard template's flags are in range; the message names the flag
 /// (they are checked before they are written into the template's TOML).
-pub fn check_standard(standard: &StandardSettings) -> Result<(), AppError> {
+fn check_standard(standard: &StandardSettings) -> Result<(), AppError> {
     const FENCING: &[&str] = &["none", "incr"];
     const RESOURCES: &[&str] = &["unfenced", "fenced", "strict"];
     if !FENCING.contains(&standard.fencing.as_str()) {
@@ -355,7 +355,7 @@ pub fn known_algorithm(algorithm: &str, flag: &str) -> Result<(), AppError> {
 }
 
 /// Parses `A..B` (B excluded, A < B).
-pub fn parse_seed_range(s: &str) -> Result<Range<u64>, AppError> {
+fn parse_seed_range(s: &str) -> Result<Range<u64>, AppError> {
     let bad = |m: String| AppError::BadInput(m);
     let (a, b) = s
         .split_once("..")
@@ -492,7 +492,7 @@ fn bounded(template: &Scenario, mut config: ExploreConfig, overrides: &Overrides
 /// Bad input unless every override is in range: `--seeds` ≥ 1, `--time-limit` ≥ 1,
 /// `--faults-max` in 1..=[`MAX_EXPLORE_FAULTS`], `--check-determinism` a finite percentage in
 /// (0, 100], `--jobs` ≥ 1.
-pub fn check_overrides(overrides: &Overrides) -> Result<(), AppError> {
+fn check_overrides(overrides: &Overrides) -> Result<(), AppError> {
     let bad = |m: &str| Err(AppError::BadInput(m.to_string()));
     if overrides.seeds == Some(0) {
         return bad("--seeds 0: nothing to explore (need at least 1)");
@@ -526,7 +526,7 @@ pub fn check_overrides(overrides: &Overrides) -> Result<(), AppError> {
 /// other violations are outside the lock's assumptions; else the implementation-bug seeds of
 /// the plans as generated ([`ExploreSummary::classified`]) when there are some, and the first
 /// failing seeds when there are none.
-pub fn shrinkable<'a>(summary: &'a ExploreSummary, locks: &Locks) -> &'a [FailingSeed] {
+fn shrinkable<'a>(summary: &'a ExploreSummary, locks: &Locks) -> &'a [FailingSeed] {
     match (&summary.differential, &locks.reference, &summary.assumptions) {
         (Some(d), Some(_), _) => &d.first_only_subject,
         (_, None, Some(bounded)) => &bounded.first_bugs,

@@ -17,7 +17,7 @@ use crate::explore::ExploreConfig;
 use crate::scenario::Scenario;
 
 /// SHA-256 (hex) of what defines an exploration apart from its seeds.
-pub fn exploration_identity(template: &Scenario, config: &ExploreConfig, locks: &Locks) -> String {
+fn exploration_identity(template: &Scenario, config: &ExploreConfig, locks: &Locks) -> String {
     use sha2::{Digest, Sha256};
     let mut hash = Sha256::new();
     let mut field = |bytes: &[u8]| {
@@ -48,7 +48,7 @@ pub fn exploration_identity(template: &Scenario, config: &ExploreConfig, locks: 
 }
 
 /// How `config` places faults.
-pub fn run_strategy(config: &ExploreConfig) -> RunStrategy {
+fn run_strategy(config: &ExploreConfig) -> RunStrategy {
     match config.profile.strategy {
         PlacementStrategy::Anchored => RunStrategy::Anchored,
         PlacementStrategy::Mixed => RunStrategy::Mixed,
@@ -58,11 +58,12 @@ pub fn run_strategy(config: &ExploreConfig) -> RunStrategy {
 }
 
 /// The run and the seeds of one exploration process: its identity and its one span.
-pub fn run_span(template: &Scenario, config: &ExploreConfig, locks: &Locks) -> RunSpan {
+#[cfg(test)]
+fn run_span(template: &Scenario, config: &ExploreConfig, locks: &Locks) -> RunSpan {
     run_span_of(template, config, locks, None)
 }
 
-/// Stamps `summary` with its run and span ([`run_span`]); when the time limit stopped it
+/// Stamps `summary` with its run and span ([`run_span_of`]); when the time limit stopped it
 /// (`seeds_planned`), the span ends after the last seed run, so a merge never counts the seeds
 /// it did not run as covered.
 pub fn stamp_run(summary: &mut ExploreSummary, template: &Scenario, config: &ExploreConfig, locks: &Locks) {

@@ -26,7 +26,7 @@ pub const DEFAULT_SEEDS: u64 = 40;
 
 /// The fault profile of the sweep: pauses up to 2.5 s and partitions up to 1.5 s, at most three
 /// faults per seed, not aimed at the TTL.
-pub fn default_profile() -> FaultProfile {
+fn default_profile() -> FaultProfile {
     FaultProfile {
         kinds: vec!["pause".to_string(), "partition".to_string()],
         faults_max: 3,

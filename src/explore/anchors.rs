@@ -177,7 +177,7 @@ pub fn record(template: &Scenario, lock: &super::subject::PreparedLock) -> Resul
 }
 
 /// The anchors of a history.
-pub fn of_history(ops: &OpHistory<'_>) -> Anchors {
+fn of_history(ops: &OpHistory<'_>) -> Anchors {
     let mut list = Vec::new();
     let mut open_client: Option<String> = None;
     let mut last_server: std::collections::BTreeMap<String, String> = Default::default();
@@ -422,7 +422,7 @@ pub fn renews(template: &Scenario) -> bool {
 
 /// The longest critical section of a contract shape of `template`, ms: half the validity its
 /// lock claims after its margins (see [`ShapeBounds::contract`]).
-pub fn contract_work_ms_max(template: &Scenario) -> u64 {
+fn contract_work_ms_max(template: &Scenario) -> u64 {
     let a = super::assumptions::Assumptions::of(template);
     let left = template
         .lock
@@ -652,7 +652,7 @@ pub fn aimed_fault(
 }
 
 /// Draws 1 to `faults_max` faults aimed at the anchors, from `rng` (more faults are rarer).
-pub fn aimed_faults(rng: &mut ChaCha8Rng, topo: &Topology, profile: &FaultProfile, anchors: &Anchors) -> Vec<GenFault> {
+fn aimed_faults(rng: &mut ChaCha8Rng, topo: &Topology, profile: &FaultProfile, anchors: &Anchors) -> Vec<GenFault> {
     let kinds = kinds_of(profile);
     if anchors.list.is_empty() || kinds.is_empty() || profile.faults_max == 0 {
         return Vec::new();

@@ -131,7 +131,7 @@ pub struct Assumptions {
 /// How many requests in a row a link that loses `rate_ppm` of its messages plausibly loses over
 /// a run of about a thousand requests (at least one): the `k` with `rate^k × 1000 ≈ 1`. A 1 % loss
 /// rate gives 2, 10 % gives 3, 50 % gives 10; a link that loses everything, a thousand.
-pub fn losses_in_a_row(rate_ppm: u32) -> u64 {
+fn losses_in_a_row(rate_ppm: u32) -> u64 {
     const REQUESTS: f64 = 1_000.0;
     let rate = f64::from(rate_ppm.min(1_000_000)) / 1e6;
     if rate <= 0.0 {

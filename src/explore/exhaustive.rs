@@ -165,7 +165,7 @@ impl ExhaustiveReport {
 }
 
 /// The template the grid runs: no faults, at most `clients_max` clients.
-pub fn bounded_template(template: &Scenario, bounds: &Bounds) -> Scenario {
+fn bounded_template(template: &Scenario, bounds: &Bounds) -> Scenario {
     let mut scenario = anchors::fault_free(template);
     scenario.clients.truncate(bounds.clients_max.max(1));
     scenario.expect = template.expect.clone();
@@ -173,7 +173,7 @@ pub fn bounded_template(template: &Scenario, bounds: &Bounds) -> Scenario {
 }
 
 /// The anchors the grid uses: the first of each distinct (event, client, server), in time order.
-pub fn grid_anchors(all: &[Anchor], bounds: &Bounds) -> Vec<Anchor> {
+fn grid_anchors(all: &[Anchor], bounds: &Bounds) -> Vec<Anchor> {
     let mut seen = std::collections::BTreeSet::new();
     all.iter()
         .filter(|a| seen.insert((a.kind, a.client.clone(), a.server.clone())))
@@ -183,7 +183,7 @@ pub fn grid_anchors(all: &[Anchor], bounds: &Bounds) -> Vec<Anchor> {
 }
 
 /// Every single fault of the grid (see the [module](self) docs), in grid order.
-pub fn single_faults(template: &Scenario, grid: &[Anchor]) -> Vec<GenFault> {
+fn single_faults(template: &Scenario, grid: &[Anchor]) -> Vec<GenFault> {
     let topo = topology(template);
     let ttl = topo.ttl_ms.max(2);
     let ttl_i = ttl as i64;

@@ -628,7 +628,7 @@ pub fn case_strategy(topo: &Topology, profile: &FaultProfile) -> BoxedStrategy<E
 
 /// The proptest runner of `seed`: a ChaCha stream derived from it, so the case is fixed by the
 /// seed alone.
-pub fn runner_for(seed: u64) -> TestRunner {
+fn runner_for(seed: u64) -> TestRunner {
     let bytes = Seed(seed).derive_bytes("explore/case");
     TestRunner::new_with_rng(Config::default(), TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
 }

@@ -289,7 +289,7 @@ pub fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
 }
 
 /// The text of a caught panic.
-pub fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = panic.downcast_ref::<&str>() {
         format!("panicked: {s}")
     } else if let Some(s) = panic.downcast_ref::<String>() {
@@ -300,7 +300,7 @@ pub fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// Whether `seed` is in the determinism sample (a fixed choice, the same in every shard).
-pub fn in_determinism_sample(seed: u64, per_10k: u64) -> bool {
+fn in_determinism_sample(seed: u64, per_10k: u64) -> bool {
     per_10k > 0 && Seed(seed).derive_u64("explore/determinism") % 10_000 < per_10k
 }
 

@@ -117,7 +117,7 @@ impl AssumptionNotes {
     }
 
     /// The assumptions the plan broke, by name (empty: none).
-    pub fn broken_names(&self) -> Vec<&'static str> {
+    fn broken_names(&self) -> Vec<&'static str> {
         let mut names: Vec<&'static str> = self.plan.iter().map(|b| b.assumption.name()).collect();
         names.dedup();
         names
@@ -348,7 +348,7 @@ pub fn shrink(
 
 /// [`shrink`], starting no run after `deadline` (wall time): the best case found by then is the
 /// counterexample.
-pub fn shrink_until(
+fn shrink_until(
     template: &Scenario,
     profile: &FaultProfile,
     seed: u64,

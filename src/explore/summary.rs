@@ -231,7 +231,7 @@ impl Bounded {
 
     /// The summary's lines for an exploration whose plans were not bounded
     /// ([`ExploreSummary::classified`]): which violating seeds are the lock's own bugs.
-    pub fn render_classified(&self, lock: &str) -> String {
+    fn render_classified(&self, lock: &str) -> String {
         let mut out = format!(
             "  by {lock}'s assumptions (docs/assumptions.md): {} violating seeds broke none that the violated checker \
              needs: {}\n",
@@ -671,7 +671,8 @@ impl ExploreSummary {
     }
 
     /// The smallest kept failing seeds of `checker`, in seed order.
-    pub fn first_failing_of<'a>(&'a self, checker: &'a str) -> impl Iterator<Item = &'a FailingSeed> + 'a {
+    #[cfg(test)]
+    fn first_failing_of<'a>(&'a self, checker: &'a str) -> impl Iterator<Item = &'a FailingSeed> + 'a {
         self.first_failing
             .iter()
             .filter(move |f| f.checkers.iter().any(|c| c == checker))

@@ -360,7 +360,7 @@ impl<'h> Downtimes<'h> {
 
     /// The servers down at `at_us`, each with when it served again (`None`: never, in the
     /// history).
-    pub fn down_at(&self, at_us: u64) -> Vec<(&'h str, Option<u64>)> {
+    fn down_at(&self, at_us: u64) -> Vec<(&'h str, Option<u64>)> {
         self.by_node
             .iter()
             .filter_map(|(node, spans)| {
@@ -450,14 +450,14 @@ pub enum LeaseEnd<'h> {
 
 impl LeaseEnd<'_> {
     /// The earliest it can have been.
-    pub fn earliest_us(&self) -> u64 {
+    fn earliest_us(&self) -> u64 {
         match *self {
             LeaseEnd::At(us, _) | LeaseEnd::NotBefore(us) => us,
         }
     }
 
     /// The latest it can have been (`u64::MAX`: unknown).
-    pub fn latest_us(&self) -> u64 {
+    fn latest_us(&self) -> u64 {
         match *self {
             LeaseEnd::At(us, _) => us,
             LeaseEnd::NotBefore(_) => u64::MAX,

@@ -672,7 +672,7 @@ impl ClientProcess {
     }
 
     /// The last lines of its stderr, as `\n  stderr: ...` lines (empty when it wrote none).
-    pub fn stderr_tail(&self) -> String {
+    fn stderr_tail(&self) -> String {
         // Give the stderr thread a moment to catch up with a process that just died.
         std::thread::sleep(Duration::from_millis(50));
         let kept = self.stderr.lock().map(|k| k.clone()).unwrap_or_default();

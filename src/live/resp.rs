@@ -99,7 +99,8 @@ impl CommandReader {
     }
 
     /// The capacity of the query buffer itself (for tests: it follows what arrived).
-    pub fn capacity(&self) -> usize {
+    #[cfg(test)]
+    fn capacity(&self) -> usize {
         self.buf.capacity()
     }
 

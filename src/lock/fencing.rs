@@ -32,7 +32,7 @@ impl IncrFencing {
     }
 
     /// The counter key for a lock key.
-    pub fn counter_key(lock_key: &str) -> String {
+    fn counter_key(lock_key: &str) -> String {
         format!("{COUNTER_KEY_PREFIX}{lock_key}")
     }
 }

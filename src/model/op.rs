@@ -82,11 +82,6 @@ impl GrantRef {
             ..GrantRef::from(grant)
         }
     }
-
-    /// The value the masters received: [`Self::value_sent`], else the grant's.
-    pub fn value_on_the_wire(&self) -> &str {
-        self.value_sent.as_deref().unwrap_or(&self.value)
-    }
 }
 
 /// A resource read's result.

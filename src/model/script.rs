@@ -104,7 +104,7 @@ pub enum Wait {
 
 impl Wait {
     /// Whether this is the default (a plain sleep).
-    pub fn is_sleep(&self) -> bool {
+    fn is_sleep(&self) -> bool {
         matches!(self, Wait::Sleep)
     }
 

@@ -203,7 +203,7 @@ pub fn shrunk_text(shrunk: &Shrunk, written: bool) -> String {
 }
 
 /// [`run_text`] of a run, or [`run_error_text`] of a scenario that could not run.
-pub fn run_result_text(path: &Path, scenario: &Scenario, run: &Result<ScenarioRun, String>, quiet: bool) -> String {
+fn run_result_text(path: &Path, scenario: &Scenario, run: &Result<ScenarioRun, String>, quiet: bool) -> String {
     match run {
         Ok(run) => run_text(path, scenario, run, quiet),
         Err(e) => run_error_text(path, scenario, e),
@@ -211,7 +211,7 @@ pub fn run_result_text(path: &Path, scenario: &Scenario, run: &Result<ScenarioRu
 }
 
 /// A scenario that could not run (or panicked): its error, in place of its verdicts.
-pub fn run_error_text(path: &Path, scenario: &Scenario, error: &str) -> String {
+fn run_error_text(path: &Path, scenario: &Scenario, error: &str) -> String {
     format!(
         "━━ {} ({})\n   error: {error}\n   result: could not run\n",
         scenario.name,
@@ -220,7 +220,7 @@ pub fn run_error_text(path: &Path, scenario: &Scenario, error: &str) -> String {
 }
 
 /// A shrunk counterexample written to `file`, and the command that replays it.
-pub fn counterexample_text(cx: &Counterexample, file: &Path) -> String {
+fn counterexample_text(cx: &Counterexample, file: &Path) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -247,18 +247,18 @@ pub fn counterexample_text(cx: &Counterexample, file: &Path) -> String {
 }
 
 /// A failing seed that did not fail `checker` again when run on its own.
-pub fn not_shrunk_text(seed: u64, checker: &str) -> String {
+fn not_shrunk_text(seed: u64, checker: &str) -> String {
     format!("  seed {seed} no longer fails {checker} on its own (not shrunk)\n")
 }
 
 /// A failing seed the time limit left unshrunk.
-pub fn out_of_time_text(seed: u64, checker: &str) -> String {
+fn out_of_time_text(seed: u64, checker: &str) -> String {
     format!("  seed {seed} ({checker}): not shrunk, the time limit ran out first (a longer --time-limit shrinks it)\n")
 }
 
 /// The first sentence of `text` (its lines joined): up to the first `.`, `!` or `?` followed
 /// by a space or the end — never cut inside a sentence.
-pub fn first_sentence(text: &str) -> String {
+fn first_sentence(text: &str) -> String {
     let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let bytes = joined.as_bytes();
     for (i, c) in joined.char_indices() {

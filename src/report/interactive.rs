@@ -528,7 +528,7 @@ pub type PutFile<'a> = dyn FnMut(&str, &[u8]) -> Result<(), String> + 'a;
 
 /// The path from the directory `rel_dir` (relative to the report's root, `/`-separated) back to
 /// the root, ending in `/`: `../../` for `runs/NAME`.
-pub fn path_to_root(rel_dir: &str) -> String {
+fn path_to_root(rel_dir: &str) -> String {
     "../".repeat(rel_dir.split('/').filter(|part| !part.is_empty()).count())
 }
 

@@ -58,7 +58,7 @@ fn code_block(info: &str, lines: &[String]) -> String {
 }
 
 /// A verdict with its colour: `🟢 valid`, `🔴 invalid`, `🟡 unknown`.
-pub fn verdict_badge(verdict: Verdict) -> String {
+fn verdict_badge(verdict: Verdict) -> String {
     let dot = match verdict {
         Verdict::Valid => "🟢",
         Verdict::Invalid => "🔴",

@@ -478,7 +478,7 @@ impl ExplorationReport {
     }
 
     /// Whether this report covers only part of the seeds (some shards).
-    pub fn is_partial(&self) -> bool {
+    fn is_partial(&self) -> bool {
         self.shards
             .as_ref()
             .is_some_and(|s| s.first().is_some_and(|f| s.len() as u64 != f.count))
@@ -1188,7 +1188,7 @@ fn is_slug_of_at_most(text: &str, max: usize) -> bool {
 
 /// Whether `name` is a scenario name as the schema defines it: 1 to [`NAME_MAX`] bytes of
 /// `a-z`, `0-9` and `-`.
-pub fn is_valid_name(name: &str) -> bool {
+fn is_valid_name(name: &str) -> bool {
     is_slug_of_at_most(name, NAME_MAX)
 }
 

@@ -398,12 +398,12 @@ pub fn new_prefix(base: &str) -> String {
 }
 
 /// The prefix of OUT's previous report, renamed away (`.OUT.old.`).
-pub fn old_prefix(base: &str) -> String {
+fn old_prefix(base: &str) -> String {
     format!(".{base}.old.")
 }
 
 /// Whether `name` is one of OUT's staging or old directories (`base` is OUT's file name).
-pub fn is_staging_name(name: &str, base: &str) -> bool {
+fn is_staging_name(name: &str, base: &str) -> bool {
     [new_prefix(base), old_prefix(base)].iter().any(|prefix| {
         name.strip_prefix(prefix.as_str())
             .is_some_and(|rest| rest.len() == SUFFIX_LEN && rest.bytes().all(|b| b.is_ascii_alphanumeric()))

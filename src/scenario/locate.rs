@@ -166,7 +166,7 @@ impl Locator {
     }
 
     /// Where `path` is written: its key, or for an array element its value (the `[[header]]`).
-    pub fn span_of(&self, path: &FieldPath) -> Option<Range<usize>> {
+    fn span_of(&self, path: &FieldPath) -> Option<Range<usize>> {
         self.entries
             .iter()
             .find(|e| &e.path == path)

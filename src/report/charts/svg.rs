@@ -244,16 +244,6 @@ impl Svg {
         );
     }
 
-    /// Opens a group whose tooltip is `title` (close it with [`Svg::end_group`]).
-    pub fn group(&mut self, title: Option<&str>) {
-        let _ = writeln!(self.body, "<g>{}", tooltip(title));
-    }
-
-    /// Closes the group opened last.
-    pub fn end_group(&mut self) {
-        self.body.push_str("</g>\n");
-    }
-
     /// The document.
     pub fn finish(&self) -> String {
         format!(

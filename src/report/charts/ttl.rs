@@ -26,7 +26,7 @@ fn range_ms(s: &TtlSweep) -> (f64, f64) {
 }
 
 /// A TTL as people write it: `100 ms`, `1 s`, `1.5 s`, `60 s`.
-pub fn ttl_label(ms: f64) -> String {
+fn ttl_label(ms: f64) -> String {
     if ms >= 1_000.0 {
         format!("{} s", number(ms / 1_000.0))
     } else {

@@ -7,7 +7,7 @@
 //! Leaves out: running seeds (`super`) and shrinking (`super::shrink`).
 
 use super::run_guarded;
-use crate::model::{Algorithm, AlgorithmSpec, RedlockSpec, WatchdogSpec};
+use crate::model::{Algorithm, AlgorithmSpec};
 use crate::run::{LockFactory, ScenarioRun};
 use crate::scenario::Scenario;
 use std::borrow::Cow;
@@ -99,21 +99,15 @@ impl LockChoice {
     /// its default period `ttl_ms / 3`, `redlock` with node-redlock's defaults). A script lock
     /// is not a preset: it needs the scripts of a scenario file.
     pub fn preset(name: &str, template: &Scenario) -> Result<LockChoice, String> {
-        let spec = match Algorithm::from_name(name) {
-            Some(Algorithm::Naive) => AlgorithmSpec::Naive,
-            Some(Algorithm::TokenRelease) => AlgorithmSpec::TokenRelease,
-            Some(Algorithm::Watchdog) => AlgorithmSpec::Watchdog(WatchdogSpec {
-                extend_every_ms: WatchdogSpec::default_period_ms(template.lock.ttl_ms).max(1),
-            }),
-            Some(Algorithm::Redlock) => AlgorithmSpec::Redlock(RedlockSpec::default()),
-            Some(Algorithm::Script) | None => {
-                return Err(format!(
+        Algorithm::from_name(name)
+            .and_then(|algorithm| AlgorithmSpec::preset(algorithm, template.lock.ttl_ms))
+            .map(LockChoice::BuiltIn)
+            .ok_or_else(|| {
+                format!(
                     "`{name}` is neither a preset (naive, token-release, watchdog, redlock) nor a scenario file \
                      (a script lock is given by its scenario file)"
-                ))
-            }
-        };
-        Ok(LockChoice::BuiltIn(spec))
+                )
+            })
     }
 
     /// The lock of the scenario file `path` (its `[lock]` algorithm and settings; the template

@@ -148,6 +148,22 @@ impl AlgorithmSpec {
     pub fn name(&self) -> &'static str {
         self.kind().name()
     }
+
+    /// A built-in algorithm with its defaults for a TTL of `ttl_ms` — what a scenario file that
+    /// names it and sets nothing else gets: `watchdog` renewing every
+    /// [`WatchdogSpec::default_period_ms`] (at least 1 ms), `redlock` with node-redlock's
+    /// defaults ([`RedlockSpec::default`]). `None` for `script`, which needs its scripts.
+    pub fn preset(algorithm: Algorithm, ttl_ms: u64) -> Option<AlgorithmSpec> {
+        Some(match algorithm {
+            Algorithm::Naive => AlgorithmSpec::Naive,
+            Algorithm::TokenRelease => AlgorithmSpec::TokenRelease,
+            Algorithm::Watchdog => AlgorithmSpec::Watchdog(WatchdogSpec {
+                extend_every_ms: WatchdogSpec::default_period_ms(ttl_ms).max(1),
+            }),
+            Algorithm::Redlock => AlgorithmSpec::Redlock(RedlockSpec::default()),
+            Algorithm::Script => return None,
+        })
+    }
 }
 
 impl fmt::Display for AlgorithmSpec {

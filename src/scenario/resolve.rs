@@ -881,14 +881,16 @@ impl Ctx<'_> {
         if connect_timeout_ms == 0 {
             return Err(self.err(&path("connect_timeout_ms"), "must be at least 1"));
         }
-        let retry_count = raw.retry_count.unwrap_or(10);
+        // Unwritten Redlock settings are node-redlock's, as the preset has them.
+        let redlock = RedlockSpec::default();
+        let retry_count = raw.retry_count.unwrap_or(redlock.retry_count);
         if retry_count < -1 {
             return Err(self.err(
                 &path("retry_count"),
                 format!("{retry_count}: must be -1 (unlimited) or more"),
             ));
         }
-        let drift_factor = raw.drift_factor.unwrap_or(0.01);
+        let drift_factor = raw.drift_factor.unwrap_or(redlock.drift_factor);
         if !(0.0..1.0).contains(&drift_factor) {
             return Err(self.err(&path("drift_factor"), format!("{drift_factor}: must be in [0, 1)")));
         }
@@ -915,8 +917,8 @@ impl Ctx<'_> {
                 every
             }
         };
-        let auto_extend = raw.auto_extend.unwrap_or(false);
-        let extension_threshold_ms = raw.extension_threshold_ms.unwrap_or(500);
+        let auto_extend = raw.auto_extend.unwrap_or(redlock.auto_extend);
+        let extension_threshold_ms = raw.extension_threshold_ms.unwrap_or(redlock.extension_threshold_ms);
         if auto_extend && extension_threshold_ms >= ttl_ms {
             return Err(self.err(
                 &path("extension_threshold_ms"),
@@ -937,10 +939,10 @@ impl Ctx<'_> {
             Algorithm::Watchdog => AlgorithmSpec::Watchdog(WatchdogSpec { extend_every_ms }),
             Algorithm::Redlock => AlgorithmSpec::Redlock(RedlockSpec {
                 retry_count,
-                retry_delay_ms: raw.retry_delay_ms.unwrap_or(200),
-                retry_jitter_ms: raw.retry_jitter_ms.unwrap_or(100),
+                retry_delay_ms: raw.retry_delay_ms.unwrap_or(redlock.retry_delay_ms),
+                retry_jitter_ms: raw.retry_jitter_ms.unwrap_or(redlock.retry_jitter_ms),
                 drift_factor,
-                clock: raw.clock.unwrap_or_default(),
+                clock: raw.clock.unwrap_or(redlock.clock),
                 auto_extend,
                 extension_threshold_ms,
             }),

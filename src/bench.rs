@@ -16,9 +16,10 @@
 
 use crate::app::AppError;
 use crate::explore::{explore, standard_template, ExploreConfig};
+use crate::model::{Algorithm, Fencing};
 use crate::run::run_scenario;
 use crate::scenario::Scenario;
-use lockstep_sim::{ClockSpec, FaultPlan, World, WorldConfig};
+use lockstep_sim::{ClockSpec, FaultPlan, FencingMode, World, WorldConfig};
 use std::time::Instant;
 
 /// Steps a world whose one client only sleeps `sim_ms`: what the step loop costs by itself.
@@ -45,7 +46,7 @@ pub fn run(scenarios: u64, tick_ms: u64) -> Result<String, AppError> {
 fn measure(scenarios: u64, tick_ms: u64) -> anyhow::Result<String> {
     let mut out = String::new();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut world = standard_template("redlock", "incr", "fenced", tick_ms)?;
+    let mut world = standard_template(Algorithm::Redlock, Fencing::Incr, FencingMode::Fenced, tick_ms)?;
     // Keep the clients busy for the whole run, so the world is never idle.
     world.workload.until_ms = Some(world.duration_ms);
     let runs = 5u64;
@@ -69,7 +70,7 @@ fn measure(scenarios: u64, tick_ms: u64) -> anyhow::Result<String> {
         sim_s / bare_wall,
         world_wall / bare_wall
     ));
-    let template = standard_template("redlock", "none", "unfenced", tick_ms)?;
+    let template = standard_template(Algorithm::Redlock, Fencing::None, FencingMode::Unfenced, tick_ms)?;
     let mut config = ExploreConfig {
         seeds: 0..scenarios,
         jobs: 1,

@@ -169,15 +169,12 @@ fn cmd_ci(args: CiArgs) -> Result<Outcome, AppError> {
         .chain(args.paths.iter().cloned())
         .collect();
     files::check_outputs_spare_inputs(&loaded, &[], &[("--report", Some(&args.report))])?;
-    if args.ttl_sweep {
-        exploration::known_algorithm(&args.sweep_algorithm, "--sweep-algorithm: ")?;
-    }
     lockstep::report::prepare_out(&args.report).map_err(AppError::BadInput)?;
     let options = ci::CiOptions {
         shard: args.shard,
         jobs: args.jobs.unwrap_or_else(|| ci::CiOptions::default().jobs),
         ttl_sweep: args.ttl_sweep.then(|| sweep::SweepOptions {
-            algorithm: args.sweep_algorithm.clone(),
+            algorithm: args.sweep_algorithm.0.name().to_string(),
             seeds: args.sweep_seeds,
             ..sweep::SweepOptions::default()
         }),

@@ -106,19 +106,37 @@ fn adopted_counterexample_fails_ci(toml: &str, checker: &str) {
 
 #[test]
 fn naive_release_under_pauses_is_found_and_shrunk() {
-    let template = standard_template("naive", "none", "unfenced", 1).unwrap();
+    let template = standard_template(
+        lockstep::model::Algorithm::Naive,
+        lockstep::model::Fencing::None,
+        lockstep::sim::FencingMode::Unfenced,
+        1,
+    )
+    .unwrap();
     find_and_shrink(&template, profile(&["pause"]), 100, "mutual-exclusion");
 }
 
 #[test]
 fn an_unfenced_single_node_lock_under_pauses_loses_updates() {
-    let template = standard_template("token-release", "none", "unfenced", 1).unwrap();
+    let template = standard_template(
+        lockstep::model::Algorithm::TokenRelease,
+        lockstep::model::Fencing::None,
+        lockstep::sim::FencingMode::Unfenced,
+        1,
+    )
+    .unwrap();
     find_and_shrink(&template, profile(&["pause"]), 100, "lost-update");
 }
 
 #[test]
 fn redlock_under_wall_clock_jumps_is_found_and_shrunk() {
-    let template = standard_template("redlock", "none", "unfenced", 1).unwrap();
+    let template = standard_template(
+        lockstep::model::Algorithm::Redlock,
+        lockstep::model::Fencing::None,
+        lockstep::sim::FencingMode::Unfenced,
+        1,
+    )
+    .unwrap();
     find_and_shrink(&template, profile(&["clock-jump"]), 300, "mutual-exclusion");
 }
 
@@ -128,7 +146,13 @@ const NO_CRASH: &[&str] = &["pause", "clock-jump", "drift", "partition", "hold",
 #[test]
 fn token_release_with_a_fenced_resource_keeps_the_resource_safe() {
     // CI runs 150 seeds; the README gives the 10,000-seed command and its result.
-    let template = standard_template("token-release", "incr", "fenced", 1).unwrap();
+    let template = standard_template(
+        lockstep::model::Algorithm::TokenRelease,
+        lockstep::model::Fencing::Incr,
+        lockstep::sim::FencingMode::Fenced,
+        1,
+    )
+    .unwrap();
     let summary = explore(&template, &config(0..150, profile(NO_CRASH)));
     assert_eq!(summary.seeds_run, 150);
     assert_eq!(summary.errors, 0, "{}", summary.render());
@@ -146,11 +170,23 @@ fn a_master_restarting_empty_repeats_incr_tokens_and_only_strict_fencing_survive
     // accepts an equal token, so two holders of "token 16" both write and an update is lost;
     // the strict resource rejects the repeated token.
     let crashes = profile(&["crash", "pause"]);
-    let fenced = standard_template("token-release", "incr", "fenced", 1).unwrap();
+    let fenced = standard_template(
+        lockstep::model::Algorithm::TokenRelease,
+        lockstep::model::Fencing::Incr,
+        lockstep::sim::FencingMode::Fenced,
+        1,
+    )
+    .unwrap();
     let summary = explore(&fenced, &config(0..150, crashes.clone()));
     assert!(summary.violations["token-order"] > 0, "{}", summary.render());
     assert!(summary.violations["lost-update"] > 0, "{}", summary.render());
-    let strict = standard_template("token-release", "incr", "strict", 1).unwrap();
+    let strict = standard_template(
+        lockstep::model::Algorithm::TokenRelease,
+        lockstep::model::Fencing::Incr,
+        lockstep::sim::FencingMode::Strict,
+        1,
+    )
+    .unwrap();
     let summary = explore(&strict, &config(0..150, crashes));
     assert!(summary.violations["token-order"] > 0, "{}", summary.render());
     assert_eq!(summary.violations["lost-update"], 0, "{}", summary.render());
@@ -159,7 +195,13 @@ fn a_master_restarting_empty_repeats_incr_tokens_and_only_strict_fencing_survive
 
 #[test]
 fn four_shards_merge_to_the_unsharded_summary() {
-    let template = standard_template("naive", "none", "unfenced", 1).unwrap();
+    let template = standard_template(
+        lockstep::model::Algorithm::Naive,
+        lockstep::model::Fencing::None,
+        lockstep::sim::FencingMode::Unfenced,
+        1,
+    )
+    .unwrap();
     let whole = explore(&template, &config(0..40, FaultProfile::default()));
     let mut merged = lockstep::explore::ExploreSummary::default();
     for index in 1..=4 {
@@ -178,7 +220,13 @@ fn four_shards_merge_to_the_unsharded_summary() {
 
 #[test]
 fn the_determinism_check_reruns_its_sample_and_finds_no_difference() {
-    let template = standard_template("token-release", "none", "unfenced", 1).unwrap();
+    let template = standard_template(
+        lockstep::model::Algorithm::TokenRelease,
+        lockstep::model::Fencing::None,
+        lockstep::sim::FencingMode::Unfenced,
+        1,
+    )
+    .unwrap();
     let mut cfg = config(0..12, FaultProfile::default());
     cfg.determinism_per_10k = 10_000;
     let summary = explore(&template, &cfg);
@@ -192,7 +240,13 @@ fn the_determinism_check_reruns_its_sample_and_finds_no_difference() {
 
 #[test]
 fn a_panicking_lock_is_reported_per_seed_and_the_exploration_goes_on() {
-    let template = standard_template("token-release", "none", "unfenced", 1).unwrap();
+    let template = standard_template(
+        lockstep::model::Algorithm::TokenRelease,
+        lockstep::model::Fencing::None,
+        lockstep::sim::FencingMode::Unfenced,
+        1,
+    )
+    .unwrap();
     let maker = || -> LockFactory { Rc::new(|_env: LockEnv| Rc::new(PanickingLock) as Rc<dyn LockClient>) };
     let summary = explore_with_lock(&template, &config(0..6, FaultProfile::default()), Some(&maker));
     assert_eq!(summary.seeds_run, 6, "every seed was run");
@@ -209,9 +263,9 @@ proptest! {
     /// the topology, and the plan is in time order.
     #[test]
     fn generated_plans_stay_inside_the_topology(
-        case in case_strategy(&topology(&standard_template("redlock", "none", "unfenced", 1).unwrap()), &FaultProfile::default())
+        case in case_strategy(&topology(&standard_template(lockstep::model::Algorithm::Redlock, lockstep::model::Fencing::None, lockstep::sim::FencingMode::Unfenced, 1).unwrap()), &FaultProfile::default())
     ) {
-        let template = standard_template("redlock", "none", "unfenced", 1).unwrap();
+        let template = standard_template(lockstep::model::Algorithm::Redlock, lockstep::model::Fencing::None, lockstep::sim::FencingMode::Unfenced, 1).unwrap();
         let nodes = template.node_names();
         prop_assert!(!case.faults.is_empty() && case.faults.len() <= 4);
         let plan = case.plan(&nodes);

@@ -45,12 +45,18 @@ fn first_counterexample(args: &[&str]) -> (String, u64, serde_json::Value) {
 fn contract_shapes_are_safe_without_faults_for_every_correct_lock() {
     // Sixteen shapes per lock, drawn as guided placement draws them; no fault. (The naive lock is
     // correct without faults too: its bug needs a holder delayed past its TTL.)
-    for algorithm in ["naive", "token-release", "watchdog", "redlock"] {
-        let template = standard_template(algorithm, "none", "unfenced", 1).unwrap();
+    use lockstep::model::{Algorithm, Fencing};
+    for algorithm in [
+        Algorithm::Naive,
+        Algorithm::TokenRelease,
+        Algorithm::Watchdog,
+        Algorithm::Redlock,
+    ] {
+        let template = standard_template(algorithm, Fencing::None, lockstep::sim::FencingMode::Unfenced, 1).unwrap();
         let bounds = ShapeBounds::contract(&template);
         // Half the validity for a lock that does not renew; a renewing lock (the watchdog)
         // claims validity as long as it renews, so its shapes run up to three TTLs.
-        let limit = if algorithm == "watchdog" {
+        let limit = if algorithm == Algorithm::Watchdog {
             3 * template.lock.ttl_ms + 1
         } else {
             template.lock.ttl_ms / 2
@@ -59,7 +65,7 @@ fn contract_shapes_are_safe_without_faults_for_every_correct_lock() {
             bounds.work_ms_choices.iter().all(|w| *w < limit),
             "{algorithm}: {bounds:?}"
         );
-        if algorithm == "watchdog" {
+        if algorithm == Algorithm::Watchdog {
             assert!(
                 bounds.work_ms_choices.iter().any(|w| *w > template.lock.ttl_ms),
                 "{bounds:?}"
@@ -86,7 +92,13 @@ fn contract_shapes_are_safe_without_faults_for_every_correct_lock() {
         }
     }
     // An overrun shape, by contrast, fails a lease lock with no fault at all.
-    let template = standard_template("token-release", "none", "unfenced", 1).unwrap();
+    let template = standard_template(
+        lockstep::model::Algorithm::TokenRelease,
+        lockstep::model::Fencing::None,
+        lockstep::sim::FencingMode::Unfenced,
+        1,
+    )
+    .unwrap();
     let overrun = ShapeBounds::overrun(&template);
     let longest = *overrun.work_ms_choices.iter().max().unwrap();
     assert!(longest > template.lock.ttl_ms);

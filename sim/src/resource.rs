@@ -50,6 +50,14 @@ pub enum FencingMode {
 }
 
 impl FencingMode {
+    /// Every mode.
+    pub const ALL: [FencingMode; 3] = [FencingMode::Unfenced, FencingMode::Fenced, FencingMode::Strict];
+
+    /// The mode of that name (`unfenced`, `fenced`, `strict`), if any.
+    pub fn from_name(name: &str) -> Option<FencingMode> {
+        FencingMode::ALL.into_iter().find(|m| m.name() == name)
+    }
+
     /// The mode's name as written in scenario files.
     pub fn name(&self) -> &'static str {
         match self {

@@ -1,7 +1,65 @@
 //! The command-line arguments of the commands with many options (`clap` derive): `main.rs`
 //! parses them and hands them to the app.
 
+use crate::model::{Algorithm, Fencing};
+use clap::builder::PossibleValue;
+use lockstep_sim::FencingMode;
 use std::path::PathBuf;
+
+/// A built-in algorithm as a flag's value (`--algorithm`, `--sweep-algorithm`): the model's
+/// algorithms and names, typed from the command line on (a script lock comes from its file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AlgorithmArg(pub Algorithm);
+
+impl clap::ValueEnum for AlgorithmArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        const BUILT_IN: [AlgorithmArg; 4] = [
+            AlgorithmArg(Algorithm::Naive),
+            AlgorithmArg(Algorithm::TokenRelease),
+            AlgorithmArg(Algorithm::Watchdog),
+            AlgorithmArg(Algorithm::Redlock),
+        ];
+        &BUILT_IN
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.name()))
+    }
+}
+
+/// Where tokens come from, as `--fencing`'s value ([`Fencing::ALL`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FencingArg(pub Fencing);
+
+impl clap::ValueEnum for FencingArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        const ALL: [FencingArg; 2] = [FencingArg(Fencing::ALL[0]), FencingArg(Fencing::ALL[1])];
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.name()))
+    }
+}
+
+/// The resource's rule, as `--resource`'s value ([`FencingMode::ALL`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResourceArg(pub FencingMode);
+
+impl clap::ValueEnum for ResourceArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        const ALL: [ResourceArg; 3] = [
+            ResourceArg(FencingMode::ALL[0]),
+            ResourceArg(FencingMode::ALL[1]),
+            ResourceArg(FencingMode::ALL[2]),
+        ];
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.name()))
+    }
+}
 
 /// `lockstep run`.
 #[derive(clap::Args)]
@@ -30,18 +88,18 @@ pub struct ExploreArgs {
     /// sets its own lock, fencing, resource and tick: the four flags below are refused with it.
     pub file: Option<PathBuf>,
     /// Without a file: the algorithm of the standard template.
-    #[arg(long, conflicts_with = "file", default_value = "token-release")]
-    pub algorithm: String,
+    #[arg(long, conflicts_with = "file", value_enum, default_value = "token-release")]
+    pub algorithm: AlgorithmArg,
     /// Without a file: explore the lock of this scenario file (its `[lock]` algorithm and
     /// settings: a script lock, say) in the standard template, in place of `--algorithm`.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["file", "algorithm"])]
     pub lock: Option<PathBuf>,
-    /// Without a file: `none` or `incr`.
-    #[arg(long, conflicts_with = "file", default_value = "none")]
-    pub fencing: String,
-    /// Without a file: `unfenced`, `fenced` or `strict`.
-    #[arg(long, conflicts_with = "file", default_value = "unfenced")]
-    pub resource: String,
+    /// Without a file: where fencing tokens come from.
+    #[arg(long, conflicts_with = "file", value_enum, default_value = "none")]
+    pub fencing: FencingArg,
+    /// Without a file: how the resource judges tokens.
+    #[arg(long, conflicts_with = "file", value_enum, default_value = "unfenced")]
+    pub resource: ResourceArg,
     /// Without a file: the scheduler tick in ms.
     #[arg(long, conflicts_with = "file", default_value_t = 1)]
     pub tick_ms: u64,
@@ -154,8 +212,8 @@ pub struct CiArgs {
     #[arg(long, default_value_t = crate::app::sweep::DEFAULT_SEEDS, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub sweep_seeds: u64,
     /// The algorithm of the sweep.
-    #[arg(long, default_value = "token-release")]
-    pub sweep_algorithm: String,
+    #[arg(long, value_enum, default_value = "token-release")]
+    pub sweep_algorithm: AlgorithmArg,
     /// No progress lines.
     #[arg(long, short)]
     pub quiet: bool,
@@ -186,12 +244,7 @@ impl ExploreArgs {
     pub fn standard(&self) -> super::exploration::StandardSettings {
         super::exploration::StandardSettings {
             lock_file: self.lock.clone(),
-            ..super::exploration::StandardSettings::new(
-                self.algorithm.clone(),
-                self.fencing.clone(),
-                self.resource.clone(),
-                self.tick_ms,
-            )
+            ..super::exploration::StandardSettings::new(self.algorithm.0, self.fencing.0, self.resource.0, self.tick_ms)
         }
     }
 

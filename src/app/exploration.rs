@@ -20,7 +20,6 @@ use crate::explore::shrink;
 pub use crate::explore::shrink::Shrunk;
 use crate::explore::summary::FailingSeed;
 use crate::explore::{standard_template, ExploreConfig, ExploreSummary, LockChoice, LockRef, Shard};
-use crate::lock;
 use crate::scenario::{Algorithm, Scenario, MAX_EXPLORE_FAULTS};
 use std::io::Write;
 use std::ops::Range;
@@ -180,12 +179,12 @@ pub const DEFAULT_SEEDS: u64 = 1_000;
 /// The standard template's settings (used when no scenario file is given).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StandardSettings {
-    /// The lock algorithm.
-    pub algorithm: String,
-    /// `none` or `incr`.
-    pub fencing: String,
-    /// `unfenced`, `fenced` or `strict`.
-    pub resource: String,
+    /// The lock algorithm (a built-in one).
+    pub algorithm: crate::model::Algorithm,
+    /// Where fencing tokens come from.
+    pub fencing: crate::model::Fencing,
+    /// How the resource judges tokens.
+    pub resource: lockstep_sim::FencingMode,
     /// The scheduler tick, ms.
     pub tick_ms: u64,
     /// A scenario file whose `[lock]` (algorithm and settings) the template runs in place of
@@ -195,7 +194,12 @@ pub struct StandardSettings {
 
 impl StandardSettings {
     /// The settings from the CLI's flags (no lock file).
-    pub fn new(algorithm: String, fencing: String, resource: String, tick_ms: u64) -> Self {
+    pub fn new(
+        algorithm: crate::model::Algorithm,
+        fencing: crate::model::Fencing,
+        resource: lockstep_sim::FencingMode,
+        tick_ms: u64,
+    ) -> Self {
         StandardSettings {
             algorithm,
             fencing,
@@ -257,12 +261,11 @@ pub fn template(file: Option<&Path>, standard: &StandardSettings) -> Result<Scen
     if let Some(lock_file) = &standard.lock_file {
         return standard_template_with_lock(lock_file, standard);
     }
-    known_algorithm(&standard.algorithm, "--algorithm: ")?;
     check_standard(standard)?;
     standard_template(
-        &standard.algorithm,
-        &standard.fencing,
-        &standard.resource,
+        standard.algorithm,
+        standard.fencing,
+        standard.resource,
         standard.tick_ms,
     )
     .map_err(bad)
@@ -278,8 +281,13 @@ fn standard_template_with_lock(lock_file: &Path, standard: &StandardSettings) ->
     let bad = |e: String| AppError::BadInput(format!("--lock: {e}"));
     let file = Scenario::from_file(lock_file).map_err(|e| bad(e.to_string()))?;
     let file_ttl_ms = file.lock.ttl_ms;
-    let mut wide = standard_template("redlock", &standard.fencing, &standard.resource, standard.tick_ms)
-        .map_err(|e| bad(e.to_string()))?;
+    let mut wide = standard_template(
+        Algorithm::Redlock,
+        standard.fencing,
+        standard.resource,
+        standard.tick_ms,
+    )
+    .map_err(|e| bad(e.to_string()))?;
     wide.lock.ttl_ms = file_ttl_ms;
     let LockChoice::FromFile { name, spec } = LockChoice::from_scenario(lock_file, &file, &wide).map_err(bad)? else {
         return Err(bad("not a lock".to_string()));
@@ -289,8 +297,12 @@ fn standard_template_with_lock(lock_file: &Path, standard: &StandardSettings) ->
         crate::model::AlgorithmSpec::Redlock(_) => wide.masters.len(),
         _ => 1,
     };
-    let base = if masters_used > 1 { "redlock" } else { "token-release" };
-    let mut template = standard_template(base, &standard.fencing, &standard.resource, standard.tick_ms)
+    let base = if masters_used > 1 {
+        Algorithm::Redlock
+    } else {
+        Algorithm::TokenRelease
+    };
+    let mut template = standard_template(base, standard.fencing, standard.resource, standard.tick_ms)
         .map_err(|e| bad(e.to_string()))?;
     template.lock.algorithm = spec;
     template.lock.ttl_ms = file_ttl_ms;
@@ -318,22 +330,6 @@ fn standard_template_with_lock(lock_file: &Path, standard: &StandardSettings) ->
 /// Bad input unless the standard template's flags are in range; the message names the flag
 /// (they are checked before they are written into the template's TOML).
 fn check_standard(standard: &StandardSettings) -> Result<(), AppError> {
-    const FENCING: &[&str] = &["none", "incr"];
-    const RESOURCES: &[&str] = &["unfenced", "fenced", "strict"];
-    if !FENCING.contains(&standard.fencing.as_str()) {
-        return Err(AppError::BadInput(format!(
-            "--fencing: unknown value `{}` (known: {})",
-            standard.fencing,
-            FENCING.join(", ")
-        )));
-    }
-    if !RESOURCES.contains(&standard.resource.as_str()) {
-        return Err(AppError::BadInput(format!(
-            "--resource: unknown value `{}` (known: {})",
-            standard.resource,
-            RESOURCES.join(", ")
-        )));
-    }
     if standard.tick_ms == 0 || standard.tick_ms > 1_000 {
         return Err(AppError::BadInput(format!(
             "--tick-ms {}: must be between 1 and 1000 (the standard template runs 10 s)",
@@ -341,17 +337,6 @@ fn check_standard(standard: &StandardSettings) -> Result<(), AppError> {
         )));
     }
     Ok(())
-}
-
-/// Bad input unless `algorithm` is a built-in one; `flag` prefixes the message (`--x: `).
-pub fn known_algorithm(algorithm: &str, flag: &str) -> Result<(), AppError> {
-    if Algorithm::from_name(algorithm).is_some() {
-        return Ok(());
-    }
-    Err(AppError::BadInput(format!(
-        "{flag}unknown algorithm `{algorithm}` (known: {})",
-        lock::ALGORITHMS.iter().map(|a| a.0).collect::<Vec<_>>().join(", ")
-    )))
 }
 
 /// Parses `A..B` (B excluded, A < B).
@@ -802,7 +787,13 @@ mod tests {
     use crate::scenario::ExploreSpec;
 
     fn standard() -> Scenario {
-        standard_template("token-release", "none", "unfenced", 1).unwrap()
+        standard_template(
+            crate::model::Algorithm::TokenRelease,
+            crate::model::Fencing::None,
+            lockstep_sim::FencingMode::Unfenced,
+            1,
+        )
+        .unwrap()
     }
 
     #[test]

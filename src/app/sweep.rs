@@ -70,15 +70,21 @@ impl Default for SweepOptions {
 /// Runs the sweep. An unknown algorithm or an empty or zero TTL is bad input.
 pub fn ttl_sweep(options: &SweepOptions) -> Result<TtlSweep, AppError> {
     let bad = AppError::BadInput;
-    if crate::scenario::Algorithm::from_name(&options.algorithm).is_none() {
+    let Some(algorithm) = crate::scenario::Algorithm::from_name(&options.algorithm) else {
         return Err(bad(format!("TTL sweep: unknown algorithm `{}`", options.algorithm)));
-    }
+    };
     if options.ttls_ms.is_empty() || options.ttls_ms.contains(&0) {
         return Err(bad(
             "TTL sweep: the TTLs must be a non-empty list of values above 0".to_string()
         ));
     }
-    let base = standard_template(&options.algorithm, "none", "unfenced", 1).map_err(|e| bad(e.to_string()))?;
+    let base = standard_template(
+        algorithm,
+        crate::model::Fencing::None,
+        lockstep_sim::FencingMode::Unfenced,
+        1,
+    )
+    .map_err(|e| bad(e.to_string()))?;
     let mut ttls = options.ttls_ms.clone();
     ttls.sort_unstable();
     ttls.dedup();

@@ -874,7 +874,13 @@ mod tests {
     use super::*;
 
     fn template() -> Scenario {
-        super::super::standard_template("token-release", "none", "unfenced", 1).unwrap()
+        super::super::standard_template(
+            crate::model::Algorithm::TokenRelease,
+            crate::model::Fencing::None,
+            lockstep_sim::FencingMode::Unfenced,
+            1,
+        )
+        .unwrap()
     }
 
     #[test]

@@ -236,7 +236,13 @@ mod tests {
 
     #[test]
     fn equal_runs_share_a_signature_and_a_pause_past_the_ttl_changes_it() {
-        let template = standard_template("token-release", "none", "unfenced", 1).unwrap();
+        let template = standard_template(
+            crate::model::Algorithm::TokenRelease,
+            crate::model::Fencing::None,
+            lockstep_sim::FencingMode::Unfenced,
+            1,
+        )
+        .unwrap();
         let free = anchors::fault_free(&template);
         let a = run_guarded(&free, None).unwrap();
         let b = run_guarded(&free, None).unwrap();
@@ -257,7 +263,13 @@ mod tests {
 
     #[test]
     fn mutations_are_fixed_by_the_stream_and_the_corpus_keeps_first_signatures() {
-        let template = standard_template("token-release", "none", "unfenced", 1).unwrap();
+        let template = standard_template(
+            crate::model::Algorithm::TokenRelease,
+            crate::model::Fencing::None,
+            lockstep_sim::FencingMode::Unfenced,
+            1,
+        )
+        .unwrap();
         let topo = topology(&template);
         let anchors = anchors::record(&template, &crate::explore::LockRef::Template.prepare()).unwrap();
         let profile = FaultProfile::default();

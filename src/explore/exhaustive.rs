@@ -449,7 +449,13 @@ mod tests {
 
     #[test]
     fn the_grid_aims_the_lease_model_faults_at_the_anchors() {
-        let template = super::super::standard_template("token-release", "none", "unfenced", 1).unwrap();
+        let template = super::super::standard_template(
+            crate::model::Algorithm::TokenRelease,
+            crate::model::Fencing::None,
+            lockstep_sim::FencingMode::Unfenced,
+            1,
+        )
+        .unwrap();
         let bounds = Bounds {
             clients_max: 2,
             faults_max: 1,

@@ -757,38 +757,115 @@ fn finish_throughput(summary: &mut ExploreSummary, started: Instant, jobs: usize
     summary.set_rates();
 }
 
-/// The standard exploration template for `algorithm`: 10 simulated seconds, 3 clients, 5 masters
-/// for Redlock (1 otherwise), a 2 s TTL, clients looping until 9 s.
-pub fn standard_template(
-    algorithm: &str,
-    fencing: &str,
-    resource: &str,
-    tick_ms: u64,
-) -> Result<Scenario, crate::scenario::ScenarioError> {
-    let masters = if algorithm == "redlock" { 5 } else { 1 };
-    let source = format!(
-        r#"
-name = "explore-{algorithm}"
-description = "The standard exploration profile: {algorithm}, {masters} master(s), 3 clients, 10 s."
+/// What every standard template shares — the run, the clients, the TTL and the workload — as a
+/// scenario file would write it: the lock, its fencing, the resource, the tick and the name are
+/// set as values by [`standard_template`].
+const STANDARD_BASE: &str = r#"
+name = "explore-standard"
+description = "The standard exploration profile."
 seed = 0
 duration_ms = 10000
-tick_ms = {tick_ms}
 
 [topology]
-masters = {masters}
+masters = 1
 clients = 3
-resource = "{resource}"
 
 [lock]
-algorithm = "{algorithm}"
+algorithm = "naive"
 ttl_ms = 2000
-fencing = "{fencing}"
 
 [workload]
 until_ms = 9000
 work_ms = [50, 500]
 acquire_retry_ms = 50
-"#
-    );
-    Scenario::from_str(&source, "<standard template>")
+"#;
+
+/// The standard exploration template for `algorithm`: 10 simulated seconds, 3 clients, 5 masters
+/// for Redlock (1 otherwise), a 2 s TTL, clients looping until 9 s — the built-in algorithm with
+/// its defaults ([`AlgorithmSpec::preset`]), `fencing` tokens, a `resource` of that mode and a
+/// scheduler step of `tick_ms` (1 to 10,000). A script lock has no standard form (it needs its
+/// scenario file: `--lock FILE`).
+pub fn standard_template(
+    algorithm: crate::model::Algorithm,
+    fencing: crate::model::Fencing,
+    resource: lockstep_sim::FencingMode,
+    tick_ms: u64,
+) -> Result<Scenario, crate::scenario::ScenarioError> {
+    const ORIGIN: &str = "<standard template>";
+    let refuse = |message: String| crate::scenario::ScenarioError::file(ORIGIN, message);
+    let masters = if algorithm == crate::model::Algorithm::Redlock {
+        5
+    } else {
+        1
+    };
+    let base = match masters {
+        1 => Scenario::from_str(STANDARD_BASE, ORIGIN)?,
+        _ => Scenario::from_str(&STANDARD_BASE.replacen("masters = 1", "masters = 5", 1), ORIGIN)?,
+    };
+    if tick_ms == 0 || tick_ms > base.duration_ms {
+        return Err(refuse(format!(
+            "tick_ms {tick_ms}: must be between 1 and the run's {} ms",
+            base.duration_ms
+        )));
+    }
+    let spec = crate::model::AlgorithmSpec::preset(algorithm, base.lock.ttl_ms).ok_or_else(|| {
+        refuse(format!(
+            "`{algorithm}` has no standard form: a script lock is explored from its scenario file (--lock FILE)"
+        ))
+    })?;
+    let mut template = base;
+    template.name = format!("explore-{algorithm}");
+    template.description =
+        format!("The standard exploration profile: {algorithm}, {masters} master(s), 3 clients, 10 s.");
+    template.tick_ms = tick_ms;
+    template.resource = resource;
+    template.lock.fencing = fencing;
+    template.lock.algorithm = spec;
+    Ok(template)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::standard_template;
+    use crate::model::{Algorithm, Fencing};
+    use crate::scenario::Scenario;
+    use lockstep_sim::FencingMode;
+
+    /// The standard template as it was written before it became a value: the choices formatted
+    /// into a scenario file and parsed back. The value must be exactly what that gave.
+    fn by_text(algorithm: &str, fencing: &str, resource: &str, tick_ms: u64) -> Scenario {
+        let masters = if algorithm == "redlock" { 5 } else { 1 };
+        let source = format!(
+            "name = \"explore-{algorithm}\"\ndescription = \"The standard exploration profile: {algorithm}, \
+             {masters} master(s), 3 clients, 10 s.\"\nseed = 0\nduration_ms = 10000\ntick_ms = {tick_ms}\n\
+             [topology]\nmasters = {masters}\nclients = 3\nresource = \"{resource}\"\n\
+             [lock]\nalgorithm = \"{algorithm}\"\nttl_ms = 2000\nfencing = \"{fencing}\"\n\
+             [workload]\nuntil_ms = 9000\nwork_ms = [50, 500]\nacquire_retry_ms = 50\n"
+        );
+        Scenario::from_str(&source, "<standard template>").expect("the written template parses")
+    }
+
+    #[test]
+    fn the_standard_template_as_a_value_is_the_one_its_file_form_gave() {
+        for algorithm in [
+            Algorithm::Naive,
+            Algorithm::TokenRelease,
+            Algorithm::Watchdog,
+            Algorithm::Redlock,
+        ] {
+            for fencing in Fencing::ALL {
+                for resource in FencingMode::ALL {
+                    for tick_ms in [1, 7] {
+                        let value = standard_template(algorithm, fencing, resource, tick_ms).unwrap();
+                        let text = by_text(algorithm.name(), fencing.name(), resource.name(), tick_ms);
+                        assert_eq!(value, text, "{algorithm} {fencing:?} {resource:?} tick {tick_ms}");
+                        assert_eq!(value.to_toml(), text.to_toml());
+                    }
+                }
+            }
+        }
+        assert!(standard_template(Algorithm::Script, Fencing::None, FencingMode::Unfenced, 1).is_err());
+        assert!(standard_template(Algorithm::Naive, Fencing::None, FencingMode::Unfenced, 0).is_err());
+        assert!(standard_template(Algorithm::Naive, Fencing::None, FencingMode::Unfenced, 10_001).is_err());
+    }
 }

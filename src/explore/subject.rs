@@ -283,7 +283,13 @@ mod tests {
 
     #[test]
     fn presets_replace_the_algorithm_and_name_themselves() {
-        let template = super::super::standard_template("naive", "none", "unfenced", 1).unwrap();
+        let template = super::super::standard_template(
+            crate::model::Algorithm::Naive,
+            crate::model::Fencing::None,
+            lockstep_sim::FencingMode::Unfenced,
+            1,
+        )
+        .unwrap();
         let preset = LockChoice::preset("watchdog", &template).unwrap();
         let s = preset.lock_ref().scenario(&template);
         assert_eq!(s.lock.algorithm.name(), "watchdog");

@@ -171,13 +171,12 @@ impl Harness {
     /// Explores the standard template (one master, three clients, 10 s, a 2 s TTL; fenced when
     /// [`Harness::fenced`] was called) over seeds `0..seeds`.
     pub fn explore_standard(mut self, seeds: u64) -> Harness {
-        let standard = StandardSettings {
-            algorithm: "token-release".into(),
-            fencing: "none".into(),
-            resource: "unfenced".into(),
-            tick_ms: 1,
-            lock_file: None,
-        };
+        let standard = StandardSettings::new(
+            crate::model::Algorithm::TokenRelease,
+            crate::model::Fencing::None,
+            lockstep_sim::FencingMode::Unfenced,
+            1,
+        );
         let overrides = Overrides {
             seeds: Some(seeds),
             ..Overrides::default()
@@ -330,11 +329,11 @@ impl Harness {
             Template::File(path) => Scenario::from_file(path).map_err(|e| bad(e.to_string())),
             Template::Standard(standard) => {
                 let (fencing, resource) = if self.fenced {
-                    ("incr", "strict")
+                    (crate::model::Fencing::Incr, lockstep_sim::FencingMode::Strict)
                 } else {
-                    ("none", "unfenced")
+                    (crate::model::Fencing::None, lockstep_sim::FencingMode::Unfenced)
                 };
-                let mut template = standard_template(&standard.algorithm, fencing, resource, standard.tick_ms)
+                let mut template = standard_template(standard.algorithm, fencing, resource, standard.tick_ms)
                     .map_err(|e| bad(e.to_string()))?;
                 template.name = format!("{lock}-standard{}", if self.fenced { "-fenced" } else { "" });
                 template.description = format!("The standard exploration profile with the Rust lock `{lock}`.");

@@ -81,6 +81,14 @@ pub enum Fencing {
 }
 
 impl Fencing {
+    /// Every source of tokens.
+    pub const ALL: [Fencing; 2] = [Fencing::None, Fencing::Incr];
+
+    /// The source of that name (`none`, `incr`), if any.
+    pub fn from_name(name: &str) -> Option<Fencing> {
+        Fencing::ALL.into_iter().find(|f| f.name() == name)
+    }
+
     /// `none` or `incr`.
     pub fn name(&self) -> &'static str {
         match self {

@@ -37,7 +37,15 @@ fn ttl_label(ms: f64) -> String {
 /// The workload and fault profile, in words.
 fn workload(s: &TtlSweep) -> String {
     let p = &s.profile;
-    let template = crate::explore::standard_template(&s.algorithm, "none", "unfenced", 1).ok();
+    let template = crate::model::Algorithm::from_name(&s.algorithm).and_then(|algorithm| {
+        crate::explore::standard_template(
+            algorithm,
+            crate::model::Fencing::None,
+            lockstep_sim::FencingMode::Unfenced,
+            1,
+        )
+        .ok()
+    });
     let work = template.as_ref().map_or(String::new(), |t| {
         let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
         let work = if t.workload.work_ms.min() == t.workload.work_ms.max() {

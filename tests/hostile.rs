@@ -907,7 +907,7 @@ fn the_longest_scenario_name_makes_a_report_and_a_longer_one_is_refused_naming_t
 fn standard_template_flags_with_a_file_are_refused_not_ignored() {
     let naive = shipped("baseline-naive.toml");
     for (flag, value) in [
-        ("--algorithm", "bogus"),
+        ("--algorithm", "redlock"),
         ("--fencing", "incr"),
         ("--resource", "fenced"),
         ("--tick-ms", "0"),
@@ -916,6 +916,13 @@ fn standard_template_flags_with_a_file_are_refused_not_ignored() {
         assert_eq!(code, 2, "{flag}: {out}{err}");
         assert!(err.contains(flag) && err.contains("cannot be used with"), "{err}");
     }
+    // A value that names nothing is refused with the values there are.
+    let (code, out, err) = lockstep(&["explore", "--algorithm", "bogus", "--seeds", "1"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("'bogus'") && err.contains("naive, token-release, watchdog, redlock"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -59,29 +59,23 @@ pub struct ServeArgs {
     pub history: Option<PathBuf>,
 }
 
-/// The scenario served without a file: one client name (`app`), no faults, no fencing.
-const DEFAULT_SCENARIO: &str = r#"
-name = "serve"
-description = "lockstep serve without a scenario file"
-seed = 1
-duration_ms = 1000
-[topology]
-masters = 1
-resource = "unfenced"
-[lock]
-algorithm = "naive"
-ttl_ms = 1000
-[[client]]
-name = "app"
-"#;
-
 /// The scenario `args` asks for.
 fn scenario_of(args: &ServeArgs) -> Result<Scenario, AppError> {
     match &args.file {
         Some(path) => Scenario::from_file_live(path).map_err(|e| AppError::BadInput(e.to_string())),
         None => {
-            let mut scenario = Scenario::from_str(DEFAULT_SCENARIO, "lockstep serve")
-                .map_err(|e| AppError::BadInput(format!("the built-in serve scenario: {e}")))?;
+            // The standard template's deployment, with one client name (`app`): one port per
+            // server. Its lock and workload are not used.
+            let mut scenario = crate::explore::standard_template(
+                crate::model::Algorithm::Naive,
+                crate::model::Fencing::None,
+                lockstep_sim::FencingMode::Unfenced,
+                1,
+            )
+            .map_err(|e| AppError::BadInput(format!("the built-in serve scenario: {e}")))?;
+            scenario.name = "serve".to_string();
+            scenario.clients.truncate(1);
+            scenario.clients[0].name = "app".to_string();
             let first = scenario.masters[0].clone();
             let setup = scenario.master_setup(&first.name);
             scenario.masters.clear();

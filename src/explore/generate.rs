@@ -209,26 +209,19 @@ impl GenFault {
     /// of rate error or loss, replies lost; 0 for a failover. The one measure: shrinking makes it
     /// smaller, coverage feedback scales it ([`GenFault::scale_magnitude`]).
     pub fn magnitude(&self) -> u64 {
-        match self {
-            GenFault::Pause { duration_ms: v, .. }
-            | GenFault::Partition { length_ms: v, .. }
-            | GenFault::Hold { length_ms: v, .. }
-            | GenFault::Latency { latency_ms: v, .. }
-            | GenFault::Crash { down_ms: v, .. }
-            | GenFault::PowerLoss { down_ms: v, .. }
-            | GenFault::RollingRestart { down_ms: v, .. } => *v,
-            GenFault::ClockJump { delta_ms, .. } => delta_ms.unsigned_abs(),
-            GenFault::Drift { drift_ppm, .. } => drift_ppm.unsigned_abs(),
-            GenFault::Loss { rate_ppm, .. } => u64::from(*rate_ppm),
-            GenFault::DropReply { count, .. } => u64::from(*count),
-            GenFault::Failover { .. } => 0,
-        }
+        // Read through the one place that knows each kind's strength field.
+        let mut seen = 0;
+        self.clone().scale_magnitude(|v| {
+            seen = v;
+            v
+        });
+        seen
     }
 
     /// Sets the magnitude to `f` of itself, kept within the kind's bounds (a step keeps its
     /// direction; drift stays within ±900,000 ppm, loss within 1,000,000 ppm, dropped replies
     /// at most 8). A failover has none.
-    pub fn scale_magnitude(&mut self, f: impl Fn(u64) -> u64) {
+    pub fn scale_magnitude(&mut self, f: impl FnOnce(u64) -> u64) {
         match self {
             GenFault::Pause { duration_ms: v, .. }
             | GenFault::Partition { length_ms: v, .. }

@@ -585,11 +585,15 @@ fn an_interrupted_live_run_kills_its_clients() {
 }
 
 #[test]
+#[cfg_attr(
+    lockstep_no_faketime,
+    ignore = "libfaketime is not installed (apt-get install faketime, then touch build.rs)"
+)]
 fn client_wall_clocks_are_set_and_jumped_through_libfaketime() {
-    if lockstep::live::fakeclock::find().is_none() {
-        eprintln!("skipped: libfaketime is not installed (apt-get install faketime)");
-        return;
-    }
+    assert!(
+        lockstep::live::fakeclock::find().is_some(),
+        "libfaketime was found when the tests were built and is gone now: touch build.rs to rebuild"
+    );
     let dir = temp_dir("faketime");
     // client-1's wall clock starts 1e6 s ahead and jumps another 1e6 s at 0.3 s.
     let file = tiny_scenario_lasting(

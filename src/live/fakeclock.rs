@@ -24,13 +24,7 @@ use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// Where libfaketime usually is; `LOCKSTEP_LIBFAKETIME` overrides.
-const CANDIDATES: &[&str] = &[
-    "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
-    "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
-    "/usr/lib/faketime/libfaketime.so.1",
-    "/usr/local/lib/faketime/libfaketime.so.1",
-];
+include!("faketime_paths.rs");
 
 /// The libfaketime library, if installed.
 pub fn find() -> Option<PathBuf> {

@@ -37,7 +37,6 @@ use lockstep_sim::{Node, Phase, ResourceClient, WriteOutcome};
 use rand::Rng;
 use serde_json::json;
 use std::rc::Rc;
-use std::time::Duration;
 
 /// What one client does.
 #[derive(Debug, Clone, PartialEq)]
@@ -242,7 +241,7 @@ pub async fn run_client_with(
     plan: ClientPlan,
     make_lock: Option<LockMaker>,
 ) {
-    tokio::time::sleep(Duration::from_millis(plan.start_ms)).await;
+    node.sleep_true_ms(plan.start_ms).await;
     let (tasks, share) = match plan.tasks {
         Some(spec) => (spec.tasks.max(1), Some(spec.share_lock_object)),
         None => (lock.tasks().max(1), None),

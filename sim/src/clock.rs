@@ -128,6 +128,34 @@ impl NodeClock {
         self.state.set(s);
     }
 
+    /// The earliest true µs (at or after the last drift change) at which the monotonic reading
+    /// can be `monotonic_us` or more, rounded down: never later than the exact instant, so a
+    /// deadline computed from it is never missed.
+    pub(crate) fn true_us_when_monotonic_us(&self, monotonic_us: i64) -> u64 {
+        let s = self.state.get();
+        let ahead_us = i128::from(monotonic_us) - i128::from(s.anchor_monotonic_us);
+        if ahead_us <= 0 {
+            return s.anchor_sim_us;
+        }
+        let rate = PPM + i128::from(s.drift_ppm);
+        let elapsed_true = ahead_us * PPM / rate;
+        s.anchor_sim_us.saturating_add(u64::try_from(elapsed_true).unwrap_or(u64::MAX))
+    }
+
+    /// The earliest true µs at which the monotonic reading in ms can be `monotonic_ms` or more
+    /// (rounded down, as [`NodeClock::true_us_when_monotonic_us`]).
+    pub(crate) fn true_us_when_monotonic_ms(&self, monotonic_ms: i64) -> u64 {
+        self.true_us_when_monotonic_us(monotonic_ms.saturating_mul(1_000))
+    }
+
+    /// The earliest true µs at which the wall clock can read `wall_ms` or more, if no jump
+    /// comes first (a jump is a fault, after which deadlines are computed again).
+    pub(crate) fn true_us_when_wall_ms(&self, wall_ms: i64) -> u64 {
+        let s = self.state.get();
+        let base_ms = s.epoch_ms + s.offset_ms + s.jump_total_ms;
+        self.true_us_when_monotonic_ms(wall_ms.saturating_sub(base_ms))
+    }
+
     /// The current rate error in parts per million.
     pub fn drift_ppm(&self) -> i64 {
         self.state.get().drift_ppm
@@ -145,6 +173,24 @@ impl NodeClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_instant_a_reading_is_reached_is_never_late_and_at_most_a_microsecond_early() {
+        for drift_ppm in [-900_000, -12_345, 0, 1, 7_777, 2_000_000] {
+            let clock = NodeClock::new(1_000, 250, drift_ppm);
+            clock.set_drift(3_001, drift_ppm);
+            clock.jump(-40);
+            for target_ms in [0_i64, 1, 5, 999, 1_000, 123_457] {
+                let t = clock.true_us_when_monotonic_ms(target_ms);
+                assert!(clock.monotonic_ms(t + 1) >= target_ms || t < 3_001, "late for {target_ms} at {drift_ppm}");
+                assert!(t == 3_001 || clock.monotonic_ms(t - 1) < target_ms, "early for {target_ms} at {drift_ppm}");
+                let wall = clock.wall_ms(5_000) + target_ms;
+                let tw = clock.true_us_when_wall_ms(wall);
+                assert!(clock.wall_ms(tw + 1) >= wall, "wall late for {wall} at {drift_ppm}");
+                assert!(tw <= 5_000 + 1 || clock.wall_ms(tw - 1) < wall, "wall early for {wall} at {drift_ppm}");
+            }
+        }
+    }
 
     #[test]
     fn drift_of_10000_ppm_reads_10100_ms_after_10000_true_ms() {

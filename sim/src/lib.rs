@@ -36,6 +36,7 @@ pub mod role;
 pub mod seed;
 pub mod serve;
 pub mod stop;
+pub mod timer;
 pub mod wire;
 pub mod world;
 

@@ -28,6 +28,8 @@ use std::time::Duration;
 use tokio::runtime::Runtime;
 use tokio::task::{AbortHandle, JoinHandle, LocalSet};
 
+use crate::timer::Timers;
+
 /// What a server's software returns when it stops by itself (an error ends the run).
 pub type SoftwareResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -85,15 +87,20 @@ const STEP_POLL_BUDGET: u32 = 200_000;
 /// The step's timer, polled between rounds of ready tasks: ready when the tick has passed, or
 /// an error once [`STEP_POLL_BUDGET`] rounds ran without the clock getting there (tasks that are
 /// always ready keep a paused clock from ever advancing).
-struct Budget {
+struct Budget<'a> {
     sleep: Pin<Box<tokio::time::Sleep>>,
     polls_left: u32,
+    /// A jump over idle time: ready as soon as a task was held back.
+    stop_early: Option<&'a Timers>,
 }
 
-impl Future for Budget {
+impl Future for Budget<'_> {
     type Output = Result<(), ()>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        if self.stop_early.is_some_and(|timers| timers.held_back_any(cx.waker())) {
+            return std::task::Poll::Ready(Ok(()));
+        }
         if self.sleep.as_mut().poll(cx).is_ready() {
             return std::task::Poll::Ready(Ok(()));
         }
@@ -199,6 +206,39 @@ impl Machines {
         }
     }
 
+    /// The runtime's clock now.
+    pub(crate) fn now(&self) -> tokio::time::Instant {
+        let _clock = self.runtime.enter();
+        tokio::time::Instant::now()
+    }
+
+    /// How long from now until the runtime fires a timer armed for `at`, µs: its timers fire on
+    /// whole milliseconds of its clock, which every step ends on.
+    pub(crate) fn until_fires_us(&self, at: tokio::time::Instant) -> u64 {
+        let ahead_us = at.saturating_duration_since(self.now()).as_micros() as u64;
+        ahead_us.div_ceil(1_000) * 1_000
+    }
+
+    /// Moves the runtime's clock `by_us` forward (whole ms) without running any task: the world
+    /// knows nothing is due before then. A timer it did not know (software sleeping on the
+    /// runtime directly) stops the jump where it fires; the task it woke is held back by its
+    /// pause gate until the next step. Returns how far the clock moved, µs.
+    pub(crate) fn jump(&mut self, by_us: u64, timers: &Timers) -> u64 {
+        let start = self.now();
+        let budget = {
+            let _clock = self.runtime.enter();
+            Budget {
+                sleep: Box::pin(tokio::time::sleep(Duration::from_micros(by_us))),
+                polls_left: STEP_POLL_BUDGET,
+                stop_early: Some(timers),
+            }
+        };
+        timers.set_jumping(true);
+        let _ = self.runtime.block_on(self.local.run_until(budget));
+        timers.set_jumping(false);
+        self.now().saturating_duration_since(start).as_micros() as u64
+    }
+
     /// Advances the runtime's clock by one tick, running every task that becomes ready. Returns
     /// whether every client's software has returned.
     pub(crate) fn step(&mut self) -> Result<bool, StepError> {
@@ -209,6 +249,7 @@ impl Machines {
             Budget {
                 sleep: Box::pin(tokio::time::sleep(tick)),
                 polls_left: STEP_POLL_BUDGET,
+                stop_early: None,
             }
         };
         if self.runtime.block_on(self.local.run_until(budget)).is_err() {

@@ -201,13 +201,21 @@ impl Node {
     /// Sleeps `local_ms` milliseconds as counted by this node's clock rate.
     pub async fn sleep_local_ms(&self, local_ms: u64) {
         let true_us = self.inner.clock.local_to_sim_us(local_ms.saturating_mul(1_000));
-        tokio::time::sleep(Duration::from_micros(true_us)).await;
+        self.inner.time.sleep(Duration::from_micros(true_us)).await;
+    }
+
+    /// Sleeps `true_ms` milliseconds of true time (a start offset written in true time: no clock
+    /// of the node is involved).
+    pub async fn sleep_true_ms(&self, true_ms: u64) {
+        self.inner.time.sleep(Duration::from_millis(true_ms)).await;
     }
 
     /// Runs `future` with a deadline of `local_ms` by this node's clock rate.
     pub async fn timeout_local_ms<F: Future>(&self, local_ms: u64, future: F) -> Result<F::Output, LocalTimeout> {
         let true_us = self.inner.clock.local_to_sim_us(local_ms.saturating_mul(1_000));
-        tokio::time::timeout(Duration::from_micros(true_us), future)
+        self.inner
+            .time
+            .timeout(Duration::from_micros(true_us), future)
             .await
             .map_err(|_| LocalTimeout(local_ms))
     }

@@ -11,6 +11,7 @@
 //! kernel's TCP stack keeps accepting bytes (the simulated sockets' buffers), which is also true of a
 //! real stalled process.
 
+use crate::timer::{Armed, Timers};
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
@@ -21,9 +22,13 @@ use std::time::Duration;
 /// The shared true time of the run, in microseconds, as the world's step loop sets it.
 ///
 /// Every reading made during one step uses the time at the end of that step, so that events
-/// logged by different hosts within one step never appear out of time order.
+/// logged by different hosts within one step never appear out of time order. It also carries the
+/// world's registry of armed timers ([`Timers`]), which the step loop reads to skip idle time.
 #[derive(Debug, Clone, Default)]
-pub struct TrueTime(Rc<Cell<u64>>);
+pub struct TrueTime {
+    now_us: Rc<Cell<u64>>,
+    timers: Rc<Timers>,
+}
 
 impl TrueTime {
     /// A clock at 0.
@@ -33,7 +38,37 @@ impl TrueTime {
 
     /// The current true time in µs.
     pub fn now_us(&self) -> u64 {
-        self.0.get()
+        self.now_us.get()
+    }
+
+    /// The timers armed in this world.
+    pub fn timers(&self) -> &Timers {
+        &self.timers
+    }
+
+    /// A runtime timer of `duration` from now, registered with the world while it lives (so
+    /// that the step loop never jumps over it).
+    pub(crate) async fn sleep(&self, duration: Duration) {
+        let sleep = tokio::time::sleep(duration);
+        let _armed = self.timers.arm(sleep.deadline());
+        sleep.await
+    }
+
+    /// Runs `future` with a runtime deadline of `duration`, registered with the world.
+    pub(crate) async fn timeout<F: Future>(
+        &self,
+        duration: Duration,
+        future: F,
+    ) -> Result<F::Output, tokio::time::error::Elapsed> {
+        let deadline = tokio::time::Instant::now() + duration;
+        let _armed = self.timers.arm(deadline);
+        tokio::time::timeout_at(deadline, future).await
+    }
+
+    fn armed_sleep(&self, duration: Duration) -> (Pin<Box<tokio::time::Sleep>>, Armed) {
+        let sleep = Box::pin(tokio::time::sleep(duration));
+        let armed = self.timers.arm(sleep.deadline());
+        (sleep, armed)
     }
 
     /// Moves true time to `at_us`.
@@ -42,11 +77,11 @@ impl TrueTime {
     /// If `at_us` is earlier than the current time: the scheduler never goes back in time.
     pub fn advance_to(&self, at_us: u64) {
         assert!(
-            at_us >= self.0.get(),
+            at_us >= self.now_us.get(),
             "true time went backwards: {at_us} < {}",
-            self.0.get()
+            self.now_us.get()
         );
-        self.0.set(at_us);
+        self.now_us.set(at_us);
     }
 }
 
@@ -96,13 +131,17 @@ impl PauseGate {
 pub struct Gated<F: Future> {
     gate: PauseGate,
     inner: Pin<Box<F>>,
-    wake_timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    wake_timer: Option<(Pin<Box<tokio::time::Sleep>>, Armed)>,
 }
 
 impl<F: Future> Future for Gated<F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        if !self.gate.time.timers().on_poll(cx.waker()) {
+            // The world is jumping over idle time: this task runs when it steps again.
+            return Poll::Pending;
+        }
         loop {
             match self.gate.paused_until_us() {
                 Some(until_us) => {
@@ -110,9 +149,12 @@ impl<F: Future> Future for Gated<F> {
                     // Sleep at least a millisecond: the runtime's timers have ms resolution and
                     // a zero sleep would spin.
                     let wait = Duration::from_micros((until_us - now_us).max(1_000));
-                    let timer = self
-                        .wake_timer
-                        .get_or_insert_with(|| Box::pin(tokio::time::sleep(wait)));
+                    if self.wake_timer.is_none() {
+                        self.wake_timer = Some(self.gate.time.armed_sleep(wait));
+                    }
+                    let Some((timer, _)) = self.wake_timer.as_mut() else {
+                        return Poll::Pending;
+                    };
                     match timer.as_mut().poll(cx) {
                         Poll::Pending => return Poll::Pending,
                         // The timer fired but the true time of this step may still be inside
@@ -121,7 +163,7 @@ impl<F: Future> Future for Gated<F> {
                     }
                     if self.gate.is_paused() {
                         let wait = Duration::from_micros(1_000);
-                        self.wake_timer = Some(Box::pin(tokio::time::sleep(wait)));
+                        self.wake_timer = Some(self.gate.time.armed_sleep(wait));
                         continue;
                     }
                 }

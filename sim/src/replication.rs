@@ -432,6 +432,30 @@ impl Replication {
         Due::Stream(due)
     }
 
+    /// When, at the earliest (true µs), a stream entry is due at a reachable replica, a replica
+    /// must resynchronise (`now_us`), or the Sentinel's timeout for an unreachable master runs
+    /// out.
+    pub fn next_due_us(&self, now_us: u64, reachable: &dyn Fn(&str) -> bool) -> Option<u64> {
+        let mut due: Option<u64> = None;
+        let mut at = |us: u64| due = Some(due.map_or(us, |d| d.min(us)));
+        for group in self.groups.values() {
+            if let (Some(after_ms), Some(since_us)) = (group.failover_after_ms, group.unreachable_since_us) {
+                at(since_us.saturating_add(after_ms.saturating_mul(1_000)));
+            }
+            for (replica, link) in &group.links {
+                if !reachable(replica) {
+                    continue;
+                }
+                if link.needs_sync {
+                    at(now_us);
+                } else if let Some((at_us, _, _)) = link.queue.front() {
+                    at(*at_us);
+                }
+            }
+        }
+        due
+    }
+
     /// `replica` of `group_name` copied its master's keyspace: it is in sync at the master's offset.
     pub fn synced(&mut self, group_name: &str, replica: &str) {
         if let Some(group) = self.groups.get_mut(group_name) {

@@ -445,6 +445,12 @@ impl Wire {
         state.deliver_due();
     }
 
+    /// When the next segment in flight is due, true µs (held segments wait for their release, a
+    /// fault).
+    pub(crate) fn next_due_us(&self) -> Option<u64> {
+        self.lock().in_flight.peek().map(|s| s.at_us)
+    }
+
     /// Drops what `a` sends to `b` (and what `b` sends to `a` unless `oneway`).
     pub(crate) fn partition(&self, a: &str, b: &str, oneway: bool, partitioned: bool) {
         self.set_link(a, b, !oneway, |link| link.partitioned = partitioned);

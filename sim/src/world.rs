@@ -81,6 +81,11 @@ pub struct WorldConfig {
     /// a run whose events would carry more stops with [`WorldError::HistoryFull`]. Runs below
     /// the cap are unaffected.
     pub history_bytes_max: u64,
+    /// Jump over idle time ([`crate::timer`]): steps in which no task would run and no deadline
+    /// falls are left out. The history is the same either way; off, every tick is stepped (to
+    /// measure what skipping saves, or to rule it out).
+    #[serde(skip)]
+    pub skip_idle: bool,
 }
 
 impl Default for WorldConfig {
@@ -95,6 +100,7 @@ impl Default for WorldConfig {
             lua_instruction_budget: EngineConfig::default().lua_instruction_budget,
             history_events_max: DEFAULT_HISTORY_EVENTS_MAX,
             history_bytes_max: DEFAULT_HISTORY_BYTES_MAX,
+            skip_idle: true,
         }
     }
 }
@@ -523,6 +529,55 @@ impl World {
         })
     }
 
+    /// The first true µs after `now_us` at which something can happen: a fault of the plan, a
+    /// segment's delivery, an armed timer, the end of a pause, a deadline of the deployment, the
+    /// end of the run. `None`: nothing is known to be due (the run ends at its duration).
+    fn next_due_us(&self, now_us: u64, next_fault_ms: Option<u64>) -> Option<u64> {
+        let timer_us = self
+            .time
+            .timers()
+            .next_after(self.machines.now())
+            .map(|at| now_us + self.machines.until_fires_us(at));
+        [
+            next_fault_ms.map(|ms| ms.saturating_mul(1_000)),
+            self.wire.next_due_us(),
+            timer_us,
+            self.pauses.iter().map(|(_, until)| *until).min(),
+            self.deployment.next_due_us(now_us),
+            Some(self.config.duration_ms.saturating_mul(1_000)),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Jumps from the tick boundary `now_ms` over the ticks in which nothing is due, to the
+    /// boundary just before the first tick that has something to do; returns that boundary.
+    /// A timer the world did not know stops the jump at the tick it falls in ([`crate::timer`]).
+    fn skip_idle(&mut self, now_ms: u64, next_fault_ms: Option<u64>) -> u64 {
+        let tick_us = self.config.tick_ms * 1_000;
+        let now_us = now_ms * 1_000;
+        let Some(due_us) = self.next_due_us(now_us, next_fault_ms) else {
+            return now_ms;
+        };
+        // The step that handles a deadline is the one ending at the first boundary at or after it.
+        let due_boundary_us = due_us.div_ceil(tick_us).saturating_mul(tick_us);
+        if due_boundary_us <= now_us + tick_us {
+            return now_ms;
+        }
+        let target_us = due_boundary_us - tick_us;
+        let reached_us = now_us + self.machines.jump(target_us - now_us, self.time.timers());
+        // Stopped early by an unknown timer: resume stepping from the boundary before it.
+        let landed_us = if reached_us < target_us {
+            reached_us.div_ceil(tick_us).saturating_mul(tick_us).saturating_sub(tick_us).max(now_us)
+        } else {
+            target_us
+        };
+        self.time.advance_to(landed_us);
+        self.wire.advance_to(landed_us);
+        landed_us / 1_000
+    }
+
     /// Runs the world with `plan` until every client has finished or the duration has run out;
     /// [`WorldError::HistoryFull`] as soon as the history refuses an event (the cap is checked
     /// before every step, so at most one step's events are refused).
@@ -539,6 +594,9 @@ impl World {
         );
         let mut clients_finished = false;
         let mut now_ms = self.time.now_us() / 1_000;
+        // Task polls as of the end of the last step: a step that ran tasks may have woken more at
+        // its very end, so the step after it is never skipped.
+        let mut polls_seen = u64::MAX;
         loop {
             while let Some(scheduled) = faults.get(next_fault).filter(|f| f.at_ms <= now_ms) {
                 self.apply(&scheduled.fault);
@@ -553,16 +611,22 @@ impl World {
             if crate::stop::requested() {
                 return Err(WorldError::Stopped { at_ms: now_ms });
             }
+            if self.config.skip_idle && polls_seen == self.time.timers().polls() {
+                let next_fault_ms = faults.get(next_fault).map(|f| f.at_ms);
+                now_ms = self.skip_idle(now_ms, next_fault_ms);
+            }
             // Readings during the step are stamped with the step's end; a pause that ends by then
             // is over for the software that runs in this step.
             now_ms += tick_ms;
             self.time.advance_to(now_ms * 1_000);
+            self.time.timers().release_held_back();
             self.wire.advance_to(now_ms * 1_000);
             self.log_resumptions();
             clients_finished = self
                 .machines
                 .step()
                 .map_err(|e| WorldError::Host(format!("at {now_ms} ms of simulated time: {e}")))?;
+            polls_seen = self.time.timers().polls();
             self.deployment
                 .after_step(&mut Hosts::new(&mut self.machines, &self.wire));
         }

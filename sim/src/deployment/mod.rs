@@ -109,6 +109,30 @@ impl Server {
     fn note(&self, text: String) {
         self.node.record(EventKind::Note { text });
     }
+
+    /// When, at the earliest (true µs), this server has something to do by itself: start after
+    /// its restart delay, expire its next key, fsync.
+    fn next_due_us(&self) -> Option<u64> {
+        let clock = self.node.clock();
+        let restart = (!self.running && self.restart_pending).then(|| match (self.stopped_at, self.restart_delay_clock) {
+            (None, _) => 0,
+            (Some((_, mono)), DelayClock::Monotonic) => {
+                clock.true_us_when_monotonic_ms(mono.saturating_add_unsigned(self.restart_delay_ms))
+            }
+            (Some((wall, _)), DelayClock::Wall) => {
+                clock.true_us_when_wall_ms(wall.saturating_add_unsigned(self.restart_delay_ms))
+            }
+        });
+        let reachable = self.reachable();
+        // Active expiry removes a key once the wall clock reads past its expiry.
+        let expiry = reachable
+            .then(|| self.engine.borrow().keyspace().next_expiry_ms())
+            .flatten()
+            .map(|at_ms| clock.true_us_when_wall_ms(at_ms.saturating_add(1)));
+        let fsync = (reachable && self.persistence == Persistence::AofEverysec)
+            .then(|| clock.true_us_when_monotonic_ms(self.last_fsync_mono_ms.saturating_add(1_000)));
+        [restart, expiry, fsync].into_iter().flatten().min()
+    }
 }
 
 /// The Redis deployment of a world: every master and replica, persistence, restarts,
@@ -282,6 +306,17 @@ impl Deployment {
         for name in due {
             self.start(&name, hosts);
         }
+    }
+
+    /// When, at the earliest (true µs), the deployment has something to do by itself (a server's
+    /// deadline, a replication stream entry, the Sentinel's timeout), as of `now_us`.
+    pub(crate) fn next_due_us(&self, now_us: u64) -> Option<u64> {
+        let servers = self.servers.values().filter_map(Server::next_due_us).min();
+        let replication = self
+            .replication
+            .borrow()
+            .next_due_us(now_us, &|name| self.reachable(name));
+        servers.into_iter().chain(replication).min()
     }
 
     /// The Sentinel: promotes a replica of every master unreachable for its `failover_after_ms`.

@@ -233,6 +233,12 @@ impl Keyspace {
         true
     }
 
+    /// The earliest expiry time of any key, wall ms (a key is removed once the clock reads
+    /// past it).
+    pub fn next_expiry_ms(&self) -> Option<i64> {
+        self.expiries.first().map(|(t, _)| *t)
+    }
+
     /// Removes every key that is expired at `now_ms` (expiry `< now_ms`) and returns them in
     /// key order. Costs one index probe when nothing is due.
     pub fn remove_expired(&mut self, now_ms: i64) -> Vec<Bytes> {

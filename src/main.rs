@@ -64,7 +64,7 @@ enum Command {
 fn cmd_run(args: RunArgs) -> Result<Outcome, AppError> {
     files::check_outputs_spare_inputs(&args.files, &[("--history", args.history.as_deref())], &[])?;
     let mut output = console::RunOutput::new(args.quiet, args.json, args.history.clone());
-    let outcome = run::run_files(&args.files, args.seed, args.history.as_deref(), &mut |done| {
+    let outcome = run::run_files(&args.files, args.run_options(), args.history.as_deref(), &mut |done| {
         let text = output.add(done.path, done.scenario, &done.run, done.wall_ms);
         say(&text.map_err(AppError::Io)?)
     })?;

@@ -116,15 +116,14 @@ impl Future for Budget<'_> {
 pub(crate) struct Machines {
     runtime: Runtime,
     local: LocalSet,
-    tick: Duration,
     machines: BTreeMap<String, Machine>,
     /// The main futures of the clients that have not returned yet.
     clients: Vec<JoinHandle<SoftwareResult>>,
 }
 
 impl Machines {
-    /// A runtime whose scheduler's random choices come from `rng_seed`, stepping by `tick`.
-    pub(crate) fn new(rng_seed: [u8; 32], tick: Duration) -> std::io::Result<Self> {
+    /// A runtime whose scheduler's random choices come from `rng_seed`.
+    pub(crate) fn new(rng_seed: [u8; 32]) -> std::io::Result<Self> {
         let mut builder = tokio::runtime::Builder::new_current_thread();
         builder.enable_time().start_paused(true);
         #[cfg(tokio_unstable)]
@@ -141,7 +140,6 @@ impl Machines {
         Ok(Machines {
             runtime: builder.build()?,
             local,
-            tick,
             machines: BTreeMap::new(),
             clients: Vec::new(),
         })
@@ -239,15 +237,15 @@ impl Machines {
         self.now().saturating_duration_since(start).as_micros() as u64
     }
 
-    /// Advances the runtime's clock by one tick, running every task that becomes ready. Returns
-    /// whether every client's software has returned.
-    pub(crate) fn step(&mut self) -> Result<bool, StepError> {
-        let tick = self.tick;
+    /// Advances the runtime's clock by `length` (a tick, or what is left of one after a jump
+    /// stopped inside it), running every task that becomes ready. Returns whether every client's
+    /// software has returned.
+    pub(crate) fn step(&mut self, length: Duration) -> Result<bool, StepError> {
         let budget = {
             // The timer belongs to the runtime's clock.
             let _clock = self.runtime.enter();
             Budget {
-                sleep: Box::pin(tokio::time::sleep(tick)),
+                sleep: Box::pin(tokio::time::sleep(length)),
                 polls_left: STEP_POLL_BUDGET,
                 stop_early: None,
             }
@@ -283,8 +281,13 @@ mod tests {
     use super::*;
     use std::cell::Cell;
 
+    /// One 1 ms step.
+    fn tick(m: &mut Machines) -> Result<bool, StepError> {
+        m.step(Duration::from_millis(1))
+    }
+
     fn machines() -> Machines {
-        Machines::new([7; 32], Duration::from_millis(1)).expect("a runtime")
+        Machines::new([7; 32]).expect("a runtime")
     }
 
     #[test]
@@ -296,7 +299,7 @@ mod tests {
                 tokio::task::yield_now().await;
             }
         });
-        let err = m.step().expect_err("a livelocked step is an error");
+        let err = tick(&mut m).expect_err("a livelocked step is an error");
         assert!(err.0.contains("never let time pass"), "{err}");
     }
 
@@ -312,7 +315,7 @@ mod tests {
             Ok(())
         });
         let mut steps = 0;
-        while !m.step().expect("no failure") {
+        while !tick(&mut m).expect("no failure") {
             steps += 1;
         }
         // The sleep ends 5 ms in, at the fifth step's end: the step's own timer fires first at
@@ -344,18 +347,18 @@ mod tests {
             }
         });
         for _ in 0..10 {
-            m.step().unwrap();
+            tick(&mut m).unwrap();
         }
         let before = ticks.get();
         assert!(before >= 8, "{before}");
         m.crash("server");
         for _ in 0..10 {
-            m.step().unwrap();
+            tick(&mut m).unwrap();
         }
         assert_eq!(ticks.get(), before, "the spawned task died with the process");
         m.bounce("server");
         for _ in 0..10 {
-            m.step().unwrap();
+            tick(&mut m).unwrap();
         }
         assert_eq!(starts.get(), 2);
         assert!(ticks.get() > before, "the restarted software runs again");
@@ -365,7 +368,7 @@ mod tests {
     fn a_client_that_fails_fails_the_step() {
         let mut m = machines();
         m.client("c", async { Err("the client gave up".into()) });
-        let err = m.step().unwrap_err();
+        let err = tick(&mut m).unwrap_err();
         assert!(err.0.contains("the client gave up"), "{err}");
     }
 }

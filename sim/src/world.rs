@@ -201,6 +201,9 @@ pub struct World {
     history: HistoryHandle,
     nodes: BTreeMap<String, NodeEntry>,
     order: Vec<String>,
+    /// How far the runtime's clock is past true time, µs: 0 except after a jump over idle time
+    /// stopped inside a tick by a timer the world did not know ([`World::skip_idle`]).
+    runtime_ahead_us: u64,
     /// Paused nodes and when (true µs) their pause ends, to log their resumption.
     pauses: Vec<(String, u64)>,
     deployment: Deployment,
@@ -245,7 +248,7 @@ impl World {
             });
         }
         let seed = Seed(config.seed);
-        let machines = Machines::new(seed.derive_bytes("scheduler"), Duration::from_millis(config.tick_ms))
+        let machines = Machines::new(seed.derive_bytes("scheduler"))
             .map_err(|e| WorldError::Host(format!("cannot build the scheduler's runtime: {e}")))?;
         let wire = Wire::new(
             seed,
@@ -267,6 +270,7 @@ impl World {
             history,
             nodes: BTreeMap::new(),
             order: Vec::new(),
+            runtime_ahead_us: 0,
             pauses: Vec::new(),
             deployment,
             memory: MemoryPool::new(DEFAULT_WORLD_MEMORY_BYTES),
@@ -567,12 +571,11 @@ impl World {
         }
         let target_us = due_boundary_us - tick_us;
         let reached_us = now_us + self.machines.jump(target_us - now_us, self.time.timers());
-        // Stopped early by an unknown timer: resume stepping from the boundary before it.
-        let landed_us = if reached_us < target_us {
-            reached_us.div_ceil(tick_us).saturating_mul(tick_us).saturating_sub(tick_us).max(now_us)
-        } else {
-            target_us
-        };
+        // Stopped early by a ready task: step from the boundary at or before the instant it
+        // stopped, as a timer firing there would have been met by stepping (on a boundary, its
+        // task runs in the next step; inside a tick, in that tick's step).
+        let landed_us = (reached_us / tick_us * tick_us).clamp(now_us, target_us);
+        self.runtime_ahead_us = reached_us.saturating_sub(landed_us);
         self.time.advance_to(landed_us);
         self.wire.advance_to(landed_us);
         landed_us / 1_000
@@ -624,7 +627,7 @@ impl World {
             self.log_resumptions();
             clients_finished = self
                 .machines
-                .step()
+                .step(Duration::from_micros(tick_ms * 1_000 - std::mem::take(&mut self.runtime_ahead_us)))
                 .map_err(|e| WorldError::Host(format!("at {now_ms} ms of simulated time: {e}")))?;
             polls_seen = self.time.timers().polls();
             self.deployment

@@ -79,6 +79,21 @@ pub struct RunArgs {
     /// Print the result as JSON (each run as in report.json's `scenarios[]`) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Step every tick instead of jumping over the idle ones. The history and its digest are
+    /// the same either way (that is the rule the event clock keeps); use it to rule the event
+    /// clock out when a run looks wrong, or to measure what skipping saves.
+    #[arg(long)]
+    pub step_every_tick: bool,
+}
+
+impl RunArgs {
+    /// How each file runs.
+    pub fn run_options(&self) -> crate::app::run::RunOptions {
+        crate::app::run::RunOptions {
+            seed: self.seed,
+            step_every_tick: self.step_every_tick,
+        }
+    }
 }
 
 /// `lockstep explore`.

@@ -22,6 +22,15 @@ pub fn run_file(path: &Path, scenario: &Scenario, seed: Option<u64>) -> Result<S
     }
 }
 
+/// How `lockstep run` runs each file.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions {
+    /// Overrides every file's seed.
+    pub seed: Option<u64>,
+    /// Step every tick ([`Scenario::step_every_tick`]).
+    pub step_every_tick: bool,
+}
+
 /// One scenario file's run, as `lockstep run` hands it to the printer.
 pub struct FileRun<'a> {
     /// The file, as given.
@@ -41,7 +50,7 @@ pub struct FileRun<'a> {
 /// a file was bad input found only by running it (its history cap).
 pub fn run_files(
     files: &[std::path::PathBuf],
-    seed: Option<u64>,
+    options: RunOptions,
     history: Option<&Path>,
     done: &mut dyn FnMut(FileRun) -> Result<(), AppError>,
 ) -> Result<super::Outcome, AppError> {
@@ -72,7 +81,17 @@ pub fn run_files(
     let mut bad_input = false;
     for (path, scenario) in &scenarios {
         let started = std::time::Instant::now();
-        let run = run_file(path, scenario, seed);
+        let stepped;
+        let scenario = if options.step_every_tick {
+            stepped = Scenario {
+                step_every_tick: true,
+                ..scenario.clone()
+            };
+            &stepped
+        } else {
+            scenario
+        };
+        let run = run_file(path, scenario, options.seed);
         bad_input |= matches!(run, Err(AppError::BadInput(_)));
         let run = run.map_err(|e| e.to_string());
         all_expected &= run.as_ref().is_ok_and(|run| run.as_expected());

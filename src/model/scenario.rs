@@ -27,6 +27,11 @@ pub struct Scenario {
     pub duration_ms: u64,
     /// The scheduler's step, ms (≥ 1).
     pub tick_ms: u64,
+    /// Step every tick instead of jumping over idle ones (not a file setting: `lockstep run
+    /// --step-every-tick`). The history is the same either way; this rules the event clock out
+    /// when a run looks wrong ([`lockstep_sim::WorldConfig::skip_idle`]).
+    #[serde(skip)]
+    pub step_every_tick: bool,
     /// The most events a run's history may hold ([`lockstep_sim::WorldConfig::history_events_max`]):
     /// a run that would record more stops with an error naming it.
     pub history_events_max: u64,
@@ -339,6 +344,7 @@ impl Scenario {
         WorldConfig {
             seed: self.seed,
             tick_ms: self.tick_ms,
+            skip_idle: !self.step_every_tick,
             duration_ms: self.duration_ms,
             history_events_max: self.history_events_max,
             history_bytes_max: self.history_bytes_max,

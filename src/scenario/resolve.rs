@@ -406,6 +406,7 @@ impl Ctx<'_> {
             seed,
             duration_ms,
             tick_ms,
+            step_every_tick: false,
             history_events_max,
             history_bytes_max,
             network: network_spec,

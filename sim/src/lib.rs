@@ -54,4 +54,4 @@ pub use resource::{FencingMode, ResourceClient, WriteOutcome, RESOURCE_PORT};
 pub use role::Role;
 pub use seed::Seed;
 pub use wire::{SimListener, SimStream};
-pub use world::{RunEnd, World, WorldConfig, WorldError, DEFAULT_HISTORY_EVENTS_MAX, RESERVED_NODE_NAMES};
+pub use world::{ClockWork, RunEnd, World, WorldConfig, WorldError, DEFAULT_HISTORY_EVENTS_MAX, RESERVED_NODE_NAMES};

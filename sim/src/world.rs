@@ -177,12 +177,29 @@ fn history_full_message(events_max: u64, bytes_max: Option<u64>, at_ms: u64, dur
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RunEnd {
     /// True time at the end, ms.
     pub at_ms: u64,
     /// Whether every client finished before the duration ran out.
     pub clients_finished: bool,
+    /// How the world's clock got there.
+    pub clock: ClockWork,
+}
+
+/// What the step loop did to cover a run's true time ([`crate::timer`]): the same for the same
+/// seed, like the history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ClockWork {
+    /// Ticks stepped (tasks run, messages delivered, deadlines met).
+    pub steps: u64,
+    /// Jumps over idle ticks.
+    pub jumps: u64,
+    /// Ticks jumped over without stepping them.
+    pub ticks_skipped: u64,
+    /// Jumps that stopped early because a task became ready (woken at the very end of the
+    /// step before, or by a timer the simulator did not know).
+    pub jumps_stopped: u64,
 }
 
 struct NodeEntry {
@@ -201,6 +218,8 @@ pub struct World {
     history: HistoryHandle,
     nodes: BTreeMap<String, NodeEntry>,
     order: Vec<String>,
+    /// What the step loop has done so far.
+    clock_work: ClockWork,
     /// How far the runtime's clock is past true time, µs: 0 except after a jump over idle time
     /// stopped inside a tick by a timer the world did not know ([`World::skip_idle`]).
     runtime_ahead_us: u64,
@@ -270,6 +289,7 @@ impl World {
             history,
             nodes: BTreeMap::new(),
             order: Vec::new(),
+            clock_work: ClockWork::default(),
             runtime_ahead_us: 0,
             pauses: Vec::new(),
             deployment,
@@ -576,6 +596,9 @@ impl World {
         // task runs in the next step; inside a tick, in that tick's step).
         let landed_us = (reached_us / tick_us * tick_us).clamp(now_us, target_us);
         self.runtime_ahead_us = reached_us.saturating_sub(landed_us);
+        self.clock_work.jumps += 1;
+        self.clock_work.ticks_skipped += (landed_us - now_us) / tick_us;
+        self.clock_work.jumps_stopped += u64::from(reached_us < target_us);
         self.time.advance_to(landed_us);
         self.wire.advance_to(landed_us);
         landed_us / 1_000
@@ -630,6 +653,7 @@ impl World {
                 .step(Duration::from_micros(tick_ms * 1_000 - std::mem::take(&mut self.runtime_ahead_us)))
                 .map_err(|e| WorldError::Host(format!("at {now_ms} ms of simulated time: {e}")))?;
             polls_seen = self.time.timers().polls();
+            self.clock_work.steps += 1;
             self.deployment
                 .after_step(&mut Hosts::new(&mut self.machines, &self.wire));
         }
@@ -644,6 +668,7 @@ impl World {
         Ok(RunEnd {
             at_ms,
             clients_finished,
+            clock: self.clock_work,
         })
     }
 }

@@ -688,3 +688,53 @@ fn the_resource_can_lose_a_reply_too_and_the_write_stands() {
     assert_eq!(seen[0], "Err(true)", "outcome unknown: {seen:?}");
     assert_eq!(seen[1], "Ok((Some(1), 1))", "the write was applied: {seen:?}");
 }
+
+/// A world where client `sleeper` waits 40 simulated seconds: first through its node (a timer
+/// the world knows), then on the runtime directly (one it does not), recording the true time
+/// after each; `tick_ms` sets the step. Returns the two readings and how the clock got there.
+fn long_idle_sleeps(skip_idle: bool, tick_ms: u64) -> (Vec<u64>, lockstep_sim::RunEnd) {
+    let mut w = World::new(WorldConfig {
+        seed: 3,
+        duration_ms: 60_000,
+        tick_ms,
+        skip_idle,
+        ..WorldConfig::default()
+    })
+    .expect("valid config");
+    let readings: Rc<RefCell<Vec<u64>>> = Rc::default();
+    let out = readings.clone();
+    w.add_client("sleeper", ClockSpec::default(), move |node| async move {
+        node.sleep_local_ms(20_000).await;
+        out.borrow_mut().push(node.true_time_us());
+        tokio::time::sleep(Duration::from_micros(20_000_500)).await;
+        out.borrow_mut().push(node.true_time_us());
+    })
+    .unwrap();
+    let end = w.run(&FaultPlan::default()).unwrap();
+    let readings = readings.borrow().clone();
+    (readings, end)
+}
+
+#[test]
+fn idle_time_is_jumped_over_and_every_timer_still_fires_in_the_tick_it_falls_in() {
+    for tick_ms in [1, 3] {
+        let (stepped, every_tick) = long_idle_sleeps(false, tick_ms);
+        let (jumped, skipping) = long_idle_sleeps(true, tick_ms);
+        assert_eq!(jumped, stepped, "tick {tick_ms}: the same readings either way");
+        assert_eq!(skipping.at_ms, every_tick.at_ms);
+        // 40 s of idle time: a few steps instead of one per tick.
+        assert_eq!(every_tick.clock.steps, every_tick.at_ms / tick_ms);
+        assert!(skipping.clock.steps < 10, "tick {tick_ms}: {:?}", skipping.clock);
+        assert_eq!(
+            skipping.clock.steps + skipping.clock.ticks_skipped,
+            every_tick.clock.steps,
+            "every tick is either stepped or skipped"
+        );
+        // The runtime timer nobody registered stopped a jump where it fired.
+        assert!(skipping.clock.jumps_stopped >= 1, "{:?}", skipping.clock);
+    }
+    // The reading after the unregistered sleep is the end of the tick it fell in.
+    let (readings, _) = long_idle_sleeps(true, 3);
+    assert_eq!(readings[1] % 3_000, 0, "{readings:?}");
+    assert!(readings[1] >= readings[0] + 20_000_500, "{readings:?}");
+}

@@ -215,6 +215,7 @@ fn write_report(
             end: RunEnd {
                 at_ms: run.end_ms,
                 clients_finished: run.clients_finished,
+                ..RunEnd::default()
             },
             digest: run.history.digest(),
             history: run.history.clone(),

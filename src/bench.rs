@@ -1,15 +1,19 @@
 //! `lockstep bench`: what the simulator costs, measured side by side in one run.
 //!
+//! - **Event clock**: Kleppmann's pause (`scenarios/kleppmann-gc-pause.toml`, 40 simulated
+//!   seconds, mostly idle) and the standard exploration profile, each run jumping over idle
+//!   ticks (the default) and stepping every tick: steps taken against ticks covered, and CPU
+//!   time both ways. The histories are the same (`tests/event_clock.rs`).
 //! - **Overhead**: simulated seconds per wall second of the standard Redlock world (5 masters,
-//!   3 clients, the resource; no faults) against a bare world (one client that only sleeps)
-//!   stepped for the same simulated time, on one thread: the cost of the work against the cost
-//!   of the step loop itself.
+//!   3 clients, the resource; no faults, clients always busy) against a bare world (one client
+//!   that only sleeps) stepped tick by tick for the same simulated time, on one thread: the cost
+//!   of the work against the cost of the step loop itself.
 //! - **Scaling**: the same exploration on 1 job and on all cores.
 //! - **Scenarios per minute** on the standard exploration profile (10 simulated seconds,
 //!   5 masters, 3 clients, generated faults), all cores.
 //! - **Node scaling**: wall time per history event of one fenced token-release world (one
 //!   master, the resource, N clients, 2 simulated seconds) and of Redlock worlds with N
-//!   masters, N from 3 to 200 nodes. Flat means linear cost; the column "× smallest" shows
+//!   masters, N from 3 to 1,000 nodes. Flat means linear cost; the column "× smallest" shows
 //!   how far from flat it is, and the analysis (checkers) is shown apart.
 //!
 //! Wall time is read here to measure, never inside a simulation.
@@ -19,15 +23,17 @@ use crate::explore::{explore, standard_template, ExploreConfig};
 use crate::model::{Algorithm, Fencing};
 use crate::run::run_scenario;
 use crate::scenario::Scenario;
-use lockstep_sim::{ClockSpec, FaultPlan, FencingMode, World, WorldConfig};
+use lockstep_sim::{ClockSpec, ClockWork, FaultPlan, FencingMode, World, WorldConfig};
 use std::time::Instant;
 
-/// Steps a world whose one client only sleeps `sim_ms`: what the step loop costs by itself.
+/// Steps a world whose one client only sleeps `sim_ms`, tick by tick: what the step loop costs
+/// by itself (the event clock would jump over all of it).
 fn bare_world(sim_ms: u64, tick_ms: u64) -> anyhow::Result<()> {
     let mut world = World::new(WorldConfig {
         seed: 1,
         tick_ms,
         duration_ms: sim_ms.saturating_add(1_000),
+        skip_idle: false,
         ..WorldConfig::default()
     })?;
     world.add_client("driver", ClockSpec::default(), move |node| async move {
@@ -64,6 +70,7 @@ fn measure(scenarios: u64, tick_ms: u64) -> anyhow::Result<String> {
     let bare_wall = start.elapsed().as_secs_f64();
     let sim_s = sim_ms as f64 / 1_000.0;
     out.push_str(&format!("lockstep bench (tick {tick_ms} ms, {cores} cores)\n"));
+    out.push_str(&event_clock(tick_ms, scenarios)?);
     out.push_str(&format!(
         "  overhead: world {:.1} simulated s/wall s, bare step loop {:.1}: ratio {:.2}x\n",
         sim_s / world_wall,
@@ -96,8 +103,71 @@ fn measure(scenarios: u64, tick_ms: u64) -> anyhow::Result<String> {
     Ok(out)
 }
 
+/// Kleppmann's pause, as shipped: 40 simulated seconds, most of them idle.
+const KLEPPMANN: &str = include_str!("../scenarios/kleppmann-gc-pause.toml");
+
+/// One scenario run both ways: CPU µs and the clock's work, jumping over idle ticks and stepping
+/// every tick.
+fn both_ways(scenario: &Scenario) -> anyhow::Result<[(f64, ClockWork); 2]> {
+    let mut out = [(0.0, ClockWork::default()); 2];
+    for (i, step_every_tick) in [false, true].into_iter().enumerate() {
+        let scenario = Scenario {
+            step_every_tick,
+            ..scenario.clone()
+        };
+        let start = Stopwatch::start();
+        let run = run_scenario(&scenario, None)?;
+        out[i] = (start.elapsed_us(), run.end.clock);
+    }
+    Ok(out)
+}
+
+/// The event clock's figures: what jumping over idle ticks saves on a mostly idle story and on
+/// the standard exploration profile.
+fn event_clock(tick_ms: u64, scenarios: u64) -> anyhow::Result<String> {
+    let mut kleppmann = Scenario::from_str(KLEPPMANN, "scenarios/kleppmann-gc-pause.toml")?;
+    kleppmann.tick_ms = tick_ms;
+    let [(jumped_us, jumped), (stepped_us, stepped)] = both_ways(&kleppmann)?;
+    let mut out = format!(
+        "  event clock: kleppmann-gc-pause ({} simulated s): {} steps + {} jumps for {} ticks; {:.2} ms CPU, {:.2} ms stepping every tick ({:.1}x)\n",
+        kleppmann.duration_ms / 1_000,
+        jumped.steps,
+        jumped.jumps,
+        stepped.steps,
+        jumped_us / 1e3,
+        stepped_us / 1e3,
+        stepped_us / jumped_us.max(1e-9),
+    );
+    // The standard exploration profile's first seeds, one at a time, both ways.
+    let template = standard_template(Algorithm::Redlock, Fencing::None, FencingMode::Unfenced, tick_ms)?;
+    let strategy = crate::explore::generate::case_strategy(
+        &crate::explore::topology(&template),
+        &crate::explore::generate::FaultProfile::default(),
+    );
+    let (mut totals_us, mut steps, mut ticks) = ([0.0; 2], 0, 0);
+    let seeds = scenarios.clamp(1, 40);
+    for seed in 0..seeds {
+        let case = crate::explore::generate::case_tree(seed, &strategy).current();
+        let scenario = crate::explore::case_scenario(&template, &case, seed);
+        let [(a_us, a), (b_us, b)] = both_ways(&scenario)?;
+        totals_us[0] += a_us;
+        totals_us[1] += b_us;
+        steps += a.steps;
+        ticks += b.steps;
+    }
+    out.push_str(&format!(
+        "  event clock: standard exploration profile ({seeds} seeds): {:.0}% of the ticks stepped; {:.1} vs {:.1} \
+         scenarios/s on 1 job ({:.2}x)\n",
+        100.0 * steps as f64 / ticks.max(1) as f64,
+        seeds as f64 / (totals_us[0] / 1e6).max(1e-9),
+        seeds as f64 / (totals_us[1] / 1e6).max(1e-9),
+        totals_us[1] / totals_us[0].max(1e-9),
+    ));
+    Ok(out)
+}
+
 /// The node counts of the scaling figure.
-pub const SCALING_NODES: [usize; 6] = [3, 12, 25, 50, 100, 200];
+pub const SCALING_NODES: [usize; 7] = [3, 12, 25, 50, 100, 200, 1_000];
 
 /// (masters, clients) of the two worlds with `nodes` nodes (the resource is one): one master
 /// and many clients; many Redlock masters and two clients (one when there are only three nodes).

@@ -139,7 +139,8 @@ impl NodeClock {
         }
         let rate = PPM + i128::from(s.drift_ppm);
         let elapsed_true = ahead_us * PPM / rate;
-        s.anchor_sim_us.saturating_add(u64::try_from(elapsed_true).unwrap_or(u64::MAX))
+        s.anchor_sim_us
+            .saturating_add(u64::try_from(elapsed_true).unwrap_or(u64::MAX))
     }
 
     /// The earliest true µs at which the monotonic reading in ms can be `monotonic_ms` or more
@@ -182,12 +183,21 @@ mod tests {
             clock.jump(-40);
             for target_ms in [0_i64, 1, 5, 999, 1_000, 123_457] {
                 let t = clock.true_us_when_monotonic_ms(target_ms);
-                assert!(clock.monotonic_ms(t + 1) >= target_ms || t < 3_001, "late for {target_ms} at {drift_ppm}");
-                assert!(t == 3_001 || clock.monotonic_ms(t - 1) < target_ms, "early for {target_ms} at {drift_ppm}");
+                assert!(
+                    clock.monotonic_ms(t + 1) >= target_ms || t < 3_001,
+                    "late for {target_ms} at {drift_ppm}"
+                );
+                assert!(
+                    t == 3_001 || clock.monotonic_ms(t - 1) < target_ms,
+                    "early for {target_ms} at {drift_ppm}"
+                );
                 let wall = clock.wall_ms(5_000) + target_ms;
                 let tw = clock.true_us_when_wall_ms(wall);
                 assert!(clock.wall_ms(tw + 1) >= wall, "wall late for {wall} at {drift_ppm}");
-                assert!(tw <= 5_000 + 1 || clock.wall_ms(tw - 1) < wall, "wall early for {wall} at {drift_ppm}");
+                assert!(
+                    tw <= 5_000 + 1 || clock.wall_ms(tw - 1) < wall,
+                    "wall early for {wall} at {drift_ppm}"
+                );
             }
         }
     }

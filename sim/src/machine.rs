@@ -1,5 +1,6 @@
 //! The machines: one single-threaded tokio runtime with a paused clock runs the software of every
-//! node, and the world steps it one tick at a time.
+//! node; the world steps it a tick at a time where something happens and jumps its clock over
+//! the ticks where nothing does ([`crate::timer`]).
 //!
 //! **What it models.** Each node runs software: a client's main future (the run ends when every
 //! client's has returned), or a server's (started again, afresh, after a restart). Every task a
@@ -13,7 +14,8 @@
 //! thread makes the same choices. tokio's own random choices (`select!` without `biased;`) are
 //! seeded from the run's seed (`--cfg tokio_unstable`). A step costs what the woken tasks cost:
 //! nothing here visits every node or every link, so a world of 200 nodes costs per event what a
-//! world of 3 does.
+//! world of 3 does. A jump ([`Machines::jump`]) moves the paused clock without running any task:
+//! the world has worked out that none would run.
 //!
 //! **What it leaves out.** No preemption (a task runs until it yields), no CPU time (code takes no
 //! simulated time to run), one scheduler for all nodes (a node's tasks interleave with other

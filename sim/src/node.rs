@@ -18,7 +18,7 @@ use crate::machine::TaskSet;
 use crate::pause::{PauseGate, TrueTime};
 use crate::wire::{SimListener, SimStream, Wire};
 use rand_chacha::ChaCha8Rng;
-use std::cell::{RefCell, RefMut};
+use std::cell::{Cell, RefCell, RefMut};
 use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
@@ -35,6 +35,9 @@ struct NodeInner {
     reply_drops: ReplyDrops,
     tasks: TaskSet,
     wire: Wire,
+    /// The monotonic reading of the last event this node recorded (the self-check that it
+    /// never goes backwards).
+    last_monotonic_ms: Cell<i64>,
 }
 
 /// A handle to one simulated node. Cheap to clone; not `Send` (a simulation runs on one thread).
@@ -78,6 +81,7 @@ impl Node {
                 reply_drops: ReplyDrops::default(),
                 tasks: TaskSet::default(),
                 wire,
+                last_monotonic_ms: Cell::new(i64::MIN),
             }),
         }
     }
@@ -156,11 +160,20 @@ impl Node {
     /// Appends an event stamped with the true time and this node's readings. Returns its `seq`.
     pub fn record(&self, kind: EventKind) -> u64 {
         let at_us = self.true_time_us();
+        let monotonic_ms = self.inner.clock.monotonic_ms(at_us);
+        // The simulator checks itself: a node's monotonic clock never reads less than it did.
+        assert!(
+            monotonic_ms >= self.inner.last_monotonic_ms.get(),
+            "simulator invariant: {}'s monotonic clock went from {} ms to {monotonic_ms} ms",
+            self.inner.name,
+            self.inner.last_monotonic_ms.get()
+        );
+        self.inner.last_monotonic_ms.set(monotonic_ms);
         self.inner.history.push(
             at_us,
             &self.inner.name,
             self.inner.clock.wall_ms(at_us),
-            self.inner.clock.monotonic_ms(at_us),
+            monotonic_ms,
             kind,
         )
     }

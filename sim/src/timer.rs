@@ -165,7 +165,11 @@ mod tests {
             "a timer at or before now has fired"
         );
         drop(a);
-        assert_eq!(timers.next_after(t0), Some(t0 + Duration::from_millis(5)), "one of two left");
+        assert_eq!(
+            timers.next_after(t0),
+            Some(t0 + Duration::from_millis(5)),
+            "one of two left"
+        );
         drop(b);
         assert_eq!(timers.next_after(t0), Some(t0 + Duration::from_millis(9)));
         drop(c);

@@ -20,7 +20,8 @@
 //! **Delay.** Each segment's one-way delay is `min + (max − min) · min(1, X)`, X exponential with
 //! mean 1/5, so most delays are short and a few reach the maximum, the shape of real network
 //! delay (the curve of turmoil, the simulator lockstep ran on before this module). Delivery happens at the world's
-//! step boundaries. Each direction of each link draws its delays and losses from a ChaCha stream
+//! step boundaries; the next segment's due time is one of the deadlines the world's event clock
+//! jumps to ([`Wire::next_due_us`]). Each direction of each link draws its delays and losses from a ChaCha stream
 //! of its own (`network/FROM/TO` of the run's seed): what one client sends never shifts the draws
 //! of another client's link, so two locks compared on one seed meet the same network wherever
 //! their own traffic does not differ.
@@ -143,6 +144,9 @@ struct Endpoint {
     dead: bool,
     /// When the last segment towards this end is due (segments of a connection keep their order).
     last_at_us: u64,
+    /// The send order of the last segment delivered to this end (the self-check that a
+    /// connection's bytes arrive in the order sent).
+    last_arrived_seq: Option<u64>,
     waker: Option<Waker>,
 }
 
@@ -157,6 +161,7 @@ impl Endpoint {
             write_shut: false,
             dead: false,
             last_at_us: 0,
+            last_arrived_seq: None,
             waker: None,
         }
     }
@@ -297,13 +302,20 @@ impl WireState {
 
     fn arrive(&mut self, segment: Segment) {
         let Segment {
+            at_us,
+            seq,
             from,
             to,
             conn,
             to_side,
             payload,
-            ..
         } = segment;
+        // The simulator checks itself: nothing arrives before it is due.
+        assert!(
+            at_us <= self.now_us,
+            "simulator invariant: a segment due at {at_us} µs arrived at {} µs",
+            self.now_us
+        );
         if let Payload::Syn { port } = payload {
             return self.arrive_syn(to, conn, port);
         }
@@ -314,6 +326,13 @@ impl WireState {
         if end.dead {
             return;
         }
+        // The simulator checks itself: a connection's segments arrive in the order they were sent.
+        assert!(
+            end.last_arrived_seq.is_none_or(|last| last < seq),
+            "simulator invariant: connection {conn} delivered segment {seq} after {:?}",
+            end.last_arrived_seq
+        );
+        end.last_arrived_seq = Some(seq);
         match payload {
             Payload::Syn { .. } => {}
             Payload::Data(bytes) => {

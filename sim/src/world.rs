@@ -7,6 +7,15 @@
 //! resumptions; it then advances true time by one tick, delivers the segments due by then and
 //! runs every task that is ready. Nothing here knows about locks or checkers.
 //!
+//! **The event clock.** After a step in which no task ran, the loop asks what is due next — the
+//! next fault, the next segment's delivery, the next timer the software armed, the end of a
+//! pause, the deployment's next deadline (a key's expiry by its server's clock, an fsync, a
+//! replication entry, a delayed restart, the Sentinel's timeout) — and jumps straight to the
+//! tick before it ([`World::skip_idle`]). Only ticks in which nothing would have happened are
+//! left out, so the history is the one stepping every tick gives ([`WorldConfig::skip_idle`]
+//! turns the jumps off; `tests/event_clock.rs` runs every shipped scenario both ways). A
+//! 40-second story with a 15-second pause is a few hundred steps, not 40,000.
+//!
 //! The world owns true time, the nodes, their pause gates and clocks, the network and the fault
 //! plan. The Redis deployment (masters, persistence, replicas, the Sentinel, the directory; see
 //! [`crate::deployment`]) is a component it drives through the hooks of `component.rs`:
@@ -601,6 +610,14 @@ impl World {
         self.clock_work.jumps_stopped += u64::from(reached_us < target_us);
         self.time.advance_to(landed_us);
         self.wire.advance_to(landed_us);
+        // The simulator checks itself (in test builds): nothing due was jumped over.
+        debug_assert!(
+            reached_us < target_us
+                || self
+                    .next_due_us(landed_us, next_fault_ms)
+                    .is_none_or(|due| due > landed_us),
+            "simulator invariant: a jump to {landed_us} µs passed something due"
+        );
         landed_us / 1_000
     }
 
@@ -650,7 +667,9 @@ impl World {
             self.log_resumptions();
             clients_finished = self
                 .machines
-                .step(Duration::from_micros(tick_ms * 1_000 - std::mem::take(&mut self.runtime_ahead_us)))
+                .step(Duration::from_micros(
+                    tick_ms * 1_000 - std::mem::take(&mut self.runtime_ahead_us),
+                ))
                 .map_err(|e| WorldError::Host(format!("at {now_ms} ms of simulated time: {e}")))?;
             polls_seen = self.time.timers().polls();
             self.clock_work.steps += 1;

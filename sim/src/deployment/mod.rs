@@ -114,15 +114,16 @@ impl Server {
     /// its restart delay, expire its next key, fsync.
     fn next_due_us(&self) -> Option<u64> {
         let clock = self.node.clock();
-        let restart = (!self.running && self.restart_pending).then(|| match (self.stopped_at, self.restart_delay_clock) {
-            (None, _) => 0,
-            (Some((_, mono)), DelayClock::Monotonic) => {
-                clock.true_us_when_monotonic_ms(mono.saturating_add_unsigned(self.restart_delay_ms))
-            }
-            (Some((wall, _)), DelayClock::Wall) => {
-                clock.true_us_when_wall_ms(wall.saturating_add_unsigned(self.restart_delay_ms))
-            }
-        });
+        let restart =
+            (!self.running && self.restart_pending).then(|| match (self.stopped_at, self.restart_delay_clock) {
+                (None, _) => 0,
+                (Some((_, mono)), DelayClock::Monotonic) => {
+                    clock.true_us_when_monotonic_ms(mono.saturating_add_unsigned(self.restart_delay_ms))
+                }
+                (Some((wall, _)), DelayClock::Wall) => {
+                    clock.true_us_when_wall_ms(wall.saturating_add_unsigned(self.restart_delay_ms))
+                }
+            });
         let reachable = self.reachable();
         // Active expiry removes a key once the wall clock reads past its expiry.
         let expiry = reachable
@@ -285,6 +286,8 @@ impl Deployment {
         let Some(server) = self.servers.get_mut(name) else {
             return;
         };
+        // The simulator checks itself: only a stopped server starts.
+        assert!(!server.running, "simulator invariant: {name} started while running");
         hosts.bounce(name);
         server.running = true;
         server.synced = server.engine.borrow().keyspace().clone();

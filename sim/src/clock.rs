@@ -19,7 +19,7 @@ use std::cell::Cell;
 const PPM: i128 = 1_000_000;
 
 /// The lowest drift is above this: at -1 000 000 ppm a clock stands still.
-pub const MIN_DRIFT_PPM: i64 = -1_000_000;
+pub(crate) const MIN_DRIFT_PPM: i64 = -1_000_000;
 
 /// A node's clock at the start of the run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -164,7 +164,7 @@ impl NodeClock {
 
     /// How many true microseconds pass while this clock counts `local_us`, rounded up so that a
     /// local sleep never ends early by its own clock.
-    pub fn local_to_sim_us(&self, local_us: u64) -> u64 {
+    pub(crate) fn local_to_sim_us(&self, local_us: u64) -> u64 {
         let rate = PPM + i128::from(self.drift_ppm());
         let numerator = i128::from(local_us) * PPM;
         ((numerator + rate - 1) / rate) as u64

@@ -18,7 +18,7 @@ impl Directory {
     }
 
     /// Every group and its current master.
-    pub fn snapshot(&self) -> BTreeMap<String, String> {
+    pub(crate) fn snapshot(&self) -> BTreeMap<String, String> {
         self.0.borrow().clone()
     }
 

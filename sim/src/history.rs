@@ -26,12 +26,12 @@ use std::rc::Rc;
 
 /// The longest reply (`Command::reply`) or operation error text (an `Op`'s `data.error`) an
 /// event keeps: a script's `error()` may carry megabytes, on every attempt.
-pub const MAX_EVENT_TEXT_BYTES: usize = 4096;
+pub(crate) const MAX_EVENT_TEXT_BYTES: usize = 4096;
 
 /// The longest command argument (`Command::args`) or expired key an event keeps: the largest
 /// value a scenario may send (a script lock's step is at most 64 KiB) is kept whole; what a
 /// script made bigger, or the replication stream copies of it, is cut.
-pub const MAX_EVENT_ARG_BYTES: usize = 65_536;
+pub(crate) const MAX_EVENT_ARG_BYTES: usize = 65_536;
 
 /// Cuts `text` to at most `max` bytes in all, its end replaced by `… (N bytes)` with `N` its
 /// length before; a text of at most `max` bytes is left alone (so cutting twice changes
@@ -45,7 +45,7 @@ pub fn bound_text(text: &mut String, max: usize) {
 
 /// `bytes` as lossy UTF-8, as [`bound_text`] would leave it (`N`: the number of bytes), without
 /// converting more than `max` bytes.
-pub fn bounded_lossy(bytes: &[u8], max: usize) -> String {
+pub(crate) fn bounded_lossy(bytes: &[u8], max: usize) -> String {
     let mut text = String::from_utf8_lossy(&bytes[..bytes.len().min(max)]).into_owned();
     if bytes.len() > max || text.len() > max {
         cut_with_note(&mut text, max, bytes.len());
@@ -54,7 +54,7 @@ pub fn bounded_lossy(bytes: &[u8], max: usize) -> String {
 }
 
 /// Cuts `text` so that with `… (total bytes)` appended it has at most `max` bytes.
-pub fn cut_with_note(text: &mut String, max: usize, total: usize) {
+pub(crate) fn cut_with_note(text: &mut String, max: usize, total: usize) {
     let note = format!("… ({total} bytes)");
     let mut cut = max.saturating_sub(note.len()).min(text.len());
     while !text.is_char_boundary(cut) {
@@ -86,7 +86,7 @@ fn bound_event(kind: &mut EventKind) {
 /// The bytes of text an event carries, what [`HistoryHandle::with_caps`] counts: its node's
 /// name, and its strings (an operation's name and data, a command's arguments, reply and key
 /// effects, keys, notes). The fixed part of an event is not counted (the number of events bounds it).
-pub fn text_bytes(node: &str, kind: &EventKind) -> usize {
+pub(crate) fn text_bytes(node: &str, kind: &EventKind) -> usize {
     fn json(value: &serde_json::Value) -> usize {
         match value {
             serde_json::Value::Null | serde_json::Value::Bool(_) | serde_json::Value::Number(_) => 8,
@@ -370,11 +370,11 @@ impl History {
 /// ([`crate::WorldError::HistoryFull`]). Below the caps nothing changes: the same events, in the
 /// same order, with the same digest.
 #[derive(Debug, Clone, Default)]
-pub struct HistoryHandle(Rc<RefCell<Recording>>);
+pub(crate) struct HistoryHandle(Rc<RefCell<Recording>>);
 
 /// Which cap of a [`HistoryHandle`] refused an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HistoryCap {
+pub(crate) enum HistoryCap {
     /// The number of events.
     Events,
     /// The bytes of text.
@@ -398,13 +398,15 @@ struct Recording {
 }
 
 impl HistoryHandle {
+    #[cfg(test)]
     /// A handle to a new, empty history without a cap.
     pub fn new() -> Self {
         Self::default()
     }
 
+    #[cfg(test)]
     /// A handle to a new, empty history that keeps at most `events_max` events.
-    pub fn with_cap(events_max: usize) -> Self {
+    pub(crate) fn with_cap(events_max: usize) -> Self {
         HistoryHandle(Rc::new(RefCell::new(Recording {
             events_max: Some(events_max),
             ..Recording::default()
@@ -413,7 +415,7 @@ impl HistoryHandle {
 
     /// A handle to a new, empty history that keeps at most `events_max` events, and events
     /// whose texts come to at most `bytes_max` bytes in all ([`text_bytes`]).
-    pub fn with_caps(events_max: usize, bytes_max: usize) -> Self {
+    pub(crate) fn with_caps(events_max: usize, bytes_max: usize) -> Self {
         HistoryHandle(Rc::new(RefCell::new(Recording {
             events_max: Some(events_max),
             bytes_max: Some(bytes_max),
@@ -446,8 +448,9 @@ impl HistoryHandle {
         recording.history.push(at_us, node, wall_ms, monotonic_ms, kind)
     }
 
+    #[cfg(test)]
     /// Whether an event was refused because the history had reached a cap.
-    pub fn overflowed(&self) -> bool {
+    pub(crate) fn overflowed(&self) -> bool {
         self.0.borrow().refused > 0
     }
 
@@ -456,9 +459,10 @@ impl HistoryHandle {
         self.0.borrow().full
     }
 
+    #[cfg(test)]
     /// The bytes of text of the events kept so far ([`text_bytes`]; counted only with a byte
     /// cap).
-    pub fn text_bytes(&self) -> usize {
+    pub(crate) fn text_bytes(&self) -> usize {
         self.0.borrow().bytes
     }
 
@@ -468,7 +472,7 @@ impl HistoryHandle {
     }
 
     /// A copy of the history so far.
-    pub fn snapshot(&self) -> History {
+    pub(crate) fn snapshot(&self) -> History {
         self.0.borrow().history.clone()
     }
 
@@ -480,14 +484,10 @@ impl HistoryHandle {
         std::mem::take(&mut recording.history)
     }
 
+    #[cfg(test)]
     /// The number of events so far.
     pub fn len(&self) -> usize {
         self.0.borrow().history.len()
-    }
-
-    /// Whether nothing happened yet.
-    pub fn is_empty(&self) -> bool {
-        self.0.borrow().history.is_empty()
     }
 }
 

@@ -39,7 +39,7 @@ type Software = Rc<dyn Fn() -> Pin<Box<dyn Future<Output = SoftwareResult>>>>;
 
 /// The tasks a node has spawned and not yet seen finish.
 #[derive(Clone, Default)]
-pub struct TaskSet(Rc<RefCell<TaskList>>);
+pub(crate) struct TaskSet(Rc<RefCell<TaskList>>);
 
 #[derive(Default)]
 struct TaskList {
@@ -78,7 +78,7 @@ struct Machine {
 /// Why a step failed.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct StepError(pub String);
+pub(crate) struct StepError(pub String);
 
 /// How many times one step may poll its own timer before it calls the software livelocked. The
 /// local set polls it once per round of up to 61 ready tasks, so this is about 12 million task

@@ -99,10 +99,10 @@ struct LinkInner {
 }
 
 /// Consecutive failed connects after which a link starts to back off.
-pub const BACKOFF_AFTER_FAILURES: u32 = 1_000;
+pub(crate) const BACKOFF_AFTER_FAILURES: u32 = 1_000;
 
 /// The longest wait between two connects of a backing-off link, ms of true time.
-pub const BACKOFF_MAX_MS: u64 = 30_000;
+pub(crate) const BACKOFF_MAX_MS: u64 = 30_000;
 
 /// The wait before the next connect after `failures` consecutive failures, ms (0: none).
 fn backoff_ms(failures: u32) -> u64 {
@@ -167,7 +167,7 @@ impl RedisLink {
     }
 
     /// Drops the current connection; the next request reconnects.
-    pub fn disconnect(&self) {
+    pub(crate) fn disconnect(&self) {
         self.inner.connection.borrow_mut().take();
         self.inner.connected_to.borrow_mut().take();
     }

@@ -135,7 +135,7 @@ impl Node {
     }
 
     /// The node's pause gate.
-    pub fn gate(&self) -> &PauseGate {
+    pub(crate) fn gate(&self) -> &PauseGate {
         &self.inner.gate
     }
 

@@ -25,7 +25,7 @@ use std::time::Duration;
 /// logged by different hosts within one step never appear out of time order. It also carries the
 /// world's registry of armed timers ([`Timers`]), which the step loop reads to skip idle time.
 #[derive(Debug, Clone, Default)]
-pub struct TrueTime {
+pub(crate) struct TrueTime {
     now_us: Rc<Cell<u64>>,
     timers: Rc<Timers>,
 }
@@ -75,7 +75,7 @@ impl TrueTime {
     ///
     /// # Panics
     /// If `at_us` is earlier than the current time: the scheduler never goes back in time.
-    pub fn advance_to(&self, at_us: u64) {
+    pub(crate) fn advance_to(&self, at_us: u64) {
         assert!(
             at_us >= self.now_us.get(),
             "true time went backwards: {at_us} < {}",
@@ -87,7 +87,7 @@ impl TrueTime {
 
 /// The gate of one node: closed until a true instant, or open.
 #[derive(Debug, Clone)]
-pub struct PauseGate {
+pub(crate) struct PauseGate {
     paused_until_us: Rc<Cell<u64>>,
     time: TrueTime,
 }
@@ -102,7 +102,7 @@ impl PauseGate {
     }
 
     /// Freezes the node for `duration_us` from now. Overlapping pauses extend each other.
-    pub fn pause_for_us(&self, duration_us: u64) {
+    pub(crate) fn pause_for_us(&self, duration_us: u64) {
         let until = self.time.now_us().saturating_add(duration_us);
         self.paused_until_us.set(self.paused_until_us.get().max(until));
     }
@@ -113,7 +113,7 @@ impl PauseGate {
     }
 
     /// When the current pause ends (true µs); `None` when not paused.
-    pub fn paused_until_us(&self) -> Option<u64> {
+    pub(crate) fn paused_until_us(&self) -> Option<u64> {
         self.is_paused().then(|| self.paused_until_us.get())
     }
 
@@ -128,7 +128,7 @@ impl PauseGate {
 }
 
 /// A future polled only while its node is not paused.
-pub struct Gated<F: Future> {
+pub(crate) struct Gated<F: Future> {
     gate: PauseGate,
     inner: Pin<Box<F>>,
     wake_timer: Option<(Pin<Box<tokio::time::Sleep>>, Armed)>,

@@ -265,7 +265,7 @@ impl Replication {
     }
 
     /// Whether `node` is a master with at least one replica.
-    pub fn has_replicas(&self, node: &str) -> bool {
+    pub(crate) fn has_replicas(&self, node: &str) -> bool {
         self.group_of(node)
             .is_some_and(|g| g.master == node && !g.links.is_empty())
     }
@@ -435,7 +435,7 @@ impl Replication {
     /// When, at the earliest (true µs), a stream entry is due at a reachable replica, a replica
     /// must resynchronise (`now_us`), or the Sentinel's timeout for an unreachable master runs
     /// out.
-    pub fn next_due_us(&self, now_us: u64, reachable: &dyn Fn(&str) -> bool) -> Option<u64> {
+    pub(crate) fn next_due_us(&self, now_us: u64, reachable: &dyn Fn(&str) -> bool) -> Option<u64> {
         let mut due: Option<u64> = None;
         let mut at = |us: u64| due = Some(due.map_or(us, |d| d.min(us)));
         for group in self.groups.values() {

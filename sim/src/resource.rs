@@ -142,7 +142,7 @@ impl FencedStore {
 
     /// Reads a key on behalf of the holder of `token`. When fenced, a token below the highest
     /// seen is refused (`None`), and an accepted one raises the highest seen.
-    pub fn read_fenced(&mut self, key: &str, token: Option<u64>) -> Option<Slot> {
+    pub(crate) fn read_fenced(&mut self, key: &str, token: Option<u64>) -> Option<Slot> {
         if self.mode == FencingMode::Unfenced {
             return Some(self.read(key));
         }
@@ -155,11 +155,6 @@ impl FencedStore {
         }
         slot.highest_token = Some(slot.highest_token.map_or(t, |h| h.max(t)));
         Some(*slot)
-    }
-
-    /// Every key's state, in key order.
-    pub fn slots(&self) -> &BTreeMap<String, Slot> {
-        &self.slots
     }
 }
 

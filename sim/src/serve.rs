@@ -27,10 +27,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 /// What a server does with one command: `(connection id, peer host name, args) -> reply`.
-pub type Handler = Rc<dyn Fn(u64, &str, &[Bytes]) -> Reply>;
+pub(crate) type Handler = Rc<dyn Fn(u64, &str, &[Bytes]) -> Reply>;
 
 /// A reply now, or one that a blocking command gives later.
-pub enum Response {
+pub(crate) enum Response {
     /// The reply.
     Now(Reply),
     /// The reply, once the future completes (the connection reads nothing meanwhile).
@@ -41,7 +41,7 @@ pub enum Response {
 
 /// What a server with per-connection state learns about its connections.
 #[derive(Clone)]
-pub struct ConnectionHooks {
+pub(crate) struct ConnectionHooks {
     /// A connection was accepted: returns the receiver of the replies pushed to it.
     pub open: Rc<dyn Fn(u64) -> mpsc::UnboundedReceiver<Reply>>,
     /// A connection ended (EOF, error, or protocol error).
@@ -49,7 +49,7 @@ pub struct ConnectionHooks {
 }
 
 /// What a server with blocking commands does with one command.
-pub type DeferringHandler = Rc<dyn Fn(u64, &str, &[Bytes]) -> Response>;
+pub(crate) type DeferringHandler = Rc<dyn Fn(u64, &str, &[Bytes]) -> Response>;
 
 /// Listens on `port` and serves RESP commands with `handler` until the host is crashed.
 pub async fn serve(node: Node, port: u16, handler: Handler) -> SoftwareResult {
@@ -58,12 +58,12 @@ pub async fn serve(node: Node, port: u16, handler: Handler) -> SoftwareResult {
 }
 
 /// Like [`serve`], with a handler that may answer later.
-pub async fn serve_deferring(node: Node, port: u16, handler: DeferringHandler) -> SoftwareResult {
+pub(crate) async fn serve_deferring(node: Node, port: u16, handler: DeferringHandler) -> SoftwareResult {
     serve_with_hooks(node, port, handler, None).await
 }
 
 /// Like [`serve_deferring`], with per-connection hooks.
-pub async fn serve_with_hooks(
+pub(crate) async fn serve_with_hooks(
     node: Node,
     port: u16,
     handler: DeferringHandler,
@@ -197,6 +197,6 @@ pub fn render_reply(reply: &Reply) -> String {
 }
 
 /// Lossy UTF-8 renderings of command arguments.
-pub fn render_args(args: &[Bytes]) -> Vec<String> {
+pub(crate) fn render_args(args: &[Bytes]) -> Vec<String> {
     args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect()
 }

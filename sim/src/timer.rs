@@ -17,7 +17,7 @@
 //! back by its node's pause gate ([`crate::pause::Gated`]), the jump stops there, and the world
 //! steps normally from the tick that timer falls in. Such a task runs at the right true time,
 //! but not necessarily in the same order among the other tasks of that tick as without
-//! skipping; [`Timers::interruptions`] counts these stops.
+//! skipping; [`crate::world::ClockWork::jumps_stopped`] counts these stops.
 //!
 //! **What it leaves out.** Only timers armed through the simulator are known ahead; the runtime
 //! has no public way to ask for its next timer.
@@ -31,7 +31,7 @@ use tokio::time::Instant;
 
 /// The timers armed in one world, and the state of a jump over idle time.
 #[derive(Debug, Default)]
-pub struct Timers {
+pub(crate) struct Timers {
     /// Runtime instant → how many armed timers fire then.
     armed: RefCell<BTreeMap<Instant, u32>>,
     /// How many times any node's task has been polled (to tell a busy step from an idle one).
@@ -43,8 +43,6 @@ pub struct Timers {
     held_back: RefCell<Vec<Waker>>,
     /// The jump's own waker: a held-back task wakes it, so the jump stops at once.
     jump_waker: RefCell<Option<Waker>>,
-    /// How many jumps stopped early at an unknown timer.
-    interruptions: Cell<u64>,
 }
 
 impl Timers {
@@ -105,21 +103,12 @@ impl Timers {
         true
     }
 
-    /// Wakes the tasks held back during a jump, in the order they were polled; counts the jump
-    /// as interrupted when there were any.
+    /// Wakes the tasks held back during a jump, in the order they were polled.
     pub(crate) fn release_held_back(&self) {
         let held: Vec<Waker> = std::mem::take(&mut *self.held_back.borrow_mut());
-        if !held.is_empty() {
-            self.interruptions.set(self.interruptions.get() + 1);
-        }
         for waker in held {
             waker.wake();
         }
-    }
-
-    /// How many jumps over idle time stopped at a timer the simulator did not know.
-    pub fn interruptions(&self) -> u64 {
-        self.interruptions.get()
     }
 
     fn disarm(&self, at: Instant) {
@@ -189,7 +178,6 @@ mod tests {
         timers.set_jumping(false);
         timers.release_held_back();
         assert!(!timers.held_back_any(&waker));
-        assert_eq!(timers.interruptions(), 1);
         assert_eq!(timers.polls(), 1, "a held-back poll is not a poll");
     }
 }

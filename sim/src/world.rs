@@ -46,7 +46,7 @@ pub use crate::clock::ClockSpec;
 pub use crate::role::Role;
 
 /// 2026-01-01T00:00:00Z: the wall time every node's clock starts from (plus its offset).
-pub const DEFAULT_EPOCH_MS: i64 = 1_767_225_600_000;
+pub(crate) const DEFAULT_EPOCH_MS: i64 = 1_767_225_600_000;
 
 /// The default cap on a run's history, in events ([`WorldConfig::history_events_max`]). The
 /// largest shipped scenario records about 1,300; an event takes about 1 KB of memory, so a million

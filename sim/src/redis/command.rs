@@ -112,12 +112,13 @@ impl RedisEngine {
         std::mem::take(&mut self.effects)
     }
 
+    #[cfg(test)]
     /// Sets `maxmemory`: once the keyspace holds more than `bytes`
     /// ([`Keyspace::used_bytes`]), commands that may grow it answer
     /// `OOM command not allowed when used memory > 'maxmemory'.` (Redis' `noeviction` policy).
     /// The default is [`super::DEFAULT_MAXMEMORY_BYTES`]; the engine also shares the budget of
     /// the world it was built in ([`super::MemoryPool`]).
-    pub fn set_maxmemory(&mut self, bytes: usize) {
+    pub(crate) fn set_maxmemory(&mut self, bytes: usize) {
         self.memory.maxmemory = bytes;
     }
 
@@ -131,9 +132,10 @@ impl RedisEngine {
         self.db.ks.used_bytes()
     }
 
+    #[cfg(test)]
     /// The memory the Lua VM holds, in bytes (at most 64 MiB; a VM left holding more than 4 MiB
     /// by a script is collected right after it).
-    pub fn lua_memory(&self) -> usize {
+    pub(crate) fn lua_memory(&self) -> usize {
         self.scripts.used_memory()
     }
 
@@ -181,7 +183,7 @@ impl RedisEngine {
     /// `SUBSCRIBE`/`UNSUBSCRIBE` (one per channel). In subscribed mode (RESP2) only those,
     /// `PING` (answered `["pong", msg]`), `QUIT` and `RESET` are allowed. Messages published
     /// meanwhile are collected by [`RedisEngine::take_pushes`].
-    pub fn execute_conn(&mut self, session: &mut ClientSession, args: &[Bytes], now_wall_ms: i64) -> Vec<Reply> {
+    pub(crate) fn execute_conn(&mut self, session: &mut ClientSession, args: &[Bytes], now_wall_ms: i64) -> Vec<Reply> {
         let name = args
             .first()
             .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
@@ -219,12 +221,12 @@ impl RedisEngine {
     }
 
     /// Drains the messages published since the last call: `(session id, push)` in order.
-    pub fn take_pushes(&mut self) -> Vec<(i64, Reply)> {
+    pub(crate) fn take_pushes(&mut self) -> Vec<(i64, Reply)> {
         std::mem::take(&mut self.db.outbox)
     }
 
     /// Forgets a closed connection: its watched keys and its subscriptions.
-    pub fn forget_session(&mut self, session: &mut ClientSession) {
+    pub(crate) fn forget_session(&mut self, session: &mut ClientSession) {
         self.unwatch(session);
         for channel in std::mem::take(&mut session.subscriptions) {
             self.leave_channel(&channel, session.id);
@@ -544,8 +546,9 @@ impl RedisEngine {
         self.report_memory();
     }
 
+    #[cfg(test)]
     /// Number of keys not expired at `now_wall_ms`.
-    pub fn key_count(&self, now_wall_ms: i64) -> usize {
+    pub(crate) fn key_count(&self, now_wall_ms: i64) -> usize {
         self.db.ks.live_len(now_wall_ms)
     }
 

@@ -26,10 +26,10 @@ pub enum Value {
 
 /// What a key costs besides its name and value, in [`Keyspace::used_bytes`]: Redis' dict entry,
 /// object header and expiry slot, roughly.
-pub const ENTRY_OVERHEAD_BYTES: usize = 64;
+pub(crate) const ENTRY_OVERHEAD_BYTES: usize = 64;
 
 /// What each list element or hash field costs besides its bytes (its listpack/quicklist entry).
-pub const ITEM_OVERHEAD_BYTES: usize = 16;
+pub(crate) const ITEM_OVERHEAD_BYTES: usize = 16;
 
 impl Value {
     /// The bytes this value counts for in [`Keyspace::used_bytes`]: a string's length; a list's
@@ -46,7 +46,7 @@ impl Value {
     }
 
     /// The name `TYPE` reports for this value (`string`, `list`).
-    pub fn type_name(&self) -> &'static str {
+    pub(crate) fn type_name(&self) -> &'static str {
         match self {
             Value::String(_) => "string",
             Value::List(_) => "list",
@@ -66,7 +66,7 @@ pub struct Entry {
 
 impl Entry {
     /// Whether this entry is logically expired at `now_ms` (Redis: `now > expire_at`).
-    pub fn is_expired_at(&self, now_ms: i64) -> bool {
+    pub(crate) fn is_expired_at(&self, now_ms: i64) -> bool {
         self.expire_at_ms.is_some_and(|t| now_ms > t)
     }
 }
@@ -95,7 +95,7 @@ pub struct Keyspace {
 }
 
 /// One key a command changed: `(key, before, after)`, each `None` when absent or expired.
-pub type KeyChange = (Bytes, Option<Entry>, Option<Entry>);
+pub(crate) type KeyChange = (Bytes, Option<Entry>, Option<Entry>);
 
 /// What one entry counts for in [`Keyspace::used_bytes`].
 fn entry_bytes(key: &[u8], value: &Value) -> usize {
@@ -135,13 +135,13 @@ impl Keyspace {
     }
 
     /// Number of keys that are not expired at `now_ms`.
-    pub fn live_len(&self, now_ms: i64) -> usize {
+    pub(crate) fn live_len(&self, now_ms: i64) -> usize {
         let due = self.expiries.range(..(now_ms, Bytes::new())).count();
         self.entries.len() - due
     }
 
     /// The entry of `key` if it exists and is not expired at `now_ms`. Does not reclaim.
-    pub fn peek(&self, key: &[u8], now_ms: i64) -> Option<&Entry> {
+    pub(crate) fn peek(&self, key: &[u8], now_ms: i64) -> Option<&Entry> {
         self.entries.get(key).filter(|e| !e.is_expired_at(now_ms))
     }
 
@@ -151,7 +151,7 @@ impl Keyspace {
     }
 
     /// Like [`Keyspace::peek`], but reclaims the key if it is expired (lazy expiry).
-    pub fn lookup(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
+    pub(crate) fn lookup(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
         self.expire_if_needed(key, now_ms);
         self.entries.get(key)
     }
@@ -180,7 +180,7 @@ impl Keyspace {
     }
 
     /// Drains the keys modified since the last call, in key order.
-    pub fn take_touched(&mut self) -> BTreeSet<Bytes> {
+    pub(crate) fn take_touched(&mut self) -> BTreeSet<Bytes> {
         std::mem::take(&mut self.touched)
     }
 
@@ -214,7 +214,7 @@ impl Keyspace {
     }
 
     /// Sets or clears the expiry of an existing key. Returns `false` if the key is not stored.
-    pub fn set_expire(&mut self, key: &[u8], expire_at_ms: Option<i64>) -> bool {
+    pub(crate) fn set_expire(&mut self, key: &[u8], expire_at_ms: Option<i64>) -> bool {
         let Some((stored_key, entry)) = self.entries.get_key_value(key) else {
             return false;
         };
@@ -235,13 +235,13 @@ impl Keyspace {
 
     /// The earliest expiry time of any key, wall ms (a key is removed once the clock reads
     /// past it).
-    pub fn next_expiry_ms(&self) -> Option<i64> {
+    pub(crate) fn next_expiry_ms(&self) -> Option<i64> {
         self.expiries.first().map(|(t, _)| *t)
     }
 
     /// Removes every key that is expired at `now_ms` (expiry `< now_ms`) and returns them in
     /// key order. Costs one index probe when nothing is due.
-    pub fn remove_expired(&mut self, now_ms: i64) -> Vec<Bytes> {
+    pub(crate) fn remove_expired(&mut self, now_ms: i64) -> Vec<Bytes> {
         let mut due: Vec<Bytes> = Vec::new();
         while let Some((t, _)) = self.expiries.first() {
             if *t >= now_ms {
@@ -286,13 +286,13 @@ impl Keyspace {
     }
 
     /// Starts noting what the next command changes ([`Keyspace::end_journal`]).
-    pub fn begin_journal(&mut self) {
+    pub(crate) fn begin_journal(&mut self) {
         self.journal = Some(BTreeMap::new());
     }
 
     /// Stops noting and returns every key whose logical state (value and expiry, as seen at
     /// `now_ms`: an expired entry counts as absent) differs from before the command, in key order.
-    pub fn end_journal(&mut self, now_ms: i64) -> Vec<KeyChange> {
+    pub(crate) fn end_journal(&mut self, now_ms: i64) -> Vec<KeyChange> {
         let Some(journal) = self.journal.take() else {
             return Vec::new();
         };

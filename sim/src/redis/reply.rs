@@ -42,8 +42,9 @@ impl Reply {
         Reply::Error(text.into())
     }
 
+    #[cfg(test)]
     /// Whether this is an error reply.
-    pub fn is_error(&self) -> bool {
+    pub(crate) fn is_error(&self) -> bool {
         matches!(self, Reply::Error(_))
     }
 }

@@ -39,8 +39,9 @@ impl ReplyEncoder {
         Self::default()
     }
 
+    #[cfg(test)]
     /// Whether the connection speaks RESP3.
-    pub fn is_resp3(&self) -> bool {
+    pub(crate) fn is_resp3(&self) -> bool {
         self.resp3
     }
 
@@ -70,7 +71,7 @@ impl ReplyEncoder {
     }
 
     /// Writes a message pushed to the connection (a pub/sub message).
-    pub fn encode_push(&self, reply: &Reply, out: &mut BytesMut) {
+    pub(crate) fn encode_push(&self, reply: &Reply, out: &mut BytesMut) {
         if self.resp3 {
             encode_shaped(reply, Shape::Push, out);
         } else {

@@ -43,7 +43,7 @@ impl ClientSession {
 
     /// Marks the open transaction as failed (a command refused while queueing, e.g. a write
     /// refused by a replica): `EXEC` will answer `EXECABORT`.
-    pub fn flag_transaction(&mut self) {
+    pub(crate) fn flag_transaction(&mut self) {
         if self.multi.is_some() {
             self.multi_error = true;
         }

@@ -104,7 +104,11 @@ fn draws() -> String {
                 case_lines(&mut out, &tag, &template, &tree.current());
                 // proptest's shrinking: a fixed walk of simplify and complicate steps.
                 for step in 0..10 {
-                    let moved = if step % 3 == 2 { tree.complicate() } else { tree.simplify() };
+                    let moved = if step % 3 == 2 {
+                        tree.complicate()
+                    } else {
+                        tree.simplify()
+                    };
                     let _ = writeln!(out, "{tag} step {step} {moved} {}", digest(&tree.current()));
                 }
             }

@@ -123,6 +123,8 @@ pub struct Assumptions {
     /// The masters (of the lock, or the fencing counter's) whose Sentinel promotes a replica
     /// once they have been unreachable this long, ms (`failover_after_ms` with replicas).
     pub failover_after_ms: BTreeMap<String, u64>,
+    /// The replicas of the masters the lock uses (one of them is promoted by a failover).
+    pub replicas: BTreeMap<String, Vec<String>>,
     /// The client names.
     pub clients: Vec<String>,
     /// The resource's node name.
@@ -249,6 +251,7 @@ impl Assumptions {
                     .map(|after| (m.clone(), after))
             })
             .collect();
+        let replicas = masters.iter().map(|m| (m.clone(), template.replicas_of(m))).collect();
         Assumptions {
             algorithm: lock.algorithm.name().to_string(),
             ttl_ms,
@@ -267,6 +270,7 @@ impl Assumptions {
             durable_masters,
             fencing_persistence,
             failover_after_ms,
+            replicas,
             clients: template.clients.iter().map(|c| c.name.clone()).collect(),
             resource: crate::model::RESOURCE_NODE.to_string(),
         }
@@ -329,10 +333,8 @@ impl Assumptions {
         )
     }
 
-    /// The master whose key may vanish early under `effect`, and why.
-    /// `stopped_once`: the masters that only one stop of the whole plan stops (a second stop may
-    /// restart the master early: a restart of a running server is immediate).
-    fn key_loss(&self, effect: &Effect, stopped_once: &BTreeSet<String>) -> Option<(String, String)> {
+    /// The master whose key may vanish early under `effect`, and why, in the whole `plan`.
+    fn key_loss(&self, effect: &Effect, plan: &PlanView) -> Option<(String, String)> {
         // A restart without `appendfsync always` loses the key; held down for a TTL and the drift
         // allowance it is harmless: the master grants nothing while down and returns after every
         // lease claimed before its crash (a lease claimed while it was down holds no copy there).
@@ -345,7 +347,7 @@ impl Assumptions {
                     let how = format!("is down {}", seconds(down_ms));
                     return Some((node.to_string(), Self::failover_text(node, &how, after_ms)));
                 }
-                let held_down = down_ms >= harmless_ms && stopped_once.contains(node);
+                let held_down = down_ms >= harmless_ms && plan.stopped_once.contains(node);
                 (!self.durable_masters.contains(node) && !held_down).then(|| {
                     (
                         node.to_string(),
@@ -354,7 +356,17 @@ impl Assumptions {
                 })
             }
             Effect::Failover { node } if self.is_master(node) => {
-                Some((node.to_string(), format!("{node} fails over to a replica")))
+                // Expiries replicate as absolute times: a promoted replica whose wall clock runs
+                // ahead expires the key early, even with every write replicated.
+                let ahead = self.replicas.get(node).into_iter().flatten().find_map(|r| {
+                    plan.forward_ms.get(r).map(|ms| {
+                        format!(", and {r}'s wall clock runs {ms} ms ahead: promoted, it expires the key early")
+                    })
+                });
+                Some((
+                    node.to_string(),
+                    format!("{node} fails over to a replica{}", ahead.unwrap_or_default()),
+                ))
             }
             // A pause is harmless to the keys, unless it lasts long enough for a failover.
             Effect::Freeze { node, length_ms, .. } if self.is_master(node) => {
@@ -574,14 +586,14 @@ impl Assumptions {
         }
         // Masters losing the key early.
         let mut lost: BTreeMap<String, String> = BTreeMap::new();
-        let stopped_once = stopped_once(&effects);
+        let plan = PlanView::of(&effects);
         for effect in &effects {
-            if let Some((node, why)) = self.key_loss(effect, &stopped_once) {
+            if let Some((node, why)) = self.key_loss(effect, &plan) {
                 lost.entry(node).or_insert(why);
             }
         }
         // A master's clock stepped forward past the allowance, in one step or in several.
-        for (node, forward_ms) in forward_jumps(&effects) {
+        for (node, forward_ms) in plan.forward_ms {
             if !self.is_master(&node) {
                 continue;
             }
@@ -676,12 +688,12 @@ impl Assumptions {
     /// ([`GenFault::without_key_loss`]); strengths are clamped through the one strength each kind
     /// has ([`GenFault::scale_magnitude`]).
     pub fn bound(&self, mut case: ExploreCase) -> ExploreCase {
-        let stopped_once = stopped_once(&case.faults.iter().flat_map(GenFault::effects).collect::<Vec<_>>());
+        let plan = PlanView::of(&case.faults.iter().flat_map(GenFault::effects).collect::<Vec<_>>());
         for fault in case.faults.iter_mut() {
             let loses = fault
                 .effects()
                 .iter()
-                .any(|e| self.key_loss(e, &stopped_once).is_some() || self.counter_loss(e).is_some());
+                .any(|e| self.key_loss(e, &plan).is_some() || self.counter_loss(e).is_some());
             if loses {
                 // No master may lose the key early: a quick restart becomes a pause of that master
                 // as long as its downtime (forward clock steps are bounded below, all together).
@@ -785,6 +797,23 @@ fn absence_of(fault: &GenFault) -> Option<&str> {
     }
 }
 
+/// What a fault's effect means depends on the rest of the plan: the masters only one stop
+/// stops (a second stop may restart the master early: a restart of a running server is
+/// immediate), and how far each node's wall clock is stepped forward in all.
+struct PlanView {
+    stopped_once: BTreeSet<String>,
+    forward_ms: BTreeMap<String, u64>,
+}
+
+impl PlanView {
+    fn of(effects: &[Effect]) -> PlanView {
+        PlanView {
+            stopped_once: stopped_once(effects),
+            forward_ms: forward_jumps(effects),
+        }
+    }
+}
+
 /// The sum of each node's forward wall-clock steps, ms.
 fn forward_jumps(effects: &[Effect]) -> BTreeMap<String, u64> {
     let mut sums: BTreeMap<String, u64> = BTreeMap::new();
@@ -853,7 +882,7 @@ fn stopped_once(effects: &[Effect]) -> BTreeSet<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explore::kinds::{ClockJump, Crash, Drift, Hold, Loss, Partition, Pause};
+    use crate::explore::kinds::{ClockJump, Crash, Drift, Failover, Hold, Loss, Partition, Pause};
 
     fn template(lock: &str) -> Scenario {
         let source = format!(
@@ -1206,6 +1235,45 @@ mod tests {
             bounded.faults
         );
         assert!(!a.classify(&bounded).iter().any(|b| b.assumption == Assumption::Masters));
+    }
+
+    #[test]
+    fn a_failover_to_a_replica_whose_clock_runs_ahead_says_so() {
+        let a = Assumptions::of(&scenario(
+            "[[topology.master]]\nname = \"redis-1\"\nreplicas = 1\nreplication_lag_ms = 50",
+            "algorithm = \"token-release\"",
+            "work_ms = 100",
+        ));
+        let failover = GenFault::Failover(Failover {
+            at_ms: 2_000,
+            node: "redis-1".into(),
+        });
+        let plain = a.classify(&case(vec![failover.clone()]));
+        assert_eq!(plain.len(), 1, "{plain:?}");
+        assert_eq!(plain[0].assumption, Assumption::Masters);
+        assert!(
+            plain[0].detail.contains("redis-1 fails over to a replica)"),
+            "{}",
+            plain[0].detail
+        );
+        // Redis replicates expiries as absolute times: the promoted replica judges the key by
+        // its own clock (scenarios/replica-clock-failover.toml).
+        let ahead = a.classify(&case(vec![
+            GenFault::ClockJump(ClockJump {
+                at_ms: 1_000,
+                node: "redis-1-replica-1".into(),
+                delta_ms: 9_000,
+            }),
+            failover,
+        ]));
+        assert_eq!(ahead.len(), 1, "{ahead:?}");
+        assert!(
+            ahead[0]
+                .detail
+                .contains("redis-1-replica-1's wall clock runs 9000 ms ahead: promoted, it expires the key early"),
+            "{}",
+            ahead[0].detail
+        );
     }
 
     #[test]

@@ -26,12 +26,13 @@ pub const GENERATED_KINDS: &[&str] = &[
     "failover",
     "rolling-restart",
     "drop-reply",
+    "replica-clock",
 ];
 
 /// The kinds switched on by name only, last in [`GENERATED_KINDS`]: a kind added after the
 /// explorer's first digests were committed is one of them, so that a seed's plan under the
 /// default kinds stays what it was.
-pub const OPT_IN_KINDS: &[&str] = &["drop-reply"];
+pub const OPT_IN_KINDS: &[&str] = &["drop-reply", "replica-clock"];
 
 /// The kinds on when none are named: [`GENERATED_KINDS`] without the [`OPT_IN_KINDS`].
 pub const DEFAULT_KINDS: &[&str] = GENERATED_KINDS.split_at(GENERATED_KINDS.len() - OPT_IN_KINDS.len()).0;

@@ -235,6 +235,8 @@ registry! {
     failover::Failover,
     /// A server runs a client's next requests and loses their replies.
     drop_reply::DropReply,
+    /// Step a replica's wall clock ahead, then fail its group over to it.
+    replica_clock::ReplicaClock,
 }
 
 fn entry(kind: &str) -> Option<&'static Entry> {

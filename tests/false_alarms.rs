@@ -19,6 +19,7 @@
 
 use lockstep::explore::assumptions::{Assumption, Assumptions};
 use lockstep::explore::generate::{ExploreCase, GenFault};
+use lockstep::explore::kinds::Pause;
 use lockstep::prelude::*;
 use std::path::Path;
 use std::process::Command;
@@ -131,11 +132,11 @@ fn a_pause_longer_than_the_validity_left_breaks_timing() {
     assert_eq!(assumptions.lease_left_ms, 200);
     let pause = ExploreCase {
         clients: 3,
-        faults: vec![GenFault::Pause {
+        faults: vec![GenFault::Pause(Pause {
             at_ms: 6_776,
             node: "client-2".into(),
             duration_ms: 1_453,
-        }],
+        })],
         shape: None,
     };
     let broken = assumptions.classify(&pause);

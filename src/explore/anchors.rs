@@ -43,6 +43,9 @@
 
 pub use super::generate::WorkloadShape;
 use super::generate::{ExploreCase, FaultProfile, GenFault, Topology, DEFAULT_KINDS};
+use super::kinds::pick_one as pick;
+pub use super::kinds::NEAR_MS;
+use super::kinds::{Aim, OperationAim};
 use crate::history::{OpHistory, OpName, StepKind};
 use crate::model::AlgorithmSpec;
 use crate::scenario::{Scenario, WorkMs};
@@ -316,9 +319,6 @@ fn operations_of(ops: &OpHistory<'_>) -> Vec<OpWindow> {
         .collect()
 }
 
-/// Offsets, ms, for "just before" and "just after" an anchor.
-pub const NEAR_MS: [u64; 4] = [1, 5, 20, 100];
-
 /// Whether the template's workload can be reshaped: clients loop over the shared workload, with
 /// no scripted per-client work or iteration counts.
 pub fn shape_applies(template: &Scenario) -> bool {
@@ -474,19 +474,19 @@ pub fn apply_shape(scenario: &mut Scenario, shape: &WorkloadShape) {
     scenario.workload.work_ms = WorkMs::Range(shape.work_ms_min, shape.work_ms_max.max(shape.work_ms_min));
 }
 
-/// Whether anchored placement also draws `drop-reply`: when the profile is the default kind set
-/// (the opt-in exists to keep random placement's digests, which anchored placement does not
-/// share).
+/// The kinds anchored placement draws: the profile's, and, when the profile holds every default
+/// kind, the opt-in kinds that say so (`drop-reply`: the opt-in exists to keep random
+/// placement's digests, which anchored placement does not share).
 fn kinds_of(profile: &FaultProfile) -> Vec<String> {
     let mut kinds = profile.kinds.clone();
-    if DEFAULT_KINDS.iter().all(|k| kinds.iter().any(|p| p == k)) && !kinds.iter().any(|k| k == "drop-reply") {
-        kinds.push("drop-reply".to_string());
+    if DEFAULT_KINDS.iter().all(|k| kinds.iter().any(|p| p == k)) {
+        for extra in GenFault::anchored_with_defaults() {
+            if !kinds.iter().any(|k| k == extra) {
+                kinds.push(extra.to_string());
+            }
+        }
     }
     kinds
-}
-
-fn pick<'a>(rng: &mut ChaCha8Rng, names: &'a [String]) -> Option<&'a String> {
-    (!names.is_empty()).then(|| &names[rng.random_range(0..names.len())])
 }
 
 /// The instant a fault is placed at, relative to anchor `i`: just before, just after, or inside
@@ -517,16 +517,8 @@ fn validity_end_after(anchors: &[Anchor], client: Option<&String>, at_ms: u64) -
         .map(|a| a.at_ms)
 }
 
-/// A duration sized by the TTL: short, around the TTL, or past the validity left.
-fn aimed_length(rng: &mut ChaCha8Rng, ttl: u64, left_ms: Option<u64>) -> u64 {
-    match (rng.random_range(0..4u8), left_ms) {
-        (0, _) => rng.random_range(1..=(ttl / 10).max(1)),
-        (1, Some(left)) => left + NEAR_MS[rng.random_range(0..NEAR_MS.len())],
-        _ => rng.random_range((ttl / 2).max(1)..=(2 * ttl).max(2)),
-    }
-}
-
-/// One fault of `kind` aimed at anchor `i`; `None` when the topology has no node for it.
+/// One fault of `kind` aimed at anchor `i` (the kind draws it: [`GenFault::aim`]); `None` when
+/// the topology has no node for it.
 pub fn aimed_fault(
     rng: &mut ChaCha8Rng,
     kind: &str,
@@ -535,8 +527,7 @@ pub fn aimed_fault(
     anchors: &[Anchor],
     i: usize,
 ) -> Option<GenFault> {
-    let horizon_ms = (topo.duration_ms * 4 / 5).max(1);
-    let ttl = topo.ttl_ms.max(2);
+    let horizon_ms = topo.horizon_ms();
     let anchor = &anchors[i];
     let at_ms = place(rng, anchors, i, horizon_ms);
     let client = anchor
@@ -551,104 +542,18 @@ pub fn aimed_fault(
         .or_else(|| pick(rng, &topo.masters).cloned())?;
     // The server the anchor's request went to (a master, or the resource).
     let server = anchor.server.clone().unwrap_or_else(|| master.clone());
-    let mut servers = topo.masters.clone();
-    servers.extend(topo.replicas.iter().cloned());
     let left_ms = validity_end_after(anchors, Some(&client), at_ms).map(|end| end.saturating_sub(at_ms));
-    let any_node = |rng: &mut ChaCha8Rng| -> String {
-        match rng.random_range(0..4u8) {
-            0 | 1 => client.clone(),
-            2 => master.clone(),
-            _ => pick(rng, &topo.replicas)
-                .cloned()
-                .unwrap_or_else(|| topo.resource.clone()),
-        }
+    let aim = Aim {
+        topo,
+        profile,
+        at_ms,
+        ttl_ms: topo.ttl_ms.max(2),
+        client,
+        master,
+        server,
+        left_ms,
     };
-    Some(match kind {
-        "pause" => GenFault::Pause {
-            at_ms,
-            node: any_node(rng),
-            duration_ms: aimed_length(rng, ttl, left_ms),
-        },
-        "clock-jump" => {
-            let magnitude = aimed_length(rng, ttl, left_ms) as i64;
-            let node = match rng.random_range(0..3u8) {
-                0 => client.clone(),
-                1 => master.clone(),
-                _ => pick(rng, &topo.replicas).cloned().unwrap_or_else(|| master.clone()),
-            };
-            GenFault::ClockJump {
-                at_ms,
-                node,
-                delta_ms: if rng.random_bool(0.7) { magnitude } else { -magnitude },
-            }
-        }
-        "drift" => {
-            let max = profile.drift_ppm_max.max(1_000);
-            let ppm = rng.random_range(1_000..=max);
-            GenFault::Drift {
-                at_ms,
-                node: any_node(rng),
-                drift_ppm: if rng.random_bool(0.5) { ppm } else { -ppm },
-            }
-        }
-        "partition" => GenFault::Partition {
-            at_ms,
-            a: client.clone(),
-            b: server.clone(),
-            length_ms: aimed_length(rng, ttl, left_ms),
-            oneway: rng.random_bool(0.3),
-        },
-        "hold" => GenFault::Hold {
-            at_ms,
-            a: client.clone(),
-            b: server.clone(),
-            length_ms: aimed_length(rng, ttl, left_ms),
-        },
-        "latency" => GenFault::Latency {
-            at_ms,
-            a: client.clone(),
-            b: server.clone(),
-            latency_ms: rng.random_range(1..=(ttl / 10).max(profile.latency_ms_max).max(1)),
-            spike: None,
-        },
-        "loss" => GenFault::Loss {
-            at_ms,
-            a: client.clone(),
-            b: server.clone(),
-            rate_ppm: rng.random_range(100_000..=900_000),
-        },
-        "crash" => GenFault::Crash {
-            at_ms,
-            node: pick(rng, &servers).cloned().unwrap_or_else(|| master.clone()),
-            down_ms: aimed_length(rng, ttl, left_ms),
-        },
-        "power-loss" if !topo.everysec.is_empty() => GenFault::PowerLoss {
-            at_ms,
-            node: pick(rng, &topo.everysec)?.clone(),
-            down_ms: aimed_length(rng, ttl, left_ms),
-        },
-        "failover" if !topo.replicated.is_empty() => GenFault::Failover {
-            at_ms,
-            node: pick(rng, &topo.replicated)?.clone(),
-        },
-        "rolling-restart" if topo.masters.len() >= 2 => GenFault::RollingRestart {
-            at_ms,
-            gap_ms: rng.random_range(1..=(ttl / topo.masters.len() as u64).max(1)),
-            down_ms: rng.random_range(1..=(ttl / 4).max(1)),
-            nodes: topo.masters.clone(),
-        },
-        "drop-reply" => GenFault::DropReply {
-            at_ms,
-            node: if server == topo.resource || topo.masters.contains(&server) {
-                server.clone()
-            } else {
-                master.clone()
-            },
-            client: client.clone(),
-            count: rng.random_range(1..=3u32),
-        },
-        _ => return None,
-    })
+    GenFault::aim(kind, rng, &aim)
 }
 
 /// Draws 1 to `faults_max` faults aimed at the anchors, from `rng` (more faults are rarer).
@@ -676,65 +581,27 @@ fn aimed_faults(rng: &mut ChaCha8Rng, topo: &Topology, profile: &FaultProfile, a
     faults
 }
 
-/// How long a stall starting at `at_ms` lasts: until just after the lease's key expired (1 or
-/// 20 ms past `key_expiry_ms`: before a competitor's next try, so the stalled client's next
-/// command finds the key absent), or past the lease's end by a quarter, half or whole TTL (a
-/// competitor has taken the key, and often released it again).
-fn past_lease_ms(rng: &mut ChaCha8Rng, at_ms: u64, lease_end_ms: u64, key_expiry_ms: u64, ttl: u64) -> u64 {
-    let until_ms = match rng.random_range(0..5u8) {
-        0 => key_expiry_ms + 1,
-        1 => key_expiry_ms + 20,
-        2 => lease_end_ms + ttl / 4,
-        3 => lease_end_ms + ttl / 2,
-        _ => lease_end_ms + ttl,
-    };
-    until_ms.saturating_sub(at_ms).max(1)
-}
-
 /// The fault kinds an operation aim can use: a pause or a held link straddling the lease's end,
 /// a client clock step inside the operation, a latency spike over its request.
 /// (A pause twice as often: it stalls every step of the client, whatever its links.)
 const OPERATION_KINDS: [&str; 5] = ["pause", "pause", "hold", "clock-jump", "latency"];
 
 /// One fault aimed *at one of the lock's operations* of the fault-free run (`window`), of
-/// `kind` (see [`OPERATION_KINDS`]): where the bugs of a lock's own steps show.
-///
-/// - `pause` / `hold`: the client (or its link to a master the operation talks to) stalls from
-///   inside the operation — just after one of its commands was applied, before the next — or
-///   just after it, until just after the key expired or past the lease's end and possibly a
-///   competitor's whole turn ([`past_lease_ms`]), so that the client's next steps run against a
-///   key that expired and maybe changed hands: an acquisition that outlived its TTL (validity
-///   arithmetic, the post-quorum re-check), a release whose check and delete are two round
-///   trips, a renewal that re-creates an expired key.
-/// - `clock-jump`: the client's wall clock steps, either way, strictly inside the operation (a
-///   lock that times its acquisition on the wall clock miscounts its validity).
-/// - `latency`: a spike on the link to the operation's master, starting just before it, long
-///   enough for the request to time out and short enough that the client's retry, or its next
-///   operation, goes through first — and the delayed request lands after it.
+/// `kind` (see [`OPERATION_KINDS`]; the kind draws it: [`GenFault::aim_at_operation`]): where the
+/// bugs of a lock's own steps show — a stall of the client or of its link from inside the
+/// operation until its key expired or past its lease (an acquisition that outlived its TTL, a
+/// release whose check and delete straddle the key's expiry, a renewal that re-creates an
+/// expired key), a client clock step inside it, a latency spike over its request.
 fn operation_fault(rng: &mut ChaCha8Rng, kind: &str, topo: &Topology, window: &OpWindow) -> Option<GenFault> {
-    let horizon_ms = (topo.duration_ms * 4 / 5).max(1);
+    let horizon_ms = topo.horizon_ms();
     let ttl = topo.ttl_ms.max(2);
     if !topo.clients.contains(&window.client) || window.start_ms >= horizon_ms {
         return None;
     }
-    let client = window.client.clone();
     let server = if window.commands.is_empty() {
         pick(rng, &topo.masters)?.clone()
     } else {
         window.commands[rng.random_range(0..window.commands.len())].1.clone()
-    };
-    // Inside the operation: in one of the gaps between its invoke, its commands and its
-    // completion (between a check and the command that acts on it, between the masters of a
-    // quorum), after the gap's first instant (what happens at that instant already happened).
-    let cuts = window.cuts();
-    let inside_ms = |rng: &mut ChaCha8Rng| -> u64 {
-        let i = rng.random_range(0..cuts.len() - 1);
-        let (from, to) = (cuts[i], cuts[i + 1]);
-        if to > from + 1 {
-            rng.random_range(from + 1..to)
-        } else {
-            to
-        }
     };
     // The lease the operation works on (a TTL from its end when it has none: a refused
     // acquisition, whose competitor's lease is about that long).
@@ -744,49 +611,17 @@ fn operation_fault(rng: &mut ChaCha8Rng, kind: &str, topo: &Topology, window: &O
         .min(window.end_ms.saturating_add(3 * ttl));
     // The key expires a TTL after a master last set it (or, unknown, about when the lease ends).
     let key_expiry_ms = window.key_set_ms.map_or(lease_end_ms, |at| at + ttl);
-    Some(match kind {
-        "pause" => {
-            let at_ms = inside_ms(rng);
-            GenFault::Pause {
-                at_ms,
-                node: client,
-                duration_ms: past_lease_ms(rng, at_ms, lease_end_ms, key_expiry_ms, ttl),
-            }
-        }
-        "hold" => {
-            let at_ms = inside_ms(rng);
-            GenFault::Hold {
-                at_ms,
-                a: client,
-                b: server,
-                length_ms: past_lease_ms(rng, at_ms, lease_end_ms, key_expiry_ms, ttl),
-            }
-        }
-        "clock-jump" => {
-            let magnitude = aimed_length(rng, ttl, None) as i64;
-            GenFault::ClockJump {
-                at_ms: inside_ms(rng),
-                node: client,
-                delta_ms: if rng.random_bool(0.5) { magnitude } else { -magnitude },
-            }
-        }
-        "latency" => {
-            let timeout = topo.request_timeout_ms.max(1);
-            let (min_latency_ms, max_latency_ms) = topo.network_latency_ms;
-            GenFault::Latency {
-                at_ms: window.start_ms.saturating_sub(NEAR_MS[rng.random_range(0..2usize)]),
-                a: client,
-                b: server,
-                latency_ms: timeout + aimed_length(rng, ttl, None),
-                spike: Some(super::generate::Spike {
-                    length_ms: rng.random_range(1..=timeout.saturating_mul(4).max(2)),
-                    min_latency_ms,
-                    max_latency_ms,
-                }),
-            }
-        }
-        _ => return None,
-    })
+    let aim = OperationAim {
+        topo,
+        ttl_ms: ttl,
+        client: window.client.clone(),
+        server,
+        start_ms: window.start_ms,
+        cuts: window.cuts(),
+        lease_end_ms,
+        key_expiry_ms,
+    };
+    GenFault::aim_at_operation(kind, rng, &aim)
 }
 
 /// Whether `seed`'s anchored case aims at one of the lock's operations (two seeds in three,
@@ -842,7 +677,7 @@ pub fn operation_case(seed: u64, topo: &Topology, profile: &FaultProfile, anchor
         let window = windows[rng.random_range(0..windows.len())];
         let kind = kinds[rng.random_range(0..kinds.len())];
         // A release reads no clock a correct or buggy lock depends on: a step there is wasted.
-        if kind == "clock-jump" && op == LockOpKind::Release {
+        if op == LockOpKind::Release && GenFault::wasted_on_release(kind) {
             continue;
         }
         let Some(fault) = operation_fault(&mut rng, kind, topo, window) else {
@@ -872,6 +707,7 @@ pub fn anchored_case(seed: u64, topo: &Topology, profile: &FaultProfile, anchors
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::explore::kinds::{ClockJump, Hold, Latency, Pause};
 
     fn template() -> Scenario {
         super::super::standard_template(
@@ -953,17 +789,19 @@ mod tests {
             let Some(first) = faults.first() else { continue };
             kinds.insert(first.kind());
             match first {
-                GenFault::Pause {
+                GenFault::Pause(Pause {
                     at_ms,
                     node,
                     duration_ms,
-                } => {
+                }) => {
                     let lease_end_ms = inside(node, *at_ms).expect("a pause inside one of its client's operations");
                     assert!(at_ms + duration_ms > lease_end_ms, "{first:?} ends before the lease");
                 }
-                GenFault::Hold { at_ms, a, .. } => assert!(inside(a, *at_ms).is_some(), "{first:?}"),
-                GenFault::ClockJump { at_ms, node, .. } => assert!(inside(node, *at_ms).is_some(), "{first:?}"),
-                GenFault::Latency { spike, latency_ms, .. } => {
+                GenFault::Hold(Hold { at_ms, a, .. }) => assert!(inside(a, *at_ms).is_some(), "{first:?}"),
+                GenFault::ClockJump(ClockJump { at_ms, node, .. }) => {
+                    assert!(inside(node, *at_ms).is_some(), "{first:?}")
+                }
+                GenFault::Latency(Latency { spike, latency_ms, .. }) => {
                     assert!(spike.is_some() && *latency_ms > topo.request_timeout_ms, "{first:?}")
                 }
                 other => panic!("not an operation aim: {other:?}"),

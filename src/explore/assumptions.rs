@@ -36,6 +36,7 @@
 //! per-turn timing (the budget is per client over the whole run, which only over-approximates).
 
 use super::generate::{ExploreCase, FaultProfile, GenFault};
+use super::kinds::{Effect, StopKind};
 use crate::checker::CheckerName;
 use crate::model::units::seconds_of_ms as seconds;
 use crate::model::{AlgorithmSpec, Fencing, Scenario, ValidityPolicy, WorkMode};
@@ -122,6 +123,8 @@ pub struct Assumptions {
     /// The masters (of the lock, or the fencing counter's) whose Sentinel promotes a replica
     /// once they have been unreachable this long, ms (`failover_after_ms` with replicas).
     pub failover_after_ms: BTreeMap<String, u64>,
+    /// The replicas of the masters the lock uses (one of them is promoted by a failover).
+    pub replicas: BTreeMap<String, Vec<String>>,
     /// The client names.
     pub clients: Vec<String>,
     /// The resource's node name.
@@ -248,6 +251,7 @@ impl Assumptions {
                     .map(|after| (m.clone(), after))
             })
             .collect();
+        let replicas = masters.iter().map(|m| (m.clone(), template.replicas_of(m))).collect();
         Assumptions {
             algorithm: lock.algorithm.name().to_string(),
             ttl_ms,
@@ -266,6 +270,7 @@ impl Assumptions {
             durable_masters,
             fencing_persistence,
             failover_after_ms,
+            replicas,
             clients: template.clients.iter().map(|c| c.name.clone()).collect(),
             resource: crate::model::RESOURCE_NODE.to_string(),
         }
@@ -328,60 +333,57 @@ impl Assumptions {
         )
     }
 
-    /// The masters whose key may vanish early under `fault`, and why.
-    /// `stopped_once`: the masters that only `fault` stops in the whole plan (a second stop may
-    /// restart the master early: a restart of a running server is immediate).
-    fn key_loss(&self, fault: &GenFault, stopped_once: &BTreeSet<String>) -> Vec<(String, String)> {
+    /// The master whose key may vanish early under `effect`, and why, in the whole `plan`.
+    fn key_loss(&self, effect: &Effect, plan: &PlanView) -> Option<(String, String)> {
         // A restart without `appendfsync always` loses the key; held down for a TTL and the drift
         // allowance it is harmless: the master grants nothing while down and returns after every
         // lease claimed before its crash (a lease claimed while it was down holds no copy there).
         // Unless a Sentinel promotes a replica meanwhile: the replica serves at once, with what
         // it had received.
         let harmless_ms = self.ttl_ms.saturating_add(self.drift_allowance_ms);
-        let early = |node: &str, down_ms: u64| {
-            if !self.is_master(node) {
-                return None;
+        match *effect {
+            Effect::Stop { node, down_ms, .. } if self.is_master(node) => {
+                if let Some(after_ms) = self.fails_over(node, down_ms) {
+                    let how = format!("is down {}", seconds(down_ms));
+                    return Some((node.to_string(), Self::failover_text(node, &how, after_ms)));
+                }
+                let held_down = down_ms >= harmless_ms && plan.stopped_once.contains(node);
+                (!self.durable_masters.contains(node) && !held_down).then(|| {
+                    (
+                        node.to_string(),
+                        format!("{node} restarts after {} without persistence", seconds(down_ms)),
+                    )
+                })
             }
-            if let Some(after_ms) = self.fails_over(node, down_ms) {
-                let how = format!("is down {}", seconds(down_ms));
-                return Some((node.to_string(), Self::failover_text(node, &how, after_ms)));
-            }
-            let held_down = down_ms >= harmless_ms && stopped_once.contains(node);
-            (!self.durable_masters.contains(node) && !held_down).then(|| {
-                (
+            Effect::Failover { node } if self.is_master(node) => {
+                // Expiries replicate as absolute times: a promoted replica whose wall clock runs
+                // ahead expires the key early, even with every write replicated.
+                let ahead = self.replicas.get(node).into_iter().flatten().find_map(|r| {
+                    plan.forward_ms.get(r).map(|ms| {
+                        format!(", and {r}'s wall clock runs {ms} ms ahead: promoted, it expires the key early")
+                    })
+                });
+                Some((
                     node.to_string(),
-                    format!("{node} restarts after {} without persistence", seconds(down_ms)),
-                )
-            })
-        };
-        match fault {
-            GenFault::Crash { node, down_ms, .. } | GenFault::PowerLoss { node, down_ms, .. } => {
-                early(node, *down_ms).into_iter().collect()
-            }
-            GenFault::RollingRestart { down_ms, nodes, .. } => {
-                nodes.iter().filter_map(|n| early(n, *down_ms)).collect()
-            }
-            GenFault::Failover { node, .. } if self.is_master(node) => {
-                vec![(node.clone(), format!("{node} fails over to a replica"))]
+                    format!("{node} fails over to a replica{}", ahead.unwrap_or_default()),
+                ))
             }
             // A pause is harmless to the keys, unless it lasts long enough for a failover.
-            GenFault::Pause { node, duration_ms, .. } if self.is_master(node) => self
-                .fails_over(node, *duration_ms)
-                .map(|after_ms| {
-                    let how = format!("is paused {}", seconds(*duration_ms));
-                    (node.clone(), Self::failover_text(node, &how, after_ms))
+            Effect::Freeze { node, length_ms, .. } if self.is_master(node) => {
+                self.fails_over(node, length_ms).map(|after_ms| {
+                    let how = format!("is paused {}", seconds(length_ms));
+                    (node.to_string(), Self::failover_text(node, &how, after_ms))
                 })
-                .into_iter()
-                .collect(),
+            }
             // Forward clock steps add up: see `forward_jumps`.
-            _ => Vec::new(),
+            _ => None,
         }
     }
 
-    /// How `fault` makes the fencing counter's master lose increments, if it does. Unlike the
+    /// How `effect` makes the fencing counter's master lose increments, if it does. Unlike the
     /// lock's key, the counter must outlive every lease: held down however long, a master that
     /// restarts without them counts again from where its persistence left it, and tokens repeat.
-    fn counter_loss(&self, fault: &GenFault) -> Option<String> {
+    fn counter_loss(&self, effect: &Effect) -> Option<String> {
         let master = self.fencing_master.as_deref()?;
         let persistence = self.fencing_persistence?;
         let stop = |kind: &str, down_ms: u64, loses: bool| {
@@ -391,20 +393,16 @@ impl Assumptions {
             }
             loses.then(|| format!("{master} restarts after a {kind} without the fencing counter's latest increments"))
         };
-        match fault {
-            GenFault::Crash { node, down_ms, .. } if node == master => {
-                stop("crash", *down_ms, persistence == Persistence::None)
-            }
-            GenFault::PowerLoss { node, down_ms, .. } if node == master => {
-                stop("power loss", *down_ms, persistence != Persistence::AofAlways)
-            }
-            GenFault::RollingRestart { nodes, down_ms, .. } if nodes.iter().any(|n| n == master) => {
-                stop("shutdown", *down_ms, persistence == Persistence::None)
-            }
-            GenFault::Failover { node, .. } if node == master => Some(format!("{master} fails over to a replica")),
-            GenFault::Pause { node, duration_ms, .. } if node == master => {
-                self.fails_over(master, *duration_ms).map(|after_ms| {
-                    let how = format!("is paused {}", seconds(*duration_ms));
+        match *effect {
+            Effect::Stop { node, down_ms, how, .. } if node == master => match how {
+                StopKind::Crash => stop("crash", down_ms, persistence == Persistence::None),
+                StopKind::PowerLoss => stop("power loss", down_ms, persistence != Persistence::AofAlways),
+                StopKind::Shutdown => stop("shutdown", down_ms, persistence == Persistence::None),
+            },
+            Effect::Failover { node, .. } if node == master => Some(format!("{master} fails over to a replica")),
+            Effect::Freeze { node, length_ms, .. } if node == master => {
+                self.fails_over(master, length_ms).map(|after_ms| {
+                    let how = format!("is paused {}", seconds(length_ms));
                     Self::failover_text(master, &how, after_ms)
                 })
             }
@@ -413,12 +411,12 @@ impl Assumptions {
     }
 
     /// The drift of the clocks over a TTL, ms: the fastest-drifting client's and `master`'s
-    /// (rounded up), as `faults` set them. It draws on the same allowance as `master`'s forward
+    /// (rounded up), as `effects` set them. It draws on the same allowance as `master`'s forward
     /// steps: the lock subtracts one drift allowance for both.
-    fn drift_use_ms<'a>(&self, faults: impl Iterator<Item = &'a GenFault>, master: &str) -> u64 {
+    fn drift_use_ms(&self, effects: &[Effect], master: &str) -> u64 {
         let (mut client_ppm, mut master_ppm) = (0u64, 0u64);
-        for fault in faults {
-            if let GenFault::Drift { node, drift_ppm, .. } = fault {
+        for effect in effects {
+            if let Effect::Drift { node, drift_ppm } = *effect {
                 if self.is_client(node) {
                     client_ppm = client_ppm.max(drift_ppm.unsigned_abs());
                 } else if node == master {
@@ -429,8 +427,8 @@ impl Assumptions {
         ((client_ppm + master_ppm) * self.ttl_ms).div_ceil(1_000_000)
     }
 
-    /// The per-client delay `fault` can put into one turn, ms.
-    fn delays(&self, fault: &GenFault) -> Vec<(String, u64)> {
+    /// The per-client delay `effect` can put into one turn, ms.
+    fn delays(&self, effect: &Effect) -> Vec<(String, u64)> {
         let master_cost = |ms: u64| {
             if self.release_unsafe {
                 ms
@@ -459,29 +457,29 @@ impl Assumptions {
                 Vec::new()
             }
         };
-        match fault {
-            GenFault::Pause { node, duration_ms, .. } if self.is_client(node) => vec![(node.clone(), *duration_ms)],
-            GenFault::Pause { node, duration_ms, .. } if self.is_master(node) => self
+        match *effect {
+            Effect::Freeze { node, length_ms, .. } if self.is_client(node) => vec![(node.to_string(), length_ms)],
+            Effect::Freeze { node, length_ms, .. } if self.is_master(node) => self
                 .clients
                 .iter()
-                .map(|c| (c.clone(), master_cost(*duration_ms)))
+                .map(|c| (c.clone(), master_cost(length_ms)))
                 .collect(),
             // A paused resource answers nobody: every client's request to it waits the pause out.
-            GenFault::Pause { node, duration_ms, .. } if *node == self.resource => {
-                self.clients.iter().map(|c| (c.clone(), *duration_ms)).collect()
+            Effect::Freeze { node, length_ms, .. } if node == self.resource => {
+                self.clients.iter().map(|c| (c.clone(), length_ms)).collect()
             }
-            GenFault::Hold { a, b, length_ms, .. } => link(a, b, *length_ms, false),
-            GenFault::Partition { a, b, length_ms, .. } => link(a, b, *length_ms, true),
+            Effect::Held { a, b, length_ms } => link(a, b, length_ms, false),
+            Effect::Cut { a, b, length_ms } => link(a, b, length_ms, true),
             // A lossy link drops some messages for the rest of the run: as many lost requests
             // in a row as the rate makes likely over a run (`losses_in_a_row`), each waiting its
             // whole timeout, as for a partition.
-            GenFault::Loss { a, b, rate_ppm, .. } => link(a, b, 0, true)
+            Effect::Loss { a, b, rate_ppm } => link(a, b, 0, true)
                 .into_iter()
-                .map(|(client, ms)| (client, ms.saturating_mul(losses_in_a_row(*rate_ppm))))
+                .map(|(client, ms)| (client, ms.saturating_mul(losses_in_a_row(rate_ppm))))
                 .collect(),
-            GenFault::Latency { a, b, latency_ms, .. } => {
+            Effect::Latency { a, b, latency_ms } => {
                 let master_link = self.is_master(a) || self.is_master(b);
-                if master_link && self.refused(*latency_ms) {
+                if master_link && self.refused(latency_ms) {
                     Vec::new()
                 } else {
                     link(a, b, 2 * latency_ms, false)
@@ -503,45 +501,44 @@ impl Assumptions {
                     .all(|n| self.clients.iter().take(case.clients.max(1)).any(|c| c == n) || !self.is_client(n))
             })
             .collect();
+        let effects: Vec<Effect> = present.iter().flat_map(|f| f.effects()).collect();
         // Timing: per client, pauses and delays summed (latencies: the largest per link).
         let mut load: BTreeMap<String, u64> = BTreeMap::new();
         let mut latency: BTreeMap<(String, String), u64> = BTreeMap::new();
-        for fault in &present {
-            if let GenFault::Latency { a, b, .. } = fault {
-                for (client, ms) in self.delays(fault) {
+        for effect in &effects {
+            if let Effect::Latency { a, b, .. } = *effect {
+                for (client, ms) in self.delays(effect) {
                     let slot = latency.entry((client, format!("{a}|{b}"))).or_default();
                     *slot = (*slot).max(ms);
                 }
                 continue;
             }
-            for (client, ms) in self.delays(fault) {
+            for (client, ms) in self.delays(effect) {
                 *load.entry(client).or_default() += ms;
             }
         }
         // A write delayed past the resource timeout lands after its holder released.
-        for fault in &present {
-            if let GenFault::Pause { node, duration_ms, .. } = fault {
-                if *node == self.resource && *duration_ms > self.resource_timeout_ms {
-                    broken.push(Broken {
-                        assumption: Assumption::Timing,
-                        detail: format!(
-                            "the resource pauses {} > the clients' timeout {}: a write lands after its holder released",
-                            seconds(*duration_ms),
-                            seconds(self.resource_timeout_ms)
-                        ),
-                    });
+        for effect in &effects {
+            let (a, b, delay_ms) = match *effect {
+                Effect::Freeze { node, length_ms, .. } => {
+                    if node == self.resource && length_ms > self.resource_timeout_ms {
+                        broken.push(Broken {
+                            assumption: Assumption::Timing,
+                            detail: format!(
+                                "the resource pauses {} > the clients' timeout {}: a write lands after its holder released",
+                                seconds(length_ms),
+                                seconds(self.resource_timeout_ms)
+                            ),
+                        });
+                    }
+                    continue;
                 }
-                continue;
-            }
-            let (a, b, delay_ms) = match fault {
-                GenFault::Hold { a, b, length_ms, .. } | GenFault::Partition { a, b, length_ms, .. } => {
-                    (a, b, *length_ms)
-                }
-                GenFault::Latency { a, b, latency_ms, .. } => (a, b, 2 * latency_ms),
+                Effect::Held { a, b, length_ms } | Effect::Cut { a, b, length_ms } => (a, b, length_ms),
+                Effect::Latency { a, b, latency_ms } => (a, b, 2 * latency_ms),
                 _ => continue,
             };
             let client = if self.is_client(a) { a } else { b };
-            if (*a == self.resource || *b == self.resource) && delay_ms > self.resource_timeout_ms {
+            if (a == self.resource || b == self.resource) && delay_ms > self.resource_timeout_ms {
                 broken.push(Broken {
                     assumption: Assumption::Timing,
                     detail: format!(
@@ -569,9 +566,9 @@ impl Assumptions {
             }
         }
         // Clocks.
-        for fault in &present {
-            match fault {
-                GenFault::Drift { node, drift_ppm, .. } if drift_ppm.abs() > self.drift_ppm_max => {
+        for effect in &effects {
+            match *effect {
+                Effect::Drift { node, drift_ppm } if drift_ppm.abs() > self.drift_ppm_max => {
                     broken.push(Broken {
                         assumption: Assumption::Clock,
                         detail: format!(
@@ -589,14 +586,14 @@ impl Assumptions {
         }
         // Masters losing the key early.
         let mut lost: BTreeMap<String, String> = BTreeMap::new();
-        let stopped_once = stopped_once(present.iter().copied());
-        for fault in &present {
-            for (node, why) in self.key_loss(fault, &stopped_once) {
+        let plan = PlanView::of(&effects);
+        for effect in &effects {
+            if let Some((node, why)) = self.key_loss(effect, &plan) {
                 lost.entry(node).or_insert(why);
             }
         }
         // A master's clock stepped forward past the allowance, in one step or in several.
-        for (node, forward_ms) in forward_jumps(present.iter().copied()) {
+        for (node, forward_ms) in plan.forward_ms {
             if !self.is_master(&node) {
                 continue;
             }
@@ -607,7 +604,7 @@ impl Assumptions {
             }
             // Within the allowance alone, but the drift of the clocks draws on it too (a key
             // expiring early on a fast master, read by a slow client).
-            let drift_ms = self.drift_use_ms(present.iter().copied(), &node);
+            let drift_ms = self.drift_use_ms(&effects, &node);
             if forward_ms + drift_ms > self.drift_allowance_ms {
                 broken.push(Broken {
                     assumption: Assumption::Clock,
@@ -620,9 +617,9 @@ impl Assumptions {
                 });
             }
         }
-        let mut counter: Vec<String> = present.iter().filter_map(|f| self.counter_loss(f)).collect();
+        let mut counter: Vec<String> = effects.iter().filter_map(|e| self.counter_loss(e)).collect();
         // Several pauses or stops back to back make one long absence for the Sentinel.
-        for (node, longest_ms) in unreachable_ms(present.iter().copied()) {
+        for (node, longest_ms) in unreachable_ms(&effects) {
             let Some(after_ms) = self.fails_over(&node, longest_ms) else {
                 continue;
             };
@@ -687,68 +684,25 @@ impl Assumptions {
     }
 
     /// `case` brought inside the hard assumptions (clocks, masters); see the [module](self) docs.
+    /// A fault that would make a master lose the key becomes what its kind says
+    /// ([`GenFault::without_key_loss`]); strengths are clamped through the one strength each kind
+    /// has ([`GenFault::scale_magnitude`]).
     pub fn bound(&self, mut case: ExploreCase) -> ExploreCase {
-        let stopped_once = stopped_once(case.faults.iter());
+        let plan = PlanView::of(&case.faults.iter().flat_map(GenFault::effects).collect::<Vec<_>>());
         for fault in case.faults.iter_mut() {
-            if !self.key_loss(fault, &stopped_once).is_empty() || self.counter_loss(fault).is_some() {
+            let loses = fault
+                .effects()
+                .iter()
+                .any(|e| self.key_loss(e, &plan).is_some() || self.counter_loss(e).is_some());
+            if loses {
                 // No master may lose the key early: a quick restart becomes a pause of that master
                 // as long as its downtime (forward clock steps are bounded below, all together).
-                match fault {
-                    GenFault::Crash { at_ms, node, down_ms } | GenFault::PowerLoss { at_ms, node, down_ms } => {
-                        *fault = GenFault::Pause {
-                            at_ms: *at_ms,
-                            node: node.clone(),
-                            duration_ms: *down_ms,
-                        }
-                    }
-                    GenFault::RollingRestart { .. } => {
-                        *fault = GenFault::Drift {
-                            at_ms: 0,
-                            node: self.resource.clone(),
-                            drift_ppm: 0,
-                        }
-                    }
-                    // A failover cannot be made harmless: it becomes a forward step of zero.
-                    GenFault::Failover { at_ms, node } => {
-                        *fault = GenFault::ClockJump {
-                            at_ms: *at_ms,
-                            node: node.clone(),
-                            delta_ms: 0,
-                        }
-                    }
-                    _ => {}
+                if let Some(kept) = fault.without_key_loss(&self.resource) {
+                    *fault = kept;
                 }
             }
-            let resource_max_ms = self
-                .resource_timeout_ms
-                .saturating_sub(MARGIN_MS.min(self.resource_timeout_ms / 2));
-            match fault {
-                GenFault::Hold { a, b, length_ms, .. } | GenFault::Partition { a, b, length_ms, .. }
-                    if *a == self.resource || *b == self.resource =>
-                {
-                    *length_ms = (*length_ms).min(resource_max_ms).max(1);
-                }
-                GenFault::Latency { a, b, latency_ms, .. } if *a == self.resource || *b == self.resource => {
-                    *latency_ms = (*latency_ms).min(resource_max_ms / 2);
-                }
-                GenFault::Drift { drift_ppm, .. } => {
-                    *drift_ppm = (*drift_ppm).clamp(-self.drift_ppm_max, self.drift_ppm_max)
-                }
-                GenFault::Latency { a, b, latency_ms, .. }
-                    if self.refuses_slow_rounds
-                        && self.master_timeout_ms > 2 * self.refused_latency_ms()
-                        && (self.is_master(a) || self.is_master(b)) =>
-                {
-                    let (short, long) = (self.short_latency_ms(), self.refused_latency_ms());
-                    if *latency_ms > short && *latency_ms < long {
-                        *latency_ms = if *latency_ms - short < long - *latency_ms {
-                            short
-                        } else {
-                            long
-                        };
-                    }
-                }
-                _ => {}
+            if let Some(limit) = self.strength_limit(fault) {
+                fault.scale_magnitude(limit);
             }
         }
         // The pauses and stops of a master a Sentinel watches share what its `failover_after_ms`
@@ -757,60 +711,116 @@ impl Assumptions {
             let absences = case
                 .faults
                 .iter()
-                .filter(|f| {
-                    matches!(
-                        f,
-                        GenFault::Pause { .. } | GenFault::Crash { .. } | GenFault::PowerLoss { .. }
-                    )
-                })
-                .filter(|f| f.nodes() == [node.as_str()])
+                .filter(|f| absence_of(f) == Some(node.as_str()))
                 .count() as u64;
             let each_ms = (after_ms.saturating_sub(2 * MARGIN_MS) / absences.max(1)).max(1);
             for fault in case.faults.iter_mut() {
-                match fault {
-                    GenFault::Pause {
-                        node: n, duration_ms, ..
-                    } if n == node => *duration_ms = (*duration_ms).min(each_ms),
-                    GenFault::Crash { node: n, down_ms, .. } | GenFault::PowerLoss { node: n, down_ms, .. }
-                        if n == node =>
-                    {
-                        *down_ms = (*down_ms).min(each_ms)
-                    }
-                    _ => {}
+                if absence_of(fault) == Some(node.as_str()) {
+                    fault.scale_magnitude(|v| v.min(each_ms));
                 }
             }
         }
         // Forward steps of a master's clock add up, and share the allowance with the drift of
         // the clocks (as clamped above): keep their sum within what the drift leaves.
+        let effects: Vec<Effect> = case.faults.iter().flat_map(GenFault::effects).collect();
         let drift_ms: BTreeMap<String, u64> = self
             .masters
             .iter()
-            .map(|m| (m.clone(), self.drift_use_ms(case.faults.iter(), m)))
+            .map(|m| (m.clone(), self.drift_use_ms(&effects, m)))
             .collect();
+        drop(effects);
         let mut forward_ms: BTreeMap<String, u64> = BTreeMap::new();
         for fault in case.faults.iter_mut() {
-            if let GenFault::ClockJump { node, delta_ms, .. } = fault {
-                if self.is_master(node) && *delta_ms > 0 {
-                    let used = forward_ms
-                        .entry(node.clone())
-                        .or_insert_with(|| drift_ms.get(node.as_str()).copied().unwrap_or(0));
-                    let left = self.drift_allowance_ms.saturating_sub(*used);
-                    *delta_ms = (*delta_ms).min(left as i64);
-                    *used += *delta_ms as u64;
-                }
+            let stepped = fault.effects().iter().find_map(|e| match *e {
+                Effect::ClockStep { node, delta_ms } if delta_ms > 0 && self.is_master(node) => Some(node.to_string()),
+                _ => None,
+            });
+            if let Some(node) = stepped {
+                let used = forward_ms
+                    .entry(node.clone())
+                    .or_insert_with(|| drift_ms.get(node.as_str()).copied().unwrap_or(0));
+                let left = self.drift_allowance_ms.saturating_sub(*used);
+                fault.scale_magnitude(|v| v.min(left));
+                *used += fault.magnitude();
             }
         }
         case
     }
+
+    /// How the profile clamps a fault's strength, by what it does (`None`: it does not): a hold
+    /// or cut of a resource link within the resource timeout (a write delayed longer lands after
+    /// its holder released), a resource latency within half of it, drift within what the
+    /// allowance covers, and — for a lock that re-checks its validity — a master latency either
+    /// short or so long that every round through it is refused.
+    fn strength_limit(&self, fault: &GenFault) -> Option<Box<dyn Fn(u64) -> u64>> {
+        let resource_max_ms = self
+            .resource_timeout_ms
+            .saturating_sub(MARGIN_MS.min(self.resource_timeout_ms / 2));
+        let on_resource = |a: &str, b: &str| a == self.resource || b == self.resource;
+        let snaps = self.refuses_slow_rounds && self.master_timeout_ms > 2 * self.refused_latency_ms();
+        let (short, long) = (self.short_latency_ms(), self.refused_latency_ms());
+        let drift_max = self.drift_ppm_max.unsigned_abs();
+        fault.effects().iter().find_map(|e| -> Option<Box<dyn Fn(u64) -> u64>> {
+            match *e {
+                Effect::Held { a, b, .. } | Effect::Cut { a, b, .. } if on_resource(a, b) => {
+                    Some(Box::new(move |v| v.min(resource_max_ms).max(1)))
+                }
+                Effect::Latency { a, b, .. } if on_resource(a, b) => {
+                    Some(Box::new(move |v| v.min(resource_max_ms / 2)))
+                }
+                Effect::Drift { .. } => Some(Box::new(move |v| v.min(drift_max))),
+                Effect::Latency { a, b, .. } if snaps && (self.is_master(a) || self.is_master(b)) => {
+                    Some(Box::new(move |v| {
+                        if v > short && v < long {
+                            if v - short < long - v {
+                                short
+                            } else {
+                                long
+                            }
+                        } else {
+                            v
+                        }
+                    }))
+                }
+                _ => None,
+            }
+        })
+    }
+}
+
+/// The node a fault makes unreachable, when that is all it does (a pause, a crash, a power
+/// loss): what a Sentinel's `failover_after_ms` is shared among.
+fn absence_of(fault: &GenFault) -> Option<&str> {
+    match fault.effects().as_slice() {
+        [Effect::Freeze { node, .. }] | [Effect::Stop { node, .. }] => Some(*node),
+        _ => None,
+    }
+}
+
+/// What a fault's effect means depends on the rest of the plan: the masters only one stop
+/// stops (a second stop may restart the master early: a restart of a running server is
+/// immediate), and how far each node's wall clock is stepped forward in all.
+struct PlanView {
+    stopped_once: BTreeSet<String>,
+    forward_ms: BTreeMap<String, u64>,
+}
+
+impl PlanView {
+    fn of(effects: &[Effect]) -> PlanView {
+        PlanView {
+            stopped_once: stopped_once(effects),
+            forward_ms: forward_jumps(effects),
+        }
+    }
 }
 
 /// The sum of each node's forward wall-clock steps, ms.
-fn forward_jumps<'a>(faults: impl Iterator<Item = &'a GenFault>) -> BTreeMap<String, u64> {
+fn forward_jumps(effects: &[Effect]) -> BTreeMap<String, u64> {
     let mut sums: BTreeMap<String, u64> = BTreeMap::new();
-    for fault in faults {
-        if let GenFault::ClockJump { node, delta_ms, .. } = fault {
-            if *delta_ms > 0 {
-                *sums.entry(node.clone()).or_default() += delta_ms.unsigned_abs();
+    for effect in effects {
+        if let Effect::ClockStep { node, delta_ms } = *effect {
+            if delta_ms > 0 {
+                *sums.entry(node.to_string()).or_default() += delta_ms.unsigned_abs();
             }
         }
     }
@@ -819,36 +829,20 @@ fn forward_jumps<'a>(faults: impl Iterator<Item = &'a GenFault>) -> BTreeMap<Str
 
 /// The longest time each node is unreachable (paused or stopped) without a break, ms: the
 /// Sentinel's view of the plan. Pauses and stops that overlap or touch are one absence.
-fn unreachable_ms<'a>(faults: impl Iterator<Item = &'a GenFault>) -> BTreeMap<String, u64> {
+fn unreachable_ms(effects: &[Effect]) -> BTreeMap<String, u64> {
     let mut spans: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
-    let mut add = |node: &str, from_ms: u64, length_ms: u64| {
+    for effect in effects {
+        let (node, from_ms, length_ms) = match *effect {
+            Effect::Freeze { node, at_ms, length_ms } => (node, at_ms, length_ms),
+            Effect::Stop {
+                node, at_ms, down_ms, ..
+            } => (node, at_ms, down_ms),
+            _ => continue,
+        };
         spans
             .entry(node.to_string())
             .or_default()
             .push((from_ms, from_ms.saturating_add(length_ms)));
-    };
-    for fault in faults {
-        match fault {
-            GenFault::Pause {
-                at_ms,
-                node,
-                duration_ms,
-            } => add(node, *at_ms, *duration_ms),
-            GenFault::Crash { at_ms, node, down_ms } | GenFault::PowerLoss { at_ms, node, down_ms } => {
-                add(node, *at_ms, *down_ms)
-            }
-            GenFault::RollingRestart {
-                at_ms,
-                gap_ms,
-                down_ms,
-                nodes,
-            } => {
-                for (i, node) in nodes.iter().enumerate() {
-                    add(node, at_ms.saturating_add(gap_ms.saturating_mul(i as u64)), *down_ms);
-                }
-            }
-            _ => {}
-        }
     }
     spans
         .into_iter()
@@ -869,17 +863,13 @@ fn unreachable_ms<'a>(faults: impl Iterator<Item = &'a GenFault>) -> BTreeMap<St
         .collect()
 }
 
-/// The masters exactly one fault of the plan stops (a crash, power loss or rolling restart).
-fn stopped_once<'a>(faults: impl Iterator<Item = &'a GenFault>) -> BTreeSet<String> {
+/// The masters exactly one stop of the plan stops (a crash, a power loss, one master's turn in
+/// a rolling restart).
+fn stopped_once(effects: &[Effect]) -> BTreeSet<String> {
     let mut stops: BTreeMap<&str, usize> = BTreeMap::new();
-    for fault in faults {
-        if matches!(
-            fault,
-            GenFault::Crash { .. } | GenFault::PowerLoss { .. } | GenFault::RollingRestart { .. }
-        ) {
-            for node in fault.nodes() {
-                *stops.entry(node).or_default() += 1;
-            }
+    for effect in effects {
+        if let Effect::Stop { node, .. } = *effect {
+            *stops.entry(node).or_default() += 1;
         }
     }
     stops
@@ -892,6 +882,7 @@ fn stopped_once<'a>(faults: impl Iterator<Item = &'a GenFault>) -> BTreeSet<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::explore::kinds::{ClockJump, Crash, Drift, Failover, Hold, Loss, Partition, Pause};
 
     fn template(lock: &str) -> Scenario {
         let source = format!(
@@ -914,18 +905,18 @@ mod tests {
         let a = Assumptions::of(&template("algorithm = \"token-release\""));
         assert_eq!(a.lease_left_ms, 1_700);
         assert_eq!(a.budget_ms, 1_550);
-        let short = case(vec![GenFault::Pause {
+        let short = case(vec![GenFault::Pause(Pause {
             at_ms: 10,
             node: "client-1".into(),
             duration_ms: 1_000,
-        }]);
+        })]);
         assert!(a.classify(&short).is_empty());
         assert_eq!(a.promised(&[]).len(), CheckerName::ALL.len());
-        let long = case(vec![GenFault::Pause {
+        let long = case(vec![GenFault::Pause(Pause {
             at_ms: 10,
             node: "client-1".into(),
             duration_ms: 1_600,
-        }]);
+        })]);
         let broken = a.classify(&long);
         assert_eq!(broken.len(), 1);
         assert_eq!(broken[0].assumption, Assumption::Timing);
@@ -942,11 +933,11 @@ mod tests {
     fn a_paused_resource_delays_every_holder_and_a_long_pause_breaks_timing() {
         let a = Assumptions::of(&template("algorithm = \"token-release\""));
         let pause = |ms| {
-            case(vec![GenFault::Pause {
+            case(vec![GenFault::Pause(Pause {
                 at_ms: 10,
                 node: "resource".into(),
                 duration_ms: ms,
-            }])
+            })])
         };
         // Within the resource timeout: a delay like any other.
         assert!(a.classify(&pause(a.resource_timeout_ms)).is_empty());
@@ -972,12 +963,12 @@ mod tests {
         assert_eq!(losses_in_a_row(1_000_000), 1_000);
         let a = Assumptions::of(&template("algorithm = \"token-release\""));
         let loss = |rate_ppm| {
-            case(vec![GenFault::Loss {
+            case(vec![GenFault::Loss(Loss {
                 at_ms: 10,
                 a: "client-1".into(),
                 b: "resource".into(),
                 rate_ppm,
-            }])
+            })])
         };
         assert!(a.classify(&loss(1_000)).is_empty());
         let broken = a.classify(&loss(800_000));
@@ -986,12 +977,12 @@ mod tests {
 
     #[test]
     fn master_delays_cost_a_timeout_except_for_an_unconditional_release() {
-        let hold = case(vec![GenFault::Hold {
+        let hold = case(vec![GenFault::Hold(Hold {
             at_ms: 0,
             a: "client-1".into(),
             b: "redis-1".into(),
             length_ms: 5_000,
-        }]);
+        })]);
         assert!(Assumptions::of(&template("algorithm = \"token-release\""))
             .classify(&hold)
             .is_empty());
@@ -1002,10 +993,12 @@ mod tests {
     #[test]
     fn no_master_may_lose_the_key_early_but_one_held_down_for_a_ttl_loses_nothing() {
         let a = Assumptions::of(&template("algorithm = \"redlock\""));
-        let crash = |node: &str, down_ms: u64| GenFault::Crash {
-            at_ms: 100,
-            node: node.into(),
-            down_ms,
+        let crash = |node: &str, down_ms: u64| {
+            GenFault::Crash(Crash {
+                at_ms: 100,
+                node: node.into(),
+                down_ms,
+            })
         };
         // One quick restart: a grant holding exactly a quorum loses a copy on a master that is
         // up again at once, and a competitor can gather a quorum.
@@ -1018,11 +1011,11 @@ mod tests {
         assert!(a.classify(&bounded).is_empty(), "{:?}", a.classify(&bounded));
         assert_eq!(
             bounded.faults[0],
-            GenFault::Pause {
+            GenFault::Pause(Pause {
                 at_ms: 100,
                 node: "redis-1".into(),
                 duration_ms: 10
-            }
+            })
         );
         // Held down for the TTL and the drift allowance, any number of masters lose nothing.
         let held_ms = a.ttl_ms + a.drift_allowance_ms;
@@ -1037,19 +1030,21 @@ mod tests {
         // running server is immediate): a loss however long each stop.
         let twice = case(vec![
             crash("redis-1", held_ms),
-            GenFault::Crash {
+            GenFault::Crash(Crash {
                 at_ms: 700,
                 node: "redis-1".into(),
                 down_ms: held_ms,
-            },
+            }),
         ]);
         assert_eq!(a.classify(&twice)[0].assumption, Assumption::Masters);
         // Two forward steps of a master's clock, each within the allowance, add up past it
         // (mutants' slow-link parent, seed 345); the profile keeps their sum within it.
-        let step = |at_ms: u64| GenFault::ClockJump {
-            at_ms,
-            node: "redis-1".into(),
-            delta_ms: a.drift_allowance_ms as i64,
+        let step = |at_ms: u64| {
+            GenFault::ClockJump(ClockJump {
+                at_ms,
+                node: "redis-1".into(),
+                delta_ms: a.drift_allowance_ms as i64,
+            })
         };
         let steps = case(vec![step(100), step(200)]);
         assert_eq!(a.classify(&steps)[0].assumption, Assumption::Masters);
@@ -1063,16 +1058,16 @@ mod tests {
         assert_eq!(a.drift_allowance_ms, 22);
         assert_eq!(a.drift_ppm_max, 5_000);
         let wild = case(vec![
-            GenFault::Drift {
+            GenFault::Drift(Drift {
                 at_ms: 0,
                 node: "redis-1".into(),
                 drift_ppm: 9_000,
-            },
-            GenFault::ClockJump {
+            }),
+            GenFault::ClockJump(ClockJump {
                 at_ms: 0,
                 node: "client-1".into(),
                 delta_ms: -900,
-            },
+            }),
         ]);
         // The drift breaks the clock assumption; the client's wall-clock step does not (a lock
         // that times itself with the wall clock and fails when it steps has a bug).
@@ -1092,11 +1087,11 @@ mod tests {
     }
 
     fn pause(node: &str, duration_ms: u64) -> GenFault {
-        GenFault::Pause {
+        GenFault::Pause(Pause {
             at_ms: 500,
             node: node.into(),
             duration_ms,
-        }
+        })
     }
 
     #[test]
@@ -1132,11 +1127,11 @@ mod tests {
             "algorithm = \"token-release\"\nfencing = \"incr\"",
             "work_ms = 100",
         ));
-        let crash = case(vec![GenFault::Crash {
+        let crash = case(vec![GenFault::Crash(Crash {
             at_ms: 100,
             node: "redis-1".into(),
             down_ms: 3_000,
-        }]);
+        })]);
         // Held down past every lease, the key is harmless; the INCR counter starts again.
         let broken = a.classify(&crash);
         assert_eq!(broken.len(), 1, "{broken:?}");
@@ -1146,11 +1141,11 @@ mod tests {
         let bounded = a.bound(crash);
         assert_eq!(
             bounded.faults,
-            vec![GenFault::Pause {
+            vec![GenFault::Pause(Pause {
                 at_ms: 100,
                 node: "redis-1".into(),
                 duration_ms: 3_000
-            }]
+            })]
         );
         assert!(a.classify(&bounded).is_empty());
         // Unfenced, the same crash is inside the assumptions.
@@ -1160,11 +1155,11 @@ mod tests {
             "work_ms = 100",
         ));
         assert!(unfenced
-            .classify(&case(vec![GenFault::Crash {
+            .classify(&case(vec![GenFault::Crash(Crash {
                 at_ms: 100,
                 node: "redis-1".into(),
                 down_ms: 3_000,
-            }]))
+            })]))
             .is_empty());
         // With `appendfsync always` the counter survives.
         let durable = Assumptions::of(&scenario(
@@ -1173,11 +1168,11 @@ mod tests {
             "work_ms = 100",
         ));
         assert!(durable
-            .classify(&case(vec![GenFault::Crash {
+            .classify(&case(vec![GenFault::Crash(Crash {
                 at_ms: 100,
                 node: "redis-1".into(),
                 down_ms: 10,
-            }]))
+            })]))
             .is_empty());
     }
 
@@ -1204,11 +1199,11 @@ mod tests {
         assert!(!a.classify(&bounded).iter().any(|b| b.assumption == Assumption::Masters));
         // A crash held down for a TTL is harmless without a Sentinel; with one, the replica
         // serves meanwhile.
-        let crash = case(vec![GenFault::Crash {
+        let crash = case(vec![GenFault::Crash(Crash {
             at_ms: 500,
             node: "redis-1".into(),
             down_ms: 5_000,
-        }]);
+        })]);
         assert!(a.classify(&crash).iter().any(|b| b.detail.contains("Sentinel")));
         let bounded = a.bound(crash);
         assert_eq!(bounded.faults, vec![pause("redis-1", 1_000 - 2 * MARGIN_MS)]);
@@ -1216,16 +1211,16 @@ mod tests {
         // tests/fixtures/false-alarms/failover-fenced.toml, 600 ms Sentinel: 389 ms at 1.978 s
         // and 500 ms at 2.203 s, 725 ms unreachable); the profile splits what the Sentinel leaves.
         let two = case(vec![
-            GenFault::Pause {
+            GenFault::Pause(Pause {
                 at_ms: 1_978,
                 node: "redis-1".into(),
                 duration_ms: 700,
-            },
-            GenFault::Pause {
+            }),
+            GenFault::Pause(Pause {
                 at_ms: 2_203,
                 node: "redis-1".into(),
                 duration_ms: 800,
-            },
+            }),
         ]);
         assert!(a
             .classify(&two)
@@ -1234,12 +1229,51 @@ mod tests {
         let bounded = a.bound(two);
         assert!(
             bounded.faults.iter().all(
-                |f| matches!(f, GenFault::Pause { duration_ms, .. } if *duration_ms == (1_000 - 2 * MARGIN_MS) / 2)
+                |f| matches!(f, GenFault::Pause(Pause { duration_ms, .. }) if *duration_ms == (1_000 - 2 * MARGIN_MS) / 2)
             ),
             "{:?}",
             bounded.faults
         );
         assert!(!a.classify(&bounded).iter().any(|b| b.assumption == Assumption::Masters));
+    }
+
+    #[test]
+    fn a_failover_to_a_replica_whose_clock_runs_ahead_says_so() {
+        let a = Assumptions::of(&scenario(
+            "[[topology.master]]\nname = \"redis-1\"\nreplicas = 1\nreplication_lag_ms = 50",
+            "algorithm = \"token-release\"",
+            "work_ms = 100",
+        ));
+        let failover = GenFault::Failover(Failover {
+            at_ms: 2_000,
+            node: "redis-1".into(),
+        });
+        let plain = a.classify(&case(vec![failover.clone()]));
+        assert_eq!(plain.len(), 1, "{plain:?}");
+        assert_eq!(plain[0].assumption, Assumption::Masters);
+        assert!(
+            plain[0].detail.contains("redis-1 fails over to a replica)"),
+            "{}",
+            plain[0].detail
+        );
+        // Redis replicates expiries as absolute times: the promoted replica judges the key by
+        // its own clock (scenarios/replica-clock-failover.toml).
+        let ahead = a.classify(&case(vec![
+            GenFault::ClockJump(ClockJump {
+                at_ms: 1_000,
+                node: "redis-1-replica-1".into(),
+                delta_ms: 9_000,
+            }),
+            failover,
+        ]));
+        assert_eq!(ahead.len(), 1, "{ahead:?}");
+        assert!(
+            ahead[0]
+                .detail
+                .contains("redis-1-replica-1's wall clock runs 9000 ms ahead: promoted, it expires the key early"),
+            "{}",
+            ahead[0].detail
+        );
     }
 
     #[test]
@@ -1250,16 +1284,16 @@ mod tests {
         let a = Assumptions::of(&template("algorithm = \"redlock\""));
         assert_eq!(a.drift_allowance_ms, 22);
         let faults = vec![
-            GenFault::ClockJump {
+            GenFault::ClockJump(ClockJump {
                 at_ms: 100,
                 node: "redis-1".into(),
                 delta_ms: 22,
-            },
-            GenFault::Drift {
+            }),
+            GenFault::Drift(Drift {
                 at_ms: 0,
                 node: "client-1".into(),
                 drift_ppm: -5_000,
-            },
+            }),
         ];
         let broken = a.classify(&case(faults.clone()));
         assert_eq!(broken.len(), 1, "{broken:?}");
@@ -1268,7 +1302,7 @@ mod tests {
         // The profile leaves the step what the drift does not use: 22 − 10 ms.
         let bounded = a.bound(case(faults));
         assert!(
-            matches!(bounded.faults[0], GenFault::ClockJump { delta_ms: 12, .. }),
+            matches!(bounded.faults[0], GenFault::ClockJump(ClockJump { delta_ms: 12, .. })),
             "{:?}",
             bounded.faults
         );
@@ -1285,12 +1319,14 @@ mod tests {
             "algorithm = \"token-release\"\nrequest_timeout_ms = 3000\nconnect_timeout_ms = 3000",
             "work_ms = [50, 300]\nresource_timeout_ms = 50",
         ));
-        let cut = |a: &str, b: &str| GenFault::Partition {
-            at_ms: 374,
-            a: a.into(),
-            b: b.into(),
-            length_ms: 25,
-            oneway: true,
+        let cut = |a: &str, b: &str| {
+            GenFault::Partition(Partition {
+                at_ms: 374,
+                a: a.into(),
+                b: b.into(),
+                length_ms: 25,
+                oneway: true,
+            })
         };
         let broken = a.classify(&case(vec![cut("client-2", "resource")]));
         assert!(
@@ -1300,20 +1336,20 @@ mod tests {
             "{broken:?}"
         );
         // So does a lost renewal on a lossy master link (a watchdog waits for it, writing on).
-        let lossy = GenFault::Loss {
+        let lossy = GenFault::Loss(Loss {
             at_ms: 0,
             a: "client-1".into(),
             b: "redis-1".into(),
             rate_ppm: 20_000,
-        };
+        });
         assert!(!a.classify(&case(vec![lossy])).is_empty());
         // A hold only delays: 25 ms.
-        let hold = GenFault::Hold {
+        let hold = GenFault::Hold(Hold {
             at_ms: 374,
             a: "client-2".into(),
             b: "resource".into(),
             length_ms: 25,
-        };
+        });
         assert!(a.classify(&case(vec![hold])).is_empty());
     }
 }

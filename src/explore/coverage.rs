@@ -180,7 +180,7 @@ pub fn mutate(
 ) -> ExploreCase {
     let mut case = parent.clone();
     let ttl = topo.ttl_ms.max(2);
-    let horizon_ms = (topo.duration_ms * 4 / 5).max(1);
+    let horizon_ms = topo.horizon_ms();
     let choice = if case.faults.is_empty() {
         3
     } else {
@@ -232,6 +232,7 @@ fn scale(fault: &mut GenFault, stronger: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::explore::kinds::Pause;
     use crate::explore::{anchors, run_guarded, standard_template, topology};
 
     #[test]
@@ -250,11 +251,11 @@ mod tests {
         assert_eq!(sig(&a), sig(&b));
         let case = ExploreCase {
             clients: 3,
-            faults: vec![GenFault::Pause {
+            faults: vec![GenFault::Pause(Pause {
                 at_ms: 100,
                 node: "client-1".into(),
                 duration_ms: 5_000,
-            }],
+            })],
             shape: None,
         };
         let paused = run_guarded(&crate::explore::case_scenario(&template, &case, 0), None).unwrap();

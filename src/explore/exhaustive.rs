@@ -34,6 +34,7 @@
 
 use super::anchors::{self, Anchor};
 use super::generate::{ExploreCase, GenFault};
+use super::kinds::Grid;
 use super::subject::{LockRef, PreparedLock};
 use super::{case_scenario, topology};
 use crate::checker::Verdict;
@@ -182,11 +183,11 @@ fn grid_anchors(all: &[Anchor], bounds: &Bounds) -> Vec<Anchor> {
         .collect()
 }
 
-/// Every single fault of the grid (see the [module](self) docs), in grid order.
+/// Every single fault of the grid (see the [module](self) docs; each kind gives its values at
+/// an instant, [`GenFault::exhaustive`]), in grid order.
 fn single_faults(template: &Scenario, grid: &[Anchor]) -> Vec<GenFault> {
     let topo = topology(template);
     let ttl = topo.ttl_ms.max(2);
-    let ttl_i = ttl as i64;
     let mut out = Vec::new();
     for (i, anchor) in grid.iter().enumerate() {
         let next = grid
@@ -214,53 +215,13 @@ fn single_faults(template: &Scenario, grid: &[Anchor]) -> Vec<GenFault> {
             continue;
         };
         for at_ms in instants {
-            out.push(GenFault::Hold {
+            out.extend(GenFault::exhaustive(&Grid {
                 at_ms,
-                a: client.clone(),
-                b: master.clone(),
-                length_ms: ttl / 2,
-            });
-            out.push(GenFault::Partition {
-                at_ms,
-                a: client.clone(),
-                b: master.clone(),
-                length_ms: ttl / 2,
-                oneway: false,
-            });
-            out.push(GenFault::DropReply {
-                at_ms,
-                node: master.clone(),
-                client: client.clone(),
-                count: 1,
-            });
-            for delta_ms in [ttl_i, -ttl_i] {
-                out.push(GenFault::ClockJump {
-                    at_ms,
-                    node: client.clone(),
-                    delta_ms,
-                });
-            }
-            for node in [&client, &master] {
-                for drift_ppm in [100, -100] {
-                    out.push(GenFault::Drift {
-                        at_ms,
-                        node: node.clone(),
-                        drift_ppm,
-                    });
-                }
-            }
-            out.push(GenFault::Pause {
-                at_ms,
-                node: master.clone(),
-                duration_ms: ttl / 10,
-            });
-            if let Some(replica) = topo.replicas.first() {
-                out.push(GenFault::ClockJump {
-                    at_ms,
-                    node: replica.clone(),
-                    delta_ms: ttl_i,
-                });
-            }
+                ttl_ms: ttl,
+                client: &client,
+                master: &master,
+                replicas: &topo.replicas,
+            }));
         }
     }
     out.sort();

@@ -30,6 +30,7 @@ pub mod coverage;
 pub mod exhaustive;
 pub mod generate;
 pub mod guided;
+pub mod kinds;
 pub mod record;
 pub mod shrink;
 pub mod subject;

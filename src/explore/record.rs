@@ -96,6 +96,7 @@ impl SeedRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::explore::kinds::Pause;
 
     #[test]
     fn a_record_is_one_line_and_reads_back() {
@@ -105,11 +106,11 @@ mod tests {
             seed: 7,
             clients: 2,
             fault_kinds: vec!["pause".into()],
-            faults: vec![GenFault::Pause {
+            faults: vec![GenFault::Pause(Pause {
                 at_ms: 10,
                 node: "client-1".into(),
                 duration_ms: 2_500,
-            }],
+            })],
             shape: None,
             subject: LockRun::judged("my-lock", &[("mutual-exclusion".into(), Verdict::Invalid)], "ab"),
             reference: Some(LockRun::failed("token-release", "boom")),

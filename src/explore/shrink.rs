@@ -208,68 +208,10 @@ pub fn workload_outlives_lease(scenario: &Scenario) -> Option<String> {
     ))
 }
 
-/// A fault in words: "pause of client-1 for 1200 ms at 300 ms".
+/// A fault in words: "pause of client-1 for 1200 ms at 300 ms" (each kind words itself:
+/// [`GenFault::describe`]).
 pub fn describe(fault: &GenFault) -> String {
-    match fault {
-        GenFault::Pause {
-            at_ms,
-            node,
-            duration_ms,
-        } => format!("pause of {node} for {duration_ms} ms at {at_ms} ms"),
-        GenFault::ClockJump { at_ms, node, delta_ms } => {
-            format!("wall-clock jump of {node} by {delta_ms:+} ms at {at_ms} ms")
-        }
-        GenFault::Drift { at_ms, node, drift_ppm } => format!("drift of {node} to {drift_ppm:+} ppm at {at_ms} ms"),
-        GenFault::Partition {
-            at_ms,
-            a,
-            b,
-            length_ms,
-            oneway,
-        } => format!(
-            "partition {a} {} {b} for {length_ms} ms at {at_ms} ms",
-            if *oneway { "->" } else { "<->" }
-        ),
-        GenFault::Hold { at_ms, a, b, length_ms } => format!("hold of {a} <-> {b} for {length_ms} ms at {at_ms} ms"),
-        GenFault::Latency {
-            at_ms,
-            a,
-            b,
-            latency_ms,
-            spike: None,
-        } => format!("latency {latency_ms} ms on {a} <-> {b} from {at_ms} ms"),
-        GenFault::Latency {
-            at_ms,
-            a,
-            b,
-            latency_ms,
-            spike: Some(spike),
-        } => format!(
-            "latency {latency_ms} ms on {a} <-> {b} for {} ms from {at_ms} ms",
-            spike.length_ms
-        ),
-        GenFault::Loss { at_ms, a, b, rate_ppm } => format!("loss {rate_ppm} ppm on {a} <-> {b} from {at_ms} ms"),
-        GenFault::Crash { at_ms, node, down_ms } => format!("crash of {node} for {down_ms} ms at {at_ms} ms"),
-        GenFault::PowerLoss { at_ms, node, down_ms } => {
-            format!("power loss of {node} for {down_ms} ms at {at_ms} ms")
-        }
-        GenFault::RollingRestart {
-            at_ms,
-            gap_ms,
-            down_ms,
-            nodes,
-        } => format!(
-            "rolling restart of {} masters {gap_ms} ms apart, each down {down_ms} ms, from {at_ms} ms",
-            nodes.len()
-        ),
-        GenFault::Failover { at_ms, node } => format!("failover of {node} at {at_ms} ms"),
-        GenFault::DropReply {
-            at_ms,
-            node,
-            client,
-            count,
-        } => format!("{count} replies from {node} to {client} lost from {at_ms} ms"),
-    }
+    fault.describe()
 }
 
 /// What shrinking one failing seed gave.
@@ -602,38 +544,39 @@ fn counterexample_name(template: &str, seed: u64, checker: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::{counterexample_name, size, ExploreCase, GenFault};
+    use crate::explore::kinds::{ClockJump, Failover, PowerLoss};
     use crate::scenario::SCENARIO_NAME_MAX;
 
     /// Shrinking and coverage measure a fault the same way: a power loss's downtime counts (it
     /// once counted for coverage and not for shrinking), a failover has none.
     #[test]
     fn every_kind_is_measured_once_for_shrinking_and_coverage() {
-        let mut loss = GenFault::PowerLoss {
+        let mut loss = GenFault::from(PowerLoss {
             at_ms: 10,
             node: "redis-1".into(),
             down_ms: 400,
-        };
+        });
         let case = ExploreCase {
             clients: 2,
             faults: vec![
                 loss.clone(),
-                GenFault::Failover {
+                GenFault::from(Failover {
                     at_ms: 5,
                     node: "redis-1".into(),
-                },
+                }),
             ],
             shape: None,
         };
         assert_eq!(size(&case), (2, 2, 400));
         loss.scale_magnitude(|v| v * 2);
         assert_eq!(loss.magnitude(), 800);
-        let mut jump = GenFault::ClockJump {
+        let mut jump = GenFault::from(ClockJump {
             at_ms: 0,
             node: "redis-1".into(),
             delta_ms: -300,
-        };
+        });
         jump.scale_magnitude(|v| v / 2);
-        assert!(matches!(jump, GenFault::ClockJump { delta_ms: -150, .. }));
+        assert!(matches!(jump, GenFault::ClockJump(ClockJump { delta_ms: -150, .. })));
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub mod verdict;
 pub use expect::{
     ExploreExpect, ExploreSpec, CHECKERS, DEFAULT_EXPLORE_SEEDS, LIVENESS, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS,
 };
-pub use fault::{FaultProfile, DEFAULT_KINDS, GENERATED_KINDS};
+pub use fault::{FaultProfile, DEFAULT_KINDS, GENERATED_KINDS, OPT_IN_KINDS};
 pub use lock::{Algorithm, AlgorithmSpec, ClockKind, Fencing, LockSpec, RedlockSpec, WatchdogSpec};
 pub use op::{Grant, GrantRef};
 pub use scenario::{

@@ -279,14 +279,6 @@ fn aligned(name: &str, width: usize, indent: usize) -> String {
     }
 }
 
-/// What a generated kind that is no `[[fault]]` kind does (the generator composes it).
-fn generated_only(kind: &str) -> &'static str {
-    match kind {
-        "rolling-restart" => "stop and restart the masters one after another (generated as shutdown + restart pairs)",
-        _ => "",
-    }
-}
-
 /// `lockstep list`: the algorithms, the fault kinds (which a scenario's `[[fault]]` table takes
 /// and which `explore --kinds` takes, by the names each accepts), the checkers and the
 /// scenarios of `dir`.
@@ -327,7 +319,11 @@ pub fn list_text(dir: &Path, scenarios: &Result<Vec<(PathBuf, Scenario)>, String
         } else {
             "-"
         };
-        let about = lockstep_sim::Fault::summary(kind).unwrap_or_else(|| generated_only(kind));
+        // A generated kind that is no `[[fault]]` kind says what it does itself (the generator
+        // composes it from the world's faults).
+        let about = lockstep_sim::Fault::summary(kind)
+            .or_else(|| crate::explore::generate::GenFault::about(kind))
+            .unwrap_or("");
         let _ = writeln!(out, "  {kind:<width$} {in_file:<9} {generated:<8} {about}");
     }
     let _ = writeln!(out, "\n{}", crate::scenario::workload_help().trim_end());

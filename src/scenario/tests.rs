@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::{Verdict, DEFAULT_KINDS, GENERATED_KINDS};
+use crate::model::{Verdict, DEFAULT_KINDS, GENERATED_KINDS, OPT_IN_KINDS};
 use lockstep_sim::{Fault, FencingMode, ScheduledFault};
 
 /// Every key of the format, none at its default.
@@ -1122,8 +1122,8 @@ fn explore_block_parses_with_defaults_and_round_trips() {
     assert_eq!(e.kinds, DEFAULT_KINDS);
     assert_eq!(
         DEFAULT_KINDS,
-        &GENERATED_KINDS[..GENERATED_KINDS.len() - 1],
-        "drop-reply is opt-in"
+        &GENERATED_KINDS[..GENERATED_KINDS.len() - OPT_IN_KINDS.len()],
+        "the opt-in kinds are off by default"
     );
     assert!(!e.lock_aware && e.expect.is_empty());
     assert_eq!(parse(&s.to_toml()), s);

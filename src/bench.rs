@@ -167,7 +167,7 @@ fn event_clock(tick_ms: u64, scenarios: u64) -> anyhow::Result<String> {
 }
 
 /// The node counts of the scaling figure.
-pub const SCALING_NODES: [usize; 7] = [3, 12, 25, 50, 100, 200, 1_000];
+pub(crate) const SCALING_NODES: [usize; 7] = [3, 12, 25, 50, 100, 200, 1_000];
 
 /// (masters, clients) of the two worlds with `nodes` nodes (the resource is one): one master
 /// and many clients; many Redlock masters and two clients (one when there are only three nodes).
@@ -216,7 +216,7 @@ acquire_retry_ms = 20
 /// resolution), or of wall time where the system does not say. CPU time is what a run costs on
 /// a machine shared with other work; a simulation runs on one thread.
 #[derive(Debug, Clone, Copy)]
-pub struct Stopwatch {
+pub(crate) struct Stopwatch {
     wall: Instant,
     cpu_us: Option<f64>,
 }
@@ -246,7 +246,7 @@ impl Stopwatch {
     }
 
     /// µs since the start: CPU time when both readings exist, else wall time.
-    pub fn elapsed_us(&self) -> f64 {
+    pub(crate) fn elapsed_us(&self) -> f64 {
         match (self.cpu_us, thread_cpu_us()) {
             (Some(from), Some(to)) => to - from,
             _ => self.wall.elapsed().as_secs_f64() * 1e6,

@@ -30,7 +30,7 @@ pub fn stderr_line(text: &str) {
 
 /// `word` as one shell word, for the commands lockstep prints (replay lines, reruns): as it is
 /// when it holds only `A-Za-z0-9._/,:-`, else in single quotes (a quote inside written `'\''`).
-pub fn shell_word(word: &str) -> String {
+pub(crate) fn shell_word(word: &str) -> String {
     if !word.is_empty()
         && word
             .chars()

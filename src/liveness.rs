@@ -88,7 +88,7 @@ pub fn of(history: &OpHistory<'_>) -> Liveness {
 }
 
 /// Percentile `p` (0–100) of `sorted` by nearest rank; `None` when empty.
-pub fn percentile(sorted: &[u64], p: u64) -> Option<u64> {
+pub(crate) fn percentile(sorted: &[u64], p: u64) -> Option<u64> {
     if sorted.is_empty() {
         return None;
     }

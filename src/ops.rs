@@ -24,7 +24,7 @@ use serde::Serialize;
 pub use crate::model::op::*;
 
 /// Serialises op data (plain structs with string keys never fail to serialise).
-pub fn to_data<T: Serialize>(value: &T) -> serde_json::Value {
+pub(crate) fn to_data<T: Serialize>(value: &T) -> serde_json::Value {
     serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
 }
 
@@ -45,7 +45,7 @@ impl Recorder {
     }
 
     /// A recorder for task `task` (1, 2, …) of `node`: every invoke names the task.
-    pub fn for_task(node: &Node, task: u32) -> Self {
+    pub(crate) fn for_task(node: &Node, task: u32) -> Self {
         Recorder {
             node: node.clone(),
             task: Some(task),
@@ -83,7 +83,7 @@ impl Recorder {
     }
 
     /// Records an error as `fail` or, when its outcome is unknown, `info`.
-    pub fn complete_error(&self, id: u64, op: &str, error: &dyn OpFailure) {
+    pub(crate) fn complete_error(&self, id: u64, op: &str, error: &dyn OpFailure) {
         let phase = if error.outcome_unknown() {
             Phase::Info
         } else {
@@ -103,7 +103,7 @@ impl Recorder {
 /// An error an operation can end with: its text, and whether the operation may have taken
 /// effect (`info`) or certainly did not (`fail`). A lock's errors are one (`crate::lock`
 /// implements it); this module, below the locks, names none of them.
-pub trait OpFailure: std::fmt::Display {
+pub(crate) trait OpFailure: std::fmt::Display {
     /// Whether the operation may have taken effect.
     fn outcome_unknown(&self) -> bool;
 }

@@ -95,7 +95,7 @@ impl ClientPlan {
 }
 
 /// Makes another lock object for the same client (a task that does not share the client's).
-pub type LockMaker = Rc<dyn Fn() -> Rc<dyn LockClient>>;
+pub(crate) type LockMaker = Rc<dyn Fn() -> Rc<dyn LockClient>>;
 
 /// The grant a task holds, and until when (its monotonic clock, ms) it believes it valid.
 struct Held {

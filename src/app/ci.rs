@@ -51,7 +51,7 @@ impl Default for CiOptions {
 /// scenario as explicit TOML) and the options that decide what runs (the shard count, not the
 /// index; the sweep). Every shard of one run has the same identity; `lockstep merge` refuses
 /// reports of different runs.
-pub fn run_identity(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> String {
+pub(crate) fn run_identity(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> String {
     use sha2::{Digest, Sha256};
     let mut hash = Sha256::new();
     let mut field = |bytes: &[u8]| {

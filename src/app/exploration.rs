@@ -38,7 +38,7 @@ pub struct Locks {
 
 impl Locks {
     /// The borrowed pair the explorer and the shrinker take.
-    pub fn refs(&self) -> (LockRef<'_>, Option<LockRef<'_>>) {
+    pub(crate) fn refs(&self) -> (LockRef<'_>, Option<LockRef<'_>>) {
         (
             self.subject.lock_ref(),
             self.reference.as_ref().map(LockChoice::lock_ref),
@@ -82,7 +82,7 @@ pub fn locks(template: &Scenario, args: &OracleArgs) -> Result<Locks, AppError> 
 
 /// Bad input when `scenario` names a Rust lock (`[lock] rust_lock`): only a harness holding that
 /// lock can run it, and running the built-in `algorithm` instead would replay a different lock.
-pub fn refuse_rust_lock(path: &Path, scenario: &Scenario) -> Result<(), AppError> {
+pub(crate) fn refuse_rust_lock(path: &Path, scenario: &Scenario) -> Result<(), AppError> {
     match &scenario.lock.rust_lock {
         None => Ok(()),
         Some(name) => Err(AppError::BadInput(format!(
@@ -96,7 +96,7 @@ pub fn refuse_rust_lock(path: &Path, scenario: &Scenario) -> Result<(), AppError
 }
 
 /// A JSON-lines file written as the seeds finish: one [`SeedRecord`] a line, flushed each time.
-pub struct JsonlSink {
+pub(crate) struct JsonlSink {
     path: PathBuf,
     out: std::io::BufWriter<std::fs::File>,
     error: Option<String>,
@@ -141,7 +141,7 @@ impl JsonlSink {
 /// Explores `template` with `locks`, streaming a JSON line per seed to `jsonl` when given. A
 /// stream that can no longer be written stops the exploration (no further seed starts): every
 /// record after it would be lost, and [`JsonlSink::finish`] reports the error.
-pub fn run_exploration(
+pub(crate) fn run_exploration(
     template: &Scenario,
     config: &ExploreConfig,
     locks: &Locks,
@@ -174,7 +174,7 @@ pub fn run_oracle(
 }
 
 /// Seeds explored when neither a flag nor the template's `[explore]` block says.
-pub const DEFAULT_SEEDS: u64 = 1_000;
+pub(crate) const DEFAULT_SEEDS: u64 = 1_000;
 
 /// The standard template's settings (used when no scenario file is given).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -606,7 +606,7 @@ fn found_or_not(found: Option<shrink::Counterexample>, seed: u64, checker: &str,
 }
 
 /// Seeds of the fault-free check ([`fault_free_check`]): the first ones of the exploration's range.
-pub const FAULT_FREE_SEEDS: u64 = 3;
+pub(crate) const FAULT_FREE_SEEDS: u64 = 3;
 
 /// The template failing without any fault ([`fault_free_check`]): the template's verdict, found
 /// before exploring — what the search would otherwise report as its finding.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// Parses every file of `files`, in order; the first that cannot be read or parsed, or that names
 /// a Rust lock (`[lock] rust_lock`), is bad input.
-pub fn load_files(files: &[PathBuf]) -> Result<Vec<(PathBuf, Scenario)>, AppError> {
+pub(crate) fn load_files(files: &[PathBuf]) -> Result<Vec<(PathBuf, Scenario)>, AppError> {
     files
         .iter()
         .map(|file| {
@@ -60,7 +60,7 @@ pub fn load_inputs(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Scenario)>, AppErr
 }
 
 /// The largest result file `merge` reads (256 MiB).
-pub const MAX_RESULT_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_RESULT_BYTES: u64 = 256 << 20;
 
 /// Reads every file of `files` as text, in order; one that cannot be read (not a regular file,
 /// too large, not UTF-8) is bad input.

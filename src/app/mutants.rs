@@ -40,7 +40,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 /// The default seed budget per mutant (and per parent).
-pub const DEFAULT_SEEDS: u64 = 500;
+pub(crate) const DEFAULT_SEEDS: u64 = 500;
 
 /// `lockstep mutants`' options.
 #[derive(Debug, Clone, clap::Args)]

@@ -17,12 +17,12 @@ use crate::explore::{explore, standard_template, ExploreConfig};
 use crate::model::{AlgorithmSpec, WatchdogSpec};
 
 /// The TTLs swept by default, ms: 100 ms to 60 s, the range teams use (5–30 s is common).
-pub const DEFAULT_TTLS_MS: [u64; 13] = [
+pub(crate) const DEFAULT_TTLS_MS: [u64; 13] = [
     100, 200, 400, 700, 1_000, 1_500, 2_000, 3_000, 5_000, 10_000, 20_000, 30_000, 60_000,
 ];
 
 /// Seeds per TTL by default.
-pub const DEFAULT_SEEDS: u64 = 40;
+pub(crate) const DEFAULT_SEEDS: u64 = 40;
 
 /// The fault profile of the sweep: pauses up to 2.5 s and partitions up to 1.5 s, at most three
 /// faults per seed, not aimed at the TTL.

@@ -53,7 +53,7 @@ use lockstep_sim::Event;
 use std::collections::BTreeMap;
 
 /// The slack allowed between a claimed deadline and the lease's end, µs.
-pub const TOLERANCE_US: u64 = 2_000;
+pub(crate) const TOLERANCE_US: u64 = 2_000;
 
 /// Checks that claimed validities stay inside the masters' lease; see the [module](self) docs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -124,7 +124,7 @@ impl std::str::FromStr for CheckerName {
 pub const NAMES: &[&str] = crate::model::CHECKERS;
 
 /// Every checker's result on `history`, in [`CheckerName::ALL`] order.
-pub fn check_all(history: &OpHistory<'_>) -> Vec<CheckResult> {
+pub(crate) fn check_all(history: &OpHistory<'_>) -> Vec<CheckResult> {
     CheckerName::ALL.iter().map(|c| c.checker().check(history)).collect()
 }
 
@@ -134,8 +134,9 @@ pub fn all() -> Vec<&'static dyn Checker> {
     CheckerName::ALL.iter().map(|c| c.checker()).collect()
 }
 
+#[cfg(test)]
 /// The checker called `name` (one of [`NAMES`]), if there is one.
-pub fn by_name(name: &str) -> Option<&'static dyn Checker> {
+pub(crate) fn by_name(name: &str) -> Option<&'static dyn Checker> {
     name.parse::<CheckerName>().ok().map(CheckerName::checker)
 }
 

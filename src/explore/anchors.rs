@@ -321,7 +321,7 @@ fn operations_of(ops: &OpHistory<'_>) -> Vec<OpWindow> {
 
 /// Whether the template's workload can be reshaped: clients loop over the shared workload, with
 /// no scripted per-client work or iteration counts.
-pub fn shape_applies(template: &Scenario) -> bool {
+pub(crate) fn shape_applies(template: &Scenario) -> bool {
     template.workload.iterations.is_none()
         && !template.clients.is_empty()
         && template
@@ -332,7 +332,7 @@ pub fn shape_applies(template: &Scenario) -> bool {
 
 /// Slack, ms, between a contract shape's critical sections and the validity left after the
 /// lock's margins (ticks, message rounding, the release).
-pub const SHAPE_MARGIN_MS: u64 = 50;
+pub(crate) const SHAPE_MARGIN_MS: u64 = 50;
 
 /// The bounds workload shapes are drawn within: the think time (0 to TTL/2), and the longest
 /// critical section of a shape, one of four [`work_ms_choices`](Self::work_ms_choices).
@@ -453,7 +453,7 @@ pub fn draw_shape(rng: &mut ChaCha8Rng, bounds: &ShapeBounds) -> WorkloadShape {
 /// Applies a shape to a scenario: its clients (cloned from the first, renamed `client-N`, when
 /// more are needed), think time and critical-section lengths (which a template working
 /// `until-validity` does not use: its work stays the validity the lock claims, less the margin).
-pub fn apply_shape(scenario: &mut Scenario, shape: &WorkloadShape) {
+pub(crate) fn apply_shape(scenario: &mut Scenario, shape: &WorkloadShape) {
     let Some(first) = scenario.clients.first().cloned() else {
         return;
     };
@@ -519,7 +519,7 @@ fn validity_end_after(anchors: &[Anchor], client: Option<&String>, at_ms: u64) -
 
 /// One fault of `kind` aimed at anchor `i` (the kind draws it: [`GenFault::aim`]); `None` when
 /// the topology has no node for it.
-pub fn aimed_fault(
+pub(crate) fn aimed_fault(
     rng: &mut ChaCha8Rng,
     kind: &str,
     topo: &Topology,

@@ -22,10 +22,10 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeSet;
 
 /// Seeds per batch of a guided (anchored or mixed) exploration.
-pub const BATCH: u64 = 32;
+pub(crate) const BATCH: u64 = 32;
 
 /// Cases kept for mutation at most (the earliest new signatures).
-pub const CORPUS_MAX: usize = 256;
+pub(crate) const CORPUS_MAX: usize = 256;
 
 /// FNV-1a over bytes: a stable 64-bit hash (the standard library's hasher is not stable).
 fn fnv(hash: &mut u64, bytes: &[u8]) {
@@ -144,7 +144,7 @@ fn sample_growth(growth: &[(u64, u64)]) -> Vec<(u64, u64)> {
 
 /// The cases that reached new signatures, and every signature seen.
 #[derive(Debug, Clone, Default)]
-pub struct Corpus {
+pub(crate) struct Corpus {
     /// Distinct signatures.
     pub seen: BTreeSet<u64>,
     /// Cases that first reached a signature, in the order they were added.
@@ -154,7 +154,7 @@ pub struct Corpus {
 impl Corpus {
     /// Adds one batch's results (`(seed, signature, case)`), in seed order; returns how many
     /// signatures were new.
-    pub fn add_batch(&mut self, mut batch: Vec<(u64, u64, ExploreCase)>) -> usize {
+    pub(crate) fn add_batch(&mut self, mut batch: Vec<(u64, u64, ExploreCase)>) -> usize {
         batch.sort_by_key(|(seed, _, _)| *seed);
         let mut new = 0;
         for (_, signature, case) in batch {

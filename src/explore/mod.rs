@@ -115,7 +115,7 @@ pub struct ExploreConfig {
 impl ExploreConfig {
     /// Whether no further seed may start: the time limit passed since `started`, or the run was
     /// cancelled ([`Self::cancel`]).
-    pub fn must_stop(&self, started: Instant) -> bool {
+    pub(crate) fn must_stop(&self, started: Instant) -> bool {
         self.cancel.load(Ordering::Relaxed) || self.time_limit.is_some_and(|limit| started.elapsed() >= limit)
     }
 }
@@ -125,7 +125,7 @@ impl ExploreConfig {
 /// thread — and on the workers it starts, which watch the same flag
 /// (`lockstep_sim::stop::current`) — stops at its next simulated step. A seed that never ends
 /// cannot hold an exploration past its limit. Without a limit, `body` runs as it is.
-pub fn with_time_limit<T>(config: &ExploreConfig, started: Instant, body: impl FnOnce() -> T) -> T {
+pub(crate) fn with_time_limit<T>(config: &ExploreConfig, started: Instant, body: impl FnOnce() -> T) -> T {
     let Some(limit) = config.time_limit else {
         return body();
     };
@@ -276,7 +276,7 @@ pub fn run_guarded(scenario: &Scenario, factory: Option<&LockFactory>) -> Result
 /// Calls `f`, turning a panic anywhere inside it (a simulated node's task included) into an
 /// error carrying the first panic's message and location. The one panic guard: explorations
 /// use it per seed, `lockstep run` and `lockstep ci` per scenario.
-pub fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+pub(crate) fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     install_panic_capture();
     FIRST_PANIC.with(|first| first.borrow_mut().take());
     let outcome = catch_unwind(AssertUnwindSafe(f));
@@ -562,7 +562,7 @@ fn seed_record(template: &Scenario, names: &LockNames, outcome: &SeedOutcome) ->
 
 /// How many seeds this process runs (its shard's share of the seeds), computed without listing
 /// them: memory does not grow with the number of seeds.
-pub fn shard_len(config: &ExploreConfig) -> u64 {
+pub(crate) fn shard_len(config: &ExploreConfig) -> u64 {
     let all = config.seeds.end.saturating_sub(config.seeds.start);
     match config.shard {
         None => all,
@@ -572,7 +572,7 @@ pub fn shard_len(config: &ExploreConfig) -> u64 {
 }
 
 /// The `i`-th seed this process runs (`None` past the last one).
-pub fn shard_seed(config: &ExploreConfig, i: u64) -> Option<u64> {
+pub(crate) fn shard_seed(config: &ExploreConfig, i: u64) -> Option<u64> {
     if i >= shard_len(config) {
         return None;
     }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The record format's version (the `v` field of every line).
-pub const RECORD_VERSION: u32 = 1;
+pub(crate) const RECORD_VERSION: u32 = 1;
 
 /// One lock's run of a seed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,7 +88,7 @@ pub struct SeedRecord {
 
 impl SeedRecord {
     /// The record as one line of JSON (no newline).
-    pub fn to_json_line(&self) -> String {
+    pub(crate) fn to_json_line(&self) -> String {
         serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"v\":{RECORD_VERSION},\"error\":\"{e}\"}}"))
     }
 }

@@ -312,7 +312,7 @@ fn shrink_until(
 /// `checker` — and, with a `reference` (the differential oracle), while the reference does not.
 /// `None` when the seed does not fail so. At most `max_runs` runs (the reference's included),
 /// none started after `deadline`.
-pub fn shrink_with(
+pub(crate) fn shrink_with(
     template: &Scenario,
     profile: &FaultProfile,
     (seed, checker): (u64, &str),
@@ -365,7 +365,7 @@ pub fn shrink_with(
 /// [`shrink_with`] does, without proptest's pass: drops single faults, the workload shape, then
 /// clients, while `subject` still violates `checker` (and `reference`, if any, does not).
 /// `None` when the case does not fail so.
-pub fn shrink_case(
+pub(crate) fn shrink_case(
     template: &Scenario,
     case: &ExploreCase,
     (seed, checker): (u64, &str),

@@ -64,7 +64,7 @@ impl UserLock {
 /// Checks `scenario` as a scenario file is checked (written out and read back): a lock moved
 /// into another template (`--lock`, `--against FILE`) must still be valid there — a renewal
 /// period written for another TTL, say. The error names `origin`.
-pub fn revalidate(scenario: &Scenario, origin: &str) -> Result<(), String> {
+pub(crate) fn revalidate(scenario: &Scenario, origin: &str) -> Result<(), String> {
     // The line and column would point into the generated text, not the user's file: left out.
     Scenario::from_str(&scenario.to_toml(), origin)
         .map(|_| ())
@@ -119,7 +119,11 @@ impl LockChoice {
     }
 
     /// [`LockChoice::from_file`] of `other`, already read from `path`.
-    pub fn from_scenario(path: &std::path::Path, other: &Scenario, template: &Scenario) -> Result<LockChoice, String> {
+    pub(crate) fn from_scenario(
+        path: &std::path::Path,
+        other: &Scenario,
+        template: &Scenario,
+    ) -> Result<LockChoice, String> {
         if let Some(rust) = &other.lock.rust_lock {
             return Err(format!(
                 "{}: field `lock.rust_lock`: names the Rust lock `{rust}`, which only a harness can run",
@@ -175,7 +179,7 @@ impl LockChoice {
     }
 
     /// The borrowed form the explorer and the shrinker take.
-    pub fn lock_ref(&self) -> LockRef<'_> {
+    pub(crate) fn lock_ref(&self) -> LockRef<'_> {
         match self {
             LockChoice::Template => LockRef::Template,
             LockChoice::BuiltIn(spec) => LockRef::BuiltIn(spec),

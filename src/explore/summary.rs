@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// How many failing seeds (the smallest, per checker) and errors a summary keeps.
-pub const KEEP_FIRST: usize = 10;
+pub(crate) const KEEP_FIRST: usize = 10;
 
 /// A seed on which some checker found a violation.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -199,7 +199,7 @@ impl Bounded {
     }
 
     /// Adds an implementation-bug seed (its promised checkers violated, and its case).
-    pub fn add_bug(&mut self, bug: FailingSeed) {
+    pub(crate) fn add_bug(&mut self, bug: FailingSeed) {
         self.first_bugs.push(bug);
         keep_smallest_per_checker(&mut self.first_bugs);
     }
@@ -458,7 +458,13 @@ impl ExploreSummary {
     }
 
     /// Adds one seed's verdicts.
-    pub fn add_verdicts(&mut self, seed: u64, verdicts: &[(String, Verdict)], fault_kinds: &[String], faults: usize) {
+    pub(crate) fn add_verdicts(
+        &mut self,
+        seed: u64,
+        verdicts: &[(String, Verdict)],
+        fault_kinds: &[String],
+        faults: usize,
+    ) {
         self.seeds_run += 1;
         let invalid: Vec<String> = verdicts
             .iter()
@@ -494,7 +500,7 @@ impl ExploreSummary {
     }
 
     /// Adds a seed that could not be judged.
-    pub fn add_error(&mut self, seed: u64, message: String) {
+    pub(crate) fn add_error(&mut self, seed: u64, message: String) {
         self.seeds_run += 1;
         self.errors += 1;
         self.first_errors.push(SeedError { seed, message });
@@ -502,7 +508,7 @@ impl ExploreSummary {
     }
 
     /// Adds a run's liveness figures and simulated time.
-    pub fn add_liveness(&mut self, liveness: &crate::liveness::Liveness, sim_ms: u64) {
+    pub(crate) fn add_liveness(&mut self, liveness: &crate::liveness::Liveness, sim_ms: u64) {
         for latency in &liveness.acquire_latencies_ms {
             *self.acquire_latency_ms.entry(*latency).or_default() += 1;
         }
@@ -514,7 +520,7 @@ impl ExploreSummary {
     /// Checks that the counts agree with each other (a summary read from a file may have been
     /// edited or damaged): no count of seeds above `seeds_run`, and the seeds planned at least
     /// those run. The message names the field.
-    pub fn check_counts(&self) -> Result<(), String> {
+    pub(crate) fn check_counts(&self) -> Result<(), String> {
         let run = self.seeds_run;
         let over = |field: &str, value: u64| -> Result<(), String> {
             if value > run {
@@ -548,7 +554,7 @@ impl ExploreSummary {
     }
 
     /// Sets the throughput's rates from `throughput.wall_s`, the seeds run and the simulated time.
-    pub fn set_rates(&mut self) {
+    pub(crate) fn set_rates(&mut self) {
         let wall_s = self.throughput.wall_s.max(1e-9);
         self.throughput.scenarios_per_s = self.seeds_run as f64 / wall_s;
         self.throughput.sim_s_per_wall_s = self.sim_ms as f64 / 1_000.0 / wall_s;
@@ -638,7 +644,7 @@ impl ExploreSummary {
     }
 
     /// Acquire latency percentile `p`, ms.
-    pub fn acquire_latency_percentile(&self, p: u64) -> Option<u64> {
+    pub(crate) fn acquire_latency_percentile(&self, p: u64) -> Option<u64> {
         // u128: counts read from a file may be as large as u64 allows.
         let total: u128 = self.acquire_latency_ms.values().map(|c| u128::from(*c)).sum();
         if total == 0 {
@@ -954,7 +960,7 @@ impl ExploreSummary {
 /// Refuses to merge `parts` (file, summary) that are not seed-for-seed parts of one run: summaries
 /// of different strategies, or more than one summary of a guided strategy (each process grows its
 /// own corpus, so shards or seed ranges explored apart are not the seeds of one exploration).
-pub fn check_strategies(parts: &[(String, ExploreSummary)]) -> Result<(), String> {
+pub(crate) fn check_strategies(parts: &[(String, ExploreSummary)]) -> Result<(), String> {
     let Some((first_file, first)) = parts.first() else {
         return Ok(());
     };
@@ -999,7 +1005,7 @@ pub struct SeedSpan {
 
 impl SeedSpan {
     /// Whether the span is well formed: `start <= end`, `1 <= index <= count`.
-    pub fn is_valid(&self) -> bool {
+    pub(crate) fn is_valid(&self) -> bool {
         self.seeds_start <= self.seeds_end && self.shard_index >= 1 && self.shard_index <= self.shard_count
     }
 
@@ -1012,7 +1018,7 @@ impl SeedSpan {
     /// Whether some seed is in both spans. Exact unless the two shard counts are both above
     /// a million and coprime-ish over a huge common range; then it answers `true` (refusing a
     /// merge is safe, double counting is not).
-    pub fn overlaps(&self, other: &SeedSpan) -> bool {
+    pub(crate) fn overlaps(&self, other: &SeedSpan) -> bool {
         let (lo, hi) = (
             self.seeds_start.max(other.seeds_start),
             self.seeds_end.min(other.seeds_end),

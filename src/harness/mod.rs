@@ -70,7 +70,7 @@ use std::time::Instant;
 /// and reported but not required: a pause past the lease breaks every lease lock, and only
 /// fencing keeps the resource safe then (use [`Harness::against_preset`] to tell your lock's
 /// bugs from those limits).
-pub const DEFAULT_EXPECT: &[(&str, ExploreExpect)] = &[
+pub(crate) const DEFAULT_EXPECT: &[(&str, ExploreExpect)] = &[
     ("stale-write", ExploreExpect::NoneInvalid),
     ("lost-update", ExploreExpect::NoneInvalid),
 ];
@@ -133,7 +133,7 @@ impl Harness {
     }
 
     /// A harness for the lock `name` whose factory `maker` builds (on each worker thread).
-    pub fn with_factory(name: &str, maker: impl Fn() -> LockFactory + Send + Sync + 'static) -> Harness {
+    pub(crate) fn with_factory(name: &str, maker: impl Fn() -> LockFactory + Send + Sync + 'static) -> Harness {
         Harness {
             lock: UserLock::new(name, maker),
             reference: None,

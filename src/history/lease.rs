@@ -75,7 +75,7 @@ use lockstep_sim::{Event, Fault};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Whether a master's one-line reply says the command took effect.
-pub fn reply_succeeded(reply: &str) -> bool {
+pub(crate) fn reply_succeeded(reply: &str) -> bool {
     !(reply.starts_with('-') || reply == "(nil)" || reply == ":0")
 }
 
@@ -134,7 +134,7 @@ impl ClockTrack {
     /// rate is the one a drift fault set, else (the initial rate) what the readings allow for a
     /// clock that read 0 at true 0. When the readings contradict that model (a history from real
     /// processes), the range falls back to the point estimate of [`true_us_at`](Self::true_us_at).
-    pub fn true_us_range(&self, monotonic_ms: i64) -> Option<(u64, u64)> {
+    pub(crate) fn true_us_range(&self, monotonic_ms: i64) -> Option<(u64, u64)> {
         let point = self.true_us_at(monotonic_ms)?;
         // The stretch that holds the value: the last one whose first reading is not above it.
         let k = self
@@ -180,7 +180,7 @@ impl ClockTrack {
 
     /// The true time (µs) at which the node's monotonic clock reads `monotonic_ms`; `None`
     /// without any event of the node.
-    pub fn true_us_at(&self, monotonic_ms: i64) -> Option<u64> {
+    pub(crate) fn true_us_at(&self, monotonic_ms: i64) -> Option<u64> {
         let samples = &self.samples;
         let &(first_us, first_ms) = samples.first()?;
         let after = samples.partition_point(|&(_, m)| m < monotonic_ms);
@@ -477,7 +477,7 @@ pub struct Lease<'h> {
 impl<'h> Lease<'h> {
     /// When the lease held on a majority of the reached masters ended: its earliest and latest
     /// possible true times (µs), and the event that ended it, if one did.
-    pub fn majority_end(&self) -> (u64, u64, Option<&'h Event>) {
+    pub(crate) fn majority_end(&self) -> (u64, u64, Option<&'h Event>) {
         let need = majority(self.reached);
         if self.held.len() < need {
             return (0, 0, None);

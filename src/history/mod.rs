@@ -53,7 +53,7 @@ pub struct Operation<'h> {
 }
 
 /// `client-1`, or `client-1 task 2` for a task of a client that runs several.
-pub fn holder_name(process: &str, task: Option<u32>) -> String {
+pub(crate) fn holder_name(process: &str, task: Option<u32>) -> String {
     match task {
         Some(task) => format!("{process} task {task}"),
         None => process.to_string(),
@@ -111,7 +111,7 @@ pub struct Belief<'h> {
 
 impl Belief<'_> {
     /// The client's monotonic-clock reading (ms) until which it believed it held the lock.
-    pub fn believed_until_monotonic_ms(&self) -> i64 {
+    pub(crate) fn believed_until_monotonic_ms(&self) -> i64 {
         self.event.monotonic_ms.saturating_add_unsigned(self.validity_ms)
     }
 }
@@ -153,7 +153,7 @@ impl Hold<'_> {
     }
 
     /// Whether `other` is held by the same process and task (one sequential actor).
-    pub fn same_holder(&self, other: &Hold<'_>) -> bool {
+    pub(crate) fn same_holder(&self, other: &Hold<'_>) -> bool {
         self.process == other.process && self.task == other.task
     }
 
@@ -163,24 +163,24 @@ impl Hold<'_> {
     }
 
     /// The first position at which the client is no longer inside (`u64::MAX` while held).
-    pub fn end_seq(&self) -> u64 {
+    pub(crate) fn end_seq(&self) -> u64 {
         self.end.map_or(u64::MAX, |end| end.event.seq)
     }
 
     /// True time the hold ended, µs, or `history_end_us` when still held.
-    pub fn end_us_or(&self, history_end_us: u64) -> u64 {
+    pub(crate) fn end_us_or(&self, history_end_us: u64) -> u64 {
         self.end.map_or(history_end_us, |end| end.event.at_us)
     }
 
     /// The first position at which the client's turn is over (`u64::MAX` while in it): the
     /// hold's end stretched over the requests it sent under the grant.
-    pub fn turn_end_seq(&self) -> u64 {
+    pub(crate) fn turn_end_seq(&self) -> u64 {
         self.turn_end.map_or(u64::MAX, |e| e.seq)
     }
 
     /// The position that orders this grant among others: the masters' grant when the history
     /// shows it, else the client's acquire `ok`.
-    pub fn grant_order_seq(&self) -> u64 {
+    pub(crate) fn grant_order_seq(&self) -> u64 {
         self.master_grant.map_or(self.granted.seq, |e| e.seq)
     }
 
@@ -548,8 +548,9 @@ impl<'h> OpHistory<'h> {
         &self.writes
     }
 
+    #[cfg(test)]
     /// What did not fit the vocabulary, in order.
-    pub fn anomalies(&self) -> &[Anomaly] {
+    pub(crate) fn anomalies(&self) -> &[Anomaly] {
         &self.anomalies
     }
 

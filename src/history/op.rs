@@ -181,7 +181,7 @@ fn parse<T: DeserializeOwned>(data: &serde_json::Value) -> Option<T> {
 
 /// Decodes the data of an `op` event in `phase` as [`crate::ops`] fixes it; `Err` names the
 /// shape that was expected and did not fit.
-pub fn decode(op: OpName, phase: Phase, data: &serde_json::Value) -> Result<OpData, &'static str> {
+pub(crate) fn decode(op: OpName, phase: Phase, data: &serde_json::Value) -> Result<OpData, &'static str> {
     let decoded = match (op, phase) {
         (OpName::Acquire, Phase::Invoke) => parse(data).map(LockOp::Acquire).map(OpData::Invoke),
         (OpName::Extend, Phase::Invoke) => parse(data).map(LockOp::Extend).map(OpData::Invoke),

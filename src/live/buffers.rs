@@ -79,8 +79,9 @@ impl RunBuffers {
         Some(conn)
     }
 
+    #[cfg(test)]
     /// What every open connection holds, bytes.
-    pub fn total(&self) -> usize {
+    pub(crate) fn total(&self) -> usize {
         self.total.get()
     }
 
@@ -141,36 +142,36 @@ impl ConnBuffers {
     }
 
     /// `n` client→server bytes entered the link; `false`: over a limit, close the connection.
-    pub fn add_up(&self, n: usize) -> bool {
+    pub(crate) fn add_up(&self, n: usize) -> bool {
         self.set(&self.link_up, self.link_up.get() + n);
         self.check()
     }
 
     /// `n` client→server bytes left the link.
-    pub fn sub_up(&self, n: usize) {
+    pub(crate) fn sub_up(&self, n: usize) {
         self.set(&self.link_up, self.link_up.get().saturating_sub(n));
     }
 
     /// The query buffer now holds `n` bytes; `false`: over a limit, close the connection.
-    pub fn set_query(&self, n: usize) -> bool {
+    pub(crate) fn set_query(&self, n: usize) -> bool {
         let grew = n > self.query.get();
         self.set(&self.query, n);
         !grew || self.check()
     }
 
     /// `n` server→client bytes were queued; `false`: over a limit, close the connection.
-    pub fn add_down(&self, n: usize) -> bool {
+    pub(crate) fn add_down(&self, n: usize) -> bool {
         self.set(&self.down, self.down.get() + n);
         self.check()
     }
 
     /// `n` server→client bytes were written (or dropped).
-    pub fn sub_down(&self, n: usize) {
+    pub(crate) fn sub_down(&self, n: usize) {
         self.set(&self.down, self.down.get().saturating_sub(n));
     }
 
     /// Whether `more` reply bytes, on top of what is queued, would pass the output limit.
-    pub fn output_full(&self, more: usize) -> bool {
+    pub(crate) fn output_full(&self, more: usize) -> bool {
         self.down.get() + more > self.run.limits.output
     }
 

@@ -132,7 +132,7 @@ pub async fn links(
 
 /// Ticks every server (restarts due, active expiry, fsync) and the replication every
 /// millisecond, until aborted.
-pub fn spawn_ticker(
+pub(crate) fn spawn_ticker(
     servers: &BTreeMap<String, Rc<Server>>,
     replication: &Rc<LiveReplication>,
     rec: &LiveRecorder,

@@ -37,7 +37,7 @@ use std::time::Duration;
 /// the client ([`ClientPlan::of`]; a live run takes its basic turn), and what driving a process
 /// adds.
 #[derive(Debug, Clone)]
-pub struct LivePlan {
+pub(crate) struct LivePlan {
     /// The client's turn, as a simulated run reads it.
     pub turn: ClientPlan,
     /// How long an adapter may take for one step (time stopped by a pause excluded).
@@ -52,7 +52,7 @@ pub struct LivePlan {
 
 /// Why a client's driver stopped early.
 #[derive(Debug, thiserror::Error)]
-pub enum DriverError {
+pub(crate) enum DriverError {
     /// The process misbehaved (exited, hung, stdin closed).
     #[error(transparent)]
     Process(#[from] ProcessError),
@@ -76,7 +76,7 @@ pub enum DriverError {
 }
 
 /// One client's driver.
-pub struct Driver {
+pub(crate) struct Driver {
     /// The process.
     pub process: ClientProcess,
     /// The recorder.

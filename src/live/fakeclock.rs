@@ -120,7 +120,7 @@ impl FakeClock {
     }
 
     /// Sets the client's clock rate error to `drift_ppm` from now on (a `drift` fault).
-    pub fn set_drift(&self, drift_ppm: i64) -> std::io::Result<()> {
+    pub(crate) fn set_drift(&self, drift_ppm: i64) -> std::io::Result<()> {
         let now = Instant::now();
         self.rebase(now);
         self.drift_ppm.set(drift_ppm.max(-999_999));
@@ -129,7 +129,7 @@ impl FakeClock {
 
     /// True time 0 of the run: the scenario's offset holds now, and drift counts from here (as
     /// the simulated clock's does).
-    pub fn start_run(&self, offset_ms: i64) -> std::io::Result<()> {
+    pub(crate) fn start_run(&self, offset_ms: i64) -> std::io::Result<()> {
         let now = Instant::now();
         self.base_offset_us.set(offset_ms.saturating_mul(1000));
         self.base_at.set(now);
@@ -137,7 +137,7 @@ impl FakeClock {
     }
 
     /// The client's process is being started (again): libfaketime's rate reference is now.
-    pub fn process_started(&self) {
+    pub(crate) fn process_started(&self) {
         let now = Instant::now();
         self.process_start.set(now);
         let _ = self.write_at(now);

@@ -88,13 +88,13 @@ impl Link {
     }
 
     /// Re-points the link to `server` (a promoted replica) and closes its open connections.
-    pub fn repoint(&self, server: Rc<Server>) {
+    pub(crate) fn repoint(&self, server: Rc<Server>) {
         *self.server.borrow_mut() = server;
         self.reset_connections();
     }
 
     /// Resets every open connection (a server stop).
-    pub fn reset_connections(&self) {
+    pub(crate) fn reset_connections(&self) {
         for tx in self.conns.borrow_mut().drain(..) {
             let _ = tx.send(true);
         }

@@ -94,7 +94,7 @@ pub enum LiveError {
 impl LiveError {
     /// The message, positioned in the scenario file `file` (`file:line:column: field ...`) when
     /// it is about a setting.
-    pub fn located(&self, file: &Path) -> String {
+    pub(crate) fn located(&self, file: &Path) -> String {
         match self {
             LiveError::Refused { field, message } => {
                 crate::scenario::ScenarioError::at_field(file, field, message.clone()).to_string()
@@ -183,7 +183,7 @@ impl LiveRun {
 
 /// Checks that `scenario` can run live at all (with real `redis-server`s when `real_redis`);
 /// the error says why not.
-pub fn check_supported(scenario: &Scenario, real_redis: bool) -> Result<(), LiveError> {
+pub(crate) fn check_supported(scenario: &Scenario, real_redis: bool) -> Result<(), LiveError> {
     let faketime = fakeclock::find().is_some();
     // The live driver runs the basic turn (one read, fixed work, one write, one task per
     // client): a file that asks for more would be judged against a workload it did not run.
@@ -232,7 +232,7 @@ pub fn check_supported(scenario: &Scenario, real_redis: bool) -> Result<(), Live
 /// Checks that `scenario`'s servers and fault plan can be deployed live (with real
 /// `redis-server`s when `real_redis`): the part of [`check_supported`] that `lockstep serve`
 /// shares.
-pub fn check_servers(scenario: &Scenario, real_redis: bool) -> Result<(), LiveError> {
+pub(crate) fn check_servers(scenario: &Scenario, real_redis: bool) -> Result<(), LiveError> {
     let clients: Vec<String> = scenario.clients.iter().map(|c| c.name.clone()).collect();
     let masters: Vec<String> = scenario.masters.iter().map(|m| m.name.clone()).collect();
     let faketime = fakeclock::find().is_some();

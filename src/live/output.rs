@@ -65,7 +65,7 @@ pub struct LiveSummary {
 
 impl LiveSummary {
     /// Whether every run met every expectation.
-    pub fn all_as_expected(&self) -> bool {
+    pub(crate) fn all_as_expected(&self) -> bool {
         self.runs_as_expected == self.runs
     }
 
@@ -80,7 +80,12 @@ impl LiveSummary {
 }
 
 /// The verdict frequencies over `runs`.
-pub fn summarize(path: &Path, scenario: &Scenario, options: &LiveOptions, runs: &[(LiveRun, f64)]) -> LiveSummary {
+pub(crate) fn summarize(
+    path: &Path,
+    scenario: &Scenario,
+    options: &LiveOptions,
+    runs: &[(LiveRun, f64)],
+) -> LiveSummary {
     let mut verdicts: BTreeMap<String, BTreeMap<String, u32>> = BTreeMap::new();
     for name in checker::NAMES {
         let counts = verdicts.entry(name.to_string()).or_default();

@@ -169,7 +169,7 @@ pub(crate) fn unregister(pgid: i32) {
 /// the fork happens on a thread that lives as long as the process (a dedicated spawner thread): the run's
 /// thread could end before a child it started (a library user's thread), and tokio's blocking
 /// threads end when idle.
-pub fn spawn_tied(mut cmd: Command) -> std::io::Result<Child> {
+pub(crate) fn spawn_tied(mut cmd: Command) -> std::io::Result<Child> {
     #[cfg(target_os = "linux")]
     {
         let parent = std::process::id() as libc::pid_t;
@@ -411,7 +411,7 @@ const STDERR_LINE_CHARS: usize = 400;
 
 /// The longest line read from a client (stdout answers and stderr alike): an adapter writing
 /// without a newline must not grow lockstep's memory without bound.
-pub const LINE_BYTES_MAX: usize = 1 << 20;
+pub(crate) const LINE_BYTES_MAX: usize = 1 << 20;
 
 /// Reads one `\n`-terminated line of at most `max` bytes into `buf` (without the newline).
 /// `Ok(false)` at the end of input; a longer line is read past and reported as `InvalidData`.
@@ -453,7 +453,7 @@ fn read_line_bounded(reader: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -
 }
 
 /// One running client process.
-pub struct ClientProcess {
+pub(crate) struct ClientProcess {
     name: String,
     command: String,
     env: Vec<(String, String)>,
@@ -484,13 +484,13 @@ impl GroupControl {
     }
 
     /// Continues the process group (SIGCONT).
-    pub fn resume(&self) -> bool {
+    pub(crate) fn resume(&self) -> bool {
         self.paused.set(false);
         signal_group(self.pgid.get(), libc::SIGCONT)
     }
 
     /// Whether a pause fault has it stopped.
-    pub fn is_paused(&self) -> bool {
+    pub(crate) fn is_paused(&self) -> bool {
         self.paused.get()
     }
 
@@ -503,13 +503,13 @@ impl GroupControl {
     }
 
     /// Whether a crash fault killed the process (until it is started again).
-    pub fn is_crashed(&self) -> bool {
+    pub(crate) fn is_crashed(&self) -> bool {
         self.crashed.get()
     }
 
     /// A restart fault: kills the process if it still runs, and asks the driver to start the
     /// command again.
-    pub fn request_restart(&self) {
+    pub(crate) fn request_restart(&self) {
         if !self.crashed.get() {
             self.crash();
         }
@@ -517,7 +517,7 @@ impl GroupControl {
     }
 
     /// How many restarts the fault schedule has asked for so far.
-    pub fn restarts_requested(&self) -> u32 {
+    pub(crate) fn restarts_requested(&self) -> u32 {
         self.restarts_requested.get()
     }
 }
@@ -560,7 +560,7 @@ impl ClientProcess {
     /// Starts the command again after a crash: the old group is killed (if anything of it is
     /// left) and reaped, and the same command with the same environment runs in a new group,
     /// which the shared [`GroupControl`] now addresses.
-    pub fn respawn(&mut self) -> Result<(), ProcessError> {
+    pub(crate) fn respawn(&mut self) -> Result<(), ProcessError> {
         self.kill();
         let started = Self::start(&self.name, &self.command, &self.env, self.echo)?;
         self.child = started.child;
@@ -659,16 +659,6 @@ impl ClientProcess {
     /// The client's name.
     pub fn name(&self) -> &str {
         &self.name
-    }
-
-    /// The command it runs.
-    pub fn command(&self) -> &str {
-        &self.command
-    }
-
-    /// Its process group id.
-    pub fn pgid(&self) -> i32 {
-        self.pgid
     }
 
     /// The last lines of its stderr, as `\n  stderr: ...` lines (empty when it wrote none).

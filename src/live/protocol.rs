@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 /// One request from lockstep to an adapter.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
-pub enum Request {
+pub(crate) enum Request {
     /// Take the lock `key` for `ttl_ms` (one attempt, or the library's own retries).
     Acquire {
         /// Request id, echoed in the answer.
@@ -71,18 +71,6 @@ pub enum Request {
 }
 
 impl Request {
-    /// The request's id (0 for `quit`).
-    pub fn id(&self) -> u64 {
-        match self {
-            Request::Acquire { id, .. }
-            | Request::Extend { id, .. }
-            | Request::Release { id, .. }
-            | Request::Read { id, .. }
-            | Request::Write { id, .. } => *id,
-            Request::Quit => 0,
-        }
-    }
-
     /// The operation's name (`acquire`, ...).
     pub fn op(&self) -> &'static str {
         match self {
@@ -96,7 +84,7 @@ impl Request {
     }
 
     /// The request as one JSON line (with the newline).
-    pub fn to_line(&self) -> String {
+    pub(crate) fn to_line(&self) -> String {
         // Plain data with string keys: serialising cannot fail.
         let mut line = serde_json::to_string(self).unwrap_or_default();
         line.push('\n');
@@ -124,7 +112,7 @@ pub enum Status {
 
 /// One answer from an adapter.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// The request's id.
     pub id: u64,
     /// The outcome (`None` only in a malformed answer).
@@ -151,13 +139,13 @@ pub struct Answer {
 
 /// The adapter's first line.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct Hello {
+pub(crate) struct Hello {
     /// The library (and version) the adapter drives.
     pub hello: String,
 }
 
 /// Parses one answer line; the error says what is wrong with it.
-pub fn parse_answer(line: &str) -> Result<Answer, String> {
+pub(crate) fn parse_answer(line: &str) -> Result<Answer, String> {
     let answer: Answer = serde_json::from_str(line.trim()).map_err(|e| format!("not a JSON answer ({e})"))?;
     if answer.status.is_none() {
         return Err("the answer has no \"status\"".to_string());
@@ -166,7 +154,7 @@ pub fn parse_answer(line: &str) -> Result<Answer, String> {
 }
 
 /// Parses the hello line.
-pub fn parse_hello(line: &str) -> Result<Hello, String> {
+pub(crate) fn parse_hello(line: &str) -> Result<Hello, String> {
     serde_json::from_str(line.trim()).map_err(|_| "expected {\"hello\": \"<library>\"} as the first line".to_string())
 }
 

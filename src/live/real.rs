@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// One real Redis server.
-pub struct RealRedis {
+pub(crate) struct RealRedis {
     binary: String,
     port: u16,
     dir: PathBuf,
@@ -128,7 +128,7 @@ impl RealRedis {
     }
 
     /// Freezes (SIGSTOP) or thaws (SIGCONT) it.
-    pub fn set_paused(&self, paused: bool) {
+    pub(crate) fn set_paused(&self, paused: bool) {
         if let Some(child) = &self.child {
             let signal = if paused { libc::SIGSTOP } else { libc::SIGCONT };
             // SAFETY: as above.

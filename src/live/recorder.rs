@@ -42,7 +42,7 @@ impl LiveRecorder {
     }
 
     /// Real microseconds since the run began (0 before it began).
-    pub fn now_us(&self) -> u64 {
+    pub(crate) fn now_us(&self) -> u64 {
         self.0.start.get().map_or(0, |s| s.elapsed().as_micros() as u64)
     }
 
@@ -54,7 +54,7 @@ impl LiveRecorder {
     }
 
     /// Gives `node` a clock: real time plus `offset_ms`, running at `1 + drift_ppm / 1e6`.
-    pub fn add_clock(&self, node: &str, offset_ms: i64, drift_ppm: i64) -> Rc<NodeClock> {
+    pub(crate) fn add_clock(&self, node: &str, offset_ms: i64, drift_ppm: i64) -> Rc<NodeClock> {
         let clock = Rc::new(NodeClock::new(self.0.epoch_ms, offset_ms, drift_ppm.max(-999_999)));
         self.0.clocks.borrow_mut().insert(node.to_string(), clock.clone());
         clock
@@ -96,7 +96,7 @@ impl LiveRecorder {
     }
 
     /// A fresh operation id.
-    pub fn next_op_id(&self) -> u64 {
+    pub(crate) fn next_op_id(&self) -> u64 {
         self.0.history.borrow_mut().next_op_id()
     }
 

@@ -26,37 +26,37 @@ use bytes::{Buf, Bytes, BytesMut};
 pub use lockstep_sim::redis::parse_ll as string2ll;
 
 /// The longest bulk string a client may declare: Redis' `proto-max-bulk-len` default, 512 MB.
-pub const PROTO_MAX_BULK_LEN: usize = 512 * 1024 * 1024;
+pub(crate) const PROTO_MAX_BULK_LEN: usize = 512 * 1024 * 1024;
 
 /// The most elements a command may declare: 1,048,576, the bound of Redis up to 6.2 (Redis 7
 /// accepts up to `INT_MAX`; lockstep keeps the lower one, see `docs/redis-differences.md`).
-pub const MULTIBULK_MAX: usize = 1024 * 1024;
+pub(crate) const MULTIBULK_MAX: usize = 1024 * 1024;
 
 /// The longest length line (`*N` or `$N`) Redis waits for before it gives up: `PROTO_INLINE_MAX_SIZE`.
-pub const PROTO_INLINE_MAX_SIZE: usize = 64 * 1024;
+pub(crate) const PROTO_INLINE_MAX_SIZE: usize = 64 * 1024;
 
 /// What a connection may hold of what its client sent and the server has not yet executed (the
 /// query buffer, the arguments of a command still arriving, and the bytes in the link): 64 MiB,
 /// Redis' `client-query-buffer-limit` with a lower value than its 1 GB default, so that a few
 /// clients cannot make lockstep (one process that also holds the run's history) run out of memory.
 /// A connection past it is closed without a reply, as Redis does.
-pub const QUERY_BUFFER_MAX: usize = 64 * 1024 * 1024;
+pub(crate) const QUERY_BUFFER_MAX: usize = 64 * 1024 * 1024;
 
 /// What a connection may hold of replies not yet written to its socket: 64 MiB (Redis' default for
 /// normal clients is no limit; a lock client never comes near it). A connection past it is closed.
-pub const OUTPUT_BUFFER_MAX: usize = 64 * 1024 * 1024;
+pub(crate) const OUTPUT_BUFFER_MAX: usize = 64 * 1024 * 1024;
 
 /// What all the connections of one live run may hold together: 256 MiB. Past it, the connection
 /// holding the most is closed (a flooding client, not the lock clients with a few bytes each).
-pub const RUN_BUFFER_MAX: usize = 256 * 1024 * 1024;
+pub(crate) const RUN_BUFFER_MAX: usize = 256 * 1024 * 1024;
 
 /// The most connections one live run serves at once, over all its links (Redis' `maxclients` is
 /// 10,000; a lock client opens a few). One more is answered `ERR max number of clients reached`
 /// and closed, as Redis does.
-pub const MAX_CONNECTIONS: usize = 1000;
+pub(crate) const MAX_CONNECTIONS: usize = 1000;
 
 /// Redis' reply to a connection past [`MAX_CONNECTIONS`], as written on the socket.
-pub const MAX_CLIENTS_REPLY: &[u8] = b"-ERR max number of clients reached\r\n";
+pub(crate) const MAX_CLIENTS_REPLY: &[u8] = b"-ERR max number of clients reached\r\n";
 
 /// A query buffer emptied with more capacity than this is given back (Redis shrinks idle query
 /// buffers too): one burst must not keep its memory for the rest of the run.

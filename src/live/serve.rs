@@ -30,7 +30,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 /// The most masters `--masters` deploys.
-pub const MASTERS_MAX: u16 = 64;
+pub(crate) const MASTERS_MAX: u16 = 64;
 
 /// `lockstep serve`'s arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -117,7 +117,7 @@ fn refusal(scenario: &Scenario, file: &Path) -> Option<String> {
 }
 
 /// What a serve did, once stopped.
-pub struct Served {
+pub(crate) struct Served {
     /// Everything that happened: commands, expiries, faults.
     pub history: History,
     /// How long it served, ms.

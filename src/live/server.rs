@@ -122,7 +122,7 @@ impl Server {
     }
 
     /// A master served by a real `redis-server` (`binary`) on 127.0.0.1:`port`.
-    pub fn real_master(
+    pub(crate) fn real_master(
         name: &str,
         setup: MasterSetup,
         rec: &LiveRecorder,
@@ -141,7 +141,7 @@ impl Server {
     }
 
     /// The port of the real `redis-server` behind this master, if there is one.
-    pub fn real_port(&self) -> Option<u16> {
+    pub(crate) fn real_port(&self) -> Option<u16> {
         match &self.kind {
             Kind::Master(master) => master.real.as_ref().map(|r| r.borrow().port()),
             Kind::Resource { .. } => None,
@@ -170,28 +170,23 @@ impl Server {
         &self.name
     }
 
-    /// Whether it is a Redis master (not the resource).
-    pub fn is_master(&self) -> bool {
-        matches!(self.kind, Kind::Master(_))
-    }
-
     /// Its clock.
     pub fn clock(&self) -> &Rc<NodeClock> {
         &self.clock
     }
 
     /// Whether it is running.
-    pub fn is_running(&self) -> bool {
+    pub(crate) fn is_running(&self) -> bool {
         self.running.get()
     }
 
     /// Whether a pause fault has it frozen.
-    pub fn is_paused(&self) -> bool {
+    pub(crate) fn is_paused(&self) -> bool {
         self.paused.get()
     }
 
     /// Freezes or thaws it.
-    pub fn set_paused(&self, paused: bool) {
+    pub(crate) fn set_paused(&self, paused: bool) {
         self.paused.set(paused);
         if let Kind::Master(master) = &self.kind {
             if let Some(real) = &master.real {
@@ -206,7 +201,7 @@ impl Server {
     }
 
     /// A fresh connection id.
-    pub fn next_conn(&self) -> u64 {
+    pub(crate) fn next_conn(&self) -> u64 {
         let c = self.next_conn.get() + 1;
         self.next_conn.set(c);
         c
@@ -282,7 +277,7 @@ impl Server {
     }
 
     /// Records a command of the replication stream applied on this replica (connection 0).
-    pub fn record_stream_command(&self, args: Vec<String>) {
+    pub(crate) fn record_stream_command(&self, args: Vec<String>) {
         self.rec.record(
             &self.name,
             EventKind::Command {
@@ -296,7 +291,7 @@ impl Server {
     }
 
     /// Executes one command from `peer` on connection `conn`, records it, and returns the reply.
-    pub fn execute(&self, session: &mut ClientSession, peer: &str, args: &[Bytes]) -> Reply {
+    pub(crate) fn execute(&self, session: &mut ClientSession, peer: &str, args: &[Bytes]) -> Reply {
         match &self.kind {
             Kind::Master(master) => {
                 let engine = &master.engine;
@@ -335,7 +330,7 @@ impl Server {
 
     /// Whether `args` is a well-formed `WAIT` to a master, which [`Server::wait`] answers (it
     /// blocks the connection; anything else about it the engine answers at once).
-    pub fn blocks_on_wait(&self, args: &[Bytes]) -> bool {
+    pub(crate) fn blocks_on_wait(&self, args: &[Bytes]) -> bool {
         let int = |b: &Bytes| std::str::from_utf8(b).ok().and_then(|s| s.parse::<i64>().ok());
         matches!(&self.kind, Kind::Master(m) if m.real.is_none())
             && args.len() == 3
@@ -458,7 +453,7 @@ impl Server {
 
     /// Starts a stopped server now or once its restart delay has passed (see [`Self::tick_restart`]);
     /// a running one is shut down cleanly and started again.
-    pub fn request_start(&self) {
+    pub(crate) fn request_start(&self) {
         if self.running.get() {
             self.stop(StopKind::Shutdown);
         }
@@ -484,7 +479,7 @@ impl Server {
     }
 
     /// Starts a server whose delayed restart is due; called every millisecond.
-    pub fn tick_restart(&self) {
+    pub(crate) fn tick_restart(&self) {
         if let Kind::Master(master) = &self.kind {
             let MasterState { restart_pending, .. } = &**master;
             if restart_pending.get() && !self.running.get() && self.delay_left_ms() == 0 {
@@ -530,7 +525,7 @@ impl Server {
 /// The longest argument, key or reply an event keeps, bytes: the history stays in memory for
 /// the whole run, and a client may send values of many megabytes (a lock client sends keys,
 /// tokens and scripts of a few hundred bytes).
-pub const HISTORY_TEXT_MAX: usize = 4096;
+pub(crate) const HISTORY_TEXT_MAX: usize = 4096;
 
 /// An argument as a command event shows it: lossy UTF-8, cut after [`HISTORY_TEXT_MAX`] bytes
 /// with its length said (`…(N bytes)`), without converting what is cut.

@@ -95,7 +95,7 @@ impl LockEnv {
     }
 
     /// The link to the master that issues fencing tokens, if there is one.
-    pub fn fencing_link(&self) -> Option<&RedisLink> {
+    pub(crate) fn fencing_link(&self) -> Option<&RedisLink> {
         self.masters.get(self.fencing_master)
     }
 

@@ -12,15 +12,15 @@ use lockstep_sim::RedisLink;
 use std::rc::Rc;
 
 /// The prefix of every fencing-token counter key (`lockstep:fence:{lock key}`).
-pub const COUNTER_KEY_PREFIX: &str = "lockstep:fence:";
+pub(crate) const COUNTER_KEY_PREFIX: &str = "lockstep:fence:";
 
 /// Whether `key` is a fencing-token counter key rather than a lock's key.
-pub fn is_counter_key(key: &str) -> bool {
+pub(crate) fn is_counter_key(key: &str) -> bool {
     key.starts_with(COUNTER_KEY_PREFIX)
 }
 
 /// Wraps an algorithm so that every grant carries a fencing token.
-pub struct IncrFencing {
+pub(crate) struct IncrFencing {
     inner: Rc<dyn LockClient>,
     link: RedisLink,
 }

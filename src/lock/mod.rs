@@ -67,7 +67,7 @@ impl From<LinkError> for LockError {
 
 impl LockError {
     /// Whether the operation may have taken effect (recorded as `info`, not `fail`).
-    pub fn outcome_unknown(&self) -> bool {
+    pub(crate) fn outcome_unknown(&self) -> bool {
         matches!(self, LockError::Unknown(_))
     }
 }
@@ -150,7 +150,7 @@ pub fn random_value(env: &LockEnv) -> String {
 }
 
 /// The names and one-line descriptions of the built-in algorithms.
-pub const ALGORITHMS: &[(&str, &str)] = &[
+pub(crate) const ALGORITHMS: &[(&str, &str)] = &[
     (
         "naive",
         "SET NX PX; release by a plain DEL (deletes whatever lock is there)",
@@ -186,7 +186,7 @@ pub fn build(spec: &LockSpec, env: LockEnv) -> Rc<dyn LockClient> {
 }
 
 /// Wraps `inner` with INCR fencing tokens when `spec` asks for `fencing = "incr"`.
-pub fn with_fencing(spec: &LockSpec, env: &LockEnv, inner: Rc<dyn LockClient>) -> Rc<dyn LockClient> {
+pub(crate) fn with_fencing(spec: &LockSpec, env: &LockEnv, inner: Rc<dyn LockClient>) -> Rc<dyn LockClient> {
     match (spec.fencing, env.fencing_link()) {
         (Fencing::Incr, Some(link)) => Rc::new(fencing::IncrFencing::new(inner, link.clone())),
         _ => inner,
@@ -198,7 +198,7 @@ pub(crate) mod single {
     use super::*;
 
     /// The master a single-master algorithm uses: the first one.
-    pub fn first_master(env: &LockEnv) -> Result<&RedisLink, LockError> {
+    pub(crate) fn first_master(env: &LockEnv) -> Result<&RedisLink, LockError> {
         env.masters()
             .first()
             .ok_or_else(|| LockError::Failed("no master configured".into()))

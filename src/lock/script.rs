@@ -54,7 +54,7 @@ enum Subscription {
 
 /// The script lock of one client (or one task, when tasks do not share lock objects).
 #[derive(Debug)]
-pub struct ScriptLock {
+pub(crate) struct ScriptLock {
     env: LockEnv,
     spec: Rc<ScriptSpec>,
     /// The value of the latest acquisition (used with `value_storage = "lock-object"`).

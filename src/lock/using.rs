@@ -47,7 +47,7 @@ impl AbortSignal {
 
     /// Until when (the client's monotonic clock, ms) the latest renewal made the grant valid;
     /// `None` before any renewal.
-    pub fn renewed_until_monotonic_ms(&self) -> Option<i64> {
+    pub(crate) fn renewed_until_monotonic_ms(&self) -> Option<i64> {
         self.renewed_until_ms.get()
     }
 }

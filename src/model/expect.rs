@@ -104,11 +104,6 @@ impl ExploreSpec {
             ..FaultProfile::default()
         }
     }
-
-    /// The seeds explored, `0..seeds`.
-    pub fn seed_range(&self) -> std::ops::Range<u64> {
-        0..self.seeds
-    }
 }
 
 #[cfg(test)]

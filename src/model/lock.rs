@@ -46,7 +46,7 @@ impl Algorithm {
     }
 
     /// The algorithm of that name, if any.
-    pub fn from_name(name: &str) -> Option<Algorithm> {
+    pub(crate) fn from_name(name: &str) -> Option<Algorithm> {
         Algorithm::ALL.into_iter().find(|a| a.name() == name)
     }
 }
@@ -60,7 +60,7 @@ impl fmt::Display for Algorithm {
 /// Whether `name` may name a Rust lock (`[lock] rust_lock`, the harness): `[a-z0-9-]+`, at most
 /// 64 characters, and not the name of a built-in algorithm (a replay must never mistake one for
 /// the other).
-pub fn is_valid_lock_name(name: &str) -> bool {
+pub(crate) fn is_valid_lock_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
         && name
@@ -83,11 +83,6 @@ pub enum Fencing {
 impl Fencing {
     /// Every source of tokens.
     pub const ALL: [Fencing; 2] = [Fencing::None, Fencing::Incr];
-
-    /// The source of that name (`none`, `incr`), if any.
-    pub fn from_name(name: &str) -> Option<Fencing> {
-        Fencing::ALL.into_iter().find(|f| f.name() == name)
-    }
 
     /// `none` or `incr`.
     pub fn name(&self) -> &'static str {
@@ -192,7 +187,7 @@ impl WatchdogSpec {
     /// The extension period when none is written: a third of the TTL (Redisson's watchdog
     /// renews every `lockWatchdogTimeout / 3`). The one place this rule is written; 0 for a TTL
     /// under 3 ms, which the scenario front end refuses.
-    pub fn default_period_ms(ttl_ms: u64) -> u64 {
+    pub(crate) fn default_period_ms(ttl_ms: u64) -> u64 {
         ttl_ms / 3
     }
 }
@@ -239,7 +234,7 @@ impl LockSpec {
 
     /// The name of the lock that runs: the Rust lock's name when there is one, else the
     /// algorithm's.
-    pub fn lock_name(&self) -> &str {
+    pub(crate) fn lock_name(&self) -> &str {
         self.rust_lock.as_deref().unwrap_or(self.algorithm.name())
     }
 
@@ -262,7 +257,7 @@ impl LockSpec {
     /// Where the grants' fencing tokens come from, in words for a header: `incr`, `none`, or
     /// `from the lock's script` when a script lock's acquire answers the token itself (its
     /// `fencing` is then `none`).
-    pub fn fencing_shown(&self) -> &'static str {
+    pub(crate) fn fencing_shown(&self) -> &'static str {
         match self.script() {
             Some(script) if self.fencing == Fencing::None && script.issues_tokens() => "from the lock's script",
             _ => self.fencing.name(),

@@ -7,17 +7,17 @@ use serde::{Deserialize, Serialize};
 /// The op names.
 pub mod names {
     /// Taking the lock.
-    pub const ACQUIRE: &str = "acquire";
+    pub(crate) const ACQUIRE: &str = "acquire";
     /// Extending the lock's TTL.
-    pub const EXTEND: &str = "extend";
+    pub(crate) const EXTEND: &str = "extend";
     /// Giving the lock up.
-    pub const RELEASE: &str = "release";
+    pub(crate) const RELEASE: &str = "release";
     /// Reading the resource.
-    pub const READ: &str = "read";
+    pub(crate) const READ: &str = "read";
     /// Writing the resource.
-    pub const WRITE: &str = "write";
+    pub(crate) const WRITE: &str = "write";
     /// The lock was lost (a failed extension); a one-off `info` event.
-    pub const ABORT: &str = "abort";
+    pub(crate) const ABORT: &str = "abort";
 }
 
 /// What an acquire asks for.
@@ -76,7 +76,7 @@ impl From<&Grant> for GrantRef {
 
 impl GrantRef {
     /// `grant`, sent with `value_sent` (recorded only when it differs from the grant's value).
-    pub fn sent_with(grant: &Grant, value_sent: String) -> Self {
+    pub(crate) fn sent_with(grant: &Grant, value_sent: String) -> Self {
         GrantRef {
             value_sent: (value_sent != grant.value).then_some(value_sent),
             ..GrantRef::from(grant)
@@ -111,7 +111,7 @@ pub const TASK_FIELD: &str = "task";
 /// How the error of a write the holder refused itself begins (its validity had run out by its
 /// own clock): such a write is recorded as a `write` invoke and a `fail`, and never reaches the
 /// resource.
-pub const HOLDER_REFUSAL: &str = "refused by the holder";
+pub(crate) const HOLDER_REFUSAL: &str = "refused by the holder";
 
 /// Why an operation failed or has an unknown outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

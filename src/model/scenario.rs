@@ -314,19 +314,20 @@ impl ClientSpec {
         }
     }
 
+    #[cfg(test)]
     /// This client's iterations: its override, else the workload's (`None` = unlimited).
-    pub fn effective_iterations(&self, workload: &WorkloadSpec) -> Option<u64> {
+    pub(crate) fn effective_iterations(&self, workload: &WorkloadSpec) -> Option<u64> {
         self.iterations.or(workload.iterations)
     }
 
     /// This client's work duration: its override, else the workload's.
-    pub fn effective_work_ms(&self, workload: &WorkloadSpec) -> WorkMs {
+    pub(crate) fn effective_work_ms(&self, workload: &WorkloadSpec) -> WorkMs {
         self.work_ms.unwrap_or(workload.work_ms)
     }
 
     /// This client's tasks set at the workload level: its override (sharing as the workload
     /// says, by default one lock object), else the workload's; `None`: as the lock says.
-    pub fn effective_tasks(&self, workload: &WorkloadSpec) -> Option<TasksSpec> {
+    pub(crate) fn effective_tasks(&self, workload: &WorkloadSpec) -> Option<TasksSpec> {
         match (self.tasks, workload.tasks) {
             (Some(tasks), Some(spec)) => Some(TasksSpec { tasks, ..spec }),
             (Some(tasks), None) => Some(TasksSpec {
@@ -340,7 +341,7 @@ impl ClientSpec {
 
 impl Scenario {
     /// The world settings of this scenario (the rest at [`WorldConfig::default`]).
-    pub fn world_config(&self) -> WorldConfig {
+    pub(crate) fn world_config(&self) -> WorldConfig {
         WorldConfig {
             seed: self.seed,
             tick_ms: self.tick_ms,
@@ -363,7 +364,7 @@ impl Scenario {
     }
 
     /// The names of master `name`'s replicas.
-    pub fn replicas_of(&self, name: &str) -> Vec<String> {
+    pub(crate) fn replicas_of(&self, name: &str) -> Vec<String> {
         let count = self.deployment.get(name).map_or(0, |d| d.replicas);
         (1..=count).map(|i| lockstep_sim::replica_name(name, i)).collect()
     }

@@ -22,11 +22,11 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
 ];
 
 /// The default release: a compare-and-delete (`KEYS[1]` = key, `ARGV[1]` = value).
-pub const RELEASE_LUA: &str =
+pub(crate) const RELEASE_LUA: &str =
     r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#;
 
 /// The default extension: a compare-and-PEXPIRE (`ARGV[2]` = TTL, ms).
-pub const EXTEND_LUA: &str =
+pub(crate) const EXTEND_LUA: &str =
     r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end"#;
 
 /// The script lock's settings (every default resolved).
@@ -200,7 +200,7 @@ impl Success {
     }
 
     /// The kind of that name.
-    pub fn from_name(name: &str) -> Option<Success> {
+    pub(crate) fn from_name(name: &str) -> Option<Success> {
         Success::ALL.iter().find(|(_, n)| *n == name).map(|(s, _)| *s)
     }
 }

@@ -8,7 +8,7 @@
 //! views). Lock values are random hex; their first 8 characters tell them apart.
 
 /// `at_us` (µs) as seconds with three decimals, truncated: `10.502`.
-pub fn seconds_number(at_us: u64) -> String {
+pub(crate) fn seconds_number(at_us: u64) -> String {
     format!("{}.{:03}", at_us / 1_000_000, at_us % 1_000_000 / 1_000)
 }
 
@@ -18,13 +18,13 @@ pub fn seconds(at_us: u64) -> String {
 }
 
 /// `ms` as seconds with their unit: `10.502 s`.
-pub fn seconds_of_ms(ms: u64) -> String {
+pub(crate) fn seconds_of_ms(ms: u64) -> String {
     seconds(ms.saturating_mul(1_000))
 }
 
 /// A lock value shortened for one-line texts (witnesses and histories keep it whole): its first
 /// 8 characters.
-pub fn short_value(value: &str) -> &str {
+pub(crate) fn short_value(value: &str) -> &str {
     value.get(..8).unwrap_or(value)
 }
 

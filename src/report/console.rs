@@ -46,7 +46,7 @@ fn paint(style: Style, text: &str, width: usize) -> String {
 /// One run of `lockstep run`: the header, the timeline (unless `quiet`), each checker's verdict
 /// against the expectation, what the verdicts mean for the resource, the digest, and the
 /// result (with the replay command when unexpected).
-pub fn run_text(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool) -> String {
+pub(crate) fn run_text(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "━━ {} ({})", scenario.name, path.display());
     let _ = writeln!(

@@ -9,7 +9,7 @@ use crate::scenario::LIVENESS;
 /// How one row of a report (a scenario run or an exploration) came out, in the words of the
 /// headline: what the lock did (unsafe / safe) and whether that was expected, kept apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum RowOutcome {
+pub(crate) enum RowOutcome {
     /// Some expectation did not hold, or the row could not run.
     Unexpected,
     /// A safety checker found a violation, as the row expects.
@@ -22,7 +22,7 @@ pub enum RowOutcome {
 
 impl RowOutcome {
     /// The outcome of a scenario row.
-    pub fn of_scenario(s: &ScenarioReport) -> RowOutcome {
+    pub(crate) fn of_scenario(s: &ScenarioReport) -> RowOutcome {
         // Only expected verdicts count: a violation nobody stated an expectation for does not
         // make a row "unsafe as expected".
         let unsafe_ = s
@@ -33,7 +33,7 @@ impl RowOutcome {
     }
 
     /// The outcome of an exploration row.
-    pub fn of_exploration(e: &ExplorationReport) -> RowOutcome {
+    pub(crate) fn of_exploration(e: &ExplorationReport) -> RowOutcome {
         let unsafe_ = e.checks.iter().any(|c| c.invalid_seeds > 0 && c.status == Status::Pass);
         Self::judge(e.status, e.checks.iter().map(|c| c.status), unsafe_)
     }
@@ -73,7 +73,7 @@ impl RowOutcome {
 
 /// An exploration cell's verdict for one checker: invalid when some seed was, else unknown when
 /// some seed could not be judged, else valid — the one rule of every renderer.
-pub fn exploration_verdict(check: &super::ExploreCheckReport) -> Verdict {
+pub(crate) fn exploration_verdict(check: &super::ExploreCheckReport) -> Verdict {
     if check.invalid_seeds > 0 {
         Verdict::Invalid
     } else if check.unknown_seeds > 0 {
@@ -85,7 +85,7 @@ pub fn exploration_verdict(check: &super::ExploreCheckReport) -> Verdict {
 
 /// The check an exploration's row tells about: the first that missed its expectation, else the
 /// first that found violations, else the first.
-pub fn exploration_row_check(e: &ExplorationReport) -> Option<&super::ExploreCheckReport> {
+pub(crate) fn exploration_row_check(e: &ExplorationReport) -> Option<&super::ExploreCheckReport> {
     e.checks
         .iter()
         .find(|c| c.status.is_failure())
@@ -95,7 +95,7 @@ pub fn exploration_row_check(e: &ExplorationReport) -> Option<&super::ExploreChe
 
 /// The command that replays an exploration's row: that of the first check that missed its
 /// expectation and has one, else of the first check that has one.
-pub fn exploration_replay(e: &ExplorationReport) -> Option<String> {
+pub(crate) fn exploration_replay(e: &ExplorationReport) -> Option<String> {
     e.checks
         .iter()
         .find(|c| c.status.is_failure() && c.replay.is_some())
@@ -125,7 +125,7 @@ pub fn verdict_css(verdict: Verdict) -> &'static str {
 
 /// Whether a check met its expectation, in words: `as expected`, `UNEXPECTED`, `ERROR`, or
 /// `no expectation`.
-pub fn match_words(status: Status) -> &'static str {
+pub(crate) fn match_words(status: Status) -> &'static str {
     match status {
         Status::Pass => "as expected",
         Status::Fail => "UNEXPECTED",
@@ -334,7 +334,7 @@ impl Headline {
     }
 
     /// The scope's qualifiers: `shard K/N`, `merged from N reports`.
-    pub fn qualifiers(&self) -> Vec<String> {
+    pub(crate) fn qualifiers(&self) -> Vec<String> {
         let mut out = Vec::new();
         if let Some(shard) = self.shard {
             out.push(format!("shard {}/{}", shard.index, shard.count));

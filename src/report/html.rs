@@ -69,7 +69,7 @@ pub fn index(report: &Report, svgs: &BTreeMap<String, String>) -> String {
 
 /// The page, linking the interactive timeline and raw history of each scenario in `runs` (by
 /// name; see [`super::interactive`]).
-pub fn index_with(report: &Report, svgs: &BTreeMap<String, String>, runs: &BTreeSet<String>) -> String {
+pub(crate) fn index_with(report: &Report, svgs: &BTreeMap<String, String>, runs: &BTreeSet<String>) -> String {
     let mut out = String::new();
     let headline = Headline::of(report);
     let _ = write!(

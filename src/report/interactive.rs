@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 /// `history.jsonl`: every event's canonical JSON line, each followed by `\n`.
-pub fn history_jsonl(events: &[Event]) -> String {
+pub(crate) fn history_jsonl(events: &[Event]) -> String {
     let mut out = String::new();
     for event in events {
         out.push_str(&event.canonical_json());
@@ -38,7 +38,7 @@ pub fn history_jsonl(events: &[Event]) -> String {
 }
 
 /// Reads a `history.jsonl` back: each non-empty line parsed as an event. Errors name the line.
-pub fn read_jsonl(text: &str) -> Result<Vec<Event>, String> {
+pub(crate) fn read_jsonl(text: &str) -> Result<Vec<Event>, String> {
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
@@ -471,12 +471,12 @@ fn data_block(data: &PageData) -> String {
 pub const VIEWER_JS: &str = include_str!("viewer.js");
 
 /// The viewer's style sheet, written once at the root of a report as [`VIEWER_CSS_FILE`].
-pub const VIEWER_CSS: &str = include_str!("viewer.css");
+pub(crate) const VIEWER_CSS: &str = include_str!("viewer.css");
 
 /// The viewer's file names, at the root of the report directory.
-pub const VIEWER_JS_FILE: &str = "viewer.js";
+pub(crate) const VIEWER_JS_FILE: &str = "viewer.js";
 /// See [`VIEWER_JS_FILE`].
-pub const VIEWER_CSS_FILE: &str = "viewer.css";
+pub(crate) const VIEWER_CSS_FILE: &str = "viewer.css";
 
 /// `timeline.html` of one run's typed `history` (its operations as [`OpHistory`] pairs them) and
 /// its `timeline` data (holds, key lives, downtimes and the first violation, as the PNG chart draws
@@ -485,7 +485,7 @@ pub const VIEWER_CSS_FILE: &str = "viewer.css";
 /// for `runs/NAME/`): the page loads the viewer ([`VIEWER_JS_FILE`], [`VIEWER_CSS_FILE`]) from
 /// there and holds only its own data, inline (nothing is fetched: the page works from disk).
 /// Five lines: the page is data, the viewer is written once.
-pub fn timeline_html(
+pub(crate) fn timeline_html(
     title: &str,
     subtitle: &str,
     history: &OpHistory<'_>,
@@ -508,7 +508,7 @@ pub fn timeline_html(
 }
 
 /// The one line under a run's title: seed, digest, and each checker's verdict.
-pub fn subtitle(s: &super::ScenarioReport) -> String {
+pub(crate) fn subtitle(s: &super::ScenarioReport) -> String {
     let mut text = format!("{} · seed {}", s.file, s.seed);
     if let Some(h) = &s.history {
         text.push_str(&format!(
@@ -524,7 +524,7 @@ pub fn subtitle(s: &super::ScenarioReport) -> String {
 }
 
 /// Writes one file of the report directory, given its path relative to the directory.
-pub type PutFile<'a> = dyn FnMut(&str, &[u8]) -> Result<(), String> + 'a;
+pub(crate) type PutFile<'a> = dyn FnMut(&str, &[u8]) -> Result<(), String> + 'a;
 
 /// The path from the directory `rel_dir` (relative to the report's root, `/`-separated) back to
 /// the root, ending in `/`: `../../` for `runs/NAME`.
@@ -537,7 +537,7 @@ fn path_to_root(rel_dir: &str) -> String {
 /// scenario of `report` with a history in `histories`, and, when it wrote any, the viewer the
 /// pages load ([`VIEWER_JS_FILE`], [`VIEWER_CSS_FILE`]) once at the root. Returns the names
 /// written.
-pub fn write_runs(
+pub(crate) fn write_runs(
     report: &super::Report,
     histories: &BTreeMap<String, lockstep_sim::History>,
     dir: &std::path::Path,

@@ -17,7 +17,7 @@ use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite}
 use std::time::Duration;
 
 /// The witness as text, one event a line: true time, node, what happened.
-pub fn witness_lines(witness: &[Event]) -> Vec<String> {
+pub(crate) fn witness_lines(witness: &[Event]) -> Vec<String> {
     witness
         .iter()
         .map(|e| {

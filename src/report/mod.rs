@@ -67,11 +67,11 @@ use std::path::{Path, PathBuf};
 pub use crate::run::expect::Status;
 
 /// The `format` field of every report.
-pub const FORMAT: &str = "lockstep-report";
+pub(crate) const FORMAT: &str = "lockstep-report";
 
 /// The version of the report schema this build writes and reads. Readers reject other versions.
 /// Bumped on any change that is not a pure addition of optional fields.
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 /// The program that wrote the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -331,7 +331,7 @@ fn check_report(result: &CheckResult, expected: Option<Verdict>) -> CheckReport 
 }
 
 /// The report of one scenario run.
-pub fn scenario_report(file: &Path, scenario: &Scenario, run: &ScenarioRun, wall_ms: f64) -> ScenarioReport {
+pub(crate) fn scenario_report(file: &Path, scenario: &Scenario, run: &ScenarioRun, wall_ms: f64) -> ScenarioReport {
     let checks: Vec<CheckReport> = run
         .checks()
         .map(|r| check_report(r, expect::expected(&scenario.expect, &r.checker)))
@@ -382,7 +382,7 @@ pub fn scenario_report(file: &Path, scenario: &Scenario, run: &ScenarioRun, wall
 }
 
 /// The report of a scenario the world could not run.
-pub fn scenario_error_report(file: &Path, scenario: &Scenario, message: String) -> ScenarioReport {
+pub(crate) fn scenario_error_report(file: &Path, scenario: &Scenario, message: String) -> ScenarioReport {
     ScenarioReport {
         name: scenario.name.clone(),
         file: file.display().to_string(),
@@ -1166,7 +1166,7 @@ fn swap_in(staging: tempfile::TempDir, out: &Path, existing: &staging::Existing)
 
 /// The longest scenario name a report may carry (names become chart file names): the scenario
 /// file's own limit.
-pub const NAME_MAX: usize = crate::scenario::SCENARIO_NAME_MAX;
+pub(crate) const NAME_MAX: usize = crate::scenario::SCENARIO_NAME_MAX;
 
 /// The longest chart file stem: a name ([`NAME_MAX`]) with its kind's prefix (`timeline-`,
 /// `explore-`) and a numeric suffix that keeps stems unique.
@@ -1194,7 +1194,7 @@ fn is_valid_name(name: &str) -> bool {
 
 /// A file-name slug of `name`: `a-z`, `0-9` and `-` only (anything else becomes `-`), at most
 /// [`NAME_MAX`] bytes, never empty. A valid name is its own slug.
-pub fn slug(name: &str) -> String {
+pub(crate) fn slug(name: &str) -> String {
     let mut slug: String = name
         .chars()
         .map(|c| {

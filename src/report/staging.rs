@@ -128,7 +128,7 @@ impl Manifest {
     /// without following links) and this manifest itself. `dir` is the private staging directory
     /// this run created and filled, so what is there is what lockstep wrote; a walk rather than
     /// the list of files written also catches the directories, empty ones included.
-    pub fn of_dir(dir: &Path, report: &super::Report) -> std::io::Result<Manifest> {
+    pub(crate) fn of_dir(dir: &Path, report: &super::Report) -> std::io::Result<Manifest> {
         fn walk(dir: &Path, rel: &str, dirs: &mut Vec<String>, files: &mut Vec<String>) -> std::io::Result<()> {
             for name in sorted_names(&dir.join(rel))? {
                 let name = name
@@ -274,7 +274,7 @@ fn check_listed(root: &Path, manifest: &Manifest) -> Result<(), (String, String)
 
 /// What is at OUT before a new report takes its place ([`existing`]).
 #[derive(Debug)]
-pub enum Existing {
+pub(crate) enum Existing {
     /// Nothing: the new report is renamed into place.
     Missing,
     /// An empty directory: replaced the same way (`rename(2)` replaces an empty directory, and
@@ -343,7 +343,7 @@ pub fn existing(out: &Path) -> Result<Existing, String> {
 /// what a manifest lists is ever removed). Nothing happens where there is no valid manifest, or
 /// when `path` is listed already. Called before the file or its directory exists, so a kill in
 /// between leaves a listed entry that is missing (harmless), never an unlisted one.
-pub fn record_in_manifest(path: &Path) -> Result<(), String> {
+pub(crate) fn record_in_manifest(path: &Path) -> Result<(), String> {
     let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
         return Ok(());
     };
@@ -393,7 +393,7 @@ pub fn record_in_manifest(path: &Path) -> Result<(), String> {
 }
 
 /// The prefix of OUT's staging directory (`.OUT.new.`).
-pub fn new_prefix(base: &str) -> String {
+pub(crate) fn new_prefix(base: &str) -> String {
     format!(".{base}.new.")
 }
 
@@ -423,7 +423,7 @@ fn open_dir(path: &Path) -> std::io::Result<File> {
 /// Takes the exclusive lock of the directory at `path` if it is free: `Ok(Some(handle))` (the
 /// lock lasts as long as the handle), `Ok(None)` when another process holds it.
 #[cfg(unix)]
-pub fn try_lock_dir(path: &Path) -> std::io::Result<Option<File>> {
+pub(crate) fn try_lock_dir(path: &Path) -> std::io::Result<Option<File>> {
     let dir = open_dir(path)?;
     match dir.try_lock() {
         Ok(()) => Ok(Some(dir)),
@@ -435,7 +435,7 @@ pub fn try_lock_dir(path: &Path) -> std::io::Result<Option<File>> {
 /// Locks the directory at `path` (waiting for a cleaner that holds it) and checks it is still
 /// the directory at `path`; `None` when it was removed or replaced meanwhile.
 #[cfg(unix)]
-pub fn lock_dir(path: &Path) -> std::io::Result<Option<File>> {
+pub(crate) fn lock_dir(path: &Path) -> std::io::Result<Option<File>> {
     lock_opened(open_dir(path)?, path)
 }
 
@@ -472,7 +472,7 @@ pub fn leftover_dirs(out: &Path) -> Vec<PathBuf> {
 
 /// Removes every stale staging or old directory of `out` (see the module's doc); returns the
 /// paths removed. Best effort: an entry that cannot be inspected, locked or removed is left.
-pub fn remove_stale(out: &Path) -> Vec<PathBuf> {
+pub(crate) fn remove_stale(out: &Path) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     #[cfg(unix)]
     for path in leftover_dirs(out) {
@@ -526,7 +526,7 @@ pub fn exchange(_new: &Path, _out: &Path) -> std::io::Result<()> {
 
 /// Whether [`exchange`] failed because the kernel or the file system cannot exchange (then the
 /// two renames of [`swap_by_renames`] do it), not because of the directories themselves.
-pub fn exchange_unsupported(e: &std::io::Error) -> bool {
+pub(crate) fn exchange_unsupported(e: &std::io::Error) -> bool {
     #[cfg(unix)]
     if let Some(code) = e.raw_os_error() {
         return [libc::EINVAL, libc::ENOSYS, libc::EOPNOTSUPP, libc::ENOTSUP].contains(&code);
@@ -539,7 +539,7 @@ pub fn exchange_unsupported(e: &std::io::Error) -> bool {
 /// the two, `out` is missing (its old report waits in `.OUT.old.XXXXXX`, the new one in `new`,
 /// and the next run removes both). On an error `out` is renamed back. Returns where the old
 /// report is.
-pub fn swap_by_renames(new: &Path, out: &Path) -> std::io::Result<PathBuf> {
+pub(crate) fn swap_by_renames(new: &Path, out: &Path) -> std::io::Result<PathBuf> {
     let base = out
         .file_name()
         .map_or_else(|| "report".into(), |n| n.to_string_lossy().into_owned());
@@ -566,7 +566,7 @@ pub fn swap_by_renames(new: &Path, out: &Path) -> std::io::Result<PathBuf> {
 /// recursively and no link is followed (each entry is reached through directories opened
 /// without following links), so an entry lockstep did not write survives: the directory holding
 /// it is then left, with its manifest, and this returns the error.
-pub fn remove_listed(root: &Path, manifest: &Manifest) -> std::io::Result<()> {
+pub(crate) fn remove_listed(root: &Path, manifest: &Manifest) -> std::io::Result<()> {
     let depth = |rel: &&String| std::cmp::Reverse(rel.matches('/').count());
     let mut files: Vec<&String> = manifest.files.iter().filter(|f| *f != MANIFEST_FILE).collect();
     let mut dirs: Vec<&String> = manifest.dirs.iter().collect();

@@ -179,7 +179,7 @@ pub struct TimelineData {
 
 impl TimelineData {
     /// The timeline of `run` of `scenario`, whose history is `history`.
-    pub fn from_history(scenario: &Scenario, run: &ScenarioRun, history: &OpHistory<'_>) -> TimelineData {
+    pub(crate) fn from_history(scenario: &Scenario, run: &ScenarioRun, history: &OpHistory<'_>) -> TimelineData {
         let clients: Vec<&str> = scenario.clients.iter().map(|c| c.name.as_str()).collect();
         let mut lanes: Vec<Lane> = clients
             .iter()

@@ -139,7 +139,7 @@ pub fn expected(expect: &BTreeMap<String, Verdict>, checker: &str) -> Option<Ver
 /// is vacuous, whether clients waited in vain or never asked at all), or when `expect` names
 /// `liveness` (so it is judged). `acquires` counts the grants, `waiting` the acquire episodes
 /// that never got one.
-pub fn liveness_check(expect: &BTreeMap<String, Verdict>, acquires: u64, waiting: u64) -> Option<CheckResult> {
+pub(crate) fn liveness_check(expect: &BTreeMap<String, Verdict>, acquires: u64, waiting: u64) -> Option<CheckResult> {
     // A run with no grant checked nothing: its safety verdicts are valid over an empty history.
     // That is never a silent pass, whatever the reason (every client starting after the end,
     // `iterations = 0`, a lock that never answers).
@@ -169,7 +169,7 @@ pub fn liveness_check(expect: &BTreeMap<String, Verdict>, acquires: u64, waiting
 
 /// The liveness verdict of a run's `ops` ([`liveness_check`]), and its mismatch with `expect`
 /// (an unnamed `progress` is expected valid: a vacuous run fails).
-pub fn judge_liveness(
+pub(crate) fn judge_liveness(
     expect: &BTreeMap<String, Verdict>,
     ops: &crate::history::OpHistory<'_>,
 ) -> (Option<CheckResult>, Option<Mismatch>) {
@@ -189,7 +189,7 @@ pub fn judge_liveness(
 /// One checker over an exploration: `invalid_seeds` against the expectation. A shard that
 /// covers only part of the seeds (`partial`) cannot decide a `some-invalid` that found nothing
 /// yet: that is left unchecked until the shards are merged.
-pub fn exploration_check(expected: Option<ExploreExpect>, invalid_seeds: u64, partial: bool) -> Status {
+pub(crate) fn exploration_check(expected: Option<ExploreExpect>, invalid_seeds: u64, partial: bool) -> Status {
     match expected {
         None => Status::Unchecked,
         Some(e) if e.holds(invalid_seeds) => Status::Pass,

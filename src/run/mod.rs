@@ -116,7 +116,7 @@ pub fn run_scenario(scenario: &Scenario, seed: Option<u64>) -> Result<ScenarioRu
 }
 
 /// What a build without `--cfg tokio_unstable` is told (see [`require_tokio_unstable`]).
-pub const TOKIO_UNSTABLE_HELP: &str = "lockstep needs `--cfg tokio_unstable`: without it tokio's scheduler \
+pub(crate) const TOKIO_UNSTABLE_HELP: &str = "lockstep needs `--cfg tokio_unstable`: without it tokio's scheduler \
      is not seeded and runs are not deterministic (the same seed may give another history). Add to \
      .cargo/config.toml of your crate or workspace:\n    [build]\n    rustflags = [\"--cfg\", \"tokio_unstable\"]\n\
      or build with RUSTFLAGS=\"--cfg tokio_unstable\" (then rebuild: the flag changes every crate)";
@@ -127,7 +127,7 @@ pub const TOKIO_UNSTABLE_HELP: &str = "lockstep needs `--cfg tokio_unstable`: wi
 /// tokio was too: the world then cannot seed tokio's scheduler, and a seed no longer
 /// decides the run. Checked where a user's lock runs ([`run_with_lock`], and the harness)
 /// instead of running non-deterministically.
-pub fn require_tokio_unstable(enabled: bool) -> Result<(), WorldError> {
+pub(crate) fn require_tokio_unstable(enabled: bool) -> Result<(), WorldError> {
     if enabled {
         Ok(())
     } else {

@@ -138,7 +138,7 @@ impl Locator {
     /// The field an error span points at: the deepest key or value with exactly that span (an
     /// array of tables and its first element share the first header), else the smallest value
     /// span containing it.
-    pub fn field_at(&self, span: &Range<usize>) -> Option<FieldPath> {
+    pub(crate) fn field_at(&self, span: &Range<usize>) -> Option<FieldPath> {
         if let Some(entry) = self
             .entries
             .iter()
@@ -155,7 +155,7 @@ impl Locator {
     }
 
     /// The path of the last key named `name` written before byte `before`.
-    pub fn preceding_key(&self, name: &str, before: usize) -> Option<FieldPath> {
+    pub(crate) fn preceding_key(&self, name: &str, before: usize) -> Option<FieldPath> {
         self.entries
             .iter()
             .filter(|e| matches!(e.path.0.last(), Some(Seg::Key(k)) if k == name))
@@ -174,12 +174,12 @@ impl Locator {
     }
 
     /// Where the value of `path` is written.
-    pub fn value_span_of(&self, path: &FieldPath) -> Option<Range<usize>> {
+    pub(crate) fn value_span_of(&self, path: &FieldPath) -> Option<Range<usize>> {
         self.entries.iter().find(|e| &e.path == path).map(|e| e.value.clone())
     }
 
     /// The span of `path`, or of its nearest written ancestor.
-    pub fn nearest_span(&self, path: &FieldPath) -> Option<Range<usize>> {
+    pub(crate) fn nearest_span(&self, path: &FieldPath) -> Option<Range<usize>> {
         let mut current = Some(path.clone());
         while let Some(p) = current {
             if p.0.is_empty() {

@@ -336,47 +336,47 @@ pub use workload_keys::{workload_help, WORKLOAD_KEYS};
 
 /// The most clients a file may ask for (`topology.clients`, or `[[client]]` tables), and the
 /// most Redis servers (`topology.masters` or `[[topology.master]]` tables, replicas included).
-pub const MAX_GENERATED_NODES: u64 = 1000;
+pub(crate) const MAX_GENERATED_NODES: u64 = 1000;
 
 /// The most client tasks times masters a file may ask for (every client's tasks, each a loop
 /// with connections to the masters, times the masters): 10,000, some 400 MB of simulation. A
 /// thousand clients and a thousand masters would take tens of gigabytes.
-pub const MAX_CLIENT_LINKS: u64 = 10_000;
+pub(crate) const MAX_CLIENT_LINKS: u64 = 10_000;
 
 /// The longest node name, in bytes: every event of the history carries one, and a client's name
 /// is its lock value under `value = "per-client"`.
-pub const MAX_NODE_NAME_BYTES: usize = 255;
+pub(crate) const MAX_NODE_NAME_BYTES: usize = 255;
 
 /// The longest Redis key a file may name (`lock.key`, `workload.key`, a script lock's `wait_key`
 /// and script `keys`, placeholders expanded): 4 KiB. Every attempt sends it and the history
 /// records it each time.
-pub const MAX_KEY_BYTES: usize = 4096;
+pub(crate) const MAX_KEY_BYTES: usize = 4096;
 
 /// The most bytes one step of a script lock sends besides its script (a command's words, or a
 /// script's `keys` and `args`, placeholders expanded at their longest): 64 KiB.
-pub const MAX_STEP_BYTES: usize = 65_536;
+pub(crate) const MAX_STEP_BYTES: usize = 65_536;
 
 /// The most words in one step of a script lock (a command's, or a script's keys and args).
-pub const MAX_STEP_WORDS: usize = 1024;
+pub(crate) const MAX_STEP_WORDS: usize = 1024;
 
 /// The most steps in one script-lock operation (`steps = [...]`).
-pub const MAX_STEPS: usize = 64;
+pub(crate) const MAX_STEPS: usize = 64;
 
 /// The longest Lua script (`lua`, or the file `lua_file` names): 64 KiB. Every attempt sends
 /// the whole script (EVAL).
-pub const MAX_SCRIPT_BYTES: usize = 65_536;
+pub(crate) const MAX_SCRIPT_BYTES: usize = 65_536;
 
 /// The most bytes of Lua a scenario may hold in all, over every step of every operation (a
 /// file may name the same `lua_file` many times): 1 MiB, a scenario file's own limit.
-pub const MAX_SCRIPTS_TOTAL_BYTES: usize = 1 << 20;
+pub(crate) const MAX_SCRIPTS_TOTAL_BYTES: usize = 1 << 20;
 
 /// The largest scenario file read (1 MiB): a file is data, its size must not decide the memory
 /// a run takes.
-pub const MAX_FILE_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// Reads the regular file at `path`, at most `limit` bytes. Anything else (a directory, a FIFO,
 /// a device) is refused without reading it, so nothing can block on it.
-pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+pub(crate) fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
     use std::io::Read;
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read file: {e}"))?;
     if !meta.is_file() {

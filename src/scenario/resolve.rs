@@ -23,17 +23,17 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 /// The longest run a file may ask for (`duration_ms`): one simulated day.
-pub const MAX_DURATION_MS: u64 = 86_400_000;
+pub(crate) const MAX_DURATION_MS: u64 = 86_400_000;
 /// The largest history cap a file may set (`history_events_max`): at about 1 KB an event, some
 /// 10 GB, as much as a large CI machine holds.
-pub const MAX_HISTORY_EVENTS: u64 = 10_000_000;
+pub(crate) const MAX_HISTORY_EVENTS: u64 = 10_000_000;
 /// The largest cap on a history's bytes of text a file may set (`history_bytes_max`): 8 GiB, as
 /// much as a large CI machine holds.
-pub const MAX_HISTORY_BYTES: u64 = 8 << 30;
+pub(crate) const MAX_HISTORY_BYTES: u64 = 8 << 30;
 /// The coarsest scheduler step (`tick_ms`): one minute.
-pub const MAX_TICK_MS: u64 = 60_000;
+pub(crate) const MAX_TICK_MS: u64 = 60_000;
 /// The longest lock TTL (`lock.ttl_ms`): one day.
-pub const MAX_TTL_MS: u64 = 86_400_000;
+pub(crate) const MAX_TTL_MS: u64 = 86_400_000;
 
 /// Parses and validates `source`; errors name `origin`.
 pub(super) fn parse(source: &str, origin: &str) -> Result<Scenario, ScenarioError> {

@@ -1139,7 +1139,7 @@ fn explore_block_parses_with_defaults_and_round_trips() {
     assert_eq!(e.expect["stale-write"], ExploreExpect::NoneInvalid);
     assert_eq!(e.profile().kinds, e.kinds);
     assert!(e.profile().lock_aware);
-    assert_eq!(e.seed_range(), 0..200);
+    assert_eq!(e.seeds, 200);
     assert_eq!(parse(&s.to_toml()), s);
     assert!(ExploreExpect::SomeInvalid.holds(1) && !ExploreExpect::SomeInvalid.holds(0));
     assert!(ExploreExpect::NoneInvalid.holds(0) && !ExploreExpect::NoneInvalid.holds(3));

@@ -40,13 +40,13 @@ pub struct Topology {
 
 impl Topology {
     /// Faults start in the first four fifths of the run (something must happen after them), ms.
-    pub fn horizon_ms(&self) -> u64 {
+    pub(crate) fn horizon_ms(&self) -> u64 {
         (self.duration_ms * 4 / 5).max(1)
     }
 }
 
 /// A uniform choice among `names`.
-pub fn pick(names: &[String]) -> BoxedStrategy<String> {
+pub(crate) fn pick(names: &[String]) -> BoxedStrategy<String> {
     proptest::sample::select(names.to_vec()).boxed()
 }
 
@@ -59,7 +59,7 @@ pub fn pick_one<'a>(rng: &mut ChaCha8Rng, names: &'a [String]) -> Option<&'a Str
 pub const NEAR_MS: [u64; 4] = [1, 5, 20, 100];
 
 /// A duration sized by the TTL: short, around the TTL, or past the validity left.
-pub fn aimed_length(rng: &mut ChaCha8Rng, ttl: u64, left_ms: Option<u64>) -> u64 {
+pub(crate) fn aimed_length(rng: &mut ChaCha8Rng, ttl: u64, left_ms: Option<u64>) -> u64 {
     match (rng.random_range(0..4u8), left_ms) {
         (0, _) => rng.random_range(1..=(ttl / 10).max(1)),
         (1, Some(left)) => left + NEAR_MS[rng.random_range(0..NEAR_MS.len())],
@@ -144,7 +144,7 @@ impl Aim<'_> {
     }
 
     /// The anchor's client (half the time), its master, or a replica (the resource without one).
-    pub fn any_node(&self, rng: &mut ChaCha8Rng) -> String {
+    pub(crate) fn any_node(&self, rng: &mut ChaCha8Rng) -> String {
         match rng.random_range(0..4u8) {
             0 | 1 => self.client.clone(),
             2 => self.master.clone(),
@@ -181,7 +181,7 @@ impl OperationAim<'_> {
     /// An instant inside the operation: in one of the gaps between its invoke, its commands and
     /// its completion (between a check and the command that acts on it, between the masters of
     /// a quorum), after the gap's first instant (what happens at that instant already happened).
-    pub fn inside_ms(&self, rng: &mut ChaCha8Rng) -> u64 {
+    pub(crate) fn inside_ms(&self, rng: &mut ChaCha8Rng) -> u64 {
         let i = rng.random_range(0..self.cuts.len() - 1);
         let (from, to) = (self.cuts[i], self.cuts[i + 1]);
         if to > from + 1 {
@@ -195,7 +195,7 @@ impl OperationAim<'_> {
     /// or 20 ms past it: before a competitor's next try, so the stalled client's next command
     /// finds the key absent), or past the lease's end by a quarter, half or whole TTL (a
     /// competitor has taken the key, and often released it again).
-    pub fn past_lease_ms(&self, rng: &mut ChaCha8Rng, at_ms: u64) -> u64 {
+    pub(crate) fn past_lease_ms(&self, rng: &mut ChaCha8Rng, at_ms: u64) -> u64 {
         let ttl = self.ttl_ms;
         let until_ms = match rng.random_range(0..5u8) {
             0 => self.key_expiry_ms + 1,

@@ -157,7 +157,7 @@ macro_rules! registry {
             }
 
             /// When it starts, true ms (a rolling restart: its first stop), to read or move.
-            pub fn at_ms_mut(&mut self) -> &mut u64 {
+            pub(crate) fn at_ms_mut(&mut self) -> &mut u64 {
                 match self {
                     $(GenFault::$kind(k) => &mut k.at_ms,)*
                 }
@@ -266,12 +266,12 @@ impl GenFault {
     }
 
     /// The opt-in kinds anchored placement draws whenever the profile holds every default kind.
-    pub fn anchored_with_defaults() -> impl Iterator<Item = &'static str> {
+    pub(crate) fn anchored_with_defaults() -> impl Iterator<Item = &'static str> {
         REGISTRY.iter().filter(|e| e.anchored_with_defaults).map(|e| e.name)
     }
 
     /// Whether an operation aim of kind `kind` at a release is wasted.
-    pub fn wasted_on_release(kind: &str) -> bool {
+    pub(crate) fn wasted_on_release(kind: &str) -> bool {
         entry(kind).is_some_and(|e| e.wasted_on_release)
     }
 

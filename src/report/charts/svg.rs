@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 /// The font family the charts name: the embedded DejaVu Sans first, then any sans-serif.
-pub const FONT_FAMILY: &str = "DejaVu Sans, sans-serif";
+pub(crate) const FONT_FAMILY: &str = "DejaVu Sans, sans-serif";
 
 pub use crate::report::html::escape;
 
@@ -52,7 +52,7 @@ fn metrics() -> &'static Metrics {
 }
 
 /// The width in pixels of `text` set at `size_px` in DejaVu Sans (bold or not).
-pub fn text_width(text: &str, size_px: f64, bold: bool) -> f64 {
+pub(crate) fn text_width(text: &str, size_px: f64, bold: bool) -> f64 {
     let m = metrics();
     let table = if bold { &m.bold } else { &m.regular };
     let em: f32 = text
@@ -64,7 +64,7 @@ pub fn text_width(text: &str, size_px: f64, bold: bool) -> f64 {
 
 /// `text` broken at spaces into lines no wider than `max_px` (a word wider than that gets a
 /// line of its own).
-pub fn wrap(text: &str, size_px: f64, bold: bool, max_px: f64) -> Vec<String> {
+pub(crate) fn wrap(text: &str, size_px: f64, bold: bool, max_px: f64) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = String::new();
     for word in text.split_whitespace() {
@@ -125,7 +125,7 @@ impl<'a> Font<'a> {
     }
 
     /// The same, bold.
-    pub fn bold(self) -> Self {
+    pub(crate) fn bold(self) -> Self {
         Font { bold: true, ..self }
     }
 
@@ -135,7 +135,7 @@ impl<'a> Font<'a> {
     }
 
     /// The same, with a white outline.
-    pub fn halo(self) -> Self {
+    pub(crate) fn halo(self) -> Self {
         Font { halo: true, ..self }
     }
 
@@ -186,7 +186,7 @@ impl Svg {
     }
 
     /// A rectangle; `style` is raw attributes (`fill="…" stroke="…"`).
-    pub fn rect(&mut self, x: f64, y: f64, w: f64, h: f64, style: &str, title: Option<&str>) {
+    pub(crate) fn rect(&mut self, x: f64, y: f64, w: f64, h: f64, style: &str, title: Option<&str>) {
         let attrs = format!(
             "x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\" {style}",
             w.max(0.0),
@@ -214,7 +214,7 @@ impl Svg {
     }
 
     /// A polyline through `points`.
-    pub fn polyline(&mut self, points: &[(f64, f64)], style: &str, title: Option<&str>) {
+    pub(crate) fn polyline(&mut self, points: &[(f64, f64)], style: &str, title: Option<&str>) {
         let pts: Vec<String> = points.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
         let attrs = format!("points=\"{}\" fill=\"none\" {style}", pts.join(" "));
         element(&mut self.body, "polyline", &attrs, title);

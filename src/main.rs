@@ -174,7 +174,7 @@ fn cmd_ci(args: CiArgs) -> Result<Outcome, AppError> {
         shard: args.shard,
         jobs: args.jobs.unwrap_or_else(|| ci::CiOptions::default().jobs),
         ttl_sweep: args.ttl_sweep.then(|| sweep::SweepOptions {
-            algorithm: args.sweep_algorithm.0.name().to_string(),
+            algorithm: args.sweep_algorithm.0,
             seeds: args.sweep_seeds,
             ..sweep::SweepOptions::default()
         }),

@@ -13,13 +13,9 @@ pub struct AlgorithmArg(pub Algorithm);
 
 impl clap::ValueEnum for AlgorithmArg {
     fn value_variants<'a>() -> &'a [Self] {
-        const BUILT_IN: [AlgorithmArg; 4] = [
-            AlgorithmArg(Algorithm::Naive),
-            AlgorithmArg(Algorithm::TokenRelease),
-            AlgorithmArg(Algorithm::Watchdog),
-            AlgorithmArg(Algorithm::Redlock),
-        ];
-        &BUILT_IN
+        // clap wants a slice of this type: built once from the registry's list.
+        static BUILT_IN: std::sync::OnceLock<Vec<AlgorithmArg>> = std::sync::OnceLock::new();
+        BUILT_IN.get_or_init(|| Algorithm::BUILT_IN.iter().copied().map(AlgorithmArg).collect())
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {

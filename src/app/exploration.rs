@@ -292,11 +292,7 @@ fn standard_template_with_lock(lock_file: &Path, standard: &StandardSettings) ->
     let LockChoice::FromFile { name, spec } = LockChoice::from_scenario(lock_file, &file, &wide).map_err(bad)? else {
         return Err(bad("not a lock".to_string()));
     };
-    let masters_used = match &spec {
-        crate::model::AlgorithmSpec::Script(script) => script.masters,
-        crate::model::AlgorithmSpec::Redlock(_) => wide.masters.len(),
-        _ => 1,
-    };
+    let masters_used = spec.claims(file_ttl_ms, wide.masters.len()).masters_used;
     let base = if masters_used > 1 {
         Algorithm::Redlock
     } else {

@@ -14,7 +14,6 @@ use super::AppError;
 use crate::explore::generate::FaultProfile;
 pub use crate::explore::sweep::{TtlPoint, TtlSweep};
 use crate::explore::{explore, standard_template, ExploreConfig};
-use crate::model::{AlgorithmSpec, WatchdogSpec};
 
 /// The TTLs swept by default, ms: 100 ms to 60 s, the range teams use (5–30 s is common).
 pub(crate) const DEFAULT_TTLS_MS: [u64; 13] = [
@@ -40,8 +39,8 @@ fn default_profile() -> FaultProfile {
 /// What to sweep.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SweepOptions {
-    /// The lock algorithm (of the standard exploration template, unfenced).
-    pub algorithm: String,
+    /// The built-in lock algorithm (of the standard exploration template, unfenced).
+    pub algorithm: crate::model::Algorithm,
     /// The TTLs, ms.
     pub ttls_ms: Vec<u64>,
     /// Seeds `0..seeds` at each TTL.
@@ -57,7 +56,7 @@ pub struct SweepOptions {
 impl Default for SweepOptions {
     fn default() -> Self {
         SweepOptions {
-            algorithm: "token-release".to_string(),
+            algorithm: crate::model::Algorithm::TokenRelease,
             ttls_ms: DEFAULT_TTLS_MS.to_vec(),
             seeds: DEFAULT_SEEDS,
             profile: default_profile(),
@@ -67,12 +66,11 @@ impl Default for SweepOptions {
     }
 }
 
-/// Runs the sweep. An unknown algorithm or an empty or zero TTL is bad input.
+/// Runs the sweep. The script lock (which has no standard form) or an empty or zero TTL is
+/// bad input.
 pub fn ttl_sweep(options: &SweepOptions) -> Result<TtlSweep, AppError> {
     let bad = AppError::BadInput;
-    let Some(algorithm) = crate::scenario::Algorithm::from_name(&options.algorithm) else {
-        return Err(bad(format!("TTL sweep: unknown algorithm `{}`", options.algorithm)));
-    };
+    let algorithm = options.algorithm;
     if options.ttls_ms.is_empty() || options.ttls_ms.contains(&0) {
         return Err(bad(
             "TTL sweep: the TTLs must be a non-empty list of values above 0".to_string()
@@ -92,11 +90,7 @@ pub fn ttl_sweep(options: &SweepOptions) -> Result<TtlSweep, AppError> {
     for ttl in ttls {
         let mut template = base.clone();
         template.lock.ttl_ms = ttl;
-        match &mut template.lock.algorithm {
-            AlgorithmSpec::Watchdog(w) => w.extend_every_ms = WatchdogSpec::default_period_ms(ttl).max(1),
-            AlgorithmSpec::Redlock(r) => r.extension_threshold_ms = r.extension_threshold_ms.min(ttl / 2),
-            AlgorithmSpec::Naive | AlgorithmSpec::TokenRelease | AlgorithmSpec::Script(_) => {}
-        }
+        template.lock.algorithm.at_ttl(ttl);
         if options.progress {
             crate::emit::stderr_line(&format!("ci: TTL sweep: ttl {ttl} ms, {} seeds", options.seeds));
         }
@@ -110,7 +104,7 @@ pub fn ttl_sweep(options: &SweepOptions) -> Result<TtlSweep, AppError> {
         points.push(TtlPoint::of(ttl, &explore(&template, &config)));
     }
     Ok(TtlSweep {
-        algorithm: options.algorithm.clone(),
+        algorithm: options.algorithm.name().to_string(),
         template: base.name,
         seeds: options.seeds,
         profile: options.profile.clone(),

@@ -47,7 +47,6 @@ use super::kinds::pick_one as pick;
 pub use super::kinds::NEAR_MS;
 use super::kinds::{Aim, OperationAim};
 use crate::history::{OpHistory, OpName, StepKind};
-use crate::model::AlgorithmSpec;
 use crate::scenario::{Scenario, WorkMs};
 use lockstep_sim::{Phase, Seed};
 use rand::Rng;
@@ -412,12 +411,7 @@ impl ShapeBounds {
 
 /// Whether `template`'s lock renews its lease while the work runs.
 pub fn renews(template: &Scenario) -> bool {
-    match &template.lock.algorithm {
-        AlgorithmSpec::Watchdog(_) => true,
-        AlgorithmSpec::Redlock(r) => r.auto_extend,
-        AlgorithmSpec::Script(s) => s.renewal != crate::model::Renewal::None,
-        AlgorithmSpec::Naive | AlgorithmSpec::TokenRelease => false,
-    }
+    template.lock.algorithm.renews()
 }
 
 /// The longest critical section of a contract shape of `template`, ms: half the validity its
@@ -581,13 +575,8 @@ fn aimed_faults(rng: &mut ChaCha8Rng, topo: &Topology, profile: &FaultProfile, a
     faults
 }
 
-/// The fault kinds an operation aim can use: a pause or a held link straddling the lease's end,
-/// a client clock step inside the operation, a latency spike over its request.
-/// (A pause twice as often: it stalls every step of the client, whatever its links.)
-const OPERATION_KINDS: [&str; 5] = ["pause", "pause", "hold", "clock-jump", "latency"];
-
 /// One fault aimed *at one of the lock's operations* of the fault-free run (`window`), of
-/// `kind` (see [`OPERATION_KINDS`]; the kind draws it: [`GenFault::aim_at_operation`]): where the
+/// `kind` (see [`GenFault::operation_draw_kinds`]; the kind draws it: [`GenFault::aim_at_operation`]): where the
 /// bugs of a lock's own steps show — a stall of the client or of its link from inside the
 /// operation until its key expired or past its lease (an acquisition that outlived its TTL, a
 /// release whose check and delete straddle the key's expiry, a renewal that re-creates an
@@ -631,7 +620,9 @@ fn operation_fault(rng: &mut ChaCha8Rng, kind: &str, topo: &Topology, window: &O
 /// seed sets the workload's draws, and an operation lasts milliseconds, so only the seed's own
 /// run says when it happens.
 pub fn aims_at_operation(seed: u64, profile: &FaultProfile) -> bool {
-    let allowed = OPERATION_KINDS.iter().any(|k| profile.kinds.iter().any(|p| p == k));
+    let allowed = GenFault::operation_draw_kinds()
+        .iter()
+        .any(|k| profile.kinds.iter().any(|p| p == k));
     allowed && profile.faults_max > 0 && Seed(seed).stream("explore/operation").random_bool(2.0 / 3.0)
 }
 
@@ -642,7 +633,7 @@ pub fn aims_at_operation(seed: u64, profile: &FaultProfile) -> bool {
 /// coincide). Empty when the run had no operation to aim at.
 pub fn operation_case(seed: u64, topo: &Topology, profile: &FaultProfile, anchors: &Anchors) -> Vec<GenFault> {
     let mut rng = Seed(seed).stream("explore/operation/aim");
-    let kinds: Vec<&str> = OPERATION_KINDS
+    let kinds: Vec<&str> = GenFault::operation_draw_kinds()
         .into_iter()
         .filter(|k| profile.kinds.iter().any(|p| p == k))
         .collect();

@@ -39,7 +39,7 @@ use super::generate::{ExploreCase, FaultProfile, GenFault};
 use super::kinds::{Effect, StopKind};
 use crate::checker::CheckerName;
 use crate::model::units::seconds_of_ms as seconds;
-use crate::model::{AlgorithmSpec, Fencing, Scenario, ValidityPolicy, WorkMode};
+use crate::model::{AlgorithmSpec, Fencing, Scenario, WorkMode};
 use lockstep_sim::{FencingMode, Persistence};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -152,44 +152,20 @@ impl Assumptions {
         let lock = &template.lock;
         let ttl_ms = lock.ttl_ms;
         let all_masters: Vec<String> = template.masters.iter().map(|m| m.name.clone()).collect();
-        let computes_validity =
-            !matches!(&lock.algorithm, AlgorithmSpec::Script(s) if s.validity == ValidityPolicy::None);
-        let (drift_factor, refuses, quorum_of, renewal_ms, release_unsafe) = match &lock.algorithm {
-            AlgorithmSpec::Naive => (0.0, true, None, None, true),
-            AlgorithmSpec::TokenRelease => (0.0, true, None, None, false),
-            AlgorithmSpec::Watchdog(w) => (0.0, true, None, Some(w.extend_every_ms), false),
-            AlgorithmSpec::Redlock(r) => (
-                r.drift_factor,
-                true,
-                Some((all_masters.len(), all_masters.len() / 2 + 1)),
-                // node-redlock's `using()` extends when less than the threshold is left.
-                r.auto_extend.then(|| ttl_ms.saturating_sub(r.extension_threshold_ms)),
-                false,
-            ),
-            AlgorithmSpec::Script(s) => (
-                if s.validity == ValidityPolicy::TtlMinusDrift {
-                    s.drift_factor
-                } else {
-                    0.0
-                },
-                s.validity == ValidityPolicy::TtlMinusDrift && s.validity_recheck,
-                Some((s.masters.min(all_masters.len()), s.quorum)),
-                match s.renewal {
-                    crate::model::Renewal::Every { interval_ms } => Some(interval_ms),
-                    // Renewed when less than the threshold is left: a turn is at most the TTL
-                    // less the threshold (the validity is never more than the TTL).
-                    crate::model::Renewal::BeforeExpiry { threshold_ms } => Some(ttl_ms.saturating_sub(threshold_ms)),
-                    _ => None,
-                },
-                false,
-            ),
-        };
+        let claims = lock.algorithm.claims(ttl_ms, all_masters.len());
+        let crate::model::LockClaims {
+            drift_factor,
+            refuses_slow_rounds: refuses,
+            computes_validity,
+            masters_used: used,
+            renewal_ms,
+            release_unsafe,
+        } = claims;
         let drift_allowance_ms = if drift_factor > 0.0 {
             (ttl_ms as f64 * drift_factor).floor() as u64 + 2
         } else {
             0
         };
-        let used = quorum_of.map_or(1, |(used, _)| used);
         let masters: Vec<String> = all_masters.iter().take(used.max(1)).cloned().collect();
         let work_max_ms = match template.workload.work {
             WorkMode::Fixed => template

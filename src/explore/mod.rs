@@ -794,14 +794,13 @@ pub fn standard_template(
 ) -> Result<Scenario, crate::scenario::ScenarioError> {
     const ORIGIN: &str = "<standard template>";
     let refuse = |message: String| crate::scenario::ScenarioError::file(ORIGIN, message);
-    let masters = if algorithm == crate::model::Algorithm::Redlock {
-        5
-    } else {
-        1
-    };
+    let masters = algorithm.standard_masters();
     let base = match masters {
         1 => Scenario::from_str(STANDARD_BASE, ORIGIN)?,
-        _ => Scenario::from_str(&STANDARD_BASE.replacen("masters = 1", "masters = 5", 1), ORIGIN)?,
+        _ => Scenario::from_str(
+            &STANDARD_BASE.replacen("masters = 1", &format!("masters = {masters}"), 1),
+            ORIGIN,
+        )?,
     };
     if tick_ms == 0 || tick_ms > base.duration_ms {
         return Err(refuse(format!(
@@ -868,5 +867,53 @@ mod tests {
         assert!(standard_template(Algorithm::Script, Fencing::None, FencingMode::Unfenced, 1).is_err());
         assert!(standard_template(Algorithm::Naive, Fencing::None, FencingMode::Unfenced, 0).is_err());
         assert!(standard_template(Algorithm::Naive, Fencing::None, FencingMode::Unfenced, 10_001).is_err());
+    }
+
+    /// What the registry of built-in locks promises every entry, a new one included: a scenario
+    /// file naming it gets its preset, its settings survive the writer at several TTLs, the
+    /// standard template runs it and its clients take the lock, and the explorer's claims and
+    /// the sweep's TTL rule stay inside the lock's own bounds.
+    #[test]
+    fn every_built_in_lock_is_whole() {
+        use crate::model::{AlgorithmSpec, LockKeys};
+        assert!(!Algorithm::BUILT_IN.is_empty());
+        assert_eq!(
+            Algorithm::ALL.len(),
+            Algorithm::BUILT_IN.len() + 1,
+            "the script lock comes last"
+        );
+        for &algorithm in Algorithm::BUILT_IN {
+            for ttl_ms in [30, 2_000, 30_000] {
+                let preset = AlgorithmSpec::preset(algorithm, ttl_ms).expect("a built-in has a preset");
+                let resolved = algorithm
+                    .resolve(&LockKeys::default(), ttl_ms)
+                    .expect("a built-in resolves");
+                assert_eq!(
+                    resolved,
+                    Ok(preset.clone()),
+                    "{algorithm} at {ttl_ms} ms: unwritten keys give the preset"
+                );
+                let mut template = standard_template(algorithm, Fencing::Incr, FencingMode::Fenced, 1).unwrap();
+                template.lock.ttl_ms = ttl_ms;
+                template.lock.algorithm = preset.clone();
+                let back = Scenario::from_str(&template.to_toml(), "<round trip>").unwrap();
+                assert_eq!(
+                    back.lock, template.lock,
+                    "{algorithm} at {ttl_ms} ms survives the writer"
+                );
+                let claims = preset.claims(ttl_ms, 5);
+                assert!((1..=5).contains(&claims.masters_used), "{algorithm}: {claims:?}");
+                assert!((0.0..1.0).contains(&claims.drift_factor), "{algorithm}: {claims:?}");
+                assert_eq!(preset.renews(), claims.renewal_ms.is_some(), "{algorithm}");
+                let mut swept = preset.clone();
+                swept.at_ttl(ttl_ms * 2);
+                assert_eq!(swept.kind(), algorithm);
+            }
+            let template = standard_template(algorithm, Fencing::Incr, FencingMode::Fenced, 1).unwrap();
+            assert_eq!(template.masters.len(), algorithm.standard_masters());
+            let run = crate::run::run_scenario(&template, Some(1)).expect("the standard template runs");
+            let ops = crate::history::OpHistory::new(&run.history);
+            assert!(!ops.holds().is_empty(), "{algorithm}: no client ever took the lock");
+        }
     }
 }

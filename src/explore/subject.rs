@@ -41,7 +41,7 @@ impl UserLock {
             return Err(format!(
                 "lock name `{name}`: must be [a-z0-9-]+ (at most 64 characters) and not a built-in algorithm's \
                  name ({})",
-                Algorithm::ALL.map(|a| a.name()).join(", ")
+                Algorithm::ALL.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")
             ));
         }
         Ok(UserLock {

@@ -16,12 +16,8 @@
 
 mod env;
 pub mod fencing;
-pub mod naive;
-pub mod redlock;
 pub mod script;
-pub mod token_release;
 pub mod using;
-pub mod watchdog;
 
 use crate::model::{AlgorithmSpec, Fencing, Grant, LockSpec};
 use async_trait::async_trait;
@@ -149,41 +145,33 @@ pub fn random_value(env: &LockEnv) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The names and one-line descriptions of the built-in algorithms.
-pub(crate) const ALGORITHMS: &[(&str, &str)] = &[
-    (
-        "naive",
-        "SET NX PX; release by a plain DEL (deletes whatever lock is there)",
-    ),
-    (
-        "token-release",
-        "SET NX PX with a random value; release by a Lua compare-and-delete",
-    ),
-    (
-        "watchdog",
-        "token-release plus a Lua compare-and-PEXPIRE every ttl/3 while the work runs",
-    ),
-    (
-        "redlock",
-        "N independent masters, quorum N/2+1, validity = ttl - elapsed - drift",
-    ),
-    (
-        "script",
-        "described in the scenario file: command templates or Lua scripts, and knobs (see `lockstep list`)",
-    ),
-];
-
-/// Builds the built-in algorithm `spec` names for one client (without fencing: see
-/// [`with_fencing`], which the runner applies to built-in and user-written locks alike).
-pub fn build(spec: &LockSpec, env: LockEnv) -> Rc<dyn LockClient> {
-    match &spec.algorithm {
-        AlgorithmSpec::Naive => Rc::new(naive::Naive::new(env)),
-        AlgorithmSpec::TokenRelease => Rc::new(token_release::TokenRelease::new(env)),
-        AlgorithmSpec::Watchdog(watchdog) => Rc::new(watchdog::Watchdog::new(env, watchdog.extend_every_ms)),
-        AlgorithmSpec::Redlock(settings) => Rc::new(redlock::Redlock::new(env, *settings)),
-        AlgorithmSpec::Script(settings) => Rc::new(script::ScriptLock::new(env, Rc::new((**settings).clone()))),
-    }
+/// A built-in algorithm's client, built from its settings: implemented in the algorithm's file
+/// (`crate::lock::<module>`) for its settings type (`crate::model::builtin`).
+pub trait BuildClient {
+    /// The client for one node.
+    fn build_client(&self, env: LockEnv) -> Rc<dyn LockClient>;
 }
+
+/// Declares the built-in algorithms' client modules and builds their clients, from the
+/// registry (`crate::model::builtin`).
+macro_rules! clients {
+    ($($module:ident $variant:ident $spec:ident $name:literal $about:literal,)*) => {
+        $(
+            #[doc = $about]
+            pub mod $module;
+        )*
+
+        /// Builds the algorithm `spec` names for one client (without fencing: see
+        /// [`with_fencing`], which the runner applies to built-in and user-written locks alike).
+        pub fn build(spec: &LockSpec, env: LockEnv) -> Rc<dyn LockClient> {
+            match &spec.algorithm {
+                $(AlgorithmSpec::$variant(settings) => settings.build_client(env),)*
+                AlgorithmSpec::Script(settings) => Rc::new(script::ScriptLock::new(env, Rc::new((**settings).clone()))),
+            }
+        }
+    };
+}
+crate::model::builtin::builtin_locks!(clients);
 
 /// Wraps `inner` with INCR fencing tokens when `spec` asks for `fencing = "incr"`.
 pub(crate) fn with_fencing(spec: &LockSpec, env: &LockEnv, inner: Rc<dyn LockClient>) -> Rc<dyn LockClient> {

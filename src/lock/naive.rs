@@ -60,3 +60,9 @@ impl LockClient for Naive {
         Ok(deleted > 0)
     }
 }
+
+impl super::BuildClient for crate::model::builtin::NaiveSpec {
+    fn build_client(&self, env: LockEnv) -> std::rc::Rc<dyn LockClient> {
+        std::rc::Rc::new(Naive::new(env))
+    }
+}

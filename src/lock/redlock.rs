@@ -13,7 +13,7 @@
 //! Not modelled: node-redlock's per-resource multi-key locks and its event emitter.
 
 use super::{single, AutoExtend, LockClient, LockEnv, LockError, RELEASE_SCRIPT};
-use crate::model::{Grant, RedlockSpec};
+use crate::model::{builtin::RedlockSpec, Grant};
 use async_trait::async_trait;
 use futures_util::future::join_all;
 use rand::Rng;
@@ -177,5 +177,11 @@ impl LockClient for Redlock {
         self.config.auto_extend.then_some(AutoExtend::BeforeExpiry {
             threshold_ms: self.config.extension_threshold_ms,
         })
+    }
+}
+
+impl super::BuildClient for crate::model::builtin::RedlockSpec {
+    fn build_client(&self, env: LockEnv) -> std::rc::Rc<dyn LockClient> {
+        std::rc::Rc::new(Redlock::new(env, *self))
     }
 }

@@ -39,3 +39,9 @@ impl LockClient for TokenRelease {
         single::release_checked(self.link()?, grant).await
     }
 }
+
+impl super::BuildClient for crate::model::builtin::TokenReleaseSpec {
+    fn build_client(&self, env: LockEnv) -> std::rc::Rc<dyn LockClient> {
+        std::rc::Rc::new(TokenRelease::new(env))
+    }
+}

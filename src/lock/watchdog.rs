@@ -46,3 +46,9 @@ impl LockClient for Watchdog {
         })
     }
 }
+
+impl super::BuildClient for crate::model::builtin::WatchdogSpec {
+    fn build_client(&self, env: LockEnv) -> std::rc::Rc<dyn LockClient> {
+        std::rc::Rc::new(Watchdog::new(env, self.extend_every_ms))
+    }
+}

@@ -1,57 +1,173 @@
 //! The lock under test: the settings every lock has ([`LockSpec`]: key, TTL, fencing, client
 //! timeouts) and, in [`AlgorithmSpec`], the algorithm with its own settings — one definition,
-//! read by the scenario front end, the runner and the built-in algorithms alike.
+//! read by the scenario front end, the runner and the built-in algorithms alike. The
+//! algorithms are generated from the registry of built-in locks (`super::builtin`), the script
+//! lock last.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+pub use super::builtin::{
+    KeyError, LockClaims, LockKeys, NaiveSpec, Preset, RedlockSpec, TokenReleaseSpec, WatchdogSpec,
+};
 pub use super::clock::ClockKind;
 use super::script::ScriptSpec;
 
-/// The lock algorithm under test, without its settings (the `algorithm` key of `[lock]`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Algorithm {
-    /// `SET NX PX` to acquire, plain `DEL` to release.
-    Naive,
-    /// `SET NX PX` with a random token; release only if the token still matches.
-    TokenRelease,
-    /// Token release plus a watchdog extending the TTL every `extend_every_ms`.
-    Watchdog,
-    /// Redlock over every master.
-    Redlock,
-    /// A lock described in the scenario file: command templates or Lua scripts and knobs.
-    Script,
+/// Generates [`Algorithm`] and [`AlgorithmSpec`] from the registry of built-in locks
+/// ([`super::builtin::builtin_locks!`]), with the script lock after them.
+macro_rules! algorithms {
+    ($($module:ident $variant:ident $spec:ident $name:literal $about:literal,)*) => {
+        /// The lock algorithm under test, without its settings (the `algorithm` key of
+        /// `[lock]`): the built-in algorithms of the registry, then the script lock.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        pub enum Algorithm {
+            $(
+                #[doc = $about]
+                #[serde(rename = $name)]
+                $variant,
+            )*
+            /// A lock described in the scenario file: command templates or Lua scripts and knobs.
+            #[serde(rename = "script")]
+            Script,
+        }
+
+        impl Algorithm {
+            /// Every algorithm, in the registry's order, the script lock last.
+            pub const ALL: &'static [Algorithm] = &[$(Algorithm::$variant,)* Algorithm::Script];
+
+            /// The built-in algorithms (what `--algorithm` accepts: a script lock comes from its
+            /// file).
+            pub const BUILT_IN: &'static [Algorithm] = &[$(Algorithm::$variant,)*];
+
+            /// The name as written in scenario files (`token-release`, ...).
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Algorithm::$variant => $name,)*
+                    Algorithm::Script => "script",
+                }
+            }
+
+            /// What the algorithm does, in one line (`lockstep list`).
+            pub fn about(&self) -> &'static str {
+                match self {
+                    $(Algorithm::$variant => $about,)*
+                    Algorithm::Script => {
+                        "described in the scenario file: command templates or Lua scripts, and knobs (see `lockstep list`)"
+                    }
+                }
+            }
+
+            /// Masters the standard exploration template gives the lock.
+            pub fn standard_masters(&self) -> usize {
+                match self {
+                    $(Algorithm::$variant => <super::builtin::$spec as Preset>::STANDARD_MASTERS,)*
+                    Algorithm::Script => 1,
+                }
+            }
+
+            /// The settings `keys` describe for a TTL of `ttl_ms`, for a built-in algorithm
+            /// (`None` for the script lock, which has a front end of its own).
+            pub fn resolve(&self, keys: &LockKeys, ttl_ms: u64) -> Option<Result<AlgorithmSpec, KeyError>> {
+                match self {
+                    $(Algorithm::$variant => Some(<super::builtin::$spec as Preset>::resolve(keys, ttl_ms).map(AlgorithmSpec::$variant)),)*
+                    Algorithm::Script => None,
+                }
+            }
+        }
+
+        /// An algorithm with its own settings.
+        #[derive(Debug, Clone, PartialEq, Serialize)]
+        #[serde(tag = "algorithm")]
+        pub enum AlgorithmSpec {
+            $(
+                #[doc = $about]
+                #[serde(rename = $name)]
+                $variant(super::builtin::$spec),
+            )*
+            /// A lock described in the scenario file (see [`ScriptSpec`]).
+            #[serde(rename = "script")]
+            Script(Box<ScriptSpec>),
+        }
+
+        impl AlgorithmSpec {
+            /// The algorithm, without its settings.
+            pub fn kind(&self) -> Algorithm {
+                match self {
+                    $(AlgorithmSpec::$variant(_) => Algorithm::$variant,)*
+                    AlgorithmSpec::Script(_) => Algorithm::Script,
+                }
+            }
+
+            /// A built-in algorithm with its defaults for a TTL of `ttl_ms` ([`Preset::preset`])
+            /// — what a scenario file that names it and sets nothing else gets. `None` for
+            /// `script`, which needs its scripts.
+            pub fn preset(algorithm: Algorithm, ttl_ms: u64) -> Option<AlgorithmSpec> {
+                match algorithm {
+                    $(Algorithm::$variant => Some(AlgorithmSpec::$variant(<super::builtin::$spec as Preset>::preset(ttl_ms))),)*
+                    Algorithm::Script => None,
+                }
+            }
+
+            /// What the lock promises over `masters` masters with a TTL of `ttl_ms`.
+            pub fn claims(&self, ttl_ms: u64, masters: usize) -> LockClaims {
+                match self {
+                    $(AlgorithmSpec::$variant(spec) => spec.claims(ttl_ms, masters),)*
+                    AlgorithmSpec::Script(script) => script.claims(ttl_ms, masters),
+                }
+            }
+
+            /// Whether the lock renews its lease while the work runs.
+            pub fn renews(&self) -> bool {
+                match self {
+                    $(AlgorithmSpec::$variant(spec) => spec.claims(0, 1).renewal_ms.is_some(),)*
+                    AlgorithmSpec::Script(script) => script.renewal != super::script::Renewal::None,
+                }
+            }
+
+            /// The same lock for a TTL of `ttl_ms` ([`Preset::at_ttl`]; a script lock unchanged).
+            pub fn at_ttl(&mut self, ttl_ms: u64) {
+                match self {
+                    $(AlgorithmSpec::$variant(spec) => spec.at_ttl(ttl_ms),)*
+                    AlgorithmSpec::Script(_) => {}
+                }
+            }
+
+            /// The `[lock]` keys that give a built-in algorithm's settings back for a TTL of
+            /// `ttl_ms` (`None` for the script lock, written by its own rules).
+            pub fn written_keys(&self, ttl_ms: u64) -> Option<LockKeys> {
+                let mut keys = LockKeys::written_defaults();
+                match self {
+                    $(AlgorithmSpec::$variant(spec) => spec.write(ttl_ms, &mut keys),)*
+                    AlgorithmSpec::Script(_) => return None,
+                }
+                Some(keys)
+            }
+        }
+    };
 }
+super::builtin::builtin_locks!(algorithms);
 
 impl Algorithm {
-    /// Every algorithm, in declaration order.
-    pub const ALL: [Algorithm; 5] = [
-        Algorithm::Naive,
-        Algorithm::TokenRelease,
-        Algorithm::Watchdog,
-        Algorithm::Redlock,
-        Algorithm::Script,
-    ];
-
-    /// The name as written in scenario files (`token-release`, ...).
-    pub fn name(&self) -> &'static str {
-        match self {
-            Algorithm::Naive => "naive",
-            Algorithm::TokenRelease => "token-release",
-            Algorithm::Watchdog => "watchdog",
-            Algorithm::Redlock => "redlock",
-            Algorithm::Script => "script",
-        }
-    }
-
     /// The algorithm of that name, if any.
     pub(crate) fn from_name(name: &str) -> Option<Algorithm> {
-        Algorithm::ALL.into_iter().find(|a| a.name() == name)
+        Algorithm::ALL.iter().copied().find(|a| a.name() == name)
     }
 }
 
 impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl AlgorithmSpec {
+    /// The name as written in scenario files (`token-release`, ...).
+    pub fn name(&self) -> &'static str {
+        self.kind().name()
+    }
+}
+
+impl fmt::Display for AlgorithmSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
@@ -117,113 +233,6 @@ pub struct LockSpec {
     /// supplies a lock of that name can run such a scenario; `lockstep run` refuses it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rust_lock: Option<String>,
-}
-
-/// An algorithm with its own settings.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "algorithm", rename_all = "kebab-case")]
-pub enum AlgorithmSpec {
-    /// `SET NX PX`, release by a plain `DEL`; no settings of its own.
-    Naive,
-    /// `SET NX PX` with a random value, release by a compare-and-delete; no settings of its own.
-    TokenRelease,
-    /// Token release kept alive by a watchdog.
-    Watchdog(WatchdogSpec),
-    /// Redlock over every master.
-    Redlock(RedlockSpec),
-    /// A lock described in the scenario file (see [`ScriptSpec`]).
-    Script(Box<ScriptSpec>),
-}
-
-impl AlgorithmSpec {
-    /// The algorithm, without its settings.
-    pub fn kind(&self) -> Algorithm {
-        match self {
-            AlgorithmSpec::Naive => Algorithm::Naive,
-            AlgorithmSpec::TokenRelease => Algorithm::TokenRelease,
-            AlgorithmSpec::Watchdog(_) => Algorithm::Watchdog,
-            AlgorithmSpec::Redlock(_) => Algorithm::Redlock,
-            AlgorithmSpec::Script(_) => Algorithm::Script,
-        }
-    }
-
-    /// The name as written in scenario files (`token-release`, ...).
-    pub fn name(&self) -> &'static str {
-        self.kind().name()
-    }
-
-    /// A built-in algorithm with its defaults for a TTL of `ttl_ms` — what a scenario file that
-    /// names it and sets nothing else gets: `watchdog` renewing every
-    /// [`WatchdogSpec::default_period_ms`] (at least 1 ms), `redlock` with node-redlock's
-    /// defaults ([`RedlockSpec::default`]). `None` for `script`, which needs its scripts.
-    pub fn preset(algorithm: Algorithm, ttl_ms: u64) -> Option<AlgorithmSpec> {
-        Some(match algorithm {
-            Algorithm::Naive => AlgorithmSpec::Naive,
-            Algorithm::TokenRelease => AlgorithmSpec::TokenRelease,
-            Algorithm::Watchdog => AlgorithmSpec::Watchdog(WatchdogSpec {
-                extend_every_ms: WatchdogSpec::default_period_ms(ttl_ms).max(1),
-            }),
-            Algorithm::Redlock => AlgorithmSpec::Redlock(RedlockSpec::default()),
-            Algorithm::Script => return None,
-        })
-    }
-}
-
-impl fmt::Display for AlgorithmSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// The watchdog's settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct WatchdogSpec {
-    /// Extension period, ms, by the client's clock ([`WatchdogSpec::default_period_ms`] unless
-    /// written; > 0).
-    pub extend_every_ms: u64,
-}
-
-impl WatchdogSpec {
-    /// The extension period when none is written: a third of the TTL (Redisson's watchdog
-    /// renews every `lockWatchdogTimeout / 3`). The one place this rule is written; 0 for a TTL
-    /// under 3 ms, which the scenario front end refuses.
-    pub(crate) fn default_period_ms(ttl_ms: u64) -> u64 {
-        ttl_ms / 3
-    }
-}
-
-/// Redlock's settings (the defaults are node-redlock v5's).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct RedlockSpec {
-    /// Retries after the first attempt; −1 retries forever.
-    pub retry_count: i64,
-    /// Delay between attempts, ms.
-    pub retry_delay_ms: u64,
-    /// Upper bound of the random extra delay, ms.
-    pub retry_jitter_ms: u64,
-    /// Clock drift allowance as a fraction of the TTL, in [0, 1) (2 ms are added).
-    pub drift_factor: f64,
-    /// Which clock the client times itself with.
-    pub clock: ClockKind,
-    /// Extend automatically while the work runs (node-redlock's `using()`).
-    pub auto_extend: bool,
-    /// Extend when less than this much validity is left, ms.
-    pub extension_threshold_ms: u64,
-}
-
-impl Default for RedlockSpec {
-    /// node-redlock v5's defaults.
-    fn default() -> Self {
-        RedlockSpec {
-            retry_count: 10,
-            retry_delay_ms: 200,
-            retry_jitter_ms: 100,
-            drift_factor: 0.01,
-            clock: ClockKind::Monotonic,
-            auto_extend: false,
-            extension_threshold_ms: 500,
-        }
-    }
 }
 
 impl LockSpec {

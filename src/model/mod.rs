@@ -3,6 +3,7 @@
 //! - [`scenario`]: a resolved scenario — topology, clients, workload, faults, expectations.
 //! - [`lock`]: the lock under test, [`LockSpec`], with each algorithm's own settings in
 //!   [`AlgorithmSpec`].
+//! - [`builtin`]: the registry of built-in algorithms, one file of settings each.
 //! - [`script`]: the script lock's settings ([`ScriptSpec`]: command templates, Lua scripts,
 //!   knobs).
 //! - [`verdict`]: a checker's [`Verdict`].
@@ -14,6 +15,7 @@
 //! Nothing here parses or writes files (that is the scenario front end, `crate::scenario`) and
 //! nothing runs: these are values, with small helpers over them.
 
+pub mod builtin;
 pub mod clock;
 pub mod expect;
 pub mod fault;
@@ -28,7 +30,10 @@ pub use expect::{
     ExploreExpect, ExploreSpec, CHECKERS, DEFAULT_EXPLORE_SEEDS, LIVENESS, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS,
 };
 pub use fault::{FaultProfile, DEFAULT_KINDS, GENERATED_KINDS, OPT_IN_KINDS};
-pub use lock::{Algorithm, AlgorithmSpec, ClockKind, Fencing, LockSpec, RedlockSpec, WatchdogSpec};
+pub use lock::{
+    Algorithm, AlgorithmSpec, ClockKind, Fencing, KeyError, LockClaims, LockKeys, LockSpec, NaiveSpec, Preset,
+    RedlockSpec, TokenReleaseSpec, WatchdogSpec,
+};
 pub use op::{Grant, GrantRef};
 pub use scenario::{
     ClientSpec, NetworkSpec, NodeSpec, Scenario, TasksSpec, WorkMode, WorkMs, WorkloadSpec, RESOURCE_NODE,

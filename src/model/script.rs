@@ -211,6 +211,27 @@ impl ScriptSpec {
     pub fn issues_tokens(&self) -> bool {
         self.acquire.steps.iter().any(|s| s.success == Success::Token)
     }
+
+    /// What the described lock promises over `masters` masters with a TTL of `ttl_ms`: its
+    /// drift allowance and re-check when it computes `ttl − elapsed − drift`, the masters it
+    /// uses, and its renewal.
+    pub fn claims(&self, ttl_ms: u64, masters: usize) -> super::builtin::LockClaims {
+        let drift = self.validity == ValidityPolicy::TtlMinusDrift;
+        super::builtin::LockClaims {
+            drift_factor: if drift { self.drift_factor } else { 0.0 },
+            refuses_slow_rounds: drift && self.validity_recheck,
+            computes_validity: self.validity != ValidityPolicy::None,
+            masters_used: (self.masters.min(masters)).max(1),
+            renewal_ms: match self.renewal {
+                Renewal::Every { interval_ms } => Some(interval_ms),
+                // Renewed when less than the threshold is left: a turn is at most the TTL less
+                // the threshold (the validity is never more than the TTL).
+                Renewal::BeforeExpiry { threshold_ms } => Some(ttl_ms.saturating_sub(threshold_ms)),
+                Renewal::None => None,
+            },
+            release_unsafe: false,
+        }
+    }
 }
 
 /// Where lock values come from.

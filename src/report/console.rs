@@ -8,7 +8,6 @@
 
 use super::{Headline, Report};
 use crate::explore::shrink::{Counterexample, Shrunk};
-use crate::lock;
 use crate::run::expect::Status;
 use crate::run::{Safety, ScenarioRun};
 use crate::scenario::Scenario;
@@ -285,9 +284,10 @@ fn aligned(name: &str, width: usize, indent: usize) -> String {
 pub fn list_text(dir: &Path, scenarios: &Result<Vec<(PathBuf, Scenario)>, String>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "algorithms:");
-    let width = lock::ALGORITHMS.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
-    for (name, about) in lock::ALGORITHMS {
-        let _ = writeln!(out, "  {}{about}", aligned(name, width, 2));
+    let algorithms = crate::model::Algorithm::ALL;
+    let width = algorithms.iter().map(|a| a.name().len()).max().unwrap_or(0);
+    for algorithm in algorithms {
+        let _ = writeln!(out, "  {}{}", aligned(algorithm.name(), width, 2), algorithm.about());
     }
     let mut kinds: Vec<&str> = lockstep_sim::Fault::KINDS.to_vec();
     kinds.extend(

@@ -9,8 +9,8 @@ use super::locate::{line_col, FieldPath, Locator};
 use super::raw::{RawClient, RawDeployment, RawNode, RawScenario, RawTopology};
 use super::{ScenarioError, MAX_CLIENT_LINKS, MAX_GENERATED_NODES, MAX_KEY_BYTES, MAX_NODE_NAME_BYTES};
 use crate::model::{
-    Algorithm, AlgorithmSpec, ClientSpec, ExploreSpec, LockSpec, NetworkSpec, NodeSpec, RedlockSpec, Scenario,
-    WatchdogSpec, WorkMs, CHECKERS, GENERATED_KINDS, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS, RESOURCE_NODE,
+    Algorithm, AlgorithmSpec, ClientSpec, ExploreSpec, KeyError, LockKeys, LockSpec, NetworkSpec, NodeSpec, Scenario,
+    WorkMs, CHECKERS, GENERATED_KINDS, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS, RESOURCE_NODE,
 };
 use lockstep_sim::clock::check_drift_ppm;
 use lockstep_sim::{
@@ -835,7 +835,7 @@ impl Ctx<'_> {
                 &path("algorithm"),
                 format!(
                     "required field is missing: a [lock] table with `algorithm` ({})",
-                    Algorithm::ALL.map(|a| a.name()).join(", ")
+                    Algorithm::ALL.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")
                 ),
             ));
         };
@@ -882,71 +882,26 @@ impl Ctx<'_> {
         if connect_timeout_ms == 0 {
             return Err(self.err(&path("connect_timeout_ms"), "must be at least 1"));
         }
-        // Unwritten Redlock settings are node-redlock's, as the preset has them.
-        let redlock = RedlockSpec::default();
-        let retry_count = raw.retry_count.unwrap_or(redlock.retry_count);
-        if retry_count < -1 {
-            return Err(self.err(
-                &path("retry_count"),
-                format!("{retry_count}: must be -1 (unlimited) or more"),
-            ));
-        }
-        let drift_factor = raw.drift_factor.unwrap_or(redlock.drift_factor);
-        if !(0.0..1.0).contains(&drift_factor) {
-            return Err(self.err(&path("drift_factor"), format!("{drift_factor}: must be in [0, 1)")));
-        }
-        let extend_every_ms = match raw.extend_every_ms {
-            Some(every) => {
-                if every == 0 || every >= ttl_ms {
-                    return Err(self.err(
-                        &path("extend_every_ms"),
-                        format!("{every}: must be above 0 and below ttl_ms ({ttl_ms})"),
-                    ));
-                }
-                every
-            }
-            None => {
-                let every = crate::model::WatchdogSpec::default_period_ms(ttl_ms);
-                if every == 0 && raw.algorithm == Algorithm::Watchdog {
-                    return Err(self.err(
-                        &path("ttl_ms"),
-                        format!(
-                            "{ttl_ms} is too short for a watchdog: the default extend_every_ms (ttl_ms / 3) would be 0"
-                        ),
-                    ));
-                }
-                every
-            }
+        // The built-in algorithms' keys, range-checked whatever the algorithm (as always); each
+        // algorithm keeps only its own settings (the registry, `crate::model::builtin`).
+        let keys = LockKeys {
+            retry_count: raw.retry_count,
+            retry_delay_ms: raw.retry_delay_ms,
+            retry_jitter_ms: raw.retry_jitter_ms,
+            drift_factor: raw.drift_factor,
+            clock: raw.clock,
+            extend_every_ms: raw.extend_every_ms,
+            auto_extend: raw.auto_extend,
+            extension_threshold_ms: raw.extension_threshold_ms,
         };
-        let auto_extend = raw.auto_extend.unwrap_or(redlock.auto_extend);
-        let extension_threshold_ms = raw.extension_threshold_ms.unwrap_or(redlock.extension_threshold_ms);
-        if auto_extend && extension_threshold_ms >= ttl_ms {
-            return Err(self.err(
-                &path("extension_threshold_ms"),
-                format!("{extension_threshold_ms}: must be below ttl_ms ({ttl_ms}) when auto_extend is on"),
-            ));
-        }
-        // Every key is checked whatever the algorithm (as always); each algorithm keeps only
-        // its own settings.
+        let key_error = |e: KeyError| self.err(&path(e.key), e.message);
+        keys.check(ttl_ms).map_err(key_error)?;
         if raw.algorithm != Algorithm::Script {
             self.no_script_keys(&raw)?;
         }
-        let algorithm = match raw.algorithm {
-            Algorithm::Script => {
-                AlgorithmSpec::Script(Box::new(self.script(&mut raw, ttl_ms, masters.len(), key.len())?))
-            }
-            Algorithm::Naive => AlgorithmSpec::Naive,
-            Algorithm::TokenRelease => AlgorithmSpec::TokenRelease,
-            Algorithm::Watchdog => AlgorithmSpec::Watchdog(WatchdogSpec { extend_every_ms }),
-            Algorithm::Redlock => AlgorithmSpec::Redlock(RedlockSpec {
-                retry_count,
-                retry_delay_ms: raw.retry_delay_ms.unwrap_or(redlock.retry_delay_ms),
-                retry_jitter_ms: raw.retry_jitter_ms.unwrap_or(redlock.retry_jitter_ms),
-                drift_factor,
-                clock: raw.clock.unwrap_or(redlock.clock),
-                auto_extend,
-                extension_threshold_ms,
-            }),
+        let algorithm = match raw.algorithm.resolve(&keys, ttl_ms) {
+            Some(resolved) => resolved.map_err(key_error)?,
+            None => AlgorithmSpec::Script(Box::new(self.script(&mut raw, ttl_ms, masters.len(), key.len())?)),
         };
         let fencing = raw.fencing.unwrap_or_default();
         if let AlgorithmSpec::Script(script) = &algorithm {

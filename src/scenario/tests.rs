@@ -327,7 +327,7 @@ fn node_names_and_world_config() {
 
 #[test]
 fn algorithm_names() {
-    for algorithm in Algorithm::ALL {
+    for &algorithm in Algorithm::ALL {
         assert_eq!(Algorithm::from_name(algorithm.name()), Some(algorithm));
         assert_eq!(algorithm.to_string(), algorithm.name());
         let s = parse(&format!(
@@ -648,7 +648,7 @@ fn lock_settings_out_of_range() {
     assert_at(&parse_err(&source), "lock.ttl_ms", line_of(&source, "ttl_ms"));
     // Other algorithms do not care.
     let s = parse(&with("ttl_ms = 2\n").replace("watchdog", "naive"));
-    assert_eq!(s.lock.algorithm, AlgorithmSpec::Naive);
+    assert_eq!(s.lock.algorithm, AlgorithmSpec::Naive(crate::model::NaiveSpec {}));
 }
 
 #[test]

@@ -94,28 +94,43 @@ pub(super) fn to_toml(s: &Scenario) -> String {
     let _ = writeln!(out, "fencing_master = {}", quote(&l.fencing_master));
     let _ = writeln!(out, "request_timeout_ms = {}", l.request_timeout_ms);
     let _ = writeln!(out, "connect_timeout_ms = {}", l.connect_timeout_ms);
-    if let AlgorithmSpec::Script(script) = &l.algorithm {
-        write_script(&mut out, script);
-        return finish(out, s);
-    }
-    // Redlock's keys are written for every algorithm (the others ignore them, at their
-    // defaults), so files stay as they always were.
-    let r = l.redlock().copied().unwrap_or_default();
-    let _ = writeln!(out, "retry_count = {}", r.retry_count);
-    let _ = writeln!(out, "retry_delay_ms = {}", r.retry_delay_ms);
-    let _ = writeln!(out, "retry_jitter_ms = {}", r.retry_jitter_ms);
-    let _ = writeln!(out, "drift_factor = {}", toml::Value::Float(r.drift_factor));
-    let _ = writeln!(out, "clock = {}", quote(r.clock.name()));
-    // The watchdog's default period (ttl_ms / 3) is left implicit: it may be 0 for short TTLs,
-    // which a written value may not be.
-    if let AlgorithmSpec::Watchdog(w) = &l.algorithm {
-        if w.extend_every_ms != crate::model::WatchdogSpec::default_period_ms(l.ttl_ms) {
-            let _ = writeln!(out, "extend_every_ms = {}", w.extend_every_ms);
+    let Some(keys) = l.algorithm.written_keys(l.ttl_ms) else {
+        if let AlgorithmSpec::Script(script) = &l.algorithm {
+            write_script(&mut out, script);
         }
-    }
-    let _ = writeln!(out, "auto_extend = {}", r.auto_extend);
-    let _ = writeln!(out, "extension_threshold_ms = {}", r.extension_threshold_ms);
+        return finish(out, s);
+    };
+    write_lock_keys(&mut out, &keys);
     finish(out, s)
+}
+
+/// A built-in algorithm's keys of `[lock]` ([`crate::model::LockKeys`]), in their order; the
+/// ones left unwritten take their defaults when read back.
+fn write_lock_keys(out: &mut String, keys: &crate::model::LockKeys) {
+    if let Some(v) = keys.retry_count {
+        let _ = writeln!(out, "retry_count = {v}");
+    }
+    if let Some(v) = keys.retry_delay_ms {
+        let _ = writeln!(out, "retry_delay_ms = {v}");
+    }
+    if let Some(v) = keys.retry_jitter_ms {
+        let _ = writeln!(out, "retry_jitter_ms = {v}");
+    }
+    if let Some(v) = keys.drift_factor {
+        let _ = writeln!(out, "drift_factor = {}", toml::Value::Float(v));
+    }
+    if let Some(v) = keys.clock {
+        let _ = writeln!(out, "clock = {}", quote(v.name()));
+    }
+    if let Some(v) = keys.extend_every_ms {
+        let _ = writeln!(out, "extend_every_ms = {v}");
+    }
+    if let Some(v) = keys.auto_extend {
+        let _ = writeln!(out, "auto_extend = {v}");
+    }
+    if let Some(v) = keys.extension_threshold_ms {
+        let _ = writeln!(out, "extension_threshold_ms = {v}");
+    }
 }
 
 /// The script lock's keys of `[lock]` and its operation tables. Scripts read from files are

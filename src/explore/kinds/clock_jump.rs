@@ -32,6 +32,7 @@ pub struct ClockJump {
 impl Kind for ClockJump {
     const NAME: &'static str = "clock-jump";
     const ABOUT: &'static str = "step a node's wall clock, forward or back";
+    const OPERATION_DRAW_PLACES: &'static [usize] = &[3];
     const WASTED_ON_RELEASE: bool = true;
 
     fn nodes(&self) -> Vec<&str> {

@@ -29,6 +29,7 @@ pub struct Hold {
 impl Kind for Hold {
     const NAME: &'static str = "hold";
     const ABOUT: &'static str = "hold every message on a client-server link, then deliver them";
+    const OPERATION_DRAW_PLACES: &'static [usize] = &[2];
 
     fn nodes(&self) -> Vec<&str> {
         vec![&self.a, &self.b]

@@ -48,6 +48,7 @@ pub struct Latency {
 impl Kind for Latency {
     const NAME: &'static str = "latency";
     const ABOUT: &'static str = "delay every message on a client-server link, for good or as a spike";
+    const OPERATION_DRAW_PLACES: &'static [usize] = &[4];
 
     fn nodes(&self) -> Vec<&str> {
         vec![&self.a, &self.b]

@@ -61,6 +61,12 @@ pub trait Kind: Sized + Into<GenFault> {
     /// the aim's draws).
     const WASTED_ON_RELEASE: bool = false;
 
+    /// Its places in the list an operation aim draws its kind from (none: the kind is not drawn
+    /// for operation aims, whatever its [`Kind::aim_at_operation`]); two places draw it twice as
+    /// often. The places of all kinds number 0, 1, 2, … without a gap. A new kind takes the next
+    /// free places: moving an existing one would change every committed exploration.
+    const OPERATION_DRAW_PLACES: &'static [usize] = &[];
+
     /// The nodes it names.
     fn nodes(&self) -> Vec<&str>;
 
@@ -111,6 +117,7 @@ struct Entry {
     about: &'static str,
     anchored_with_defaults: bool,
     wasted_on_release: bool,
+    operation_draw_places: &'static [usize],
     strategy: fn(&Draw) -> Option<BoxedStrategy<GenFault>>,
     aim: fn(&mut ChaCha8Rng, &Aim) -> Option<GenFault>,
     aim_at_operation: fn(&mut ChaCha8Rng, &OperationAim) -> Option<GenFault>,
@@ -142,6 +149,7 @@ macro_rules! registry {
             about: <$kind as Kind>::ABOUT,
             anchored_with_defaults: <$kind as Kind>::ANCHORED_WITH_DEFAULTS,
             wasted_on_release: <$kind as Kind>::WASTED_ON_RELEASE,
+            operation_draw_places: <$kind as Kind>::OPERATION_DRAW_PLACES,
             strategy: <$kind as Kind>::strategy,
             aim: <$kind as Kind>::aim,
             aim_at_operation: <$kind as Kind>::aim_at_operation,
@@ -270,6 +278,17 @@ impl GenFault {
         REGISTRY.iter().filter(|e| e.anchored_with_defaults).map(|e| e.name)
     }
 
+    /// The list an operation aim draws its kind from: each kind at its places
+    /// ([`Kind::OPERATION_DRAW_PLACES`]), in the places' order.
+    pub(crate) fn operation_draw_kinds() -> Vec<&'static str> {
+        let mut places: Vec<(usize, &'static str)> = REGISTRY
+            .iter()
+            .flat_map(|e| e.operation_draw_places.iter().map(move |&place| (place, e.name)))
+            .collect();
+        places.sort_unstable();
+        places.into_iter().map(|(_, name)| name).collect()
+    }
+
     /// Whether an operation aim of kind `kind` at a release is wasted.
     pub(crate) fn wasted_on_release(kind: &str) -> bool {
         entry(kind).is_some_and(|e| e.wasted_on_release)
@@ -300,6 +319,23 @@ impl GenFault {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The operation aims' draw list: places 0, 1, 2, … without a gap or a repeat, every kind
+    /// in it able to aim at an operation, in the order the committed explorations drew from.
+    #[test]
+    fn operation_draw_places_are_a_list() {
+        let mut places: Vec<usize> = REGISTRY
+            .iter()
+            .flat_map(|e| e.operation_draw_places.iter().copied())
+            .collect();
+        places.sort_unstable();
+        assert_eq!(places, (0..places.len()).collect::<Vec<_>>());
+        assert_eq!(
+            GenFault::operation_draw_kinds(),
+            ["pause", "pause", "hold", "clock-jump", "latency"],
+            "the committed explorations' order"
+        );
+    }
     use crate::model::fault::{FaultProfile, GENERATED_KINDS};
     use proptest::strategy::{Strategy, ValueTree};
     use proptest::test_runner::TestRunner;

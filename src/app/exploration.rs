@@ -709,26 +709,7 @@ fn fault_free_seed(
 /// `lockstep explore --json`'s document when the fault-free check stopped it: no summary (no
 /// seed was explored), the failure and its counterexample.
 pub fn fault_free_json(failure: &FaultFree, shrunk: &Shrunk, written: bool) -> String {
-    let counterexample = match shrunk {
-        Shrunk::Found {
-            counterexample,
-            file,
-            toml,
-        } => serde_json::json!({
-            "seed": counterexample.seed,
-            "checker": counterexample.checker,
-            "file": written.then(|| file.display().to_string()),
-            "digest": counterexample.run.digest,
-            "faults": counterexample.case.faults.len(),
-            "toml": toml,
-        }),
-        Shrunk::NotReproduced { seed, checker } => {
-            serde_json::json!({"seed": seed, "checker": checker, "reproduced": false})
-        }
-        Shrunk::OutOfTime { seed, checker } => {
-            serde_json::json!({"seed": seed, "checker": checker, "shrunk": false, "reason": "time limit"})
-        }
-    };
+    let counterexample = shrunk.json(written);
     let doc = serde_json::json!({
         "format": "lockstep-explore",
         "ok": false,

@@ -245,12 +245,7 @@ impl Checker for LeaseValidity {
                 Vec::new(),
             )
         };
-        CheckResult {
-            checker: CheckerName::LeaseValidity.as_str().to_string(),
-            verdict,
-            explanation,
-            witness,
-        }
+        CheckResult::new(CheckerName::LeaseValidity, verdict, explanation, witness)
     }
 }
 

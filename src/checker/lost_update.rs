@@ -89,12 +89,7 @@ impl Checker for LostUpdate {
                 )
             }
         };
-        CheckResult {
-            checker: CheckerName::LostUpdate.as_str().to_string(),
-            verdict,
-            explanation,
-            witness,
-        }
+        CheckResult::new(CheckerName::LostUpdate, verdict, explanation, witness)
     }
 }
 

@@ -27,6 +27,18 @@ pub struct CheckResult {
     pub witness: Vec<Event>,
 }
 
+impl CheckResult {
+    /// `checker`'s judgement: `verdict`, why, and the events that prove a violation.
+    pub fn new(checker: CheckerName, verdict: Verdict, explanation: String, witness: Vec<Event>) -> CheckResult {
+        CheckResult {
+            checker: checker.as_str().to_string(),
+            verdict,
+            explanation,
+            witness,
+        }
+    }
+}
+
 /// A property of histories.
 pub trait Checker {
     /// The checker's name.

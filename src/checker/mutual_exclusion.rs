@@ -122,12 +122,7 @@ impl Checker for MutualExclusion {
                 )
             }
         };
-        CheckResult {
-            checker: CheckerName::MutualExclusion.as_str().to_string(),
-            verdict,
-            explanation,
-            witness,
-        }
+        CheckResult::new(CheckerName::MutualExclusion, verdict, explanation, witness)
     }
 }
 

@@ -351,12 +351,7 @@ impl Checker for Ownership {
             } else {
                 (Verdict::Valid, "no master changed any key".to_string())
             };
-            return CheckResult {
-                checker: CheckerName::Ownership.as_str().to_string(),
-                verdict,
-                explanation,
-                witness: Vec::new(),
-            };
+            return CheckResult::new(CheckerName::Ownership, verdict, explanation, Vec::new());
         };
         let command = match history.step(first.command.seq).map(|s| &s.kind) {
             Some(StepKind::Command { args, .. }) => args.join(" "),
@@ -398,12 +393,7 @@ impl Checker for Ownership {
         if let Some(end) = hold.end {
             events.push(end.event);
         }
-        CheckResult {
-            checker: CheckerName::Ownership.as_str().to_string(),
-            verdict: Verdict::Invalid,
-            explanation,
-            witness: witness(&events),
-        }
+        CheckResult::new(CheckerName::Ownership, Verdict::Invalid, explanation, witness(&events))
     }
 }
 

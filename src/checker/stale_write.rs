@@ -123,12 +123,7 @@ impl Checker for StaleWrite {
                 Vec::new(),
             )
         };
-        CheckResult {
-            checker: CheckerName::StaleWrite.as_str().to_string(),
-            verdict,
-            explanation,
-            witness,
-        }
+        CheckResult::new(CheckerName::StaleWrite, verdict, explanation, witness)
     }
 }
 

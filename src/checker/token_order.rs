@@ -130,12 +130,7 @@ impl Checker for TokenOrder {
                 )
             }
         };
-        CheckResult {
-            checker: CheckerName::TokenOrder.as_str().to_string(),
-            verdict,
-            explanation,
-            witness,
-        }
+        CheckResult::new(CheckerName::TokenOrder, verdict, explanation, witness)
     }
 }
 

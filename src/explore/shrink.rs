@@ -242,6 +242,34 @@ pub enum Shrunk {
     },
 }
 
+impl Shrunk {
+    /// Its entry in `lockstep explore --json`'s `counterexamples`: `{seed, checker, file,
+    /// digest, faults, toml}`, `{seed, checker, reproduced: false}` or `{seed, checker, shrunk:
+    /// false, reason}`; `file` is null unless the file was `written`.
+    pub fn json(&self, written: bool) -> serde_json::Value {
+        match self {
+            Shrunk::Found {
+                counterexample,
+                file,
+                toml,
+            } => serde_json::json!({
+                "seed": counterexample.seed,
+                "checker": counterexample.checker,
+                "file": written.then(|| file.display().to_string()),
+                "digest": counterexample.run.digest,
+                "faults": counterexample.case.faults.len(),
+                "toml": toml,
+            }),
+            Shrunk::NotReproduced { seed, checker } => {
+                serde_json::json!({"seed": seed, "checker": checker, "reproduced": false})
+            }
+            Shrunk::OutOfTime { seed, checker } => {
+                serde_json::json!({"seed": seed, "checker": checker, "shrunk": false, "reason": "time limit"})
+            }
+        }
+    }
+}
+
 /// How big a case is: fewer faults, then fewer clients, then weaker faults is smaller.
 fn size(case: &ExploreCase) -> (usize, usize, u64) {
     let magnitude = case.faults.iter().map(GenFault::magnitude).sum();
@@ -257,7 +285,29 @@ struct Judge<'a> {
     reference: Option<PreparedLock<'a>>,
 }
 
-impl Judge<'_> {
+/// Whether a shrink that has made `runs` runs may make another: fewer than `max_runs`, and
+/// `deadline` (if any) not passed.
+fn within_budget(runs: usize, max_runs: usize, deadline: Option<std::time::Instant>) -> bool {
+    runs < max_runs && deadline.is_none_or(|d| std::time::Instant::now() < d)
+}
+
+impl<'a> Judge<'a> {
+    /// Judges runs of `template` for `seed` failing `checker` by `subject` (and not by
+    /// `reference`, if any).
+    fn new(
+        template: &'a Scenario,
+        (seed, checker): (u64, &'a str),
+        (subject, reference): (LockRef<'a>, Option<LockRef<'a>>),
+    ) -> Self {
+        Judge {
+            template,
+            seed,
+            checker,
+            subject: subject.prepare(),
+            reference: reference.map(|r| r.prepare()),
+        }
+    }
+
     fn fails(&self, case: &ExploreCase, runs: &mut usize) -> Option<ScenarioRun> {
         let scenario = case_scenario(self.template, case, self.seed);
         *runs += 1;
@@ -320,14 +370,8 @@ pub(crate) fn shrink_with(
     max_runs: usize,
     deadline: Option<std::time::Instant>,
 ) -> Option<Counterexample> {
-    let left = |runs: usize| runs < max_runs && deadline.is_none_or(|d| std::time::Instant::now() < d);
-    let judge = Judge {
-        template,
-        seed,
-        checker,
-        subject: subject.prepare(),
-        reference: reference.map(|r| r.prepare()),
-    };
+    let left = |runs: usize| within_budget(runs, max_runs, deadline);
+    let judge = Judge::new(template, (seed, checker), (subject, reference));
     let strategy = case_strategy(&topology(template), profile);
     let mut tree = case_tree(seed, &strategy);
     let mut runs = 0;
@@ -373,14 +417,8 @@ pub(crate) fn shrink_case(
     max_runs: usize,
     deadline: Option<std::time::Instant>,
 ) -> Option<Counterexample> {
-    let left = |runs: usize| runs < max_runs && deadline.is_none_or(|d| std::time::Instant::now() < d);
-    let judge = Judge {
-        template,
-        seed,
-        checker,
-        subject: subject.prepare(),
-        reference: reference.map(|r| r.prepare()),
-    };
+    let left = |runs: usize| within_budget(runs, max_runs, deadline);
+    let judge = Judge::new(template, (seed, checker), (subject, reference));
     let mut runs = 0;
     let best_run = judge.fails(case, &mut runs)?;
     let faults_before = case.faults.len();

@@ -36,6 +36,18 @@ fn status_style(status: Status) -> Style {
     }
 }
 
+/// The line under a run's title: the lock, its fencing, the resource, the TTL and the seed
+/// (`seed_label` names it: `seed`, or a live run's `fault-plan seed`).
+pub(crate) fn lock_line(scenario: &Scenario, seed_label: &str, seed: u64) -> String {
+    format!(
+        "   algorithm {} · fencing {} · resource {} · ttl {} ms · {seed_label} {seed}",
+        scenario.lock.algorithm.name(),
+        scenario.lock.fencing_shown(),
+        scenario.resource.name(),
+        scenario.lock.ttl_ms,
+    )
+}
+
 /// `text` padded to `width` columns, in `style` (the padding outside the colour).
 fn paint(style: Style, text: &str, width: usize) -> String {
     let pad = width.saturating_sub(text.chars().count());
@@ -48,15 +60,7 @@ fn paint(style: Style, text: &str, width: usize) -> String {
 pub(crate) fn run_text(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "━━ {} ({})", scenario.name, path.display());
-    let _ = writeln!(
-        out,
-        "   algorithm {} · fencing {} · resource {} · ttl {} ms · seed {}",
-        scenario.lock.algorithm.name(),
-        scenario.lock.fencing_shown(),
-        scenario.resource.name(),
-        scenario.lock.ttl_ms,
-        run.seed
-    );
+    let _ = writeln!(out, "{}", lock_line(scenario, "seed", run.seed));
     if !quiet {
         let _ = writeln!(out);
         out.push_str(&crate::report::narrative::text(&crate::history::OpHistory::new(
@@ -422,29 +426,7 @@ impl RunOutput {
 /// What `lockstep explore --json` prints: `{"format": "lockstep-explore", "ok", "summary",
 /// "counterexamples": [{seed, checker, file, digest, toml} | {seed, checker, reproduced: false}]}`.
 pub fn explore_json(summary: &crate::explore::ExploreSummary, shrunk: &[Shrunk], written: bool) -> String {
-    let counterexamples: Vec<serde_json::Value> = shrunk
-        .iter()
-        .map(|s| match s {
-            Shrunk::Found {
-                counterexample,
-                file,
-                toml,
-            } => serde_json::json!({
-                "seed": counterexample.seed,
-                "checker": counterexample.checker,
-                "file": written.then(|| file.display().to_string()),
-                "digest": counterexample.run.digest,
-                "faults": counterexample.case.faults.len(),
-                "toml": toml,
-            }),
-            Shrunk::NotReproduced { seed, checker } => {
-                serde_json::json!({"seed": seed, "checker": checker, "reproduced": false})
-            }
-            Shrunk::OutOfTime { seed, checker } => {
-                serde_json::json!({"seed": seed, "checker": checker, "shrunk": false, "reason": "time limit"})
-            }
-        })
-        .collect();
+    let counterexamples: Vec<serde_json::Value> = shrunk.iter().map(|s| s.json(written)).collect();
     let doc = serde_json::json!({
         "format": "lockstep-explore",
         "ok": summary.passed(),

@@ -101,12 +101,8 @@ fn run_text(
     writeln!(s, "━━ {} ({}) — LIVE", scenario.name, path.display())?;
     writeln!(
         s,
-        "   algorithm {} · fencing {} · resource {} · ttl {} ms · fault-plan seed {}",
-        scenario.lock.algorithm.name(),
-        scenario.lock.fencing_shown(),
-        scenario.resource.name(),
-        scenario.lock.ttl_ms,
-        run.seed
+        "{}",
+        super::console::lock_line(scenario, "fault-plan seed", run.seed)
     )?;
     for (client, adapter) in &run.adapters {
         writeln!(s, "   {client}: {adapter}")?;

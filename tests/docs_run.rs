@@ -12,7 +12,9 @@
 //!   thousands of seeds, live runs of other languages' libraries); their output is not shown.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+mod common;
+use common::Lockstep;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -167,12 +169,7 @@ fn every_output_block_is_what_the_command_prints() {
             let Some(args) = lockstep_args(command) else {
                 continue;
             };
-            let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-                .args(&args)
-                .current_dir(root())
-                .output()
-                .expect("lockstep runs");
-            let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+            let (_, stdout, _) = Lockstep::new(&args).run();
             let expected = trim_trailing_blank(block.lines[1..].iter().map(String::as_str).collect());
             let actual = trim_trailing_blank(stdout.lines().collect());
             if !matches(&expected, &actual) {
@@ -207,14 +204,9 @@ fn every_command_in_the_docs_parses_and_names_files_that_exist() {
                     continue;
                 };
                 let at = format!("{}:{}", doc.display(), block.line + offset + 1);
-                let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-                    .args(&args)
-                    .current_dir(root())
-                    .env("LOCKSTEP_PARSE_ONLY", "1")
-                    .output()
-                    .expect("lockstep runs");
-                if !out.status.success() {
-                    failures.push(format!("{at}: `{line}`: {}", String::from_utf8_lossy(&out.stderr)));
+                let (code, _, stderr) = Lockstep::new(&args).env("LOCKSTEP_PARSE_ONLY", "1").run();
+                if code != 0 {
+                    failures.push(format!("{at}: `{line}`: {stderr}"));
                 }
                 for (i, arg) in args.iter().enumerate() {
                     let is_output = i > 0 && OUTPUT_FLAGS.contains(&args[i - 1].as_str());

@@ -80,18 +80,8 @@ fn adopted_counterexample_fails_ci(toml: &str, checker: &str) {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("scenarios")).unwrap();
     std::fs::write(dir.join("scenarios/counterexample.toml"), toml).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args(["ci", "scenarios", "--report", "report", "--quiet"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, stdout, stderr) = common::lockstep_in(&dir, &["ci", "scenarios", "--report", "report", "--quiet"]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(stdout.contains("is invalid but expected valid"), "{stdout}");
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("report/report.json")).unwrap()).unwrap();

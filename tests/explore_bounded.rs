@@ -8,24 +8,26 @@
 //! readings (1,200 ppm off) and placed the deadline 2.6 ms late. The built-in lock was right.
 
 use lockstep::prelude::*;
-use std::process::Command;
+
+mod common;
+use common::lockstep;
 
 fn explore(file: &str) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args([
-            "explore",
-            file,
-            "--bounded",
-            "--kinds",
-            "hold,latency,pause",
-            "--seeds",
-            "100",
-        ])
-        .args(["--shrink", "0", "--quiet", "--jobs", "2"])
-        .output()
-        .expect("lockstep runs");
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), text)
+    let (code, stdout, stderr) = lockstep(&[
+        "explore",
+        file,
+        "--bounded",
+        "--kinds",
+        "hold,latency,pause",
+        "--seeds",
+        "100",
+        "--shrink",
+        "0",
+        "--quiet",
+        "--jobs",
+        "2",
+    ]);
+    (code, stdout + &stderr)
 }
 
 #[test]
@@ -48,19 +50,18 @@ fn a_correct_lock_is_clean_and_a_buggy_one_is_caught_under_its_assumptions() {
 
 #[test]
 fn bounded_refuses_guided_placement() {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args([
-            "explore",
-            "mutants/parents/token-release.toml",
-            "--bounded",
-            "--strategy",
-            "mixed",
-        ])
-        .args(["--seeds", "1", "--quiet"])
-        .output()
-        .expect("lockstep runs");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("places faults at random only"));
+    let (code, _, stderr) = lockstep(&[
+        "explore",
+        "mutants/parents/token-release.toml",
+        "--bounded",
+        "--strategy",
+        "mixed",
+        "--seeds",
+        "1",
+        "--quiet",
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("places faults at random only"));
 }
 
 /// Seed 61's counterexample, shrunk: token-release, three clients, one client clock slowed by
@@ -130,12 +131,20 @@ fn seed_61_a_slow_client_clock_within_the_profile_is_no_lease_lie() {
 /// Runs `explore --algorithm ALGORITHM --bounded` over `seeds` with every default fault kind
 /// and returns the seeds whose violation is not explained by a broken assumption.
 fn unexplained(algorithm: &str, seeds: &str) -> (usize, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args(["explore", "--algorithm", algorithm, "--bounded", "--seed-range", seeds])
-        .args(["--shrink", "0", "--quiet", "--jobs", "2"])
-        .output()
-        .expect("lockstep runs");
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let (_, stdout, stderr) = lockstep(&[
+        "explore",
+        "--algorithm",
+        algorithm,
+        "--bounded",
+        "--seed-range",
+        seeds,
+        "--shrink",
+        "0",
+        "--quiet",
+        "--jobs",
+        "2",
+    ]);
+    let text = stdout + &stderr;
     assert!(text.contains("assumption-bounded profile"), "{text}");
     let bugs = text.lines().filter(|l| l.contains("-> implementation bug")).count();
     (bugs, text)

@@ -22,7 +22,9 @@ use lockstep::explore::generate::{ExploreCase, GenFault};
 use lockstep::explore::kinds::Pause;
 use lockstep::prelude::*;
 use std::path::Path;
-use std::process::Command;
+
+mod common;
+use common::lockstep;
 
 const FIXTURES: &str = "tests/fixtures/false-alarms";
 
@@ -48,13 +50,11 @@ fn bounded(file: &str, args: &[&str]) -> (u64, String) {
         file.replace('/', "_")
     ));
     let summary_arg = summary.display().to_string();
-    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args(["explore", file, "--bounded", "--shrink", "0", "--jobs", "2"])
-        .args(args)
-        .args(["--summary", &summary_arg])
-        .output()
-        .expect("lockstep runs");
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let mut all = vec!["explore", file, "--bounded", "--shrink", "0", "--jobs", "2"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--summary", &summary_arg]);
+    let (code, stdout, stderr) = lockstep(&all);
+    let text = stdout + &stderr;
     let json = std::fs::read_to_string(&summary).unwrap_or_else(|e| panic!("{file}: no summary ({e})\n{text}"));
     std::fs::remove_file(&summary).ok();
     let doc: serde_json::Value = serde_json::from_str(&json).expect("a JSON summary");
@@ -62,7 +62,7 @@ fn bounded(file: &str, args: &[&str]) -> (u64, String) {
         .as_u64()
         .unwrap_or_else(|| panic!("{file}: no assumption-bounded counts\n{text}"));
     // Exit code 1 exactly when there is an implementation bug (no reference lock here).
-    assert_eq!(out.status.code(), Some(i32::from(bugs > 0)), "{file}\n{text}");
+    assert_eq!(code, i32::from(bugs > 0), "{file}\n{text}");
     (bugs, text)
 }
 

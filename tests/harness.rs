@@ -10,6 +10,9 @@
 use lockstep::prelude::*;
 use std::path::Path;
 
+mod common;
+use common::lockstep;
+
 /// A user's single-master lock: `SET key value NX PX ttl`, extension by a compare-and-PEXPIRE,
 /// release by a compare-and-delete — or, `checked_release` off, by a plain `DEL` (the bug: a
 /// client whose lease expired deletes the next holder's lock). Its validity is the TTL less the
@@ -203,12 +206,8 @@ fn a_broken_lock_is_caught_against_the_reference_and_its_counterexample_replays_
     );
     // `lockstep run` and `lockstep explore` refuse it rather than run the built-in algorithm.
     for command in ["run", "explore"] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
-            .args([command, &file.display().to_string()])
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        let (code, _, stderr) = lockstep(&[command, &file.display().to_string()]);
+        assert_eq!(code, 2, "{stderr}");
         assert!(stderr.contains("runs the Rust lock `del-release`"), "{stderr}");
     }
     // A harness holding another lock refuses it.
@@ -274,23 +273,22 @@ fn bad_input_is_an_error_before_anything_runs() {
 fn the_cli_explores_against_a_preset_and_streams_one_line_per_seed() {
     let dir = scratch("cli");
     let jsonl = dir.join("seeds.jsonl");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args([
-            "explore",
-            "--algorithm",
-            "naive",
-            "--kinds",
-            "pause",
-            "--seeds",
-            "30",
-            "--shrink",
-            "0",
-            "-q",
-        ])
-        .args(["--against", "token-release", "--jsonl", &jsonl.display().to_string()])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (code, stdout, _) = lockstep(&[
+        "explore",
+        "--algorithm",
+        "naive",
+        "--kinds",
+        "pause",
+        "--seeds",
+        "30",
+        "--shrink",
+        "0",
+        "-q",
+        "--against",
+        "token-release",
+        "--jsonl",
+        &jsonl.display().to_string(),
+    ]);
     assert!(stdout.contains("against token-release:"), "{stdout}");
     let records: Vec<serde_json::Value> = std::fs::read_to_string(&jsonl)
         .unwrap()
@@ -307,13 +305,10 @@ fn the_cli_explores_against_a_preset_and_streams_one_line_per_seed() {
     let only = records
         .iter()
         .any(|r| r["only_subject"].as_array().is_some_and(|a| !a.is_empty()));
-    assert_eq!(out.status.code(), Some(if only { 1 } else { 0 }), "{stdout}");
+    assert_eq!(code, if only { 1 } else { 0 }, "{stdout}");
     // An unknown preset is bad input.
-    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args(["explore", "--seeds", "1", "--against", "script"])
-        .output()
-        .unwrap();
-    assert_eq!(bad.status.code(), Some(2));
+    let (bad, _, _) = lockstep(&["explore", "--seeds", "1", "--against", "script"]);
+    assert_eq!(bad, 2);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -806,17 +806,8 @@ fn a_truncated_report_is_not_valid_json_with_its_position() {
 
 /// Runs the binary with its standard output going to `stdout`.
 fn lockstep_to(stdout: std::fs::File, args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args(args)
-        .current_dir(root())
-        .env("RUST_BACKTRACE", "0")
-        .stdout(stdout)
-        .output()
-        .expect("the binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let (code, _, stderr) = common::Lockstep::new(args).stdout(stdout).run();
+    (code, stderr)
 }
 
 #[test]

@@ -20,7 +20,7 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -131,13 +131,13 @@ fn start(name: &str, client_body: &str, duration_ms: u64) -> Live {
         .replace("$ADAPTER", env!("CARGO_BIN_EXE_lockstep-live-adapter"));
     std::fs::write(&script, body).unwrap();
     let history = dir.join("history.jsonl");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockstep"));
-    cmd.args(["live", file.to_str().unwrap(), "--client"])
-        .arg(format!("exec sh {}", script.display()))
+    // Spawned here rather than run by `common::lockstep`: the test attacks the run while it is
+    // under way, SIGKILLs it, reaps it with `wait4` for its peak memory and looks for its
+    // guardian among its children, under an address-space limit set before `exec`.
+    let mut cmd = common::command(["live", file.to_str().unwrap(), "--client"]);
+    cmd.arg(format!("exec sh {}", script.display()))
         .arg("--history")
         .arg(&history)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("RUST_BACKTRACE", "0")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -708,7 +708,7 @@ fn sigkill(pid: i32) {
 
 /// lockstep's children running lockstep's own binary: the guardian (a fork, never an exec).
 fn guardians_of(pid: i32) -> Vec<i32> {
-    let binary = std::fs::canonicalize(env!("CARGO_BIN_EXE_lockstep")).unwrap();
+    let binary = std::fs::canonicalize(common::BINARY).unwrap();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(child) = entry.file_name().to_string_lossy().parse::<i32>() else {

@@ -16,19 +16,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod common;
-
-fn lockstep(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::{lockstep, Lockstep};
 
 fn temp_dir(name: &str) -> common::TempPath {
     common::TempPath::dir("live", name)
@@ -312,26 +300,20 @@ fn a_fault_that_cannot_run_live_is_refused_before_anything_starts() {
         &dir,
         "[[fault]]\nat_ms = 100\nkind = \"drift\"\nnode = \"client-1\"\ndrift_ppm = 1000\n",
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args(["live", drift.to_str().unwrap(), "--client", "true"])
+    let (code, _, err) = Lockstep::new(["live", drift.to_str().unwrap(), "--client", "true"])
         .env("LOCKSTEP_LIBFAKETIME", "/nonexistent/libfaketime.so.1")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+        .run();
+    assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("drift") && err.contains("client-1") && err.contains("libfaketime"),
         "{err}"
     );
     // So does a client's drift_ppm.
     let skewed = tiny_scenario(&dir, "drift_ppm = 500\n");
-    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args(["live", skewed.to_str().unwrap(), "--client", "true"])
+    let (code, _, err) = Lockstep::new(["live", skewed.to_str().unwrap(), "--client", "true"])
         .env("LOCKSTEP_LIBFAKETIME", "/nonexistent/libfaketime.so.1")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+        .run();
+    assert_eq!(code, 2, "{err}");
     assert!(err.contains("drift_ppm = 500") && err.contains("libfaketime"), "{err}");
     // A power loss is a server's fault, live too: the scenario names the field.
     let power = tiny_scenario(
@@ -347,13 +329,10 @@ fn a_fault_that_cannot_run_live_is_refused_before_anything_starts() {
         &dir,
         "[[fault]]\nat_ms = 100\nkind = \"clock-jump\"\nnode = \"client-1\"\ndelta_ms = 1000\n",
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args(["live", jump.to_str().unwrap(), "--client", "true"])
+    let (code, _, err) = Lockstep::new(["live", jump.to_str().unwrap(), "--client", "true"])
         .env("LOCKSTEP_LIBFAKETIME", "/nonexistent/libfaketime.so.1")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+        .run();
+    assert_eq!(code, 2, "{err}");
     assert!(err.contains("clock-jump") && err.contains("libfaketime"), "{err}");
 }
 
@@ -560,9 +539,8 @@ fn an_interrupted_live_run_kills_its_clients() {
     let file = tiny_scenario_lasting(&dir, "", 60_000);
     let pidfile = dir.join("pids");
     let client = sh_adapter(&dir, &pidfile, r#"{"id":{id},"status":"busy"}"#);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args(["live", file.to_str().unwrap(), "--client", &client])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+    // Spawned, not run to its end: the test interrupts it (SIGINT) while its adapter runs.
+    let mut child = common::command(["live", file.to_str().unwrap(), "--client", &client])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

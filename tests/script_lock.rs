@@ -7,6 +7,9 @@ use lockstep::run::{run_scenario, ScenarioRun};
 use lockstep::scenario::{Scenario, ScenarioError};
 use std::path::{Path, PathBuf};
 
+mod common;
+use common::lockstep;
+
 fn scenarios_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
 }
@@ -288,12 +291,7 @@ fn a_release_with_another_grants_value_is_visible_in_the_history_and_the_timelin
     // Two tasks share one lock object, which keeps the value of the latest acquisition: task 2
     // releases its own grant with task 1's value. The history records the value sent; the
     // timeline says it, names the tasks, and shows successful extensions.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args(["run", "scenarios/bug-shared-lock-object.toml"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let (_, text, _) = lockstep(&["run", "scenarios/bug-shared-lock-object.toml"]);
     assert!(text.contains("client-1 task 2  releasing with value "), "{text}");
     assert!(text.contains("— not this grant's ("), "{text}");
     let buggy = run("bug-shared-lock-object.toml");
@@ -314,10 +312,6 @@ fn a_release_with_another_grants_value_is_visible_in_the_history_and_the_timelin
         _ => true,
     }));
     // Successful extensions are on the timeline.
-    let watchdog = std::process::Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args(["run", "scenarios/bug-shared-lock-object-safe.toml"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&watchdog.stdout).contains("extended \"lock\" validity="));
+    let (_, watchdog, _) = lockstep(&["run", "scenarios/bug-shared-lock-object-safe.toml"]);
+    assert!(watchdog.contains("extended \"lock\" validity="));
 }

@@ -26,10 +26,10 @@ struct Serve {
 }
 
 impl Serve {
+    /// Spawned, not run to its end: the test talks to its servers while it serves, then stops it
+    /// with a signal.
     fn start(args: &[&str]) -> Serve {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-            .arg("serve")
-            .args(args)
+        let mut child = common::command(["serve"].iter().chain(args))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

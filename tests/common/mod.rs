@@ -5,33 +5,90 @@
 use async_trait::async_trait;
 use lockstep::lock::{LockClient, LockError};
 use lockstep::ops::Grant;
+use std::ffi::OsStr;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+
+/// The binary under test. Every test runs it through this module: [`lockstep`], [`lockstep_in`],
+/// [`Lockstep`] when it needs an environment variable or a standard output of its own, [`command`]
+/// when it must spawn the process itself (to signal it, read its output while it runs or limit
+/// it), and [`lockstep_limited`].
+pub const BINARY: &str = env!("CARGO_BIN_EXE_lockstep");
+
+/// The binary as a user runs it from the repository root, not started yet: `RUST_BACKTRACE=0`, so
+/// that a panic's output is what a user sees. For a test that must own the process (send it a
+/// signal, read its output while it runs, set limits before `exec`); the others use [`Lockstep`].
+pub fn command<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>) -> Command {
+    let mut command = Command::new(BINARY);
+    command
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("RUST_BACKTRACE", "0");
+    command
+}
+
+/// One run of the binary, to finish with [`Lockstep::run`]: from the repository root unless
+/// [`Lockstep::cwd`] says otherwise, with the environment variables and standard output given.
+pub struct Lockstep {
+    command: Command,
+    args: Vec<String>,
+}
+
+impl Lockstep {
+    pub fn new<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>) -> Self {
+        let args: Vec<std::ffi::OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+        Lockstep {
+            command: command(&args),
+            args: args.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+        }
+    }
+
+    /// Runs in `dir` rather than the repository root.
+    pub fn cwd(mut self, dir: &Path) -> Self {
+        self.command.current_dir(dir);
+        self
+    }
+
+    /// Sets the environment variable `key` for this run.
+    pub fn env(mut self, key: &str, value: impl AsRef<OsStr>) -> Self {
+        self.command.env(key, value);
+        self
+    }
+
+    /// Sends standard output there (a file, `/dev/full`) instead of capturing it: `run`'s stdout
+    /// is then empty.
+    pub fn stdout(mut self, to: impl Into<Stdio>) -> Self {
+        self.command.stdout(to);
+        self
+    }
+
+    /// Runs the binary to its end; returns (exit code, stdout, stderr). A panic or a signal fails:
+    /// every exit code must be 0, 1 or 2.
+    pub fn run(mut self) -> (i32, String, String) {
+        let out = self.command.output().expect("the binary runs");
+        let code = out.status.code().unwrap_or(-1);
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        let args = &self.args;
+        assert!(
+            [0, 1, 2].contains(&code),
+            "exit code {code} for {args:?}\n{stdout}\n{stderr}"
+        );
+        (code, stdout, stderr)
+    }
+}
 
 /// Runs the binary in `cwd`; returns (exit code, stdout, stderr). A panic or a signal fails: every
 /// exit code must be 0, 1 or 2.
 pub fn lockstep_in(cwd: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
-        .args(args)
-        .current_dir(cwd)
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .expect("the binary runs");
-    let code = out.status.code().unwrap_or(-1);
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
-    assert!(
-        [0, 1, 2].contains(&code),
-        "exit code {code} for {args:?}\n{stdout}\n{stderr}"
-    );
-    (code, stdout, stderr)
+    Lockstep::new(args).cwd(cwd).run()
 }
 
 /// Runs the binary from the repository root, as a user there would: [`lockstep_in`].
 pub fn lockstep(args: &[&str]) -> (i32, String, String) {
-    lockstep_in(Path::new(env!("CARGO_MANIFEST_DIR")), args)
+    Lockstep::new(args).run()
 }
 
 /// A lock whose acquire panics: user code with a bug.
@@ -118,13 +175,10 @@ pub struct LimitedRun {
 pub fn lockstep_limited(cwd: &Path, args: &[&str], timeout: std::time::Duration) -> LimitedRun {
     use std::io::Read;
     use std::os::unix::process::CommandExt;
-    use std::process::Stdio;
 
-    let mut command = Command::new(env!("CARGO_BIN_EXE_lockstep"));
+    let mut command = command(args);
     command
-        .args(args)
         .current_dir(cwd)
-        .env("RUST_BACKTRACE", "0")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

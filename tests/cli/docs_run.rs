@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
+use crate::common;
 use common::Lockstep;
 
 fn root() -> &'static Path {

@@ -6,7 +6,7 @@
 //! names the directory in `LOCKSTEP_REDIS_PY_SUITE`. Without it the test says it is skipped, except
 //! under `CI=true`, where it fails.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -10,7 +10,7 @@
 use lockstep::prelude::*;
 use std::path::Path;
 
-mod common;
+use crate::common;
 use common::lockstep;
 
 /// A user's single-master lock: `SET key value NX PX ttl`, extension by a compare-and-PEXPIRE,

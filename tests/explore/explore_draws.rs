@@ -6,8 +6,8 @@
 //!
 //! A change that moves a draw, a shrink step, an aim or a serialization moves every committed
 //! exploration's digest; this test says which line moved first. A change that means to move them
-//! regenerates the file with `LOCKSTEP_WRITE_DRAWS=1 cargo test --test explore_draws` and says so
-//! in its commit.
+//! regenerates the file with `LOCKSTEP_WRITE_DRAWS=1 cargo test --test explore explore_draws` and
+//! says so in its commit.
 //!
 //! The kinds are the twelve the explorer had before `replica-clock` (listed here, not read from
 //! `GENERATED_KINDS`): a kind added later leaves these lines as they are.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::lockstep_in;
 
 fn lockstep(args: &[&str]) -> (i32, String, String) {

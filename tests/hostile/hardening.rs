@@ -12,7 +12,7 @@ use lockstep::report::{Report, Status};
 use std::path::PathBuf;
 use std::rc::Rc;
 
-mod common;
+use crate::common;
 use common::PanickingLock;
 
 #[test]

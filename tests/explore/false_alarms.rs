@@ -23,7 +23,7 @@ use lockstep::explore::kinds::Pause;
 use lockstep::prelude::*;
 use std::path::Path;
 
-mod common;
+use crate::common;
 use common::lockstep;
 
 const FIXTURES: &str = "tests/fixtures/false-alarms";

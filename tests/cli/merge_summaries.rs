@@ -9,7 +9,7 @@
 use lockstep::explore::summary::ExploreSummary;
 use std::path::{Path, PathBuf};
 
-mod common;
+use crate::common;
 use common::lockstep_in as lockstep;
 
 fn temp(name: &str) -> common::TempPath {

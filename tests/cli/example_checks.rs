@@ -1,6 +1,6 @@
 //! The analysis of a history (typed history, checkers) reproduces the committed example report:
 //! every shipped scenario's checker verdicts, explanations and witnesses, not only its history
-//! digest (tests/report.rs), so that a change made for speed cannot change what a checker says.
+//! digest (tests/cli/report.rs), so that a change made for speed cannot change what a checker says.
 //! Regenerate `reports/example/` when a checker's output is meant to change.
 
 use lockstep::report::Report;

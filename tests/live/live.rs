@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::{lockstep, Lockstep};
 
 fn temp_dir(name: &str) -> common::TempPath {

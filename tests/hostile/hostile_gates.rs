@@ -3,7 +3,7 @@
 //! user would, under the memory limit of `common::lockstep_limited` (a panic, an abort or a hang
 //! fails).
 
-mod common;
+use crate::common;
 
 use common::{lockstep_limited, TempPath};
 use std::path::Path;

@@ -13,7 +13,7 @@ use lockstep::explore::anchors::{draw_shape, ShapeBounds};
 use lockstep::explore::generate::ExploreCase;
 use lockstep::explore::{case_scenario, run_guarded, standard_template};
 
-mod common;
+use crate::common;
 use common::lockstep;
 
 /// A fresh directory under the system's temporary directory.

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
+use crate::common;
 use common::lockstep_in;
 
 fn lockstep(args: &[&str]) -> (i32, String, String) {

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-mod common;
+use crate::common;
 use common::{lockstep_limited, LimitedRun, TempPath};
 
 const MIB: u64 = 1 << 20;

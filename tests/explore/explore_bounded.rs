@@ -9,7 +9,7 @@
 
 use lockstep::prelude::*;
 
-mod common;
+use crate::common;
 use common::lockstep;
 
 fn explore(file: &str) -> (i32, String) {

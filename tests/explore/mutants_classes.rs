@@ -2,10 +2,10 @@
 //! each is killed within a small seed budget under its parent's assumption-bounded profile, by
 //! the checker its class breaks, and the parents they need raise no false alarm.
 //!
-//! Like `tests/mutants.rs`, this runs the suite through the library API with a reduced budget:
+//! Like `tests/explore/mutants.rs`, this runs the suite through the library API with a reduced budget:
 //! only these mutants and their parents, [`SEEDS`] seeds per mutant (a mutant stops at its
 //! first kill; the slowest of these classes needs about 50 today) and [`PARENT_SEEDS`] per
-//! parent (as in `tests/mutants.rs`; `lockstep mutants` gives each parent 500), so that it stays
+//! parent (as in `tests/explore/mutants.rs`; `lockstep mutants` gives each parent 500), so that it stays
 //! within seconds in the test profile and about a minute on 2 busy cores.
 
 use lockstep::app::mutants::{run_suite, SuiteOptions, SuiteResult};

@@ -12,7 +12,7 @@ use lockstep::scenario::Scenario;
 use proptest::prelude::*;
 use std::rc::Rc;
 
-mod common;
+use crate::common;
 use common::PanickingLock;
 
 fn profile(kinds: &[&str]) -> FaultProfile {

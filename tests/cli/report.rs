@@ -13,7 +13,7 @@ use lockstep::scenario::Scenario;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-mod common;
+use crate::common;
 
 /// The command that regenerates the example report (also in the README).
 const REGENERATE: &str = "cargo run --release -- ci scenarios --report reports/example --ttl-sweep";

@@ -7,7 +7,7 @@ use lockstep::run::{run_scenario, ScenarioRun};
 use lockstep::scenario::{Scenario, ScenarioError};
 use std::path::{Path, PathBuf};
 
-mod common;
+use crate::common;
 use common::lockstep;
 
 fn scenarios_dir() -> PathBuf {

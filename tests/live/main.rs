@@ -1,0 +1,13 @@
+//! Real processes in real time: live runs of adapters against lockstep's servers, and `lockstep
+//! serve` under redis-py's own lock tests.
+//!
+//! One test binary for both (see `tests/cli/main.rs`), kept apart from the simulated tests: these
+//! run on the wall clock (a busy CPU changes what they see), a live run inside this process
+//! installs lockstep's SIGINT/SIGTERM/SIGHUP handlers and forks its guardian, and `live.rs` checks
+//! every socket this process listens on.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod live;
+mod serve;

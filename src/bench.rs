@@ -3,7 +3,7 @@
 //! - **Event clock**: Kleppmann's pause (`scenarios/kleppmann-gc-pause.toml`, 40 simulated
 //!   seconds, mostly idle) and the standard exploration profile, each run jumping over idle
 //!   ticks (the default) and stepping every tick: steps taken against ticks covered, and CPU
-//!   time both ways. The histories are the same (`tests/event_clock.rs`).
+//!   time both ways. The histories are the same (`tests/simulation/event_clock.rs`).
 //! - **Overhead**: simulated seconds per wall second of the standard Redlock world (5 masters,
 //!   3 clients, the resource; no faults, clients always busy) against a bare world (one client
 //!   that only sleeps) stepped tick by tick for the same simulated time, on one thread: the cost

@@ -270,7 +270,7 @@ fn say(text: &str) -> Result<(), AppError> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if std::env::var_os("LOCKSTEP_PARSE_ONLY").is_some() {
-        return ExitCode::SUCCESS; // the docs test: the arguments parse (tests/docs_run.rs)
+        return ExitCode::SUCCESS; // the docs test: the arguments parse (tests/cli/docs_run.rs)
     }
     let result = match cli.command {
         Command::Live(args) => lockstep::live::main(&args, &lockstep::report::live::Renderer),

@@ -13,7 +13,7 @@
 //! replication entry, a delayed restart, the Sentinel's timeout) — and jumps straight to the
 //! tick before it ([`World::skip_idle`]). Only ticks in which nothing would have happened are
 //! left out, so the history is the one stepping every tick gives ([`WorldConfig::skip_idle`]
-//! turns the jumps off; `tests/event_clock.rs` runs every shipped scenario both ways). A
+//! turns the jumps off; `tests/simulation/event_clock.rs` runs every shipped scenario both ways). A
 //! 40-second story with a 15-second pause is a few hundred steps, not 40,000.
 //!
 //! The world owns true time, the nodes, their pause gates and clocks, the network and the fault

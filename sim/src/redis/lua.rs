@@ -56,7 +56,8 @@
 use super::reply::Reply;
 use bytes::Bytes;
 use mlua::{ChunkMode, Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
-use std::cell::{Cell, OnceCell, RefCell};
+use std::any::TypeId;
+use std::cell::{Cell, OnceCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -131,6 +132,18 @@ struct Vm {
     handler: Function,
     scripts: BTreeMap<String, Function>,
     state: Rc<RunState>,
+    /// The data type `redis.call`/`redis.pcall` were made for: they are made on the first run
+    /// (the data's type is the caller's) and stay, instead of being made and destroyed around
+    /// every run.
+    dispatch_for: Option<TypeId>,
+}
+
+/// What `redis.call`/`redis.pcall` work on while a script runs, lent to the VM (its app data)
+/// for the run: the data, the wall time of the run, the command table.
+struct Dispatch<D> {
+    data: D,
+    now_ms: i64,
+    exec: ScriptCall<D>,
 }
 
 /// What `redis.call` runs: a command against the keyspace at the wall time `now_ms`; `Err` is the
@@ -188,7 +201,7 @@ impl ScriptRuntime {
 
     /// Runs the cached script `sha` against the data `ks` at `now_ms`; `redis.call` runs commands with
     /// `exec`.
-    pub(crate) fn run<D>(
+    pub(crate) fn run<D: Default + 'static>(
         &mut self,
         sha: &str,
         keys: &[Bytes],
@@ -206,24 +219,17 @@ impl ScriptRuntime {
             return Reply::error("NOSCRIPT No matching script. Please use EVAL.");
         };
         vm.state.begin();
-        let ks = RefCell::new(ks);
-        let outcome = vm.lua.scope(|scope| {
-            let call =
-                scope.create_function(|lua, args: MultiValue| match dispatch(lua, &ks, now_ms, exec, args)? {
-                    Ok(value) => Ok(value),
-                    Err(text) => raise(text),
-                })?;
-            let pcall =
-                scope.create_function(|lua, args: MultiValue| match dispatch(lua, &ks, now_ms, exec, args)? {
-                    Ok(value) => Ok(value),
-                    Err(text) => err_table(lua, &text),
-                })?;
-            vm.set_dispatch.call::<()>((call, pcall))?;
+        // The data is lent to the VM for the run and taken back after it, whatever happened.
+        vm.lua.set_app_data(Dispatch {
+            data: std::mem::take(ks),
+            now_ms,
+            exec,
+        });
+        let outcome = (|| {
+            vm.make_dispatch::<D>()?;
             let keys = string_table(&vm.lua, keys)?;
             let argv = string_table(&vm.lua, argv)?;
-            let result = vm.run.call::<(bool, Value)>((func, keys, argv, vm.handler.clone()));
-            vm.set_dispatch.call::<()>(())?;
-            let (ok, value) = result?;
+            let (ok, value) = vm.run.call::<(bool, Value)>((func, keys, argv, vm.handler.clone()))?;
             if vm.state.exceeded.get() {
                 return Ok(Reply::Error(format!(
                     "ERR Script killed: exceeded instruction budget of {budget}"
@@ -234,7 +240,10 @@ impl ScriptRuntime {
             } else {
                 Ok(script_error_reply(&vm.lua, sha, &value))
             }
-        });
+        })();
+        if let Some(lent) = vm.lua.remove_app_data::<Dispatch<D>>() {
+            *ks = lent.data;
+        }
         // The garbage of a big script is not kept until this VM's next allocations: each server
         // has its own VM, and a thousand of them each keeping 60 MB is more than a machine has.
         if vm.lua.used_memory() > LUA_COLLECT_ABOVE {
@@ -394,7 +403,32 @@ impl Vm {
             handler,
             scripts: BTreeMap::new(),
             state,
+            dispatch_for: None,
         })
+    }
+
+    /// Makes `redis.call` and `redis.pcall` for data of type `D`, unless they are made already.
+    /// They reach the data through the VM's app data ([`Dispatch`]), lent only while a script
+    /// runs.
+    fn make_dispatch<D: 'static>(&mut self) -> mlua::Result<()> {
+        if self.dispatch_for == Some(TypeId::of::<D>()) {
+            return Ok(());
+        }
+        let call = self
+            .lua
+            .create_function(|lua, args: MultiValue| match dispatch::<D>(lua, args)? {
+                Ok(value) => Ok(value),
+                Err(text) => raise(text),
+            })?;
+        let pcall = self
+            .lua
+            .create_function(|lua, args: MultiValue| match dispatch::<D>(lua, args)? {
+                Ok(value) => Ok(value),
+                Err(text) => err_table(lua, &text),
+            })?;
+        self.set_dispatch.call::<()>((call, pcall))?;
+        self.dispatch_for = Some(TypeId::of::<D>());
+        Ok(())
     }
 }
 
@@ -439,15 +473,10 @@ fn check_int(lua: &Lua, args: &MultiValue, i: usize, fname: &str) -> mlua::Resul
     }
 }
 
-/// Body of `redis.call`/`redis.pcall`: runs the command and converts the reply; `Err(text)` is
-/// a Redis error (a command error reply or a script-level refusal) as its `err` text.
-fn dispatch<D>(
-    lua: &Lua,
-    ks: &RefCell<&mut D>,
-    now_ms: i64,
-    exec: ScriptCall<D>,
-    args: MultiValue,
-) -> mlua::Result<Result<Value, String>> {
+/// Body of `redis.call`/`redis.pcall`: runs the command on the data lent for the run
+/// ([`Dispatch`]) and converts the reply; `Err(text)` is a Redis error (a command error reply or
+/// a script-level refusal) as its `err` text.
+fn dispatch<D: 'static>(lua: &Lua, args: MultiValue) -> mlua::Result<Result<Value, String>> {
     if args.is_empty() {
         return Ok(Err(
             "ERR Please specify at least one argument for this redis lib call".to_string()
@@ -466,10 +495,15 @@ fn dispatch<D>(
             }
         }
     }
-    let Ok(mut ks) = ks.try_borrow_mut() else {
-        return Ok(Err("ERR redis.call/pcall recursive call detected".to_string()));
+    let reply = {
+        // Lent and not borrowed: a script runs. Borrowed: a command `redis.call` runs called it.
+        let Ok(Some(mut lent)) = lua.try_app_data_mut::<Dispatch<D>>() else {
+            return Ok(Err("ERR redis.call/pcall recursive call detected".to_string()));
+        };
+        let (now_ms, exec) = (lent.now_ms, lent.exec);
+        exec(&mut lent.data, &argv, now_ms)
     };
-    match exec(&mut ks, &argv, now_ms) {
+    match reply {
         Err(refusal) => Ok(Err(push_error_text(refusal))),
         Ok(Reply::Error(e)) => Ok(Err(push_error_text(&format!("-{e}")))),
         Ok(reply) => Ok(Ok(reply_to_lua(lua, &reply)?)),

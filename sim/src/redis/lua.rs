@@ -227,8 +227,14 @@ impl ScriptRuntime {
         });
         let outcome = (|| {
             vm.make_dispatch::<D>()?;
-            let keys = string_table(&vm.lua, keys)?;
-            let argv = string_table(&vm.lua, argv)?;
+            let bytes = keys
+                .iter()
+                .chain(argv)
+                .map(|a| lua_string_bytes(a.len()))
+                .sum::<usize>();
+            let (keys, argv) = with_cap_lifted_if_safe(&vm.lua, bytes + 2 * LUA_TABLE_BYTES, || {
+                Ok::<_, mlua::Error>((string_table(&vm.lua, keys)?, string_table(&vm.lua, argv)?))
+            })?;
             let (ok, value) = vm.run.call::<(bool, Value)>((func, keys, argv, vm.handler.clone()))?;
             if vm.state.exceeded.get() {
                 return Ok(Reply::Error(format!(
@@ -506,8 +512,49 @@ fn dispatch<D: 'static>(lua: &Lua, args: MultiValue) -> mlua::Result<Result<Valu
     match reply {
         Err(refusal) => Ok(Err(push_error_text(refusal))),
         Ok(Reply::Error(e)) => Ok(Err(push_error_text(&format!("-{e}")))),
-        Ok(reply) => Ok(Ok(reply_to_lua(lua, &reply)?)),
+        Ok(reply) => Ok(Ok(with_cap_lifted_if_safe(lua, lua_bytes(&reply), || {
+            reply_to_lua(lua, &reply)
+        })?)),
     }
+}
+
+/// What a Lua table costs at most besides its array slots: its header and the hash part of
+/// the few named fields a reply table has.
+const LUA_TABLE_BYTES: usize = 256;
+
+/// What a Lua string of `len` bytes costs at most in the heap, with its slot in a table.
+fn lua_string_bytes(len: usize) -> usize {
+    len.saturating_add(64)
+}
+
+/// The most the Lua values of `reply` ([`reply_to_lua`]) can add to the heap.
+fn lua_bytes(reply: &Reply) -> usize {
+    match reply {
+        Reply::Integer(_) | Reply::Bulk(None) | Reply::Array(None) => 0,
+        Reply::Bulk(Some(b)) => lua_string_bytes(b.len()),
+        Reply::Status(s) | Reply::Error(s) => LUA_TABLE_BYTES + lua_string_bytes(s.len() + 16),
+        // The array part grows by doubling as items are added: at most twice the final size.
+        Reply::Array(Some(items)) => items
+            .iter()
+            .map(|item| lua_bytes(item).saturating_add(32))
+            .fold(LUA_TABLE_BYTES, usize::saturating_add),
+    }
+}
+
+/// Runs `f`, which adds at most `bytes` to the Lua heap, with the VM's memory cap lifted when
+/// those bytes cannot reach it. With a cap, mlua makes every call that may allocate through a
+/// protected call, which itself allocates a closure; without one it calls the Lua API directly.
+/// The outcome is the same, since no allocation could have failed: the string table doubling
+/// as it grows is bounded by what the heap holds already (one pointer per string), hence the
+/// margin of the heap's own size.
+fn with_cap_lifted_if_safe<R>(lua: &Lua, bytes: usize, f: impl FnOnce() -> R) -> R {
+    let used = lua.used_memory();
+    if used.saturating_mul(2).saturating_add(bytes) >= LUA_MEMORY_LIMIT || lua.set_memory_limit(0).is_err() {
+        return f();
+    }
+    let out = f();
+    let _ = lua.set_memory_limit(LUA_MEMORY_LIMIT);
+    out
 }
 
 /// The `xpcall` message handler: Redis' `__redis__err__handler`. It turns the error into an

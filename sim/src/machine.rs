@@ -14,14 +14,15 @@
 //! thread makes the same choices. tokio's own random choices (`select!` without `biased;`) are
 //! seeded from the run's seed (`--cfg tokio_unstable`). A step costs what the woken tasks cost:
 //! nothing here visits every node or every link, so a world of 200 nodes costs per event what a
-//! world of 3 does. A jump ([`Machines::jump`]) moves the paused clock without running any task:
+//! world of 3 does: the clients' main futures are only looked at after one of them has ended
+//! (each counts its own end), not at every step. A jump ([`Machines::jump`]) moves the paused clock without running any task:
 //! the world has worked out that none would run.
 //!
 //! **What it leaves out.** No preemption (a task runs until it yields), no CPU time (code takes no
 //! simulated time to run), one scheduler for all nodes (a node's tasks interleave with other
 //! nodes' at await points only, as on one core).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -114,6 +115,16 @@ impl Future for Budget<'_> {
     }
 }
 
+/// Counts a client's main future ending when it is dropped: it returned, failed, panicked or
+/// was aborted.
+struct CountsEnd(Rc<Cell<u64>>);
+
+impl Drop for CountsEnd {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() + 1);
+    }
+}
+
 /// Every node's software and the runtime that runs it.
 pub(crate) struct Machines {
     runtime: Runtime,
@@ -121,6 +132,11 @@ pub(crate) struct Machines {
     machines: BTreeMap<String, Machine>,
     /// The main futures of the clients that have not returned yet.
     clients: Vec<JoinHandle<SoftwareResult>>,
+    /// How many clients' main futures have ended ([`CountsEnd`]).
+    clients_ended: Rc<Cell<u64>>,
+    /// How many of those a step has taken out of `clients`: while fewer than have ended, a step
+    /// looks for the finished ones; otherwise none can be.
+    clients_taken: u64,
 }
 
 impl Machines {
@@ -144,6 +160,8 @@ impl Machines {
             local,
             machines: BTreeMap::new(),
             clients: Vec::new(),
+            clients_ended: Rc::default(),
+            clients_taken: 0,
         })
     }
 
@@ -180,7 +198,11 @@ impl Machines {
 
     /// Starts client `software` on node `name`; the run ends once every client's has returned.
     pub(crate) fn client(&mut self, _name: &str, software: impl Future<Output = SoftwareResult> + 'static) {
-        let handle = self.spawn(software);
+        let ends = CountsEnd(self.clients_ended.clone());
+        let handle = self.spawn(async move {
+            let _ends = ends;
+            software.await
+        });
         self.clients.push(handle);
     }
 
@@ -260,12 +282,16 @@ impl Machines {
                     .to_string(),
             ));
         }
+        if self.clients_taken == self.clients_ended.get() {
+            return Ok(self.clients.is_empty());
+        }
         let mut i = 0;
         while i < self.clients.len() {
             if !self.clients[i].is_finished() {
                 i += 1;
                 continue;
             }
+            self.clients_taken += 1;
             let handle = self.clients.swap_remove(i);
             match self.runtime.block_on(handle) {
                 Ok(Ok(())) => {}

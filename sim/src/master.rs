@@ -358,11 +358,13 @@ fn block(node: &Node, conns: &SharedConns, conn: u64, args: &[Bytes]) -> Respons
 }
 
 /// The command handler of a Redis server node (master or replica, as the replication state says),
-/// and its connection hooks.
+/// and its connection hooks. `on_command` is called as each command arrives: the command may
+/// change the keyspace (the deployment then files the server's next deadline again).
 pub(crate) fn handler(
     node: Node,
     engine: Rc<RefCell<RedisEngine>>,
     repl: SharedReplication,
+    on_command: Rc<dyn Fn()>,
 ) -> (DeferringHandler, ConnectionHooks) {
     let conns: SharedConns = Rc::default();
     let hooks = {
@@ -388,6 +390,7 @@ pub(crate) fn handler(
         }
     };
     let handler: DeferringHandler = Rc::new(move |conn, peer, args| {
+        on_command();
         expire_due(&node, &engine, &repl);
         let name = args
             .first()

@@ -12,7 +12,7 @@ use crate::directory::Directory;
 use crate::redis::{Entry, Keyspace, Value};
 use bytes::Bytes;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
 
 /// One replicated change: a key's new entry, or its deletion.
@@ -166,6 +166,11 @@ pub struct Replication {
     pub(crate) groups: BTreeMap<String, Group>,
     pub(crate) group_of: BTreeMap<String, String>,
     pub(crate) directory: Directory,
+    /// The groups with replicas (a promotion keeps their number): the only ones with streams to
+    /// deliver. A world of many single masters never visits them at each step.
+    pub(crate) replicated: BTreeSet<String>,
+    /// The groups the Sentinel watches (with a `failover_after_ms`).
+    pub(crate) watched: BTreeSet<String>,
 }
 
 /// A replica promoted by [`Replication::promote`].
@@ -234,6 +239,12 @@ impl Replication {
             .iter()
             .map(|r| (r.clone(), Link::default()))
             .collect::<BTreeMap<_, _>>();
+        if !links.is_empty() {
+            self.replicated.insert(name.to_string());
+        }
+        if failover_after_ms.is_some() {
+            self.watched.insert(name.to_string());
+        }
         self.groups.insert(
             name.to_string(),
             Group {
@@ -343,7 +354,10 @@ impl Replication {
     /// their `failover_after_ms`, in group order, each with the reason to give [`Self::promote`].
     pub fn failovers_due(&mut self, now_us: u64, reachable: &dyn Fn(&str) -> bool) -> Vec<(String, String)> {
         let mut due = Vec::new();
-        for (group_name, group) in self.groups.iter_mut() {
+        for group_name in &self.watched {
+            let Some(group) = self.groups.get_mut(group_name) else {
+                continue;
+            };
             let Some(after_ms) = group.failover_after_ms else {
                 continue;
             };
@@ -401,9 +415,9 @@ impl Replication {
 
     /// Every (group, current master, replica) with a replication link, in order.
     pub fn replica_links(&self) -> Vec<(String, String, String)> {
-        self.groups
+        self.replicated
             .iter()
-            .filter(|(_, group)| !group.links.is_empty())
+            .filter_map(|name| Some((name, self.groups.get(name)?)))
             .flat_map(|(name, group)| {
                 group
                     .links
@@ -438,7 +452,8 @@ impl Replication {
     pub(crate) fn next_due_us(&self, now_us: u64, reachable: &dyn Fn(&str) -> bool) -> Option<u64> {
         let mut due: Option<u64> = None;
         let mut at = |us: u64| due = Some(due.map_or(us, |d| d.min(us)));
-        for group in self.groups.values() {
+        let visited = self.replicated.union(&self.watched);
+        for group in visited.filter_map(|name| self.groups.get(name)) {
             if let (Some(after_ms), Some(since_us)) = (group.failover_after_ms, group.unreachable_since_us) {
                 at(since_us.saturating_add(after_ms.saturating_mul(1_000)));
             }

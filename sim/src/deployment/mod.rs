@@ -42,6 +42,16 @@
 //! logged as a `note` event on the node concerned. Its state (servers, persistence, replication)
 //! is its own: the world asks it questions (a server's keyspace, whether it is stopped) and never
 //! edits it.
+//!
+//! **Cost.** A step visits only the servers that have something due, not every server: each
+//! server's next deadline (its first key to expire by its wall clock, its next fsync, its delayed
+//! restart) is filed in an index by true time, and filed again whenever it may have moved — the
+//! server ran a command, a fault named it, its process stopped or started, its pause ended, the
+//! step expired its keys or fsynced it, a replication stream reached it. A server whose deadline
+//! has not come would have done nothing, so the history is the one visiting every server gives
+//! (test builds check the index against every server's deadline after each refiling). Likewise
+//! the Sentinel and the replication streams visit only the groups that have replicas or a
+//! failover timeout. A world of 200 masters costs per step what its busy servers cost.
 
 mod setup;
 
@@ -58,7 +68,7 @@ use crate::redis::{EngineConfig, Keyspace, RedisEngine};
 use crate::replication::{apply_stream, full_sync_note, Due, Replication, SharedReplication};
 use crate::serve::serve_with_hooks;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 /// How a server process stopped.
@@ -85,6 +95,8 @@ struct Server {
     stopped_at: Option<(i64, i64)>,
     /// A restart was asked for and waits for the delay.
     restart_pending: bool,
+    /// Its deadline as last filed in [`Deployment::deadlines`] ([`Server::next_due_us`] then).
+    filed_due_us: Option<u64>,
 }
 
 impl Server {
@@ -136,14 +148,27 @@ impl Server {
     }
 }
 
+/// Servers whose deadline may have moved since it was filed, shared with their command handlers
+/// (a command may change the keyspace, hence the first key to expire).
+type Moved = Rc<RefCell<BTreeSet<Rc<str>>>>;
+
 /// The Redis deployment of a world: every master and replica, persistence, restarts,
 /// replication, the Sentinel and the directory.
 pub(crate) struct Deployment {
     time: TrueTime,
     lua_instruction_budget: u64,
-    servers: BTreeMap<String, Server>,
+    servers: BTreeMap<Rc<str>, Server>,
     replication: SharedReplication,
     directory: Directory,
+    /// Every server's next deadline, `(due true µs, name)`: what [`Server::next_due_us`] gives
+    /// for it, for the servers that have one. A step visits the servers whose deadline has come.
+    deadlines: BTreeSet<(u64, Rc<str>)>,
+    /// Servers whose deadline may have moved since it was filed; filed again before the
+    /// deadlines are read ([`Deployment::refile`]).
+    moved: Moved,
+    /// When the pauses of servers end, `(true µs, name)`: a paused server expires nothing and
+    /// does not fsync, so its deadline moves when the pause ends, with no event of its own.
+    pause_ends: BTreeSet<(u64, Rc<str>)>,
 }
 
 impl Deployment {
@@ -159,6 +184,9 @@ impl Deployment {
                 ..Replication::default()
             })),
             directory,
+            deadlines: BTreeSet::new(),
+            moved: Moved::default(),
+            pause_ends: BTreeSet::new(),
         }
     }
 
@@ -172,7 +200,13 @@ impl Deployment {
         let engine = Rc::new(RefCell::new(RedisEngine::new(EngineConfig {
             lua_instruction_budget: self.lua_instruction_budget,
         })));
-        let (handler, hooks) = master::handler(node.clone(), engine.clone(), self.replication.clone());
+        let name: Rc<str> = Rc::from(node.name());
+        let moved = self.moved.clone();
+        let command_name = name.clone();
+        let on_command = Rc::new(move || {
+            moved.borrow_mut().insert(command_name.clone());
+        });
+        let (handler, hooks) = master::handler(node.clone(), engine.clone(), self.replication.clone(), on_command);
         let host_node = node.clone();
         hosts.host(node.name(), move || {
             let node = host_node.clone();
@@ -181,8 +215,9 @@ impl Deployment {
                 .gate()
                 .gate(serve_with_hooks(node, REDIS_PORT, handler, Some(hooks.clone())))
         });
+        self.moved.borrow_mut().insert(name.clone());
         self.servers.insert(
-            node.name().to_string(),
+            name,
             Server {
                 node,
                 engine,
@@ -194,6 +229,7 @@ impl Deployment {
                 last_fsync_mono_ms: 0,
                 stopped_at: None,
                 restart_pending: false,
+                filed_due_us: None,
             },
         );
     }
@@ -258,6 +294,7 @@ impl Deployment {
         server.engine.borrow_mut().restore(kept);
         server.stopped_at = Some((server.node.wall_ms(), server.node.monotonic_ms()));
         server.restart_pending = false;
+        self.mark_moved(name);
         self.replication.borrow_mut().on_stop(name);
     }
 
@@ -279,6 +316,7 @@ impl Deployment {
                 server.restart_delay_ms,
                 server.restart_delay_clock.name()
             ));
+            self.mark_moved(name);
         }
     }
 
@@ -295,16 +333,87 @@ impl Deployment {
         if std::mem::take(&mut server.restart_pending) {
             server.note("restarted: the restart delay has passed".to_string());
         }
+        self.mark_moved(name);
         self.replication.borrow_mut().on_start(name);
+    }
+
+    /// Notes that server `name`'s deadline may have moved.
+    fn mark_moved(&self, name: &str) {
+        if let Some((name, _)) = self.servers.get_key_value(name) {
+            self.moved.borrow_mut().insert(name.clone());
+        }
+    }
+
+    /// Files again the deadlines that may have moved: those of the servers in `moved`, and of
+    /// the servers whose pause has ended by now.
+    fn refile(&mut self) {
+        let now_us = self.time.now_us();
+        while self.pause_ends.first().is_some_and(|(end_us, _)| *end_us <= now_us) {
+            if let Some((_, name)) = self.pause_ends.pop_first() {
+                self.moved.borrow_mut().insert(name);
+            }
+        }
+        let moved = std::mem::take(&mut *self.moved.borrow_mut());
+        for name in moved {
+            let Some(server) = self.servers.get_mut(&name) else {
+                continue;
+            };
+            let due_us = server.next_due_us();
+            if due_us == server.filed_due_us {
+                continue;
+            }
+            if let Some(filed_us) = server.filed_due_us {
+                self.deadlines.remove(&(filed_us, name.clone()));
+            }
+            if let Some(due_us) = due_us {
+                self.deadlines.insert((due_us, name));
+            }
+            server.filed_due_us = due_us;
+        }
+        self.check_deadlines();
+    }
+
+    /// The simulator checks itself (in test builds): every server's filed deadline is the one
+    /// it has now, so that no step leaves out a server with something due.
+    fn check_deadlines(&self) {
+        if cfg!(debug_assertions) {
+            for (name, server) in &self.servers {
+                let filed = server.filed_due_us.map(|due_us| (due_us, name.clone()));
+                assert!(
+                    server.filed_due_us == server.next_due_us()
+                        && filed.is_none_or(|entry| self.deadlines.contains(&entry)),
+                    "simulator invariant: {name}'s deadline moved to {:?} µs without being filed again ({:?})",
+                    server.next_due_us(),
+                    server.filed_due_us
+                );
+            }
+        }
+    }
+
+    /// The servers whose deadline has come by now, in name order: the only ones a step has
+    /// anything to do for.
+    fn due_servers(&self) -> Vec<Rc<str>> {
+        let now_us = self.time.now_us();
+        let mut due: Vec<Rc<str>> = self
+            .deadlines
+            .iter()
+            .take_while(|(due_us, _)| *due_us <= now_us)
+            .map(|(_, name)| name.clone())
+            .collect();
+        due.sort();
+        due
     }
 
     /// Starts the servers whose delayed restart is due.
     fn start_due(&mut self, hosts: &mut Hosts<'_>) {
-        let due: Vec<String> = self
-            .servers
-            .iter()
-            .filter(|(_, s)| !s.running && s.restart_pending && s.delay_left_ms() == 0)
-            .map(|(name, _)| name.clone())
+        let due: Vec<Rc<str>> = self
+            .due_servers()
+            .into_iter()
+            .filter(|name| {
+                self.servers
+                    .get(name)
+                    .is_some_and(|s| !s.running && s.restart_pending && s.delay_left_ms() == 0)
+            })
             .collect();
         for name in due {
             self.start(&name, hosts);
@@ -312,9 +421,15 @@ impl Deployment {
     }
 
     /// When, at the earliest (true µs), the deployment has something to do by itself (a server's
-    /// deadline, a replication stream entry, the Sentinel's timeout), as of `now_us`.
+    /// deadline, a replication stream entry, the Sentinel's timeout), as of `now_us`. Reads the
+    /// deadlines as the last step hook filed them: nothing moves them between a hook and the
+    /// next step.
     pub(crate) fn next_due_us(&self, now_us: u64) -> Option<u64> {
-        let servers = self.servers.values().filter_map(Server::next_due_us).min();
+        debug_assert!(
+            self.moved.borrow().is_empty(),
+            "simulator invariant: deadlines read before they were filed again"
+        );
+        let servers = self.deadlines.first().map(|(due_us, _)| *due_us);
         let replication = self
             .replication
             .borrow()
@@ -350,18 +465,21 @@ impl Deployment {
         }
     }
 
-    /// Active expiry on every live server.
-    fn active_expiry(&self) {
-        for server in self.servers.values() {
+    /// Active expiry on every live server among `due` (the others have no key due).
+    fn active_expiry(&self, due: &[Rc<str>]) {
+        for server in due.iter().filter_map(|name| self.servers.get(name)) {
             if server.reachable() {
                 master::expire_due(&server.node, &server.engine, &self.replication);
             }
         }
     }
 
-    /// Fsyncs every running `aof-everysec` server whose second has passed.
-    fn fsync_due(&mut self) {
-        for server in self.servers.values_mut() {
+    /// Fsyncs every running `aof-everysec` server among `due` whose second has passed.
+    fn fsync_due(&mut self, due: &[Rc<str>]) {
+        for name in due {
+            let Some(server) = self.servers.get_mut(name) else {
+                continue;
+            };
             if !server.reachable() || server.persistence != Persistence::AofEverysec {
                 continue;
             }
@@ -388,6 +506,8 @@ impl Deployment {
         let Some(target) = self.servers.get(replica).filter(|s| s.reachable()) else {
             return;
         };
+        // What it applies may change its first key to expire.
+        self.mark_moved(replica);
         let due = self.replication.borrow_mut().due(group_name, replica, now_us);
         match due {
             Due::FullSync => {
@@ -420,8 +540,16 @@ impl Deployment {
 }
 
 impl Component for Deployment {
-    /// Process faults (crash, power loss, shutdown, restart) and forced failovers.
+    /// Process faults (crash, power loss, shutdown, restart) and forced failovers. Any fault
+    /// naming a server may move its deadline (a clock jump or drift change moves its clocks, a
+    /// pause stops its expiry and fsync until the pause ends).
     fn on_fault(&mut self, fault: &Fault, hosts: &mut Hosts<'_>) {
+        if let Some((name, server)) = fault.subject().and_then(|name| self.servers.get_key_value(name)) {
+            self.moved.borrow_mut().insert(name.clone());
+            if let Some(end_us) = server.node.gate().paused_until_us() {
+                self.pause_ends.insert((end_us, name.clone()));
+            }
+        }
         match fault {
             Fault::Crash { node } => self.stop(node, StopKind::Crash, hosts),
             Fault::PowerLoss { node } => self.stop(node, StopKind::PowerLoss, hosts),
@@ -442,13 +570,20 @@ impl Component for Deployment {
     }
 
     fn before_step(&mut self, hosts: &mut Hosts<'_>) {
+        self.refile();
         self.start_due(hosts);
         self.sentinel();
+        self.refile();
     }
 
     fn after_step(&mut self, _hosts: &mut Hosts<'_>) {
-        self.active_expiry();
-        self.fsync_due();
+        self.refile();
+        let due = self.due_servers();
+        self.active_expiry(&due);
+        self.fsync_due(&due);
+        // Their keys expired, their second was synced: their next deadlines are later.
+        self.moved.borrow_mut().extend(due);
         self.deliver_replication();
+        self.refile();
     }
 }

@@ -56,7 +56,8 @@
 use super::reply::Reply;
 use bytes::Bytes;
 use mlua::{ChunkMode, Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
-use std::cell::{Cell, RefCell};
+use std::any::TypeId;
+use std::cell::{Cell, OnceCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -69,6 +70,8 @@ pub(crate) const LUA_MEMORY_LIMIT: usize = 64 << 20;
 const LUA_COLLECT_ABOVE: usize = 4 << 20;
 /// The chunk name Redis gives scripts.
 const USER_SCRIPT: &str = "@user_script";
+/// The chunk name of [`HELPER_LUA`].
+const HELPER_CHUNK_NAME: &str = "=lockstep_redis_lib";
 
 /// Lowercase hex SHA1 of `data`, as `SCRIPT LOAD` and `redis.sha1hex` compute it.
 pub fn sha1_hex(data: &[u8]) -> String {
@@ -129,6 +132,18 @@ struct Vm {
     handler: Function,
     scripts: BTreeMap<String, Function>,
     state: Rc<RunState>,
+    /// The data type `redis.call`/`redis.pcall` were made for: they are made on the first run
+    /// (the data's type is the caller's) and stay, instead of being made and destroyed around
+    /// every run.
+    dispatch_for: Option<TypeId>,
+}
+
+/// What `redis.call`/`redis.pcall` work on while a script runs, lent to the VM (its app data)
+/// for the run: the data, the wall time of the run, the command table.
+struct Dispatch<D> {
+    data: D,
+    now_ms: i64,
+    exec: ScriptCall<D>,
 }
 
 /// What `redis.call` runs: a command against the keyspace at the wall time `now_ms`; `Err` is the
@@ -186,7 +201,7 @@ impl ScriptRuntime {
 
     /// Runs the cached script `sha` against the data `ks` at `now_ms`; `redis.call` runs commands with
     /// `exec`.
-    pub(crate) fn run<D>(
+    pub(crate) fn run<D: Default + 'static>(
         &mut self,
         sha: &str,
         keys: &[Bytes],
@@ -204,24 +219,23 @@ impl ScriptRuntime {
             return Reply::error("NOSCRIPT No matching script. Please use EVAL.");
         };
         vm.state.begin();
-        let ks = RefCell::new(ks);
-        let outcome = vm.lua.scope(|scope| {
-            let call =
-                scope.create_function(|lua, args: MultiValue| match dispatch(lua, &ks, now_ms, exec, args)? {
-                    Ok(value) => Ok(value),
-                    Err(text) => raise(text),
-                })?;
-            let pcall =
-                scope.create_function(|lua, args: MultiValue| match dispatch(lua, &ks, now_ms, exec, args)? {
-                    Ok(value) => Ok(value),
-                    Err(text) => err_table(lua, &text),
-                })?;
-            vm.set_dispatch.call::<()>((call, pcall))?;
-            let keys = string_table(&vm.lua, keys)?;
-            let argv = string_table(&vm.lua, argv)?;
-            let result = vm.run.call::<(bool, Value)>((func, keys, argv, vm.handler.clone()));
-            vm.set_dispatch.call::<()>(())?;
-            let (ok, value) = result?;
+        // The data is lent to the VM for the run and taken back after it, whatever happened.
+        vm.lua.set_app_data(Dispatch {
+            data: std::mem::take(ks),
+            now_ms,
+            exec,
+        });
+        let outcome = (|| {
+            vm.make_dispatch::<D>()?;
+            let bytes = keys
+                .iter()
+                .chain(argv)
+                .map(|a| lua_string_bytes(a.len()))
+                .sum::<usize>();
+            let (keys, argv) = with_cap_lifted_if_safe(&vm.lua, bytes + 2 * LUA_TABLE_BYTES, || {
+                Ok::<_, mlua::Error>((string_table(&vm.lua, keys)?, string_table(&vm.lua, argv)?))
+            })?;
+            let (ok, value) = vm.run.call::<(bool, Value)>((func, keys, argv, vm.handler.clone()))?;
             if vm.state.exceeded.get() {
                 return Ok(Reply::Error(format!(
                     "ERR Script killed: exceeded instruction budget of {budget}"
@@ -232,7 +246,10 @@ impl ScriptRuntime {
             } else {
                 Ok(script_error_reply(&vm.lua, sha, &value))
             }
-        });
+        })();
+        if let Some(lent) = vm.lua.remove_app_data::<Dispatch<D>>() {
+            *ks = lent.data;
+        }
         // The garbage of a big script is not kept until this VM's next allocations: each server
         // has its own VM, and a thousand of them each keeping 60 MB is more than a machine has.
         if vm.lua.used_memory() > LUA_COLLECT_ABOVE {
@@ -357,7 +374,7 @@ impl Vm {
             other => Ok(other),
         })?;
 
-        let ctl: Table = lua.load(HELPER_LUA).set_name("=lockstep_redis_lib").call((
+        let ctl: Table = helper_chunk(&lua)?.call((
             sha1hex,
             error_reply,
             status_reply,
@@ -392,8 +409,61 @@ impl Vm {
             handler,
             scripts: BTreeMap::new(),
             state,
+            dispatch_for: None,
         })
     }
+
+    /// Makes `redis.call` and `redis.pcall` for data of type `D`, unless they are made already.
+    /// They reach the data through the VM's app data ([`Dispatch`]), lent only while a script
+    /// runs.
+    fn make_dispatch<D: 'static>(&mut self) -> mlua::Result<()> {
+        if self.dispatch_for == Some(TypeId::of::<D>()) {
+            return Ok(());
+        }
+        let call = self
+            .lua
+            .create_function(|lua, args: MultiValue| match dispatch::<D>(lua, args)? {
+                Ok(value) => Ok(value),
+                Err(text) => raise(text),
+            })?;
+        let pcall = self
+            .lua
+            .create_function(|lua, args: MultiValue| match dispatch::<D>(lua, args)? {
+                Ok(value) => Ok(value),
+                Err(text) => err_table(lua, &text),
+            })?;
+        self.set_dispatch.call::<()>((call, pcall))?;
+        self.dispatch_for = Some(TypeId::of::<D>());
+        Ok(())
+    }
+}
+
+thread_local! {
+    /// [`HELPER_LUA`] compiled and dumped by the first VM of the thread: every VM after it loads
+    /// this bytecode instead of parsing the source, which was two fifths of making a VM (a world
+    /// of 200 masters makes 200). The dump keeps the debug information (chunk name, lines), so
+    /// the loaded chunk is the compiled one.
+    static HELPER_BYTECODE: OnceCell<Vec<u8>> = const { OnceCell::new() };
+}
+
+/// [`HELPER_LUA`] as a function of `lua`, from the thread's bytecode once there is one.
+fn helper_chunk(lua: &Lua) -> mlua::Result<Function> {
+    HELPER_BYTECODE.with(|bytecode| match bytecode.get() {
+        Some(bytes) => lua
+            .load(bytes.as_slice())
+            .set_name(HELPER_CHUNK_NAME)
+            .set_mode(ChunkMode::Binary)
+            .into_function(),
+        None => {
+            let chunk = lua
+                .load(HELPER_LUA)
+                .set_name(HELPER_CHUNK_NAME)
+                .set_mode(ChunkMode::Text)
+                .into_function()?;
+            let _ = bytecode.set(chunk.dump(false));
+            Ok(chunk)
+        }
+    })
 }
 
 /// `luaL_checkint` for argument `i` (0-based) of `fname`.
@@ -409,15 +479,10 @@ fn check_int(lua: &Lua, args: &MultiValue, i: usize, fname: &str) -> mlua::Resul
     }
 }
 
-/// Body of `redis.call`/`redis.pcall`: runs the command and converts the reply; `Err(text)` is
-/// a Redis error (a command error reply or a script-level refusal) as its `err` text.
-fn dispatch<D>(
-    lua: &Lua,
-    ks: &RefCell<&mut D>,
-    now_ms: i64,
-    exec: ScriptCall<D>,
-    args: MultiValue,
-) -> mlua::Result<Result<Value, String>> {
+/// Body of `redis.call`/`redis.pcall`: runs the command on the data lent for the run
+/// ([`Dispatch`]) and converts the reply; `Err(text)` is a Redis error (a command error reply or
+/// a script-level refusal) as its `err` text.
+fn dispatch<D: 'static>(lua: &Lua, args: MultiValue) -> mlua::Result<Result<Value, String>> {
     if args.is_empty() {
         return Ok(Err(
             "ERR Please specify at least one argument for this redis lib call".to_string()
@@ -436,14 +501,60 @@ fn dispatch<D>(
             }
         }
     }
-    let Ok(mut ks) = ks.try_borrow_mut() else {
-        return Ok(Err("ERR redis.call/pcall recursive call detected".to_string()));
+    let reply = {
+        // Lent and not borrowed: a script runs. Borrowed: a command `redis.call` runs called it.
+        let Ok(Some(mut lent)) = lua.try_app_data_mut::<Dispatch<D>>() else {
+            return Ok(Err("ERR redis.call/pcall recursive call detected".to_string()));
+        };
+        let (now_ms, exec) = (lent.now_ms, lent.exec);
+        exec(&mut lent.data, &argv, now_ms)
     };
-    match exec(&mut ks, &argv, now_ms) {
+    match reply {
         Err(refusal) => Ok(Err(push_error_text(refusal))),
         Ok(Reply::Error(e)) => Ok(Err(push_error_text(&format!("-{e}")))),
-        Ok(reply) => Ok(Ok(reply_to_lua(lua, &reply)?)),
+        Ok(reply) => Ok(Ok(with_cap_lifted_if_safe(lua, lua_bytes(&reply), || {
+            reply_to_lua(lua, &reply)
+        })?)),
     }
+}
+
+/// What a Lua table costs at most besides its array slots: its header and the hash part of
+/// the few named fields a reply table has.
+const LUA_TABLE_BYTES: usize = 256;
+
+/// What a Lua string of `len` bytes costs at most in the heap, with its slot in a table.
+fn lua_string_bytes(len: usize) -> usize {
+    len.saturating_add(64)
+}
+
+/// The most the Lua values of `reply` ([`reply_to_lua`]) can add to the heap.
+fn lua_bytes(reply: &Reply) -> usize {
+    match reply {
+        Reply::Integer(_) | Reply::Bulk(None) | Reply::Array(None) => 0,
+        Reply::Bulk(Some(b)) => lua_string_bytes(b.len()),
+        Reply::Status(s) | Reply::Error(s) => LUA_TABLE_BYTES + lua_string_bytes(s.len() + 16),
+        // The array part grows by doubling as items are added: at most twice the final size.
+        Reply::Array(Some(items)) => items
+            .iter()
+            .map(|item| lua_bytes(item).saturating_add(32))
+            .fold(LUA_TABLE_BYTES, usize::saturating_add),
+    }
+}
+
+/// Runs `f`, which adds at most `bytes` to the Lua heap, with the VM's memory cap lifted when
+/// those bytes cannot reach it. With a cap, mlua makes every call that may allocate through a
+/// protected call, which itself allocates a closure; without one it calls the Lua API directly.
+/// The outcome is the same, since no allocation could have failed: the string table doubling
+/// as it grows is bounded by what the heap holds already (one pointer per string), hence the
+/// margin of the heap's own size.
+fn with_cap_lifted_if_safe<R>(lua: &Lua, bytes: usize, f: impl FnOnce() -> R) -> R {
+    let used = lua.used_memory();
+    if used.saturating_mul(2).saturating_add(bytes) >= LUA_MEMORY_LIMIT || lua.set_memory_limit(0).is_err() {
+        return f();
+    }
+    let out = f();
+    let _ = lua.set_memory_limit(LUA_MEMORY_LIMIT);
+    out
 }
 
 /// The `xpcall` message handler: Redis' `__redis__err__handler`. It turns the error into an

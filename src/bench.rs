@@ -327,12 +327,14 @@ pub fn bare_world_us(sim_ms: u64, tick_ms: u64) -> anyhow::Result<f64> {
     Ok(start.elapsed_us())
 }
 
-/// The cheapest of several runs of `scenario`: a small world runs in a few milliseconds, where one
-/// reading is at the mercy of whatever else the machine does, so worlds are repeated until about
-/// 20,000 events have run (at most 10 times) and the fastest run is kept.
+/// The cheapest of several runs of `scenario`: one reading is at the mercy of whatever else the
+/// machine does (a small world runs in a few milliseconds; a big one's single run also pays for
+/// the memory the process touches for the first time), so every world runs at least 3 times, small
+/// ones until about 20,000 events have run (at most 10 times), and the fastest run is kept: the
+/// same rule at every size, so that the figure compares like with like.
 fn steady_world_cost(scenario: &Scenario) -> anyhow::Result<WorldCost> {
     let mut best = world_cost(scenario)?;
-    let repeats = (20_000 / best.events.max(1)).clamp(1, 10);
+    let repeats = (20_000 / best.events.max(1)).clamp(3, 10);
     for _ in 1..repeats {
         let cost = world_cost(scenario)?;
         if cost.wall_us < best.wall_us {

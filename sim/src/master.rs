@@ -26,7 +26,7 @@
 use crate::history::{bounded_lossy, cut_with_note, EventKind, MAX_EVENT_ARG_BYTES, MAX_EVENT_TEXT_BYTES};
 use crate::node::Node;
 use crate::redis::{blocking_timeout_ms, is_write_command, ClientSession, RedisEngine, Reply};
-use crate::replication::{diff, Effect, Replication, SharedReplication};
+use crate::replication::{diff, Effect, MemberRole, Replication, SharedReplication};
 use crate::serve::{render_reply, ConnectionHooks, DeferringHandler, Response};
 use bytes::Bytes;
 use std::cell::RefCell;
@@ -170,10 +170,26 @@ pub fn execute_member(
     run: &mut dyn FnMut(&mut ClientSession) -> Vec<Reply>,
     settle: &mut dyn FnMut(),
 ) -> Vec<Reply> {
-    let (is_master, has_replicas) = {
-        let r = repl.borrow();
-        (r.is_master(node), r.has_replicas(node))
-    };
+    let role = repl.borrow().member_role(node);
+    execute_as_member(role, repl, node, engine, session, name, now_us, run, settle)
+}
+
+/// [`execute_member`] for a server whose `role` the caller has read already.
+#[allow(clippy::too_many_arguments)]
+fn execute_as_member(
+    MemberRole {
+        is_master,
+        has_replicas,
+    }: MemberRole,
+    repl: &RefCell<Replication>,
+    node: &str,
+    engine: &RefCell<RedisEngine>,
+    session: &mut ClientSession,
+    name: &str,
+    now_us: &dyn Fn() -> u64,
+    run: &mut dyn FnMut(&mut ClientSession) -> Vec<Reply>,
+    settle: &mut dyn FnMut(),
+) -> Vec<Reply> {
     if !is_master {
         if is_write_command(name.as_bytes()) {
             session.flag_transaction();
@@ -401,7 +417,9 @@ pub(crate) fn handler(
         if name == "wait" && !in_multi {
             return wait(&node, &repl, conn, args);
         }
-        let is_master = repl.borrow().is_master(node.name());
+        // Read once for the command: its role decides how it runs and what is kept of it.
+        let role = repl.borrow().member_role(node.name());
+        let is_master = role.is_master;
         let mut session = conns
             .borrow_mut()
             .open
@@ -411,7 +429,8 @@ pub(crate) fn handler(
         // The command's key effects are taken right after it runs, before blocked clients are
         // served; a replica keeps no client write (it refuses or undoes them), so none are kept.
         let mut effects = Vec::new();
-        let replies = execute_member(
+        let replies = execute_as_member(
+            role,
             &repl,
             node.name(),
             &engine,

@@ -173,6 +173,15 @@ pub struct Replication {
     pub(crate) watched: BTreeSet<String>,
 }
 
+/// A server's role in its group, as [`Replication::member_role`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MemberRole {
+    /// A master (or a server outside every group): it runs writes.
+    pub is_master: bool,
+    /// A master with replicas: it publishes its commands' effects.
+    pub has_replicas: bool,
+}
+
 /// A replica promoted by [`Replication::promote`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Promotion {
@@ -268,6 +277,21 @@ impl Replication {
     fn group_of_mut(&mut self, node: &str) -> Option<&mut Group> {
         let name = self.group_of.get(node)?.clone();
         self.groups.get_mut(&name)
+    }
+
+    /// `node`'s role for the command it runs: [`Self::is_master`] and [`Self::has_replicas`] in
+    /// one look-up of its group (a server asks at every command).
+    pub(crate) fn member_role(&self, node: &str) -> MemberRole {
+        match self.group_of(node) {
+            None => MemberRole {
+                is_master: true,
+                has_replicas: false,
+            },
+            Some(group) => MemberRole {
+                is_master: group.master == node,
+                has_replicas: group.master == node && !group.links.is_empty(),
+            },
+        }
     }
 
     /// Whether `node` is currently a master (a node outside every group counts as one).

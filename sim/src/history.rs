@@ -342,12 +342,15 @@ impl History {
 
     /// SHA-256 over every event's canonical JSON plus `\n`, as lowercase hex.
     pub fn digest(&self) -> String {
-        let mut hasher = Sha256::new();
+        // Each event's canonical JSON is written straight into the hasher: the same bytes as
+        // `canonical_json`, without a string per event.
+        let mut hasher = HashWriter(Sha256::new());
         for event in &self.events {
-            hasher.update(event.canonical_json().as_bytes());
-            hasher.update(b"\n");
+            // Serialising plain data with string keys into a hasher cannot fail.
+            let _ = serde_json::to_writer(&mut hasher, event);
+            hasher.0.update(b"\n");
         }
-        hex::encode(hasher.finalize())
+        hex::encode(hasher.0.finalize())
     }
 
     /// The first position where two histories differ, with both events (`None` on that side when
@@ -358,6 +361,20 @@ impl History {
             let (a, b) = (self.events.get(i), other.events.get(i));
             (a != b).then_some((i, a, b))
         })
+    }
+}
+
+/// A SHA-256 hasher as an [`std::io::Write`], for serialising into it.
+struct HashWriter(Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -507,6 +524,13 @@ mod tests {
         let mut b = a.clone();
         assert_eq!(a.digest(), b.digest());
         assert_eq!(a.first_divergence(&b), None);
+        // The digest is SHA-256 over each event's canonical JSON line, as documented.
+        let mut lines = Sha256::new();
+        for event in a.events() {
+            lines.update(event.canonical_json().as_bytes());
+            lines.update(b"\n");
+        }
+        assert_eq!(a.digest(), hex::encode(lines.finalize()));
         b.push(2_000, "n1", 7, 2, note("more"));
         assert_ne!(a.digest(), b.digest());
         let (at, left, right) = a.first_divergence(&b).expect("they differ");

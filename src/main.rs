@@ -48,7 +48,7 @@ enum Command {
     /// Exit code: as `lockstep ci`. 2: bad input (other kinds, versions or runs; shards missing
     /// or repeated).
     Merge(lockstep::app::args::MergeArgs),
-    /// Measure the simulator: overhead against the bare step loop, scaling over jobs, scenarios/minute.
+    /// Measure the simulator: the event clock, the floor, scaling over jobs, scenarios/minute, node scaling.
     Bench(BenchArgs),
     Live(lockstep::live::LiveArgs),
     Serve(lockstep::live::serve::ServeArgs),

@@ -53,5 +53,5 @@ pub use node::Node;
 pub use resource::{FencingMode, ResourceClient, WriteOutcome, RESOURCE_PORT};
 pub use role::Role;
 pub use seed::Seed;
-pub use wire::{SimListener, SimStream};
+pub use wire::{SegmentWhat, SentSegment, SimListener, SimStream};
 pub use world::{ClockWork, RunEnd, World, WorldConfig, WorldError, DEFAULT_HISTORY_EVENTS_MAX, RESERVED_NODE_NAMES};

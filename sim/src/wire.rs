@@ -89,6 +89,55 @@ enum Payload {
     Rst,
 }
 
+/// What a recorded segment carried ([`SentSegment`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SegmentWhat {
+    /// The connect (a SYN) to this port of the accepting node.
+    Connect {
+        /// The port.
+        port: u16,
+    },
+    /// Bytes.
+    Data {
+        /// How many.
+        bytes: usize,
+    },
+    /// A FIN: the sender will send nothing more.
+    Close,
+    /// A refusal or reset.
+    Reset,
+}
+
+/// One segment as a node sent it, recorded by the network once asked
+/// ([`crate::World::record_wire`]): what a replay needs to route the same packets again, with
+/// no Redis, client library or history behind them (`lockstep bench`'s floor).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentSegment {
+    /// True time it was sent, µs.
+    pub sent_us: u64,
+    /// Its connection, numbered in the order connects began.
+    pub conn: u64,
+    /// The node that opened the connection.
+    pub client: String,
+    /// The node that accepted it.
+    pub server: String,
+    /// Whether the connecting end sent it.
+    pub from_client: bool,
+    /// What it carried.
+    pub what: SegmentWhat,
+}
+
+/// A [`SentSegment`] as the network keeps it while recording (hosts by index).
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    sent_us: u64,
+    conn: u64,
+    from: HostId,
+    to: HostId,
+    to_side: Side,
+    what: SegmentWhat,
+}
+
 #[derive(Debug)]
 struct Segment {
     at_us: u64,
@@ -217,6 +266,8 @@ struct WireState {
     next_seq: u64,
     next_conn: u64,
     next_listener: u64,
+    /// Every segment sent, once recording is on ([`Wire::record`]).
+    sent: Option<Vec<Sent>>,
 }
 
 impl WireState {
@@ -250,6 +301,22 @@ impl WireState {
 
     /// Sends a segment from `side` of `conn` (or a SYN) towards the other side.
     fn send(&mut self, from: HostId, to: HostId, conn: u64, to_side: Side, payload: Payload) {
+        if let Some(sent) = self.sent.as_mut() {
+            let what = match &payload {
+                Payload::Syn { port } => SegmentWhat::Connect { port: *port },
+                Payload::Data(bytes) => SegmentWhat::Data { bytes: bytes.len() },
+                Payload::Fin => SegmentWhat::Close,
+                Payload::Rst => SegmentWhat::Reset,
+            };
+            sent.push(Sent {
+                sent_us: self.now_us,
+                conn,
+                from,
+                to,
+                to_side,
+                what,
+            });
+        }
         let link = self.link(from, to);
         let lost =
             link.partitioned || (link.loss_ppm > 0 && self.rng(from, to).random_range(0..1_000_000u32) < link.loss_ppm);
@@ -432,6 +499,7 @@ impl Wire {
                 next_seq: 0,
                 next_conn: 0,
                 next_listener: 0,
+                sent: None,
             })),
         }
     }
@@ -468,6 +536,32 @@ impl Wire {
     /// fault).
     pub(crate) fn next_due_us(&self) -> Option<u64> {
         self.lock().in_flight.peek().map(|s| s.at_us)
+    }
+
+    /// Records every segment sent from now on (kept until [`Wire::take_record`]).
+    pub(crate) fn record(&self) {
+        self.lock().sent.get_or_insert_with(Vec::new);
+    }
+
+    /// The segments recorded so far, in the order they were sent; recording goes on.
+    pub(crate) fn take_record(&self) -> Vec<SentSegment> {
+        let mut state = self.lock();
+        let sent = state.sent.as_mut().map(std::mem::take).unwrap_or_default();
+        let name = |id: HostId| state.names.get(id as usize).cloned().unwrap_or_default();
+        sent.into_iter()
+            .map(|s| {
+                let from_client = s.to_side == Side::Server;
+                let (client, server) = if from_client { (s.from, s.to) } else { (s.to, s.from) };
+                SentSegment {
+                    sent_us: s.sent_us,
+                    conn: s.conn,
+                    client: name(client),
+                    server: name(server),
+                    from_client,
+                    what: s.what,
+                }
+            })
+            .collect()
     }
 
     /// Drops what `a` sends to `b` (and what `b` sends to `a` unless `oneway`).

@@ -306,6 +306,18 @@ impl World {
         })
     }
 
+    /// Records every segment the network carries from now on: what `lockstep bench` routes
+    /// again, with nothing behind it, as the cost floor of this world's traffic. Recording
+    /// changes nothing in the run.
+    pub fn record_wire(&self) {
+        self.wire.record();
+    }
+
+    /// The segments recorded so far ([`World::record_wire`]), in the order they were sent.
+    pub fn take_wire_record(&self) -> Vec<crate::wire::SentSegment> {
+        self.wire.take_record()
+    }
+
     /// The settings.
     pub fn config(&self) -> &WorldConfig {
         &self.config

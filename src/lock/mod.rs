@@ -142,7 +142,7 @@ pub enum ExtendFailure {
 pub fn random_value(env: &LockEnv) -> String {
     let mut bytes = [0u8; 20];
     env.rng().fill_bytes(&mut bytes);
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(bytes)
 }
 
 /// A built-in algorithm's client, built from its settings: implemented in the algorithm's file

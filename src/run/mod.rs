@@ -141,6 +141,34 @@ pub(crate) fn require_tokio_unstable(enabled: bool) -> Result<(), WorldError> {
 /// Runs `scenario` with a user-supplied lock algorithm. An error (naming the fix) when the
 /// build lacks `--cfg tokio_unstable` ([`require_tokio_unstable`]).
 pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactory) -> Result<ScenarioRun, WorldError> {
+    let (mut world, used_seed) = scenario_world(scenario, seed, factory)?;
+    let end = world.run(&scenario.faults)?;
+    let history = world.take_history();
+    let ops = OpHistory::new(&history);
+    let results: Vec<CheckResult> = checker::check_all(&ops);
+    let mut mismatches = expect::mismatches(&scenario.expect, &results);
+    let (liveness, mismatch) = expect::judge_liveness(&scenario.expect, &ops);
+    mismatches.extend(mismatch);
+    Ok(ScenarioRun {
+        liveness,
+        name: scenario.name.clone(),
+        seed: used_seed,
+        end,
+        digest: history.digest(),
+        history,
+        results,
+        mismatches,
+    })
+}
+
+/// The world of `scenario` with `factory`'s lock, built and not run yet, with the seed it uses
+/// (`seed` overrides the file's). An error (naming the fix) when the build lacks
+/// `--cfg tokio_unstable` ([`require_tokio_unstable`]).
+pub fn scenario_world(
+    scenario: &Scenario,
+    seed: Option<u64>,
+    factory: LockFactory,
+) -> Result<(World, u64), WorldError> {
     require_tokio_unstable(cfg!(tokio_unstable))?;
     let mut config = scenario.world_config();
     if let Some(seed) = seed {
@@ -193,23 +221,7 @@ pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactor
             },
         )?;
     }
-    let end = world.run(&scenario.faults)?;
-    let history = world.take_history();
-    let ops = OpHistory::new(&history);
-    let results: Vec<CheckResult> = checker::check_all(&ops);
-    let mut mismatches = expect::mismatches(&scenario.expect, &results);
-    let (liveness, mismatch) = expect::judge_liveness(&scenario.expect, &ops);
-    mismatches.extend(mismatch);
-    Ok(ScenarioRun {
-        liveness,
-        name: scenario.name.clone(),
-        seed: used_seed,
-        end,
-        digest: history.digest(),
-        history,
-        results,
-        mismatches,
-    })
+    Ok((world, used_seed))
 }
 
 #[cfg(test)]

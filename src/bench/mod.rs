@@ -4,10 +4,10 @@
 //!   seconds, mostly idle) and the standard exploration profile, each run jumping over idle
 //!   ticks (the default) and stepping every tick: steps taken against ticks covered, and CPU
 //!   time both ways. The histories are the same (`tests/simulation/event_clock.rs`).
-//! - **Overhead**: simulated seconds per wall second of the standard Redlock world (5 masters,
-//!   3 clients, the resource; no faults, clients always busy) against a bare world (one client
-//!   that only sleeps) stepped tick by tick for the same simulated time, on one thread: the cost
-//!   of the work against the cost of the step loop itself.
+//! - **Floor**: the standard Redlock world (5 masters, 3 clients, the resource; no faults,
+//!   clients always busy) against its own packets routed again by the bare network, with no
+//!   Redis, client library, lock, history or checkers behind them ([`floor`]): CPU time of the
+//!   world against CPU time of its traffic alone, on one thread.
 //! - **Scaling**: the same exploration on 1 job and on all cores.
 //! - **Scenarios per minute** on the standard exploration profile (10 simulated seconds,
 //!   5 masters, 3 clients, generated faults), all cores.
@@ -18,30 +18,15 @@
 //!
 //! Wall time is read here to measure, never inside a simulation.
 
+mod floor;
+
 use crate::app::AppError;
 use crate::explore::{explore, standard_template, ExploreConfig};
 use crate::model::{Algorithm, Fencing};
 use crate::run::run_scenario;
 use crate::scenario::Scenario;
-use lockstep_sim::{ClockSpec, ClockWork, FaultPlan, FencingMode, World, WorldConfig};
+use lockstep_sim::{ClockWork, FencingMode};
 use std::time::Instant;
-
-/// Steps a world whose one client only sleeps `sim_ms`, tick by tick: what the step loop costs
-/// by itself (the event clock would jump over all of it).
-fn bare_world(sim_ms: u64, tick_ms: u64) -> anyhow::Result<()> {
-    let mut world = World::new(WorldConfig {
-        seed: 1,
-        tick_ms,
-        duration_ms: sim_ms.saturating_add(1_000),
-        skip_idle: false,
-        ..WorldConfig::default()
-    })?;
-    world.add_client("driver", ClockSpec::default(), move |node| async move {
-        node.sleep_local_ms(sim_ms).await;
-    })?;
-    world.run(&FaultPlan::default())?;
-    Ok(())
-}
 
 /// Runs the three measurements and returns a printable report; a world that fails is a run
 /// failure.
@@ -55,28 +40,9 @@ fn measure(scenarios: u64, tick_ms: u64) -> anyhow::Result<String> {
     let mut world = standard_template(Algorithm::Redlock, Fencing::Incr, FencingMode::Fenced, tick_ms)?;
     // Keep the clients busy for the whole run, so the world is never idle.
     world.workload.until_ms = Some(world.duration_ms);
-    let runs = 5u64;
-    let start = Instant::now();
-    let mut sim_ms = 0;
-    for seed in 0..runs {
-        let run = run_scenario(&world, Some(seed))?;
-        sim_ms += run.end.at_ms;
-    }
-    let world_wall = start.elapsed().as_secs_f64();
-    let start = Instant::now();
-    for _ in 0..runs {
-        bare_world(sim_ms / runs, tick_ms)?;
-    }
-    let bare_wall = start.elapsed().as_secs_f64();
-    let sim_s = sim_ms as f64 / 1_000.0;
     out.push_str(&format!("lockstep bench (tick {tick_ms} ms, {cores} cores)\n"));
     out.push_str(&event_clock(tick_ms, scenarios)?);
-    out.push_str(&format!(
-        "  overhead: world {:.1} simulated s/wall s, bare step loop {:.1}: ratio {:.2}x\n",
-        sim_s / world_wall,
-        sim_s / bare_wall,
-        world_wall / bare_wall
-    ));
+    out.push_str(&floor_line(&world)?);
     let template = standard_template(Algorithm::Redlock, Fencing::None, FencingMode::Unfenced, tick_ms)?;
     let mut config = ExploreConfig {
         seeds: 0..scenarios,
@@ -103,8 +69,53 @@ fn measure(scenarios: u64, tick_ms: u64) -> anyhow::Result<String> {
     Ok(out)
 }
 
+/// The standard Redlock world's traffic, recorded: its segments in the order sent, and the
+/// world's settings (the seed gives a replay the same link delays).
+pub fn recorded_traffic(
+    scenario: &Scenario,
+    seed: u64,
+) -> anyhow::Result<(lockstep_sim::WorldConfig, Vec<lockstep_sim::SentSegment>)> {
+    let spec = scenario.lock.clone();
+    let (mut world, _) = crate::run::scenario_world(
+        scenario,
+        Some(seed),
+        std::rc::Rc::new(move |env| crate::lock::build(&spec, env)),
+    )?;
+    world.record_wire();
+    world.run(&scenario.faults)?;
+    Ok((world.config().clone(), world.take_wire_record()))
+}
+
+/// The floor: `scenario`'s world (the simulation and its checkers, [`run_scenario`]) against its
+/// recorded traffic replayed by the bare network ([`floor`]), CPU time, the cheapest of five
+/// runs each, alternating.
+fn floor_line(scenario: &Scenario) -> anyhow::Result<String> {
+    let (config, record) = recorded_traffic(scenario, 0)?;
+    let (mut world_us, mut floor_us) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..5 {
+        let start = Stopwatch::start();
+        run_scenario(scenario, Some(0))?;
+        world_us = world_us.min(start.elapsed_us());
+        let start = Stopwatch::start();
+        floor::replay(config.clone(), &record)?;
+        floor_us = floor_us.min(start.elapsed_us());
+    }
+    let data = record
+        .iter()
+        .filter(|s| matches!(s.what, lockstep_sim::SegmentWhat::Data { .. }))
+        .count();
+    Ok(format!(
+        "  floor: the standard Redlock world's {data} data segments ({} in all) routed again by the bare network, \
+         nothing behind them: {:.2} ms CPU, against {:.2} ms for the world with its checkers: {:.2}x\n",
+        record.len(),
+        floor_us / 1e3,
+        world_us / 1e3,
+        world_us / floor_us.max(1e-9),
+    ))
+}
+
 /// Kleppmann's pause, as shipped: 40 simulated seconds, most of them idle.
-const KLEPPMANN: &str = include_str!("../scenarios/kleppmann-gc-pause.toml");
+const KLEPPMANN: &str = include_str!("../../scenarios/kleppmann-gc-pause.toml");
 
 /// One scenario run both ways: CPU µs (the cheapest of `repeats` runs) and the clock's work,
 /// jumping over idle ticks and stepping every tick.
@@ -319,14 +330,6 @@ pub fn world_cost(scenario: &Scenario) -> anyhow::Result<WorldCost> {
     })
 }
 
-/// µs (CPU time, [`Stopwatch`]) a bare world (one sleeping client) takes to step `sim_ms` at
-/// `tick_ms`: the step loop's own cost.
-pub fn bare_world_us(sim_ms: u64, tick_ms: u64) -> anyhow::Result<f64> {
-    let start = Stopwatch::start();
-    bare_world(sim_ms, tick_ms)?;
-    Ok(start.elapsed_us())
-}
-
 /// The cheapest of several runs of `scenario`: one reading is at the mercy of whatever else the
 /// machine does (a small world runs in a few milliseconds; a big one's single run also pays for
 /// the memory the process touches for the first time), so every world runs at least 3 times, small
@@ -406,6 +409,46 @@ fn node_scaling(tick_ms: u64) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lockstep_sim::FaultPlan;
+
+    /// The data segments of a recording: when, on which link, which way, how many bytes.
+    fn data(record: &[lockstep_sim::SentSegment]) -> Vec<(u64, String, String, bool, usize)> {
+        record
+            .iter()
+            .filter_map(|s| match s.what {
+                lockstep_sim::SegmentWhat::Data { bytes } => {
+                    Some((s.sent_us, s.client.clone(), s.server.clone(), s.from_client, bytes))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_floor_routes_the_same_packets_at_the_same_times() {
+        let mut world = standard_template(Algorithm::Redlock, Fencing::Incr, FencingMode::Fenced, 1).unwrap();
+        world.duration_ms = 2_000;
+        world.workload.until_ms = Some(world.duration_ms);
+        let (config, record) = recorded_traffic(&world, 3).unwrap();
+        let sent = data(&record);
+        assert!(sent.len() > 100, "a busy world sends plenty: {}", sent.len());
+        let mut replay = floor::replay_world(config, &record).unwrap();
+        replay.record_wire();
+        replay.run(&FaultPlan::default()).unwrap();
+        let again = data(&replay.take_wire_record());
+        // The replay history holds no command, op or resource record: nothing behind the packets.
+        assert!(replay
+            .history()
+            .events()
+            .iter()
+            .all(|e| matches!(e.kind, lockstep_sim::EventKind::Note { .. })));
+        // Within one instant the replay's tasks may send in another order than the world's did;
+        // the instants, links, directions and sizes are the same.
+        let (mut sent, mut again) = (sent, again);
+        sent.sort();
+        again.sort();
+        assert_eq!(again, sent);
+    }
 
     #[test]
     fn every_scaling_world_is_a_valid_scenario_of_the_stated_size() {

@@ -174,8 +174,8 @@ pub fn fault_free(template: &Scenario) -> Scenario {
 /// Runs the template without faults with `lock` (the exploration's subject) and reads its
 /// anchors.
 pub fn record(template: &Scenario, lock: &super::subject::PreparedLock) -> Result<Anchors, String> {
-    let run = lock.run(&fault_free(template))?;
-    Ok(of_history(&OpHistory::new(&run.history)))
+    let history = lock.history(&fault_free(template))?;
+    Ok(of_history(&OpHistory::new(&history)))
 }
 
 /// The anchors of a history.

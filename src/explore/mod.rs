@@ -41,7 +41,7 @@ use crate::checker::Verdict;
 use crate::run::{run_scenario, run_with_lock, LockFactory, ScenarioRun, RESOURCE_NODE};
 use crate::scenario::Scenario;
 use generate::{case_strategy, case_tree, ExploreCase, FaultProfile, Topology};
-use lockstep_sim::Seed;
+use lockstep_sim::{History, Seed};
 use std::io::IsTerminal;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -270,6 +270,18 @@ pub fn run_guarded(scenario: &Scenario, factory: Option<&LockFactory>) -> Result
             None => run_scenario(scenario, None),
         }
         .map_err(|e| e.to_string())
+    })
+}
+
+/// The history of `scenario` alone ([`crate::run::history_with_lock`]: no checkers, no digest),
+/// with the built-in algorithm it names or with `factory`'s lock, under the panic guard.
+pub(crate) fn history_guarded(scenario: &Scenario, factory: Option<&LockFactory>) -> Result<History, String> {
+    guarded(|| {
+        let factory = factory.cloned().unwrap_or_else(|| {
+            let spec = scenario.lock.clone();
+            std::rc::Rc::new(move |env| crate::lock::build(&spec, env))
+        });
+        crate::run::history_with_lock(scenario, None, factory).map_err(|e| e.to_string())
     })
 }
 

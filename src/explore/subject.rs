@@ -268,6 +268,11 @@ impl PreparedLock<'_> {
     pub fn run(&self, scenario: &Scenario) -> Result<ScenarioRun, String> {
         run_guarded(&self.lock.scenario(scenario), self.factory.as_ref())
     }
+
+    /// The history of `scenario` with this lock, without checking it, under the panic guard.
+    pub fn history(&self, scenario: &Scenario) -> Result<lockstep_sim::History, String> {
+        super::history_guarded(&self.lock.scenario(scenario), self.factory.as_ref())
+    }
 }
 
 #[cfg(test)]

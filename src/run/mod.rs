@@ -161,6 +161,15 @@ pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactor
     })
 }
 
+/// The history of `scenario` with `factory`'s lock (`seed` overrides the file's): the run alone,
+/// without the checkers or the digest, for what only reads the history (an exploration aiming
+/// its faults at a fault-free run's operations).
+pub fn history_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactory) -> Result<History, WorldError> {
+    let (mut world, _) = scenario_world(scenario, seed, factory)?;
+    world.run(&scenario.faults)?;
+    Ok(world.take_history())
+}
+
 /// The world of `scenario` with `factory`'s lock, built and not run yet, with the seed it uses
 /// (`seed` overrides the file's). An error (naming the fix) when the build lacks
 /// `--cfg tokio_unstable` ([`require_tokio_unstable`]).

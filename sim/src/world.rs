@@ -30,7 +30,7 @@ use crate::history::{EventKind, History, HistoryCap, HistoryHandle};
 use crate::machine::Machines;
 use crate::node::Node;
 use crate::pause::TrueTime;
-use crate::redis::{EngineConfig, Keyspace, MemoryPool, DEFAULT_WORLD_MEMORY_BYTES};
+use crate::redis::{EngineConfig, Keyspace, MemoryPool, WorldLua, DEFAULT_WORLD_MEMORY_BYTES};
 use crate::resource::{self, FencedStore, FencingMode, RESOURCE_PORT};
 use crate::seed::Seed;
 use crate::serve::serve;
@@ -288,7 +288,9 @@ impl World {
             usize::try_from(config.history_bytes_max).unwrap_or(usize::MAX),
         );
         let time = TrueTime::new();
-        let deployment = Deployment::new(time.clone(), config.lua_instruction_budget);
+        // One Lua VM for the world's servers (each keeps its own script cache): never shared with
+        // another world, so a world depends on nothing but its seed.
+        let deployment = Deployment::new(time.clone(), WorldLua::new(config.lua_instruction_budget));
         Ok(World {
             machines,
             wire,

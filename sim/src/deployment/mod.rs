@@ -10,6 +10,9 @@
 //!   power loss loses every write since the last fsync), `aof-always` (fsynced before each reply:
 //!   nothing acknowledged is ever lost). A clean shutdown with AOF loses nothing. The script cache
 //!   is never persisted: every restart empties it (clients fall back from `EVALSHA` to `EVAL`).
+//!   Every server's scripts run on the world's one Lua VM (`WorldLua`, made by the world), each
+//!   server with its own script cache: see the Lua module (`redis/lua.rs`) for what that VM
+//!   shares.
 //! - **Delayed restart**: after a stop (crash, power loss, shutdown), a `restart` keeps the server
 //!   down until `restart_delay_ms` have passed since the stop on the node's own monotonic or wall
 //!   clock ([`DelayClock`]); a wall-clock jump forward while it waits cuts the delay short.
@@ -64,7 +67,7 @@ use crate::history::EventKind;
 use crate::master::{self, REDIS_PORT};
 use crate::node::Node;
 use crate::pause::TrueTime;
-use crate::redis::{EngineConfig, Keyspace, RedisEngine};
+use crate::redis::{EngineConfig, Keyspace, RedisEngine, WorldLua};
 use crate::replication::{apply_stream, full_sync_note, Due, Replication, SharedReplication};
 use crate::serve::serve_with_hooks;
 use std::cell::RefCell;
@@ -156,7 +159,8 @@ type Moved = Rc<RefCell<BTreeSet<Rc<str>>>>;
 /// replication, the Sentinel and the directory.
 pub(crate) struct Deployment {
     time: TrueTime,
-    lua_instruction_budget: u64,
+    /// The world's Lua VM, which every server's scripts run on.
+    lua: WorldLua,
     servers: BTreeMap<Rc<str>, Server>,
     replication: SharedReplication,
     directory: Directory,
@@ -172,12 +176,12 @@ pub(crate) struct Deployment {
 }
 
 impl Deployment {
-    /// A deployment without servers, on the world's true time.
-    pub(crate) fn new(time: TrueTime, lua_instruction_budget: u64) -> Self {
+    /// A deployment without servers, on the world's true time and Lua VM.
+    pub(crate) fn new(time: TrueTime, lua: WorldLua) -> Self {
         let directory = Directory::default();
         Deployment {
             time,
-            lua_instruction_budget,
+            lua,
             servers: BTreeMap::new(),
             replication: Rc::new(RefCell::new(Replication {
                 directory: directory.clone(),
@@ -197,9 +201,10 @@ impl Deployment {
 
     /// Makes `node` a Redis server listening on [`REDIS_PORT`], deployed as `setup` says.
     pub(crate) fn add_server(&mut self, node: Node, setup: &MasterSetup, hosts: &mut Hosts<'_>) {
-        let engine = Rc::new(RefCell::new(RedisEngine::new(EngineConfig {
-            lua_instruction_budget: self.lua_instruction_budget,
-        })));
+        let config = EngineConfig {
+            lua_instruction_budget: self.lua.budget(),
+        };
+        let engine = Rc::new(RefCell::new(RedisEngine::with_lua(config, self.lua.clone())));
         let name: Rc<str> = Rc::from(node.name());
         let moved = self.moved.clone();
         let command_name = name.clone();

@@ -6,7 +6,7 @@
 //! clock jump forwards expires keys at once and a jump backwards extends them.
 
 use super::keyspace::{Keyspace, Value, ITEM_OVERHEAD_BYTES};
-use super::lua::ScriptRuntime;
+use super::lua::{ScriptRuntime, WorldLua};
 use super::memory::{MemoryShare, OOM_ERROR};
 use super::reply::Reply;
 use super::session::ClientSession;
@@ -58,7 +58,8 @@ impl Default for Db {
     }
 }
 
-/// A pure, synchronous Redis: keyspace, script cache and Lua VM. No I/O, no system time.
+/// A pure, synchronous Redis: keyspace and script cache, on a Lua VM it may share with the
+/// other engines of its world. No I/O, no system time.
 ///
 /// The engine holds a Lua VM and is therefore neither `Send` nor `Sync`.
 pub struct RedisEngine {
@@ -89,9 +90,17 @@ impl std::fmt::Debug for RedisEngine {
 }
 
 impl RedisEngine {
-    /// An empty engine.
+    /// An empty engine with a Lua VM of its own.
     pub fn new(config: EngineConfig) -> Self {
-        let scripts = ScriptRuntime::new(config.lua_instruction_budget);
+        let lua = WorldLua::new(config.lua_instruction_budget);
+        Self::with_lua(config, lua)
+    }
+
+    /// An empty engine whose scripts run on `lua`, the VM of its world (each engine keeps its
+    /// own script cache). `lua`'s instruction budget is `config`'s.
+    pub(crate) fn with_lua(config: EngineConfig, lua: WorldLua) -> Self {
+        debug_assert_eq!(lua.budget(), config.lua_instruction_budget);
+        let scripts = ScriptRuntime::new(lua);
         RedisEngine {
             config,
             db: Db::default(),
@@ -134,7 +143,8 @@ impl RedisEngine {
 
     #[cfg(test)]
     /// The memory the Lua VM holds, in bytes (at most 64 MiB; a VM left holding more than 4 MiB
-    /// by a script is collected right after it).
+    /// over what it held after its last collection by a script is collected right after it).
+    /// The VM is the world's: every engine of a world gives the same figure.
     pub(crate) fn lua_memory(&self) -> usize {
         self.scripts.used_memory()
     }
@@ -482,7 +492,7 @@ impl RedisEngine {
                 if !ok {
                     return Reply::error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
                 }
-                self.scripts = ScriptRuntime::new(self.config.lua_instruction_budget);
+                self.scripts.flush();
                 Reply::ok()
             }
             // A script always runs to its end before the next command is read.
@@ -514,11 +524,12 @@ impl RedisEngine {
         due
     }
 
-    /// Restart with empty state (a crash without persistence): keyspace, script cache, Lua VM
-    /// and the default session are all fresh.
+    /// Restart with empty state (a crash without persistence): keyspace, script cache and the
+    /// default session are all fresh (the Lua VM is the world's; nothing of a script run stays
+    /// in it).
     pub fn reset(&mut self) {
         self.db = Db::default();
-        self.scripts = ScriptRuntime::new(self.config.lua_instruction_budget);
+        self.scripts.flush();
         self.session = ClientSession::new(1);
         self.watchers.clear();
         self.dirty.clear();

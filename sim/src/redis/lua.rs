@@ -23,16 +23,28 @@
 //!   script's random numbers depend on nothing but the script; Redis 7 continues one
 //!   process-wide sequence across scripts (only `math.randomseed` makes it repeatable);
 //! * a script is stopped after `lua_instruction_budget` Lua VM instructions (checked every
-//!   `min(budget, 10000)` instructions) and answers
+//!   `min(budget, 10000)` instructions, counted from the start of the script, so where it stops
+//!   depends on nothing but the script) and answers
 //!   `ERR Script killed: exceeded instruction budget of N`, where Redis would keep running it and
 //!   answer `BUSY` to other clients until `SCRIPT KILL`/`SHUTDOWN NOSAVE`. The budget cannot be
 //!   dodged with `pcall`/`xpcall`. Writes the script made before it was stopped stay (as with
 //!   any script error in Redis). Time spent inside C library functions (`string.rep`, pattern
 //!   matching) is not counted;
-//! * a VM's memory is capped at 64 MiB (Redis has no cap): an allocation past it fails the
+//! * one Lua VM per world, shared by all of its servers (Redis has one per server; see
+//!   [`WorldLua`]): each server keeps its own script cache (`SCRIPT LOAD`/`EXISTS`/`FLUSH`,
+//!   `EVALSHA`'s `NOSCRIPT`, a restart emptying it are per server), a body cached by several
+//!   servers is compiled once, and every run gets a fresh sandbox, so a script sees what it
+//!   would see on a VM of its own, except what belongs to the whole VM: its memory is the
+//!   world's (`INFO`'s `used_memory_lua`, `gcinfo()`, `collectgarbage('count')` give the same
+//!   figure on every server of a world, and the cap below is the world's), `collectgarbage`
+//!   settings a script changes hold for the whole world's VM, and a `__gc` finalizer (of a
+//!   `newproxy(true)` userdata) runs whenever the world's VM collects it, which may be during
+//!   another server's script (its `redis.call` then reaches that server). All of it is
+//!   deterministic: a VM is never shared across worlds or threads;
+//! * the VM's memory is capped at 64 MiB (Redis has no cap): an allocation past it fails the
 //!   script with `not enough memory` (`string.rep('x', 1e9)` is an error reply, not an abort),
-//!   and a VM left holding more than 4 MiB after a script is garbage-collected at once, so the
-//!   garbage of one server's big script is not kept while others run theirs;
+//!   and a VM left holding more than 4 MiB over what it held after its last collection is
+//!   garbage-collected at once after a script, so the garbage of one big script is not kept;
 //! * the sandbox is built from Lua rather than Redis' patched interpreter: every script run gets
 //!   a fresh environment table whose `redis`, `string`, `math` and `table` are read-only views,
 //!   so one script cannot break the next; `rawget`/`pairs` on those views see nothing, and
@@ -57,16 +69,17 @@ use super::reply::Reply;
 use bytes::Bytes;
 use mlua::{ChunkMode, Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
 use std::any::TypeId;
-use std::cell::{Cell, OnceCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// Deepest Lua table nesting converted to a reply.
 const MAX_REPLY_DEPTH: usize = 128;
-/// Lua heap cap per engine: a script that allocates more fails with `not enough memory`.
+/// Lua heap cap per VM, hence per world: a script that allocates more fails with
+/// `not enough memory`.
 pub(crate) const LUA_MEMORY_LIMIT: usize = 64 << 20;
-/// A VM holding more than this after a script is collected at once (a lock script's VM holds
-/// about 100 KB).
+/// A VM holding more than this over what it held after its last collection is collected at
+/// once after a script (a VM running the lock scripts holds about 45 KB).
 const LUA_COLLECT_ABOVE: usize = 4 << 20;
 /// The chunk name Redis gives scripts.
 const USER_SCRIPT: &str = "@user_script";
@@ -130,12 +143,26 @@ struct Vm {
     run: Function,
     set_dispatch: Function,
     handler: Function,
-    scripts: BTreeMap<String, Function>,
+    /// Every script some server of the world has cached, compiled once: SHA -> the function
+    /// and how many servers cache it. A server's own cache ([`ScriptRuntime`]) holds clones
+    /// of these; a body is compiled again only once no server caches it.
+    compiled: BTreeMap<String, Compiled>,
     state: Rc<RunState>,
     /// The data type `redis.call`/`redis.pcall` were made for: they are made on the first run
     /// (the data's type is the caller's) and stay, instead of being made and destroyed around
     /// every run.
     dispatch_for: Option<TypeId>,
+    /// Lua VM instructions a script may execute.
+    budget: u64,
+    /// The VM is collected at once when a script leaves it holding more than this
+    /// ([`LUA_COLLECT_ABOVE`] over what it held after its last collection).
+    collect_above: usize,
+}
+
+/// A script compiled in the world's VM, and how many servers cache it.
+struct Compiled {
+    function: Function,
+    holders: usize,
 }
 
 /// What `redis.call`/`redis.pcall` work on while a script runs, lent to the VM (its app data)
@@ -151,34 +178,112 @@ struct Dispatch<D> {
 /// engine passes its command table in, so scripting and the table do not name each other.
 pub(crate) type ScriptCall<D> = fn(&mut D, &[Bytes], i64) -> Result<Reply, &'static str>;
 
-/// The Lua VM of one engine and its script cache.
-pub(crate) struct ScriptRuntime {
+/// The Lua VM of one world, shared by every server of that world: made on the first script
+/// (or the first `INFO`), so a world that runs none makes none.
+///
+/// One VM per world rather than per server: a world of 200 masters otherwise built 200 VMs
+/// and every `EVAL` ran in a different, cold one. Nothing of a run stays in the VM for the
+/// next one to see (a fresh sandbox environment per run, `math.random` reseeded, the
+/// instruction count restarted), and each server keeps its own script cache
+/// ([`ScriptRuntime`]), so a server sees what it would see with a VM of its own, except what
+/// is a property of the whole VM: its memory (`used_memory_lua`, `gcinfo`,
+/// `collectgarbage('count')`, the memory cap), its garbage collector (`collectgarbage`
+/// settings, when a `newproxy` userdata's `__gc` runs). An `Rc`: a world runs on one thread,
+/// and a VM is never shared across worlds, so a world depends on nothing but its seed. An
+/// engine made alone ([`RedisEngine::new`](super::RedisEngine::new): `lockstep live`'s
+/// servers, tests) has a VM of its own.
+#[derive(Clone)]
+pub(crate) struct WorldLua(Rc<RefCell<LuaSlot>>);
+
+struct LuaSlot {
     budget: u64,
-    vm: Result<Vm, String>,
+    /// `None` until the first use; the error reply if the VM could not be made.
+    vm: Option<Result<Vm, String>>,
+}
+
+impl WorldLua {
+    /// A world's VM, with the instruction budget of its scripts; made on first use.
+    pub(crate) fn new(budget: u64) -> Self {
+        WorldLua(Rc::new(RefCell::new(LuaSlot { budget, vm: None })))
+    }
+
+    /// The instruction budget of a script.
+    pub(crate) fn budget(&self) -> u64 {
+        self.0.borrow().budget
+    }
+}
+
+impl LuaSlot {
+    fn vm(&mut self) -> Result<&mut Vm, String> {
+        let budget = self.budget;
+        self.vm
+            .get_or_insert_with(|| Vm::new(budget).map_err(|e| format!("ERR Lua VM unavailable: {e}")))
+            .as_mut()
+            .map_err(|e| e.clone())
+    }
+}
+
+/// One server's scripting: its script cache, compiled in its world's VM ([`WorldLua`]).
+pub(crate) struct ScriptRuntime {
+    lua: WorldLua,
+    /// This server's script cache: SHA -> the compiled script (shared with the other servers
+    /// of the world that cache the same body).
+    scripts: BTreeMap<String, Function>,
 }
 
 impl ScriptRuntime {
-    /// A fresh VM with an empty script cache.
-    pub(crate) fn new(budget: u64) -> Self {
-        let vm = Vm::new(budget).map_err(|e| format!("ERR Lua VM unavailable: {e}"));
-        ScriptRuntime { budget, vm }
+    /// An empty script cache on the VM `lua`.
+    pub(crate) fn new(lua: WorldLua) -> Self {
+        ScriptRuntime {
+            lua,
+            scripts: BTreeMap::new(),
+        }
     }
 
-    /// The memory the Lua VM holds, in bytes.
+    /// The memory the world's Lua VM holds, in bytes.
     pub(crate) fn used_memory(&self) -> usize {
-        self.vm.as_ref().map_or(0, |vm| vm.lua.used_memory())
+        self.lua.0.borrow_mut().vm().map_or(0, |vm| vm.lua.used_memory())
     }
 
     /// Whether a script with this (lowercase) SHA is cached.
     pub(crate) fn contains(&self, sha: &str) -> bool {
-        self.vm.as_ref().is_ok_and(|vm| vm.scripts.contains_key(sha))
+        self.scripts.contains_key(sha)
+    }
+
+    /// Empties the script cache (`SCRIPT FLUSH`, a restart).
+    pub(crate) fn flush(&mut self) {
+        if self.scripts.is_empty() {
+            return;
+        }
+        let scripts = std::mem::take(&mut self.scripts);
+        // Not borrowed: no script runs while a server flushes or restarts.
+        let Ok(mut slot) = self.lua.0.try_borrow_mut() else {
+            return;
+        };
+        let Some(Ok(vm)) = slot.vm.as_mut() else {
+            return;
+        };
+        for sha in scripts.keys() {
+            if let Some(c) = vm.compiled.get_mut(sha) {
+                c.holders -= 1;
+                if c.holders == 0 {
+                    vm.compiled.remove(sha);
+                }
+            }
+        }
     }
 
     /// Compiles and caches `body` (if not cached yet); returns its SHA or the error reply text.
     pub(crate) fn load(&mut self, body: &[u8]) -> Result<String, String> {
-        let vm = self.vm.as_mut().map_err(|e| e.clone())?;
         let sha = sha1_hex(body);
-        if vm.scripts.contains_key(&sha) {
+        if self.scripts.contains_key(&sha) {
+            return Ok(sha);
+        }
+        let mut slot = self.lua.0.borrow_mut();
+        let vm = slot.vm()?;
+        if let Some(c) = vm.compiled.get_mut(&sha) {
+            c.holders += 1;
+            self.scripts.insert(sha.clone(), c.function.clone());
             return Ok(sha);
         }
         let compiled = vm
@@ -189,7 +294,14 @@ impl ScriptRuntime {
             .into_function();
         match compiled {
             Ok(f) => {
-                vm.scripts.insert(sha.clone(), f);
+                vm.compiled.insert(
+                    sha.clone(),
+                    Compiled {
+                        function: f.clone(),
+                        holders: 1,
+                    },
+                );
+                self.scripts.insert(sha.clone(), f);
                 Ok(sha)
             }
             Err(e) => Err(format!(
@@ -210,15 +322,15 @@ impl ScriptRuntime {
         now_ms: i64,
         exec: ScriptCall<D>,
     ) -> Reply {
-        let budget = self.budget;
-        let vm = match self.vm.as_mut() {
-            Ok(vm) => vm,
-            Err(e) => return Reply::Error(e.clone()),
-        };
-        let Some(func) = vm.scripts.get(sha).cloned() else {
+        let Some(func) = self.scripts.get(sha) else {
             return Reply::error("NOSCRIPT No matching script. Please use EVAL.");
         };
-        vm.state.begin();
+        let mut slot = self.lua.0.borrow_mut();
+        let budget = slot.budget;
+        let vm = match slot.vm() {
+            Ok(vm) => vm,
+            Err(e) => return Reply::Error(e),
+        };
         // The data is lent to the VM for the run and taken back after it, whatever happened.
         vm.lua.set_app_data(Dispatch {
             data: std::mem::take(ks),
@@ -226,7 +338,7 @@ impl ScriptRuntime {
             exec,
         });
         let outcome = (|| {
-            vm.make_dispatch::<D>()?;
+            vm.begin_run::<D>()?;
             let bytes = keys
                 .iter()
                 .chain(argv)
@@ -235,7 +347,7 @@ impl ScriptRuntime {
             let (keys, argv) = with_cap_lifted_if_safe(&vm.lua, bytes + 2 * LUA_TABLE_BYTES, || {
                 Ok::<_, mlua::Error>((string_table(&vm.lua, keys)?, string_table(&vm.lua, argv)?))
             })?;
-            let (ok, value) = vm.run.call::<(bool, Value)>((func, keys, argv, vm.handler.clone()))?;
+            let (ok, value) = vm.run.call::<(bool, Value)>((func, keys, argv, &vm.handler))?;
             if vm.state.exceeded.get() {
                 return Ok(Reply::Error(format!(
                     "ERR Script killed: exceeded instruction budget of {budget}"
@@ -250,15 +362,24 @@ impl ScriptRuntime {
         if let Some(lent) = vm.lua.remove_app_data::<Dispatch<D>>() {
             *ks = lent.data;
         }
-        // The garbage of a big script is not kept until this VM's next allocations: each server
-        // has its own VM, and a thousand of them each keeping 60 MB is more than a machine has.
-        if vm.lua.used_memory() > LUA_COLLECT_ABOVE {
+        // The garbage of a big script is not kept until the VM's next allocations (a script may
+        // leave 60 MB). Measured from what the VM held after its last collection, so that a
+        // world whose servers cache many scripts is not collected after every script.
+        if vm.lua.used_memory() > vm.collect_above {
             let _ = vm.lua.gc_collect();
+            vm.collect_above = vm.lua.used_memory().saturating_add(LUA_COLLECT_ABOVE);
         }
         match outcome {
             Ok(reply) => reply,
             Err(e) => Reply::Error(format!("ERR Error running script {sha}, {}", lua_error_message(&e))),
         }
+    }
+}
+
+impl Drop for ScriptRuntime {
+    /// The world's VM forgets the scripts only this server cached.
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
@@ -390,27 +511,42 @@ impl Vm {
         let set_dispatch: Function = ctl.get("set_dispatch")?;
         let handler = lua.create_function(error_handler)?;
 
-        let every = budget.clamp(1, 10_000);
-        let st = state.clone();
-        lua.set_hook(HookTriggers::new().every_nth_instruction(every as u32), move |_, _| {
-            let executed = st.executed.get().saturating_add(every);
-            st.executed.set(executed);
-            if st.exceeded.get() || executed >= budget {
-                st.exceeded.set(true);
-                return Err(mlua::Error::runtime("Script killed: instruction budget"));
-            }
-            Ok(VmState::Continue)
-        })?;
-
+        let collect_above = lua.used_memory().saturating_add(LUA_COLLECT_ABOVE);
         Ok(Vm {
             lua,
             run,
             set_dispatch,
             handler,
-            scripts: BTreeMap::new(),
+            compiled: BTreeMap::new(),
             state,
             dispatch_for: None,
+            budget,
+            collect_above,
         })
+    }
+
+    /// Starts a script run on data of type `D`: a fresh [`RunState`], `redis.call` for `D`, and
+    /// the instruction count of the budget hook restarted. Lua counts down to the next hook
+    /// call across runs, so without the restart where a runaway script is stopped would depend
+    /// on the instructions of the scripts the VM ran before it, on a world's VM other servers'
+    /// scripts; with it, it depends on nothing but the script. Setting the hook is what
+    /// restarts Lua's count.
+    fn begin_run<D: 'static>(&mut self) -> mlua::Result<()> {
+        self.state.begin();
+        self.make_dispatch::<D>()?;
+        let budget = self.budget;
+        let every = budget.clamp(1, 10_000);
+        let st = self.state.clone();
+        self.lua
+            .set_global_hook(HookTriggers::new().every_nth_instruction(every as u32), move |_, _| {
+                let executed = st.executed.get().saturating_add(every);
+                st.executed.set(executed);
+                if st.exceeded.get() || executed >= budget {
+                    st.exceeded.set(true);
+                    return Err(mlua::Error::runtime("Script killed: instruction budget"));
+                }
+                Ok(VmState::Continue)
+            })
     }
 
     /// Makes `redis.call` and `redis.pcall` for data of type `D`, unless they are made already.
@@ -440,29 +576,35 @@ impl Vm {
 
 thread_local! {
     /// [`HELPER_LUA`] compiled and dumped by the first VM of the thread: every VM after it loads
-    /// this bytecode instead of parsing the source, which was two fifths of making a VM (a world
-    /// of 200 masters makes 200). The dump keeps the debug information (chunk name, lines), so
+    /// this bytecode instead of parsing the source, which was two fifths of making a VM (a
+    /// thread runs world after world, each making one). The dump keeps the debug information (chunk name, lines), so
     /// the loaded chunk is the compiled one.
     static HELPER_BYTECODE: OnceCell<Vec<u8>> = const { OnceCell::new() };
 }
 
-/// [`HELPER_LUA`] as a function of `lua`, from the thread's bytecode once there is one.
+/// [`HELPER_LUA`] as a function of `lua`, always loaded from the thread's bytecode. The first
+/// VM of a thread does not compile it itself: parsing leaves garbage and interned strings
+/// behind, and that VM would then hold more memory (`used_memory_lua`, `gcinfo`) and collect
+/// at other moments than the VMs after it, so a world's figures would depend on whether it was
+/// the first world its thread ran (`explore --jobs`). Compiled in a scratch state instead.
 fn helper_chunk(lua: &Lua) -> mlua::Result<Function> {
-    HELPER_BYTECODE.with(|bytecode| match bytecode.get() {
-        Some(bytes) => lua
-            .load(bytes.as_slice())
+    HELPER_BYTECODE.with(|bytecode| {
+        let bytes = match bytecode.get() {
+            Some(bytes) => bytes,
+            None => {
+                let scratch = Lua::new_with(StdLib::NONE, LuaOptions::default())?;
+                let chunk = scratch
+                    .load(HELPER_LUA)
+                    .set_name(HELPER_CHUNK_NAME)
+                    .set_mode(ChunkMode::Text)
+                    .into_function()?;
+                bytecode.get_or_init(|| chunk.dump(false))
+            }
+        };
+        lua.load(bytes.as_slice())
             .set_name(HELPER_CHUNK_NAME)
             .set_mode(ChunkMode::Binary)
-            .into_function(),
-        None => {
-            let chunk = lua
-                .load(HELPER_LUA)
-                .set_name(HELPER_CHUNK_NAME)
-                .set_mode(ChunkMode::Text)
-                .into_function()?;
-            let _ = bytecode.set(chunk.dump(false));
-            Ok(chunk)
-        }
+            .into_function()
     })
 }
 
@@ -1104,6 +1246,106 @@ mod tests {
             run(&mut e, &["EVAL", "return 1"]),
             err("ERR wrong number of arguments for 'eval' command")
         );
+    }
+
+    /// Two engines of one world, on one VM.
+    fn world_pair(budget: u64) -> (RedisEngine, RedisEngine) {
+        let config = EngineConfig {
+            lua_instruction_budget: budget,
+        };
+        let lua = WorldLua::new(budget);
+        (
+            RedisEngine::with_lua(config.clone(), lua.clone()),
+            RedisEngine::with_lua(config, lua),
+        )
+    }
+
+    #[test]
+    fn servers_sharing_a_vm_keep_their_own_script_caches() {
+        let (mut a, mut b) = world_pair(EngineConfig::default().lua_instruction_budget);
+        let sha = sha1_hex(RELEASE.as_bytes());
+        let noscript = err("NOSCRIPT No matching script. Please use EVAL.");
+        assert_eq!(run(&mut a, &["SCRIPT", "LOAD", RELEASE]), bulk(&sha));
+        // Loaded on `a` only.
+        assert_eq!(run(&mut b, &["SCRIPT", "EXISTS", &sha]), arr(vec![int(0)]));
+        assert_eq!(run(&mut b, &["EVALSHA", &sha, "1", "lock", "tok"]), noscript);
+        run(&mut a, &["SET", "lock", "tok"]);
+        run(&mut b, &["SET", "lock", "tok"]);
+        // Each runs on its own keyspace.
+        assert_eq!(run(&mut a, &["EVALSHA", &sha, "1", "lock", "tok"]), int(1));
+        assert_eq!(run(&mut b, &["GET", "lock"]), bulk("tok"));
+        assert_eq!(eval(&mut b, RELEASE, &["lock"], &["tok"]), int(1));
+        assert_eq!(run(&mut b, &["SCRIPT", "EXISTS", &sha]), arr(vec![int(1)]));
+        // A flush or a restart empties one server's cache, not the other's.
+        assert_eq!(run(&mut a, &["SCRIPT", "FLUSH"]), Reply::ok());
+        assert_eq!(run(&mut a, &["EVALSHA", &sha, "1", "lock", "tok"]), noscript);
+        assert_eq!(run(&mut b, &["EVALSHA", &sha, "1", "lock", "tok"]), int(0));
+        b.reset();
+        assert_eq!(run(&mut b, &["EVALSHA", &sha, "1", "lock", "tok"]), noscript);
+        // Compiled again once no server caches it.
+        assert_eq!(eval(&mut a, RELEASE, &["lock"], &["tok"]), int(0));
+        drop(a);
+        assert_eq!(eval(&mut b, RELEASE, &["lock"], &["tok"]), int(0));
+        // The VM is the world's: both report its memory.
+        let (a, b) = world_pair(1_000);
+        assert_eq!(a.lua_memory(), b.lua_memory());
+    }
+
+    #[test]
+    fn what_belongs_to_the_whole_vm_is_the_worlds() {
+        let (mut a, mut b) = world_pair(EngineConfig::default().lua_instruction_budget);
+        // Memory figures are the world VM's.
+        assert_eq!(a.lua_memory(), b.lua_memory());
+        let used = eval(&mut a, "return collectgarbage('count') * 1024", &[], &[]);
+        assert!(
+            matches!(used, Reply::Integer(n) if n as usize <= a.lua_memory()),
+            "{used:?}"
+        );
+        // A finalizer left by `a`'s script runs when the world's VM collects it: here during
+        // `b`'s script, whose data its `redis.call` reaches.
+        let leave =
+            "local u = newproxy(true) getmetatable(u).__gc = function() redis.call('set', 'gc', 'ran') end return 1";
+        assert_eq!(eval(&mut a, leave, &[], &[]), int(1));
+        let collect = "collectgarbage() return redis.call('get', 'gc')";
+        assert_eq!(eval(&mut b, collect, &[], &[]), bulk("ran"));
+        assert_eq!(run(&mut a, &["GET", "gc"]), Reply::nil());
+    }
+
+    #[test]
+    fn every_world_of_a_thread_starts_with_the_same_vm() {
+        // The first VM of a thread (this test's) holds what the ones after it hold: a world's
+        // Lua memory does not depend on the worlds its thread ran before.
+        let figures: Vec<(usize, usize)> = (0..3)
+            .map(|_| {
+                let (mut a, _b) = world_pair(1_000);
+                let fresh = a.lua_memory();
+                eval(&mut a, RELEASE, &["lock"], &["tok"]);
+                (fresh, a.lua_memory())
+            })
+            .collect();
+        assert!(figures.iter().all(|f| *f == figures[0]), "{figures:?}");
+    }
+
+    #[test]
+    fn where_a_runaway_script_stops_depends_only_on_the_script() {
+        // Counts the `redis.call`s a runaway script makes before it is stopped.
+        const RUNAWAY: &str = "while true do redis.call('incr', 'n') end";
+        let stopped_after = |e: &mut RedisEngine| {
+            run(e, &["DEL", "n"]);
+            let killed = eval(e, RUNAWAY, &[], &[]);
+            assert_eq!(killed, err("ERR Script killed: exceeded instruction budget of 25000"));
+            run(e, &["GET", "n"])
+        };
+        let (mut a, mut b) = world_pair(25_000);
+        let alone = stopped_after(&mut a);
+        for warm_up in [1, 7, 333, 4_321] {
+            // Another server's scripts of any length, and this one's, move nothing.
+            let script = format!("local s = 0 for i = 1, {warm_up} do s = s + i end return 1");
+            assert_eq!(eval(&mut b, &script, &[], &[]), int(1));
+            assert_eq!(stopped_after(&mut a), alone, "after {warm_up} on the other server");
+            assert_eq!(eval(&mut a, &script, &[], &[]), int(1));
+            assert_eq!(stopped_after(&mut a), alone, "after {warm_up} on this server");
+        }
     }
 
     #[test]

@@ -49,6 +49,7 @@ pub use codec::{decode_command, encode_reply};
 pub use command::{blocking_timeout_ms, is_write_command, EngineConfig, RedisEngine};
 pub use keyspace::{Entry, Keyspace, Value};
 pub use lua::sha1_hex;
+pub(crate) use lua::WorldLua;
 pub use memory::{MemoryPool, DEFAULT_MAXMEMORY_BYTES, DEFAULT_WORLD_MEMORY_BYTES, OOM_ERROR};
 pub use reply::Reply;
 pub use resp3::ReplyEncoder;

@@ -134,10 +134,9 @@ impl Checker for LeaseValidity {
                     unrecorded += 1;
                     continue;
                 };
-                let clock = clocks.node(hold.process);
                 let deadline_ms = from_ms.saturating_add_unsigned(belief.validity_ms);
                 // The earliest instant the client's clock can have reached the deadline.
-                let Some((claimed_us, _)) = clock.true_us_range(deadline_ms) else {
+                let Some((claimed_us, _)) = clocks.true_us_range(hold.process, deadline_ms) else {
                     undecided += 1;
                     continue;
                 };

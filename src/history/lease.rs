@@ -60,6 +60,16 @@
 //! the node's last second), kept for display: from millisecond readings its rate can be off by
 //! a thousand ppm, which over the seconds after a client's last event is milliseconds.
 //!
+//! **Cost.** The history is read once, when the [`OpHistory`] is built (`find_master_grants`),
+//! into an index: every node by a small number, and for each grant's
+//! lock key the steps that can change a lease on it — the commands carrying the key after their
+//! name, its expiries, every stop and clock jump, and for each stop the first command its node
+//! served after it. A grant's walk reads only its key's steps, from its acquire until all its
+//! copies ended, with its per-node state in vectors; a command's name is read once, a script
+//! text once however many commands carry it, a clock stretch's rate once however many values are
+//! placed in it. At many masters the walk used to read every step in that span, every other
+//! client's command on every master included, comparing node names in maps at each.
+//!
 //! Left out: replicas and failover (a lease is held by the masters the client reached; a promoted
 //! replica that received the key is not counted), `PXAT`/`EXAT` and scripts cached with
 //! `EVALSHA` (no text to read: the lease's end becomes unknown), another holder's script
@@ -70,9 +80,11 @@
 //! fails) is read as a release once the holder gave the grant up and as a renewal before; one that
 //! only sets a TTL is read as setting the lock key's.
 
-use super::{Hold, OpHistory, StepKind};
+use super::{Hold, OpHistory, Step, StepKind};
 use lockstep_sim::{Event, Fault};
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::OnceCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, DefaultHasher};
 
 /// Whether a master's one-line reply says the command took effect.
 pub(crate) fn reply_succeeded(reply: &str) -> bool {
@@ -135,6 +147,24 @@ impl ClockTrack {
     /// clock that read 0 at true 0. When the readings contradict that model (a history from real
     /// processes), the range falls back to the point estimate of [`true_us_at`](Self::true_us_at).
     pub(crate) fn true_us_range(&self, monotonic_ms: i64) -> Option<(u64, u64)> {
+        self.true_us_range_with(monotonic_ms, |k| self.stretch_rates(k))
+    }
+
+    /// The readings of stretch `k`.
+    fn stretch_samples(&self, k: usize) -> &[(u64, i64)] {
+        let end = self.stretches.get(k + 1).map_or(self.samples.len(), |s| s.first);
+        &self.samples[self.stretches[k].first.min(end)..end]
+    }
+
+    /// The bounds of stretch `k`'s rate ([`rate_bounds`]). They do not depend on the value
+    /// sought: [`ClockTracks`] reads them once per stretch instead of once per value.
+    fn stretch_rates(&self, k: usize) -> Option<(f64, f64)> {
+        rate_bounds(self.stretch_samples(k), self.stretches[k].drift_ppm, k == 0)
+    }
+
+    /// [`true_us_range`](Self::true_us_range), with the rate bounds of stretch `k` given by
+    /// `rates(k)`.
+    fn true_us_range_with(&self, monotonic_ms: i64, rates: impl Fn(usize) -> Option<(f64, f64)>) -> Option<(u64, u64)> {
         let point = self.true_us_at(monotonic_ms)?;
         // The stretch that holds the value: the last one whose first reading is not above it.
         let k = self
@@ -142,18 +172,16 @@ impl ClockTrack {
             .iter()
             .rposition(|s| k_first_reading(&self.samples, s).is_none_or(|m| m <= monotonic_ms))
             .unwrap_or(0);
-        let stretch = self.stretches[k];
-        let end = self.stretches.get(k + 1).map_or(self.samples.len(), |s| s.first);
         // The drift fault's own event, recorded by the node at the instant of the change, opens
         // the stretch (the reading is continuous there). A value read within a millisecond of a
         // change is bounded with the rate of the stretch its reading falls in: the error is the
         // rate difference over that millisecond, well under a microsecond.
-        let samples = &self.samples[stretch.first.min(end)..end];
+        let samples = self.stretch_samples(k);
         let exact_origin = k == 0;
         if samples.is_empty() && !exact_origin {
             return Some((point, point));
         }
-        let Some((rate_min, rate_max)) = rate_bounds(samples, stretch.drift_ppm, exact_origin) else {
+        let Some((rate_min, rate_max)) = rates(k) else {
             return Some((point, point));
         };
         let target_us = monotonic_ms as f64 * 1_000.0;
@@ -246,14 +274,25 @@ fn rate_bounds(samples: &[(u64, i64)], drift_ppm: Option<i64>, exact_origin: boo
 /// with the square of the nodes).
 #[derive(Debug, Clone, Default)]
 pub struct ClockTracks<'h> {
-    by_node: BTreeMap<&'h str, ClockTrack>,
+    by_node: BTreeMap<&'h str, TrackedClock>,
+}
+
+/// One node's clock, with the rate bounds of its stretches once they were needed.
+#[derive(Debug, Clone)]
+struct TrackedClock {
+    track: ClockTrack,
+    /// [`ClockTrack::stretch_rates`] of each stretch: a lease's end on a master is bounded once
+    /// per grant, and reading the rate anew each time read all the master's samples once more.
+    rates: OnceCell<Vec<Option<(f64, f64)>>>,
 }
 
 impl<'h> ClockTracks<'h> {
     /// The clock of every node of `history`.
     pub fn of(history: &OpHistory<'h>) -> Self {
-        // The same reading as [`ClockTrack::of`], for every node at once.
-        let mut by_node: BTreeMap<&'h str, ClockTrack> = BTreeMap::new();
+        // The same reading as [`ClockTrack::of`], for every node at once, by the node table's
+        // indices (a map keyed by name cost a string comparison per look-up and event).
+        let nodes = &history.lease_index.nodes;
+        let mut tracks: Vec<Option<ClockTrack>> = vec![None; nodes.len()];
         let fresh = || ClockTrack {
             samples: Vec::new(),
             stretches: vec![Stretch {
@@ -261,21 +300,34 @@ impl<'h> ClockTracks<'h> {
                 drift_ppm: None,
             }],
         };
-        for step in history.steps() {
+        for (i, step) in history.steps().iter().enumerate() {
             if let StepKind::Fault(Fault::Drift { node, drift_ppm }) = step.kind {
-                let track = by_node.entry(node.as_str()).or_insert_with(fresh);
+                let track = tracks[nodes.interned(node)].get_or_insert_with(fresh);
                 track.stretches.push(Stretch {
                     first: track.samples.len(),
                     drift_ppm: Some(*drift_ppm),
                 });
             }
             let event: &'h Event = step.event;
-            by_node
-                .entry(event.node.as_str())
-                .or_insert_with(fresh)
+            tracks[nodes.of_step(i)]
+                .get_or_insert_with(fresh)
                 .samples
                 .push((event.at_us, event.monotonic_ms));
         }
+        let by_node = tracks
+            .into_iter()
+            .enumerate()
+            .filter_map(|(id, track)| {
+                let track = track?;
+                Some((
+                    nodes.name(id),
+                    TrackedClock {
+                        track,
+                        rates: OnceCell::new(),
+                    },
+                ))
+            })
+            .collect();
         ClockTracks { by_node }
     }
 
@@ -285,7 +337,19 @@ impl<'h> ClockTracks<'h> {
             samples: Vec::new(),
             stretches: Vec::new(),
         };
-        self.by_node.get(node).unwrap_or(&NO_SAMPLES)
+        self.by_node.get(node).map_or(&NO_SAMPLES, |clock| &clock.track)
+    }
+
+    /// [`ClockTrack::true_us_range`] of `node`'s clock, each stretch's rate bounds read once.
+    pub(crate) fn true_us_range(&self, node: &str, monotonic_ms: i64) -> Option<(u64, u64)> {
+        let Some(clock) = self.by_node.get(node) else {
+            return self.node(node).true_us_range(monotonic_ms);
+        };
+        let track = &clock.track;
+        let rates = clock
+            .rates
+            .get_or_init(|| (0..track.stretches.len()).map(|k| track.stretch_rates(k)).collect());
+        track.true_us_range_with(monotonic_ms, |k| rates[k])
     }
 }
 
@@ -316,18 +380,20 @@ pub struct Downtimes<'h> {
 impl<'h> Downtimes<'h> {
     /// The downtimes of every server of `history`, in one pass.
     pub fn of(history: &OpHistory<'h>) -> Self {
-        let mut by_node: BTreeMap<&'h str, Vec<Downtime>> = BTreeMap::new();
-        let mut serves_clients: BTreeSet<&'h str> = BTreeSet::new();
-        let mut replicates: BTreeSet<&'h str> = BTreeSet::new();
+        // By the node table's indices: sets keyed by name cost string comparisons per command.
+        let nodes = &history.lease_index.nodes;
+        let mut spans_of: Vec<Vec<Downtime>> = vec![Vec::new(); nodes.len()];
+        let mut serves_clients = vec![false; nodes.len()];
+        let mut replicates = vec![false; nodes.len()];
         let mut end_us = 0;
-        for step in history.steps() {
+        for (i, step) in history.steps().iter().enumerate() {
             let event: &'h Event = step.event;
             end_us = end_us.max(event.at_us);
             match step.kind {
                 StepKind::Fault(
                     Fault::Crash { node, .. } | Fault::PowerLoss { node, .. } | Fault::Shutdown { node },
                 ) => {
-                    let spans = by_node.entry(node.as_str()).or_default();
+                    let spans = &mut spans_of[nodes.interned(node)];
                     if spans.last().is_none_or(|span| span.up_us.is_some()) {
                         spans.push(Downtime {
                             from_us: event.at_us,
@@ -337,16 +403,13 @@ impl<'h> Downtimes<'h> {
                     }
                 }
                 StepKind::Command { conn, .. } => {
+                    let node = nodes.of_step(i);
                     if conn != 0 {
-                        serves_clients.insert(event.node.as_str());
+                        serves_clients[node] = true;
                     } else {
-                        replicates.insert(event.node.as_str());
+                        replicates[node] = true;
                     }
-                    if let Some(span) = by_node
-                        .get_mut(event.node.as_str())
-                        .and_then(|s| s.last_mut())
-                        .filter(|span| span.up_us.is_none())
-                    {
+                    if let Some(span) = spans_of[node].last_mut().filter(|span| span.up_us.is_none()) {
                         span.up_us = Some(event.at_us);
                         span.as_replica = conn == 0;
                     }
@@ -354,7 +417,12 @@ impl<'h> Downtimes<'h> {
                 _ => {}
             }
         }
-        by_node.retain(|node, _| serves_clients.contains(node) || !replicates.contains(node));
+        let by_node = spans_of
+            .into_iter()
+            .enumerate()
+            .filter(|(node, spans)| !spans.is_empty() && (serves_clients[*node] || !replicates[*node]))
+            .map(|(node, spans)| (nodes.name(node), spans))
+            .collect();
         Downtimes { by_node, end_us }
     }
 
@@ -379,13 +447,301 @@ fn majority(reached: usize) -> usize {
     reached / 2 + 1
 }
 
-/// The requests of a grant at the masters: command steps on client connections whose arguments
-/// carry the key and the value (`value`'s grants → (step index, succeeded)).
-fn requests_by_value<'a>(history: &'a OpHistory<'_>) -> BTreeMap<&'a str, Vec<(usize, bool)>> {
-    let mut by_value: BTreeMap<&'a str, Vec<(usize, bool)>> = BTreeMap::new();
-    for hold in history.holds() {
-        by_value.entry(hold.grant.value.as_str()).or_default();
+/// What the lease reader needs of a history, read once when the [`OpHistory`] is built (see
+/// [`find_master_grants`]) so that each grant reads only the steps that can matter to it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LeaseIndex<'h> {
+    nodes: NodeTable<'h>,
+    touching: Touching,
+}
+
+/// Every node the history names, by a small index: the reader keeps its per-node state in
+/// vectors, where maps keyed by name cost a string comparison per look-up.
+#[derive(Debug, Clone, Default)]
+struct NodeTable<'h> {
+    /// The names, by index (given in order of first mention).
+    names: Vec<&'h str>,
+    /// The indices, by name.
+    by_name: BTreeMap<&'h str, usize>,
+    /// Each index's position in name order: what the reader returns follows the order of maps
+    /// keyed by name, as it always did.
+    rank: Vec<usize>,
+    /// The index of each step's node (`steps[i].event.node`).
+    of_step: Vec<u32>,
+}
+
+impl<'h> NodeTable<'h> {
+    /// The nodes of `steps`: each event's, and the ones a stop or drift fault names.
+    fn of(steps: &[Step<'h>]) -> Self {
+        // Interned by hash: looked up once per event and never iterated (indices follow the
+        // order of first mention), where a map ordered by name compared strings all the way
+        // down its tree.
+        let mut ids: HashMap<&'h str, u32, BuildHasherDefault<DefaultHasher>> = HashMap::default();
+        let mut names: Vec<&'h str> = Vec::new();
+        let mut intern = |name: &'h str| {
+            *ids.entry(name).or_insert_with(|| {
+                names.push(name);
+                u32::try_from(names.len() - 1).expect("fewer than 2^32 nodes")
+            })
+        };
+        let mut of_step = Vec::with_capacity(steps.len());
+        for step in steps {
+            if let StepKind::Fault(
+                Fault::Crash { node, .. }
+                | Fault::PowerLoss { node, .. }
+                | Fault::Shutdown { node }
+                | Fault::Drift { node, .. },
+            ) = step.kind
+            {
+                intern(node);
+            }
+            let event: &'h Event = step.event;
+            of_step.push(intern(&event.node));
+        }
+        let by_name: BTreeMap<&'h str, usize> = names.iter().enumerate().map(|(id, name)| (*name, id)).collect();
+        let mut rank = vec![0; names.len()];
+        for (position, &id) in by_name.values().enumerate() {
+            rank[id] = position;
+        }
+        NodeTable {
+            names,
+            by_name,
+            rank,
+            of_step,
+        }
     }
+
+    /// How many nodes there are.
+    fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// The name of node `id`.
+    fn name(&self, id: usize) -> &'h str {
+        self.names[id]
+    }
+
+    /// The index of `name`, if the history names it.
+    fn id(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    /// The index of a node the table interned (an event's, or a stop or drift fault's).
+    fn interned(&self, name: &str) -> usize {
+        self.id(name).expect("the node table names every node of its history")
+    }
+
+    /// The node of step `i`.
+    fn of_step(&self, i: usize) -> usize {
+        self.of_step[i] as usize
+    }
+}
+
+/// A few strings to find among commands' arguments (the grants' keys, or their values):
+/// sorted, with a mask of their lengths that rules most arguments out (a command's name, its
+/// options, a script's text) without comparing a byte.
+#[derive(Debug, Clone, Default)]
+struct Needles {
+    sorted: Vec<String>,
+    /// Bit `min(len, 63)` set for each length present.
+    lengths: u64,
+}
+
+impl Needles {
+    fn new(strings: impl IntoIterator<Item = String>) -> Self {
+        let mut sorted: Vec<String> = strings.into_iter().collect();
+        sorted.sort();
+        sorted.dedup();
+        let lengths = sorted.iter().fold(0, |mask, s| mask | Self::length_bit(s));
+        Needles { sorted, lengths }
+    }
+
+    fn length_bit(s: &str) -> u64 {
+        1 << s.len().min(63)
+    }
+
+    fn len(&self) -> usize {
+        self.sorted.len()
+    }
+
+    /// The position of `s` among them, if it is one.
+    fn find(&self, s: &str) -> Option<usize> {
+        if self.lengths & Self::length_bit(s) == 0 {
+            return None;
+        }
+        self.sorted.binary_search_by(|needle| needle.as_str().cmp(s)).ok()
+    }
+}
+
+/// A command's name, read once (compared without regard to case, as Redis does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CommandName {
+    Set,
+    GetSet,
+    SetNx,
+    /// One of [`HASH_WRITES`].
+    HashWrite,
+    PExpire,
+    Expire,
+    Persist,
+    Del,
+    Unlink,
+    GetDel,
+    HDel,
+    /// An `EVAL`, with its script's effect ([`Touching::scripts`] index).
+    Eval(u32),
+    /// One that does nothing to a lease.
+    Other,
+}
+
+impl CommandName {
+    /// The name of the command `args` (at least the name and one argument); an `EVAL`'s script
+    /// is read once per distinct text (`scripts`, with its index by text in `memo`).
+    fn read<'a>(args: &'a [String], memo: &mut BTreeMap<&'a str, u32>, scripts: &mut Vec<ScriptEffect>) -> Self {
+        const NAMES: [(&str, CommandName); 10] = [
+            ("SET", CommandName::Set),
+            ("GETSET", CommandName::GetSet),
+            ("SETNX", CommandName::SetNx),
+            ("PEXPIRE", CommandName::PExpire),
+            ("EXPIRE", CommandName::Expire),
+            ("PERSIST", CommandName::Persist),
+            ("DEL", CommandName::Del),
+            ("UNLINK", CommandName::Unlink),
+            ("GETDEL", CommandName::GetDel),
+            ("HDEL", CommandName::HDel),
+        ];
+        let name = args[0].as_str();
+        if name.eq_ignore_ascii_case("EVAL") {
+            let script = *memo.entry(args[1].as_str()).or_insert_with(|| {
+                scripts.push(ScriptEffect::read(&args[1]));
+                u32::try_from(scripts.len() - 1).expect("fewer than 2^32 scripts")
+            });
+            return CommandName::Eval(script);
+        }
+        if HASH_WRITES.iter().any(|write| name.eq_ignore_ascii_case(write)) {
+            return CommandName::HashWrite;
+        }
+        NAMES
+            .iter()
+            .find(|(known, _)| name.eq_ignore_ascii_case(known))
+            .map_or(CommandName::Other, |&(_, command)| command)
+    }
+}
+
+/// How a step can matter to a lease on a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Touch {
+    /// A command carrying the key among its arguments (after its name).
+    Command(CommandName),
+    /// The key expired.
+    Expired,
+    /// A crash, power loss or shutdown ([`Touching::up_again_us`] index).
+    Stop(u32),
+    /// A clock jump.
+    ClockJump,
+}
+
+/// A step that can matter to a lease on a key (12 bytes: an index is listed for nearly every
+/// event of a world of many masters).
+#[derive(Debug, Clone, Copy)]
+struct KeyStep {
+    /// Its index in [`OpHistory::steps`].
+    step: u32,
+    touch: Touch,
+}
+
+impl KeyStep {
+    fn step(&self) -> usize {
+        self.step as usize
+    }
+}
+
+/// For each lock key, the steps that can change a lease on it, in history order: the commands
+/// carrying the key among their arguments, its expiries, and every stop and clock jump (a fault
+/// matters to whichever copy its node holds). A grant's walk reads only these: reading every step
+/// read, at many masters, the other clients' commands on every master too.
+#[derive(Debug, Clone, Default)]
+struct Touching {
+    keys: Needles,
+    /// Per key (its [`Needles`] position).
+    lists: Vec<Vec<KeyStep>>,
+    /// For each stop, when its node served its first command after it (of any key, on any
+    /// connection): a copy left in doubt by the stop was lost no later than that.
+    up_again_us: Vec<Option<u64>>,
+    /// The effect of each distinct script text.
+    scripts: Vec<ScriptEffect>,
+}
+
+impl Touching {
+    /// The steps that can matter to leases on `keys`.
+    fn of(steps: &[Step<'_>], nodes: &NodeTable<'_>, keys: Needles) -> Self {
+        let mut lists: Vec<Vec<KeyStep>> = vec![Vec::new(); keys.len()];
+        let mut up_again_us = Vec::new();
+        let (mut memo, mut scripts) = (BTreeMap::new(), Vec::new());
+        // The stops of each node whose first command after them is yet to come.
+        let mut awaiting: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+        for (i, step) in steps.iter().enumerate() {
+            let index = u32::try_from(i).expect("fewer than 2^32 events");
+            match step.kind {
+                StepKind::Command { args, .. } => {
+                    for stop in awaiting[nodes.of_step(i)].drain(..) {
+                        up_again_us[stop] = Some(step.event.at_us);
+                    }
+                    let mut name = None;
+                    for arg in args.iter().skip(1) {
+                        let Some(key) = keys.find(arg) else {
+                            continue;
+                        };
+                        if lists[key].last().is_some_and(|last| last.step() == i) {
+                            continue;
+                        }
+                        let name = *name.get_or_insert_with(|| CommandName::read(args, &mut memo, &mut scripts));
+                        lists[key].push(KeyStep {
+                            step: index,
+                            touch: Touch::Command(name),
+                        });
+                    }
+                }
+                StepKind::Expired(expiry) => {
+                    if let Some(key) = keys.find(expiry.key) {
+                        lists[key].push(KeyStep {
+                            step: index,
+                            touch: Touch::Expired,
+                        });
+                    }
+                }
+                StepKind::Fault(fault) => {
+                    let touch = match fault {
+                        Fault::Crash { .. } | Fault::PowerLoss { .. } | Fault::Shutdown { .. } => {
+                            let stop = up_again_us.len();
+                            up_again_us.push(None);
+                            awaiting[nodes.of_step(i)].push(stop);
+                            Touch::Stop(u32::try_from(stop).expect("fewer than 2^32 stops"))
+                        }
+                        Fault::ClockJump { .. } => Touch::ClockJump,
+                        _ => continue,
+                    };
+                    for list in &mut lists {
+                        list.push(KeyStep { step: index, touch });
+                    }
+                }
+                _ => {}
+            }
+        }
+        Touching {
+            keys,
+            lists,
+            up_again_us,
+            scripts,
+        }
+    }
+}
+
+/// The requests of the grants at the masters: command steps on client connections whose
+/// arguments carry a grant's value (for each of `values`, (step index, succeeded), in history
+/// order).
+fn requests_by_value(history: &OpHistory<'_>, values: &Needles) -> Vec<Vec<(usize, bool)>> {
+    let mut by_value: Vec<Vec<(usize, bool)>> = vec![Vec::new(); values.len()];
     for (i, step) in history.steps().iter().enumerate() {
         let StepKind::Command { conn, args, reply, .. } = step.kind else {
             continue;
@@ -393,50 +749,67 @@ fn requests_by_value<'a>(history: &'a OpHistory<'_>) -> BTreeMap<&'a str, Vec<(u
         if conn == 0 {
             continue;
         }
-        for arg in args.iter().skip(1) {
-            if let Some(list) = by_value.get_mut(arg.as_str()) {
-                list.push((i, reply_succeeded(reply)));
-                break;
-            }
+        if let Some(value) = args.iter().skip(1).find_map(|arg| values.find(arg)) {
+            by_value[value].push((i, reply_succeeded(reply)));
         }
     }
     by_value
 }
 
-/// Sets every hold's [`Hold::master_grant`].
+/// Reads the history's [`LeaseIndex`], and sets every hold's [`Hold::master_grant`].
 pub(crate) fn find_master_grants(history: &mut OpHistory<'_>) {
-    let by_value = requests_by_value(history);
-    let mut grants = Vec::with_capacity(history.holds.len());
-    for hold in &history.holds {
-        let since = hold
-            .acquire
-            .map_or(0, |op| history.steps[history.operations[op].invoke].event.seq);
-        let requests = by_value
-            .get(hold.grant.value.as_str())
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        // Sets for membership: a grant reaches every master, so lists made this quadratic in them.
-        let mut reached: BTreeSet<&str> = BTreeSet::new();
-        let mut succeeded: Vec<&Event> = Vec::new();
-        let mut succeeded_on: BTreeSet<&str> = BTreeSet::new();
-        for &(i, ok) in requests {
-            let step = &history.steps[i];
-            let seq = step.event.seq;
-            let carries_key = matches!(step.kind, StepKind::Command { args, .. } if args.contains(&hold.grant.key));
-            if seq <= since || seq >= hold.granted.seq || !carries_key {
-                continue;
-            }
-            let node = step.event.node.as_str();
-            reached.insert(node);
-            if ok && succeeded_on.insert(node) {
-                succeeded.push(step.event);
-            }
-        }
-        grants.push(succeeded.get(majority(reached.len()) - 1).copied());
-    }
+    let nodes = NodeTable::of(&history.steps);
+    let keys = Needles::new(history.holds.iter().map(|hold| hold.grant.key.clone()));
+    let touching = Touching::of(&history.steps, &nodes, keys);
+    history.lease_index = LeaseIndex { nodes, touching };
+    let grants = master_grants(history);
     for (hold, grant) in history.holds.iter_mut().zip(grants) {
         hold.master_grant = grant;
     }
+}
+
+/// Each hold's [`Hold::master_grant`].
+fn master_grants<'h>(history: &OpHistory<'h>) -> Vec<Option<&'h Event>> {
+    let nodes = &history.lease_index.nodes;
+    let values = Needles::new(history.holds.iter().map(|hold| hold.grant.value.clone()));
+    let by_value = requests_by_value(history, &values);
+    // Which grant last counted each node as reached, and as succeeded (its index + 1): sets
+    // by node index, reused from grant to grant.
+    let mut reached_by = vec![0usize; nodes.len()];
+    let mut succeeded_by = vec![0usize; nodes.len()];
+    let mut grants = Vec::with_capacity(history.holds.len());
+    for (h, hold) in history.holds.iter().enumerate() {
+        let mark = h + 1;
+        let since = hold
+            .acquire
+            .map_or(0, |op| history.steps[history.operations[op].invoke].event.seq);
+        let requests = values.find(&hold.grant.value).map_or(&[][..], |v| &by_value[v]);
+        // Requests are in history order: those of this acquire are one stretch of them.
+        let first = requests.partition_point(|&(i, _)| history.steps[i].event.seq <= since);
+        let mut reached = 0usize;
+        let mut succeeded: Vec<&Event> = Vec::new();
+        for &(i, ok) in &requests[first..] {
+            let step = &history.steps[i];
+            if step.event.seq >= hold.granted.seq {
+                break;
+            }
+            let carries_key = matches!(step.kind, StepKind::Command { args, .. } if args.contains(&hold.grant.key));
+            if !carries_key {
+                continue;
+            }
+            let node = nodes.of_step(i);
+            if reached_by[node] != mark {
+                reached_by[node] = mark;
+                reached += 1;
+            }
+            if ok && succeeded_by[node] != mark {
+                succeeded_by[node] = mark;
+                succeeded.push(step.event);
+            }
+        }
+        grants.push(succeeded.get(majority(reached) - 1).copied());
+    }
+    grants
 }
 
 /// How the lease on one master ended.
@@ -619,30 +992,46 @@ fn called_commands(text: &str) -> Vec<&str> {
 /// Whether the grant's lock answers nil when an acquisition script took the lock (see the
 /// [module](self) docs): over its acquire (`since` to the grant), the last script on each master
 /// that carried the grant and may create it answered nil more often than it answered a
-/// conventional success.
-fn nil_acquires(history: &OpHistory<'_>, hold: &Hold<'_>, since: u64, ident: Ident<'_>) -> bool {
+/// conventional success. `touching` lists the steps that can matter to the grant's key.
+fn nil_acquires(
+    history: &OpHistory<'_>,
+    touching: (&Touching, &[KeyStep]),
+    hold: &Hold<'_>,
+    since: u64,
+    ident: Ident<'_>,
+) -> bool {
+    let (touching, list) = touching;
+    let (steps, nodes) = (history.steps(), &history.lease_index.nodes);
     let key = hold.grant.key.as_str();
-    let mut last: BTreeMap<&str, &str> = BTreeMap::new();
-    for step in history
-        .steps()
-        .iter()
-        .filter(|s| s.event.seq > since && s.event.seq < hold.granted.seq)
-    {
+    // Each node's last such reply, by node index (allocated at the first one).
+    let mut last: Vec<Option<&str>> = Vec::new();
+    let first = list.partition_point(|ks| steps[ks.step()].event.seq <= since);
+    for ks in &list[first..] {
+        let step = &steps[ks.step()];
+        if step.event.seq >= hold.granted.seq {
+            break;
+        }
+        // Every script carrying the key after its name is listed: an `EVAL` on the key is one.
+        let Touch::Command(CommandName::Eval(script)) = ks.touch else {
+            continue;
+        };
         let StepKind::Command { conn, args, reply, .. } = step.kind else {
             continue;
         };
-        let is_eval = args.first().is_some_and(|a| a.eq_ignore_ascii_case("EVAL"));
-        if conn == 0 || !is_eval || args.len() < 2 {
+        if conn == 0 || args.len() < 2 {
             continue;
         }
         let on_key = args.iter().skip(2).any(|a| a == key);
         let carries = args.iter().skip(2).any(|a| ident.matches(a));
-        if on_key && carries && ScriptEffect::read(&args[1]).acquires() {
-            last.insert(step.event.node.as_str(), reply);
+        if on_key && carries && touching.scripts[script as usize].acquires() {
+            if last.is_empty() {
+                last = vec![None; nodes.len()];
+            }
+            last[nodes.of_step(ks.step())] = Some(reply);
         }
     }
-    let nil = last.values().filter(|r| **r == "(nil)").count();
-    let conventional = last.values().filter(|r| reply_succeeded(r)).count();
+    let nil = last.iter().flatten().filter(|r| **r == "(nil)").count();
+    let conventional = last.iter().flatten().filter(|r| reply_succeeded(r)).count();
     nil > conventional
 }
 
@@ -659,6 +1048,44 @@ fn set_ttl_ms(args: &[String]) -> Option<i64> {
     })
 }
 
+/// Each master's copy of a grant, by node index (a map keyed by name cost a string comparison
+/// per look-up, on every step of the walk).
+struct Copies<'h> {
+    /// Each node's position in `copies` (`u32::MAX`: none).
+    slot: Vec<u32>,
+    copies: Vec<(usize, Copy<'h>)>,
+}
+
+impl<'h> Copies<'h> {
+    fn new(nodes: usize) -> Self {
+        Copies {
+            slot: vec![u32::MAX; nodes],
+            copies: Vec::new(),
+        }
+    }
+
+    fn get(&self, node: usize) -> Option<&Copy<'h>> {
+        let slot = *self.slot.get(node)?;
+        self.copies.get(slot as usize).map(|(_, copy)| copy)
+    }
+
+    fn get_mut(&mut self, node: usize) -> Option<&mut Copy<'h>> {
+        let slot = *self.slot.get(node)?;
+        self.copies.get_mut(slot as usize).map(|(_, copy)| copy)
+    }
+
+    /// Puts `copy` on `node`, in place of the one it had.
+    fn insert(&mut self, node: usize, copy: Copy<'h>) {
+        match self.get_mut(node) {
+            Some(old) => *old = copy,
+            None => {
+                self.slot[node] = u32::try_from(self.copies.len()).expect("fewer than 2^32 copies");
+                self.copies.push((node, copy));
+            }
+        }
+    }
+}
+
 /// The lease of `hold` on the masters; see the [module](self) docs. `clocks` are the history's
 /// ([`ClockTracks::of`]).
 ///
@@ -673,55 +1100,62 @@ pub fn lease<'h>(
 ) -> Lease<'h> {
     let (key, value) = (hold.grant.key.as_str(), hold.grant.value.as_str());
     let ident = Ident(value);
+    let (steps, nodes) = (history.steps(), &history.lease_index.nodes);
+    // The steps that can matter to a lease on the key (read anew for a hold of another history).
+    let own = &history.lease_index.touching;
+    let other;
+    let (touching, list) = match own.keys.find(key) {
+        Some(k) => (own, own.lists[k].as_slice()),
+        None => {
+            other = Touching::of(steps, nodes, Needles::new([key.to_string()]));
+            (&other, other.lists[0].as_slice())
+        }
+    };
     let since = hold
         .acquire
-        .map_or(0, |op| history.steps()[history.operations()[op].invoke].event.seq);
-    let nil_success = nil_acquires(history, hold, since, ident);
-    let mut reached: BTreeSet<&'h str> = BTreeSet::new();
-    let mut copies: BTreeMap<&'h str, Copy<'h>> = BTreeMap::new();
+        .map_or(0, |op| steps[history.operations()[op].invoke].event.seq);
+    let nil_success = nil_acquires(history, (touching, list), hold, since, ident);
+    // The masters reached, by node index, and how many.
+    let mut reached = vec![false; nodes.len()];
+    let mut reached_count = 0usize;
+    let mut copies = Copies::new(nodes.len());
     // Copies whose lease has not ended yet. Once the grant is given (no copy is made after it)
     // and none is left, nothing later can change the lease: the walk stops there instead of
     // reading the rest of the history for every grant.
     let mut open = 0usize;
-    let natural = |node: &'h str, copy: &Copy<'h>| match copy.expiry_ms {
+    let natural = |node: usize, copy: &Copy<'h>| match copy.expiry_ms {
         // The latest instant the master's clock can have reached the expiry: a lock is only
         // charged with a lie the readings prove.
         Some(ms) => clocks
-            .node(node)
-            .true_us_range(ms)
+            .true_us_range(nodes.name(node), ms)
             .map_or(LeaseEnd::NotBefore(copy.since_us), |(_, latest_us)| {
                 LeaseEnd::At(latest_us, None)
             }),
         None => LeaseEnd::NotBefore(copy.since_us),
     };
-    for step in history.steps().iter().filter(|s| s.event.seq > since) {
+    let first = list.partition_point(|ks| steps[ks.step()].event.seq <= since);
+    for ks in &list[first..] {
+        let step = &steps[ks.step()];
         let event = step.event;
         if open == 0 && event.seq >= hold.granted.seq {
             break;
         }
-        let node = event.node.as_str();
-        match &step.kind {
-            &StepKind::Command { conn, args, reply, .. } => {
-                if let Some(copy) = copies.get_mut(node).filter(|c| c.end.is_none() && c.doubt_us.is_some()) {
-                    copy.up_again_us.get_or_insert(event.at_us);
-                }
-                if args.len() < 2 || !args.iter().skip(1).any(|a| a == key) {
-                    continue;
-                }
-                let name = args[0].to_ascii_uppercase();
+        let node = nodes.of_step(ks.step());
+        match (&step.kind, ks.touch) {
+            (&StepKind::Command { conn, args, reply, .. }, Touch::Command(name)) => {
                 let carries = args.iter().skip(1).any(|a| ident.matches(a));
                 let ok = reply_succeeded(reply);
                 let before_grant = event.seq < hold.granted.seq;
-                if carries && conn != 0 && before_grant {
-                    reached.insert(node);
+                if carries && conn != 0 && before_grant && !std::mem::replace(&mut reached[node], true) {
+                    reached_count += 1;
                 }
                 let held = copies.get(node).is_some_and(|c| c.end.is_none());
                 let own_value = args.get(2).is_some_and(|v| v == value);
                 // A hash command on the lock key naming the grant's field.
                 let own_field = args[1] == key && args.get(2).is_some_and(|f| ident.matches(f));
                 let acquires = ok && before_grant && !held;
-                match name.as_str() {
-                    "SET" if own_value && acquires => {
+                match name {
+                    CommandName::Set if own_value && acquires => {
                         open += 1;
                         copies.insert(
                             node,
@@ -735,24 +1169,26 @@ pub fn lease<'h>(
                     // A renewal by `SET key <own value> XX PX ttl` (or any successful SET of the
                     // grant's value on a key holding it): the TTL is the new one. `KEEPTTL`
                     // keeps it; neither leaves the key without one.
-                    "SET" if own_value && ok && held && !args.iter().any(|a| a.eq_ignore_ascii_case("KEEPTTL")) => {
+                    CommandName::Set
+                        if own_value && ok && held && !args.iter().any(|a| a.eq_ignore_ascii_case("KEEPTTL")) =>
+                    {
                         let expiry_ms = set_ttl_ms(args).map(|ttl| event.monotonic_ms + ttl);
                         copies.get_mut(node).expect("held").expiry_ms = expiry_ms;
                     }
                     // Our own value again without effect (a refused `SET NX` retry, a `KEEPTTL`), or
                     // on a key that no longer holds the grant (a re-creation revives no lease).
-                    "SET" if own_value => {}
-                    "SET" | "GETSET" | "SETNX" if ok && held => {
+                    CommandName::Set if own_value => {}
+                    CommandName::Set | CommandName::GetSet | CommandName::SetNx if ok && held => {
                         // Another value: ours was gone by then. After a crash it was lost with
                         // the process, but nobody could take the key before the master ran
                         // again: the lease lasted until then (or its expiry, if earlier).
                         let copy = copies.get(node).expect("held");
-                        let end = match (copy.up_again_us, natural(node, copy)) {
-                            (Some(up_us), LeaseEnd::At(expiry_us, _)) if expiry_us < up_us => {
-                                LeaseEnd::At(expiry_us, None)
-                            }
-                            (Some(up_us), _) => LeaseEnd::At(up_us, Some(event)),
-                            (None, _) => LeaseEnd::At(event.at_us, Some(event)),
+                        let end = match copy.up_again_us {
+                            Some(up_us) => match natural(node, copy) {
+                                LeaseEnd::At(expiry_us, _) if expiry_us < up_us => LeaseEnd::At(expiry_us, None),
+                                _ => LeaseEnd::At(up_us, Some(event)),
+                            },
+                            None => LeaseEnd::At(event.at_us, Some(event)),
                         };
                         copies.get_mut(node).expect("held").end = Some(end);
                         open -= 1;
@@ -760,12 +1196,8 @@ pub fn lease<'h>(
                     // A hash lock's acquisition by plain commands: the field is written (an
                     // existing field of the grant's name is the grant's too); a `PEXPIRE`
                     // gives it its TTL.
-                    name if HASH_WRITES.contains(&name)
-                        && own_field
-                        && !reply.starts_with('-')
-                        && before_grant
-                        && !held
-                        && conn != 0 =>
+                    CommandName::HashWrite
+                        if own_field && !reply.starts_with('-') && before_grant && !held && conn != 0 =>
                     {
                         open += 1;
                         copies.insert(
@@ -776,18 +1208,24 @@ pub fn lease<'h>(
                             },
                         );
                     }
-                    "PEXPIRE" | "EXPIRE" if ok && held => {
+                    CommandName::PExpire | CommandName::Expire if ok && held => {
                         let n: Option<i64> = args.get(2).and_then(|a| a.parse().ok());
-                        let ms = if name == "EXPIRE" { n.map(|s| s * 1_000) } else { n };
+                        let ms = if name == CommandName::Expire {
+                            n.map(|s| s * 1_000)
+                        } else {
+                            n
+                        };
                         if let Some(copy) = copies.get_mut(node) {
                             copy.expiry_ms = ms.map(|ms| event.monotonic_ms + ms);
                         }
                     }
-                    "PERSIST" if ok && held => {
+                    CommandName::Persist if ok && held => {
                         copies.get_mut(node).expect("held").expiry_ms = None;
                     }
                     // The key deleted, or the grant's field of a hash lock.
-                    "DEL" | "UNLINK" | "GETDEL" | "HDEL" if ok && held && (name != "HDEL" || own_field) => {
+                    CommandName::Del | CommandName::Unlink | CommandName::GetDel | CommandName::HDel
+                        if ok && held && (name != CommandName::HDel || own_field) =>
+                    {
                         let own = event.seq >= hold.end_seq() && hold.given_up();
                         let copy = copies.get(node).expect("held");
                         let end = if own {
@@ -798,8 +1236,8 @@ pub fn lease<'h>(
                         copies.get_mut(node).expect("held").end = Some(end);
                         open -= 1;
                     }
-                    "EVAL" if carries => {
-                        let script = ScriptEffect::read(&args[1]);
+                    CommandName::Eval(script) if carries => {
+                        let script = touching.scripts[script as usize];
                         // Whether the script's writing branch ran (see the module docs).
                         let took_effect = if nil_success && before_grant && script.acquires() {
                             reply == "(nil)"
@@ -847,21 +1285,26 @@ pub fn lease<'h>(
                     _ => {}
                 }
             }
-            StepKind::Expired(expiry) if expiry.key == key => {
+            (StepKind::Expired(_), Touch::Expired) => {
                 if let Some(copy) = copies.get_mut(node).filter(|c| c.end.is_none()) {
                     copy.end = Some(LeaseEnd::At(event.at_us, Some(event)));
                     open -= 1;
                 }
             }
-            StepKind::Fault(fault) => {
+            (StepKind::Fault(fault), touch) => {
                 let Some(copy) = copies.get_mut(node).filter(|c| c.end.is_none()) else {
                     continue;
                 };
-                match fault {
-                    Fault::Crash { .. } | Fault::PowerLoss { .. } | Fault::Shutdown { .. } => {
-                        copy.doubt_us.get_or_insert(event.at_us);
+                match (fault, touch) {
+                    // The first stop while held leaves the copy in doubt; the first command
+                    // the master served after it says it was running again by then.
+                    (Fault::Crash { .. } | Fault::PowerLoss { .. } | Fault::Shutdown { .. }, Touch::Stop(stop))
+                        if copy.doubt_us.is_none() =>
+                    {
+                        copy.doubt_us = Some(event.at_us);
+                        copy.up_again_us = touching.up_again_us[stop as usize];
                     }
-                    Fault::ClockJump { delta_ms, .. } => {
+                    (Fault::ClockJump { delta_ms, .. }, _) => {
                         if let Some(expiry) = copy.expiry_ms.as_mut() {
                             *expiry -= *delta_ms;
                         }
@@ -872,7 +1315,10 @@ pub fn lease<'h>(
             _ => {}
         }
     }
+    // In node name order, as the copies were always listed.
+    copies.copies.sort_unstable_by_key(|&(node, _)| nodes.rank[node]);
     let mut held: Vec<(&'h str, u64, LeaseEnd<'h>)> = copies
+        .copies
         .into_iter()
         .map(|(node, copy)| {
             let end = match (copy.end, copy.doubt_us) {
@@ -880,12 +1326,19 @@ pub fn lease<'h>(
                 (None, Some(doubt)) => LeaseEnd::NotBefore(doubt),
                 (None, None) => natural(node, &copy),
             };
-            (node, copy.since_us, end)
+            (nodes.name(node), copy.since_us, end)
         })
         .collect();
     let granted_us = hold.granted.at_us;
+    // Servers the history does not name (downtimes read from another history).
+    let mut unnamed: BTreeSet<&'h str> = BTreeSet::new();
     for (node, up_us) in downtimes.down_at(granted_us) {
-        if reached.insert(node) {
+        let newly_reached = match nodes.id(node) {
+            Some(id) => !std::mem::replace(&mut reached[id], true),
+            None => unnamed.insert(node),
+        };
+        if newly_reached {
+            reached_count += 1;
             let end = match up_us {
                 Some(up_us) => LeaseEnd::At(up_us, None),
                 None => LeaseEnd::NotBefore(downtimes.end_us.max(granted_us)),
@@ -894,7 +1347,7 @@ pub fn lease<'h>(
         }
     }
     Lease {
-        reached: reached.len(),
+        reached: reached_count,
         held,
     }
 }

@@ -220,6 +220,8 @@ pub struct OpHistory<'h> {
     holds: Vec<Hold<'h>>,
     writes: Vec<WriteRecord<'h>>,
     anomalies: Vec<Anomaly>,
+    /// What the lease reader needs, read once ([`lease::find_master_grants`]).
+    lease_index: lease::LeaseIndex<'h>,
 }
 
 /// A process's write invoke, kept for attribution.
@@ -476,6 +478,7 @@ impl<'h> OpHistory<'h> {
                 holds: Vec::new(),
                 writes: Vec::new(),
                 anomalies: Vec::new(),
+                lease_index: lease::LeaseIndex::default(),
             },
             open_ops: BTreeMap::new(),
             open_holds: BTreeMap::new(),

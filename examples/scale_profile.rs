@@ -1,7 +1,7 @@
 //! Runs one node-scaling world of `lockstep bench` (see `lockstep::bench::scaling_world`) and
 //! prints its cost per history event, to profile it:
 //! `cargo run --release --example scale_profile -- clients 200` (`masters` for the Redlock
-//! world; `kleppmann` runs Kleppmann's pause N times).
+//! world; `kleppmann` runs Kleppmann's pause N times, `standard` the bench's standard Redlock world).
 use lockstep::bench::{scaling_shapes, scaling_world, world_cost};
 
 // The allocator of the `lockstep` binary, so that the figures match `lockstep bench`.
@@ -24,6 +24,22 @@ fn main() -> anyhow::Result<()> {
             cheapest_us = cheapest_us.min(world_cost(&scenario)?.wall_us);
         }
         println!("kleppmann: cheapest of {runs} runs {:.2} ms", cheapest_us / 1e3);
+        return Ok(());
+    }
+    if shape == "standard" {
+        // The bench's standard Redlock world (its floor line), run `nodes` times (default 200).
+        let mut scenario = lockstep::explore::standard_template(
+            lockstep::model::Algorithm::Redlock,
+            lockstep::model::Fencing::Incr,
+            lockstep_sim::FencingMode::Fenced,
+            1,
+        )?;
+        scenario.workload.until_ms = Some(scenario.duration_ms);
+        let mut cheapest_us = f64::INFINITY;
+        for _ in 0..nodes {
+            cheapest_us = cheapest_us.min(world_cost(&scenario)?.wall_us);
+        }
+        println!("standard: cheapest of {nodes} runs {:.2} ms", cheapest_us / 1e3);
         return Ok(());
     }
     let ((m1, c1), (m2, c2)) = scaling_shapes(nodes);

@@ -342,15 +342,23 @@ impl History {
 
     /// SHA-256 over every event's canonical JSON plus `\n`, as lowercase hex.
     pub fn digest(&self) -> String {
-        // Each event's canonical JSON is written straight into the hasher: the same bytes as
-        // `canonical_json`, without a string per event.
-        let mut hasher = HashWriter(Sha256::new());
+        // Each event's canonical JSON line is written into one reused buffer, handed to the
+        // hasher a block at a time: the same bytes as `canonical_json` and a newline per event,
+        // without a string per event or a hasher call per JSON token.
+        const BLOCK_BYTES: usize = 64 * 1024;
+        let mut hasher = Sha256::new();
+        let mut block = Vec::with_capacity(BLOCK_BYTES + 4 * 1024);
         for event in &self.events {
-            // Serialising plain data with string keys into a hasher cannot fail.
-            let _ = serde_json::to_writer(&mut hasher, event);
-            hasher.0.update(b"\n");
+            // Serialising plain data with string keys into a vector cannot fail.
+            let _ = serde_json::to_writer(&mut block, event);
+            block.push(b'\n');
+            if block.len() >= BLOCK_BYTES {
+                hasher.update(&block);
+                block.clear();
+            }
         }
-        hex::encode(hasher.0.finalize())
+        hasher.update(&block);
+        hex::encode(hasher.finalize())
     }
 
     /// The first position where two histories differ, with both events (`None` on that side when
@@ -361,20 +369,6 @@ impl History {
             let (a, b) = (self.events.get(i), other.events.get(i));
             (a != b).then_some((i, a, b))
         })
-    }
-}
-
-/// A SHA-256 hasher as an [`std::io::Write`], for serialising into it.
-struct HashWriter(Sha256);
-
-impl std::io::Write for HashWriter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.update(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 

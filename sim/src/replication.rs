@@ -282,6 +282,14 @@ impl Replication {
     /// `node`'s role for the command it runs: [`Self::is_master`] and [`Self::has_replicas`] in
     /// one look-up of its group (a server asks at every command).
     pub(crate) fn member_role(&self, node: &str) -> MemberRole {
+        // Without any replica in the world every server is a master of its own (the common case,
+        // and a world of many masters would otherwise pay two look-ups by name per command).
+        if self.replicated.is_empty() {
+            return MemberRole {
+                is_master: true,
+                has_replicas: false,
+            };
+        }
         match self.group_of(node) {
             None => MemberRole {
                 is_master: true,

@@ -86,16 +86,23 @@ pub fn recorded_traffic(
     Ok((world.config().clone(), world.take_wire_record()))
 }
 
-/// The floor: `scenario`'s world (the simulation and its checkers, [`run_scenario`]) against its
-/// recorded traffic replayed by the bare network ([`floor`]), CPU time, the cheapest of five
-/// runs each, alternating.
+/// The floor: `scenario`'s world (the simulation and its checkers, [`run_scenario`]; and the
+/// simulation alone) against its recorded traffic replayed by the bare network ([`floor`]), CPU
+/// time, the cheapest of five runs each, alternating.
 fn floor_line(scenario: &Scenario) -> anyhow::Result<String> {
     let (config, record) = recorded_traffic(scenario, 0)?;
-    let (mut world_us, mut floor_us) = (f64::INFINITY, f64::INFINITY);
+    let (mut world_us, mut simulation_us, mut floor_us) = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
+    let spec = scenario.lock.clone();
+    let factory: crate::run::LockFactory = std::rc::Rc::new(move |env| crate::lock::build(&spec, env));
     for _ in 0..5 {
         let start = Stopwatch::start();
         run_scenario(scenario, Some(0))?;
         world_us = world_us.min(start.elapsed_us());
+        // The same world without its analysis (typed history, checkers, digest), to tell the
+        // simulation's share.
+        let start = Stopwatch::start();
+        std::hint::black_box(crate::run::history_with_lock(scenario, Some(0), factory.clone())?);
+        simulation_us = simulation_us.min(start.elapsed_us());
         let start = Stopwatch::start();
         floor::replay(config.clone(), &record)?;
         floor_us = floor_us.min(start.elapsed_us());
@@ -106,11 +113,14 @@ fn floor_line(scenario: &Scenario) -> anyhow::Result<String> {
         .count();
     Ok(format!(
         "  floor: the standard Redlock world's {data} data segments ({} in all) routed again by the bare network, \
-         nothing behind them: {:.2} ms CPU, against {:.2} ms for the world with its checkers: {:.2}x\n",
+         nothing behind them: {:.2} ms CPU, against {:.2} ms for the world with its checkers: {:.2}x \
+         (the simulation alone {:.2} ms, {:.2}x)\n",
         record.len(),
         floor_us / 1e3,
         world_us / 1e3,
         world_us / floor_us.max(1e-9),
+        simulation_us / 1e3,
+        simulation_us / floor_us.max(1e-9),
     ))
 }
 

@@ -11,7 +11,7 @@
 //! grant bars are its holds.
 
 use crate::checker::{CheckerName, Verdict};
-use crate::history::lease::ClockTrack;
+use crate::history::lease::ClockTracks;
 use crate::history::{OpHistory, OpName, StepKind};
 use crate::model::units::short_value as short;
 use crate::run::ScenarioRun;
@@ -253,7 +253,8 @@ impl TimelineData {
         };
         // Grants of clients with a lane, labelled by token or by their number among them.
         let mut grant_count = 0u64;
-        let mut clocks: BTreeMap<&str, ClockTrack> = BTreeMap::new();
+        // Every node's clock, read in one pass over the history the first time a grant needs one.
+        let mut clocks: Option<ClockTracks> = None;
         let mut by_value: BTreeMap<&str, (usize, String)> = BTreeMap::new();
         for hold in history.holds() {
             let Some(lane) = lane_of(hold.process) else { continue };
@@ -264,10 +265,10 @@ impl TimelineData {
                 None => format!("grant {grant_count}"),
             };
             let believed_until_us = hold.beliefs.last().and_then(|belief| {
-                let clock = clocks
-                    .entry(hold.process)
-                    .or_insert_with(|| ClockTrack::of(history, hold.process));
-                clock.true_us_at(belief.believed_until_monotonic_ms())
+                clocks
+                    .get_or_insert_with(|| ClockTracks::of(history))
+                    .node(hold.process)
+                    .true_us_at(belief.believed_until_monotonic_ms())
             });
             by_value.insert(hold.grant.value.as_str(), (lane, label.clone()));
             data.grants.push(GrantBar {

@@ -1,7 +1,7 @@
 //! Runs one node-scaling world of `lockstep bench` (see `lockstep::bench::scaling_world`) and
 //! prints its cost per history event, to profile it:
-//! `cargo run --release --example scale_profile -- clients 200` (`masters` for the Redlock
-//! world; `kleppmann` runs Kleppmann's pause N times, `standard` the bench's standard Redlock world).
+//! `cargo run --release --example scale_profile -- clients 200 [runs]` (`masters` for the
+//! Redlock world; `kleppmann` runs Kleppmann's pause N times, `standard` the bench's standard Redlock world).
 use lockstep::bench::{scaling_shapes, scaling_world, world_cost};
 
 // The allocator of the `lockstep` binary, so that the figures match `lockstep bench`.
@@ -47,12 +47,16 @@ fn main() -> anyhow::Result<()> {
         "masters" => scaling_world("redlock", m2, c2, 1)?,
         _ => scaling_world("token-release", m1, c1, 1)?,
     };
-    let cost = world_cost(&scenario)?;
-    println!(
-        "{shape} {nodes}: {} events, {:.1} µs/event (analysis {:.1})",
-        cost.events,
-        cost.per_event_us(),
-        cost.analysis_us / cost.events as f64
-    );
+    // Optionally several runs in one process (as the bench does), each printed.
+    let runs: usize = args.get(3).map_or(Ok(1), |n| n.parse())?;
+    for _ in 0..runs {
+        let cost = world_cost(&scenario)?;
+        println!(
+            "{shape} {nodes}: {} events, {:.1} µs/event (analysis {:.1})",
+            cost.events,
+            cost.per_event_us(),
+            cost.analysis_us / cost.events as f64
+        );
+    }
     Ok(())
 }

@@ -520,6 +520,33 @@ impl Replication {
 mod tests {
     use super::*;
 
+    /// [`Replication::member_role`] (with its shortcut for a world without replicas) says what
+    /// [`Replication::is_master`] and [`Replication::has_replicas`] say, before and after a
+    /// promotion.
+    #[test]
+    fn a_members_role_is_what_its_group_says() {
+        let agree = |repl: &Replication, node: &str| {
+            let role = repl.member_role(node);
+            assert_eq!(role.is_master, repl.is_master(node), "{node}");
+            assert_eq!(role.has_replicas, repl.has_replicas(node), "{node}");
+            role
+        };
+        let mut repl = Replication::default();
+        repl.add_group("redis-1", &[], 0, None);
+        repl.add_group("redis-2", &[], 0, None);
+        for node in ["redis-1", "redis-2", "elsewhere"] {
+            assert!(agree(&repl, node).is_master);
+        }
+        repl.add_group("redis-3", &["redis-3r".to_string()], 0, Some(1_000));
+        assert!(agree(&repl, "redis-1").is_master);
+        assert!(agree(&repl, "redis-3").has_replicas);
+        assert!(!agree(&repl, "redis-3r").is_master);
+        repl.promote("redis-3", &|_| true).expect("a replica to promote");
+        assert!(!agree(&repl, "redis-3").is_master);
+        let promoted = agree(&repl, "redis-3r");
+        assert!(promoted.is_master && promoted.has_replicas);
+    }
+
     #[test]
     fn a_hash_replicates_as_del_hset_pexpireat() {
         let b = |s: &str| Bytes::copy_from_slice(s.as_bytes());

@@ -75,12 +75,7 @@ pub fn recorded_traffic(
     scenario: &Scenario,
     seed: u64,
 ) -> anyhow::Result<(lockstep_sim::WorldConfig, Vec<lockstep_sim::SentSegment>)> {
-    let spec = scenario.lock.clone();
-    let (mut world, _) = crate::run::scenario_world(
-        scenario,
-        Some(seed),
-        std::rc::Rc::new(move |env| crate::lock::build(&spec, env)),
-    )?;
+    let (mut world, _) = crate::run::scenario_world(scenario, Some(seed), crate::run::builtin_lock(scenario))?;
     world.record_wire();
     world.run(&scenario.faults)?;
     Ok((world.config().clone(), world.take_wire_record()))
@@ -92,8 +87,7 @@ pub fn recorded_traffic(
 fn floor_line(scenario: &Scenario) -> anyhow::Result<String> {
     let (config, record) = recorded_traffic(scenario, 0)?;
     let (mut world_us, mut simulation_us, mut floor_us) = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
-    let spec = scenario.lock.clone();
-    let factory: crate::run::LockFactory = std::rc::Rc::new(move |env| crate::lock::build(&spec, env));
+    let factory = crate::run::builtin_lock(scenario);
     for _ in 0..5 {
         let start = Stopwatch::start();
         run_scenario(scenario, Some(0))?;

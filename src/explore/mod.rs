@@ -277,10 +277,7 @@ pub fn run_guarded(scenario: &Scenario, factory: Option<&LockFactory>) -> Result
 /// with the built-in algorithm it names or with `factory`'s lock, under the panic guard.
 pub(crate) fn history_guarded(scenario: &Scenario, factory: Option<&LockFactory>) -> Result<History, String> {
     guarded(|| {
-        let factory = factory.cloned().unwrap_or_else(|| {
-            let spec = scenario.lock.clone();
-            std::rc::Rc::new(move |env| crate::lock::build(&spec, env))
-        });
+        let factory = factory.cloned().unwrap_or_else(|| crate::run::builtin_lock(scenario));
         crate::run::history_with_lock(scenario, None, factory).map_err(|e| e.to_string())
     })
 }

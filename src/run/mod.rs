@@ -111,8 +111,13 @@ impl ScenarioRun {
 
 /// Runs `scenario` with the built-in algorithm it names. `seed` overrides the file's seed.
 pub fn run_scenario(scenario: &Scenario, seed: Option<u64>) -> Result<ScenarioRun, WorldError> {
+    run_with_lock(scenario, seed, builtin_lock(scenario))
+}
+
+/// The factory of the built-in lock `scenario` names (its `[lock]` settings).
+pub fn builtin_lock(scenario: &Scenario) -> LockFactory {
     let spec = scenario.lock.clone();
-    run_with_lock(scenario, seed, Rc::new(move |env| lock::build(&spec, env)))
+    Rc::new(move |env| lock::build(&spec, env))
 }
 
 /// What a build without `--cfg tokio_unstable` is told (see [`require_tokio_unstable`]).

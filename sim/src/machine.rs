@@ -16,7 +16,10 @@
 //! nothing here visits every node or every link, so a world of 200 nodes costs per event what a
 //! world of 3 does: the clients' main futures are only looked at after one of them has ended
 //! (each counts its own end), not at every step. A jump ([`Machines::jump`]) moves the paused clock without running any task:
-//! the world has worked out that none would run.
+//! the world has worked out that none would run. Steps and jumps are awaited inside one entry
+//! into the runtime per run ([`Engine::drive`]), with the world's own work between them done as
+//! if from outside the local set ([`Engine::between_steps`]), so tasks are queued and run in the
+//! order they were when each step entered the runtime by itself.
 //!
 //! **What it leaves out.** No preemption (a task runs until it yields), no CPU time (code takes no
 //! simulated time to run), one scheduler for all nodes (a node's tasks interleave with other
@@ -91,7 +94,7 @@ const STEP_POLL_BUDGET: u32 = 200_000;
 /// an error once [`STEP_POLL_BUDGET`] rounds ran without the clock getting there (tasks that are
 /// always ready keep a paused clock from ever advancing).
 struct Budget<'a> {
-    sleep: Pin<Box<tokio::time::Sleep>>,
+    sleep: &'a mut Pin<Box<tokio::time::Sleep>>,
     polls_left: u32,
     /// A jump over idle time: ready as soon as a task was held back.
     stop_early: Option<&'a Timers>,
@@ -125,10 +128,39 @@ impl Drop for CountsEnd {
     }
 }
 
-/// Every node's software and the runtime that runs it.
-pub(crate) struct Machines {
+/// The runtime and the local set every node's tasks run on. Shared (an `Rc`), so that the world's
+/// step loop can run inside them ([`Engine::drive`]) while it still reaches the machines.
+pub(crate) struct Engine {
+    // Dropped in this order: the runtime, then the tasks left in the local set.
     runtime: Runtime,
     local: LocalSet,
+}
+
+impl Engine {
+    /// Runs `future` (the world's step loop) on the runtime, inside the local set, until it
+    /// returns. One entry into the runtime per run, not one per step or jump: entering costs
+    /// about a microsecond (its context, its metrics' clock reads), which in a sparse run such as
+    /// Kleppmann's pause was a fifth of the run.
+    pub(crate) fn drive<T>(&self, future: impl Future<Output = T>) -> T {
+        self.runtime.block_on(self.local.run_until(future))
+    }
+
+    /// Held while the step loop does the world's own work between two steps (deliveries,
+    /// faults, restarts, resumptions). A task that work wakes or spawns is queued as if the work
+    /// ran outside the local set, on its shared queue, which is where it went when every step was
+    /// its own entry into the runtime: the order in which tasks run, and so every history, stays
+    /// what it was. Drop it before awaiting a step or a jump.
+    pub(crate) fn between_steps(&self) -> tokio::task::LocalEnterGuard {
+        self.local.enter()
+    }
+}
+
+/// Every node's software and the runtime that runs it.
+pub(crate) struct Machines {
+    /// The timer of the current step or jump, moved from one to the next ([`Machines::timer`]).
+    /// Declared before the engine: dropped while the runtime is still there.
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    engine: Rc<Engine>,
     machines: BTreeMap<String, Machine>,
     /// The main futures of the clients that have not returned yet.
     clients: Vec<JoinHandle<SoftwareResult>>,
@@ -156,8 +188,11 @@ impl Machines {
         #[cfg(tokio_unstable)]
         local.unhandled_panic(tokio::runtime::UnhandledPanic::ShutdownRuntime);
         Ok(Machines {
-            runtime: builder.build()?,
-            local,
+            timer: None,
+            engine: Rc::new(Engine {
+                runtime: builder.build()?,
+                local,
+            }),
             machines: BTreeMap::new(),
             clients: Vec::new(),
             clients_ended: Rc::default(),
@@ -177,9 +212,14 @@ impl Machines {
         );
     }
 
+    /// The runtime and local set, to drive a run on ([`Engine::drive`]).
+    pub(crate) fn engine(&self) -> Rc<Engine> {
+        self.engine.clone()
+    }
+
     fn spawn(&self, future: impl Future<Output = SoftwareResult> + 'static) -> JoinHandle<SoftwareResult> {
-        let _guard = self.runtime.enter();
-        self.local.spawn_local(future)
+        let _guard = self.engine.runtime.enter();
+        self.engine.local.spawn_local(future)
     }
 
     /// Starts `software` on server node `name` (and again after each [`Machines::bounce`]).
@@ -230,51 +270,57 @@ impl Machines {
 
     /// The runtime's clock now.
     pub(crate) fn now(&self) -> tokio::time::Instant {
-        let _clock = self.runtime.enter();
+        let _clock = self.engine.runtime.enter();
         tokio::time::Instant::now()
     }
 
-    /// How long from now until the runtime fires a timer armed for `at`, µs: its timers fire on
+    /// How long from `now` (the runtime's clock) until the runtime fires a timer armed for `at`, µs: its timers fire on
     /// whole milliseconds of its clock, which every step ends on.
-    pub(crate) fn until_fires_us(&self, at: tokio::time::Instant) -> u64 {
-        let ahead_us = at.saturating_duration_since(self.now()).as_micros() as u64;
+    pub(crate) fn until_fires_us(now: tokio::time::Instant, at: tokio::time::Instant) -> u64 {
+        let ahead_us = at.saturating_duration_since(now).as_micros() as u64;
         ahead_us.div_ceil(1_000) * 1_000
     }
 
     /// Moves the runtime's clock `by_us` forward (whole ms) without running any task: the world
     /// knows nothing is due before then. A timer it did not know (software sleeping on the
     /// runtime directly) stops the jump where it fires; the task it woke is held back by its
-    /// pause gate until the next step. Returns how far the clock moved, µs.
-    pub(crate) fn jump(&mut self, by_us: u64, timers: &Timers) -> u64 {
-        let start = self.now();
-        let budget = {
-            let _clock = self.runtime.enter();
-            Budget {
-                sleep: Box::pin(tokio::time::sleep(Duration::from_micros(by_us))),
-                polls_left: STEP_POLL_BUDGET,
-                stop_early: Some(timers),
-            }
+    /// pause gate until the next step. Returns how far the clock moved, µs. Awaited inside
+    /// [`Engine::drive`].
+    pub(crate) async fn jump(&mut self, by_us: u64, timers: &Timers) -> u64 {
+        let start = tokio::time::Instant::now();
+        let budget = Budget {
+            sleep: self.timer(Duration::from_micros(by_us)),
+            polls_left: STEP_POLL_BUDGET,
+            stop_early: Some(timers),
         };
         timers.set_jumping(true);
-        let _ = self.runtime.block_on(self.local.run_until(budget));
+        let _ = budget.await;
         timers.set_jumping(false);
-        self.now().saturating_duration_since(start).as_micros() as u64
+        tokio::time::Instant::now().saturating_duration_since(start).as_micros() as u64
+    }
+
+    /// The step's or jump's timer, set `length` from now: one timer moved from step to step
+    /// rather than a new one registered and dropped each time. Inside [`Engine::drive`].
+    fn timer(&mut self, length: Duration) -> &mut Pin<Box<tokio::time::Sleep>> {
+        let deadline = tokio::time::Instant::now() + length;
+        match &mut self.timer {
+            Some(timer) => timer.as_mut().reset(deadline),
+            None => self.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
+        }
+        self.timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)))
     }
 
     /// Advances the runtime's clock by `length` (a tick, or what is left of one after a jump
     /// stopped inside it), running every task that becomes ready. Returns whether every client's
-    /// software has returned.
-    pub(crate) fn step(&mut self, length: Duration) -> Result<bool, StepError> {
-        let budget = {
-            // The timer belongs to the runtime's clock.
-            let _clock = self.runtime.enter();
-            Budget {
-                sleep: Box::pin(tokio::time::sleep(length)),
-                polls_left: STEP_POLL_BUDGET,
-                stop_early: None,
-            }
+    /// software has returned. Awaited inside [`Engine::drive`].
+    pub(crate) async fn step(&mut self, length: Duration) -> Result<bool, StepError> {
+        let budget = Budget {
+            sleep: self.timer(length),
+            polls_left: STEP_POLL_BUDGET,
+            stop_early: None,
         };
-        if self.runtime.block_on(self.local.run_until(budget)).is_err() {
+        if budget.await.is_err() {
             return Err(StepError(
                 "the simulated software never let time pass: some task was ready again every time it yielded \
                  (a retry loop without any delay?), so the clock could not reach the end of this step; the run \
@@ -292,8 +338,8 @@ impl Machines {
                 continue;
             }
             self.clients_taken += 1;
-            let handle = self.clients.swap_remove(i);
-            match self.runtime.block_on(handle) {
+            // Finished: awaiting it only takes its result.
+            match self.clients.swap_remove(i).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => return Err(StepError(e.to_string())),
                 Err(e) if e.is_cancelled() => {}
@@ -311,7 +357,8 @@ mod tests {
 
     /// One 1 ms step.
     fn tick(m: &mut Machines) -> Result<bool, StepError> {
-        m.step(Duration::from_millis(1))
+        let engine = m.engine();
+        engine.drive(m.step(Duration::from_millis(1)))
     }
 
     fn machines() -> Machines {

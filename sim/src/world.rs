@@ -7,14 +7,17 @@
 //! resumptions; it then advances true time by one tick, delivers the segments due by then and
 //! runs every task that is ready. Nothing here knows about locks or checkers.
 //!
-//! **The event clock.** After a step in which no task ran, the loop asks what is due next — the
+//! **The event clock.** After a step that left no task ready (none ran, or no timer fired on
+//! its last instant to wake one), the loop asks what is due next — the
 //! next fault, the next segment's delivery, the next timer the software armed, the end of a
 //! pause, the deployment's next deadline (a key's expiry by its server's clock, an fsync, a
 //! replication entry, a delayed restart, the Sentinel's timeout) — and jumps straight to the
 //! tick before it ([`World::skip_idle`]). Only ticks in which nothing would have happened are
 //! left out, so the history is the one stepping every tick gives ([`WorldConfig::skip_idle`]
 //! turns the jumps off; `tests/simulation/event_clock.rs` runs every shipped scenario both ways). A
-//! 40-second story with a 15-second pause is a few hundred steps, not 40,000.
+//! 40-second story with a 15-second pause is a few hundred steps, not 40,000. The whole loop runs
+//! as one future on the machines' runtime ([`crate::machine`]'s `Engine::drive`): one entry into
+//! the runtime per run, not one per step.
 //!
 //! The world owns true time, the nodes, their pause gates and clocks, the network and the fault
 //! plan. The Redis deployment (masters, persistence, replicas, the Sentinel, the directory; see
@@ -27,7 +30,7 @@ use crate::component::{Component, Hosts};
 use crate::deployment::{replica_name, Deployment, MasterSetup};
 use crate::fault::{Fault, FaultError, FaultPlan, FaultTargets};
 use crate::history::{EventKind, History, HistoryCap, HistoryHandle};
-use crate::machine::Machines;
+use crate::machine::{Engine, Machines};
 use crate::node::Node;
 use crate::pause::TrueTime;
 use crate::redis::{EngineConfig, Keyspace, MemoryPool, WorldLua, DEFAULT_WORLD_MEMORY_BYTES};
@@ -556,6 +559,9 @@ impl World {
 
     fn log_resumptions(&mut self) {
         let now_us = self.time.now_us();
+        if self.pauses.iter().all(|(_, until)| *until > now_us) {
+            return;
+        }
         let (due, waiting): (Vec<_>, Vec<_>) = self.pauses.drain(..).partition(|(_, until)| *until <= now_us);
         self.pauses = waiting;
         for (name, _) in due {
@@ -580,11 +586,12 @@ impl World {
     /// segment's delivery, an armed timer, the end of a pause, a deadline of the deployment, the
     /// end of the run. `None`: nothing is known to be due (the run ends at its duration).
     fn next_due_us(&self, now_us: u64, next_fault_ms: Option<u64>) -> Option<u64> {
+        let runtime_now = self.machines.now();
         let timer_us = self
             .time
             .timers()
-            .next_after(self.machines.now())
-            .map(|at| now_us + self.machines.until_fires_us(at));
+            .next_after(runtime_now)
+            .map(|at| now_us + Machines::until_fires_us(runtime_now, at));
         [
             next_fault_ms.map(|ms| ms.saturating_mul(1_000)),
             self.wire.next_due_us(),
@@ -601,7 +608,8 @@ impl World {
     /// Jumps from the tick boundary `now_ms` over the ticks in which nothing is due, to the
     /// boundary just before the first tick that has something to do; returns that boundary.
     /// A timer the world did not know stops the jump at the tick it falls in ([`crate::timer`]).
-    fn skip_idle(&mut self, now_ms: u64, next_fault_ms: Option<u64>) -> u64 {
+    /// Awaited inside [`Engine::drive`], without the [`Engine::between_steps`] guard.
+    async fn skip_idle(&mut self, engine: &Engine, now_ms: u64, next_fault_ms: Option<u64>) -> u64 {
         let tick_us = self.config.tick_ms * 1_000;
         let now_us = now_ms * 1_000;
         let Some(due_us) = self.next_due_us(now_us, next_fault_ms) else {
@@ -613,7 +621,8 @@ impl World {
             return now_ms;
         }
         let target_us = due_boundary_us - tick_us;
-        let reached_us = now_us + self.machines.jump(target_us - now_us, self.time.timers());
+        let reached_us = now_us + self.machines.jump(target_us - now_us, self.time.timers()).await;
+        let _between = engine.between_steps();
         // Stopped early by a ready task: step from the boundary at or before the instant it
         // stopped, as a timer firing there would have been met by stepping (on a boundary, its
         // task runs in the next step; inside a tick, in that tick's step).
@@ -635,11 +644,28 @@ impl World {
         landed_us / 1_000
     }
 
+    /// Whether the step that just ended, `length` long, may have left a task ready at its very
+    /// end: one woken by a timer that fired on its last instant (a step ends before such a task
+    /// runs). A timer armed through the simulator is seen ([`Timers::any_due_within`]); one the
+    /// simulator does not know stops the jump as soon as its task is polled, as at any other time.
+    fn woken_at_step_end(&self, length: Duration) -> bool {
+        let end = self.machines.now();
+        self.time.timers().any_due_within(end - length, end)
+    }
+
     /// Runs the world with `plan` until every client has finished or the duration has run out;
     /// [`WorldError::HistoryFull`] as soon as the history refuses an event (the cap is checked
     /// before every step, so at most one step's events are refused).
     pub fn run(&mut self, plan: &FaultPlan) -> Result<RunEnd, WorldError> {
         self.validate_plan(plan)?;
+        let engine = self.machines.engine();
+        engine.drive(self.run_inside(&engine, plan))
+    }
+
+    /// The step loop, on the runtime ([`Engine::drive`]). The world's own work between steps
+    /// runs under [`Engine::between_steps`], so that tasks it wakes are queued as they always were.
+    async fn run_inside(&mut self, engine: &Engine, plan: &FaultPlan) -> Result<RunEnd, WorldError> {
+        let mut between = engine.between_steps();
         let faults = plan.sorted();
         let mut next_fault = 0;
         let tick_ms = self.config.tick_ms;
@@ -651,9 +677,10 @@ impl World {
         );
         let mut clients_finished = false;
         let mut now_ms = self.time.now_us() / 1_000;
-        // Task polls as of the end of the last step: a step that ran tasks may have woken more at
-        // its very end, so the step after it is never skipped.
-        let mut polls_seen = u64::MAX;
+        // Before the first step every client is ready. After a step, a task is left ready when a
+        // timer fired on the step's last instant: the world then steps again rather than try a
+        // jump that the task would stop at once.
+        let mut last_step: Option<Duration> = None;
         loop {
             while let Some(scheduled) = faults.get(next_fault).filter(|f| f.at_ms <= now_ms) {
                 self.apply(&scheduled.fault);
@@ -668,9 +695,12 @@ impl World {
             if crate::stop::requested() {
                 return Err(WorldError::Stopped { at_ms: now_ms });
             }
-            if self.config.skip_idle && polls_seen == self.time.timers().polls() {
+            let quiet = last_step.is_some_and(|length| !self.woken_at_step_end(length));
+            if self.config.skip_idle && quiet {
                 let next_fault_ms = faults.get(next_fault).map(|f| f.at_ms);
-                now_ms = self.skip_idle(now_ms, next_fault_ms);
+                drop(between);
+                now_ms = self.skip_idle(engine, now_ms, next_fault_ms).await;
+                between = engine.between_steps();
             }
             // Readings during the step are stamped with the step's end; a pause that ends by then
             // is over for the software that runs in this step.
@@ -679,13 +709,15 @@ impl World {
             self.time.timers().release_held_back();
             self.wire.advance_to(now_ms * 1_000);
             self.log_resumptions();
+            drop(between);
+            let length = Duration::from_micros(tick_ms * 1_000 - std::mem::take(&mut self.runtime_ahead_us));
+            last_step = Some(length);
             clients_finished = self
                 .machines
-                .step(Duration::from_micros(
-                    tick_ms * 1_000 - std::mem::take(&mut self.runtime_ahead_us),
-                ))
+                .step(length)
+                .await
                 .map_err(|e| WorldError::Host(format!("at {now_ms} ms of simulated time: {e}")))?;
-            polls_seen = self.time.timers().polls();
+            between = engine.between_steps();
             self.clock_work.steps += 1;
             self.deployment
                 .after_step(&mut Hosts::new(&mut self.machines, &self.wire));

@@ -715,6 +715,49 @@ fn long_idle_sleeps(skip_idle: bool, tick_ms: u64) -> (Vec<u64>, lockstep_sim::R
     (readings, end)
 }
 
+/// A client that wakes `WAKES` times, a simulated second apart, through its node's timer (one
+/// the world knows), and records the true time of each wake.
+const WAKES: u64 = 5;
+fn periodic_wakes(skip_idle: bool) -> (Vec<u64>, lockstep_sim::RunEnd) {
+    let mut w = World::new(WorldConfig {
+        seed: 4,
+        duration_ms: 60_000,
+        skip_idle,
+        ..WorldConfig::default()
+    })
+    .expect("valid config");
+    let readings: Rc<RefCell<Vec<u64>>> = Rc::default();
+    let out = readings.clone();
+    w.add_client("waker", ClockSpec::default(), move |node| async move {
+        for _ in 0..WAKES {
+            node.sleep_local_ms(1_000).await;
+            out.borrow_mut().push(node.true_time_us());
+        }
+    })
+    .unwrap();
+    let end = w.run(&FaultPlan::default()).unwrap();
+    let readings = readings.borrow().clone();
+    (readings, end)
+}
+
+#[test]
+fn a_step_that_ran_tasks_is_followed_by_a_jump_when_no_timer_fired_at_its_end() {
+    let (stepped, every_tick) = periodic_wakes(false);
+    let (jumped, skipping) = periodic_wakes(true);
+    assert_eq!(jumped, stepped, "the same wakes either way");
+    assert_eq!(jumped.len() as u64, WAKES);
+    assert_eq!(skipping.at_ms, every_tick.at_ms);
+    // The first step, then per wake the step whose end its timer fires at and the step that runs
+    // the task: the task arms its next timer a second ahead, so nothing is left ready at that
+    // step's end and the world jumps at once instead of stepping an idle tick first.
+    assert_eq!(skipping.clock.steps, 1 + 2 * WAKES, "{:?}", skipping.clock);
+    assert_eq!(
+        skipping.clock.steps + skipping.clock.ticks_skipped,
+        every_tick.clock.steps,
+        "every tick is either stepped or skipped"
+    );
+}
+
 #[test]
 fn idle_time_is_jumped_over_and_every_timer_still_fires_in_the_tick_it_falls_in() {
     for tick_ms in [1, 3] {

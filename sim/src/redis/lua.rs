@@ -223,12 +223,18 @@ impl LuaSlot {
     }
 }
 
+/// The largest script body [`ScriptRuntime`] remembers with its SHA.
+const LAST_LOADED_BYTES_MAX: usize = 16 * 1024;
+
 /// One server's scripting: its script cache, compiled in its world's VM ([`WorldLua`]).
 pub(crate) struct ScriptRuntime {
     lua: WorldLua,
     /// This server's script cache: SHA -> the compiled script (shared with the other servers
     /// of the world that cache the same body).
     scripts: BTreeMap<String, Function>,
+    /// The body [`ScriptRuntime::load`] saw last and its SHA: a lock sends the same script over
+    /// and over, and comparing its bytes costs a fraction of hashing them again.
+    last_loaded: Option<(Vec<u8>, String)>,
 }
 
 impl ScriptRuntime {
@@ -237,6 +243,7 @@ impl ScriptRuntime {
         ScriptRuntime {
             lua,
             scripts: BTreeMap::new(),
+            last_loaded: None,
         }
     }
 
@@ -275,7 +282,17 @@ impl ScriptRuntime {
 
     /// Compiles and caches `body` (if not cached yet); returns its SHA or the error reply text.
     pub(crate) fn load(&mut self, body: &[u8]) -> Result<String, String> {
-        let sha = sha1_hex(body);
+        let sha = match &self.last_loaded {
+            Some((seen, sha)) if seen.as_slice() == body => sha.clone(),
+            _ => {
+                let sha = sha1_hex(body);
+                // Lock scripts are a few hundred bytes; a huge body is not kept twice.
+                if body.len() <= LAST_LOADED_BYTES_MAX {
+                    self.last_loaded = Some((body.to_vec(), sha.clone()));
+                }
+                sha
+            }
+        };
         if self.scripts.contains_key(&sha) {
             return Ok(sha);
         }

@@ -303,12 +303,11 @@ impl Machines {
     /// rather than a new one registered and dropped each time. Inside [`Engine::drive`].
     fn timer(&mut self, length: Duration) -> &mut Pin<Box<tokio::time::Sleep>> {
         let deadline = tokio::time::Instant::now() + length;
-        match &mut self.timer {
-            Some(timer) => timer.as_mut().reset(deadline),
-            None => self.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
-        }
-        self.timer
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)))
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        timer.as_mut().reset(deadline);
+        timer
     }
 
     /// Advances the runtime's clock by `length` (a tick, or what is left of one after a jump

@@ -7,8 +7,8 @@
 //! resumptions; it then advances true time by one tick, delivers the segments due by then and
 //! runs every task that is ready. Nothing here knows about locks or checkers.
 //!
-//! **The event clock.** After a step that left no task ready (none ran, or no timer fired on
-//! its last instant to wake one), the loop asks what is due next — the
+//! **The event clock.** After a step that left no task ready (no timer fired on its last
+//! instant to wake one: a step ends before such a task runs), the loop asks what is due next — the
 //! next fault, the next segment's delivery, the next timer the software armed, the end of a
 //! pause, the deployment's next deadline (a key's expiry by its server's clock, an fsync, a
 //! replication entry, a delayed restart, the Sentinel's timeout) — and jumps straight to the

@@ -689,12 +689,15 @@ fn the_resource_can_lose_a_reply_too_and_the_write_stands() {
     assert_eq!(seen[1], "Ok((Some(1), 1))", "the write was applied: {seen:?}");
 }
 
-/// A world where client `sleeper` waits 40 simulated seconds: first through its node (a timer
-/// the world knows), then on the runtime directly (one it does not), recording the true time
-/// after each; `tick_ms` sets the step. Returns the two readings and how the clock got there.
-fn long_idle_sleeps(skip_idle: bool, tick_ms: u64) -> (Vec<u64>, lockstep_sim::RunEnd) {
+/// A 60-second world of `seed` and `tick_ms` with one client, whose software gets its node and
+/// a list to record true times in; returns the times it recorded and how the clock got there.
+fn timed_client<F, Fut>(seed: u64, tick_ms: u64, skip_idle: bool, software: F) -> (Vec<u64>, lockstep_sim::RunEnd)
+where
+    F: FnOnce(Node, Rc<RefCell<Vec<u64>>>) -> Fut + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
     let mut w = World::new(WorldConfig {
-        seed: 3,
+        seed,
         duration_ms: 60_000,
         tick_ms,
         skip_idle,
@@ -703,41 +706,37 @@ fn long_idle_sleeps(skip_idle: bool, tick_ms: u64) -> (Vec<u64>, lockstep_sim::R
     .expect("valid config");
     let readings: Rc<RefCell<Vec<u64>>> = Rc::default();
     let out = readings.clone();
-    w.add_client("sleeper", ClockSpec::default(), move |node| async move {
-        node.sleep_local_ms(20_000).await;
-        out.borrow_mut().push(node.true_time_us());
-        tokio::time::sleep(Duration::from_micros(20_000_500)).await;
-        out.borrow_mut().push(node.true_time_us());
-    })
-    .unwrap();
+    w.add_client("client", ClockSpec::default(), move |node| software(node, out))
+        .unwrap();
     let end = w.run(&FaultPlan::default()).unwrap();
     let readings = readings.borrow().clone();
     (readings, end)
 }
 
+/// A client that waits 40 simulated seconds: first through its node (a timer the world knows),
+/// then on the runtime directly (one it does not), recording the true time after each; `tick_ms`
+/// sets the step.
+fn long_idle_sleeps(skip_idle: bool, tick_ms: u64) -> (Vec<u64>, lockstep_sim::RunEnd) {
+    timed_client(3, tick_ms, skip_idle, |node, out| async move {
+        node.sleep_local_ms(20_000).await;
+        out.borrow_mut().push(node.true_time_us());
+        tokio::time::sleep(Duration::from_micros(20_000_500)).await;
+        out.borrow_mut().push(node.true_time_us());
+    })
+}
+
+/// How many times [`periodic_wakes`]' client wakes.
+const WAKES: u64 = 5;
+
 /// A client that wakes `WAKES` times, a simulated second apart, through its node's timer (one
 /// the world knows), and records the true time of each wake.
-const WAKES: u64 = 5;
 fn periodic_wakes(skip_idle: bool) -> (Vec<u64>, lockstep_sim::RunEnd) {
-    let mut w = World::new(WorldConfig {
-        seed: 4,
-        duration_ms: 60_000,
-        skip_idle,
-        ..WorldConfig::default()
-    })
-    .expect("valid config");
-    let readings: Rc<RefCell<Vec<u64>>> = Rc::default();
-    let out = readings.clone();
-    w.add_client("waker", ClockSpec::default(), move |node| async move {
+    timed_client(4, 1, skip_idle, |node, out| async move {
         for _ in 0..WAKES {
             node.sleep_local_ms(1_000).await;
             out.borrow_mut().push(node.true_time_us());
         }
     })
-    .unwrap();
-    let end = w.run(&FaultPlan::default()).unwrap();
-    let readings = readings.borrow().clone();
-    (readings, end)
 }
 
 #[test]

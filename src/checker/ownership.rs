@@ -244,11 +244,12 @@ impl Checker for Ownership {
 
     fn check(&self, history: &OpHistory<'_>) -> CheckResult {
         let index = Index::new(history);
-        // (master, key) -> the position at which the key took its current owners.
-        let mut since: BTreeMap<(&str, &str), u64> = BTreeMap::new();
+        // (master, by the history's node index; key) -> the position at which the key took its
+        // current owners.
+        let mut since: BTreeMap<(usize, &str), u64> = BTreeMap::new();
         let mut effects_seen = false;
         let mut violations: Vec<Violation<'_, '_>> = Vec::new();
-        for step in history.steps() {
+        for (i, step) in history.steps().iter().enumerate() {
             let StepKind::Command {
                 conn, effects, client, ..
             } = &step.kind
@@ -261,7 +262,7 @@ impl Checker for Ownership {
             for effect in effects.iter() {
                 effects_seen = true;
                 let key = effect.key.as_str();
-                let slot = (event.node.as_str(), key);
+                let slot = (history.node_of_step(i), key);
                 let (before, after) = (idents(effect.before.as_ref()), idents(effect.after.as_ref()));
                 let took_since = since.get(&slot).copied().unwrap_or(seq);
                 if effect.after.is_none() {

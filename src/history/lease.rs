@@ -455,6 +455,13 @@ pub(crate) struct LeaseIndex<'h> {
     touching: Touching,
 }
 
+impl LeaseIndex<'_> {
+    /// The node of step `i`, as a small index (the same for every step of one node).
+    pub(crate) fn node_of_step(&self, i: usize) -> usize {
+        self.nodes.of_step(i)
+    }
+}
+
 /// Every node the history names, by a small index: the reader keeps its per-node state in
 /// vectors, where maps keyed by name cost a string comparison per look-up.
 #[derive(Debug, Clone, Default)]

@@ -494,6 +494,12 @@ impl<'h> OpHistory<'h> {
         out
     }
 
+    /// The node of step `i` as a small index, the same for every step of one node: per-node
+    /// state kept by index costs no string comparison per look-up.
+    pub(crate) fn node_of_step(&self, i: usize) -> usize {
+        self.lease_index.node_of_step(i)
+    }
+
     /// The raw history.
     pub fn history(&self) -> &'h History {
         self.history

@@ -11,7 +11,7 @@
 //! - **Scaling**: the same exploration on 1 job and on all cores.
 //! - **Scenarios per minute** on the standard exploration profile (10 simulated seconds,
 //!   5 masters, 3 clients, generated faults), all cores.
-//! - **Node scaling**: wall time per history event of one fenced token-release world (one
+//! - **Node scaling**: CPU time per history event of one fenced token-release world (one
 //!   master, the resource, N clients, 2 simulated seconds) and of Redlock worlds with N
 //!   masters, N from 3 to 1,000 nodes. Flat means linear cost; the column "×" shows how far
 //!   from flat it is (against the 3-node world, run alternately with each row's world, so that

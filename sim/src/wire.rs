@@ -48,6 +48,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use crate::seed::Seed;
+
 /// A node's index in the network.
 pub(crate) type HostId = u32;
 
@@ -250,7 +252,7 @@ struct WireState {
     /// The run's seed: each link direction draws delays and losses from a stream of its own
     /// (`network/FROM/TO`), so one client's traffic never shifts another link's draws — two locks
     /// compared on one seed meet the same network wherever their traffic does not differ.
-    seed: crate::Seed,
+    seed: Seed,
     /// The streams drawn so far, per direction.
     rngs: BTreeMap<(HostId, HostId), ChaCha8Rng>,
     default_latency_us: (u64, u64),
@@ -482,7 +484,7 @@ pub(crate) struct Wire {
 
 impl Wire {
     /// A network whose links delay each segment by `min_latency_us..=max_latency_us`.
-    pub(crate) fn new(seed: crate::Seed, min_latency_us: u64, max_latency_us: u64) -> Self {
+    pub(crate) fn new(seed: Seed, min_latency_us: u64, max_latency_us: u64) -> Self {
         Wire {
             state: Arc::new(Mutex::new(WireState {
                 now_us: 0,
@@ -875,3 +877,7 @@ impl Drop for SimStream {
         state.close(self.conn, self.side);
     }
 }
+
+#[cfg(test)]
+#[path = "wire_tests.rs"]
+mod tests;

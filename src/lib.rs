@@ -30,4 +30,11 @@ pub mod run;
 pub mod scenario;
 pub mod workload;
 
+/// The text timeline of a run, moved to [`report::narrative`]; this path stays for code written
+/// against it (see CHANGELOG.md).
+#[deprecated(since = "0.1.0", note = "moved to `lockstep::report::narrative`")]
+pub mod timeline {
+    pub use crate::report::narrative::*;
+}
+
 pub use lockstep_sim as sim;

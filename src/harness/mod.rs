@@ -61,7 +61,6 @@ use crate::run::{require_tokio_unstable, run_with_lock, LockFactory, ScenarioRun
 use crate::scenario::Scenario;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -117,7 +116,7 @@ where
     L: LockClient + 'static,
     F: Fn(LockEnv) -> L + Send + Sync + 'static,
 {
-    Rc::new(move |env| Rc::new(make(env)) as Rc<dyn LockClient>)
+    crate::run::lock_factory(move |env| make(env))
 }
 
 impl Harness {
@@ -132,8 +131,10 @@ impl Harness {
         Harness::with_factory(name, move || factory_of(make.clone()))
     }
 
-    /// A harness for the lock `name` whose factory `maker` builds (on each worker thread).
-    pub(crate) fn with_factory(name: &str, maker: impl Fn() -> LockFactory + Send + Sync + 'static) -> Harness {
+    /// A harness for the lock `name` whose [`LockFactory`] `maker` builds — once on each worker
+    /// thread, since a factory is not `Send` (build one with [`crate::run::lock_factory`], or
+    /// hand over a factory that picks a lock per node). [`Harness::new`] is this with a closure.
+    pub fn with_factory(name: &str, maker: impl Fn() -> LockFactory + Send + Sync + 'static) -> Harness {
         Harness {
             lock: UserLock::new(name, maker),
             reference: None,

@@ -24,6 +24,17 @@ pub const RESOURCE_NODE: &str = "resource";
 /// [`lock::build`]; a user passes their own to [`run_with_lock`].
 pub type LockFactory = Rc<dyn Fn(LockEnv) -> Rc<dyn LockClient>>;
 
+/// The [`LockFactory`] of a user's lock: `make` builds one lock object per client node from the
+/// node's [`LockEnv`]. For [`run_with_lock`] and
+/// [`Harness::with_factory`](crate::harness::Harness::with_factory).
+pub fn lock_factory<L, F>(make: F) -> LockFactory
+where
+    L: LockClient + 'static,
+    F: Fn(LockEnv) -> L + 'static,
+{
+    Rc::new(move |env| Rc::new(make(env)) as Rc<dyn LockClient>)
+}
+
 pub use expect::Mismatch;
 use expect::Status;
 

@@ -18,7 +18,7 @@ use common::lockstep;
 /// client whose lease expired deletes the next holder's lock). Its validity is the TTL less the
 /// round trip — or, `subtract_elapsed` off, the whole TTL counted from the reply (the bug: a grant
 /// claims a lease the master does not hold).
-struct MyLock {
+pub(crate) struct MyLock {
     env: LockEnv,
     checked_release: bool,
     subtract_elapsed: bool,
@@ -73,6 +73,16 @@ impl LockClient for MyLock {
 }
 
 impl MyLock {
+    /// The correct lock (checked release, validity less the round trip): what the README's
+    /// example calls `MyLock::new`.
+    pub(crate) fn new(env: LockEnv) -> MyLock {
+        MyLock {
+            env,
+            checked_release: true,
+            subtract_elapsed: true,
+        }
+    }
+
     /// The grant: valid for the TTL less the round trip, counted from now on the monotonic
     /// clock; none when nothing is left.
     fn valid_for(&self, key: &str, value: String, ttl_ms: u64, start_ms: i64) -> Result<Grant, LockError> {

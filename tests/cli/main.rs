@@ -10,6 +10,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod api;
 mod architecture;
 mod ci;
 mod cli;

@@ -1,0 +1,98 @@
+//! The public API a Rust team compiles against stays put: the README's harness example compiles
+//! as written (its body is checked to be this file's, word for word), a lock built through a
+//! [`LockFactory`] runs through the harness and `run_with_lock`, and the paths that moved still
+//! resolve (deprecated, see CHANGELOG.md). A removal or a rename fails this build, not a user's.
+
+use lockstep::prelude::*;
+use std::path::Path;
+
+use crate::harness::MyLock;
+
+/// The README's example ("Put your Rust lock through the gate"), compiled, not run (500 seeds
+/// belong to a user's suite, not to this one). Between the markers, the README's lines exactly.
+#[allow(dead_code)]
+#[rustfmt::skip]
+fn my_lock_passes_the_gate() {
+    // README BEGIN
+    Harness::new("my-lock", |env| MyLock::new(env)) // your LockClient, named everywhere
+        .scenarios("tests/scenarios")               // each file against its [expect] and [explore]
+        .fenced()                                   // the standard template with INCR fencing
+        .explore_standard(500)                      // 500 seeds of generated faults, shrunk on failure
+        .report("target/lockstep-report")           // the `lockstep ci --report` directory
+        .run()
+        .expect("the harness runs")
+        .assert_safe();                             // fails the test with a readable message
+    // README END
+}
+
+/// The lines of the README's Rust block whose function is `fn_name`, its body only.
+fn readme_body(fn_name: &str) -> Vec<String> {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).expect("README.md");
+    let lines = readme
+        .lines()
+        .skip_while(|l| !l.contains(&format!("fn {fn_name}()")))
+        .skip(1);
+    let body: Vec<String> = lines.take_while(|l| l.trim() != "}").map(words).collect();
+    assert!(!body.is_empty(), "the README has no `fn {fn_name}()` block");
+    body
+}
+
+fn this_body() -> Vec<String> {
+    let source = include_str!("api.rs");
+    source
+        .lines()
+        .skip_while(|l| l.trim() != "// README BEGIN")
+        .skip(1)
+        .take_while(|l| l.trim() != "// README END")
+        .map(words)
+        .collect()
+}
+
+/// A line with its runs of blanks made one space (alignment is not content).
+fn words(line: &str) -> String {
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn the_readme_harness_example_compiles_as_written() {
+    assert_eq!(
+        readme_body("my_lock_passes_the_gate"),
+        this_body(),
+        "the README's harness example and the compiled copy in tests/cli/api.rs differ: change both"
+    );
+}
+
+fn scenario_file() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/kleppmann-gc-pause-fenced.toml")
+}
+
+#[test]
+fn a_lock_built_by_a_factory_runs_through_the_harness_and_run_with_lock() {
+    let run = Harness::with_factory("factory-lock", || lock_factory(MyLock::new))
+        .scenarios(scenario_file())
+        .run()
+        .expect("the harness runs");
+    assert_eq!(run.report.scenarios.len(), 1);
+    assert_eq!(run.report.scenarios[0].algorithm, "factory-lock");
+    assert!(run.passed(), "{}", run.message());
+
+    let scenario = Scenario::from_file(&scenario_file()).expect("the scenario loads");
+    let factory: LockFactory = lock_factory(MyLock::new);
+    let first = run_with_lock(&scenario, Some(3), factory.clone()).expect("runs");
+    let again = run_with_lock(&scenario, Some(3), factory).expect("runs");
+    assert_eq!(
+        first.digest, again.digest,
+        "a factory-built lock is as deterministic as any"
+    );
+}
+
+#[test]
+#[allow(deprecated)]
+fn moved_items_still_resolve_where_they_were() {
+    // `lockstep::timeline` became `lockstep::report::narrative`: the old path still resolves.
+    let old: fn(&lockstep::history::OpHistory<'_>) -> String = lockstep::timeline::text;
+    let new: fn(&lockstep::history::OpHistory<'_>) -> String = lockstep::report::narrative::text;
+    assert_eq!(old as usize, new as usize);
+    // In the prelude: what a failed automatic extension does.
+    assert_eq!(ExtendFailure::default(), ExtendFailure::Abort);
+}

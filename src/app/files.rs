@@ -328,6 +328,62 @@ mod tests {
     }
 
     #[test]
+    fn a_path_flag_without_a_role_or_a_role_without_a_flag_is_found() {
+        use clap::{value_parser, Arg, Command};
+        let path = |id: &'static str| Arg::new(id).long(id).value_parser(value_parser!(PathBuf));
+        // `run` with its two path flags and a new one nobody classified; `explore` without
+        // any of its flags (every entry of the table for it is stale).
+        let cli = Command::new("lockstep")
+            .subcommand(
+                Command::new("run")
+                    .arg(path("files"))
+                    .arg(path("history"))
+                    .arg(path("trace")),
+            )
+            .subcommand(Command::new("explore").arg(Arg::new("dump").long("dump").value_name("FILE")));
+        let missing = unclassified_path_args(&cli);
+        assert!(missing.iter().any(|m| m.starts_with("run trace:")), "{missing:?}");
+        assert!(missing.iter().any(|m| m.starts_with("explore dump:")), "{missing:?}");
+        assert!(
+            missing.iter().any(|m| m.starts_with("explore jsonl: in PATH_FLAGS")),
+            "{missing:?}"
+        );
+        assert!(!missing.iter().any(|m| m.starts_with("run history")), "{missing:?}");
+    }
+
+    #[test]
+    fn two_outputs_at_one_place_or_one_inside_a_replaced_directory_are_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let (a, dir) = (root.path().join("a.json"), root.path().join("out"));
+        let same = root.path().join("x/../a.json");
+        let refused = |outputs: &[(&str, Role, PathBuf)]| match check_outputs_apart(outputs) {
+            Err(AppError::BadInput(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        let m = refused(&[("--jsonl", Role::File, a.clone()), ("--summary", Role::File, same)]);
+        assert!(
+            m.contains("--summary") && m.contains("--jsonl") && m.contains("same path"),
+            "{m}"
+        );
+        let m = refused(&[
+            ("--history", Role::File, dir.join("h.jsonl")),
+            ("--report", Role::Dir, dir.clone()),
+        ]);
+        assert!(m.contains("--history") && m.contains("is inside --report"), "{m}");
+        let m = refused(&[
+            ("--summary", Role::File, dir.clone()),
+            ("--out", Role::Into, dir.clone()),
+        ]);
+        assert!(m.contains("same path"), "{m}");
+        // Files written into a directory by name, beside another output there: fine.
+        check_outputs_apart(&[
+            ("--summary", Role::File, dir.join("s.json")),
+            ("--out", Role::Into, dir),
+        ])
+        .unwrap();
+    }
+
+    #[test]
     fn an_empty_input_list_is_bad_input() {
         let dir = std::env::temp_dir().join(format!("lockstep-files-empty-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

@@ -592,7 +592,17 @@ pub(crate) fn remove_listed(root: &Path, manifest: &Manifest) -> std::io::Result
     for rel in dirs {
         remove_entry(root, rel, Kind::Dir)?;
     }
-    // Last: until everything else is gone, what remains stays recognisable as lockstep's.
+    // Last: until everything else is gone, what remains stays recognisable as lockstep's (an
+    // unlisted entry left at the top keeps the marker and the manifest with it).
+    if let Some(other) = sorted_names(root)?
+        .iter()
+        .find(|name| ![MANIFEST_FILE, OWNER_FILE].iter().any(|ours| name.as_os_str() == *ours))
+    {
+        return Err(std::io::Error::other(format!(
+            "{}: not listed, left in place",
+            other.to_string_lossy()
+        )));
+    }
     if manifest.files.iter().any(|f| f == OWNER_FILE) {
         remove_entry(root, OWNER_FILE, Kind::File)?;
     }

@@ -268,11 +268,18 @@ fn say(text: &str) -> Result<(), AppError> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    use clap::{CommandFactory, FromArgMatches};
+    // Parsed through the matches (as `Cli::parse` does), which also let every path flag of the
+    // subcommand be checked against every other, whatever the subcommand (issue 40).
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut Cli::command()).exit());
     if std::env::var_os("LOCKSTEP_PARSE_ONLY").is_some() {
         return ExitCode::SUCCESS; // the docs test: the arguments parse (tests/cli/docs_run.rs)
     }
-    let result = match cli.command {
+    let paths = matches
+        .subcommand()
+        .map_or(Ok(()), |(name, sub)| files::check_command_paths(name, sub));
+    let result = paths.and_then(|()| match cli.command {
         Command::Live(args) => lockstep::live::main(&args, &lockstep::report::live::Renderer),
         Command::Run(args) => cmd_run(args),
         Command::Serve(args) => lockstep::live::serve::main(&args, &lockstep::report::live::Renderer),
@@ -289,9 +296,20 @@ fn main() -> ExitCode {
             say(&report.to_string())?;
             Ok(Outcome::Held)
         }),
-    };
+    });
     if let Err(e) = &result {
         emit::stderr_line(&format!("error: {e}"));
     }
     ExitCode::from(error::exit_code(&result))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_path_flag_of_every_subcommand_has_a_role_in_the_collision_check() {
+        let missing = super::files::unclassified_path_args(&super::Cli::command());
+        assert!(missing.is_empty(), "{missing:#?}");
+    }
 }

@@ -103,10 +103,46 @@ pub(crate) struct JsonlSink {
 }
 
 impl JsonlSink {
-    /// Creates (truncates) `path`.
+    /// Creates `path`, or truncates it when it is a regular file. Like every other output
+    /// (`report::write_atomic`), a symbolic link, a directory, a device, a FIFO or a socket is
+    /// refused, never followed or truncated (issue 40: `--jsonl LINK` truncated the link's
+    /// target). The stream is written in place, as the seeds finish (a reader may follow it), so
+    /// it is opened without following a link and truncated only once it is known to be a
+    /// regular file.
     pub fn create(path: &Path) -> Result<JsonlSink, AppError> {
-        let file = std::fs::File::create(path)
-            .map_err(|e| AppError::BadInput(format!("--jsonl {}: cannot create: {e}", path.display())))?;
+        let refuse = |what: &str| {
+            AppError::BadInput(format!(
+                "--jsonl {}: is {what}, not a regular file; not writing through it (that would truncate what \
+                 it points to): give the path of a regular file or of a new one",
+                path.display()
+            ))
+        };
+        let kind = |meta: &std::fs::Metadata| {
+            let t = meta.file_type();
+            match () {
+                _ if t.is_file() => None,
+                _ if t.is_symlink() => Some("a symbolic link"),
+                _ if t.is_dir() => Some("a directory"),
+                _ => Some("a device, FIFO or socket"),
+            }
+        };
+        if let Some(what) = std::fs::symlink_metadata(path).ok().as_ref().and_then(kind) {
+            return Err(refuse(what));
+        }
+        let cannot = |e: std::io::Error| AppError::BadInput(format!("--jsonl {}: cannot create: {e}", path.display()));
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            // A link put there since the check: refused (ELOOP), not followed; a FIFO: not waited on.
+            options.mode(0o644).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        }
+        let file = options.open(path).map_err(cannot)?;
+        if let Some(what) = kind(&file.metadata().map_err(cannot)?) {
+            return Err(refuse(what));
+        }
+        file.set_len(0).map_err(cannot)?;
         Ok(JsonlSink {
             path: path.to_path_buf(),
             out: std::io::BufWriter::new(file),

@@ -140,6 +140,160 @@ pub fn check_outputs_spare_inputs(
     Ok(())
 }
 
+/// What a command-line flag's path is to its command ([`PATH_FLAGS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Read: a scenario file or directory, a lock file, a catalogue, a program. Never written
+    /// over, never inside a directory replaced as a whole.
+    Input,
+    /// An output written as one file (renamed into place, or streamed).
+    File,
+    /// An output directory replaced as a whole (a report directory).
+    Dir,
+    /// An output directory files are written into by name (counterexamples, the mutants' table).
+    Into,
+}
+
+/// Every flag of every subcommand whose value is a path, with its role: `(subcommand, clap id,
+/// the flag as the user types it, role)`. The collision check ([`check_command_paths`]) reads
+/// this table for whatever subcommand runs, so a flag listed here is checked against every
+/// other; a path flag missing from it is found by [`unclassified_path_args`] (a unit test over
+/// the whole command line), not by a user's lost file.
+pub const PATH_FLAGS: &[(&str, &str, &str, Role)] = &[
+    ("run", "files", "FILE", Role::Input),
+    ("run", "history", "--history", Role::File),
+    ("explore", "file", "FILE", Role::Input),
+    ("explore", "lock", "--lock", Role::Input),
+    // A preset's name or a scenario file: a file when one is there.
+    ("explore", "against", "--against", Role::Input),
+    ("explore", "jsonl", "--jsonl", Role::File),
+    ("explore", "summary", "--summary", Role::File),
+    ("explore", "out", "--out", Role::Into),
+    ("ci", "paths", "PATH", Role::Input),
+    ("ci", "report", "--report", Role::Dir),
+    ("merge", "files", "FILE", Role::Input),
+    ("merge", "out", "--out", Role::File),
+    ("merge", "report", "--report", Role::Dir),
+    ("live", "file", "FILE", Role::Input),
+    ("live", "redis_server", "--redis-server", Role::Input),
+    ("live", "report", "--report", Role::Dir),
+    ("live", "history", "--history", Role::File),
+    ("serve", "file", "FILE", Role::Input),
+    ("serve", "history", "--history", Role::File),
+    ("mutants", "catalogue", "--catalogue", Role::Input),
+    ("mutants", "report", "--report", Role::Into),
+    ("list", "dir", "--dir", Role::Input),
+];
+
+/// Whether a clap argument takes a path: typed `PathBuf`, or a value named `FILE`, `PATH`,
+/// `DIR` or `OUT` (`--against PRESET|FILE`, `--redis-server PATH`).
+fn takes_a_path(arg: &clap::Arg) -> bool {
+    let typed = arg.get_value_parser().type_id() == std::any::TypeId::of::<PathBuf>();
+    let named = arg.get_value_names().into_iter().flatten().any(|name| {
+        name.as_str()
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|word| ["FILE", "PATH", "DIR", "OUT"].contains(&word))
+    });
+    typed || named
+}
+
+/// The path arguments of `command`'s subcommands that [`PATH_FLAGS`] does not classify, and the
+/// entries of [`PATH_FLAGS`] that name no argument (`subcommand id` each): both empty, or a
+/// flag escapes the collision check.
+pub fn unclassified_path_args(command: &clap::Command) -> Vec<String> {
+    let mut missing = Vec::new();
+    for sub in command.get_subcommands() {
+        let name = sub.get_name();
+        for arg in sub.get_arguments().filter(|arg| takes_a_path(arg)) {
+            let id = arg.get_id().as_str();
+            if !PATH_FLAGS.iter().any(|(c, i, ..)| *c == name && *i == id) {
+                missing.push(format!("{name} {id}: a path flag without a role in PATH_FLAGS"));
+            }
+        }
+    }
+    for (c, id, ..) in PATH_FLAGS {
+        let found = command
+            .find_subcommand(c)
+            .is_some_and(|sub| sub.get_arguments().any(|arg| arg.get_id().as_str() == *id));
+        if !found {
+            missing.push(format!("{c} {id}: in PATH_FLAGS, not an argument"));
+        }
+    }
+    missing
+}
+
+/// Bad input, before anything runs, when two paths of the command line `subcommand`'s
+/// `matches` (every flag of [`PATH_FLAGS`], defaults included) collide: an output that is an
+/// input or would replace a directory holding one ([`check_outputs_spare_inputs`]'s rule), two
+/// outputs at one path (`--jsonl X --summary X`: the second would overwrite the first), an
+/// output inside an output directory replaced as a whole, or a file output at an output
+/// directory's path. Paths are compared where they resolve, through links, `.` and `..`. An
+/// input that does not exist is skipped (a preset's name, `--against naive`; or a missing file,
+/// which its command reports).
+pub fn check_command_paths(subcommand: &str, matches: &clap::ArgMatches) -> Result<(), AppError> {
+    let mut inputs: Vec<PathBuf> = Vec::new();
+    let mut outputs: Vec<(&str, Role, PathBuf)> = Vec::new();
+    for (_, id, flag, role) in PATH_FLAGS.iter().filter(|(c, ..)| *c == subcommand) {
+        let Ok(Some(values)) = matches.try_get_raw(id) else {
+            continue;
+        };
+        for value in values {
+            let path = PathBuf::from(value);
+            match role {
+                Role::Input if std::fs::symlink_metadata(&path).is_ok() => inputs.push(path),
+                Role::Input => {}
+                _ => outputs.push((flag, *role, path)),
+            }
+        }
+    }
+    let files: Vec<(&str, Option<&Path>)> = outputs
+        .iter()
+        .filter(|(_, role, _)| *role == Role::File)
+        .map(|(flag, _, path)| (*flag, Some(path.as_path())))
+        .collect();
+    let dirs: Vec<(&str, Option<&Path>)> = outputs
+        .iter()
+        .filter(|(_, role, _)| *role == Role::Dir)
+        .map(|(flag, _, path)| (*flag, Some(path.as_path())))
+        .collect();
+    check_outputs_spare_inputs(&inputs, &files, &dirs)?;
+    check_outputs_apart(&outputs)
+}
+
+/// Bad input when two of `outputs` (`(flag, role, path)`) collide (see [`check_command_paths`]).
+fn check_outputs_apart(outputs: &[(&str, Role, PathBuf)]) -> Result<(), AppError> {
+    let resolved: Vec<Option<PathBuf>> = outputs.iter().map(|(_, _, path)| resolved(path)).collect();
+    for (i, (flag_a, role_a, path_a)) in outputs.iter().enumerate() {
+        for (j, (flag_b, role_b, path_b)) in outputs.iter().enumerate().skip(i + 1) {
+            let (Some(a), Some(b)) = (&resolved[i], &resolved[j]) else {
+                continue;
+            };
+            let shown = |flag: &str, path: &Path| format!("{flag} {}", path.display());
+            let (first, second) = (shown(flag_a, path_a), shown(flag_b, path_b));
+            if a == b && *role_a != Role::Dir && *role_b != Role::Dir {
+                return Err(AppError::BadInput(format!(
+                    "{second}: is the same path as {first}; one would overwrite the other: give each output \
+                     its own path"
+                )));
+            }
+            // An output at or inside a directory replaced as a whole is swept away with it.
+            let pairs = [
+                ((&second, b), (&first, *role_a, a)),
+                ((&first, a), (&second, *role_b, b)),
+            ];
+            for ((flag, inner), (dir_flag, dir_role, dir)) in pairs {
+                if dir_role == Role::Dir && inner.starts_with(dir) {
+                    return Err(AppError::BadInput(format!(
+                        "{flag}: is inside {dir_flag}, a directory replaced as a whole, which would delete \
+                         it: give it a path outside"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,6 +325,62 @@ mod tests {
         // A file that will be inside a directory reached through a link is inside it.
         let file = vec![root.path().join("link/out/m.json")];
         assert!(check_outputs_spare_inputs(&file, &[], &[("--report", Some(&dir.join("out")))]).is_err());
+    }
+
+    #[test]
+    fn a_path_flag_without_a_role_or_a_role_without_a_flag_is_found() {
+        use clap::{value_parser, Arg, Command};
+        let path = |id: &'static str| Arg::new(id).long(id).value_parser(value_parser!(PathBuf));
+        // `run` with its two path flags and a new one nobody classified; `explore` without
+        // any of its flags (every entry of the table for it is stale).
+        let cli = Command::new("lockstep")
+            .subcommand(
+                Command::new("run")
+                    .arg(path("files"))
+                    .arg(path("history"))
+                    .arg(path("trace")),
+            )
+            .subcommand(Command::new("explore").arg(Arg::new("dump").long("dump").value_name("FILE")));
+        let missing = unclassified_path_args(&cli);
+        assert!(missing.iter().any(|m| m.starts_with("run trace:")), "{missing:?}");
+        assert!(missing.iter().any(|m| m.starts_with("explore dump:")), "{missing:?}");
+        assert!(
+            missing.iter().any(|m| m.starts_with("explore jsonl: in PATH_FLAGS")),
+            "{missing:?}"
+        );
+        assert!(!missing.iter().any(|m| m.starts_with("run history")), "{missing:?}");
+    }
+
+    #[test]
+    fn two_outputs_at_one_place_or_one_inside_a_replaced_directory_are_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let (a, dir) = (root.path().join("a.json"), root.path().join("out"));
+        let same = root.path().join("x/../a.json");
+        let refused = |outputs: &[(&str, Role, PathBuf)]| match check_outputs_apart(outputs) {
+            Err(AppError::BadInput(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        let m = refused(&[("--jsonl", Role::File, a.clone()), ("--summary", Role::File, same)]);
+        assert!(
+            m.contains("--summary") && m.contains("--jsonl") && m.contains("same path"),
+            "{m}"
+        );
+        let m = refused(&[
+            ("--history", Role::File, dir.join("h.jsonl")),
+            ("--report", Role::Dir, dir.clone()),
+        ]);
+        assert!(m.contains("--history") && m.contains("is inside --report"), "{m}");
+        let m = refused(&[
+            ("--summary", Role::File, dir.clone()),
+            ("--out", Role::Into, dir.clone()),
+        ]);
+        assert!(m.contains("same path"), "{m}");
+        // Files written into a directory by name, beside another output there: fine.
+        check_outputs_apart(&[
+            ("--summary", Role::File, dir.join("s.json")),
+            ("--out", Role::Into, dir),
+        ])
+        .unwrap();
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! OUT/charts/*.png      drawn with an embedded font (DejaVu Sans)
 //! OUT/index.html      one self-contained page ([`html`])
 //! OUT/manifest.json   every file and directory lockstep wrote there ([`Manifest`])
+//! OUT/.lockstep-owner the owner marker made with the directory (`staging::OWNER_FILE`)
 //! ```
 //!
 //! The manifest is what makes OUT replaceable by the next report: a directory is replaced only
@@ -888,16 +889,42 @@ fn check_replaceable(path: &Path) -> Result<(), String> {
 /// needed. The one atomic write: the CLI's summaries, histories and counterexamples.
 ///
 /// A file written into a report directory (`OUT/live.json`, `OUT/counterexamples/x.toml`: a
-/// directory whose [`MANIFEST_FILE`] is in `path`'s parent or the parent's parent) is first
-/// recorded in its manifest, so that the next report may still replace that directory.
+/// directory whose [`MANIFEST_FILE`] is in `path`'s parent or the parent's parent) is then
+/// recorded in its manifest, so that the next report may still replace that directory. Recorded
+/// only once the file is in place (issue 40): a write that fails (a name too long, a full disk,
+/// a kill) leaves nothing listed, so a file of the user's later put at that name is never taken
+/// for lockstep's and removed with the report.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     check_replaceable(path)?;
-    staging::record_in_manifest(path)?;
-    write_file_atomically(path, bytes)
+    write_file_atomically(path, bytes)?;
+    staging::record_in_manifest(path)
 }
 
 /// [`write_atomic`] without recording `path` in a manifest (the manifest itself is written so).
+/// On an error, the directories it created for `path` (empty) are removed again.
 fn write_file_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let dir = parent_dir(path);
+    // The deepest ancestor there already: what is created below it is this write's.
+    let existed = dir
+        .ancestors()
+        .find(|d| d.as_os_str().is_empty() || std::fs::symlink_metadata(d).is_ok());
+    let written = write_new_file(path, bytes);
+    if written.is_err() {
+        for created in dir
+            .ancestors()
+            .take_while(|d| Some(*d) != existed && !d.as_os_str().is_empty())
+        {
+            // Only an empty directory goes; anything that appeared meanwhile keeps it.
+            if std::fs::remove_dir(created).is_err() {
+                break;
+            }
+        }
+    }
+    written
+}
+
+/// Writes `bytes` to a new temporary file beside `path` and renames it over `path`.
+fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
     use std::io::Write;
     let dir = parent_dir(path);
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -1009,8 +1036,8 @@ pub fn write_report_with(
 ) -> Result<Vec<PathBuf>, String> {
     prepare_out(out)?;
     staging::remove_stale(out);
-    let (staging, _staging_lock) = staging_dir(out)?;
-    let files = build_report_dir(report, staging.path(), histories)?;
+    let (staging, _staging_lock, mut journal) = staging_dir(out)?;
+    let files = build_report_dir(report, staging.path(), histories, &mut journal)?;
     // The previous report, swapped out below, stays locked until it is removed.
     #[cfg(unix)]
     let _old_lock = staging::try_lock_dir(out).ok().flatten();
@@ -1026,9 +1053,10 @@ pub fn write_report_with(
     Ok(files.iter().map(|rel| out.join(rel)).collect())
 }
 
-/// A new staging directory beside `out`, and (on Unix) the lock that tells a cleaner it is live
-/// ([`staging`]). Created again should a cleaner have removed it before it was locked.
-fn staging_dir(out: &Path) -> Result<(tempfile::TempDir, Option<std::fs::File>), String> {
+/// A new staging directory beside `out`, (on Unix) the lock that tells a cleaner it is live,
+/// and its owner marker, which proves it lockstep's to a later cleaner ([`staging`]). Created
+/// again should a cleaner have removed it before it was locked.
+fn staging_dir(out: &Path) -> Result<(tempfile::TempDir, Option<std::fs::File>, staging::Journal), String> {
     let base = out
         .file_name()
         .map_or_else(|| "report".into(), |n| n.to_string_lossy().into_owned());
@@ -1043,30 +1071,43 @@ fn staging_dir(out: &Path) -> Result<(tempfile::TempDir, Option<std::fs::File>),
             .prefix(&staging::new_prefix(&base))
             .tempdir_in(parent_dir(out))
             .map_err(|e| fail(e.to_string()))?;
+        // The owner marker, made once the directory is ours (locked, and still the one at its path).
+        let mark =
+            |dir: &Path| staging::Journal::create(dir).map_err(|e| fail(format!("{}: {e}", staging::OWNER_FILE)));
         #[cfg(unix)]
         match staging::lock_dir(dir.path()) {
-            Ok(Some(lock)) => return Ok((dir, Some(lock))),
+            Ok(Some(lock)) => {
+                let journal = mark(dir.path())?;
+                return Ok((dir, Some(lock), journal));
+            }
             // Removed (and its name perhaps taken) before the lock: not ours to remove.
             Ok(None) => {
                 let _ = dir.keep();
                 continue;
             }
             // A file system without locks: no cleaner can take one either, so none removes it.
-            Err(_) => return Ok((dir, None)),
+            Err(_) => {
+                let journal = mark(dir.path())?;
+                return Ok((dir, None, journal));
+            }
         }
         #[cfg(not(unix))]
-        return Ok((dir, None));
+        {
+            let journal = mark(dir.path())?;
+            return Ok((dir, None, journal));
+        }
     }
     Err(fail("removed by another process each time".to_string()))
 }
 
 /// Writes every file of the report into `dir` (synced), the manifest last (it lists everything
-/// else: a staging directory killed before it has none, see [`staging`]); returns their paths
-/// relative to it.
+/// else: a staging directory killed before it has none, see [`staging`]), each recorded in the
+/// owner marker's `journal` once written; returns their paths relative to it.
 fn build_report_dir(
     report: &Report,
     dir: &Path,
     histories: &BTreeMap<String, lockstep_sim::History>,
+    journal: &mut staging::Journal,
 ) -> Result<Vec<PathBuf>, String> {
     let mut written = Vec::new();
     let mut put = |rel: &str, bytes: &[u8]| -> Result<(), String> {
@@ -1078,6 +1119,9 @@ fn build_report_dir(
             file.sync_all()
         };
         write().map_err(|e| format!("cannot write {rel}: {e}"))?;
+        journal
+            .record(rel)
+            .map_err(|e| format!("cannot record {rel} in {}: {e}", staging::OWNER_FILE))?;
         written.push(PathBuf::from(rel));
         Ok(())
     };

@@ -17,8 +17,13 @@
 //!
 //! Only entries of OUT's parent whose name matches the exact pattern are considered, only
 //! directories, and symbolic links are never followed (a link with a matching name is left
-//! alone). One that holds a manifest (an earlier report, exchanged out) is removed like OUT
-//! itself: only if everything in it is listed, and only what is listed. Left out: the
+//! alone). A name proves nothing (a `.OUT.new.backup` of the user's has one): only a directory
+//! holding lockstep's owner marker ([`OWNER_FILE`], created exclusively in the new directory
+//! before anything else, naming that directory by device and inode, owned by this user) is
+//! removed; anything else is left whole. One that holds a manifest (an earlier report,
+//! exchanged out) is removed like OUT itself: only if everything in it is listed, and only
+//! what is listed; one without (a staging directory killed while being built) only what the
+//! marker's journal lists, entry by entry, never recursively. Left out: the
 //! `.lockstep-probe.XXXXXX` directory [`super::prepare_out`] creates and removes at once (a kill
 //! within that instant leaves it), and platforms other than Unix (where nothing is removed). A
 //! file system without `flock` (some network file systems) makes every lock fail: then nothing
@@ -337,12 +342,17 @@ pub fn existing(out: &Path) -> Result<Existing, String> {
     Ok(Existing::Report(manifest))
 }
 
-/// Records `path`, about to be written by lockstep, in the manifest of the report directory it
-/// is in (its parent, or its parent's parent: `OUT/live.json`, `OUT/counterexamples/x.toml`),
-/// with any directory between them, so that the next report may replace that directory (only
-/// what a manifest lists is ever removed). Nothing happens where there is no valid manifest, or
-/// when `path` is listed already. Called before the file or its directory exists, so a kill in
-/// between leaves a listed entry that is missing (harmless), never an unlisted one.
+/// Records `path`, just written by lockstep, in the manifest of the report directory it is in
+/// (its parent, or its parent's parent: `OUT/live.json`, `OUT/counterexamples/x.toml`), with
+/// any directory between them, so that the next report may replace that directory (only what a
+/// manifest lists is ever removed). Nothing happens where there is no valid manifest, or when
+/// `path` is listed already.
+///
+/// Called only once the file is in place (its atomic rename done): a listed name is always one
+/// lockstep wrote. A write that failed (ENAMETOOLONG, ENOSPC) or a kill before this call leaves
+/// the file, if any, unlisted: the next report refuses the directory naming it, and removes
+/// nothing. Recording first, as lockstep once did, listed names that never existed, and the next
+/// report deleted whatever the user later put there (issue 40).
 pub(crate) fn record_in_manifest(path: &Path) -> Result<(), String> {
     let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
         return Ok(());
@@ -478,8 +488,8 @@ pub(crate) fn remove_stale(out: &Path) -> Vec<PathBuf> {
     for path in leftover_dirs(out) {
         // Held: a live run's. Taken: nobody's; removed while we hold it (never through a link:
         // see `remove_lockstep_dir`).
-        if let Ok(Some(_lock)) = try_lock_dir(&path) {
-            if remove_lockstep_dir(&path).is_ok() {
+        if let Ok(Some(lock)) = try_lock_dir(&path) {
+            if remove_lockstep_dir(&path, &lock).is_ok() {
                 removed.push(path);
             }
         }
@@ -568,7 +578,11 @@ pub(crate) fn swap_by_renames(new: &Path, out: &Path) -> std::io::Result<PathBuf
 /// it is then left, with its manifest, and this returns the error.
 pub(crate) fn remove_listed(root: &Path, manifest: &Manifest) -> std::io::Result<()> {
     let depth = |rel: &&String| std::cmp::Reverse(rel.matches('/').count());
-    let mut files: Vec<&String> = manifest.files.iter().filter(|f| *f != MANIFEST_FILE).collect();
+    let mut files: Vec<&String> = manifest
+        .files
+        .iter()
+        .filter(|f| *f != MANIFEST_FILE && *f != OWNER_FILE)
+        .collect();
     let mut dirs: Vec<&String> = manifest.dirs.iter().collect();
     files.sort_by_key(depth);
     dirs.sort_by_key(depth);
@@ -578,7 +592,20 @@ pub(crate) fn remove_listed(root: &Path, manifest: &Manifest) -> std::io::Result
     for rel in dirs {
         remove_entry(root, rel, Kind::Dir)?;
     }
-    // Last: until everything else is gone, what remains stays recognisable as lockstep's.
+    // Last: until everything else is gone, what remains stays recognisable as lockstep's (an
+    // unlisted entry left at the top keeps the marker and the manifest with it).
+    if let Some(other) = sorted_names(root)?
+        .iter()
+        .find(|name| ![MANIFEST_FILE, OWNER_FILE].iter().any(|ours| name.as_os_str() == *ours))
+    {
+        return Err(std::io::Error::other(format!(
+            "{}: not listed, left in place",
+            other.to_string_lossy()
+        )));
+    }
+    if manifest.files.iter().any(|f| f == OWNER_FILE) {
+        remove_entry(root, OWNER_FILE, Kind::File)?;
+    }
     remove_entry(root, MANIFEST_FILE, Kind::File)?;
     std::fs::remove_dir(root)
 }
@@ -669,21 +696,183 @@ fn remove_entry(root: &Path, rel: &str, kind: Kind) -> std::io::Result<()> {
     }
 }
 
-/// Removes a stale staging or old directory (its lock held): one with a manifest (an earlier
-/// report, exchanged or renamed out of OUT) only if everything in it is listed, and then only
-/// what is listed ([`remove_listed`]); one without (a staging directory whose run was killed
-/// while building it: only lockstep creates directories of these names, and it writes the
-/// manifest last) whole.
+/// Removes a stale staging or old directory (its lock held, `lock`): only one this tool
+/// created, proved by its owner marker ([`read_owner`]: created exclusively by lockstep in that
+/// very directory, naming it by device and inode); a directory with a matching name but no
+/// valid marker is left alone, whatever it holds (issue 40: a `.OUT.new.backup` of the user's
+/// was removed whole, and a manifest forged inside it trusted). Then, never recursively: one
+/// with a manifest (an earlier report, exchanged or renamed out of OUT) only if everything in
+/// it is listed, and only what is listed ([`remove_listed`]); one without (a staging directory
+/// whose run was killed while building it) what its marker's journal lists, entry by entry,
+/// leaving anything else and the directory with it.
 #[cfg(unix)]
-fn remove_lockstep_dir(path: &Path) -> std::io::Result<()> {
+fn remove_lockstep_dir(path: &Path, lock: &File) -> std::io::Result<()> {
+    let journal = read_owner(path, lock).map_err(std::io::Error::other)?;
     match read_manifest(path) {
         Ok(Some(manifest)) => {
             check_listed(path, &manifest).map_err(|(rel, why)| std::io::Error::other(format!("{rel}: {why}")))?;
             remove_listed(path, &manifest)
         }
-        Ok(None) => std::fs::remove_dir_all(path),
+        Ok(None) => remove_listed(path, &journal),
         Err(why) => Err(std::io::Error::other(why)),
     }
+}
+
+/// The owner marker lockstep creates in each directory it builds a report in, at its creation
+/// (and which stays in the report, listed in its manifest): the proof that a hidden
+/// `.OUT.new.XXXXXX` / `.OUT.old.XXXXXX` directory is lockstep's ([`remove_stale`]). Its first
+/// line names the directory it was created in (device, inode, owner); each further line records
+/// an entry lockstep wrote there, once written (`f charts/x.svg`, `d charts`): the journal of a
+/// staging directory killed before its manifest was written.
+pub const OWNER_FILE: &str = ".lockstep-owner";
+
+/// The `format` of an owner marker's first line.
+const OWNER_FORMAT: &str = "lockstep-staging-owner";
+
+/// The first line of an [`OWNER_FILE`]: which directory it was created in.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct OwnerHeader {
+    /// Always [`OWNER_FORMAT`].
+    format: String,
+    /// The directory's device number.
+    dev: u64,
+    /// The directory's inode number (kept by a rename or an exchange, not by a copy).
+    ino: u64,
+    /// The directory's owner (the user lockstep ran as).
+    uid: u32,
+}
+
+/// The owner marker of a staging directory being built: created with the directory, appended
+/// to as each entry is written ([`Journal::record`]).
+pub(crate) struct Journal {
+    file: File,
+    dirs: std::collections::BTreeSet<String>,
+}
+
+impl Journal {
+    /// Creates the owner marker in `dir`, a directory this run has just created and locked:
+    /// exclusively (`O_EXCL`; it fails if anything is at that name) and without following a
+    /// link, naming `dir` by its device and inode.
+    #[cfg(unix)]
+    pub(crate) fn create(dir: &Path) -> std::io::Result<Journal> {
+        use std::io::Write;
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let meta = std::fs::symlink_metadata(dir)?;
+        let header = OwnerHeader {
+            format: OWNER_FORMAT.to_string(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+            uid: meta.uid(),
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(dir.join(OWNER_FILE))?;
+        // Plain data: serialisation cannot fail.
+        writeln!(file, "{}", serde_json::to_string(&header).unwrap_or_default())?;
+        Ok(Journal {
+            file,
+            dirs: std::collections::BTreeSet::new(),
+        })
+    }
+
+    /// Elsewhere than Unix no leftover is ever removed: no marker is needed.
+    #[cfg(not(unix))]
+    pub(crate) fn create(dir: &Path) -> std::io::Result<Journal> {
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(dir.join(OWNER_FILE))?;
+        Ok(Journal {
+            file,
+            dirs: std::collections::BTreeSet::new(),
+        })
+    }
+
+    /// Records `rel`, a file lockstep has just written into the directory, with every
+    /// directory above it not recorded yet (all created by this run: the directory is new and
+    /// private while it is built).
+    pub(crate) fn record(&mut self, rel: &str) -> std::io::Result<()> {
+        use std::io::Write;
+        let mut lines = String::new();
+        let parts: Vec<&str> = rel.split('/').collect();
+        for n in 1..parts.len() {
+            let dir = parts[..n].join("/");
+            if self.dirs.insert(dir.clone()) {
+                lines.push_str(&format!("d {dir}\n"));
+            }
+        }
+        lines.push_str(&format!("f {rel}\n"));
+        self.file.write_all(lines.as_bytes())
+    }
+}
+
+/// The journal of the owner marker of `dir` (locked by the caller: `lock` is its handle), as a
+/// manifest listing what lockstep wrote there (the marker included); an error saying why when
+/// `dir` is not provably lockstep's: no marker, a marker that is a link or not a regular file,
+/// that does not parse, or that names another directory (a copy, or a marker moved or forged:
+/// the device and inode are those of the directory it was created in), or a directory or
+/// marker owned by another user.
+#[cfg(unix)]
+fn read_owner(dir: &Path, lock: &File) -> Result<Manifest, String> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let mut text = String::new();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(dir.join(OWNER_FILE))
+        .map_err(|e| format!("no owner marker {OWNER_FILE}: {e}"))?;
+    let meta = file.metadata().map_err(|e| format!("{OWNER_FILE}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{OWNER_FILE} is not a regular file"));
+    }
+    file.take(MANIFEST_MAX_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read {OWNER_FILE}: {e}"))?;
+    if text.len() as u64 > MANIFEST_MAX_BYTES {
+        return Err(format!("{OWNER_FILE} is larger than {MANIFEST_MAX_BYTES} bytes"));
+    }
+    // Whole lines only: a last line cut short by a kill may name a prefix of a real name.
+    let mut lines = text.split_inclusive('\n').filter_map(|line| line.strip_suffix('\n'));
+    let header: OwnerHeader = lines
+        .next()
+        .and_then(|line| serde_json::from_str(line).ok())
+        .filter(|h: &OwnerHeader| h.format == OWNER_FORMAT)
+        .ok_or_else(|| format!("{OWNER_FILE} is not a lockstep owner marker"))?;
+    let held = lock
+        .metadata()
+        .map_err(|e| format!("cannot inspect the directory: {e}"))?;
+    // SAFETY: `geteuid` has no arguments and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if (header.dev, header.ino, header.uid) != (held.dev(), held.ino(), held.uid()) {
+        return Err(format!("{OWNER_FILE} was not created in this directory"));
+    }
+    if held.uid() != me || meta.uid() != me {
+        return Err("the directory or its owner marker belongs to another user".to_string());
+    }
+    let (mut dirs, mut files) = (Vec::new(), vec![OWNER_FILE.to_string()]);
+    for line in lines {
+        let (list, rel) = match line.split_once(' ') {
+            Some(("d", rel)) => (&mut dirs, rel),
+            Some(("f", rel)) => (&mut files, rel),
+            _ => continue,
+        };
+        if is_listable(rel) && !list.iter().any(|r| r == rel) {
+            list.push(rel.to_string());
+        }
+    }
+    Ok(Manifest {
+        format: MANIFEST_FORMAT.to_string(),
+        schema_version: super::SCHEMA_VERSION,
+        tool: super::Tool::current(),
+        run_id: None,
+        shard: None,
+        dirs,
+        files,
+    })
 }
 
 #[cfg(test)]
@@ -740,16 +929,53 @@ mod tests {
         let stale = parent.path().join(".out.new.abc123");
         let live = parent.path().join(".out.old.def456");
         for dir in [&stale, &live] {
+            std::fs::create_dir(dir).unwrap();
+            let mut journal = Journal::create(dir).unwrap();
             std::fs::create_dir_all(dir.join("charts")).unwrap();
-            std::fs::write(dir.join("report.json"), "{}").unwrap();
+            for file in ["report.json", "charts/x.svg"] {
+                std::fs::write(dir.join(file), "{}").unwrap();
+                journal.record(file).unwrap();
+            }
         }
+        // Killed between writing a file and recording it: that file is not known to be
+        // lockstep's, and stays with its directory.
+        let unrecorded = parent.path().join(".out.new.ghi789");
+        std::fs::create_dir(&unrecorded).unwrap();
+        Journal::create(&unrecorded).unwrap();
+        std::fs::write(unrecorded.join("report.json"), "{}").unwrap();
         let held = lock_dir(&live).unwrap().expect("still there");
         assert_eq!(remove_stale(&out), vec![stale.clone()]);
         assert!(!stale.exists());
         assert!(live.join("report.json").is_file());
+        assert!(unrecorded.join("report.json").is_file() && unrecorded.join(OWNER_FILE).is_file());
         drop(held);
         assert_eq!(remove_stale(&out), vec![live.clone()]);
         assert!(!live.exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_directory_without_lockstep_s_own_marker_is_never_removed() {
+        let parent = tempfile::tempdir().unwrap();
+        let out = parent.path().join("out");
+        // The user's: a matching name, a forged manifest listing everything in it.
+        let backup = report_dir(parent.path(), ".out.new.backup");
+        // A marker copied from another directory (a `cp -r` of a staging directory).
+        let copy = parent.path().join(".out.old.copied");
+        std::fs::create_dir(&copy).unwrap();
+        let original = parent.path().join("orig");
+        std::fs::create_dir(&original).unwrap();
+        Journal::create(&original).unwrap();
+        std::fs::copy(original.join(OWNER_FILE), copy.join(OWNER_FILE)).unwrap();
+        std::fs::write(copy.join("report.json"), "mine").unwrap();
+        // A marker that is a link to a good one.
+        let linked = parent.path().join(".out.new.linked");
+        std::fs::create_dir(&linked).unwrap();
+        std::os::unix::fs::symlink(original.join(OWNER_FILE), linked.join(OWNER_FILE)).unwrap();
+        assert!(remove_stale(&out).is_empty());
+        assert!(backup.join("report.json").is_file() && backup.join(MANIFEST_FILE).is_file());
+        assert_eq!(std::fs::read_to_string(copy.join("report.json")).unwrap(), "mine");
+        assert!(linked.join(OWNER_FILE).is_symlink());
     }
 
     #[cfg(unix)]

@@ -12,6 +12,7 @@ mod common;
 mod fuzz;
 mod hardening;
 mod hostile;
+mod hostile_data_loss;
 mod hostile_gates;
 mod hostile_limits;
 mod hostile_report;

@@ -28,8 +28,17 @@
 //!   `ERR Script killed: exceeded instruction budget of N`, where Redis would keep running it and
 //!   answer `BUSY` to other clients until `SCRIPT KILL`/`SHUTDOWN NOSAVE`. The budget cannot be
 //!   dodged with `pcall`/`xpcall`. Writes the script made before it was stopped stay (as with
-//!   any script error in Redis). Time spent inside C library functions (`string.rep`, pattern
-//!   matching) is not counted;
+//!   any script error in Redis). Work inside library functions, where Lua's hook does not
+//!   fire, is charged to the same budget: pattern matching runs on lockstep's own Lua 5.1
+//!   matcher ([`pattern`]), a unit per step; `string.rep`/`upper`/`lower`/`reverse`/`sub`/
+//!   `format`, `table.concat`, `tonumber`, `redis.sha1hex` and `redis.call`'s arguments a unit
+//!   per 8 bytes, `table.sort`/`insert`/`remove`/`maxn` by elements, a caught error 2,000
+//!   units ([`install_builtins`]). The VM's own `..` and string comparison are one instruction
+//!   each (bounded by the memory cap);
+//! * the script cache holds at most [`SCRIPT_CACHE_SCRIPTS_MAX`] scripts and
+//!   [`SCRIPT_CACHE_BYTES_MAX`] bytes of bodies per VM (Redis: unbounded); past either a new
+//!   script is refused with `ERR script cache full: ...`. The compiled functions live in a Lua
+//!   table, not in Rust handles (mlua's reference stack holds 8,000);
 //! * one Lua VM per world, shared by all of its servers (Redis has one per server; see
 //!   [`WorldLua`]): each server keeps its own script cache (`SCRIPT LOAD`/`EXISTS`/`FLUSH`,
 //!   `EVALSHA`'s `NOSCRIPT`, a restart emptying it are per server), a body cached by several
@@ -85,6 +94,26 @@ const LUA_COLLECT_ABOVE: usize = 4 << 20;
 const USER_SCRIPT: &str = "@user_script";
 /// The chunk name of [`HELPER_LUA`].
 const HELPER_CHUNK_NAME: &str = "=lockstep_redis_lib";
+
+/// Whether an error reply (its text, without the leading `-`) is one of lockstep's own bounds
+/// failing a command, where a real Redis would have run it: what failed, named. A run whose
+/// clients got such replies met a limit of the simulated server, not a behaviour of Redis'.
+pub fn server_failure(error: &str) -> Option<&'static str> {
+    let error = error.strip_prefix('-').unwrap_or(error);
+    if error.starts_with("ERR Script killed: exceeded instruction budget") {
+        Some("a script stopped by the instruction budget")
+    } else if error.starts_with("ERR script cache full") {
+        Some("the script cache full")
+    } else if error.starts_with("ERR Lua VM unavailable") {
+        Some("the Lua VM unavailable")
+    } else if error.starts_with("ERR ") && error.contains("not enough memory") {
+        Some("a script past the Lua memory cap")
+    } else if error.starts_with("ERR ") && error.contains("pattern too complex") {
+        Some("a script's pattern past the recursion bound")
+    } else {
+        None
+    }
+}
 
 /// Lowercase hex SHA1 of `data`, as `SCRIPT LOAD` and `redis.sha1hex` compute it.
 pub fn sha1_hex(data: &[u8]) -> String {
@@ -2116,6 +2145,38 @@ mod tests {
         }
         assert_eq!(counts[0], counts[1]);
         assert!(matches!(&counts[0], Reply::Bulk(Some(_))), "{counts:?}");
+    }
+
+    #[test]
+    fn the_bounds_failures_are_named() {
+        let mut e = RedisEngine::new(EngineConfig {
+            lua_instruction_budget: 100_000,
+        });
+        for (script, what) in [
+            ("while true do end", "a script stopped by the instruction budget"),
+            ("return string.rep('x', 1e9)", "a script past the Lua memory cap"),
+            (
+                "local t = {} for i = 1, 1e7 do t[i] = i end",
+                "a script past the Lua memory cap",
+            ),
+            (
+                "return string.find('a', string.rep('a?', 300))",
+                "a script's pattern past the recursion bound",
+            ),
+        ] {
+            let Reply::Error(reply) = eval(&mut e, script, &[], &[]) else {
+                panic!("{script}: not an error");
+            };
+            assert_eq!(server_failure(&format!("-{reply}")), Some(what), "{script}: {reply}");
+        }
+        assert_eq!(server_failure(&cache_full_error()), Some("the script cache full"));
+        for redis_error in [
+            "ERR user_script:1: boom script: 0, on @user_script:1.",
+            "OOM command not allowed when used memory > 'maxmemory'.",
+            "NOSCRIPT No matching script. Please use EVAL.",
+        ] {
+            assert_eq!(server_failure(redis_error), None, "{redis_error}");
+        }
     }
 
     #[test]

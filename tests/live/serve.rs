@@ -370,6 +370,10 @@ fn serve_survives_a_flood_of_scripts_and_stops_runaway_built_ins() {
     let mut other = Conn::open(serve.addr("redis-1"));
     assert_eq!(other.call(&["SET", "lock", "tok"]), "+OK\r\n");
     assert_eq!(other.call(&["EVALSHA", &sha, "1", "lock", "tok"]), ":1\r\n");
+    assert!(other
+        .call(&["EVAL", "return 'new'", "0"])
+        .starts_with("-ERR script cache full"));
+    assert_eq!(other.call(&["SCRIPT", "FLUSH"]), "+OK\r\n");
     // Work inside built-ins is bounded: an error reply, then the next script runs.
     for script in [
         "local s = string.rep('a', 1e5) return string.find(s, '.-.-.-.-b')",

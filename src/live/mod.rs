@@ -167,6 +167,30 @@ pub struct LiveRun {
     pub end_ms: u64,
     /// The loopback addresses served, by `client->server`.
     pub addresses: BTreeMap<String, String>,
+    /// Replies in which the server failed a client's command on one of lockstep's own bounds
+    /// (a script stopped by the instruction budget, the Lua memory cap, a full script cache;
+    /// [`lockstep_sim::redis::server_failure`]), counted by what failed. Any makes the run
+    /// not as expected: its verdicts judge a server that broke, not the lock.
+    pub server_failures: BTreeMap<String, u64>,
+}
+
+/// The name under which a run with server failures is listed in its mismatches.
+pub const SERVER_FAILURE_CHECK: &str = "server";
+
+/// The server failures among the replies `history` holds, counted by what failed.
+fn server_failures(history: &History) -> BTreeMap<String, u64> {
+    let mut failures = BTreeMap::new();
+    for event in history.events() {
+        if let EventKind::Command {
+            reply, client: Some(_), ..
+        } = &event.kind
+        {
+            if let Some(what) = reply.strip_prefix('-').and_then(lockstep_sim::redis::server_failure) {
+                *failures.entry(what.to_string()).or_insert(0) += 1;
+            }
+        }
+    }
+    failures
 }
 
 impl LiveRun {
@@ -175,7 +199,8 @@ impl LiveRun {
         self.results.iter().find(|r| r.checker == checker).map(|r| r.verdict)
     }
 
-    /// Whether every expectation held.
+    /// Whether every expectation held (a server failing a command on its own bounds is a
+    /// mismatch: [`LiveRun::server_failures`]).
     pub fn as_expected(&self) -> bool {
         self.mismatches.is_empty()
     }
@@ -576,7 +601,16 @@ async fn run_async(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun
     let (liveness, mismatch) = crate::run::expect::judge_liveness(&scenario.expect, &ops);
     mismatches.extend(mismatch);
     results.extend(liveness);
+    let server_failures = server_failures(&history);
+    if !server_failures.is_empty() {
+        mismatches.push(Mismatch {
+            checker: SERVER_FAILURE_CHECK.to_string(),
+            expected: Verdict::Valid,
+            actual: Verdict::Invalid,
+        });
+    }
     Ok(LiveRun {
+        server_failures,
         name: scenario.name.clone(),
         seed: scenario.seed,
         history,
@@ -736,4 +770,73 @@ fn run_command(args: &LiveArgs, render: &dyn output::Render) -> Result<bool, Str
 pub fn run_file(path: &Path, options: &LiveOptions) -> Result<LiveRun, String> {
     let scenario = Scenario::from_file_live(path).map_err(|e| e.to_string())?;
     run_live(&scenario, options).map_err(|e| e.located(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn command(history: &mut History, client: Option<&str>, reply: &str) {
+        history.push(
+            0,
+            "redis-1",
+            0,
+            0,
+            EventKind::Command {
+                conn: 1,
+                args: vec!["EVALSHA".into()],
+                reply: reply.into(),
+                effects: Vec::new(),
+                client: client.map(str::to_string),
+            },
+        );
+    }
+
+    #[test]
+    fn replies_failed_by_the_servers_bounds_are_counted_and_named() {
+        let mut history = History::new();
+        command(&mut history, Some("c1"), ":1");
+        command(
+            &mut history,
+            Some("c1"),
+            "-ERR Script killed: exceeded instruction budget of 100000000",
+        );
+        command(
+            &mut history,
+            Some("c2"),
+            "-ERR Script killed: exceeded instruction budget of 100000000",
+        );
+        command(
+            &mut history,
+            Some("c2"),
+            "-ERR Error running script abc, not enough memory ",
+        );
+        // Redis' own errors are the lock's business, and the replication stream no client's.
+        command(
+            &mut history,
+            Some("c1"),
+            "-NOSCRIPT No matching script. Please use EVAL.",
+        );
+        command(
+            &mut history,
+            Some("c1"),
+            "-OOM command not allowed when used memory > 'maxmemory'.",
+        );
+        command(
+            &mut history,
+            None,
+            "-ERR Script killed: exceeded instruction budget of 1",
+        );
+        let failures = server_failures(&history);
+        assert_eq!(
+            failures,
+            BTreeMap::from([
+                ("a script past the Lua memory cap".to_string(), 1),
+                ("a script stopped by the instruction budget".to_string(), 2),
+            ])
+        );
+        let mut clean = History::new();
+        command(&mut clean, Some("c1"), "-ERR user_script:1: boom");
+        assert!(server_failures(&clean).is_empty());
+    }
 }

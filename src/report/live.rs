@@ -148,6 +148,20 @@ fn run_text(
         writeln!(s, "   result: as expected")?;
     } else {
         for m in &run.mismatches {
+            if m.checker == crate::live::SERVER_FAILURE_CHECK {
+                let failures: Vec<String> = run
+                    .server_failures
+                    .iter()
+                    .map(|(what, n)| format!("{n} × {what}"))
+                    .collect();
+                writeln!(
+                    s,
+                    "   UNEXPECTED: the servers failed clients' commands on lockstep's own bounds ({}); \
+                     the verdicts judge a broken server, not the lock",
+                    failures.join(", ")
+                )?;
+                continue;
+            }
             writeln!(
                 s,
                 "   UNEXPECTED: {} is {} but the scenario expects {}",

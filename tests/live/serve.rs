@@ -317,3 +317,93 @@ fn redis_py_lock_tests_pass_unmodified_against_serve() {
     let (code, rest) = serve.stop(Some(libc::SIGTERM));
     assert_eq!(code, 0, "{rest}");
 }
+
+/// Sends `commands` in one pipeline and reads their replies, one line each (`$N` bulk replies
+/// are read with their body).
+fn pipeline(conn: &mut Conn, commands: &[Vec<String>]) -> Vec<String> {
+    let mut out = String::new();
+    for args in commands {
+        out.push_str(&format!("*{}\r\n", args.len()));
+        for a in args {
+            out.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+    }
+    conn.0.write_all(out.as_bytes()).expect("writes");
+    let mut reader = BufReader::new(conn.0.try_clone().expect("clone"));
+    (0..commands.len())
+        .map(|_| {
+            let mut line = String::new();
+            reader.read_line(&mut line).expect("a reply");
+            if line.starts_with('$') && !line.starts_with("$-1") {
+                let mut body = String::new();
+                reader.read_line(&mut body).expect("a bulk body");
+                line.push_str(&body);
+            }
+            line
+        })
+        .collect()
+}
+
+#[test]
+fn serve_survives_a_flood_of_scripts_and_stops_runaway_built_ins() {
+    let history = common::TempPath::unused("serve", "scripts.jsonl");
+    let serve = Serve::start(&["--masters", "1", "--history", &history.display().to_string()]);
+    let mut conn = Conn::open(serve.addr("redis-1"));
+    let release = r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#;
+    let loaded = conn.call(&["SCRIPT", "LOAD", release]);
+    let sha = loaded.lines().nth(1).expect("a SHA").to_string();
+    // 20,000 SCRIPT LOADs: mlua panicked at about 8,000, and every script command after it.
+    let loads: Vec<Vec<String>> = (0..20_000)
+        .map(|i| vec!["SCRIPT".into(), "LOAD".into(), format!("return {i}")])
+        .collect();
+    let replies = pipeline(&mut conn, &loads);
+    let refused = replies
+        .iter()
+        .filter(|r| r.starts_with("-ERR script cache full"))
+        .count();
+    assert_eq!(
+        refused + replies.iter().filter(|r| r.starts_with("$40")).count(),
+        20_000
+    );
+    assert!(refused > 0, "the cache is bounded");
+    // Another connection's release still runs.
+    let mut other = Conn::open(serve.addr("redis-1"));
+    assert_eq!(other.call(&["SET", "lock", "tok"]), "+OK\r\n");
+    assert_eq!(other.call(&["EVALSHA", &sha, "1", "lock", "tok"]), ":1\r\n");
+    assert!(other
+        .call(&["EVAL", "return 'new'", "0"])
+        .starts_with("-ERR script cache full"));
+    assert_eq!(other.call(&["SCRIPT", "FLUSH"]), "+OK\r\n");
+    // Work inside built-ins is bounded: an error reply, then the next script runs.
+    for script in [
+        "local s = string.rep('a', 1e5) return string.find(s, '.-.-.-.-b')",
+        "while true do local s = string.rep('x', 2^20) end",
+        "while true do pcall(string.rep, 'x', 2^30) end",
+    ] {
+        let started = std::time::Instant::now();
+        let reply = other.call(&["EVAL", script, "0"]);
+        let seconds = started.elapsed().as_secs_f64();
+        eprintln!("{seconds:.2} s: {script}");
+        assert!(
+            reply.starts_with("-ERR Script killed: exceeded instruction budget"),
+            "{script}: {reply}"
+        );
+        assert!(seconds < 30.0, "{script}: {seconds} s");
+        assert_eq!(other.call(&["EVAL", "return 1", "0"]), ":1\r\n");
+    }
+    let peak_kb: u64 = std::fs::read_to_string(format!("/proc/{}/status", serve.child.id()))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
+        })
+        .unwrap_or(0);
+    eprintln!("serve's peak RSS: {peak_kb} kB");
+    let (code, rest) = serve.stop(Some(libc::SIGTERM));
+    assert_eq!(code, 0, "{rest}");
+    assert!(
+        std::fs::read_to_string(&*history).is_ok_and(|h| h.contains("serve end")),
+        "{rest}"
+    );
+}

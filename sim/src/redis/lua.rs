@@ -28,8 +28,17 @@
 //!   `ERR Script killed: exceeded instruction budget of N`, where Redis would keep running it and
 //!   answer `BUSY` to other clients until `SCRIPT KILL`/`SHUTDOWN NOSAVE`. The budget cannot be
 //!   dodged with `pcall`/`xpcall`. Writes the script made before it was stopped stay (as with
-//!   any script error in Redis). Time spent inside C library functions (`string.rep`, pattern
-//!   matching) is not counted;
+//!   any script error in Redis). Work inside library functions, where Lua's hook does not
+//!   fire, is charged to the same budget: pattern matching runs on lockstep's own Lua 5.1
+//!   matcher ([`pattern`]), a unit per step; `string.rep`/`upper`/`lower`/`reverse`/`sub`/
+//!   `format`, `table.concat`, `tonumber`, `redis.sha1hex` and `redis.call`'s arguments a unit
+//!   per 8 bytes, `table.sort`/`insert`/`remove`/`maxn` by elements, a caught error 2,000
+//!   units ([`install_builtins`]). The VM's own `..` and string comparison are one instruction
+//!   each (bounded by the memory cap);
+//! * the script cache holds at most [`SCRIPT_CACHE_SCRIPTS_MAX`] scripts and
+//!   [`SCRIPT_CACHE_BYTES_MAX`] bytes of bodies per VM (Redis: unbounded); past either a new
+//!   script is refused with `ERR script cache full: ...`. The compiled functions live in a Lua
+//!   table, not in Rust handles (mlua's reference stack holds 8,000);
 //! * one Lua VM per world, shared by all of its servers (Redis has one per server; see
 //!   [`WorldLua`]): each server keeps its own script cache (`SCRIPT LOAD`/`EXISTS`/`FLUSH`,
 //!   `EVALSHA`'s `NOSCRIPT`, a restart emptying it are per server), a body cached by several
@@ -70,7 +79,7 @@ use bytes::Bytes;
 use mlua::{ChunkMode, Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
 use std::any::TypeId;
 use std::cell::{Cell, OnceCell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 /// Deepest Lua table nesting converted to a reply.
@@ -85,6 +94,26 @@ const LUA_COLLECT_ABOVE: usize = 4 << 20;
 const USER_SCRIPT: &str = "@user_script";
 /// The chunk name of [`HELPER_LUA`].
 const HELPER_CHUNK_NAME: &str = "=lockstep_redis_lib";
+
+/// Whether an error reply (its text, without the leading `-`) is one of lockstep's own bounds
+/// failing a command, where a real Redis would have run it: what failed, named. A run whose
+/// clients got such replies met a limit of the simulated server, not a behaviour of Redis'.
+pub fn server_failure(error: &str) -> Option<&'static str> {
+    let error = error.strip_prefix('-').unwrap_or(error);
+    if error.starts_with("ERR Script killed: exceeded instruction budget") {
+        Some("a script stopped by the instruction budget")
+    } else if error.starts_with("ERR script cache full") {
+        Some("the script cache full")
+    } else if error.starts_with("ERR Lua VM unavailable") {
+        Some("the Lua VM unavailable")
+    } else if error.starts_with("ERR ") && error.contains("not enough memory") {
+        Some("a script past the Lua memory cap")
+    } else if error.starts_with("ERR ") && error.contains("pattern too complex") {
+        Some("a script's pattern past the recursion bound")
+    } else {
+        None
+    }
+}
 
 /// Lowercase hex SHA1 of `data`, as `SCRIPT LOAD` and `redis.sha1hex` compute it.
 pub fn sha1_hex(data: &[u8]) -> String {
@@ -110,19 +139,51 @@ fn raise<T>(text: impl Into<String>) -> mlua::Result<T> {
     Err(mlua::Error::external(RaisedError(text.into())))
 }
 
+mod pattern;
+
 /// Per-run state shared with the hook and the Rust functions exposed to Lua.
 #[derive(Default)]
 struct RunState {
+    /// Budget units spent: VM instructions, and the work of the built-ins that charge it
+    /// ([`RunState::charge`]).
     executed: Cell<u64>,
     exceeded: Cell<bool>,
+    budget: Cell<u64>,
     rand48: Cell<u64>,
 }
 
+/// Bytes a built-in may copy or compare for one unit of the instruction budget: a VM
+/// instruction costs a few nanoseconds, as does copying a few bytes.
+const BYTES_PER_UNIT: u64 = 8;
+
 impl RunState {
-    fn begin(&self) {
+    fn begin(&self, budget: u64) {
         self.executed.set(0);
         self.exceeded.set(false);
+        self.budget.set(budget);
         self.seed(0);
+    }
+
+    /// Budget units left to the run.
+    fn left(&self) -> u64 {
+        self.budget.get().saturating_sub(self.executed.get())
+    }
+
+    /// Spends `units` of the run's budget on work done inside a built-in (the instruction hook
+    /// does not fire inside C or Rust functions); past the budget the script is stopped.
+    fn charge(&self, units: u64) -> mlua::Result<()> {
+        let executed = self.executed.get().saturating_add(units);
+        self.executed.set(executed);
+        if self.exceeded.get() || executed >= self.budget.get() {
+            return Err(self.kill());
+        }
+        Ok(())
+    }
+
+    /// Stops the run: the error that unwinds the script (`pcall` cannot keep it).
+    fn kill(&self) -> mlua::Error {
+        self.exceeded.set(true);
+        mlua::Error::runtime("Script killed: instruction budget")
     }
 
     /// `redisSrand48`.
@@ -143,10 +204,16 @@ struct Vm {
     run: Function,
     set_dispatch: Function,
     handler: Function,
-    /// Every script some server of the world has cached, compiled once: SHA -> the function
-    /// and how many servers cache it. A server's own cache ([`ScriptRuntime`]) holds clones
-    /// of these; a body is compiled again only once no server caches it.
+    /// Every script some server of the world has cached, compiled once: SHA -> how many
+    /// servers cache it and its body's size. A server's own cache ([`ScriptRuntime`]) holds
+    /// their SHAs; a body is compiled again only once no server caches it.
     compiled: BTreeMap<String, Compiled>,
+    /// The compiled functions, SHA -> function, in a Lua table: a function held from Rust
+    /// takes a slot of mlua's reference stack, which Lua 5.1 caps at 8,000 slots (mlua panics
+    /// past it), so the cache keeps none there.
+    cache: Table,
+    /// The body bytes of the scripts in [`Vm::compiled`].
+    cached_bytes: usize,
     state: Rc<RunState>,
     /// The data type `redis.call`/`redis.pcall` were made for: they are made on the first run
     /// (the data's type is the caller's) and stay, instead of being made and destroyed around
@@ -159,10 +226,28 @@ struct Vm {
     collect_above: usize,
 }
 
-/// A script compiled in the world's VM, and how many servers cache it.
+/// A script compiled in the world's VM (the function is in [`Vm::cache`]): how many servers
+/// cache it, and its body's size.
 struct Compiled {
-    function: Function,
     holders: usize,
+    body_bytes: usize,
+}
+
+/// The most scripts one Lua VM caches (for all the servers of a world; a live server has a VM
+/// of its own). Redis caches without a limit; a lock caches two or three.
+pub(crate) const SCRIPT_CACHE_SCRIPTS_MAX: usize = 10_000;
+/// The most script body bytes one Lua VM caches: their compiled code stays well inside
+/// [`LUA_MEMORY_LIMIT`] (Lua 5.1 code takes at most about four times its source), leaving
+/// the rest to the scripts' runs.
+pub(crate) const SCRIPT_CACHE_BYTES_MAX: usize = 4 << 20;
+
+/// The reply to a `SCRIPT LOAD` or `EVAL` of a new script past the cache's bounds.
+fn cache_full_error() -> String {
+    format!(
+        "ERR script cache full: lockstep caches at most {SCRIPT_CACHE_SCRIPTS_MAX} scripts and {} MiB of \
+         script bodies per Lua VM (SCRIPT FLUSH empties it)",
+        SCRIPT_CACHE_BYTES_MAX >> 20
+    )
 }
 
 /// What `redis.call`/`redis.pcall` work on while a script runs, lent to the VM (its app data)
@@ -229,9 +314,9 @@ const LAST_LOADED_BYTES_MAX: usize = 16 * 1024;
 /// One server's scripting: its script cache, compiled in its world's VM ([`WorldLua`]).
 pub(crate) struct ScriptRuntime {
     lua: WorldLua,
-    /// This server's script cache: SHA -> the compiled script (shared with the other servers
-    /// of the world that cache the same body).
-    scripts: BTreeMap<String, Function>,
+    /// This server's script cache: the SHAs of its scripts (compiled once in the world's VM,
+    /// [`Vm::cache`], shared with the other servers of the world that cache the same body).
+    scripts: BTreeSet<String>,
     /// The body [`ScriptRuntime::load`] saw last and its SHA: a lock sends the same script over
     /// and over, and comparing its bytes costs a fraction of hashing them again.
     last_loaded: Option<(Vec<u8>, String)>,
@@ -242,7 +327,7 @@ impl ScriptRuntime {
     pub(crate) fn new(lua: WorldLua) -> Self {
         ScriptRuntime {
             lua,
-            scripts: BTreeMap::new(),
+            scripts: BTreeSet::new(),
             last_loaded: None,
         }
     }
@@ -254,7 +339,7 @@ impl ScriptRuntime {
 
     /// Whether a script with this (lowercase) SHA is cached.
     pub(crate) fn contains(&self, sha: &str) -> bool {
-        self.scripts.contains_key(sha)
+        self.scripts.contains(sha)
     }
 
     /// Empties the script cache (`SCRIPT FLUSH`, a restart).
@@ -270,11 +355,15 @@ impl ScriptRuntime {
         let Some(Ok(vm)) = slot.vm.as_mut() else {
             return;
         };
-        for sha in scripts.keys() {
+        for sha in &scripts {
             if let Some(c) = vm.compiled.get_mut(sha) {
                 c.holders -= 1;
                 if c.holders == 0 {
+                    vm.cached_bytes -= c.body_bytes;
                     vm.compiled.remove(sha);
+                    // Setting a field to nil allocates nothing; a failure would only leave the
+                    // function until the next load of the body overwrites it.
+                    let _ = vm.cache.raw_set(sha.as_str(), Value::Nil);
                 }
             }
         }
@@ -293,15 +382,20 @@ impl ScriptRuntime {
                 sha
             }
         };
-        if self.scripts.contains_key(&sha) {
+        if self.scripts.contains(&sha) {
             return Ok(sha);
         }
         let mut slot = self.lua.0.borrow_mut();
         let vm = slot.vm()?;
         if let Some(c) = vm.compiled.get_mut(&sha) {
             c.holders += 1;
-            self.scripts.insert(sha.clone(), c.function.clone());
+            self.scripts.insert(sha.clone());
             return Ok(sha);
+        }
+        if vm.compiled.len() >= SCRIPT_CACHE_SCRIPTS_MAX
+            || vm.cached_bytes.saturating_add(body.len()) > SCRIPT_CACHE_BYTES_MAX
+        {
+            return Err(cache_full_error());
         }
         let compiled = vm
             .lua
@@ -311,14 +405,21 @@ impl ScriptRuntime {
             .into_function();
         match compiled {
             Ok(f) => {
+                if let Err(e) = vm.cache.raw_set(sha.as_str(), f) {
+                    return Err(format!(
+                        "ERR Error compiling script (new function): {}",
+                        lua_error_message(&e)
+                    ));
+                }
                 vm.compiled.insert(
                     sha.clone(),
                     Compiled {
-                        function: f.clone(),
                         holders: 1,
+                        body_bytes: body.len(),
                     },
                 );
-                self.scripts.insert(sha.clone(), f);
+                vm.cached_bytes += body.len();
+                self.scripts.insert(sha.clone());
                 Ok(sha)
             }
             Err(e) => Err(format!(
@@ -339,14 +440,18 @@ impl ScriptRuntime {
         now_ms: i64,
         exec: ScriptCall<D>,
     ) -> Reply {
-        let Some(func) = self.scripts.get(sha) else {
+        if !self.scripts.contains(sha) {
             return Reply::error("NOSCRIPT No matching script. Please use EVAL.");
-        };
+        }
         let mut slot = self.lua.0.borrow_mut();
         let budget = slot.budget;
         let vm = match slot.vm() {
             Ok(vm) => vm,
             Err(e) => return Reply::Error(e),
+        };
+        let func = match vm.cache.raw_get::<Function>(sha) {
+            Ok(func) => func,
+            Err(e) => return Reply::Error(format!("ERR Error running script {sha}, {}", lua_error_message(&e))),
         };
         // The data is lent to the VM for the run and taken back after it, whatever happened.
         vm.lua.set_app_data(Dispatch {
@@ -407,9 +512,13 @@ impl Vm {
         let _ = lua.set_memory_limit(LUA_MEMORY_LIMIT);
         let state = Rc::new(RunState::default());
 
-        let sha1hex = lua.create_function(|lua, args: MultiValue| {
+        let st = state.clone();
+        let sha1hex = lua.create_function(move |lua, args: MultiValue| {
             if args.len() != 1 {
                 return raise("ERR wrong number of arguments");
+            }
+            if let Some(Value::String(s)) = args.front() {
+                st.charge(s.as_bytes().len() as u64 / BYTES_PER_UNIT)?;
             }
             let bytes = match args.front() {
                 Some(Value::String(s)) => s.as_bytes().to_vec(),
@@ -512,7 +621,10 @@ impl Vm {
             other => Ok(other),
         })?;
 
+        let builtins = install_builtins(&lua, &state)?;
+
         let ctl: Table = helper_chunk(&lua)?.call((
+            builtins,
             sha1hex,
             error_reply,
             status_reply,
@@ -524,10 +636,12 @@ impl Vm {
             budget_exceeded,
             error_text,
         ))?;
+        lua.set_named_registry_value(GMATCH_FACTORY, ctl.get::<Function>("make_gmatch")?)?;
         let run: Function = ctl.get("run")?;
         let set_dispatch: Function = ctl.get("set_dispatch")?;
         let handler = lua.create_function(error_handler)?;
 
+        let cache = lua.create_table()?;
         let collect_above = lua.used_memory().saturating_add(LUA_COLLECT_ABOVE);
         Ok(Vm {
             lua,
@@ -535,6 +649,8 @@ impl Vm {
             set_dispatch,
             handler,
             compiled: BTreeMap::new(),
+            cache,
+            cached_bytes: 0,
             state,
             dispatch_for: None,
             budget,
@@ -549,7 +665,7 @@ impl Vm {
     /// scripts; with it, it depends on nothing but the script. Setting the hook is what
     /// restarts Lua's count.
     fn begin_run<D: 'static>(&mut self) -> mlua::Result<()> {
-        self.state.begin();
+        self.state.begin(self.budget);
         self.make_dispatch::<D>()?;
         let budget = self.budget;
         let every = budget.clamp(1, 10_000);
@@ -573,18 +689,33 @@ impl Vm {
         if self.dispatch_for == Some(TypeId::of::<D>()) {
             return Ok(());
         }
-        let call = self
-            .lua
-            .create_function(|lua, args: MultiValue| match dispatch::<D>(lua, args)? {
+        // A command's arguments are copied out of the VM: charged by their bytes.
+        let charge = |state: &RunState, args: &MultiValue| {
+            let bytes: usize = args
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => s.as_bytes().len(),
+                    _ => 0,
+                })
+                .sum();
+            state.charge(bytes as u64 / BYTES_PER_UNIT)
+        };
+        let st = self.state.clone();
+        let call = self.lua.create_function(move |lua, args: MultiValue| {
+            charge(&st, &args)?;
+            match dispatch::<D>(lua, args)? {
                 Ok(value) => Ok(value),
                 Err(text) => raise(text),
-            })?;
-        let pcall = self
-            .lua
-            .create_function(|lua, args: MultiValue| match dispatch::<D>(lua, args)? {
+            }
+        })?;
+        let st = self.state.clone();
+        let pcall = self.lua.create_function(move |lua, args: MultiValue| {
+            charge(&st, &args)?;
+            match dispatch::<D>(lua, args)? {
                 Ok(value) => Ok(value),
                 Err(text) => err_table(lua, &text),
-            })?;
+            }
+        })?;
         self.set_dispatch.call::<()>((call, pcall))?;
         self.dispatch_for = Some(TypeId::of::<D>());
         Ok(())
@@ -623,6 +754,167 @@ fn helper_chunk(lua: &Lua) -> mlua::Result<Function> {
             .set_mode(ChunkMode::Binary)
             .into_function()
     })
+}
+
+/// The registry name of the helper's `make_gmatch`.
+const GMATCH_FACTORY: &str = "lockstep.make_gmatch";
+
+/// How a wrapped C library function is charged to the budget.
+#[derive(Clone, Copy)]
+enum Cost {
+    /// By the bytes of its first argument (a string).
+    Input,
+    /// By the bytes of its first result (a string).
+    Output,
+    /// By the length of its first argument (a table), times this many units an element.
+    Elements(u64),
+}
+
+/// Replaces the library functions whose work depends on their arguments' size with versions
+/// that charge the run's budget for it (the instruction hook does not fire inside C
+/// functions): pattern matching and `string.rep` are Rust ([`pattern`]), charging every step;
+/// the others stay Lua's C functions, called through a Rust function that charges by the
+/// bytes or elements they handle. Returns what the helper chunk needs (`gmatch_step`).
+/// Installed in the real `string` and `table` tables, which the string metatable (`s:rep()`)
+/// and the sandbox's read-only views both reach.
+fn install_builtins(lua: &Lua, state: &Rc<RunState>) -> mlua::Result<Table> {
+    let globals = lua.globals();
+    let string: Table = globals.get("string")?;
+    let table: Table = globals.get("table")?;
+    let st = state.clone();
+    string.set(
+        "rep",
+        lua.create_function(move |lua, args: MultiValue| pattern::rep(lua, args, &st))?,
+    )?;
+    let st = state.clone();
+    string.set(
+        "find",
+        lua.create_function(move |lua, args: MultiValue| pattern::find(lua, args, &st, true))?,
+    )?;
+    let st = state.clone();
+    string.set(
+        "match",
+        lua.create_function(move |lua, args: MultiValue| pattern::find(lua, args, &st, false))?,
+    )?;
+    let st = state.clone();
+    string.set(
+        "gsub",
+        lua.create_function(move |lua, args: MultiValue| pattern::gsub(lua, args, &st))?,
+    )?;
+    string.set(
+        "gmatch",
+        lua.create_function(|lua, args: MultiValue| pattern::gmatch(lua, args, GMATCH_FACTORY))?,
+    )?;
+    for (lib, name, cost) in [
+        (&string, "upper", Cost::Input),
+        (&string, "lower", Cost::Input),
+        (&string, "reverse", Cost::Input),
+        (&string, "sub", Cost::Input),
+        (&string, "format", Cost::Output),
+        (&table, "concat", Cost::Output),
+        // Sorting n elements compares about n log n times.
+        (&table, "sort", Cost::Elements(24)),
+        (&table, "insert", Cost::Elements(1)),
+        (&table, "remove", Cost::Elements(1)),
+        (&globals, "tonumber", Cost::Input),
+    ] {
+        let original: Function = lib.get(name)?;
+        let st = state.clone();
+        let wrapped = lua.create_function(move |lua, args: MultiValue| {
+            match (cost, args.front()) {
+                (Cost::Input, Some(Value::String(s))) => st.charge(s.as_bytes().len() as u64 / BYTES_PER_UNIT)?,
+                (Cost::Elements(k), Some(Value::Table(t))) => st.charge((t.raw_len() as u64).saturating_mul(k))?,
+                _ => st.charge(0)?,
+            }
+            let out = original.call::<MultiValue>(args).map_err(|e| c_error(lua, name, e))?;
+            if let (Cost::Output, Some(Value::String(s))) = (cost, out.front()) {
+                st.charge(s.as_bytes().len() as u64 / BYTES_PER_UNIT)?;
+            }
+            Ok(out)
+        })?;
+        lib.set(name, wrapped)?;
+    }
+    let st = state.clone();
+    table.set(
+        "maxn",
+        lua.create_function(move |lua, args: MultiValue| {
+            let Some(Value::Table(t)) = args.front() else {
+                let got = match args.front() {
+                    None => "no value",
+                    Some(v) => v.type_name(),
+                };
+                return Err(lua_error(
+                    lua,
+                    format!("bad argument #1 to 'maxn' (table expected, got {got})"),
+                ));
+            };
+            let (mut max, mut entries) = (0f64, 0u64);
+            for pair in t.clone().pairs::<Value, Value>() {
+                let (key, _) = pair?;
+                entries += 1;
+                match key {
+                    Value::Number(n) if n > max => max = n,
+                    Value::Integer(i) if i as f64 > max => max = i as f64,
+                    _ => {}
+                }
+            }
+            st.charge(entries)?;
+            Ok(max)
+        })?,
+    )?;
+    let builtins = lua.create_table()?;
+    let st = state.clone();
+    builtins.raw_set(
+        "gmatch_step",
+        lua.create_function(move |lua, args: MultiValue| pattern::gmatch_step(lua, args, &st))?,
+    )?;
+    // Raising and catching an error costs far more than an instruction (mlua builds the
+    // error and its traceback): a loop of caught errors is charged for it.
+    let st = state.clone();
+    builtins.raw_set(
+        "caught",
+        lua.create_function(move |_, ()| st.charge(CAUGHT_ERROR_UNITS))?,
+    )?;
+    Ok(builtins)
+}
+
+/// What `pcall` or `xpcall` catching an error costs the budget: about what raising one takes,
+/// in instructions.
+const CAUGHT_ERROR_UNITS: u64 = 2_000;
+
+/// An error of a C library function called from Rust: Lua names the function `?` and gives
+/// no position, as its caller is not Lua code; named and positioned as a direct call would be.
+fn c_error(lua: &Lua, name: &str, e: mlua::Error) -> mlua::Error {
+    match e {
+        // An error that already has a position came from Lua code the function called (a
+        // `table.sort` comparator): it passes through unchanged, as it would in Lua.
+        // mlua appends a traceback; Lua's message is what comes before it.
+        mlua::Error::RuntimeError(m) => {
+            let m = m.split("\nstack traceback:").next().unwrap_or_default();
+            if has_position(m) {
+                return mlua::Error::runtime(m);
+            }
+            // Lua names a function only when Lua code called it (`pcall(string.upper)`: `?`).
+            let prefix = caller_prefix(lua);
+            let m = match m.split_once(" to '?'") {
+                Some((head, tail)) if head.starts_with("bad argument #") && !prefix.is_empty() => {
+                    format!("{head} to '{name}'{tail}")
+                }
+                _ => m.to_string(),
+            };
+            mlua::Error::runtime(format!("{prefix}{m}"))
+        }
+        other => other,
+    }
+}
+
+/// Whether an error message starts with a Lua position (`user_script:3: `).
+fn has_position(message: &str) -> bool {
+    let Some((source, rest)) = message.split_once(':') else {
+        return false;
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    !source.contains(' ') && digits > 0 && rest[digits..].starts_with(": ")
 }
 
 /// `luaL_checkint` for argument `i` (0-based) of `fname`.
@@ -750,6 +1042,35 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
         level += 1;
     }
     Ok(t)
+}
+
+/// `luaL_where(L, 1)` for a function of the sandbox: the position (`user_script:3: `) of the
+/// code that called it, skipping the sandbox's own Lua frames, or nothing when that is a C
+/// function (`pcall`).
+fn caller_prefix(lua: &Lua) -> String {
+    for level in 1..10_000 {
+        let frame = lua.inspect_stack(level, |d| {
+            let source = d.source();
+            (
+                source.source.as_deref() == Some(HELPER_CHUNK_NAME),
+                source.what == "C",
+                source.short_src.map(|s| s.into_owned()),
+                d.current_line(),
+            )
+        });
+        match frame {
+            None => break,
+            Some((true, ..)) => continue,
+            Some((false, false, Some(src), Some(line))) if line > 0 => return format!("{src}:{line}: "),
+            Some(_) => break,
+        }
+    }
+    String::new()
+}
+
+/// A Lua runtime error raised by a function of the sandbox, positioned as Lua's `luaL_error`.
+fn lua_error(lua: &Lua, message: String) -> mlua::Error {
+    mlua::Error::runtime(format!("{}{message}", caller_prefix(lua)))
 }
 
 /// The reply for a script that raised `value` (after the handler ran).
@@ -961,7 +1282,7 @@ fn strip_fraction_zeros(s: &str) -> &str {
 /// control functions `run` and `set_dispatch`. It only uses locals and upvalues, so scripts
 /// cannot affect it through globals.
 const HELPER_LUA: &str = r#"
-local sha1hex, error_reply, status_reply, log, setresp, set_repl, random, randomseed,
+local builtins, sha1hex, error_reply, status_reply, log, setresp, set_repl, random, randomseed,
       budget_exceeded, error_text = ...
 local G = _G
 local type, error, rawget, rawset, setmetatable, getmetatable, setfenv, getfenv =
@@ -981,11 +1302,24 @@ local redis = {
 math.random = random
 math.randomseed = randomseed
 
+-- string.gmatch (Rust, sim/src/redis/lua/pattern.rs) returns the iterator this makes: the state
+-- of an iteration lives in Lua, where the memory cap counts it.
+local gmatch_step, caught = builtins.gmatch_step, builtins.caught
+local function make_gmatch(s, p)
+  local pos = 0
+  local function take(next_pos, ...)
+    if next_pos then pos = next_pos end
+    return ...
+  end
+  return function() return take(gmatch_step(s, p, pos)) end
+end
+
 -- pcall/xpcall: Redis' pcall returns the text of error tables; neither may swallow a budget kill.
 local KILLED = 'Script killed: instruction budget exceeded'
 local function pcall_done(ok, ...)
   if budget_exceeded() then error(KILLED, 0) end
   if ok then return true, ... end
+  caught()
   local e = error_text((...))
   if type(e) == 'table' then
     local m = rawget(e, 'err')
@@ -993,9 +1327,10 @@ local function pcall_done(ok, ...)
   end
   return false, e
 end
-local function xpcall_done(...)
+local function xpcall_done(ok, ...)
   if budget_exceeded() then error(KILLED, 0) end
-  return ...
+  if not ok then caught() end
+  return ok, ...
 end
 
 local base = {
@@ -1063,6 +1398,7 @@ end
 return {
   run = run,
   set_dispatch = function(call, pcall) redis.call = call; redis.pcall = pcall end,
+  make_gmatch = make_gmatch,
 }
 "#;
 
@@ -1692,6 +2028,231 @@ mod tests {
                 ),
                 int(500500)
             );
+        }
+    }
+
+    #[test]
+    fn twenty_thousand_script_loads_leave_every_script_command_answering() {
+        // mlua keeps a Rust-held function in a slot of a stack Lua 5.1 caps at 8,000: a cache
+        // holding its functions there panicked at about that many scripts, and every script
+        // command after it.
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let release_sha = sha1_hex(RELEASE.as_bytes());
+        assert_eq!(run(&mut e, &["SCRIPT", "LOAD", RELEASE]), bulk(&release_sha));
+        let full = err(&cache_full_error());
+        let mut refused = 0;
+        for i in 0..20_000 {
+            let body = format!("return {i}");
+            match run(&mut e, &["SCRIPT", "LOAD", &body]) {
+                Reply::Bulk(Some(sha)) => assert_eq!(sha, sha1_hex(body.as_bytes()).as_bytes()),
+                other => {
+                    assert_eq!(other, full, "load {i}");
+                    refused += 1;
+                }
+            }
+        }
+        assert_eq!(refused, 20_000 - (SCRIPT_CACHE_SCRIPTS_MAX - 1));
+        // Every cached script runs, by EVALSHA and by EVAL; a new body is refused.
+        run(&mut e, &["SET", "lock", "tok"]);
+        assert_eq!(run(&mut e, &["EVALSHA", &release_sha, "1", "lock", "tok"]), int(1));
+        let last = sha1_hex(format!("return {}", SCRIPT_CACHE_SCRIPTS_MAX - 2).as_bytes());
+        assert_eq!(
+            run(&mut e, &["EVALSHA", &last, "0"]),
+            int(SCRIPT_CACHE_SCRIPTS_MAX as i64 - 2)
+        );
+        assert_eq!(eval(&mut e, "return 0", &[], &[]), int(0));
+        assert_eq!(eval(&mut e, "return 'new'", &[], &[]), full);
+        assert_eq!(run(&mut e, &["SCRIPT", "EXISTS", &release_sha]), arr(vec![int(1)]));
+        // SCRIPT FLUSH empties the cache.
+        assert_eq!(run(&mut e, &["SCRIPT", "FLUSH"]), Reply::ok());
+        assert_eq!(eval(&mut e, "return 'new'", &[], &[]), bulk("new"));
+        assert_eq!(run(&mut e, &["SCRIPT", "LOAD", RELEASE]), bulk(&release_sha));
+    }
+
+    #[test]
+    fn the_script_cache_is_bounded_by_its_bodies_bytes() {
+        let (mut a, mut b) = world_pair(EngineConfig::default().lua_instruction_budget);
+        let big = |i: usize| format!("return {i} --{}", "x".repeat(1 << 20));
+        // Three bodies of a little over 1 MiB fit in the 4 MiB; a fourth does not, on either
+        // server of the world (they share the VM), but a body cached already is shared.
+        for i in 0..3 {
+            assert!(matches!(
+                run(&mut a, &["SCRIPT", "LOAD", &big(i)]),
+                Reply::Bulk(Some(_))
+            ));
+        }
+        assert_eq!(run(&mut b, &["SCRIPT", "LOAD", &big(4)]), err(&cache_full_error()));
+        assert!(matches!(
+            run(&mut b, &["SCRIPT", "LOAD", &big(0)]),
+            Reply::Bulk(Some(_))
+        ));
+        assert_eq!(eval(&mut b, &big(0), &[], &[]), int(0));
+        assert_eq!(eval(&mut b, "return 1", &[], &[]), int(1));
+        assert_eq!(run(&mut a, &["SCRIPT", "FLUSH"]), Reply::ok());
+        assert_eq!(eval(&mut b, &big(4), &[], &[]), int(4));
+    }
+
+    #[test]
+    fn work_inside_built_ins_counts_against_the_budget() {
+        let mut e = RedisEngine::new(EngineConfig {
+            lua_instruction_budget: 10_000_000,
+        });
+        let killed = err("ERR Script killed: exceeded instruction budget of 10000000");
+        for script in [
+            // Each call is refused at once (the result could not fit in the VM's memory), but
+            // the loop is not: the instructions count.
+            "while true do pcall(string.rep, 'x', 2^30) end",
+            "while true do local s = string.rep('x', 2^20) end",
+            "while true do local s = ('x'):rep(2^20) end",
+            // Backtracking: about 1e20 steps in Lua's matcher.
+            "local s = string.rep('a', 1e5) return string.find(s, '.-.-.-.-b')",
+            "local s = string.rep('a', 1e5) while true do pcall(string.find, s, '.-.-.-.-b') end",
+            "local s = string.rep('a', 1e5) return s:match('(.*)(.*)(.*)b')",
+            "local s = string.rep('a', 1e5) return s:gsub('.-.-.-b', 'x')",
+            "local s = string.rep('a', 1e5) for w in s:gmatch('.-.-.-b') do end",
+            "local s = string.rep('(', 1e5) return s:find('%b()')",
+            // Linear work per call, with few instructions between calls.
+            "local s = string.rep('a', 1e6) while true do s:find('b', 1, true) end",
+            "local s = string.rep('a', 1e6) while true do local t = s:upper() end",
+            "local s = string.rep('a', 1e6) while true do local t = string.format('%s', s) end",
+            "local s = string.rep('a', 1e6) while true do local t = table.concat({s, s}) end",
+            "local s = string.rep('a', 1e6) while true do redis.sha1hex(s) end",
+            "local s = string.rep('a', 1e6) while true do redis.call('get', s) end",
+            "local t = {} for i = 1, 1e5 do t[i] = i end while true do table.sort(t) end",
+            "local t = {} for i = 1, 1e5 do t[i] = i end while true do table.insert(t, 1, 0) table.remove(t, 1) end",
+            "local s = string.rep('a', 1e6) while true do local t = s:gsub('a', 'b') end",
+        ] {
+            let started = std::time::Instant::now();
+            assert_eq!(eval(&mut e, script, &[], &[]), killed, "{script}");
+            let seconds = started.elapsed().as_secs_f64();
+            eprintln!("{seconds:.3} s: {script}");
+            assert!(seconds < 10.0, "{script}: {seconds} s");
+            // The VM stays usable.
+            assert_eq!(
+                eval(&mut e, "return string.rep('ab', 2)", &[], &[]),
+                bulk("abab"),
+                "{script}"
+            );
+        }
+        // Where a script is stopped depends only on the script: twice the same count.
+        let count =
+            "local n = 0 local s = string.rep('a', 100) while true do s:find('.-b') redis.call('incr', 'n') end";
+        let mut counts = Vec::new();
+        for _ in 0..2 {
+            run(&mut e, &["DEL", "n"]);
+            assert_eq!(eval(&mut e, count, &[], &[]), killed);
+            counts.push(run(&mut e, &["GET", "n"]));
+        }
+        assert_eq!(counts[0], counts[1]);
+        assert!(matches!(&counts[0], Reply::Bulk(Some(_))), "{counts:?}");
+    }
+
+    #[test]
+    fn the_bounds_failures_are_named() {
+        let mut e = RedisEngine::new(EngineConfig {
+            lua_instruction_budget: 100_000,
+        });
+        for (script, what) in [
+            ("while true do end", "a script stopped by the instruction budget"),
+            ("return string.rep('x', 1e9)", "a script past the Lua memory cap"),
+            (
+                "local t = {} for i = 1, 1e7 do t[i] = i end",
+                "a script past the Lua memory cap",
+            ),
+            (
+                "return string.find('a', string.rep('a?', 300))",
+                "a script's pattern past the recursion bound",
+            ),
+        ] {
+            let Reply::Error(reply) = eval(&mut e, script, &[], &[]) else {
+                panic!("{script}: not an error");
+            };
+            assert_eq!(server_failure(&format!("-{reply}")), Some(what), "{script}: {reply}");
+        }
+        assert_eq!(server_failure(&cache_full_error()), Some("the script cache full"));
+        for redis_error in [
+            "ERR user_script:1: boom script: 0, on @user_script:1.",
+            "OOM command not allowed when used memory > 'maxmemory'.",
+            "NOSCRIPT No matching script. Please use EVAL.",
+        ] {
+            assert_eq!(server_failure(redis_error), None, "{redis_error}");
+        }
+    }
+
+    #[test]
+    fn patterns_match_lua_5_1() {
+        // Replies of Redis 7.0.15 (Lua 5.1), taken with redis-cli.
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let cases: Vec<(&str, Reply)> = vec![
+            ("return {string.find('hello world', 'l+')}", arr(vec![int(3), int(4)])),
+            ("return {string.find('hello', '', 10)}", arr(vec![int(6), int(5)])),
+            ("return {string.find('a.b', '.', 1, true)}", arr(vec![int(2), int(2)])),
+            (
+                "return {string.find('key:123:x', '(%a+):(%d+)')}",
+                arr(vec![int(1), int(7), bulk("key"), bulk("123")]),
+            ),
+            (
+                "return {string.match('  trim me  ', '^%s*(.-)%s*$')}",
+                arr(vec![bulk("trim me")]),
+            ),
+            ("return {string.match('hello', '()ll()')}", arr(vec![int(3), int(5)])),
+            ("return {string.match('f(a(b)c)d', '%b()')}", arr(vec![bulk("(a(b)c)")])),
+            (
+                "return {string.match('THE quick', '%f[%a]%a+', 4)}",
+                arr(vec![bulk("quick")]),
+            ),
+            ("return {string.match('abcabc', '(abc)%1')}", arr(vec![bulk("abc")])),
+            ("return {string.match(']', '[]]')}", arr(vec![bulk("]")])),
+            ("return {string.match('aaab', 'a-b')}", arr(vec![bulk("aaab")])),
+            ("return {string.find('a\0b', '%z')}", arr(vec![int(2), int(2)])),
+            (
+                "return string.gsub('hello world', '(%w+)', '<%1>')",
+                bulk("<hello> <world>"),
+            ),
+            ("return string.gsub('abc', '', '-')", bulk("-a-b-c-")),
+            ("return string.gsub('hello', 'l', {l='L'})", bulk("heLLo")),
+            (
+                "return string.gsub('hello', '(h)(e)', function(a, b) return b .. a end)",
+                bulk("ehllo"),
+            ),
+            ("return string.gsub('abc', 'b', '%x')", bulk("axc")),
+            ("return string.gsub('hello world', '()o', '%1')", bulk("hell5 w8rld")),
+            (
+                "local t = {} for w in string.gmatch('abc', 'a*') do t[#t+1] = '[' .. w .. ']' end return t",
+                arr(vec![bulk("[a]"), bulk("[]"), bulk("[]"), bulk("[]")]),
+            ),
+            (
+                "local t = {} for w in string.gmatch('^a^b', '^%a') do t[#t+1] = w end return t",
+                arr(vec![bulk("^a"), bulk("^b")]),
+            ),
+            (
+                "return string.find('abc', '%')",
+                err("ERR user_script:1: malformed pattern (ends with '%')"),
+            ),
+            (
+                "return string.gsub('abc', 'a', true)",
+                err("ERR user_script:1: bad argument #3 to 'gsub' (string/function/table expected)"),
+            ),
+            (
+                "return string.upper()",
+                err("ERR user_script:1: bad argument #1 to 'upper' (string expected, got no value)"),
+            ),
+            (
+                "local ok, e = pcall(string.format, '%d', 'x') return e",
+                bulk("bad argument #2 to '?' (number expected, got string)"),
+            ),
+            (
+                "local ok, e = pcall(function() return string.find('a', '%') end) return e",
+                bulk("user_script:1: malformed pattern (ends with '%')"),
+            ),
+            ("return table.maxn({1, 2, [10] = 3})", int(10)),
+        ];
+        for (script, want) in cases {
+            let want = match want {
+                Reply::Error(m) => raised(&m, script, 1),
+                other => other,
+            };
+            assert_eq!(eval(&mut e, script, &[], &[]), want, "{script}");
         }
     }
 

@@ -11,11 +11,16 @@
 //! The world budget ([`MemoryPool`]) bounds what all the servers of a run hold together: a file
 //! may ask for a thousand masters, and a thousand times a server's limit is more than a machine
 //! has. The world opens a [`MemoryPool::scope`] while it builds its servers; every engine built
-//! inside it shares that pool. An engine built elsewhere (a live run's server) has a pool of its
-//! own, without a limit.
+//! inside it shares that pool. The engines built elsewhere on one thread (`lockstep serve`'s and
+//! `lockstep live`'s servers, which run on one thread, and tests) share that thread's unscoped
+//! pool, capped at [`unscoped_memory_max`] ([`DEFAULT_UNSCOPED_MEMORY_BYTES`] unless the
+//! embedding program sets another cap with [`set_unscoped_memory_max`]): whatever `CONFIG SET
+//! maxmemory` says (`100gb`, or `0`, which means "no limit" in Redis), those servers together
+//! never hold more.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The default `maxmemory` of one simulated server: 64 MiB. Lock clients store a few keys of a
 /// few dozen bytes each; the largest shipped scenario keeps well under 10 KB.
@@ -25,33 +30,61 @@ pub const DEFAULT_MAXMEMORY_BYTES: usize = 64 << 20;
 /// own limit).
 pub const DEFAULT_WORLD_MEMORY_BYTES: usize = 512 << 20;
 
+/// The default cap of the engines built outside a world ([`set_unscoped_memory_max`]): 1 GiB
+/// for all of a thread's, i.e. all the servers of one `lockstep serve` or `lockstep live`
+/// process. Lock clients store a few keys of a few dozen bytes.
+pub const DEFAULT_UNSCOPED_MEMORY_BYTES: usize = 1 << 30;
+
+/// The cap of the engines built outside a world, read when a thread's unscoped pool is made.
+static UNSCOPED_MEMORY_MAX: AtomicUsize = AtomicUsize::new(DEFAULT_UNSCOPED_MEMORY_BYTES);
+
+/// Sets the cap on what the engines built outside a world ([`MemoryPool::scope`]) on one thread
+/// may hold together, whatever their `maxmemory`; applies to the threads whose first such
+/// engine is built after the call. Worlds are not affected (their budget is their own pool's).
+pub fn set_unscoped_memory_max(bytes: usize) {
+    UNSCOPED_MEMORY_MAX.store(bytes, Ordering::Relaxed);
+}
+
+/// The cap [`set_unscoped_memory_max`] set (default [`DEFAULT_UNSCOPED_MEMORY_BYTES`]).
+pub fn unscoped_memory_max() -> usize {
+    UNSCOPED_MEMORY_MAX.load(Ordering::Relaxed)
+}
+
 /// Redis' reply to a command refused because memory is over `maxmemory` (`shared.oomerr`).
 pub const OOM_ERROR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// The memory every server of a world holds together, and its limit.
 #[derive(Debug)]
 pub struct MemoryPool {
-    max: usize,
+    max: Cell<usize>,
     used: Cell<usize>,
 }
 
 thread_local! {
     /// The pool engines built now join ([`MemoryPool::scope`]).
     static SCOPE: RefCell<Option<Rc<MemoryPool>>> = const { RefCell::new(None) };
+    /// The pool of the engines built outside any scope on this thread, made with the first.
+    static UNSCOPED: RefCell<Option<Rc<MemoryPool>>> = const { RefCell::new(None) };
 }
 
 impl MemoryPool {
     /// A pool of at most `max` bytes.
     pub fn new(max: usize) -> Rc<Self> {
         Rc::new(MemoryPool {
-            max,
+            max: Cell::new(max),
             used: Cell::new(0),
         })
     }
 
     /// The most its servers may hold together.
     pub fn max(&self) -> usize {
-        self.max
+        self.max.get()
+    }
+
+    /// Changes the most its servers may hold together (a server already past it keeps what it
+    /// holds; its commands that may grow memory are refused).
+    pub fn set_max(&self, bytes: usize) {
+        self.max.set(bytes);
     }
 
     /// What its servers hold now (as of their last command).
@@ -74,11 +107,19 @@ impl MemoryPool {
         build()
     }
 
-    /// The pool of the scope this thread is in, or a new one without a limit.
+    /// The pool of the scope this thread is in, or else the thread's unscoped pool (capped at
+    /// [`unscoped_memory_max`]).
     pub(crate) fn current() -> Rc<MemoryPool> {
-        SCOPE
-            .with(|s| s.borrow().clone())
-            .unwrap_or_else(|| MemoryPool::new(usize::MAX))
+        SCOPE.with(|s| s.borrow().clone()).unwrap_or_else(Self::unscoped)
+    }
+
+    /// The pool every engine built outside a scope on this thread shares.
+    pub fn unscoped() -> Rc<MemoryPool> {
+        UNSCOPED.with(|u| {
+            u.borrow_mut()
+                .get_or_insert_with(|| MemoryPool::new(unscoped_memory_max()))
+                .clone()
+        })
     }
 }
 
@@ -88,7 +129,7 @@ pub(crate) struct MemoryShare {
     pool: Rc<MemoryPool>,
     /// What this engine counts for in the pool.
     reported: usize,
-    /// This engine's own limit (`maxmemory`).
+    /// This engine's own limit (`maxmemory`; 0: none, as in Redis, so only the pool's).
     pub(crate) maxmemory: usize,
 }
 
@@ -112,9 +153,15 @@ impl MemoryShare {
 
     /// The most bytes the engine may hold before commands that may grow memory are refused: its
     /// own `maxmemory`, or what the pool leaves it beside the other engines, whichever is less.
+    /// A `maxmemory` of 0 is Redis' "no limit": only the pool's applies.
     pub(crate) fn limit(&self) -> usize {
         let others = self.pool.used.get().saturating_sub(self.reported);
-        self.maxmemory.min(self.pool.max.saturating_sub(others))
+        let own = if self.maxmemory == 0 {
+            usize::MAX
+        } else {
+            self.maxmemory
+        };
+        own.min(self.pool.max.get().saturating_sub(others))
     }
 }
 
@@ -356,9 +403,61 @@ mod tests {
         assert_eq!(b.limit(), 80);
         drop(b);
         assert_eq!(pool.used(), 10);
-        // Outside a scope: a pool of its own, no shared limit.
+        // Outside a scope: the thread's unscoped pool, not this one.
         let alone = MemoryShare::new();
         assert_eq!(alone.limit(), DEFAULT_MAXMEMORY_BYTES);
         assert_eq!(pool.used(), 10);
+    }
+
+    #[test]
+    fn maxmemory_0_means_no_limit_but_the_process_cap_still_holds() {
+        // Outside a world: this thread's unscoped pool, capped at 1 GiB unless the embedding
+        // program says otherwise; 8 MiB here, to keep the test small.
+        let pool = MemoryPool::unscoped();
+        assert_eq!(pool.max(), DEFAULT_UNSCOPED_MEMORY_BYTES);
+        pool.set_max(8 << 20);
+        let mut a = RedisEngine::new(EngineConfig::default());
+        let mut b = RedisEngine::new(EngineConfig::default());
+        // Redis: 0 is "no limit", not 0 bytes.
+        assert_eq!(run(&mut a, &["CONFIG", "SET", "maxmemory", "0"]), ok());
+        assert_eq!(
+            run(&mut a, &["CONFIG", "GET", "maxmemory"]),
+            Reply::Array(Some(vec![Reply::bulk("maxmemory"), Reply::bulk("0")]))
+        );
+        assert_eq!(run(&mut a, &["SET", "k", "v"]), ok());
+        assert_eq!(run(&mut a, &["SET", "k2", "v"]), ok());
+        // `maxmemory 100gb` is accepted, but the servers of this thread together stop at the
+        // cap.
+        assert_eq!(run(&mut b, &["CONFIG", "SET", "maxmemory", "100gb"]), ok());
+        assert_eq!(b.maxmemory(), 100 << 30);
+        let chunk = "x".repeat(256 << 10);
+        let fill = |e: &mut RedisEngine| {
+            let mut stored = 0usize;
+            loop {
+                match run(e, &["SET", &format!("big{stored}"), &chunk]) {
+                    Reply::Status(_) => stored += 1,
+                    other => break (stored, other),
+                }
+                assert!(stored < 1_000, "never refused");
+            }
+        };
+        let (on_a, refused) = fill(&mut a);
+        assert_eq!(refused, oom());
+        assert!(on_a > 20, "{on_a}");
+        // A write below the limit runs even if it takes memory past it (as in Redis): `b`,
+        // holding nothing, is below what `a` left it, and writes once.
+        let (on_b, refused) = fill(&mut b);
+        assert_eq!((on_b, refused), (1, oom()));
+        let together = a.used_memory() + b.used_memory();
+        assert!(
+            (8 << 20..(8 << 20) + (512 << 10) + 1024).contains(&together),
+            "{together}"
+        );
+        assert_eq!(pool.used(), together);
+        // Freeing memory on one server makes room on the other.
+        assert_eq!(run(&mut a, &["FLUSHALL"]), ok());
+        assert_eq!(run(&mut b, &["SET", "again", &chunk]), ok());
+        drop((a, b));
+        assert_eq!(pool.used(), 0);
     }
 }

@@ -48,9 +48,12 @@ mod syntax;
 pub use codec::{decode_command, encode_reply};
 pub use command::{blocking_timeout_ms, is_write_command, EngineConfig, RedisEngine};
 pub use keyspace::{Entry, Keyspace, Value};
-pub use lua::sha1_hex;
 pub(crate) use lua::WorldLua;
-pub use memory::{MemoryPool, DEFAULT_MAXMEMORY_BYTES, DEFAULT_WORLD_MEMORY_BYTES, OOM_ERROR};
+pub use lua::{server_failure, sha1_hex};
+pub use memory::{
+    set_unscoped_memory_max, unscoped_memory_max, MemoryPool, DEFAULT_MAXMEMORY_BYTES, DEFAULT_UNSCOPED_MEMORY_BYTES,
+    DEFAULT_WORLD_MEMORY_BYTES, OOM_ERROR,
+};
 pub use reply::Reply;
 pub use resp3::ReplyEncoder;
 pub use session::ClientSession;

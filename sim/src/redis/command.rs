@@ -558,13 +558,16 @@ impl RedisEngine {
             "fcall_ro" => self.fcall(args, now, true),
             "function|load" => self.function_load(args),
             "function|list" => self.functions.list(&args[2..]),
+            // A function always runs to its end before the next command is read.
+            "function|kill" => Reply::error("NOTBUSY No scripts in execution right now."),
             "function|delete" => self.functions.delete(&args[2]),
             "function|flush" => match args.get(2) {
                 Some(mode) if args.len() > 3 || !(eq_ic(mode, "sync") || eq_ic(mode, "async")) => {
                     if args.len() > 3 {
-                        Reply::error(
-                            "ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.",
-                        )
+                        Reply::Error(sanitize(format!(
+                            "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
+                            truncated(&args[1], 128)
+                        )))
                     } else {
                         Reply::error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
                     }
@@ -984,6 +987,7 @@ static COMMANDS: &[Spec] = &[
             noscript("list", -2),
             noscript("delete", 3),
             noscript("flush", -2),
+            noscript("kill", 2),
         ],
     ),
     container(
@@ -3009,7 +3013,7 @@ mod tests {
                 bulk("functions"),
                 arr(vec![
                     f("echo1", vec![]),
-                    f("ro", vec![bulk("no-writes")]),
+                    f("ro", vec![st("no-writes")]),
                     f("setit", vec![]),
                     f("bad", vec![]),
                 ]),

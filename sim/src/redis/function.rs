@@ -250,7 +250,8 @@ impl Functions {
                             s("description"),
                             Reply::Bulk(f.description.as_deref().map(|d| Bytes::copy_from_slice(d.as_bytes()))),
                             s("flags"),
-                            Reply::Array(Some(f.flags.iter().map(|flag| s(flag)).collect())),
+                            // Status strings in RESP2 (a set in RESP3), as Redis answers them.
+                            Reply::Array(Some(f.flags.iter().map(|flag| Reply::Status(flag.clone())).collect())),
                         ]))
                     })
                     .collect();

@@ -1113,7 +1113,7 @@ fn exec_data(db: &mut Db, name: &str, args: &[Bytes], now: i64) -> Reply {
                 .collect(),
         )),
         "mset" | "msetnx" => {
-            if args.len() % 2 == 0 {
+            if args.len().is_multiple_of(2) {
                 return arity_error(name);
             }
             if name == "msetnx" && args[1..].chunks(2).any(|pair| ks.lookup(&pair[0], now).is_some()) {

@@ -127,11 +127,12 @@ fn entry_bytes(key: &[u8], value: &Value) -> usize {
 
 impl PartialEq for Keyspace {
     fn eq(&self, other: &Self) -> bool {
-        fn filled(ks: &Keyspace) -> Vec<(usize, &BTreeMap<Bytes, Entry>, &BTreeSet<(i64, Bytes)>)> {
+        // Databases never written and databases emptied again are alike.
+        fn filled(ks: &Keyspace) -> Vec<(usize, &Keyspace)> {
             ks.others
                 .iter()
                 .filter(|(_, db)| !db.entries.is_empty())
-                .map(|(i, db)| (*i, &db.entries, &db.expiries))
+                .map(|(i, db)| (*i, db))
                 .collect()
         }
         self.entries == other.entries

@@ -65,6 +65,18 @@ impl Effect {
                 }
                 out
             }
+            Some(Entry {
+                value: Value::Set(members),
+                expire_at_ms,
+            }) => {
+                let mut sadd = vec!["SADD".to_string(), key.clone()];
+                sadd.extend(members.iter().map(text));
+                let mut out = vec![vec!["DEL".to_string(), key.clone()], sadd];
+                if let Some(t) = expire_at_ms {
+                    out.push(vec!["PEXPIREAT".into(), key, t.to_string()]);
+                }
+                out
+            }
         }
     }
 
@@ -545,6 +557,23 @@ mod tests {
         assert!(!agree(&repl, "redis-3").is_master);
         let promoted = agree(&repl, "redis-3r");
         assert!(promoted.is_master && promoted.has_replicas);
+    }
+
+    #[test]
+    fn a_set_replicates_as_del_sadd() {
+        let b = |s: &str| Bytes::copy_from_slice(s.as_bytes());
+        let effect = Effect {
+            key: b("s"),
+            entry: Some(Entry {
+                value: Value::Set([b("m"), b("a")].into_iter().collect()),
+                expire_at_ms: None,
+            }),
+        };
+        let words = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            effect.commands(),
+            vec![words(&["DEL", "s"]), words(&["SADD", "s", "a", "m"])]
+        );
     }
 
     #[test]

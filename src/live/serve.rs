@@ -617,7 +617,7 @@ impl ServeNotes {
                         e.seq,
                         FaultHit {
                             at_ms: e.at_us as f64 / 1000.0,
-                            fault: fault.short_label(),
+                            fault: format!("{} on {} ({})", fault.kind(), e.node, fault.short_label()),
                             during: Vec::new(),
                             last_test_before: last,
                         },

@@ -53,10 +53,10 @@ pub(crate) const MASTERS_MAX: u16 = 64;
 pub const GRACE_MS: u64 = 1_000;
 
 /// `--history-max-mb`'s default: the history's estimated size in memory, MiB.
-pub const HISTORY_MAX_MB: u64 = 256;
+pub const HISTORY_MAX_MB: u64 = 128;
 
 /// `--history-max-events`'s default.
-pub const HISTORY_MAX_EVENTS: u64 = 1_000_000;
+pub const HISTORY_MAX_EVENTS: u64 = 250_000;
 
 /// `lockstep serve`'s arguments.
 #[derive(Debug, Clone, clap::Args)]

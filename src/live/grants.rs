@@ -146,7 +146,7 @@ pub fn infer(raw: &History, masters: &[String]) -> Inferred {
                     hold.held = false;
                     let process = hold.process.clone().unwrap_or_default();
                     let id = out.next_op_id();
-                    let wall = e.wall_ms - ((e.at_us - at_us) / 1000) as i64;
+                    let wall = e.wall_ms.saturating_sub(((e.at_us - at_us) / 1000) as i64);
                     push(
                         &mut out,
                         &mut last_us,
@@ -191,8 +191,9 @@ pub fn infer(raw: &History, masters: &[String]) -> Inferred {
             continue;
         }
         let here = (e.node.clone(), *conn);
-        let mut before: Vec<EventKind> = Vec::new();
-        let mut after: Vec<EventKind> = Vec::new();
+        // The ops before and after the command, each with its holder.
+        let mut before: Vec<(String, EventKind)> = Vec::new();
+        let mut after: Vec<(String, EventKind)> = Vec::new();
         let mut from = sender(peer, &e.node, *conn);
         for effect in effects {
             let key = effect.key.as_str();
@@ -214,13 +215,9 @@ pub fn infer(raw: &History, masters: &[String]) -> Inferred {
                             hold.held = false;
                             from = process.clone();
                             let id = out.next_op_id();
-                            before.push(op(id, Phase::Invoke, "release", grant_ref(key, v)));
-                            after.push(op(
-                                id,
-                                Phase::Ok,
-                                "release",
-                                json!({"released": true, "inferred": true}),
-                            ));
+                            let released = json!({"released": true, "inferred": true});
+                            before.push((process.clone(), op(id, Phase::Invoke, "release", grant_ref(key, v))));
+                            after.push((process.clone(), op(id, Phase::Ok, "release", released)));
                         }
                     } else if hold.held && own {
                         let ttl = ttl_ms(effect.after.as_ref());
@@ -233,9 +230,10 @@ pub fn infer(raw: &History, masters: &[String]) -> Inferred {
                             let id = out.next_op_id();
                             let grant = json!({"key": key, "value": v, "fencing_token": null,
                                 "validity_ms": ttl.unwrap_or(0), "inferred": true});
-                            before.push(op(id, Phase::Invoke, "extend",
-                                json!({"key": key, "value": v, "fencing_token": null, "ttl_ms": ttl.unwrap_or(0), "inferred": true})));
-                            after.push(op(id, Phase::Ok, "extend", grant));
+                            let invoke = json!({"key": key, "value": v, "fencing_token": null,
+                                "ttl_ms": ttl.unwrap_or(0), "inferred": true});
+                            before.push((process.clone(), op(id, Phase::Invoke, "extend", invoke)));
+                            after.push((process.clone(), op(id, Phase::Ok, "extend", grant)));
                         }
                     }
                 }
@@ -265,38 +263,16 @@ pub fn infer(raw: &History, masters: &[String]) -> Inferred {
                         horizons.insert((h, key.to_string(), v.to_string()));
                     }
                     hold.op_id = out.next_op_id();
-                    before.push(op(
-                        hold.op_id,
-                        Phase::Invoke,
-                        "acquire",
-                        json!({"key": key, "ttl_ms": ttl.unwrap_or(0), "inferred": true}),
-                    ));
-                    after.push(op(hold.op_id, Phase::Ok, "acquire",
-                        json!({"key": key, "value": v, "fencing_token": null, "validity_ms": ttl.unwrap_or(0), "inferred": true})));
+                    let invoke = json!({"key": key, "ttl_ms": ttl.unwrap_or(0), "inferred": true});
+                    let grant = json!({"key": key, "value": v, "fencing_token": null,
+                        "validity_ms": ttl.unwrap_or(0), "inferred": true});
+                    before.push((process.clone(), op(hold.op_id, Phase::Invoke, "acquire", invoke)));
+                    after.push((process, op(hold.op_id, Phase::Ok, "acquire", grant)));
                 }
             }
         }
         // The ops are the holder's; the command is its sender's.
-        let process = |kind: &EventKind| match kind {
-            EventKind::Op { data, .. } => data
-                .get("key")
-                .and_then(|k| k.as_str())
-                .zip(data.get("value").and_then(|v| v.as_str()))
-                .and_then(|(k, v)| holds.get(&(k.to_string(), v.to_string())))
-                .and_then(|h| h.process.clone()),
-            _ => None,
-        };
-        let acquire_process = |kind: &EventKind| -> Option<String> {
-            let EventKind::Op { id, .. } = kind else { return None };
-            holds
-                .values()
-                .find(|h| h.op_id == *id && h.held)
-                .and_then(|h| h.process.clone())
-        };
-        for kind in before {
-            let node = process(&kind)
-                .or_else(|| acquire_process(&kind))
-                .unwrap_or_else(|| from.clone());
+        for (node, kind) in before {
             push(&mut out, &mut last_us, e.at_us, &node, e.wall_ms, e.monotonic_ms, kind);
         }
         let mut command = e.kind.clone();
@@ -312,10 +288,7 @@ pub fn infer(raw: &History, masters: &[String]) -> Inferred {
             e.monotonic_ms,
             command,
         );
-        for kind in after {
-            let node = process(&kind)
-                .or_else(|| acquire_process(&kind))
-                .unwrap_or_else(|| from.clone());
+        for (node, kind) in after {
             push(&mut out, &mut last_us, e.at_us, &node, e.wall_ms, e.monotonic_ms, kind);
         }
     }
@@ -329,4 +302,194 @@ pub fn infer(raw: &History, masters: &[String]) -> Inferred {
 /// Whether a rendered reply says the command succeeded (not an error, not a nil).
 fn reply_ok(reply: &str) -> bool {
     !reply.starts_with('-') && reply != "$-1" && reply != "_" && reply != "*-1" && reply != "(nil)"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::OpHistory;
+    use lockstep_sim::{KeyEffect, KeyState};
+
+    /// A history builder: commands on masters with their key effects.
+    struct Served(History);
+
+    impl Served {
+        fn new() -> Self {
+            Served(History::new())
+        }
+
+        /// `args` on `node`'s connection `conn` at `at_ms` (the server's wall clock = true ms),
+        /// setting `key` from `before` to `after` (values; expiry `ttl_ms` after the command).
+        #[allow(clippy::too_many_arguments)]
+        fn command(
+            &mut self,
+            at_ms: u64,
+            node: &str,
+            conn: u64,
+            args: &[&str],
+            key: &str,
+            before: Option<&str>,
+            after: Option<&str>,
+            ttl_ms: i64,
+        ) -> &mut Self {
+            let state = |v: Option<&str>| {
+                v.map(|v| KeyState {
+                    value: Some(v.to_string()),
+                    fields: Vec::new(),
+                    expire_at_ms: Some(at_ms as i64 + ttl_ms),
+                })
+            };
+            let effects = if before == after {
+                Vec::new()
+            } else {
+                vec![KeyEffect {
+                    key: key.to_string(),
+                    before: state(before),
+                    after: state(after),
+                }]
+            };
+            self.0.push(
+                at_ms * 1000,
+                node,
+                at_ms as i64,
+                at_ms as i64,
+                EventKind::Command {
+                    conn,
+                    args: args.iter().map(|a| a.to_string()).collect(),
+                    reply: "+OK".to_string(),
+                    effects,
+                    client: Some("app".to_string()),
+                },
+            );
+            self
+        }
+    }
+
+    fn verdict(history: &History, checker: &str) -> crate::checker::Verdict {
+        let ops = OpHistory::new(history);
+        crate::checker::check_all(&ops)
+            .into_iter()
+            .find(|r| r.checker == checker)
+            .map(|r| r.verdict)
+            .expect("the checker ran")
+    }
+
+    const NX: [&str; 6] = ["SET", "lock", "v1", "NX", "PX", "1000"];
+    const CAD: [&str; 5] = ["EVAL", "compare-and-delete", "1", "lock", "v1"];
+
+    #[test]
+    fn a_grant_and_its_compare_and_delete_are_an_acquire_and_a_release() {
+        let mut s = Served::new();
+        s.command(10, "redis-1", 1, &NX, "lock", None, Some("v1"), 1000)
+            .command(50, "redis-1", 2, &CAD, "lock", Some("v1"), None, 0)
+            .command(
+                60,
+                "redis-1",
+                3,
+                &["SET", "lock", "v2", "NX"],
+                "lock",
+                None,
+                Some("v2"),
+                1000,
+            );
+        let inferred = infer(&s.0, &["redis-1".to_string()]);
+        assert_eq!(inferred.grants, 2);
+        assert_eq!(inferred.holders, ["app@redis-1#1", "app@redis-1#3"]);
+        let ops = OpHistory::new(&inferred.history);
+        assert_eq!(ops.holds().len(), 2);
+        // The release came over another connection but named the value: the holder's own.
+        assert_eq!(
+            verdict(&inferred.history, "mutual-exclusion"),
+            crate::checker::Verdict::Valid
+        );
+        assert_eq!(verdict(&inferred.history, "ownership"), crate::checker::Verdict::Valid);
+    }
+
+    #[test]
+    fn a_second_grant_inside_the_first_ones_validity_breaks_mutual_exclusion() {
+        // The key vanished from the server (a crash, a clock jump) at 20 ms; the first grant's
+        // validity (1 s) still runs when another connection is granted the key.
+        let mut s = Served::new();
+        s.command(10, "redis-1", 1, &NX, "lock", None, Some("v1"), 1000)
+            .command(
+                300,
+                "redis-1",
+                2,
+                &["SET", "lock", "v2", "NX", "PX", "1000"],
+                "lock",
+                None,
+                Some("v2"),
+                1000,
+            );
+        let inferred = infer(&s.0, &["redis-1".to_string()]);
+        assert_eq!(
+            verdict(&inferred.history, "mutual-exclusion"),
+            crate::checker::Verdict::Invalid
+        );
+        // After the validity ran out, the same grant is no conflict.
+        let mut later = Served::new();
+        later
+            .command(10, "redis-1", 1, &NX, "lock", None, Some("v1"), 1000)
+            .command(
+                1_500,
+                "redis-1",
+                2,
+                &["SET", "lock", "v2", "NX", "PX", "1000"],
+                "lock",
+                None,
+                Some("v2"),
+                1000,
+            );
+        let inferred = infer(&later.0, &["redis-1".to_string()]);
+        assert_eq!(
+            verdict(&inferred.history, "mutual-exclusion"),
+            crate::checker::Verdict::Valid
+        );
+    }
+
+    #[test]
+    fn a_plain_del_from_another_connection_is_a_foreign_deletion() {
+        let mut s = Served::new();
+        s.command(10, "redis-1", 1, &NX, "lock", None, Some("v1"), 1000)
+            .command(20, "redis-1", 2, &["DEL", "lock"], "lock", Some("v1"), None, 0);
+        let inferred = infer(&s.0, &["redis-1".to_string()]);
+        assert_eq!(
+            verdict(&inferred.history, "ownership"),
+            crate::checker::Verdict::Invalid
+        );
+        // Over the granting connection, the same DEL is the holder's release.
+        let mut own = Served::new();
+        own.command(10, "redis-1", 1, &NX, "lock", None, Some("v1"), 1000)
+            .command(20, "redis-1", 1, &["DEL", "lock"], "lock", Some("v1"), None, 0);
+        let inferred = infer(&own.0, &["redis-1".to_string()]);
+        assert_eq!(verdict(&inferred.history, "ownership"), crate::checker::Verdict::Valid);
+    }
+
+    #[test]
+    fn over_three_masters_a_grant_needs_a_majority() {
+        let masters: Vec<String> = ["redis-1", "redis-2", "redis-3"].map(String::from).to_vec();
+        // Two clients split the masters: neither reaches two of three, then both clean up.
+        let mut split = Served::new();
+        split
+            .command(10, "redis-1", 1, &NX, "lock", None, Some("v1"), 1000)
+            .command(
+                11,
+                "redis-2",
+                1,
+                &["SET", "lock", "v2", "NX", "PX", "1000"],
+                "lock",
+                None,
+                Some("v2"),
+                1000,
+            )
+            .command(12, "redis-3", 1, &NX, "lock", None, Some("v1"), 1000)
+            .command(13, "redis-3", 2, &CAD, "lock", Some("v1"), None, 0);
+        let inferred = infer(&split.0, &masters);
+        // v1 held two of three (redis-1, redis-3) at 12 ms: one grant; v2 never did.
+        assert_eq!(inferred.grants, 1);
+        assert_eq!(
+            verdict(&inferred.history, "mutual-exclusion"),
+            crate::checker::Verdict::Valid
+        );
+    }
 }

@@ -30,6 +30,7 @@ pub mod deploy;
 pub mod driver;
 pub mod fakeclock;
 pub mod faults;
+pub mod grants;
 pub mod link;
 pub mod output;
 pub mod process;

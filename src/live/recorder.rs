@@ -3,59 +3,133 @@
 //! Every event is stamped when lockstep sees it — a request when it is written to a client's
 //! stdin, an answer when its line is read, a server command when the server executes it — with
 //! the real monotonic time since the run began (`at_us`), and the reading of the node's own
-//! clock (scenario offset and drift, plus any jumps) as `wall_ms` / `monotonic_ms`. Everything
-//! runs on one thread, so stamping at push time keeps true time non-decreasing along `seq`.
+//! clock (scenario offset and drift, plus any jumps) as `wall_ms` / `monotonic_ms`. The servers
+//! run on one thread, so stamping at push time keeps true time non-decreasing along `seq`.
+//!
+//! The history itself sits behind a mutex ([`SharedHistory`]) so that `lockstep serve`'s signal
+//! watchdog, on another thread, can still write it out when the serving thread is stuck in a
+//! long command.
+//!
+//! **A cap** ([`HistoryCap`], `serve`'s `--history-max-mb` / `--history-max-events`): once the
+//! events kept reach the cap (their estimated size in memory, or their count), further events are
+//! dropped — counted, with the time of the first dropped one — except faults, which are always
+//! kept (a plan is finite). [`SharedHistory::finish`] then appends one `dropped` note saying how
+//! many were dropped and from when. `live` runs have no cap: their adapters' steps bound them.
+//!
+//! **Test labels** (`serve`): a command `ECHO lockstep:test:NAME` (or `CLIENT SETNAME NAME`)
+//! labels its connection; the recorder appends, after the command, a note on the server naming
+//! the test and the connection ([`label_note`]), so the history says which test ran from there.
 //!
 //! This is the one place of lockstep that reads `std::time` for a run: live runs are real time
 //! and not reproducible; the fault plan's seed is kept, the history's digest is not.
 
 use lockstep_sim::clock::NodeClock;
 use lockstep_sim::{EventKind, History, Phase};
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-/// The shared recorder of one live run (single-threaded).
+/// The argument prefix of `ECHO` that labels a connection with a test's name.
+pub const TEST_MARKER: &str = "lockstep:test:";
+
+/// The text of the `dropped` summary note starts with this.
+pub const DROPPED_NOTE: &str = "dropped ";
+
+/// The text of a test label note starts with this.
+pub const LABEL_NOTE: &str = "test ";
+
+/// How much history a recorder keeps (`None`: no limit).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HistoryCap {
+    /// The most events kept.
+    pub events_max: Option<u64>,
+    /// The most bytes the kept events take in memory (estimated, [`event_bytes`]).
+    pub bytes_max: Option<u64>,
+}
+
+/// The shared recorder of one live run (single-threaded; its history can be read from another
+/// thread through [`LiveRecorder::shared`]).
 #[derive(Clone)]
 pub struct LiveRecorder(Rc<Inner>);
 
 struct Inner {
-    start: std::cell::Cell<Option<Instant>>,
+    shared: SharedHistory,
+    clocks: std::cell::RefCell<BTreeMap<String, Rc<NodeClock>>>,
+}
+
+/// The part of a recorder other threads may hold: the history, its cap, and true time's origin.
+#[derive(Clone)]
+pub struct SharedHistory(Arc<Shared>);
+
+struct Shared {
+    start: OnceLock<Instant>,
     epoch_ms: i64,
-    history: RefCell<History>,
-    clocks: RefCell<BTreeMap<String, Rc<NodeClock>>>,
+    state: Mutex<State>,
+}
+
+struct State {
+    history: History,
+    cap: HistoryCap,
+    bytes: u64,
+    /// Events dropped past the cap, their estimated bytes, and the true time of the first.
+    dropped: u64,
+    dropped_bytes: u64,
+    first_dropped_us: Option<u64>,
+    finished: bool,
 }
 
 impl LiveRecorder {
-    /// A recorder whose true time stands at 0 until [`Self::start`].
+    /// A recorder whose true time stands at 0 until [`Self::start`], with no cap.
     pub fn new() -> Self {
+        Self::with_cap(HistoryCap::default())
+    }
+
+    /// A recorder that keeps at most `cap` of history.
+    pub fn with_cap(cap: HistoryCap) -> Self {
         let epoch_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
         LiveRecorder(Rc::new(Inner {
-            start: std::cell::Cell::new(None),
-            epoch_ms,
-            history: RefCell::new(History::new()),
-            clocks: RefCell::new(BTreeMap::new()),
+            shared: SharedHistory(Arc::new(Shared {
+                start: OnceLock::new(),
+                epoch_ms,
+                state: Mutex::new(State {
+                    history: History::new(),
+                    cap,
+                    bytes: 0,
+                    dropped: 0,
+                    dropped_bytes: 0,
+                    first_dropped_us: None,
+                    finished: false,
+                }),
+            })),
+            clocks: std::cell::RefCell::new(BTreeMap::new()),
         }))
+    }
+
+    /// The history, for another thread.
+    pub fn shared(&self) -> SharedHistory {
+        self.0.shared.clone()
     }
 
     /// Real microseconds since the run began (0 before it began).
     pub(crate) fn now_us(&self) -> u64 {
-        self.0.start.get().map_or(0, |s| s.elapsed().as_micros() as u64)
+        self.0.shared.now_us()
     }
 
     /// Makes now true time 0 (once every adapter is ready). Events before it are stamped 0.
     pub fn start(&self) {
-        if self.0.start.get().is_none() {
-            self.0.start.set(Some(Instant::now()));
-        }
+        let _ = self.0.shared.0.start.set(Instant::now());
     }
 
     /// Gives `node` a clock: real time plus `offset_ms`, running at `1 + drift_ppm / 1e6`.
     pub(crate) fn add_clock(&self, node: &str, offset_ms: i64, drift_ppm: i64) -> Rc<NodeClock> {
-        let clock = Rc::new(NodeClock::new(self.0.epoch_ms, offset_ms, drift_ppm.max(-999_999)));
+        let clock = Rc::new(NodeClock::new(
+            self.0.shared.0.epoch_ms,
+            offset_ms,
+            drift_ppm.max(-999_999),
+        ));
         self.0.clocks.borrow_mut().insert(node.to_string(), clock.clone());
         clock
     }
@@ -70,7 +144,7 @@ impl LiveRecorder {
         let now = self.now_us();
         match self.clock(node) {
             Some(c) => c.wall_ms(now),
-            None => self.0.epoch_ms + (now / 1000) as i64,
+            None => self.0.shared.0.epoch_ms + (now / 1000) as i64,
         }
     }
 
@@ -83,21 +157,28 @@ impl LiveRecorder {
         }
     }
 
-    /// Appends an event at the current real time; returns its `seq`.
+    /// Appends an event at the current real time; returns its `seq` (the one it would have had
+    /// when the cap dropped it).
     pub fn record(&self, node: &str, kind: EventKind) -> u64 {
-        let mut history = self.0.history.borrow_mut();
-        let last = history.events().last().map_or(0, |e| e.at_us);
+        let clock = self.clock(node);
+        let mut state = self.0.shared.lock();
+        let last = state.history.events().last().map_or(0, |e| e.at_us);
         let now = self.now_us().max(last);
-        let (wall, mono) = match self.clock(node) {
+        let (wall, mono) = match &clock {
             Some(c) => (c.wall_ms(now), c.monotonic_ms(now)),
-            None => (self.0.epoch_ms + (now / 1000) as i64, (now / 1000) as i64),
+            None => (self.0.shared.0.epoch_ms + (now / 1000) as i64, (now / 1000) as i64),
         };
-        history.push(now, node, wall, mono, kind)
+        let label = test_label(&kind).map(|name| label_note(name, &kind));
+        let seq = state.push(now, node, wall, mono, kind);
+        if let Some(text) = label {
+            state.push(now, node, wall, mono, EventKind::Note { text });
+        }
+        seq
     }
 
     /// A fresh operation id.
     pub(crate) fn next_op_id(&self) -> u64 {
-        self.0.history.borrow_mut().next_op_id()
+        self.0.shared.lock().history.next_op_id()
     }
 
     /// Records an operation event.
@@ -115,7 +196,7 @@ impl LiveRecorder {
 
     /// A copy of the history so far.
     pub fn history(&self) -> History {
-        self.0.history.borrow().clone()
+        self.0.shared.lock().history.clone()
     }
 }
 
@@ -123,4 +204,137 @@ impl Default for LiveRecorder {
     fn default() -> Self {
         Self::new()
     }
+}
+
+impl SharedHistory {
+    /// The state; a thread that panicked while holding it left a history still worth writing.
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.0.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Real microseconds since the run began (0 before it began).
+    pub fn now_us(&self) -> u64 {
+        self.0.start.get().map_or(0, |s| s.elapsed().as_micros() as u64)
+    }
+
+    /// Ends the history, once: appends a note from `world` with `text` and, when the cap dropped
+    /// events, the `dropped` note; returns the history (taken: later events are not kept) and
+    /// how many events were dropped. A second call returns `None`.
+    pub fn finish(&self, text: &str) -> Option<(History, u64)> {
+        let mut state = self.lock();
+        if state.finished {
+            return None;
+        }
+        state.finished = true;
+        let last = state.history.events().last().map_or(0, |e| e.at_us);
+        let now = self.now_us().max(last);
+        let (wall, mono) = (self.0.epoch_ms + (now / 1000) as i64, (now / 1000) as i64);
+        // Past the cap: the end notes are kept all the same (two events).
+        let end = EventKind::Note { text: text.to_string() };
+        state.history.push(now, "world", wall, mono, end);
+        if state.dropped > 0 {
+            let text = dropped_note(&state);
+            state.history.push(now, "world", wall, mono, EventKind::Note { text });
+        }
+        let dropped = state.dropped;
+        Some((std::mem::take(&mut state.history), dropped))
+    }
+}
+
+impl State {
+    /// Appends an event unless the cap is reached (faults are always kept).
+    fn push(&mut self, at_us: u64, node: &str, wall: i64, mono: i64, kind: EventKind) -> u64 {
+        let len = self.history.len() as u64;
+        if self.finished {
+            return len;
+        }
+        let bytes = event_bytes(node, &kind);
+        let full = self.cap.events_max.is_some_and(|max| len >= max)
+            || self
+                .cap
+                .bytes_max
+                .is_some_and(|max| self.bytes.saturating_add(bytes) > max);
+        if full && !matches!(kind, EventKind::Fault { .. }) {
+            self.dropped += 1;
+            self.dropped_bytes = self.dropped_bytes.saturating_add(bytes);
+            self.first_dropped_us.get_or_insert(at_us);
+            return len;
+        }
+        self.bytes = self.bytes.saturating_add(bytes);
+        self.history.push(at_us, node, wall, mono, kind)
+    }
+}
+
+/// The `dropped` note: how many events the cap dropped, their size, from when, and the cap.
+fn dropped_note(state: &State) -> String {
+    let cap = match (state.cap.events_max, state.cap.bytes_max) {
+        (Some(e), Some(b)) => format!("{e} events or {} MiB", b / (1024 * 1024)),
+        (Some(e), None) => format!("{e} events"),
+        (None, Some(b)) => format!("{} MiB", b / (1024 * 1024)),
+        (None, None) => "none".to_string(),
+    };
+    format!(
+        "{DROPPED_NOTE}{} events (about {} MiB) from {:.3} s on: the history reached its cap ({cap}; faults were \
+         kept); raise --history-max-mb / --history-max-events to keep more",
+        state.dropped,
+        state.dropped_bytes / (1024 * 1024),
+        state.first_dropped_us.unwrap_or(0) as f64 / 1e6
+    )
+}
+
+/// The test name an `ECHO lockstep:test:NAME` (or `CLIENT SETNAME NAME`) command carries, if
+/// `kind` is one.
+pub fn test_label(kind: &EventKind) -> Option<&str> {
+    let EventKind::Command { args, .. } = kind else {
+        return None;
+    };
+    match &args[..] {
+        [echo, arg] if echo.eq_ignore_ascii_case("echo") => arg.strip_prefix(TEST_MARKER),
+        // A connection named per test labels it too (the marker's prefix, if any, left out).
+        [client, sub, name] if client.eq_ignore_ascii_case("client") && sub.eq_ignore_ascii_case("setname") => {
+            Some(name.strip_prefix(TEST_MARKER).unwrap_or(name)).filter(|n| !n.is_empty())
+        }
+        _ => None,
+    }
+}
+
+/// The note that labels a connection: `test NAME (conn N, client C)`.
+fn label_note(name: &str, kind: &EventKind) -> String {
+    let (conn, client) = match kind {
+        EventKind::Command { conn, client, .. } => (*conn, client.as_deref().unwrap_or("?")),
+        _ => (0, "?"),
+    };
+    format!("{LABEL_NOTE}{name} (conn {conn}, client {client})")
+}
+
+/// An estimate of the memory one event takes in the history, bytes: the event itself and each
+/// of its texts (with an allocation's overhead).
+pub fn event_bytes(node: &str, kind: &EventKind) -> u64 {
+    const EVENT: usize = std::mem::size_of::<lockstep_sim::Event>();
+    const STRING: usize = std::mem::size_of::<String>() + 16;
+    let text = |s: &str| s.len() + 16;
+    let body = match kind {
+        EventKind::Command {
+            args,
+            reply,
+            effects,
+            client,
+            ..
+        } => {
+            args.iter().map(|a| text(a) + STRING).sum::<usize>()
+                + text(reply)
+                + client.as_deref().map_or(0, text)
+                + effects.len() * 256
+                + effects.iter().map(|e| text(&e.key)).sum::<usize>()
+        }
+        EventKind::Op { op, data, .. } => text(op) + data.to_string().len() * 2,
+        EventKind::Expired { key } => text(key),
+        EventKind::ResourceWrite { client, key, .. } | EventKind::ResourceRead { client, key, .. } => {
+            text(client) + text(key)
+        }
+        EventKind::Note { text: t } => text(t),
+        EventKind::Fault { .. } => 128,
+        EventKind::Resumed => 0,
+    };
+    (EVENT + text(node) + body) as u64
 }

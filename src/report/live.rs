@@ -218,6 +218,8 @@ fn write_report(
     summary: &LiveSummary,
 ) -> Result<(), String> {
     let mut report = Report::new(None);
+    // Each run's raw history and interactive timeline (`runs/NAME/`), keyed by its row's name.
+    let mut histories = std::collections::BTreeMap::new();
     for (i, (run, wall_ms)) in runs.iter().enumerate() {
         let as_sim = ScenarioRun {
             name: run.name.clone(),
@@ -244,10 +246,11 @@ fn write_report(
             row.description
         );
         row.replay = summary.rerun.clone();
+        histories.insert(row.name.clone(), run.history.clone());
         report.scenarios.push(row);
     }
     report.finish();
-    report::write_report(&report, out)?;
+    report::write_report_with(&report, out, &histories)?;
     let json = serde_json::to_string_pretty(summary).map_err(|e| e.to_string())?;
     report::write_atomic(&out.join("live.json"), json.as_bytes())?;
     // Mark the Markdown summary live at its top.

@@ -11,3 +11,4 @@ mod common;
 
 mod live;
 mod serve;
+mod serve_report;

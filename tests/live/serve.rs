@@ -18,17 +18,17 @@ fn in_ci() -> bool {
 }
 
 /// A running `lockstep serve`: its addresses by server name, read from its banner.
-struct Serve {
-    child: Child,
+pub(crate) struct Serve {
+    pub(crate) child: Child,
     stdout: BufReader<std::process::ChildStdout>,
     addresses: Vec<(String, String)>,
-    banner: String,
+    pub(crate) banner: String,
 }
 
 impl Serve {
     /// Spawned, not run to its end: the test talks to its servers while it serves, then stops it
     /// with a signal.
-    fn start(args: &[&str]) -> Serve {
+    pub(crate) fn start(args: &[&str]) -> Serve {
         let mut child = common::command(["serve"].iter().chain(args))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -65,7 +65,7 @@ impl Serve {
         }
     }
 
-    fn addr(&self, server: &str) -> &str {
+    pub(crate) fn addr(&self, server: &str) -> &str {
         &self
             .addresses
             .iter()
@@ -76,7 +76,7 @@ impl Serve {
 
     /// Sends `signal` (or waits for `--duration-ms`) and returns the exit code and the rest of
     /// stdout.
-    fn stop(mut self, signal: Option<i32>) -> (i32, String) {
+    pub(crate) fn stop(mut self, signal: Option<i32>) -> (i32, String) {
         if let Some(signal) = signal {
             // SAFETY: kill(2) on our own child's pid.
             unsafe { libc::kill(self.child.id() as i32, signal) };
@@ -96,17 +96,17 @@ impl Drop for Serve {
 }
 
 /// A RESP connection that writes commands and reads one reply's raw bytes.
-struct Conn(TcpStream);
+pub(crate) struct Conn(pub(crate) TcpStream);
 
 impl Conn {
-    fn open(addr: &str) -> Conn {
+    pub(crate) fn open(addr: &str) -> Conn {
         let stream = TcpStream::connect(addr).expect("connects");
         stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
         Conn(stream)
     }
 
     /// Sends one command and returns the reply's bytes (everything that arrives until a pause).
-    fn call(&mut self, args: &[&str]) -> String {
+    pub(crate) fn call(&mut self, args: &[&str]) -> String {
         let mut out = format!("*{}\r\n", args.len());
         for a in args {
             out.push_str(&format!("${}\r\n{a}\r\n", a.len()));

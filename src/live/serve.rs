@@ -501,6 +501,7 @@ impl Outputs<'_> {
             .collect();
         drop(ops);
         let client = "lockstep serve (any client that connected)".to_string();
+        let server_failures = super::server_failures(&inferred.history);
         let run = LiveRun {
             name: scenario.name.clone(),
             seed: scenario.seed,
@@ -511,6 +512,7 @@ impl Outputs<'_> {
             clients_finished: true,
             end_ms: served_ms,
             addresses: BTreeMap::new(),
+            server_failures,
         };
         let options = LiveOptions {
             client,

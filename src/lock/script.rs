@@ -155,6 +155,24 @@ fn token_of(reply: &Value) -> Option<u64> {
 }
 
 /// A reply, short, for error messages.
+/// The bytes `reply` carries (its strings, and a few bytes per element), without copying it.
+fn reply_bytes(reply: &Value) -> u64 {
+    match reply {
+        Value::BulkString(bytes) => bytes.len() as u64,
+        Value::SimpleString(s) => s.len() as u64,
+        Value::Array(items) | Value::Set(items) | Value::Push { data: items, .. } => {
+            items.iter().fold(8, |sum, item| sum.saturating_add(reply_bytes(item)))
+        }
+        Value::Map(pairs) => pairs.iter().fold(8, |sum, (k, v)| {
+            sum.saturating_add(reply_bytes(k)).saturating_add(reply_bytes(v))
+        }),
+        Value::VerbatimString { text, .. } => text.len() as u64,
+        Value::Attribute { data, .. } => reply_bytes(data),
+        Value::ServerError(e) => e.details().map_or(0, |d| d.len() as u64),
+        _ => 8,
+    }
+}
+
 fn describe(reply: &Value) -> String {
     match reply {
         Value::Nil => "nil".into(),
@@ -323,10 +341,15 @@ impl ScriptLock {
         }
     }
 
-    /// Runs `op` once on `link`: its steps in order.
-    async fn run_once(link: &RedisLink, op: &ScriptOp, vars: &Vars<'_>) -> Outcome {
+    /// Runs `op` once on `link` from `node`: its steps in order. The replies' bytes count
+    /// against the node's bound for the run ([`lockstep_sim::Node::carry_reply_bytes`]): past
+    /// it, the step fails without being sent.
+    async fn run_once(node: &lockstep_sim::Node, link: &RedisLink, op: &ScriptOp, vars: &Vars<'_>) -> Outcome {
         let mut token = None;
         for (index, step) in op.steps.iter().enumerate() {
+            if let Err(e) = node.carry_reply_bytes(0) {
+                return Outcome::Failed(format!("step {} on {}: {e}", index + 1, link.host()));
+            }
             let mut cmd;
             match &step.action {
                 ScriptAction::Command(words) => {
@@ -347,7 +370,17 @@ impl ScriptLock {
                     }
                 }
             }
-            match link.query::<Value>(&cmd).await {
+            let result = link.query::<Value>(&cmd).await;
+            let carried = match &result {
+                Ok(reply) => reply_bytes(reply),
+                Err(lockstep_sim::LinkError::Server { message, .. }) => message.len() as u64,
+                Err(_) => 0,
+            };
+            // The step ran, but its reply is not looked at: whether it took effect is unknown.
+            if let Err(e) = node.carry_reply_bytes(carried) {
+                return Outcome::Unknown(format!("step {} on {}: {e}", index + 1, link.host()));
+            }
+            match result {
                 Ok(reply) if is_success(step.success, &reply, vars.value) => {
                     if step.success == Success::Token {
                         token = token_of(&reply);
@@ -376,7 +409,7 @@ impl ScriptLock {
     async fn run_op(&self, link: &RedisLink, op: &ScriptOp, vars: &Vars<'_>) -> Outcome {
         let mut retries_left = op.retries;
         loop {
-            let outcome = Self::run_once(link, op, vars).await;
+            let outcome = Self::run_once(self.env.node(), link, op, vars).await;
             if !matches!(outcome, Outcome::Unknown(_)) || retries_left == 0 {
                 return outcome;
             }

@@ -13,5 +13,6 @@ mod fuzz;
 mod hardening;
 mod hostile;
 mod hostile_gates;
+mod hostile_gates_more;
 mod hostile_limits;
 mod hostile_report;

@@ -40,6 +40,8 @@ struct NodeInner {
     last_monotonic_ms: Cell<i64>,
     /// Bytes of the replies to this node's lock commands so far ([`Node::carry_reply_bytes`]).
     reply_bytes: Cell<u64>,
+    /// Why this node's lock sends nothing more in this run ([`Node::stop_lock`]), if so.
+    lock_stopped: RefCell<Option<String>>,
 }
 
 /// The most bytes the replies to one node's lock commands may carry in one run: 16 MiB. A
@@ -101,6 +103,7 @@ impl Node {
                 wire,
                 last_monotonic_ms: Cell::new(i64::MIN),
                 reply_bytes: Cell::new(0),
+                lock_stopped: RefCell::new(None),
             }),
         }
     }
@@ -201,14 +204,29 @@ impl Node {
     /// `Err` once the total is past [`MAX_LOCK_REPLY_BYTES_PER_NODE`] (call with 0 to ask before
     /// sending). A lock that gets `Err` sends nothing more: the bound keeps what one run costs
     /// independent of what a lock's script answers.
-    pub fn carry_reply_bytes(&self, bytes: u64) -> Result<(), RepliesTooLarge> {
+    pub fn carry_reply_bytes(&self, bytes: u64) -> Result<(), String> {
         let total = self.inner.reply_bytes.get().saturating_add(bytes);
         self.inner.reply_bytes.set(total);
         if total > MAX_LOCK_REPLY_BYTES_PER_NODE {
-            Err(RepliesTooLarge(total))
-        } else {
-            Ok(())
+            self.stop_lock(RepliesTooLarge(total).to_string());
         }
+        match self.lock_stopped() {
+            Some(why) => Err(why),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops this node's lock for the rest of the run: it sends nothing more, and every
+    /// operation fails with `why` (the first reason is kept). For a lock whose every attempt
+    /// would cost without bound (a script that answers megabytes, or runs into the simulated
+    /// server's memory or instruction budget on each attempt).
+    pub fn stop_lock(&self, why: String) {
+        self.inner.lock_stopped.borrow_mut().get_or_insert(why);
+    }
+
+    /// Why this node's lock was stopped ([`Node::stop_lock`]), if it was.
+    pub fn lock_stopped(&self) -> Option<String> {
+        self.inner.lock_stopped.borrow().clone()
     }
 
     /// A fresh operation id for [`EventKind::Op`].

@@ -155,6 +155,12 @@ fn token_of(reply: &Value) -> Option<u64> {
 }
 
 /// A reply, short, for error messages.
+/// Whether a script's error reply says it was stopped by one of the simulated server's own bounds
+/// (its Lua memory, its instruction budget: `sim/src/redis/lua.rs`), not by the script's logic.
+fn runs_into_a_server_bound(message: &str) -> bool {
+    message.contains("not enough memory") || message.contains("exceeded instruction budget")
+}
+
 /// The bytes `reply` carries (its strings, and a few bytes per element), without copying it.
 fn reply_bytes(reply: &Value) -> u64 {
     match reply {
@@ -342,8 +348,10 @@ impl ScriptLock {
     }
 
     /// Runs `op` once on `link` from `node`: its steps in order. The replies' bytes count
-    /// against the node's bound for the run ([`lockstep_sim::Node::carry_reply_bytes`]): past
-    /// it, the step fails without being sent.
+    /// against the node's bound for the run ([`lockstep_sim::Node::carry_reply_bytes`]), and a
+    /// script stopped by the simulated server's memory or instruction budget stops the lock
+    /// ([`lockstep_sim::Node::stop_lock`]): each attempt of such a script would cost as much
+    /// again. A stopped lock's steps fail without being sent.
     async fn run_once(node: &lockstep_sim::Node, link: &RedisLink, op: &ScriptOp, vars: &Vars<'_>) -> Outcome {
         let mut token = None;
         for (index, step) in op.steps.iter().enumerate() {
@@ -397,7 +405,14 @@ impl ScriptLock {
                 }
                 Err(e) if e.outcome_unknown() => return Outcome::Unknown(e.to_string()),
                 Err(lockstep_sim::LinkError::Server { message, .. }) => {
-                    return Outcome::Refused(format!("step {} on {}: {message}", index + 1, link.host()))
+                    if runs_into_a_server_bound(&message) {
+                        node.stop_lock(format!(
+                            "the lock's script ran into the simulated server's bound ({message}) on {}: it would \
+                             on every attempt, so the lock sends nothing more in this run",
+                            link.host()
+                        ));
+                    }
+                    return Outcome::Refused(format!("step {} on {}: {message}", index + 1, link.host()));
                 }
                 Err(e) => return Outcome::Failed(e.to_string()),
             }

@@ -588,13 +588,11 @@ fn mutants_has_a_time_limit_and_a_runaway_mutant_is_reported_timed_out() {
     assert!(r.stderr.contains("--time-limit 0"), "{}", r.stderr);
 }
 
-#[test]
-fn a_lock_script_answering_megabytes_on_every_attempt_is_bounded_not_a_hang() {
-    // An acquire that answers 60 MB each time: every retry built, sent and read the reply again
-    // (past 300 s). The replies to one client's lock commands carry at most 16 MiB in a run.
-    let dir = TempPath::dir("gates-more", "big-reply");
-    let text = r#"name = "big-reply"
-description = "an acquire script that answers 60 MB on every attempt"
+/// A script-lock scenario whose acquire script is `lua`, retried every 100 ms for 50 s.
+fn costly_acquire(dir: &Path, name: &str, lua: &str) -> String {
+    let text = format!(
+        r#"name = "{name}"
+description = "an acquire script that costs megabytes on every attempt"
 seed = 1
 duration_ms = 60000
 
@@ -605,28 +603,47 @@ clients = 2
 [lock]
 algorithm = "script"
 ttl_ms = 1000
+request_timeout_ms = 2000
 
 [lock.acquire]
-lua = 'return string.rep("x", 60000000)'
+lua = '{lua}'
 
 [workload]
 until_ms = 50000
 work_ms = 50
 acquire_retry_ms = 100
-"#;
-    let file = dir.join("big-reply.toml");
+"#
+    );
+    let file = dir.join(format!("{name}.toml"));
     std::fs::write(&file, text).unwrap();
-    let history = dir.join("history.jsonl");
-    let r = run_limited(
-        &["run", file.to_str().unwrap(), "--history", history.to_str().unwrap()],
-        240,
-    );
-    // Nobody got the lock: a vacuous run, a failure (never a pass, never a hang).
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(r.elapsed < Duration::from_secs(120), "took {:?}", r.elapsed);
-    let events = std::fs::read_to_string(&history).unwrap();
-    assert!(
-        events.contains("the replies to this client's lock commands carried"),
-        "the cause is in the history"
-    );
+    file.display().to_string()
+}
+
+#[test]
+fn a_lock_script_costing_megabytes_on_every_attempt_is_bounded_not_a_hang() {
+    // An acquire asking for 60 MB each time (past the server's Lua memory: an error after
+    // allocating up to it) ran past 300 s, every retry paying again; one answering 20 MB sends
+    // it, and the client reads it, on every retry. Either stops the lock, naming the cause.
+    let dir = TempPath::dir("gates-more", "costly-acquire");
+    for (name, lua, cause) in [
+        (
+            "sixty-mb",
+            "return string.rep(\"x\", 60000000)",
+            "ran into the simulated server's bound (ERR Error running script",
+        ),
+        (
+            "twenty-mb",
+            "return string.rep(\"x\", 20000000)",
+            "the replies to this client's lock commands carried",
+        ),
+    ] {
+        let file = costly_acquire(&dir, name, lua);
+        let history = dir.join(format!("{name}.jsonl"));
+        let r = run_limited(&["run", &file, "--history", history.to_str().unwrap()], 240);
+        // Nobody got the lock: a vacuous run, a failure (never a pass, never a hang).
+        assert_eq!(r.code, 1, "{name}: {}{}", r.stdout, r.stderr);
+        assert!(r.elapsed < Duration::from_secs(120), "{name}: took {:?}", r.elapsed);
+        let events = std::fs::read_to_string(&history).unwrap();
+        assert!(events.contains(cause), "{name}: the cause is in the history");
+    }
 }

@@ -379,11 +379,9 @@ impl ScriptLock {
                 }
             }
             let result = link.query::<Value>(&cmd).await;
-            let carried = match &result {
-                Ok(reply) => reply_bytes(reply),
-                Err(lockstep_sim::LinkError::Server { message, .. }) => message.len() as u64,
-                Err(_) => 0,
-            };
+            // Replies only: an error text is cut where it is kept (the history), and a script
+            // whose errors grow past the server's Lua memory stops the lock below.
+            let carried = result.as_ref().map_or(0, reply_bytes);
             // The step ran, but its reply is not looked at: whether it took effect is unknown.
             if let Err(e) = node.carry_reply_bytes(carried) {
                 return Outcome::Unknown(format!("step {} on {}: {e}", index + 1, link.host()));

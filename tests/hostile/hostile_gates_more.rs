@@ -514,8 +514,9 @@ fn an_exploration_in_which_no_seed_ever_gets_the_lock_is_vacuous_not_a_pass() {
     );
 }
 
-/// A catalogue in `dir`: the fenced-script parent, and a mutant whose acquire script spins until
-/// the instruction budget stops it, on every attempt.
+/// A catalogue in `dir`: the fenced-script parent, and a mutant whose acquire script spins on
+/// every attempt, just inside the instruction budget (a script the budget stops stops its lock:
+/// see the test below), so that each seed takes minutes.
 fn spinning_catalogue(dir: &Path) -> String {
     let parent = Path::new(env!("CARGO_MANIFEST_DIR")).join("mutants/parents/fenced-script.toml");
     std::fs::create_dir_all(dir.join("parents")).unwrap();
@@ -529,9 +530,9 @@ latency_ms_max = 700
 [[mutant]]
 name = "spins"
 parent = "fenced-script"
-breaks = "the acquire script never returns: `while true do end`"
+breaks = "the acquire script spins (just inside the instruction budget) on every attempt"
 source = "issue 40"
-lock = { acquire = { lua = "while true do end", keys = ["{key}", "lockstep:fence:{key}"], args = ["{value}", "{ttl_ms}"], success = "token" } }
+lock = { acquire = { lua = "for i = 1, 30000000 do end return 0", keys = ["{key}", "lockstep:fence:{key}"], args = ["{value}", "{ttl_ms}"], success = "token" } }
 "#;
     let path = dir.join("catalogue.toml");
     std::fs::write(&path, text).unwrap();

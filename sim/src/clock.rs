@@ -21,6 +21,17 @@ const PPM: i128 = 1_000_000;
 /// The lowest drift is above this: at -1 000 000 ppm a clock stands still.
 pub(crate) const MIN_DRIFT_PPM: i64 = -1_000_000;
 
+/// The highest drift: 1 000 000 000 ppm, a clock running 1 001 times as fast as true time. Far
+/// beyond any real oscillator (they err by tens of ppm) and beyond what a lock's drift factor
+/// covers; above it a day of true time would be years of local time, and the readings would
+/// leave the range of an `i64` of microseconds.
+pub const MAX_DRIFT_PPM: i64 = 1_000_000_000;
+
+/// The largest wall-clock offset from true time, either way (`offset_ms`, a replica's
+/// `replica_offset_ms`), and the largest single clock jump (`delta_ms`): 100 years of 365.25
+/// days. Wall readings stay far inside an `i64` of milliseconds whatever the scenario does.
+pub const MAX_CLOCK_OFFSET_MS: i64 = 3_155_760_000_000;
+
 /// A node's clock at the start of the run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -31,15 +42,44 @@ pub struct ClockSpec {
     pub drift_ppm: i64,
 }
 
-/// Checks a rate error: `Err` says why a clock with it would not be a clock.
+/// Checks a rate error: `Err` says why a clock with it would not be a clock, or is out of range
+/// (above [`MAX_DRIFT_PPM`]).
 pub fn check_drift_ppm(drift_ppm: i64) -> Result<(), String> {
     if drift_ppm <= MIN_DRIFT_PPM {
         Err(format!(
             "{drift_ppm} ppm would stop or reverse the clock: must be above {MIN_DRIFT_PPM}"
         ))
+    } else if drift_ppm > MAX_DRIFT_PPM {
+        Err(format!(
+            "{drift_ppm} ppm is out of range: must be at most {MAX_DRIFT_PPM} (a clock 1001 times as fast as true time)"
+        ))
     } else {
         Ok(())
     }
+}
+
+/// Checks a wall-clock offset or jump in ms: at most [`MAX_CLOCK_OFFSET_MS`] (100 years) either
+/// way. `Err` says the range.
+pub fn check_clock_offset_ms(offset_ms: i64) -> Result<(), String> {
+    if offset_ms.unsigned_abs() > MAX_CLOCK_OFFSET_MS.unsigned_abs() {
+        Err(format!(
+            "{offset_ms} ms is out of range: must be between -{MAX_CLOCK_OFFSET_MS} and {MAX_CLOCK_OFFSET_MS} (100 years either way)"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// `drift_ppm` brought inside the range [`check_drift_ppm`] accepts. Validation refuses a drift
+/// outside it before a clock is made; a caller of the sim's API that skips validation gets the
+/// nearest clock that is one, never a panic or a reading that wraps around.
+fn clamp_drift_ppm(drift_ppm: i64) -> i64 {
+    drift_ppm.clamp(MIN_DRIFT_PPM + 1, MAX_DRIFT_PPM)
+}
+
+/// `value` as an `i64`, saturating at its bounds.
+fn saturate_i64(value: i128) -> i64 {
+    i64::try_from(value).unwrap_or(if value < 0 { i64::MIN } else { i64::MAX })
 }
 
 /// The state of one node's clock. Cheap to copy; shared through [`crate::node::Node`].
@@ -63,11 +103,13 @@ impl NodeClock {
     /// A clock whose wall time at true time 0 reads `epoch_ms + offset_ms`, running at
     /// `1 + drift_ppm / 1e6` times true time.
     ///
-    /// # Panics
-    /// If `drift_ppm <= -1_000_000` (a clock that stands still or runs backwards is not a clock;
-    /// scenario validation rejects it before it gets here).
+    /// A `drift_ppm` outside the range of [`check_drift_ppm`] (a clock that stands still or runs
+    /// backwards is not a clock; scenario validation and the world reject it before it gets
+    /// here) is brought to the nearest end of that range. Every reading saturates at the bounds
+    /// of an `i64` rather than wrap, so the monotonic clock never reads less than before
+    /// whatever the offsets, drifts and jumps; inside the validated ranges nothing saturates.
     pub fn new(epoch_ms: i64, offset_ms: i64, drift_ppm: i64) -> Self {
-        assert!(drift_ppm > -1_000_000, "drift_ppm must be > -1_000_000");
+        let drift_ppm = clamp_drift_ppm(drift_ppm);
         NodeClock {
             state: Cell::new(ClockState {
                 epoch_ms,
@@ -92,8 +134,10 @@ impl NodeClock {
             s.anchor_sim_us
         );
         let elapsed_true = i128::from(sim_us - s.anchor_sim_us);
+        // At most 2^64 × 2^63: inside an i128. The sum saturates (a drift far past any real
+        // clock's, through the API): the reading stops at the top, it never wraps backwards.
         let elapsed_local = elapsed_true * (PPM + i128::from(s.drift_ppm)) / PPM;
-        s.anchor_monotonic_us + elapsed_local as i64
+        saturate_i64(i128::from(s.anchor_monotonic_us) + elapsed_local)
     }
 
     /// The monotonic reading in whole milliseconds at true time `sim_us`.
@@ -104,22 +148,32 @@ impl NodeClock {
     /// The wall-clock reading in milliseconds since the Unix epoch at true time `sim_us`.
     pub fn wall_ms(&self, sim_us: u64) -> i64 {
         let s = self.state.get();
-        s.epoch_ms + s.offset_ms + s.jump_total_ms + self.monotonic_ms(sim_us)
+        saturate_i64(
+            i128::from(s.epoch_ms)
+                + i128::from(s.offset_ms)
+                + i128::from(s.jump_total_ms)
+                + i128::from(self.monotonic_ms(sim_us)),
+        )
+    }
+
+    /// The wall clock's base: epoch, offset and jumps so far, ms (saturating).
+    fn wall_base_ms(s: &ClockState) -> i64 {
+        saturate_i64(i128::from(s.epoch_ms) + i128::from(s.offset_ms) + i128::from(s.jump_total_ms))
     }
 
     /// Steps the wall clock by `delta_ms` (negative: backwards). Monotonic time is unaffected.
+    /// The total of the jumps saturates at the bounds of an `i64`.
     pub fn jump(&self, delta_ms: i64) {
         let mut s = self.state.get();
-        s.jump_total_ms += delta_ms;
+        s.jump_total_ms = s.jump_total_ms.saturating_add(delta_ms);
         self.state.set(s);
     }
 
-    /// Changes the rate from true time `sim_us` on, keeping both readings continuous.
-    ///
-    /// # Panics
-    /// If `drift_ppm <= -1_000_000`.
+    /// Changes the rate from true time `sim_us` on, keeping both readings continuous. A
+    /// `drift_ppm` outside the range of [`check_drift_ppm`] is brought to its nearest end (as in
+    /// [`NodeClock::new`]).
     pub fn set_drift(&self, sim_us: u64, drift_ppm: i64) {
-        assert!(drift_ppm > -1_000_000, "drift_ppm must be > -1_000_000");
+        let drift_ppm = clamp_drift_ppm(drift_ppm);
         let monotonic_us = self.monotonic_us(sim_us);
         let mut s = self.state.get();
         s.anchor_sim_us = sim_us;
@@ -153,7 +207,7 @@ impl NodeClock {
     /// comes first (a jump is a fault, after which deadlines are computed again).
     pub(crate) fn true_us_when_wall_ms(&self, wall_ms: i64) -> u64 {
         let s = self.state.get();
-        let base_ms = s.epoch_ms + s.offset_ms + s.jump_total_ms;
+        let base_ms = Self::wall_base_ms(&s);
         self.true_us_when_monotonic_ms(wall_ms.saturating_sub(base_ms))
     }
 
@@ -167,7 +221,8 @@ impl NodeClock {
     pub(crate) fn local_to_sim_us(&self, local_us: u64) -> u64 {
         let rate = PPM + i128::from(self.drift_ppm());
         let numerator = i128::from(local_us) * PPM;
-        ((numerator + rate - 1) / rate) as u64
+        // A slow clock makes a long local wait longer still in true time: past u64, forever.
+        u64::try_from((numerator + rate - 1) / rate).unwrap_or(u64::MAX)
     }
 }
 
@@ -245,6 +300,66 @@ mod tests {
         assert_eq!(clock.monotonic_ms(5_000_000), 5_000);
         assert_eq!(clock.monotonic_ms(6_000_000), 6_100);
     }
+
+    #[test]
+    fn extreme_offsets_drifts_and_jumps_saturate_and_never_go_backwards() {
+        // Issue 40: offset_ms and drift_ppm both at i64::MAX wrapped the monotonic reading to a
+        // negative one (the node's self-check panicked). Through the API, validation skipped.
+        let extremes = [i64::MIN, i64::MIN + 1, -1_000_000, 0, 1, MAX_DRIFT_PPM, i64::MAX];
+        for &offset_ms in &extremes {
+            for &drift_ppm in &extremes {
+                for &jump_ms in &extremes {
+                    let clock = NodeClock::new(DEFAULT_EPOCH_FOR_TESTS, offset_ms, drift_ppm);
+                    let mut last_monotonic = i64::MIN;
+                    for (step, sim_us) in [0u64, 1, 1_000, 86_400_000_000, u64::MAX / 2, u64::MAX]
+                        .into_iter()
+                        .enumerate()
+                    {
+                        if step == 2 {
+                            clock.jump(jump_ms);
+                            clock.jump(jump_ms);
+                        }
+                        if step == 3 {
+                            clock.set_drift(sim_us, drift_ppm);
+                        }
+                        let monotonic = clock.monotonic_ms(sim_us);
+                        assert!(
+                            monotonic >= last_monotonic,
+                            "offset {offset_ms} drift {drift_ppm} jump {jump_ms}: {last_monotonic} -> {monotonic}"
+                        );
+                        last_monotonic = monotonic;
+                        let _ = clock.wall_ms(sim_us);
+                        let _ = clock.true_us_when_wall_ms(i64::MAX);
+                        let _ = clock.true_us_when_wall_ms(i64::MIN);
+                        let _ = clock.true_us_when_monotonic_ms(i64::MAX);
+                        let _ = clock.local_to_sim_us(u64::MAX);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn readings_inside_the_validated_ranges_are_exact() {
+        // The largest offset, drift and jump a scenario may ask for, over a simulated day: no
+        // reading saturates, so the arithmetic is the plain one.
+        let day_us = 86_400_000_000u64;
+        let clock = NodeClock::new(DEFAULT_EPOCH_FOR_TESTS, MAX_CLOCK_OFFSET_MS, MAX_DRIFT_PPM);
+        let monotonic_us = i64::try_from(i128::from(day_us) * (PPM + i128::from(MAX_DRIFT_PPM)) / PPM).unwrap();
+        assert_eq!(clock.monotonic_us(day_us), monotonic_us);
+        clock.jump(MAX_CLOCK_OFFSET_MS);
+        assert_eq!(
+            clock.wall_ms(day_us),
+            DEFAULT_EPOCH_FOR_TESTS + 2 * MAX_CLOCK_OFFSET_MS + monotonic_us / 1_000
+        );
+        assert!(check_drift_ppm(MAX_DRIFT_PPM).is_ok() && check_drift_ppm(MAX_DRIFT_PPM + 1).is_err());
+        assert!(check_clock_offset_ms(-MAX_CLOCK_OFFSET_MS).is_ok());
+        let err = check_clock_offset_ms(i64::MIN).unwrap_err();
+        assert!(err.contains("between -3155760000000 and 3155760000000"), "{err}");
+    }
+
+    /// 2026-01-01, as the world's default epoch.
+    const DEFAULT_EPOCH_FOR_TESTS: i64 = 1_767_225_600_000;
 
     #[test]
     fn local_durations_convert_through_the_rate() {

@@ -38,7 +38,27 @@ struct NodeInner {
     /// The monotonic reading of the last event this node recorded (the self-check that it
     /// never goes backwards).
     last_monotonic_ms: Cell<i64>,
+    /// Bytes of the replies to this node's lock commands so far ([`Node::carry_reply_bytes`]).
+    reply_bytes: Cell<u64>,
+    /// Why this node's lock sends nothing more in this run ([`Node::stop_lock`]), if so.
+    lock_stopped: RefCell<Option<String>>,
 }
+
+/// The most bytes the replies to one node's lock commands may carry in one run: 16 MiB. A
+/// lock's replies are a few bytes each (`OK`, `1`, a token, a value of at most 255 bytes); a
+/// lock script that answers megabytes on every attempt would make the run's cost grow without
+/// bound (every retry builds, sends and reads the reply again). Past it the lock sends nothing
+/// more and its operations fail, naming the cause (see [`Node::carry_reply_bytes`]).
+pub const MAX_LOCK_REPLY_BYTES_PER_NODE: u64 = 16 << 20;
+
+/// A node's lock replies carried more than [`MAX_LOCK_REPLY_BYTES_PER_NODE`] in this run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the replies to this client's lock commands carried {0} bytes in this run, more than the {max} allowed: \
+     a lock's replies are a few bytes each; the lock sends nothing more in this run",
+    max = MAX_LOCK_REPLY_BYTES_PER_NODE
+)]
+pub struct RepliesTooLarge(pub u64);
 
 /// A handle to one simulated node. Cheap to clone; not `Send` (a simulation runs on one thread).
 #[derive(Clone)]
@@ -82,6 +102,8 @@ impl Node {
                 tasks: TaskSet::default(),
                 wire,
                 last_monotonic_ms: Cell::new(i64::MIN),
+                reply_bytes: Cell::new(0),
+                lock_stopped: RefCell::new(None),
             }),
         }
     }
@@ -176,6 +198,35 @@ impl Node {
             monotonic_ms,
             kind,
         )
+    }
+
+    /// Counts `bytes` of replies to this node's lock commands into the run's total (saturating):
+    /// `Err` once the total is past [`MAX_LOCK_REPLY_BYTES_PER_NODE`] (call with 0 to ask before
+    /// sending). A lock that gets `Err` sends nothing more: the bound keeps what one run costs
+    /// independent of what a lock's script answers.
+    pub fn carry_reply_bytes(&self, bytes: u64) -> Result<(), String> {
+        let total = self.inner.reply_bytes.get().saturating_add(bytes);
+        self.inner.reply_bytes.set(total);
+        if total > MAX_LOCK_REPLY_BYTES_PER_NODE {
+            self.stop_lock(RepliesTooLarge(total).to_string());
+        }
+        match self.lock_stopped() {
+            Some(why) => Err(why),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops this node's lock for the rest of the run: it sends nothing more, and every
+    /// operation fails with `why` (the first reason is kept). For a lock whose every attempt
+    /// would cost without bound (a script that answers megabytes, or runs into the simulated
+    /// server's memory or instruction budget on each attempt).
+    pub fn stop_lock(&self, why: String) {
+        self.inner.lock_stopped.borrow_mut().get_or_insert(why);
+    }
+
+    /// Why this node's lock was stopped ([`Node::stop_lock`]), if it was.
+    pub fn lock_stopped(&self) -> Option<String> {
+        self.inner.lock_stopped.borrow().clone()
     }
 
     /// A fresh operation id for [`EventKind::Op`].

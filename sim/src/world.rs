@@ -591,7 +591,7 @@ impl World {
             .time
             .timers()
             .next_after(runtime_now)
-            .map(|at| now_us + Machines::until_fires_us(runtime_now, at));
+            .map(|at| now_us.saturating_add(Machines::until_fires_us(runtime_now, at)));
         [
             next_fault_ms.map(|ms| ms.saturating_mul(1_000)),
             self.wire.next_due_us(),

@@ -22,7 +22,16 @@
 //! flagged), and reports the seeds to kill per mutant with their median, mean and maximum.
 //!
 //! Work is spread over `jobs` threads (mutants first, then parent seeds); results do not depend
-//! on the number of jobs. Leaves out shrinking (a kill names its seed: `lockstep run` of the
+//! on the number of jobs.
+//!
+//! Time is bounded where the input decides the cost (a mutant's script may loop until its
+//! instruction budget on every attempt): every seed has a wall-clock bound ([`TimeBounds`],
+//! `--seed-time-limit`, 60 s by default), and `--time-limit` bounds the whole suite as it bounds
+//! `lockstep explore` (no seed starts after it; seeds still running stop at their next simulated
+//! step and are not counted). A seed stopped either way is reported `timed out`: its mutant is
+//! explored no further and is not killed, its parent is not clean — the suite does not pass.
+//!
+//! Leaves out shrinking (a kill names its seed: `lockstep run` of the
 //! mutant's scenario with that seed's plan replays it).
 
 use super::{AppError, Outcome};
@@ -35,12 +44,16 @@ use crate::scenario::mutants::{self, Catalogue};
 use proptest::strategy::BoxedStrategy;
 use serde::Serialize;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// The default seed budget per mutant (and per parent).
 pub(crate) const DEFAULT_SEEDS: u64 = 500;
+
+/// The default wall-clock bound of one seed, s: the catalogue's seeds take milliseconds, a mutant
+/// whose script spins on every attempt would take hours.
+pub const DEFAULT_SEED_TIME_LIMIT_S: u64 = 60;
 
 /// `lockstep mutants`' options.
 #[derive(Debug, Clone, clap::Args)]
@@ -72,6 +85,33 @@ pub struct MutantsArgs {
     /// Also write the table (`mutants.md`) and the results (`mutants.json`) to this directory.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// Stop starting new seeds after this many wall seconds; seeds still running then are
+    /// stopped at their next simulated step and not counted (as `explore --time-limit`). What
+    /// was cut short is reported `timed out`, and the suite does not pass.
+    #[arg(long)]
+    pub time_limit: Option<u64>,
+    /// The most wall seconds one seed (a mutant's run and its parent's) may take; a seed past it
+    /// is stopped and reported `timed out` (its mutant is explored no further).
+    #[arg(long, default_value_t = DEFAULT_SEED_TIME_LIMIT_S)]
+    pub seed_time_limit: u64,
+}
+
+/// The wall-clock bounds of a suite (see the module docs).
+#[derive(Debug, Clone, Copy)]
+pub struct TimeBounds {
+    /// Stop starting seeds after this much wall time; seeds running then are stopped.
+    pub time_limit: Option<Duration>,
+    /// The most wall time one seed may take.
+    pub seed_time_limit: Option<Duration>,
+}
+
+impl Default for TimeBounds {
+    fn default() -> Self {
+        TimeBounds {
+            time_limit: None,
+            seed_time_limit: Some(Duration::from_secs(DEFAULT_SEED_TIME_LIMIT_S)),
+        }
+    }
 }
 
 /// How to run the suite.
@@ -107,12 +147,16 @@ pub struct ParentResult {
     pub excused: u64,
     /// Seeds that could not run, with the error.
     pub errors: Vec<(u64, String)>,
+    /// Seeds not run or stopped by a time bound (not counted in `seeds`).
+    pub timed_out: u64,
+    /// The first seed a time bound stopped, and why.
+    pub first_timed_out: Option<(u64, String)>,
 }
 
 impl ParentResult {
-    /// No promised checker violated, no error.
+    /// No promised checker violated, no error, every seed run to its end.
     pub fn is_clean(&self) -> bool {
-        self.dirty.is_empty() && self.errors.is_empty()
+        self.dirty.is_empty() && self.errors.is_empty() && self.timed_out == 0
     }
 }
 
@@ -167,6 +211,9 @@ pub struct MutantResult {
     pub kill: Option<Kill>,
     /// The first error, if a seed could not run.
     pub error: Option<(u64, String)>,
+    /// The seed a time bound stopped (or would have started), and why: the mutant was explored
+    /// no further (`seeds` counts the seeds run to their end).
+    pub timed_out: Option<(u64, String)>,
 }
 
 /// The suite's numbers: the score, the false alarms and the seeds to kill.
@@ -220,6 +267,18 @@ impl Summary {
     }
 }
 
+impl MutantResult {
+    /// Why a mutant was not killed, for the table: a time bound, an error, or nothing.
+    fn not_killed_why(&self) -> String {
+        if let Some((seed, why)) = &self.timed_out {
+            return format!("timed out at seed {seed}: {why}");
+        }
+        self.error
+            .as_ref()
+            .map_or("-".into(), |(s, e)| format!("seed {s}: {e}"))
+    }
+}
+
 impl SuiteResult {
     /// Mutants killed.
     pub fn killed(&self) -> usize {
@@ -253,6 +312,14 @@ impl SuiteResult {
                 _ => "seeds to kill: no mutant killed".to_string(),
             },
         );
+        let mutants_cut = self.mutants.iter().filter(|m| m.timed_out.is_some()).count();
+        let parent_seeds_cut: u64 = self.parents.iter().map(|p| p.timed_out).sum();
+        if mutants_cut > 0 || parent_seeds_cut > 0 {
+            lines.push(format!(
+                "timed out: {mutants_cut} mutants and {parent_seeds_cut} parent seeds were stopped by a time bound \
+                 (--time-limit, --seed-time-limit): the suite does not pass"
+            ));
+        }
         lines.push(format!(
             "mutation score {}/{}  ({:.1} s)",
             self.killed(),
@@ -291,8 +358,8 @@ impl SuiteResult {
                     "NO",
                     "-".to_string(),
                     format!("> {}", m.seeds),
-                    "-",
-                    m.error.as_ref().map_or("-".into(), |(s, e)| format!("seed {s}: {e}")),
+                    if m.timed_out.is_some() { "timed out" } else { "-" },
+                    m.not_killed_why(),
                 ),
             };
             out.push_str(&format!(
@@ -326,6 +393,12 @@ impl SuiteResult {
             if let Some((seed, error)) = p.errors.first() {
                 out.push_str(&format!("; seed {seed}: {error}"));
             }
+            if let Some((seed, why)) = &p.first_timed_out {
+                out.push_str(&format!(
+                    "; {} seeds timed out, the first seed {seed}: {why}",
+                    p.timed_out
+                ));
+            }
             out.push('\n');
         }
         for line in self.summary_lines() {
@@ -355,10 +428,10 @@ impl SuiteResult {
                     k.checkers.join(", "),
                 ),
                 None => (
-                    "survived".to_string(),
+                    if m.timed_out.is_some() { "timed out" } else { "survived" }.to_string(),
                     format!("> {}", m.seeds),
                     "-".to_string(),
-                    m.error.as_ref().map_or("-".into(), |(s, e)| format!("seed {s}: {e}")),
+                    m.not_killed_why(),
                 ),
             };
             out.push_str(&format!(
@@ -458,8 +531,108 @@ enum Task {
     ParentSeed(usize, u64),
 }
 
-/// Runs the suite of `catalogue`.
+/// The suite's time bounds at work: the suite's deadline, and each worker's seed in flight with
+/// its deadline and the stop flag its run watches (`lockstep_sim::stop`). A watchdog (the thread
+/// that started the workers) sets the flags ([`Watch::tick`]); the world stops at its next step.
+struct Watch {
+    bounds: TimeBounds,
+    /// When the suite's time limit passes.
+    suite_deadline: Option<Instant>,
+    /// Set once the suite's time limit has passed.
+    suite_passed: AtomicBool,
+    /// Per worker: the deadline of its seed in flight, and that run's stop flag.
+    slots: Mutex<Vec<Option<(Option<Instant>, Arc<AtomicBool>)>>>,
+}
+
+/// Why a time bound stopped a seed: its words, kept to tell a stopped run from a failed one.
+enum Ran<T> {
+    Done(T),
+    TimedOut(String),
+}
+
+impl Watch {
+    fn new(bounds: TimeBounds, started: Instant, workers: usize) -> Self {
+        Watch {
+            bounds,
+            suite_deadline: bounds.time_limit.map(|limit| started + limit),
+            suite_passed: AtomicBool::new(false),
+            slots: Mutex::new(vec![None; workers]),
+        }
+    }
+
+    /// Whether the suite's time limit has passed (no seed may start).
+    fn suite_over(&self) -> bool {
+        self.suite_passed.load(Ordering::Relaxed) || self.suite_deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// Why seeds stop now.
+    fn why(&self) -> String {
+        if self.suite_over() {
+            format!(
+                "not run to its end: the suite's --time-limit of {} s passed",
+                self.bounds.time_limit.map_or(0, |l| l.as_secs())
+            )
+        } else {
+            format!(
+                "ran past its bound of {} s of wall time (--seed-time-limit)",
+                self.bounds.seed_time_limit.map_or(0, |l| l.as_secs())
+            )
+        }
+    }
+
+    /// Runs one seed's work `f` on `worker` under the bounds: `TimedOut` when the suite's limit
+    /// had passed before it started, or when a bound stopped one of its runs (`f`'s runs
+    /// answer `Err` with [`lockstep_sim::stop::STOPPED`] then).
+    fn seed<T>(&self, worker: usize, f: impl FnOnce() -> Result<T, String>) -> Ran<Result<T, String>> {
+        if self.suite_over() {
+            return Ran::TimedOut(self.why());
+        }
+        let flag = Arc::new(AtomicBool::new(false));
+        let deadline = self.bounds.seed_time_limit.map(|limit| Instant::now() + limit);
+        self.slot(worker, Some((deadline, flag.clone())));
+        let out = {
+            let _stop = lockstep_sim::stop::stop_when(flag.clone());
+            f()
+        };
+        self.slot(worker, None);
+        match out {
+            Err(message) if flag.load(Ordering::Relaxed) && message.contains(lockstep_sim::stop::STOPPED) => {
+                Ran::TimedOut(self.why())
+            }
+            out => Ran::Done(out),
+        }
+    }
+
+    fn slot(&self, worker: usize, value: Option<(Option<Instant>, Arc<AtomicBool>)>) {
+        if let Some(slot) = self.slots.lock().unwrap_or_else(|e| e.into_inner()).get_mut(worker) {
+            *slot = value;
+        }
+    }
+
+    /// Sets the stop flag of every seed past its deadline, and of every seed once the suite's
+    /// limit has passed.
+    fn tick(&self) {
+        let now = Instant::now();
+        let suite = self.suite_deadline.is_some_and(|d| now >= d);
+        if suite {
+            self.suite_passed.store(true, Ordering::Relaxed);
+        }
+        for (deadline, flag) in self.slots.lock().unwrap_or_else(|e| e.into_inner()).iter().flatten() {
+            if suite || deadline.is_some_and(|d| now >= d) {
+                flag.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Runs the suite of `catalogue` under the default [`TimeBounds`] (each seed at most
+/// [`DEFAULT_SEED_TIME_LIMIT_S`] of wall time, no limit on the whole).
 pub fn run_suite(catalogue: &Catalogue, options: &SuiteOptions) -> SuiteResult {
+    run_suite_bounded(catalogue, options, TimeBounds::default())
+}
+
+/// Runs the suite of `catalogue` under `bounds`.
+pub fn run_suite_bounded(catalogue: &Catalogue, options: &SuiteOptions, bounds: TimeBounds) -> SuiteResult {
     let started = Instant::now();
     let explored: Vec<Explored<'_>> = catalogue
         .parents
@@ -502,14 +675,29 @@ pub fn run_suite(catalogue: &Catalogue, options: &SuiteOptions) -> SuiteResult {
                 false_alarms: 0,
                 excused: 0,
                 errors: Vec::new(),
+                timed_out: 0,
+                first_timed_out: None,
             })
             .collect::<Vec<_>>(),
     );
     let mutant_results: Mutex<Vec<Option<MutantResult>>> = Mutex::new(vec![None; catalogue.mutants.len()]);
     let next = AtomicUsize::new(0);
+    let workers = options.jobs.max(1);
+    let watch = Watch::new(bounds, started, workers);
+    let finished = AtomicUsize::new(0);
     std::thread::scope(|scope| {
-        for _ in 0..options.jobs.max(1) {
-            scope.spawn(|| {
+        for worker in 0..workers {
+            let (watch, finished, next, tasks, explored) = (&watch, &finished, &next, &tasks, &explored);
+            let (parents, mutant_results, parent_of) = (&parents, &mutant_results, &parent_of);
+            scope.spawn(move || {
+                // Counted however the worker ends, so the watchdog below always returns.
+                struct Finished<'a>(&'a AtomicUsize);
+                impl Drop for Finished<'_> {
+                    fn drop(&mut self) {
+                        self.0.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                let _finished = Finished(finished);
                 // Strategies are not `Send`: each worker builds its own, per parent.
                 let strategies: Vec<BoxedStrategy<ExploreCase>> = explored
                     .iter()
@@ -522,14 +710,26 @@ pub fn run_suite(catalogue: &Catalogue, options: &SuiteOptions) -> SuiteResult {
                     match *task {
                         Task::Mutant(i) => {
                             let p = parent_of[i];
-                            let result = explore_mutant(catalogue, i, &explored[p], &strategies[p], options.seeds);
+                            let bounded = (watch, worker);
+                            let result =
+                                explore_mutant(catalogue, i, &explored[p], &strategies[p], options.seeds, bounded);
                             mutant_results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(result);
                         }
                         Task::ParentSeed(p, seed) => {
                             let e = &explored[p];
-                            let judged = e.judge(e.template, &strategies[p], seed);
+                            let judged = watch.seed(worker, || e.judge(e.template, &strategies[p], seed));
                             let mut parents = parents.lock().unwrap_or_else(|e| e.into_inner());
                             let result = &mut parents[p];
+                            let judged = match judged {
+                                Ran::Done(judged) => judged,
+                                Ran::TimedOut(why) => {
+                                    result.timed_out += 1;
+                                    if result.first_timed_out.as_ref().is_none_or(|(first, _)| seed < *first) {
+                                        result.first_timed_out = Some((seed, why));
+                                    }
+                                    continue;
+                                }
+                            };
                             result.seeds += 1;
                             match judged {
                                 Ok(j) => {
@@ -564,6 +764,11 @@ pub fn run_suite(catalogue: &Catalogue, options: &SuiteOptions) -> SuiteResult {
                 }
             });
         }
+        // The watchdog: the bounds are checked every 10 ms until every worker has finished.
+        while finished.load(Ordering::Relaxed) < workers {
+            watch.tick();
+            std::thread::sleep(Duration::from_millis(10));
+        }
     });
     let mutants: Vec<MutantResult> = mutant_results
         .into_inner()
@@ -580,13 +785,15 @@ pub fn run_suite(catalogue: &Catalogue, options: &SuiteOptions) -> SuiteResult {
     }
 }
 
-/// Explores mutant `i` until its first kill or `seeds` seeds.
+/// Explores mutant `i` until its first kill or `seeds` seeds, each seed on `worker` under
+/// `watch`'s bounds; a seed they stop ends the exploration (`timed_out`).
 fn explore_mutant(
     catalogue: &Catalogue,
     i: usize,
     parent: &Explored<'_>,
     strategy: &BoxedStrategy<ExploreCase>,
     seeds: u64,
+    (watch, worker): (&Watch, usize),
 ) -> MutantResult {
     let mutant = &catalogue.mutants[i];
     let mut result = MutantResult {
@@ -599,21 +806,42 @@ fn explore_mutant(
         seeds_to_kill: None,
         kill: None,
         error: None,
+        timed_out: None,
     };
     for seed in 0..seeds {
-        result.seeds = seed + 1;
-        let judged = match parent.judge(&mutant.scenario, strategy, seed) {
-            Ok(j) => j,
-            Err(e) => {
+        // The mutant's run and, when it violates a checker, the parent's on the same seed (what
+        // the parent keeps, the mutant must not): one seed, one bound.
+        let ran = watch.seed(worker, || {
+            let judged = parent.judge(&mutant.scenario, strategy, seed)?;
+            let kept = if judged.violated.is_empty() {
+                None
+            } else {
+                Some(parent.judge(parent.template, strategy, seed))
+            };
+            Ok((judged, kept))
+        });
+        let (judged, kept) = match ran {
+            Ran::TimedOut(why) => {
+                result.timed_out = Some((seed, why));
+                break;
+            }
+            Ran::Done(Ok(done)) => done,
+            Ran::Done(Err(e)) => {
+                result.seeds = seed + 1;
                 result.error.get_or_insert((seed, e));
                 continue;
             }
         };
-        if judged.violated.is_empty() {
-            continue;
+        result.seeds = seed + 1;
+        // A parent's run stopped by the bound stops the mutant's exploration too.
+        if let Some(Err(message)) = &kept {
+            if message.contains(lockstep_sim::stop::STOPPED) {
+                result.seeds = seed;
+                result.timed_out = Some((seed, watch.why()));
+                break;
+            }
         }
-        // The parent on the same seed: what it keeps, the mutant must not.
-        let Ok(kept_by_parent) = parent.judge(parent.template, strategy, seed) else {
+        let Some(Ok(kept_by_parent)) = kept else {
             continue;
         };
         let fresh: Vec<CheckerName> = judged
@@ -666,6 +894,20 @@ pub fn main(args: &MutantsArgs) -> Result<(Outcome, [String; 2]), AppError> {
             )));
         }
     }
+    if args.time_limit == Some(0) {
+        return Err(AppError::BadInput(
+            "--time-limit 0: no seed could run (need at least 1 second)".into(),
+        ));
+    }
+    if args.seed_time_limit == 0 {
+        return Err(AppError::BadInput(
+            "--seed-time-limit 0: no seed could run (need at least 1 second)".into(),
+        ));
+    }
+    let bounds = TimeBounds {
+        time_limit: args.time_limit.map(Duration::from_secs),
+        seed_time_limit: Some(Duration::from_secs(args.seed_time_limit)),
+    };
     let options = SuiteOptions {
         seeds: args.seeds,
         parent_seeds: args.parent_seeds.unwrap_or(args.seeds),
@@ -674,7 +916,7 @@ pub fn main(args: &MutantsArgs) -> Result<(Outcome, [String; 2]), AppError> {
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         standard: args.standard,
     };
-    let result = run_suite(&catalogue, &options);
+    let result = run_suite_bounded(&catalogue, &options, bounds);
     let text = result.render();
     crate::emit::stdout(&text).map_err(AppError::Io)?;
     // Plain data with string keys: serialisation cannot fail.

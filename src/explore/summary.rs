@@ -671,6 +671,39 @@ impl ExploreSummary {
         }
     }
 
+    /// Grants over every seed run: the acquire episodes that got the lock (saturating: counts
+    /// read from a file may be as large as u64 allows).
+    pub fn grants(&self) -> u64 {
+        self.acquire_latency_ms
+            .values()
+            .fold(0u64, |sum, n| sum.saturating_add(*n))
+    }
+
+    /// Whether the exploration checked nothing although seeds ran: no seed that could be judged
+    /// ever granted the lock, so every safety verdict holds over an empty history — the vacuity
+    /// rule of a single run (`progress`, see `crate::run::expect::liveness_check`) over all the
+    /// seeds. A vacuous exploration is never a pass, whatever its expectations.
+    pub fn is_vacuous(&self) -> bool {
+        self.seeds_run > self.errors && self.grants() == 0
+    }
+
+    /// Why [`Self::is_vacuous`], in words (`None` when it is not).
+    pub fn vacuity(&self) -> Option<String> {
+        self.is_vacuous().then(|| {
+            let abandoned = self.acquires_abandoned;
+            let why = if abandoned > 0 {
+                format!("{abandoned} acquires waited in vain")
+            } else {
+                "no client ever asked for it".to_string()
+            };
+            format!(
+                "vacuous: no seed of {} ever granted the lock ({why}): every safety verdict holds over an empty \
+                 history, nothing was tested (not a pass)",
+                self.seeds_run - self.errors
+            )
+        })
+    }
+
     /// Whether nothing went wrong: no violation, no error, no determinism failure.
     pub fn is_clean(&self) -> bool {
         self.seeds_violating == 0 && self.errors == 0 && self.determinism_failures.is_empty()
@@ -695,6 +728,11 @@ impl ExploreSummary {
         if self.errors > 0 || !self.determinism_failures.is_empty() {
             return Status::Error;
         }
+        // No seed got the lock: nothing was checked. One shard's seeds may all miss it while
+        // another's do not: as a `some-invalid` not yet found, that is left to the merge.
+        if self.is_vacuous() && !partial {
+            return Status::Fail;
+        }
         // With a reference lock (the differential oracle), a seed where only the lock under test
         // fails is a failure whatever the per-checker expectations say; a reference that could not
         // run leaves the comparison incomplete.
@@ -718,10 +756,12 @@ impl ExploreSummary {
     }
 
     /// Whether the exploration passes as a gate (exit code 0, `"ok"` in JSON): some seed ran,
-    /// and [`Self::is_clean_against_reference`]. An exploration that ran no seed (a time limit
-    /// shorter than one seed) checked nothing: it never passes.
+    /// some seed granted the lock ([`Self::is_vacuous`]), and
+    /// [`Self::is_clean_against_reference`]. An exploration that ran no seed (a time limit
+    /// shorter than one seed), or in which nobody ever got the lock, checked nothing: it never
+    /// passes.
     pub fn passed(&self) -> bool {
-        self.seeds_run > 0 && self.is_clean_against_reference()
+        self.seeds_run > 0 && !self.is_vacuous() && self.is_clean_against_reference()
     }
 
     /// With a reference: whether the lock under test failed no checker that the reference
@@ -774,6 +814,9 @@ impl ExploreSummary {
                 &mut out,
                 "  nothing was explored: no seed ran to its end, so nothing was checked (not a pass)".to_string(),
             );
+        }
+        if let Some(vacuity) = self.vacuity() {
+            line(&mut out, format!("  {vacuity}"));
         }
         line(&mut out, "  violations per checker:".to_string());
         for name in checker::NAMES {

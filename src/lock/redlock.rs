@@ -138,7 +138,7 @@ impl LockClient for Redlock {
             } else {
                 env.rng().random_range(0..self.config.retry_jitter_ms)
             };
-            env.sleep_local_ms(self.config.retry_delay_ms + jitter_ms).await;
+            env.sleep_local_ms(self.config.retry_delay_ms.saturating_add(jitter_ms)).await;
         }
     }
 

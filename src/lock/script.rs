@@ -155,6 +155,30 @@ fn token_of(reply: &Value) -> Option<u64> {
 }
 
 /// A reply, short, for error messages.
+/// Whether a script's error reply says it was stopped by one of the simulated server's own bounds
+/// (its Lua memory, its instruction budget: `sim/src/redis/lua.rs`), not by the script's logic.
+fn runs_into_a_server_bound(message: &str) -> bool {
+    message.contains("not enough memory") || message.contains("exceeded instruction budget")
+}
+
+/// The bytes `reply` carries (its strings, and a few bytes per element), without copying it.
+fn reply_bytes(reply: &Value) -> u64 {
+    match reply {
+        Value::BulkString(bytes) => bytes.len() as u64,
+        Value::SimpleString(s) => s.len() as u64,
+        Value::Array(items) | Value::Set(items) | Value::Push { data: items, .. } => {
+            items.iter().fold(8, |sum, item| sum.saturating_add(reply_bytes(item)))
+        }
+        Value::Map(pairs) => pairs.iter().fold(8, |sum, (k, v)| {
+            sum.saturating_add(reply_bytes(k)).saturating_add(reply_bytes(v))
+        }),
+        Value::VerbatimString { text, .. } => text.len() as u64,
+        Value::Attribute { data, .. } => reply_bytes(data),
+        Value::ServerError(e) => e.details().map_or(0, |d| d.len() as u64),
+        _ => 8,
+    }
+}
+
 fn describe(reply: &Value) -> String {
     match reply {
         Value::Nil => "nil".into(),
@@ -323,10 +347,17 @@ impl ScriptLock {
         }
     }
 
-    /// Runs `op` once on `link`: its steps in order.
-    async fn run_once(link: &RedisLink, op: &ScriptOp, vars: &Vars<'_>) -> Outcome {
+    /// Runs `op` once on `link` from `node`: its steps in order. The replies' bytes count
+    /// against the node's bound for the run ([`lockstep_sim::Node::carry_reply_bytes`]), and a
+    /// script stopped by the simulated server's memory or instruction budget stops the lock
+    /// ([`lockstep_sim::Node::stop_lock`]): each attempt of such a script would cost as much
+    /// again. A stopped lock's steps fail without being sent.
+    async fn run_once(node: &lockstep_sim::Node, link: &RedisLink, op: &ScriptOp, vars: &Vars<'_>) -> Outcome {
         let mut token = None;
         for (index, step) in op.steps.iter().enumerate() {
+            if let Err(e) = node.carry_reply_bytes(0) {
+                return Outcome::Failed(format!("step {} on {}: {e}", index + 1, link.host()));
+            }
             let mut cmd;
             match &step.action {
                 ScriptAction::Command(words) => {
@@ -347,7 +378,15 @@ impl ScriptLock {
                     }
                 }
             }
-            match link.query::<Value>(&cmd).await {
+            let result = link.query::<Value>(&cmd).await;
+            // Replies only: an error text is cut where it is kept (the history), and a script
+            // whose errors grow past the server's Lua memory stops the lock below.
+            let carried = result.as_ref().map_or(0, reply_bytes);
+            // The step ran, but its reply is not looked at: whether it took effect is unknown.
+            if let Err(e) = node.carry_reply_bytes(carried) {
+                return Outcome::Unknown(format!("step {} on {}: {e}", index + 1, link.host()));
+            }
+            match result {
                 Ok(reply) if is_success(step.success, &reply, vars.value) => {
                     if step.success == Success::Token {
                         token = token_of(&reply);
@@ -364,7 +403,14 @@ impl ScriptLock {
                 }
                 Err(e) if e.outcome_unknown() => return Outcome::Unknown(e.to_string()),
                 Err(lockstep_sim::LinkError::Server { message, .. }) => {
-                    return Outcome::Refused(format!("step {} on {}: {message}", index + 1, link.host()))
+                    if runs_into_a_server_bound(&message) {
+                        node.stop_lock(format!(
+                            "the lock's script ran into the simulated server's bound ({message}) on {}: it would \
+                             on every attempt, so the lock sends nothing more in this run",
+                            link.host()
+                        ));
+                    }
+                    return Outcome::Refused(format!("step {} on {}: {message}", index + 1, link.host()));
                 }
                 Err(e) => return Outcome::Failed(e.to_string()),
             }
@@ -376,7 +422,7 @@ impl ScriptLock {
     async fn run_op(&self, link: &RedisLink, op: &ScriptOp, vars: &Vars<'_>) -> Outcome {
         let mut retries_left = op.retries;
         loop {
-            let outcome = Self::run_once(link, op, vars).await;
+            let outcome = Self::run_once(self.env.node(), link, op, vars).await;
             if !matches!(outcome, Outcome::Unknown(_)) || retries_left == 0 {
                 return outcome;
             }

@@ -223,6 +223,14 @@ impl Headline {
                     replay: None,
                 });
             }
+            // No seed got the lock: the row fails with every check met (see `is_vacuous`).
+            if let Some(vacuity) = e.summary.vacuity() {
+                failures.push(Failure {
+                    subject: subject.clone(),
+                    explanation: vacuity,
+                    replay: None,
+                });
+            }
             if e.summary.errors > 0 {
                 failures.push(Failure {
                     subject,

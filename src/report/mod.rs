@@ -748,6 +748,8 @@ impl Report {
         merged.run_id = first.run_id.clone();
         let mut seen_shards: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
         let mut seen: Vec<(&str, Option<ShardInfo>)> = Vec::new();
+        // The report each merged scenario row came from (by index).
+        let mut scenario_origins: Vec<&str> = Vec::new();
         for (origin, part) in parts {
             if part.run_id != first.run_id {
                 return Err(format!(
@@ -780,22 +782,20 @@ impl Report {
             merged.merged_from += part.merged_from.max(1);
             merged.wall_s = merged.wall_s.max(part.wall_s);
             for scenario in &part.scenarios {
-                match merged
-                    .scenarios
-                    .iter()
-                    .find(|s| s.file == scenario.file && s.name == scenario.name && s.seed == scenario.seed)
-                {
-                    Some(existing) => {
-                        let digest = |s: &ScenarioReport| s.history.as_ref().map(|h| h.digest.clone());
-                        if digest(existing) != digest(scenario) {
-                            return Err(format!(
-                                "{origin}: scenario `{}` seed {} has a different history digest than in another report",
-                                scenario.name, scenario.seed
-                            ));
-                        }
-                    }
-                    None => merged.scenarios.push(scenario.clone()),
+                // `lockstep ci --shard` deals each file to one shard: a run in two reports is not
+                // one of its merges, and keeping either copy would hide the other's outcome.
+                let same =
+                    |s: &ScenarioReport| s.file == scenario.file && s.name == scenario.name && s.seed == scenario.seed;
+                if let Some(i) = merged.scenarios.iter().position(same) {
+                    return Err(format!(
+                        "scenario `{}` ({} seed {}) is in two reports, {} and {origin}: each scenario runs in one shard \
+                         of a `lockstep ci` run, so one of them is not a shard of it (merging would hide one \
+                         copy's outcome)",
+                        scenario.name, scenario.file, scenario.seed, scenario_origins[i]
+                    ));
                 }
+                merged.scenarios.push(rejudged_row(scenario, origin));
+                scenario_origins.push(origin.as_str());
             }
             for exploration in &part.explorations {
                 match merged
@@ -856,6 +856,23 @@ impl Report {
         merged.finish();
         Ok(merged)
     }
+}
+
+/// A shard's scenario row as `merge` keeps it: judged again from its checks, as `lockstep ci`
+/// judges a run. A row without checks and without an error checked nothing (a report written by
+/// `ci` always has them): vacuous, so an error, never a pass; a row whose status is better than
+/// its checks' worst takes theirs.
+fn rejudged_row(scenario: &ScenarioReport, origin: &str) -> ScenarioReport {
+    let mut row = scenario.clone();
+    if row.error.is_none() && row.checks.is_empty() {
+        row.status = Status::Error;
+        row.error = Some(format!(
+            "{origin}: this run has no checks in its shard report: a run that checks nothing is vacuous, not a pass"
+        ));
+    } else if row.error.is_none() {
+        row.status = row.status.min(Status::worst(row.checks.iter().map(|c| c.status)));
+    }
+    row
 }
 
 /// Refuses a `path` that exists and is not a regular file: an atomic write renames a new file

@@ -67,8 +67,8 @@
 //! | key         | type    | default  | meaning |
 //! |-------------|---------|----------|---------|
 //! | `name`      | string  | required | unique node name |
-//! | `offset_ms` | integer | `0`      | wall-clock offset from true time (may be negative) |
-//! | `drift_ppm` | integer | `0`      | clock rate error in parts per million; > −1000000 |
+//! | `offset_ms` | integer | `0`      | wall-clock offset from true time (may be negative); at most 3155760000000 (100 years) either way |
+//! | `drift_ppm` | integer | `0`      | clock rate error in parts per million; > −1000000 and ≤ 1000000000 |
 //!
 //! ### Deployment keys
 //!
@@ -82,7 +82,7 @@
 //! | `restart_delay_ms`    | integer | `0`           | after a stop, a `restart` keeps the server down until this long after the stop |
 //! | `restart_delay_clock` | string  | `"monotonic"` | the clock that times the delay, on the server itself: `monotonic` or `wall` (a wall-clock jump cuts it short) |
 //! | `replicas`            | integer | `0`           | replicas named `<master>-replica-1` …; ≤ 16; masters and replicas together ≤ 1000 |
-//! | `replica_offset_ms`   | integer | `0`           | the replicas' wall-clock offset (keys expire by each replica's own clock); needs `replicas` |
+//! | `replica_offset_ms`   | integer | `0`           | the replicas' wall-clock offset (keys expire by each replica's own clock), at most 100 years either way as `offset_ms`; needs `replicas` |
 //! | `replication_lag_ms`  | integer | `0`           | delay before a write applies on the replicas; needs `replicas` |
 //! | `failover_after_ms`   | integer | none          | a Sentinel promotes a replica once the master has been unreachable (down or paused) this long; ≥ 1; needs `replicas` |
 //!
@@ -104,11 +104,11 @@
 //! | `ttl_ms`                 | integer | `10000`        | the lock's time to live; 1 ≤ value ≤ 86400000 (one day) |
 //! | `fencing`                | string  | `"none"`       | `none`, or `incr`: take a fencing token with `INCR` on `fencing_master` |
 //! | `fencing_master`         | string  | first master   | must name a master |
-//! | `request_timeout_ms`     | integer | `50`           | per-request timeout of the client; ≥ 1 |
-//! | `connect_timeout_ms`     | integer | `100`          | connection timeout of the client; ≥ 1 |
+//! | `request_timeout_ms`     | integer | `50`           | per-request timeout of the client; 1 ≤ value ≤ 86400000 (one day) |
+//! | `connect_timeout_ms`     | integer | `100`          | connection timeout of the client; 1 ≤ value ≤ 86400000 |
 //! | `retry_count`            | integer | `10`           | redlock: acquisition attempts; `-1` = unlimited; ≥ −1 |
-//! | `retry_delay_ms`         | integer | `200`          | redlock: delay between attempts |
-//! | `retry_jitter_ms`        | integer | `100`          | redlock: random extra delay, up to this |
+//! | `retry_delay_ms`         | integer | `200`          | redlock: delay between attempts; ≤ 86400000 |
+//! | `retry_jitter_ms`        | integer | `100`          | redlock: random extra delay, up to this; ≤ 86400000 |
 //! | `drift_factor`           | float   | `0.01`         | redlock: clock drift allowance, in [0, 1) |
 //! | `clock`                  | string  | `"monotonic"`  | how the client times itself: `monotonic` or `wall` |
 //! | `extend_every_ms`        | integer | `ttl_ms / 3`   | watchdog: extension period; when written, 0 < value < `ttl_ms` |
@@ -215,8 +215,8 @@
 //! |--------------|-----------------|----------|---------|
 //! | `name`       | string          | required | unique; not a master's name nor `resource` |
 //! | `start_ms`   | integer         | `0`      | when the client starts, true time |
-//! | `offset_ms`  | integer         | `0`      | wall-clock offset |
-//! | `drift_ppm`  | integer         | `0`      | clock rate error, ppm; > −1000000 |
+//! | `offset_ms`  | integer         | `0`      | wall-clock offset; at most 3155760000000 (100 years) either way |
+//! | `drift_ppm`  | integer         | `0`      | clock rate error, ppm; > −1000000 and ≤ 1000000000 |
 //! | `iterations` | integer         | workload's | override of `workload.iterations` |
 //! | `work_ms`    | integer or pair | workload's | override of `workload.work_ms` (not with `work = "until-validity"`) |
 //! | `tasks`      | integer         | workload's | override of `workload.tasks` (sharing as `workload.share_lock_object` says); 1..=16; not with `lock.tasks` |
@@ -229,8 +229,8 @@
 //! | kind         | keys |
 //! |--------------|------|
 //! | `pause`      | `node`, `duration_ms` — freeze every task of the node |
-//! | `clock-jump` | `node`, `delta_ms` (may be negative) — step the node's wall clock |
-//! | `drift`      | `node`, `drift_ppm` (> −1000000) — set the node's clock rate error |
+//! | `clock-jump` | `node`, `delta_ms` (may be negative; at most 100 years either way) — step the node's wall clock |
+//! | `drift`      | `node`, `drift_ppm` (> −1000000, ≤ 1000000000) — set the node's clock rate error |
 //! | `partition`  | `a`, `b`, `oneway` (default `false`) — drop messages between two nodes |
 //! | `heal`       | `a`, `b`, `oneway` (default `false`) — restore the link |
 //! | `hold`       | `a`, `b` — hold every message on the link |

@@ -12,7 +12,7 @@ use crate::model::{
     Algorithm, AlgorithmSpec, ClientSpec, ExploreSpec, KeyError, LockKeys, LockSpec, NetworkSpec, NodeSpec, Scenario,
     WorkMs, CHECKERS, GENERATED_KINDS, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS, RESOURCE_NODE,
 };
-use lockstep_sim::clock::check_drift_ppm;
+use lockstep_sim::clock::{check_clock_offset_ms, check_drift_ppm};
 use lockstep_sim::{
     replica_name, ClockSpec, Fault, FaultError, FaultPlan, FaultTargets, MasterSetup, Role, ScheduledFault,
     RESERVED_NODE_NAMES,
@@ -522,6 +522,10 @@ impl Ctx<'_> {
         };
         let replicas = own.replicas.or(defaults.replicas).unwrap_or(0);
         let replicas_path = at("replicas", own.replicas.is_some());
+        if let Some(offset_ms) = own.replica_offset_ms.or(defaults.replica_offset_ms) {
+            let path = at("replica_offset_ms", own.replica_offset_ms.is_some());
+            check_clock_offset_ms(offset_ms).map_err(|m| self.err(&path, m))?;
+        }
         if replicas > MAX_REPLICAS {
             return Err(self.err(&replicas_path, format!("{replicas}: must be at most {MAX_REPLICAS}")));
         }
@@ -630,6 +634,7 @@ impl Ctx<'_> {
                     self.claim(kinds, name, Role::Master, &base.key("name"))?;
                     let drift_ppm = drift_ppm.unwrap_or(0);
                     check_drift_ppm(drift_ppm).map_err(|m| self.err(&base.key("drift_ppm"), m))?;
+                    check_clock_offset_ms(offset_ms.unwrap_or(0)).map_err(|m| self.err(&base.key("offset_ms"), m))?;
                     let spec = NodeSpec {
                         name: name.clone(),
                         offset_ms: offset_ms.unwrap_or(0),
@@ -812,6 +817,7 @@ impl Ctx<'_> {
             self.claim(kinds, &raw.name, Role::Client, &base.key("name"))?;
             let drift_ppm = raw.drift_ppm.unwrap_or(0);
             check_drift_ppm(drift_ppm).map_err(|m| self.err(&base.key("drift_ppm"), m))?;
+            check_clock_offset_ms(raw.offset_ms.unwrap_or(0)).map_err(|m| self.err(&base.key("offset_ms"), m))?;
             if let Some(work) = raw.work_ms {
                 check_work(work).map_err(|m| self.err(&base.key("work_ms"), m))?;
             }
@@ -881,6 +887,17 @@ impl Ctx<'_> {
         let connect_timeout_ms = raw.connect_timeout_ms.unwrap_or(100);
         if connect_timeout_ms == 0 {
             return Err(self.err(&path("connect_timeout_ms"), "must be at least 1"));
+        }
+        // The client's own waits: at most a simulated day each, as a run is.
+        for (key, value) in [
+            ("request_timeout_ms", Some(request_timeout_ms)),
+            ("connect_timeout_ms", Some(connect_timeout_ms)),
+            ("retry_delay_ms", raw.retry_delay_ms),
+            ("retry_jitter_ms", raw.retry_jitter_ms),
+        ] {
+            if let Some(ms) = value.filter(|ms| *ms > MAX_DURATION_MS) {
+                return Err(self.err(&path(key), format!("{ms}: must be at most {MAX_DURATION_MS} (one day)")));
+            }
         }
         // The built-in algorithms' keys, range-checked whatever the algorithm (as always); each
         // algorithm keeps only its own settings (the registry, `crate::model::builtin`).
@@ -1000,6 +1017,10 @@ impl Ctx<'_> {
             .fault
             .check(nodes)
             .map_err(|e: FaultError| self.err(&base.key(e.field()), e.to_string()))?;
+        // A jump's size: the wall clock stays inside the range every offset keeps to.
+        if let Fault::ClockJump { delta_ms, .. } = &scheduled.fault {
+            check_clock_offset_ms(*delta_ms).map_err(|m| self.err(&base.key("delta_ms"), m))?;
+        }
         if let Fault::Latency {
             latency_ms,
             max_latency_ms: Some(max),

@@ -14,5 +14,6 @@ mod hardening;
 mod hostile;
 mod hostile_data_loss;
 mod hostile_gates;
+mod hostile_gates_more;
 mod hostile_limits;
 mod hostile_report;

@@ -2748,6 +2748,25 @@ mod tests {
             &["INCRBY", "k", "9223372036854775807"],
             &["EVAL", "return 1", "9223372036854775807"],
             &["EVAL", "return 1", "-9223372036854775808"],
+            &["SWAPDB", "9223372036854775807", "-9223372036854775808"],
+            &["SELECT", "2147483647"],
+            &["FUNCTION", "LOAD", "#!lua name=\u{e9}\n"],
+            &["FUNCTION", "LOAD", "#!\u{e9}\u{e9}\u{e9} name=x\n"],
+            &["FUNCTION", "LOAD", "#!lua name=loop\nwhile true do end"],
+            &[
+                "FUNCTION",
+                "LOAD",
+                "#!lua name=esc\nend redis.register_function('f', function() end) local function g()",
+            ],
+            &[
+                "FUNCTION",
+                "LOAD",
+                "#!lua name=l\nredis.register_function('f', function(k, a) return redis.call('fcall', 'f', 0) end)",
+            ],
+            &["FCALL", "f", "9223372036854775807"],
+            &["FCALL", "f", "0"],
+            &["FUNCTION", "LIST", "LIBRARYNAME", "[", "WITHCODE"],
+            &["AUTH", "\u{e9}", "\u{e9}"],
         ] {
             let _ = e.execute(&args(cmd), i64::MAX);
             let _ = e.execute(&args(cmd), i64::MIN);

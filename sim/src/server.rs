@@ -792,3 +792,214 @@ pub fn publish_expired(repl: &RefCell<Replication>, node: &str, expired: Vec<Byt
         repl.borrow_mut().publish(node, effects, now_us);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The loop on tokio's own (paused) clock through a host written as any crate outside this one
+    //! would write it: in-memory streams, a wall clock at a fixed epoch plus tokio's time.
+
+    use super::*;
+    use crate::redis::EngineConfig;
+    use tokio::io::DuplexStream;
+    use tokio::time::{Duration, Instant};
+
+    /// A host on tokio's clock, recording commands as text.
+    struct TokioHost {
+        start: Instant,
+        log: Rc<RefCell<Vec<String>>>,
+    }
+
+    impl RedisHost for TokioHost {
+        fn name(&self) -> &str {
+            "redis-t"
+        }
+        fn wall_ms(&self) -> i64 {
+            1_700_000_000_000 + self.start.elapsed().as_millis() as i64
+        }
+        fn monotonic_ms(&self) -> i64 {
+            self.start.elapsed().as_millis() as i64
+        }
+        fn true_time_us(&self) -> u64 {
+            self.start.elapsed().as_micros() as u64
+        }
+        fn sleep_local_ms(&self, local_ms: u64) -> LocalFuture<()> {
+            Box::pin(tokio::time::sleep(Duration::from_millis(local_ms)))
+        }
+        fn record(&self, event: EventKind) {
+            self.log.borrow_mut().push(format!("{event:?}"));
+        }
+        fn record_command(&self, c: RecordedCommand<'_>) {
+            self.log.borrow_mut().push(format!(
+                "{} {} -> {}",
+                c.conn,
+                render_args(c.args).join(" "),
+                render_reply(c.reply)
+            ));
+        }
+    }
+
+    fn run(test: impl std::future::Future<Output = ()>) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("a runtime");
+        tokio::task::LocalSet::new().block_on(&rt, test);
+    }
+
+    fn server() -> (Rc<RedisServer<TokioHost>>, Rc<RefCell<Vec<String>>>) {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let host = TokioHost {
+            start: Instant::now(),
+            log: log.clone(),
+        };
+        let engine = Rc::new(RefCell::new(RedisEngine::new(EngineConfig::default())));
+        (RedisServer::new(host, engine, None), log)
+    }
+
+    /// Opens connection `conn` to `server`.
+    fn connect(server: &Rc<RedisServer<TokioHost>>, conn: u64) -> DuplexStream {
+        let (client, end) = tokio::io::duplex(64 * 1024);
+        let server = server.clone();
+        tokio::task::spawn_local(async move {
+            let _ = server
+                .serve_connection(end, conn, "client", ConnectionOptions::default())
+                .await;
+        });
+        client
+    }
+
+    async fn send(stream: &mut DuplexStream, args: &[&str]) {
+        let mut out = format!("*{}\r\n", args.len());
+        for a in args {
+            out.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        stream.write_all(out.as_bytes()).await.expect("writes");
+    }
+
+    /// The next write of the server, whole (each batch of replies is one write).
+    async fn reply(stream: &mut DuplexStream) -> String {
+        let mut buf = vec![0u8; 64 * 1024];
+        let n = stream.read(&mut buf).await.expect("reads");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    }
+
+    async fn call(stream: &mut DuplexStream, args: &[&str]) -> String {
+        send(stream, args).await;
+        reply(stream).await
+    }
+
+    #[test]
+    fn blpop_and_brpop_block_for_their_timeout_and_wake_on_a_push_oldest_first() {
+        run(async {
+            let (server, log) = server();
+            let mut a = connect(&server, 1);
+            let mut b = connect(&server, 2);
+            let mut pusher = connect(&server, 3);
+            let started = Instant::now();
+            assert_eq!(call(&mut a, &["BLPOP", "k", "2"]).await, "*-1\r\n");
+            assert_eq!(started.elapsed(), Duration::from_millis(2000));
+            let started = Instant::now();
+            assert_eq!(call(&mut a, &["BRPOP", "k", "0.25"]).await, "*-1\r\n");
+            assert_eq!(started.elapsed(), Duration::from_millis(250));
+
+            let started = Instant::now();
+            send(&mut a, &["BLPOP", "k", "10"]).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            send(&mut b, &["BRPOP", "k", "10"]).await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            assert_eq!(server.blocked_clients(), 2);
+            assert_eq!(call(&mut pusher, &["RPUSH", "k", "x", "y", "z"]).await, ":3\r\n");
+            assert_eq!(reply(&mut a).await, "*2\r\n$1\r\nk\r\n$1\r\nx\r\n");
+            assert_eq!(reply(&mut b).await, "*2\r\n$1\r\nk\r\n$1\r\nz\r\n");
+            assert_eq!(started.elapsed(), Duration::from_millis(300));
+            assert_eq!(call(&mut pusher, &["LPOP", "k"]).await, "$1\r\ny\r\n");
+            assert_eq!(server.blocked_clients(), 0);
+            let log = log.borrow();
+            assert!(log.iter().any(|l| l == "1 BLPOP k 2 -> (nil)"), "{log:?}");
+            assert!(log.iter().any(|l| l == "2 BRPOP k 10 -> [\"k\", \"z\"]"), "{log:?}");
+        });
+    }
+
+    #[test]
+    fn publish_reaches_subscribers_in_resp2_and_resp3_and_pattern_subscribers() {
+        run(async {
+            let (server, _log) = server();
+            let mut resp2 = connect(&server, 1);
+            let mut resp3 = connect(&server, 2);
+            let mut pattern = connect(&server, 3);
+            let mut publisher = connect(&server, 4);
+            assert_eq!(
+                call(&mut resp2, &["SUBSCRIBE", "ch"]).await,
+                "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n"
+            );
+            assert!(call(&mut resp3, &["HELLO", "3"]).await.starts_with("%7\r\n"));
+            assert_eq!(
+                call(&mut resp3, &["SUBSCRIBE", "ch"]).await,
+                ">3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n"
+            );
+            // RESP3 connections may run any command while subscribed.
+            assert_eq!(call(&mut resp3, &["GET", "k"]).await, "_\r\n");
+            assert_eq!(
+                call(&mut pattern, &["PSUBSCRIBE", "c?", "z*"]).await,
+                "*3\r\n$10\r\npsubscribe\r\n$2\r\nc?\r\n:1\r\n*3\r\n$10\r\npsubscribe\r\n$2\r\nz*\r\n:2\r\n"
+            );
+            assert_eq!(call(&mut publisher, &["PUBLISH", "ch", "hi"]).await, ":3\r\n");
+            assert_eq!(
+                reply(&mut resp2).await,
+                "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n"
+            );
+            assert_eq!(
+                reply(&mut resp3).await,
+                ">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n"
+            );
+            assert_eq!(
+                reply(&mut pattern).await,
+                "*4\r\n$8\r\npmessage\r\n$2\r\nc?\r\n$2\r\nch\r\n$2\r\nhi\r\n"
+            );
+            assert_eq!(
+                call(&mut pattern, &["PUNSUBSCRIBE"]).await,
+                "*3\r\n$12\r\npunsubscribe\r\n$2\r\nc?\r\n:1\r\n*3\r\n$12\r\npunsubscribe\r\n$2\r\nz*\r\n:0\r\n"
+            );
+            assert_eq!(call(&mut publisher, &["PUBLISH", "ch", "again"]).await, ":2\r\n");
+            // A closed subscriber receives nothing more and counts no more.
+            drop(resp2);
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            assert_eq!(call(&mut publisher, &["PUBLISH", "ch", "late"]).await, ":1\r\n");
+            assert_eq!(server.open_connections(), 3);
+        });
+    }
+
+    #[test]
+    fn a_protocol_error_is_answered_then_the_connection_is_shut() {
+        run(async {
+            let (server, _log) = server();
+            let mut raw = connect(&server, 1);
+            raw.write_all(b"*1\r\n$4\r\nPING\r\n*1\r\n$x\r\n")
+                .await
+                .expect("writes");
+            let mut all = Vec::new();
+            raw.read_to_end(&mut all).await.expect("reads to the end");
+            assert_eq!(
+                String::from_utf8_lossy(&all),
+                "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n"
+            );
+        });
+    }
+
+    #[test]
+    fn wait_without_replicas_blocks_for_its_timeout() {
+        run(async {
+            let (server, _log) = server();
+            let mut c = connect(&server, 1);
+            let started = Instant::now();
+            assert_eq!(call(&mut c, &["WAIT", "1", "300"]).await, ":0\r\n");
+            assert!(
+                started.elapsed() >= Duration::from_millis(300),
+                "{:?}",
+                started.elapsed()
+            );
+            assert_eq!(call(&mut c, &["WAIT", "0", "300"]).await, ":0\r\n");
+        });
+    }
+}

@@ -88,7 +88,11 @@ fn the_live_link_serves_blocking_pops_and_pubsub_through_its_faults() {
             reply(&mut resp2).await,
             "*3\r\n$7\r\nmessage\r\n$6\r\nunlock\r\n$2\r\ngo\r\n"
         );
-        assert!(published.elapsed() >= Duration::from_millis(150), "{:?}", published.elapsed());
+        assert!(
+            published.elapsed() >= Duration::from_millis(150),
+            "{:?}",
+            published.elapsed()
+        );
         assert_eq!(
             reply(&mut resp3).await,
             ">3\r\n$7\r\nmessage\r\n$6\r\nunlock\r\n$2\r\ngo\r\n"

@@ -9,6 +9,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-mod live;
 mod link;
+mod live;
 mod serve;

@@ -3,22 +3,23 @@
 //! [`RedisEngine`] models one Redis 7.2 master without persistence: a single database (`SELECT 0`
 //! only), string keys with millisecond expiry on the node's own wall clock (passed in with every
 //! call, so clock jumps affect expiry exactly as they would on a real node), a minimal list type
-//! (`LPUSH`/`RPUSH`/`LPOP`/`RPOP`/`LLEN`, `BLPOP`), hashes (`HSET`/`HGET`/`HDEL`/`HEXISTS`/
+//! (`LPUSH`/`RPUSH`/`LPOP`/`RPOP`/`LLEN`, `BLPOP`/`BRPOP`), hashes (`HSET`/`HGET`/`HDEL`/`HEXISTS`/
 //! `HINCRBY`/`HGETALL`, fields in insertion order), `EVAL`/`EVALSHA`/`SCRIPT` on an embedded Lua
-//! 5.1, `MULTI`/`EXEC`/`DISCARD`/`WATCH`/`UNWATCH`, and `PUBLISH`/`SUBSCRIBE`/`UNSUBSCRIBE` — the
-//! commands Redis-based lock clients send. Replies and error texts match Redis 7.2 for that
+//! 5.1, `MULTI`/`EXEC`/`DISCARD`/`WATCH`/`UNWATCH`, and `PUBLISH`/`SUBSCRIBE`/`UNSUBSCRIBE`/
+//! `PSUBSCRIBE`/`PUNSUBSCRIBE` — the commands Redis-based lock clients send. Replies and error texts match Redis 7.2 for that
 //! subset. [`codec`] frames commands and replies in RESP2 with `redis-protocol`.
 //!
 //! Connection state lives in a [`ClientSession`] per connection; the engine keeps who watches
 //! which key and who subscribes to which channel. Published messages are collected for the server
-//! to push ([`RedisEngine::take_pushes`]). `BLPOP` never blocks in the engine (it answers a nil
-//! array on empty lists, as inside `MULTI`); the server (`crate::master`) blocks the connection.
+//! to push ([`RedisEngine::take_pushes`]). `BLPOP`/`BRPOP` never block in the engine (they answer a
+//! nil array on empty lists, as inside `MULTI`); the server loop ([`crate::server`]) blocks the
+//! connection.
 //!
 //! Nothing here performs I/O, reads system time or iterates a hash map: the same commands at the
 //! same times always give the same replies.
 //!
 //! Left out: RESP3 (`HELLO 3` answers `NOPROTO`), inline commands, other data types and
-//! commands, pattern subscriptions, replication, persistence (the keyspace can be snapshotted
+//! commands, replication, persistence (the keyspace can be snapshotted
 //! with [`RedisEngine::keyspace`] and put back with [`RedisEngine::restore`]), eviction (memory is
 //! capped as with `maxmemory` and the `noeviction` policy, see [`MemoryPool`] and
 //! [`RedisEngine::set_maxmemory`]),

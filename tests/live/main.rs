@@ -9,6 +9,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod link;
 mod live;
 mod serve;
 mod serve_report;

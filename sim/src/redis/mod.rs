@@ -5,11 +5,11 @@
 //! script runs in its caller's and may `SELECT` for itself), string keys with millisecond expiry
 //! on the node's own wall clock (passed in with every call, so clock jumps affect expiry exactly
 //! as they would on a real node), `MSET`/`MSETNX`/`MGET`, a minimal list type
-//! (`LPUSH`/`RPUSH`/`LPOP`/`RPOP`/`LLEN`, `BLPOP`), hashes (`HSET`/`HGET`/`HDEL`/`HEXISTS`/
+//! (`LPUSH`/`RPUSH`/`LPOP`/`RPOP`/`LLEN`, `BLPOP`/`BRPOP`), hashes (`HSET`/`HGET`/`HDEL`/`HEXISTS`/
 //! `HINCRBY`/`HGETALL`, fields in insertion order), sets (`SADD`/`SREM`/`SMEMBERS`/`SISMEMBER`/
 //! `SCARD`, members in byte order), `EVAL`/`EVALSHA`/`SCRIPT` on an embedded Lua 5.1, Redis 7
 //! functions (`FUNCTION LOAD/LIST/DELETE/FLUSH`, `FCALL`/`FCALL_RO`, in `function.rs`),
-//! `MULTI`/`EXEC`/`DISCARD`/`WATCH`/`UNWATCH`, `PUBLISH`/`SUBSCRIBE`/`UNSUBSCRIBE`, and `AUTH`
+//! `MULTI`/`EXEC`/`DISCARD`/`WATCH`/`UNWATCH`, `PUBLISH`/`SUBSCRIBE`/`UNSUBSCRIBE`/`PSUBSCRIBE`/`PUNSUBSCRIBE`, and `AUTH`
 //! with `requirepass` (the `default` user only: `AUTH pass`, `AUTH default pass`, `HELLO ... AUTH
 //! default pass`; until then other commands answer `NOAUTH`) — the commands Redis-based lock
 //! clients and their test suites send. Replies and error texts match Redis 7.2 for that subset.
@@ -23,13 +23,14 @@
 //!
 //! Connection state lives in a [`ClientSession`] per connection; the engine keeps who watches
 //! which key and who subscribes to which channel. Published messages are collected for the server
-//! to push ([`RedisEngine::take_pushes`]). `BLPOP` never blocks in the engine (it answers a nil
-//! array on empty lists, as inside `MULTI`); the server (`crate::master`) blocks the connection.
+//! to push ([`RedisEngine::take_pushes`]). `BLPOP`/`BRPOP` never block in the engine (they answer a
+//! nil array on empty lists, as inside `MULTI`); the server loop ([`crate::server`]) blocks the
+//! connection.
 //!
 //! Nothing here performs I/O, reads system time or iterates a hash map: the same commands at the
 //! same times always give the same replies.
 //!
-//! Left out: inline commands, other data types and commands, pattern subscriptions,
+//! Left out: inline commands, other data types and commands,
 //! replication, persistence (the keyspace can be snapshotted with [`RedisEngine::keyspace`] and
 //! put back with [`RedisEngine::restore`]), eviction (memory is capped as with `maxmemory` and
 //! the `noeviction` policy, see [`MemoryPool`] and [`RedisEngine::set_maxmemory`]), ACL users
@@ -55,6 +56,7 @@ mod function;
 mod keyspace;
 mod lua;
 mod memory;
+pub mod reader;
 mod reply;
 mod resp3;
 mod session;
@@ -69,6 +71,7 @@ pub use memory::{
     set_unscoped_memory_max, unscoped_memory_max, MemoryPool, DEFAULT_MAXMEMORY_BYTES, DEFAULT_UNSCOPED_MEMORY_BYTES,
     DEFAULT_WORLD_MEMORY_BYTES, OOM_ERROR,
 };
+pub use reader::{CommandReader, MULTIBULK_MAX, PROTO_INLINE_MAX_SIZE, PROTO_MAX_BULK_LEN};
 pub use reply::Reply;
 pub use resp3::ReplyEncoder;
 pub use session::ClientSession;

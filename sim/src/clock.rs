@@ -164,7 +164,7 @@ impl NodeClock {
 
     /// How many true microseconds pass while this clock counts `local_us`, rounded up so that a
     /// local sleep never ends early by its own clock.
-    pub(crate) fn local_to_sim_us(&self, local_us: u64) -> u64 {
+    pub fn local_to_sim_us(&self, local_us: u64) -> u64 {
         let rate = PPM + i128::from(self.drift_ppm());
         let numerator = i128::from(local_us) * PPM;
         ((numerator + rate - 1) / rate) as u64

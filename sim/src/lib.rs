@@ -35,6 +35,7 @@ pub mod resource;
 pub mod role;
 pub mod seed;
 pub mod serve;
+pub mod server;
 pub mod stop;
 pub mod timer;
 pub mod wire;

@@ -1,44 +1,32 @@
-//! A simulated Redis server — a master, or a replica of one: the command engine of
-//! [`crate::redis`] served over simulated TCP on port 6379, reading time from its node's own wall
-//! clock.
+//! A simulated Redis server — a master, or a replica of one: the one server loop
+//! ([`crate::server::RedisServer`]) served over simulated TCP on port 6379, on a [`NodeHost`] that
+//! reads time from its node's own clocks and sleeps by its node's clock rate.
 //!
 //! Every command is logged in the history with its reply. Keys that expire are logged too: the
 //! deployment runs active expiry after every step, and the server runs it before each command, so an
 //! `Expired` event always precedes the first command that no longer sees the key.
 //!
-//! A master with replicas replicates each command's effect on its keyspace (see
-//! [`crate::deployment`]) and answers `WAIT numreplicas timeout` with the number of replicas that
-//! acknowledged everything it replicated so far (it blocks the connection until enough did or the
-//! timeout, by the master's monotonic clock, ran out; 0 waits forever). A replica answers every
-//! command the command table flags as a write with `READONLY` without running it, runs anything
-//! else (a script) and undoes it with `READONLY` if it wrote, and answers `WAIT` with an error;
-//! the replication stream it applies is logged as commands on connection 0.
-//!
-//! Each connection has its own [`ClientSession`] (`CLIENT SETNAME`, `MULTI` queue, `WATCH`ed
-//! keys, subscriptions). `PUBLISH` pushes `message`s to the subscribed connections. `BLPOP` on
-//! empty lists blocks the connection until a push by any connection (served right after the
-//! pushing command, to the longest-blocked client first, like Redis) or until its timeout runs
-//! out on the server's wall clock (checked when a timer on the node's clock rate fires: no
-//! polling). A client that disconnects while blocked stays blocked until its timeout; Redis would
-//! unblock it at once. A replica refuses writes queued inside `MULTI` with `READONLY`, and `EXEC`
-//! then answers `EXECABORT`, as Redis does.
+//! What the server does — sessions, `MULTI`/`WATCH`, `WAIT` (blocking until enough replicas
+//! acknowledged, by the master's monotonic clock), `BLPOP`/`BRPOP` blocking until a push or their
+//! timeout on the node's wall clock, pub/sub pushes, replicas answering writes with `READONLY` —
+//! is described in [`crate::server`]. A `WAIT` and a blocking pop that blocked are logged without
+//! the client's name (as they always were: the history digests pin it). A client that disconnects
+//! while blocked stays blocked until its timeout; Redis would unblock it at once. The replication
+//! stream a replica applies is logged as commands on connection 0.
 
 use crate::history::{bounded_lossy, cut_with_note, EventKind, MAX_EVENT_ARG_BYTES, MAX_EVENT_TEXT_BYTES};
 use crate::node::Node;
-use crate::redis::{blocking_timeout_ms, is_write_command, ClientSession, RedisEngine, Reply};
-use crate::replication::{diff, Effect, MemberRole, Replication, SharedReplication};
-use crate::serve::{render_reply, ConnectionHooks, DeferringHandler, Response};
+use crate::redis::{RedisEngine, Reply};
+use crate::replication::SharedReplication;
+use crate::server::{render_reply, LocalFuture, RecordedCommand, RedisHost, RedisServer};
 use bytes::Bytes;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
-use tokio::sync::{mpsc, oneshot};
+
+pub use crate::server::{execute_member, publish_expired, READONLY_ERROR};
 
 /// The TCP port masters listen on.
 pub const REDIS_PORT: u16 = 6379;
-
-/// The error a replica gives a write.
-pub const READONLY_ERROR: &str = "READONLY You can't write against a read only replica.";
 
 /// Removes every key due at the node's current wall time and logs each expiry; a master with
 /// replicas replicates each as a `DEL`.
@@ -55,14 +43,10 @@ pub(crate) fn expire_due(node: &Node, engine: &RefCell<RedisEngine>, repl: &Shar
     publish_expired(repl, node.name(), expired, node.true_time_us());
 }
 
-/// Logs a command and its reply. Long arguments and replies are cut as the history cuts them
+/// Logs a command and its reply, with what the command did to the keys it changed and the node
+/// that sent it. Long arguments and replies are cut as the history cuts them
 /// ([`crate::history::MAX_EVENT_ARG_BYTES`], [`crate::history::MAX_EVENT_TEXT_BYTES`]) without
 /// rendering them whole first: a script may return or raise tens of megabytes.
-fn record(node: &Node, conn: u64, args: &[Bytes], reply: &Reply) {
-    record_with(node, conn, args, reply, Vec::new(), None);
-}
-
-/// [`record`], with what the command did to the keys it changed and the node that sent it.
 fn record_with(
     node: &Node,
     conn: u64,
@@ -152,327 +136,74 @@ fn render_reply_bounded(reply: &Reply, max: usize) -> String {
     out
 }
 
-/// Runs one command (`name`, lower case) of a connection on server `node` as its role in `repl`
-/// says. A replica answers a write with [`READONLY_ERROR`] without running it (flagging an open
-/// transaction), runs anything else (a script) and undoes it with `READONLY` if it wrote; a master
-/// with replicas publishes the command's effects at true time `now_us()`. `run` executes the
-/// command on `engine`; `settle` runs after a command that is kept (the simulated server serves
-/// blocked clients and pushes there), before its effects are taken. Shared by the simulated
-/// servers and the live ones (`lockstep live`).
-#[allow(clippy::too_many_arguments)]
-pub fn execute_member(
-    repl: &RefCell<Replication>,
-    node: &str,
-    engine: &RefCell<RedisEngine>,
-    session: &mut ClientSession,
-    name: &str,
-    now_us: &dyn Fn() -> u64,
-    run: &mut dyn FnMut(&mut ClientSession) -> Vec<Reply>,
-    settle: &mut dyn FnMut(),
-) -> Vec<Reply> {
-    let role = repl.borrow().member_role(node);
-    execute_as_member(role, repl, node, engine, session, name, now_us, run, settle)
+/// A simulated node as the host of a Redis server: its clocks, its sleeps by its clock rate, its
+/// history, its `drop-reply` fault (its pause gate freezes the server's tasks, so a command never
+/// sees it paused).
+#[derive(Clone)]
+pub struct NodeHost {
+    node: Node,
+    on_command: Option<Rc<dyn Fn()>>,
 }
 
-/// [`execute_member`] for a server whose `role` the caller has read already.
-#[allow(clippy::too_many_arguments)]
-fn execute_as_member(
-    MemberRole {
-        is_master,
-        has_replicas,
-    }: MemberRole,
-    repl: &RefCell<Replication>,
-    node: &str,
-    engine: &RefCell<RedisEngine>,
-    session: &mut ClientSession,
-    name: &str,
-    now_us: &dyn Fn() -> u64,
-    run: &mut dyn FnMut(&mut ClientSession) -> Vec<Reply>,
-    settle: &mut dyn FnMut(),
-) -> Vec<Reply> {
-    if !is_master {
-        if is_write_command(name.as_bytes()) {
-            session.flag_transaction();
-            return vec![Reply::error(READONLY_ERROR)];
-        }
-        // Scripts and anything else: run, and undo it if it wrote.
-        let before = engine.borrow().keyspace().clone();
-        let replies = run(session);
-        if *engine.borrow().keyspace() != before {
-            engine.borrow_mut().restore(before);
-            return vec![Reply::error(READONLY_ERROR)];
-        }
-        settle();
-        replies
-    } else if has_replicas {
-        let before = engine.borrow().keyspace().clone();
-        let replies = run(session);
-        settle();
-        let effects = diff(&before, engine.borrow().keyspace());
-        if !effects.is_empty() {
-            repl.borrow_mut().publish(node, effects, now_us());
-        }
-        replies
-    } else {
-        let replies = run(session);
-        settle();
-        replies
+impl NodeHost {
+    /// `node` as a host; `on_command` is called as each command arrives.
+    pub(crate) fn new(node: Node, on_command: Option<Rc<dyn Fn()>>) -> Self {
+        NodeHost { node, on_command }
     }
 }
 
-/// Replicates keys that expired on master `node` (`expired`) as `DEL`s at true time `now_us`,
-/// when it has replicas.
-pub fn publish_expired(repl: &RefCell<Replication>, node: &str, expired: Vec<Bytes>, now_us: u64) {
-    let publish = repl.borrow().has_replicas(node);
-    if publish {
-        let effects = expired.into_iter().map(|key| Effect { key, entry: None }).collect();
-        repl.borrow_mut().publish(node, effects, now_us);
+impl RedisHost for NodeHost {
+    fn name(&self) -> &str {
+        self.node.name()
     }
-}
 
-/// `WAIT numreplicas timeout` on master `node`.
-fn wait(node: &Node, repl: &SharedReplication, conn: u64, args: &[Bytes]) -> Response {
-    let reply_now = |reply: Reply| {
-        record(node, conn, args, &reply);
-        Response::Now(reply)
-    };
-    if args.len() != 3 {
-        return reply_now(Reply::error("ERR wrong number of arguments for 'wait' command"));
+    fn wall_ms(&self) -> i64 {
+        self.node.wall_ms()
     }
-    if !repl.borrow().is_master(node.name()) {
-        return reply_now(Reply::error("ERR WAIT cannot be used with replica instances."));
+
+    fn monotonic_ms(&self) -> i64 {
+        self.node.monotonic_ms()
     }
-    let parse = |b: &Bytes| std::str::from_utf8(b).ok().and_then(|s| s.parse::<i64>().ok());
-    let (Some(want), Some(timeout_ms)) = (parse(&args[1]), parse(&args[2])) else {
-        return reply_now(Reply::error("ERR value is not an integer or out of range"));
-    };
-    if timeout_ms < 0 {
-        return reply_now(Reply::error("ERR timeout is negative"));
+
+    fn true_time_us(&self) -> u64 {
+        self.node.true_time_us()
     }
-    let target = repl.borrow().offset(node.name());
-    let acked = repl.borrow().acked_count(node.name(), target) as i64;
-    if acked >= want {
-        return reply_now(Reply::Integer(acked));
+
+    fn sleep_local_ms(&self, local_ms: u64) -> LocalFuture<()> {
+        let node = self.node.clone();
+        Box::pin(async move { node.sleep_local_ms(local_ms).await })
     }
-    let node = node.clone();
-    let repl = repl.clone();
-    let args = args.to_vec();
-    Response::Later(Box::pin(async move {
-        let start = node.monotonic_ms();
-        loop {
-            node.sleep_local_ms(1).await;
-            let acked = repl.borrow().acked_count(node.name(), target) as i64;
-            if acked >= want || (timeout_ms > 0 && node.monotonic_ms() - start >= timeout_ms) {
-                let reply = Reply::Integer(acked);
-                record(&node, conn, &args, &reply);
-                return reply;
-            }
-        }
-    }))
-}
 
-/// One open connection of a server.
-struct Conn {
-    session: ClientSession,
-    pushes: mpsc::UnboundedSender<Reply>,
-}
+    fn record(&self, event: EventKind) {
+        self.node.record(event);
+    }
 
-/// A client blocked in `BLPOP`.
-struct Blocked {
-    id: u64,
-    keys: Vec<Bytes>,
-    wake: oneshot::Sender<Reply>,
-}
+    fn record_command(&self, c: RecordedCommand<'_>) {
+        let client = (!c.blocking).then_some(c.peer);
+        record_with(&self.node, c.conn, c.args, c.reply, c.effects, client);
+    }
 
-/// The connections of one server and its blocked clients, oldest first.
-#[derive(Default)]
-struct Conns {
-    open: BTreeMap<u64, Conn>,
-    blocked: VecDeque<Blocked>,
-    next_blocked_id: u64,
-}
-
-type SharedConns = Rc<RefCell<Conns>>;
-
-/// Hands the head of a non-empty list to each blocked client that waits on it, oldest client
-/// first (each tries its keys in argument order), then delivers published messages.
-fn serve_blocked_and_pushes(node: &Node, engine: &RefCell<RedisEngine>, conns: &SharedConns) {
-    let now = node.wall_ms();
-    let mut conns = conns.borrow_mut();
-    let mut i = 0;
-    while i < conns.blocked.len() {
-        let ready = conns.blocked[i].keys.iter().find(|key| {
-            engine
-                .borrow()
-                .keyspace()
-                .peek(key, now)
-                .is_some_and(|e| matches!(e.value, crate::redis::Value::List(_)))
-        });
-        let Some(key) = ready.cloned() else {
-            i += 1;
-            continue;
-        };
-        let popped = engine
-            .borrow_mut()
-            .execute(&[Bytes::from_static(b"LPOP"), key.clone()], now);
-        if let Some(blocked) = conns.blocked.remove(i) {
-            let _ = blocked
-                .wake
-                .send(Reply::Array(Some(vec![Reply::Bulk(Some(key)), popped])));
+    fn before_command(&self) {
+        if let Some(on_command) = &self.on_command {
+            on_command();
         }
     }
-    for (id, push) in engine.borrow_mut().take_pushes() {
-        if let Some(conn) = u64::try_from(id).ok().and_then(|id| conns.open.get(&id)) {
-            let _ = conn.pushes.send(push);
-        }
+
+    fn drops_reply_to(&self, peer: &str) -> bool {
+        self.node.drops_reply_to(peer)
     }
 }
 
-/// `BLPOP` that found every list empty: blocks until served or timed out.
-fn block(node: &Node, conns: &SharedConns, conn: u64, args: &[Bytes]) -> Response {
-    let timeout_ms = blocking_timeout_ms(&args[args.len() - 1]).unwrap_or(0);
-    let (wake, woken) = oneshot::channel();
-    let id = {
-        let mut c = conns.borrow_mut();
-        c.next_blocked_id += 1;
-        let id = c.next_blocked_id;
-        c.blocked.push_back(Blocked {
-            id,
-            keys: args[1..args.len() - 1].to_vec(),
-            wake,
-        });
-        id
-    };
-    let node = node.clone();
-    let conns = conns.clone();
-    let args = args.to_vec();
-    Response::Later(Box::pin(async move {
-        let deadline_ms = node.wall_ms().saturating_add(timeout_ms);
-        let mut woken = woken;
-        let reply = loop {
-            let remaining_ms = deadline_ms - node.wall_ms();
-            if timeout_ms > 0 && remaining_ms <= 0 {
-                conns.borrow_mut().blocked.retain(|b| b.id != id);
-                break Reply::Array(None);
-            }
-            let timer = async {
-                if timeout_ms > 0 {
-                    node.sleep_local_ms(remaining_ms as u64).await;
-                } else {
-                    std::future::pending::<()>().await;
-                }
-            };
-            tokio::select! {
-                biased;
-                served = &mut woken => break served.unwrap_or(Reply::Array(None)),
-                _ = timer => {}
-            }
-        };
-        record(&node, conn, &args, &reply);
-        reply
-    }))
-}
-
-/// The command handler of a Redis server node (master or replica, as the replication state says),
-/// and its connection hooks. `on_command` is called as each command arrives: the command may
-/// change the keyspace (the deployment then files the server's next deadline again).
-pub(crate) fn handler(
+/// The Redis server of a node (master or replica, as the replication state says). `on_command`
+/// is called as each command arrives: the command may change the keyspace (the deployment then
+/// files the server's next deadline again).
+pub(crate) fn server(
     node: Node,
     engine: Rc<RefCell<RedisEngine>>,
     repl: SharedReplication,
     on_command: Rc<dyn Fn()>,
-) -> (DeferringHandler, ConnectionHooks) {
-    let conns: SharedConns = Rc::default();
-    let hooks = {
-        let (open_conns, open_engine) = (conns.clone(), engine.clone());
-        let (close_conns, close_engine) = (conns.clone(), engine.clone());
-        ConnectionHooks {
-            open: Rc::new(move |conn| {
-                let (pushes, received) = mpsc::unbounded_channel();
-                let fresh = Conn {
-                    session: ClientSession::new(conn as i64),
-                    pushes,
-                };
-                if let Some(mut stale) = open_conns.borrow_mut().open.insert(conn, fresh) {
-                    open_engine.borrow_mut().forget_session(&mut stale.session);
-                }
-                received
-            }),
-            close: Rc::new(move |conn| {
-                if let Some(mut gone) = close_conns.borrow_mut().open.remove(&conn) {
-                    close_engine.borrow_mut().forget_session(&mut gone.session);
-                }
-            }),
-        }
-    };
-    let handler: DeferringHandler = Rc::new(move |conn, peer, args| {
-        on_command();
-        expire_due(&node, &engine, &repl);
-        let name = args
-            .first()
-            .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
-            .unwrap_or_default();
-        // Inside MULTI, WAIT is queued like any command (and answers at once in EXEC).
-        let in_multi = conns.borrow().open.get(&conn).is_some_and(|c| c.session.in_multi());
-        if name == "wait" && !in_multi {
-            return wait(&node, &repl, conn, args);
-        }
-        // Read once for the command: its role decides how it runs and what is kept of it.
-        let role = repl.borrow().member_role(node.name());
-        let is_master = role.is_master;
-        let mut session = conns
-            .borrow_mut()
-            .open
-            .get_mut(&conn)
-            .map(|c| std::mem::take(&mut c.session))
-            .unwrap_or_else(|| ClientSession::new(conn as i64));
-        // The command's key effects are taken right after it runs, before blocked clients are
-        // served; a replica keeps no client write (it refuses or undoes them), so none are kept.
-        let mut effects = Vec::new();
-        let replies = execute_as_member(
-            role,
-            &repl,
-            node.name(),
-            &engine,
-            &mut session,
-            &name,
-            &|| node.true_time_us(),
-            &mut |session| {
-                let replies = engine.borrow_mut().execute_conn(session, args, node.wall_ms());
-                effects = engine.borrow_mut().take_effects();
-                replies
-            },
-            &mut || serve_blocked_and_pushes(&node, &engine, &conns),
-        );
-        if !is_master {
-            effects.clear();
-        }
-        let blocks = is_master && name == "blpop" && !session.in_multi() && replies == [Reply::Array(None)];
-        if let Some(c) = conns.borrow_mut().open.get_mut(&conn) {
-            c.session = session;
-        }
-        if blocks {
-            return block(&node, &conns, conn, args);
-        }
-        match <[Reply; 1]>::try_from(replies) {
-            Ok([reply]) => {
-                record_with(&node, conn, args, &reply, effects, Some(peer));
-                Response::Now(reply)
-            }
-            Err(replies) => {
-                record_with(
-                    &node,
-                    conn,
-                    args,
-                    &Reply::Array(Some(replies.clone())),
-                    effects,
-                    Some(peer),
-                );
-                Response::Many(replies)
-            }
-        }
-    });
-    (handler, hooks)
+) -> Rc<RedisServer<NodeHost>> {
+    RedisServer::new(NodeHost::new(node, Some(on_command)), engine, Some(repl))
 }
 
 #[cfg(test)]

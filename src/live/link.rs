@@ -19,17 +19,22 @@
 //! promoted replica ([`Link::repoint`]) and closes its open connections, as a failover does; the
 //! connections opened afterwards reach the new master.
 //!
+//! A connection to a server lockstep serves is served by the one server loop of the simulation
+//! ([`lockstep_sim::server`], over an in-memory stream behind the link's faults): the same
+//! framing, blocking commands (`BLPOP`/`BRPOP` block for their timeout and wake on a push, `WAIT`
+//! blocks on the replicas), pub/sub pushes (RESP2 and RESP3), sessions and scripting.
+//!
 //! Any local process can connect, so nothing here trusts what a client declares: commands are
-//! read by [`super::resp::CommandReader`] (Redis' limits and error texts; a protocol error is
-//! answered, then the connection closes), and every byte a connection holds — in the link, in the
-//! query buffer, in replies not yet written — is counted by [`super::buffers`] as it arrives;
+//! read by [`lockstep_sim::redis::CommandReader`] (Redis' limits and error texts; a protocol error
+//! is answered, then the connection closes), and every byte a connection holds — in the link, in
+//! the query buffer, in replies not yet written — is counted by [`super::buffers`] as it arrives;
 //! past a limit the connection is closed and the run goes on.
 
 use super::buffers::{ConnBuffers, RunBuffers};
-use super::resp::{CommandReader, MAX_CLIENTS_REPLY};
+use super::resp::MAX_CLIENTS_REPLY;
 use super::server::Server;
-use bytes::{Bytes, BytesMut};
-use lockstep_sim::redis::{encode_reply, ClientSession, Reply, ReplyEncoder};
+use bytes::Bytes;
+use lockstep_sim::server::{serve_stream, ConnectionBudget, ConnectionEnd, ConnectionOptions, Response};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cell::{Cell, RefCell};
@@ -346,6 +351,24 @@ enum ServerEnd {
     Reset,
 }
 
+/// The connection's byte account as the server loop's budget: what its query buffer holds, and
+/// whether its replies still fit.
+struct Budget(Rc<ConnBuffers>);
+
+impl ConnectionBudget for Budget {
+    fn query_held(&self, bytes: usize) -> bool {
+        self.0.set_query(bytes)
+    }
+
+    fn output_held(&self, bytes: usize) -> bool {
+        !self.0.output_full(bytes)
+    }
+}
+
+/// A connection to a server lockstep serves: the socket's bytes cross the link's faults into an
+/// in-memory stream, on whose other end the one server loop ([`lockstep_sim::server`]) serves them
+/// (blocking commands, pub/sub pushes, scripting — exactly as in the simulation); its replies cross
+/// back the same way.
 async fn engine_connection(
     link: Rc<Link>,
     stream: TcpStream,
@@ -363,6 +386,9 @@ async fn engine_connection(
     let (up_tx, mut up_rx) = mpsc::unbounded_channel::<(Instant, Bytes)>();
     let (down_tx, mut down_rx) = mpsc::unbounded_channel::<(Instant, Bytes)>();
     let (reset_tx, mut reset_rx) = watch::channel(false);
+    // The link's end and the server loop's end of the connection.
+    let (link_end, loop_end) = tokio::io::duplex(CHUNK_BYTES);
+    let (mut from_server, mut to_server) = tokio::io::split(link_end);
 
     // Reader: socket → client→server direction. Bytes are counted as they arrive; nothing is
     // allocated for what a command declares.
@@ -389,6 +415,10 @@ async fn engine_connection(
                             return;
                         }
                         if up_tx.send((at, Bytes::copy_from_slice(&buf[..n]))).is_err() {
+                            account.sub_up(n);
+                            if closing.get() {
+                                continue;
+                            }
                             return;
                         }
                     }
@@ -402,84 +432,97 @@ async fn engine_connection(
         })
     };
 
-    // Server: delivered chunks → commands → replies into the server→client direction.
-    let mut server_task = {
+    // Delivery: the client→server direction → the server loop's input, once due (and released).
+    let delivery = {
         let link = link.clone();
         let dead = dead.clone();
-        let reset_tx = reset_tx.clone();
+        let account = account.clone();
+        tokio::task::spawn_local(async move {
+            while let Some((at, chunk)) = up_rx.recv().await {
+                deliver_when_due(&link.up, at).await;
+                if dead.get() {
+                    account.sub_up(chunk.len());
+                    continue;
+                }
+                let written = to_server.write_all(&chunk).await.is_ok();
+                account.sub_up(chunk.len());
+                if !written {
+                    return;
+                }
+            }
+            // The client's input ended: so does the server's.
+            let _ = to_server.shutdown().await;
+        })
+    };
+
+    // Server: the one server loop on the other end of the in-memory stream.
+    let mut server_task = {
         let server = server.clone();
         let account = account.clone();
         let closing = closing.clone();
+        let reset_tx = reset_tx.clone();
+        let peer = link.client.clone();
         tokio::task::spawn_local(async move {
-            let reset = || {
-                let _ = reset_tx.send(true);
-                ServerEnd::Reset
+            let alive = {
+                let server = server.clone();
+                Rc::new(move || server.is_running() && server.generation() == generation)
             };
-            let mut session = ClientSession::new(conn as i64);
-            let mut encoder = ReplyEncoder::new();
-            let mut input = CommandReader::new();
-            while let Some((at, chunk)) = up_rx.recv().await {
-                deliver_when_due(&link.up, at).await;
-                account.sub_up(chunk.len());
-                if dead.get() {
-                    continue;
+            let options = ConnectionOptions {
+                alive: Some(alive),
+                budget: Some(Rc::new(Budget(account))),
+                forget_on_abort: true,
+            };
+            let end = match server.redis() {
+                Some(redis) => redis.clone().serve_connection(loop_end, conn, &peer, options).await,
+                None => {
+                    let host = server.host();
+                    let answer = |args: &[Bytes]| Response::Now(server.execute_resource(&peer, args));
+                    serve_stream(&host, loop_end, conn, &peer, &answer, None, &options).await
                 }
-                input.push(&chunk);
-                // Checked before the commands run, as Redis checks its query buffer after a read.
-                if !account.set_query(input.buffered()) {
-                    return reset();
+            };
+            match end {
+                Ok(ConnectionEnd::InputEnded | ConnectionEnd::ReplyDropped) => ServerEnd::InputEnded,
+                Ok(ConnectionEnd::ProtocolError) => {
+                    // From now on the reader throws the client's bytes away.
+                    closing.set(true);
+                    ServerEnd::CloseAfterReply
                 }
-                let mut out = BytesMut::new();
-                let mut close_after = false;
-                loop {
-                    match input.next_command() {
-                        Ok(Some(args)) => {
-                            while server.is_paused() {
-                                tokio::time::sleep(Duration::from_millis(1)).await;
-                            }
-                            if !server.is_running() || server.generation() != generation {
-                                return reset();
-                            }
-                            let reply = if !session.in_multi() && server.blocks_on_wait(&args) {
-                                server.wait(&link.client, &mut session, &args).await
-                            } else {
-                                server.execute(&mut session, &link.client, &args)
-                            };
-                            encoder.encode(&args, &reply, &mut out);
-                            if account.output_full(out.len()) {
-                                // Replies the client does not read (or a pipeline of huge ones).
-                                return reset();
-                            }
-                        }
-                        Ok(None) => break,
-                        Err(protocol_error) => {
-                            encode_reply(&Reply::Error(protocol_error), &mut out);
-                            // From now on the reader throws the client's bytes away.
-                            closing.set(true);
-                            close_after = true;
-                            break;
-                        }
-                    }
-                }
-                account.set_query(if close_after { 0 } else { input.buffered() });
-                if !out.is_empty() {
-                    match enter(&link, &link.down, &dead) {
-                        Entry::Pass(at) => {
-                            if !account.add_down(out.len()) {
-                                return reset();
-                            }
-                            let _ = down_tx.send((at, out.freeze()));
-                        }
-                        Entry::Drop => {}
-                        Entry::Reset => return reset(),
-                    }
-                }
-                if close_after {
-                    // As Redis: the error, then the connection closes (see `LINGER`).
-                    return ServerEnd::CloseAfterReply;
+                Ok(ConnectionEnd::OverLimit | ConnectionEnd::Stopped) | Err(_) => {
+                    let _ = reset_tx.send(true);
+                    ServerEnd::Reset
                 }
             }
-            ServerEnd::InputEnded
+        })
+    };
+
+    // Replies: the server loop's output → the server→client direction, counted as it is queued.
+    let replies = {
+        let link = link.clone();
+        let dead = dead.clone();
+        let account = account.clone();
+        let reset_tx = reset_tx.clone();
+        tokio::task::spawn_local(async move {
+            let mut buf = vec![0u8; CHUNK_BYTES];
+            loop {
+                let n = match from_server.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => n,
+                };
+                match enter(&link, &link.down, &dead) {
+                    Entry::Pass(at) => {
+                        if !account.add_down(n) {
+                            let _ = reset_tx.send(true);
+                            return;
+                        }
+                        let _ = down_tx.send((at, Bytes::copy_from_slice(&buf[..n])));
+                    }
+                    Entry::Drop => {}
+                    Entry::Reset => {
+                        let _ = reset_tx.send(true);
+                        return;
+                    }
+                }
+            }
         })
     };
 
@@ -501,9 +544,13 @@ async fn engine_connection(
         })
     };
 
-    let reader_abort = reader.abort_handle();
-    let server_abort = server_task.abort_handle();
-    let writer_abort = writer.abort_handle();
+    let aborts = [
+        reader.abort_handle(),
+        delivery.abort_handle(),
+        server_task.abort_handle(),
+        replies.abort_handle(),
+        writer.abort_handle(),
+    ];
     let end = tokio::select! {
         biased;
         _ = closed.changed() => None,
@@ -515,7 +562,7 @@ async fn engine_connection(
         Some(ServerEnd::InputEnded) => {
             // The client closed its socket: what it sent was still in the network and arrived
             // (once a hold was released); let the replies drain.
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            let _ = tokio::time::timeout(Duration::from_millis(20), &mut writer).await;
         }
         Some(ServerEnd::CloseAfterReply) => {
             let deadline = tokio::time::Instant::now() + LINGER;
@@ -525,7 +572,7 @@ async fn engine_connection(
         Some(ServerEnd::Reset) | None => {}
     }
     // Dropping the halves (inside the aborted tasks) closes the socket.
-    reader_abort.abort();
-    server_abort.abort();
-    writer_abort.abort();
+    for a in aborts {
+        a.abort();
+    }
 }

@@ -29,14 +29,13 @@ use super::real::RealRedis;
 use super::recorder::LiveRecorder;
 use bytes::Bytes;
 use lockstep_sim::clock::NodeClock;
-use lockstep_sim::master::{execute_member, publish_expired};
-use lockstep_sim::redis::{ClientSession, EngineConfig, Keyspace, RedisEngine, Reply};
+use lockstep_sim::redis::{EngineConfig, Keyspace, RedisEngine, Reply};
 use lockstep_sim::replication::Replication;
 use lockstep_sim::resource::FencedStore;
-use lockstep_sim::serve::render_reply;
-use lockstep_sim::{DelayClock, EventKind, FencingMode, KeyEffect, MasterSetup, Persistence};
+use lockstep_sim::server::{render_reply, LocalFuture, RecordedCommand, RedisHost, RedisServer};
+use lockstep_sim::{DelayClock, EventKind, FencingMode, MasterSetup, Persistence};
 use std::cell::{Cell, RefCell};
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 /// The resource's minimal `INFO` reply.
 const INFO: &str = "# Server\r\nredis_version:7.2.0\r\nredis_mode:standalone\r\n# Persistence\r\nloading:0\r\n";
@@ -58,7 +57,7 @@ enum Kind {
 }
 
 struct MasterState {
-    engine: RefCell<RedisEngine>,
+    engine: Rc<RefCell<RedisEngine>>,
     setup: MasterSetup,
     /// The keyspace at the last whole-second fsync (`aof-everysec`).
     synced: RefCell<Keyspace>,
@@ -72,6 +71,64 @@ struct MasterState {
     repl: Option<Rc<RefCell<Replication>>>,
 }
 
+/// A live server as the host of the one Redis server loop ([`lockstep_sim::server`]): its clock
+/// read at the run's real time, tokio's sleeps, its pause, and the run's history (long arguments,
+/// replies and keys cut to [`HISTORY_TEXT_MAX`]).
+#[derive(Clone)]
+pub struct LiveHost {
+    name: String,
+    clock: Rc<NodeClock>,
+    rec: LiveRecorder,
+    server: Weak<Server>,
+}
+
+impl RedisHost for LiveHost {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn wall_ms(&self) -> i64 {
+        self.clock.wall_ms(self.rec.now_us())
+    }
+
+    fn monotonic_ms(&self) -> i64 {
+        self.clock.monotonic_ms(self.rec.now_us())
+    }
+
+    fn true_time_us(&self) -> u64 {
+        self.rec.now_us()
+    }
+
+    fn sleep_local_ms(&self, local_ms: u64) -> LocalFuture<()> {
+        let real_us = self.clock.local_to_sim_us(local_ms.saturating_mul(1_000));
+        Box::pin(tokio::time::sleep(std::time::Duration::from_micros(real_us)))
+    }
+
+    fn record(&self, mut event: EventKind) {
+        if let EventKind::Expired { key } = &mut event {
+            *key = clip(std::mem::take(key));
+        }
+        self.rec.record(&self.name, event);
+    }
+
+    fn record_command(&self, c: RecordedCommand<'_>) {
+        self.rec.record(
+            &self.name,
+            EventKind::Command {
+                conn: c.conn,
+                args: c.args.iter().map(|a| history_arg(a)).collect(),
+                reply: clip(render_reply(c.reply)),
+                effects: c.effects,
+                client: Some(c.peer.to_string()),
+            },
+        );
+    }
+
+    fn is_paused(&self) -> bool {
+        self.server.upgrade().is_some_and(|s| s.is_paused())
+    }
+}
+
 /// One live server.
 pub struct Server {
     name: String,
@@ -83,6 +140,8 @@ pub struct Server {
     /// Bumped on every stop: connections of an older generation are dead.
     generation: Cell<u64>,
     next_conn: Cell<u64>,
+    /// The Redis server lockstep serves (not for the resource or a real `redis-server`).
+    redis: Option<Rc<RedisServer<LiveHost>>>,
 }
 
 impl Server {
@@ -99,25 +158,48 @@ impl Server {
         rec: &LiveRecorder,
         repl: Option<Rc<RefCell<Replication>>>,
     ) -> Rc<Self> {
+        Self::build(name, setup, rec, repl, None)
+    }
+
+    fn build(
+        name: &str,
+        setup: MasterSetup,
+        rec: &LiveRecorder,
+        repl: Option<Rc<RefCell<Replication>>>,
+        real: Option<RealRedis>,
+    ) -> Rc<Self> {
         let clock = rec.add_clock(name, setup.clock.offset_ms, setup.clock.drift_ppm);
-        Rc::new(Server {
-            name: name.to_string(),
-            clock,
-            rec: rec.clone(),
-            kind: Kind::Master(Box::new(MasterState {
-                engine: RefCell::new(RedisEngine::new(EngineConfig::default())),
-                setup,
-                synced: RefCell::new(Keyspace::new()),
-                last_fsync_mono_ms: Cell::new(0),
-                stopped_at: Cell::new(None),
-                restart_pending: Cell::new(false),
-                real: None,
-                repl,
-            })),
-            running: Cell::new(true),
-            paused: Cell::new(false),
-            generation: Cell::new(0),
-            next_conn: Cell::new(0),
+        let engine = Rc::new(RefCell::new(RedisEngine::new(EngineConfig::default())));
+        Rc::new_cyclic(|me| {
+            let redis = real.is_none().then(|| {
+                let host = LiveHost {
+                    name: name.to_string(),
+                    clock: clock.clone(),
+                    rec: rec.clone(),
+                    server: me.clone(),
+                };
+                RedisServer::new(host, engine.clone(), repl.clone())
+            });
+            Server {
+                name: name.to_string(),
+                clock,
+                rec: rec.clone(),
+                kind: Kind::Master(Box::new(MasterState {
+                    engine,
+                    setup,
+                    synced: RefCell::new(Keyspace::new()),
+                    last_fsync_mono_ms: Cell::new(0),
+                    stopped_at: Cell::new(None),
+                    restart_pending: Cell::new(false),
+                    real: real.map(RefCell::new),
+                    repl,
+                })),
+                running: Cell::new(true),
+                paused: Cell::new(false),
+                generation: Cell::new(0),
+                next_conn: Cell::new(0),
+                redis,
+            }
         })
     }
 
@@ -130,14 +212,7 @@ impl Server {
         port: u16,
     ) -> Result<Rc<Self>, String> {
         let real = RealRedis::start(binary, name, port, setup.persistence)?;
-        let server = Self::master(name, setup, rec);
-        let Ok(mut server) = Rc::try_unwrap(server) else {
-            return Err("internal: a new server is shared".into());
-        };
-        if let Kind::Master(master) = &mut server.kind {
-            master.real = Some(RefCell::new(real));
-        }
-        Ok(Rc::new(server))
+        Ok(Self::build(name, setup, rec, None, Some(real)))
     }
 
     /// The port of the real `redis-server` behind this master, if there is one.
@@ -162,7 +237,13 @@ impl Server {
             paused: Cell::new(false),
             generation: Cell::new(0),
             next_conn: Cell::new(0),
+            redis: None,
         })
+    }
+
+    /// The Redis server lockstep serves here (`None`: the resource, or a real `redis-server`).
+    pub fn redis(&self) -> Option<&Rc<RedisServer<LiveHost>>> {
+        self.redis.as_ref()
     }
 
     /// The server's node name.
@@ -232,7 +313,9 @@ impl Server {
             if real.is_some() {
                 return;
             }
-            self.expire_due(engine, master.repl.as_deref());
+            if let Some(redis) = &self.redis {
+                redis.expire_due();
+            }
             if setup.persistence == Persistence::AofEverysec {
                 let mono = self.monotonic_ms();
                 if mono - last_fsync_mono_ms.get() >= 1000 {
@@ -240,20 +323,6 @@ impl Server {
                     *synced.borrow_mut() = engine.borrow().keyspace().clone();
                 }
             }
-        }
-    }
-
-    fn expire_due(&self, engine: &RefCell<RedisEngine>, repl: Option<&RefCell<Replication>>) {
-        let expired = engine.borrow_mut().expire_due(self.wall_ms());
-        if expired.is_empty() {
-            return;
-        }
-        for key in &expired {
-            self.rec
-                .record(&self.name, EventKind::Expired { key: history_arg(key) });
-        }
-        if let Some(repl) = repl {
-            publish_expired(repl, &self.name, expired, self.rec.now_us());
         }
     }
 
@@ -290,113 +359,23 @@ impl Server {
         );
     }
 
-    /// Executes one command from `peer` on connection `conn`, records it, and returns the reply.
-    pub(crate) fn execute(&self, session: &mut ClientSession, peer: &str, args: &[Bytes]) -> Reply {
+    /// Executes one command of the resource from `peer`, records it, and returns the reply (a
+    /// Redis server's commands are served by [`Self::redis`]).
+    pub(crate) fn execute_resource(&self, peer: &str, args: &[Bytes]) -> Reply {
         match &self.kind {
-            Kind::Master(master) => {
-                let engine = &master.engine;
-                self.expire_due(engine, master.repl.as_deref());
-                let name = args
-                    .first()
-                    .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
-                    .unwrap_or_default();
-                // A replica keeps no client write (it refuses or undoes it): its effects are dropped.
-                let keeps_writes = master.repl.as_deref().is_none_or(|r| r.borrow().is_master(&self.name));
-                let reply = if let Some(repl) = &master.repl {
-                    // As its role says: a replica refuses writes, a master replicates them.
-                    let mut replies = execute_member(
-                        repl,
-                        &self.name,
-                        engine,
-                        session,
-                        &name,
-                        &|| self.rec.now_us(),
-                        &mut |session| vec![engine.borrow_mut().execute_as(session, args, self.wall_ms())],
-                        &mut || {},
-                    );
-                    replies.pop().unwrap_or(Reply::Array(None))
-                } else {
-                    engine.borrow_mut().execute_as(session, args, self.wall_ms())
-                };
-                let effects = Some(engine.borrow_mut().take_effects())
-                    .filter(|_| keeps_writes)
-                    .unwrap_or_default();
-                self.record_command(session, peer, args, &reply, effects);
-                reply
-            }
             Kind::Resource { store } => resource_command(&self.rec, &self.name, store, peer, args),
+            Kind::Master(_) => Reply::error("ERR internal: a Redis server's commands go through its connection loop"),
         }
     }
 
-    /// Whether `args` is a well-formed `WAIT` to a master, which [`Server::wait`] answers (it
-    /// blocks the connection; anything else about it the engine answers at once).
-    pub(crate) fn blocks_on_wait(&self, args: &[Bytes]) -> bool {
-        let int = |b: &Bytes| std::str::from_utf8(b).ok().and_then(|s| s.parse::<i64>().ok());
-        matches!(&self.kind, Kind::Master(m) if m.real.is_none())
-            && args.len() == 3
-            && args[0].eq_ignore_ascii_case(b"wait")
-            && int(&args[1]).is_some()
-            && int(&args[2]).is_some_and(|t| t >= 0)
-    }
-
-    /// `WAIT numreplicas timeout`: blocks until that many replicas acknowledged every write this
-    /// master made before it, or the timeout (ms; 0 = none) passed, and answers how many did.
-    /// Without replicas none ever does. A replica refuses it, as Redis does.
-    pub async fn wait(&self, peer: &str, session: &mut ClientSession, args: &[Bytes]) -> Reply {
-        let Kind::Master(master) = &self.kind else {
-            return self.execute(session, peer, args);
-        };
-        let int = |b: &Bytes| {
-            std::str::from_utf8(b)
-                .ok()
-                .and_then(|s| s.parse::<i64>().ok())
-                .unwrap_or(0)
-        };
-        let (want, timeout_ms) = (int(&args[1]), int(&args[2]));
-        let reply = match &master.repl {
-            Some(repl) if !repl.borrow().is_master(&self.name) => {
-                Reply::error("ERR WAIT cannot be used with replica instances.")
-            }
-            repl => {
-                let target = repl.as_ref().map(|r| r.borrow().offset(&self.name));
-                let acked = || match (repl, target) {
-                    (Some(r), Some(t)) => r.borrow().acked_count(&self.name, t) as i64,
-                    _ => 0,
-                };
-                let start = tokio::time::Instant::now();
-                loop {
-                    let n = acked();
-                    let timed_out = timeout_ms > 0 && start.elapsed().as_millis() >= timeout_ms as u128;
-                    if n >= want || timed_out {
-                        break Reply::Integer(n);
-                    }
-                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-                }
-            }
-        };
-        self.record_command(session, peer, args, &reply, Vec::new());
-        reply
-    }
-
-    /// Records a command `peer` sent on `session`'s connection, its reply and its key effects.
-    fn record_command(
-        &self,
-        session: &ClientSession,
-        peer: &str,
-        args: &[Bytes],
-        reply: &Reply,
-        effects: Vec<KeyEffect>,
-    ) {
-        self.rec.record(
-            &self.name,
-            EventKind::Command {
-                conn: session.id as u64,
-                args: args.iter().map(|a| history_arg(a)).collect(),
-                reply: clip(render_reply(reply)),
-                effects,
-                client: Some(peer.to_string()),
-            },
-        );
+    /// The server as a host of the server loop (for the resource's connections).
+    pub(crate) fn host(self: &Rc<Self>) -> LiveHost {
+        LiveHost {
+            name: self.name.clone(),
+            clock: self.clock.clone(),
+            rec: self.rec.clone(),
+            server: Rc::downgrade(self),
+        }
     }
 
     /// Stops the server as `kind` says; its memory becomes what its persistence kept.

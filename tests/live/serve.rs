@@ -107,11 +107,21 @@ impl Conn {
 
     /// Sends one command and returns the reply's bytes (everything that arrives until a pause).
     fn call(&mut self, args: &[&str]) -> String {
+        self.send(args);
+        self.read_reply()
+    }
+
+    /// Sends one command.
+    fn send(&mut self, args: &[&str]) {
         let mut out = format!("*{}\r\n", args.len());
         for a in args {
             out.push_str(&format!("${}\r\n{a}\r\n", a.len()));
         }
         self.0.write_all(out.as_bytes()).expect("writes");
+    }
+
+    /// The bytes that arrive next (waiting up to 10 s for the first), until a pause.
+    fn read_reply(&mut self) -> String {
         let mut reply = Vec::new();
         let mut buf = [0u8; 4096];
         let n = self.0.read(&mut buf).expect("a reply");
@@ -245,6 +255,109 @@ fn serve_refuses_faults_that_need_a_client_process_and_bad_flags() {
     let (code, _, err) = common::lockstep_in(&dir, &["serve", "--port", "65535", "--masters", "3"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--port 65535") && err.contains("65535"), "{err}");
+}
+
+/// `BLPOP`/`BRPOP` with a timeout block for it on `serve` (Redis waits; lockstep's own loop used to
+/// answer nil at once), and a push from another connection wakes them early, longest-blocked
+/// first.
+#[test]
+fn serve_blocks_blpop_and_brpop_for_their_timeout_and_wakes_them_on_a_push() {
+    let serve = Serve::start(&["--masters", "1"]);
+    let addr = serve.addr("redis-1").to_string();
+    let mut blocked = Conn::open(&addr);
+    let started = Instant::now();
+    assert_eq!(blocked.call(&["BLPOP", "k", "2"]), "*-1\r\n");
+    let waited = started.elapsed();
+    eprintln!("BLPOP k 2 on serve answered after {:.3} s", waited.as_secs_f64());
+    assert!(
+        waited >= Duration::from_millis(1990) && waited < Duration::from_millis(4000),
+        "{waited:?}"
+    );
+    let started = Instant::now();
+    assert_eq!(blocked.call(&["BRPOP", "k", "1.5"]), "*-1\r\n");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(1490) && waited < Duration::from_millis(3500),
+        "{waited:?}"
+    );
+
+    // Two clients block on `k`; one push of two elements serves both, the oldest first.
+    let mut second = Conn::open(&addr);
+    let mut pusher = Conn::open(&addr);
+    let started = Instant::now();
+    blocked.send(&["BLPOP", "k", "10"]);
+    std::thread::sleep(Duration::from_millis(100));
+    second.send(&["BRPOP", "k", "10"]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(pusher.call(&["RPUSH", "k", "a", "b", "c"]), ":3\r\n");
+    assert_eq!(blocked.read_reply(), "*2\r\n$1\r\nk\r\n$1\r\na\r\n");
+    assert_eq!(second.read_reply(), "*2\r\n$1\r\nk\r\n$1\r\nc\r\n");
+    let woken = started.elapsed();
+    eprintln!("BLPOP k 10 woken by RPUSH after {:.3} s", woken.as_secs_f64());
+    assert!(woken < Duration::from_secs(3), "{woken:?}");
+    assert_eq!(pusher.call(&["LPOP", "k"]), "$1\r\nb\r\n");
+    // Inside MULTI a blocking pop never blocks: nil at once.
+    assert_eq!(blocked.call(&["MULTI"]), "+OK\r\n");
+    assert_eq!(blocked.call(&["BLPOP", "none", "5"]), "+QUEUED\r\n");
+    let started = Instant::now();
+    assert_eq!(blocked.call(&["EXEC"]), "*1\r\n*-1\r\n");
+    assert!(started.elapsed() < Duration::from_secs(1));
+    let (code, rest) = serve.stop(Some(libc::SIGTERM));
+    assert_eq!(code, 0, "{rest}");
+}
+
+/// A subscriber receives a `PUBLISH` on `serve`, in RESP2 and in RESP3 (`HELLO 3`: a `>` push),
+/// and a `PSUBSCRIBE`r receives it as a `pmessage`.
+#[test]
+fn serve_delivers_publish_to_subscribers_in_resp2_and_resp3_and_to_patterns() {
+    let history = common::TempPath::unused("serve", "pubsub.jsonl");
+    let serve = Serve::start(&["--masters", "1", "--history", &history.display().to_string()]);
+    let addr = serve.addr("redis-1").to_string();
+    let mut resp2 = Conn::open(&addr);
+    assert_eq!(
+        resp2.call(&["SUBSCRIBE", "unlock"]),
+        "*3\r\n$9\r\nsubscribe\r\n$6\r\nunlock\r\n:1\r\n"
+    );
+    // Subscribed mode (RESP2): only pub/sub commands and PING.
+    assert!(resp2.call(&["GET", "k"]).starts_with("-ERR Can't execute 'get'"));
+    let mut resp3 = Conn::open(&addr);
+    assert!(resp3.call(&["HELLO", "3"]).starts_with("%7\r\n"));
+    assert_eq!(
+        resp3.call(&["SUBSCRIBE", "unlock"]),
+        ">3\r\n$9\r\nsubscribe\r\n$6\r\nunlock\r\n:1\r\n"
+    );
+    let mut pattern = Conn::open(&addr);
+    assert_eq!(
+        pattern.call(&["PSUBSCRIBE", "un*"]),
+        "*3\r\n$10\r\npsubscribe\r\n$3\r\nun*\r\n:1\r\n"
+    );
+    let mut publisher = Conn::open(&addr);
+    assert_eq!(publisher.call(&["PUBLISH", "unlock", "go"]), ":3\r\n");
+    assert_eq!(publisher.call(&["PUBLISH", "other", "x"]), ":0\r\n");
+    assert_eq!(
+        resp2.read_reply(),
+        "*3\r\n$7\r\nmessage\r\n$6\r\nunlock\r\n$2\r\ngo\r\n"
+    );
+    assert_eq!(
+        resp3.read_reply(),
+        ">3\r\n$7\r\nmessage\r\n$6\r\nunlock\r\n$2\r\ngo\r\n"
+    );
+    assert_eq!(
+        pattern.read_reply(),
+        "*4\r\n$8\r\npmessage\r\n$3\r\nun*\r\n$6\r\nunlock\r\n$2\r\ngo\r\n"
+    );
+    assert_eq!(
+        resp2.call(&["UNSUBSCRIBE"]),
+        "*3\r\n$11\r\nunsubscribe\r\n$6\r\nunlock\r\n:0\r\n"
+    );
+    assert_eq!(resp2.call(&["GET", "k"]), "$-1\r\n");
+    let (code, rest) = serve.stop(Some(libc::SIGINT));
+    assert_eq!(code, 0, "{rest}");
+    let lines = std::fs::read_to_string(&*history).expect("the history was written");
+    assert!(
+        lines.lines().any(|l| l.contains("\"PUBLISH\"") && l.contains(":3")),
+        "{lines}"
+    );
 }
 
 /// The directory of redis-py's unpacked sdist (its `tests/` beside its `redis/`), if given.

@@ -69,7 +69,7 @@ use crate::node::Node;
 use crate::pause::TrueTime;
 use crate::redis::{EngineConfig, Keyspace, RedisEngine, WorldLua};
 use crate::replication::{apply_stream, full_sync_note, Due, Replication, SharedReplication};
-use crate::serve::serve_with_hooks;
+use crate::serve::serve_redis;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -211,14 +211,11 @@ impl Deployment {
         let on_command = Rc::new(move || {
             moved.borrow_mut().insert(command_name.clone());
         });
-        let (handler, hooks) = master::handler(node.clone(), engine.clone(), self.replication.clone(), on_command);
+        let server = master::server(node.clone(), engine.clone(), self.replication.clone(), on_command);
         let host_node = node.clone();
         hosts.host(node.name(), move || {
             let node = host_node.clone();
-            let handler = handler.clone();
-            host_node
-                .gate()
-                .gate(serve_with_hooks(node, REDIS_PORT, handler, Some(hooks.clone())))
+            host_node.gate().gate(serve_redis(node, REDIS_PORT, server.clone()))
         });
         self.moved.borrow_mut().insert(name.clone());
         self.servers.insert(

@@ -39,6 +39,8 @@ pub(crate) struct Db {
     ks: Keyspace,
     /// Channel -> ids of the subscribed sessions.
     channels: BTreeMap<Bytes, BTreeSet<i64>>,
+    /// Pattern -> ids of the sessions subscribed to it (`PSUBSCRIBE`).
+    patterns: BTreeMap<Bytes, BTreeSet<i64>>,
     /// Messages to push: `(session id, message)`, in publishing order.
     outbox: Vec<(i64, Reply)>,
     /// While a script runs: the most bytes the keyspace may hold before a command that may grow
@@ -52,6 +54,7 @@ impl Default for Db {
         Db {
             ks: Keyspace::default(),
             channels: BTreeMap::new(),
+            patterns: BTreeMap::new(),
             outbox: Vec::new(),
             memory_limit: usize::MAX,
         }
@@ -198,18 +201,24 @@ impl RedisEngine {
             .first()
             .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
             .unwrap_or_default();
-        let is_pubsub = name == "subscribe" || name == "unsubscribe";
+        let is_pubsub = matches!(
+            name.as_str(),
+            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe"
+        );
         if is_pubsub && !session.in_multi() {
             if let Lookup::Arity(fullname) = lookup(args) {
                 return vec![arity_error(&fullname)];
             }
-            return if name == "subscribe" {
-                self.subscribe(session, &args[1..])
-            } else {
-                self.unsubscribe(session, &args[1..])
+            return match name.as_str() {
+                "subscribe" => self.subscribe(session, &args[1..]),
+                "unsubscribe" => self.unsubscribe(session, &args[1..]),
+                "psubscribe" => self.psubscribe(session, &args[1..]),
+                _ => self.punsubscribe(session, &args[1..]),
             };
         }
-        if !session.subscriptions.is_empty() && !session.in_multi() {
+        // Subscribed mode restricts RESP2 connections only (Redis 7 lets RESP3 ones run anything).
+        let subscribed = !session.subscriptions.is_empty() || !session.patterns.is_empty();
+        if subscribed && !session.resp3 && !session.in_multi() {
             match lookup(args) {
                 // Redis checks memory before the subscribed-mode restriction.
                 Lookup::Found(spec, _) if spec.denyoom && self.out_of_memory() => {
@@ -241,6 +250,9 @@ impl RedisEngine {
         for channel in std::mem::take(&mut session.subscriptions) {
             self.leave_channel(&channel, session.id);
         }
+        for pattern in std::mem::take(&mut session.patterns) {
+            leave(&mut self.db.patterns, &pattern, session.id);
+        }
         session.multi = None;
         session.multi_error = false;
     }
@@ -252,7 +264,7 @@ impl RedisEngine {
                 if session.subscriptions.insert(channel.clone()) {
                     self.db.channels.entry(channel.clone()).or_default().insert(session.id);
                 }
-                pubsub_reply("subscribe", Some(channel.clone()), session.subscriptions.len())
+                pubsub_reply("subscribe", Some(channel.clone()), session.subscription_count())
             })
             .collect()
     }
@@ -264,7 +276,7 @@ impl RedisEngine {
             channels.to_vec()
         };
         if channels.is_empty() {
-            return vec![pubsub_reply("unsubscribe", None, 0)];
+            return vec![pubsub_reply("unsubscribe", None, session.subscription_count())];
         }
         channels
             .into_iter()
@@ -272,18 +284,47 @@ impl RedisEngine {
                 if session.subscriptions.remove(&channel) {
                     self.leave_channel(&channel, session.id);
                 }
-                pubsub_reply("unsubscribe", Some(channel), session.subscriptions.len())
+                pubsub_reply("unsubscribe", Some(channel), session.subscription_count())
+            })
+            .collect()
+    }
+
+    /// `PSUBSCRIBE pattern...`: messages published to channels matching a pattern (Redis' glob,
+    /// [`super::admin::glob_match`]) are pushed as `pmessage`s.
+    fn psubscribe(&mut self, session: &mut ClientSession, patterns: &[Bytes]) -> Vec<Reply> {
+        patterns
+            .iter()
+            .map(|pattern| {
+                if session.patterns.insert(pattern.clone()) {
+                    self.db.patterns.entry(pattern.clone()).or_default().insert(session.id);
+                }
+                pubsub_reply("psubscribe", Some(pattern.clone()), session.subscription_count())
+            })
+            .collect()
+    }
+
+    fn punsubscribe(&mut self, session: &mut ClientSession, patterns: &[Bytes]) -> Vec<Reply> {
+        let patterns: Vec<Bytes> = if patterns.is_empty() {
+            session.patterns.iter().cloned().collect()
+        } else {
+            patterns.to_vec()
+        };
+        if patterns.is_empty() {
+            return vec![pubsub_reply("punsubscribe", None, session.subscription_count())];
+        }
+        patterns
+            .into_iter()
+            .map(|pattern| {
+                if session.patterns.remove(&pattern) {
+                    leave(&mut self.db.patterns, &pattern, session.id);
+                }
+                pubsub_reply("punsubscribe", Some(pattern), session.subscription_count())
             })
             .collect()
     }
 
     fn leave_channel(&mut self, channel: &Bytes, id: i64) {
-        if let Some(ids) = self.db.channels.get_mut(channel) {
-            ids.remove(&id);
-            if ids.is_empty() {
-                self.db.channels.remove(channel);
-            }
-        }
+        leave(&mut self.db.channels, channel, id);
     }
 
     fn unwatch(&mut self, session: &mut ClientSession) {
@@ -420,7 +461,7 @@ impl RedisEngine {
                 self.unwatch(session);
                 Reply::ok()
             }
-            "subscribe" | "unsubscribe" => {
+            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" => {
                 Reply::error("ERR SUBSCRIBE and UNSUBSCRIBE inside MULTI are not supported by this simulated server")
             }
             "hello" => hello(session, args),
@@ -759,6 +800,14 @@ static COMMANDS: &[Spec] = &[
         denyoom: false,
         subcommands: &[],
     },
+    Spec {
+        name: "brpop",
+        arity: -3,
+        noscript: true,
+        write: true,
+        denyoom: false,
+        subcommands: &[],
+    },
     grow("hset", -4),
     cmd("hget", 3),
     write("hdel", -3),
@@ -768,6 +817,8 @@ static COMMANDS: &[Spec] = &[
     cmd("publish", 3),
     noscript("subscribe", -2),
     noscript("unsubscribe", -1),
+    noscript("psubscribe", -2),
+    noscript("punsubscribe", -1),
     noscript("multi", 1),
     noscript("exec", 1),
     noscript("discard", 1),
@@ -979,7 +1030,12 @@ fn exec_data(db: &mut Db, name: &str, args: &[Bytes], now: i64) -> Reply {
         "hdel" => hdel(ks, args, now),
         "hincrby" => hincrby(ks, args, now),
         // Never blocks here (as inside MULTI); the server blocks on a nil reply.
-        "blpop" => {
+        "blpop" | "brpop" => {
+            let (pop_name, left) = if name == "blpop" {
+                ("lpop", true)
+            } else {
+                ("rpop", false)
+            };
             if let Err(e) = blocking_timeout_ms(&args[args.len() - 1]) {
                 return e;
             }
@@ -988,7 +1044,7 @@ fn exec_data(db: &mut Db, name: &str, args: &[Bytes], now: i64) -> Reply {
                     None => continue,
                     Some(false) => return Reply::error(WRONGTYPE),
                     Some(true) => {
-                        let popped = pop(ks, &[Bytes::from_static(b"lpop"), key.clone()], now, true, "lpop");
+                        let popped = pop(ks, &[Bytes::from(pop_name), key.clone()], now, left, pop_name);
                         return Reply::Array(Some(vec![Reply::Bulk(Some(key.clone())), popped]));
                     }
                 }
@@ -1005,7 +1061,22 @@ fn exec_data(db: &mut Db, name: &str, args: &[Bytes], now: i64) -> Reply {
                 ]));
                 db.outbox.push((*id, message));
             }
-            Reply::Integer(ids.len() as i64)
+            let mut receivers = ids.len();
+            for (pattern, ids) in &db.patterns {
+                if super::admin::glob_match(pattern, &args[1]) {
+                    for id in ids {
+                        let message = Reply::Array(Some(vec![
+                            Reply::bulk("pmessage"),
+                            Reply::Bulk(Some(pattern.clone())),
+                            Reply::Bulk(Some(args[1].clone())),
+                            Reply::Bulk(Some(args[2].clone())),
+                        ]));
+                        db.outbox.push((*id, message));
+                        receivers += 1;
+                    }
+                }
+            }
+            Reply::Integer(receivers as i64)
         }
         "dbsize" => Reply::Integer(ks.len() as i64),
         "keys" => super::admin::keys(ks, &args[1], now),
@@ -1446,6 +1517,16 @@ pub fn blocking_timeout_ms(raw: &[u8]) -> Result<i64, Reply> {
         return Err(Reply::error("ERR timeout is negative"));
     }
     Ok(ms)
+}
+
+/// Removes session `id` from the subscribers of `name` (a channel or a pattern).
+fn leave(subscribers: &mut BTreeMap<Bytes, BTreeSet<i64>>, name: &Bytes, id: i64) {
+    if let Some(ids) = subscribers.get_mut(name) {
+        ids.remove(&id);
+        if ids.is_empty() {
+            subscribers.remove(name);
+        }
+    }
 }
 
 /// A pub/sub confirmation: `[kind, channel, subscription count]`.

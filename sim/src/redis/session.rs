@@ -25,6 +25,8 @@ pub struct ClientSession {
     pub watched: Vec<Bytes>,
     /// The channels this connection is subscribed to (RESP2 subscribed mode when not empty).
     pub subscriptions: BTreeSet<Bytes>,
+    /// The patterns this connection is subscribed to (`PSUBSCRIBE`).
+    pub patterns: BTreeSet<Bytes>,
     /// Whether the connection negotiated RESP3 (`HELLO 3`); the server's encoder
     /// ([`super::ReplyEncoder`]) writes the replies accordingly.
     pub resp3: bool,
@@ -39,6 +41,11 @@ impl ClientSession {
     /// Whether the connection is inside `MULTI`.
     pub fn in_multi(&self) -> bool {
         self.multi.is_some()
+    }
+
+    /// Channels and patterns subscribed to (the count pub/sub confirmations carry).
+    pub fn subscription_count(&self) -> usize {
+        self.subscriptions.len() + self.patterns.len()
     }
 
     /// Marks the open transaction as failed (a command refused while queueing, e.g. a write

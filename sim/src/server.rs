@@ -1,0 +1,1005 @@
+//! The one Redis server: a connection loop generic over the stream and over the host it runs on.
+//!
+//! The simulated masters ([`crate::master`], over [`crate::wire`]'s simulated TCP), `lockstep live`
+//! and `lockstep serve` (over real loopback TCP, behind their fault layer) all serve their
+//! connections here, and so can any other host whose streams are `AsyncRead + AsyncWrite + Unpin`
+//! (a turmoil host, whose `turmoil::net::TcpStream` is one, with tokio's simulated time). What
+//! differs between hosts is the [`RedisHost`] trait: the node's wall and monotonic clocks, sleeping
+//! by the node's clock rate, pause, and recording into the history.
+//!
+//! A [`RedisServer`] owns the command engine ([`crate::redis::RedisEngine`]: the command table,
+//! scripting, `MULTI`/`WATCH`), its part in a replication group, and its connections; one call of
+//! [`RedisServer::serve_connection`] serves one accepted stream until it ends:
+//! * framing: commands are read by [`crate::redis::CommandReader`] (Redis' limits and error texts);
+//!   a protocol error is answered, then the connection is shut, as Redis does; replies are written
+//!   in RESP2, or RESP3 after a `HELLO 3` ([`crate::redis::ReplyEncoder`]);
+//! * a [`ClientSession`] per connection (name, transaction, watched keys, subscriptions, protocol);
+//! * blocking commands: `BLPOP`/`BRPOP` on empty lists block the connection (it reads nothing
+//!   meanwhile, as a blocked Redis client) until a push by any connection serves it — right after
+//!   the pushing command, the longest-blocked client first, as Redis does — or until its timeout
+//!   runs out on the node's wall clock (checked when a sleep by the node's clock rate ends: no
+//!   polling); `WAIT numreplicas timeout` blocks until enough replicas acknowledged or the timeout
+//!   ran out on the node's monotonic clock (0: forever);
+//! * pub/sub: `SUBSCRIBE`/`PSUBSCRIBE` confirmations and `PUBLISH`ed messages are pushed to the
+//!   subscribed connections while they wait for input (RESP2 arrays, or RESP3 `>` pushes);
+//! * replication roles: a replica refuses writes with [`READONLY_ERROR`], a master with replicas
+//!   publishes each command's effects (see [`execute_member`]);
+//! * input limits: [`ConnectionOptions`] lets a host bound what a connection holds (its query
+//!   buffer, its replies not yet written) and end a connection whose server stopped.
+//!
+//! Every command is recorded with its reply through [`RedisHost::record_command`]; expired keys
+//! are reclaimed before each command and recorded too. Spawning is the caller's: it accepts
+//! connections on its own listener and spawns each [`RedisServer::serve_connection`] as its
+//! runtime does (a simulated node behind its pause gate, a `LocalSet` task in a live run).
+//!
+//! Left out: a client that disconnects while blocked stays blocked until its timeout in the
+//! simulation (Redis would unblock it at once); hosts that set [`ConnectionOptions::forget_on_abort`]
+//! forget it when its task is aborted. `BLMOVE` is not served (the engine has no `LMOVE`).
+
+use crate::history::{EventKind, KeyEffect};
+use crate::redis::{
+    blocking_timeout_ms, encode_reply, is_write_command, ClientSession, CommandReader, RedisEngine, Reply, ReplyEncoder,
+};
+use crate::replication::{diff, Effect, MemberRole, Replication};
+use bytes::{Bytes, BytesMut};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+
+/// The error a replica gives a write.
+pub const READONLY_ERROR: &str = "READONLY You can't write against a read only replica.";
+
+/// The bytes a connection reads from its stream at most at once, until a larger command grows
+/// its buffer.
+const READ_CAPACITY: usize = 4096;
+
+/// A boxed future of the host's runtime (everything here runs on one thread).
+pub type LocalFuture<T> = Pin<Box<dyn Future<Output = T>>>;
+
+/// What a Redis server needs from the node it runs on: its clocks, sleeping by its clock rate, its
+/// pause, and its history. Implemented by the simulated nodes, by `lockstep live`/`serve`'s servers,
+/// and by any host outside this crate (a turmoil host).
+pub trait RedisHost: 'static {
+    /// The node's name, as the replication group and the history know it.
+    fn name(&self) -> &str;
+    /// The node's wall clock, ms since the Unix epoch (expiry, blocking timeouts).
+    fn wall_ms(&self) -> i64;
+    /// The node's monotonic clock, ms (`WAIT` timeouts).
+    fn monotonic_ms(&self) -> i64;
+    /// The run's true time, µs (replication stream timestamps).
+    fn true_time_us(&self) -> u64;
+    /// A future that completes once `local_ms` ms have passed by the node's clock rate.
+    fn sleep_local_ms(&self, local_ms: u64) -> LocalFuture<()>;
+    /// Records an event of this node (an expiry, a note).
+    fn record(&self, event: EventKind);
+    /// Records a command with its reply.
+    fn record_command(&self, command: RecordedCommand<'_>);
+    /// Called as each command arrives, before it runs (the simulated deployment files the
+    /// server's next deadline again).
+    fn before_command(&self) {}
+    /// Whether the node is paused: a connection runs no command while it is (it sleeps 1 ms at a
+    /// time). A host whose pause freezes its tasks answers `false`.
+    fn is_paused(&self) -> bool {
+        false
+    }
+    /// Whether the reply to the next command from `peer` is to be lost (the simulation's
+    /// `drop-reply` fault): the command runs, its reply is never written, the connection answers
+    /// nothing more.
+    fn drops_reply_to(&self, _peer: &str) -> bool {
+        false
+    }
+}
+
+/// A command to record, with its reply.
+#[derive(Debug)]
+pub struct RecordedCommand<'a> {
+    /// The connection.
+    pub conn: u64,
+    /// Who sent it (the peer name the caller gave the connection).
+    pub peer: &'a str,
+    /// The command.
+    pub args: &'a [Bytes],
+    /// Its reply (for `SUBSCRIBE a b`: the array of its replies).
+    pub reply: &'a Reply,
+    /// What it did to the keys it changed.
+    pub effects: Vec<KeyEffect>,
+    /// A `WAIT`, or a blocking command that blocked: the simulated servers record these without
+    /// the client's name (as they always have; the history digests pin it).
+    pub blocking: bool,
+}
+
+/// What a server does with one command: a reply now, one later, or several.
+pub enum Response {
+    /// The reply.
+    Now(Reply),
+    /// The reply, once the future completes (the connection reads nothing meanwhile).
+    Later(LocalFuture<Reply>),
+    /// Several replies to one command, in order.
+    Many(Vec<Reply>),
+}
+
+/// What a host bounds of one connection (`lockstep live`/`serve` count every byte a connection
+/// holds, see `src/live/buffers.rs`).
+pub trait ConnectionBudget {
+    /// The connection's query buffer now holds `bytes`; `false`: close the connection (no reply).
+    fn query_held(&self, bytes: usize) -> bool;
+    /// `bytes` of replies wait to be written; `false`: close the connection.
+    fn output_held(&self, bytes: usize) -> bool;
+}
+
+/// How a host serves one connection. The default is the simulation's: no budget, never stopped.
+#[derive(Clone, Default)]
+pub struct ConnectionOptions {
+    /// Checked before each command: `false` ends the connection (its server stopped).
+    pub alive: Option<Rc<dyn Fn() -> bool>>,
+    /// The connection's byte budget.
+    pub budget: Option<Rc<dyn ConnectionBudget>>,
+    /// Whether a connection whose task is dropped before it ended (aborted) is forgotten: its
+    /// session, subscriptions and blocked commands. The simulated servers keep them (a crash
+    /// resets the engine; a stale blocked client stays queued, the digests pin it).
+    pub forget_on_abort: bool,
+}
+
+impl ConnectionOptions {
+    fn is_alive(&self) -> bool {
+        self.alive.as_ref().is_none_or(|alive| alive())
+    }
+
+    fn query_fits(&self, bytes: usize) -> bool {
+        self.budget.as_ref().is_none_or(|b| b.query_held(bytes))
+    }
+
+    fn output_fits(&self, bytes: usize) -> bool {
+        self.budget.as_ref().is_none_or(|b| b.output_held(bytes))
+    }
+}
+
+/// How a connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectionEnd {
+    /// The client closed its side (EOF).
+    InputEnded,
+    /// A protocol error was answered and the write side shut: the caller may linger to let the
+    /// client read it before closing.
+    ProtocolError,
+    /// Past a limit of its [`ConnectionBudget`]: to be closed without more.
+    OverLimit,
+    /// Its server stopped ([`ConnectionOptions::alive`]).
+    Stopped,
+    /// A reply was dropped (`drop-reply`) and the client then closed its side.
+    ReplyDropped,
+}
+
+/// Serves RESP commands read from `stream` with `handler` until the stream ends: the loop of every
+/// server (a Redis server's through [`RedisServer::serve_connection`]; a simple handler's, such as
+/// the fenced resource's, directly). `pushes` are replies pushed to the connection at any time
+/// (pub/sub messages), written while it waits for input.
+pub async fn serve_stream<S, H>(
+    host: &H,
+    mut stream: S,
+    conn: u64,
+    peer: &str,
+    handler: &dyn Fn(&[Bytes]) -> Response,
+    mut pushes: Option<&mut mpsc::UnboundedReceiver<Reply>>,
+    options: &ConnectionOptions,
+) -> std::io::Result<ConnectionEnd>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    H: RedisHost + ?Sized,
+{
+    let mut input = CommandReader::with_capacity(READ_CAPACITY);
+    let mut output = BytesMut::with_capacity(READ_CAPACITY);
+    // RESP2 until a `HELLO 3`.
+    let mut encoder = ReplyEncoder::new();
+    loop {
+        loop {
+            match input.next_command() {
+                Ok(Some(args)) => {
+                    while host.is_paused() {
+                        host.sleep_local_ms(1).await;
+                    }
+                    if !options.is_alive() {
+                        return Ok(ConnectionEnd::Stopped);
+                    }
+                    let (reply, more) = match handler(&args) {
+                        Response::Now(reply) => (reply, Vec::new()),
+                        Response::Many(mut replies) if !replies.is_empty() => {
+                            let first = replies.remove(0);
+                            (first, replies)
+                        }
+                        Response::Many(_) => continue,
+                        Response::Later(future) => {
+                            // Replies go out in order: send what is ready, then block.
+                            if !output.is_empty() {
+                                stream.write_all(&output).await?;
+                                output.clear();
+                            }
+                            (future.await, Vec::new())
+                        }
+                    };
+                    if host.drops_reply_to(peer) {
+                        host.record(EventKind::Note {
+                            text: format!(
+                                "reply dropped (drop-reply): `{}` from {peer} on connection {conn} ran, its reply {} is lost; the connection answers nothing more",
+                                render_args(&args).join(" "),
+                                render_reply(&reply)
+                            ),
+                        });
+                        if !output.is_empty() {
+                            stream.write_all(&output).await?;
+                        }
+                        ignore_the_rest(stream).await?;
+                        return Ok(ConnectionEnd::ReplyDropped);
+                    }
+                    encoder.encode(&args, &reply, &mut output);
+                    for reply in &more {
+                        encoder.encode(&args, reply, &mut output);
+                    }
+                    if !options.output_fits(output.len()) {
+                        // Replies the client does not read (or a pipeline of huge ones).
+                        return Ok(ConnectionEnd::OverLimit);
+                    }
+                }
+                Ok(None) => break,
+                Err(protocol_error) => {
+                    encode_reply(&Reply::Error(protocol_error), &mut output);
+                    stream.write_all(&output).await?;
+                    stream.shutdown().await?;
+                    return Ok(ConnectionEnd::ProtocolError);
+                }
+            }
+        }
+        if !options.query_fits(input.buffered()) {
+            return Ok(ConnectionEnd::OverLimit);
+        }
+        if !output.is_empty() {
+            stream.write_all(&output).await?;
+            output.clear();
+        }
+        let read = match pushes.as_mut() {
+            None => stream.read_buf(input.input_mut()).await?,
+            Some(pushes) => loop {
+                tokio::select! {
+                    biased;
+                    Some(push) = pushes.recv() => {
+                        encoder.encode_push(&push, &mut output);
+                        stream.write_all(&output).await?;
+                        output.clear();
+                    }
+                    read = stream.read_buf(input.input_mut()) => break read?,
+                }
+            },
+        };
+        if read == 0 {
+            return Ok(ConnectionEnd::InputEnded);
+        }
+        // Checked before the commands run, as Redis checks its query buffer after a read.
+        if !options.query_fits(input.buffered()) {
+            return Ok(ConnectionEnd::OverLimit);
+        }
+    }
+}
+
+/// Reads and ignores what arrives on a connection whose replies are lost, until the peer closes it.
+async fn ignore_the_rest<S: AsyncRead + Unpin>(mut stream: S) -> std::io::Result<()> {
+    let mut sink = BytesMut::with_capacity(READ_CAPACITY);
+    while stream.read_buf(&mut sink).await? > 0 {
+        sink.clear();
+    }
+    Ok(())
+}
+
+/// A one-line rendering of a reply for the history and timelines.
+pub fn render_reply(reply: &Reply) -> String {
+    match reply {
+        Reply::Status(s) => format!("+{s}"),
+        Reply::Error(e) => format!("-{e}"),
+        Reply::Integer(i) => format!(":{i}"),
+        Reply::Bulk(None) | Reply::Array(None) => "(nil)".to_string(),
+        Reply::Bulk(Some(b)) => format!("\"{}\"", String::from_utf8_lossy(b)),
+        Reply::Array(Some(items)) => {
+            let inner: Vec<String> = items.iter().map(render_reply).collect();
+            format!("[{}]", inner.join(", "))
+        }
+    }
+}
+
+/// Lossy UTF-8 renderings of command arguments.
+pub fn render_args(args: &[Bytes]) -> Vec<String> {
+    args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect()
+}
+
+/// One open connection of a server.
+struct Conn {
+    session: ClientSession,
+    pushes: mpsc::UnboundedSender<Reply>,
+    /// Which opening of this connection id it is (a restarted simulated server numbers its
+    /// connections from 1 again).
+    serial: u64,
+}
+
+/// A client blocked in `BLPOP`/`BRPOP`.
+struct Blocked {
+    id: u64,
+    conn: u64,
+    keys: Vec<Bytes>,
+    /// The pop that serves it: `LPOP` or `RPOP`.
+    pop: &'static [u8],
+    wake: oneshot::Sender<Reply>,
+}
+
+/// The connections of one server and its blocked clients, oldest first.
+#[derive(Default)]
+struct Conns {
+    open: BTreeMap<u64, Conn>,
+    blocked: VecDeque<Blocked>,
+    next_blocked_id: u64,
+    next_serial: u64,
+}
+
+/// One Redis server (a master, or a replica of one): the engine, its replication group, its
+/// connections and blocked clients, on host `H`.
+pub struct RedisServer<H: RedisHost> {
+    host: H,
+    engine: Rc<RefCell<RedisEngine>>,
+    repl: Option<Rc<RefCell<Replication>>>,
+    conns: RefCell<Conns>,
+}
+
+impl<H: RedisHost> RedisServer<H> {
+    /// A server on `host` running `engine`, a member of the replication group `repl` when given
+    /// (a master or a replica as `repl` says; without it, a master without replicas).
+    pub fn new(host: H, engine: Rc<RefCell<RedisEngine>>, repl: Option<Rc<RefCell<Replication>>>) -> Rc<Self> {
+        Rc::new(RedisServer {
+            host,
+            engine,
+            repl,
+            conns: RefCell::new(Conns::default()),
+        })
+    }
+
+    /// The host.
+    pub fn host(&self) -> &H {
+        &self.host
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Rc<RefCell<RedisEngine>> {
+        &self.engine
+    }
+
+    /// How many connections are open (what the server knows of: aborted ones it kept included).
+    pub fn open_connections(&self) -> usize {
+        self.conns.borrow().open.len()
+    }
+
+    /// How many clients are blocked in `BLPOP`/`BRPOP`.
+    pub fn blocked_clients(&self) -> usize {
+        self.conns.borrow().blocked.len()
+    }
+
+    /// Serves one accepted connection, id `conn` (unique among the open ones), from `peer`, until
+    /// it ends. The caller spawns it on its runtime.
+    pub async fn serve_connection<S>(
+        self: Rc<Self>,
+        stream: S,
+        conn: u64,
+        peer: &str,
+        options: ConnectionOptions,
+    ) -> std::io::Result<ConnectionEnd>
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
+        let (mut pushes, serial) = self.open(conn);
+        let mut guard = ForgetOnDrop {
+            server: self.clone(),
+            conn,
+            serial,
+            armed: options.forget_on_abort,
+        };
+        let handler = |args: &[Bytes]| self.command(conn, peer, args);
+        let end = serve_stream(&self.host, stream, conn, peer, &handler, Some(&mut pushes), &options).await;
+        guard.armed = false;
+        self.close(conn, serial);
+        end
+    }
+
+    /// A connection was accepted: its session, and the receiver of the replies pushed to it.
+    fn open(&self, conn: u64) -> (mpsc::UnboundedReceiver<Reply>, u64) {
+        let (pushes, received) = mpsc::unbounded_channel();
+        let mut conns = self.conns.borrow_mut();
+        conns.next_serial += 1;
+        let serial = conns.next_serial;
+        let fresh = Conn {
+            session: ClientSession::new(conn as i64),
+            pushes,
+            serial,
+        };
+        if let Some(mut stale) = conns.open.insert(conn, fresh) {
+            self.engine.borrow_mut().forget_session(&mut stale.session);
+        }
+        (received, serial)
+    }
+
+    /// A connection ended: its session is forgotten (unless the id was opened again since).
+    fn close(&self, conn: u64, serial: u64) {
+        let gone = {
+            let mut conns = self.conns.borrow_mut();
+            match conns.open.get(&conn) {
+                Some(c) if c.serial == serial => conns.open.remove(&conn),
+                _ => None,
+            }
+        };
+        if let Some(mut gone) = gone {
+            self.engine.borrow_mut().forget_session(&mut gone.session);
+        }
+    }
+
+    /// The server's role for the command it runs.
+    fn role(&self) -> MemberRole {
+        match &self.repl {
+            Some(repl) => repl.borrow().member_role(self.host.name()),
+            None => MemberRole {
+                is_master: true,
+                has_replicas: false,
+            },
+        }
+    }
+
+    /// Removes every key due at the node's current wall time and records each expiry; a master
+    /// with replicas replicates each as a `DEL`.
+    pub fn expire_due(&self) {
+        let expired = self.engine.borrow_mut().expire_due(self.host.wall_ms());
+        if expired.is_empty() {
+            return;
+        }
+        for key in &expired {
+            self.host.record(EventKind::Expired {
+                key: String::from_utf8_lossy(key).into_owned(),
+            });
+        }
+        if let Some(repl) = &self.repl {
+            publish_expired(repl, self.host.name(), expired, self.host.true_time_us());
+        }
+    }
+
+    fn record(&self, conn: u64, peer: &str, args: &[Bytes], reply: &Reply, effects: Vec<KeyEffect>, blocking: bool) {
+        self.host.record_command(RecordedCommand {
+            conn,
+            peer,
+            args,
+            reply,
+            effects,
+            blocking,
+        });
+    }
+
+    /// One command of connection `conn` from `peer`.
+    fn command(self: &Rc<Self>, conn: u64, peer: &str, args: &[Bytes]) -> Response {
+        self.host.before_command();
+        self.expire_due();
+        let name = args
+            .first()
+            .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+            .unwrap_or_default();
+        // Inside MULTI, WAIT is queued like any command (and answers at once in EXEC).
+        let in_multi = self
+            .conns
+            .borrow()
+            .open
+            .get(&conn)
+            .is_some_and(|c| c.session.in_multi());
+        if name == "wait" && !in_multi {
+            return self.wait(conn, peer, args);
+        }
+        // Read once for the command: its role decides how it runs and what is kept of it.
+        let role = self.role();
+        let is_master = role.is_master;
+        let mut session = self
+            .conns
+            .borrow_mut()
+            .open
+            .get_mut(&conn)
+            .map(|c| std::mem::take(&mut c.session))
+            .unwrap_or_else(|| ClientSession::new(conn as i64));
+        // The command's key effects are taken right after it runs, before blocked clients are
+        // served; a replica keeps no client write (it refuses or undoes them), so none are kept.
+        let mut effects = Vec::new();
+        let engine = &self.engine;
+        let replies = execute_as_member(
+            role,
+            self.repl.as_deref(),
+            self.host.name(),
+            engine,
+            &mut session,
+            &name,
+            &|| self.host.true_time_us(),
+            &mut |session| {
+                let replies = engine.borrow_mut().execute_conn(session, args, self.host.wall_ms());
+                effects = engine.borrow_mut().take_effects();
+                replies
+            },
+            &mut || self.serve_blocked_and_pushes(),
+        );
+        if !is_master {
+            effects.clear();
+        }
+        let pop: Option<&'static [u8]> = match name.as_str() {
+            "blpop" => Some(b"LPOP"),
+            "brpop" => Some(b"RPOP"),
+            _ => None,
+        };
+        let blocks = is_master && pop.is_some() && !session.in_multi() && replies == [Reply::Array(None)];
+        if let Some(c) = self.conns.borrow_mut().open.get_mut(&conn) {
+            c.session = session;
+        }
+        if let (true, Some(pop)) = (blocks, pop) {
+            return self.block(conn, peer, args, pop);
+        }
+        match <[Reply; 1]>::try_from(replies) {
+            Ok([reply]) => {
+                self.record(conn, peer, args, &reply, effects, false);
+                Response::Now(reply)
+            }
+            Err(replies) => {
+                self.record(conn, peer, args, &Reply::Array(Some(replies.clone())), effects, false);
+                Response::Many(replies)
+            }
+        }
+    }
+
+    /// `WAIT numreplicas timeout`.
+    fn wait(self: &Rc<Self>, conn: u64, peer: &str, args: &[Bytes]) -> Response {
+        let reply_now = |reply: Reply| {
+            self.record(conn, peer, args, &reply, Vec::new(), true);
+            Response::Now(reply)
+        };
+        if args.len() != 3 {
+            return reply_now(Reply::error("ERR wrong number of arguments for 'wait' command"));
+        }
+        if !self
+            .repl
+            .as_ref()
+            .is_none_or(|r| r.borrow().is_master(self.host.name()))
+        {
+            return reply_now(Reply::error("ERR WAIT cannot be used with replica instances."));
+        }
+        let parse = |b: &Bytes| std::str::from_utf8(b).ok().and_then(|s| s.parse::<i64>().ok());
+        let (Some(want), Some(timeout_ms)) = (parse(&args[1]), parse(&args[2])) else {
+            return reply_now(Reply::error("ERR value is not an integer or out of range"));
+        };
+        if timeout_ms < 0 {
+            return reply_now(Reply::error("ERR timeout is negative"));
+        }
+        let target = self.repl.as_ref().map(|r| r.borrow().offset(self.host.name()));
+        let acked = {
+            let server = self.clone();
+            move || match (&server.repl, target) {
+                (Some(r), Some(target)) => r.borrow().acked_count(server.host.name(), target) as i64,
+                _ => 0,
+            }
+        };
+        let now = acked();
+        if now >= want {
+            return reply_now(Reply::Integer(now));
+        }
+        let server = self.clone();
+        let peer = peer.to_string();
+        let args = args.to_vec();
+        Response::Later(Box::pin(async move {
+            let start = server.host.monotonic_ms();
+            loop {
+                server.host.sleep_local_ms(1).await;
+                let acked = acked();
+                if acked >= want || (timeout_ms > 0 && server.host.monotonic_ms() - start >= timeout_ms) {
+                    let reply = Reply::Integer(acked);
+                    server.record(conn, &peer, &args, &reply, Vec::new(), true);
+                    return reply;
+                }
+            }
+        }))
+    }
+
+    /// Hands the head (or tail) of a non-empty list to each blocked client that waits on it,
+    /// oldest client first (each tries its keys in argument order), then delivers published
+    /// messages.
+    fn serve_blocked_and_pushes(&self) {
+        let now = self.host.wall_ms();
+        let mut conns = self.conns.borrow_mut();
+        let mut i = 0;
+        while i < conns.blocked.len() {
+            let ready = conns.blocked[i].keys.iter().find(|key| {
+                self.engine
+                    .borrow()
+                    .keyspace()
+                    .peek(key, now)
+                    .is_some_and(|e| matches!(e.value, crate::redis::Value::List(_)))
+            });
+            let Some(key) = ready.cloned() else {
+                i += 1;
+                continue;
+            };
+            let pop = Bytes::from_static(conns.blocked[i].pop);
+            let popped = self.engine.borrow_mut().execute(&[pop, key.clone()], now);
+            if let Some(blocked) = conns.blocked.remove(i) {
+                let _ = blocked
+                    .wake
+                    .send(Reply::Array(Some(vec![Reply::Bulk(Some(key)), popped])));
+            }
+        }
+        for (id, push) in self.engine.borrow_mut().take_pushes() {
+            if let Some(conn) = u64::try_from(id).ok().and_then(|id| conns.open.get(&id)) {
+                let _ = conn.pushes.send(push);
+            }
+        }
+    }
+
+    /// `BLPOP`/`BRPOP` that found every list empty: blocks until served or timed out.
+    fn block(self: &Rc<Self>, conn: u64, peer: &str, args: &[Bytes], pop: &'static [u8]) -> Response {
+        let timeout_ms = blocking_timeout_ms(&args[args.len() - 1]).unwrap_or(0);
+        let (wake, woken) = oneshot::channel();
+        let id = {
+            let mut c = self.conns.borrow_mut();
+            c.next_blocked_id += 1;
+            let id = c.next_blocked_id;
+            c.blocked.push_back(Blocked {
+                id,
+                conn,
+                keys: args[1..args.len() - 1].to_vec(),
+                pop,
+                wake,
+            });
+            id
+        };
+        let server = self.clone();
+        let peer = peer.to_string();
+        let args = args.to_vec();
+        Response::Later(Box::pin(async move {
+            let host = &server.host;
+            let deadline_ms = host.wall_ms().saturating_add(timeout_ms);
+            let mut woken = woken;
+            let reply = loop {
+                let remaining_ms = deadline_ms - host.wall_ms();
+                if timeout_ms > 0 && remaining_ms <= 0 {
+                    server.conns.borrow_mut().blocked.retain(|b| b.id != id);
+                    break Reply::Array(None);
+                }
+                let timer = async {
+                    if timeout_ms > 0 {
+                        host.sleep_local_ms(remaining_ms as u64).await;
+                    } else {
+                        std::future::pending::<()>().await;
+                    }
+                };
+                tokio::select! {
+                    biased;
+                    served = &mut woken => break served.unwrap_or(Reply::Array(None)),
+                    _ = timer => {}
+                }
+            };
+            server.record(conn, &peer, &args, &reply, Vec::new(), true);
+            reply
+        }))
+    }
+}
+
+/// Forgets an aborted connection (when [`ConnectionOptions::forget_on_abort`]): its session and
+/// its blocked commands.
+struct ForgetOnDrop<H: RedisHost> {
+    server: Rc<RedisServer<H>>,
+    conn: u64,
+    serial: u64,
+    armed: bool,
+}
+
+impl<H: RedisHost> Drop for ForgetOnDrop<H> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let current = self
+            .server
+            .conns
+            .borrow()
+            .open
+            .get(&self.conn)
+            .is_some_and(|c| c.serial == self.serial);
+        if current {
+            let conn = self.conn;
+            self.server.conns.borrow_mut().blocked.retain(|b| b.conn != conn);
+            self.server.close(conn, self.serial);
+        }
+    }
+}
+
+/// Runs one command (`name`, lower case) of a connection on server `node` as its role in `repl`
+/// says. A replica answers a write with [`READONLY_ERROR`] without running it (flagging an open
+/// transaction), runs anything else (a script) and undoes it with `READONLY` if it wrote; a master
+/// with replicas publishes the command's effects at true time `now_us()`. `run` executes the
+/// command on `engine`; `settle` runs after a command that is kept (the server serves blocked
+/// clients and pushes there), before its effects are taken.
+#[allow(clippy::too_many_arguments)]
+pub fn execute_member(
+    repl: &RefCell<Replication>,
+    node: &str,
+    engine: &RefCell<RedisEngine>,
+    session: &mut ClientSession,
+    name: &str,
+    now_us: &dyn Fn() -> u64,
+    run: &mut dyn FnMut(&mut ClientSession) -> Vec<Reply>,
+    settle: &mut dyn FnMut(),
+) -> Vec<Reply> {
+    let role = repl.borrow().member_role(node);
+    execute_as_member(role, Some(repl), node, engine, session, name, now_us, run, settle)
+}
+
+/// [`execute_member`] for a server whose `role` the caller has read already.
+#[allow(clippy::too_many_arguments)]
+fn execute_as_member(
+    MemberRole {
+        is_master,
+        has_replicas,
+    }: MemberRole,
+    repl: Option<&RefCell<Replication>>,
+    node: &str,
+    engine: &RefCell<RedisEngine>,
+    session: &mut ClientSession,
+    name: &str,
+    now_us: &dyn Fn() -> u64,
+    run: &mut dyn FnMut(&mut ClientSession) -> Vec<Reply>,
+    settle: &mut dyn FnMut(),
+) -> Vec<Reply> {
+    if !is_master {
+        if is_write_command(name.as_bytes()) {
+            session.flag_transaction();
+            return vec![Reply::error(READONLY_ERROR)];
+        }
+        // Scripts and anything else: run, and undo it if it wrote.
+        let before = engine.borrow().keyspace().clone();
+        let replies = run(session);
+        if *engine.borrow().keyspace() != before {
+            engine.borrow_mut().restore(before);
+            return vec![Reply::error(READONLY_ERROR)];
+        }
+        settle();
+        replies
+    } else if let (true, Some(repl)) = (has_replicas, repl) {
+        let before = engine.borrow().keyspace().clone();
+        let replies = run(session);
+        settle();
+        let effects = diff(&before, engine.borrow().keyspace());
+        if !effects.is_empty() {
+            repl.borrow_mut().publish(node, effects, now_us());
+        }
+        replies
+    } else {
+        let replies = run(session);
+        settle();
+        replies
+    }
+}
+
+/// Replicates keys that expired on master `node` (`expired`) as `DEL`s at true time `now_us`,
+/// when it has replicas.
+pub fn publish_expired(repl: &RefCell<Replication>, node: &str, expired: Vec<Bytes>, now_us: u64) {
+    let publish = repl.borrow().has_replicas(node);
+    if publish {
+        let effects = expired.into_iter().map(|key| Effect { key, entry: None }).collect();
+        repl.borrow_mut().publish(node, effects, now_us);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The loop on tokio's own (paused) clock through a host written as any crate outside this one
+    //! would write it: in-memory streams, a wall clock at a fixed epoch plus tokio's time.
+
+    use super::*;
+    use crate::redis::EngineConfig;
+    use tokio::io::DuplexStream;
+    use tokio::time::{Duration, Instant};
+
+    /// A host on tokio's clock, recording commands as text.
+    struct TokioHost {
+        start: Instant,
+        log: Rc<RefCell<Vec<String>>>,
+    }
+
+    impl RedisHost for TokioHost {
+        fn name(&self) -> &str {
+            "redis-t"
+        }
+        fn wall_ms(&self) -> i64 {
+            1_700_000_000_000 + self.start.elapsed().as_millis() as i64
+        }
+        fn monotonic_ms(&self) -> i64 {
+            self.start.elapsed().as_millis() as i64
+        }
+        fn true_time_us(&self) -> u64 {
+            self.start.elapsed().as_micros() as u64
+        }
+        fn sleep_local_ms(&self, local_ms: u64) -> LocalFuture<()> {
+            Box::pin(tokio::time::sleep(Duration::from_millis(local_ms)))
+        }
+        fn record(&self, event: EventKind) {
+            self.log.borrow_mut().push(format!("{event:?}"));
+        }
+        fn record_command(&self, c: RecordedCommand<'_>) {
+            self.log.borrow_mut().push(format!(
+                "{} {} -> {}",
+                c.conn,
+                render_args(c.args).join(" "),
+                render_reply(c.reply)
+            ));
+        }
+    }
+
+    fn run(test: impl std::future::Future<Output = ()>) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("a runtime");
+        tokio::task::LocalSet::new().block_on(&rt, test);
+    }
+
+    fn server() -> (Rc<RedisServer<TokioHost>>, Rc<RefCell<Vec<String>>>) {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let host = TokioHost {
+            start: Instant::now(),
+            log: log.clone(),
+        };
+        let engine = Rc::new(RefCell::new(RedisEngine::new(EngineConfig::default())));
+        (RedisServer::new(host, engine, None), log)
+    }
+
+    /// Opens connection `conn` to `server`.
+    fn connect(server: &Rc<RedisServer<TokioHost>>, conn: u64) -> DuplexStream {
+        let (client, end) = tokio::io::duplex(64 * 1024);
+        let server = server.clone();
+        tokio::task::spawn_local(async move {
+            let _ = server
+                .serve_connection(end, conn, "client", ConnectionOptions::default())
+                .await;
+        });
+        client
+    }
+
+    async fn send(stream: &mut DuplexStream, args: &[&str]) {
+        let mut out = format!("*{}\r\n", args.len());
+        for a in args {
+            out.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        stream.write_all(out.as_bytes()).await.expect("writes");
+    }
+
+    /// The next write of the server, whole (each batch of replies is one write).
+    async fn reply(stream: &mut DuplexStream) -> String {
+        let mut buf = vec![0u8; 64 * 1024];
+        let n = stream.read(&mut buf).await.expect("reads");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    }
+
+    async fn call(stream: &mut DuplexStream, args: &[&str]) -> String {
+        send(stream, args).await;
+        reply(stream).await
+    }
+
+    #[test]
+    fn blpop_and_brpop_block_for_their_timeout_and_wake_on_a_push_oldest_first() {
+        run(async {
+            let (server, log) = server();
+            let mut a = connect(&server, 1);
+            let mut b = connect(&server, 2);
+            let mut pusher = connect(&server, 3);
+            let started = Instant::now();
+            assert_eq!(call(&mut a, &["BLPOP", "k", "2"]).await, "*-1\r\n");
+            assert_eq!(started.elapsed(), Duration::from_millis(2000));
+            let started = Instant::now();
+            assert_eq!(call(&mut a, &["BRPOP", "k", "0.25"]).await, "*-1\r\n");
+            assert_eq!(started.elapsed(), Duration::from_millis(250));
+
+            let started = Instant::now();
+            send(&mut a, &["BLPOP", "k", "10"]).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            send(&mut b, &["BRPOP", "k", "10"]).await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            assert_eq!(server.blocked_clients(), 2);
+            assert_eq!(call(&mut pusher, &["RPUSH", "k", "x", "y", "z"]).await, ":3\r\n");
+            assert_eq!(reply(&mut a).await, "*2\r\n$1\r\nk\r\n$1\r\nx\r\n");
+            assert_eq!(reply(&mut b).await, "*2\r\n$1\r\nk\r\n$1\r\nz\r\n");
+            assert_eq!(started.elapsed(), Duration::from_millis(300));
+            assert_eq!(call(&mut pusher, &["LPOP", "k"]).await, "$1\r\ny\r\n");
+            assert_eq!(server.blocked_clients(), 0);
+            let log = log.borrow();
+            assert!(log.iter().any(|l| l == "1 BLPOP k 2 -> (nil)"), "{log:?}");
+            assert!(log.iter().any(|l| l == "2 BRPOP k 10 -> [\"k\", \"z\"]"), "{log:?}");
+        });
+    }
+
+    #[test]
+    fn publish_reaches_subscribers_in_resp2_and_resp3_and_pattern_subscribers() {
+        run(async {
+            let (server, _log) = server();
+            let mut resp2 = connect(&server, 1);
+            let mut resp3 = connect(&server, 2);
+            let mut pattern = connect(&server, 3);
+            let mut publisher = connect(&server, 4);
+            assert_eq!(
+                call(&mut resp2, &["SUBSCRIBE", "ch"]).await,
+                "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n"
+            );
+            assert!(call(&mut resp3, &["HELLO", "3"]).await.starts_with("%7\r\n"));
+            assert_eq!(
+                call(&mut resp3, &["SUBSCRIBE", "ch"]).await,
+                ">3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n"
+            );
+            // RESP3 connections may run any command while subscribed.
+            assert_eq!(call(&mut resp3, &["GET", "k"]).await, "_\r\n");
+            assert_eq!(
+                call(&mut pattern, &["PSUBSCRIBE", "c?", "z*"]).await,
+                "*3\r\n$10\r\npsubscribe\r\n$2\r\nc?\r\n:1\r\n*3\r\n$10\r\npsubscribe\r\n$2\r\nz*\r\n:2\r\n"
+            );
+            assert_eq!(call(&mut publisher, &["PUBLISH", "ch", "hi"]).await, ":3\r\n");
+            assert_eq!(
+                reply(&mut resp2).await,
+                "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n"
+            );
+            assert_eq!(
+                reply(&mut resp3).await,
+                ">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n"
+            );
+            assert_eq!(
+                reply(&mut pattern).await,
+                "*4\r\n$8\r\npmessage\r\n$2\r\nc?\r\n$2\r\nch\r\n$2\r\nhi\r\n"
+            );
+            assert_eq!(
+                call(&mut pattern, &["PUNSUBSCRIBE"]).await,
+                "*3\r\n$12\r\npunsubscribe\r\n$2\r\nc?\r\n:1\r\n*3\r\n$12\r\npunsubscribe\r\n$2\r\nz*\r\n:0\r\n"
+            );
+            assert_eq!(call(&mut publisher, &["PUBLISH", "ch", "again"]).await, ":2\r\n");
+            // A closed subscriber receives nothing more and counts no more.
+            drop(resp2);
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            assert_eq!(call(&mut publisher, &["PUBLISH", "ch", "late"]).await, ":1\r\n");
+            assert_eq!(server.open_connections(), 3);
+        });
+    }
+
+    #[test]
+    fn a_protocol_error_is_answered_then_the_connection_is_shut() {
+        run(async {
+            let (server, _log) = server();
+            let mut raw = connect(&server, 1);
+            raw.write_all(b"*1\r\n$4\r\nPING\r\n*1\r\n$x\r\n")
+                .await
+                .expect("writes");
+            let mut all = Vec::new();
+            raw.read_to_end(&mut all).await.expect("reads to the end");
+            assert_eq!(
+                String::from_utf8_lossy(&all),
+                "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n"
+            );
+        });
+    }
+
+    #[test]
+    fn wait_without_replicas_blocks_for_its_timeout() {
+        run(async {
+            let (server, _log) = server();
+            let mut c = connect(&server, 1);
+            let started = Instant::now();
+            assert_eq!(call(&mut c, &["WAIT", "1", "300"]).await, ":0\r\n");
+            assert!(
+                started.elapsed() >= Duration::from_millis(300),
+                "{:?}",
+                started.elapsed()
+            );
+            assert_eq!(call(&mut c, &["WAIT", "0", "300"]).await, ":0\r\n");
+        });
+    }
+}

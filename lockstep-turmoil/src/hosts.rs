@@ -331,3 +331,93 @@ impl RedisHosts {
 pub(crate) fn mutual_exclusion(history: &History) -> CheckResult {
     MutualExclusion.check(&lockstep::history::OpHistory::new(history))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_builder_refuses_what_would_not_run() {
+        let mut sim = turmoil::Builder::new().rng_seed(1).build();
+        assert_eq!(RedisHosts::builder().install(&mut sim).err(), Some(Error::NoHosts));
+        let mut sim = turmoil::Builder::new().rng_seed(1).build();
+        let slow = ClockSpec {
+            offset_ms: 0,
+            drift_ppm: -1_000_000,
+        };
+        let err = RedisHosts::builder()
+            .masters(1)
+            .clock("redis-1", slow)
+            .install(&mut sim)
+            .expect_err("a clock that stands still");
+        assert!(
+            err.to_string()
+                .starts_with("clock of `redis-1`: drift_ppm -1000000 ppm would stop"),
+            "{err}"
+        );
+        let mut sim = turmoil::Builder::new().rng_seed(1).build();
+        let err = RedisHosts::builder()
+            .master("redis")
+            .master("redis")
+            .install(&mut sim)
+            .expect_err("twice");
+        assert_eq!(err, Error::DuplicateHost { name: "redis".into() });
+    }
+
+    #[test]
+    fn faults_name_known_hosts_only() {
+        let mut sim = turmoil::Builder::new().rng_seed(1).build();
+        let hosts = RedisHosts::builder().masters(2).install(&mut sim).expect("two masters");
+        assert_eq!(hosts.names(), ["redis-1", "redis-2"]);
+        let err = hosts.crash(&mut sim, "redis-9").expect_err("no such host");
+        assert_eq!(
+            err.to_string(),
+            "`redis-9` is not a Redis host of this simulation (hosts: redis-1, redis-2)"
+        );
+        assert!(hosts.set_drift(&mut sim, "redis-1", -2_000_000).is_err());
+        // Nothing was recorded for the refused faults.
+        assert!(hosts.history().is_empty());
+    }
+
+    /// What a stopped master keeps, by persistence mode and kind of stop: `a` is written at once,
+    /// `b` at 1.5 s (after the `aof-everysec` fsync at 1 s of the master's clock), the stop comes
+    /// at 1.7 s.
+    fn kept_after(persistence: Persistence, power_loss: bool) -> Vec<String> {
+        let mut sim = turmoil::Builder::new().rng_seed(5).build();
+        let hosts = RedisHosts::builder()
+            .master("redis")
+            .persistence(persistence)
+            .install(&mut sim)
+            .expect("one master");
+        sim.client("writer", async {
+            let mut conn = crate::connect("redis").await?;
+            let _: () = redis::cmd("SET").arg("a").arg(1).query_async(&mut conn).await?;
+            tokio::time::sleep(Duration::from_millis(1_500)).await;
+            let _: () = redis::cmd("SET").arg("b").arg(2).query_async(&mut conn).await?;
+            Ok(())
+        });
+        while sim.elapsed() < Duration::from_millis(1_700) {
+            sim.step().expect("the simulation runs");
+        }
+        assert_eq!(hosts.keys("redis").ok(), Some(vec!["a".to_string(), "b".to_string()]));
+        if power_loss {
+            hosts.power_loss(&mut sim, "redis").expect("a master");
+        } else {
+            hosts.crash(&mut sim, "redis").expect("a master");
+        }
+        assert_eq!(hosts.is_running("redis").ok(), Some(false));
+        hosts.restart(&mut sim, "redis").expect("a master");
+        sim.step().expect("the simulation runs");
+        assert_eq!(hosts.is_running("redis").ok(), Some(true));
+        hosts.keys("redis").expect("a master")
+    }
+
+    #[test]
+    fn a_stopped_master_keeps_what_its_persistence_kept() {
+        assert!(kept_after(Persistence::None, false).is_empty());
+        assert_eq!(kept_after(Persistence::AofEverysec, false), ["a", "b"]);
+        assert_eq!(kept_after(Persistence::AofEverysec, true), ["a"]);
+        assert_eq!(kept_after(Persistence::AofAlways, true), ["a", "b"]);
+    }
+}

@@ -40,21 +40,22 @@
 //! turmoil stays out of lockstep's own simulations: `lockstep-sim` does not depend on it; only
 //! this crate does.
 //!
+//! Connections are served by lockstep's one server loop (`lockstep_sim::server`, the same as the
+//! simulated masters', `live`'s and `serve`'s): RESP2/RESP3, `MULTI`/`WATCH`, scripting, blocking
+//! `BLPOP`/`BRPOP` (timeouts on the node's wall clock) and pub/sub delivery.
+//!
 //! Left out: replicas, failover and `WAIT` (one group per master, no replication), restart delays
-//! (a restart starts the master at once), pauses (turmoil has no way to freeze a host), and — until
-//! the shared server loop of `lockstep-sim` replaces this crate's own (see `conn.rs`) — blocking
-//! commands and pub/sub delivery. A client crash is not modelled (turmoil crashes hosts, and the
+//! (a restart starts the master at once), pauses (turmoil has no way to freeze a host). A client crash is not modelled (turmoil crashes hosts, and the
 //! services are usually turmoil clients).
 
 #![warn(missing_docs)]
 
 mod client;
-mod conn;
 mod hosts;
 mod recording;
 mod server;
 
-pub use client::connect;
+pub use client::{connect, connect_with};
 pub use hosts::{Error, RedisHosts, RedisHostsBuilder};
 pub use lockstep::checker::{CheckResult, Verdict};
 pub use lockstep::ops::Grant;

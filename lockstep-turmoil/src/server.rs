@@ -9,16 +9,24 @@
 //! `aof-everysec` everything on a process crash and, on a power loss, what the last fsync (every
 //! second of the node's monotonic clock) had written. The script cache never survives a stop.
 //!
+//! Connections are served by lockstep's one server loop ([`lockstep_sim::server::RedisServer`],
+//! generic over the stream: here `turmoil::net::TcpStream`), through [`TurmoilHost`], this
+//! crate's [`RedisHost`]: the node's clocks over turmoil's time, sleeping by the node's clock rate
+//! on the host's (simulated) tokio timer, and recording into the run's history. Each start of the
+//! software makes a fresh `RedisServer` over the kept engine: the sessions and blocked clients of
+//! the old process went with it.
+//!
 //! Active expiry runs in its own task of the host: it sleeps by the node's clock rate until the
 //! first key's expiry on the node's wall clock, and is woken early by every command and every
 //! clock fault (a wall-clock jump forward expires keys at once). Each expired key is recorded
 //! (`expired`), as each command is with its reply.
 
 use crate::recording::Recording;
-use bytes::Bytes;
 use lockstep_sim::clock::NodeClock;
-use lockstep_sim::history::KeyEffect;
-use lockstep_sim::redis::{ClientSession, EngineConfig, Keyspace, RedisEngine, Reply};
+use lockstep_sim::redis::{EngineConfig, Keyspace, RedisEngine};
+use lockstep_sim::server::{
+    render_args, render_reply, ConnectionOptions, LocalFuture, RecordedCommand, RedisHost, RedisServer,
+};
 use lockstep_sim::{EventKind, Persistence, REDIS_PORT};
 use std::cell::{Cell, RefCell};
 use std::net::{IpAddr, Ipv4Addr};
@@ -44,7 +52,7 @@ pub(crate) enum StopKind {
 pub(crate) struct Server {
     pub(crate) name: String,
     pub(crate) clock: Rc<NodeClock>,
-    pub(crate) engine: RefCell<RedisEngine>,
+    pub(crate) engine: Rc<RefCell<RedisEngine>>,
     pub(crate) persistence: Persistence,
     pub(crate) recording: Recording,
     /// Whether its process runs, as lockstep knows it (a crash through turmoil alone is seen at
@@ -65,7 +73,7 @@ impl Server {
         Server {
             name: name.to_string(),
             clock,
-            engine: RefCell::new(RedisEngine::new(EngineConfig::default())),
+            engine: Rc::new(RefCell::new(RedisEngine::new(EngineConfig::default()))),
             persistence,
             recording,
             running: Cell::new(false),
@@ -80,10 +88,6 @@ impl Server {
     /// Whether its process runs, as far as lockstep knows.
     pub(crate) fn is_running(&self) -> bool {
         self.running.get()
-    }
-
-    fn wall_ms(&self) -> i64 {
-        self.clock.wall_ms(self.recording.now_us())
     }
 
     fn note(&self, text: String) {
@@ -128,17 +132,26 @@ impl Server {
     }
 
     /// The software turmoil runs on the host, from each (re)start: it listens on
-    /// [`REDIS_PORT`], runs active expiry, and serves every connection.
+    /// [`REDIS_PORT`], runs active expiry, and serves every connection with lockstep's server
+    /// loop.
     pub(crate) async fn run(self: Rc<Self>) -> turmoil::Result {
         self.started();
+        let redis = RedisServer::new(TurmoilHost(self.clone()), self.engine.clone(), None);
         let listener = turmoil::net::TcpListener::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), REDIS_PORT)).await?;
-        tokio::task::spawn_local(self.clone().expire_loop());
+        tokio::task::spawn_local(self.clone().expire_loop(redis.clone()));
         loop {
             let (stream, addr) = listener.accept().await?;
             let conn = self.next_conn.get() + 1;
             self.next_conn.set(conn);
             let peer = turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.ip().to_string());
-            tokio::task::spawn_local(crate::conn::serve_connection(self.clone(), stream, conn, peer));
+            let redis = redis.clone();
+            tokio::task::spawn_local(async move {
+                // How the connection ended changes nothing for the server: a broken stream is
+                // a client gone.
+                let _ = redis
+                    .serve_connection(stream, conn, &peer, ConnectionOptions::default())
+                    .await;
+            });
         }
     }
 
@@ -165,49 +178,11 @@ impl Server {
         }
     }
 
-    /// Removes every key due at the node's wall time now, recording each expiry.
-    pub(crate) fn expire_due(&self) {
-        let expired = self.engine.borrow_mut().expire_due(self.wall_ms());
-        for key in expired {
-            self.recording.record(
-                &self.name,
-                EventKind::Expired {
-                    key: String::from_utf8_lossy(&key).into_owned(),
-                },
-            );
-        }
-    }
-
-    /// Runs one command of connection `conn` from `peer` and records it with its reply and
-    /// what it did to the keys it changed.
-    pub(crate) fn execute(&self, session: &mut ClientSession, args: &[Bytes], conn: u64, peer: &str) -> Reply {
-        self.fsync_catch_up();
-        self.expire_due();
-        let now = self.wall_ms();
-        let (reply, effects): (Reply, Vec<KeyEffect>) = {
-            let mut engine = self.engine.borrow_mut();
-            let reply = engine.execute_as(session, args, now);
-            (reply, engine.take_effects())
-        };
-        self.recording.record(
-            &self.name,
-            EventKind::Command {
-                conn,
-                args: args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect(),
-                reply: lockstep_sim::serve::render_reply(&reply),
-                effects,
-                client: Some(peer.to_string()),
-            },
-        );
-        self.wake();
-        reply
-    }
-
     /// Active expiry: sleeps by the node's clock until its first key is due on its wall clock
     /// (or a command or a clock fault wakes it), then expires what is due.
-    async fn expire_loop(self: Rc<Self>) {
+    async fn expire_loop(self: Rc<Self>, redis: Rc<RedisServer<TurmoilHost>>) {
         loop {
-            self.expire_due();
+            redis.expire_due();
             let first_ms = self
                 .engine
                 .borrow()
@@ -231,6 +206,58 @@ impl Server {
                 _ = sleep_local_us(&self.clock, local_us) => {}
             }
         }
+    }
+}
+
+/// A Redis master's node as lockstep's server loop sees it: its clocks over turmoil's time, its
+/// sleeps on the host's simulated timer, its history.
+pub(crate) struct TurmoilHost(Rc<Server>);
+
+impl RedisHost for TurmoilHost {
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    fn wall_ms(&self) -> i64 {
+        self.0.clock.wall_ms(self.0.recording.now_us())
+    }
+
+    fn monotonic_ms(&self) -> i64 {
+        self.0.clock.monotonic_ms(self.0.recording.now_us())
+    }
+
+    fn true_time_us(&self) -> u64 {
+        self.0.recording.now_us()
+    }
+
+    fn sleep_local_ms(&self, local_ms: u64) -> LocalFuture<()> {
+        let clock = self.0.clock.clone();
+        Box::pin(async move { sleep_local_us(&clock, local_ms.saturating_mul(1_000)).await })
+    }
+
+    fn record(&self, event: EventKind) {
+        self.0.recording.record(&self.0.name, event);
+    }
+
+    /// Every command with the name of the host that sent it (blocking ones included).
+    fn record_command(&self, command: RecordedCommand<'_>) {
+        self.0.recording.record(
+            &self.0.name,
+            EventKind::Command {
+                conn: command.conn,
+                args: render_args(command.args),
+                reply: render_reply(command.reply),
+                effects: command.effects,
+                client: Some(command.peer.to_string()),
+            },
+        );
+    }
+
+    /// Catches up the `aof-everysec` fsyncs, and wakes the expiry task: the command may give a
+    /// key an earlier expiry (the task runs once the command is done: one thread).
+    fn before_command(&self) {
+        self.0.fsync_catch_up();
+        self.0.wake();
     }
 }
 

@@ -257,3 +257,68 @@ fn the_same_seed_gives_the_same_history_digest() {
     assert_eq!(first.digest, second.digest);
     assert!(first.history.len() > 20, "{}", first.history.len());
 }
+
+/// `BLPOP` through the shared server loop under turmoil: it blocks for its timeout by the
+/// master's own clock (10 % fast here: 1 s of its time is ~909 ms of true time), and a push by
+/// another client wakes a blocked one at once.
+#[test]
+fn blpop_blocks_by_the_masters_clock_and_wakes_on_a_push() {
+    let mut sim = turmoil::Builder::new().rng_seed(3).build();
+    let hosts = RedisHosts::builder()
+        .master("redis")
+        .clock(
+            "redis",
+            lockstep_turmoil::ClockSpec {
+                offset_ms: 0,
+                drift_ppm: 100_000,
+            },
+        )
+        .install(&mut sim)
+        .expect("one master");
+    let results = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let out = results.clone();
+    sim.client("consumer", async move {
+        // BLPOP waits longer than redis-rs' default response timeout (500 ms).
+        let patient = redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(10)));
+        let mut conn = lockstep_turmoil::connect_with("redis", patient).await?;
+        let start = tokio::time::Instant::now();
+        let nothing: Option<(String, String)> = redis::cmd("BLPOP").arg("empty").arg(1).query_async(&mut conn).await?;
+        out.borrow_mut()
+            .push(format!("{nothing:?} after {} ms", start.elapsed().as_millis()));
+        let start = tokio::time::Instant::now();
+        let job: Option<(String, String)> = redis::cmd("BLPOP").arg("jobs").arg(5).query_async(&mut conn).await?;
+        out.borrow_mut()
+            .push(format!("{job:?} after {} ms", start.elapsed().as_millis()));
+        Ok(())
+    });
+    sim.client("producer", async move {
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        let mut conn = lockstep_turmoil::connect("redis").await?;
+        let _: i64 = redis::cmd("RPUSH")
+            .arg("jobs")
+            .arg("invoice-7")
+            .query_async(&mut conn)
+            .await?;
+        Ok(())
+    });
+    sim.run().expect("the simulation runs");
+    let results = results.borrow();
+    assert_eq!(results.len(), 2, "{results:?}");
+    // 1,000 ms of the master's clock, plus the round trip.
+    let (timed_out, waited) = results[0].split_once(" after ").expect("a result");
+    assert_eq!(timed_out, "None");
+    let waited_ms: u64 = waited.trim_end_matches(" ms").parse().expect("ms");
+    assert!((905..=960).contains(&waited_ms), "{}", results[0]);
+    assert!(
+        results[1].starts_with("Some((\"jobs\", \"invoice-7\")) after "),
+        "{}",
+        results[1]
+    );
+    let history = hosts.history();
+    assert!(history.events().iter().any(|e| matches!(
+        &e.kind,
+        EventKind::Command { args, reply, client, .. }
+            if args[0] == "BLPOP" && args[1] == "jobs" && reply == "[\"jobs\", \"invoice-7\"]"
+                && client.as_deref() == Some("consumer")
+    )));
+}

@@ -10,11 +10,20 @@ use crate::machine::SoftwareResult;
 use crate::master::NodeHost;
 use crate::node::Node;
 use crate::redis::Reply;
-use crate::server::{serve_stream, ConnectionOptions, RedisServer, Response};
+use crate::server::{serve_stream, ConnectionOptions, Framing, RedisServer, Response};
 use bytes::Bytes;
 use std::rc::Rc;
 
 pub use crate::server::{render_args, render_reply};
+
+/// How the simulated servers serve a connection: their own framing (the history digests depend
+/// on how reads split), no budget.
+fn simulated() -> ConnectionOptions {
+    ConnectionOptions {
+        framing: Framing::Simulated,
+        ..ConnectionOptions::default()
+    }
+}
 
 /// What a server does with one command: `(connection id, peer host name, args) -> reply`.
 pub(crate) type Handler = Rc<dyn Fn(u64, &str, &[Bytes]) -> Reply>;
@@ -32,16 +41,7 @@ pub async fn serve(node: Node, port: u16, handler: Handler) -> SoftwareResult {
         node.spawn(async move {
             let answer = |args: &[Bytes]| Response::Now(handler(conn, &peer_name, args));
             // A connection ends on EOF or error; neither concerns the server as a whole.
-            let _ = serve_stream(
-                &host,
-                stream,
-                conn,
-                &peer_name,
-                &answer,
-                None,
-                &ConnectionOptions::default(),
-            )
-            .await;
+            let _ = serve_stream(&host, stream, conn, &peer_name, &answer, None, &simulated()).await;
         });
     }
 }
@@ -58,9 +58,7 @@ pub(crate) async fn serve_redis(node: Node, port: u16, server: Rc<RedisServer<No
         let server = server.clone();
         node.spawn(async move {
             // A connection ends on EOF or error; neither concerns the server as a whole.
-            let _ = server
-                .serve_connection(stream, conn, &peer_name, ConnectionOptions::default())
-                .await;
+            let _ = server.serve_connection(stream, conn, &peer_name, simulated()).await;
         });
     }
 }

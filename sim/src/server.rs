@@ -10,8 +10,9 @@
 //! A [`RedisServer`] owns the command engine ([`crate::redis::RedisEngine`]: the command table,
 //! scripting, `MULTI`/`WATCH`), its part in a replication group, and its connections; one call of
 //! [`RedisServer::serve_connection`] serves one accepted stream until it ends:
-//! * framing: commands are read by [`crate::redis::CommandReader`] (Redis' limits and error texts);
-//!   a protocol error is answered, then the connection is shut, as Redis does; replies are written
+//! * framing: commands are read by [`crate::redis::CommandReader`] (Redis' limits and error texts;
+//!   the simulated servers keep their own decoder, see [`Framing`]); a protocol error is
+//!   answered, then the connection is shut, as Redis does; replies are written
 //!   in RESP2, or RESP3 after a `HELLO 3` ([`crate::redis::ReplyEncoder`]);
 //! * a [`ClientSession`] per connection (name, transaction, watched keys, subscriptions, protocol);
 //! * blocking commands: `BLPOP`/`BRPOP` on empty lists block the connection (it reads nothing
@@ -38,7 +39,8 @@
 
 use crate::history::{EventKind, KeyEffect};
 use crate::redis::{
-    blocking_timeout_ms, encode_reply, is_write_command, ClientSession, CommandReader, RedisEngine, Reply, ReplyEncoder,
+    blocking_timeout_ms, decode_command, encode_reply, is_write_command, ClientSession, CommandReader, RedisEngine,
+    Reply, ReplyEncoder,
 };
 use crate::replication::{diff, Effect, MemberRole, Replication};
 use bytes::{Bytes, BytesMut};
@@ -131,9 +133,25 @@ pub trait ConnectionBudget {
     fn output_held(&self, bytes: usize) -> bool;
 }
 
-/// How a host serves one connection. The default is the simulation's: no budget, never stopped.
+/// How a connection's bytes are cut into commands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Framing {
+    /// [`CommandReader`]: Redis' limits and error texts, arguments copied out of the buffer (what
+    /// any host facing real clients wants).
+    #[default]
+    Redis,
+    /// [`crate::redis::decode_command`] over one growing buffer, as the simulated servers have
+    /// always read: how a burst of bytes splits into reads (and so how replies batch into
+    /// segments) depends on that buffer's capacity, and the history digests pin it. The same
+    /// commands for well-formed input; other protocol error texts, no size limits.
+    Simulated,
+}
+
+/// How a host serves one connection. The default: Redis framing, no budget, never stopped.
 #[derive(Clone, Default)]
 pub struct ConnectionOptions {
+    /// How commands are read.
+    pub framing: Framing,
     /// Checked before each command: `false` ends the connection (its server stopped).
     pub alive: Option<Rc<dyn Fn() -> bool>>,
     /// The connection's byte budget.
@@ -142,6 +160,10 @@ pub struct ConnectionOptions {
     /// session, subscriptions and blocked commands. The simulated servers keep them (a crash
     /// resets the engine; a stale blocked client stays queued, the digests pin it).
     pub forget_on_abort: bool,
+    /// A future that completes once the client hung up (its input ended): a blocked command
+    /// is then abandoned and the connection ends, as Redis frees a blocked client whose socket
+    /// closed. Without it (the simulation) a blocked connection notices nothing until it answers.
+    pub hangup: Option<Rc<dyn Fn() -> LocalFuture<()>>>,
 }
 
 impl ConnectionOptions {
@@ -191,7 +213,10 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
     H: RedisHost + ?Sized,
 {
-    let mut input = CommandReader::with_capacity(READ_CAPACITY);
+    let mut input = match options.framing {
+        Framing::Redis => Input::Redis(CommandReader::with_capacity(READ_CAPACITY)),
+        Framing::Simulated => Input::Simulated(BytesMut::with_capacity(READ_CAPACITY)),
+    };
     let mut output = BytesMut::with_capacity(READ_CAPACITY);
     // RESP2 until a `HELLO 3`.
     let mut encoder = ReplyEncoder::new();
@@ -218,7 +243,16 @@ where
                                 stream.write_all(&output).await?;
                                 output.clear();
                             }
-                            (future.await, Vec::new())
+                            match &options.hangup {
+                                None => (future.await, Vec::new()),
+                                Some(hangup) => {
+                                    tokio::select! {
+                                        biased;
+                                        reply = future => (reply, Vec::new()),
+                                        _ = hangup() => return Ok(ConnectionEnd::InputEnded),
+                                    }
+                                }
+                            }
                         }
                     };
                     if host.drops_reply_to(peer) {
@@ -284,6 +318,35 @@ where
     }
 }
 
+/// A connection's query buffer, as its [`Framing`] reads it.
+enum Input {
+    Redis(CommandReader),
+    Simulated(BytesMut),
+}
+
+impl Input {
+    fn next_command(&mut self) -> Result<Option<Vec<Bytes>>, String> {
+        match self {
+            Input::Redis(reader) => reader.next_command(),
+            Input::Simulated(buf) => decode_command(buf),
+        }
+    }
+
+    fn input_mut(&mut self) -> &mut BytesMut {
+        match self {
+            Input::Redis(reader) => reader.input_mut(),
+            Input::Simulated(buf) => buf,
+        }
+    }
+
+    fn buffered(&self) -> usize {
+        match self {
+            Input::Redis(reader) => reader.buffered(),
+            Input::Simulated(buf) => buf.len(),
+        }
+    }
+}
+
 /// Reads and ignores what arrives on a connection whose replies are lost, until the peer closes it.
 async fn ignore_the_rest<S: AsyncRead + Unpin>(mut stream: S) -> std::io::Result<()> {
     let mut sink = BytesMut::with_capacity(READ_CAPACITY);
@@ -325,7 +388,8 @@ struct Conn {
 /// A client blocked in `BLPOP`/`BRPOP`.
 struct Blocked {
     id: u64,
-    conn: u64,
+    /// The serial of its connection's opening.
+    serial: u64,
     keys: Vec<Bytes>,
     /// The pop that serves it: `LPOP` or `RPOP`.
     pop: &'static [u8],
@@ -401,7 +465,7 @@ impl<H: RedisHost> RedisServer<H> {
             serial,
             armed: options.forget_on_abort,
         };
-        let handler = |args: &[Bytes]| self.command(conn, peer, args);
+        let handler = |args: &[Bytes]| self.command(conn, serial, peer, args);
         let end = serve_stream(&self.host, stream, conn, peer, &handler, Some(&mut pushes), &options).await;
         guard.armed = false;
         self.close(conn, serial);
@@ -425,10 +489,12 @@ impl<H: RedisHost> RedisServer<H> {
         (received, serial)
     }
 
-    /// A connection ended: its session is forgotten (unless the id was opened again since).
+    /// A connection ended: its session and its blocked command are forgotten (unless the id was
+    /// opened again since).
     fn close(&self, conn: u64, serial: u64) {
         let gone = {
             let mut conns = self.conns.borrow_mut();
+            conns.blocked.retain(|b| b.serial != serial);
             match conns.open.get(&conn) {
                 Some(c) if c.serial == serial => conns.open.remove(&conn),
                 _ => None,
@@ -479,7 +545,7 @@ impl<H: RedisHost> RedisServer<H> {
     }
 
     /// One command of connection `conn` from `peer`.
-    fn command(self: &Rc<Self>, conn: u64, peer: &str, args: &[Bytes]) -> Response {
+    fn command(self: &Rc<Self>, conn: u64, serial: u64, peer: &str, args: &[Bytes]) -> Response {
         self.host.before_command();
         self.expire_due();
         let name = args
@@ -538,7 +604,7 @@ impl<H: RedisHost> RedisServer<H> {
             c.session = session;
         }
         if let (true, Some(pop)) = (blocks, pop) {
-            return self.block(conn, peer, args, pop);
+            return self.block(conn, serial, peer, args, pop);
         }
         match <[Reply; 1]>::try_from(replies) {
             Ok([reply]) => {
@@ -639,7 +705,7 @@ impl<H: RedisHost> RedisServer<H> {
     }
 
     /// `BLPOP`/`BRPOP` that found every list empty: blocks until served or timed out.
-    fn block(self: &Rc<Self>, conn: u64, peer: &str, args: &[Bytes], pop: &'static [u8]) -> Response {
+    fn block(self: &Rc<Self>, conn: u64, serial: u64, peer: &str, args: &[Bytes], pop: &'static [u8]) -> Response {
         let timeout_ms = blocking_timeout_ms(&args[args.len() - 1]).unwrap_or(0);
         let (wake, woken) = oneshot::channel();
         let id = {
@@ -648,7 +714,7 @@ impl<H: RedisHost> RedisServer<H> {
             let id = c.next_blocked_id;
             c.blocked.push_back(Blocked {
                 id,
-                conn,
+                serial,
                 keys: args[1..args.len() - 1].to_vec(),
                 pop,
                 wake,
@@ -709,9 +775,7 @@ impl<H: RedisHost> Drop for ForgetOnDrop<H> {
             .get(&self.conn)
             .is_some_and(|c| c.serial == self.serial);
         if current {
-            let conn = self.conn;
-            self.server.conns.borrow_mut().blocked.retain(|b| b.conn != conn);
-            self.server.close(conn, self.serial);
+            self.server.close(self.conn, self.serial);
         }
     }
 }

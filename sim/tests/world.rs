@@ -780,3 +780,66 @@ fn idle_time_is_jumped_over_and_every_timer_still_fires_in_the_tick_it_falls_in(
     assert_eq!(readings[1] % 3_000, 0, "{readings:?}");
     assert!(readings[1] >= readings[0] + 20_000_500, "{readings:?}");
 }
+
+/// Sends one command on a raw simulated connection and returns the next write of the server (one
+/// segment: the replies of one batch, or one push).
+async fn raw_call(stream: &mut lockstep_sim::SimStream, args: &[&str]) -> String {
+    let mut out = format!("*{}\r\n", args.len());
+    for a in args {
+        out.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    stream.write_all(out.as_bytes()).await.unwrap();
+    raw_read(stream).await
+}
+
+async fn raw_read(stream: &mut lockstep_sim::SimStream) -> String {
+    let mut buf = vec![0u8; 4096];
+    let n = stream.read(&mut buf).await.unwrap();
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+#[test]
+fn publish_reaches_subscribers_in_resp2_and_resp3_and_by_pattern_and_blpop_blocks_for_its_timeout() {
+    let mut world = fixed_latency_world(8);
+    world.add_master("redis-1", ClockSpec::default()).unwrap();
+    let got: Rc<RefCell<Vec<String>>> = Rc::default();
+    let out = got.clone();
+    world
+        .add_client("c", ClockSpec::default(), move |node| async move {
+            let push = |s: String| out.borrow_mut().push(s);
+            let mut resp2 = node.connect("redis-1", REDIS_PORT).await.unwrap();
+            push(raw_call(&mut resp2, &["SUBSCRIBE", "ch"]).await);
+            let mut resp3 = node.connect("redis-1", REDIS_PORT).await.unwrap();
+            raw_call(&mut resp3, &["HELLO", "3"]).await;
+            push(raw_call(&mut resp3, &["SUBSCRIBE", "ch"]).await);
+            let mut pattern = node.connect("redis-1", REDIS_PORT).await.unwrap();
+            push(raw_call(&mut pattern, &["PSUBSCRIBE", "c*"]).await);
+            let mut publisher = node.connect("redis-1", REDIS_PORT).await.unwrap();
+            push(raw_call(&mut publisher, &["PUBLISH", "ch", "hi"]).await);
+            push(raw_read(&mut resp2).await);
+            push(raw_read(&mut resp3).await);
+            push(raw_read(&mut pattern).await);
+            let started_ms = node.wall_ms();
+            push(raw_call(&mut publisher, &["BLPOP", "k", "2"]).await);
+            push(format!("{}", node.wall_ms() - started_ms));
+        })
+        .unwrap();
+    world.run(&FaultPlan::default()).unwrap();
+    let got = got.borrow();
+    assert_eq!(
+        got[..7],
+        [
+            "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n",
+            ">3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n",
+            "*3\r\n$10\r\npsubscribe\r\n$2\r\nc*\r\n:1\r\n",
+            ":3\r\n",
+            "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n",
+            ">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n",
+            "*4\r\n$8\r\npmessage\r\n$2\r\nc*\r\n$2\r\nch\r\n$2\r\nhi\r\n",
+        ]
+    );
+    assert_eq!(got[7], "*-1\r\n");
+    // 2 s blocked on the server, plus 2 ms of latency each way.
+    let waited_ms: i64 = got[8].parse().unwrap();
+    assert!((2000..=2010).contains(&waited_ms), "{waited_ms}");
+}

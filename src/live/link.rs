@@ -34,7 +34,9 @@ use super::buffers::{ConnBuffers, RunBuffers};
 use super::resp::MAX_CLIENTS_REPLY;
 use super::server::Server;
 use bytes::Bytes;
-use lockstep_sim::server::{serve_stream, ConnectionBudget, ConnectionEnd, ConnectionOptions, Response};
+use lockstep_sim::server::{
+    serve_stream, ConnectionBudget, ConnectionEnd, ConnectionOptions, Framing, LocalFuture, Response,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cell::{Cell, RefCell};
@@ -386,6 +388,8 @@ async fn engine_connection(
     let (up_tx, mut up_rx) = mpsc::unbounded_channel::<(Instant, Bytes)>();
     let (down_tx, mut down_rx) = mpsc::unbounded_channel::<(Instant, Bytes)>();
     let (reset_tx, mut reset_rx) = watch::channel(false);
+    // Set once the client's socket reached its end (a blocked command is then abandoned).
+    let (hangup_tx, hangup_rx) = watch::channel(false);
     // The link's end and the server loop's end of the connection.
     let (link_end, loop_end) = tokio::io::duplex(CHUNK_BYTES);
     let (mut from_server, mut to_server) = tokio::io::split(link_end);
@@ -402,7 +406,10 @@ async fn engine_connection(
             let mut buf = vec![0u8; CHUNK_BYTES];
             loop {
                 let n = match rd.read(&mut buf).await {
-                    Ok(0) | Err(_) => return,
+                    Ok(0) | Err(_) => {
+                        let _ = hangup_tx.send(true);
+                        return;
+                    }
                     Ok(n) => n,
                 };
                 if closing.get() {
@@ -467,10 +474,21 @@ async fn engine_connection(
                 let server = server.clone();
                 Rc::new(move || server.is_running() && server.generation() == generation)
             };
+            let hangup: Rc<dyn Fn() -> LocalFuture<()>> = Rc::new(move || {
+                let mut hung_up = hangup_rx.clone();
+                Box::pin(async move {
+                    if hung_up.wait_for(|ended| *ended).await.is_err() {
+                        // The reader is gone without a hang-up: the connection is being torn down.
+                        std::future::pending::<()>().await;
+                    }
+                })
+            });
             let options = ConnectionOptions {
+                framing: Framing::Redis,
                 alive: Some(alive),
                 budget: Some(Rc::new(Budget(account))),
                 forget_on_abort: true,
+                hangup: Some(hangup),
             };
             let end = match server.redis() {
                 Some(redis) => redis.clone().serve_connection(loop_end, conn, &peer, options).await,

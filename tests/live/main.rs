@@ -10,4 +10,5 @@
 mod common;
 
 mod live;
+mod link;
 mod serve;

@@ -1,0 +1,78 @@
+//! # lockstep-turmoil: lockstep's Redis inside a turmoil simulation
+//!
+//! Rust services are often tested under [turmoil](https://docs.rs/turmoil) (tokio-rs' simulated
+//! network and time). This crate runs lockstep's simulated Redis masters as turmoil hosts, so a
+//! service under turmoil can take its Redis lock against a Redis that misbehaves as lockstep's
+//! do, and lockstep's checkers judge what happened:
+//!
+//! - each master is a turmoil host listening on port 6379 (`turmoil::net::TcpListener`) that
+//!   serves lockstep's engine ([`lockstep_sim::redis::RedisEngine`]: the command table, Lua
+//!   scripting, expiry by the node's own wall clock);
+//! - every node reads its own clock ([`lockstep_sim::clock::NodeClock`]: offset, drift, jumps)
+//!   over turmoil's simulated time;
+//! - the driver crashes, restarts, cuts the power of a master, jumps or drifts a clock, partitions
+//!   and repairs links through [`RedisHosts`], which applies lockstep's persistence semantics
+//!   (`none`: a crashed master comes back empty) and records the fault;
+//! - one [`lockstep_sim::History`] records every command with its reply, every expiry, every
+//!   fault, and the operations the service logs with an [`OpRecorder`] (lockstep's vocabulary:
+//!   `acquire`, `release`, …); [`RedisHosts::verdict`] runs the `mutual-exclusion` checker over it,
+//!   [`RedisHosts::check_all`] every checker.
+//!
+//! ```no_run
+//! use lockstep_turmoil::RedisHosts;
+//! let mut sim = turmoil::Builder::new().rng_seed(7).build();
+//! let hosts = RedisHosts::builder().masters(1).install(&mut sim).unwrap();
+//! let recorder = hosts.recorder("service");
+//! sim.client("service", async move {
+//!     let mut redis = lockstep_turmoil::connect("redis-1").await?;
+//!     // ... the service's lock, logging acquire/release with `recorder` ...
+//!     # let _ = (&mut redis, recorder);
+//!     Ok(())
+//! });
+//! sim.run().unwrap();
+//! println!("{:?}", hosts.verdict().verdict);
+//! ```
+//!
+//! Determinism: with `turmoil::Builder::rng_seed` the same seed gives the same history (and
+//! digest) on every run; the clocks count from a fixed epoch ([`RedisHostsBuilder::epoch_ms`]),
+//! not from turmoil's, which is the real time by default.
+//!
+//! turmoil stays out of lockstep's own simulations: `lockstep-sim` does not depend on it; only
+//! this crate does.
+//!
+//! Connections are served by lockstep's one server loop (`lockstep_sim::server`, the same as the
+//! simulated masters', `live`'s and `serve`'s): RESP2/RESP3, `MULTI`/`WATCH`, scripting, blocking
+//! `BLPOP`/`BRPOP` (timeouts on the node's wall clock) and pub/sub delivery.
+//!
+//! Left out: replicas, failover and `WAIT` (one group per master, no replication), restart delays
+//! (a restart starts the master at once), pauses (turmoil has no way to freeze a host). A client crash is not modelled (turmoil crashes hosts, and the
+//! services are usually turmoil clients).
+
+#![warn(missing_docs)]
+
+mod client;
+mod hosts;
+mod recording;
+mod server;
+
+pub use client::{connect, connect_with};
+pub use hosts::{Error, RedisHosts, RedisHostsBuilder};
+pub use lockstep::checker::{CheckResult, Verdict};
+pub use lockstep::ops::Grant;
+pub use lockstep_sim::{ClockSpec, History, Persistence};
+pub use recording::{OpRecorder, Recording};
+
+/// The `mutual-exclusion` checker's verdict on `history` (no two holders of one lock key at
+/// once).
+pub fn mutual_exclusion(history: &History) -> CheckResult {
+    hosts::mutual_exclusion(history)
+}
+
+/// Every lockstep checker's verdict on `history`, in report order.
+pub fn check_all(history: &History) -> Vec<CheckResult> {
+    let ops = lockstep::history::OpHistory::new(history);
+    lockstep::checker::all()
+        .into_iter()
+        .map(|checker| checker.check(&ops))
+        .collect()
+}

@@ -540,9 +540,12 @@ struct Watch {
     suite_deadline: Option<Instant>,
     /// Set once the suite's time limit has passed.
     suite_passed: AtomicBool,
-    /// Per worker: the deadline of its seed in flight, and that run's stop flag.
-    slots: Mutex<Vec<Option<(Option<Instant>, Arc<AtomicBool>)>>>,
+    /// Per worker: its seed in flight, if any.
+    slots: Mutex<Vec<Option<InFlight>>>,
 }
+
+/// A seed in flight: its deadline (none without a per-seed bound), and its runs' stop flag.
+type InFlight = (Option<Instant>, Arc<AtomicBool>);
 
 /// Why a time bound stopped a seed: its words, kept to tell a stopped run from a failed one.
 enum Ran<T> {
@@ -603,7 +606,7 @@ impl Watch {
         }
     }
 
-    fn slot(&self, worker: usize, value: Option<(Option<Instant>, Arc<AtomicBool>)>) {
+    fn slot(&self, worker: usize, value: Option<InFlight>) {
         if let Some(slot) = self.slots.lock().unwrap_or_else(|e| e.into_inner()).get_mut(worker) {
             *slot = value;
         }

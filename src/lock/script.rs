@@ -154,7 +154,6 @@ fn token_of(reply: &Value) -> Option<u64> {
     }
 }
 
-/// A reply, short, for error messages.
 /// Whether a script's error reply says it was stopped by one of the simulated server's own bounds
 /// (its Lua memory, its instruction budget: `sim/src/redis/lua.rs`), not by the script's logic.
 fn runs_into_a_server_bound(message: &str) -> bool {

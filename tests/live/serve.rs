@@ -2,9 +2,10 @@
 //! clients speaking RESP2 and RESP3, a scenario's faults applied at their times, the history
 //! written when it stops — and redis-py's own lock tests, unmodified, passing against it.
 //!
-//! The redis-py suite comes from the package's sdist, which `.ci/run` downloads and unpacks; it
-//! names the directory in `LOCKSTEP_REDIS_PY_SUITE`. Without it the test says it is skipped, except
-//! under `CI=true`, where it fails.
+//! The redis-py suite comes from the package's sdist, which `.ci/run` downloads and unpacks under
+//! `target/peer-suites/` (or where `LOCKSTEP_REDIS_PY_SUITE` says). Without it the test is ignored
+//! with the reason (build.rs), except under `CI=true`, where it runs and fails. The other libraries'
+//! suites are in `peers.rs`.
 
 use crate::common;
 
@@ -13,12 +14,12 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn in_ci() -> bool {
+pub(crate) fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
 /// A running `lockstep serve`: its addresses by server name, read from its banner.
-struct Serve {
+pub(crate) struct Serve {
     child: Child,
     stdout: BufReader<std::process::ChildStdout>,
     addresses: Vec<(String, String)>,
@@ -28,7 +29,7 @@ struct Serve {
 impl Serve {
     /// Spawned, not run to its end: the test talks to its servers while it serves, then stops it
     /// with a signal.
-    fn start(args: &[&str]) -> Serve {
+    pub(crate) fn start(args: &[&str]) -> Serve {
         let mut child = common::command(["serve"].iter().chain(args))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -65,7 +66,7 @@ impl Serve {
         }
     }
 
-    fn addr(&self, server: &str) -> &str {
+    pub(crate) fn addr(&self, server: &str) -> &str {
         &self
             .addresses
             .iter()
@@ -76,7 +77,7 @@ impl Serve {
 
     /// Sends `signal` (or waits for `--duration-ms`) and returns the exit code and the rest of
     /// stdout.
-    fn stop(mut self, signal: Option<i32>) -> (i32, String) {
+    pub(crate) fn stop(mut self, signal: Option<i32>) -> (i32, String) {
         if let Some(signal) = signal {
             // SAFETY: kill(2) on our own child's pid.
             unsafe { libc::kill(self.child.id() as i32, signal) };
@@ -247,33 +248,26 @@ fn serve_refuses_faults_that_need_a_client_process_and_bad_flags() {
     assert!(err.contains("--port 65535") && err.contains("65535"), "{err}");
 }
 
-/// The directory of redis-py's unpacked sdist (its `tests/` beside its `redis/`), if given.
-fn redis_py_suite() -> Option<std::path::PathBuf> {
-    let dir = std::env::var_os("LOCKSTEP_REDIS_PY_SUITE").map(std::path::PathBuf::from);
-    let usable = dir.filter(|d| d.join("tests/test_lock.py").is_file());
-    let pytest = Command::new("python3")
-        .args(["-c", "import pytest, pytest_asyncio"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    match (usable, pytest) {
-        (Some(dir), true) => Some(dir),
-        _ => {
-            assert!(
-                !in_ci(),
-                "redis-py's test suite (LOCKSTEP_REDIS_PY_SUITE, an unpacked sdist) or pytest with \
-                 pytest-asyncio is missing; .ci/run installs them"
-            );
-            eprintln!("skipped: redis-py's test suite is not unpacked (LOCKSTEP_REDIS_PY_SUITE) or pytest is missing");
-            None
-        }
-    }
-}
-
 #[test]
+#[cfg_attr(
+    lockstep_no_redis_py_suite,
+    ignore = "redis-py's test suite (LOCKSTEP_REDIS_PY_SUITE, an unpacked sdist) or pytest with pytest-asyncio \
+              is not installed (.ci/run installs them)"
+)]
 fn redis_py_lock_tests_pass_unmodified_against_serve() {
-    let Some(suite) = redis_py_suite() else {
-        return;
-    };
+    let suite = crate::peers::suite_dir("LOCKSTEP_REDIS_PY_SUITE", "redis-8.1.0");
+    crate::peers::require(
+        suite.join("tests/test_lock.py").is_file(),
+        &format!("redis-py 8.1.0's unpacked sdist ({})", suite.display()),
+    );
+    let python = crate::peers::peer_python();
+    crate::peers::require(
+        Command::new(&python)
+            .args(["-c", "import pytest, pytest_asyncio"])
+            .output()
+            .is_ok_and(|o| o.status.success()),
+        &format!("pytest with pytest-asyncio in {}", python.display()),
+    );
     let serve = Serve::start(&[]);
     let url = format!("redis://{}/0", serve.addr("redis-1"));
     // Both protocols: redis-py 8 negotiates RESP3 by default.
@@ -292,7 +286,7 @@ fn redis_py_lock_tests_pass_unmodified_against_serve() {
         if let Some(p) = protocol {
             args.extend(["--protocol", p]);
         }
-        let out = Command::new("python3")
+        let out = Command::new(&python)
             .args(&args)
             .current_dir(&suite)
             .output()

@@ -65,6 +65,18 @@ impl Effect {
                 }
                 out
             }
+            Some(Entry {
+                value: Value::Set(members),
+                expire_at_ms,
+            }) => {
+                let mut sadd = vec!["SADD".to_string(), key.clone()];
+                sadd.extend(members.iter().map(text));
+                let mut out = vec![vec!["DEL".to_string(), key.clone()], sadd];
+                if let Some(t) = expire_at_ms {
+                    out.push(vec!["PEXPIREAT".into(), key, t.to_string()]);
+                }
+                out
+            }
         }
     }
 

@@ -227,6 +227,11 @@ pub(crate) fn object(ks: &Keyspace, sub: &str, key: &[u8], now_ms: i64) -> Reply
                 "listpack"
             }
             Value::Hash(_) => "hashtable",
+            // Redis 7.2: `set-max-intset-entries` 512, `set-max-listpack-entries` 128 and
+            // `-value` 64 (by the set's contents now, where Redis never converts back).
+            Value::Set(members) if members.len() <= 512 && members.iter().all(|m| int_value(m).is_some()) => "intset",
+            Value::Set(members) if members.len() <= 128 && members.iter().all(|m| m.len() <= 64) => "listpack",
+            Value::Set(_) => "hashtable",
         }),
         "refcount" => Reply::Integer(match &entry.value {
             Value::String(v) if int_value(v).is_some_and(|n| (0..SHARED_INTEGERS).contains(&n)) => i64::from(i32::MAX),
@@ -254,7 +259,7 @@ const fn param(name: &'static str, default: &'static str) -> Param {
     }
 }
 
-/// The parameters `CONFIG GET` knows, with Redis 7.2's defaults (one database, no persistence
+/// The parameters `CONFIG GET` knows, with Redis 7.2's defaults (16 databases, no persistence
 /// configured on the engine itself). `maxmemory` is the engine's own setting.
 const PARAMS: &[Param] = &[
     param("maxmemory", "0"),
@@ -264,7 +269,7 @@ const PARAMS: &[Param] = &[
     param("save", ""),
     Param {
         name: "databases",
-        default: "1",
+        default: "16",
         mutable: false,
     },
     param("timeout", "0"),
@@ -294,6 +299,11 @@ pub(crate) struct ServerConfig {
 }
 
 impl ServerConfig {
+    /// `requirepass`: the `default` user's password, empty when none is set.
+    pub(crate) fn requirepass(&self) -> &str {
+        self.set.get("requirepass").map_or("", String::as_str)
+    }
+
     /// `CONFIG GET pattern [pattern ...]`: `[name, value, ...]`, each parameter once.
     pub(crate) fn get(&self, patterns: &[Bytes], maxmemory: usize) -> Reply {
         let mut out = Vec::new();
@@ -392,10 +402,8 @@ fn parse_memory(text: &str) -> Option<usize> {
 
 /// What `INFO` reports about the engine.
 pub(crate) struct InfoFacts {
-    /// Keys not expired.
-    pub keys: usize,
-    /// Of those, keys with a TTL.
-    pub expires: usize,
+    /// Every database that holds live keys: `(index, keys not expired, of those with a TTL)`.
+    pub dbs: Vec<(usize, usize, usize)>,
     /// Bytes the keyspace takes.
     pub used_memory: usize,
     /// `maxmemory`.
@@ -438,11 +446,11 @@ pub(crate) fn info(sections: &[Bytes], facts: &InfoFacts) -> Reply {
         ("cluster", "cluster_enabled:0\r\n".to_string()),
         (
             "keyspace",
-            if facts.keys == 0 {
-                String::new()
-            } else {
-                format!("db0:keys={},expires={},avg_ttl=0\r\n", facts.keys, facts.expires)
-            },
+            facts
+                .dbs
+                .iter()
+                .map(|(index, keys, expires)| format!("db{index}:keys={keys},expires={expires},avg_ttl=0\r\n"))
+                .collect(),
         ),
     ];
     let mut text = String::new();
@@ -468,10 +476,11 @@ pub(crate) fn client_line(session: &super::session::ClientSession, command: &str
             .unwrap_or_default()
     };
     format!(
-        "id={} addr=127.0.0.1:0 laddr=127.0.0.1:6379 fd=8 name={} age=0 idle=0 flags={} db=0 sub={} psub=0 ssub=0 multi={} watch={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={command} user=default redir=-1 resp={} lib-name={} lib-ver={}\n",
+        "id={} addr=127.0.0.1:0 laddr=127.0.0.1:6379 fd=8 name={} age=0 idle=0 flags={} db={} sub={} psub=0 ssub=0 multi={} watch={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={command} user=default redir=-1 resp={} lib-name={} lib-ver={}\n",
         session.id,
         text(&session.name),
         if session.in_multi() { "x" } else { "N" },
+        session.db,
         session.subscriptions.len(),
         session.multi.as_ref().map_or(-1, |q| q.len() as i64),
         session.watched.len(),

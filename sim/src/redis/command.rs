@@ -5,7 +5,8 @@
 //! call, in ms since the Unix epoch; keys store absolute expiry times on that clock, so a wall
 //! clock jump forwards expires keys at once and a jump backwards extends them.
 
-use super::keyspace::{Keyspace, Value, ITEM_OVERHEAD_BYTES};
+use super::function::Functions;
+use super::keyspace::{Keyspace, Value, DATABASES, ITEM_OVERHEAD_BYTES};
 use super::lua::{ScriptRuntime, WorldLua};
 use super::memory::{MemoryShare, OOM_ERROR};
 use super::reply::Reply;
@@ -16,6 +17,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+const NOAUTH: &str = "NOAUTH Authentication required.";
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
 /// Engine settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,6 +48,9 @@ pub(crate) struct Db {
     /// it is refused ([`MemoryShare::limit`], fixed when the script starts: nothing else runs
     /// meanwhile).
     memory_limit: usize,
+    /// The database the running command works in: the connection's (`ClientSession::db`),
+    /// or what a script `SELECT`ed for itself.
+    selected: usize,
 }
 
 impl Default for Db {
@@ -54,6 +60,7 @@ impl Default for Db {
             channels: BTreeMap::new(),
             outbox: Vec::new(),
             memory_limit: usize::MAX,
+            selected: 0,
         }
     }
 }
@@ -67,8 +74,10 @@ pub struct RedisEngine {
     db: Db,
     scripts: ScriptRuntime,
     session: ClientSession,
-    /// Watched key -> ids of the sessions watching it.
-    watchers: BTreeMap<Bytes, BTreeSet<i64>>,
+    /// `FUNCTION` libraries (a restart forgets them: they are not in the keyspace snapshot).
+    functions: Functions,
+    /// Watched `(database, key)` -> ids of the sessions watching it.
+    watchers: BTreeMap<(usize, Bytes), BTreeSet<i64>>,
     /// Sessions whose watched keys were touched since their `WATCH` (`CLIENT_DIRTY_CAS`).
     dirty: BTreeSet<i64>,
     /// `maxmemory`, and this engine's share of its world's memory budget.
@@ -106,6 +115,7 @@ impl RedisEngine {
             db: Db::default(),
             scripts,
             session: ClientSession::new(1),
+            functions: Functions::default(),
             watchers: BTreeMap::new(),
             dirty: BTreeSet::new(),
             memory: MemoryShare::new(),
@@ -198,6 +208,9 @@ impl RedisEngine {
             .first()
             .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
             .unwrap_or_default();
+        if let Some(refusal) = self.auth_refusal(session, args) {
+            return vec![refusal];
+        }
         let is_pubsub = name == "subscribe" || name == "unsubscribe";
         if is_pubsub && !session.in_multi() {
             if let Lookup::Arity(fullname) = lookup(args) {
@@ -286,6 +299,53 @@ impl RedisEngine {
         }
     }
 
+    /// `NOAUTH` for a command of a connection that has not authenticated while `requirepass`
+    /// is set (`processCommand` checks it after the name and the arity, before anything else);
+    /// `EXEC` also discards the transaction. `AUTH`, `HELLO` and `QUIT` are always allowed.
+    fn auth_refusal(&mut self, session: &mut ClientSession, args: &[Bytes]) -> Option<Reply> {
+        let password_set = !self.server_config.requirepass().is_empty();
+        if *session.authenticated.get_or_insert(!password_set) || !password_set {
+            session.authenticated = Some(true);
+            return None;
+        }
+        let Lookup::Found(_, fullname) = lookup(args) else {
+            return None;
+        };
+        if ["auth", "hello", "quit"].contains(&fullname.as_str()) {
+            return None;
+        }
+        if fullname == "exec" {
+            session.multi = None;
+            session.multi_error = false;
+            self.unwatch(session);
+            return Some(Reply::Error(format!(
+                "EXECABORT Transaction discarded because of: {NOAUTH}"
+            )));
+        }
+        session.flag_transaction();
+        Some(Reply::error(NOAUTH))
+    }
+
+    /// `AUTH [username] password`: only the `default` user exists, with `requirepass` as its
+    /// password (none: any password is accepted, but the one-argument form is an error).
+    fn auth(&self, session: &mut ClientSession, args: &[Bytes]) -> Reply {
+        let password = self.server_config.requirepass();
+        match args.len() {
+            2 if password.is_empty() => Reply::error(
+                "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+            ),
+            2 | 3 => {
+                if check_credentials(args.get(2).map(|_| &args[1]), args[args.len() - 1].as_ref(), password) {
+                    session.authenticated = Some(true);
+                    Reply::ok()
+                } else {
+                    Reply::error(WRONGPASS)
+                }
+            }
+            _ => Reply::error(SYNTAX),
+        }
+    }
+
     fn unwatch(&mut self, session: &mut ClientSession) {
         for key in std::mem::take(&mut session.watched) {
             if let Some(ids) = self.watchers.get_mut(&key) {
@@ -300,7 +360,7 @@ impl RedisEngine {
 
     /// Marks the sessions watching a key touched by the last command (`touchWatchedKey`).
     fn note_touched(&mut self) {
-        let touched = self.db.ks.take_touched();
+        let touched = self.db.ks.take_touched_all();
         if self.watchers.is_empty() {
             return;
         }
@@ -329,6 +389,10 @@ impl RedisEngine {
     }
 
     fn execute_one(&mut self, session: &mut ClientSession, args: &[Bytes], now_wall_ms: i64) -> Reply {
+        self.db.selected = session.db;
+        if let Some(refusal) = self.auth_refusal(session, args) {
+            return refusal;
+        }
         let looked_up = lookup(args);
         // `rejectCommand` on EXEC: the transaction (if any) is discarded.
         if matches!(&looked_up, Lookup::Arity(n) if n == "exec") {
@@ -409,13 +473,23 @@ impl RedisEngine {
             "watch" if session.in_multi() => Reply::error("ERR WATCH inside MULTI is not allowed"),
             "watch" => {
                 for key in &args[1..] {
-                    if !session.watched.contains(key) {
-                        session.watched.push(key.clone());
-                        self.watchers.entry(key.clone()).or_default().insert(session.id);
+                    let watched = (session.db, key.clone());
+                    if !session.watched.contains(&watched) {
+                        session.watched.push(watched.clone());
+                        self.watchers.entry(watched).or_default().insert(session.id);
                     }
                 }
                 Reply::ok()
             }
+            "select" => match select_index(&args[1]) {
+                Ok(index) => {
+                    session.db = index;
+                    self.db.selected = index;
+                    Reply::ok()
+                }
+                Err(e) => e,
+            },
+            "auth" => self.auth(session, args),
             "unwatch" => {
                 self.unwatch(session);
                 Reply::ok()
@@ -423,7 +497,7 @@ impl RedisEngine {
             "subscribe" | "unsubscribe" => {
                 Reply::error("ERR SUBSCRIBE and UNSUBSCRIBE inside MULTI are not supported by this simulated server")
             }
-            "hello" => hello(session, args),
+            "hello" => hello(session, args, self.server_config.requirepass()),
             "client|id" => Reply::Integer(session.id),
             "client|getname" => Reply::Bulk(session.name.clone()),
             "client|setname" => match valid_client_attr(&args[2]) {
@@ -451,13 +525,19 @@ impl RedisEngine {
             "info" => super::admin::info(
                 &args[1..],
                 &super::admin::InfoFacts {
-                    keys: self.db.ks.live_len(now),
-                    expires: self
+                    dbs: self
                         .db
                         .ks
-                        .iter()
-                        .filter(|(_, e)| e.expire_at_ms.is_some() && !e.is_expired_at(now))
-                        .count(),
+                        .databases()
+                        .map(|(index, db)| {
+                            let expires = db
+                                .iter()
+                                .filter(|(_, e)| e.expire_at_ms.is_some() && !e.is_expired_at(now))
+                                .count();
+                            (index, db.live_len(now), expires)
+                        })
+                        .filter(|(_, keys, _)| *keys > 0)
+                        .collect(),
                     used_memory: self.db.ks.used_bytes(),
                     maxmemory: self.memory.maxmemory,
                     lua_memory: self.scripts.used_memory(),
@@ -474,6 +554,26 @@ impl RedisEngine {
             "evalsha" => self.eval(args, now, true, false),
             "eval_ro" => self.eval(args, now, false, true),
             "evalsha_ro" => self.eval(args, now, true, true),
+            "fcall" => self.fcall(args, now, false),
+            "fcall_ro" => self.fcall(args, now, true),
+            "function|load" => self.function_load(args),
+            "function|list" => self.functions.list(&args[2..]),
+            "function|delete" => self.functions.delete(&args[2]),
+            "function|flush" => match args.get(2) {
+                Some(mode) if args.len() > 3 || !(eq_ic(mode, "sync") || eq_ic(mode, "async")) => {
+                    if args.len() > 3 {
+                        Reply::error(
+                            "ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.",
+                        )
+                    } else {
+                        Reply::error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
+                    }
+                }
+                _ => {
+                    self.functions = Functions::default();
+                    Reply::ok()
+                }
+            },
             "script|load" => match self.scripts.load(&args[2]) {
                 Ok(sha) => Reply::bulk(sha),
                 Err(e) => Reply::Error(e),
@@ -530,6 +630,7 @@ impl RedisEngine {
     pub fn reset(&mut self) {
         self.db = Db::default();
         self.scripts.flush();
+        self.functions = Functions::default();
         self.session = ClientSession::new(1);
         self.watchers.clear();
         self.dirty.clear();
@@ -545,11 +646,9 @@ impl RedisEngine {
     /// Replaces the keyspace (restore from a snapshot, or a replica applying its stream). The
     /// script cache is untouched; a watched key whose entry differs counts as touched.
     pub fn restore(&mut self, mut ks: Keyspace) {
-        ks.take_touched();
-        for (key, ids) in &self.watchers {
-            if self.db.ks.iter().find(|(k, _)| *k == key).map(|(_, e)| e)
-                != ks.iter().find(|(k, _)| *k == key).map(|(_, e)| e)
-            {
+        ks.take_touched_all();
+        for ((db, key), ids) in &self.watchers {
+            if self.db.ks.db(*db).and_then(|d| d.get(key)) != ks.db(*db).and_then(|d| d.get(key)) {
                 self.dirty.extend(ids.iter().copied());
             }
         }
@@ -610,6 +709,85 @@ impl RedisEngine {
                 exec_from_script
             },
         )
+    }
+}
+
+impl RedisEngine {
+    /// `FUNCTION LOAD [REPLACE] code`: parses the shebang, runs the library's code (with only
+    /// `redis.register_function` and its few companions reachable, on data of its own) and
+    /// stores what it registered.
+    fn function_load(&mut self, args: &[Bytes]) -> Reply {
+        let prepared = match self.functions.prepare(args) {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        let sha = match self.scripts.load(prepared.wrapper.as_bytes()) {
+            Ok(sha) => sha,
+            Err(wrapped) => {
+                // Compiled alone, the library's code gives Redis' own compile error.
+                let text = match self.scripts.load(prepared.body.as_bytes()) {
+                    Err(e) => e,
+                    Ok(_) => wrapped,
+                };
+                let text = text
+                    .replace("Error compiling script (new function)", "Error compiling function")
+                    .replace("user_script:", "user_function:");
+                return Reply::Error(text);
+            }
+        };
+        let mut scratch = Db::default();
+        let argv = [Bytes::from_static(b"load"), Bytes::new()];
+        let registered = self.scripts.run(&sha, &[], &argv, &mut scratch, 0, exec_from_script);
+        if let Reply::Error(_) = registered {
+            let Reply::Error(text) = super::function::rewrite_error(registered, &sha, "", true) else {
+                return Reply::error("ERR No functions registered");
+            };
+            return Reply::Error(format!("ERR Error registering functions: {text}"));
+        }
+        self.functions.install(prepared, registered)
+    }
+
+    /// `FCALL`/`FCALL_RO function numkeys key... arg...`.
+    fn fcall(&mut self, args: &[Bytes], now: i64, read_only: bool) -> Reply {
+        let Some((library, function)) = self.functions.find(&args[1]) else {
+            return Reply::error("ERR Function not found");
+        };
+        let Some(numkeys) = parse_ll(&args[2]) else {
+            return Reply::error("ERR Bad number of keys provided");
+        };
+        if numkeys > (args.len() - 3) as i64 {
+            return Reply::error("ERR Number of keys can't be greater than number of args");
+        }
+        if numkeys < 0 {
+            return Reply::error("ERR Number of keys can't be negative");
+        }
+        let no_writes = function.no_writes();
+        if read_only && !no_writes {
+            return Reply::error("ERR Can not execute a script with write flag using *_ro command.");
+        }
+        let (wrapper, name) = (library.wrapper.clone(), function.name.clone());
+        let sha = match self.scripts.load(wrapper.as_bytes()) {
+            Ok(sha) => sha,
+            Err(e) => return Reply::Error(e),
+        };
+        let split = 3 + numkeys as usize;
+        let mut argv = args[split..].to_vec();
+        argv.push(Bytes::from_static(b"call"));
+        argv.push(Bytes::copy_from_slice(name.as_bytes()));
+        self.db.memory_limit = self.memory.limit();
+        let reply = self.scripts.run(
+            &sha,
+            &args[3..split],
+            &argv,
+            &mut self.db,
+            now,
+            if no_writes {
+                exec_from_read_only_script
+            } else {
+                exec_from_script
+            },
+        );
+        super::function::rewrite_error(reply, &sha, &name, false)
     }
 }
 
@@ -765,6 +943,23 @@ static COMMANDS: &[Spec] = &[
     cmd("hexists", 3),
     grow("hincrby", 4),
     cmd("hgetall", 2),
+    grow("sadd", -3),
+    write("srem", -3),
+    cmd("smembers", 2),
+    cmd("sismember", 3),
+    cmd("scard", 2),
+    grow("mset", -3),
+    grow("msetnx", -3),
+    cmd("mget", -2),
+    write("swapdb", 3),
+    Spec {
+        name: "auth",
+        arity: -2,
+        noscript: true,
+        write: false,
+        denyoom: false,
+        subcommands: &[],
+    },
     cmd("publish", 3),
     noscript("subscribe", -2),
     noscript("unsubscribe", -1),
@@ -780,6 +975,17 @@ static COMMANDS: &[Spec] = &[
     noscript("evalsha", -3),
     noscript("eval_ro", -3),
     noscript("evalsha_ro", -3),
+    noscript("fcall", -3),
+    noscript("fcall_ro", -3),
+    container(
+        "function",
+        &[
+            noscript("load", -3),
+            noscript("list", -2),
+            noscript("delete", 3),
+            noscript("flush", -2),
+        ],
+    ),
     container(
         "script",
         &[
@@ -858,7 +1064,8 @@ fn exec_from_read_only_script(db: &mut Db, args: &[Bytes], now: i64) -> Result<R
 /// Commands that only touch the keyspace (callable from scripts). `name` is the table name and
 /// the arity has been checked.
 fn exec_data(db: &mut Db, name: &str, args: &[Bytes], now: i64) -> Reply {
-    let ks = &mut db.ks;
+    let selected = db.selected;
+    let ks = db.ks.db_mut(selected);
     match name {
         "ping" => match args.len() {
             1 => Reply::Status("PONG".to_string()),
@@ -866,12 +1073,76 @@ fn exec_data(db: &mut Db, name: &str, args: &[Bytes], now: i64) -> Reply {
             _ => arity_error("ping"),
         },
         "echo" => Reply::Bulk(Some(args[1].clone())),
-        // `getIntFromObjectOrReply`: a number outside `int` has its own error.
-        "select" => match parse_ll(&args[1]).map(i32::try_from) {
-            None => Reply::error(NOT_INTEGER),
-            Some(Err(_)) => Reply::error("ERR value is out of range, value must between -2147483648 and 2147483647"),
-            Some(Ok(0)) => Reply::ok(),
-            Some(Ok(_)) => Reply::error("ERR DB index is out of range"),
+        // From a script (a connection's `SELECT` is in `execute_one`): the script's database
+        // changes, not the connection's, as in Redis 7.
+        "select" => match select_index(&args[1]) {
+            Ok(index) => {
+                db.selected = index;
+                Reply::ok()
+            }
+            Err(e) => e,
+        },
+        "swapdb" => {
+            let (Some(a), Some(b)) = (parse_ll(&args[1]), parse_ll(&args[2])) else {
+                return Reply::error(if parse_ll(&args[1]).is_none() {
+                    "ERR invalid first DB index"
+                } else {
+                    "ERR invalid second DB index"
+                });
+            };
+            let index = |i: i64| usize::try_from(i).ok().filter(|i| *i < DATABASES);
+            match (index(a), index(b)) {
+                (Some(a), Some(b)) => {
+                    db.ks.swap_dbs(a, b);
+                    Reply::ok()
+                }
+                _ => Reply::error("ERR DB index is out of range"),
+            }
+        }
+        "mget" => Reply::Array(Some(
+            args[1..]
+                .iter()
+                .map(|key| match ks.lookup(key, now).map(|e| &e.value) {
+                    Some(Value::String(s)) => Reply::Bulk(Some(s.clone())),
+                    _ => Reply::nil(),
+                })
+                .collect(),
+        )),
+        "mset" | "msetnx" => {
+            if args.len() % 2 == 0 {
+                return arity_error(name);
+            }
+            if name == "msetnx" && args[1..].chunks(2).any(|pair| ks.lookup(&pair[0], now).is_some()) {
+                return Reply::Integer(0);
+            }
+            for pair in args[1..].chunks(2) {
+                ks.insert(pair[0].clone(), Value::String(pair[1].clone()), None);
+            }
+            if name == "mset" {
+                Reply::ok()
+            } else {
+                Reply::Integer(1)
+            }
+        }
+        "sadd" => sadd(ks, args, now),
+        "srem" => srem(ks, args, now),
+        "smembers" => match set_of(ks, &args[1], now) {
+            Err(e) => e,
+            Ok(members) => Reply::Array(Some(
+                members
+                    .into_iter()
+                    .flatten()
+                    .map(|m| Reply::Bulk(Some(m.clone())))
+                    .collect(),
+            )),
+        },
+        "sismember" => match set_of(ks, &args[1], now) {
+            Err(e) => e,
+            Ok(members) => Reply::Integer(i64::from(members.is_some_and(|m| m.contains(&args[2])))),
+        },
+        "scard" => match set_of(ks, &args[1], now) {
+            Err(e) => e,
+            Ok(members) => Reply::Integer(members.map_or(0, |m| m.len() as i64)),
         },
         "get" => match ks.lookup(&args[1], now) {
             None => Reply::nil(),
@@ -1015,13 +1286,16 @@ fn exec_data(db: &mut Db, name: &str, args: &[Bytes], now: i64) -> Reply {
         "object|refcount" => super::admin::object(ks, "refcount", &args[2], now),
         "object|idletime" => super::admin::object(ks, "idletime", &args[2], now),
         "object|freq" => super::admin::object(ks, "freq", &args[2], now),
-        // One database here (`SELECT 0` only): FLUSHDB empties what FLUSHALL empties.
         "flushall" | "flushdb" => {
             let ok = args.len() == 1 || (args.len() == 2 && (eq_ic(&args[1], "sync") || eq_ic(&args[1], "async")));
             if !ok {
                 return Reply::error(SYNTAX);
             }
-            ks.clear();
+            if name == "flushall" {
+                db.ks.clear_all();
+            } else {
+                ks.clear();
+            }
             Reply::ok()
         }
         _ => unknown_command(args),
@@ -1424,6 +1698,85 @@ fn hincrby(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
     Reply::Integer(new)
 }
 
+/// The members of the set at `key` (`None` if there is no key), or the `WRONGTYPE` reply.
+fn set_of<'a>(ks: &'a mut Keyspace, key: &[u8], now: i64) -> Result<Option<&'a BTreeSet<Bytes>>, Reply> {
+    match ks.lookup(key, now) {
+        None => Ok(None),
+        Some(e) => match &e.value {
+            Value::Set(members) => Ok(Some(members)),
+            _ => Err(Reply::error(WRONGTYPE)),
+        },
+    }
+}
+
+/// `SADD key member [member ...]`: how many members were new.
+fn sadd(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
+    match set_of(ks, &args[1], now) {
+        Err(e) => return e,
+        Ok(None) => ks.insert(args[1].clone(), Value::Set(BTreeSet::new()), None),
+        Ok(Some(_)) => {}
+    }
+    let mut added = 0;
+    let mut grown = 0;
+    if let Some(Value::Set(members)) = ks.value_mut(&args[1], now) {
+        for member in &args[2..] {
+            if members.insert(member.clone()) {
+                added += 1;
+                grown += member.len() + ITEM_OVERHEAD_BYTES;
+            }
+        }
+    }
+    ks.grew(grown);
+    Reply::Integer(added)
+}
+
+/// `SREM key member [member ...]`: how many members were removed; an emptied set is deleted.
+fn srem(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
+    match set_of(ks, &args[1], now) {
+        Err(e) => return e,
+        Ok(None) => return Reply::Integer(0),
+        // Nothing to remove: the key is not written (not touched for `WATCH`).
+        Ok(Some(members)) if !args[2..].iter().any(|m| members.contains(m)) => return Reply::Integer(0),
+        Ok(Some(_)) => {}
+    }
+    let (mut removed, mut shrunk, mut now_empty) = (0, 0, false);
+    if let Some(Value::Set(members)) = ks.value_mut(&args[1], now) {
+        for member in &args[2..] {
+            if members.remove(member) {
+                removed += 1;
+                shrunk += member.len() + ITEM_OVERHEAD_BYTES;
+            }
+        }
+        now_empty = members.is_empty();
+    }
+    ks.shrank(shrunk);
+    if now_empty {
+        ks.remove(&args[1]);
+    }
+    Reply::Integer(removed)
+}
+
+/// A database index as `SELECT` reads it (`getIntFromObjectOrReply`: a number outside `int`
+/// has its own error), checked against [`DATABASES`].
+fn select_index(raw: &[u8]) -> Result<usize, Reply> {
+    match parse_ll(raw).map(i32::try_from) {
+        None => Err(Reply::error(NOT_INTEGER)),
+        Some(Err(_)) => Err(Reply::error(
+            "ERR value is out of range, value must between -2147483648 and 2147483647",
+        )),
+        Some(Ok(i)) => usize::try_from(i)
+            .ok()
+            .filter(|i| *i < DATABASES)
+            .ok_or_else(|| Reply::error("ERR DB index is out of range")),
+    }
+}
+
+/// Whether `user` (the `default` one when `None`) may log in with `password`: the `default`
+/// user has `requirepass` as its password, or takes any password while none is set.
+fn check_credentials(user: Option<&Bytes>, password: &[u8], requirepass: &str) -> bool {
+    user.is_none_or(|u| u.as_ref() == b"default") && (requirepass.is_empty() || password == requirepass.as_bytes())
+}
+
 /// A blocking command's timeout in seconds (`getTimeoutFromObjectOrReply` of Redis 7.0): a
 /// float, rounded up to ms; 0 blocks forever; what does not fit in an `i64` of ms counts as
 /// negative, as the x86-64 conversion makes it.
@@ -1457,7 +1810,9 @@ fn pubsub_reply(kind: &'static str, channel: Option<Bytes>, count: usize) -> Rep
     ]))
 }
 
-fn hello(session: &mut ClientSession, args: &[Bytes]) -> Reply {
+/// `HELLO [protover [AUTH username password] [SETNAME name]]` (`helloCommand`: the version,
+/// then the options, then the credentials, then whether the connection may go on).
+fn hello(session: &mut ClientSession, args: &[Bytes], requirepass: &str) -> Reply {
     let mut next = 1;
     // The protocol asked for (applied once every option is valid); none keeps the current one.
     let mut resp3 = session.resp3;
@@ -1471,11 +1826,12 @@ fn hello(session: &mut ClientSession, args: &[Bytes]) -> Reply {
         }
     }
     let mut setname = None;
+    let mut credentials = None;
     let mut j = next;
     while j < args.len() {
         let more = args.len() - 1 - j;
         if eq_ic(&args[j], "auth") && more >= 2 {
-            // The default user has no password: any credentials are accepted.
+            credentials = Some((&args[j + 1], &args[j + 2]));
             j += 2;
         } else if eq_ic(&args[j], "setname") && more >= 1 {
             setname = Some(args[j + 1].clone());
@@ -1487,6 +1843,17 @@ fn hello(session: &mut ClientSession, args: &[Bytes]) -> Reply {
             )));
         }
         j += 1;
+    }
+    if let Some((user, password)) = credentials {
+        if !check_credentials(Some(user), password, requirepass) {
+            return Reply::error(WRONGPASS);
+        }
+        session.authenticated = Some(true);
+    }
+    if session.authenticated == Some(false) {
+        return Reply::error(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+        );
     }
     if let Some(name) = setname {
         if !valid_client_attr(&name) {
@@ -1618,7 +1985,7 @@ fn key_effect(
                     .map(|(f, _)| bounded_lossy(f, MAX_EVENT_ARG_BYTES))
                     .collect(),
             ),
-            Value::List(_) => (None, Vec::new()),
+            Value::List(_) | Value::Set(_) => (None, Vec::new()),
         };
         KeyState {
             value,
@@ -1636,6 +2003,7 @@ fn key_effect(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::redis::sha1_hex;
 
     fn args(cmd: &[&str]) -> Vec<Bytes> {
         cmd.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect()
@@ -1717,7 +2085,8 @@ mod tests {
                 (t, &["ECHO", "x"], bulk("x")),
                 (t, &["echo"], err("ERR wrong number of arguments for 'echo' command")),
                 (t, &["SELECT", "0"], st("OK")),
-                (t, &["SELECT", "1"], err("ERR DB index is out of range")),
+                (t, &["SELECT", "16"], err("ERR DB index is out of range")),
+                (t, &["SELECT", "-1"], err("ERR DB index is out of range")),
                 (t, &["SELECT", "x"], err(NOT_INT)),
                 (
                     t,
@@ -1842,6 +2211,7 @@ mod tests {
                 name: None,
                 lib_name: Some(Bytes::from_static(b"redis-rs")),
                 lib_ver: Some(Bytes::from_static(b"1.0.0")),
+                authenticated: Some(true),
                 ..ClientSession::default()
             }
         );
@@ -2381,5 +2751,346 @@ mod tests {
         }
         let _ = e.expire_due(i64::MIN);
         let _ = e.expire_due(i64::MAX);
+    }
+
+    #[test]
+    fn sets_and_their_wrongtype_interplay() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let t = 1_000;
+        check(
+            &mut e,
+            &[
+                (t, &["SADD", "s", "b", "a", "c"], int(3)),
+                (t, &["SADD", "s", "a"], int(0)),
+                (t, &["SMEMBERS", "s"], arr(vec![bulk("a"), bulk("b"), bulk("c")])),
+                (t, &["SISMEMBER", "s", "a"], int(1)),
+                (t, &["SISMEMBER", "s", "z"], int(0)),
+                (t, &["SCARD", "s"], int(3)),
+                (t, &["TYPE", "s"], st("set")),
+                (t, &["GET", "s"], err(WT)),
+                (t, &["LPUSH", "s", "x"], err(WT)),
+                (t, &["SREM", "s", "a", "z"], int(1)),
+                (t, &["SREM", "nokey", "a"], int(0)),
+                (t, &["SCARD", "nokey"], int(0)),
+                (t, &["SMEMBERS", "nokey"], arr(vec![])),
+                (t, &["SISMEMBER", "nokey", "a"], int(0)),
+                (t, &["SET", "str", "v"], st("OK")),
+                (t, &["SADD", "str", "a"], err(WT)),
+                (t, &["SREM", "str", "a"], err(WT)),
+                (t, &["SMEMBERS", "str"], err(WT)),
+                (t, &["SISMEMBER", "str", "a"], err(WT)),
+                (t, &["SCARD", "str"], err(WT)),
+                (
+                    t,
+                    &["SADD", "s"],
+                    err("ERR wrong number of arguments for 'sadd' command"),
+                ),
+                (t, &["OBJECT", "ENCODING", "s"], bulk("listpack")),
+                (t, &["SADD", "n", "1", "2"], int(2)),
+                (t, &["OBJECT", "ENCODING", "n"], bulk("intset")),
+                (t, &["PEXPIRE", "s", "100"], int(1)),
+                (t + 100, &["SCARD", "s"], int(2)),
+                (t + 101, &["SCARD", "s"], int(0)),
+                (t + 101, &["EXISTS", "s"], int(0)),
+                (t, &["SREM", "n", "1", "2"], int(2)),
+                (t, &["EXISTS", "n"], int(0)),
+                (t, &["SADD", "d", "x"], int(1)),
+                (t, &["DEL", "d"], int(1)),
+                (
+                    t,
+                    &["EVAL", "return redis.call('sadd', KEYS[1], ARGV[1])", "1", "l", "m"],
+                    int(1),
+                ),
+                (
+                    t,
+                    &["EVAL", "return redis.call('smembers', KEYS[1])", "1", "l"],
+                    arr(vec![bulk("m")]),
+                ),
+            ],
+        );
+        assert_eq!(e.keyspace().used_bytes(), e.keyspace().recount_used_bytes());
+    }
+
+    #[test]
+    fn mset_mget_msetnx() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let t = 1_000;
+        check(
+            &mut e,
+            &[
+                (t, &["SET", "e", "1", "EX", "100"], st("OK")),
+                (t, &["MSET", "a", "1", "e", "2"], st("OK")),
+                (t, &["TTL", "e"], int(-1)),
+                (
+                    t,
+                    &["MSET", "a"],
+                    err("ERR wrong number of arguments for 'mset' command"),
+                ),
+                (
+                    t,
+                    &["MSET", "a", "1", "b"],
+                    err("ERR wrong number of arguments for 'mset' command"),
+                ),
+                (t, &["SADD", "s", "x"], int(1)),
+                (
+                    t,
+                    &["MGET", "a", "nokey", "e", "s"],
+                    arr(vec![bulk("1"), nil(), bulk("2"), nil()]),
+                ),
+                (t, &["MSETNX", "a", "9", "c", "3"], int(0)),
+                (t, &["GET", "c"], nil()),
+                (t, &["MSETNX", "c", "3", "d", "4"], int(1)),
+                (t, &["MGET", "c", "d"], arr(vec![bulk("3"), bulk("4")])),
+                (t, &["MGET"], err("ERR wrong number of arguments for 'mget' command")),
+            ],
+        );
+    }
+
+    #[test]
+    fn databases_are_separate_per_connection_and_script() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let (mut a, mut b) = (ClientSession::new(1), ClientSession::new(2));
+        let t = 1_000;
+        let run = |e: &mut RedisEngine, s: &mut ClientSession, cmd: &[&str]| e.execute_as(s, &args(cmd), t);
+        assert_eq!(run(&mut e, &mut a, &["SET", "k", "zero"]), st("OK"));
+        assert_eq!(run(&mut e, &mut a, &["SELECT", "1"]), st("OK"));
+        assert_eq!(run(&mut e, &mut a, &["GET", "k"]), nil());
+        assert_eq!(run(&mut e, &mut a, &["SET", "k", "one", "PX", "50"]), st("OK"));
+        assert!(e.take_effects().is_empty(), "only database 0 is in the history");
+        assert_eq!(run(&mut e, &mut a, &["DBSIZE"]), int(1));
+        assert_eq!(run(&mut e, &mut b, &["GET", "k"]), bulk("zero"));
+        assert_eq!(run(&mut e, &mut b, &["DBSIZE"]), int(1));
+        // A script runs in its caller's database; its SELECT is its own.
+        assert_eq!(
+            run(
+                &mut e,
+                &mut a,
+                &[
+                    "EVAL",
+                    "local x = redis.call('get','k') redis.call('select','0') return {x, redis.call('get','k')}",
+                    "0"
+                ]
+            ),
+            arr(vec![bulk("one"), bulk("zero")])
+        );
+        assert_eq!(run(&mut e, &mut a, &["GET", "k"]), bulk("one"));
+        // WATCH is per database.
+        assert_eq!(run(&mut e, &mut b, &["WATCH", "k"]), st("OK"));
+        assert_eq!(run(&mut e, &mut a, &["SET", "k", "one-again"]), st("OK"));
+        assert_eq!(run(&mut e, &mut b, &["MULTI"]), st("OK"));
+        assert_eq!(run(&mut e, &mut b, &["GET", "k"]), st("QUEUED"));
+        assert_eq!(run(&mut e, &mut b, &["EXEC"]), arr(vec![bulk("zero")]));
+        assert_eq!(run(&mut e, &mut b, &["WATCH", "k"]), st("OK"));
+        assert_eq!(run(&mut e, &mut a, &["SWAPDB", "0", "1"]), st("OK"));
+        assert_eq!(run(&mut e, &mut b, &["MULTI"]), st("OK"));
+        assert_eq!(run(&mut e, &mut b, &["GET", "k"]), st("QUEUED"));
+        assert_eq!(run(&mut e, &mut b, &["EXEC"]), Reply::Array(None));
+        assert_eq!(run(&mut e, &mut b, &["GET", "k"]), bulk("one-again"));
+        assert_eq!(run(&mut e, &mut a, &["GET", "k"]), bulk("zero"));
+        // The snapshot holds every database; expiry reaches them all.
+        let snapshot = e.keyspace().clone();
+        assert_eq!(run(&mut e, &mut a, &["FLUSHDB"]), st("OK"));
+        assert_eq!(run(&mut e, &mut b, &["DBSIZE"]), int(1));
+        assert_eq!(run(&mut e, &mut a, &["DBSIZE"]), int(0));
+        e.restore(snapshot);
+        assert_eq!(run(&mut e, &mut a, &["GET", "k"]), bulk("zero"));
+        assert_eq!(run(&mut e, &mut b, &["PEXPIRE", "k", "10"]), int(1));
+        assert_eq!(e.keyspace().next_expiry_ms(), Some(t + 10));
+        assert_eq!(e.expire_due(t + 11), vec![Bytes::from_static(b"k")]);
+        assert_eq!(run(&mut e, &mut b, &["SELECT", "2"]), st("OK"));
+        assert_eq!(run(&mut e, &mut b, &["SET", "y", "1", "PX", "10"]), st("OK"));
+        assert_eq!(e.keyspace().next_expiry_ms(), Some(t + 10));
+        assert!(
+            e.expire_due(t + 11).is_empty(),
+            "keys expiring outside database 0 are not replicated"
+        );
+        assert_eq!(e.keyspace().db(2).map(Keyspace::len), Some(0), "but they are removed");
+        assert_eq!(run(&mut e, &mut a, &["FLUSHDB"]), st("OK"));
+        assert_eq!(run(&mut e, &mut a, &["SET", "x", "1"]), st("OK"));
+        assert_eq!(
+            run(&mut e, &mut a, &["INFO", "keyspace"]),
+            bulk("# Keyspace\r\ndb1:keys=1,expires=0,avg_ttl=0\r\n")
+        );
+        assert_eq!(run(&mut e, &mut a, &["FLUSHALL"]), st("OK"));
+        assert_eq!(run(&mut e, &mut a, &["DBSIZE"]), int(0));
+        assert_eq!(e.keyspace(), &Keyspace::new());
+        for (cmd, want) in [
+            (&["SWAPDB", "0", "16"][..], "ERR DB index is out of range"),
+            (&["SWAPDB", "x", "1"][..], "ERR invalid first DB index"),
+            (&["SWAPDB", "0", "x"][..], "ERR invalid second DB index"),
+            (&["SWAPDB", "-1", "0"][..], "ERR DB index is out of range"),
+        ] {
+            assert_eq!(run(&mut e, &mut a, cmd), err(want), "{cmd:?}");
+        }
+        assert_eq!(
+            run(&mut e, &mut a, &["CONFIG", "GET", "databases"]),
+            arr(vec![bulk("databases"), bulk("16")])
+        );
+    }
+
+    #[test]
+    fn auth_with_requirepass() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let (mut a, mut b, mut c) = (ClientSession::new(1), ClientSession::new(2), ClientSession::new(3));
+        let t = 1_000;
+        let run = |e: &mut RedisEngine, s: &mut ClientSession, cmd: &[&str]| e.execute_as(s, &args(cmd), t);
+        let no_password = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?";
+        let wrongpass = "WRONGPASS invalid username-password pair or user is disabled.";
+        assert_eq!(run(&mut e, &mut a, &["AUTH", "x"]), err(no_password));
+        assert_eq!(run(&mut e, &mut a, &["AUTH", "default", "x"]), st("OK"));
+        assert_eq!(run(&mut e, &mut a, &["AUTH", "someone", "x"]), err(wrongpass));
+        assert_eq!(run(&mut e, &mut a, &["AUTH", "a", "b", "c"]), err("ERR syntax error"));
+        assert_eq!(run(&mut e, &mut a, &["CONFIG", "SET", "requirepass", "pw"]), st("OK"));
+        assert_eq!(
+            run(&mut e, &mut a, &["GET", "k"]),
+            nil(),
+            "a connection that was in stays in"
+        );
+        assert_eq!(run(&mut e, &mut b, &["GET", "k"]), err(NOAUTH));
+        assert_eq!(
+            run(&mut e, &mut b, &["nosuch"]),
+            err("ERR unknown command 'nosuch', with args beginning with: ")
+        );
+        assert_eq!(
+            run(&mut e, &mut b, &["GET"]),
+            err("ERR wrong number of arguments for 'get' command")
+        );
+        assert_eq!(
+            run(&mut e, &mut b, &["EXEC"]),
+            err("EXECABORT Transaction discarded because of: NOAUTH Authentication required.")
+        );
+        assert_eq!(
+            e.execute_conn(&mut b, &args(&["SUBSCRIBE", "ch"]), t),
+            vec![err(NOAUTH)]
+        );
+        assert_eq!(run(&mut e, &mut b, &["HELLO", "3"]), err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
+        assert_eq!(
+            run(&mut e, &mut b, &["HELLO", "3", "AUTH", "default", "no"]),
+            err(wrongpass)
+        );
+        assert_eq!(run(&mut e, &mut b, &["AUTH", "wrong"]), err(wrongpass));
+        assert_eq!(run(&mut e, &mut b, &["AUTH", "other", "pw"]), err(wrongpass));
+        assert_eq!(run(&mut e, &mut b, &["AUTH", "pw"]), st("OK"));
+        assert_eq!(run(&mut e, &mut b, &["GET", "k"]), nil());
+        assert!(matches!(
+            run(&mut e, &mut c, &["HELLO", "2", "AUTH", "default", "pw"]),
+            Reply::Array(Some(_))
+        ));
+        assert_eq!(run(&mut e, &mut c, &["GET", "k"]), nil());
+        assert_eq!(run(&mut e, &mut a, &["CONFIG", "SET", "requirepass", ""]), st("OK"));
+        let mut d = ClientSession::new(4);
+        assert_eq!(run(&mut e, &mut d, &["GET", "k"]), nil());
+    }
+
+    #[test]
+    fn functions_load_list_call_delete() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let t = 1_000;
+        let lib = "#!lua name=mylib\nredis.register_function('echo1', function(keys, args) return args[1] end)\n\
+                   redis.register_function{function_name='ro', callback=function(keys, args) return redis.call('get', keys[1]) end, flags={'no-writes'}}\n\
+                   redis.register_function('setit', function(keys, args)\n return redis.call('set', keys[1], args[1]) end)\n\
+                   redis.register_function('bad', function(keys, args)\n return undefined_x end)";
+        let list_row = |with_code: bool| {
+            let f = |name: &str, flags: Vec<Reply>| {
+                arr(vec![
+                    bulk("name"),
+                    bulk(name),
+                    bulk("description"),
+                    nil(),
+                    bulk("flags"),
+                    arr(flags),
+                ])
+            };
+            let mut row = vec![
+                bulk("library_name"),
+                bulk("mylib"),
+                bulk("engine"),
+                bulk("LUA"),
+                bulk("functions"),
+                arr(vec![
+                    f("echo1", vec![]),
+                    f("ro", vec![bulk("no-writes")]),
+                    f("setit", vec![]),
+                    f("bad", vec![]),
+                ]),
+            ];
+            if with_code {
+                row.extend([bulk("library_code"), bulk(lib)]);
+            }
+            arr(vec![arr(row)])
+        };
+        check(
+            &mut e,
+            &[
+                (t, &["FUNCTION", "LOAD", lib], bulk("mylib")),
+                (t, &["FUNCTION", "LOAD", lib], err("ERR Library 'mylib' already exists")),
+                (t, &["FUNCTION", "LOAD", "REPLACE", lib], bulk("mylib")),
+                (t, &["FCALL", "echo1", "0", "hello"], bulk("hello")),
+                (t, &["FCALL", "setit", "1", "k", "v"], st("OK")),
+                (t, &["FCALL", "ro", "1", "k"], bulk("v")),
+                (t, &["FCALL_RO", "ro", "1", "k"], bulk("v")),
+                (t, &["FCALL_RO", "setit", "1", "k", "v"], err("ERR Can not execute a script with write flag using *_ro command.")),
+                (t, &["FCALL", "nosuch", "0"], err("ERR Function not found")),
+                (t, &["FCALL", "echo1", "x"], err("ERR Bad number of keys provided")),
+                (t, &["FCALL", "echo1", "2", "a"], err("ERR Number of keys can't be greater than number of args")),
+                (t, &["FCALL", "echo1", "-1"], err("ERR Number of keys can't be negative")),
+                (
+                    t,
+                    &["FCALL", "bad", "0"],
+                    err("ERR user_function:7: Script attempted to access nonexistent global variable 'undefined_x' script: bad, on @user_function:7."),
+                ),
+                (t, &["FUNCTION", "LIST"], list_row(false)),
+                (t, &["FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "my*"], list_row(true)),
+                (t, &["FUNCTION", "LIST", "LIBRARYNAME", "my"], arr(vec![])),
+                (t, &["FUNCTION", "LIST", "x"], err("ERR Unknown argument x")),
+                (
+                    t,
+                    &["FUNCTION", "LOAD", "#!lua name=other\nredis.register_function('echo1', function() end)"],
+                    err("ERR Function echo1 already exists"),
+                ),
+                (
+                    t,
+                    &["FUNCTION", "LOAD", "#!lua name=x\nlocal a = undefined_global"],
+                    err("ERR Error registering functions: ERR user_function:2: Script attempted to access nonexistent global variable 'undefined_global'"),
+                ),
+                (
+                    t,
+                    &["FUNCTION", "LOAD", "#!lua name=x\nredis.call('set','a','1')"],
+                    err("ERR Error registering functions: ERR user_function:2: Script attempted to access nonexistent global variable 'call'"),
+                ),
+                (t, &["FUNCTION", "LOAD", "#!lua name=x\nreturn 1"], err("ERR No functions registered")),
+                (
+                    t,
+                    &["FUNCTION", "LOAD", "#!lua name=x\nfoo("],
+                    err("ERR Error compiling function: user_function:2: unexpected symbol near '<eof>'"),
+                ),
+                (
+                    t,
+                    &["FUNCTION", "LOAD", "#!lua name=x\nredis.register_function('f', 1)"],
+                    err("ERR Error registering functions: ERR second argument to redis.register_function must be a function"),
+                ),
+                (
+                    t,
+                    &["FUNCTION", "LOAD", "#!lua name=x\nredis.register_function{function_name='f', callback=function() end, flags={'bad'}}"],
+                    err("ERR Error registering functions: ERR unknown flag given"),
+                ),
+                (
+                    t,
+                    &["FUNCTION", "LOAD", "#!lua name=x\nx = 1"],
+                    err("ERR Error registering functions: ERR user_function:2: Attempt to modify a readonly table"),
+                ),
+                (t, &["EVAL", "return redis.call('fcall', 'echo1', 0)", "0"], Reply::Error(format!(
+                    "ERR This Redis command is not allowed from script script: {}, on @user_script:1.",
+                    sha1_hex(b"return redis.call('fcall', 'echo1', 0)")
+                ))),
+                (t, &["FUNCTION", "DELETE", "nosuch"], err("ERR Library not found")),
+                (t, &["FUNCTION", "DELETE", "mylib"], st("OK")),
+                (t, &["FCALL", "echo1", "0"], err("ERR Function not found")),
+                (t, &["FUNCTION", "LOAD", lib], bulk("mylib")),
+                (t, &["FUNCTION", "FLUSH", "x"], err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")),
+                (t, &["FUNCTION", "FLUSH", "SYNC"], st("OK")),
+                (t, &["FUNCTION", "LIST"], arr(vec![])),
+            ],
+        );
     }
 }

@@ -22,18 +22,25 @@ pub enum Value {
     /// A hash value (`HSET`, `HGET`, ...): fields in insertion order, as Redis keeps a small
     /// hash (listpack encoding). Never empty: an emptied hash is deleted, as in Redis.
     Hash(Vec<(Bytes, Bytes)>),
+    /// A set value (`SADD`, `SREM`, `SMEMBERS`, ...): members in byte order, which is the order
+    /// `SMEMBERS` answers in (Redis answers a small set in insertion order, an integer set in
+    /// numeric order, a large one in hash order: clients may not rely on any). Never empty: an
+    /// emptied set is deleted, as in Redis.
+    Set(BTreeSet<Bytes>),
 }
 
 /// What a key costs besides its name and value, in [`Keyspace::used_bytes`]: Redis' dict entry,
 /// object header and expiry slot, roughly.
 pub(crate) const ENTRY_OVERHEAD_BYTES: usize = 64;
 
-/// What each list element or hash field costs besides its bytes (its listpack/quicklist entry).
+/// What each list element, hash field or set member costs besides its bytes (its
+/// listpack/quicklist/hashtable entry).
 pub(crate) const ITEM_OVERHEAD_BYTES: usize = 16;
 
 impl Value {
     /// The bytes this value counts for in [`Keyspace::used_bytes`]: a string's length; a list's
-    /// elements and a hash's fields and values, plus [`ITEM_OVERHEAD_BYTES`] each.
+    /// elements, a hash's fields and values and a set's members, plus [`ITEM_OVERHEAD_BYTES`]
+    /// each.
     pub fn used_bytes(&self) -> usize {
         match self {
             Value::String(s) => s.len(),
@@ -42,15 +49,17 @@ impl Value {
                 .iter()
                 .map(|(f, v)| f.len() + v.len() + ITEM_OVERHEAD_BYTES)
                 .sum(),
+            Value::Set(members) => members.iter().map(|m| m.len() + ITEM_OVERHEAD_BYTES).sum(),
         }
     }
 
-    /// The name `TYPE` reports for this value (`string`, `list`).
+    /// The name `TYPE` reports for this value (`string`, `list`, `hash`, `set`).
     pub(crate) fn type_name(&self) -> &'static str {
         match self {
             Value::String(_) => "string",
             Value::List(_) => "list",
             Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
         }
     }
 }
@@ -71,8 +80,19 @@ impl Entry {
     }
 }
 
+/// The number of databases (`SELECT 0` to `SELECT 15`, `CONFIG GET databases`).
+pub const DATABASES: usize = 16;
+
 /// All keys of one node, with an index of expiry times so that active expiry costs nothing when
 /// no key is due. Cloning gives a snapshot (for persistence modes); equality compares contents.
+///
+/// A keyspace holds the node's [`DATABASES`] databases: its own entries are database 0, and
+/// databases 1 to 15 are keyspaces of their own inside it ([`Keyspace::db_mut`]), made when
+/// first written. The methods on keys (`get`, `insert`, `iter`, `len`, ...) are database 0's,
+/// or the database's they are called on; [`Keyspace::used_bytes`], [`Keyspace::next_expiry_ms`],
+/// [`Keyspace::remove_expired`] and equality cover them all, so a snapshot, a restore, active
+/// expiry and the memory limit see every database. A node that only uses database 0 holds and
+/// does exactly what it did before databases existed.
 ///
 /// Every mutation also notes the key as *touched* (Redis' `signalModifiedKey`, which `WATCH`
 /// observes): a write that stores, deletes (expiry included) or changes the TTL of a key, even to
@@ -90,8 +110,11 @@ pub struct Keyspace {
     /// The sum of [`entry_bytes`] over the entries.
     used: usize,
     /// While a command runs ([`Keyspace::begin_journal`]): each key it changed, with its entry
-    /// before the first change. `None` otherwise (expiry between commands, restores).
+    /// before the first change. `None` otherwise (expiry between commands, restores). Database
+    /// 0's only: the history records what commands do to database 0.
     journal: Option<BTreeMap<Bytes, Option<Entry>>>,
+    /// Databases 1 to 15 that were ever written (their own `others` stay empty).
+    others: BTreeMap<usize, Keyspace>,
 }
 
 /// One key a command changed: `(key, before, after)`, each `None` when absent or expired.
@@ -104,7 +127,16 @@ fn entry_bytes(key: &[u8], value: &Value) -> usize {
 
 impl PartialEq for Keyspace {
     fn eq(&self, other: &Self) -> bool {
-        self.entries == other.entries && self.expiries == other.expiries
+        fn filled(ks: &Keyspace) -> Vec<(usize, &BTreeMap<Bytes, Entry>, &BTreeSet<(i64, Bytes)>)> {
+            ks.others
+                .iter()
+                .filter(|(_, db)| !db.entries.is_empty())
+                .map(|(i, db)| (*i, &db.entries, &db.expiries))
+                .collect()
+        }
+        self.entries == other.entries
+            && self.expiries == other.expiries
+            && (self.others.is_empty() && other.others.is_empty() || filled(self) == filled(other))
     }
 }
 
@@ -127,11 +159,83 @@ impl Keyspace {
         self.entries.is_empty()
     }
 
-    /// The memory the data takes, approximately: for every stored key (expired or not), its
-    /// name, its value ([`Value::used_bytes`]) and [`ENTRY_OVERHEAD_BYTES`]. Kept up to date by
-    /// every change, so reading it costs nothing.
+    /// The memory the data takes, approximately: for every stored key (expired or not) of
+    /// every database, its name, its value ([`Value::used_bytes`]) and
+    /// [`ENTRY_OVERHEAD_BYTES`]. Kept up to date by every change, so reading it costs nothing.
     pub fn used_bytes(&self) -> usize {
-        self.used
+        self.others
+            .values()
+            .fold(self.used, |sum, db| sum.saturating_add(db.used))
+    }
+
+    /// Database `index` (0 is this keyspace's own entries); `None` if it was never written.
+    pub fn db(&self, index: usize) -> Option<&Keyspace> {
+        if index == 0 {
+            Some(self)
+        } else {
+            self.others.get(&index)
+        }
+    }
+
+    /// Database `index` for commands that may write it, made empty if it was never written.
+    /// `index` must be below [`DATABASES`] (the engine checks `SELECT`'s argument).
+    pub(crate) fn db_mut(&mut self, index: usize) -> &mut Keyspace {
+        if index == 0 {
+            self
+        } else {
+            self.others.entry(index).or_default()
+        }
+    }
+
+    /// The databases that hold keys, with their index, in index order (database 0 first).
+    pub(crate) fn databases(&self) -> impl Iterator<Item = (usize, &Keyspace)> {
+        std::iter::once((0, self)).chain(self.others.iter().map(|(i, db)| (*i, db)))
+    }
+
+    /// `SWAPDB a b`: exchanges the contents of two databases. Every key of both counts as
+    /// touched in both (Redis' `touchAllWatchedKeysInDb`), and database 0's keys are journaled.
+    pub(crate) fn swap_dbs(&mut self, a: usize, b: usize) {
+        if a == b {
+            return;
+        }
+        let (low, high) = (a.min(b), a.max(b));
+        let mut taken = std::mem::take(self.db_mut(high));
+        let keys: Vec<Bytes> = taken
+            .entries
+            .keys()
+            .chain(self.db_mut(low).entries.keys())
+            .cloned()
+            .collect();
+        if low == 0 {
+            for key in &keys {
+                self.note(key);
+            }
+        }
+        let target = self.db_mut(low);
+        std::mem::swap(&mut target.entries, &mut taken.entries);
+        std::mem::swap(&mut target.expiries, &mut taken.expiries);
+        std::mem::swap(&mut target.used, &mut taken.used);
+        target.touched.extend(keys.iter().cloned());
+        taken.touched.extend(keys);
+        *self.db_mut(high) = taken;
+    }
+
+    /// `FLUSHALL`: removes every key of every database.
+    pub(crate) fn clear_all(&mut self) {
+        self.clear();
+        for db in self.others.values_mut() {
+            db.clear();
+        }
+    }
+
+    /// Drains the keys modified since the last call in every database, as
+    /// `(database, key)` in order.
+    pub(crate) fn take_touched_all(&mut self) -> Vec<(usize, Bytes)> {
+        let mut out: Vec<(usize, Bytes)> = self.take_touched().into_iter().map(|k| (0, k)).collect();
+        for (i, db) in self.others.iter_mut() {
+            out.extend(db.take_touched().into_iter().map(|k| (*i, k)));
+        }
+        out
     }
 
     /// Number of keys that are not expired at `now_ms`.
@@ -233,15 +337,28 @@ impl Keyspace {
         true
     }
 
-    /// The earliest expiry time of any key, wall ms (a key is removed once the clock reads
-    /// past it).
+    /// The earliest expiry time of any key of any database, wall ms (a key is removed once the
+    /// clock reads past it).
     pub(crate) fn next_expiry_ms(&self) -> Option<i64> {
-        self.expiries.first().map(|(t, _)| *t)
+        let own = self.expiries.first().map(|(t, _)| *t);
+        self.others
+            .values()
+            .filter_map(|db| db.expiries.first().map(|(t, _)| *t))
+            .fold(own, |min, t| Some(min.map_or(t, |m| m.min(t))))
     }
 
-    /// Removes every key that is expired at `now_ms` (expiry `< now_ms`) and returns them in
-    /// key order. Costs one index probe when nothing is due.
+    /// Removes every key of every database that is expired at `now_ms` (expiry `< now_ms`)
+    /// and returns database 0's in key order (what a master replicates as `DEL`s). Costs one
+    /// index probe per database when nothing is due.
     pub(crate) fn remove_expired(&mut self, now_ms: i64) -> Vec<Bytes> {
+        for db in self.others.values_mut() {
+            db.remove_expired_here(now_ms);
+        }
+        self.remove_expired_here(now_ms)
+    }
+
+    /// [`Keyspace::remove_expired`] for this database alone.
+    fn remove_expired_here(&mut self, now_ms: i64) -> Vec<Bytes> {
         let mut due: Vec<Bytes> = Vec::new();
         while let Some((t, _)) = self.expiries.first() {
             if *t >= now_ms {

@@ -37,6 +37,7 @@
 mod admin;
 pub mod codec;
 mod command;
+mod function;
 mod keyspace;
 mod lua;
 mod memory;
@@ -47,7 +48,7 @@ mod syntax;
 
 pub use codec::{decode_command, encode_reply};
 pub use command::{blocking_timeout_ms, is_write_command, EngineConfig, RedisEngine};
-pub use keyspace::{Entry, Keyspace, Value};
+pub use keyspace::{Entry, Keyspace, Value, DATABASES};
 pub use lua::sha1_hex;
 pub(crate) use lua::WorldLua;
 pub use memory::{MemoryPool, DEFAULT_MAXMEMORY_BYTES, DEFAULT_WORLD_MEMORY_BYTES, OOM_ERROR};

@@ -1,5 +1,6 @@
 //! The state of one client connection that commands read and change: its id and name, its
-//! library, its open transaction and watched keys, its subscriptions and its protocol.
+//! library, its selected database, whether it authenticated, its open transaction and watched
+//! keys, its subscriptions and its protocol.
 
 use bytes::Bytes;
 use std::collections::BTreeSet;
@@ -21,8 +22,15 @@ pub struct ClientSession {
     pub multi: Option<Vec<Vec<Bytes>>>,
     /// Whether a command was refused while queueing (`EXEC` then answers `EXECABORT`).
     pub multi_error: bool,
-    /// The keys this connection `WATCH`es.
-    pub watched: Vec<Bytes>,
+    /// The keys this connection `WATCH`es, with their database.
+    pub watched: Vec<(usize, Bytes)>,
+    /// The database `SELECT` chose (0 to 15); commands, `WATCH`, `MULTI` and scripts work in it.
+    pub db: usize,
+    /// Whether the connection may run commands while `requirepass` is set: `None` until its
+    /// first command, which decides it (authenticated when no password is set then, as Redis
+    /// decides when the connection is accepted); `AUTH` or `HELLO ... AUTH` with the password
+    /// sets it.
+    pub authenticated: Option<bool>,
     /// The channels this connection is subscribed to (RESP2 subscribed mode when not empty).
     pub subscriptions: BTreeSet<Bytes>,
     /// Whether the connection negotiated RESP3 (`HELLO 3`); the server's encoder

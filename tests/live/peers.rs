@@ -108,6 +108,9 @@ struct Expected {
     /// Failing against lockstep serve only, not closed yet: (name, why) — each a row in
     /// docs/redis-differences.md.
     gaps: &'static [(&'static str, &'static str)],
+    /// How many tests may not run at all because a listed gap stops the suite (0: it must run
+    /// whole).
+    not_run: u32,
 }
 
 impl Expected {
@@ -120,12 +123,19 @@ impl Expected {
         );
         eprintln!("{summary}");
         let total = self.passed + self.failed + self.skipped;
-        assert_eq!(
-            got.passed + got.failed + got.skipped,
-            total,
-            "{summary}: the suite did not run whole\n{}",
+        let ran = got.passed + got.failed + got.skipped;
+        assert!(
+            ran <= total && ran + self.not_run >= total,
+            "{summary}: {ran} tests ran, {total} expected{}\n{}",
+            match self.not_run {
+                0 => String::new(),
+                n => format!(" (up to {n} not run after a listed gap)"),
+            },
             tail(&got.output)
         );
+        if self.not_run > 0 && ran == total {
+            eprintln!("{}: the suite now runs whole (set not_run to 0)", self.suite);
+        }
         assert_eq!(got.skipped, self.skipped, "{summary}\n{}", tail(&got.output));
         // A listed name ending in `*` stands for every name that starts with the rest.
         let listed = |name: &str, list: &[(&str, &str)]| {
@@ -176,9 +186,11 @@ fn tail(output: &str) -> String {
     lines[lines.len().saturating_sub(80)..].join("\n")
 }
 
-/// Runs `command` to its end (killed after `limit`), with stdout and stderr in one text.
-fn run_suite(mut command: Command, limit: Duration) -> (Option<i32>, String, f64) {
-    let dir = common::TempPath::dir("peers", "out");
+/// Runs suite `name`'s `command` to its end (killed after `limit`), with stdout and stderr in one
+/// text.
+fn run_suite(name: &str, mut command: Command, limit: Duration) -> (Option<i32>, String, f64) {
+    // One directory per suite: the tests run at the same time in this process.
+    let dir = common::TempPath::dir("peers", name);
     let out_path = dir.join("output.txt");
     let out = std::fs::File::create(&out_path).expect("creates the output file");
     let err = out.try_clone().expect("clones the output file");
@@ -258,8 +270,9 @@ fn port_free(port: u16) {
     );
 }
 
-// python-redis-lock 4.0.1 against redis-server 7.0.15 (its conftest starts one per test):
-// 177 or 178 passed of 178 in 348 s; the one that moved is `test_signal_expiration[...1000]`.
+// python-redis-lock 4.0.1 against redis-server 7.0.15 (its conftest starts one per test): 178
+// passed with 4 workers in 105 s; one at a time, 177 and 178 passed in two runs (348 s, 404 s),
+// the one that moved being a `test_signal_expiration` case.
 const REDIS_LOCK: Expected = Expected {
     suite: "python-redis-lock 4.0.1",
     passed: 178,
@@ -272,6 +285,7 @@ const REDIS_LOCK: Expected = Expected {
          with nothing to spare (failed once in 2 runs against redis-server, 1000 ms, reset_all)",
     )],
     gaps: REDIS_LOCK_GAPS,
+    not_run: 0,
 };
 
 /// `BLPOP k 1` (the lock's wait for a release signal) answers nil at once on `lockstep serve`
@@ -325,10 +339,10 @@ fn python_redis_lock_suite_passes_unmodified_against_serve() {
         &format!("python-redis-lock 4.0.1's unpacked sdist ({})", suite.display()),
     );
     require(
-        python_has("pytest, redis, process_tests, gevent, eventlet, django, django_redis"),
+        python_has("pytest, xdist, redis, process_tests, gevent, eventlet, django, django_redis"),
         &format!(
-            "python-redis-lock's test packages (pytest, redis, process-tests, gevent, eventlet, Django, django-redis) \
-             in {}",
+            "python-redis-lock's test packages (pytest, pytest-xdist, redis, process-tests, gevent, eventlet, Django, \
+             django-redis) in {}",
             peer_python().display()
         ),
     );
@@ -350,6 +364,9 @@ fn python_redis_lock_suite_passes_unmodified_against_serve() {
             "-p",
             "no:asyncio",
         ])
+        // Four workers (pytest-xdist): its tests mostly sleep, each with a server of its own;
+        // 105 s instead of 404 s against redis-server, with the same outcomes.
+        .args(["-n", "4"])
         .current_dir(&suite)
         .env("COLUMNS", "1000")
         .env("LOCKSTEP_PEER_PYTHON", peer_python())
@@ -357,7 +374,7 @@ fn python_redis_lock_suite_passes_unmodified_against_serve() {
         .env("LOCKSTEP_BIN", common::BINARY)
         .env("PYTHONPATH", "src:tests")
         .env("DJANGO_SETTINGS_MODULE", "test_project.settings");
-    let (_, output, seconds) = run_suite(pytest, Duration::from_secs(900));
+    let (_, output, seconds) = run_suite("python-redis-lock", pytest, Duration::from_secs(900));
     REDIS_LOCK.check(&pytest_outcome(output, seconds));
 }
 
@@ -381,8 +398,21 @@ const POTTERY: Expected = Expected {
         "expects redis-py 4's repr of a connection; redis-py 8 prints more fields",
     )],
     flaky: &[],
-    gaps: &[],
+    gaps: POTTERY_GAPS,
+    not_run: 0,
 };
+
+const UNLINK_UNKNOWN: &str = "UNLINK is an unknown command on serve (the `ids` fixture unlinks its key first)";
+
+const POTTERY_GAPS: &[(&str, &str)] = &[
+    ("tests/test_nextid.py::test_nextid", UNLINK_UNKNOWN),
+    ("tests/test_nextid.py::test_iter", UNLINK_UNKNOWN),
+    ("tests/test_nextid.py::test_reset", UNLINK_UNKNOWN),
+    ("tests/test_nextid.py::test_repr", UNLINK_UNKNOWN),
+    ("tests/test_nextid.py::test_slots", UNLINK_UNKNOWN),
+    ("tests/test_nextid.py::test_next_quorumnotachieved", UNLINK_UNKNOWN),
+    ("tests/test_nextid.py::test_reset_quorumnotachieved", UNLINK_UNKNOWN),
+];
 
 #[test]
 #[cfg_attr(
@@ -428,7 +458,7 @@ fn pottery_lock_tests_pass_unmodified_against_serve() {
         .env("COLUMNS", "1000")
         .env("PYTHONPATH", repo().join("tests/live/peers"))
         .env("LOCKSTEP_POTTERY_REDIS_URL", "redis://localhost:6379/1");
-    let (_, output, seconds) = run_suite(pytest, Duration::from_secs(600));
+    let (_, output, seconds) = run_suite("pottery", pytest, Duration::from_secs(600));
     let (code, rest) = serve.stop(Some(libc::SIGTERM));
     POTTERY.check(&pytest_outcome(output, seconds));
     assert_eq!(code, 0, "{rest}");
@@ -442,7 +472,12 @@ const NODE_REDLOCK: Expected = Expected {
     skipped: 0,
     real_failures: &[],
     flaky: &[],
-    gaps: &[],
+    gaps: &[(
+        "Redlock: single-server: https://www.npmjs.com/package/redis quit should quit all clients",
+        "QUIT is an unknown command on serve: the client's quit() gets an error, and mocha stops \
+         after this first of the four client setups (55 of 216 run)",
+    )],
+    not_run: 161,
 };
 
 /// mocha's outcome from its JSON reporter.
@@ -495,7 +530,7 @@ fn node_redlock_suite_passes_unmodified_against_serve() {
     mocha
         .args(["node_modules/mocha/bin/mocha", "--reporter", "json", "--exit"])
         .current_dir(&suite);
-    let (_, output, seconds) = run_suite(mocha, Duration::from_secs(600));
+    let (_, output, seconds) = run_suite("node-redlock", mocha, Duration::from_secs(600));
     let (code, rest) = serve.stop(Some(libc::SIGTERM));
     NODE_REDLOCK.check(&mocha_outcome(output, seconds));
     assert_eq!(code, 0, "{rest}");

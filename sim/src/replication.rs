@@ -560,6 +560,23 @@ mod tests {
     }
 
     #[test]
+    fn a_set_replicates_as_del_sadd() {
+        let b = |s: &str| Bytes::copy_from_slice(s.as_bytes());
+        let effect = Effect {
+            key: b("s"),
+            entry: Some(Entry {
+                value: Value::Set([b("m"), b("a")].into_iter().collect()),
+                expire_at_ms: None,
+            }),
+        };
+        let words = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            effect.commands(),
+            vec![words(&["DEL", "s"]), words(&["SADD", "s", "a", "m"])]
+        );
+    }
+
+    #[test]
     fn a_hash_replicates_as_del_hset_pexpireat() {
         let b = |s: &str| Bytes::copy_from_slice(s.as_bytes());
         let effect = Effect {

@@ -558,13 +558,16 @@ impl RedisEngine {
             "fcall_ro" => self.fcall(args, now, true),
             "function|load" => self.function_load(args),
             "function|list" => self.functions.list(&args[2..]),
+            // A function always runs to its end before the next command is read.
+            "function|kill" => Reply::error("NOTBUSY No scripts in execution right now."),
             "function|delete" => self.functions.delete(&args[2]),
             "function|flush" => match args.get(2) {
                 Some(mode) if args.len() > 3 || !(eq_ic(mode, "sync") || eq_ic(mode, "async")) => {
                     if args.len() > 3 {
-                        Reply::error(
-                            "ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.",
-                        )
+                        Reply::Error(sanitize(format!(
+                            "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
+                            truncated(&args[1], 128)
+                        )))
                     } else {
                         Reply::error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
                     }
@@ -984,6 +987,7 @@ static COMMANDS: &[Spec] = &[
             noscript("list", -2),
             noscript("delete", 3),
             noscript("flush", -2),
+            noscript("kill", 2),
         ],
     ),
     container(
@@ -1109,7 +1113,7 @@ fn exec_data(db: &mut Db, name: &str, args: &[Bytes], now: i64) -> Reply {
                 .collect(),
         )),
         "mset" | "msetnx" => {
-            if args.len() % 2 == 0 {
+            if args.len().is_multiple_of(2) {
                 return arity_error(name);
             }
             if name == "msetnx" && args[1..].chunks(2).any(|pair| ks.lookup(&pair[0], now).is_some()) {
@@ -2744,6 +2748,25 @@ mod tests {
             &["INCRBY", "k", "9223372036854775807"],
             &["EVAL", "return 1", "9223372036854775807"],
             &["EVAL", "return 1", "-9223372036854775808"],
+            &["SWAPDB", "9223372036854775807", "-9223372036854775808"],
+            &["SELECT", "2147483647"],
+            &["FUNCTION", "LOAD", "#!lua name=\u{e9}\n"],
+            &["FUNCTION", "LOAD", "#!\u{e9}\u{e9}\u{e9} name=x\n"],
+            &["FUNCTION", "LOAD", "#!lua name=loop\nwhile true do end"],
+            &[
+                "FUNCTION",
+                "LOAD",
+                "#!lua name=esc\nend redis.register_function('f', function() end) local function g()",
+            ],
+            &[
+                "FUNCTION",
+                "LOAD",
+                "#!lua name=l\nredis.register_function('f', function(k, a) return redis.call('fcall', 'f', 0) end)",
+            ],
+            &["FCALL", "f", "9223372036854775807"],
+            &["FCALL", "f", "0"],
+            &["FUNCTION", "LIST", "LIBRARYNAME", "[", "WITHCODE"],
+            &["AUTH", "\u{e9}", "\u{e9}"],
         ] {
             let _ = e.execute(&args(cmd), i64::MAX);
             let _ = e.execute(&args(cmd), i64::MIN);
@@ -3009,7 +3032,7 @@ mod tests {
                 bulk("functions"),
                 arr(vec![
                     f("echo1", vec![]),
-                    f("ro", vec![bulk("no-writes")]),
+                    f("ro", vec![st("no-writes")]),
                     f("setit", vec![]),
                     f("bad", vec![]),
                 ]),

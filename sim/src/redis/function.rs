@@ -27,7 +27,8 @@
 //! does); functions are not in the keyspace snapshot, so a restart forgets them even with
 //! persistence, and they are not replicated; `FUNCTION DUMP`/`RESTORE`/`STATS`/`KILL`/`HELP`;
 //! the `allow-oom`/`allow-stale`/`no-cluster` flags are listed but change nothing;
-//! `FUNCTION LIST` lists libraries in name order (Redis: hash order).
+//! `FUNCTION LIST` lists libraries in name order (Redis: hash order), as arrays in RESP3 too
+//! (Redis: maps).
 
 use super::admin::glob_match;
 use super::reply::Reply;
@@ -250,7 +251,8 @@ impl Functions {
                             s("description"),
                             Reply::Bulk(f.description.as_deref().map(|d| Bytes::copy_from_slice(d.as_bytes()))),
                             s("flags"),
-                            Reply::Array(Some(f.flags.iter().map(|flag| s(flag)).collect())),
+                            // Status strings in RESP2 (a set in RESP3), as Redis answers them.
+                            Reply::Array(Some(f.flags.iter().map(|flag| Reply::Status(flag.clone())).collect())),
                         ]))
                     })
                     .collect();

@@ -127,11 +127,12 @@ fn entry_bytes(key: &[u8], value: &Value) -> usize {
 
 impl PartialEq for Keyspace {
     fn eq(&self, other: &Self) -> bool {
-        fn filled(ks: &Keyspace) -> Vec<(usize, &BTreeMap<Bytes, Entry>, &BTreeSet<(i64, Bytes)>)> {
+        // Databases never written and databases emptied again are alike.
+        fn filled(ks: &Keyspace) -> Vec<(usize, &Keyspace)> {
             ks.others
                 .iter()
                 .filter(|(_, db)| !db.entries.is_empty())
-                .map(|(i, db)| (*i, &db.entries, &db.expiries))
+                .map(|(i, db)| (*i, db))
                 .collect()
         }
         self.entries == other.entries
@@ -396,10 +397,12 @@ impl Keyspace {
         self.entries.iter()
     }
 
-    /// [`Keyspace::used_bytes`] computed from scratch (tests check the running count with it).
+    /// [`Keyspace::used_bytes`] computed from scratch, every database (tests check the running
+    /// count with it).
     #[cfg(test)]
     pub(crate) fn recount_used_bytes(&self) -> usize {
-        self.entries.iter().map(|(k, e)| entry_bytes(k, &e.value)).sum()
+        let own: usize = self.entries.iter().map(|(k, e)| entry_bytes(k, &e.value)).sum();
+        own + self.others.values().map(Keyspace::recount_used_bytes).sum::<usize>()
     }
 
     /// Starts noting what the next command changes ([`Keyspace::end_journal`]).
@@ -476,5 +479,45 @@ mod tests {
         assert!(ks.lookup(b"k", 11).is_none());
         assert_eq!(ks.len(), 0);
         assert_eq!(ks, Keyspace::new());
+    }
+
+    #[test]
+    fn databases_swap_expire_and_compare_as_a_whole() {
+        let mut ks = Keyspace::new();
+        ks.insert(Bytes::from_static(b"zero"), s("0"), None);
+        ks.db_mut(3).insert(Bytes::from_static(b"three"), s("3"), Some(50));
+        assert_eq!(ks.len(), 1, "len is database 0's");
+        assert_eq!(ks.used_bytes(), ks.recount_used_bytes());
+        assert_eq!(ks.next_expiry_ms(), Some(50));
+        let snapshot = ks.clone();
+        assert_eq!(snapshot, ks);
+        ks.take_touched_all();
+        ks.swap_dbs(3, 0);
+        assert_eq!(ks.get(b"three").map(|e| e.expire_at_ms), Some(Some(50)));
+        assert!(ks.db(3).is_some_and(|db| db.get(b"zero").is_some()));
+        assert_ne!(snapshot, ks);
+        let touched = ks.take_touched_all();
+        for db in [0, 3] {
+            for key in ["three", "zero"] {
+                assert!(touched.contains(&(db, Bytes::from(key))), "{db} {key}");
+            }
+        }
+        ks.swap_dbs(0, 3);
+        assert_eq!(snapshot, ks);
+        // An emptied database equals one never written.
+        ks.db_mut(5);
+        assert_eq!(snapshot, ks);
+        assert_eq!(
+            ks.remove_expired(51),
+            Vec::<Bytes>::new(),
+            "only database 0's keys are returned"
+        );
+        assert_eq!(ks.db(3).map(Keyspace::len), Some(0));
+        assert_eq!(ks.next_expiry_ms(), None);
+        assert_eq!(ks.used_bytes(), ks.recount_used_bytes());
+        ks.db_mut(2).insert(Bytes::from_static(b"two"), s("2"), None);
+        ks.clear_all();
+        assert_eq!(ks, Keyspace::new());
+        assert_eq!(ks.used_bytes(), 0);
     }
 }

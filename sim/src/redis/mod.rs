@@ -1,13 +1,25 @@
 //! A simulated Redis server: a pure, synchronous command engine with Lua scripting.
 //!
-//! [`RedisEngine`] models one Redis 7.2 master without persistence: a single database (`SELECT 0`
-//! only), string keys with millisecond expiry on the node's own wall clock (passed in with every
-//! call, so clock jumps affect expiry exactly as they would on a real node), a minimal list type
+//! [`RedisEngine`] models one Redis 7.2 master without persistence: 16 databases (`SELECT`,
+//! `SWAPDB`, `FLUSHDB`/`FLUSHALL`, `DBSIZE`; each connection's session holds its database, a
+//! script runs in its caller's and may `SELECT` for itself), string keys with millisecond expiry
+//! on the node's own wall clock (passed in with every call, so clock jumps affect expiry exactly
+//! as they would on a real node), `MSET`/`MSETNX`/`MGET`, a minimal list type
 //! (`LPUSH`/`RPUSH`/`LPOP`/`RPOP`/`LLEN`, `BLPOP`), hashes (`HSET`/`HGET`/`HDEL`/`HEXISTS`/
-//! `HINCRBY`/`HGETALL`, fields in insertion order), `EVAL`/`EVALSHA`/`SCRIPT` on an embedded Lua
-//! 5.1, `MULTI`/`EXEC`/`DISCARD`/`WATCH`/`UNWATCH`, and `PUBLISH`/`SUBSCRIBE`/`UNSUBSCRIBE` — the
-//! commands Redis-based lock clients send. Replies and error texts match Redis 7.2 for that
-//! subset. [`codec`] frames commands and replies in RESP2 with `redis-protocol`.
+//! `HINCRBY`/`HGETALL`, fields in insertion order), sets (`SADD`/`SREM`/`SMEMBERS`/`SISMEMBER`/
+//! `SCARD`, members in byte order), `EVAL`/`EVALSHA`/`SCRIPT` on an embedded Lua 5.1, Redis 7
+//! functions (`FUNCTION LOAD/LIST/DELETE/FLUSH`, `FCALL`/`FCALL_RO`, in `function.rs`),
+//! `MULTI`/`EXEC`/`DISCARD`/`WATCH`/`UNWATCH`, `PUBLISH`/`SUBSCRIBE`/`UNSUBSCRIBE`, and `AUTH`
+//! with `requirepass` (the `default` user only: `AUTH pass`, `AUTH default pass`, `HELLO ... AUTH
+//! default pass`; until then other commands answer `NOAUTH`) — the commands Redis-based lock
+//! clients and their test suites send. Replies and error texts match Redis 7.2 for that subset.
+//! [`codec`] frames commands and replies in RESP2 with `redis-protocol`.
+//!
+//! A [`Keyspace`] holds all 16 databases, so a snapshot ([`RedisEngine::keyspace`]), a restore,
+//! active expiry and the memory limit cover them all; the history's key effects
+//! ([`RedisEngine::take_effects`]) and the replication stream (`crate::replication`, which diffs
+//! database 0) are database 0's, and a key expiring in another database is removed but not
+//! returned by [`RedisEngine::expire_due`] (a replica gets other databases at a full sync).
 //!
 //! Connection state lives in a [`ClientSession`] per connection; the engine keeps who watches
 //! which key and who subscribes to which channel. Published messages are collected for the server
@@ -17,15 +29,17 @@
 //! Nothing here performs I/O, reads system time or iterates a hash map: the same commands at the
 //! same times always give the same replies.
 //!
-//! Left out: RESP3 (`HELLO 3` answers `NOPROTO`), inline commands, other data types and
-//! commands, pattern subscriptions, replication, persistence (the keyspace can be snapshotted
-//! with [`RedisEngine::keyspace`] and put back with [`RedisEngine::restore`]), eviction (memory is
-//! capped as with `maxmemory` and the `noeviction` policy, see [`MemoryPool`] and
-//! [`RedisEngine::set_maxmemory`]),
-//! ACLs/`AUTH` (any credentials are accepted), cluster mode, keyspace notifications, `BUSY` (a
-//! runaway script is stopped by an instruction budget instead, see [`EngineConfig`]; `SCRIPT KILL`
-//! therefore always answers `NOTBUSY`), the Lua debugger (`SCRIPT DEBUG NO` is accepted,
-//! `YES`/`SYNC` are refused), `SCRIPT HELP`, `FUNCTION`, and the `#!lua` shebang. `DBSIZE` counts
+//! Left out: inline commands, other data types and commands, pattern subscriptions,
+//! replication, persistence (the keyspace can be snapshotted with [`RedisEngine::keyspace`] and
+//! put back with [`RedisEngine::restore`]), eviction (memory is capped as with `maxmemory` and
+//! the `noeviction` policy, see [`MemoryPool`] and [`RedisEngine::set_maxmemory`]), ACL users
+//! other than `default` (`ACL` itself; a connection that sent nothing before `requirepass` was
+//! set must authenticate, where Redis decides when the connection is accepted), cluster mode,
+//! keyspace notifications, `BUSY` (a runaway script is stopped by an instruction budget instead,
+//! see [`EngineConfig`]; `SCRIPT KILL` and `FUNCTION KILL` therefore always answer `NOTBUSY`),
+//! the Lua debugger (`SCRIPT DEBUG NO` is accepted, `YES`/`SYNC` are refused), `SCRIPT HELP`,
+//! the `#!lua` shebang in `EVAL`, `FUNCTION DUMP/RESTORE/STATS`, and what `function.rs` lists
+//! (a library's variables do not keep their values between calls). `DBSIZE` counts
 //! keys that are expired but not reclaimed yet, as Redis does; but a simulated master reclaims
 //! them sooner (see [`RedisEngine::expire_due`]).
 //!

@@ -1571,6 +1571,10 @@ fn shrink(seed: u64, index: usize, real: &mut RealClient) -> Sequence {
 }
 
 #[test]
+#[cfg_attr(
+    lockstep_no_redis_server,
+    ignore = "redis-server is not installed (apt-get install redis-server, or REDIS_SERVER=PATH)"
+)]
 fn simulated_master_agrees_with_redis_server() {
     let Some(server) = RedisServer::start() else {
         let ci = std::env::var("CI").is_ok_and(|v| v == "true");
@@ -1971,6 +1975,10 @@ fn run_multi_simulated(steps: &'static [Step]) -> Transcript {
 }
 
 #[test]
+#[cfg_attr(
+    lockstep_no_redis_server,
+    ignore = "redis-server is not installed (apt-get install redis-server, or REDIS_SERVER=PATH)"
+)]
 fn several_connections_agree_with_redis_server() {
     let Some(server) = RedisServer::start() else {
         let ci = std::env::var("CI").is_ok_and(|v| v == "true");

@@ -2,14 +2,15 @@
 //!
 //! The Kleppmann cases drive the real libraries (redis-py's `Lock`, node-redlock v5 over ioredis)
 //! through the adapters in `examples/live/`; `.ci/run` installs both. Without them a developer
-//! machine skips those tests with a message; under `CI=true` a missing library fails the test.
+//! machine lists those tests as ignored, with the reason (build.rs probes for each tool); under
+//! `CI=true` nothing is ignored and a missing library fails the test.
 //! Live runs are real time: each case is run three times and must come out as expected in at least
 //! two (in practice every run does; see docs/live.md for the measured frequencies).
 //!
 //! The other tests use tiny shell adapters and need nothing installed: a command that does not
 //! start, an adapter that answers garbage or nothing, a port in use, a fault that cannot run live,
 //! loopback-only listeners, no process left behind, and a client crashed and restarted. Client
-//! clock faults need libfaketime (skipped without it).
+//! clock faults need libfaketime (ignored without it).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,23 +27,28 @@ fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
-/// Whether the adapter's library is installed; in CI it must be.
-fn available(what: &str, probe: &mut Command) -> bool {
+/// Fails, naming the tool, when the adapter's library is not installed: build.rs ignores the test
+/// where it was missing at build time (except under `CI=true`), so reaching here without it means
+/// CI lacks it or it went away since the build.
+fn require(what: &str, probe: &mut Command) {
     let ok = probe.output().is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(!in_ci(), "{what} is not installed; .ci/run installs it");
-        eprintln!("skipped: {what} is not installed (.ci/run installs it)");
-    }
-    ok
+    assert!(
+        ok,
+        "{what} is not installed; .ci/run installs it{}",
+        match in_ci() {
+            true => "",
+            false => " (it was there when the tests were built: touch build.rs)",
+        }
+    );
 }
 
-fn redis_py() -> bool {
-    available("redis-py", Command::new("python3").args(["-c", "import redis"]))
+fn require_redis_py() {
+    require("redis-py", Command::new("python3").args(["-c", "import redis"]))
 }
 
-fn node_redlock() -> bool {
+fn require_node_redlock() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/live/node");
-    available(
+    require(
         "node-redlock (npm ci in examples/live/node)",
         Command::new("node")
             .current_dir(&dir)
@@ -105,10 +111,12 @@ fn assert_kleppmann(summary: &serde_json::Value, fenced: bool, runs: u64) {
 }
 
 #[test]
+#[cfg_attr(
+    lockstep_no_redis_py,
+    ignore = "redis-py is not installed (pip install redis; .ci/run installs it)"
+)]
 fn redis_py_lock_breaks_under_a_pause_and_fencing_saves_the_resource() {
-    if !redis_py() {
-        return;
-    }
+    require_redis_py();
     let s = live_report("py", "scenarios/live/kleppmann-pause.toml", PYTHON, 3);
     assert!(s["adapters"]["client-1"].as_str().unwrap().contains("redis-py"), "{s}");
     assert_kleppmann(&s, false, 3);
@@ -117,10 +125,12 @@ fn redis_py_lock_breaks_under_a_pause_and_fencing_saves_the_resource() {
 }
 
 #[test]
+#[cfg_attr(
+    lockstep_no_node_redlock,
+    ignore = "node or node-redlock is not installed (npm ci in examples/live/node; .ci/run does it)"
+)]
 fn node_redlock_breaks_under_a_pause_and_fencing_saves_the_resource() {
-    if !node_redlock() {
-        return;
-    }
+    require_node_redlock();
     let s = live_report("node", "scenarios/live/kleppmann-pause.toml", NODE, 3);
     assert!(
         s["adapters"]["client-1"].as_str().unwrap().contains("node-redlock"),
@@ -461,18 +471,22 @@ fn the_rust_adapter_gives_the_simulated_verdicts_on_every_live_scenario() {
     }
 }
 
-/// The real `redis-server` to test `--redis-server` with (`REDIS_SERVER` or the one on PATH).
+/// The real `redis-server` to test `--redis-server` with (`REDIS_SERVER` or the one on PATH); the
+/// test is ignored where build.rs found none, so here it must run.
 fn redis_server() -> Option<String> {
     let binary = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string());
     let ok = Command::new(&binary)
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(!in_ci(), "redis-server is not installed; .ci/run installs it");
-        eprintln!("skipped: redis-server is not installed");
-        return None;
-    }
+    assert!(
+        ok,
+        "redis-server ({binary}) is not installed; .ci/run installs it{}",
+        match in_ci() {
+            true => "",
+            false => " (it was there when the tests were built: touch build.rs)",
+        }
+    );
     Some(binary)
 }
 
@@ -496,6 +510,10 @@ fn processes_mentioning(needle: &str) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    lockstep_no_redis_server,
+    ignore = "redis-server is not installed (apt-get install redis-server, or REDIS_SERVER=PATH)"
+)]
 fn real_redis_servers_crash_restart_and_are_gone_afterwards() {
     let Some(binary) = redis_server() else { return };
     let Some(adapter) = rust_adapter() else { return };
@@ -754,19 +772,29 @@ fn a_holder_killed_mid_critical_section_costs_one_ttl_and_nothing_unsafe() {
 }
 
 #[test]
+#[cfg_attr(
+    lockstep_no_redis_py,
+    ignore = "redis-py is not installed (pip install redis; .ci/run installs it)"
+)]
 fn redis_py_survives_a_holder_crash_after_one_ttl() {
-    if !redis_py() {
-        return;
-    }
+    require_redis_py();
     assert_client_crash_story(PYTHON);
 }
 
 #[test]
+#[cfg_attr(
+    lockstep_no_faketime,
+    ignore = "libfaketime is not installed (apt-get install faketime, then touch build.rs)"
+)]
 fn client_clock_drift_runs_through_libfaketime() {
-    if lockstep::live::fakeclock::find().is_none() {
-        eprintln!("skipped: libfaketime is not installed (apt-get install faketime)");
-        return;
-    }
+    assert!(
+        lockstep::live::fakeclock::find().is_some(),
+        "libfaketime is not installed{}",
+        match in_ci() {
+            true => "; .ci/run installs it",
+            false => ": it was found when the tests were built and is gone now (touch build.rs)",
+        }
+    );
     let dir = temp_dir("drift");
     // client-1's wall clock runs 20 % fast, then from 1 s on 20 % slow.
     let file = tiny_scenario_lasting(
@@ -883,7 +911,9 @@ fn a_failover_to_a_lagging_replica_loses_the_lock_live() {
         }
     }
     assert!(lost >= runs - 1, "the lock was lost in {lost} of {runs} runs");
-    if redis_py() {
+    // The same story through redis-py, where it is installed (build.rs; always under CI=true).
+    if cfg!(not(lockstep_no_redis_py)) {
+        require_redis_py();
         let s = live_report("py-failover", "scenarios/live/failover.toml", PYTHON, 3);
         let text = serde_json::to_string_pretty(&s).unwrap();
         assert!(count(&s, "mutual-exclusion", "invalid") >= 2, "{text}");

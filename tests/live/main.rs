@@ -1,5 +1,5 @@
 //! Real processes in real time: live runs of adapters against lockstep's servers, and `lockstep
-//! serve` under redis-py's own lock tests.
+//! serve` under redis-py's, python-redis-lock's, pottery's and npm redlock's own test suites.
 //!
 //! One test binary for both (see `tests/cli/main.rs`), kept apart from the simulated tests: these
 //! run on the wall clock (a busy CPU changes what they see), a live run inside this process
@@ -11,5 +11,6 @@ mod common;
 
 mod link;
 mod live;
+mod peers;
 mod serve;
 mod serve_report;

@@ -2,9 +2,10 @@
 //! clients speaking RESP2 and RESP3, a scenario's faults applied at their times, the history
 //! written when it stops — and redis-py's own lock tests, unmodified, passing against it.
 //!
-//! The redis-py suite comes from the package's sdist, which `.ci/run` downloads and unpacks; it
-//! names the directory in `LOCKSTEP_REDIS_PY_SUITE`. Without it the test says it is skipped, except
-//! under `CI=true`, where it fails.
+//! The redis-py suite comes from the package's sdist, which `.ci/run` downloads and unpacks under
+//! `target/peer-suites/` (or where `LOCKSTEP_REDIS_PY_SUITE` says). Without it the test is ignored
+//! with the reason (build.rs), except under `CI=true`, where it runs and fails. The other libraries'
+//! suites are in `peers.rs`.
 
 use crate::common;
 
@@ -13,7 +14,7 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn in_ci() -> bool {
+pub(crate) fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
@@ -360,33 +361,26 @@ fn serve_delivers_publish_to_subscribers_in_resp2_and_resp3_and_to_patterns() {
     );
 }
 
-/// The directory of redis-py's unpacked sdist (its `tests/` beside its `redis/`), if given.
-fn redis_py_suite() -> Option<std::path::PathBuf> {
-    let dir = std::env::var_os("LOCKSTEP_REDIS_PY_SUITE").map(std::path::PathBuf::from);
-    let usable = dir.filter(|d| d.join("tests/test_lock.py").is_file());
-    let pytest = Command::new("python3")
-        .args(["-c", "import pytest, pytest_asyncio"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    match (usable, pytest) {
-        (Some(dir), true) => Some(dir),
-        _ => {
-            assert!(
-                !in_ci(),
-                "redis-py's test suite (LOCKSTEP_REDIS_PY_SUITE, an unpacked sdist) or pytest with \
-                 pytest-asyncio is missing; .ci/run installs them"
-            );
-            eprintln!("skipped: redis-py's test suite is not unpacked (LOCKSTEP_REDIS_PY_SUITE) or pytest is missing");
-            None
-        }
-    }
-}
-
 #[test]
+#[cfg_attr(
+    lockstep_no_redis_py_suite,
+    ignore = "redis-py's test suite (LOCKSTEP_REDIS_PY_SUITE, an unpacked sdist) or pytest with pytest-asyncio \
+              is not installed (.ci/run installs them)"
+)]
 fn redis_py_lock_tests_pass_unmodified_against_serve() {
-    let Some(suite) = redis_py_suite() else {
-        return;
-    };
+    let suite = crate::peers::suite_dir("LOCKSTEP_REDIS_PY_SUITE", "redis-8.1.0");
+    crate::peers::require(
+        suite.join("tests/test_lock.py").is_file(),
+        &format!("redis-py 8.1.0's unpacked sdist ({})", suite.display()),
+    );
+    let python = crate::peers::peer_python();
+    crate::peers::require(
+        Command::new(&python)
+            .args(["-c", "import pytest, pytest_asyncio"])
+            .output()
+            .is_ok_and(|o| o.status.success()),
+        &format!("pytest with pytest-asyncio in {}", python.display()),
+    );
     let serve = Serve::start(&[]);
     let url = format!("redis://{}/0", serve.addr("redis-1"));
     // Both protocols: redis-py 8 negotiates RESP3 by default.
@@ -405,7 +399,7 @@ fn redis_py_lock_tests_pass_unmodified_against_serve() {
         if let Some(p) = protocol {
             args.extend(["--protocol", p]);
         }
-        let out = Command::new("python3")
+        let out = Command::new(&python)
             .args(&args)
             .current_dir(&suite)
             .output()

@@ -37,16 +37,7 @@ use tokio::sync::Notify;
 /// Parts per million.
 const PPM: i128 = 1_000_000;
 
-/// How a server process stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StopKind {
-    /// The process died; the machine kept its page cache.
-    Crash,
-    /// The machine lost power: AOF writes not yet fsynced are gone.
-    PowerLoss,
-    /// A clean shutdown (a restart of a running server).
-    Shutdown,
-}
+pub(crate) use lockstep_sim::deployment::StopKind;
 
 /// One Redis master's state, shared by its turmoil software and the driver's fault calls.
 pub(crate) struct Server {
@@ -121,11 +112,9 @@ impl Server {
         }
         self.fsync_catch_up();
         self.running.set(false);
-        let kept = match (self.persistence, kind) {
-            (Persistence::None, _) => Keyspace::new(),
-            (Persistence::AofEverysec, StopKind::PowerLoss) => self.synced.borrow().clone(),
-            (Persistence::AofEverysec | Persistence::AofAlways, _) => self.engine.borrow().keyspace().clone(),
-        };
+        let kept = self
+            .persistence
+            .kept_after(kind, self.engine.borrow().keyspace(), &self.synced.borrow());
         let mut engine = self.engine.borrow_mut();
         engine.reset();
         engine.restore(kept);

@@ -194,6 +194,9 @@ pub enum ConnectionEnd {
     Stopped,
     /// A reply was dropped (`drop-reply`) and the client then closed its side.
     ReplyDropped,
+    /// The client sent `QUIT`: its `+OK` was written and the write side shut, as after a
+    /// protocol error (the caller may linger the same way).
+    Quit,
 }
 
 /// Serves RESP commands read from `stream` with `handler` until the stream ends: the loop of every
@@ -272,6 +275,12 @@ where
                     encoder.encode(&args, &reply, &mut output);
                     for reply in &more {
                         encoder.encode(&args, reply, &mut output);
+                    }
+                    if args.first().is_some_and(|name| name.eq_ignore_ascii_case(b"quit")) && reply == Reply::ok() {
+                        // Redis answers `QUIT` and closes the connection once the reply is out.
+                        stream.write_all(&output).await?;
+                        stream.shutdown().await?;
+                        return Ok(ConnectionEnd::Quit);
                     }
                     if !options.output_fits(output.len()) {
                         // Replies the client does not read (or a pipeline of huge ones).

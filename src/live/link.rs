@@ -500,7 +500,7 @@ async fn engine_connection(
             };
             match end {
                 Ok(ConnectionEnd::InputEnded | ConnectionEnd::ReplyDropped) => ServerEnd::InputEnded,
-                Ok(ConnectionEnd::ProtocolError) => {
+                Ok(ConnectionEnd::ProtocolError | ConnectionEnd::Quit) => {
                     // From now on the reader throws the client's bytes away.
                     closing.set(true);
                     ServerEnd::CloseAfterReply

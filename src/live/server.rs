@@ -40,16 +40,8 @@ use std::rc::{Rc, Weak};
 /// The resource's minimal `INFO` reply.
 const INFO: &str = "# Server\r\nredis_version:7.2.0\r\nredis_mode:standalone\r\n# Persistence\r\nloading:0\r\n";
 
-/// How a server stops.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopKind {
-    /// The process dies.
-    Crash,
-    /// The machine dies: unsynced AOF writes are lost too.
-    PowerLoss,
-    /// A clean stop.
-    Shutdown,
-}
+/// How a server stops (the rule of what survives is the simulation's own).
+pub use lockstep_sim::deployment::StopKind;
 
 enum Kind {
     Master(Box<MasterState>),
@@ -401,11 +393,9 @@ impl Server {
                 real.borrow_mut().stop(kind == StopKind::Shutdown);
                 return;
             }
-            let kept = match (setup.persistence, kind) {
-                (Persistence::None, _) => Keyspace::new(),
-                (Persistence::AofEverysec, StopKind::PowerLoss) => synced.borrow().clone(),
-                (Persistence::AofEverysec | Persistence::AofAlways, _) => engine.borrow().keyspace().clone(),
-            };
+            let kept = setup
+                .persistence
+                .kept_after(kind, engine.borrow().keyspace(), &synced.borrow());
             engine.borrow_mut().reset();
             engine.borrow_mut().restore(kept);
             if let Some(repl) = &master.repl {

@@ -309,6 +309,21 @@ fn serve_blocks_blpop_and_brpop_for_their_timeout_and_wakes_them_on_a_push() {
 
 /// A subscriber receives a `PUBLISH` on `serve`, in RESP2 and in RESP3 (`HELLO 3`: a `>` push),
 /// and a `PSUBSCRIBE`r receives it as a `pmessage`.
+/// `QUIT` answers `+OK` and the server closes the connection (npm redlock's suite quits its
+/// clients), and `UNLINK` deletes as `DEL` does (pottery's fixtures unlink their keys).
+#[test]
+fn serve_closes_the_connection_after_quit_and_unlinks_keys() {
+    let serve = Serve::start(&["--masters", "1"]);
+    let mut conn = Conn::open(serve.addr("redis-1"));
+    assert_eq!(conn.call(&["SET", "k", "v"]), "+OK\r\n");
+    assert_eq!(conn.call(&["UNLINK", "k", "none"]), ":1\r\n");
+    assert_eq!(conn.call(&["QUIT"]), "+OK\r\n");
+    let mut rest = Vec::new();
+    conn.0.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    let closed = conn.0.read_to_end(&mut rest);
+    assert!(closed.is_ok() && rest.is_empty(), "the server closed the connection: {closed:?} {rest:?}");
+}
+
 #[test]
 fn serve_delivers_publish_to_subscribers_in_resp2_and_resp3_and_to_patterns() {
     let history = common::TempPath::unused("serve", "pubsub.jsonl");

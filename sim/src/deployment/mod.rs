@@ -59,7 +59,7 @@
 mod setup;
 
 pub use crate::directory::Directory;
-pub use setup::{replica_name, DelayClock, MasterSetup, Persistence};
+pub use setup::{replica_name, DelayClock, MasterSetup, Persistence, StopKind};
 
 use crate::component::{Component, Hosts};
 use crate::fault::Fault;
@@ -74,13 +74,6 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-/// How a server process stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum StopKind {
-    Crash,
-    PowerLoss,
-    Shutdown,
-}
 
 /// One Redis server process (a master or a replica): its engine, and what it persists and how it
 /// restarts.
@@ -286,11 +279,9 @@ impl Deployment {
         }
         hosts.crash(name);
         server.running = false;
-        let kept = match (server.persistence, kind) {
-            (Persistence::None, _) => Keyspace::new(),
-            (Persistence::AofEverysec, StopKind::PowerLoss) => server.synced.clone(),
-            (Persistence::AofEverysec | Persistence::AofAlways, _) => server.engine.borrow().keyspace().clone(),
-        };
+        let kept = server
+            .persistence
+            .kept_after(kind, server.engine.borrow().keyspace(), &server.synced);
         // The process is gone: the script cache, the Lua VM and the sessions with it.
         server.engine.borrow_mut().reset();
         server.engine.borrow_mut().restore(kept);

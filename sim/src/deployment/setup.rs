@@ -2,6 +2,7 @@
 //! What each setting does is in the docs of [`crate::deployment`].
 
 use crate::clock::ClockSpec;
+use crate::redis::Keyspace;
 use serde::{Deserialize, Serialize};
 
 /// How a master persists its writes.
@@ -29,6 +30,31 @@ impl Persistence {
             Persistence::AofAlways => "aof-always",
         }
     }
+
+    /// The keyspace a server restarts with after stopping by `stop`, given what it held when it
+    /// stopped (`live`) and what its last once-a-second fsync wrote (`synced`): nothing without
+    /// persistence; with `aof-everysec`, the synced keyspace after a power loss and everything
+    /// otherwise (a crashed process's unsynced writes are still in the machine's page cache, a
+    /// clean shutdown fsyncs); with `aof-always`, everything. The one rule every host of
+    /// lockstep's Redis applies: the simulation, live and serve runs, turmoil hosts.
+    pub fn kept_after(self, stop: StopKind, live: &Keyspace, synced: &Keyspace) -> Keyspace {
+        match (self, stop) {
+            (Persistence::None, _) => Keyspace::new(),
+            (Persistence::AofEverysec, StopKind::PowerLoss) => synced.clone(),
+            (Persistence::AofEverysec | Persistence::AofAlways, _) => live.clone(),
+        }
+    }
+}
+
+/// How a server process stops; what survives it is [`Persistence::kept_after`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopKind {
+    /// The process dies; the machine keeps its page cache.
+    Crash,
+    /// The machine loses power: AOF writes not yet fsynced are lost too.
+    PowerLoss,
+    /// A clean stop.
+    Shutdown,
 }
 
 /// The clock a delayed restart is timed by.

@@ -469,7 +469,7 @@ impl RedisEngine {
             }
         }
         if session.in_multi() {
-            let control = matches!(&looked_up, Lookup::Found(_, n) if ["exec", "discard", "multi", "watch"].contains(&n.as_str()));
+            let control = matches!(&looked_up, Lookup::Found(_, n) if ["exec", "discard", "multi", "watch", "quit"].contains(&n.as_str()));
             if !control {
                 let refusal = match &looked_up {
                     Lookup::Found(..) => None,
@@ -531,6 +531,9 @@ impl RedisEngine {
                 Err(e) => e,
             },
             "auth" => self.auth(session, args),
+            // The server closes the connection after this reply (`crate::server`); inside
+            // `MULTI` too, as Redis 7 does not queue it.
+            "quit" => Reply::ok(),
             "unwatch" => {
                 self.unwatch(session);
                 Reply::ok()
@@ -914,6 +917,7 @@ static COMMANDS: &[Spec] = &[
     cmd("ping", -1),
     cmd("echo", 2),
     noscript("hello", -1),
+    noscript("quit", -1),
     container(
         "client",
         &[
@@ -952,6 +956,7 @@ static COMMANDS: &[Spec] = &[
     cmd("get", 2),
     grow("set", -3),
     write("del", -2),
+    write("unlink", -2),
     cmd("exists", -2),
     write("expire", -3),
     write("pexpire", -3),
@@ -1207,7 +1212,8 @@ fn exec_data(db: &mut Db, name: &str, args: &[Bytes], now: i64) -> Reply {
             },
         },
         "set" => set(ks, args, now),
-        "del" => {
+        // `UNLINK` frees the value in the background in Redis; here there is nothing to free later.
+        "del" | "unlink" => {
             let mut n = 0;
             for key in &args[1..] {
                 if ks.lookup(key, now).is_some() && ks.remove(key).is_some() {
@@ -2913,6 +2919,36 @@ mod tests {
             ],
         );
         assert_eq!(e.keyspace().used_bytes(), e.keyspace().recount_used_bytes());
+    }
+
+    #[test]
+    fn unlink_is_del_and_quit_answers_ok_even_inside_multi() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let t = 1_000;
+        check(
+            &mut e,
+            &[
+                (t, &["MSET", "a", "1", "b", "2"], st("OK")),
+                (t, &["UNLINK", "a", "b", "none"], int(2)),
+                (t, &["EXISTS", "a", "b"], int(0)),
+                (
+                    t,
+                    &["UNLINK"],
+                    err("ERR wrong number of arguments for 'unlink' command"),
+                ),
+                (t, &["QUIT"], st("OK")),
+                (t, &["QUIT", "extra"], st("OK")),
+                (
+                    t,
+                    &["EVAL", "return redis.call('QUIT')", "0"],
+                    err("ERR This Redis command is not allowed from script script: b4c03afa57e9a938dacc85ed3050f6c4fa7750b1, on @user_script:1."),
+                ),
+                // Not queued: the server closes the connection after this reply.
+                (t, &["MULTI"], st("OK")),
+                (t, &["QUIT"], st("OK")),
+            ],
+        );
+        assert!(is_write_command(b"unlink"));
     }
 
     #[test]

@@ -1047,6 +1047,83 @@ mod tests {
     }
 
     #[test]
+    fn blmove_blocks_for_its_timeout_and_wakes_on_a_push_to_its_source_moving_the_element() {
+        run(async {
+            let (server, log) = server();
+            let mut a = connect(&server, 1);
+            let mut b = connect(&server, 2);
+            let mut pusher = connect(&server, 3);
+            let started = Instant::now();
+            assert_eq!(
+                call(&mut a, &["BLMOVE", "k", "d", "LEFT", "RIGHT", "0.5"]).await,
+                "*-1\r\n"
+            );
+            assert_eq!(started.elapsed(), Duration::from_millis(500));
+            assert_eq!(call(&mut a, &["BRPOPLPUSH", "k", "d", "0.25"]).await, "*-1\r\n");
+            assert_eq!(server.blocked_clients(), 0);
+
+            // b waits on the destination, a on the source: the push to the source serves a,
+            // whose move to the destination then serves b.
+            let started = Instant::now();
+            send(&mut b, &["BLPOP", "d", "10"]).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            send(&mut a, &["BLMOVE", "k", "d", "RIGHT", "LEFT", "10"]).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert_eq!(server.blocked_clients(), 2);
+            assert_eq!(call(&mut pusher, &["RPUSH", "k", "x", "y"]).await, ":2\r\n");
+            assert_eq!(reply(&mut a).await, "$1\r\ny\r\n");
+            assert_eq!(reply(&mut b).await, "*2\r\n$1\r\nd\r\n$1\r\ny\r\n");
+            assert_eq!(started.elapsed(), Duration::from_millis(200));
+            assert_eq!(server.blocked_clients(), 0);
+
+            // BRPOPLPUSH moves the tail to the head of the destination.
+            send(&mut a, &["BRPOPLPUSH", "e", "d", "10"]).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert_eq!(call(&mut pusher, &["RPUSH", "d", "z"]).await, ":1\r\n");
+            assert_eq!(call(&mut pusher, &["LPUSH", "e", "1", "2"]).await, ":2\r\n");
+            assert_eq!(reply(&mut a).await, "$1\r\n1\r\n");
+            assert_eq!(
+                call(&mut pusher, &["LRANGE", "d", "0", "-1"]).await,
+                "*2\r\n$1\r\n1\r\n$1\r\nz\r\n"
+            );
+            assert_eq!(
+                call(&mut pusher, &["LRANGE", "e", "0", "-1"]).await,
+                "*1\r\n$1\r\n2\r\n"
+            );
+            assert_eq!(
+                call(&mut pusher, &["LRANGE", "k", "0", "-1"]).await,
+                "*1\r\n$1\r\nx\r\n"
+            );
+
+            // A destination of the wrong type: the woken client gets WRONGTYPE, the element stays.
+            assert_eq!(call(&mut pusher, &["SET", "str", "v"]).await, "+OK\r\n");
+            send(&mut a, &["BLMOVE", "f", "str", "LEFT", "LEFT", "10"]).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert_eq!(server.blocked_clients(), 1);
+            assert_eq!(call(&mut pusher, &["RPUSH", "f", "w"]).await, ":1\r\n");
+            assert_eq!(
+                reply(&mut a).await,
+                "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
+            );
+            assert_eq!(call(&mut pusher, &["LLEN", "f"]).await, ":1\r\n");
+            assert_eq!(server.blocked_clients(), 0);
+
+            // Inside MULTI it answers at once.
+            assert_eq!(call(&mut a, &["MULTI"]).await, "+OK\r\n");
+            assert_eq!(
+                call(&mut a, &["BLMOVE", "none", "d", "LEFT", "LEFT", "0"]).await,
+                "+QUEUED\r\n"
+            );
+            assert_eq!(call(&mut a, &["EXEC"]).await, "*1\r\n$-1\r\n");
+            let log = log.borrow();
+            assert!(
+                log.iter().any(|l| l == "1 BLMOVE k d RIGHT LEFT 10 -> \"y\""),
+                "{log:?}"
+            );
+        });
+    }
+
+    #[test]
     fn publish_reaches_subscribers_in_resp2_and_resp3_and_pattern_subscribers() {
         run(async {
             let (server, _log) = server();

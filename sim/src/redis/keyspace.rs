@@ -17,8 +17,7 @@ pub enum Value {
     /// A string value.
     String(Bytes),
     /// A list value (`LPUSH`, `RPUSH`, `LPOP`, `RPOP`, `LLEN`, `LRANGE`, `LMOVE`, ...). Never
-    /// empty: an emptied list is
-    /// deleted, as in Redis.
+    /// empty: an emptied list is deleted, as in Redis.
     List(VecDeque<Bytes>),
     /// A hash value (`HSET`, `HGET`, ...): fields in insertion order, as Redis keeps a small
     /// hash (listpack encoding). Never empty: an emptied hash is deleted, as in Redis.

@@ -15,11 +15,13 @@
 //!   answered, then the connection is shut, as Redis does; replies are written
 //!   in RESP2, or RESP3 after a `HELLO 3` ([`crate::redis::ReplyEncoder`]);
 //! * a [`ClientSession`] per connection (name, transaction, watched keys, subscriptions, protocol);
-//! * blocking commands: `BLPOP`/`BRPOP` on empty lists block the connection (it reads nothing
+//! * blocking commands: `BLPOP`/`BRPOP` on empty lists, and `BLMOVE`/`BRPOPLPUSH` on a missing
+//!   source, block the connection (it reads nothing
 //!   meanwhile, as a blocked Redis client) until a push by any connection serves it — right after
 //!   the pushing command, the longest-blocked client first, as Redis does — or until its timeout
 //!   runs out on the node's wall clock (checked when a sleep by the node's clock rate ends: no
-//!   polling); `WAIT numreplicas timeout` blocks until enough replicas acknowledged or the timeout
+//!   polling); a served `BLMOVE` runs its `LMOVE`, whose push may in turn serve clients blocked on
+//!   the destination; `WAIT numreplicas timeout` blocks until enough replicas acknowledged or the timeout
 //!   ran out on the node's monotonic clock (0: forever);
 //! * pub/sub: `SUBSCRIBE`/`PSUBSCRIBE` confirmations and `PUBLISH`ed messages are pushed to the
 //!   subscribed connections while they wait for input (RESP2 arrays, or RESP3 `>` pushes);
@@ -35,7 +37,7 @@
 //!
 //! Left out: a client that disconnects while blocked stays blocked until its timeout in the
 //! simulation (Redis would unblock it at once); hosts that set [`ConnectionOptions::forget_on_abort`]
-//! forget it when its task is aborted. `BLMOVE` is not served (the engine has no `LMOVE`).
+//! forget it when its task is aborted.
 
 use crate::history::{EventKind, KeyEffect};
 use crate::redis::{
@@ -394,15 +396,26 @@ struct Conn {
     serial: u64,
 }
 
-/// A client blocked in `BLPOP`/`BRPOP`.
+/// A client blocked in `BLPOP`/`BRPOP`/`BLMOVE`/`BRPOPLPUSH`.
 struct Blocked {
     id: u64,
     /// The serial of its connection's opening.
     serial: u64,
     keys: Vec<Bytes>,
-    /// The pop that serves it: `LPOP` or `RPOP`.
-    pop: &'static [u8],
+    /// What serves it once one of its keys holds a list.
+    serve: Serve,
     wake: oneshot::Sender<Reply>,
+}
+
+/// How a blocked client is served.
+enum Serve {
+    /// `BLPOP`/`BRPOP`: this pop (`LPOP` or `RPOP`) on the ready key, answered as
+    /// `[key, element]`.
+    Pop(&'static [u8]),
+    /// `BLMOVE`/`BRPOPLPUSH`: this whole `LMOVE` command (its source is the one key), answered
+    /// with its reply, as Redis 7.2 re-runs the command (a destination of the wrong type then
+    /// answers `WRONGTYPE` and the element stays).
+    Move(Vec<Bytes>),
 }
 
 /// The connections of one server and its blocked clients, oldest first.
@@ -450,7 +463,7 @@ impl<H: RedisHost> RedisServer<H> {
         self.conns.borrow().open.len()
     }
 
-    /// How many clients are blocked in `BLPOP`/`BRPOP`.
+    /// How many clients are blocked in `BLPOP`/`BRPOP`/`BLMOVE`/`BRPOPLPUSH`.
     pub fn blocked_clients(&self) -> usize {
         self.conns.borrow().blocked.len()
     }
@@ -603,17 +616,37 @@ impl<H: RedisHost> RedisServer<H> {
         if !is_master {
             effects.clear();
         }
-        let pop: Option<&'static [u8]> = match name.as_str() {
-            "blpop" => Some(b"LPOP"),
-            "brpop" => Some(b"RPOP"),
+        // The reply of a blocking command that found nothing (the engine never blocks).
+        let empty = match name.as_str() {
+            "blpop" | "brpop" => Some(Reply::Array(None)),
+            "blmove" | "brpoplpush" => Some(Reply::nil()),
             _ => None,
         };
-        let blocks = is_master && pop.is_some() && !session.in_multi() && replies == [Reply::Array(None)];
+        let blocks = is_master && !session.in_multi() && empty.is_some_and(|e| replies == [e]);
         if let Some(c) = self.conns.borrow_mut().open.get_mut(&conn) {
             c.session = session;
         }
-        if let (true, Some(pop)) = (blocks, pop) {
-            return self.block(conn, serial, peer, args, pop);
+        if blocks {
+            let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
+            let (keys, serve) = match name.as_str() {
+                "blpop" => (args[1..args.len() - 1].to_vec(), Serve::Pop(b"LPOP")),
+                "brpop" => (args[1..args.len() - 1].to_vec(), Serve::Pop(b"RPOP")),
+                "blmove" => (
+                    vec![arg(1)],
+                    Serve::Move(vec![Bytes::from_static(b"LMOVE"), arg(1), arg(2), arg(3), arg(4)]),
+                ),
+                _ => (
+                    vec![arg(1)],
+                    Serve::Move(vec![
+                        Bytes::from_static(b"LMOVE"),
+                        arg(1),
+                        arg(2),
+                        Bytes::from_static(b"RIGHT"),
+                        Bytes::from_static(b"LEFT"),
+                    ]),
+                ),
+            };
+            return self.block(conn, serial, peer, args, keys, serve);
         }
         match <[Reply; 1]>::try_from(replies) {
             Ok([reply]) => {
@@ -698,12 +731,29 @@ impl<H: RedisHost> RedisServer<H> {
                 i += 1;
                 continue;
             };
-            let pop = Bytes::from_static(conns.blocked[i].pop);
-            let popped = self.engine.borrow_mut().execute(&[pop, key.clone()], now);
+            let mut moved = false;
+            let reply = match &conns.blocked[i].serve {
+                Serve::Pop(pop) => {
+                    let popped = self
+                        .engine
+                        .borrow_mut()
+                        .execute(&[Bytes::from_static(pop), key.clone()], now);
+                    Reply::Array(Some(vec![Reply::Bulk(Some(key)), popped]))
+                }
+                Serve::Move(lmove) => {
+                    let reply = self.engine.borrow_mut().execute(lmove, now);
+                    moved = matches!(reply, Reply::Bulk(Some(_)));
+                    reply
+                }
+            };
             if let Some(blocked) = conns.blocked.remove(i) {
-                let _ = blocked
-                    .wake
-                    .send(Reply::Array(Some(vec![Reply::Bulk(Some(key)), popped])));
+                let _ = blocked.wake.send(reply);
+            }
+            if moved {
+                // The push onto the destination may serve a client queued before this one
+                // (Redis signals the destination ready and serves it in the same pass): look
+                // again from the oldest.
+                i = 0;
             }
         }
         for (id, push) in self.engine.borrow_mut().take_pushes() {
@@ -713,8 +763,19 @@ impl<H: RedisHost> RedisServer<H> {
         }
     }
 
-    /// `BLPOP`/`BRPOP` that found every list empty: blocks until served or timed out.
-    fn block(self: &Rc<Self>, conn: u64, serial: u64, peer: &str, args: &[Bytes], pop: &'static [u8]) -> Response {
+    /// `BLPOP`/`BRPOP` that found every list empty, or `BLMOVE`/`BRPOPLPUSH` that found no
+    /// source: blocks on `keys` until served or timed out (a timeout answers a nil array for
+    /// all four, as Redis 7 does).
+    #[allow(clippy::too_many_arguments)]
+    fn block(
+        self: &Rc<Self>,
+        conn: u64,
+        serial: u64,
+        peer: &str,
+        args: &[Bytes],
+        keys: Vec<Bytes>,
+        serve: Serve,
+    ) -> Response {
         let timeout_ms = blocking_timeout_ms(&args[args.len() - 1]).unwrap_or(0);
         let (wake, woken) = oneshot::channel();
         let id = {
@@ -724,8 +785,8 @@ impl<H: RedisHost> RedisServer<H> {
             c.blocked.push_back(Blocked {
                 id,
                 serial,
-                keys: args[1..args.len() - 1].to_vec(),
-                pop,
+                keys,
+                serve,
                 wake,
             });
             id
@@ -991,6 +1052,83 @@ mod tests {
             let log = log.borrow();
             assert!(log.iter().any(|l| l == "1 BLPOP k 2 -> (nil)"), "{log:?}");
             assert!(log.iter().any(|l| l == "2 BRPOP k 10 -> [\"k\", \"z\"]"), "{log:?}");
+        });
+    }
+
+    #[test]
+    fn blmove_blocks_for_its_timeout_and_wakes_on_a_push_to_its_source_moving_the_element() {
+        run(async {
+            let (server, log) = server();
+            let mut a = connect(&server, 1);
+            let mut b = connect(&server, 2);
+            let mut pusher = connect(&server, 3);
+            let started = Instant::now();
+            assert_eq!(
+                call(&mut a, &["BLMOVE", "k", "d", "LEFT", "RIGHT", "0.5"]).await,
+                "*-1\r\n"
+            );
+            assert_eq!(started.elapsed(), Duration::from_millis(500));
+            assert_eq!(call(&mut a, &["BRPOPLPUSH", "k", "d", "0.25"]).await, "*-1\r\n");
+            assert_eq!(server.blocked_clients(), 0);
+
+            // b waits on the destination, a on the source: the push to the source serves a,
+            // whose move to the destination then serves b.
+            let started = Instant::now();
+            send(&mut b, &["BLPOP", "d", "10"]).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            send(&mut a, &["BLMOVE", "k", "d", "RIGHT", "LEFT", "10"]).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert_eq!(server.blocked_clients(), 2);
+            assert_eq!(call(&mut pusher, &["RPUSH", "k", "x", "y"]).await, ":2\r\n");
+            assert_eq!(reply(&mut a).await, "$1\r\ny\r\n");
+            assert_eq!(reply(&mut b).await, "*2\r\n$1\r\nd\r\n$1\r\ny\r\n");
+            assert_eq!(started.elapsed(), Duration::from_millis(200));
+            assert_eq!(server.blocked_clients(), 0);
+
+            // BRPOPLPUSH moves the tail to the head of the destination.
+            send(&mut a, &["BRPOPLPUSH", "e", "d", "10"]).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert_eq!(call(&mut pusher, &["RPUSH", "d", "z"]).await, ":1\r\n");
+            assert_eq!(call(&mut pusher, &["LPUSH", "e", "1", "2"]).await, ":2\r\n");
+            assert_eq!(reply(&mut a).await, "$1\r\n1\r\n");
+            assert_eq!(
+                call(&mut pusher, &["LRANGE", "d", "0", "-1"]).await,
+                "*2\r\n$1\r\n1\r\n$1\r\nz\r\n"
+            );
+            assert_eq!(
+                call(&mut pusher, &["LRANGE", "e", "0", "-1"]).await,
+                "*1\r\n$1\r\n2\r\n"
+            );
+            assert_eq!(
+                call(&mut pusher, &["LRANGE", "k", "0", "-1"]).await,
+                "*1\r\n$1\r\nx\r\n"
+            );
+
+            // A destination of the wrong type: the woken client gets WRONGTYPE, the element stays.
+            assert_eq!(call(&mut pusher, &["SET", "str", "v"]).await, "+OK\r\n");
+            send(&mut a, &["BLMOVE", "f", "str", "LEFT", "LEFT", "10"]).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert_eq!(server.blocked_clients(), 1);
+            assert_eq!(call(&mut pusher, &["RPUSH", "f", "w"]).await, ":1\r\n");
+            assert_eq!(
+                reply(&mut a).await,
+                "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
+            );
+            assert_eq!(call(&mut pusher, &["LLEN", "f"]).await, ":1\r\n");
+            assert_eq!(server.blocked_clients(), 0);
+
+            // Inside MULTI it answers at once.
+            assert_eq!(call(&mut a, &["MULTI"]).await, "+OK\r\n");
+            assert_eq!(
+                call(&mut a, &["BLMOVE", "none", "d", "LEFT", "LEFT", "0"]).await,
+                "+QUEUED\r\n"
+            );
+            assert_eq!(call(&mut a, &["EXEC"]).await, "*1\r\n$-1\r\n");
+            let log = log.borrow();
+            assert!(
+                log.iter().any(|l| l == "1 BLMOVE k d RIGHT LEFT 10 -> \"y\""),
+                "{log:?}"
+            );
         });
     }
 

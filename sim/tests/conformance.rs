@@ -5,7 +5,8 @@
 //! Seeded proptest strategies generate command sequences over the subset the simulated master
 //! supports (see [`command`]): `SET` with every option combination (and malformed ones), `GET`,
 //! `DEL`, `EXISTS`, the `EXPIRE` family with `NX|XX|GT|LT`, `PTTL`/`TTL`, `INCR`/`INCRBY`/`DECR`,
-//! `LPUSH`/`RPUSH`/`LPOP`/`RPOP`/`LLEN` and `BLPOP` (never blocking long), the hash commands
+//! `LPUSH`/`RPUSH`/`LPOP`/`RPOP`/`LLEN`/`LMOVE`/`RPOPLPUSH`/`LRANGE` and `BLPOP`/`BLMOVE`/
+//! `BRPOPLPUSH` (never blocking long), the hash commands
 //! (`HSET`/`HGET`/`HDEL`/`HEXISTS`/`HINCRBY`/`HGETALL`), `MULTI`/`EXEC`/`DISCARD`/`WATCH`/`UNWATCH`
 //! (`EXEC` replies are compared command by command, with the `PTTL` tolerance), `PUBLISH`,
 //! `EVAL`/`EVALSHA`/`SCRIPT` with the lock scripts (a Redisson-style hash lock among them) and Lua
@@ -20,8 +21,9 @@
 //!
 //! A second test, [`several_connections_agree_with_redis_server`], runs the fixed cases of
 //! [`MULTI_CONN`] over three raw connections to each server and compares the RESP bytes every
-//! connection received after each step: `SUBSCRIBE` delivery and subscribed mode, `BLPOP` woken
-//! by another connection (oldest blocked client first) and timing out on the server's clock,
+//! connection received after each step: `SUBSCRIBE` delivery and subscribed mode, `BLPOP` and
+//! `BLMOVE`/`BRPOPLPUSH` woken by another connection (oldest blocked client first; a move
+//! serving the destination's waiters; a wrong-type destination) and timing out on the server's clock,
 //! `WATCH` invalidated by another connection and by expiry.
 //!
 //! Every sequence runs twice through the same redis-rs code ([`run_pipeline`]: one pipeline with
@@ -553,8 +555,32 @@ fn list_command() -> BoxedStrategy<Vec<Tok>> {
             proptest::option::of(pick(&["0", "1", "2", "-1", "x"]))
         )
             .prop_map(|(n, k, c)| cmd_of(vec![vec![n, k], c.into_iter().collect()])),
+        (name("LMOVE"), key(), key(), list_end(), list_end()).prop_map(|(n, s, d, f, t)| vec![n, s, d, f, t]),
+        (name("RPOPLPUSH"), key(), key()).prop_map(|(n, s, d)| vec![n, s, d]),
+        (name("LRANGE"), key(), list_index(), list_index()).prop_map(|(n, k, a, b)| vec![n, k, a, b]),
     ]
     .boxed()
+}
+
+/// An end of a list for `LMOVE`/`BLMOVE`, now and then a bad one.
+fn list_end() -> BoxedStrategy<Tok> {
+    prop_oneof![4 => name("LEFT"), 4 => name("RIGHT"), 1 => pick(&["up", ""])].boxed()
+}
+
+/// An `LRANGE` index.
+fn list_index() -> BoxedStrategy<Tok> {
+    pick(&[
+        "0",
+        "1",
+        "-1",
+        "-2",
+        "2",
+        "100",
+        "-100",
+        "x",
+        "9223372036854775807",
+        "-9223372036854775808",
+    ])
 }
 
 const FIELDS: &[&str] = &["f", "g", "h"];
@@ -641,6 +667,17 @@ fn blpop_command() -> BoxedStrategy<Vec<Tok>> {
         .boxed()
 }
 
+/// `BLMOVE`/`BRPOPLPUSH` that never block long, as [`blpop_command`].
+fn blmove_command() -> BoxedStrategy<Vec<Tok>> {
+    let timeout = || pick(&["0.01", "x", "-1", "", "1e400"]);
+    prop_oneof![
+        (name("BLMOVE"), key(), key(), list_end(), list_end(), timeout())
+            .prop_map(|(n, s, d, f, t, w)| vec![n, s, d, f, t, w]),
+        (name("BRPOPLPUSH"), key(), key(), timeout()).prop_map(|(n, s, d, w)| vec![n, s, d, w]),
+    ]
+    .boxed()
+}
+
 fn misc_command() -> BoxedStrategy<Vec<Tok>> {
     prop_oneof![
         Just(vec![lit("PING")]),
@@ -684,6 +721,11 @@ fn junk_command() -> BoxedStrategy<Vec<Tok>> {
         "TYPE",
         "LPUSH",
         "LPOP",
+        "LMOVE",
+        "BLMOVE",
+        "RPOPLPUSH",
+        "BRPOPLPUSH",
+        "LRANGE",
         "ECHO",
         "FLUSHALL",
         "FLUSHDB",
@@ -835,6 +877,7 @@ fn command() -> BoxedStrategy<Vec<Tok>> {
         8 => hash_command(),
         5 => transaction_command(),
         1 => blpop_command(),
+        1 => blmove_command(),
         3 => introspection_command(),
         6 => sets_command(),
         3 => mset_command(),
@@ -930,6 +973,64 @@ const LIB_W: &str = "#!lua name=wlib\nlocal function set(keys, args)\n  return r
 /// Fixed cases for the commands of issue 41 (sets, `MSET`/`MGET`, databases, `AUTH` without a
 /// password, functions), run first like [`REGRESSIONS`]: `(what, commands)`.
 const FIXED: &[(&str, &[&[&str]])] = &[
+    (
+        "LMOVE/RPOPLPUSH/BLMOVE/BRPOPLPUSH/LRANGE: moves, rotations, errors, MULTI, scripts",
+        &[
+            &["LMOVE", "a", "b", "LEFT", "RIGHT"],
+            &["LMOVE", "a", "b", "up", "RIGHT"],
+            &["LMOVE", "a", "b", "left", "down"],
+            &["BLMOVE", "a", "b", "up", "RIGHT", "x"],
+            &["BLMOVE", "a", "b", "left", "right", "x"],
+            &["BLMOVE", "a", "b", "left", "right", "-1"],
+            &["BRPOPLPUSH", "a", "b", "x"],
+            &["BRPOPLPUSH", "a", "b", "-0.5"],
+            &["LMOVE", "a", "b"],
+            &["LMOVE", "a", "b", "LEFT", "RIGHT", "x"],
+            &["BLMOVE", "a", "b", "LEFT", "RIGHT"],
+            &["RPOPLPUSH", "a"],
+            &["BRPOPLPUSH", "a", "b"],
+            &["LRANGE", "a", "0"],
+            &["SET", "s", "v"],
+            &["LMOVE", "s", "b", "LEFT", "RIGHT"],
+            &["BLMOVE", "s", "b", "LEFT", "RIGHT", "0"],
+            &["BRPOPLPUSH", "s", "b", "0"],
+            &["LMOVE", "a", "s", "LEFT", "RIGHT"],
+            &["RPUSH", "a", "1", "2", "3"],
+            &["LMOVE", "a", "s", "LEFT", "RIGHT"],
+            &["BLMOVE", "a", "s", "LEFT", "RIGHT", "0"],
+            &["RPOPLPUSH", "a", "a"],
+            &["LRANGE", "a", "0", "-1"],
+            &["LMOVE", "a", "a", "left", "left"],
+            &["LMOVE", "a", "b", "RIGHT", "RIGHT"],
+            &["BLMOVE", "a", "b", "LEFT", "LEFT", "0"],
+            &["BRPOPLPUSH", "a", "b", "0"],
+            &["EXISTS", "a"],
+            &["LRANGE", "b", "0", "-1"],
+            &["LRANGE", "b", "x", "1"],
+            &["LRANGE", "nope", "0", "x"],
+            &["LRANGE", "nope", "0", "1"],
+            &["LRANGE", "s", "0", "1"],
+            &["LRANGE", "b", "-100", "100"],
+            &["LRANGE", "b", "-2", "-1"],
+            &["LRANGE", "b", "5", "1"],
+            &["LRANGE", "b", "-1", "-2"],
+            &["LRANGE", "b", "0", "9223372036854775807"],
+            &["LRANGE", "b", "-9223372036854775808", "0"],
+            &["MULTI"],
+            &["BLMOVE", "q", "b", "LEFT", "RIGHT", "0"],
+            &["BRPOPLPUSH", "q", "b", "0"],
+            &["BLPOP", "q", "0"],
+            &["BLMOVE", "b", "q", "LEFT", "RIGHT", "0"],
+            &["EXEC"],
+            &["LRANGE", "q", "0", "-1"],
+            &["EVAL", "return redis.call('lmove',KEYS[1],KEYS[2],'right','left')", "2", "b", "q"],
+            &["EVAL", "return redis.call('rpoplpush',KEYS[1],KEYS[2])", "2", "b", "q"],
+            &["EVAL", "return redis.pcall('blmove',KEYS[1],KEYS[2],'left','left',0)", "2", "b", "q"],
+            &["EVAL", "return redis.pcall('brpoplpush',KEYS[1],KEYS[2],0)", "2", "b", "q"],
+            &["LRANGE", "q", "0", "-1"],
+            &["TYPE", "q"],
+        ],
+    ),
     (
         "sets: replies, WRONGTYPE both ways, arities, emptied sets deleted, Lua",
         &[
@@ -1759,6 +1860,48 @@ const MULTI_CONN: &[(&str, &[Step])] = &[
             Step::Sleep(700),
             Step::Send(1, "RPUSH q late"),
             Step::Send(0, "LPOP q"),
+        ],
+    ),
+    (
+        "BLMOVE/BRPOPLPUSH are woken by a push to the source; the move serves the destination's waiters",
+        &[
+            Step::Send(0, "BLPOP d 0"),
+            Step::Send(1, "BLMOVE k d RIGHT LEFT 0"),
+            Step::Send(2, "RPUSH k x y"),
+            Step::Send(2, "LRANGE k 0 -1"),
+            Step::Send(2, "LLEN d"),
+            Step::Send(0, "BRPOPLPUSH e d 0"),
+            Step::Send(2, "RPUSH d z"),
+            Step::Send(2, "LPUSH e 1 2"),
+            Step::Send(2, "LRANGE d 0 -1"),
+            Step::Send(2, "LRANGE e 0 -1"),
+            Step::Send(2, "SET str v"),
+            Step::Send(1, "BLMOVE f str LEFT LEFT 0"),
+            Step::Send(2, "RPUSH f w"),
+            Step::Send(2, "LRANGE f 0 -1"),
+            Step::Send(1, "BLMOVE g g LEFT RIGHT 0"),
+            Step::Send(2, "RPUSH g 1 2 3"),
+            Step::Send(2, "LRANGE g 0 -1"),
+            Step::Send(0, "BLMOVE str d LEFT LEFT 0"),
+            Step::Send(0, "BLMOVE q d LEFT x 0"),
+            Step::Send(0, "BRPOPLPUSH q d -1"),
+        ],
+    ),
+    (
+        "BLMOVE and BRPOPLPUSH time out on the server's clock",
+        &[
+            Step::Send(0, "BLMOVE q d LEFT RIGHT 0.5"),
+            // As BLPOP's timeout case: the deadline falls inside the sleep.
+            Step::Sleep(50),
+            Step::Send(1, "LLEN q"),
+            Step::Sleep(700),
+            Step::Send(1, "RPUSH q late"),
+            Step::Send(0, "LRANGE d 0 -1"),
+            Step::Send(0, "BRPOPLPUSH q2 d 0.5"),
+            Step::Sleep(50),
+            Step::Send(1, "LLEN q2"),
+            Step::Sleep(700),
+            Step::Send(1, "EXISTS d"),
         ],
     ),
     (

@@ -994,6 +994,26 @@ static COMMANDS: &[Spec] = &[
         denyoom: false,
         subcommands: &[],
     },
+    grow("lmove", 5),
+    grow("rpoplpush", 3),
+    // Redis 7.0's table flags both `noscript` (as `BLPOP`); `denyoom` as `LMOVE`.
+    Spec {
+        name: "blmove",
+        arity: 6,
+        noscript: true,
+        write: true,
+        denyoom: true,
+        subcommands: &[],
+    },
+    Spec {
+        name: "brpoplpush",
+        arity: 4,
+        noscript: true,
+        write: true,
+        denyoom: true,
+        subcommands: &[],
+    },
+    cmd("lrange", 4),
     grow("hset", -4),
     cmd("hget", 3),
     write("hdel", -3),
@@ -1332,6 +1352,29 @@ fn exec_data(db: &mut Db, name: &str, args: &[Bytes], now: i64) -> Reply {
             }
             Reply::Array(None)
         }
+        "lmove" => match (list_end(&args[3]), list_end(&args[4])) {
+            (Some(from_left), Some(to_left)) => lmove(ks, &args[1], &args[2], from_left, to_left, now),
+            _ => Reply::error(SYNTAX),
+        },
+        "rpoplpush" => lmove(ks, &args[1], &args[2], false, true, now),
+        // `blmoveCommand`/`brpoplpushCommand`: the ends, then the timeout, then the source's
+        // type. Never blocks here (as inside MULTI: a nil bulk, not BLPOP's nil array); the
+        // server blocks on that nil.
+        "blmove" | "brpoplpush" => {
+            let (ends, timeout) = if name == "blmove" {
+                ((list_end(&args[3]), list_end(&args[4])), &args[5])
+            } else {
+                ((Some(false), Some(true)), &args[3])
+            };
+            let (Some(from_left), Some(to_left)) = ends else {
+                return Reply::error(SYNTAX);
+            };
+            if let Err(e) = blocking_timeout_ms(timeout) {
+                return e;
+            }
+            lmove(ks, &args[1], &args[2], from_left, to_left, now)
+        }
+        "lrange" => lrange(ks, args, now),
         "publish" => {
             let ids = db.channels.get(&args[1]).cloned().unwrap_or_default();
             for id in &ids {
@@ -1662,6 +1705,100 @@ fn pop(ks: &mut Keyspace, args: &[Bytes], now: i64, left: bool, name: &str) -> R
         ks.remove(key);
     }
     reply
+}
+
+/// `LEFT` or `RIGHT`, any case (`getListPositionFromObjectOrReply`): `Some(true)` for the
+/// left end, `None` for anything else (a syntax error).
+fn list_end(raw: &[u8]) -> Option<bool> {
+    if raw.eq_ignore_ascii_case(b"left") {
+        Some(true)
+    } else if raw.eq_ignore_ascii_case(b"right") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// `LMOVE` (<https://redis.io/commands/lmove/>): pops the left (`from_left`) or right end of
+/// list `src` and pushes it onto the left (`to_left`) or right end of `dst`, replying with the
+/// element. As `lmoveGenericCommand`: a missing source answers nil whatever `dst` holds; the
+/// destination's type is checked only when there is an element to move; `src == dst` rotates
+/// the list (a one-element list stays). An emptied source is deleted; a missing destination is
+/// created.
+fn lmove(ks: &mut Keyspace, src: &Bytes, dst: &Bytes, from_left: bool, to_left: bool, now: i64) -> Reply {
+    match ks.lookup(src, now).map(|e| matches!(e.value, Value::List(_))) {
+        None => return Reply::nil(),
+        Some(false) => return Reply::error(WRONGTYPE),
+        Some(true) => {}
+    }
+    let same = src == dst;
+    if !same {
+        match ks.lookup(dst, now).map(|e| matches!(e.value, Value::List(_))) {
+            Some(false) => return Reply::error(WRONGTYPE),
+            Some(true) => {}
+            None => ks.insert(dst.clone(), Value::List(VecDeque::new()), None),
+        }
+    }
+    let (item, src_empty) = match ks.value_mut(src, now) {
+        Some(Value::List(list)) => {
+            let item = if from_left { list.pop_front() } else { list.pop_back() };
+            (item, list.is_empty())
+        }
+        _ => (None, false),
+    };
+    let Some(item) = item else {
+        // Unreachable (a stored list is never empty); undo the destination made above.
+        if !same
+            && ks
+                .peek(dst, now)
+                .is_some_and(|e| e.value == Value::List(VecDeque::new()))
+        {
+            ks.remove(dst);
+        }
+        return Reply::nil();
+    };
+    let bytes = item.len() + ITEM_OVERHEAD_BYTES;
+    ks.shrank(bytes);
+    if src_empty && !same {
+        ks.remove(src);
+    }
+    if let Some(Value::List(list)) = ks.value_mut(dst, now) {
+        if to_left {
+            list.push_front(item.clone());
+        } else {
+            list.push_back(item.clone());
+        }
+        ks.grew(bytes);
+    }
+    Reply::Bulk(Some(item))
+}
+
+/// `LRANGE key start stop` (`lrangeCommand`): both indexes parsed first, then the key; negative
+/// indexes count from the end, out-of-range ones are clamped.
+fn lrange(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
+    let (Some(start), Some(stop)) = (parse_ll(&args[2]), parse_ll(&args[3])) else {
+        return Reply::error(NOT_INTEGER);
+    };
+    let list = match ks.lookup(&args[1], now) {
+        None => return Reply::Array(Some(Vec::new())),
+        Some(e) => match &e.value {
+            Value::List(list) => list,
+            _ => return Reply::error(WRONGTYPE),
+        },
+    };
+    let len = list.len() as i64;
+    let start = if start < 0 { start + len } else { start }.max(0);
+    let stop = if stop < 0 { stop + len } else { stop }.min(len - 1);
+    if start > stop || start >= len {
+        return Reply::Array(Some(Vec::new()));
+    }
+    Reply::Array(Some(
+        list.iter()
+            .skip(start as usize)
+            .take((stop - start + 1) as usize)
+            .map(|v| Reply::Bulk(Some(v.clone())))
+            .collect(),
+    ))
 }
 
 /// The fields of the hash at `key` (`None` if there is no key), or the `WRONGTYPE` reply.
@@ -2523,6 +2660,138 @@ mod tests {
                 (t, &["LPOP", "l"], nil()),
                 (t, &["LPOP", "l", "2"], Reply::Array(None)),
             ],
+        );
+    }
+
+    #[test]
+    fn lmove_rpoplpush_blmove_and_lrange() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let t = 5;
+        let syntax = || err("ERR syntax error");
+        check(
+            &mut e,
+            &[
+                (t, &["LMOVE", "a", "b", "LEFT", "RIGHT"], nil()),
+                (t, &["LMOVE", "a", "b", "up", "RIGHT"], syntax()),
+                (t, &["LMOVE", "a", "b", "left", "down"], syntax()),
+                (
+                    t,
+                    &["LMOVE", "a", "b", "LEFT"],
+                    err("ERR wrong number of arguments for 'lmove' command"),
+                ),
+                (
+                    t,
+                    &["RPOPLPUSH", "a"],
+                    err("ERR wrong number of arguments for 'rpoplpush' command"),
+                ),
+                (
+                    t,
+                    &["BLMOVE", "a", "b", "LEFT", "RIGHT"],
+                    err("ERR wrong number of arguments for 'blmove' command"),
+                ),
+                (
+                    t,
+                    &["BRPOPLPUSH", "a", "b"],
+                    err("ERR wrong number of arguments for 'brpoplpush' command"),
+                ),
+                (
+                    t,
+                    &["LRANGE", "a", "0"],
+                    err("ERR wrong number of arguments for 'lrange' command"),
+                ),
+                // The ends are parsed before the timeout, the timeout before the key.
+                (t, &["BLMOVE", "a", "b", "up", "RIGHT", "x"], syntax()),
+                (
+                    t,
+                    &["BLMOVE", "a", "b", "left", "right", "x"],
+                    err("ERR timeout is not a float or out of range"),
+                ),
+                (
+                    t,
+                    &["BLMOVE", "a", "b", "left", "right", "-1"],
+                    err("ERR timeout is negative"),
+                ),
+                (
+                    t,
+                    &["BRPOPLPUSH", "a", "b", "x"],
+                    err("ERR timeout is not a float or out of range"),
+                ),
+                // Nothing to move: a nil bulk (the server blocks on it; the engine never does).
+                (t, &["BLMOVE", "a", "b", "LEFT", "RIGHT", "0"], nil()),
+                (t, &["BRPOPLPUSH", "a", "b", "0"], nil()),
+                (t, &["SET", "s", "v"], st("OK")),
+                (t, &["LMOVE", "s", "b", "LEFT", "RIGHT"], err(WT)),
+                (t, &["BLMOVE", "s", "b", "LEFT", "RIGHT", "0"], err(WT)),
+                (t, &["LRANGE", "s", "0", "1"], err(WT)),
+                // A missing source answers nil whatever the destination holds.
+                (t, &["LMOVE", "a", "s", "LEFT", "RIGHT"], nil()),
+                (t, &["RPUSH", "a", "1", "2", "3"], int(3)),
+                (t, &["LMOVE", "a", "s", "LEFT", "RIGHT"], err(WT)),
+                (t, &["BLMOVE", "a", "s", "LEFT", "RIGHT", "0"], err(WT)),
+                (
+                    t,
+                    &["LRANGE", "a", "0", "-1"],
+                    arr(vec![bulk("1"), bulk("2"), bulk("3")]),
+                ),
+                // The same key rotates.
+                (t, &["RPOPLPUSH", "a", "a"], bulk("3")),
+                (
+                    t,
+                    &["LRANGE", "a", "0", "-1"],
+                    arr(vec![bulk("3"), bulk("1"), bulk("2")]),
+                ),
+                (t, &["LMOVE", "a", "a", "left", "left"], bulk("3")),
+                (t, &["LMOVE", "a", "b", "RIGHT", "RIGHT"], bulk("2")),
+                (t, &["BLMOVE", "a", "b", "LEFT", "LEFT", "0"], bulk("3")),
+                (t, &["LRANGE", "b", "0", "-1"], arr(vec![bulk("3"), bulk("2")])),
+                // The emptied source is deleted.
+                (t, &["BRPOPLPUSH", "a", "b", "0"], bulk("1")),
+                (t, &["EXISTS", "a"], int(0)),
+                (
+                    t,
+                    &["LRANGE", "b", "0", "-1"],
+                    arr(vec![bulk("1"), bulk("3"), bulk("2")]),
+                ),
+                (t, &["RPUSH", "one", "x"], int(1)),
+                (t, &["RPOPLPUSH", "one", "one"], bulk("x")),
+                (t, &["LRANGE", "one", "0", "-1"], arr(vec![bulk("x")])),
+                // LRANGE's indexes.
+                (t, &["LRANGE", "b", "x", "1"], err(NOT_INT)),
+                (t, &["LRANGE", "nope", "0", "x"], err(NOT_INT)),
+                (t, &["LRANGE", "nope", "0", "1"], arr(vec![])),
+                (
+                    t,
+                    &["LRANGE", "b", "-100", "100"],
+                    arr(vec![bulk("1"), bulk("3"), bulk("2")]),
+                ),
+                (t, &["LRANGE", "b", "-2", "-1"], arr(vec![bulk("3"), bulk("2")])),
+                (t, &["LRANGE", "b", "1", "1"], arr(vec![bulk("3")])),
+                (t, &["LRANGE", "b", "5", "1"], arr(vec![])),
+                (t, &["LRANGE", "b", "1", "0"], arr(vec![])),
+                (t, &["LRANGE", "b", "-1", "-2"], arr(vec![])),
+                (t, &["LRANGE", "b", "3", "9223372036854775807"], arr(vec![])),
+                (t, &["LRANGE", "b", "-9223372036854775808", "0"], arr(vec![bulk("1")])),
+            ],
+        );
+        assert_eq!(e.keyspace().used_bytes(), e.keyspace().recount_used_bytes());
+        // Inside MULTI the blocking forms answer at once: nil bulks, BLPOP a nil array.
+        let mut s = ClientSession::new(1);
+        let mut run = |cmd: &[&str]| e.execute_as(&mut s, &args(cmd), t);
+        assert_eq!(run(&["MULTI"]), st("OK"));
+        assert_eq!(run(&["BLMOVE", "q", "b", "LEFT", "RIGHT", "0"]), st("QUEUED"));
+        assert_eq!(run(&["BRPOPLPUSH", "q", "b", "0"]), st("QUEUED"));
+        assert_eq!(run(&["BLPOP", "q", "0"]), st("QUEUED"));
+        assert_eq!(run(&["EXEC"]), arr(vec![nil(), nil(), Reply::Array(None)]));
+        // Scripts may not call them (Redis 7.0 flags them `noscript`, as BLPOP).
+        let Reply::Error(e1) = e.execute(
+            &args(&["EVAL", "return redis.call('blmove','q','b','left','left',0)", "0"]),
+            t,
+        ) else {
+            panic!("BLMOVE in a script must fail");
+        };
+        assert!(
+            e1.starts_with("ERR This Redis command is not allowed from script"),
+            "{e1}"
         );
     }
 

@@ -16,8 +16,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 pub enum Value {
     /// A string value.
     String(Bytes),
-    /// A list value (`LPUSH`, `RPUSH`, `LPOP`, `RPOP`, `LLEN`). Never empty: an emptied list is
-    /// deleted, as in Redis.
+    /// A list value (`LPUSH`, `RPUSH`, `LPOP`, `RPOP`, `LLEN`, `LRANGE`, `LMOVE`, ...). Never
+    /// empty: an emptied list is deleted, as in Redis.
     List(VecDeque<Bytes>),
     /// A hash value (`HSET`, `HGET`, ...): fields in insertion order, as Redis keeps a small
     /// hash (listpack encoding). Never empty: an emptied hash is deleted, as in Redis.

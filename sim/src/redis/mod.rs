@@ -5,7 +5,8 @@
 //! script runs in its caller's and may `SELECT` for itself), string keys with millisecond expiry
 //! on the node's own wall clock (passed in with every call, so clock jumps affect expiry exactly
 //! as they would on a real node), `MSET`/`MSETNX`/`MGET`, a minimal list type
-//! (`LPUSH`/`RPUSH`/`LPOP`/`RPOP`/`LLEN`, `BLPOP`/`BRPOP`), hashes (`HSET`/`HGET`/`HDEL`/`HEXISTS`/
+//! (`LPUSH`/`RPUSH`/`LPOP`/`RPOP`/`LLEN`/`LRANGE`/`LMOVE`/`RPOPLPUSH`, `BLPOP`/`BRPOP`/`BLMOVE`/
+//! `BRPOPLPUSH`), hashes (`HSET`/`HGET`/`HDEL`/`HEXISTS`/
 //! `HINCRBY`/`HGETALL`, fields in insertion order), sets (`SADD`/`SREM`/`SMEMBERS`/`SISMEMBER`/
 //! `SCARD`, members in byte order), `EVAL`/`EVALSHA`/`SCRIPT` on an embedded Lua 5.1, Redis 7
 //! functions (`FUNCTION LOAD/LIST/DELETE/FLUSH`, `FCALL`/`FCALL_RO`, in `function.rs`),
@@ -23,8 +24,9 @@
 //!
 //! Connection state lives in a [`ClientSession`] per connection; the engine keeps who watches
 //! which key and who subscribes to which channel. Published messages are collected for the server
-//! to push ([`RedisEngine::take_pushes`]). `BLPOP`/`BRPOP` never block in the engine (they answer a
-//! nil array on empty lists, as inside `MULTI`); the server loop ([`crate::server`]) blocks the
+//! to push ([`RedisEngine::take_pushes`]). `BLPOP`/`BRPOP`/`BLMOVE`/`BRPOPLPUSH` never block in the
+//! engine (on empty lists they answer what they answer inside `MULTI`: a nil array for the pops,
+//! a nil bulk for the moves); the server loop ([`crate::server`]) blocks the
 //! connection.
 //!
 //! Nothing here performs I/O, reads system time or iterates a hash map: the same commands at the

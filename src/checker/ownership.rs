@@ -21,7 +21,15 @@
 //!   owner's own acquire is still running (a Redlock cleaning up a failed attempt);
 //! - the owner's key **extended** (its expiry changed, its value kept) is a violation unless the
 //!   owner's holder had an `extend` or `acquire` running then, or one that ended without an
-//!   answer (a timed-out request may land late);
+//!   answer (a timed-out request may land late), or the command is a late request of the
+//!   holder's own extension that already ended: sent by the holder's process, carrying the
+//!   owner's value among its arguments, a value one of the holder's extensions sent and no
+//!   other task of the process did (a lock over several masters answers at a quorum while its
+//!   request to a slow master is still on its way; that request may land after the holder's next
+//!   operations reached that master — a late request may touch only its sender's own value, and
+//!   here it does). A command without the value (a plain `PEXPIRE`) gets no such excuse;
+//!   deletions and re-creations get none either (a late release that deletes the same holder's
+//!   next grant of a reused value is a real bug);
 //! - a key **created** with a grant's value after that grant was given, while its holder was
 //!   extending it and not acquiring, is a violation: the extension re-created a lock it no
 //!   longer held (someone else may have taken and released it meanwhile). "Acquiring" means an

@@ -21,7 +21,15 @@
 //!   owner's own acquire is still running (a Redlock cleaning up a failed attempt);
 //! - the owner's key **extended** (its expiry changed, its value kept) is a violation unless the
 //!   owner's holder had an `extend` or `acquire` running then, or one that ended without an
-//!   answer (a timed-out request may land late);
+//!   answer (a timed-out request may land late), or the command is a late request of the
+//!   holder's own extension that already ended: sent by the holder's process, carrying the
+//!   owner's value among its arguments, a value one of the holder's extensions sent and no
+//!   other task of the process did (a lock over several masters answers at a quorum while its
+//!   request to a slow master is still on its way; that request may land after the holder's next
+//!   operations reached that master — a late request may touch only its sender's own value, and
+//!   here it does). A command without the value (a plain `PEXPIRE`) gets no such excuse;
+//!   deletions and re-creations get none either (a late release that deletes the same holder's
+//!   next grant of a reused value is a real bug);
 //! - a key **created** with a grant's value after that grant was given, while its holder was
 //!   extending it and not acquiring, is a violation: the extension re-created a lock it no
 //!   longer held (someone else may have taken and released it meanwhile). "Acquiring" means an
@@ -42,7 +50,7 @@
 //! another's foreign extension (a violation can be missed, never invented).
 
 use super::{count, grant_text, seconds, witness, CheckResult, Checker, CheckerName, Verdict};
-use crate::history::{Hold, HoldEndKind, OpHistory, OpName, Outcome, StepKind};
+use crate::history::{Hold, HoldEndKind, LockOp, OpHistory, OpName, Outcome, StepKind};
 use lockstep_sim::{Event, KeyState};
 use std::collections::BTreeMap;
 
@@ -187,6 +195,31 @@ impl<'a, 'h> Index<'a, 'h> {
         })
     }
 
+    /// Whether an extension at `seq`, sent by `hold`'s process with `hold`'s value among its
+    /// arguments, onto a key that still holds that value, may be the late request of one of the
+    /// holder's own extensions that already ended: one of them sent that value, and no other task
+    /// of the process did. A lock over several masters does not wait for the slowest: a renewal
+    /// answered at a quorum (or timed out) while its request to one master was still on its way,
+    /// and that request lands after the holder's next operations reached the master on another
+    /// connection. A late request may touch only its sender's own value; here it does (a
+    /// compare-and-extend carrying another grant's value finds the key holding another value and
+    /// is judged as that grant's). Another task of the process that sent this value (a shared
+    /// lock object) keeps the judgement: its holder did not ask for it.
+    fn late_own_extension(&self, hold: &Hold<'h>, value: &str, seq: u64) -> bool {
+        let steps = self.history.steps();
+        let mut senders = self
+            .history
+            .operations()
+            .iter()
+            .filter(|op| op.process == hold.process && op.name == OpName::Extend && steps[op.invoke].event.seq < seq)
+            .filter(|op| {
+                matches!(self.history.invoked(op), Some(LockOp::Extend(ext))
+                    if ext.key == hold.grant.key && ext.value_sent.as_deref().unwrap_or(ext.value.as_str()) == value)
+            })
+            .peekable();
+        senders.peek().is_some() && senders.all(|op| op.task == hold.task)
+    }
+
     /// Whether an acquisition of `hold`'s holder may have set the key to `hold`'s value at
     /// `seq` (rather than its extension): one running then, or one that ended without a certain
     /// answer — or that failed, when the holder reuses its values (two of its grants had the
@@ -251,7 +284,11 @@ impl Checker for Ownership {
         let mut violations: Vec<Violation<'_, '_>> = Vec::new();
         for (i, step) in history.steps().iter().enumerate() {
             let StepKind::Command {
-                conn, effects, client, ..
+                conn,
+                effects,
+                client,
+                args,
+                ..
             } = &step.kind
             else {
                 continue;
@@ -307,7 +344,8 @@ impl Checker for Ownership {
                         let own = !foreign(hold)
                             && (hold.granted.seq > seq
                                 || index.acting(hold, &[OpName::Extend, OpName::Acquire], seq)
-                                || index.late_request(hold, &event.node, seq));
+                                || index.late_request(hold, &event.node, seq)
+                                || (args.iter().any(|a| a == value) && index.late_own_extension(hold, value, seq)));
                         if own || Index::given_up_before(hold, seq) {
                             continue;
                         }
@@ -612,15 +650,20 @@ mod tests {
             let held = serde_json::json!({ "key": K, "value": "v1", "fencing_token": null, "validity_ms": 9_990 });
             b.op(5_010_000, "client-1", ext, lockstep_sim::Phase::Ok, "extend", held);
             if !late_is_own {
-                // Something else of client-1's reached redis-2 since: the late one is not the
-                // extension's request.
+                // Something else of client-1's reached redis-2 since, and the late command does
+                // not carry the grant's value: not the extension's request.
                 b.command_from(5_020_000, "redis-2", Some("client-1"), &["GET", K], &[]);
             }
+            let late: &[&str] = if late_is_own {
+                &["EVAL", "…", "1", K, "v1"]
+            } else {
+                &["PEXPIRE", K, "10000"]
+            };
             b.command_from(
                 5_050_000,
                 "redis-2",
                 Some("client-1"),
-                &["EVAL", "…", "1", K, "v1"],
+                late,
                 &[(K, Some(("v1", TTL)), Some(("v1", TTL + 5_050)))],
             );
             judge(b)
@@ -628,6 +671,97 @@ mod tests {
         let late = judge_late(true);
         assert_eq!(late.verdict, Verdict::Valid, "{}", late.explanation);
         assert_eq!(judge_late(false).verdict, Verdict::Invalid);
+    }
+
+    /// Issue 42 item 3: a 3-master lock renewing by compare-and-PEXPIRE; the renewal's request to
+    /// redis-3 is slow, the renewal answers by quorum, the next renewal reaches redis-3 on a new
+    /// connection, and only then does the slow request land — on client-1's own key. `carry`:
+    /// the late command carries the grant's value; `key_value`: what the key holds then;
+    /// `task`: the task of client-1 whose extension sent `v1` (the holder is task 1).
+    fn late_renewal(carry: bool, key_value: &str, task: u32) -> CheckResult {
+        let mut b = Builder::new();
+        let masters = ["redis-1", "redis-2", "redis-3"];
+        let tasked = |mut data: serde_json::Value| {
+            data["task"] = serde_json::json!(1);
+            data
+        };
+        let id = b.id();
+        b.op(
+            500,
+            "client-1",
+            id,
+            lockstep_sim::Phase::Invoke,
+            "acquire",
+            tasked(serde_json::json!({ "key": K, "ttl_ms": 10_000 })),
+        );
+        for master in masters {
+            b.command_from(
+                1_000,
+                master,
+                Some("client-1"),
+                &["SET", K, "v1", "NX"],
+                &[(K, None, Some(("v1", TTL)))],
+            );
+        }
+        let held = serde_json::json!({ "key": K, "value": "v1", "fencing_token": null, "validity_ms": 9_990 });
+        b.op(2_000, "client-1", id, lockstep_sim::Phase::Ok, "acquire", held.clone());
+        let renew = |b: &mut Builder, at_us: u64, task: u32, to: &[&str]| {
+            let ext = b.id();
+            let mut asked = serde_json::json!({ "key": K, "value": "v1", "fencing_token": null, "ttl_ms": 10_000 });
+            asked["task"] = serde_json::json!(task);
+            b.op(at_us, "client-1", ext, lockstep_sim::Phase::Invoke, "extend", asked);
+            for master in to {
+                b.command_from(
+                    at_us + 2_000,
+                    master,
+                    Some("client-1"),
+                    &["EVAL", "…", "1", K, "v1", "10000"],
+                    &[(K, Some(("v1", TTL)), Some(("v1", TTL + at_us as i64 / 1_000)))],
+                );
+            }
+            b.op(
+                at_us + 200_000,
+                "client-1",
+                ext,
+                lockstep_sim::Phase::Ok,
+                "extend",
+                held.clone(),
+            );
+        };
+        // The first renewal's request to redis-3 is on its way; redis-1 and redis-2 answer.
+        renew(&mut b, 3_000_000, task, &["redis-1", "redis-2"]);
+        // The next one reaches all three (redis-3 on a new connection).
+        renew(&mut b, 4_200_000, 1, &masters);
+        let late: &[&str] = if carry {
+            &["EVAL", "…", "1", K, "v1", "10000"]
+        } else {
+            &["PEXPIRE", K, "10000"]
+        };
+        b.command_from(
+            4_500_000,
+            "redis-3",
+            Some("client-1"),
+            late,
+            &[(K, Some((key_value, TTL + 4_202)), Some((key_value, TTL + 4_500)))],
+        );
+        judge(b)
+    }
+
+    #[test]
+    fn a_late_renewal_request_after_the_next_renewal_extends_the_holders_own_key() {
+        let late = late_renewal(true, "v1", 1);
+        assert_eq!(late.verdict, Verdict::Valid, "{}", late.explanation);
+    }
+
+    #[test]
+    fn a_late_extension_without_the_grants_value_or_from_another_task_is_still_judged() {
+        // A plain PEXPIRE carries no value: nothing ties it to the ended renewal.
+        let plain = late_renewal(false, "v1", 1);
+        assert_eq!(plain.verdict, Verdict::Invalid, "{}", plain.explanation);
+        assert!(plain.explanation.contains("extended"), "{}", plain.explanation);
+        // Task 2 of client-1 sent task 1's value (a shared lock object): not task 1's request.
+        let shared = late_renewal(true, "v1", 2);
+        assert_eq!(shared.verdict, Verdict::Invalid, "{}", shared.explanation);
     }
 
     #[test]

@@ -15,6 +15,10 @@
 //!   replica; a master's forward clock step and the clients' drift were each within the drift
 //!   allowance but not together.
 //!
+//! - `ownership` judged a late renewal request of a 3-master lock (its renewal had answered by
+//!   quorum, the next one had reached the slow master since) "another grant's extension": it
+//!   lands on the holder's own key, with the holder's own value.
+//!
 //! The explorations run the binary as a user does, with `--summary` for the counts.
 
 use lockstep::explore::assumptions::{Assumption, Assumptions};
@@ -112,6 +116,39 @@ fn a_hash_locks_lease_is_its_keys_ttl_while_it_holds_the_owners_field() {
     }
     let (bugs, text) = bounded(&fixture("hash-lock.toml"), &["--seeds", "30"]);
     assert_eq!(bugs, 0, "{text}");
+}
+
+#[test]
+fn a_late_renewal_request_on_the_holders_own_key_is_not_another_grants_extension() {
+    // Issue 42 item 3: three masters, the default compare-and-PEXPIRE renewal; the renewal at
+    // about 3 s answers by quorum while its request to redis-3 is slow (1.5 s). The next renewal
+    // reaches redis-3 on a new connection; the slow request lands after it, on client-1's own key.
+    let run = run(&fixture("late-renewal-request.toml"));
+    let on_redis3 = |e: &&lockstep::sim::Event| {
+        e.node == "redis-3"
+            && matches!(&e.kind, lockstep::sim::EventKind::Command { args, effects, .. }
+                if args.first().is_some_and(|a| a == "EVAL") && !effects.is_empty())
+    };
+    let conn_of = |e: &lockstep::sim::Event| match &e.kind {
+        lockstep::sim::EventKind::Command { conn, .. } => *conn,
+        _ => 0,
+    };
+    let renewals: Vec<_> = run.history.events().iter().filter(on_redis3).collect();
+    // The shape: a command on the first connection lands after one on a later connection.
+    let late = renewals
+        .windows(2)
+        .find(|w| conn_of(w[0]) > conn_of(w[1]))
+        .map(|w| w[1])
+        .expect("a late renewal request lands on redis-3 after the next renewal");
+    assert!((4_000_000..5_000_000).contains(&late.at_us), "{late:?}");
+    let ownership = verdict_of(&run, "ownership");
+    // Once: "at 4.519 s redis-3 extended the key `lock` of client-1's grant ... which its holder
+    // had not given up".
+    assert_eq!(ownership.verdict, Verdict::Valid, "{}", ownership.explanation);
+    for checker in ["mutual-exclusion", "stale-write", "lost-update", "lease-validity"] {
+        assert_eq!(verdict_of(&run, checker).verdict, Verdict::Valid, "{checker}");
+    }
+    assert!(run.mismatches.is_empty(), "{:?}", run.mismatches);
 }
 
 #[test]

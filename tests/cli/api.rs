@@ -10,7 +10,7 @@ use crate::harness::MyLock;
 
 /// The README's example ("Put your Rust lock through the gate"), compiled, not run (500 seeds
 /// belong to a user's suite, not to this one). Between the markers, the README's lines exactly.
-#[allow(dead_code)]
+#[allow(dead_code, clippy::redundant_closure)]
 #[rustfmt::skip]
 fn my_lock_passes_the_gate() {
     // README BEGIN

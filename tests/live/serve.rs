@@ -321,7 +321,10 @@ fn serve_closes_the_connection_after_quit_and_unlinks_keys() {
     let mut rest = Vec::new();
     conn.0.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
     let closed = conn.0.read_to_end(&mut rest);
-    assert!(closed.is_ok() && rest.is_empty(), "the server closed the connection: {closed:?} {rest:?}");
+    assert!(
+        closed.is_ok() && rest.is_empty(),
+        "the server closed the connection: {closed:?} {rest:?}"
+    );
 }
 
 #[test]

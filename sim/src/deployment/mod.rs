@@ -74,7 +74,6 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-
 /// One Redis server process (a master or a replica): its engine, and what it persists and how it
 /// restarts.
 struct Server {

@@ -2149,21 +2149,32 @@ mod tests {
 
     #[test]
     fn the_bounds_failures_are_named() {
-        let mut e = RedisEngine::new(EngineConfig {
-            lua_instruction_budget: 100_000,
-        });
-        for (script, what) in [
-            ("while true do end", "a script stopped by the instruction budget"),
-            ("return string.rep('x', 1e9)", "a script past the Lua memory cap"),
+        // Budgets large enough for each script to reach the bound it is about first.
+        for (budget, script, what) in [
             (
-                "local t = {} for i = 1, 1e7 do t[i] = i end",
+                100_000,
+                "while true do end",
+                "a script stopped by the instruction budget",
+            ),
+            (
+                100_000,
+                "return string.rep('x', 1e9)",
                 "a script past the Lua memory cap",
             ),
             (
-                "return string.find('a', string.rep('a?', 300))",
+                200_000_000,
+                "local t = {} for i = 1, 1e8 do t[i] = i end",
+                "a script past the Lua memory cap",
+            ),
+            (
+                100_000,
+                "return string.find(string.rep('a', 300), string.rep('a?', 300))",
                 "a script's pattern past the recursion bound",
             ),
         ] {
+            let mut e = RedisEngine::new(EngineConfig {
+                lua_instruction_budget: budget,
+            });
             let Reply::Error(reply) = eval(&mut e, script, &[], &[]) else {
                 panic!("{script}: not an error");
             };

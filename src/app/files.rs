@@ -180,6 +180,7 @@ pub const PATH_FLAGS: &[(&str, &str, &str, Role)] = &[
     ("live", "history", "--history", Role::File),
     ("serve", "file", "FILE", Role::Input),
     ("serve", "history", "--history", Role::File),
+    ("serve", "report", "--report", Role::Dir),
     ("mutants", "catalogue", "--catalogue", Role::Input),
     ("mutants", "report", "--report", Role::Into),
     ("list", "dir", "--dir", Role::Input),

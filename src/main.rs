@@ -268,34 +268,23 @@ fn say(text: &str) -> Result<(), AppError> {
 }
 
 fn main() -> ExitCode {
-    use clap::{CommandFactory, FromArgMatches};
-    // Parsed through the matches (as `Cli::parse` does), which also let every path flag of the
-    // subcommand be checked against every other, whatever the subcommand (issue 40).
-    let matches = Cli::command().get_matches();
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut Cli::command()).exit());
+    let (cli, paths) = files::parse_with_path_check::<Cli>();
     if std::env::var_os("LOCKSTEP_PARSE_ONLY").is_some() {
         return ExitCode::SUCCESS; // the docs test: the arguments parse (tests/cli/docs_run.rs)
     }
-    let paths = matches
-        .subcommand()
-        .map_or(Ok(()), |(name, sub)| files::check_command_paths(name, sub));
     let result = paths.and_then(|()| match cli.command {
         Command::Live(args) => lockstep::live::main(&args, &lockstep::report::live::Renderer),
         Command::Run(args) => cmd_run(args),
         Command::Serve(args) => lockstep::live::serve::main(&args, &lockstep::report::live::Renderer),
-        Command::List { dir } => files::check_dir(&dir, "--dir").and_then(|()| {
-            let loaded = lockstep::scenario::load_dir(&dir).map_err(|e| AppError::BadInput(e.to_string()))?;
-            say(&console::list_text(&dir, &Ok(loaded)))?;
-            Ok(Outcome::Held)
-        }),
+        Command::List { dir } => files::check_dir(&dir, "--dir")
+            .and_then(|()| lockstep::scenario::load_dir(&dir).map_err(|e| AppError::BadInput(e.to_string())))
+            .and_then(|loaded| say(&console::list_text(&dir, &Ok(loaded))).map(|()| Outcome::Held)),
         Command::Explore(args) => cmd_explore(*args),
         Command::Ci(args) => cmd_ci(args),
         Command::Merge(m) => cmd_merge(&m.files, m.out.as_deref(), m.report.as_deref()),
         Command::Mutants(args) => cmd_mutants(&args),
-        Command::Bench(args) => lockstep::bench::run(args.scenarios, args.tick_ms).and_then(|report| {
-            say(&report.to_string())?;
-            Ok(Outcome::Held)
-        }),
+        Command::Bench(args) => lockstep::bench::run(args.scenarios, args.tick_ms)
+            .and_then(|report| say(&report.to_string()).map(|()| Outcome::Held)),
     });
     if let Err(e) = &result {
         emit::stderr_line(&format!("error: {e}"));
@@ -303,13 +292,8 @@ fn main() -> ExitCode {
     ExitCode::from(error::exit_code(&result))
 }
 
-#[cfg(test)]
-mod tests {
-    use clap::CommandFactory;
-
-    #[test]
-    fn every_path_flag_of_every_subcommand_has_a_role_in_the_collision_check() {
-        let missing = super::files::unclassified_path_args(&super::Cli::command());
-        assert!(missing.is_empty(), "{missing:#?}");
-    }
+#[test]
+fn every_path_flag_of_every_subcommand_has_a_role_in_the_collision_check() {
+    let missing = files::unclassified_path_args(&<Cli as clap::CommandFactory>::command());
+    assert_eq!(missing, Vec::<String>::new());
 }

@@ -223,6 +223,18 @@ pub fn unclassified_path_args(command: &clap::Command) -> Vec<String> {
     missing
 }
 
+/// Parses the command line as `C` (as `C::parse` does, exiting on bad arguments) and checks every
+/// path flag of its subcommand against every other ([`check_command_paths`]): the parsed
+/// arguments, and the check's verdict for the caller to report.
+pub fn parse_with_path_check<C: clap::Parser>() -> (C, Result<(), AppError>) {
+    let matches = C::command().get_matches();
+    let cli = C::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut C::command()).exit());
+    let paths = matches
+        .subcommand()
+        .map_or(Ok(()), |(name, sub)| check_command_paths(name, sub));
+    (cli, paths)
+}
+
 /// Bad input, before anything runs, when two paths of the command line `subcommand`'s
 /// `matches` (every flag of [`PATH_FLAGS`], defaults included) collide: an output that is an
 /// input or would replace a directory holding one ([`check_outputs_spare_inputs`]'s rule), two

@@ -501,8 +501,11 @@ fn the_report_directory_is_replaced_as_a_whole() {
         "a chart of a scenario no longer in the report survived: {files:?}"
     );
     assert!(out.join("charts/timeline-kleppmann-gc-pause-fenced.png").is_file());
+    // Only the report's owner marker is hidden (see report/staging.rs).
     assert!(
-        !files.iter().any(|f| f.split('/').any(|part| part.starts_with('.'))),
+        !files.iter().any(|f| f
+            .split('/')
+            .any(|part| part.starts_with('.') && part != ".lockstep-owner")),
         "temporary files survived: {files:?}"
     );
 }
@@ -516,12 +519,24 @@ fn hidden_directories_left_by_a_killed_run_are_removed_and_nothing_else() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, "x").unwrap();
     };
-    // What a run killed while building its report (or while removing the previous one) leaves.
+    let report_into = |name: &str| {
+        let (code, o, e) = lockstep(&[
+            "ci",
+            &shipped("kleppmann-gc-pause.toml"),
+            "--report",
+            dir.join(name).to_str().unwrap(),
+            "--quiet",
+        ]);
+        assert_eq!(code, 0, "{o}{e}");
+    };
+    // What a run killed while building its report (or while removing the previous one) leaves:
+    // a directory lockstep made (its owner marker inside), here a whole report.
     let stale = [".out.new.abc123", ".out.old.Zz9Zz9"];
     for name in stale {
-        put(&format!("{name}/charts/timeline-x.svg"));
+        report_into(name);
     }
-    // Not ours: other names, a file, a link to a directory; and one a live run holds.
+    // Not ours: other names, a file, a link to a directory, directories merely named like ours
+    // (no owner marker: never removed, whatever they hold); and one of ours a live run holds.
     let kept = [
         ".out.new.toolong7",
         ".out.new.ab12",
@@ -532,15 +547,11 @@ fn hidden_directories_left_by_a_killed_run_are_removed_and_nothing_else() {
         ".out.new.liv123",
         "precious",
     ];
-    for name in [
-        ".out.new.toolong7",
-        ".out.new.ab12",
-        ".other.new.abc123",
-        ".hidden",
-        ".out.new.liv123",
-    ] {
+    for name in [".out.new.toolong7", ".out.new.ab12", ".other.new.abc123", ".hidden"] {
         put(&format!("{name}/report.json"));
     }
+    put(".out.old.Nm4Nm4/charts/timeline-x.svg");
+    report_into(".out.new.liv123");
     put(".out.new.fil123");
     put("precious/keep");
     std::os::unix::fs::symlink(dir.join("precious"), dir.join(".out.new.lnk123")).unwrap();
@@ -563,6 +574,10 @@ fn hidden_directories_left_by_a_killed_run_are_removed_and_nothing_else() {
         assert!(dir.join(name).exists(), "{name} was removed: {:?}", tree(&dir));
     }
     assert!(dir.join(".out.new.lnk123").is_symlink());
+    assert!(
+        dir.join(".out.old.Nm4Nm4/charts/timeline-x.svg").is_file(),
+        "named like ours, not ours"
+    );
     assert_eq!(std::fs::read_to_string(dir.join("precious/keep")).unwrap(), "x");
     assert!(dir.join(".out.new.liv123/report.json").is_file());
     // Once its run is gone, the next report removes it too.

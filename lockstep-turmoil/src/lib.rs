@@ -40,7 +40,7 @@
 //! turmoil stays out of lockstep's own simulations: `lockstep-sim` does not depend on it; only
 //! this crate does.
 //!
-//! Connections are served by lockstep's one server loop (`lockstep_sim::server`, the same as the
+//! Connections are served by lockstep's one server loop (`lockstep_sim::redis::server`, the same as the
 //! simulated masters', `live`'s and `serve`'s): RESP2/RESP3, `MULTI`/`WATCH`, scripting, blocking
 //! `BLPOP`/`BRPOP` (timeouts on the node's wall clock) and pub/sub delivery.
 //!

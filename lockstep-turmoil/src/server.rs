@@ -9,7 +9,7 @@
 //! `aof-everysec` everything on a process crash and, on a power loss, what the last fsync (every
 //! second of the node's monotonic clock) had written. The script cache never survives a stop.
 //!
-//! Connections are served by lockstep's one server loop ([`lockstep_sim::server::RedisServer`],
+//! Connections are served by lockstep's one server loop ([`lockstep_sim::redis::server::RedisServer`],
 //! generic over the stream: here `turmoil::net::TcpStream`), through [`TurmoilHost`], this
 //! crate's [`RedisHost`]: the node's clocks over turmoil's time, sleeping by the node's clock rate
 //! on the host's (simulated) tokio timer, and recording into the run's history. Each start of the
@@ -23,10 +23,10 @@
 
 use crate::recording::Recording;
 use lockstep_sim::clock::NodeClock;
-use lockstep_sim::redis::{EngineConfig, Keyspace, RedisEngine};
-use lockstep_sim::server::{
+use lockstep_sim::redis::server::{
     render_args, render_reply, ConnectionOptions, LocalFuture, RecordedCommand, RedisHost, RedisServer,
 };
+use lockstep_sim::redis::{EngineConfig, Keyspace, RedisEngine};
 use lockstep_sim::{EventKind, Persistence, REDIS_PORT};
 use std::cell::{Cell, RefCell};
 use std::net::{IpAddr, Ipv4Addr};

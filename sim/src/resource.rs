@@ -23,8 +23,8 @@
 //! `FENCED ...`.
 
 use crate::history::EventKind;
-use crate::net::{LinkError, LinkTimeouts, RedisLink};
 use crate::node::Node;
+use crate::redis::link::{LinkError, LinkTimeouts, RedisLink};
 use crate::redis::Reply;
 use crate::serve::Handler;
 use bytes::Bytes;

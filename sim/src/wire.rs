@@ -13,7 +13,7 @@
 //! **Faults.** A partitioned link (both ways, or one way) drops what it carries; a dropped
 //! segment leaves its connection silently dead in that direction (nothing after it is
 //! delivered), because the simulated TCP never retransmits — a real client notices through its
-//! timeouts, as [`crate::net::RedisLink`] does. A held link keeps every segment until it is
+//! timeouts, as [`crate::redis::link::RedisLink`] does. A held link keeps every segment until it is
 //! released, then delivers them in order. A link's latency can be fixed or bounded, and a loss
 //! rate drops each segment with that probability.
 //!

@@ -10,7 +10,7 @@ use super::server::Server;
 use super::{buffers, free_port, sub_seed, LiveError};
 use crate::run::RESOURCE_NODE;
 use crate::scenario::Scenario;
-use lockstep_sim::replication::Replication;
+use lockstep_sim::redis::replication::Replication;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;

@@ -20,7 +20,7 @@
 //! connections opened afterwards reach the new master.
 //!
 //! A connection to a server lockstep serves is served by the one server loop of the simulation
-//! ([`lockstep_sim::server`], over an in-memory stream behind the link's faults): the same
+//! ([`lockstep_sim::redis::server`], over an in-memory stream behind the link's faults): the same
 //! framing, blocking commands (`BLPOP`/`BRPOP` block for their timeout and wake on a push, `WAIT`
 //! blocks on the replicas), pub/sub pushes (RESP2 and RESP3), sessions and scripting.
 //!
@@ -34,7 +34,7 @@ use super::buffers::{ConnBuffers, RunBuffers};
 use super::resp::MAX_CLIENTS_REPLY;
 use super::server::Server;
 use bytes::Bytes;
-use lockstep_sim::server::{
+use lockstep_sim::redis::server::{
     serve_stream, ConnectionBudget, ConnectionEnd, ConnectionOptions, Framing, LocalFuture, Response,
 };
 use rand::{Rng, SeedableRng};
@@ -368,7 +368,7 @@ impl ConnectionBudget for Budget {
 }
 
 /// A connection to a server lockstep serves: the socket's bytes cross the link's faults into an
-/// in-memory stream, on whose other end the one server loop ([`lockstep_sim::server`]) serves them
+/// in-memory stream, on whose other end the one server loop ([`lockstep_sim::redis::server`]) serves them
 /// (blocking commands, pub/sub pushes, scripting — exactly as in the simulation); its replies cross
 /// back the same way.
 async fn engine_connection(

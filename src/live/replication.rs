@@ -1,5 +1,5 @@
 //! Replicas and failover in a live run: the simulation's replication bookkeeping
-//! ([`lockstep_sim::replication::Replication`]: the stream with its lag, full
+//! ([`lockstep_sim::redis::replication::Replication`]: the stream with its lag, full
 //! resynchronisation, the Sentinel's judgement, the choice of the replica to promote) driven by
 //! real time, over live servers ([`super::server`]).
 //!
@@ -19,7 +19,7 @@
 
 use super::link::Link;
 use super::server::Server;
-use lockstep_sim::replication::{apply_stream, full_sync_note, Due, Replication};
+use lockstep_sim::redis::replication::{apply_stream, full_sync_note, Due, Replication};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;

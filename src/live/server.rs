@@ -19,7 +19,7 @@
 //!
 //! Replicas are servers of the same kind sharing one [`Replication`] with their master (the
 //! simulation's bookkeeping, [`lockstep_sim::deployment::replication`]): a command runs as the
-//! server's role says ([`lockstep_sim::master::execute_member`]: a replica answers writes with
+//! server's role says ([`lockstep_sim::redis::master::execute_member`]: a replica answers writes with
 //! `READONLY`, a master with replicas publishes each command's effects and each expiry), a stop
 //! drops what was not yet delivered and a start resynchronises; [`super::replication`] delivers the
 //! stream after its lag, runs the Sentinel and promotes. Left out: replicas behind real
@@ -29,10 +29,10 @@ use super::real::RealRedis;
 use super::recorder::LiveRecorder;
 use bytes::Bytes;
 use lockstep_sim::clock::NodeClock;
+use lockstep_sim::redis::replication::Replication;
+use lockstep_sim::redis::server::{render_reply, LocalFuture, RecordedCommand, RedisHost, RedisServer};
 use lockstep_sim::redis::{EngineConfig, Keyspace, RedisEngine, Reply};
-use lockstep_sim::replication::Replication;
 use lockstep_sim::resource::FencedStore;
-use lockstep_sim::server::{render_reply, LocalFuture, RecordedCommand, RedisHost, RedisServer};
 use lockstep_sim::{DelayClock, EventKind, FencingMode, MasterSetup, Persistence};
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
@@ -63,7 +63,7 @@ struct MasterState {
     repl: Option<Rc<RefCell<Replication>>>,
 }
 
-/// A live server as the host of the one Redis server loop ([`lockstep_sim::server`]): its clock
+/// A live server as the host of the one Redis server loop ([`lockstep_sim::redis::server`]): its clock
 /// read at the run's real time, tokio's sleeps, its pause, and the run's history (long arguments,
 /// replies and keys cut to [`HISTORY_TEXT_MAX`]).
 #[derive(Clone)]

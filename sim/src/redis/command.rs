@@ -531,7 +531,7 @@ impl RedisEngine {
                 Err(e) => e,
             },
             "auth" => self.auth(session, args),
-            // The server closes the connection after this reply (`crate::server`); inside
+            // The server closes the connection after this reply (`crate::redis::server`); inside
             // `MULTI` too, as Redis 7 does not queue it.
             "quit" => Reply::ok(),
             "unwatch" => {

@@ -1,5 +1,9 @@
-//! A simulated Redis server: a pure, synchronous command engine with Lua scripting.
+//! lockstep's Redis: a pure, synchronous command engine with Lua scripting (this module's
+//! [`RedisEngine`]), the one server connection loop that serves it over any stream ([`server`]),
+//! the simulated master on a node of the world ([`master`]) with its replication
+//! ([`replication`]), and the reconnecting client link of the simulated clients ([`link`]).
 //!
+//! The engine:
 //! [`RedisEngine`] models one Redis 7.2 master without persistence: 16 databases (`SELECT`,
 //! `SWAPDB`, `FLUSHDB`/`FLUSHALL`, `DBSIZE`; each connection's session holds its database, a
 //! script runs in its caller's and may `SELECT` for itself), string keys with millisecond expiry
@@ -18,7 +22,7 @@
 //!
 //! A [`Keyspace`] holds all 16 databases, so a snapshot ([`RedisEngine::keyspace`]), a restore,
 //! active expiry and the memory limit cover them all; the history's key effects
-//! ([`RedisEngine::take_effects`]) and the replication stream (`crate::replication`, which diffs
+//! ([`RedisEngine::take_effects`]) and the replication stream (`crate::redis::replication`, which diffs
 //! database 0) are database 0's, and a key expiring in another database is removed but not
 //! returned by [`RedisEngine::expire_due`] (a replica gets other databases at a full sync).
 //!
@@ -26,7 +30,7 @@
 //! which key and who subscribes to which channel. Published messages are collected for the server
 //! to push ([`RedisEngine::take_pushes`]). `BLPOP`/`BRPOP`/`BLMOVE`/`BRPOPLPUSH` never block in the
 //! engine (on empty lists they answer what they answer inside `MULTI`: a nil array for the pops,
-//! a nil bulk for the moves); the server loop ([`crate::server`]) blocks the
+//! a nil bulk for the moves); the server loop ([`crate::redis::server`]) blocks the
 //! connection.
 //!
 //! Nothing here performs I/O, reads system time or iterates a hash map: the same commands at the
@@ -56,11 +60,15 @@ pub mod codec;
 mod command;
 mod function;
 mod keyspace;
+pub mod link;
 mod lua;
+pub mod master;
 mod memory;
 pub mod reader;
+pub mod replication;
 mod reply;
 mod resp3;
+pub mod server;
 mod session;
 mod syntax;
 

@@ -1,6 +1,6 @@
 //! Reading RESP commands from a client's bytes, as Redis reads its clients' queries
 //! (`processMultibulkBuffer` in Redis' `networking.c`), with Redis' limits and error texts: the
-//! framing of the one server loop ([`crate::server`]), for the simulated servers, `lockstep live`
+//! framing of the one server loop ([`crate::redis::server`]), for the simulated servers, `lockstep live`
 //! and `lockstep serve` alike.
 //!
 //! The bytes may come from any local process, so a declared length is a claim, not a size to

@@ -1,6 +1,6 @@
 //! The one Redis server: a connection loop generic over the stream and over the host it runs on.
 //!
-//! The simulated masters ([`crate::master`], over [`crate::wire`]'s simulated TCP), `lockstep live`
+//! The simulated masters ([`crate::redis::master`], over [`crate::wire`]'s simulated TCP), `lockstep live`
 //! and `lockstep serve` (over real loopback TCP, behind their fault layer) all serve their
 //! connections here, and so can any other host whose streams are `AsyncRead + AsyncWrite + Unpin`
 //! (a turmoil host, whose `turmoil::net::TcpStream` is one, with tokio's simulated time). What
@@ -40,11 +40,11 @@
 //! forget it when its task is aborted.
 
 use crate::history::{EventKind, KeyEffect};
+use crate::redis::replication::{diff, Effect, MemberRole, Replication};
 use crate::redis::{
     blocking_timeout_ms, decode_command, encode_reply, is_write_command, ClientSession, CommandReader, RedisEngine,
     Reply, ReplyEncoder,
 };
-use crate::replication::{diff, Effect, MemberRole, Replication};
 use bytes::{Bytes, BytesMut};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};

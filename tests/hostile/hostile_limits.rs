@@ -408,8 +408,8 @@ fn scripts_storing_or_allocating_without_bound_meet_the_memory_limits() {
         &["run", "--quiet", &file, "--history", history_file.to_str().unwrap()],
         600,
     );
-    // Nobody gets the lock (the script's bound stops it for the run): a vacuous run, exit 1.
-    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    // Nobody gets the lock (the script's bound stops it for the run), as the scenario expects.
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("nobody ever got it"), "{}", run.stdout);
     assert!(run.peak_rss_bytes < 512 * MIB, "peak {} MiB", run.peak_rss_bytes / MIB);
     assert!(

@@ -284,50 +284,9 @@ const REDIS_LOCK: Expected = Expected {
         "checks that the signal key is gone exactly `signal_expire` ms after the lock set its PEXPIRE, \
          with nothing to spare (failed once in 2 runs against redis-server, 1000 ms, reset_all)",
     )],
-    gaps: REDIS_LOCK_GAPS,
+    gaps: &[],
     not_run: 0,
 };
-
-/// `BLPOP k 1` (the lock's wait for a release signal) answers nil at once on `lockstep serve`
-/// instead of blocking for its timeout, so `acquire(timeout=...)` gives up early.
-/// Closed by the one server loop (#41 item 1, branch `serverloop`): against its binary the suite
-/// gives 178 passed (103 s); these eight are then reported as passing, to be removed.
-const BLPOP_RETURNS_AT_ONCE: &str = "BLPOP with a timeout returns nil at once on serve (Redis blocks for the timeout)";
-
-const REDIS_LOCK_GAPS: &[(&str, &str)] = &[
-    (
-        "tests/test_redis_lock.py::test_timeout_expire[decode_responses=True-decode_responses=True]",
-        BLPOP_RETURNS_AT_ONCE,
-    ),
-    (
-        "tests/test_redis_lock.py::test_timeout_expire[decode_responses=True-decode_responses=False]",
-        BLPOP_RETURNS_AT_ONCE,
-    ),
-    (
-        "tests/test_redis_lock.py::test_timeout_expire[decode_responses=False-decode_responses=True]",
-        BLPOP_RETURNS_AT_ONCE,
-    ),
-    (
-        "tests/test_redis_lock.py::test_timeout_expire[decode_responses=False-decode_responses=False]",
-        BLPOP_RETURNS_AT_ONCE,
-    ),
-    (
-        "tests/test_redis_lock.py::test_timeout_acquired[decode_responses=True-decode_responses=True]",
-        BLPOP_RETURNS_AT_ONCE,
-    ),
-    (
-        "tests/test_redis_lock.py::test_timeout_acquired[decode_responses=True-decode_responses=False]",
-        BLPOP_RETURNS_AT_ONCE,
-    ),
-    (
-        "tests/test_redis_lock.py::test_timeout_acquired[decode_responses=False-decode_responses=True]",
-        BLPOP_RETURNS_AT_ONCE,
-    ),
-    (
-        "tests/test_redis_lock.py::test_timeout_acquired[decode_responses=False-decode_responses=False]",
-        BLPOP_RETURNS_AT_ONCE,
-    ),
-];
 
 #[test]
 #[cfg_attr(
@@ -400,21 +359,9 @@ const POTTERY: Expected = Expected {
         "expects redis-py 4's repr of a connection; redis-py 8 prints more fields",
     )],
     flaky: &[],
-    gaps: POTTERY_GAPS,
+    gaps: &[],
     not_run: 0,
 };
-
-const UNLINK_UNKNOWN: &str = "UNLINK is an unknown command on serve (the `ids` fixture unlinks its key first)";
-
-const POTTERY_GAPS: &[(&str, &str)] = &[
-    ("tests/test_nextid.py::test_nextid", UNLINK_UNKNOWN),
-    ("tests/test_nextid.py::test_iter", UNLINK_UNKNOWN),
-    ("tests/test_nextid.py::test_reset", UNLINK_UNKNOWN),
-    ("tests/test_nextid.py::test_repr", UNLINK_UNKNOWN),
-    ("tests/test_nextid.py::test_slots", UNLINK_UNKNOWN),
-    ("tests/test_nextid.py::test_next_quorumnotachieved", UNLINK_UNKNOWN),
-    ("tests/test_nextid.py::test_reset_quorumnotachieved", UNLINK_UNKNOWN),
-];
 
 #[test]
 #[cfg_attr(
@@ -474,12 +421,8 @@ const NODE_REDLOCK: Expected = Expected {
     skipped: 0,
     real_failures: &[],
     flaky: &[],
-    gaps: &[(
-        "Redlock: single-server: https://www.npmjs.com/package/redis quit should quit all clients",
-        "QUIT is an unknown command on serve: the client's quit() gets an error, and mocha stops \
-         after this first of the four client setups (55 of 216 run)",
-    )],
-    not_run: 161,
+    gaps: &[],
+    not_run: 0,
 };
 
 /// mocha's outcome from its JSON reporter.

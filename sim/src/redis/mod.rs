@@ -3,12 +3,11 @@
 //! the simulated master on a node of the world ([`master`]) with its replication
 //! ([`replication`]), and the reconnecting client link of the simulated clients ([`link`]).
 //!
-//! The engine:
-//! [`RedisEngine`] models one Redis 7.2 master without persistence: 16 databases (`SELECT`,
+//! **The engine.** [`RedisEngine`] models one Redis 7.2 master without persistence: 16 databases (`SELECT`,
 //! `SWAPDB`, `FLUSHDB`/`FLUSHALL`, `DBSIZE`; each connection's session holds its database, a
 //! script runs in its caller's and may `SELECT` for itself), string keys with millisecond expiry
 //! on the node's own wall clock (passed in with every call, so clock jumps affect expiry exactly
-//! as they would on a real node), `MSET`/`MSETNX`/`MGET`, a minimal list type
+//! as they would on a real node), `MSET`/`MSETNX`/`MGET`, `DEL`/`UNLINK`, a minimal list type
 //! (`LPUSH`/`RPUSH`/`LPOP`/`RPOP`/`LLEN`/`LRANGE`/`LMOVE`/`RPOPLPUSH`, `BLPOP`/`BRPOP`/`BLMOVE`/
 //! `BRPOPLPUSH`), hashes (`HSET`/`HGET`/`HDEL`/`HEXISTS`/
 //! `HINCRBY`/`HGETALL`, fields in insertion order), sets (`SADD`/`SREM`/`SMEMBERS`/`SISMEMBER`/
@@ -17,8 +16,10 @@
 //! `MULTI`/`EXEC`/`DISCARD`/`WATCH`/`UNWATCH`, `PUBLISH`/`SUBSCRIBE`/`UNSUBSCRIBE`/`PSUBSCRIBE`/`PUNSUBSCRIBE`, and `AUTH`
 //! with `requirepass` (the `default` user only: `AUTH pass`, `AUTH default pass`, `HELLO ... AUTH
 //! default pass`; until then other commands answer `NOAUTH`) — the commands Redis-based lock
-//! clients and their test suites send. Replies and error texts match Redis 7.2 for that subset.
-//! [`codec`] frames commands and replies in RESP2 with `redis-protocol`.
+//! clients and their test suites send, and `QUIT` (the server loop closes the connection after
+//! its `+OK`). Replies and error texts match Redis 7.2 for that subset. [`codec`] frames commands
+//! and RESP2 replies with `redis-protocol`; a connection that sent `HELLO 3` gets RESP3 replies and
+//! pushes ([`ReplyEncoder`]).
 //!
 //! A [`Keyspace`] holds all 16 databases, so a snapshot ([`RedisEngine::keyspace`]), a restore,
 //! active expiry and the memory limit cover them all; the history's key effects
@@ -36,8 +37,8 @@
 //! Nothing here performs I/O, reads system time or iterates a hash map: the same commands at the
 //! same times always give the same replies.
 //!
-//! Left out: inline commands, other data types and commands,
-//! replication, persistence (the keyspace can be snapshotted with [`RedisEngine::keyspace`] and
+//! Left out of the engine: inline commands, other data types and commands, replication (the
+//! [`replication`] module copies each command's effects to replicas), persistence (the keyspace can be snapshotted with [`RedisEngine::keyspace`] and
 //! put back with [`RedisEngine::restore`]), eviction (memory is capped as with `maxmemory` and
 //! the `noeviction` policy, see [`MemoryPool`] and [`RedisEngine::set_maxmemory`]), ACL users
 //! other than `default` (`ACL` itself; a connection that sent nothing before `requirepass` was

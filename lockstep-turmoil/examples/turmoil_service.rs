@@ -13,7 +13,11 @@
 //!
 //! Run: `cargo run -p lockstep-turmoil --example turmoil_service [none|clock-jump|crash] [seed]`.
 
-use lockstep_turmoil::{Grant, OpRecorder, RedisHosts, Verdict};
+#[path = "common/redis_lock.rs"]
+mod redis_lock;
+
+use lockstep_turmoil::{OpRecorder, RedisHosts, Verdict};
+use redis_lock::{release, try_acquire};
 use std::time::Duration;
 
 /// The lock's key.
@@ -22,74 +26,12 @@ const KEY: &str = "invoices";
 const TTL_MS: u64 = 5_000;
 /// How long a worker works under the lock.
 const WORK_MS: u64 = 1_500;
-/// Deletes the key only while it holds the caller's token (written for this example).
-const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
-
-/// One attempt at the lock, logged as an `acquire`.
-async fn acquire(rec: &OpRecorder, token: &str) -> Option<Grant> {
-    let id = rec.acquire(KEY, TTL_MS);
-    let mut conn = match lockstep_turmoil::connect("redis").await {
-        Ok(conn) => conn,
-        Err(e) => {
-            rec.failed(id, "acquire", &e.to_string(), false);
-            return None;
-        }
-    };
-    let set: redis::RedisResult<Option<String>> = redis::cmd("SET")
-        .arg(KEY)
-        .arg(token)
-        .arg("NX")
-        .arg("PX")
-        .arg(TTL_MS)
-        .query_async(&mut conn)
-        .await;
-    match set {
-        Ok(Some(_)) => {
-            let grant = Grant {
-                key: KEY.into(),
-                value: token.into(),
-                fencing_token: None,
-                validity_ms: TTL_MS,
-                validity_from_ms: None,
-            };
-            rec.acquired(id, &grant);
-            Some(grant)
-        }
-        Ok(None) => {
-            rec.failed(id, "acquire", "held", false);
-            None
-        }
-        Err(e) => {
-            rec.failed(id, "acquire", &e.to_string(), true);
-            None
-        }
-    }
-}
-
-/// The token-checked release, logged as a `release`.
-async fn release(rec: &OpRecorder, grant: &Grant) {
-    let id = rec.release(grant);
-    let deleted: redis::RedisResult<i64> = async {
-        let mut conn = lockstep_turmoil::connect("redis").await?;
-        redis::Script::new(RELEASE)
-            .key(&grant.key)
-            .arg(&grant.value)
-            .invoke_async(&mut conn)
-            .await
-    }
-    .await;
-    match deleted {
-        Ok(n) => rec.released(id, n == 1),
-        Err(e) => rec.failed(id, "release", &e.to_string(), true),
-    }
-}
-
 /// A worker: starts after `start_ms`, retries every 100 ms until it gets the lock, works, releases.
 async fn worker(rec: OpRecorder, start_ms: u64) -> turmoil::Result {
     tokio::time::sleep(Duration::from_millis(start_ms)).await;
     for attempt in 0..200 {
         let token = format!("{}-{attempt}", rec.node());
-        if let Some(grant) = acquire(&rec, &token).await {
+        if let Some(grant) = try_acquire(&rec, KEY, TTL_MS, &token).await {
             tokio::time::sleep(Duration::from_millis(WORK_MS)).await;
             release(&rec, &grant).await;
             return Ok(());

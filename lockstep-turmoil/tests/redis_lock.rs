@@ -3,80 +3,15 @@
 //! persistence while the lock is held, and by a forward jump of the master's wall clock.
 
 use lockstep_sim::{EventKind, Fault};
-use lockstep_turmoil::{Grant, OpRecorder, Persistence, RedisHosts, Verdict};
+#[path = "../examples/common/redis_lock.rs"]
+mod redis_lock;
+
+use lockstep_turmoil::{Persistence, RedisHosts, Verdict};
+use redis_lock::{release, try_acquire};
 use std::time::Duration;
 
 const KEY: &str = "orders-lock";
 const TTL_MS: u64 = 10_000;
-/// Deletes the key only while it still holds the caller's token (written for this test).
-const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
-
-/// `SET KEY token NX PX ttl`, logged as an `acquire`: the grant, or `None` when the lock is held
-/// or Redis could not be reached.
-async fn try_acquire(rec: &OpRecorder, token: &str) -> Option<Grant> {
-    let id = rec.acquire(KEY, TTL_MS);
-    let mut conn = match lockstep_turmoil::connect("redis").await {
-        Ok(conn) => conn,
-        Err(e) => {
-            rec.failed(id, "acquire", &e.to_string(), false);
-            return None;
-        }
-    };
-    let set: redis::RedisResult<Option<String>> = redis::cmd("SET")
-        .arg(KEY)
-        .arg(token)
-        .arg("NX")
-        .arg("PX")
-        .arg(TTL_MS)
-        .query_async(&mut conn)
-        .await;
-    match set {
-        Ok(Some(_)) => {
-            let grant = Grant {
-                key: KEY.to_string(),
-                value: token.to_string(),
-                fencing_token: None,
-                validity_ms: TTL_MS,
-                validity_from_ms: None,
-            };
-            rec.acquired(id, &grant);
-            Some(grant)
-        }
-        Ok(None) => {
-            rec.failed(id, "acquire", "held by another client", false);
-            None
-        }
-        Err(e) => {
-            rec.failed(id, "acquire", &e.to_string(), true);
-            None
-        }
-    }
-}
-
-/// The token-checked release, logged as a `release`; whether Redis still held our token.
-async fn release(rec: &OpRecorder, grant: &Grant) -> Option<bool> {
-    let id = rec.release(grant);
-    let result: redis::RedisResult<i64> = async {
-        let mut conn = lockstep_turmoil::connect("redis").await?;
-        redis::Script::new(RELEASE)
-            .key(&grant.key)
-            .arg(&grant.value)
-            .invoke_async(&mut conn)
-            .await
-    }
-    .await;
-    match result {
-        Ok(deleted) => {
-            rec.released(id, deleted == 1);
-            Some(deleted == 1)
-        }
-        Err(e) => {
-            rec.failed(id, "release", &e.to_string(), true);
-            None
-        }
-    }
-}
-
 /// A fault the driver applies to the master while client-a holds the lock.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Fault_ {
@@ -108,7 +43,7 @@ fn run(seed: u64, persistence: Persistence, fault: Fault_) -> Outcome {
         .expect("one master");
     let a = hosts.recorder("client-a");
     sim.client("client-a", async move {
-        let grant = try_acquire(&a, "token-a")
+        let grant = try_acquire(&a, KEY, TTL_MS, "token-a")
             .await
             .ok_or("client-a was not granted the lock")?;
         tokio::time::sleep(Duration::from_millis(2_000)).await;
@@ -119,7 +54,7 @@ fn run(seed: u64, persistence: Persistence, fault: Fault_) -> Outcome {
     sim.client("client-b", async move {
         tokio::time::sleep(Duration::from_millis(200)).await;
         for attempt in 0..100 {
-            if let Some(grant) = try_acquire(&b, &format!("token-b-{attempt}")).await {
+            if let Some(grant) = try_acquire(&b, KEY, TTL_MS, &format!("token-b-{attempt}")).await {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 release(&b, &grant).await;
                 return Ok(());

@@ -27,7 +27,7 @@ fn shipped(name: &str) -> String {
 }
 
 /// Every file and directory under `dir`, relative, sorted.
-fn tree(dir: &Path) -> Vec<String> {
+pub(crate) fn tree(dir: &Path) -> Vec<String> {
     fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
         let Ok(entries) = std::fs::read_dir(dir) else { return };
         for entry in entries.flatten() {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::common;
+use crate::hostile::tree;
 use common::{lockstep_limited, LimitedRun};
 
 /// A fresh, empty temporary directory for one test.
@@ -38,24 +39,6 @@ fn ci(cwd: &Path, out: &Path) -> LimitedRun {
         cwd,
         &["ci", "-q", &shipped("kleppmann-gc-pause.toml"), "--report", s(out)],
     )
-}
-
-/// Every file and directory under `dir`, relative, sorted; links listed, never followed.
-fn tree(dir: &Path) -> Vec<String> {
-    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            out.push(path.strip_prefix(base).unwrap().display().to_string());
-            if path.is_dir() && !path.is_symlink() {
-                walk(base, &path, out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
 }
 
 #[test]

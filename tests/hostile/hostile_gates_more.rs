@@ -5,25 +5,12 @@
 //! `common::lockstep_limited` (a panic, an abort or a hang fails).
 
 use crate::common;
+use crate::hostile_limits::run_limited;
 
-use common::{lockstep_limited, LimitedRun, TempPath};
+use common::TempPath;
 use lockstep::scenario::Scenario;
 use std::path::Path;
 use std::time::Duration;
-
-const MIB: u64 = 1 << 20;
-
-/// Runs the binary under the memory limit, in the crate's directory, for at most `secs`.
-fn run_limited(args: &[&str], secs: u64) -> LimitedRun {
-    let run = lockstep_limited(Path::new(env!("CARGO_MANIFEST_DIR")), args, Duration::from_secs(secs));
-    eprintln!(
-        "{args:?}: exit {}, peak {} MiB, {:.1} s",
-        run.code,
-        run.peak_rss_bytes / MIB,
-        run.elapsed.as_secs_f64()
-    );
-    run
-}
 
 /// The parts of a scenario the table below fills in, one field at a time.
 #[derive(Default, Clone)]

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::common;
 use common::{lockstep_limited, LimitedRun, TempPath};
 
-const MIB: u64 = 1 << 20;
+pub(crate) const MIB: u64 = 1 << 20;
 
 /// A fresh, empty temporary directory for one test.
 fn temp(name: &str) -> TempPath {
@@ -17,7 +17,7 @@ fn temp(name: &str) -> TempPath {
 }
 
 /// Runs the binary under the memory limit, in the crate's directory, for at most `secs`.
-fn run_limited(args: &[&str], secs: u64) -> LimitedRun {
+pub(crate) fn run_limited(args: &[&str], secs: u64) -> LimitedRun {
     let run = lockstep_limited(Path::new(env!("CARGO_MANIFEST_DIR")), args, Duration::from_secs(secs));
     eprintln!(
         "{args:?}: exit {}, peak {} MiB, {:.1} s",

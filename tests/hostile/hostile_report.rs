@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common;
+use crate::hostile::tree;
 use common::lockstep_in;
 
 fn lockstep(args: &[&str]) -> (i32, String, String) {
@@ -27,24 +28,6 @@ fn shipped(name: &str) -> String {
 
 fn s(path: &Path) -> &str {
     path.to_str().expect("a UTF-8 temporary path")
-}
-
-/// Every file and directory under `dir`, relative, sorted; links are listed, never followed.
-fn tree(dir: &Path) -> Vec<String> {
-    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            out.push(path.strip_prefix(base).unwrap().display().to_string());
-            if path.is_dir() && !path.is_symlink() {
-                walk(base, &path, out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
 }
 
 /// `lockstep ci` of one shipped scenario into `out`: the exit code and standard error.

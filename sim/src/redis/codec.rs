@@ -112,7 +112,9 @@ fn kind_byte(frame: &BytesFrame) -> char {
     }
 }
 
-fn printable(b: u8) -> char {
+/// A byte as an error text shows it: printable ASCII as itself, anything else as `?` (a reply must
+/// be UTF-8 without CR or LF).
+pub(crate) fn printable(b: u8) -> char {
     if b.is_ascii_graphic() || b == b' ' {
         b as char
     } else {

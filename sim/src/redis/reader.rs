@@ -21,6 +21,7 @@
 //! Arguments are copied out of the query buffer: a value kept in the keyspace must not pin the
 //! (possibly much larger) buffer it arrived in, or memory would no longer be what the limits count.
 
+use super::codec::printable;
 use super::syntax::parse_ll as string2ll;
 use bytes::{Buf, Bytes, BytesMut};
 
@@ -193,16 +194,6 @@ impl CommandReader {
         // Found: the search stops here until the byte after the `\r` arrives.
         self.scanned = cr;
         (cr + 1 < self.buf.len()).then_some((cr, cr + 2))
-    }
-}
-
-/// A byte as an error text shows it: printable ASCII as itself, anything else as `?` (a reply must
-/// be UTF-8 without CR or LF).
-fn printable(b: u8) -> char {
-    if b.is_ascii_graphic() || b == b' ' {
-        b as char
-    } else {
-        '?'
     }
 }
 

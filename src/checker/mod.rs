@@ -4,9 +4,18 @@
 //! cannot decide from this history), with a one-line explanation and, when invalid, a witness: the
 //! events that prove it. Checkers judge the system under test; they never panic on its bugs.
 //!
+//! Six checkers: `mutual-exclusion`, `stale-write`, `lost-update` and `token-order` judge the
+//! clients' and the resource's operations; `lease-validity` compares each grant's claimed validity
+//! with the lease the masters held (read by `crate::history::lease`); `ownership` judges the
+//! masters' own key effects (who changed whose key). Whether a run made progress at all (a
+//! vacuous run) is not a checker's verdict: the run's judgement (`crate::run`) decides it.
+//!
 //! The registry: every checker has a [`CheckerName`]; [`CheckerName::ALL`] lists them in report
-//! order, [`check_all`] runs them all over one [`OpHistory`]. Adding a checker is one file
-//! implementing [`Checker`] plus one [`CheckerName`] variant.
+//! order, [`CheckerName::checker`] gives each one's judge, and [`check_all`] runs them all over
+//! one [`OpHistory`]. The names themselves are one list, `crate::model::CHECKERS`
+//! ([`CheckerName::as_str`] reads it). Adding a checker is its file implementing [`Checker`], its
+//! [`CheckerName`] variant with its place in `ALL` and its arm in `checker()`, and its name in
+//! `CHECKERS` (docs/contributing.md, "Adding a checker").
 
 use crate::history::OpHistory;
 use lockstep_sim::Event;

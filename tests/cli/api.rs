@@ -1,4 +1,4 @@
-//! The public API a Rust team compiles against stays put: the README's harness example compiles
+//! The public API a Rust team compiles against stays put: the guide's harness example compiles
 //! as written (its body is checked to be this file's, word for word), a lock built through a
 //! [`LockFactory`] runs through the harness and `run_with_lock`, and the paths that moved still
 //! resolve (deprecated, see CHANGELOG.md). A removal or a rename fails this build, not a user's.
@@ -8,12 +8,13 @@ use std::path::Path;
 
 use crate::harness::MyLock;
 
-/// The README's example ("Put your Rust lock through the gate"), compiled, not run (500 seeds
-/// belong to a user's suite, not to this one). Between the markers, the README's lines exactly.
+/// The guide's example (docs/test-your-lock.md, "Put your Rust lock through the gate"), compiled,
+/// not run (500 seeds belong to a user's suite, not to this one). Between the markers, the
+/// guide's lines exactly.
 #[allow(dead_code, clippy::redundant_closure)]
 #[rustfmt::skip]
 fn my_lock_passes_the_gate() {
-    // README BEGIN
+    // GUIDE BEGIN
     Harness::new("my-lock", |env| MyLock::new(env)) // your LockClient, named everywhere
         .scenarios("tests/scenarios")               // each file against its [expect] and [explore]
         .fenced()                                   // the standard template with INCR fencing
@@ -22,18 +23,21 @@ fn my_lock_passes_the_gate() {
         .run()
         .expect("the harness runs")
         .assert_safe();                             // fails the test with a readable message
-    // README END
+    // GUIDE END
 }
 
-/// The lines of the README's Rust block whose function is `fn_name`, its body only.
-fn readme_body(fn_name: &str) -> Vec<String> {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).expect("README.md");
+/// Where the harness example is: the guide's "Test your lock" chapter.
+const GUIDE: &str = "docs/test-your-lock.md";
+
+/// The lines of the guide's Rust block whose function is `fn_name`, its body only.
+fn guide_body(fn_name: &str) -> Vec<String> {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(GUIDE)).expect(GUIDE);
     let lines = readme
         .lines()
         .skip_while(|l| !l.contains(&format!("fn {fn_name}()")))
         .skip(1);
     let body: Vec<String> = lines.take_while(|l| l.trim() != "}").map(words).collect();
-    assert!(!body.is_empty(), "the README has no `fn {fn_name}()` block");
+    assert!(!body.is_empty(), "{GUIDE} has no `fn {fn_name}()` block");
     body
 }
 
@@ -41,9 +45,9 @@ fn this_body() -> Vec<String> {
     let source = include_str!("api.rs");
     source
         .lines()
-        .skip_while(|l| l.trim() != "// README BEGIN")
+        .skip_while(|l| l.trim() != "// GUIDE BEGIN")
         .skip(1)
-        .take_while(|l| l.trim() != "// README END")
+        .take_while(|l| l.trim() != "// GUIDE END")
         .map(words)
         .collect()
 }
@@ -54,11 +58,11 @@ fn words(line: &str) -> String {
 }
 
 #[test]
-fn the_readme_harness_example_compiles_as_written() {
+fn the_guides_harness_example_compiles_as_written() {
     assert_eq!(
-        readme_body("my_lock_passes_the_gate"),
+        guide_body("my_lock_passes_the_gate"),
         this_body(),
-        "the README's harness example and the compiled copy in tests/cli/api.rs differ: change both"
+        "the harness example of docs/test-your-lock.md and the compiled copy in tests/cli/api.rs differ: change both"
     );
 }
 

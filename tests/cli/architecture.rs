@@ -1,4 +1,4 @@
-//! The import graph follows the data, one way (see `../README.md`, "Layout").
+//! The import graph follows the data, one way (see `docs/layout.md`).
 //!
 //! Two rules, checked by reading the source (no build needed):
 //! 1. **No import cycle between files of a crate** (`src/` and `sim/src/`). An edge is a path

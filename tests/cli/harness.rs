@@ -73,7 +73,7 @@ impl LockClient for MyLock {
 }
 
 impl MyLock {
-    /// The correct lock (checked release, validity less the round trip): what the README's
+    /// The correct lock (checked release, validity less the round trip): what the guide's
     /// example calls `MyLock::new`.
     pub(crate) fn new(env: LockEnv) -> MyLock {
         MyLock {
@@ -122,7 +122,7 @@ fn scenario(file: &str) -> std::path::PathBuf {
 #[test]
 fn a_correct_fenced_lock_passes_200_seeds_and_its_scenarios_and_writes_the_report() {
     let dir = scratch("correct");
-    // What a user writes (README, "Put your Rust lock through the gate").
+    // What a user writes (docs/test-your-lock.md, "Put your Rust lock through the gate").
     let run = Harness::new("my-lock", |env| MyLock {
         env,
         checked_release: true,

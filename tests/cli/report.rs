@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 
 use crate::common;
 
-/// The command that regenerates the example report (also in the README).
+/// The command that regenerates the example report (also in docs/ci.md).
 const REGENERATE: &str = "cargo run --release -- ci scenarios --report reports/example --ttl-sweep";
 
 fn root() -> PathBuf {

@@ -135,7 +135,7 @@ const NO_CRASH: &[&str] = &["pause", "clock-jump", "drift", "partition", "hold",
 
 #[test]
 fn token_release_with_a_fenced_resource_keeps_the_resource_safe() {
-    // CI runs 150 seeds; the README gives the 10,000-seed command and its result.
+    // CI runs 150 seeds; docs/explore.md gives the 10,000-seed command and its result.
     let template = standard_template(
         lockstep::model::Algorithm::TokenRelease,
         lockstep::model::Fencing::Incr,

@@ -1,6 +1,6 @@
 //! The library models (`scenarios/libraries/`): every file runs through the same gate as
 //! `lockstep ci` (its explicit run and its `[explore]` block) and every expectation holds; the
-//! README's "Library models" table has one row per file, and each row's claims — the checkers the
+//! guide's "Library models" table (docs/reproduce.md) has one row per file, and each row's claims — the checkers the
 //! story breaks, the checkers some explored seed breaks — are the file's own expectations and the
 //! verdicts its run produced. The wake-ups the models depend on (Redisson's unlock message,
 //! python-redis-lock's signal list) are checked in the histories.
@@ -18,7 +18,10 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// One row of the README's table: the file, the checkers its story breaks, the checkers some
+/// Where the table is: the guide's "Reproduce a story" chapter.
+const GUIDE: &str = "docs/reproduce.md";
+
+/// One row of the guide's table: the file, the checkers its story breaks, the checkers some
 /// explored seed must break.
 #[derive(Debug)]
 struct Row {
@@ -35,10 +38,10 @@ fn checker_set(cell: &str) -> BTreeSet<String> {
 
 /// The rows of the "Library models" section's table, by file name.
 fn readme_rows() -> BTreeMap<String, Row> {
-    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let readme = std::fs::read_to_string(root().join(GUIDE)).expect(GUIDE);
     let start = readme
         .find("## Library models")
-        .expect("the README has a \"Library models\" section");
+        .expect("the guide (docs/reproduce.md) has a \"Library models\" section");
     let section = &readme[start..];
     let end = section[3..].find("\n## ").map_or(section.len(), |i| i + 3);
     let mut rows = BTreeMap::new();
@@ -86,7 +89,7 @@ fn every_library_model_meets_its_expectations_and_the_readme_says_what_it_shows(
     let listed: BTreeSet<String> = rows.keys().cloned().collect();
     assert_eq!(
         files, listed,
-        "the README table lists exactly the files of scenarios/libraries/"
+        "the guide's table lists exactly the files of scenarios/libraries/"
     );
 
     for outcome in &ci.scenarios {
@@ -103,7 +106,7 @@ fn every_library_model_meets_its_expectations_and_the_readme_says_what_it_shows(
                 .join("\n")
         );
         assert!(run.as_expected() && !run.is_vacuous(), "{file}");
-        // The README's "invalid" cell: what the file expects invalid, and what the run gave.
+        // The guide's "invalid" cell: what the file expects invalid, and what the run gave.
         let expected_invalid: BTreeSet<String> = outcome
             .scenario
             .expect
@@ -114,7 +117,7 @@ fn every_library_model_meets_its_expectations_and_the_readme_says_what_it_shows(
         let row = &rows[&file];
         assert_eq!(
             row.invalid, expected_invalid,
-            "{file}: README row vs the file's [expect]"
+            "{file}: the guide's row vs the file's [expect]"
         );
         for checker in &row.invalid {
             assert_eq!(run.verdict(checker), Some(Verdict::Invalid), "{file}: {checker}");
@@ -145,7 +148,7 @@ fn every_library_model_meets_its_expectations_and_the_readme_says_what_it_shows(
             .collect();
         assert_eq!(
             rows[&file].explore_invalid, some_invalid,
-            "{file}: README row vs the file's [explore.expect]"
+            "{file}: the guide's row vs the file's [explore.expect]"
         );
         for checker in &some_invalid {
             assert!(

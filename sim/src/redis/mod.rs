@@ -17,9 +17,19 @@
 //! with `requirepass` (the `default` user only: `AUTH pass`, `AUTH default pass`, `HELLO ... AUTH
 //! default pass`; until then other commands answer `NOAUTH`) — the commands Redis-based lock
 //! clients and their test suites send, and `QUIT` (the server loop closes the connection after
-//! its `+OK`). Replies and error texts match Redis 7.2 for that subset. [`codec`] frames commands
-//! and RESP2 replies with `redis-protocol`; a connection that sent `HELLO 3` gets RESP3 replies and
-//! pushes ([`ReplyEncoder`]).
+//! its `+OK`). Replies and error texts match Redis 7.2 for that subset.
+//!
+//! **The protocol.** Commands arrive as RESP multibulks, read one of two ways (the server loop's
+//! `Framing`): by [`CommandReader`] ([`reader`]: Redis' own limits and error texts, for
+//! `lockstep live`, `lockstep serve` and turmoil hosts), or, in the simulated world, by
+//! [`decode_command`] ([`codec`]: `redis-protocol`'s RESP2 decoder, whose buffering the history
+//! digests pin). The engine answers RESP2-shaped [`Reply`]s; a connection speaks RESP2 until a
+//! successful `HELLO 3` and RESP3 from then on (`HELLO 2` switches back). [`ReplyEncoder`]
+//! (`resp3.rs`) keeps that per connection: RESP2 is written by [`encode_reply`] (`redis-protocol`'s
+//! encoder), RESP3 by lockstep's own encoder — nulls as `_`, `HELLO`/`HGETALL`/`CONFIG GET` as
+//! maps, `INFO` and `CLIENT LIST`/`INFO` as verbatim strings, pub/sub messages and `SUBSCRIBE`
+//! confirmations as pushes. RESP3 doubles, booleans, sets and big numbers never occur (no
+//! supported command answers them), and inside `EXEC` and script replies only the nulls change.
 //!
 //! A [`Keyspace`] holds all 16 databases, so a snapshot ([`RedisEngine::keyspace`]), a restore,
 //! active expiry and the memory limit cover them all; the history's key effects

@@ -486,6 +486,24 @@ fn links_and_anchors_are_read_as_github_reads_them() {
     );
     assert!(looks_like_output("text") && looks_like_output("") && !looks_like_output("sh"));
     assert!(is_illustrative("text illustrative") && !is_illustrative("text"));
+    // An output block without its command is neither run nor marked: the rule rejects it.
+    let block = |info: &str, first: &str| Block {
+        info: info.to_string(),
+        line: 1,
+        lines: vec![first.to_string()],
+    };
+    assert!(is_checked(&block("text", "$ lockstep run x.toml")));
+    assert!(!is_checked(&block("text", "exploration of x")));
+    assert!(!is_checked(&block("text", "$ ls")));
+    assert!(!is_checked(&block("text illustrative", "$ lockstep run x.toml")));
+    // The first column of a table after a given line.
+    assert_eq!(
+        table_column(
+            "x\n| field | type |\n|---|---|\n| `v` | integer |\n| `seed` | integer |\n\nmore",
+            "| field |"
+        ),
+        ["v", "seed"]
+    );
 }
 
 /// The first cells of the rows of the first table after the line `after` in `text`.
@@ -504,7 +522,6 @@ fn table_column(text: &str, after: &str) -> Vec<String> {
 fn the_jsonl_page_lists_exactly_the_fields_a_line_has() {
     let page = std::fs::read_to_string(root().join("docs/explore-jsonl.md")).unwrap();
     let mut documented = table_column(&page, "| field |");
-    // The table's header row is `| field | type | meaning |`; its rows follow the separator.
     documented.sort();
     let jsonl = common::TempPath::unused("docs-jsonl", "seeds.jsonl");
     let args = [

@@ -78,7 +78,7 @@ fn readme_rows() -> BTreeMap<String, Row> {
 }
 
 #[test]
-fn every_library_model_meets_its_expectations_and_the_readme_says_what_it_shows() {
+fn every_library_model_meets_its_expectations_and_the_guide_says_what_it_shows() {
     let dir = root().join("scenarios/libraries");
     let inputs = load_inputs(std::slice::from_ref(&dir)).expect("the library models load");
     assert!(inputs.len() >= 5, "one model per library at least: {}", inputs.len());

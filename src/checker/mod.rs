@@ -11,11 +11,11 @@
 //! vacuous run) is not a checker's verdict: the run's judgement (`crate::run`) decides it.
 //!
 //! The registry: every checker has a [`CheckerName`]; [`CheckerName::ALL`] lists them in report
-//! order, [`CheckerName::checker`] gives each one's judge, and [`check_all`] runs them all over
-//! one [`OpHistory`]. The names themselves are one list, `crate::model::CHECKERS`
-//! ([`CheckerName::as_str`] reads it). Adding a checker is its file implementing [`Checker`], its
-//! [`CheckerName`] variant with its place in `ALL` and its arm in `checker()`, and its name in
-//! `CHECKERS` (docs/contributing.md, "Adding a checker").
+//! order, [`CheckerName::checker`] gives each one's judge, and [`all`] lists the judges to run over
+//! one [`OpHistory`] (the run does it with `check_all`). The names themselves are one list,
+//! `crate::model::CHECKERS` ([`CheckerName::as_str`] reads it). Adding a checker is its file
+//! implementing [`Checker`], its [`CheckerName`] variant with its place in `ALL` and its arm in
+//! `checker()`, and its name in `CHECKERS` (docs/contributing.md, "Adding a checker").
 
 use crate::history::OpHistory;
 use lockstep_sim::Event;

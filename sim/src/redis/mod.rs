@@ -39,7 +39,7 @@
 //!
 //! Connection state lives in a [`ClientSession`] per connection; the engine keeps who watches
 //! which key and who subscribes to which channel. Published messages are collected for the server
-//! to push ([`RedisEngine::take_pushes`]). `BLPOP`/`BRPOP`/`BLMOVE`/`BRPOPLPUSH` never block in the
+//! to push (`RedisEngine::take_pushes`). `BLPOP`/`BRPOP`/`BLMOVE`/`BRPOPLPUSH` never block in the
 //! engine (on empty lists they answer what they answer inside `MULTI`: a nil array for the pops,
 //! a nil bulk for the moves); the server loop ([`crate::redis::server`]) blocks the
 //! connection.
@@ -50,7 +50,7 @@
 //! Left out of the engine: inline commands, other data types and commands, replication (the
 //! [`replication`] module copies each command's effects to replicas), persistence (the keyspace can be snapshotted with [`RedisEngine::keyspace`] and
 //! put back with [`RedisEngine::restore`]), eviction (memory is capped as with `maxmemory` and
-//! the `noeviction` policy, see [`MemoryPool`] and [`RedisEngine::set_maxmemory`]), ACL users
+//! the `noeviction` policy, see [`MemoryPool`] and [`RedisEngine::maxmemory`]), ACL users
 //! other than `default` (`ACL` itself; a connection that sent nothing before `requirepass` was
 //! set must authenticate, where Redis decides when the connection is accepted), cluster mode,
 //! keyspace notifications, `BUSY` (a runaway script is stopped by an instruction budget instead,

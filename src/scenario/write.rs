@@ -88,6 +88,12 @@ pub(super) fn to_toml(s: &Scenario) -> String {
     if let Some(rust_lock) = &l.rust_lock {
         let _ = writeln!(out, "rust_lock = {}", quote(rust_lock));
     }
+    if let Some(tokens) = l.rust_tokens {
+        let _ = writeln!(out, "rust_tokens = {}", quote(tokens.name()));
+    }
+    if let Some(factor) = l.rust_drift_factor {
+        let _ = writeln!(out, "rust_drift_factor = {}", toml::Value::Float(factor));
+    }
     let _ = writeln!(out, "key = {}", quote(&l.key));
     let _ = writeln!(out, "ttl_ms = {}", l.ttl_ms);
     let _ = writeln!(out, "fencing = {}", quote(l.fencing.name()));

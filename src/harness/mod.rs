@@ -17,6 +17,17 @@
 //! `[lock] rust_lock = "NAME"`, so that `lockstep run` refuses them and [`Harness::replay`]
 //! replays them with your lock).
 //!
+//! The explorations take `lockstep explore`'s options in the CLI's own struct
+//! ([`Harness::options`], [`Overrides`]; one at a time: [`Harness::kinds`],
+//! [`Harness::faults_max`], [`Harness::strategy`], [`Harness::time_limit_s`]) and its
+//! bounded-exhaustive mode ([`Harness::exhaustive`], [`Harness::search`]). Without a reference,
+//! the gate is the classification `explore` prints ([`Gate`]): violations the lease's limit
+//! explains are reported, implementation bugs fail. Every counterexample a failure names is
+//! written: into the report directory, or [`Harness::counterexamples`], or
+//! [`default_counterexample_dir`]. A lock that issues its own fencing tokens, or allows for clock
+//! drift, says so ([`Harness::tokens`], [`Harness::drift_factor`]) and is judged by it.
+//! docs/harness.md walks through them.
+//!
 //! [`Harness::bounded`] explores inside the assumptions of the template's lock (`explore
 //! --bounded`, [`crate::explore::assumptions`]): a violation your lock shows under a plan that
 //! kept them is a bug of your lock, not the lease's limit.
@@ -633,8 +644,10 @@ impl Harness {
                 )?);
                 continue;
             }
+            // The time limit covers shrinking too, as `explore --time-limit` does.
+            let deadline = config.time_limit.map(|limit| Instant::now() + limit);
             let summary = run_exploration(&template, &config, &locks, sink.as_mut());
-            let budget = (self.shrink.0, self.shrink.1, None);
+            let budget = (self.shrink.0, self.shrink.1, deadline);
             // Bounded without a reference: the gate is the implementation bugs, and only their
             // seeds are shrunk, each for a checker the lock promised under its plan.
             let judged_by_bugs = locks.reference.is_none() && config.assumptions.is_some();
@@ -681,7 +694,7 @@ impl Harness {
             ci.explorations.push(ExplorationOutcome {
                 path: path.clone(),
                 seeds: config.seeds.clone(),
-                shard: None,
+                shard: config.shard,
                 profile: config.profile.clone(),
                 expect: expect.clone(),
                 summary: summary.clone(),
@@ -1074,7 +1087,7 @@ mod tests {
         assert_eq!(Assumptions::of(&template).fencing_master, None);
         template.lock.rust_tokens = Some(LockTokens::Counter);
         let counter = Assumptions::of(&template);
-        assert_eq!(counter.fencing_master.as_deref(), Some("master-1"));
+        assert_eq!(counter.fencing_master.as_ref(), Some(&template.lock.fencing_master));
         // The resource does not check them here: not fenced, but the counter is still known.
         assert!(!counter.fenced);
         template.lock.rust_tokens = Some(LockTokens::Durable);

@@ -802,3 +802,75 @@ fn declared_tokens_are_checked_at_a_fencing_resource_without_an_incr_on_top() {
         .to_string();
     assert!(err.contains("two sources of tokens"), "{err}");
 }
+
+/// [`MyLock`] whose validity also subtracts a drift allowance of 1 % of the TTL + 2 ms (Redlock's
+/// rule) — or, `subtract_drift` off, claims the allowance but subtracts nothing (the bug).
+struct DriftLock {
+    inner: MyLock,
+    subtract_drift: bool,
+}
+
+impl DriftLock {
+    fn less_drift(&self, grant: Grant, ttl_ms: u64) -> Result<Grant, LockError> {
+        let drift_ms = if self.subtract_drift { ttl_ms / 100 + 2 } else { 0 };
+        match grant.validity_ms.checked_sub(drift_ms).filter(|v| *v > 0) {
+            Some(validity_ms) => Ok(Grant { validity_ms, ..grant }),
+            None => Err(LockError::Lost("no validity left after the drift allowance".into())),
+        }
+    }
+}
+
+#[async_trait(?Send)]
+impl LockClient for DriftLock {
+    async fn acquire(&self, key: &str, ttl_ms: u64) -> Result<Grant, LockError> {
+        let grant = self.inner.acquire(key, ttl_ms).await?;
+        self.less_drift(grant, ttl_ms)
+    }
+
+    async fn extend(&self, grant: &Grant, ttl_ms: u64) -> Result<Grant, LockError> {
+        let grant = self.inner.extend(grant, ttl_ms).await?;
+        self.less_drift(grant, ttl_ms)
+    }
+
+    async fn release(&self, grant: &Grant) -> Result<bool, LockError> {
+        self.inner.release(grant).await
+    }
+}
+
+#[test]
+fn a_declared_drift_allowance_is_what_the_lock_is_judged_by() {
+    let explore = |name: &str, subtract_drift: bool, declared: bool| {
+        let harness = Harness::new(name, move |env| DriftLock {
+            inner: MyLock::new(env),
+            subtract_drift,
+        });
+        let harness = if declared { harness.drift_factor(0.01) } else { harness };
+        let run = harness
+            .kinds(&["drift"])
+            .explore_standard(150)
+            .jobs(2)
+            .shrink(0, 0)
+            .run()
+            .expect("the harness runs");
+        let bugs = run.explorations[0]
+            .summary
+            .classified
+            .as_ref()
+            .expect("classified")
+            .seeds_bug;
+        (run, bugs)
+    };
+    // Claiming the allowance without subtracting it: drift inside the allowance breaks its
+    // lease-validity, and that is its bug.
+    let (claims, bugs) = explore("drift-claimed", false, true);
+    assert!(bugs > 0, "{}", claims.message());
+    assert!(claims.explorations[0].summary.violations["lease-validity"] > 0);
+    // Undeclared, the same lock's violations are the drift beyond a zero allowance: excused.
+    let (_, undeclared) = explore("drift-claimed", false, false);
+    assert_eq!(undeclared, 0);
+    // Subtracting what it declares, the lock keeps its leases under that drift.
+    let (keeps, kept_bugs) = explore("drift-kept", true, true);
+    eprintln!("drift 150 seeds: claimed, not subtracted: {bugs} bug seeds declared, {undeclared} undeclared; subtracted: {kept_bugs}");
+    assert_eq!(kept_bugs, 0, "{}", keeps.message());
+    keeps.assert_safe();
+}

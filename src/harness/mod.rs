@@ -1115,6 +1115,12 @@ mod tests {
             err.contains("rust_tokens") && err.contains("only with `rust_lock`"),
             "{err}"
         );
+        // A template holding a declaration but no Rust lock (the harness's, before a lock runs
+        // it) writes a file that loads: the declaration goes only with the lock.
+        let mut bare = template.clone();
+        bare.lock.rust_lock = None;
+        assert!(!bare.to_toml().contains("rust_tokens"));
+        assert!(Scenario::from_str(&bare.to_toml(), "<test>").is_ok());
         let bad = toml.replace("rust_drift_factor = 0.01", "rust_drift_factor = 1.5");
         let err = Scenario::from_str(&bad, "<test>").unwrap_err().to_string();
         assert!(err.contains("rust_drift_factor") && err.contains("[0, 1)"), "{err}");

@@ -129,7 +129,7 @@ fn issue_42_harness_api(file: &Path) -> Result<(), HarnessError> {
         SearchArgs,
     };
     let dir: std::path::PathBuf = default_counterexample_dir("my-lock");
-    let run: HarnessRun = Harness::new("my-lock", |env| MyLock::new(env))
+    let run: HarnessRun = Harness::new("my-lock", MyLock::new)
         .tokens(LockTokens::Durable)
         .drift_factor(0.0)
         .options(Overrides {

@@ -392,7 +392,7 @@ fn a_user_lock_that_forgets_its_acquisition_time_is_an_implementation_bug() {
 use lockstep::harness::{Bounds, Gate, LockTokens, Overrides, PlacementStrategy};
 
 fn correct(name: &str) -> Harness {
-    Harness::new(name, |env| MyLock::new(env))
+    Harness::new(name, MyLock::new)
 }
 
 fn del_release(name: &str) -> Harness {
@@ -601,8 +601,10 @@ fn against_preset_takes_a_scenario_file_and_names_one_it_cannot_use() {
         .as_ref()
         .expect("a reference ran");
     assert_eq!(d.reference, "bug-release-no-owner-check-safe");
-    // The explicit form says the same.
+    // The explicit form says the same, with the lock's declarations in the template.
     let run = correct("my-lock")
+        .tokens(LockTokens::Durable)
+        .drift_factor(0.01)
         .against_file(&file)
         .explore_standard(5)
         .run()

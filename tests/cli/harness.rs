@@ -389,6 +389,7 @@ fn a_user_lock_that_forgets_its_acquisition_time_is_an_implementation_bug() {
 // ---- Issue 42, item 11: the harness chooses the faults, gates on the classification, writes
 // every counterexample it names, and says what a reference file is.
 
+use lockstep::explore::shrink::Shrunk;
 use lockstep::harness::{Bounds, Gate, LockTokens, Overrides, PlacementStrategy};
 
 fn correct(name: &str) -> Harness {
@@ -574,6 +575,33 @@ fn the_exhaustive_mode_runs_every_schedule_of_its_grid_with_the_users_lock() {
     assert!(e.report.schedules > 0 && e.report.anchors > 0, "{}", e.report.render());
     assert!(e.passed, "{}", e.report.render());
     run.assert_safe();
+    // A lock that counts its TTL from the reply claims more than the master holds when a reply
+    // is held: the grid finds it, and the shrunk schedule is written where the message says.
+    let dir = scratch("exhaustive-bug");
+    let run = Harness::new("no-elapsed-grid", |env| MyLock {
+        env,
+        checked_release: true,
+        subtract_elapsed: false,
+    })
+    .exhaustive(bounds)
+    .explore_standard(1)
+    .jobs(2)
+    .shrink(1, 40)
+    .counterexamples(&dir)
+    .run()
+    .expect("the harness runs");
+    let e = &run.exhaustive[0];
+    assert!(!e.passed && !run.passed(), "{}", e.report.render());
+    assert!(e.report.violating > 0);
+    let message = run.message();
+    let Some(Shrunk::Found { file, .. }) = e.shrunk.first() else {
+        panic!("no counterexample: {message}");
+    };
+    assert!(
+        file.is_file() && message.contains(&file.display().to_string()),
+        "{message}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
     // Seed options with the grid are bad input, as `explore --exhaustive --kinds` is.
     let err = correct("exhaustive")
         .exhaustive(bounds)

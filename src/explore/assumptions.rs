@@ -161,6 +161,8 @@ impl Assumptions {
             renewal_ms,
             release_unsafe,
         } = claims;
+        // A Rust lock's declared drift factor is what its validity allows for.
+        let drift_factor = lock.rust_drift_factor.unwrap_or(drift_factor);
         let drift_allowance_ms = if drift_factor > 0.0 {
             (ttl_ms as f64 * drift_factor).floor() as u64 + 2
         } else {
@@ -208,13 +210,22 @@ impl Assumptions {
         // Tokens come from INCR after the grant, or from the script lock's own acquire (then the
         // counter lives on the lock's first master).
         let script_tokens = matches!(&lock.algorithm, AlgorithmSpec::Script(s) if s.issues_tokens());
-        let fenced = (lock.fencing == Fencing::Incr || script_tokens) && template.resource != FencingMode::Unfenced;
-        let fencing_master = if script_tokens {
-            masters.first().cloned()
-        } else {
-            Some(lock.fencing_master.clone())
-        }
-        .filter(|_| fenced);
+        let own_tokens = lock.rust_tokens;
+        let fenced = (lock.fencing == Fencing::Incr || script_tokens || own_tokens.is_some())
+            && template.resource != FencingMode::Unfenced;
+        let fencing_master = match own_tokens {
+            // A Rust lock's own counter: token-order judges its tokens whether or not the
+            // resource checks them, so a stop that loses increments is a broken assumption then too.
+            Some(crate::model::LockTokens::Counter) => Some(lock.fencing_master.clone()),
+            // Nothing the faults do makes them repeat.
+            Some(_) => None,
+            None => if script_tokens {
+                masters.first().cloned()
+            } else {
+                Some(lock.fencing_master.clone())
+            }
+            .filter(|_| fenced),
+        };
         let fencing_persistence = fencing_master.as_ref().map(|m| template.master_setup(m).persistence);
         let failover_after_ms = masters
             .iter()

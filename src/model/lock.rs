@@ -209,6 +209,35 @@ impl Fencing {
     }
 }
 
+/// Where a Rust lock's own fencing tokens come from, as the lock declares it
+/// (`lockstep::harness::Harness::tokens`; `[lock] rust_tokens` in a file it wrote). The lock's
+/// grants carry the tokens themselves ([`Grant::fencing_token`](super::Grant)); lockstep adds
+/// none (unlike `fencing = "incr"`). What the assumptions a plan is classified by need to know:
+/// which fault can make the tokens repeat (docs/assumptions.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum LockTokens {
+    /// A counter on the lock's fencing master (`[lock] fencing_master`, the first master by
+    /// default), incremented by the lock's own acquisition: a stop that loses that master's
+    /// latest writes (its persistence says which) or a failover makes tokens repeat — the
+    /// lease's limit, not the lock's bug.
+    Counter,
+    /// A source no fault of the simulation makes repeat (a durable store outside the masters,
+    /// a monotonic source): a repeated or decreasing token is always the lock's bug.
+    Durable,
+}
+
+impl LockTokens {
+    /// `counter` or `durable`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LockTokens::Counter => "counter",
+            LockTokens::Durable => "durable",
+        }
+    }
+}
+
 /// The lock under test (every default resolved): what every lock has, and the algorithm with
 /// its own settings.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -233,6 +262,15 @@ pub struct LockSpec {
     /// supplies a lock of that name can run such a scenario; `lockstep run` refuses it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rust_lock: Option<String>,
+    /// Where the Rust lock's own fencing tokens come from, when it declared it issues them
+    /// (`None`: it issues none, or did not say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rust_tokens: Option<LockTokens>,
+    /// The clock-drift factor the Rust lock's validity computation allows for (as Redlock's
+    /// `drift_factor`: it subtracts `factor × ttl + 2 ms`), when it declared one: the
+    /// assumptions then use it in place of the template algorithm's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rust_drift_factor: Option<f64>,
 }
 
 impl LockSpec {

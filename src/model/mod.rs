@@ -31,8 +31,8 @@ pub use expect::{
 };
 pub use fault::{FaultProfile, DEFAULT_KINDS, GENERATED_KINDS, OPT_IN_KINDS};
 pub use lock::{
-    Algorithm, AlgorithmSpec, ClockKind, Fencing, KeyError, LockClaims, LockKeys, LockSpec, NaiveSpec, Preset,
-    RedlockSpec, TokenReleaseSpec, WatchdogSpec,
+    Algorithm, AlgorithmSpec, ClockKind, Fencing, KeyError, LockClaims, LockKeys, LockSpec, LockTokens, NaiveSpec,
+    Preset, RedlockSpec, TokenReleaseSpec, WatchdogSpec,
 };
 pub use op::{Grant, GrantRef};
 pub use scenario::{

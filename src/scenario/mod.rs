@@ -115,6 +115,8 @@
 //! | `auto_extend`            | bool    | `false`        | redlock: extend automatically while the work runs (node-redlock's `using()`) |
 //! | `extension_threshold_ms` | integer | `500`          | redlock auto-extension: extend when validity left < this; < `ttl_ms` when `auto_extend` |
 //! | `rust_lock`              | string  | none           | written by `lockstep::harness` into counterexamples of a Rust lock: the lock's name (`[a-z0-9-]+`, not a built-in's); only a harness with that lock replays the file, `lockstep run` refuses it |
+//! | `rust_tokens`            | string  | none           | written with `rust_lock`: the Rust lock issues its own fencing tokens, from a `counter` on `fencing_master` or a `durable` source (what the assumptions need: which faults make tokens repeat) |
+//! | `rust_drift_factor`      | float   | none           | written with `rust_lock`: the drift factor the Rust lock's validity allows for, in [0, 1) (the assumptions use it in place of the algorithm's) |
 //!
 //! ## The script lock
 //!

@@ -127,6 +127,8 @@ pub(super) struct RawNode {
 pub(super) struct RawLock {
     pub algorithm: Algorithm,
     pub rust_lock: Option<String>,
+    pub rust_tokens: Option<crate::model::LockTokens>,
+    pub rust_drift_factor: Option<f64>,
     pub key: Option<String>,
     pub ttl_ms: Option<u64>,
     pub fencing: Option<Fencing>,

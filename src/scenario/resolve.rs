@@ -852,6 +852,19 @@ impl Ctx<'_> {
         {
             return Err(self.err(&path("rust_lock"), "must be a name of [a-z0-9-]+ (the harness's lock)"));
         }
+        // What a Rust lock declared about itself: only with the lock it is about.
+        let (rust_tokens, rust_drift_factor) = (raw.rust_tokens.take(), raw.rust_drift_factor.take());
+        for (field, set) in [
+            ("rust_tokens", rust_tokens.is_some()),
+            ("rust_drift_factor", rust_drift_factor.is_some()),
+        ] {
+            if set && rust_lock.is_none() {
+                return Err(self.err(&path(field), "is what a Rust lock declares: only with `rust_lock`"));
+            }
+        }
+        if let Some(factor) = rust_drift_factor.filter(|f| !(0.0..1.0).contains(f)) {
+            return Err(self.err(&path("rust_drift_factor"), format!("{factor}: must be in [0, 1)")));
+        }
         let key = raw.key.take().unwrap_or_else(|| "lock".into());
         if key.is_empty() {
             return Err(self.err(&path("key"), "must not be empty"));
@@ -938,6 +951,8 @@ impl Ctx<'_> {
             request_timeout_ms,
             connect_timeout_ms,
             rust_lock,
+            rust_tokens,
+            rust_drift_factor,
         })
     }
 

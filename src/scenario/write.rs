@@ -87,6 +87,13 @@ pub(super) fn to_toml(s: &Scenario) -> String {
     let _ = writeln!(out, "algorithm = {}", quote(l.algorithm.name()));
     if let Some(rust_lock) = &l.rust_lock {
         let _ = writeln!(out, "rust_lock = {}", quote(rust_lock));
+        // What the Rust lock declared: only with it (a file without it would not load).
+        if let Some(tokens) = l.rust_tokens {
+            let _ = writeln!(out, "rust_tokens = {}", quote(tokens.name()));
+        }
+        if let Some(factor) = l.rust_drift_factor {
+            let _ = writeln!(out, "rust_drift_factor = {}", toml::Value::Float(factor));
+        }
     }
     let _ = writeln!(out, "key = {}", quote(&l.key));
     let _ = writeln!(out, "ttl_ms = {}", l.ttl_ms);

@@ -100,3 +100,81 @@ fn moved_items_still_resolve_where_they_were() {
     // In the prelude: what a failed automatic extension does.
     assert_eq!(ExtendFailure::default(), ExtendFailure::Abort);
 }
+
+/// docs/harness.md's example (issue 42: explore options, the lock's declarations), compiled, not
+/// run. Between the markers, the document's Rust block exactly.
+#[allow(dead_code, clippy::redundant_closure)]
+#[rustfmt::skip]
+fn harness_doc_example() {
+    // HARNESS DOC BEGIN
+    use lockstep::prelude::*;
+    use lockstep::harness::{Bounds, LockTokens, PlacementStrategy};
+
+    Harness::new("my-lock", |env| MyLock::new(env))
+        .tokens(LockTokens::Counter)          // its grants carry its own fencing tokens
+        .drift_factor(0.01)                   // its validity subtracts 0.01 × TTL + 2 ms
+        .kinds(&["crash", "pause"])           // explore --kinds
+        .faults_max(2)                        // explore --faults-max
+        .strategy(PlacementStrategy::Random)  // explore --strategy
+        .time_limit_s(60)                     // explore --time-limit
+        .explore_standard(1000)
+        .run()
+        .expect("the harness runs")
+        .assert_safe();
+    // HARNESS DOC END
+    let _ = Bounds::default();
+}
+
+/// The issue-42 harness API, every signature a user compiles against (compiled, not run).
+#[allow(dead_code)]
+fn issue_42_harness_api(file: &Path) -> Result<(), HarnessError> {
+    use lockstep::harness::{
+        default_counterexample_dir, Bounds, ExhaustiveResult, Gate, LockTokens, Overrides, PlacementStrategy,
+        SearchArgs,
+    };
+    let dir: std::path::PathBuf = default_counterexample_dir("my-lock");
+    let run: HarnessRun = Harness::new("my-lock", MyLock::new)
+        .tokens(LockTokens::Durable)
+        .drift_factor(0.0)
+        .options(Overrides {
+            kinds: Some(vec!["pause".into()]),
+            ..Overrides::default()
+        })
+        .search(SearchArgs::default())
+        .exhaustive(Bounds::default())
+        .gate(Gate::Classification)
+        .counterexamples(dir)
+        .against_file(file)
+        .explore_standard(1)
+        .strategy(PlacementStrategy::Mixed)
+        .run()?;
+    let _: &Vec<ExhaustiveResult> = &run.exhaustive;
+    Ok(())
+}
+
+#[test]
+fn the_harness_doc_example_compiles_as_written() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/harness.md"))
+        .expect("docs/harness.md");
+    let block: Vec<String> = doc
+        .lines()
+        .skip_while(|l| l.trim() != "```rust")
+        .skip(1)
+        .take_while(|l| l.trim() != "```")
+        .map(words)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let compiled: Vec<String> = include_str!("api.rs")
+        .lines()
+        .skip_while(|l| l.trim() != "// HARNESS DOC BEGIN")
+        .skip(1)
+        .take_while(|l| l.trim() != "// HARNESS DOC END")
+        .map(words)
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert!(!block.is_empty(), "docs/harness.md has no Rust block");
+    assert_eq!(
+        block, compiled,
+        "docs/harness.md's example and the compiled copy in tests/cli/api.rs differ: change both"
+    );
+}

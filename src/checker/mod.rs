@@ -5,8 +5,8 @@
 //! events that prove it. Checkers judge the system under test; they never panic on its bugs.
 //!
 //! The registry: every checker has a [`CheckerName`]; [`CheckerName::ALL`] lists them in report
-//! order, [`check_all`] runs them all over one [`OpHistory`]. Adding a checker is one file
-//! implementing [`Checker`] plus one [`CheckerName`] variant.
+//! order, [`check_all`] runs them all over one [`OpHistory`]. The list is written once, in
+//! `checker_registry!`: adding a checker is one file implementing [`Checker`] plus one line there.
 
 use crate::history::OpHistory;
 use lockstep_sim::Event;
@@ -47,68 +47,70 @@ pub trait Checker {
     fn check(&self, history: &OpHistory<'_>) -> CheckResult;
 }
 
-pub mod lease_validity;
-pub mod lost_update;
-pub mod mutual_exclusion;
-pub mod ownership;
-pub mod stale_write;
-pub mod token_order;
-
-pub use lease_validity::LeaseValidity;
-pub use lost_update::LostUpdate;
-pub use mutual_exclusion::MutualExclusion;
-pub use ownership::Ownership;
-pub use stale_write::StaleWrite;
-pub use token_order::TokenOrder;
-
-/// The name of a checker, as used in scenario files and reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CheckerName {
-    /// `mutual-exclusion`: see [`mutual_exclusion`].
-    MutualExclusion,
-    /// `stale-write`: see [`stale_write`].
-    StaleWrite,
-    /// `lost-update`: see [`lost_update`].
-    LostUpdate,
-    /// `token-order`: see [`token_order`].
-    TokenOrder,
-    /// `lease-validity`: see [`lease_validity`].
-    LeaseValidity,
-    /// `ownership`: see [`ownership`].
-    Ownership,
-}
-
-impl CheckerName {
-    /// Every checker, in the order reports list them.
-    pub const ALL: [CheckerName; 6] = [
-        CheckerName::MutualExclusion,
-        CheckerName::StaleWrite,
-        CheckerName::LostUpdate,
-        CheckerName::TokenOrder,
-        CheckerName::LeaseValidity,
-        CheckerName::Ownership,
-    ];
-
-    /// Its name, as scenario files and reports write it: the entry of
-    /// [`crate::model::CHECKERS`] (the one list of names) at the variant's place — the variants
-    /// are declared in that list's order.
-    pub const fn as_str(self) -> &'static str {
-        crate::model::CHECKERS[self as usize]
-    }
-
-    /// The checker itself.
-    pub fn checker(self) -> &'static dyn Checker {
-        match self {
-            CheckerName::MutualExclusion => &MutualExclusion,
-            CheckerName::StaleWrite => &StaleWrite,
-            CheckerName::LostUpdate => &LostUpdate,
-            CheckerName::TokenOrder => &TokenOrder,
-            CheckerName::LeaseValidity => &LeaseValidity,
-            CheckerName::Ownership => &Ownership,
+/// The registry of checkers, the one list every other list of them is made from: one line per
+/// checker, in report order — its module, its type (and [`CheckerName`] variant), its name in
+/// scenario files and reports. [`checkers!`] turns it into the modules, the [`CheckerName`]
+/// enum, [`CheckerName::ALL`], [`NAMES`] (and so [`crate::model::CHECKERS`]) and
+/// [`CheckerName::checker`]. Adding a checker is one file implementing [`Checker`] plus one
+/// line here.
+macro_rules! checker_registry {
+    ($callback:ident) => {
+        $callback! {
+            mutual_exclusion MutualExclusion "mutual-exclusion",
+            stale_write StaleWrite "stale-write",
+            lost_update LostUpdate "lost-update",
+            token_order TokenOrder "token-order",
+            lease_validity LeaseValidity "lease-validity",
+            ownership Ownership "ownership",
+            spurious_loss SpuriousLoss "spurious-loss",
         }
-    }
+    };
 }
+
+/// Generates the checkers' modules, [`CheckerName`] and its tables from [`checker_registry!`].
+macro_rules! checkers {
+    ($($module:ident $variant:ident $name:literal,)*) => {
+        $(
+            #[doc = concat!("`", $name, "`.")]
+            pub mod $module;
+            pub use $module::$variant;
+        )*
+
+        /// The name of a checker, as used in scenario files and reports.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        pub enum CheckerName {
+            $(
+                #[doc = concat!("`", $name, "`: see [`", stringify!($module), "`].")]
+                #[serde(rename = $name)]
+                $variant,
+            )*
+        }
+
+        /// The checkers' names, in [`CheckerName::ALL`] order (what [`crate::model::CHECKERS`]
+        /// is).
+        pub const NAMES: &[&str] = &[$($name,)*];
+
+        impl CheckerName {
+            /// Every checker, in the order reports list them.
+            pub const ALL: [CheckerName; NAMES.len()] = [$(CheckerName::$variant,)*];
+
+            /// Its name, as scenario files and reports write it.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(CheckerName::$variant => $name,)*
+                }
+            }
+
+            /// The checker itself.
+            pub fn checker(self) -> &'static dyn Checker {
+                match self {
+                    $(CheckerName::$variant => &$variant,)*
+                }
+            }
+        }
+    };
+}
+checker_registry!(checkers);
 
 impl std::fmt::Display for CheckerName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -132,16 +134,13 @@ impl std::str::FromStr for CheckerName {
     }
 }
 
-/// The checkers' names, in [`CheckerName::ALL`] order ([`crate::model::CHECKERS`]).
-pub const NAMES: &[&str] = crate::model::CHECKERS;
-
 /// Every checker's result on `history`, in [`CheckerName::ALL`] order.
 pub(crate) fn check_all(history: &OpHistory<'_>) -> Vec<CheckResult> {
     CheckerName::ALL.iter().map(|c| c.checker().check(history)).collect()
 }
 
 /// Every checker: `mutual-exclusion`, `stale-write`, `lost-update`, `token-order`,
-/// `lease-validity`, `ownership`, in that order.
+/// `lease-validity`, `ownership`, `spurious-loss`, in that order.
 pub fn all() -> Vec<&'static dyn Checker> {
     CheckerName::ALL.iter().map(|c| c.checker()).collect()
 }
@@ -211,7 +210,8 @@ mod tests {
                 "lost-update",
                 "token-order",
                 "lease-validity",
-                "ownership"
+                "ownership",
+                "spurious-loss"
             ]
         );
         assert_eq!(names, NAMES);
@@ -249,9 +249,12 @@ mod tests {
         };
         use Verdict::*;
         // The hand-built story records no master commands nor validity instants: lease-validity
-        // and ownership cannot judge it.
-        assert_eq!(verdicts(false), [Invalid, Invalid, Invalid, Valid, Unknown, Unknown]);
-        assert_eq!(verdicts(true), [Invalid, Valid, Valid, Valid, Unknown, Unknown]);
+        // and ownership cannot judge it; nobody reports a loss.
+        assert_eq!(
+            verdicts(false),
+            [Invalid, Invalid, Invalid, Valid, Unknown, Unknown, Valid]
+        );
+        assert_eq!(verdicts(true), [Invalid, Valid, Valid, Valid, Unknown, Unknown, Valid]);
     }
 
     #[test]

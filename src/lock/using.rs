@@ -7,7 +7,7 @@
 //! check `signal.aborted()` before each step that needs the lock — and must not trust it across
 //! a pause, which is the whole point of fencing.
 
-use super::{AutoExtend, ExtendFailure, LockClient, LockEnv, LockError};
+use super::{AutoExtend, ExtendFailure, LockClient, LockEnv, LockError, RenewalAfterRelease};
 use crate::model::op::{names, Grant, GrantRef};
 use crate::ops::{to_data, Recorder};
 use lockstep_sim::{Node, Phase};
@@ -56,6 +56,12 @@ impl AbortSignal {
 /// raises `signal`). With a recorder, every extension and the abort are recorded as operations.
 /// `node` is the client node (it times the waits); the workload passes its own, [`using`] the
 /// one inside its [`LockEnv`].
+///
+/// Dropping the task (the holder stops the renewal to release the lock) cancels the renewal
+/// armed at that moment, unless the lock says otherwise
+/// ([`LockClient::renewal_after_release`]): then each renewal runs in a task of its own, which
+/// the stop does not reach — it is sent after the release, finds the key gone, and its failure
+/// is reported as a lost lock or dropped quietly.
 pub async fn keep_alive(
     node: Node,
     lock: Rc<dyn LockClient>,
@@ -65,47 +71,100 @@ pub async fn keep_alive(
     signal: AbortSignal,
     recorder: Option<Recorder>,
 ) {
+    let after_release = lock.renewal_after_release();
+    // Set when this task is dropped: the holder stopped the renewal.
+    let stopped = Rc::new(Cell::new(false));
+    let _stop = StopGuard(stopped.clone());
     let mut current = grant;
     loop {
-        let wait_ms = match policy {
-            AutoExtend::Every { interval_ms } => interval_ms,
-            AutoExtend::BeforeExpiry { threshold_ms } => current.validity_ms.saturating_sub(threshold_ms),
+        let turn = renewal_turn(
+            node.clone(),
+            lock.clone(),
+            policy,
+            current,
+            ttl_ms,
+            signal.clone(),
+            recorder.clone(),
+            stopped.clone(),
+        );
+        let next = if after_release == RenewalAfterRelease::Cancelled {
+            turn.await
+        } else {
+            // Armed in a task of its own: dropping this one does not cancel it.
+            node.spawn(turn).await.ok().flatten()
         };
-        node.sleep_local_ms(wait_ms.max(1)).await;
-        let id = recorder.as_ref().map(|rec| {
-            let mut data = json!({ "key": current.key, "value": current.value, "fencing_token": current.fencing_token, "ttl_ms": ttl_ms });
-            let sent = lock.value_sent(&current);
-            if sent != current.value {
-                data["value_sent"] = json!(sent);
-            }
-            rec.invoke(names::EXTEND, data)
-        });
-        let result = lock.extend(&current, ttl_ms).await;
-        if let (Some(rec), Some(id)) = (&recorder, id) {
-            match &result {
-                Ok(renewed) => rec.complete(id, names::EXTEND, Phase::Ok, to_data(renewed)),
-                Err(e) => rec.complete_error(id, names::EXTEND, e),
-            }
+        match next {
+            Some(renewed) => current = renewed,
+            None => return,
         }
-        match result {
-            Ok(renewed) => {
-                let from_ms = renewed.validity_from_ms.unwrap_or_else(|| node.monotonic_ms());
-                signal.renewed(from_ms.saturating_add_unsigned(renewed.validity_ms));
-                current = renewed;
+    }
+}
+
+/// Marks the renewal stopped when the keep-alive task is dropped.
+struct StopGuard(Rc<Cell<bool>>);
+
+impl Drop for StopGuard {
+    fn drop(&mut self) {
+        self.0.set(true);
+    }
+}
+
+/// One renewal of `current`: wait as `policy` says, extend, record. The grant to renew next, or
+/// `None` when the renewal stops.
+#[allow(clippy::too_many_arguments)]
+async fn renewal_turn(
+    node: Node,
+    lock: Rc<dyn LockClient>,
+    policy: AutoExtend,
+    current: Grant,
+    ttl_ms: u64,
+    signal: AbortSignal,
+    recorder: Option<Recorder>,
+    stopped: Rc<Cell<bool>>,
+) -> Option<Grant> {
+    let wait_ms = match policy {
+        AutoExtend::Every { interval_ms } => interval_ms,
+        AutoExtend::BeforeExpiry { threshold_ms } => current.validity_ms.saturating_sub(threshold_ms),
+    };
+    node.sleep_local_ms(wait_ms.max(1)).await;
+    let id = recorder.as_ref().map(|rec| {
+        let mut data = json!({ "key": current.key, "value": current.value, "fencing_token": current.fencing_token, "ttl_ms": ttl_ms });
+        let sent = lock.value_sent(&current);
+        if sent != current.value {
+            data["value_sent"] = json!(sent);
+        }
+        rec.invoke(names::EXTEND, data)
+    });
+    let result = lock.extend(&current, ttl_ms).await;
+    if let (Some(rec), Some(id)) = (&recorder, id) {
+        match &result {
+            Ok(renewed) => rec.complete(id, names::EXTEND, Phase::Ok, to_data(renewed)),
+            Err(e) => rec.complete_error(id, names::EXTEND, e),
+        }
+    }
+    match result {
+        Ok(renewed) => {
+            let from_ms = renewed.validity_from_ms.unwrap_or_else(|| node.monotonic_ms());
+            signal.renewed(from_ms.saturating_add_unsigned(renewed.validity_ms));
+            Some(renewed)
+        }
+        // A renewal that ran after the holder stopped it: the lock knows it released the key.
+        Err(_) if stopped.get() && lock.renewal_after_release() == RenewalAfterRelease::RunsQuietly => None,
+        Err(e) if lock.on_extend_failure() == ExtendFailure::KeepWorking => {
+            // The library ignores the failure: the work goes on, and nothing renews any more.
+            let _ = e;
+            None
+        }
+        // The library says nothing and renews again on schedule, with the last confirmed grant.
+        Err(_) if lock.on_extend_failure() == ExtendFailure::KeepSchedule && !stopped.get() => Some(current),
+        Err(_) if lock.on_extend_failure() == ExtendFailure::KeepSchedule => None,
+        Err(e) => {
+            signal.abort();
+            if let Some(rec) = &recorder {
+                let abort_id = rec.invoke(names::ABORT, to_data(&GrantRef::from(&current)));
+                rec.complete(abort_id, names::ABORT, Phase::Info, json!({ "reason": e.to_string() }));
             }
-            Err(e) if lock.on_extend_failure() == ExtendFailure::KeepWorking => {
-                // The library ignores the failure: the work goes on, and nothing renews any more.
-                let _ = e;
-                return;
-            }
-            Err(e) => {
-                signal.abort();
-                if let Some(rec) = &recorder {
-                    let abort_id = rec.invoke(names::ABORT, to_data(&GrantRef::from(&current)));
-                    rec.complete(abort_id, names::ABORT, Phase::Info, json!({ "reason": e.to_string() }));
-                }
-                return;
-            }
+            None
         }
     }
 }

@@ -11,15 +11,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The checkers an `[expect]` or `[explore.expect]` table may name, in the order the checkers
-/// run.
-pub const CHECKERS: &[&str] = &[
-    "mutual-exclusion",
-    "stale-write",
-    "lost-update",
-    "token-order",
-    "lease-validity",
-    "ownership",
-];
+/// run: the names of the checkers' registry ([`crate::checker::NAMES`]).
+pub const CHECKERS: &[&str] = crate::checker::NAMES;
 
 /// The `[expect]` key of the progress (liveness) verdict: `valid` when some client that wanted the lock got
 /// it (the default expectation of every scenario), `invalid` when clients wanted it and nobody

@@ -39,7 +39,7 @@ pub use scenario::{
     ClientSpec, NetworkSpec, NodeSpec, Scenario, TasksSpec, WorkMode, WorkMs, WorkloadSpec, RESOURCE_NODE,
 };
 pub use script::{
-    Arithmetic, OnRenewFailure, Renewal, ScriptAction, ScriptOp, ScriptSpec, ScriptStep, Success, ValidityPolicy,
-    ValuePolicy, ValueStorage, Wait, PLACEHOLDERS,
+    Arithmetic, OnRenewFailure, Renewal, RenewalAfterRelease, ScriptAction, ScriptOp, ScriptSpec, ScriptStep, Success,
+    ValidityFrom, ValidityPolicy, ValuePolicy, ValueStorage, Wait, PLACEHOLDERS,
 };
 pub use verdict::Verdict;

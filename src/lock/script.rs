@@ -15,9 +15,15 @@
 //! reports whether any master released. With `value_storage = "lock-object"` extension and
 //! release use the value of the object's latest acquisition rather than the grant's.
 //!
+//! The elapsed time of a retried acquisition counts from the attempt that reached the quorum,
+//! or (`validity_from = "first-attempt"`) from the call's first attempt; the acquisition's and
+//! the extension's re-checks are set apart (`acquire_recheck`, `extend_recheck`). `{now_ms}`
+//! stands for the client's wall clock as each step leaves, so a script can judge expiry on it.
+//!
 //! Renewal and what a failed renewal does are answered to the workload through
-//! [`LockClient::auto_extend`] and [`LockClient::on_extend_failure`]; several tasks per client
-//! through [`LockClient::tasks`] and [`LockClient::task_lock`].
+//! [`LockClient::auto_extend`], [`LockClient::on_extend_failure`] and
+//! [`LockClient::renewal_after_release`]; several tasks per client through
+//! [`LockClient::tasks`] and [`LockClient::task_lock`].
 //!
 //! Between attempts the lock sleeps, or (`wait`) blocks in `BLPOP` on a list of the first master
 //! over a connection of its own, or listens on a channel it subscribed to at the first failed

@@ -418,3 +418,33 @@ fn a_renewal_after_the_release_is_reported_or_dropped() {
     let text = serde_json::to_string(&safe.history).unwrap();
     assert!(!text.contains("\"abort\""), "no abort in the quiet twin");
 }
+
+/// Issue 42 item 7: `on_renew_failure = "keep-schedule"` says nothing about a failed renewal and
+/// renews again on schedule: the renewal cut off at 3 s fails, the one at 6 s keeps the lock, no
+/// abort is recorded, and client-2 waits for the release (with `keep-working` the lock expired).
+#[test]
+fn keep_schedule_renews_on_after_a_failed_renewal_without_telling_the_holder() {
+    let text = std::fs::read_to_string(scenarios_dir().join("bug-renewal-failure-ignored.toml"))
+        .unwrap()
+        .replace(
+            "on_renew_failure = \"keep-working\"",
+            "on_renew_failure = \"keep-schedule\"",
+        );
+    let mut scenario = Scenario::from_str(&text, "keep-schedule.toml").unwrap();
+    scenario.expect.clear();
+    let run = run_scenario(&scenario, None).expect("the world runs");
+    let history = serde_json::to_value(&run.history).unwrap().to_string();
+    assert!(!history.contains("\"abort\""), "the holder is never told");
+    let extends: Vec<&str> = history.matches("\"extend\"").collect();
+    assert!(
+        extends.len() >= 6,
+        "renewals go on after the failed one: {}",
+        extends.len()
+    );
+    assert_eq!(
+        run.verdict("mutual-exclusion"),
+        Some(Verdict::Valid),
+        "{:?}",
+        run.results
+    );
+}

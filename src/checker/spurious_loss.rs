@@ -21,7 +21,7 @@
 //! checkers judge its writes). Ops whose data does not decode play no part.
 
 use super::{count, witness, CheckResult, Checker, CheckerName, Verdict};
-use crate::history::{LockOp, OpHistory, OpName};
+use crate::history::{LockOp, OpData, OpHistory, OpName, OpStep, StepKind};
 use lockstep_sim::Event;
 use std::collections::BTreeMap;
 
@@ -49,6 +49,20 @@ impl Checker for SpuriousLoss {
         for op in history.operations() {
             let actor = (op.process, op.task);
             match (op.name, history.invoked(op)) {
+                // A new acquisition of the same value (a lock whose value is the client's name)
+                // is a new grant: its loss is news again.
+                (OpName::Acquire, _) => {
+                    let granted = op.completion.and_then(|i| match &history.steps()[i].kind {
+                        StepKind::Op(OpStep {
+                            data: Some(OpData::Granted(grant)),
+                            ..
+                        }) => Some(grant),
+                        _ => None,
+                    });
+                    if let Some(grant) = granted {
+                        released.remove(&(actor.0, actor.1, grant.key.as_str(), grant.value.as_str()));
+                    }
+                }
                 (OpName::Release, Some(LockOp::Release(grant))) => {
                     let event = history.steps()[op.invoke].event;
                     released
@@ -161,6 +175,22 @@ mod tests {
         let result = verdict(b);
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
         assert!(result.explanation.contains("2 loss reports"), "{}", result.explanation);
+    }
+
+    #[test]
+    fn a_loss_of_a_new_grant_with_the_same_value_is_not_after_its_release() {
+        // A lock whose value is the client's name: the second grant's loss is news.
+        let mut b = Builder::new();
+        b.op(0, "client-1", 1, Phase::Invoke, names::ACQUIRE, json!({"key": "lock", "ttl_ms": 10000}));
+        b.op(1_000, "client-1", 1, Phase::Ok, names::ACQUIRE, to_data(&grant("client-1", 9_000)));
+        b.op(2_000, "client-1", 2, Phase::Invoke, names::RELEASE, grant_ref("client-1"));
+        b.op(2_001, "client-1", 2, Phase::Ok, names::RELEASE, json!({"released": true}));
+        b.op(3_000, "client-1", 3, Phase::Invoke, names::ACQUIRE, json!({"key": "lock", "ttl_ms": 10000}));
+        b.op(3_001, "client-1", 3, Phase::Ok, names::ACQUIRE, to_data(&grant("client-1", 9_000)));
+        b.op(4_000, "client-1", 4, Phase::Invoke, names::ABORT, grant_ref("client-1"));
+        b.op(4_000, "client-1", 4, Phase::Info, names::ABORT, json!({"reason": "lock lost"}));
+        let result = verdict(b);
+        assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //!
 //! The registry: every checker has a [`CheckerName`]; [`CheckerName::ALL`] lists them in report
 //! order, [`check_all`] runs them all over one [`OpHistory`]. The list is written once, in
-//! `checker_registry!`: adding a checker is one file implementing [`Checker`] plus one line there.
+//! `crate::model::checker_registry!` (beside the scenario's expectations, which name checkers
+//! and sit below this module): adding a checker is one file implementing [`Checker`] plus one
+//! line there.
 
 use crate::history::OpHistory;
 use lockstep_sim::Event;
@@ -47,27 +49,8 @@ pub trait Checker {
     fn check(&self, history: &OpHistory<'_>) -> CheckResult;
 }
 
-/// The registry of checkers, the one list every other list of them is made from: one line per
-/// checker, in report order — its module, its type (and [`CheckerName`] variant), its name in
-/// scenario files and reports. [`checkers!`] turns it into the modules, the [`CheckerName`]
-/// enum, [`CheckerName::ALL`], [`NAMES`] (and so [`crate::model::CHECKERS`]) and
-/// [`CheckerName::checker`]. Adding a checker is one file implementing [`Checker`] plus one
-/// line here.
-macro_rules! checker_registry {
-    ($callback:ident) => {
-        $callback! {
-            mutual_exclusion MutualExclusion "mutual-exclusion",
-            stale_write StaleWrite "stale-write",
-            lost_update LostUpdate "lost-update",
-            token_order TokenOrder "token-order",
-            lease_validity LeaseValidity "lease-validity",
-            ownership Ownership "ownership",
-            spurious_loss SpuriousLoss "spurious-loss",
-        }
-    };
-}
-
-/// Generates the checkers' modules, [`CheckerName`] and its tables from [`checker_registry!`].
+/// Generates the checkers' modules, [`CheckerName`] and its tables from the registry of
+/// checkers (`crate::model::checker_registry!`, the one list of them).
 macro_rules! checkers {
     ($($module:ident $variant:ident $name:literal,)*) => {
         $(
@@ -86,9 +69,9 @@ macro_rules! checkers {
             )*
         }
 
-        /// The checkers' names, in [`CheckerName::ALL`] order (what [`crate::model::CHECKERS`]
-        /// is).
-        pub const NAMES: &[&str] = &[$($name,)*];
+        /// The checkers' names, in [`CheckerName::ALL`] order ([`crate::model::CHECKERS`], made
+        /// from the same registry).
+        pub const NAMES: &[&str] = crate::model::CHECKERS;
 
         impl CheckerName {
             /// Every checker, in the order reports list them.
@@ -110,7 +93,7 @@ macro_rules! checkers {
         }
     };
 }
-checker_registry!(checkers);
+crate::model::checker_registry!(checkers);
 
 impl std::fmt::Display for CheckerName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

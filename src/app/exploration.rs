@@ -74,6 +74,18 @@ pub fn locks(template: &Scenario, args: &OracleArgs) -> Result<Locks, AppError> 
         .as_deref()
         .map(|value| LockChoice::against(value, template).map_err(|e| AppError::BadInput(format!("--against: {e}"))))
         .transpose()?;
+    // `--against FILE` takes the file's `[lock]` algorithm only: say what else it says that the
+    // template's settings override (issue 42, item 8).
+    if let (Some(value), Some(LockChoice::FromFile { .. })) = (args.against.as_deref(), &reference) {
+        let kept = Scenario::from_file(Path::new(value)).map_or_else(|_| Vec::new(), |f| f.parts_kept_from(template));
+        if !kept.is_empty() {
+            eprintln!(
+                "--against {value}: only its [lock] algorithm settings are used; these parts of it differ and are \
+                 not used (the template's are): {}",
+                kept.join(", ")
+            );
+        }
+    }
     Ok(Locks {
         subject: LockChoice::Template,
         reference,

@@ -4,18 +4,18 @@
 //! cannot decide from this history), with a one-line explanation and, when invalid, a witness: the
 //! events that prove it. Checkers judge the system under test; they never panic on its bugs.
 //!
-//! Six checkers: `mutual-exclusion`, `stale-write`, `lost-update` and `token-order` judge the
+//! Seven checkers: `mutual-exclusion`, `stale-write`, `lost-update` and `token-order` judge the
 //! clients' and the resource's operations; `lease-validity` compares each grant's claimed validity
 //! with the lease the masters held (read by `crate::history::lease`); `ownership` judges the
-//! masters' own key effects (who changed whose key). Whether a run made progress at all (a
+//! masters' own key effects (who changed whose key); `spurious-loss` judges what the lock told its
+//! holder (a loss reported after the holder's own release, a grant with no validity left). Whether a run made progress at all (a
 //! vacuous run) is not a checker's verdict: the run's judgement (`crate::run`) decides it.
 //!
 //! The registry: every checker has a [`CheckerName`]; [`CheckerName::ALL`] lists them in report
-//! order, [`CheckerName::checker`] gives each one's judge, and [`all`] lists the judges to run over
-//! one [`OpHistory`] (the run does it with `check_all`). The names themselves are one list,
-//! `crate::model::CHECKERS` ([`CheckerName::as_str`] reads it). Adding a checker is its file
-//! implementing [`Checker`], its [`CheckerName`] variant with its place in `ALL` and its arm in
-//! `checker()`, and its name in `CHECKERS` (docs/contributing.md, "Adding a checker").
+//! order, [`check_all`] runs them all over one [`OpHistory`]. The list is written once, in
+//! `crate::model::checker_registry!` (beside the scenario's expectations, which name checkers
+//! and sit below this module): adding a checker is one file implementing [`Checker`] plus one
+//! line there.
 
 use crate::history::OpHistory;
 use lockstep_sim::Event;
@@ -56,68 +56,51 @@ pub trait Checker {
     fn check(&self, history: &OpHistory<'_>) -> CheckResult;
 }
 
-pub mod lease_validity;
-pub mod lost_update;
-pub mod mutual_exclusion;
-pub mod ownership;
-pub mod stale_write;
-pub mod token_order;
+/// Generates the checkers' modules, [`CheckerName`] and its tables from the registry of
+/// checkers (`crate::model::checker_registry!`, the one list of them).
+macro_rules! checkers {
+    ($($module:ident $variant:ident $name:literal,)*) => {
+        $(
+            #[doc = concat!("`", $name, "`.")]
+            pub mod $module;
+            pub use $module::$variant;
+        )*
 
-pub use lease_validity::LeaseValidity;
-pub use lost_update::LostUpdate;
-pub use mutual_exclusion::MutualExclusion;
-pub use ownership::Ownership;
-pub use stale_write::StaleWrite;
-pub use token_order::TokenOrder;
-
-/// The name of a checker, as used in scenario files and reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CheckerName {
-    /// `mutual-exclusion`: see [`mutual_exclusion`].
-    MutualExclusion,
-    /// `stale-write`: see [`stale_write`].
-    StaleWrite,
-    /// `lost-update`: see [`lost_update`].
-    LostUpdate,
-    /// `token-order`: see [`token_order`].
-    TokenOrder,
-    /// `lease-validity`: see [`lease_validity`].
-    LeaseValidity,
-    /// `ownership`: see [`ownership`].
-    Ownership,
-}
-
-impl CheckerName {
-    /// Every checker, in the order reports list them.
-    pub const ALL: [CheckerName; 6] = [
-        CheckerName::MutualExclusion,
-        CheckerName::StaleWrite,
-        CheckerName::LostUpdate,
-        CheckerName::TokenOrder,
-        CheckerName::LeaseValidity,
-        CheckerName::Ownership,
-    ];
-
-    /// Its name, as scenario files and reports write it: the entry of
-    /// [`crate::model::CHECKERS`] (the one list of names) at the variant's place — the variants
-    /// are declared in that list's order.
-    pub const fn as_str(self) -> &'static str {
-        crate::model::CHECKERS[self as usize]
-    }
-
-    /// The checker itself.
-    pub fn checker(self) -> &'static dyn Checker {
-        match self {
-            CheckerName::MutualExclusion => &MutualExclusion,
-            CheckerName::StaleWrite => &StaleWrite,
-            CheckerName::LostUpdate => &LostUpdate,
-            CheckerName::TokenOrder => &TokenOrder,
-            CheckerName::LeaseValidity => &LeaseValidity,
-            CheckerName::Ownership => &Ownership,
+        /// The name of a checker, as used in scenario files and reports.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        pub enum CheckerName {
+            $(
+                #[doc = concat!("`", $name, "`: see [`", stringify!($module), "`].")]
+                #[serde(rename = $name)]
+                $variant,
+            )*
         }
-    }
+
+        /// The checkers' names, in [`CheckerName::ALL`] order ([`crate::model::CHECKERS`], made
+        /// from the same registry).
+        pub const NAMES: &[&str] = crate::model::CHECKERS;
+
+        impl CheckerName {
+            /// Every checker, in the order reports list them.
+            pub const ALL: [CheckerName; NAMES.len()] = [$(CheckerName::$variant,)*];
+
+            /// Its name, as scenario files and reports write it.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(CheckerName::$variant => $name,)*
+                }
+            }
+
+            /// The checker itself.
+            pub fn checker(self) -> &'static dyn Checker {
+                match self {
+                    $(CheckerName::$variant => &$variant,)*
+                }
+            }
+        }
+    };
 }
+crate::model::checker_registry!(checkers);
 
 impl std::fmt::Display for CheckerName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -141,16 +124,13 @@ impl std::str::FromStr for CheckerName {
     }
 }
 
-/// The checkers' names, in [`CheckerName::ALL`] order ([`crate::model::CHECKERS`]).
-pub const NAMES: &[&str] = crate::model::CHECKERS;
-
 /// Every checker's result on `history`, in [`CheckerName::ALL`] order.
 pub(crate) fn check_all(history: &OpHistory<'_>) -> Vec<CheckResult> {
     CheckerName::ALL.iter().map(|c| c.checker().check(history)).collect()
 }
 
 /// Every checker: `mutual-exclusion`, `stale-write`, `lost-update`, `token-order`,
-/// `lease-validity`, `ownership`, in that order.
+/// `lease-validity`, `ownership`, `spurious-loss`, in that order.
 pub fn all() -> Vec<&'static dyn Checker> {
     CheckerName::ALL.iter().map(|c| c.checker()).collect()
 }
@@ -220,7 +200,8 @@ mod tests {
                 "lost-update",
                 "token-order",
                 "lease-validity",
-                "ownership"
+                "ownership",
+                "spurious-loss"
             ]
         );
         assert_eq!(names, NAMES);
@@ -258,9 +239,12 @@ mod tests {
         };
         use Verdict::*;
         // The hand-built story records no master commands nor validity instants: lease-validity
-        // and ownership cannot judge it.
-        assert_eq!(verdicts(false), [Invalid, Invalid, Invalid, Valid, Unknown, Unknown]);
-        assert_eq!(verdicts(true), [Invalid, Valid, Valid, Valid, Unknown, Unknown]);
+        // and ownership cannot judge it; nobody reports a loss.
+        assert_eq!(
+            verdicts(false),
+            [Invalid, Invalid, Invalid, Valid, Unknown, Unknown, Valid]
+        );
+        assert_eq!(verdicts(true), [Invalid, Valid, Valid, Valid, Unknown, Unknown, Valid]);
     }
 
     #[test]

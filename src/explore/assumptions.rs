@@ -649,17 +649,22 @@ impl Assumptions {
         broken
     }
 
-    /// The checkers a correct lock satisfies under a plan that breaks `broken`. `ownership` is
-    /// timing-free (a correct lock only ever changes its own grant's key, whatever the faults),
-    /// so it is promised under every plan.
+    /// The checkers a correct lock satisfies under a plan that breaks `broken`. `ownership` and
+    /// `spurious-loss` are timing-free (a correct lock only ever changes its own grant's key, and
+    /// never reports a loss after its own release nor hands out an expired grant, whatever the
+    /// faults), so they are promised under every plan.
     pub fn promised(&self, broken: &[Broken]) -> Vec<CheckerName> {
         if broken.iter().any(|b| b.assumption != Assumption::Timing) {
-            return vec![CheckerName::Ownership];
+            return vec![CheckerName::Ownership, CheckerName::SpuriousLoss];
         }
         if broken.is_empty() {
             return CheckerName::ALL.to_vec();
         }
-        let mut promised = vec![CheckerName::LeaseValidity, CheckerName::Ownership];
+        let mut promised = vec![
+            CheckerName::LeaseValidity,
+            CheckerName::Ownership,
+            CheckerName::SpuriousLoss,
+        ];
         if self.fenced {
             promised.extend([
                 CheckerName::StaleWrite,
@@ -912,7 +917,11 @@ mod tests {
             .starts_with("client-1: pauses and delays of 1.600 s > validity budget 1.550 s"));
         assert_eq!(
             a.promised(&broken),
-            vec![CheckerName::LeaseValidity, CheckerName::Ownership]
+            vec![
+                CheckerName::LeaseValidity,
+                CheckerName::Ownership,
+                CheckerName::SpuriousLoss
+            ]
         );
     }
 
@@ -992,7 +1001,10 @@ mod tests {
         let quick = case(vec![crash("redis-1", 10)]);
         let broken = a.classify(&quick);
         assert_eq!(broken[0].assumption, Assumption::Masters);
-        assert_eq!(a.promised(&broken), vec![CheckerName::Ownership]);
+        assert_eq!(
+            a.promised(&broken),
+            vec![CheckerName::Ownership, CheckerName::SpuriousLoss]
+        );
         // The profile makes it a pause of that master as long as its downtime.
         let bounded = a.bound(quick);
         assert!(a.classify(&bounded).is_empty(), "{:?}", a.classify(&bounded));
@@ -1124,7 +1136,10 @@ mod tests {
         assert_eq!(broken.len(), 1, "{broken:?}");
         assert_eq!(broken[0].assumption, Assumption::Masters);
         assert!(broken[0].detail.contains("fencing counter"), "{}", broken[0].detail);
-        assert_eq!(a.promised(&broken), vec![CheckerName::Ownership]);
+        assert_eq!(
+            a.promised(&broken),
+            vec![CheckerName::Ownership, CheckerName::SpuriousLoss]
+        );
         let bounded = a.bound(crash);
         assert_eq!(
             bounded.faults,
@@ -1179,7 +1194,10 @@ mod tests {
                 .any(|b| b.assumption == Assumption::Masters && b.detail.contains("Sentinel")),
             "{broken:?}"
         );
-        assert_eq!(a.promised(&broken), vec![CheckerName::Ownership]);
+        assert_eq!(
+            a.promised(&broken),
+            vec![CheckerName::Ownership, CheckerName::SpuriousLoss]
+        );
         // The profile keeps master pauses clear of the failover.
         let bounded = a.bound(long);
         assert_eq!(bounded.faults, vec![pause("redis-1", 1_000 - 2 * MARGIN_MS)]);

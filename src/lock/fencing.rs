@@ -78,6 +78,10 @@ impl LockClient for IncrFencing {
         self.inner.on_extend_failure()
     }
 
+    fn renewal_after_release(&self) -> super::RenewalAfterRelease {
+        self.inner.renewal_after_release()
+    }
+
     fn tasks(&self) -> u32 {
         self.inner.tasks()
     }

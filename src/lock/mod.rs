@@ -19,6 +19,7 @@ pub mod fencing;
 pub mod script;
 pub mod using;
 
+pub use crate::model::RenewalAfterRelease;
 use crate::model::{AlgorithmSpec, Fencing, Grant, LockSpec};
 use async_trait::async_trait;
 pub use env::LockEnv;
@@ -116,6 +117,11 @@ pub trait LockClient {
     fn on_extend_failure(&self) -> ExtendFailure {
         ExtendFailure::Abort
     }
+    /// What becomes of a renewal already armed when the holder stops the renewal to release
+    /// the lock (by default it is cancelled: nothing is sent after the release).
+    fn renewal_after_release(&self) -> RenewalAfterRelease {
+        RenewalAfterRelease::Cancelled
+    }
     /// How many concurrent tasks of the client run the workload loop with this lock (1 by
     /// default).
     fn tasks(&self) -> u32 {
@@ -136,6 +142,9 @@ pub enum ExtendFailure {
     Abort,
     /// Ignore it: extension stops and the work goes on, writes included.
     KeepWorking,
+    /// Say nothing and keep the schedule: the next extension comes on time, with the last grant
+    /// that was confirmed; the work goes on, writes included.
+    KeepSchedule,
 }
 
 /// A fresh random lock value (20 bytes as hex) from the node's seeded stream.

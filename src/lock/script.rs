@@ -15,9 +15,15 @@
 //! reports whether any master released. With `value_storage = "lock-object"` extension and
 //! release use the value of the object's latest acquisition rather than the grant's.
 //!
+//! The elapsed time of a retried acquisition counts from the attempt that reached the quorum,
+//! or (`validity_from = "first-attempt"`) from the call's first attempt; the acquisition's and
+//! the extension's re-checks are set apart (`acquire_recheck`, `extend_recheck`). `{now_ms}`
+//! stands for the client's wall clock as each step leaves, so a script can judge expiry on it.
+//!
 //! Renewal and what a failed renewal does are answered to the workload through
-//! [`LockClient::auto_extend`] and [`LockClient::on_extend_failure`]; several tasks per client
-//! through [`LockClient::tasks`] and [`LockClient::task_lock`].
+//! [`LockClient::auto_extend`], [`LockClient::on_extend_failure`] and
+//! [`LockClient::renewal_after_release`]; several tasks per client through
+//! [`LockClient::tasks`] and [`LockClient::task_lock`].
 //!
 //! Between attempts the lock sleeps, or (`wait`) blocks in `BLPOP` on a list of the first master
 //! over a connection of its own, or listens on a channel it subscribed to at the first failed
@@ -29,8 +35,8 @@
 
 use super::{random_value, AutoExtend, ExtendFailure, LockClient, LockEnv, LockError};
 use crate::model::{
-    Arithmetic, Grant, OnRenewFailure, Renewal, ScriptAction, ScriptOp, ScriptSpec, Success, ValidityPolicy,
-    ValuePolicy, ValueStorage, Wait,
+    Arithmetic, Grant, OnRenewFailure, Renewal, RenewalAfterRelease, ScriptAction, ScriptOp, ScriptSpec, Success,
+    ValidityFrom, ValidityPolicy, ValuePolicy, ValueStorage, Wait,
 };
 use async_trait::async_trait;
 use futures_util::future::join_all;
@@ -78,12 +84,15 @@ enum Outcome {
 }
 
 /// The values placeholders stand for.
+#[derive(Clone, Copy)]
 struct Vars<'a> {
     key: &'a str,
     value: &'a str,
     ttl_ms: u64,
     token: Option<u64>,
     client: &'a str,
+    /// The client's wall clock when the step is sent (set per step by [`ScriptLock::run_once`]).
+    now_ms: i64,
 }
 
 /// Replaces the placeholders of `template` (checked at load time; an unknown one is kept as
@@ -120,6 +129,7 @@ fn expand(template: &str, vars: &Vars<'_>) -> String {
                 }
             }
             "{client}" => out.push_str(vars.client),
+            "{now_ms}" => out.push_str(&vars.now_ms.to_string()),
             other => out.push_str(other),
         }
         rest = &tail[end + 1..];
@@ -354,6 +364,12 @@ impl ScriptLock {
     async fn run_once(node: &lockstep_sim::Node, link: &RedisLink, op: &ScriptOp, vars: &Vars<'_>) -> Outcome {
         let mut token = None;
         for (index, step) in op.steps.iter().enumerate() {
+            // `{now_ms}`: the client's own wall clock as the step leaves (reading a clock draws
+            // nothing from the run's random streams).
+            let vars = &Vars {
+                now_ms: node.wall_ms(),
+                ..*vars
+            };
             if let Err(e) = node.carry_reply_bytes(0) {
                 return Outcome::Failed(format!("step {} on {}: {e}", index + 1, link.host()));
             }
@@ -442,6 +458,7 @@ impl ScriptLock {
             ttl_ms,
             token,
             client: self.env.name(),
+            now_ms: 0,
         }
     }
 }
@@ -461,12 +478,17 @@ impl LockClient for ScriptLock {
         let mut attempt: i64 = 0;
         // `wait = "subscribe"`: held for the whole call, dropped (unsubscribed) on return.
         let mut subscription = Subscription::NotYet;
+        // `validity_from = "first-attempt"` counts the elapsed time from here, across retries.
+        let first_start_ms = self.now_ms();
         loop {
             let value = match spec.value {
                 ValuePolicy::Random => random_value(&self.env),
                 ValuePolicy::PerClient => self.env.name().to_string(),
             };
-            let start_ms = self.now_ms();
+            let start_ms = match spec.validity_from {
+                ValidityFrom::ThisAttempt => self.now_ms(),
+                ValidityFrom::FirstAttempt => first_start_ms,
+            };
             let vars = self.vars(key, &value, ttl_ms, None);
             let outcomes = self.run_everywhere(&spec.acquire, &vars).await;
             let successes = count(&outcomes, succeeded);
@@ -552,7 +574,7 @@ impl LockClient for ScriptLock {
         let successes = count(&outcomes, succeeded);
         let computed_at_ms = self.env.monotonic_ms();
         let (validity_ms, positive) = self.validity(ttl_ms, self.now_ms() - start_ms);
-        if successes >= self.spec.quorum && (positive || !self.spec.validity_recheck) {
+        if successes >= self.spec.quorum && (positive || !self.spec.extend_rechecks()) {
             return Ok(Grant {
                 validity_ms,
                 validity_from_ms: self.claimed_from(computed_at_ms),
@@ -613,7 +635,12 @@ impl LockClient for ScriptLock {
         match self.spec.on_renew_failure {
             OnRenewFailure::Abort => ExtendFailure::Abort,
             OnRenewFailure::KeepWorking => ExtendFailure::KeepWorking,
+            OnRenewFailure::KeepSchedule => ExtendFailure::KeepSchedule,
         }
+    }
+
+    fn renewal_after_release(&self) -> RenewalAfterRelease {
+        self.spec.renewal_after_release
     }
 
     fn tasks(&self) -> u32 {
@@ -637,14 +664,15 @@ mod tests {
             ttl_ms: 10_000,
             token: Some(7),
             client: "client-1",
+            now_ms: 1_700_000_000_123,
         }
     }
 
     #[test]
     fn placeholders_expand() {
         assert_eq!(
-            expand("{key}:{value}:{ttl_ms}:{token}:{client}", &vars()),
-            "lock:v1:10000:7:client-1"
+            expand("{key}:{value}:{ttl_ms}:{token}:{client}:{now_ms}", &vars()),
+            "lock:v1:10000:7:client-1:1700000000123"
         );
         assert_eq!(expand("{{key}} }}", &vars()), "{key} }");
         let no_token = Vars { token: None, ..vars() };

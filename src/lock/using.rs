@@ -7,12 +7,12 @@
 //! check `signal.aborted()` before each step that needs the lock — and must not trust it across
 //! a pause, which is the whole point of fencing.
 
-use super::{AutoExtend, ExtendFailure, LockClient, LockEnv, LockError};
+use super::{AutoExtend, ExtendFailure, LockClient, LockEnv, LockError, RenewalAfterRelease};
 use crate::model::op::{names, Grant, GrantRef};
 use crate::ops::{to_data, Recorder};
 use lockstep_sim::{Node, Phase};
 use serde_json::json;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
 
@@ -56,6 +56,13 @@ impl AbortSignal {
 /// raises `signal`). With a recorder, every extension and the abort are recorded as operations.
 /// `node` is the client node (it times the waits); the workload passes its own, [`using`] the
 /// one inside its [`LockEnv`].
+///
+/// Dropping the task (the holder stops the renewal to release the lock) cancels the renewal
+/// armed at that moment. A lock may say otherwise ([`LockClient::renewal_after_release`]): a
+/// renewal whose timer is due when the holder stops it — its callback already queued, as when
+/// the timer and the end of the work fall in the same instant, or both passed during a pause —
+/// still runs, after the release (its callback yields to the work that was ready with it): it
+/// finds the key gone, and its failure is reported as a lost lock or dropped quietly.
 pub async fn keep_alive(
     node: Node,
     lock: Rc<dyn LockClient>,
@@ -65,47 +72,132 @@ pub async fn keep_alive(
     signal: AbortSignal,
     recorder: Option<Recorder>,
 ) {
+    let after_release = lock.renewal_after_release();
     let mut current = grant;
-    loop {
-        let wait_ms = match policy {
-            AutoExtend::Every { interval_ms } => interval_ms,
-            AutoExtend::BeforeExpiry { threshold_ms } => current.validity_ms.saturating_sub(threshold_ms),
-        };
-        node.sleep_local_ms(wait_ms.max(1)).await;
-        let id = recorder.as_ref().map(|rec| {
-            let mut data = json!({ "key": current.key, "value": current.value, "fencing_token": current.fencing_token, "ttl_ms": ttl_ms });
-            let sent = lock.value_sent(&current);
-            if sent != current.value {
-                data["value_sent"] = json!(sent);
-            }
-            rec.invoke(names::EXTEND, data)
-        });
-        let result = lock.extend(&current, ttl_ms).await;
-        if let (Some(rec), Some(id)) = (&recorder, id) {
-            match &result {
-                Ok(renewed) => rec.complete(id, names::EXTEND, Phase::Ok, to_data(renewed)),
-                Err(e) => rec.complete_error(id, names::EXTEND, e),
+    if after_release == RenewalAfterRelease::Cancelled {
+        loop {
+            node.sleep_local_ms(wait_ms(policy, &current)).await;
+            match renew(&node, &lock, current, ttl_ms, &signal, recorder.as_ref(), false).await {
+                Some(renewed) => current = renewed,
+                None => return,
             }
         }
-        match result {
-            Ok(renewed) => {
-                let from_ms = renewed.validity_from_ms.unwrap_or_else(|| node.monotonic_ms());
-                signal.renewed(from_ms.saturating_add_unsigned(renewed.validity_ms));
-                current = renewed;
+    }
+    // The renewal armed now: what the stop finds when it drops this task.
+    let armed = Rc::new(RefCell::new(None));
+    let _stop = StopGuard {
+        armed: armed.clone(),
+        node: node.clone(),
+        lock: lock.clone(),
+        ttl_ms,
+        signal: signal.clone(),
+        recorder: recorder.clone(),
+    };
+    loop {
+        let wait = wait_ms(policy, &current);
+        *armed.borrow_mut() = Some((node.monotonic_ms().saturating_add_unsigned(wait), current.clone()));
+        node.sleep_local_ms(wait).await;
+        // The timer fired: its callback runs after the work that became ready in the same
+        // instant (a release that stops the renewal now still finds it due).
+        tokio::task::yield_now().await;
+        *armed.borrow_mut() = None;
+        match renew(&node, &lock, current, ttl_ms, &signal, recorder.as_ref(), false).await {
+            Some(renewed) => current = renewed,
+            None => return,
+        }
+    }
+}
+
+/// How long to wait before renewing `current` (at least 1 ms).
+fn wait_ms(policy: AutoExtend, current: &Grant) -> u64 {
+    let wait_ms = match policy {
+        AutoExtend::Every { interval_ms } => interval_ms,
+        AutoExtend::BeforeExpiry { threshold_ms } => current.validity_ms.saturating_sub(threshold_ms),
+    };
+    wait_ms.max(1)
+}
+
+/// Dropped with the keep-alive task of a lock whose armed renewal outlives the stop: a renewal
+/// due by then (its monotonic deadline passed) runs in a task of its own, after the release.
+struct StopGuard {
+    armed: Rc<RefCell<Option<(i64, Grant)>>>,
+    node: Node,
+    lock: Rc<dyn LockClient>,
+    ttl_ms: u64,
+    signal: AbortSignal,
+    recorder: Option<Recorder>,
+}
+
+impl Drop for StopGuard {
+    fn drop(&mut self) {
+        let Some((due_ms, grant)) = self.armed.borrow_mut().take() else {
+            return;
+        };
+        if due_ms > self.node.monotonic_ms() {
+            return; // Not due: stopping clears the timer.
+        }
+        let (node, lock, ttl_ms, signal, recorder) = (
+            self.node.clone(),
+            self.lock.clone(),
+            self.ttl_ms,
+            self.signal.clone(),
+            self.recorder.clone(),
+        );
+        drop(self.node.spawn(async move {
+            renew(&node, &lock, grant, ttl_ms, &signal, recorder.as_ref(), true).await;
+        }));
+    }
+}
+
+/// One renewal of `current`, now: extend, record. The grant to renew next, or `None` when the
+/// renewal stops. `stopped`: the holder stopped the renewal before it ran (it runs after the
+/// release).
+async fn renew(
+    node: &Node,
+    lock: &Rc<dyn LockClient>,
+    current: Grant,
+    ttl_ms: u64,
+    signal: &AbortSignal,
+    recorder: Option<&Recorder>,
+    stopped: bool,
+) -> Option<Grant> {
+    let id = recorder.map(|rec| {
+        let mut data = json!({ "key": current.key, "value": current.value, "fencing_token": current.fencing_token, "ttl_ms": ttl_ms });
+        let sent = lock.value_sent(&current);
+        if sent != current.value {
+            data["value_sent"] = json!(sent);
+        }
+        rec.invoke(names::EXTEND, data)
+    });
+    let result = lock.extend(&current, ttl_ms).await;
+    if let (Some(rec), Some(id)) = (recorder, id) {
+        match &result {
+            Ok(renewed) => rec.complete(id, names::EXTEND, Phase::Ok, to_data(renewed)),
+            Err(e) => rec.complete_error(id, names::EXTEND, e),
+        }
+    }
+    match result {
+        Ok(renewed) => {
+            let from_ms = renewed.validity_from_ms.unwrap_or_else(|| node.monotonic_ms());
+            signal.renewed(from_ms.saturating_add_unsigned(renewed.validity_ms));
+            Some(renewed)
+        }
+        // The renewal ran after the holder released: the lock knows it was released.
+        Err(_) if stopped && lock.renewal_after_release() == RenewalAfterRelease::RunsQuietly => None,
+        Err(e) if lock.on_extend_failure() == ExtendFailure::KeepWorking => {
+            // The library ignores the failure: the work goes on, and nothing renews any more.
+            let _ = e;
+            None
+        }
+        // The library says nothing and renews again on schedule, with the last confirmed grant.
+        Err(_) if lock.on_extend_failure() == ExtendFailure::KeepSchedule => (!stopped).then_some(current),
+        Err(e) => {
+            signal.abort();
+            if let Some(rec) = recorder {
+                let abort_id = rec.invoke(names::ABORT, to_data(&GrantRef::from(&current)));
+                rec.complete(abort_id, names::ABORT, Phase::Info, json!({ "reason": e.to_string() }));
             }
-            Err(e) if lock.on_extend_failure() == ExtendFailure::KeepWorking => {
-                // The library ignores the failure: the work goes on, and nothing renews any more.
-                let _ = e;
-                return;
-            }
-            Err(e) => {
-                signal.abort();
-                if let Some(rec) = &recorder {
-                    let abort_id = rec.invoke(names::ABORT, to_data(&GrantRef::from(&current)));
-                    rec.complete(abort_id, names::ABORT, Phase::Info, json!({ "reason": e.to_string() }));
-                }
-                return;
-            }
+            None
         }
     }
 }

@@ -10,16 +10,44 @@ use super::fault::{FaultProfile, DEFAULT_KINDS};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The checkers an `[expect]` or `[explore.expect]` table may name, in the order the checkers
-/// run.
-pub const CHECKERS: &[&str] = &[
-    "mutual-exclusion",
-    "stale-write",
-    "lost-update",
-    "token-order",
-    "lease-validity",
-    "ownership",
-];
+/// The registry of checkers, the one list every other list of them is made from: one line per
+/// checker, in report order — its module in `crate::checker`, its type there (and its
+/// `CheckerName` variant), its name in scenario files and reports. It lives here, below the
+/// checkers, because scenario files name checkers ([`CHECKERS`]); `crate::checker` makes its
+/// modules, `CheckerName`, `ALL` and the checker table from it. Adding a checker is one file in
+/// `crate::checker` plus one line here.
+///
+/// Called with the name of a macro that takes the list.
+macro_rules! checker_registry {
+    ($callback:ident) => {
+        $callback! {
+            mutual_exclusion MutualExclusion "mutual-exclusion",
+            stale_write StaleWrite "stale-write",
+            lost_update LostUpdate "lost-update",
+            token_order TokenOrder "token-order",
+            lease_validity LeaseValidity "lease-validity",
+            ownership Ownership "ownership",
+            spurious_loss SpuriousLoss "spurious-loss",
+        }
+    };
+}
+pub(crate) use checker_registry;
+
+/// The names of the registry, in its order.
+macro_rules! checker_names {
+    ($($module:ident $variant:ident $name:literal,)*) => {
+        /// The checkers an `[expect]` or `[explore.expect]` table may name, in the order the
+        /// checkers run (the registry's order).
+        pub const CHECKERS: &[&str] = &[$($name,)*];
+    };
+}
+checker_registry!(checker_names);
+
+/// Checkers a correct lock keeps in every story, whatever the faults: a scenario whose `[expect]`
+/// (or `[explore.expect]`) names some checker expects these `valid` (`none-invalid`) unless it
+/// names them too — so a checker added to the registry leaves no row of an existing file
+/// unchecked.
+pub const VALID_UNLESS_NAMED: &[&str] = &["spurious-loss"];
 
 /// The `[expect]` key of the progress (liveness) verdict: `valid` when some client that wanted the lock got
 /// it (the default expectation of every scenario), `invalid` when clients wanted it and nobody

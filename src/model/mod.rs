@@ -26,8 +26,10 @@ pub mod script;
 pub mod units;
 pub mod verdict;
 
+pub(crate) use expect::checker_registry;
 pub use expect::{
     ExploreExpect, ExploreSpec, CHECKERS, DEFAULT_EXPLORE_SEEDS, LIVENESS, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS,
+    VALID_UNLESS_NAMED,
 };
 pub use fault::{FaultProfile, DEFAULT_KINDS, GENERATED_KINDS, OPT_IN_KINDS};
 pub use lock::{
@@ -39,7 +41,7 @@ pub use scenario::{
     ClientSpec, NetworkSpec, NodeSpec, Scenario, TasksSpec, WorkMode, WorkMs, WorkloadSpec, RESOURCE_NODE,
 };
 pub use script::{
-    Arithmetic, OnRenewFailure, Renewal, ScriptAction, ScriptOp, ScriptSpec, ScriptStep, Success, ValidityPolicy,
-    ValuePolicy, ValueStorage, Wait, PLACEHOLDERS,
+    Arithmetic, OnRenewFailure, Renewal, RenewalAfterRelease, ScriptAction, ScriptOp, ScriptSpec, ScriptStep, Success,
+    ValidityFrom, ValidityPolicy, ValuePolicy, ValueStorage, Wait, PLACEHOLDERS,
 };
 pub use verdict::Verdict;

@@ -340,6 +340,43 @@ impl ClientSpec {
 }
 
 impl Scenario {
+    /// What a scenario file used only for its lock's algorithm (`explore --against FILE`) says
+    /// differently from `template`, which keeps its own: each part by its name in scenario files.
+    /// Empty when the file differs only in its name, description, `[expect]` (its own story's
+    /// verdicts, not a setting of the run) and `[lock]` algorithm settings.
+    pub fn parts_kept_from(&self, template: &Scenario) -> Vec<&'static str> {
+        let (a, b) = (self, template);
+        [
+            (a.lock.key != b.lock.key, "lock.key"),
+            (a.lock.ttl_ms != b.lock.ttl_ms, "lock.ttl_ms"),
+            (
+                a.lock.fencing != b.lock.fencing || a.lock.fencing_master != b.lock.fencing_master,
+                "lock.fencing",
+            ),
+            (
+                a.lock.request_timeout_ms != b.lock.request_timeout_ms
+                    || a.lock.connect_timeout_ms != b.lock.connect_timeout_ms,
+                "lock's timeouts",
+            ),
+            (
+                a.masters != b.masters || a.resource != b.resource || a.deployment != b.deployment,
+                "[topology]",
+            ),
+            (a.network != b.network, "[network]"),
+            (a.workload != b.workload, "[workload]"),
+            (a.clients != b.clients, "[[client]]"),
+            (a.faults != b.faults, "[[fault]]"),
+            (a.explore != b.explore, "[explore]"),
+            (
+                a.seed != b.seed || a.duration_ms != b.duration_ms || a.tick_ms != b.tick_ms,
+                "seed/duration_ms/tick_ms",
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(differs, part)| differs.then_some(part))
+        .collect()
+    }
+
     /// The world settings of this scenario (the rest at [`WorldConfig::default`]).
     pub(crate) fn world_config(&self) -> WorldConfig {
         WorldConfig {

@@ -19,6 +19,10 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
         "the grant's fencing token, or empty without one (extend and release only: tokens are taken after the grant)",
     ),
     ("{client}", "the client node's name"),
+    (
+        "{now_ms}",
+        "the client's own wall-clock reading when the step is sent, ms since the Unix epoch (a lock that judges expiry on the client's clock)",
+    ),
 ];
 
 /// The default release: a compare-and-delete (`KEYS[1]` = key, `ARGV[1]` = value).
@@ -52,8 +56,19 @@ pub struct ScriptSpec {
     pub drift_factor: f64,
     /// Which clock times the acquisition.
     pub clock: ClockKind,
-    /// Refuse a quorum whose validity is not positive (the post-quorum re-check).
+    /// Refuse an acquisition whose validity is not positive (the post-quorum re-check; the
+    /// `acquire_recheck` key, or `validity_recheck` for both operations).
     pub validity_recheck: bool,
+    /// Refuse an extension whose validity is not positive, when it differs from
+    /// [`validity_recheck`](Self::validity_recheck) (`None`: the same; the `extend_recheck` key).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extend_recheck: Option<bool>,
+    /// Where a retried acquisition counts its elapsed time from.
+    #[serde(skip_serializing_if = "ValidityFrom::is_this_attempt")]
+    pub validity_from: ValidityFrom,
+    /// What stopping the renewal at the release does to a renewal already armed.
+    #[serde(skip_serializing_if = "RenewalAfterRelease::is_cancelled")]
+    pub renewal_after_release: RenewalAfterRelease,
     /// How `ttl − elapsed − drift` is computed.
     pub validity_arithmetic: Arithmetic,
     /// Retries of a failed acquisition inside one acquire call; −1 retries forever.
@@ -206,6 +221,11 @@ impl Success {
 }
 
 impl ScriptSpec {
+    /// Whether an extension whose validity is not positive is refused.
+    pub fn extend_rechecks(&self) -> bool {
+        self.extend_recheck.unwrap_or(self.validity_recheck)
+    }
+
     /// Whether the acquire operation issues the grant's fencing token (a step whose success
     /// reply is `token`).
     pub fn issues_tokens(&self) -> bool {
@@ -352,6 +372,9 @@ pub enum OnRenewFailure {
     Abort,
     /// Ignore it: renewal stops, the work goes on and writes.
     KeepWorking,
+    /// Keep the renewal schedule without telling the holder: the next renewal comes on time (with
+    /// the last grant that was confirmed), the work goes on and writes.
+    KeepSchedule,
 }
 
 impl OnRenewFailure {
@@ -360,6 +383,65 @@ impl OnRenewFailure {
         match self {
             OnRenewFailure::Abort => "abort",
             OnRenewFailure::KeepWorking => "keep-working",
+            OnRenewFailure::KeepSchedule => "keep-schedule",
         }
+    }
+}
+
+/// Where a retried acquisition counts the elapsed time of its validity from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ValidityFrom {
+    /// The start of the attempt that reached the quorum (the Redlock algorithm).
+    #[default]
+    ThisAttempt,
+    /// The start of the acquire call's first attempt: after retries the lock counts the time of
+    /// the earlier, failed attempts against a lease it has just taken, and may call a fresh lock
+    /// expired (node-redlock #169/#299).
+    FirstAttempt,
+}
+
+impl ValidityFrom {
+    /// The name in scenario files.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ValidityFrom::ThisAttempt => "this-attempt",
+            ValidityFrom::FirstAttempt => "first-attempt",
+        }
+    }
+
+    fn is_this_attempt(&self) -> bool {
+        *self == ValidityFrom::ThisAttempt
+    }
+}
+
+/// What becomes of a renewal already armed (its timer set) when the holder stops the renewal to
+/// release the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RenewalAfterRelease {
+    /// Stopping cancels it (nothing is sent after the release).
+    #[default]
+    Cancelled,
+    /// It still runs, after the release; its failure is not reported (the lock knows it was
+    /// released: redis-semaphore's fix, #206).
+    RunsQuietly,
+    /// It still runs, after the release, and its failure — the key is gone — is reported to the
+    /// holder as a lost lock (redis-semaphore #205).
+    RunsAndReports,
+}
+
+impl RenewalAfterRelease {
+    /// The name in scenario files.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RenewalAfterRelease::Cancelled => "cancelled",
+            RenewalAfterRelease::RunsQuietly => "runs-quietly",
+            RenewalAfterRelease::RunsAndReports => "runs-and-reports",
+        }
+    }
+
+    fn is_cancelled(&self) -> bool {
+        *self == RenewalAfterRelease::Cancelled
     }
 }

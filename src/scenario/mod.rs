@@ -136,16 +136,20 @@
 //! | `validity`            | `"ttl-minus-drift"` | `none` (the grant claims the whole TTL) or `ttl-minus-drift` |
 //! | `drift_factor`        | `0.01`            | drift = ttl × factor + 2 ms |
 //! | `clock`               | `"monotonic"`     | the clock elapsed time is read from: `monotonic` or `wall` |
-//! | `validity_recheck`    | `true`            | refuse a quorum whose validity is not positive |
+//! | `validity_recheck`    | `true`            | refuse a quorum whose validity is not positive (sets both re-checks below) |
+//! | `acquire_recheck`     | `validity_recheck` | the acquisition's re-check alone (must agree with a written `validity_recheck`) |
+//! | `extend_recheck`      | `validity_recheck` | the extension's re-check alone |
+//! | `validity_from`       | `"this-attempt"`  | where a retried acquisition counts elapsed time from: `this-attempt` or `first-attempt` |
 //! | `validity_arithmetic` | `"signed"`        | `signed` or `wrapping` (unsigned: a negative validity wraps to a huge one) |
 //! | `retry_count`         | `0`               | retries of a failed acquisition inside one acquire; −1 forever |
 //! | `retry_delay_ms`      | `200`             | delay between attempts |
 //! | `retry_jitter_ms`     | `0`               | random extra delay below this |
 //! | `renew`               | `"none"`          | `none`, `every` (period `extend_every_ms`, default ttl/3) or `before-expiry` (`extension_threshold_ms`, default 500) |
-//! | `on_renew_failure`    | `"abort"`         | `abort` (raise the abort signal: the write is skipped) or `keep-working` |
+//! | `on_renew_failure`    | `"abort"`         | `abort` (raise the abort signal: the write is skipped), `keep-working` (renewal stops) or `keep-schedule` (renew on schedule, tell nobody) |
+//! | `renewal_after_release` | `"cancelled"`   | a renewal armed at the release: `cancelled`, `runs-quietly` or `runs-and-reports` (its failure reported as a lost lock); needs `renew` |
 //! | `unlock_on_failure`   | `true`            | after a failed attempt, release where the acquire took or may have taken effect |
 //! | `tasks`               | `1`               | concurrent tasks per client running the workload loop; 1..=16 |
-//! | `share_lock_object`   | `true`            | with `tasks` > 1: all tasks use one lock object (else one each) |
+//! | `share_lock_object`   | `true`            | with `tasks` > 1: all tasks use one lock object (else one each); refused beside `workload.tasks` or `[[client]] tasks`, whose sharing `workload.share_lock_object` sets |
 //! | `wait`                | `"sleep"`         | between attempts: `sleep`, `blpop` (BLPOP `wait_key` on the first master: a push wakes the waiter) or `subscribe` (SUBSCRIBE `wait_key`: a message wakes it); at most `retry_delay_ms` + jitter |
 //! | `wait_key`            | `"{key}:signal"` / `"{key}:channel"` | the list or channel waited on, a template (acquire placeholders) |
 //!
@@ -159,15 +163,15 @@
 //! equal to the lock value); by default `ok` for an acquire command, `positive` for other
 //! commands and `one` for scripts. `retries` and `retry_delay_ms` (default 0 and 100) retry the
 //! whole operation after an unknown outcome. Placeholders: `{key}`, `{value}`, `{ttl_ms}`
-//! (not in release), `{token}` (the fencing token; not in acquire), `{client}`; `{{` and `}}`
-//! are literal braces. Scripts are compiled at load time with the simulated Redis's Lua: a
+//! (not in release), `{token}` (the fencing token; not in acquire), `{client}`, `{now_ms}` (the
+//! client's wall clock as the step is sent, ms since the epoch); `{{` and `}}` are literal braces. Scripts are compiled at load time with the simulated Redis's Lua: a
 //! syntax error names the file and line (the scenario file's line for an inline script).
 //!
 //! Every attempt sends a step whole, so steps are bounded: a script (inline, or the regular file
 //! `lua_file` names, read as scenario files are) has at most 64 KiB, and a file's scripts at most
 //! 1 MiB in all; a step's command words, or its script's `keys` and `args`, are at most 1,024
 //! and send at most 64 KiB with every placeholder at its longest (`{key}` the lock key, `{value}`
-//! and `{client}` 255 bytes, `{ttl_ms}` and `{token}` 20); each script key and `wait_key` at most
+//! and `{client}` 255 bytes, `{ttl_ms}`, `{token}` and `{now_ms}` 20); each script key and `wait_key` at most
 //! 4 KiB so; an operation has at most 64 `steps`.
 //!
 //! ```toml

@@ -2,8 +2,8 @@
 //! validation. Unknown keys are rejected here.
 
 use crate::model::{
-    Algorithm, Arithmetic, ClockKind, ExploreExpect, Fencing, OnRenewFailure, ValidityPolicy, ValuePolicy,
-    ValueStorage, Verdict, WorkMs,
+    Algorithm, Arithmetic, ClockKind, ExploreExpect, Fencing, OnRenewFailure, RenewalAfterRelease, ValidityFrom,
+    ValidityPolicy, ValuePolicy, ValueStorage, Verdict, WorkMs,
 };
 use lockstep_sim::{DelayClock, FencingMode, Persistence};
 use serde::{Deserialize, Deserializer};
@@ -150,6 +150,10 @@ pub(super) struct RawLock {
     pub value_storage: Option<ValueStorage>,
     pub validity: Option<ValidityPolicy>,
     pub validity_recheck: Option<bool>,
+    pub acquire_recheck: Option<bool>,
+    pub extend_recheck: Option<bool>,
+    pub validity_from: Option<ValidityFrom>,
+    pub renewal_after_release: Option<RenewalAfterRelease>,
     pub validity_arithmetic: Option<Arithmetic>,
     pub renew: Option<String>,
     pub on_renew_failure: Option<OnRenewFailure>,

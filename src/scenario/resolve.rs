@@ -395,6 +395,15 @@ impl Ctx<'_> {
             }
             expect.insert(checker, verdict);
         }
+        // A file that states what the checkers find expects the ones a correct lock keeps in
+        // every story valid unless it names them (a checker added later leaves its rows checked).
+        if expect.keys().any(|c| CHECKERS.contains(&c.as_str())) {
+            for checker in crate::model::VALID_UNLESS_NAMED {
+                expect
+                    .entry(checker.to_string())
+                    .or_insert(crate::model::Verdict::Valid);
+            }
+        }
         let explore = raw.explore.map(|e| self.explore(e)).transpose()?;
         if let Some(other) = &raw.compare_with {
             check_scenario_name(other).map_err(|m| self.err(&key("compare_with"), m))?;
@@ -477,6 +486,13 @@ impl Ctx<'_> {
                 ));
             }
             spec.expect.insert(checker, expected);
+        }
+        if !spec.expect.is_empty() {
+            for checker in crate::model::VALID_UNLESS_NAMED {
+                spec.expect
+                    .entry(checker.to_string())
+                    .or_insert(crate::model::ExploreExpect::NoneInvalid);
+            }
         }
         Ok(spec)
     }

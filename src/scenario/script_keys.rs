@@ -32,7 +32,22 @@ pub const SCRIPT_LOCK_KEYS: &[(&str, &str, &str)] = &[
     (
         "validity_recheck",
         "true",
-        "refuse a quorum whose validity is not positive",
+        "refuse a quorum whose validity is not positive (sets both re-checks below)",
+    ),
+    (
+        "acquire_recheck",
+        "validity_recheck",
+        "the acquisition's re-check alone (must agree with validity_recheck when both are written)",
+    ),
+    (
+        "extend_recheck",
+        "validity_recheck",
+        "the extension's re-check alone: refuse an extension whose validity is not positive",
+    ),
+    (
+        "validity_from",
+        "this-attempt",
+        "where a retried acquisition counts elapsed time from: this-attempt | first-attempt (node-redlock #299)",
     ),
     (
         "validity_arithmetic",
@@ -54,7 +69,12 @@ pub const SCRIPT_LOCK_KEYS: &[(&str, &str, &str)] = &[
     (
         "on_renew_failure",
         "abort",
-        "abort (raise the abort signal: no write) | keep-working",
+        "abort (raise the abort signal: no write) | keep-working (renewal stops) | keep-schedule (renew on schedule, tell nobody)",
+    ),
+    (
+        "renewal_after_release",
+        "cancelled",
+        "a renewal armed at the release: cancelled | runs-quietly | runs-and-reports (its failure reported as a lost lock; redis-semaphore #205)",
     ),
     (
         "unlock_on_failure",

@@ -1,6 +1,9 @@
 //! A scenario written back as an explicit TOML file.
 
-use crate::model::{AlgorithmSpec, Renewal, Scenario, ScriptAction, ScriptSpec, ScriptStep, Wait, WorkMode, WorkMs};
+use crate::model::{
+    AlgorithmSpec, Renewal, RenewalAfterRelease, Scenario, ScriptAction, ScriptSpec, ScriptStep, ValidityFrom, Wait,
+    WorkMode, WorkMs,
+};
 use std::fmt::Write;
 
 /// A TOML string literal.
@@ -151,6 +154,20 @@ fn write_script(out: &mut String, sc: &ScriptSpec) {
     let _ = writeln!(out, "drift_factor = {}", toml::Value::Float(sc.drift_factor));
     let _ = writeln!(out, "clock = {}", quote(sc.clock.name()));
     let _ = writeln!(out, "validity_recheck = {}", sc.validity_recheck);
+    // The newer keys only when they are not the defaults, so files written before stay as they were.
+    if let Some(extend) = sc.extend_recheck {
+        let _ = writeln!(out, "extend_recheck = {extend}");
+    }
+    if sc.validity_from != ValidityFrom::ThisAttempt {
+        let _ = writeln!(out, "validity_from = {}", quote(sc.validity_from.name()));
+    }
+    if sc.renewal_after_release != RenewalAfterRelease::Cancelled {
+        let _ = writeln!(
+            out,
+            "renewal_after_release = {}",
+            quote(sc.renewal_after_release.name())
+        );
+    }
     let _ = writeln!(out, "validity_arithmetic = {}", quote(sc.validity_arithmetic.name()));
     let _ = writeln!(out, "retry_count = {}", sc.retry_count);
     let _ = writeln!(out, "retry_delay_ms = {}", sc.retry_delay_ms);

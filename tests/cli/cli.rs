@@ -211,3 +211,37 @@ fn run_given_a_directory_points_to_the_files_and_to_ci() {
         "{err}"
     );
 }
+
+/// Issue 42 item 8: `explore --against FILE` uses only the file's `[lock]` algorithm; when the
+/// file says more (another workload, other faults), stderr names what is not used. A fixed twin
+/// that differs only in its lock gets no such note.
+#[test]
+fn explore_against_a_file_names_what_it_does_not_use() {
+    let (_, _, err) = lockstep(&[
+        "explore",
+        "scenarios/bug-renewal-failure-ignored.toml",
+        "--against",
+        "scenarios/bug-release-no-owner-check-safe.toml",
+        "--seeds",
+        "1",
+        "--shrink",
+        "0",
+        "--quiet",
+    ]);
+    assert!(err.contains("only its [lock] algorithm settings are used"), "{err}");
+    for part in ["[topology]", "[[client]]", "[[fault]]"] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
+    let (_, _, err) = lockstep(&[
+        "explore",
+        "scenarios/bug-release-no-owner-check.toml",
+        "--against",
+        "scenarios/bug-release-no-owner-check-safe.toml",
+        "--seeds",
+        "1",
+        "--shrink",
+        "0",
+        "--quiet",
+    ]);
+    assert!(!err.contains("algorithm settings are used"), "{err}");
+}

@@ -63,9 +63,11 @@ fn a_write_in_flight_keeps_the_holders_turn_past_its_abort() {
         "token-order",
         "lease-validity",
         "ownership",
+        "spurious-loss",
     ];
     let expected = [
         Verdict::Invalid,
+        Verdict::Valid,
         Verdict::Valid,
         Verdict::Valid,
         Verdict::Valid,

@@ -60,6 +60,13 @@ const PAIRS: &[(&str, &[&str])] = &[
         &["mutual-exclusion", "stale-write", "lost-update"],
     ),
     ("bug-shared-lock-object", &["mutual-exclusion"]),
+    // Issue 42 item 7: three bugs from lock libraries' trackers.
+    ("bug-validity-first-attempt", &["spurious-loss"]),
+    ("bug-renewal-races-release", &["spurious-loss"]),
+    (
+        "bug-expiry-client-clock",
+        &["mutual-exclusion", "ownership", "stale-write", "lost-update"],
+    ),
 ];
 
 #[test]
@@ -314,4 +321,130 @@ fn a_release_with_another_grants_value_is_visible_in_the_history_and_the_timelin
     // Successful extensions are on the timeline.
     let (_, watchdog, _) = lockstep(&["run", "scenarios/bug-shared-lock-object-safe.toml"]);
     assert!(watchdog.contains("extended \"lock\" validity="));
+}
+
+/// Issue 42 item 7: the new script-lock options load, round-trip, and refuse bad values with the
+/// file, the line and the field.
+#[test]
+fn the_library_bug_options_load_and_bad_values_name_file_line_and_field() {
+    let good = scenario_with(
+        "renew = \"every\"\nvalidity_from = \"first-attempt\"\nacquire_recheck = false\nextend_recheck = true\n\
+         on_renew_failure = \"keep-schedule\"\nrenewal_after_release = \"runs-and-reports\"\n",
+    );
+    let scenario = Scenario::from_str(&good, "good.toml").unwrap_or_else(|e| panic!("{e}"));
+    let script = scenario.lock.script().expect("a script lock");
+    assert!(!script.validity_recheck && script.extend_rechecks());
+    assert_eq!(script.validity_from.name(), "first-attempt");
+    assert_eq!(script.on_renew_failure.name(), "keep-schedule");
+    assert_eq!(script.renewal_after_release.name(), "runs-and-reports");
+    let back = Scenario::from_str(&scenario.to_toml(), "written.toml").unwrap();
+    assert_eq!(back, scenario);
+
+    for (extra, line, field, says) in [
+        (
+            "validity_from = \"second-attempt\"",
+            9,
+            "lock.validity_from",
+            "second-attempt",
+        ),
+        ("on_renew_failure = \"shrug\"", 9, "lock.on_renew_failure", "shrug"),
+        (
+            "renewal_after_release = \"later\"",
+            9,
+            "lock.renewal_after_release",
+            "later",
+        ),
+        ("extend_recheck = \"yes\"", 9, "lock.extend_recheck", ""),
+        (
+            "validity_recheck = true\nacquire_recheck = false",
+            10,
+            "lock.acquire_recheck",
+            "contradicts",
+        ),
+        (
+            "renewal_after_release = \"runs-quietly\"",
+            9,
+            "lock.renewal_after_release",
+            "renew",
+        ),
+    ] {
+        let err = error(&scenario_with(extra), "bad.toml");
+        assert_eq!(err.path, "bad.toml", "{extra}: {err}");
+        assert_eq!(err.line, Some(line), "{extra}: {err}");
+        assert_eq!(err.field.as_deref(), Some(field), "{extra}: {err}");
+        assert!(err.message.contains(says), "{extra}: {err}");
+    }
+    let err = error(
+        &scenario_with("[lock.acquire]\ncommand = [\"SET\", \"{key}\", \"{now}\"]"),
+        "bad.toml",
+    );
+    assert!(err.message.contains("{now_ms}"), "the placeholders are listed: {err}");
+}
+
+/// Issue 42 item 8: `lock.share_lock_object` beside tasks that `[[client]] tasks` or
+/// `[workload] tasks` set would be ignored; it is refused, naming the file, line and field.
+#[test]
+fn a_lock_share_setting_the_workloads_tasks_would_ignore_is_refused() {
+    let base = "name = \"bad\"\ndescription = \"d\"\n\n[topology]\nmasters = 1\n\n[lock]\nalgorithm = \"script\"\nshare_lock_object = false\n";
+    let client = format!("{base}\n[[client]]\nname = \"client-1\"\ntasks = 2\n");
+    let err = error(&client, "tasks.toml");
+    assert_eq!(err.line, Some(9), "{err}");
+    assert_eq!(err.field.as_deref(), Some("lock.share_lock_object"), "{err}");
+    assert!(err.message.contains("client[0].tasks"), "{err}");
+    assert!(err.message.contains("[workload] share_lock_object"), "{err}");
+    let workload = format!("{base}\n[workload]\ntasks = 2\n");
+    let err = error(&workload, "tasks.toml");
+    assert_eq!(err.field.as_deref(), Some("lock.share_lock_object"), "{err}");
+    assert!(err.message.contains("workload.tasks"), "{err}");
+    // The lock's own tasks still take it.
+    let own = "name = \"ok\"\ndescription = \"d\"\n\n[topology]\nmasters = 1\n\n[lock]\nalgorithm = \"script\"\ntasks = 2\nshare_lock_object = false\n";
+    assert!(Scenario::from_str(own, "ok.toml").is_ok());
+}
+
+/// Issue 42 item 7: the late renewal of `renewal_after_release = "runs-and-reports"` is recorded
+/// after the release, and its abort is what `spurious-loss` cites; the quiet twin records the
+/// failed renewal and no abort.
+#[test]
+fn a_renewal_after_the_release_is_reported_or_dropped() {
+    let buggy = run("bug-renewal-races-release.toml");
+    let result = buggy.results.iter().find(|r| r.checker == "spurious-loss").unwrap();
+    assert!(
+        result.explanation.contains("client-1 reported the loss"),
+        "{}",
+        result.explanation
+    );
+    assert_eq!(result.witness.len(), 2);
+    let safe = run("bug-renewal-races-release-safe.toml");
+    let text = serde_json::to_string(&safe.history).unwrap();
+    assert!(!text.contains("\"abort\""), "no abort in the quiet twin");
+}
+
+/// Issue 42 item 7: `on_renew_failure = "keep-schedule"` says nothing about a failed renewal and
+/// renews again on schedule: the renewal cut off at 3 s fails, the one at 6 s keeps the lock, no
+/// abort is recorded, and client-2 waits for the release (with `keep-working` the lock expired).
+#[test]
+fn keep_schedule_renews_on_after_a_failed_renewal_without_telling_the_holder() {
+    let text = std::fs::read_to_string(scenarios_dir().join("bug-renewal-failure-ignored.toml"))
+        .unwrap()
+        .replace(
+            "on_renew_failure = \"keep-working\"",
+            "on_renew_failure = \"keep-schedule\"",
+        );
+    let mut scenario = Scenario::from_str(&text, "keep-schedule.toml").unwrap();
+    scenario.expect.clear();
+    let run = run_scenario(&scenario, None).expect("the world runs");
+    let history = serde_json::to_value(&run.history).unwrap().to_string();
+    assert!(!history.contains("\"abort\""), "the holder is never told");
+    let extends: Vec<&str> = history.matches("\"extend\"").collect();
+    assert!(
+        extends.len() >= 6,
+        "renewals go on after the failed one: {}",
+        extends.len()
+    );
+    assert_eq!(
+        run.verdict("mutual-exclusion"),
+        Some(Verdict::Valid),
+        "{:?}",
+        run.results
+    );
 }

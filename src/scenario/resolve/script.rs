@@ -11,8 +11,8 @@ use super::super::{
 };
 use super::Ctx;
 use crate::model::{
-    Arithmetic, ClockKind, OnRenewFailure, Renewal, ScriptAction, ScriptOp, ScriptSpec, ScriptStep, Success,
-    ValidityPolicy, ValuePolicy, ValueStorage, Wait, PLACEHOLDERS,
+    Arithmetic, ClockKind, OnRenewFailure, Renewal, RenewalAfterRelease, ScriptAction, ScriptOp, ScriptSpec,
+    ScriptStep, Success, ValidityPolicy, ValuePolicy, ValueStorage, Wait, PLACEHOLDERS,
 };
 use std::path::{Component, Path, PathBuf};
 
@@ -24,6 +24,10 @@ const SCRIPT_KEYS: &[&str] = &[
     "value_storage",
     "validity",
     "validity_recheck",
+    "acquire_recheck",
+    "extend_recheck",
+    "validity_from",
+    "renewal_after_release",
     "validity_arithmetic",
     "renew",
     "on_renew_failure",
@@ -175,7 +179,7 @@ fn expanded_max(template: &str, key_len: usize) -> usize {
             "{key}" => key_len,
             "{value}" => MAX_NODE_NAME_BYTES.max(40),
             "{client}" => MAX_NODE_NAME_BYTES,
-            "{ttl_ms}" | "{token}" => 20,
+            "{ttl_ms}" | "{token}" | "{now_ms}" => 20,
             other => other.len(),
         };
         rest = &tail[end + 1..];
@@ -225,6 +229,10 @@ impl Ctx<'_> {
             raw.value_storage.is_some(),
             raw.validity.is_some(),
             raw.validity_recheck.is_some(),
+            raw.acquire_recheck.is_some(),
+            raw.extend_recheck.is_some(),
+            raw.validity_from.is_some(),
+            raw.renewal_after_release.is_some(),
             raw.validity_arithmetic.is_some(),
             raw.renew.is_some(),
             raw.on_renew_failure.is_some(),
@@ -318,6 +326,17 @@ impl Ctx<'_> {
         if tasks == 0 || tasks > MAX_TASKS {
             return Err(self.err(&path("tasks"), format!("{tasks}: must be between 1 and {MAX_TASKS}")));
         }
+        let (validity_recheck, extend_recheck) = self.rechecks(raw)?;
+        let renewal_after_release = raw.renewal_after_release.unwrap_or_default();
+        if renewal_after_release != RenewalAfterRelease::Cancelled && renewal == Renewal::None {
+            return Err(self.err(
+                &path("renewal_after_release"),
+                format!(
+                    "`{}` is about a renewal armed at the release: it needs renew = \"every\" or \"before-expiry\"",
+                    renewal_after_release.name()
+                ),
+            ));
+        }
         let wait = self.wait(raw, key_len)?;
         let acquire = self.op(raw.acquire.take(), OpKind::Acquire, key_len)?;
         let extend = self.op(raw.extend.take(), OpKind::Extend, key_len)?;
@@ -333,7 +352,10 @@ impl Ctx<'_> {
             validity: raw.validity.unwrap_or(ValidityPolicy::TtlMinusDrift),
             drift_factor: raw.drift_factor.unwrap_or(0.01),
             clock: raw.clock.unwrap_or(ClockKind::Monotonic),
-            validity_recheck: raw.validity_recheck.unwrap_or(true),
+            validity_recheck,
+            extend_recheck,
+            validity_from: raw.validity_from.unwrap_or_default(),
+            renewal_after_release,
             validity_arithmetic: raw.validity_arithmetic.unwrap_or(Arithmetic::Signed),
             retry_count: raw.retry_count.unwrap_or(0),
             retry_delay_ms: raw.retry_delay_ms.unwrap_or(200),
@@ -345,6 +367,26 @@ impl Ctx<'_> {
             share_lock_object: raw.share_lock_object.unwrap_or(true),
             wait,
         })
+    }
+
+    /// The acquisition's and the extension's re-checks: `validity_recheck` sets both,
+    /// `acquire_recheck` and `extend_recheck` each one (both `validity_recheck` and
+    /// `acquire_recheck` written, and different, is an error). The extension's is `None` when it
+    /// is the acquisition's.
+    fn rechecks(&self, raw: &RawLock) -> Result<(bool, Option<bool>), ScenarioError> {
+        if let (Some(both), Some(acquire)) = (raw.validity_recheck, raw.acquire_recheck) {
+            if both != acquire {
+                return Err(self.err(
+                    &FieldPath::keys(&["lock", "acquire_recheck"]),
+                    format!(
+                        "{acquire} contradicts validity_recheck = {both} (which sets both re-checks): write one of them"
+                    ),
+                ));
+            }
+        }
+        let acquire = raw.acquire_recheck.or(raw.validity_recheck).unwrap_or(true);
+        let extend = raw.extend_recheck.or(raw.validity_recheck).unwrap_or(true);
+        Ok((acquire, (extend != acquire).then_some(extend)))
     }
 
     /// How a failed attempt waits (`wait`, `wait_key`).

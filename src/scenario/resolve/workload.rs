@@ -40,6 +40,10 @@ fn check_tasks(tasks: u32) -> Result<u32, String> {
     }
 }
 
+/// The start of the error for `lock.share_lock_object` beside tasks the workload sets.
+const SHARE_UNUSED: &str =
+    "not used: it applies to the script lock's own tasks (`lock.tasks`), and the tasks here come from";
+
 const BOTH_TASKS: &str = "also set by `lock.tasks` (the script lock's own); write it in one place";
 
 impl Ctx<'_> {
@@ -133,6 +137,12 @@ impl Ctx<'_> {
                 "the tasks are the script lock's (`lock.tasks`): write `lock.share_lock_object` instead",
             ));
         }
+        if raw.tasks.is_some() && lock_tasks.share_lock_object {
+            return Err(self.err(
+                &FieldPath::keys(&["lock", "share_lock_object"]),
+                format!("{SHARE_UNUSED} `workload.tasks`; write `[workload] share_lock_object` instead"),
+            ));
+        }
         let tasks = match raw.tasks {
             Some(tasks) => Some(TasksSpec {
                 tasks: check_tasks(tasks).map_err(|m| self.err(&path("tasks"), m))?,
@@ -178,6 +188,19 @@ impl Ctx<'_> {
             if let Some(tasks) = client.tasks {
                 if lock_tasks.tasks {
                     return Err(self.err(&base.key("tasks"), BOTH_TASKS));
+                }
+                // The tasks of `[[client]] tasks` share the client's lock object as
+                // `[workload] share_lock_object` says (by default they do): the lock's own key
+                // would be silently ignored.
+                if lock_tasks.share_lock_object {
+                    return Err(self.err(
+                        &FieldPath::keys(&["lock", "share_lock_object"]),
+                        format!(
+                            "{SHARE_UNUSED} `client[{index}].tasks` (client {:?}); write `[workload] share_lock_object` \
+                             instead",
+                            client.name
+                        ),
+                    ));
                 }
                 check_tasks(tasks).map_err(|m| self.err(&base.key("tasks"), m))?;
             }

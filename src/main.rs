@@ -216,12 +216,20 @@ fn cmd_merge(inputs: &[PathBuf], out: Option<&Path>, report_dir: Option<&Path>) 
     }
     let texts = files::read_texts(inputs)?;
     match merge_texts(&texts, report_dir).map_err(AppError::BadInput)? {
-        Merged::Reports { report, parts } => {
+        Merged::Reports {
+            report,
+            parts,
+            histories,
+            warnings,
+        } => {
+            for warning in &warnings {
+                emit::stderr_line(&format!("warning: {warning}"));
+            }
             if let Some(out) = out {
                 write_atomic(out, report.to_json().as_bytes()).map_err(AppError::Io)?;
             }
             match report_dir {
-                Some(dir) => finish_report(&report, dir, &BTreeMap::new()),
+                Some(dir) => finish_report(&report, dir, &histories),
                 None => {
                     say(&console::merged_text(&report, parts))?;
                     Ok(report.outcome())

@@ -1,0 +1,180 @@
+//! What a reader of a report directory sees first and follows (issue 43): merged shard reports
+//! carry every run's history and interactive timeline, as an unsharded run's report does; a
+//! report leads with its verdict; the interactive timeline labels every fault and violation;
+//! tables group repeated rows and anchor every section.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::common::{self, lockstep};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A directory of scenario files for a small gate: the Kleppmann pair and the exploration
+/// scenario cut to `seeds` seeds (so that two shards each explore some).
+fn small_scenarios(name: &str, seeds: u64) -> common::TempPath {
+    let dir = common::TempPath::dir("report-views", name);
+    for file in ["kleppmann-gc-pause.toml", "kleppmann-gc-pause-fenced.toml"] {
+        std::fs::copy(root().join("scenarios").join(file), dir.join(file)).unwrap();
+    }
+    let explore = std::fs::read_to_string(root().join("scenarios/explore-token-release-pause-crash.toml")).unwrap();
+    assert!(
+        explore.contains("\nseeds = 80\n"),
+        "the exploration scenario's seed count moved"
+    );
+    std::fs::write(
+        dir.join("explore-token-release-pause-crash.toml"),
+        explore.replace("\nseeds = 80\n", &format!("\nseeds = {seeds}\n")),
+    )
+    .unwrap();
+    dir
+}
+
+/// Every file under `dir`, relative to it, `/`-separated.
+fn files_under(dir: &Path) -> BTreeSet<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeSet<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let rel = path.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
+                out.insert(rel);
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// The links from `index.html` to a run's interactive timeline.
+fn timeline_links(dir: &Path) -> Vec<String> {
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    html.match_indices("href=\"runs/")
+        .map(|(at, _)| {
+            let rest = &html[at + 6..];
+            rest[..rest.find('"').unwrap()].to_string()
+        })
+        .filter(|link| link.ends_with("/timeline.html"))
+        .collect::<BTreeSet<String>>()
+        .into_iter()
+        .collect()
+}
+
+fn ci(dir: &Path, out: &Path, shard: Option<&str>) {
+    let mut args = vec![
+        "ci",
+        dir.to_str().unwrap(),
+        "--report",
+        out.to_str().unwrap(),
+        "--quiet",
+    ];
+    if let Some(shard) = shard {
+        args.extend(["--shard", shard]);
+    }
+    let (code, stdout, stderr) = lockstep(&args);
+    assert!(code == 0 || code == 1, "ci {shard:?}: exit {code}\n{stdout}\n{stderr}");
+}
+
+/// Issue 43, item 5: `lockstep ci --shard 1/2`, `--shard 2/2` and `lockstep merge --report`
+/// give the same per-run files (`runs/NAME/history.jsonl`, `runs/NAME/timeline.html`, the
+/// viewer) and the same timeline links in `index.html` as one unsharded `lockstep ci`.
+#[test]
+fn merged_shard_reports_carry_every_runs_history_and_timeline() {
+    let scenarios = small_scenarios("merge", 6);
+    let whole = common::TempPath::unused("report-views", "whole");
+    ci(&scenarios, &whole, None);
+    let shards: Vec<common::TempPath> = (1..=2)
+        .map(|k| {
+            let out = common::TempPath::unused("report-views", &format!("shard-{k}"));
+            ci(&scenarios, &out, Some(&format!("{k}/2")));
+            out
+        })
+        .collect();
+    let merged = common::TempPath::unused("report-views", "merged");
+    let (code, stdout, stderr) = lockstep(&[
+        "merge",
+        shards[0].join("report.json").to_str().unwrap(),
+        shards[1].join("report.json").to_str().unwrap(),
+        "--report",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(code == 0 || code == 1, "merge: exit {code}\n{stdout}\n{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+
+    let per_run = |dir: &Path| -> BTreeSet<String> {
+        files_under(dir)
+            .into_iter()
+            .filter(|f| f.starts_with("runs/") || f.starts_with("viewer."))
+            .collect()
+    };
+    let expected = per_run(&whole);
+    assert_eq!(
+        expected.iter().filter(|f| f.ends_with("/history.jsonl")).count(),
+        3,
+        "{expected:?}"
+    );
+    assert_eq!(per_run(&merged), expected);
+    // Each history reads back to the digest the merged report states for its run.
+    for name in [
+        "kleppmann-gc-pause",
+        "kleppmann-gc-pause-fenced",
+        "explore-token-release-pause-crash",
+    ] {
+        let a = std::fs::read(whole.join(format!("runs/{name}/history.jsonl"))).unwrap();
+        let b = std::fs::read(merged.join(format!("runs/{name}/history.jsonl"))).unwrap();
+        assert!(a == b, "{name}: the merged history differs from the unsharded one");
+    }
+    let links = timeline_links(&whole);
+    assert_eq!(links.len(), 3, "{links:?}");
+    assert_eq!(timeline_links(&merged), links);
+    // The whole directories: the same files but for the shard-only ones.
+    let all_whole = files_under(&whole);
+    let all_merged = files_under(&merged);
+    assert_eq!(
+        all_merged,
+        all_whole,
+        "{:?}",
+        all_merged.symmetric_difference(&all_whole).collect::<Vec<_>>()
+    );
+}
+
+/// A history that does not read back to its run's digest is left out of the merge, with a
+/// warning naming the file: a shard directory is data, and a timeline must be of its run.
+#[test]
+fn a_tampered_shard_history_is_left_out_of_the_merge_with_a_warning() {
+    let scenarios = small_scenarios("tampered", 2);
+    let shards: Vec<common::TempPath> = (1..=2)
+        .map(|k| {
+            let out = common::TempPath::unused("report-views", &format!("tampered-{k}"));
+            ci(&scenarios, &out, Some(&format!("{k}/2")));
+            out
+        })
+        .collect();
+    let history = shards
+        .iter()
+        .map(|s| s.join("runs/kleppmann-gc-pause/history.jsonl"))
+        .find(|p| p.exists())
+        .expect("one shard ran kleppmann-gc-pause");
+    let text = std::fs::read_to_string(&history).unwrap();
+    let cut: String = text.lines().take(3).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&history, cut).unwrap();
+    let merged = common::TempPath::unused("report-views", "tampered-merged");
+    let (code, _, stderr) = lockstep(&[
+        "merge",
+        shards[0].join("report.json").to_str().unwrap(),
+        shards[1].join("report.json").to_str().unwrap(),
+        "--report",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(code == 0 || code == 1, "{stderr}");
+    assert!(
+        stderr.contains("history.jsonl") && stderr.contains("not this run's history"),
+        "{stderr}"
+    );
+    assert!(!merged.join("runs/kleppmann-gc-pause").exists());
+    assert!(merged.join("runs/kleppmann-gc-pause-fenced/timeline.html").exists());
+}

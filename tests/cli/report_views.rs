@@ -178,3 +178,100 @@ fn a_tampered_shard_history_is_left_out_of_the_merge_with_a_warning() {
     assert!(!merged.join("runs/kleppmann-gc-pause").exists());
     assert!(merged.join("runs/kleppmann-gc-pause-fenced/timeline.html").exists());
 }
+
+/// The data block of a run's `timeline.html` (what the viewer draws), parsed.
+fn timeline_data(out: &Path, run: &str) -> serde_json::Value {
+    let page = std::fs::read_to_string(out.join(format!("runs/{run}/timeline.html"))).unwrap();
+    let start = page.find("id=\"timeline-data\">").unwrap() + "id=\"timeline-data\">".len();
+    let end = start + page[start..].find("</script>").unwrap();
+    serde_json::from_str(&page[start..end]).unwrap()
+}
+
+/// The labels (`t`) of the page's items of class `k`.
+fn labels(data: &serde_json::Value, key: &str, class: &str) -> Vec<String> {
+    data[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["k"] == class)
+        .map(|i| i["t"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Issue 43, item 4: the interactive timeline labels every fault at its time — the 15 s pause of
+/// Kleppmann's scenario, the partitions, a clock jump, a crash — and marks every violation with
+/// its checker, the stale write and the lost update located on the timeline as well as the
+/// overlap of the two holds.
+#[test]
+fn the_interactive_timeline_labels_every_fault_and_every_violation() {
+    let dir = common::TempPath::dir("report-views", "timeline-in");
+    for file in [
+        "kleppmann-gc-pause.toml",
+        "redlock-clock-jump.toml",
+        "redlock-crash-restart.toml",
+    ] {
+        std::fs::copy(root().join("scenarios").join(file), dir.join(file)).unwrap();
+    }
+    let out = common::TempPath::unused("report-views", "timeline-out");
+    ci(&dir, &out, None);
+
+    let k = timeline_data(&out, "kleppmann-gc-pause");
+    assert_eq!(labels(&k, "items", "pause"), ["pause client-1 15 s"]);
+    let violations = labels(&k, "violations", "violation");
+    assert_eq!(
+        violations,
+        [
+            "mutual-exclusion violated",
+            "stale-write violated",
+            "lost-update violated"
+        ],
+        "every invalid checker is a band, the first the overlap of the holds"
+    );
+    let witness = labels(&k, "items", "witness");
+    for checker in ["mutual-exclusion", "stale-write", "lost-update"] {
+        assert!(
+            witness.iter().any(|w| w.starts_with(&format!("{checker}: "))),
+            "no witness mark of {checker}: {witness:?}"
+        );
+    }
+    // The stale write is located at the write the resource accepted from the paused client.
+    let stale: Vec<&serde_json::Value> = k["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["k"] == "witness" && i["t"].as_str().unwrap().starts_with("stale-write: write"))
+        .collect();
+    assert!(!stale.is_empty(), "{witness:?}");
+    let lanes: Vec<&str> = k["lanes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(
+        stale
+            .iter()
+            .any(|i| lanes[i["l"].as_u64().unwrap() as usize] == "client-1"),
+        "the stale write is drawn on the writer's lane"
+    );
+
+    let jump = timeline_data(&out, "redlock-clock-jump");
+    let faults = labels(&jump, "items", "fault");
+    assert!(faults.iter().any(|f| f.starts_with("clock-jump redis-")), "{faults:?}");
+    assert!(
+        faults.iter().any(|f| f.starts_with("partition ") && f.contains(" / ")),
+        "{faults:?}"
+    );
+    assert_eq!(labels(&jump, "violations", "violation").len(), 3);
+
+    let crash = timeline_data(&out, "redlock-crash-restart");
+    let faults = labels(&crash, "items", "fault");
+    assert!(faults.iter().any(|f| f.starts_with("crash redis-")), "{faults:?}");
+    assert!(faults.iter().any(|f| f.starts_with("restart redis-")), "{faults:?}");
+
+    // The viewer draws what the data says: every violation band, fault labels, witness marks.
+    let viewer = std::fs::read_to_string(out.join("viewer.js")).unwrap();
+    for needle in ["DATA.violations", "'fault-label'", "'witness'"] {
+        assert!(viewer.contains(needle), "viewer.js does not draw {needle}");
+    }
+}

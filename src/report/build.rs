@@ -94,6 +94,7 @@ pub(crate) fn scenario_report(file: &Path, scenario: &Scenario, run: &ScenarioRu
         timeline: Some(timeline::TimelineData::from_history(scenario, run, &history)),
         wall_ms,
         compare_with: scenario.compare_with.clone(),
+        classification: super::verdict::Classification::of_file(file),
     }
 }
 
@@ -118,6 +119,7 @@ pub(crate) fn scenario_error_report(file: &Path, scenario: &Scenario, message: S
         timeline: None,
         wall_ms: 0.0,
         compare_with: scenario.compare_with.clone(),
+        classification: super::verdict::Classification::of_file(file),
     }
 }
 

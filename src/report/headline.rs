@@ -170,18 +170,26 @@ pub struct Headline {
     pub unexpected: u64,
     /// Rows with no expectation stated.
     pub no_expectation: u64,
+    /// What the report leads with, when a counterexample is among its rows: the explorer's
+    /// classification of the first such row (a failing one first), as `subject: lead`.
+    pub lead: Option<String>,
 }
 
 /// The explanation a scenario row shows: the first failing check's, else the first invalid
 /// verdict's, else the first check's.
+///
+/// A counterexample's row leads with the explorer's verdict and the checker it rests on
+/// (`IMPLEMENTATION BUG on lease-validity: …`), that checker's explanation next, and the other
+/// failing checkers after it, as following from it ([`super::verdict::Lead`]).
 pub fn row_explanation(s: &ScenarioReport) -> String {
     if let Some(e) = &s.error {
         return e.clone();
     }
-    let check = s
-        .checks
-        .iter()
-        .find(|c| c.status.is_failure())
+    let lead = super::verdict::Lead::of_scenario(s);
+    let check = lead
+        .as_ref()
+        .and_then(|l| s.checks.iter().find(|c| c.checker == l.checker))
+        .or_else(|| s.checks.iter().find(|c| c.status.is_failure()))
         .or_else(|| s.checks.iter().find(|c| c.verdict == Verdict::Invalid))
         .or_else(|| s.checks.first());
     check.map_or_else(String::new, |c| {
@@ -197,7 +205,16 @@ pub fn row_explanation(s: &ScenarioReport) -> String {
                 );
             }
         }
-        text
+        match &lead {
+            Some(lead) => {
+                let mut line = format!("{} on {} — {text}", lead.words, lead.checker);
+                if !lead.following.is_empty() {
+                    line.push_str(&format!("; {}: {}", lead.following_words, lead.following.join(", ")));
+                }
+                line
+            }
+            None => text,
+        }
     })
 }
 
@@ -253,7 +270,15 @@ impl Headline {
                 RowOutcome::NoExpectation => &mut none,
             } += 1;
         }
+        // A failing counterexample first, then any counterexample.
+        let mut classified: Vec<&ScenarioReport> =
+            report.scenarios.iter().filter(|s| s.classification.is_some()).collect();
+        classified.sort_by_key(|s| !s.status.is_failure());
+        let lead = classified
+            .first()
+            .and_then(|s| Some(format!("{}: {}", super::verdict::Lead::of_scenario(s)?.line(), s.name)));
         Headline {
+            lead,
             unsafe_as_expected: unsafe_,
             safe_as_expected: safe,
             unexpected,

@@ -78,6 +78,9 @@ pub(crate) fn index_with(report: &Report, svgs: &BTreeMap<String, String>, runs:
          <style>{}</style></head><body>\n<h1>lockstep safety report</h1>\n",
         style()
     );
+    if let Some(lead) = &headline.lead {
+        let _ = writeln!(out, "<p class=\"lead\"><b>{}</b></p>", escape(lead));
+    }
     let (class, detail) = if headline.ok {
         (
             "pass",

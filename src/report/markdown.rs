@@ -102,6 +102,9 @@ pub fn summary(report: &Report) -> String {
     let mut out = String::new();
     let headline = Headline::of(report);
     let _ = writeln!(out, "# lockstep safety report\n");
+    if let Some(lead) = &headline.lead {
+        let _ = writeln!(out, "**{}**\n", cell(lead));
+    }
     let _ = match headline.detail() {
         Some(detail) => writeln!(
             out,

@@ -49,6 +49,7 @@ pub mod narrative;
 mod staging;
 pub mod sweep;
 pub mod timeline;
+pub mod verdict;
 
 pub use atomic::{check_outputs, check_writable_file, write_atomic, write_json};
 use atomic::{parent_dir, write_file_atomically};

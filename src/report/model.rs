@@ -194,6 +194,11 @@ pub struct ScenarioReport {
     /// The scenario this run is shown beside (the file's `compare_with`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compare_with: Option<String>,
+    /// For a counterexample `lockstep explore` wrote: the explorer's classification of it (an
+    /// implementation bug, or an assumption broken) and the checker it rests on — what the
+    /// report leads with ([`super::verdict`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classification: Option<super::verdict::Classification>,
 }
 
 /// One checker over an exploration's seeds.

@@ -275,3 +275,86 @@ fn the_interactive_timeline_labels_every_fault_and_every_violation() {
         assert!(viewer.contains(needle), "viewer.js does not draw {needle}");
     }
 }
+
+/// Issue 43, item 3: a counterexample the explorer classified as an implementation bug is
+/// reported leading with that verdict and the checker it rests on — the first line of `lockstep
+/// run`, of `lockstep ci`'s output, of summary.md and of index.html — the other failing checkers
+/// listed after it as following from it; a scenario whose violations are the documented ones
+/// says so.
+#[test]
+fn a_counterexample_report_leads_with_the_explorers_verdict() {
+    let cx = common::TempPath::dir("report-views", "cx");
+    let (code, stdout, stderr) = lockstep(&[
+        "explore",
+        root()
+            .join("scenarios/bug-release-no-owner-check.toml")
+            .to_str()
+            .unwrap(),
+        "--bounded",
+        "--seeds",
+        "40",
+        "--out",
+        cx.to_str().unwrap(),
+    ]);
+    assert!(code == 1, "explore: exit {code}\n{stdout}\n{stderr}");
+    assert!(stdout.contains("IMPLEMENTATION BUG"), "{stdout}");
+    let file = std::fs::read_dir(&*cx)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "toml"))
+        .expect("a counterexample file");
+    let checker = "lease-validity";
+    assert!(
+        file.to_string_lossy().ends_with(&format!("-{checker}.toml")),
+        "{file:?}"
+    );
+    let lead = format!("IMPLEMENTATION BUG on {checker} (following from it: mutual-exclusion, ownership)");
+
+    let (_, run, _) = lockstep(&["run", file.to_str().unwrap(), "--quiet"]);
+    assert_eq!(run.lines().next(), Some(lead.as_str()), "{run}");
+
+    std::fs::copy(
+        root().join("scenarios/kleppmann-gc-pause.toml"),
+        cx.join("kleppmann-gc-pause.toml"),
+    )
+    .unwrap();
+    let out = common::TempPath::unused("report-views", "cx-report");
+    let (code, gate, stderr) = lockstep(&["ci", cx.to_str().unwrap(), "--report", out.to_str().unwrap(), "--quiet"]);
+    assert_eq!(code, 1, "{gate}\n{stderr}");
+    let first = gate.lines().next().unwrap();
+    assert!(first.contains(&lead), "{gate}");
+    // The failure line rests on the promised checker, the others after it.
+    let failure = gate.lines().find(|l| l.contains("UNEXPECTED")).unwrap();
+    assert!(
+        failure.contains(&format!(
+            "IMPLEMENTATION BUG on {checker} — {checker} is invalid but expected valid"
+        )) && failure.ends_with("following from it: mutual-exclusion, ownership"),
+        "{failure}"
+    );
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let md_first = md.lines().filter(|l| !l.is_empty()).nth(1).unwrap();
+    assert!(md_first.starts_with("**IMPLEMENTATION BUG on lease-validity"), "{md}");
+    assert!(md.contains("expected / as documented on mutual-exclusion"), "{md}");
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let h1 = html.find("</h1>").unwrap();
+    assert!(
+        html[h1..]
+            .trim_start_matches("</h1>")
+            .trim_start()
+            .starts_with("<p class=\"lead\"><b>IMPLEMENTATION BUG on lease-validity"),
+        "{}",
+        &html[h1..h1 + 300]
+    );
+    // The classification is part of the report: a merge of it leads with it too.
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let classified: Vec<&serde_json::Value> = report["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s.get("classification"))
+        .collect();
+    assert_eq!(classified.len(), 1);
+    assert_eq!(classified[0]["kind"], "implementation-bug");
+    assert_eq!(classified[0]["checker"], checker);
+}

@@ -21,16 +21,34 @@ pub enum Merged {
         report: Box<Report>,
         /// Files merged.
         parts: usize,
-        /// Each run's history, by scenario name, read back from its shard's report directory
-        /// (`runs/NAME/history.jsonl` beside the shard's `report.json`) when it is there and
-        /// its digest is the run's: what the merged directory's `runs/` is written from.
-        histories: BTreeMap<String, lockstep_sim::History>,
-        /// Why a run's history was left out (a file that did not read back to the run's digest).
-        warnings: Vec<String>,
+        /// The runs' histories read back from the shards' report directories.
+        runs: ShardRuns,
     },
     /// Exploration summaries, and warnings for the user (old summaries without a run
     /// identity, shards missing from the merge).
     Summaries(Box<ExploreSummary>, Vec<String>),
+}
+
+impl Merged {
+    /// The warnings for the user: histories left out of a merged report, or old summaries and
+    /// shards missing from a merge of summaries.
+    pub fn warnings(&self) -> &[String] {
+        match self {
+            Merged::Reports { runs, .. } => &runs.warnings,
+            Merged::Summaries(_, warnings) => warnings,
+        }
+    }
+}
+
+/// Each run's history, by scenario name, read back from its shard's report directory
+/// (`runs/NAME/history.jsonl` beside the shard's `report.json`) when it is there and its digest
+/// is the run's: what the merged directory's `runs/` is written from ([`shard_histories`]).
+#[derive(Debug, Clone, Default)]
+pub struct ShardRuns {
+    /// The histories, by scenario name.
+    pub histories: BTreeMap<String, lockstep_sim::History>,
+    /// Why a run's history was left out (a file that did not read back to the run's digest).
+    pub warnings: Vec<String>,
 }
 
 /// Whether `value` is a lockstep report (its `format` field says so).
@@ -61,7 +79,7 @@ pub fn merge_texts(texts: &[(PathBuf, String)], report_dir: Option<&Path>) -> Re
             parts.push((origin, report));
         }
         let report = Report::merge(&parts)?;
-        let (histories, warnings) = match report_dir {
+        let runs = match report_dir {
             Some(_) => shard_histories(
                 texts
                     .iter()
@@ -73,8 +91,7 @@ pub fn merge_texts(texts: &[(PathBuf, String)], report_dir: Option<&Path>) -> Re
         return Ok(Merged::Reports {
             report: Box::new(report),
             parts: parts.len(),
-            histories,
-            warnings,
+            runs,
         });
     }
     if reports > 0 {
@@ -115,9 +132,7 @@ const MAX_HISTORY_BYTES: u64 = 512 << 20;
 /// A history is kept only when it reads back to the digest its report states (and its events
 /// are in order: `seq` counting up from 0, true time never going back); a missing file is left
 /// out silently (a report moved without its directory), one that does not match with a warning.
-pub(crate) fn shard_histories<'a>(
-    parts: impl Iterator<Item = (&'a Path, &'a Report)>,
-) -> (BTreeMap<String, lockstep_sim::History>, Vec<String>) {
+pub(crate) fn shard_histories<'a>(parts: impl Iterator<Item = (&'a Path, &'a Report)>) -> ShardRuns {
     let mut histories = BTreeMap::new();
     let mut warnings = Vec::new();
     for (path, report) in parts {
@@ -142,7 +157,7 @@ pub(crate) fn shard_histories<'a>(
             }
         }
     }
-    (histories, warnings)
+    ShardRuns { histories, warnings }
 }
 
 /// A run's history read back from its `history.jsonl`, checked against the run's `digest`.

@@ -175,6 +175,36 @@ pub struct Headline {
     pub lead: Option<String>,
 }
 
+/// The scenario rows in the order the tables show them (unexpected first, then by outcome), rows
+/// of one file whose checks all came out alike grouped into one (a live report's ten runs of one
+/// scenario are one row "×10"): each group's first row stands for it.
+pub(crate) fn scenario_groups(report: &Report) -> Vec<Vec<&ScenarioReport>> {
+    let mut rows: Vec<&ScenarioReport> = report.scenarios.iter().collect();
+    rows.sort_by_key(|s| (RowOutcome::of_scenario(s), s.status));
+    let key = |s: &ScenarioReport| {
+        let checks: Vec<(String, Verdict, Status)> = s
+            .checks
+            .iter()
+            .map(|c| (c.checker.clone(), c.verdict, c.status))
+            .collect();
+        (
+            s.file.clone(),
+            s.status,
+            s.error.is_some(),
+            s.classification.clone(),
+            checks,
+        )
+    };
+    let mut groups: Vec<Vec<&ScenarioReport>> = Vec::new();
+    for row in rows {
+        match groups.iter_mut().find(|g| key(g[0]) == key(row)) {
+            Some(group) => group.push(row),
+            None => groups.push(vec![row]),
+        }
+    }
+    groups
+}
+
 /// The explanation a scenario row shows: the first failing check's, else the first invalid
 /// verdict's, else the first check's.
 ///

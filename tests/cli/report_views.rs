@@ -358,3 +358,74 @@ fn a_counterexample_report_leads_with_the_explorers_verdict() {
     assert_eq!(classified[0]["kind"], "implementation-bug");
     assert_eq!(classified[0]["checker"], checker);
 }
+
+/// Issue 43, item 6: a report whose rows repeat (a live report's ten runs of one scenario) shows
+/// one row "×10" in index.html and summary.md, the explanation under the row (not in a narrow
+/// column), and every section of index.html has an anchor the page links to.
+#[test]
+fn repeated_rows_are_grouped_explanations_sit_under_rows_and_sections_are_anchored() {
+    use lockstep::app::ci::{run_ci, CiOptions};
+    use lockstep::app::files::load_inputs;
+    use lockstep::report::{html, markdown, Report};
+    let inputs = load_inputs(&[
+        root().join("scenarios/kleppmann-gc-pause.toml"),
+        root().join("scenarios/kleppmann-gc-pause-fenced.toml"),
+    ])
+    .unwrap();
+    let mut report = Report::build(&run_ci(&inputs, &CiOptions::default()).unwrap());
+    let run = report.scenarios[0].clone();
+    for i in 2..=10 {
+        let mut again = run.clone();
+        again.name = format!("{}-live-run-{i}", run.name);
+        report.scenarios.push(again);
+    }
+    report.finish();
+    let page = html::index(&report, &Default::default());
+    let table = &page[page.find("<h2 id=\"scenarios\">").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert_eq!(table.matches("<tr id=\"row-").count(), 2, "{table}");
+    assert!(table.contains("kleppmann-gc-pause</a> <b>×10</b>"), "{table}");
+    assert!(
+        table.contains("kleppmann-gc-pause-live-run-10"),
+        "the grouped runs are still named"
+    );
+    // The explanation is a row of its own under its row, spanning the table.
+    assert!(
+        !table.contains("<th>explanation</th>") && !table.contains("<th>replay</th>"),
+        "{table}"
+    );
+    assert_eq!(
+        table.matches("<tr class=\"why\"><td></td><td colspan=\"8\">").count(),
+        2,
+        "{table}"
+    );
+    assert!(table.contains("replay: <code>lockstep run "), "{table}");
+    // Every section heading has an id, and the page links to each.
+    for h2 in page.split("<h2").skip(1) {
+        let id = h2
+            .strip_prefix(" id=\"")
+            .and_then(|r| r.split('"').next())
+            .unwrap_or_else(|| panic!("a section without an anchor: <h2{}", &h2[..40.min(h2.len())]));
+        assert!(page.contains(&format!("<a href=\"#{id}\">")), "no link to #{id}");
+    }
+    assert!(
+        page.matches("<h2 id=").count() >= 4,
+        "scenarios, evidence, compared runs, charts"
+    );
+
+    let md = markdown::summary(&report);
+    let rows: Vec<&str> = md
+        .lines()
+        .filter(|l| l.starts_with("| ") && l.contains("`kleppmann"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{md}");
+    assert!(rows.iter().any(|r| r.contains("`kleppmann-gc-pause` ×10")), "{md}");
+    assert!(!md.contains("| explanation |"), "{md}");
+    assert!(
+        md.lines().any(
+            |l| l.starts_with("- `kleppmann-gc-pause` (×10; also `kleppmann-gc-pause-live-run-2`")
+                && l.contains("expected / as documented on mutual-exclusion")
+        ),
+        "{md}"
+    );
+}

@@ -332,7 +332,7 @@ fn fault_label(fault: &lockstep_sim::Fault) -> String {
 
 /// A length in ms as seconds when whole (`15 s`), else in ms (`1200 ms`).
 fn seconds_ms(ms: u64) -> String {
-    if ms % 1_000 == 0 {
+    if ms.is_multiple_of(1_000) {
         format!("{} s", ms / 1_000)
     } else {
         format!("{ms} ms")

@@ -220,15 +220,15 @@ pub fn summary(report: &Report) -> String {
         for name in NAMES {
             let _ = write!(out, " {name} |");
         }
-        let _ = writeln!(out, " expectations | explanation | replay |");
+        let _ = writeln!(out, " expectations |");
         let _ = write!(out, "|---|---|---|");
         for _ in NAMES {
             let _ = write!(out, "---|");
         }
-        let _ = writeln!(out, "---|---|---|");
+        let _ = writeln!(out, "---|");
         let mut rows: Vec<_> = report.explorations.iter().collect();
         rows.sort_by_key(|e| (RowOutcome::of_exploration(e), e.status));
-        for e in rows {
+        for e in &rows {
             let _ = write!(
                 out,
                 "| {} | {} | {} of {}..{} |",
@@ -255,19 +255,24 @@ pub fn summary(report: &Report) -> String {
                     }
                 }
             }
+            let _ = writeln!(
+                out,
+                " {} |",
+                expectations(e.status, e.checks.iter().map(|c| (c.checker.as_str(), c.status)))
+            );
+        }
+        // Each row's explanation under the table, in the rows' order.
+        let _ = writeln!(out);
+        for e in &rows {
             let check = super::headline::exploration_row_check(e);
             let mut explanation = check.map_or_else(String::new, |c| format!("{}: {}", c.checker, c.explanation));
             if e.summary.errors > 0 {
                 explanation = format!("{} seeds could not be judged; {explanation}", e.summary.errors);
             }
-            let replay = super::headline::exploration_replay(e).map_or_else(String::new, |r| code(&r));
-            let _ = writeln!(
-                out,
-                " {} | {} | {} |",
-                expectations(e.status, e.checks.iter().map(|c| (c.checker.as_str(), c.status))),
-                cell(&explanation),
-                replay
-            );
+            let replay = super::headline::exploration_replay(e).map_or_else(String::new, |r| {
+                format!(" — replay of the first failing seed: {}", inline_code(&r))
+            });
+            let _ = writeln!(out, "- {}: {}{replay}", inline_code(&e.name), cell(&explanation));
         }
         let _ = writeln!(out);
     }

@@ -131,6 +131,14 @@ fn merged_shard_reports_carry_every_runs_history_and_timeline() {
     let links = timeline_links(&whole);
     assert_eq!(links.len(), 3, "{links:?}");
     assert_eq!(timeline_links(&merged), links);
+    // The exploration's explanation is under its table too, not in a column.
+    let md = std::fs::read_to_string(merged.join("summary.md")).unwrap();
+    assert!(!md.contains("| explanation |"), "{md}");
+    assert!(
+        md.lines()
+            .any(|l| l.starts_with("- `explore-token-release-pause-crash`: ")),
+        "{md}"
+    );
     // The whole directories: the same files but for the shard-only ones.
     let all_whole = files_under(&whole);
     let all_merged = files_under(&merged);

@@ -306,7 +306,14 @@ impl Headline {
         classified.sort_by_key(|s| !s.status.is_failure());
         let lead = classified
             .first()
-            .and_then(|s| Some(format!("{}: {}", super::verdict::Lead::of_scenario(s)?.line(), s.name)));
+            .and_then(|s| Some(format!("{}: {}", super::verdict::Lead::of_scenario(s)?.line(), s.name)))
+            .or_else(|| {
+                // Else an exploration whose violating seeds include implementation bugs.
+                report.explorations.iter().find_map(|e| {
+                    let (seed, lead) = super::verdict::Lead::of_exploration(e)?;
+                    Some(format!("{}: exploration {} seed {seed}", lead.line(), e.name))
+                })
+            });
         Headline {
             lead,
             unsafe_as_expected: unsafe_,

@@ -159,6 +159,24 @@ impl Lead {
         })
     }
 
+    /// The lead of an exploration that found implementation bugs (the explorer classified a
+    /// violating seed's plan as inside the lock's assumptions for a checker it violated): the
+    /// smallest such seed's first promised checker, its other promised checkers following.
+    pub fn of_exploration(e: &super::ExplorationReport) -> Option<(u64, Lead)> {
+        let bounded = e.summary.assumptions.as_ref().or(e.summary.classified.as_ref())?;
+        let bug = bounded.first_bugs.iter().min_by_key(|f| f.seed)?;
+        let (checker, following) = bug.checkers.split_first()?;
+        Some((
+            bug.seed,
+            Lead {
+                words: "IMPLEMENTATION BUG".to_string(),
+                checker: checker.clone(),
+                following: following.to_vec(),
+                following_words: "also promised and violated",
+            },
+        ))
+    }
+
     /// The lead in one line: `IMPLEMENTATION BUG on lease-validity (following from it:
     /// mutual-exclusion, ownership)`.
     pub fn line(&self) -> String {

@@ -437,3 +437,32 @@ fn repeated_rows_are_grouped_explanations_sit_under_rows_and_sections_are_anchor
         "{md}"
     );
 }
+
+/// Issue 43, item 3, for an exploration: a `lockstep ci` exploration whose violating seeds the
+/// explorer classified as implementation bugs leads the report with that verdict and the
+/// promised checker of the smallest such seed (the issue's "implementation bug on lease-validity
+/// and ownership"), not with mutual-exclusion.
+#[test]
+fn an_exploration_that_finds_an_implementation_bug_leads_the_report_with_it() {
+    let dir = common::TempPath::dir("report-views", "explore-bug");
+    let text = std::fs::read_to_string(root().join("scenarios/bug-release-no-owner-check.toml")).unwrap();
+    assert!(!text.contains("[explore]"));
+    std::fs::write(
+        dir.join("bug-release-no-owner-check.toml"),
+        format!("{text}\n[explore]\nseeds = 60\n"),
+    )
+    .unwrap();
+    let out = common::TempPath::unused("report-views", "explore-bug-out");
+    let (_, gate, stderr) = lockstep(&[
+        "ci",
+        dir.to_str().unwrap(),
+        "--report",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let lead = "IMPLEMENTATION BUG on lease-validity (also promised and violated: ownership): \
+                exploration bug-release-no-owner-check seed 18";
+    assert_eq!(gate.lines().next(), Some(lead), "{gate}\n{stderr}");
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains(&format!("**{lead}**")), "{md}");
+}

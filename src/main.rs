@@ -215,23 +215,24 @@ fn cmd_merge(inputs: &[PathBuf], out: Option<&Path>, report_dir: Option<&Path>) 
         lockstep::report::prepare_out(dir).map_err(AppError::BadInput)?;
     }
     let texts = files::read_texts(inputs)?;
-    match merge_texts(&texts, report_dir).map_err(AppError::BadInput)? {
-        Merged::Reports { report, parts } => {
+    let merged = merge_texts(&texts, report_dir).map_err(AppError::BadInput)?;
+    for warning in merged.warnings() {
+        emit::stderr_line(&format!("warning: {warning}"));
+    }
+    match merged {
+        Merged::Reports { report, parts, runs } => {
             if let Some(out) = out {
                 write_atomic(out, report.to_json().as_bytes()).map_err(AppError::Io)?;
             }
             match report_dir {
-                Some(dir) => finish_report(&report, dir, &BTreeMap::new()),
+                Some(dir) => finish_report(&report, dir, &runs.histories),
                 None => {
                     say(&console::merged_text(&report, parts))?;
                     Ok(report.outcome())
                 }
             }
         }
-        Merged::Summaries(merged, warnings) => {
-            for warning in &warnings {
-                emit::stderr_line(&format!("warning: {warning}"));
-            }
+        Merged::Summaries(merged, _) => {
             say(&merged.render())?;
             if let Some(out) = out {
                 write_json(out, &merged).map_err(AppError::Io)?;

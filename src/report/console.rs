@@ -59,6 +59,21 @@ fn paint(style: Style, text: &str, width: usize) -> String {
 /// result (with the replay command when unexpected).
 pub(crate) fn run_text(path: &Path, scenario: &Scenario, run: &ScenarioRun, quiet: bool) -> String {
     let mut out = String::new();
+    // A counterexample leads with the explorer's verdict and the checker it rests on.
+    if let Some(c) = crate::report::verdict::Classification::of_file(path) {
+        let following: Vec<String> = run
+            .checks()
+            .filter(|r| r.checker != c.checker && r.verdict == Verdict::Invalid)
+            .map(|r| r.checker.clone())
+            .collect();
+        let lead = crate::report::verdict::Lead {
+            words: c.words(),
+            checker: c.checker.clone(),
+            following,
+            following_words: crate::report::verdict::FOLLOWING,
+        };
+        let _ = writeln!(out, "{}", lead.line());
+    }
     let _ = writeln!(out, "━━ {} ({})", scenario.name, path.display());
     let _ = writeln!(out, "{}", lock_line(scenario, "seed", run.seed));
     if !quiet {
@@ -145,6 +160,10 @@ pub fn gate_text(report: &Report, dir: &Path, written: usize) -> String {
     } else {
         AnsiColor::Red.on_default().bold()
     };
+    // A counterexample's verdict comes first: what the explorer concluded, and on which checker.
+    if let Some(lead) = &headline.lead {
+        let _ = writeln!(out, "{}", paint(style, lead, 0));
+    }
     let _ = writeln!(out, "{} {}", paint(style, headline.word(), 0), headline.counts());
     for failure in &headline.failures {
         let _ = writeln!(

@@ -170,18 +170,56 @@ pub struct Headline {
     pub unexpected: u64,
     /// Rows with no expectation stated.
     pub no_expectation: u64,
+    /// What the report leads with, when a counterexample is among its rows: the explorer's
+    /// classification of the first such row (a failing one first), as `subject: lead`.
+    pub lead: Option<String>,
+}
+
+/// The scenario rows in the order the tables show them (unexpected first, then by outcome), rows
+/// of one file whose checks all came out alike grouped into one (a live report's ten runs of one
+/// scenario are one row "×10"): each group's first row stands for it.
+pub(crate) fn scenario_groups(report: &Report) -> Vec<Vec<&ScenarioReport>> {
+    let mut rows: Vec<&ScenarioReport> = report.scenarios.iter().collect();
+    rows.sort_by_key(|s| (RowOutcome::of_scenario(s), s.status));
+    let key = |s: &ScenarioReport| {
+        let checks: Vec<(String, Verdict, Status)> = s
+            .checks
+            .iter()
+            .map(|c| (c.checker.clone(), c.verdict, c.status))
+            .collect();
+        (
+            s.file.clone(),
+            s.status,
+            s.error.is_some(),
+            s.classification.clone(),
+            checks,
+        )
+    };
+    let mut groups: Vec<Vec<&ScenarioReport>> = Vec::new();
+    for row in rows {
+        match groups.iter_mut().find(|g| key(g[0]) == key(row)) {
+            Some(group) => group.push(row),
+            None => groups.push(vec![row]),
+        }
+    }
+    groups
 }
 
 /// The explanation a scenario row shows: the first failing check's, else the first invalid
 /// verdict's, else the first check's.
+///
+/// A counterexample's row leads with the explorer's verdict and the checker it rests on
+/// (`IMPLEMENTATION BUG on lease-validity: …`), that checker's explanation next, and the other
+/// failing checkers after it, as following from it ([`super::verdict::Lead`]).
 pub fn row_explanation(s: &ScenarioReport) -> String {
     if let Some(e) = &s.error {
         return e.clone();
     }
-    let check = s
-        .checks
-        .iter()
-        .find(|c| c.status.is_failure())
+    let lead = super::verdict::Lead::of_scenario(s);
+    let check = lead
+        .as_ref()
+        .and_then(|l| s.checks.iter().find(|c| c.checker == l.checker))
+        .or_else(|| s.checks.iter().find(|c| c.status.is_failure()))
         .or_else(|| s.checks.iter().find(|c| c.verdict == Verdict::Invalid))
         .or_else(|| s.checks.first());
     check.map_or_else(String::new, |c| {
@@ -197,7 +235,16 @@ pub fn row_explanation(s: &ScenarioReport) -> String {
                 );
             }
         }
-        text
+        match &lead {
+            Some(lead) => {
+                let mut line = format!("{} on {} — {text}", lead.words, lead.checker);
+                if !lead.following.is_empty() {
+                    line.push_str(&format!("; {}: {}", lead.following_words, lead.following.join(", ")));
+                }
+                line
+            }
+            None => text,
+        }
     })
 }
 
@@ -253,7 +300,22 @@ impl Headline {
                 RowOutcome::NoExpectation => &mut none,
             } += 1;
         }
+        // A failing counterexample first, then any counterexample.
+        let mut classified: Vec<&ScenarioReport> =
+            report.scenarios.iter().filter(|s| s.classification.is_some()).collect();
+        classified.sort_by_key(|s| !s.status.is_failure());
+        let lead = classified
+            .first()
+            .and_then(|s| Some(format!("{}: {}", super::verdict::Lead::of_scenario(s)?.line(), s.name)))
+            .or_else(|| {
+                // Else an exploration whose violating seeds include implementation bugs.
+                report.explorations.iter().find_map(|e| {
+                    let (seed, lead) = super::verdict::Lead::of_exploration(e)?;
+                    Some(format!("{}: exploration {} seed {seed}", lead.line(), e.name))
+                })
+            });
         Headline {
+            lead,
             unsafe_as_expected: unsafe_,
             safe_as_expected: safe,
             unexpected,

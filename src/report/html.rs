@@ -58,7 +58,8 @@ th{{background:#f4f4f4;text-align:left}}code{{font-size:13px}}\
 .legend span{{padding:1px 6px;margin-right:8px;border-radius:3px}}\
 pre{{background:#f6f8fa;padding:8px;overflow-x:auto;font-size:12px}}details{{margin:.4em 0}}\
 figure{{margin:1.5em 0;border:1px solid #eee;padding:8px}}figure svg{{max-width:100%;height:auto}}\
-.pair{{display:flex;gap:12px;flex-wrap:wrap}}.pair figure{{flex:1 1 600px}}"
+.pair{{display:flex;gap:12px;flex-wrap:wrap}}.pair figure{{flex:1 1 600px}}\
+tr.why td{{border-top:none;font-size:13px;color:#333}}nav a{{margin-right:10px}}"
     )
 }
 
@@ -78,6 +79,9 @@ pub(crate) fn index_with(report: &Report, svgs: &BTreeMap<String, String>, runs:
          <style>{}</style></head><body>\n<h1>lockstep safety report</h1>\n",
         style()
     );
+    if let Some(lead) = &headline.lead {
+        let _ = writeln!(out, "<p class=\"lead\"><b>{}</b></p>", escape(lead));
+    }
     let (class, detail) = if headline.ok {
         (
             "pass",
@@ -110,6 +114,29 @@ pub(crate) fn index_with(report: &Report, svgs: &BTreeMap<String, String>, runs:
          <span class=\"v-unknown\">unknown</span> · a <span class=\"miss\">framed</span> cell did not meet its expectation</p>"
     );
 
+    // Every section has an anchor (`id` on its heading); the page opens with links to them.
+    let mut sections = Vec::new();
+    if !report.scenarios.is_empty() {
+        sections.push(("scenarios", "Scenarios"));
+    }
+    if !report.explorations.is_empty() {
+        sections.push(("explorations", "Explorations"));
+    }
+    let evidence_shown = report.scenarios.iter().flat_map(|s| &s.checks).any(|c| {
+        c.status.is_failure() || (c.verdict == Verdict::Invalid && c.status == Status::Pass && !c.witness.is_empty())
+    });
+    if evidence_shown {
+        sections.push(("evidence", "Evidence"));
+    }
+    if !pairs(report).is_empty() {
+        sections.push(("compared-runs", "Compared runs"));
+    }
+    sections.push(("charts", "Charts"));
+    let links: Vec<String> = sections
+        .iter()
+        .map(|(id, title)| format!("<a href=\"#{id}\">{title}</a>"))
+        .collect();
+    let _ = writeln!(out, "<nav>Sections: {}</nav>", links.join(""));
     if !report.scenarios.is_empty() {
         scenario_table(&mut out, report, runs);
     }
@@ -121,14 +148,20 @@ pub(crate) fn index_with(report: &Report, svgs: &BTreeMap<String, String>, runs:
     let mut shown = Vec::new();
     let pairs = pairs(report);
     if !pairs.is_empty() {
-        out.push_str("<h2>Compared runs</h2>\n");
+        out.push_str("<h2 id=\"compared-runs\">Compared runs</h2>\n");
     }
     for (a, b) in pairs {
         let stems = [format!("timeline-{}", slug(&a)), format!("timeline-{}", slug(&b))];
         if !stems.iter().all(|s| svgs.contains_key(s)) {
             continue;
         }
-        let _ = writeln!(out, "<h3>{} and {}</h3>\n<div class=\"pair\">", escape(&a), escape(&b));
+        let _ = writeln!(
+            out,
+            "<h3 id=\"pair-{}\">{} and {}</h3>\n<div class=\"pair\">",
+            escape(&slug(&a)),
+            escape(&a),
+            escape(&b)
+        );
         for stem in stems {
             let _ = writeln!(
                 out,
@@ -139,7 +172,7 @@ pub(crate) fn index_with(report: &Report, svgs: &BTreeMap<String, String>, runs:
         }
         out.push_str("</div>\n");
     }
-    out.push_str("<h2>Charts</h2>\n");
+    out.push_str("<h2 id=\"charts\">Charts</h2>\n");
     for (stem, title) in chart_stems(report) {
         if shown.contains(&stem) {
             continue;
@@ -181,28 +214,48 @@ fn outcome_cell(outcome: RowOutcome) -> String {
 }
 
 fn scenario_table(out: &mut String, report: &Report, runs: &BTreeSet<String>) {
-    let _ = write!(out, "<h2>Scenarios</h2>\n<table><tr><th>outcome</th><th>scenario</th>");
+    let _ = write!(
+        out,
+        "<h2 id=\"scenarios\">Scenarios</h2>\n<p>Each row's explanation and replay command are under it; \
+         runs of one file that came out alike are one row (×N).</p>\n<table><tr><th>outcome</th><th>scenario</th>"
+    );
     for name in NAMES {
         let _ = write!(out, "<th>{name}</th>");
     }
-    let _ = writeln!(out, "<th>expectations</th><th>explanation</th><th>replay</th></tr>");
-    let mut rows: Vec<&ScenarioReport> = report.scenarios.iter().collect();
-    rows.sort_by_key(|s| (RowOutcome::of_scenario(s), s.status));
-    for s in rows {
+    let _ = writeln!(out, "<th>expectations</th></tr>");
+    for group in super::headline::scenario_groups(report) {
+        let s = group[0];
+        let run_links = |s: &ScenarioReport| {
+            let dir = format!("runs/{}", slug(&s.name));
+            format!(
+                "<a href=\"{dir}/timeline.html\">interactive timeline</a> · <a href=\"{dir}/history.jsonl\">history.jsonl</a>"
+            )
+        };
         let mut name = format!(
             "<a href=\"#timeline-{}\">{}</a>",
             escape(&slug(&s.name)),
             escape(&s.name)
         );
-        if runs.contains(&s.name) {
-            let dir = format!("runs/{}", slug(&s.name));
-            let _ = write!(
-                name,
-                "<span class=\"note\"><a href=\"{dir}/timeline.html\">interactive timeline</a> · \
-                 <a href=\"{dir}/history.jsonl\">history.jsonl</a></span>"
-            );
+        if group.len() > 1 {
+            let _ = write!(name, " <b>×{}</b>", group.len());
         }
-        let _ = write!(out, "<tr>{}<td>{name}</td>", outcome_cell(RowOutcome::of_scenario(s)));
+        if runs.contains(&s.name) {
+            let _ = write!(name, "<span class=\"note\">{}</span>", run_links(s));
+        }
+        for other in &group[1..] {
+            let links = if runs.contains(&other.name) {
+                format!(": {}", run_links(other))
+            } else {
+                String::new()
+            };
+            let _ = write!(name, "<span class=\"note\">{}{links}</span>", escape(&other.name));
+        }
+        let _ = write!(
+            out,
+            "<tr id=\"row-{}\">{}<td>{name}</td>",
+            escape(&slug(&s.name)),
+            outcome_cell(RowOutcome::of_scenario(s))
+        );
         for checker in NAMES {
             match s.checks.iter().find(|c| c.checker == *checker) {
                 Some(c) => {
@@ -225,8 +278,9 @@ fn scenario_table(out: &mut String, report: &Report, runs: &BTreeSet<String>) {
         }
         let _ = writeln!(
             out,
-            "<td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            "<td>{}</td></tr>\n<tr class=\"why\"><td></td><td colspan=\"{}\">{}<span class=\"note\">replay: <code>{}</code></span></td></tr>",
             expectations_cell(s.status, s.checks.iter().map(|c| (c.checker.as_str(), c.status))),
+            NAMES.len() + 2,
             escape(&row_explanation(s)),
             escape(&s.replay)
         );
@@ -259,13 +313,13 @@ fn expectations_cell<'a>(row: Status, checks: impl Iterator<Item = (&'a str, Sta
 fn exploration_table(out: &mut String, report: &Report) {
     let _ = write!(
         out,
-        "<h2>Explorations</h2>\n<p>Each cell: the seeds on which the checker answered invalid.</p>\n\
+        "<h2 id=\"explorations\">Explorations</h2>\n<p>Each cell: the seeds on which the checker answered invalid.</p>\n\
          <table><tr><th>outcome</th><th>exploration</th><th>seeds</th>"
     );
     for name in NAMES {
         let _ = write!(out, "<th>{name}</th>");
     }
-    out.push_str("<th>expectations</th><th>replay of the first failing seed</th></tr>\n");
+    out.push_str("<th>expectations</th></tr>\n");
     let mut rows: Vec<_> = report.explorations.iter().collect();
     rows.sort_by_key(|e| (RowOutcome::of_exploration(e), e.status));
     for e in rows {
@@ -299,8 +353,14 @@ fn exploration_table(out: &mut String, report: &Report) {
                 None => out.push_str("<td>—</td>"),
             }
         }
-        let replay =
-            super::headline::exploration_replay(e).map_or_else(String::new, |r| format!("<code>{}</code>", escape(&r)));
+        let replay = super::headline::exploration_replay(e).map_or_else(String::new, |r| {
+            format!(
+                "<span class=\"note\">replay of the first failing seed: <code>{}</code></span>",
+                escape(&r)
+            )
+        });
+        let why = super::headline::exploration_row_check(e)
+            .map_or_else(String::new, |c| escape(&format!("{}: {}", c.checker, c.explanation)));
         let mut expectations = expectations_cell(e.status, e.checks.iter().map(|c| (c.checker.as_str(), c.status)));
         if e.summary.errors > 0 {
             let _ = write!(
@@ -309,7 +369,11 @@ fn exploration_table(out: &mut String, report: &Report) {
                 e.summary.errors
             );
         }
-        let _ = writeln!(out, "<td>{expectations}</td><td>{replay}</td></tr>");
+        let _ = writeln!(
+            out,
+            "<td>{expectations}</td></tr>\n<tr class=\"why\"><td></td><td colspan=\"{}\">{why}{replay}</td></tr>",
+            NAMES.len() + 3
+        );
     }
     out.push_str("</table>\n");
 }
@@ -331,7 +395,7 @@ fn evidence(out: &mut String, report: &Report) {
     }
     items.sort_by_key(|(failed, ..)| !failed);
     out.push_str(
-        "<h2>Evidence</h2>\n<p>The events that prove each violation, and the command that replays the run.</p>\n",
+        "<h2 id=\"evidence\">Evidence</h2>\n<p>The events that prove each violation, and the command that replays the run.</p>\n",
     );
     for (failed, s, c) in items {
         let open = if failed { " open" } else { "" };

@@ -19,6 +19,8 @@
 
 use super::html::escape;
 use super::timeline::TimelineData;
+use super::CheckReport;
+use crate::checker::Verdict;
 use crate::history::OpHistory;
 use crate::model::units::seconds;
 use lockstep_sim::{Event, EventKind, Phase};
@@ -69,7 +71,8 @@ struct Item {
     /// End, true µs (= start for a mark).
     e: u64,
     /// Class: `ok`, `fail`, `info`, `open`, `command`, `expired`, `write-ok`, `write-rejected`,
-    /// `read`, `fault`, `pause`, `resumed`, `note`.
+    /// `read`, `fault`, `pause`, `resumed`, `note`, `witness` (an event a violation rests on,
+    /// labelled with its checker).
     k: &'static str,
     /// Short label.
     t: String,
@@ -109,7 +112,10 @@ struct PageData {
     rows: Vec<i64>,
     items: Vec<Item>,
     bands: Vec<Band>,
-    violation: Option<Band>,
+    /// Every checker that answered invalid, as a band across every lane labelled with the
+    /// checker: the timeline's first violation (its stretch as the PNG chart draws it) first,
+    /// then each other invalid checker over the span of its witness.
+    violations: Vec<Band>,
 }
 
 /// A JSON value as a short text (strings without quotes); `None` for null, which is not shown.
@@ -254,6 +260,85 @@ fn bands_of(timeline: &TimelineData, lanes: &[String]) -> (Vec<Band>, Option<Ban
     (bands, violation)
 }
 
+/// A band per invalid check of `checks` not already drawn as `first` (the timeline's first
+/// violation), over the span of its witness, and a `witness` mark per witness event on its lane,
+/// labelled with the checker: every violation located, not only the first.
+fn violations_of(
+    first: Option<Band>,
+    checks: &[CheckReport],
+    lane_of: &dyn Fn(&str) -> usize,
+    origin: i64,
+) -> (Vec<Band>, Vec<Item>) {
+    let mut bands: Vec<Band> = first.into_iter().collect();
+    let mut marks = Vec::new();
+    for c in checks.iter().filter(|c| c.verdict == Verdict::Invalid) {
+        let drawn = bands.iter().any(|b| b.d.first().is_some_and(|(_, v)| *v == c.checker));
+        if !drawn {
+            if let (Some(a), Some(b)) = (c.witness.first(), c.witness.last()) {
+                bands.push(Band {
+                    l: 0,
+                    s: a.at_us,
+                    e: b.at_us.max(a.at_us),
+                    k: "violation",
+                    t: format!("{} violated", c.checker),
+                    b: None,
+                    d: vec![
+                        ("checker".to_string(), c.checker.clone()),
+                        ("from".to_string(), seconds(a.at_us)),
+                        ("to".to_string(), seconds(b.at_us)),
+                        ("why".to_string(), c.explanation.clone()),
+                    ],
+                });
+            }
+        }
+        for e in &c.witness {
+            let node = match &e.kind {
+                EventKind::ResourceWrite { client, .. } | EventKind::ResourceRead { client, .. } => client.as_str(),
+                _ => e.node.as_str(),
+            };
+            let event = mark_item(lane_of(node), e, origin);
+            let mut d = vec![
+                ("checker".to_string(), c.checker.clone()),
+                ("why".to_string(), c.explanation.clone()),
+            ];
+            d.extend(event.d);
+            marks.push(Item {
+                k: "witness",
+                t: format!("{}: {}", c.checker, event.t),
+                e: e.at_us,
+                d,
+                ..event
+            });
+        }
+    }
+    (bands, marks)
+}
+
+/// A fault in a few words, naming its nodes: `pause client-2 15 s`, `crash redis-1`,
+/// `clock-jump redis-1 +10 s`, `partition client-1 / redis-1`.
+fn fault_label(fault: &lockstep_sim::Fault) -> String {
+    let nodes = fault.nodes().join(" / ");
+    let mut label = format!("{} {nodes}", fault.kind());
+    match fault {
+        lockstep_sim::Fault::Pause { duration_ms, .. } => label.push_str(&format!(" {}", seconds_ms(*duration_ms))),
+        lockstep_sim::Fault::ClockJump { delta_ms, .. } => {
+            let sign = if *delta_ms < 0 { "-" } else { "+" };
+            label.push_str(&format!(" {sign}{}", seconds_ms(delta_ms.unsigned_abs())));
+        }
+        _ => {}
+    }
+    label.trim_end().to_string()
+}
+
+/// A length in ms as seconds when whole (`15 s`), else in ms (`1200 ms`).
+fn seconds_ms(ms: u64) -> String {
+    if ms.is_multiple_of(1_000) {
+        format!("{} s", ms / 1_000)
+    } else {
+        format!("{ms} ms")
+    }
+}
+
 /// The order of lanes: clients, then masters and replicas, the resource, then anything else
 /// (`net`, `world`), each group in order of first appearance.
 fn lane_rank(node: &str) -> u8 {
@@ -272,7 +357,13 @@ fn lane_rank(node: &str) -> u8 {
 /// invoke and completion by process and id, or open at the end), every other event — and an op
 /// event no operation claims (an abort recorded alone, a completion without its invoke) — as a
 /// mark.
-fn page_data(title: &str, subtitle: &str, history: &OpHistory<'_>, timeline: Option<&TimelineData>) -> PageData {
+fn page_data(
+    title: &str,
+    subtitle: &str,
+    history: &OpHistory<'_>,
+    timeline: Option<&TimelineData>,
+    checks: &[CheckReport],
+) -> PageData {
     let events = history.history().events();
     let origin = wall_origin_ms(events);
     let mut lanes: Vec<String> = Vec::new();
@@ -321,7 +412,9 @@ fn page_data(title: &str, subtitle: &str, history: &OpHistory<'_>, timeline: Opt
         rows[lane] = rows[lane].max(row as i64 + 1);
         items.push(item);
     }
-    let (bands, violation) = timeline.map_or_else(|| (Vec::new(), None), |t| bands_of(t, &lanes));
+    let (bands, first) = timeline.map_or_else(|| (Vec::new(), None), |t| bands_of(t, &lanes));
+    let (violations, witness) = violations_of(first, checks, &lane_of, origin);
+    items.extend(witness);
     PageData {
         title: title.to_string(),
         subtitle: subtitle.to_string(),
@@ -330,7 +423,7 @@ fn page_data(title: &str, subtitle: &str, history: &OpHistory<'_>, timeline: Opt
         rows,
         items,
         bands,
-        violation,
+        violations,
     }
 }
 
@@ -421,18 +514,14 @@ fn mark_item(lane: usize, e: &Event, origin: i64) -> Item {
             format!("read {}", value.map_or("nil".to_string(), |v| v.to_string())),
             e.at_us,
         ),
-        EventKind::Fault { fault } => {
-            let value = serde_json::to_value(fault).unwrap_or(Value::Null);
-            let kind = value.get("kind").and_then(short).unwrap_or_default();
-            match value.get("duration_ms").and_then(Value::as_u64) {
-                Some(ms) if kind == "pause" => (
-                    "pause",
-                    format!("paused {ms} ms"),
-                    e.at_us.saturating_add(ms.saturating_mul(1000)),
-                ),
-                _ => ("fault", kind, e.at_us),
-            }
-        }
+        EventKind::Fault { fault } => match fault {
+            lockstep_sim::Fault::Pause { duration_ms, .. } => (
+                "pause",
+                fault_label(fault),
+                e.at_us.saturating_add(duration_ms.saturating_mul(1000)),
+            ),
+            _ => ("fault", fault_label(fault), e.at_us),
+        },
         EventKind::Resumed => ("resumed", "resumed".to_string(), e.at_us),
         EventKind::Note { text } => ("note", text.clone(), e.at_us),
         EventKind::Op { op, .. } => ("note", op.clone(), e.at_us),
@@ -490,9 +579,10 @@ pub(crate) fn timeline_html(
     subtitle: &str,
     history: &OpHistory<'_>,
     timeline: Option<&TimelineData>,
+    checks: &[CheckReport],
     root: &str,
 ) -> String {
-    let data = page_data(title, subtitle, history, timeline);
+    let data = page_data(title, subtitle, history, timeline, checks);
     let root = escape(root);
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title} — lockstep history</title>\
@@ -561,6 +651,7 @@ pub(crate) fn write_runs(
                 &subtitle(s),
                 &OpHistory::new(history),
                 s.timeline.as_ref(),
+                &s.checks,
                 &path_to_root(&rel),
             )
             .as_bytes(),
@@ -635,11 +726,18 @@ mod tests {
     #[test]
     fn the_page_shows_operations_with_their_readings_and_cannot_be_broken_out_of() {
         let h = history();
-        let page = timeline_html("demo", "mutual-exclusion valid", &OpHistory::new(&h), None, "../../");
+        let page = timeline_html(
+            "demo",
+            "mutual-exclusion valid",
+            &OpHistory::new(&h),
+            None,
+            &[],
+            "../../",
+        );
         // The command's `</script>` argument is escaped in the data block, and reads back.
         let block = data_text(&page);
         assert!(!block.contains('<') && block.contains("GET \\u003c/script\\u003e"));
-        let data = page_data("demo", "mutual-exclusion valid", &OpHistory::new(&h), None);
+        let data = page_data("demo", "mutual-exclusion valid", &OpHistory::new(&h), None, &[]);
         let parsed: Value = serde_json::from_str(block).unwrap();
         assert_eq!(parsed, serde_json::to_value(&data).unwrap());
         let op = data.items.iter().find(|i| i.k == "ok").unwrap();
@@ -672,7 +770,7 @@ mod tests {
         h.push(5_000, "client-2", 9, 5, op(7, Phase::Invoke, json!({"key": "lock"})));
         h.push(6_000, "client-2", 10, 6, op(7, Phase::Ok, json!({"released": true})));
         h.push(7_000, "client-1", 11, 7, op(9, Phase::Ok, json!({"released": false})));
-        let data = page_data("demo", "", &OpHistory::new(&h), None);
+        let data = page_data("demo", "", &OpHistory::new(&h), None, &[]);
         let lane = |node: &str| data.lanes.iter().position(|n| n == node).unwrap();
         let release = |node: &str| {
             data.items
@@ -689,7 +787,7 @@ mod tests {
     #[test]
     fn the_page_loads_the_one_viewer_from_the_root_and_holds_none_of_it() {
         let h = history();
-        let page = timeline_html("demo", "", &OpHistory::new(&h), None, "../../");
+        let page = timeline_html("demo", "", &OpHistory::new(&h), None, &[], "../../");
         assert_eq!(page.matches("<script src=").count(), 1);
         assert!(page.contains("<script src=\"../../viewer.js\"></script>"));
         assert!(page.contains("<link rel=\"stylesheet\" href=\"../../viewer.css\">"));
@@ -757,7 +855,7 @@ mod tests {
                 marks: Vec::new(),
             }),
         };
-        let data = page_data("demo", "", &OpHistory::new(&h), Some(&timeline));
+        let data = page_data("demo", "", &OpHistory::new(&h), Some(&timeline), &[]);
         let lane = |node: &str| data.lanes.iter().position(|n| n == node).unwrap();
         let hold = data.bands.iter().find(|b| b.k == "hold-open").expect("the hold");
         assert_eq!(
@@ -771,7 +869,7 @@ mod tests {
             .expect("the key's life");
         assert_eq!((key.l, key.s, key.e), (lane("redis-1"), 2_000, 3_200));
         assert!(key.d.iter().any(|(_, v)| v.contains("deleted by client-2's DEL")));
-        let band = data.violation.as_ref().expect("the violation");
+        let band = data.violations.first().expect("the violation");
         assert_eq!(
             (band.s, band.e, band.t.as_str()),
             (3_200, 3_900, "mutual-exclusion violated")

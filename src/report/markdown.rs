@@ -28,7 +28,11 @@ pub fn cell(text: &str) -> String {
 /// GFM tables need even inside code, line breaks as spaces — and nothing HTML-escaped, since a
 /// code span shows its text literally.
 pub fn code(text: &str) -> String {
-    let text = text.replace(['\n', '\r'], " ").replace('|', "\\|");
+    code_span(&text.replace(['\n', '\r'], " ").replace('|', "\\|"))
+}
+
+/// `text` between backtick fences longer than any run of backticks inside it.
+fn code_span(text: &str) -> String {
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);
     let pad = if text.starts_with('`') || text.ends_with('`') {
@@ -37,6 +41,12 @@ pub fn code(text: &str) -> String {
         ""
     };
     format!("{fence}{pad}{text}{pad}{fence}")
+}
+
+/// `text` as an inline code span outside a table (a list item): as [`code`], but `|` left as it
+/// is (only a table cell needs it escaped; elsewhere the backslash would show).
+fn inline_code(text: &str) -> String {
+    code_span(&text.replace(['\n', '\r'], " "))
 }
 
 /// A fenced code block holding `lines`: its fence longer than any run of backticks inside.
@@ -102,6 +112,9 @@ pub fn summary(report: &Report) -> String {
     let mut out = String::new();
     let headline = Headline::of(report);
     let _ = writeln!(out, "# lockstep safety report\n");
+    if let Some(lead) = &headline.lead {
+        let _ = writeln!(out, "**{}**\n", cell(lead));
+    }
     let _ = match headline.detail() {
         Some(detail) => writeln!(
             out,
@@ -136,18 +149,23 @@ pub fn summary(report: &Report) -> String {
         for name in NAMES {
             let _ = write!(out, " {name} |");
         }
-        let _ = writeln!(out, " expectations | explanation | replay |");
+        let _ = writeln!(out, " expectations |");
         let _ = write!(out, "|---|---|");
         for _ in NAMES {
             let _ = write!(out, "---|");
         }
-        let _ = writeln!(out, "---|---|---|");
-        let mut rows: Vec<&ScenarioReport> = report.scenarios.iter().collect();
-        rows.sort_by_key(|s| (RowOutcome::of_scenario(s), s.status));
-        for s in rows {
+        let _ = writeln!(out, "---|");
+        let groups = super::headline::scenario_groups(report);
+        for group in &groups {
+            let s = group[0];
+            let times = if group.len() > 1 {
+                format!(" ×{}", group.len())
+            } else {
+                String::new()
+            };
             let _ = write!(
                 out,
-                "| {} | {} |",
+                "| {} | {}{times} |",
                 outcome_words(RowOutcome::of_scenario(s)),
                 code(&s.name)
             );
@@ -167,10 +185,26 @@ pub fn summary(report: &Report) -> String {
             }
             let _ = writeln!(
                 out,
-                " {} | {} | {} |",
-                expectations(s.status, s.checks.iter().map(|c| (c.checker.as_str(), c.status))),
+                " {} |",
+                expectations(s.status, s.checks.iter().map(|c| (c.checker.as_str(), c.status)))
+            );
+        }
+        // Each row's explanation under the table, in the rows' order: a sentence, not a column.
+        let _ = writeln!(out);
+        for group in &groups {
+            let s = group[0];
+            let also = if group.len() > 1 {
+                let names: Vec<String> = group[1..].iter().map(|o| inline_code(&o.name)).collect();
+                format!(" (×{}; also {})", group.len(), names.join(", "))
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                out,
+                "- {}{also}: {} — replay: {}",
+                inline_code(&s.name),
                 cell(&row_explanation(s)),
-                code(&s.replay)
+                inline_code(&s.replay)
             );
         }
         let _ = writeln!(out);
@@ -186,15 +220,15 @@ pub fn summary(report: &Report) -> String {
         for name in NAMES {
             let _ = write!(out, " {name} |");
         }
-        let _ = writeln!(out, " expectations | explanation | replay |");
+        let _ = writeln!(out, " expectations |");
         let _ = write!(out, "|---|---|---|");
         for _ in NAMES {
             let _ = write!(out, "---|");
         }
-        let _ = writeln!(out, "---|---|---|");
+        let _ = writeln!(out, "---|");
         let mut rows: Vec<_> = report.explorations.iter().collect();
         rows.sort_by_key(|e| (RowOutcome::of_exploration(e), e.status));
-        for e in rows {
+        for e in &rows {
             let _ = write!(
                 out,
                 "| {} | {} | {} of {}..{} |",
@@ -221,19 +255,24 @@ pub fn summary(report: &Report) -> String {
                     }
                 }
             }
+            let _ = writeln!(
+                out,
+                " {} |",
+                expectations(e.status, e.checks.iter().map(|c| (c.checker.as_str(), c.status)))
+            );
+        }
+        // Each row's explanation under the table, in the rows' order.
+        let _ = writeln!(out);
+        for e in &rows {
             let check = super::headline::exploration_row_check(e);
             let mut explanation = check.map_or_else(String::new, |c| format!("{}: {}", c.checker, c.explanation));
             if e.summary.errors > 0 {
                 explanation = format!("{} seeds could not be judged; {explanation}", e.summary.errors);
             }
-            let replay = super::headline::exploration_replay(e).map_or_else(String::new, |r| code(&r));
-            let _ = writeln!(
-                out,
-                " {} | {} | {} |",
-                expectations(e.status, e.checks.iter().map(|c| (c.checker.as_str(), c.status))),
-                cell(&explanation),
-                replay
-            );
+            let replay = super::headline::exploration_replay(e).map_or_else(String::new, |r| {
+                format!(" — replay of the first failing seed: {}", inline_code(&r))
+            });
+            let _ = writeln!(out, "- {}: {}{replay}", inline_code(&e.name), cell(&explanation));
         }
         let _ = writeln!(out);
     }

@@ -7,7 +7,7 @@
 //! twice, overlapping seed ranges and summaries of different runs are refused. Summaries of
 //! older builds (no identity) merge with a warning, unless two are identical.
 
-use super::{prepare_out, Report, FORMAT};
+use super::{outcome_digest, prepare_out, Report, ScenarioReport, ShardInfo, Status, FORMAT};
 use crate::explore::summary::{ExploreSummary, RunSpan, SeedSpan};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,10 +21,34 @@ pub enum Merged {
         report: Box<Report>,
         /// Files merged.
         parts: usize,
+        /// The runs' histories read back from the shards' report directories.
+        runs: ShardRuns,
     },
     /// Exploration summaries, and warnings for the user (old summaries without a run
     /// identity, shards missing from the merge).
     Summaries(Box<ExploreSummary>, Vec<String>),
+}
+
+impl Merged {
+    /// The warnings for the user: histories left out of a merged report, or old summaries and
+    /// shards missing from a merge of summaries.
+    pub fn warnings(&self) -> &[String] {
+        match self {
+            Merged::Reports { runs, .. } => &runs.warnings,
+            Merged::Summaries(_, warnings) => warnings,
+        }
+    }
+}
+
+/// Each run's history, by scenario name, read back from its shard's report directory
+/// (`runs/NAME/history.jsonl` beside the shard's `report.json`) when it is there and its digest
+/// is the run's: what the merged directory's `runs/` is written from ([`shard_histories`]).
+#[derive(Debug, Clone, Default)]
+pub struct ShardRuns {
+    /// The histories, by scenario name.
+    pub histories: BTreeMap<String, lockstep_sim::History>,
+    /// Why a run's history was left out (a file that did not read back to the run's digest).
+    pub warnings: Vec<String>,
 }
 
 /// Whether `value` is a lockstep report (its `format` field says so).
@@ -55,9 +79,19 @@ pub fn merge_texts(texts: &[(PathBuf, String)], report_dir: Option<&Path>) -> Re
             parts.push((origin, report));
         }
         let report = Report::merge(&parts)?;
+        let runs = match report_dir {
+            Some(_) => shard_histories(
+                texts
+                    .iter()
+                    .map(|(path, _)| path.as_path())
+                    .zip(parts.iter().map(|(_, r)| r)),
+            ),
+            None => Default::default(),
+        };
         return Ok(Merged::Reports {
             report: Box::new(report),
             parts: parts.len(),
+            runs,
         });
     }
     if reports > 0 {
@@ -86,6 +120,75 @@ pub fn merge_texts(texts: &[(PathBuf, String)], report_dir: Option<&Path>) -> Re
         merged.merge(part);
     }
     Ok(Merged::Summaries(Box::new(merged), warnings))
+}
+
+/// The largest `history.jsonl` a merge reads back (a run's history is bounded by the simulator's
+/// event cap; this only keeps a hostile file from exhausting memory).
+const MAX_HISTORY_BYTES: u64 = 512 << 20;
+
+/// The histories of the runs of shard reports (`report.json` path, report), read from
+/// `runs/NAME/history.jsonl` beside each `report.json` — what `lockstep ci` wrote there — so the
+/// merged report carries every run's history and interactive timeline as an unsharded run does.
+/// A history is kept only when it reads back to the digest its report states (and its events
+/// are in order: `seq` counting up from 0, true time never going back); a missing file is left
+/// out silently (a report moved without its directory), one that does not match with a warning.
+pub(crate) fn shard_histories<'a>(parts: impl Iterator<Item = (&'a Path, &'a Report)>) -> ShardRuns {
+    let mut histories = BTreeMap::new();
+    let mut warnings = Vec::new();
+    for (path, report) in parts {
+        let dir = super::parent_dir(path);
+        for s in &report.scenarios {
+            let Some(digest) = s.history.as_ref().map(|h| h.digest.as_str()) else {
+                continue;
+            };
+            let file = dir.join("runs").join(super::slug(&s.name)).join("history.jsonl");
+            if !std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file()) {
+                continue;
+            }
+            match read_history(&file, digest) {
+                Ok(history) => {
+                    histories.insert(s.name.clone(), history);
+                }
+                Err(e) => warnings.push(format!(
+                    "{}: left out of the merged report (run `{}`): {e}",
+                    file.display(),
+                    s.name
+                )),
+            }
+        }
+    }
+    ShardRuns { histories, warnings }
+}
+
+/// A run's history read back from its `history.jsonl`, checked against the run's `digest`.
+fn read_history(file: &Path, digest: &str) -> Result<lockstep_sim::History, String> {
+    let bytes = crate::scenario::read_limited(file, MAX_HISTORY_BYTES)?;
+    let text = String::from_utf8(bytes).map_err(|e| format!("not valid UTF-8: {e}"))?;
+    let events = super::interactive::read_jsonl(&text)?;
+    let mut last_us = 0;
+    for (i, event) in events.iter().enumerate() {
+        if event.seq != i as u64 || event.at_us < last_us {
+            return Err(format!(
+                "history.jsonl:{}: event out of order (seq {}, at_us {})",
+                i + 1,
+                event.seq,
+                event.at_us
+            ));
+        }
+        last_us = event.at_us;
+    }
+    let found = super::interactive::digest_of_jsonl(&text)?;
+    if found != digest {
+        return Err(format!(
+            "its digest is {found}, but the report states {digest}: not this run's history"
+        ));
+    }
+    let history: lockstep_sim::History = serde_json::from_value(serde_json::json!({
+        "events": events,
+        "next_op_id": 0,
+    }))
+    .map_err(|e| format!("not a history: {e}"))?;
+    Ok(history)
 }
 
 /// Checks that `parts` (file, summary) are shards of one exploration, each once: the same run
@@ -209,4 +312,144 @@ fn short(id: &str) -> &str {
     } else {
         id.get(..12).unwrap_or(id)
     }
+}
+
+impl Report {
+    /// Merges shard reports into one. Scenario runs are combined (a run in two shards must have
+    /// the same digest), explorations of the same file merge their summaries and are judged
+    /// again on all seeds. Errors: different schema or tool versions, conflicting runs.
+    pub fn merge(parts: &[(String, Report)]) -> Result<Report, String> {
+        let Some((first_origin, first)) = parts.first() else {
+            return Err("nothing to merge".to_string());
+        };
+        let mut merged = Report::new(None);
+        merged.tool = first.tool.clone();
+        merged.run_id = first.run_id.clone();
+        let mut seen_shards: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+        let mut seen: Vec<(&str, Option<ShardInfo>)> = Vec::new();
+        // The report each merged scenario row came from (by index).
+        let mut scenario_origins: Vec<&str> = Vec::new();
+        for (origin, part) in parts {
+            if part.run_id != first.run_id {
+                return Err(format!(
+                    "{origin}: a report of another run than {first_origin} (run_id {} vs {}): merge only the shards of one `lockstep ci` run",
+                    part.run_id.as_deref().unwrap_or("none"),
+                    first.run_id.as_deref().unwrap_or("none")
+                ));
+            }
+            let shard = part.shard;
+            if let Some((other, _)) = seen.iter().find(|(_, s)| shard.is_none() || *s == shard || s.is_none()) {
+                return Err(match shard {
+                    Some(s) if parts.iter().all(|(_, p)| p.shard.is_some()) => {
+                        format!("{origin}: shard {}/{} is also in {other}: each shard is needed once", s.index, s.count)
+                    }
+                    _ => format!(
+                        "{origin} and {other} both cover the whole run (not one shard of it): merging them would count it twice"
+                    ),
+                });
+            }
+            seen.push((origin.as_str(), shard));
+            if part.tool != first.tool {
+                return Err(format!(
+                    "{origin}: written by {} {}, but {first_origin} by {} {}",
+                    part.tool.name, part.tool.version, first.tool.name, first.tool.version
+                ));
+            }
+            if let Some(shard) = part.shard {
+                seen_shards.entry(shard.count).or_default().push(shard.index);
+            }
+            merged.merged_from += part.merged_from.max(1);
+            merged.wall_s = merged.wall_s.max(part.wall_s);
+            for scenario in &part.scenarios {
+                // `lockstep ci --shard` deals each file to one shard: a run in two reports is not
+                // one of its merges, and keeping either copy would hide the other's outcome.
+                let same =
+                    |s: &ScenarioReport| s.file == scenario.file && s.name == scenario.name && s.seed == scenario.seed;
+                if let Some(i) = merged.scenarios.iter().position(same) {
+                    return Err(format!(
+                        "scenario `{}` ({} seed {}) is in two reports, {} and {origin}: each scenario runs in one shard \
+                         of a `lockstep ci` run, so one of them is not a shard of it (merging would hide one \
+                         copy's outcome)",
+                        scenario.name, scenario.file, scenario.seed, scenario_origins[i]
+                    ));
+                }
+                merged.scenarios.push(rejudged_row(scenario, origin));
+                scenario_origins.push(origin.as_str());
+            }
+            for exploration in &part.explorations {
+                match merged
+                    .explorations
+                    .iter_mut()
+                    .find(|e| e.file == exploration.file && e.name == exploration.name)
+                {
+                    Some(existing) => {
+                        if existing.seeds != exploration.seeds || existing.profile != exploration.profile {
+                            return Err(format!(
+                                "{origin}: exploration `{}` has other seeds or another fault profile than in another report",
+                                exploration.name
+                            ));
+                        }
+                        let mut shards = existing.shards.clone().unwrap_or_default();
+                        let theirs = exploration.shards.clone().unwrap_or_default();
+                        if theirs.iter().any(|s| shards.contains(s)) {
+                            return Err(format!(
+                                "{origin}: exploration `{}`: shard {} is already in another report",
+                                exploration.name,
+                                theirs
+                                    .iter()
+                                    .map(|s| format!("{}/{}", s.index, s.count))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ));
+                        }
+                        shards.extend(theirs);
+                        shards.sort();
+                        existing.shards = Some(shards);
+                        existing.summary.merge(&exploration.summary);
+                    }
+                    None => merged.explorations.push(exploration.clone()),
+                }
+            }
+            if merged.ttl_sweep.is_none() {
+                merged.ttl_sweep = part.ttl_sweep.clone();
+            }
+        }
+        for (count, indexes) in &mut seen_shards {
+            indexes.sort_unstable();
+            let expected: Vec<u64> = (1..=*count).collect();
+            if *indexes != expected {
+                return Err(format!(
+                    "the reports cover shards {} of {count}: each of 1..={count} is needed exactly once",
+                    indexes.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+        for e in &mut merged.explorations {
+            if !e.is_partial() {
+                e.shards = None;
+            }
+            e.outcome_digest = outcome_digest(&e.summary);
+            let expect = e.expectations();
+            e.judge(&expect);
+        }
+        merged.finish();
+        Ok(merged)
+    }
+}
+
+/// A shard's scenario row as `merge` keeps it: judged again from its checks, as `lockstep ci`
+/// judges a run. A row without checks and without an error checked nothing (a report written by
+/// `ci` always has them): vacuous, so an error, never a pass; a row whose status is better than
+/// its checks' worst takes theirs.
+fn rejudged_row(scenario: &ScenarioReport, origin: &str) -> ScenarioReport {
+    let mut row = scenario.clone();
+    if row.error.is_none() && row.checks.is_empty() {
+        row.status = Status::Error;
+        row.error = Some(format!(
+            "{origin}: this run has no checks in its shard report: a run that checks nothing is vacuous, not a pass"
+        ));
+    } else if row.error.is_none() {
+        row.status = row.status.min(Status::worst(row.checks.iter().map(|c| c.status)));
+    }
+    row
 }

@@ -6,7 +6,8 @@
 // SVG, one lane a node: a strip of marks (commands, expiries, faults), a state row (a client's
 // holds — what it believed, with a tick where its own clock said the grant ran out — or the lock
 // key's life on a server — what was true — and downtimes), then the operations as bars from
-// invoke to completion; the first violation as a red band across every lane. It handles hover
+// invoke to completion; every violation as a red band across every lane, labelled with its
+// checker, and its witness events ringed; every fault labelled at its time. It handles hover
 // (details of an item) and zoom (drag across the chart, the mouse wheel, the from/to fields, or
 // #from=A&to=B in the address, in seconds). Written for lockstep (no library); nothing is
 // fetched, so a page works opened from disk.
@@ -16,7 +17,7 @@
   const LEGEND = [['#0969da', 'hold (believed)'], ['#57606a', 'key on a server'], ['#e36209', 'key ended by another'],
     ['rgba(207,34,46,.25)', 'violation'], ['#a6dba0', 'ok'], ['#f4b6b6', 'fail'], ['#ffe08a', 'info (unknown)'], ['#ddd', 'never completed'],
     ['#c9c3e6', 'paused'], ['#4a72b0', 'command'], ['#cf222e', 'expiry'], ['#1a7f37', 'write accepted'],
-    ['#e36209', 'write rejected'], ['#6f42c1', 'fault']];
+    ['#e36209', 'write rejected'], ['#6f42c1', 'fault'], ['#cf222e', 'violation witness']];
   const CONTROLS = '<div id="controls">from <input id="from" type="number" step="any"> to ' +
     '<input id="to" type="number" step="any"> s <button id="apply">zoom</button><button id="out">zoom out</button>' +
     '<button id="reset">whole run</button> \u00b7 drag across the chart to zoom on a range, wheel to zoom, hover for details' +
@@ -26,6 +27,7 @@
   const chart = document.getElementById('chart'), tip = document.getElementById('tip');
   const LEFT = 110, RIGHT = 20, TOP = 26, MARK = 14, STATE = 14, ROW = 18;
   const BANDS = DATA.bands || [];
+  const VIOLATIONS = DATA.violations || [];
   let view = [0, DATA.end_us];
   const laneY = [], laneH = [];
   let y = TOP;
@@ -65,14 +67,19 @@
       if (end < v0 || it.s > v1) return;
       const r = el('rect', {x: x(it.s), y: laneY[it.l] + 1, width: Math.max(2, x(end) - x(it.s)), height: laneH[it.l] - 2, class: 'pause'}, svg);
       r.dataset.n = n;
+      // A pause is labelled at its start ("pause client-2 15 s").
+      const t = el('text', {x: x(it.s) + 3, y: laneY[it.l] + laneH[it.l] - 4, class: 'fault-label', 'pointer-events': 'none'}, svg);
+      t.textContent = it.t;
     });
-    if (DATA.violation && DATA.violation.e >= v0 && DATA.violation.s <= v1) {
-      const v = DATA.violation, x0 = x(v.s);
+    // Every violation, each labelled with its checker (labels stacked where they start).
+    VIOLATIONS.forEach((v, n) => {
+      if (v.e < v0 || v.s > v1) return;
+      const x0 = x(v.s);
       const r = el('rect', {x: x0, y: TOP, width: Math.max(3, x(v.e) - x0), height: HEIGHT - TOP, class: 'violation'}, svg);
-      r.dataset.v = 1;
-      const t = el('text', {x: x0 + 3, y: TOP + 10, class: 'violation-label', 'pointer-events': 'none'}, svg);
+      r.dataset.v = n;
+      const t = el('text', {x: x0 + 3, y: TOP + 10 + 12 * n, class: 'violation-label', 'pointer-events': 'none'}, svg);
       t.textContent = v.t;
-    }
+    });
     BANDS.forEach((b, n) => {
       const end = b.e > DATA.end_us ? DATA.end_us : b.e;
       if (end < v0 || b.s > v1) return;
@@ -101,8 +108,16 @@
         }
       } else if (it.k === 'pause') {
         return;
+      } else if (it.k === 'witness') {
+        // An event a violation rests on: outlined across its lane (its checker in the hover).
+        shape = el('rect', {x: x(it.s) - 3, y: top + 1, width: 6, height: laneH[it.l] - 2, class: 'witness'}, svg);
       } else {
         shape = el('rect', {x: x(it.s) - 1.5, y: top + 2, width: 3, height: MARK - 3, class: it.k}, svg);
+        // A fault is labelled at its time ("crash redis-1", "clock-jump redis-1 +10 s").
+        if (it.k === 'fault') {
+          const t = el('text', {x: x(it.s) + 3, y: top + MARK - 3, class: 'fault-label', 'pointer-events': 'none'}, svg);
+          t.textContent = it.t;
+        }
       }
       shape.dataset.n = n;
     });
@@ -117,7 +132,7 @@
   function hover(ev) {
     const ds = ev.target.dataset || {};
     if (lit && lit !== ev.target) lit.classList.remove('hl');
-    const it = ds.n !== undefined ? DATA.items[ds.n] : ds.b !== undefined ? BANDS[ds.b] : ds.v !== undefined ? DATA.violation : null;
+    const it = ds.n !== undefined ? DATA.items[ds.n] : ds.b !== undefined ? BANDS[ds.b] : ds.v !== undefined ? VIOLATIONS[ds.v] : null;
     if (!it) { tip.hidden = true; return; }
     lit = ev.target; lit.classList.add('hl');
     const rows = it.d.map(([k, v]) => '<tr><td>' + esc(k) + '</td><td>' + esc(v) + '</td></tr>').join('');

@@ -19,4 +19,5 @@ mod example_checks;
 mod harness;
 mod merge_summaries;
 mod report;
+mod report_views;
 mod sources;

@@ -226,7 +226,10 @@ fn full_example_parses_every_key() {
             },
         ]
     );
-    assert_eq!(s.expect.len(), 3);
+    // The three named, and spurious-loss: expected valid unless a file that states expectations
+    // names it.
+    assert_eq!(s.expect.len(), 4);
+    assert_eq!(s.expected("spurious-loss"), Some(Verdict::Valid));
     assert_eq!(s.expected("mutual-exclusion"), Some(Verdict::Invalid));
     assert_eq!(s.expected("stale-write"), Some(Verdict::Valid));
     assert_eq!(s.expected("token-order"), Some(Verdict::Unknown));

@@ -403,7 +403,12 @@ fn repeated_rows_are_grouped_explanations_sit_under_rows_and_sections_are_anchor
         "{table}"
     );
     assert_eq!(
-        table.matches("<tr class=\"why\"><td></td><td colspan=\"8\">").count(),
+        table
+            .matches(&format!(
+                "<tr class=\"why\"><td></td><td colspan=\"{}\">",
+                lockstep::checker::CheckerName::ALL.len() + 2
+            ))
+            .count(),
         2,
         "{table}"
     );

@@ -338,6 +338,9 @@ enum SeedOutcome {
         /// The same, for a plan left as generated (without `--bounded`), judged by the
         /// assumptions of the case's own scenario (its workload shape included).
         classified: Option<(Vec<String>, Vec<String>)>,
+        /// When the violation is an implementation bug only once the faults it does not need
+        /// are dropped ([`reduce_to_bug`]): that smaller case (shrinking starts from it).
+        bug_case: Option<ExploreCase>,
     },
     Error {
         seed: u64,
@@ -358,7 +361,7 @@ fn explore_seed(
     let Some(bounds) = bounds else {
         return judge_case(template, case, seed, per_10k, locks).0;
     };
-    let mut outcome = judge_case(template, bounds.bound(case), seed, per_10k, locks).0;
+    let mut outcome = judge_case_as(template, bounds.bound(case), seed, per_10k, locks, false).0;
     if let SeedOutcome::Judged {
         verdicts,
         case,
@@ -380,7 +383,21 @@ fn judge_case(
     case: ExploreCase,
     seed: u64,
     per_10k: u64,
+    locks: (&PreparedLock, Option<&PreparedLock>),
+) -> (SeedOutcome, Option<u64>) {
+    judge_case_as(template, case, seed, per_10k, locks, true)
+}
+
+/// [`judge_case`]; `reduce`: a violation outside the assumptions of the plan as drawn is
+/// classified again without the faults it may not need ([`reduce_to_bug`]; off under the
+/// assumption-bounded profile, which classifies the bounded plan itself).
+fn judge_case_as(
+    template: &Scenario,
+    case: ExploreCase,
+    seed: u64,
+    per_10k: u64,
     (subject, reference): (&PreparedLock, Option<&PreparedLock>),
+    reduce: bool,
 ) -> (SeedOutcome, Option<u64>) {
     let scenario = case_scenario(template, &case, seed);
     let run = match subject.run(&scenario) {
@@ -410,7 +427,18 @@ fn judge_case(
     let ops = crate::history::OpHistory::new(&run.history);
     let signature = coverage::signature(&ops);
     let verdicts: Vec<(String, Verdict)> = run.results.iter().map(|r| (r.checker.clone(), r.verdict)).collect();
-    let classified = Some(classify(&assumptions::Assumptions::of(&scenario), &case, &verdicts));
+    let assumptions = assumptions::Assumptions::of(&scenario);
+    let mut classified = classify(&assumptions, &case, &verdicts);
+    let mut bug_case = None;
+    let violated = reduce && verdicts.iter().any(|(_, v)| *v == Verdict::Invalid);
+    let reduced = violated
+        .then(|| reduce_to_bug(template, (&case, seed), (&assumptions, &classified), subject))
+        .flatten();
+    if let Some((reduced, bugs)) = reduced {
+        classified.1 = bugs;
+        bug_case = Some(reduced);
+    }
+    let classified = Some(classified);
     let outcome = SeedOutcome::Judged {
         seed,
         verdicts,
@@ -424,6 +452,7 @@ fn judge_case(
         reference,
         bounded: None,
         classified,
+        bug_case,
     };
     (outcome, Some(signature))
 }
@@ -447,6 +476,69 @@ fn classify(
     (names, bugs)
 }
 
+/// An implementation-bug seed's entry: `bugs` (the promised checkers it violated) and the case
+/// that shows them — the plan without the faults the violation does not need (`reduced`,
+/// [`reduce_to_bug`]), else the plan as run — with that case's fault kinds and count.
+fn bug_seed(seed: u64, bugs: &[String], case: &ExploreCase, reduced: Option<&ExploreCase>) -> summary::FailingSeed {
+    let drawn = reduced.map(|_| case.faults.clone()).unwrap_or_default();
+    let case = reduced.unwrap_or(case);
+    let mut kinds: Vec<String> = case.faults.iter().map(|f| f.kind().to_string()).collect();
+    kinds.sort();
+    kinds.dedup();
+    summary::FailingSeed {
+        seed,
+        checkers: bugs.to_vec(),
+        fault_kinds: kinds,
+        faults: case.faults.len(),
+        case: Some(case.clone()),
+        drawn,
+    }
+}
+
+/// A violating seed whose plan broke an assumption, classified by the faults the violation
+/// needs rather than the plan as drawn (issue 42): the faults that break a hard assumption
+/// (clock, masters) on their own are dropped and the rest run again (one run); when a checker
+/// the lock promises
+/// under that smaller plan is still violated, the violation never needed the dropped faults —
+/// an implementation bug, with that smaller case. `None` otherwise (nothing to drop, nothing
+/// left, or the violation went with the dropped faults).
+fn reduce_to_bug(
+    template: &Scenario,
+    (case, seed): (&ExploreCase, u64),
+    (assumptions, (broken, bugs)): (&assumptions::Assumptions, &(Vec<String>, Vec<String>)),
+    subject: &PreparedLock,
+) -> Option<(ExploreCase, Vec<String>)> {
+    if broken.is_empty() || !bugs.is_empty() {
+        return None;
+    }
+    let clients = case.clients;
+    // A fault that breaks a hard assumption on its own (a clock, a master's keys) leaves only
+    // `ownership` promised: it goes. Timing faults stay (under them the lease's own checkers
+    // are still promised), and so do faults that break nothing (a client's wall-clock step).
+    let innocent = |f: &generate::GenFault| {
+        assumptions
+            .classify(&ExploreCase {
+                clients,
+                faults: vec![f.clone()],
+                shape: case.shape,
+            })
+            .iter()
+            .all(|b| b.assumption == assumptions::Assumption::Timing)
+    };
+    let kept: Vec<generate::GenFault> = case.faults.iter().filter(|f| innocent(f)).cloned().collect();
+    if kept.is_empty() || kept.len() == case.faults.len() {
+        return None;
+    }
+    let reduced = ExploreCase {
+        faults: kept,
+        ..case.clone()
+    };
+    let run = subject.run(&case_scenario(template, &reduced, seed)).ok()?;
+    let verdicts: Vec<(String, Verdict)> = run.results.iter().map(|r| (r.checker.clone(), r.verdict)).collect();
+    let (_, bugs) = classify(assumptions, &reduced, &verdicts);
+    (!bugs.is_empty()).then_some((reduced, bugs))
+}
+
 /// Adds one seed's outcome to `summary` (and its differential); with `keep_case`, a failing
 /// seed keeps its case (guided explorations: the seed alone does not regenerate it).
 fn aggregate(summary: &mut ExploreSummary, outcome: SeedOutcome, keep_case: bool) {
@@ -463,6 +555,7 @@ fn aggregate(summary: &mut ExploreSummary, outcome: SeedOutcome, keep_case: bool
             case,
             bounded,
             classified,
+            bug_case,
             ..
         } => {
             summary.add_verdicts(seed, &verdicts, &fault_kinds, faults);
@@ -476,16 +569,7 @@ fn aggregate(summary: &mut ExploreSummary, outcome: SeedOutcome, keep_case: bool
                 };
                 counts.add(seed, &verdicts, broken, bugs);
                 if !bugs.is_empty() {
-                    let mut kinds = fault_kinds.clone();
-                    kinds.sort();
-                    kinds.dedup();
-                    counts.add_bug(summary::FailingSeed {
-                        seed,
-                        checkers: bugs.clone(),
-                        fault_kinds: kinds,
-                        faults,
-                        case: Some(case.clone()),
-                    });
+                    counts.add_bug(bug_seed(seed, bugs, &case, bug_case.as_ref()));
                 }
             }
             if let Some(differential) = &mut summary.differential {
@@ -494,6 +578,11 @@ fn aggregate(summary: &mut ExploreSummary, outcome: SeedOutcome, keep_case: bool
                     .and_then(|r| r.as_ref().ok())
                     .map(|(v, _)| v.as_slice());
                 differential.add(seed, &verdicts, theirs, &fault_kinds, faults);
+                // The subject's own bugs where the reference keeps the promised checker: what
+                // `--against` shrinks first.
+                if let Some((_, bugs)) = bounded.as_ref().or(classified.as_ref()).filter(|(_, b)| !b.is_empty()) {
+                    differential.add_bug(bug_seed(seed, bugs, &case, bug_case.as_ref()), theirs);
+                }
             }
             if keep_case {
                 let only_subject = summary
@@ -836,6 +925,7 @@ pub fn standard_template(
 #[cfg(test)]
 mod tests {
     use super::standard_template;
+    use crate::checker::Verdict;
     use crate::model::{Algorithm, Fencing};
     use crate::scenario::Scenario;
     use lockstep_sim::FencingMode;
@@ -924,5 +1014,87 @@ mod tests {
             let ops = crate::history::OpHistory::new(&run.history);
             assert!(!ops.holds().is_empty(), "{algorithm}: no client ever took the lock");
         }
+    }
+
+    /// Issue 42, item 2: a drawn plan with the faults a wall-clock bug needs (a stalled link and
+    /// a client's clock stepped back) and an unrelated master crash after every turn. As drawn,
+    /// the crash breaks the masters assumption (only `ownership` promised): no bug. Classified
+    /// by the faults the violation needs, it is the lock's bug (`lease-validity` promised under
+    /// timing alone), its case without the crash; the counterexample says the crash was dropped.
+    #[test]
+    fn a_violation_is_classified_by_the_faults_it_needs_not_the_plan_as_drawn() {
+        use super::generate::GenFault;
+        use super::kinds::{ClockJump, Crash, Hold};
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/bug-validity-wall-clock.toml");
+        let mut template = Scenario::from_file(std::path::Path::new(path)).unwrap();
+        template.faults = Default::default();
+        let needed = vec![
+            GenFault::from(Hold {
+                at_ms: 0,
+                a: "client-1".into(),
+                b: "redis-3".into(),
+                length_ms: 11_000,
+            }),
+            GenFault::from(ClockJump {
+                at_ms: 5_000,
+                node: "client-1".into(),
+                delta_ms: -5_000,
+            }),
+        ];
+        let crash = GenFault::from(Crash {
+            at_ms: 30_000,
+            node: "redis-3".into(),
+            down_ms: 100,
+        });
+        let mut faults = needed.clone();
+        faults.push(crash.clone());
+        let drawn = super::generate::ExploreCase {
+            clients: 2,
+            faults,
+            shape: None,
+        };
+        let subject = super::LockRef::Template.prepare();
+        let (outcome, _) = super::judge_case(&template, drawn.clone(), 1, 0, (&subject, None));
+        let super::SeedOutcome::Judged {
+            classified: Some((broken, bugs)),
+            bug_case: Some(reduced),
+            ..
+        } = outcome
+        else {
+            panic!("not classified as a bug without the crash");
+        };
+        assert!(broken.contains(&"masters".to_string()), "{broken:?}");
+        assert_eq!(bugs, vec!["lease-validity".to_string()]);
+        assert_eq!(reduced.faults, needed);
+        // As drawn, nothing but ownership would have been promised.
+        let drawn_only = super::classify(
+            &super::assumptions::Assumptions::of(&template),
+            &drawn,
+            &[("lease-validity".to_string(), Verdict::Invalid)],
+        );
+        assert!(drawn_only.1.is_empty());
+        // The counterexample is classified by its own plan and names what was dropped.
+        let mut cx = super::shrink::shrink_case(
+            &template,
+            &reduced,
+            (1, "lease-validity"),
+            (super::LockRef::Template, None),
+            50,
+            None,
+        )
+        .expect("the reduced case fails");
+        let (scenario, case) = (cx.scenario.clone(), cx.case.clone());
+        cx.assumptions.note_drawn(&scenario, &drawn.faults, &case);
+        assert!(cx.assumptions.promised, "{:?}", cx.assumptions);
+        let lines = cx.assumptions.lines().join("\n");
+        assert!(
+            lines.contains(&format!(
+                "dropped while shrinking (the violation does not need them): {}",
+                crash.describe()
+            )),
+            "{lines}"
+        );
+        assert!(lines.contains("the plan as drawn also broke masters"), "{lines}");
+        assert!(lines.contains("IMPLEMENTATION BUG"), "{lines}");
     }
 }

@@ -31,6 +31,11 @@ pub struct FailingSeed {
     /// and mutated cases depend on the template's anchors and the corpus).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case: Option<super::generate::ExploreCase>,
+    /// The faults of the plan as drawn, when `case` is that plan without the faults the
+    /// violation does not need (an implementation bug only without them): the counterexample
+    /// says which it dropped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drawn: Vec<super::generate::GenFault>,
 }
 
 /// A seed that could not be judged: the world failed or user code panicked.
@@ -231,7 +236,9 @@ impl Bounded {
 
     /// The summary's lines for an exploration whose plans were not bounded
     /// ([`ExploreSummary::classified`]): which violating seeds are the lock's own bugs.
-    fn render_classified(&self, lock: &str) -> String {
+    /// `shrunk`: these seeds are what `explore` shrinks (no reference lock: with one, the
+    /// differential's own bug seeds are).
+    fn render_classified(&self, lock: &str, shrunk: bool) -> String {
         let mut out = format!(
             "  by {lock}'s assumptions (docs/assumptions.md): {} violating seeds broke none that the violated checker \
              needs: {}\n",
@@ -244,8 +251,13 @@ impl Bounded {
         );
         if !self.first_bugs.is_empty() {
             out.push_str(&format!(
-                "    first implementation-bug seeds: {} (shrunk first)\n",
-                self.first_bugs_text()
+                "    first implementation-bug seeds: {}{}\n",
+                self.first_bugs_text(),
+                if shrunk {
+                    " (the first is shrunk, for the checker the lock promises; the others are listed)"
+                } else {
+                    ""
+                }
             ));
         }
         let mut broken: Vec<(&String, &u64)> = self.broken.iter().collect();
@@ -336,6 +348,12 @@ pub struct Differential {
     pub reference_errors: u64,
     /// The smallest seeds where only the subject fails, per checker (`checkers`: those).
     pub first_only_subject: Vec<FailingSeed>,
+    /// The smallest implementation-bug seeds (a checker the subject promises under the plan
+    /// violated, [`ExploreSummary::classified`]) where the reference keeps that checker, per
+    /// checker (`checkers`: those promised checkers): what `--against` shrinks first, each for
+    /// its promised checker, before seeds where the subject only shows the lease's limit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_bugs: Vec<FailingSeed>,
 }
 
 impl Differential {
@@ -400,6 +418,7 @@ impl Differential {
                 fault_kinds: kinds,
                 faults,
                 case: None,
+                drawn: Vec::new(),
             });
             keep_smallest_per_checker(&mut self.first_only_subject);
         }
@@ -418,6 +437,21 @@ impl Differential {
         self.reference_errors = self.reference_errors.saturating_add(other.reference_errors);
         self.first_only_subject.extend(other.first_only_subject.iter().cloned());
         keep_smallest_per_checker(&mut self.first_only_subject);
+        self.first_bugs.extend(other.first_bugs.iter().cloned());
+        keep_smallest_per_checker(&mut self.first_bugs);
+    }
+
+    /// Adds an implementation-bug seed of the subject (`bug.checkers`: the promised checkers it
+    /// violated), keeping only the checkers the reference (its verdicts `reference`) holds on
+    /// the same plan — where both fail, no fix of the subject makes it pass.
+    pub(crate) fn add_bug(&mut self, mut bug: FailingSeed, reference: Option<&[(String, Verdict)]>) {
+        let Some(reference) = reference else { return };
+        bug.checkers
+            .retain(|c| reference.iter().any(|(name, v)| name == c && *v == Verdict::Valid));
+        if !bug.checkers.is_empty() {
+            self.first_bugs.push(bug);
+            keep_smallest_per_checker(&mut self.first_bugs);
+        }
     }
 }
 
@@ -494,6 +528,7 @@ impl ExploreSummary {
                 fault_kinds: kinds,
                 faults,
                 case: None,
+                drawn: Vec::new(),
             });
             keep_smallest_per_checker(&mut self.first_failing);
         }
@@ -896,6 +931,23 @@ impl ExploreSummary {
                     ),
                 );
             }
+            if !d.first_bugs.is_empty() {
+                let seeds: Vec<String> = d
+                    .first_bugs
+                    .iter()
+                    .map(|f| format!("{} [{}]", f.seed, f.checkers.join(",")))
+                    .collect();
+                line(
+                    &mut out,
+                    format!(
+                        "    first implementation-bug seeds where only {} fails: {} (the first is shrunk, for the \
+                         checker {} promises; the others are listed)",
+                        self.algorithm,
+                        seeds.join("; "),
+                        self.algorithm
+                    ),
+                );
+            }
         }
         if let Some(coverage) = &self.coverage {
             out.push_str(&coverage.render());
@@ -904,7 +956,7 @@ impl ExploreSummary {
             out.push_str(&bounded.render(&self.algorithm));
         }
         if let Some(classified) = self.classified.as_ref().filter(|_| self.seeds_violating > 0) {
-            out.push_str(&classified.render_classified(&self.algorithm));
+            out.push_str(&classified.render_classified(&self.algorithm, self.differential.is_none()));
         }
         line(
             &mut out,
@@ -1171,6 +1223,7 @@ mod tests {
             fault_kinds: vec!["pause".into()],
             faults: 1,
             case: None,
+            drawn: Vec::new(),
         };
         // The first violating seeds all broke timing; the bugs come later.
         let mut whole = Bounded::default();

@@ -35,6 +35,7 @@
 
 pub mod charts;
 pub mod console;
+mod exploration;
 pub mod headline;
 pub mod html;
 pub mod interactive;

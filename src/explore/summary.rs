@@ -595,6 +595,26 @@ impl ExploreSummary {
         self.throughput.sim_s_per_wall_s = self.sim_ms as f64 / 1_000.0 / wall_s;
     }
 
+    /// The first implementation-bug seed and the seeds run up to and including it (issue 42:
+    /// seeds to the first bug) — with a reference, of the bug seeds the reference keeps; else
+    /// of the bounded profile's or the classification's. The count needs the run's span (one
+    /// unsharded range, [`Self::run`]); `None` without a bug seed.
+    pub fn first_bug(&self) -> Option<(u64, Option<u64>)> {
+        let bugs = match &self.differential {
+            Some(d) => &d.first_bugs,
+            None => match (&self.assumptions, &self.classified) {
+                (Some(b), _) | (None, Some(b)) => &b.first_bugs,
+                (None, None) => return None,
+            },
+        };
+        let seed = bugs.iter().map(|f| f.seed).min()?;
+        let count = match self.run.as_ref().map(|r| r.spans.as_slice()) {
+            Some([span]) if span.shard_count == 1 && span.seeds_start <= seed => Some(seed - span.seeds_start + 1),
+            _ => None,
+        };
+        Some((seed, count))
+    }
+
     /// Combines a shard's summary into this one (counts saturate: a damaged input cannot wrap
     /// them around).
     pub fn merge(&mut self, other: &ExploreSummary) {

@@ -152,6 +152,15 @@ impl ExploreSummary {
         if let Some(classified) = self.classified.as_ref().filter(|_| self.seeds_violating > 0) {
             out.push_str(&classified.render_classified(&self.algorithm, self.differential.is_none()));
         }
+        if let Some((seed, count)) = self.first_bug() {
+            line(
+                &mut out,
+                match count {
+                    Some(n) => format!("  seeds to the first implementation bug: {n} (seed {seed})"),
+                    None => format!("  first implementation-bug seed: {seed}"),
+                },
+            );
+        }
         line(
             &mut out,
             format!(

@@ -59,6 +59,17 @@ fn the_first_bug_seed_is_shrunk_for_its_cause_by_default_and_against_the_safe_tw
         let toml = cx["toml"].as_str().unwrap();
         assert!(toml.contains("IMPLEMENTATION BUG"), "{toml}");
     }
+    // The text says how many seeds it took.
+    let (_, out, _) = lockstep(&["explore", bug, "--seeds", "30", "--shrink", "0", "--jobs", "2"]);
+    let doc = explore_json(&[bug, "--seeds", "30"]);
+    let first = doc["summary"]["classified"]["first_bugs"][0]["seed"].as_u64().unwrap();
+    assert!(
+        out.contains(&format!(
+            "seeds to the first implementation bug: {} (seed {first})",
+            first + 1
+        )),
+        "{out}"
+    );
 }
 
 #[test]

@@ -464,6 +464,8 @@ pub fn explore_config(template: &Scenario, overrides: &Overrides) -> Result<(Sce
             )));
         }
         profile.kinds = kinds;
+    } else {
+        profile.kinds = deployment_kinds(template);
     }
     let config = ExploreConfig {
         seeds,
@@ -494,6 +496,23 @@ pub fn explore_config(template: &Scenario, overrides: &Overrides) -> Result<(Sce
     let mut template = template.clone();
     template.explore = None;
     Ok((template, config))
+}
+
+/// The kinds explored when none are named: the default kinds, and every opt-in kind the
+/// template's deployment can suffer — a replica's clock step before its group fails over
+/// (`replica-clock`) when a master has replicas (issue 42: a failover onto a replica whose clock
+/// runs ahead was found only with `--kinds replica-clock`). A template without replicas draws
+/// exactly what it always drew.
+pub fn deployment_kinds(template: &Scenario) -> Vec<String> {
+    let mut kinds = FaultProfile::default().kinds;
+    let replicated = template
+        .masters
+        .iter()
+        .any(|m| !template.replicas_of(&m.name).is_empty());
+    if replicated {
+        kinds.push("replica-clock".to_string());
+    }
+    kinds
 }
 
 /// `config` under the assumption-bounded profile of `template`'s lock: the generator's profile
@@ -549,22 +568,42 @@ fn check_overrides(overrides: &Overrides) -> Result<(), AppError> {
     Ok(())
 }
 
-/// The failing seeds a shrink takes, in order: with a reference, the seeds where only the subject
-/// fails; under the assumption-bounded profile without one, the implementation-bug seeds (each
+/// The failing seeds a shrink takes, in order: with a reference, the implementation-bug seeds
+/// whose promised checker the reference keeps ([`crate::explore::summary::Differential::first_bugs`])
+/// when there are some, else the seeds where only the subject fails; under the assumption-bounded profile without one, the implementation-bug seeds (each
 /// with the checkers its lock promised under its plan) — none when there are none, since the
 /// other violations are outside the lock's assumptions; else the implementation-bug seeds of
 /// the plans as generated ([`ExploreSummary::classified`]) when there are some, and the first
 /// failing seeds when there are none.
-fn shrinkable<'a>(summary: &'a ExploreSummary, locks: &Locks) -> &'a [FailingSeed] {
+/// The second value says whether they are implementation-bug seeds (their checkers promised).
+fn shrinkable<'a>(summary: &'a ExploreSummary, locks: &Locks) -> (&'a [FailingSeed], bool) {
     match (&summary.differential, &locks.reference, &summary.assumptions) {
-        (Some(d), Some(_), _) => &d.first_only_subject,
-        (_, None, Some(bounded)) => &bounded.first_bugs,
+        // Against a reference: the subject's own bugs the reference keeps first (each for its
+        // promised checker), then any seed where only the subject fails (issue 42).
+        (Some(d), Some(_), _) if !d.first_bugs.is_empty() => (&d.first_bugs, true),
+        (Some(d), Some(_), _) => (&d.first_only_subject, false),
+        (_, None, Some(bounded)) => (&bounded.first_bugs, true),
         // Plans left as generated: the lock's own bugs first, when some seed shows one.
         _ => match summary.classified.as_ref().filter(|c| !c.first_bugs.is_empty()) {
-            Some(classified) => &classified.first_bugs,
-            None => &summary.first_failing,
+            Some(classified) => (&classified.first_bugs, true),
+            None => (&summary.first_failing, false),
         },
     }
+}
+
+/// The checker an implementation-bug seed is shrunk for, among the promised checkers it
+/// violated: the one nearest the cause — `ownership` (a command on another grant's key), then
+/// `lease-validity` (a holder told of validity its masters do not hold), then the checkers of
+/// what follows from those (two holders, the resource's writes) in the checkers' order.
+fn cause_first(checkers: &[String], wanted: &dyn Fn(&str) -> bool) -> Option<String> {
+    let rank = |c: &String| match c.as_str() {
+        "ownership" => 0,
+        "lease-validity" => 1,
+        _ => 2,
+    };
+    let mut ordered: Vec<&String> = checkers.iter().filter(|c| wanted(c)).collect();
+    ordered.sort_by_key(|c| rank(c)); // stable: the checkers' own order among the rest
+    ordered.first().map(|c| c.to_string())
 }
 
 /// Under the assumption-bounded profile without a reference, when seeds violated a checker but
@@ -611,12 +650,16 @@ pub fn shrink_failures<'a>(
     out: Option<&'a Path>,
     wanted: &'a dyn Fn(&str) -> bool,
 ) -> impl Iterator<Item = Shrunk> + 'a {
-    shrinkable(summary, locks)
+    let (seeds, bugs) = shrinkable(summary, locks);
+    seeds
         .iter()
         .filter(|failing| failing.checkers.iter().any(|c| wanted(c)))
         .take(count)
         .filter_map(move |failing| {
-            let checker = failing.checkers.iter().find(|c| wanted(c))?;
+            let checker = &match bugs {
+                true => cause_first(&failing.checkers, wanted)?,
+                false => failing.checkers.iter().find(|c| wanted(c))?.clone(),
+            };
             if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
                 return Some(Shrunk::OutOfTime {
                     seed: failing.seed,
@@ -630,6 +673,16 @@ pub fn shrink_failures<'a>(
                 }
                 None => shrink::shrink_with(template, profile, (failing.seed, checker), locks.refs(), runs, deadline),
             };
+            // A bug seed recorded without the faults it did not need: the counterexample still
+            // says what the plan as drawn had, and which faults were dropped.
+            let found = found.map(|mut cx| {
+                if !failing.drawn.is_empty() {
+                    let (scenario, case) = (cx.scenario.clone(), cx.case.clone());
+                    cx.assumptions.note_drawn(&scenario, &failing.drawn, &case);
+                    cx.faults_before = failing.drawn.len();
+                }
+                cx
+            });
             Some(found_or_not(found, failing.seed, checker, out))
         })
 }

@@ -632,7 +632,24 @@ pub fn aims_at_operation(seed: u64, profile: &FaultProfile) -> bool {
 /// plus, with probability 0.3, an aimed fault of any kind (bugs that need two faults to
 /// coincide). Empty when the run had no operation to aim at.
 pub fn operation_case(seed: u64, topo: &Topology, profile: &FaultProfile, anchors: &Anchors) -> Vec<GenFault> {
-    let mut rng = Seed(seed).stream("explore/operation/aim");
+    operation_case_try(seed, 0, topo, profile, anchors)
+}
+
+/// The `attempt`-th operation-aimed case of `seed` ([`operation_case`] is attempt 0): another
+/// operation, window and stall length on the same fault-free run, each attempt from a stream of
+/// its own (`explore/operation/aim/{attempt}`), so attempt 0 stays what it always was (issue 42:
+/// a renewal-timing bug needs a stall of the right length, and one draw per seed seldom has it).
+pub fn operation_case_try(
+    seed: u64,
+    attempt: u64,
+    topo: &Topology,
+    profile: &FaultProfile,
+    anchors: &Anchors,
+) -> Vec<GenFault> {
+    let mut rng = match attempt {
+        0 => Seed(seed).stream("explore/operation/aim"),
+        n => Seed(seed).stream(&format!("explore/operation/aim/{n}")),
+    };
     let kinds: Vec<&str> = GenFault::operation_draw_kinds()
         .into_iter()
         .filter(|k| profile.kinds.iter().any(|p| p == k))

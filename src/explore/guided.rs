@@ -93,24 +93,30 @@ fn guided_case(
     )
 }
 
-/// The case an operation-aimed seed runs: its faults aimed at the lock's operations in the
-/// seed's own fault-free run with `subject` (none when that run fails or stops).
-fn aim_at_own_run(
+/// How many aims an operation-aimed seed tries at its own run, until one violates a checker.
+pub const OPERATION_ATTEMPTS: u64 = 6;
+
+/// The [`OPERATION_ATTEMPTS`] operation-aimed cases of `seed` on its own fault-free run
+/// ([`anchors::operation_case_try`]), the first being what a seed always aimed; `case` alone when
+/// the run cannot be recorded.
+fn aims_at_own_run(
     template: &Scenario,
     case: ExploreCase,
     seed: u64,
     topo: &super::generate::Topology,
     config: &ExploreConfig,
     subject: &super::subject::PreparedLock,
-) -> ExploreCase {
+) -> Vec<ExploreCase> {
     let own = super::case_scenario(template, &case, seed);
     let Ok(anchors) = anchors::record(&own, subject) else {
-        return case;
+        return vec![case];
     };
-    ExploreCase {
-        faults: anchors::operation_case(seed, topo, &config.profile, &anchors),
-        ..case
-    }
+    (0..OPERATION_ATTEMPTS)
+        .map(|attempt| ExploreCase {
+            faults: anchors::operation_case_try(seed, attempt, topo, &config.profile, &anchors),
+            ..case.clone()
+        })
+        .collect()
 }
 
 /// Explores `template` with anchored or mixed placement and coverage feedback, running
@@ -228,15 +234,28 @@ fn run_guided(
                             return;
                         };
                         let locks = (&prepared.0, prepared.1.as_ref());
-                        let case = match origin {
+                        let cases = match origin {
                             Origin::Operation => {
-                                aim_at_own_run(template, case.clone(), *seed, topo, config, &prepared.0)
+                                aims_at_own_run(template, case.clone(), *seed, topo, config, &prepared.0)
                             }
-                            _ => case.clone(),
+                            _ => vec![case.clone()],
                         };
-                        let (outcome, signature) = judge_case(template, case, *seed, config.determinism_per_10k, locks);
-                        let violated = matches!(&outcome, SeedOutcome::Judged { verdicts, .. }
-                            if verdicts.iter().any(|(_, v)| *v == Verdict::Invalid));
+                        // An operation-aimed seed tries its other aims (another window, another
+                        // stall length) while none violates; it reports the first that does, or
+                        // its first aim.
+                        let violates = |outcome: &SeedOutcome| {
+                            matches!(outcome, SeedOutcome::Judged { verdicts, .. }
+                            if verdicts.iter().any(|(_, v)| *v == Verdict::Invalid))
+                        };
+                        let mut judged = cases
+                            .into_iter()
+                            .map(|case| judge_case(template, case, *seed, config.determinism_per_10k, locks));
+                        let first = judged.next().expect("at least one case");
+                        let (outcome, signature) = match violates(&first.0) {
+                            true => first,
+                            false => judged.find(|(outcome, _)| violates(outcome)).unwrap_or(first),
+                        };
+                        let violated = violates(&outcome);
                         if violated {
                             first_bad.fetch_min(i, Ordering::SeqCst);
                         }

@@ -77,6 +77,11 @@ pub struct AssumptionNotes {
     /// Set when the plan has no fault and the workload alone outlives the lease (the
     /// template's, or its shape's): how.
     pub overrun: Option<String>,
+    /// The faults of the plan as drawn that shrinking dropped (the violation does not need
+    /// them), described; the counterexample is classified without them.
+    pub dropped: Vec<String>,
+    /// What the plan as drawn broke that the shrunk plan does not (by the dropped faults).
+    pub drawn_broken: Vec<Broken>,
 }
 
 impl AssumptionNotes {
@@ -113,7 +118,30 @@ impl AssumptionNotes {
             promised: overrun.is_none() && a.promised(&plan).iter().any(|c| c.as_str() == checker),
             plan,
             overrun,
+            dropped: Vec::new(),
+            drawn_broken: Vec::new(),
         }
+    }
+
+    /// Notes the plan as drawn (`drawn`, run as `scenario`) that this counterexample was shrunk
+    /// from: which of its faults the shrunk plan (`shrunk`) no longer has, and which assumptions
+    /// only those broke. The classification stays the shrunk plan's: the violation needs only
+    /// its faults (issue 42: a client's clock step with an unrelated master crash is the lock's
+    /// bug, not the lease's limit).
+    pub fn note_drawn(&mut self, scenario: &Scenario, drawn: &[GenFault], shrunk: &ExploreCase) {
+        self.dropped = drawn
+            .iter()
+            .filter(|f| !shrunk.faults.contains(f))
+            .map(describe)
+            .collect();
+        let a = Assumptions::of(scenario);
+        let broken = a.classify(&ExploreCase {
+            clients: scenario.clients.len().max(1),
+            faults: drawn.to_vec(),
+            shape: None,
+        });
+        let now: Vec<Assumption> = self.plan.iter().map(|b| b.assumption).collect();
+        self.drawn_broken = broken.into_iter().filter(|b| !now.contains(&b.assumption)).collect();
     }
 
     /// The assumptions the plan broke, by name (empty: none).
@@ -156,6 +184,19 @@ impl AssumptionNotes {
         for b in self.plan.iter().filter(|b| !singles.contains(&b.assumption)) {
             out.push(format!(
                 "  the faults together: break {}: {}",
+                b.assumption.name(),
+                b.detail
+            ));
+        }
+        if !self.dropped.is_empty() {
+            out.push(format!(
+                "  dropped while shrinking (the violation does not need them): {}",
+                self.dropped.join("; ")
+            ));
+        }
+        for b in &self.drawn_broken {
+            out.push(format!(
+                "  the plan as drawn also broke {} ({}); only dropped faults did, so this plan is judged without it",
                 b.assumption.name(),
                 b.detail
             ));
@@ -376,6 +417,7 @@ pub(crate) fn shrink_with(
     let mut tree = case_tree(seed, &strategy);
     let mut runs = 0;
     let mut best = tree.current();
+    let drawn = best.faults.clone();
     let faults_before = best.faults.len();
     let mut best_run = judge.fails(&best, &mut runs)?;
     // proptest's shrinking: simplify while it still fails, complicate back when it passes.
@@ -399,6 +441,7 @@ pub(crate) fn shrink_with(
     finish(
         &judge,
         (subject, reference),
+        &drawn,
         (best, best_run),
         (faults_before, runs),
         &left,
@@ -425,6 +468,7 @@ pub(crate) fn shrink_case(
     finish(
         &judge,
         (subject, reference),
+        &case.faults,
         (case.clone(), best_run),
         (faults_before, runs),
         &left,
@@ -436,6 +480,7 @@ pub(crate) fn shrink_case(
 fn finish(
     judge: &Judge,
     (subject, reference): (LockRef<'_>, Option<LockRef<'_>>),
+    drawn: &[GenFault],
     (mut best, mut best_run): (ExploreCase, ScenarioRun),
     (faults_before, mut runs): (usize, usize),
     left: &dyn Fn(usize) -> bool,
@@ -520,7 +565,8 @@ fn finish(
         .filter(|r| reference_name.is_none() || r.verdict == Verdict::Valid || r.checker == checker)
         .map(|r| (r.checker.clone(), Verdict::Valid))
         .collect();
-    let assumptions = AssumptionNotes::of(&scenario, &best, checker);
+    let mut assumptions = AssumptionNotes::of(&scenario, &best, checker);
+    assumptions.note_drawn(&scenario, drawn, &best);
     Some(Counterexample {
         seed,
         checker: checker.to_string(),

@@ -31,6 +31,11 @@ pub struct FailingSeed {
     /// and mutated cases depend on the template's anchors and the corpus).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case: Option<super::generate::ExploreCase>,
+    /// The faults of the plan as drawn, when `case` is that plan without the faults the
+    /// violation does not need (an implementation bug only without them): the counterexample
+    /// says which it dropped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drawn: Vec<super::generate::GenFault>,
 }
 
 /// A seed that could not be judged: the world failed or user code panicked.
@@ -231,7 +236,9 @@ impl Bounded {
 
     /// The summary's lines for an exploration whose plans were not bounded
     /// ([`ExploreSummary::classified`]): which violating seeds are the lock's own bugs.
-    fn render_classified(&self, lock: &str) -> String {
+    /// `shrunk`: these seeds are what `explore` shrinks (no reference lock: with one, the
+    /// differential's own bug seeds are).
+    pub(crate) fn render_classified(&self, lock: &str, shrunk: bool) -> String {
         let mut out = format!(
             "  by {lock}'s assumptions (docs/assumptions.md): {} violating seeds broke none that the violated checker \
              needs: {}\n",
@@ -244,8 +251,13 @@ impl Bounded {
         );
         if !self.first_bugs.is_empty() {
             out.push_str(&format!(
-                "    first implementation-bug seeds: {} (shrunk first)\n",
-                self.first_bugs_text()
+                "    first implementation-bug seeds: {}{}\n",
+                self.first_bugs_text(),
+                if shrunk {
+                    " (the first is shrunk, for the checker the lock promises; the others are listed)"
+                } else {
+                    ""
+                }
             ));
         }
         let mut broken: Vec<(&String, &u64)> = self.broken.iter().collect();
@@ -336,6 +348,12 @@ pub struct Differential {
     pub reference_errors: u64,
     /// The smallest seeds where only the subject fails, per checker (`checkers`: those).
     pub first_only_subject: Vec<FailingSeed>,
+    /// The smallest implementation-bug seeds (a checker the subject promises under the plan
+    /// violated, [`ExploreSummary::classified`]) where the reference keeps that checker, per
+    /// checker (`checkers`: those promised checkers): what `--against` shrinks first, each for
+    /// its promised checker, before seeds where the subject only shows the lease's limit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_bugs: Vec<FailingSeed>,
 }
 
 impl Differential {
@@ -400,6 +418,7 @@ impl Differential {
                 fault_kinds: kinds,
                 faults,
                 case: None,
+                drawn: Vec::new(),
             });
             keep_smallest_per_checker(&mut self.first_only_subject);
         }
@@ -418,6 +437,21 @@ impl Differential {
         self.reference_errors = self.reference_errors.saturating_add(other.reference_errors);
         self.first_only_subject.extend(other.first_only_subject.iter().cloned());
         keep_smallest_per_checker(&mut self.first_only_subject);
+        self.first_bugs.extend(other.first_bugs.iter().cloned());
+        keep_smallest_per_checker(&mut self.first_bugs);
+    }
+
+    /// Adds an implementation-bug seed of the subject (`bug.checkers`: the promised checkers it
+    /// violated), keeping only the checkers the reference (its verdicts `reference`) holds on
+    /// the same plan — where both fail, no fix of the subject makes it pass.
+    pub(crate) fn add_bug(&mut self, mut bug: FailingSeed, reference: Option<&[(String, Verdict)]>) {
+        let Some(reference) = reference else { return };
+        bug.checkers
+            .retain(|c| reference.iter().any(|(name, v)| name == c && *v == Verdict::Valid));
+        if !bug.checkers.is_empty() {
+            self.first_bugs.push(bug);
+            keep_smallest_per_checker(&mut self.first_bugs);
+        }
     }
 }
 
@@ -494,6 +528,7 @@ impl ExploreSummary {
                 fault_kinds: kinds,
                 faults,
                 case: None,
+                drawn: Vec::new(),
             });
             keep_smallest_per_checker(&mut self.first_failing);
         }
@@ -558,6 +593,26 @@ impl ExploreSummary {
         let wall_s = self.throughput.wall_s.max(1e-9);
         self.throughput.scenarios_per_s = self.seeds_run as f64 / wall_s;
         self.throughput.sim_s_per_wall_s = self.sim_ms as f64 / 1_000.0 / wall_s;
+    }
+
+    /// The first implementation-bug seed and the seeds run up to and including it (issue 42:
+    /// seeds to the first bug) — with a reference, of the bug seeds the reference keeps; else
+    /// of the bounded profile's or the classification's. The count needs the run's span (one
+    /// unsharded range, [`Self::run`]); `None` without a bug seed.
+    pub fn first_bug(&self) -> Option<(u64, Option<u64>)> {
+        let bugs = match &self.differential {
+            Some(d) => &d.first_bugs,
+            None => match (&self.assumptions, &self.classified) {
+                (Some(b), _) | (None, Some(b)) => &b.first_bugs,
+                (None, None) => return None,
+            },
+        };
+        let seed = bugs.iter().map(|f| f.seed).min()?;
+        let count = match self.run.as_ref().map(|r| r.spans.as_slice()) {
+            Some([span]) if span.shard_count == 1 && span.seeds_start <= seed => Some(seed - span.seeds_start + 1),
+            _ => None,
+        };
+        Some((seed, count))
     }
 
     /// Combines a shard's summary into this one (counts saturate: a damaged input cannot wrap
@@ -780,166 +835,6 @@ impl ExploreSummary {
                 None => self.is_clean(),
             },
         }
-    }
-
-    /// A human-readable report.
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        let line = |out: &mut String, s: String| {
-            out.push_str(&s);
-            out.push('\n');
-        };
-        line(
-            &mut out,
-            format!("exploration of {} ({})", self.scenario, self.algorithm),
-        );
-        line(
-            &mut out,
-            format!(
-                "  seeds run: {}   violating: {}   errors: {}",
-                self.seeds_run, self.seeds_violating, self.errors
-            ),
-        );
-        if let Some(planned) = self.seeds_planned {
-            line(
-                &mut out,
-                format!(
-                    "  stopped by the time limit: {} of {planned} seeds ran; the rest were not explored",
-                    self.seeds_run
-                ),
-            );
-        }
-        if self.seeds_run == 0 {
-            line(
-                &mut out,
-                "  nothing was explored: no seed ran to its end, so nothing was checked (not a pass)".to_string(),
-            );
-        }
-        if let Some(vacuity) = self.vacuity() {
-            line(&mut out, format!("  {vacuity}"));
-        }
-        line(&mut out, "  violations per checker:".to_string());
-        for name in checker::NAMES {
-            line(
-                &mut out,
-                format!(
-                    "    {:<18} {:>7} invalid {:>7} unknown",
-                    name,
-                    self.violations.get(*name).copied().unwrap_or(0),
-                    self.unknown.get(*name).copied().unwrap_or(0)
-                ),
-            );
-        }
-        if !self.fault_kinds.is_empty() {
-            line(&mut out, "  seeds per fault kind (violating):".to_string());
-            for (kind, count) in &self.fault_kinds {
-                line(
-                    &mut out,
-                    format!("    {:<12} {:>7} ({})", kind, count.seeds, count.violating),
-                );
-            }
-        }
-        if !self.first_failing.is_empty() {
-            let seeds: Vec<String> = self
-                .first_failing
-                .iter()
-                .map(|f| format!("{} [{}]", f.seed, f.checkers.join(",")))
-                .collect();
-            // Under the bounded profile most violations are outside the lock's assumptions: the
-            // implementation-bug seeds are listed apart (the bounded lines below).
-            let label = if self.assumptions.is_some() {
-                "first violating seeds (inside or outside the lock's assumptions)"
-            } else {
-                "first failing seeds"
-            };
-            line(&mut out, format!("  {label}: {}", seeds.join("; ")));
-        }
-        for e in &self.first_errors {
-            line(&mut out, format!("  error on seed {}: {}", e.seed, e.message));
-        }
-        if let Some(d) = &self.differential {
-            line(
-                &mut out,
-                format!(
-                    "  against {}: {} seeds where only {} fails ({} seeds the reference could not run)",
-                    d.reference, d.seeds_only_subject, self.algorithm, d.reference_errors
-                ),
-            );
-            for name in checker::NAMES {
-                let get = |m: &BTreeMap<String, u64>| m.get(*name).copied().unwrap_or(0);
-                line(
-                    &mut out,
-                    format!(
-                        "    {:<18} {:>7} only {} {:>7} only {} {:>7} both",
-                        name,
-                        get(&d.only_subject),
-                        self.algorithm,
-                        get(&d.only_reference),
-                        d.reference,
-                        get(&d.both)
-                    ),
-                );
-            }
-            if !d.first_only_subject.is_empty() {
-                let seeds: Vec<String> = d
-                    .first_only_subject
-                    .iter()
-                    .take(KEEP_FIRST)
-                    .map(|f| format!("{} [{}]", f.seed, f.checkers.join(",")))
-                    .collect();
-                line(
-                    &mut out,
-                    format!(
-                        "    first seeds where only {} fails: {}",
-                        self.algorithm,
-                        seeds.join("; ")
-                    ),
-                );
-            }
-        }
-        if let Some(coverage) = &self.coverage {
-            out.push_str(&coverage.render());
-        }
-        if let Some(bounded) = &self.assumptions {
-            out.push_str(&bounded.render(&self.algorithm));
-        }
-        if let Some(classified) = self.classified.as_ref().filter(|_| self.seeds_violating > 0) {
-            out.push_str(&classified.render_classified(&self.algorithm));
-        }
-        line(
-            &mut out,
-            format!(
-                "  liveness: acquire latency p50 {} ms, p99 {} ms; unavailability {:.2}% of simulated time; {} acquires never granted",
-                self.acquire_latency_percentile(50).map_or("-".into(), |v| v.to_string()),
-                self.acquire_latency_percentile(99).map_or("-".into(), |v| v.to_string()),
-                self.unavailability() * 100.0,
-                self.acquires_abandoned
-            ),
-        );
-        if self.determinism_checked > 0 {
-            line(
-                &mut out,
-                format!(
-                    "  determinism: {} seeds rerun, {} mismatches",
-                    self.determinism_checked,
-                    self.determinism_failures.len()
-                ),
-            );
-            for d in &self.determinism_failures {
-                line(&mut out, format!("    seed {}: {}", d.seed, d.first_difference));
-            }
-        }
-        line(
-            &mut out,
-            format!(
-                "  throughput: {:.1} scenarios/s, {:.1} simulated s per wall s, {:.1} s wall on {} jobs",
-                self.throughput.scenarios_per_s,
-                self.throughput.sim_s_per_wall_s,
-                self.throughput.wall_s,
-                self.throughput.jobs
-            ),
-        );
-        out
     }
 }
 
@@ -1171,6 +1066,7 @@ mod tests {
             fault_kinds: vec!["pause".into()],
             faults: 1,
             case: None,
+            drawn: Vec::new(),
         };
         // The first violating seeds all broke timing; the bugs come later.
         let mut whole = Bounded::default();

@@ -37,6 +37,7 @@ mod atomic;
 mod build;
 pub mod charts;
 pub mod console;
+mod exploration;
 pub mod headline;
 pub mod html;
 pub mod interactive;

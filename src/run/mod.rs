@@ -6,6 +6,7 @@
 //! orchestrates many runs; `report/` may read the results defined here (never run them).
 
 pub mod expect;
+pub mod guard;
 
 use crate::checker::{self, CheckResult, CheckerName, Verdict};
 use crate::history::OpHistory;

@@ -327,6 +327,7 @@ mod raw;
 mod resolve;
 pub use resolve::{name_with_suffix, SCENARIO_NAME_MAX};
 mod script_keys;
+pub mod standard;
 mod workload_keys;
 mod write;
 

@@ -10,6 +10,7 @@ mod common;
 
 mod explore;
 mod explore_bounded;
+mod explore_bugs;
 mod explore_draws;
 mod explore_findings;
 mod explore_search;

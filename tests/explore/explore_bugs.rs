@@ -1,0 +1,138 @@
+//! Issue 42's judgement of bug seeds: what `lockstep explore` shrinks and how it classifies it.
+//!
+//! - The first implementation-bug seed is the one shrunk, for the checker nearest its cause
+//!   (a promised one), with default flags and `--against` the safe twin alike; the others are
+//!   listed.
+//! - The default draw includes every fault kind the deployment can suffer: a replica's clock
+//!   step before a failover is drawn for a template with replicas, without `--kinds`.
+//! - A renewing lock is judged on its promise to stop at a failed renewal under heavy loss: the
+//!   lock that keeps working is flagged, its abort twin stays clean.
+
+use lockstep::checker::Verdict;
+use lockstep::explore::assumptions::Assumptions;
+use lockstep::explore::generate::{ExploreCase, GenFault};
+use lockstep::explore::kinds::Loss;
+use lockstep::explore::{case_scenario, run_guarded};
+use lockstep::scenario::Scenario;
+
+use crate::common;
+use common::lockstep;
+
+/// `explore ARGS --json --shrink 1 --jobs 2`: the document.
+fn explore_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["explore"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--shrink", "1", "--json", "--jobs", "2"]);
+    let (_, out, err) = lockstep(&all);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"))
+}
+
+#[test]
+fn the_first_bug_seed_is_shrunk_for_its_cause_by_default_and_against_the_safe_twin() {
+    let bug = "scenarios/bug-release-no-owner-check.toml";
+    let safe = "scenarios/bug-release-no-owner-check-safe.toml";
+    for against in [None, Some(safe)] {
+        let mut args = vec![bug, "--seeds", "30"];
+        args.extend(against.iter().flat_map(|s| ["--against", s]));
+        let doc = explore_json(&args);
+        let summary = &doc["summary"];
+        let bugs = match against {
+            None => &summary["classified"]["first_bugs"],
+            Some(_) => &summary["differential"]["first_bugs"],
+        };
+        let first = &bugs[0];
+        assert!(first["seed"].is_u64(), "{against:?}: no bug seed in {summary}");
+        let cx = &doc["counterexamples"][0];
+        assert_eq!(
+            cx["seed"], first["seed"],
+            "{against:?}: the first bug seed is the one shrunk"
+        );
+        // The cause of a release without an ownership check: another grant's key deleted.
+        assert_eq!(cx["checker"], "ownership", "{against:?}: {cx}");
+        let promised: Vec<&str> = first["checkers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c.as_str())
+            .collect();
+        assert!(promised.contains(&"ownership"), "{promised:?}");
+        let toml = cx["toml"].as_str().unwrap();
+        assert!(toml.contains("IMPLEMENTATION BUG"), "{toml}");
+    }
+    // The text says how many seeds it took.
+    let (_, out, _) = lockstep(&["explore", bug, "--seeds", "30", "--shrink", "0", "--jobs", "2"]);
+    let doc = explore_json(&[bug, "--seeds", "30"]);
+    let first = doc["summary"]["classified"]["first_bugs"][0]["seed"].as_u64().unwrap();
+    assert!(
+        out.contains(&format!(
+            "seeds to the first implementation bug: {} (seed {first})",
+            first + 1
+        )),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_replica_clock_failover_is_drawn_by_default_for_a_template_with_replicas() {
+    let doc = explore_json(&["scenarios/replica-clock-failover.toml", "--seeds", "60"]);
+    let summary = &doc["summary"];
+    let kinds = &summary["fault_kinds"]["replica-clock"];
+    assert!(kinds["violating"].as_u64().unwrap_or(0) > 0, "{summary}");
+    // The story of the scenario: two holders at once after the promoted replica expired the key.
+    let failing = summary["first_failing"].as_array().unwrap();
+    assert!(
+        failing.iter().any(|f| {
+            let has = |field: &str, what: &str| f[field].as_array().unwrap().iter().any(|v| v == what);
+            has("fault_kinds", "replica-clock") && has("checkers", "mutual-exclusion")
+        }),
+        "{failing:?}"
+    );
+}
+
+/// The renewal-failure-ignored template (or its safe twin) with its faults replaced by 85 % loss
+/// on the holder's link to the master from 1 s on; its verdicts and the checkers its lock
+/// promises under that plan.
+fn under_heavy_loss(file: &str, seed: u64) -> (Vec<(String, Verdict)>, Vec<String>) {
+    let mut template = Scenario::from_file(std::path::Path::new(file)).unwrap();
+    template.faults = Default::default();
+    template.expect.clear();
+    let case = ExploreCase {
+        clients: 2,
+        faults: vec![GenFault::from(Loss {
+            at_ms: 1_000,
+            a: "client-1".into(),
+            b: "redis-1".into(),
+            rate_ppm: 850_000,
+        })],
+        shape: None,
+    };
+    let scenario = case_scenario(&template, &case, seed);
+    let run = run_guarded(&scenario, None).expect("runs");
+    let a = Assumptions::of(&scenario);
+    let promised = a.promised(&a.classify(&case)).iter().map(|c| c.to_string()).collect();
+    (
+        run.results.iter().map(|r| (r.checker.clone(), r.verdict)).collect(),
+        promised,
+    )
+}
+
+#[test]
+fn a_watchdog_is_judged_on_its_promise_to_stop_under_heavy_loss() {
+    for seed in 1..4 {
+        let (verdicts, promised) = under_heavy_loss("scenarios/bug-renewal-failure-ignored.toml", seed);
+        let bugs: Vec<&String> = verdicts
+            .iter()
+            .filter(|(c, v)| *v == Verdict::Invalid && promised.contains(c))
+            .map(|(c, _)| c)
+            .collect();
+        assert!(
+            bugs.iter().any(|c| *c == "mutual-exclusion"),
+            "seed {seed}: {verdicts:?}, promised {promised:?}"
+        );
+        let (verdicts, _) = under_heavy_loss("scenarios/bug-renewal-failure-ignored-safe.toml", seed);
+        assert!(
+            verdicts.iter().all(|(_, v)| *v != Verdict::Invalid),
+            "seed {seed}: the abort twin {verdicts:?}"
+        );
+    }
+}

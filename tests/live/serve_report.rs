@@ -103,7 +103,8 @@ fn serve_report_names_the_fault_at_its_time_and_the_test_it_hit() {
     let at_us = event["at_us"].as_u64().expect("at_us");
     assert!((400_000..600_000).contains(&at_us), "{fault_line}");
     // The page's data: the fault as a mark named `clock-jump` at its time (µs since the start).
-    let mark = format!("\"s\":{at_us},\"e\":{at_us},\"k\":\"fault\",\"t\":\"clock-jump\"");
+    // Its label names the kind and the node it struck (`clock-jump redis-1 +…`).
+    let mark = format!("\"s\":{at_us},\"e\":{at_us},\"k\":\"fault\",\"t\":\"clock-jump ");
     assert!(
         timeline.contains(&mark),
         "the timeline names the fault at its time: {mark}"

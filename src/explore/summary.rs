@@ -1234,6 +1234,53 @@ mod tests {
     }
 
     #[test]
+    fn the_seeds_to_the_first_bug_are_fields_of_a_whole_run_and_only_the_seed_of_merged_shards() {
+        let with_bugs = |seeds: &[u64], span: RunSpan| {
+            let mut s = ExploreSummary::new("t", "naive");
+            let mut classified = Bounded::default();
+            for &seed in seeds {
+                classified.add_bug(FailingSeed {
+                    seed,
+                    checkers: vec!["ownership".into()],
+                    fault_kinds: vec!["pause".into()],
+                    faults: 1,
+                    case: None,
+                    drawn: Vec::new(),
+                });
+            }
+            s.classified = Some(classified);
+            s.seeds_run = 50;
+            s.run = Some(span);
+            s.refresh_first_bug();
+            s
+        };
+        let run = |spans| RunSpan {
+            run_id: "r".into(),
+            spans,
+            strategy: Some(RunStrategy::Random),
+        };
+        // Seeds 10..60 in one process: the first bug, seed 17, is the 8th seed run.
+        let whole = with_bugs(&[17, 23, 40], run(vec![span(10..60, 1, 1)]));
+        assert_eq!((whole.first_bug_seed, whole.seeds_to_first_bug), (Some(17), Some(8)));
+        assert_eq!(whole.first_bug(), Some((17, Some(8))));
+        // Not part of the outcome.
+        let mut bare = whole.clone();
+        (bare.first_bug_seed, bare.seeds_to_first_bug) = (None, None);
+        assert_eq!(bare.outcome_digest(), whole.outcome_digest());
+        // Two shards: each one's count is not the whole's; merged, the seed only.
+        let one = with_bugs(&[23], run(vec![span(10..60, 1, 2)]));
+        assert_eq!(one.seeds_to_first_bug, None);
+        let mut merged = ExploreSummary::default();
+        merged.merge(&one);
+        merged.merge(&with_bugs(&[17, 40], run(vec![span(10..60, 2, 2)])));
+        assert_eq!((merged.first_bug_seed, merged.seeds_to_first_bug), (Some(17), None));
+        // A count past the seeds run is a damaged file.
+        let mut damaged = whole.clone();
+        damaged.seeds_to_first_bug = Some(damaged.seeds_run + 1);
+        assert!(damaged.check_counts().unwrap_err().contains("seeds_to_first_bug"));
+    }
+
+    #[test]
     fn seeds_that_could_not_be_judged_make_the_exploration_an_error() {
         let mut summary = ExploreSummary::default();
         assert_eq!(summary.status(&["a"], &BTreeMap::new(), false), Status::Unchecked);

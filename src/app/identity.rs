@@ -65,10 +65,13 @@ fn run_span(template: &Scenario, config: &ExploreConfig, locks: &Locks) -> RunSp
 
 /// Stamps `summary` with its run and span ([`run_span_of`]); when the time limit stopped it
 /// (`seeds_planned`), the span ends after the last seed run, so a merge never counts the seeds
-/// it did not run as covered.
+/// it did not run as covered; then sets the summary's seeds to the first bug
+/// ([`ExploreSummary::refresh_first_bug`]).
 pub fn stamp_run(summary: &mut ExploreSummary, template: &Scenario, config: &ExploreConfig, locks: &Locks) {
     let seeds_run = summary.seeds_planned.map(|_| summary.seeds_run);
     summary.run = Some(run_span_of(template, config, locks, seeds_run));
+    // The seeds to the first bug count from the span's start: known only now.
+    summary.refresh_first_bug();
 }
 
 /// [`run_span`] of an exploration that ran only its first `seeds_run` seeds (`Some`).

@@ -420,4 +420,6 @@ fn finish_throughput(summary: &mut ExploreSummary, started: Instant, jobs: usize
     summary.throughput.wall_s = started.elapsed().as_secs_f64();
     summary.throughput.jobs = jobs;
     summary.set_rates();
+    // The first bug seed; its count needs the run's span (`app::identity::stamp_run`).
+    summary.refresh_first_bug();
 }

@@ -149,6 +149,17 @@ pub struct ExploreSummary {
     /// those seeds first (`first_bugs`), before seeds that only show the lease's limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classified: Option<Bounded>,
+    /// The first implementation-bug seed ([`Self::first_bug`]), for machines: what the console's
+    /// "seeds to the first implementation bug" line names. Derived from the counts above, set by
+    /// [`Self::refresh_first_bug`] when an exploration or a merge ends; not part of
+    /// [`Self::outcome`]. `None` without a bug seed, and in summaries of older builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_bug_seed: Option<u64>,
+    /// The seeds run up to and including [`Self::first_bug_seed`] (issue 42: seeds to the first
+    /// bug): set only when the summary covers one unsharded range of seeds ([`Self::run`]), as
+    /// the console line; not part of [`Self::outcome`] (a shard's count is not the whole's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seeds_to_first_bug: Option<u64>,
 }
 
 /// An exploration under the assumption-bounded profile: every plan was brought inside the
@@ -566,6 +577,7 @@ impl ExploreSummary {
         over("seeds_violating", self.seeds_violating)?;
         over("errors", self.errors)?;
         over("determinism_checked", self.determinism_checked)?;
+        over("seeds_to_first_bug", self.seeds_to_first_bug.unwrap_or(0))?;
         for (name, map) in [("violations", &self.violations), ("unknown", &self.unknown)] {
             for (checker, count) in map {
                 over(&format!("{name}.{checker}"), *count)?;
@@ -613,6 +625,14 @@ impl ExploreSummary {
             _ => None,
         };
         Some((seed, count))
+    }
+
+    /// Sets [`Self::first_bug_seed`] and [`Self::seeds_to_first_bug`] from [`Self::first_bug`]:
+    /// the machine-readable copy of the console's line.
+    pub fn refresh_first_bug(&mut self) {
+        let first = self.first_bug();
+        self.first_bug_seed = first.map(|(seed, _)| seed);
+        self.seeds_to_first_bug = first.and_then(|(_, count)| count);
     }
 
     /// Combines a shard's summary into this one (counts saturate: a damaged input cannot wrap
@@ -679,6 +699,7 @@ impl ExploreSummary {
             // Spans of different or unknown runs do not add up to a span.
             _ => None,
         };
+        self.refresh_first_bug();
     }
 
     /// The summary without its wall-clock figures: what shards must reproduce exactly.
@@ -686,6 +707,8 @@ impl ExploreSummary {
         ExploreSummary {
             throughput: Throughput::default(),
             run: None,
+            first_bug_seed: None,
+            seeds_to_first_bug: None,
             ..self.clone()
         }
     }
@@ -1208,6 +1231,53 @@ mod tests {
         other.run.as_mut().unwrap().run_id = "s".into();
         merged.merge(&other);
         assert_eq!(merged.run, None);
+    }
+
+    #[test]
+    fn the_seeds_to_the_first_bug_are_fields_of_a_whole_run_and_only_the_seed_of_merged_shards() {
+        let with_bugs = |seeds: &[u64], span: RunSpan| {
+            let mut s = ExploreSummary::new("t", "naive");
+            let mut classified = Bounded::default();
+            for &seed in seeds {
+                classified.add_bug(FailingSeed {
+                    seed,
+                    checkers: vec!["ownership".into()],
+                    fault_kinds: vec!["pause".into()],
+                    faults: 1,
+                    case: None,
+                    drawn: Vec::new(),
+                });
+            }
+            s.classified = Some(classified);
+            s.seeds_run = 50;
+            s.run = Some(span);
+            s.refresh_first_bug();
+            s
+        };
+        let run = |spans| RunSpan {
+            run_id: "r".into(),
+            spans,
+            strategy: Some(RunStrategy::Random),
+        };
+        // Seeds 10..60 in one process: the first bug, seed 17, is the 8th seed run.
+        let whole = with_bugs(&[17, 23, 40], run(vec![span(10..60, 1, 1)]));
+        assert_eq!((whole.first_bug_seed, whole.seeds_to_first_bug), (Some(17), Some(8)));
+        assert_eq!(whole.first_bug(), Some((17, Some(8))));
+        // Not part of the outcome.
+        let mut bare = whole.clone();
+        (bare.first_bug_seed, bare.seeds_to_first_bug) = (None, None);
+        assert_eq!(bare.outcome_digest(), whole.outcome_digest());
+        // Two shards: each one's count is not the whole's; merged, the seed only.
+        let one = with_bugs(&[23], run(vec![span(10..60, 1, 2)]));
+        assert_eq!(one.seeds_to_first_bug, None);
+        let mut merged = ExploreSummary::default();
+        merged.merge(&one);
+        merged.merge(&with_bugs(&[17, 40], run(vec![span(10..60, 2, 2)])));
+        assert_eq!((merged.first_bug_seed, merged.seeds_to_first_bug), (Some(17), None));
+        // A count past the seeds run is a damaged file.
+        let mut damaged = whole.clone();
+        damaged.seeds_to_first_bug = Some(damaged.seeds_run + 1);
+        assert!(damaged.check_counts().unwrap_err().contains("seeds_to_first_bug"));
     }
 
     #[test]

@@ -15,5 +15,6 @@ mod explore_draws;
 mod explore_findings;
 mod explore_search;
 mod false_alarms;
+mod first_bug;
 mod mutants;
 mod mutants_classes;

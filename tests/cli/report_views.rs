@@ -344,7 +344,10 @@ fn a_counterexample_report_leads_with_the_explorers_verdict() {
     );
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     let md_first = md.lines().filter(|l| !l.is_empty()).nth(1).unwrap();
-    assert!(md_first.starts_with(&format!("**IMPLEMENTATION BUG on {checker}")), "{md}");
+    assert!(
+        md_first.starts_with(&format!("**IMPLEMENTATION BUG on {checker}")),
+        "{md}"
+    );
     assert!(md.contains("expected / as documented on mutual-exclusion"), "{md}");
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     let h1 = html.find("</h1>").unwrap();

@@ -22,6 +22,8 @@
 //! - `lease-validity` judged a renewal of that lock past a lease that "ended" early: the
 //!   acquisition's request to a held master landed after the grant on a free key and put the
 //!   holder's value there (renewed since), but only the copies put before the grant counted.
+//! - `ownership` judged that same late acquire request "a re-creation" when it landed during a
+//!   renewal, on a master whose key had never held the grant.
 //!
 //! The explorations run the binary as a user does, with `--summary` for the counts.
 
@@ -196,6 +198,29 @@ fn a_late_acquire_request_on_a_free_key_holds_the_lease_from_when_it_lands() {
     // The template this came from, explored by default: seeds 5 and 23 were implementation
     // bugs (this class); seeds 0..30 hold both.
     let (bugs, text) = by_default(&fixture("late-renewal-request.toml"), &["--seeds", "30"]);
+    assert_eq!(bugs, 0, "{text}");
+}
+
+#[test]
+fn a_late_acquire_request_on_a_key_that_never_held_the_grant_is_not_a_recreation() {
+    // Seed 971 of `lockstep explore late-renewal-request.toml` (the same history: digest
+    // 1e62eda0...): client-1's held SET NX lands on redis-1 at about 4.47 s, during a renewal.
+    let run = run(&fixture("late-acquire-recreate.toml"));
+    let created = run.history.events().iter().find(|e| {
+        e.node == "redis-1"
+            && matches!(&e.kind, lockstep::sim::EventKind::Command { args, reply, .. }
+                if args.first().is_some_and(|a| a == "SET") && reply == "+OK")
+    });
+    let created = created.expect("the held SET NX lands on redis-1");
+    assert!((4_460_000..4_500_000).contains(&created.at_us), "{created:?}");
+    let ownership = verdict_of(&run, "ownership");
+    // Once: "at 4.470 s redis-1 re-created the key `lock` of client-1's grant f73d963d (granted
+    // at 0.207 s) after it was gone".
+    assert_eq!(ownership.verdict, Verdict::Valid, "{}", ownership.explanation);
+    for checker in ["mutual-exclusion", "stale-write", "lost-update", "lease-validity"] {
+        assert_eq!(verdict_of(&run, checker).verdict, Verdict::Valid, "{checker}");
+    }
+    let (bugs, text) = by_default(&fixture("late-renewal-request.toml"), &["--seed-range", "971..972"]);
     assert_eq!(bugs, 0, "{text}");
 }
 

@@ -36,6 +36,10 @@
 //!   acquisition running then or one whose outcome stayed unknown — or a refused one, only when
 //!   the holder reuses its values (a lock with a fresh value per attempt never sent this
 //!   grant's value in a refused attempt; under contention every holder has been refused).
+//!   Not when that master's key never held the grant before and the command is the holder's
+//!   late request (its acquisition's, answered at a quorum of the other masters) landing while
+//!   it still holds: it puts the holder's own value on a free key, and nothing was lost there
+//!   that it could re-create;
 //!
 //! Expiries, restarts and failovers are not commands: they change keys without judgement. The
 //! verdict is invalid on any violation (the explanation describes the first and counts them
@@ -52,7 +56,7 @@
 use super::{count, grant_text, seconds, witness, CheckResult, Checker, CheckerName, Verdict};
 use crate::history::{Hold, HoldEndKind, LockOp, OpHistory, OpName, Outcome, StepKind};
 use lockstep_sim::{Event, KeyState};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Checks that a lock changes only its own grant's key; see the [module](self) docs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -280,6 +284,8 @@ impl Checker for Ownership {
         // (master, by the history's node index; key) -> the position at which the key took its
         // current owners.
         let mut since: BTreeMap<(usize, &str), u64> = BTreeMap::new();
+        // (master, key, value): the values each master's key ever held, so far.
+        let mut ever: BTreeSet<(usize, &str, &str)> = BTreeSet::new();
         let mut effects_seen = false;
         let mut violations: Vec<Violation<'_, '_>> = Vec::new();
         for (i, step) in history.steps().iter().enumerate() {
@@ -302,6 +308,9 @@ impl Checker for Ownership {
                 let slot = (history.node_of_step(i), key);
                 let (before, after) = (idents(effect.before.as_ref()), idents(effect.after.as_ref()));
                 let took_since = since.get(&slot).copied().unwrap_or(seq);
+                // Whether this master's key held `value` before this command.
+                let held_here_before = after.iter().map(|v| ever.contains(&(slot.0, key, *v))).collect::<Vec<_>>();
+                ever.extend(after.iter().map(|v| (slot.0, key, *v)));
                 if effect.after.is_none() {
                     since.remove(&slot);
                 } else if before != after {
@@ -357,12 +366,22 @@ impl Checker for Ownership {
                     }
                 }
                 // A key created with a grant's value, by its holder extending, not acquiring.
+                // Not when the key never held the grant on this master and the command is the
+                // holder's late request (its acquisition's, answered at a quorum without this
+                // master) while it still holds: it puts the holder's own value on a free key and
+                // takes nothing from anyone — nothing was lost here that it could re-create.
                 if before.is_empty() {
-                    for value in &after {
+                    for (value, held_here) in after.iter().zip(held_here_before) {
                         let Some(hold) = index.granted_before(key, value, seq) else {
                             continue;
                         };
                         if foreign(hold) || index.may_have_set(hold, seq) || !index.acting(hold, &[OpName::Extend], seq)
+                        {
+                            continue;
+                        }
+                        if !held_here
+                            && !Index::given_up_before(hold, seq)
+                            && index.late_request(hold, &event.node, seq)
                         {
                             continue;
                         }

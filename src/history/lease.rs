@@ -851,7 +851,10 @@ pub struct Lease<'h> {
     /// The masters the grant's requests reached.
     pub reached: usize,
     /// On each master where the acquisition took effect: when it did, and how the lease ended.
+    /// A copy put there after the grant (a late request of the acquisition) starts then.
     pub held: Vec<(&'h str, u64, LeaseEnd<'h>)>,
+    /// When the grant was told to its holder (true time, µs).
+    pub granted_us: u64,
 }
 
 impl<'h> Lease<'h> {
@@ -861,6 +864,9 @@ impl<'h> Lease<'h> {
         let need = majority(self.reached);
         if self.held.len() < need {
             return (0, 0, None);
+        }
+        if self.held.iter().any(|&(_, since_us, _)| since_us > self.granted_us) {
+            return self.majority_end_with_late_copies(need);
         }
         let mut by_earliest: Vec<&LeaseEnd<'h>> = self.held.iter().map(|(_, _, e)| e).collect();
         by_earliest.sort_by_key(|e| std::cmp::Reverse(e.earliest_us()));
@@ -872,6 +878,38 @@ impl<'h> Lease<'h> {
             LeaseEnd::NotBefore(_) => None,
         };
         (end.earliest_us(), latest[need - 1], event)
+    }
+}
+
+impl<'h> Lease<'h> {
+    /// [`Lease::majority_end`] when a copy started after the grant: a late request of the
+    /// grant's own acquisition (the client's acquire sent it to every master, a quorum answered
+    /// without this one, its link slow or held) landed on a master whose key was free, and put
+    /// the holder's value there; the holder's renewals, carrying the same value, renew it. While
+    /// it holds no competitor can take the key on that master, so it counts — from the moment it
+    /// landed, never before: the lease ends at the first instant fewer than `need` copies hold.
+    fn majority_end_with_late_copies(&self, need: usize) -> (u64, u64, Option<&'h Event>) {
+        let first_gap = |end_of: fn(&LeaseEnd<'h>) -> u64| -> Option<(u64, &LeaseEnd<'h>)> {
+            let mut ends: Vec<&LeaseEnd<'h>> = self.held.iter().map(|(_, _, e)| e).collect();
+            ends.sort_by_key(|e| end_of(e));
+            ends.into_iter().map(|e| (end_of(e), e)).find(|&(t, _)| {
+                let holding = self
+                    .held
+                    .iter()
+                    .filter(|&&(_, since_us, ref end)| since_us <= t && end_of(end) > t)
+                    .count();
+                holding < need
+            })
+        };
+        let Some((earliest_us, end)) = first_gap(LeaseEnd::earliest_us) else {
+            return (0, 0, None);
+        };
+        let latest_us = first_gap(LeaseEnd::latest_us).map_or(u64::MAX, |(t, _)| t);
+        let event = match end {
+            LeaseEnd::At(_, event) => *event,
+            LeaseEnd::NotBefore(_) => None,
+        };
+        (earliest_us, latest_us.max(earliest_us), event)
     }
 }
 
@@ -1161,8 +1199,14 @@ pub fn lease<'h>(
                 // A hash command on the lock key naming the grant's field.
                 let own_field = args[1] == key && args.get(2).is_some_and(|f| ident.matches(f));
                 let acquires = ok && before_grant && !held;
+                // A late request of the grant's own acquisition (sent before the grant, answered
+                // by a quorum without it) that lands on a master where the grant never held the
+                // key, while the holder still holds: it puts the holder's value there, and the
+                // holder's renewals renew it. See [`late_acquisition`].
+                let late_acquires =
+                    ok && !before_grant && copies.get(node).is_none() && conn != 0 && event.seq < hold.end_seq();
                 match name {
-                    CommandName::Set if own_value && acquires => {
+                    CommandName::Set if own_value && (acquires || late_acquires) => {
                         open += 1;
                         copies.insert(
                             node,
@@ -1271,7 +1315,8 @@ pub fn lease<'h>(
                             } else if script.persists || script.unknown {
                                 copy.expiry_ms = None;
                             }
-                        } else if before_grant && conn != 0 && (script.acquires() || script.unknown) {
+                        } else if (before_grant || late_acquires) && conn != 0 && (script.acquires() || script.unknown)
+                        {
                             // An acquisition: its TTL when the script sets one (and the reader
                             // knows all it does), else held with its end unknown.
                             let expiry_ms = script
@@ -1356,6 +1401,7 @@ pub fn lease<'h>(
     Lease {
         reached: reached_count,
         held,
+        granted_us,
     }
 }
 
@@ -1432,6 +1478,51 @@ mod tests {
     const HASH_ACQUIRE: &str = "if redis.call(\"exists\", KEYS[1]) == 0 or redis.call(\"hexists\", KEYS[1], ARGV[1]) == 1 then\n  redis.call(\"hincrby\", KEYS[1], ARGV[1], 1)\n  redis.call(\"pexpire\", KEYS[1], ARGV[2])\n  return nil\nend\nreturn redis.call(\"pttl\", KEYS[1])\n";
     const HASH_EXTEND: &str = "if redis.call(\"hexists\", KEYS[1], ARGV[1]) == 0 then return 0 end\nredis.call(\"pexpire\", KEYS[1], ARGV[2])\nreturn 1\n";
     const HASH_RELEASE: &str = "if redis.call(\"hexists\", KEYS[1], ARGV[1]) == 0 then return nil end\nif redis.call(\"hincrby\", KEYS[1], ARGV[1], -1) > 0 then return 0 end\nredis.call(\"del\", KEYS[1])\nredis.call(\"publish\", KEYS[2], \"0\")\nreturn 1\n";
+
+    #[test]
+    fn a_copy_put_by_a_late_acquire_request_holds_the_lease_from_when_it_landed() {
+        // Three masters reached before the grant at 0.2 s (need 2): redis-2 until 8.6 s, redis-3
+        // until 7.5 s. The acquisition's request to redis-1 landed late, at 4.9 s, on a free key
+        // and was renewed until 8.6 s: from 4.9 s on two copies hold until 8.6 s.
+        let copy = |node, since_ms: u64, end_ms: u64| (node, since_ms * 1_000, LeaseEnd::At(end_ms * 1_000, None));
+        let late = Lease {
+            reached: 2,
+            held: vec![
+                copy("redis-1", 4_900, 8_619),
+                copy("redis-2", 10, 8_611),
+                copy("redis-3", 9, 7_510),
+            ],
+            granted_us: 200_000,
+        };
+        // Once: 7.510 s, the late copy not counted.
+        assert_eq!(late.majority_end(), (8_611_000, 8_611_000, None));
+        // The late copy covers no gap before it landed: redis-2's copy ended at 4.0 s, before it.
+        let gap = Lease {
+            held: vec![
+                copy("redis-1", 4_900, 8_619),
+                copy("redis-2", 10, 4_000),
+                copy("redis-3", 9, 7_510),
+            ],
+            ..late.clone()
+        };
+        assert_eq!(gap.majority_end(), (4_000_000, 4_000_000, None));
+        // A late copy's end in doubt: the earliest is known, the latest is not.
+        let doubt = Lease {
+            held: vec![
+                ("redis-1", 4_900_000, LeaseEnd::NotBefore(6_000_000)),
+                copy("redis-2", 10, 8_611),
+                copy("redis-3", 9, 7_510),
+            ],
+            ..late.clone()
+        };
+        assert_eq!(doubt.majority_end(), (7_510_000, 8_611_000, None));
+        // Without a late copy, the reading is the one it always was: the need-th latest end.
+        let on_time = Lease {
+            held: vec![copy("redis-2", 10, 8_611), copy("redis-3", 9, 7_510)],
+            ..late
+        };
+        assert_eq!(on_time.majority_end(), (7_510_000, 7_510_000, None));
+    }
 
     #[test]
     fn a_grant_is_carried_by_its_value_or_a_hash_field_named_after_it() {

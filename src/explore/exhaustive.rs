@@ -118,9 +118,10 @@ pub struct ExhaustiveReport {
 }
 
 impl ExhaustiveReport {
-    /// Whether every schedule kept the expectations.
+    /// Whether every schedule kept the expectations — and at least one ran: a grid of no
+    /// schedules tested nothing, and a gate over nothing must not pass.
     pub fn is_clean(&self) -> bool {
-        self.violating == 0 && self.errors == 0
+        self.schedules > 0 && self.violating == 0 && self.errors == 0
     }
 
     /// The human-readable result.
@@ -138,7 +139,9 @@ impl ExhaustiveReport {
             "bounded-exhaustive exploration of {} with {}{against}\n  bounds: {}\n  grid: {} anchors, {} single faults, K = {} schedules ({:.1} s)\n",
             self.scenario, self.lock, self.bounds, self.anchors, self.single_faults, self.schedules, self.wall_s
         );
-        if self.is_clean() {
+        if self.schedules == 0 {
+            out.push_str("  NOTHING TESTED: the grid has no schedule within these bounds (widen them)\n");
+        } else if self.is_clean() {
             out.push_str(&format!(
                 "  no violation{only} in all {} schedules within these bounds\n",
                 self.schedules
@@ -399,6 +402,32 @@ pub fn explore_exhaustive(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grid_of_no_schedules_is_never_clean() {
+        let report = ExhaustiveReport {
+            scenario: "s".into(),
+            lock: "l".into(),
+            reference: None,
+            bounds: Bounds {
+                clients_max: 2,
+                faults_max: 1,
+                anchors_max: 0,
+            },
+            anchors: 0,
+            single_faults: 0,
+            schedules: 0,
+            violating: 0,
+            counterexamples: Vec::new(),
+            errors: 0,
+            first_error: None,
+            wall_s: 0.0,
+        };
+        assert!(!report.is_clean(), "a gate over nothing must not pass");
+        assert!(report.render().contains("NOTHING TESTED"), "{}", report.render());
+        let ran = ExhaustiveReport { schedules: 3, ..report };
+        assert!(ran.is_clean());
+    }
 
     #[test]
     fn combinations_count_every_set_once() {

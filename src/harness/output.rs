@@ -19,7 +19,9 @@ pub fn default_counterexample_dir(lock: &str) -> PathBuf {
     target_dir()
         .unwrap_or_else(std::env::temp_dir)
         .join("lockstep-counterexamples")
-        .join(lock)
+        // One path component whatever `lock` holds (a harness's own name is already
+        // `[a-z0-9-]+`; this function is public and takes any text).
+        .join(crate::report::slug(lock))
 }
 
 /// The cargo target directory of this process, if it can be told.
@@ -57,6 +59,11 @@ mod tests {
     fn the_default_directory_is_named_after_the_lock() {
         let dir = default_counterexample_dir("my-lock");
         assert!(dir.ends_with("lockstep-counterexamples/my-lock"), "{}", dir.display());
+        // Any text stays one component under the directory: no `..`, no root, no separator.
+        for hostile in ["../../etc", "/tmp/x", "a/b", "", ".."] {
+            let escaped = default_counterexample_dir(hostile);
+            assert_eq!(escaped.parent(), dir.parent(), "{hostile:?} -> {}", escaped.display());
+        }
         // A unit test runs from `<target>/debug/deps`: the target directory is found.
         if std::env::var_os("CARGO_TARGET_DIR").is_none() {
             let target = dir.parent().and_then(Path::parent).unwrap();

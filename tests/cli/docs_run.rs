@@ -12,8 +12,8 @@
 //! - Every `lockstep` command in a ```` ```sh ```` block (written `cargo run --release -- ARGS` or
 //!   `lockstep ARGS`) must parse — subcommand, flags and values — with the binary's own parser
 //!   (`LOCKSTEP_PARSE_ONLY`: parse, then exit without running), and every scenario file or
-//!   directory it names must exist. Running them all would take an hour (explorations of
-//!   thousands of seeds, live runs of other languages' libraries); their output is not shown.
+//!   directory it names must exist. `docs_sh.rs` then runs each of them, with bounded seeds,
+//!   runs and durations, and checks its exit code, files and what it prints.
 //! - Every relative link (`[text](path)`, `![alt](path)`) names a file that exists, and its
 //!   `#anchor`, if any, a heading of that file (GitHub's and mdBook's slugs).
 //! - The guide is an mdBook (`docs/book.toml`, `src = "."`) whose `SUMMARY.md` lists every page,
@@ -24,12 +24,12 @@ use std::path::{Path, PathBuf};
 use crate::common;
 use common::Lockstep;
 
-fn root() -> &'static Path {
+pub(crate) fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// README.md and every `.md` file under docs/, in a fixed order.
-fn documents() -> Vec<PathBuf> {
+pub(crate) fn documents() -> Vec<PathBuf> {
     let mut docs = Vec::new();
     markdown_under(&root().join("docs"), &mut docs);
     docs.sort();
@@ -49,18 +49,18 @@ fn markdown_under(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// A path as the failure messages show it: from the repository root.
-fn rel(path: &Path) -> String {
+pub(crate) fn rel(path: &Path) -> String {
     path.strip_prefix(root()).unwrap_or(path).display().to_string()
 }
 
 /// A fenced block: its info string (`text`, `sh`, ...), its first line's number, its lines.
-struct Block {
-    info: String,
-    line: usize,
-    lines: Vec<String>,
+pub(crate) struct Block {
+    pub(crate) info: String,
+    pub(crate) line: usize,
+    pub(crate) lines: Vec<String>,
 }
 
-fn blocks(text: &str) -> Vec<Block> {
+pub(crate) fn blocks(text: &str) -> Vec<Block> {
     let mut out = Vec::new();
     let mut open: Option<Block> = None;
     for (i, line) in text.lines().enumerate() {
@@ -87,7 +87,7 @@ fn blocks(text: &str) -> Vec<Block> {
 
 /// The lockstep arguments of a command line written `cargo run --release -- ARGS` or
 /// `lockstep ARGS` (shell operators, redirections and comments cut off), or `None`.
-fn lockstep_args(line: &str) -> Option<Vec<String>> {
+pub(crate) fn lockstep_args(line: &str) -> Option<Vec<String>> {
     let line = line.trim();
     let rest = line
         .strip_prefix("cargo run --release -- ")

@@ -15,6 +15,7 @@ mod architecture;
 mod ci;
 mod cli;
 mod docs_run;
+mod docs_sh;
 mod example_checks;
 mod harness;
 mod merge_summaries;

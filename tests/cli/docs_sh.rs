@@ -122,6 +122,7 @@ fn subcommand(words: &[String]) -> &str {
     words.get(1).map(String::as_str).unwrap_or_default()
 }
 
+#[allow(clippy::ptr_arg)] // the signature of `Substitution::apply`
 fn seeds(words: &mut Vec<String>, _: u16) -> bool {
     cap(words, "--seeds", SEEDS_MAX)
 }
@@ -135,6 +136,7 @@ fn explore_default_seeds(words: &mut Vec<String>, _: u16) -> bool {
     false
 }
 
+#[allow(clippy::ptr_arg)] // the signature of `Substitution::apply`
 fn runs(words: &mut Vec<String>, _: u16) -> bool {
     cap(words, "--runs", RUNS_MAX)
 }
@@ -150,6 +152,7 @@ fn serve_duration(words: &mut Vec<String>, _: u16) -> bool {
     true
 }
 
+#[allow(clippy::ptr_arg)] // the signature of `Substitution::apply`
 fn port(words: &mut Vec<String>, free: u16) -> bool {
     match words.iter().position(|w| w == "--port") {
         Some(at) if at + 1 < words.len() => {

@@ -316,6 +316,9 @@ mod tests {
     use crate::history::testkit::Builder;
     use lockstep_sim::EventKind;
 
+    /// A life as the test compares it: server, value, holder, start, end, cause.
+    type Shown<'h> = (&'h str, &'h str, Option<&'h str>, u64, u64, KeyLifeEnd<'h>);
+
     /// An event on `node` at true `at_us` (clocks reading true time).
     fn push(b: &mut Builder, at_us: u64, node: &str, kind: EventKind) {
         let ms = (at_us / 1_000) as i64;
@@ -431,7 +434,7 @@ mod tests {
         );
         let history = b.build();
         let ops = OpHistory::new(&history);
-        let lives: Vec<(&str, &str, Option<&str>, u64, u64, KeyLifeEnd<'_>)> = key_lives(&ops)
+        let lives: Vec<Shown<'_>> = key_lives(&ops)
             .into_iter()
             .map(|l| (l.node, l.value, l.holder, l.start_us, l.end_us, l.end))
             .collect();

@@ -19,7 +19,7 @@
 //! (crash, power loss, shutdown) ends one either way.
 //!
 //! **Shared with the lease reader:** which replies say a command took effect
-//! ([`lease::reply_succeeded`]) and which command names set a string value, delete a key or run
+//! (`lease::reply_succeeded`) and which command names set a string value, delete a key or run
 //! a script (one table: `lease::CommandName`).
 //!
 //! **Who.** A value belongs to the grant whose acquire `ok` recorded it (the last such grant when

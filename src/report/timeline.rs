@@ -444,7 +444,8 @@ impl TimelineData {
 /// The lock key's lives on the servers that have a lane, as the history reads them
 /// ([`key_life::key_lives`]): each on its server's lane, labelled by its holder's grant
 /// (`by_value`: each value's client lane and grant label) or by its value, and what ended it in
-/// words. Lives still set at the end run to `end_us`.
+/// words. Lives still set at the end run to `end_us`. Every process that holds a grant or sends a
+/// command is a client, with a lane: the view's senders and holders, named, are the lanes'.
 fn key_lives(
     history: &OpHistory<'_>,
     lane_of: &dyn Fn(&str) -> Option<usize>,

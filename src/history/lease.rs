@@ -86,7 +86,8 @@ use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, DefaultHasher};
 
-/// Whether a master's one-line reply says the command took effect.
+/// Whether a master's one-line reply says the command took effect (the lease reader's reading,
+/// and the key-life view's: [`super::key_life`]).
 pub(crate) fn reply_succeeded(reply: &str) -> bool {
     !(reply.starts_with('-') || reply == "(nil)" || reply == ":0")
 }
@@ -580,9 +581,10 @@ impl Needles {
     }
 }
 
-/// A command's name, read once (compared without regard to case, as Redis does).
+/// A command's name, read once (compared without regard to case, as Redis does): the one table
+/// of what a command does to a key, which the key-life view ([`super::key_life`]) reads too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CommandName {
+pub(crate) enum CommandName {
     Set,
     GetSet,
     SetNx,
@@ -597,6 +599,9 @@ enum CommandName {
     HDel,
     /// An `EVAL`, with its script's effect ([`Touching::scripts`] index).
     Eval(u32),
+    /// A script whose text was not read: an `EVALSHA` or `FCALL` (no text to read), or an
+    /// `EVAL` named without its arguments ([`CommandName::of`]). The lease reader leaves it be.
+    Script,
     /// One that does nothing to a lease.
     Other,
 }
@@ -605,7 +610,21 @@ impl CommandName {
     /// The name of the command `args` (at least the name and one argument); an `EVAL`'s script
     /// is read once per distinct text (`scripts`, with its index by text in `memo`).
     fn read<'a>(args: &'a [String], memo: &mut BTreeMap<&'a str, u32>, scripts: &mut Vec<ScriptEffect>) -> Self {
-        const NAMES: [(&str, CommandName); 10] = [
+        let name = args[0].as_str();
+        if name.eq_ignore_ascii_case("EVAL") {
+            let script = *memo.entry(args[1].as_str()).or_insert_with(|| {
+                scripts.push(ScriptEffect::read(&args[1]));
+                u32::try_from(scripts.len() - 1).expect("fewer than 2^32 scripts")
+            });
+            return CommandName::Eval(script);
+        }
+        CommandName::of(name)
+    }
+
+    /// The command called `name`, without its arguments: a script (`EVAL`, `EVALSHA`, `FCALL`)
+    /// is [`CommandName::Script`], its text unread.
+    pub(crate) fn of(name: &str) -> Self {
+        const NAMES: [(&str, CommandName); 13] = [
             ("SET", CommandName::Set),
             ("GETSET", CommandName::GetSet),
             ("SETNX", CommandName::SetNx),
@@ -616,15 +635,10 @@ impl CommandName {
             ("UNLINK", CommandName::Unlink),
             ("GETDEL", CommandName::GetDel),
             ("HDEL", CommandName::HDel),
+            ("EVAL", CommandName::Script),
+            ("EVALSHA", CommandName::Script),
+            ("FCALL", CommandName::Script),
         ];
-        let name = args[0].as_str();
-        if name.eq_ignore_ascii_case("EVAL") {
-            let script = *memo.entry(args[1].as_str()).or_insert_with(|| {
-                scripts.push(ScriptEffect::read(&args[1]));
-                u32::try_from(scripts.len() - 1).expect("fewer than 2^32 scripts")
-            });
-            return CommandName::Eval(script);
-        }
         if HASH_WRITES.iter().any(|write| name.eq_ignore_ascii_case(write)) {
             return CommandName::HashWrite;
         }
@@ -632,6 +646,22 @@ impl CommandName {
             .iter()
             .find(|(known, _)| name.eq_ignore_ascii_case(known))
             .map_or(CommandName::Other, |&(_, command)| command)
+    }
+
+    /// Whether it sets a string key's value (`SET`, `GETSET`, `SETNX`): on a key holding another
+    /// value, that value is gone.
+    pub(crate) fn sets_value(self) -> bool {
+        matches!(self, CommandName::Set | CommandName::GetSet | CommandName::SetNx)
+    }
+
+    /// Whether it deletes the keys it names (`DEL`, `UNLINK`, `GETDEL`; `HDEL` deletes a field).
+    pub(crate) fn deletes_key(self) -> bool {
+        matches!(self, CommandName::Del | CommandName::Unlink | CommandName::GetDel)
+    }
+
+    /// Whether it runs a script (`EVAL`, `EVALSHA`, `FCALL`).
+    pub(crate) fn runs_script(self) -> bool {
+        matches!(self, CommandName::Eval(_) | CommandName::Script)
     }
 }
 
@@ -1229,7 +1259,7 @@ pub fn lease<'h>(
                     // Our own value again without effect (a refused `SET NX` retry, a `KEEPTTL`), or
                     // on a key that no longer holds the grant (a re-creation revives no lease).
                     CommandName::Set if own_value => {}
-                    CommandName::Set | CommandName::GetSet | CommandName::SetNx if ok && held => {
+                    name if name.sets_value() && ok && held => {
                         // Another value: ours was gone by then. After a crash it was lost with
                         // the process, but nobody could take the key before the master ran
                         // again: the lease lasted until then (or its expiry, if earlier).
@@ -1274,8 +1304,10 @@ pub fn lease<'h>(
                         copies.get_mut(node).expect("held").expiry_ms = None;
                     }
                     // The key deleted, or the grant's field of a hash lock.
-                    CommandName::Del | CommandName::Unlink | CommandName::GetDel | CommandName::HDel
-                        if ok && held && (name != CommandName::HDel || own_field) =>
+                    name if (name.deletes_key() || name == CommandName::HDel)
+                        && ok
+                        && held
+                        && (name != CommandName::HDel || own_field) =>
                     {
                         let own = event.seq >= hold.end_seq() && hold.given_up();
                         let copy = copies.get(node).expect("held");

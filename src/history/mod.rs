@@ -22,6 +22,7 @@
 //! Positions (`seq`) order everything: the history is a linearization, so events at equal true
 //! times are ordered by `seq`. Left out: any judgement (that is the checkers').
 
+pub mod key_life;
 pub mod lease;
 pub mod op;
 pub mod step;

@@ -8,9 +8,12 @@
 //!
 //! It is stored in `report.json`, so charts can be drawn again from a report alone (after a
 //! merge of shards, say) without the history. It reads the typed history ([`OpHistory`]): the
-//! grant bars are its holds.
+//! grant bars are its holds, the servers' key lives its [`key_life`] view (what each server
+//! held, read with the lease reader's command table); this module only puts them on lanes and
+//! words.
 
 use crate::checker::{CheckerName, Verdict};
+use crate::history::key_life::{self, KeyLifeEnd, NodeStop};
 use crate::history::lease::ClockTracks;
 use crate::history::{OpHistory, OpName, StepKind};
 use crate::model::units::short_value as short;
@@ -438,243 +441,68 @@ impl TimelineData {
     }
 }
 
-/// One server's copy of the lock key while the reader walks the history.
-struct Copy {
-    value: String,
-    start_us: u64,
-}
-
-/// The lock key's life on each server, read from its commands, expiries and crashes. On a server
-/// whose commands carry their key effects (the value and expiry before and after each command,
-/// as lockstep's servers record them: what the `ownership` checker reads), those decide: the key
-/// appearing starts a life, its value changing or its deletion ends one — whatever the command
-/// (a script called by its SHA included). Otherwise (a real `redis-server`, a replica's stream,
-/// an older history) the command is read: a successful `SET key value …` (or a script carrying a
-/// known grant's value that the key did not hold) starts a life; a deletion (`DEL`, `UNLINK`,
-/// `GETDEL`, a script with `del`) or another value set ends it. An expiry or a crash (power
-/// loss, shutdown) ends one either way. Who sent a deletion is the command's recorded sender,
-/// else the client whose value came over the same connection. Keys other than the grants'
-/// (fencing counters, the resource's) are left out.
+/// The lock key's lives on the servers that have a lane, as the history reads them
+/// ([`key_life::key_lives`]): each on its server's lane, labelled by its holder's grant
+/// (`by_value`: each value's client lane and grant label) or by its value, and what ended it in
+/// words. Lives still set at the end run to `end_us`. Every process that holds a grant or sends a
+/// command is a client, with a lane: the view's senders and holders, named, are the lanes'.
 fn key_lives(
     history: &OpHistory<'_>,
     lane_of: &dyn Fn(&str) -> Option<usize>,
     by_value: &BTreeMap<&str, (usize, String)>,
     end_us: u64,
 ) -> Vec<KeyLife> {
-    let keys: Vec<&str> = history.holds().iter().map(|h| h.grant.key.as_str()).collect();
-    let mut conn_client: BTreeMap<(&str, u64), usize> = BTreeMap::new();
-    let mut copies: BTreeMap<(String, String), Copy> = BTreeMap::new();
-    let mut lives = Vec::new();
-    let end = |copies: &mut BTreeMap<(String, String), Copy>,
-               lives: &mut Vec<KeyLife>,
-               node: &str,
-               key: &str,
-               at_us: u64,
-               by: String,
-               foreign: bool| {
-        if let Some(copy) = copies.remove(&(node.to_string(), key.to_string())) {
-            let Some(lane) = lane_of(node) else { return };
-            let holder = by_value.get(copy.value.as_str());
-            lives.push(KeyLife {
-                lane,
-                holder: holder.map(|h| h.0),
-                start_us: copy.start_us,
-                end_us: at_us.max(copy.start_us),
-                label: holder.map_or_else(|| format!("value {}", short(&copy.value)), |h| h.1.clone()),
-                ended_by: by,
-                foreign_end: foreign,
-            });
-        }
-    };
-    let name_of = |lane: Option<usize>, lanes: &[&str]| lane.and_then(|l| lanes.get(l).map(|s| s.to_string()));
-    let client_names: Vec<&str> = {
-        let mut names: Vec<(usize, &str)> = history
-            .holds()
-            .iter()
-            .filter_map(|h| Some((lane_of(h.process)?, h.process)))
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        let max = names.last().map_or(0, |n| n.0 + 1);
-        let mut out = vec![""; max];
-        for (l, n) in names {
-            out[l] = n;
-        }
-        out
-    };
-    // The servers whose commands carry their key effects.
-    let with_effects: std::collections::BTreeSet<&str> = history
-        .steps()
-        .iter()
-        .filter(|s| matches!(s.kind, StepKind::Command { effects, .. } if !effects.is_empty()))
-        .map(|s| s.event.node.as_str())
-        .collect();
-    for step in history.steps() {
-        let node = step.event.node.as_str();
-        let at_us = step.event.at_us;
-        match &step.kind {
-            &StepKind::Command {
-                conn,
-                args,
-                effects,
-                client,
-                ..
-            } if with_effects.contains(node) => {
-                let sender = client.and_then(lane_of).or_else(|| {
-                    args.iter()
-                        .skip(1)
-                        .find_map(|a| by_value.get(a.as_str()))
-                        .map(|(lane, _)| *lane)
-                        .inspect(|lane| {
-                            conn_client.insert((node, conn), *lane);
-                        })
-                        .or_else(|| conn_client.get(&(node, conn)).copied())
-                });
-                let sender_name = client.map(str::to_string).or_else(|| name_of(sender, &client_names));
-                let name = args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
-                for effect in effects.iter().filter(|e| keys.contains(&e.key.as_str())) {
-                    let key = effect.key.as_str();
-                    let held = copies
-                        .get(&(node.to_string(), key.to_string()))
-                        .map(|c| c.value.clone());
-                    let holder = held.as_deref().and_then(|v| by_value.get(v)).map(|h| h.0);
-                    let after = effect.after.as_ref().map(|a| {
-                        a.value
-                            .clone()
-                            .or_else(|| a.fields.first().cloned())
-                            .unwrap_or_default()
-                    });
-                    if held.is_some() && held != after {
-                        let (by, foreign) = match (&after, &sender_name) {
-                            (Some(_), Some(s)) => (format!("overwritten by {s}"), true),
-                            (Some(_), None) => ("overwritten".to_string(), true),
-                            (None, Some(s)) if sender.is_some() && sender == holder => {
-                                (format!("released by {s}"), false)
-                            }
-                            (None, Some(s)) => (format!("deleted by {s}'s {name}"), true),
-                            (None, None) => (format!("deleted by a {name}"), true),
-                        };
-                        end(&mut copies, &mut lives, node, key, at_us, by, foreign);
-                    }
-                    if let Some(value) = after.filter(|v| held.as_deref() != Some(v.as_str())) {
-                        copies.insert((node.to_string(), key.to_string()), Copy { value, start_us: at_us });
-                    }
-                }
-            }
-            &StepKind::Command { conn, args, reply, .. } => {
-                let Some(key) = args
-                    .iter()
-                    .skip(1)
-                    .find(|a| keys.contains(&a.as_str()))
-                    .map(String::as_str)
-                else {
-                    continue;
-                };
-                let carried = args.iter().skip(1).find_map(|a| by_value.get_key_value(a.as_str()));
-                if let Some((_, (lane, _))) = carried {
-                    if conn != 0 {
-                        conn_client.insert((node, conn), *lane);
-                    }
-                }
-                if !crate::history::lease::reply_succeeded(reply) {
-                    continue;
-                }
-                let sender = conn_client.get(&(node, conn)).copied();
-                let sender_name = name_of(sender, &client_names);
-                let name = args[0].to_ascii_uppercase();
-                let held = copies
-                    .get(&(node.to_string(), key.to_string()))
-                    .map(|c| c.value.clone());
-                let holder = held.as_deref().and_then(|v| by_value.get(v)).map(|h| h.0);
-                let start = |copies: &mut BTreeMap<(String, String), Copy>, value: &str| {
-                    copies.insert(
-                        (node.to_string(), key.to_string()),
-                        Copy {
-                            value: value.to_string(),
-                            start_us: at_us,
-                        },
-                    );
-                };
-                match name.as_str() {
-                    "SET" | "SETNX" | "GETSET" if args.get(1).map(String::as_str) == Some(key) => {
-                        let Some(value) = args.get(2) else { continue };
-                        if held.as_deref() == Some(value.as_str()) {
-                            continue;
-                        }
-                        if held.is_some() {
-                            let by = match &sender_name {
-                                Some(s) => format!("overwritten by {s}"),
-                                None => "overwritten".to_string(),
-                            };
-                            end(&mut copies, &mut lives, node, key, at_us, by, true);
-                        }
-                        start(&mut copies, value);
-                    }
-                    "DEL" | "UNLINK" | "GETDEL" if held.is_some() => {
-                        let (by, foreign) = match (&sender_name, sender == holder && sender.is_some()) {
-                            (Some(s), true) => (format!("released by {s}"), false),
-                            (Some(s), false) => (format!("deleted by {s}'s {name}"), true),
-                            (None, _) => (format!("deleted by a {name}"), true),
-                        };
-                        end(&mut copies, &mut lives, node, key, at_us, by, foreign);
-                    }
-                    "EVAL" | "EVALSHA" | "FCALL" => {
-                        let script = args.get(1).map(|s| s.to_ascii_lowercase()).unwrap_or_default();
-                        match (&held, carried) {
-                            (Some(_), _) if script.contains("del") && !script.contains("pexpire") => {
-                                let by = match &sender_name {
-                                    Some(s) if sender == holder => format!("released by {s}"),
-                                    Some(s) => format!("deleted by {s}'s script"),
-                                    None => "deleted by a script".to_string(),
-                                };
-                                end(&mut copies, &mut lives, node, key, at_us, by, sender != holder);
-                            }
-                            (None, Some((value, _))) if !script.contains("del") => start(&mut copies, value),
-                            _ => {}
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            StepKind::Expired(expiry) if keys.contains(&expiry.key) => {
-                end(
-                    &mut copies,
-                    &mut lives,
-                    node,
-                    expiry.key,
-                    at_us,
-                    "expired".to_string(),
-                    false,
-                );
-            }
-            StepKind::Fault(
-                fault @ (Fault::Crash { node: n } | Fault::PowerLoss { node: n } | Fault::Shutdown { node: n }),
-            ) => {
-                let held: Vec<String> = copies.keys().filter(|(s, _)| s == n).map(|(_, k)| k.clone()).collect();
-                for key in held {
-                    let what = match fault {
-                        Fault::Crash { .. } => format!("{n} crashed (key kept only if persisted)"),
-                        Fault::PowerLoss { .. } => format!("{n} lost power (key kept only if synced)"),
-                        _ => format!("{n} shut down (key kept only if persisted)"),
+    let mut lives: Vec<KeyLife> = key_life::key_lives(history)
+        .into_iter()
+        .filter_map(|life| {
+            let lane = lane_of(life.node)?;
+            let holder = by_value.get(life.value);
+            let holder_lane = holder.map(|h| h.0);
+            let (ended_by, foreign_end) = match &life.end {
+                KeyLifeEnd::Released { by } => (format!("released by {by}"), false),
+                KeyLifeEnd::Deleted {
+                    by,
+                    command,
+                    from_script,
+                } => {
+                    let what = if *from_script { "script" } else { command.as_str() };
+                    let by_words = match by {
+                        Some(s) => format!("deleted by {s}'s {what}"),
+                        None => format!("deleted by a {what}"),
                     };
-                    end(&mut copies, &mut lives, n, &key, at_us, what, true);
+                    // A script read from its text is another's when its sender's lane is not
+                    // the holder's (neither known: not).
+                    let foreign = !*from_script || by.and_then(lane_of) != holder_lane;
+                    (by_words, foreign)
                 }
-            }
-            _ => {}
-        }
-    }
-    let open: Vec<(String, String)> = copies.keys().cloned().collect();
-    for (node, key) in open {
-        end(
-            &mut copies,
-            &mut lives,
-            &node,
-            &key,
-            end_us,
-            "still set at the end".to_string(),
-            false,
-        );
-    }
+                KeyLifeEnd::Overwritten { by: Some(s) } => (format!("overwritten by {s}"), true),
+                KeyLifeEnd::Overwritten { by: None } => ("overwritten".to_string(), true),
+                KeyLifeEnd::Expired => ("expired".to_string(), false),
+                KeyLifeEnd::Stopped(how) => {
+                    let n = life.node;
+                    let what = match how {
+                        NodeStop::Crash => format!("{n} crashed (key kept only if persisted)"),
+                        NodeStop::PowerLoss => format!("{n} lost power (key kept only if synced)"),
+                        NodeStop::Shutdown => format!("{n} shut down (key kept only if persisted)"),
+                    };
+                    (what, true)
+                }
+                KeyLifeEnd::Alive => ("still set at the end".to_string(), false),
+            };
+            Some(KeyLife {
+                lane,
+                holder: holder_lane,
+                start_us: life.start_us,
+                end_us: match life.end {
+                    KeyLifeEnd::Alive => end_us.max(life.start_us),
+                    _ => life.end_us,
+                },
+                label: holder.map_or_else(|| format!("value {}", short(life.value)), |h| h.1.clone()),
+                ended_by,
+                foreign_end,
+            })
+        })
+        .collect();
     lives.sort_by_key(|l| (l.start_us, l.lane));
     lives
 }

@@ -23,15 +23,15 @@
 //! a script (one table: `lease::CommandName`).
 //!
 //! **Who.** A value belongs to the grant whose acquire `ok` recorded it (the last such grant when
-//! several did). A command's sender is the node its server recorded; else, on a server with
+//! several did), as does a hash lock's field named after it — the value, `:` and a suffix (the
+//! Redisson model's `{value}:1`), the lease reader's `Ident` rule. A command's sender is the node its server recorded; else, on a server with
 //! effects, the holder of a grant value among its arguments, else the last such holder seen on
 //! its connection; on a server without effects, the last holder whose value came over its
 //! connection (the recorded sender is not read there). A deletion by the value's own holder is
 //! its release.
 //!
 //! Left out, where it reads less than the lease reader (kept as the timeline always drew it): a
-//! value is recognised whole (a hash lock's field `{value}:1` stands as a value of its own, not
-//! matched to its grant as the lease reader's `Ident` does); a script on a server without effects
+//! script on a server without effects
 //! is read from its text's words (`del` without `pexpire` deletes; a text without `del` carrying
 //! a grant's value puts it on a free key), not from the commands it calls (the lease reader's
 //! `ScriptEffect`); `HDEL` and TTL changes are not read (an expiry shows as the server's
@@ -109,6 +109,17 @@ struct Copy<'h> {
     start_us: u64,
 }
 
+/// The process whose grant `value` carries: the grant's value itself, or — a hash lock's field,
+/// as the lease reader's `Ident` reads it — the value followed by `:` and a suffix (the Redisson
+/// model's `{value}:1`), so that lock's key lives are labelled with their holder too.
+fn holder_of<'h>(holders: &BTreeMap<&str, &'h str>, value: &str) -> Option<&'h str> {
+    holders.get(value).copied().or_else(|| {
+        value
+            .match_indices(':')
+            .find_map(|(at, _)| holders.get(&value[..at]).copied())
+    })
+}
+
 /// The state of the walk: each server's copy of each key, and the lives ended so far.
 struct Walk<'h, 'v> {
     copies: BTreeMap<(&'h str, &'h str), Copy<'h>>,
@@ -125,7 +136,7 @@ impl<'h> Walk<'h, '_> {
 
     /// The process whose grant `value` is.
     fn holder(&self, value: Option<&str>) -> Option<&'h str> {
-        value.and_then(|v| self.holders.get(v).copied())
+        value.and_then(|v| holder_of(self.holders, v))
     }
 
     fn start(&mut self, node: &'h str, key: &'h str, value: &'h str, at_us: u64) {
@@ -139,7 +150,7 @@ impl<'h> Walk<'h, '_> {
                 node,
                 key,
                 value: copy.value,
-                holder: self.holders.get(copy.value).copied(),
+                holder: holder_of(self.holders, copy.value),
                 start_us: copy.start_us,
                 end_us: at_us.max(copy.start_us),
                 end,
@@ -198,7 +209,7 @@ pub fn key_lives<'h>(history: &OpHistory<'h>) -> Vec<KeyLife<'h>> {
                 let sender = client.or_else(|| {
                     args.iter()
                         .skip(1)
-                        .find_map(|a| holders.get(a.as_str()).copied())
+                        .find_map(|a| holder_of(&holders, a))
                         .inspect(|process| {
                             conn_client.insert((node, conn), process);
                         })
@@ -238,7 +249,7 @@ pub fn key_lives<'h>(history: &OpHistory<'h>) -> Vec<KeyLife<'h>> {
                 let carried = args
                     .iter()
                     .skip(1)
-                    .find_map(|a| Some((a.as_str(), *holders.get(a.as_str())?)));
+                    .find_map(|a| Some((a.as_str(), holder_of(&holders, a)?)));
                 if let Some((_, process)) = carried {
                     if conn != 0 {
                         conn_client.insert((node, conn), process);
@@ -484,5 +495,57 @@ mod tests {
         };
         assert_eq!((node, since_us), ("redis-1", 500));
         assert!(end_us >= 10_000_000, "{end_us}");
+    }
+
+    /// A hash lock's key holds a field named after the grant (the Redisson model's `{value}:1`):
+    /// its life is the grant's holder's, and the holder's release script is a release, not another
+    /// client's deletion. A value that only starts like a grant's (`v70`) is nobody's.
+    #[test]
+    fn a_hash_locks_field_named_after_the_grant_is_its_holders() {
+        let mut b = Builder::new();
+        let until = 1_700_000_010_000;
+        let id = b.acquire_started(100, "client-1", "lock");
+        b.command_from(
+            500,
+            "redis-1",
+            Some("client-1"),
+            &[
+                "EVAL",
+                "redis.call('hincrby', KEYS[1], ARGV[2], 1)",
+                "1",
+                "lock",
+                "10000",
+                "v7:1",
+            ],
+            &[("lock", None, Some(("v7:1", until)))],
+        );
+        b.granted(1_000, "client-1", id, "lock", "v7");
+        b.command_from(
+            50_000,
+            "redis-1",
+            Some("client-1"),
+            &["EVAL", "redis.call('del', KEYS[1])", "1", "lock", "v7:1"],
+            &[("lock", Some(("v7:1", until)), None)],
+        );
+        b.command_from(
+            60_000,
+            "redis-1",
+            Some("client-2"),
+            &["SET", "lock", "v70", "PX", "100"],
+            &[("lock", None, Some(("v70", until)))],
+        );
+        let history = b.build();
+        let ops = OpHistory::new(&history);
+        let lives: Vec<(&str, Option<&str>, KeyLifeEnd<'_>)> = key_lives(&ops)
+            .into_iter()
+            .map(|l| (l.value, l.holder, l.end))
+            .collect();
+        assert_eq!(
+            lives,
+            [
+                ("v7:1", Some("client-1"), KeyLifeEnd::Released { by: "client-1" }),
+                ("v70", None, KeyLifeEnd::Alive),
+            ]
+        );
     }
 }

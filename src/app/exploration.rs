@@ -75,9 +75,9 @@ pub fn locks(template: &Scenario, args: &OracleArgs) -> Result<Locks, AppError> 
         .map(|value| LockChoice::against(value, template).map_err(|e| AppError::BadInput(format!("--against: {e}"))))
         .transpose()?;
     // `--against FILE` takes the file's `[lock]` algorithm only: say what else it says that the
-    // template's settings override (issue 42, item 8).
+    // template's settings override (issue 42, item 8); the summary carries it too (`run_oracle`).
     if let (Some(value), Some(LockChoice::FromFile { .. })) = (args.against.as_deref(), &reference) {
-        let kept = Scenario::from_file(Path::new(value)).map_or_else(|_| Vec::new(), |f| f.parts_kept_from(template));
+        let kept = against_unused(template, args);
         if !kept.is_empty() {
             eprintln!(
                 "--against {value}: only its [lock] algorithm settings are used; these parts of it differ and are \
@@ -90,6 +90,19 @@ pub fn locks(template: &Scenario, args: &OracleArgs) -> Result<Locks, AppError> 
         subject: LockChoice::Template,
         reference,
     })
+}
+
+/// The parts of the `--against` scenario file that differ from `template` and are not used
+/// (only its `[lock]` algorithm settings are). Empty without `--against`, for a preset (not a
+/// readable scenario file), or for a file that differs only in its lock.
+fn against_unused(template: &Scenario, args: &OracleArgs) -> Vec<String> {
+    let Some(value) = args.against.as_deref() else {
+        return Vec::new();
+    };
+    Scenario::from_file(Path::new(value)).map_or_else(
+        |_| Vec::new(),
+        |f| f.parts_kept_from(template).into_iter().map(String::from).collect(),
+    )
 }
 
 /// Bad input when `scenario` names a Rust lock (`[lock] rust_lock`): only a harness holding that
@@ -216,8 +229,12 @@ pub fn run_oracle(
     locks: &Locks,
 ) -> Result<ExploreSummary, AppError> {
     let mut sink = args.jsonl.as_deref().map(JsonlSink::create).transpose()?;
-    let summary = run_exploration(template, config, locks, sink.as_mut());
+    let mut summary = run_exploration(template, config, locks, sink.as_mut());
     sink.map(JsonlSink::finish).transpose()?;
+    // What `--against FILE` did not use is part of the result, not only a line on stderr.
+    if let (Some(d), Some(LockChoice::FromFile { .. })) = (summary.differential.as_mut(), &locks.reference) {
+        d.against_unused = against_unused(template, args);
+    }
     Ok(summary)
 }
 

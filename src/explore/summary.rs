@@ -365,6 +365,12 @@ pub struct Differential {
     /// its promised checker, before seeds where the subject only shows the lease's limit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub first_bugs: Vec<FailingSeed>,
+    /// With `--against FILE`: the parts of FILE that differ from the template and were not used
+    /// (only its `[lock]` algorithm settings are; the template's are used for the rest), by
+    /// section (`[topology]`, `[[client]]`, ...). Empty for a preset, or for a file that differs
+    /// only in its lock (issue 42, item 8).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub against_unused: Vec<String>,
 }
 
 impl Differential {
@@ -450,6 +456,10 @@ impl Differential {
         keep_smallest_per_checker(&mut self.first_only_subject);
         self.first_bugs.extend(other.first_bugs.iter().cloned());
         keep_smallest_per_checker(&mut self.first_bugs);
+        // Shards of one exploration share the reference file: keep the note (once).
+        if self.against_unused.is_empty() {
+            self.against_unused = other.against_unused.clone();
+        }
     }
 
     /// Adds an implementation-bug seed of the subject (`bug.checkers`: the promised checkers it

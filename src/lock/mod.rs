@@ -142,8 +142,10 @@ pub enum ExtendFailure {
     Abort,
     /// Ignore it: extension stops and the work goes on, writes included.
     KeepWorking,
-    /// Say nothing and keep the schedule: the next extension comes on time, with the last grant
-    /// that was confirmed; the work goes on, writes included.
+    /// Say nothing and keep the schedule: after an error (a timeout, no connection) the next
+    /// extension comes on time, with the last grant that was confirmed; an extension refused
+    /// because the lock is not ours any more ([`LockError::Lost`]) ends the schedule. The work
+    /// goes on, writes included.
     KeepSchedule,
 }
 

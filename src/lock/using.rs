@@ -189,7 +189,11 @@ async fn renew(
             let _ = e;
             None
         }
-        // The library says nothing and renews again on schedule, with the last confirmed grant.
+        // A renewal refused (the key is not ours any more) leaves nothing to renew: the schedule
+        // ends, quietly (Redisson's watchdog drops a lock whose holder's field is gone).
+        Err(LockError::Lost(_)) if lock.on_extend_failure() == ExtendFailure::KeepSchedule => None,
+        // After an error the library says nothing and renews again on schedule, with the last
+        // confirmed grant.
         Err(_) if lock.on_extend_failure() == ExtendFailure::KeepSchedule => (!stopped).then_some(current),
         Err(e) => {
             signal.abort();

@@ -372,8 +372,9 @@ pub enum OnRenewFailure {
     Abort,
     /// Ignore it: renewal stops, the work goes on and writes.
     KeepWorking,
-    /// Keep the renewal schedule without telling the holder: the next renewal comes on time (with
-    /// the last grant that was confirmed), the work goes on and writes.
+    /// Keep the renewal schedule without telling the holder: after an error the next renewal comes
+    /// on time (with the last grant that was confirmed); a renewal refused because the lock is not
+    /// ours any more ends it (Redisson's watchdog). The work goes on and writes.
     KeepSchedule,
 }
 

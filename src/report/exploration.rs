@@ -94,6 +94,16 @@ impl ExploreSummary {
                     d.reference, d.seeds_only_subject, self.algorithm, d.reference_errors
                 ),
             );
+            if !d.against_unused.is_empty() {
+                line(
+                    &mut out,
+                    format!(
+                        "    only the reference file's [lock] algorithm settings were used; these parts of it differ \
+                         and were not used (the template's were): {}",
+                        d.against_unused.join(", ")
+                    ),
+                );
+            }
             for name in checker::NAMES {
                 let get = |m: &BTreeMap<String, u64>| m.get(*name).copied().unwrap_or(0);
                 line(

@@ -213,11 +213,15 @@ fn run_given_a_directory_points_to_the_files_and_to_ci() {
 }
 
 /// Issue 42 item 8: `explore --against FILE` uses only the file's `[lock]` algorithm; when the
-/// file says more (another workload, other faults), stderr names what is not used. A fixed twin
-/// that differs only in its lock gets no such note.
+/// file says more (another workload, other faults), stderr names what is not used, and so do the
+/// summary (`differential.against_unused` in `--summary`'s JSON) and the rendered report. A
+/// fixed twin that differs only in its lock gets no such note.
 #[test]
 fn explore_against_a_file_names_what_it_does_not_use() {
-    let (_, _, err) = lockstep(&[
+    let dir = common::TempPath::dir("cli", "against-unused");
+    let summary = dir.join("summary.json");
+    let summary_arg = summary.to_string_lossy().into_owned();
+    let (_, out, err) = lockstep(&[
         "explore",
         "scenarios/bug-renewal-failure-ignored.toml",
         "--against",
@@ -227,11 +231,28 @@ fn explore_against_a_file_names_what_it_does_not_use() {
         "--shrink",
         "0",
         "--quiet",
+        "--summary",
+        &summary_arg,
     ]);
     assert!(err.contains("only its [lock] algorithm settings are used"), "{err}");
     for part in ["[topology]", "[[client]]", "[[fault]]"] {
         assert!(err.contains(part), "{part}: {err}");
     }
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).expect("the summary is written")).expect("JSON");
+    let unused: Vec<&str> = doc["differential"]["against_unused"]
+        .as_array()
+        .unwrap_or_else(|| panic!("the summary names what was not used: {doc}"))
+        .iter()
+        .filter_map(|p| p.as_str())
+        .collect();
+    for part in ["[topology]", "[[client]]", "[[fault]]"] {
+        assert!(unused.contains(&part), "{part}: {unused:?}");
+    }
+    assert!(
+        out.contains("were not used (the template's were): ") && out.contains("[[fault]]"),
+        "the rendered summary says it too: {out}"
+    );
     let (_, _, err) = lockstep(&[
         "explore",
         "scenarios/bug-release-no-owner-check.toml",
@@ -242,6 +263,11 @@ fn explore_against_a_file_names_what_it_does_not_use() {
         "--shrink",
         "0",
         "--quiet",
+        "--summary",
+        &summary_arg,
     ]);
     assert!(!err.contains("algorithm settings are used"), "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    assert!(doc["differential"].is_object(), "{doc}");
+    assert!(doc["differential"].get("against_unused").is_none(), "{doc}");
 }

@@ -5,6 +5,7 @@
 use lockstep::checker::Verdict;
 use lockstep::run::{run_scenario, ScenarioRun};
 use lockstep::scenario::{Scenario, ScenarioError};
+use lockstep::sim::{EventKind, Phase};
 use std::path::{Path, PathBuf};
 
 use crate::common;
@@ -447,4 +448,54 @@ fn keep_schedule_renews_on_after_a_failed_renewal_without_telling_the_holder() {
         "{:?}",
         run.results
     );
+}
+
+/// Issue 42: `keep-schedule` renews on after an error, but a renewal refused because the key is not
+/// the holder's any more ends the schedule (Redisson's watchdog drops a lock whose holder's field
+/// is gone). The Redisson model, its master restarted without persistence at 5 s: client-1's
+/// renewal at 10 s fails on the broken connection (an error: the schedule goes on), the one at
+/// 20 s finds its field gone, and no other follows before its work ends at 35 s (before the fix:
+/// another at 30 s, refused again).
+#[test]
+fn keep_schedule_stops_when_a_renewal_is_refused() {
+    let text = std::fs::read_to_string(scenarios_dir().join("libraries/redisson-rlock.toml")).unwrap();
+    let pause = "[[fault]]\nat_ms = 1000\nkind = \"pause\"\nnode = \"client-1\"\nduration_ms = 40000\n";
+    assert!(
+        text.contains(pause) && text.contains("work_ms = 3000\n"),
+        "the model's story changed"
+    );
+    let text = text
+        .replace(
+            pause,
+            "[[fault]]\nat_ms = 5000\nkind = \"crash\"\nnode = \"redis-1\"\n\n\
+             [[fault]]\nat_ms = 5001\nkind = \"restart\"\nnode = \"redis-1\"\n",
+        )
+        .replace("work_ms = 3000\n", "work_ms = 35000\n");
+    let mut scenario = Scenario::from_str(&text, "refused-renewal.toml").unwrap_or_else(|e| panic!("{e}"));
+    scenario.expect.clear();
+    let run = run_scenario(&scenario, None).expect("the world runs");
+    // client-1's renewals that completed, each with what it said.
+    let completed: Vec<(Phase, String)> = run
+        .history
+        .events()
+        .iter()
+        .filter(|e| e.node == "client-1")
+        .filter_map(|e| match &e.kind {
+            EventKind::Op { op, phase, data, .. } if op == "extend" && *phase != Phase::Invoke => {
+                Some((*phase, data.to_string()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(completed.len(), 2, "an error, a refusal, then none: {completed:#?}");
+    assert!(
+        completed[0].0 == Phase::Info && completed[0].1.contains("broken pipe"),
+        "the first renewal ended in an error: {completed:#?}"
+    );
+    assert!(
+        completed[1].0 == Phase::Fail && completed[1].1.contains("lock lost"),
+        "the second was refused: {completed:#?}"
+    );
+    let history = serde_json::to_value(&run.history).unwrap();
+    assert!(!history.to_string().contains("\"abort\""), "the holder is never told");
 }

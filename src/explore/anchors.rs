@@ -961,6 +961,105 @@ mod tests {
         );
     }
 
+    /// Issue 42: the aims at what outlives an operation. On a file whose client releases and
+    /// acquires again, a latency spike over its release's request, shorter than the request
+    /// timeout, landing inside the next grant (allowing for the timeout it costs); on a renewing
+    /// holder's file, a pause from just before its release until past its next renewal.
+    #[test]
+    fn late_aims_land_a_request_in_the_next_grant_or_straddle_a_release_and_a_renewal() {
+        let scenario = |name: &str| {
+            let path = format!("{}/scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+            Scenario::from_file(std::path::Path::new(&path)).unwrap()
+        };
+        let profile = FaultProfile::default();
+        let lock = super::super::LockRef::Template.prepare();
+        // Value reuse: client-1 releases at about 3 s and is granted again at once.
+        let template = scenario("bug-value-reuse-release-retry");
+        let topo = super::super::topology(&template);
+        let anchors = record(&fault_free(&template), &lock).unwrap();
+        let ops = &anchors.operations;
+        let mut landed = 0;
+        for seed in 0..40 {
+            for attempt in 0..LATE_ATTEMPTS {
+                let faults = late_case_try(seed, attempt, &topo, &profile, &anchors);
+                assert_eq!(faults, late_case_try(seed, attempt, &topo, &profile, &anchors));
+                let [GenFault::Latency(Latency {
+                    at_ms,
+                    a,
+                    latency_ms,
+                    spike: Some(spike),
+                    ..
+                })] = faults.as_slice()
+                else {
+                    panic!("not one latency spike: {faults:?}");
+                };
+                assert!(spike.length_ms <= topo.request_timeout_ms, "{faults:?}");
+                let (sent, lands) = (*at_ms, at_ms + latency_ms);
+                // Sent with one of the client's releases, landing while its next grant holds.
+                let release = ops
+                    .iter()
+                    .position(|w| &w.client == a && w.op == LockOpKind::Release && w.start_ms.abs_diff(sent) <= 5)
+                    .expect("aimed at a release");
+                let next = ops[release..]
+                    .iter()
+                    .find(|w| &w.client == a && w.op == LockOpKind::Acquire && w.ok)
+                    .expect("a next grant");
+                assert!(lands > next.end_ms + topo.request_timeout_ms, "{faults:?}");
+                assert!(lands <= next.lease_end_ms.unwrap(), "{faults:?}");
+                landed += 1;
+            }
+        }
+        assert_eq!(landed, 80);
+        // A renewing holder: a pause from before its release past its next renewal.
+        let template = scenario("bug-renewal-races-release");
+        let topo = super::super::topology(&template);
+        let anchors = record(&fault_free(&template), &lock).unwrap();
+        let ops = &anchors.operations;
+        let mut straddled = 0;
+        for seed in 0..40 {
+            let faults = late_case_try(seed, 0, &topo, &profile, &anchors);
+            let [GenFault::Pause(Pause {
+                at_ms,
+                node,
+                duration_ms,
+            })] = faults.as_slice()
+            else {
+                panic!("not one pause: {faults:?}");
+            };
+            // Just before one of the node's releases, which renewals preceded.
+            let release = ops
+                .iter()
+                .position(|w| &w.client == node && w.op == LockOpKind::Release && w.start_ms > *at_ms)
+                .expect("a release after the pause starts");
+            assert!(ops[release].start_ms - at_ms <= 20, "{faults:?}");
+            let renewals: Vec<u64> = ops[..release]
+                .iter()
+                .filter(|w| &w.client == node && w.op == LockOpKind::Extend)
+                .map(|w| w.start_ms)
+                .collect();
+            let last = *renewals.last().expect("renewals before the release");
+            let before = renewals.len().checked_sub(2).map_or_else(
+                || {
+                    ops[..release]
+                        .iter()
+                        .find(|w| &w.client == node && w.ok)
+                        .unwrap()
+                        .end_ms
+                },
+                |i| renewals[i],
+            );
+            // Resumes past the renewal due next, within a period of it.
+            let mut due = last + (last - before);
+            while due <= ops[release].start_ms {
+                due += last - before;
+            }
+            let resumes = at_ms + duration_ms;
+            assert!(resumes > due && resumes <= due + NEAR_MS[3], "{faults:?} (due {due})");
+            straddled += 1;
+        }
+        assert_eq!(straddled, 40);
+    }
+
     #[test]
     fn shapes_stay_within_their_bounds_and_apply_to_looping_templates_only() {
         let mut rng = Seed(3).stream("test");

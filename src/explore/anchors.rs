@@ -24,6 +24,12 @@
 //! its request. Operations last milliseconds, so these are aimed at the seed's own run (the
 //! seed sets the workload's draws), recorded by the worker before the seed runs.
 //!
+//! After its operation aims, such a seed tries aims at what *outlives* an operation
+//! ([`late_case_try`]): a release's or an extension's request delayed until it lands inside the
+//! same client's next grant (a value reused across grants is deleted or extended by an
+//! operation that already ended), and a pause of a renewing holder from just before its
+//! release until past its next renewal (the renewal timer and the release due together).
+//!
 //! Every draw comes from the seed's own ChaCha stream (`explore/anchored`), so the case is fixed
 //! by the seed and the template. What is left out: anchors of a run *with* faults (a fault moves
 //! every later event; anchors are from the fault-free run only), and anchors inside the Redis

@@ -24,6 +24,12 @@
 //! its request. Operations last milliseconds, so these are aimed at the seed's own run (the
 //! seed sets the workload's draws), recorded by the worker before the seed runs.
 //!
+//! After its operation aims, such a seed tries aims at what *outlives* an operation
+//! ([`late_case_try`]): a release's or an extension's request delayed until it lands inside the
+//! same client's next grant (a value reused across grants is deleted or extended by an
+//! operation that already ended), and a pause of a renewing holder from just before its
+//! release until past its next renewal (the renewal timer and the release due together).
+//!
 //! Every draw comes from the seed's own ChaCha stream (`explore/anchored`), so the case is fixed
 //! by the seed and the template. What is left out: anchors of a run *with* faults (a fault moves
 //! every later event; anchors are from the fault-free run only), and anchors inside the Redis
@@ -702,6 +708,145 @@ pub fn operation_case_try(
     Vec::new()
 }
 
+/// How many aims an operation-aimed seed tries at a request or a timer that outlives its
+/// operation ([`late_case_try`]), after its operation aims ([`operation_case_try`]).
+pub const LATE_ATTEMPTS: u64 = 2;
+
+/// The `attempt`-th aim of `seed` at what outlives one of the lock's operations in the seed's
+/// own fault-free run (issue 42), from a stream of its own (`explore/operation/late/{attempt}`,
+/// so that no earlier draw moves). Two shapes, each aimed where a correct lock is indifferent
+/// and a buggy one is not:
+///
+/// - **a late request**: a latency spike over a release's or an extension's request to one
+///   master, short enough that the client's retry or its next operation goes through at the
+///   usual speed, long enough that the request lands inside the client's *next* grant (between
+///   that grant and its release, allowing for the timeout the request itself costs). A lock
+///   that reuses a value across acquisitions has its next grant deleted (a late compare-and-
+///   delete) or extended by an operation that already ended; a lock with a fresh value per
+///   grant finds another value and changes nothing.
+/// - **a pause straddling a release and a renewal timer**: a pause of a renewing holder from
+///   just before its release until past the renewal its timer schedules next, so that both are
+///   due when it resumes (redis-semaphore #205: the renewal armed before the release runs after
+///   it; a correct lock reports nothing).
+///
+/// Empty when the run has nothing to aim at (no client with a later grant, no renewing holder).
+pub fn late_case_try(
+    seed: u64,
+    attempt: u64,
+    topo: &Topology,
+    profile: &FaultProfile,
+    anchors: &Anchors,
+) -> Vec<GenFault> {
+    use super::kinds::{Latency, Pause, Spike};
+    let mut rng = Seed(seed).stream(&format!("explore/operation/late/{attempt}"));
+    let allowed = |kind: &str| profile.kinds.iter().any(|k| k == kind);
+    if profile.faults_max == 0 {
+        return Vec::new();
+    }
+    let horizon_ms = topo.horizon_ms();
+    let timeout_ms = topo.request_timeout_ms.max(1);
+    let ops = &anchors.operations;
+    let ours = |w: &OpWindow| topo.clients.contains(&w.client) && w.start_ms > NEAR_MS[1] && w.start_ms < horizon_ms;
+    // Late requests: a release or an extension, then the same client's next grant and the end
+    // of that grant's turn (its next release, or the lease's end).
+    let mut late: Vec<(&OpWindow, u64, u64)> = Vec::new();
+    // Straddles: a renewing holder's release, and when its renewal timer fires next.
+    let mut straddles: Vec<(&OpWindow, u64)> = Vec::new();
+    for (i, w) in ops.iter().enumerate() {
+        if !ours(w) || w.op == LockOpKind::Acquire {
+            continue;
+        }
+        let later = &ops[i + 1..];
+        let same = |o: &&OpWindow| o.client == w.client;
+        if allowed("latency") {
+            let next_grant = later.iter().filter(same).find(|o| o.op == LockOpKind::Acquire && o.ok);
+            if let Some(grant) = next_grant {
+                let turn_end_ms = later
+                    .iter()
+                    .filter(same)
+                    .find(|o| o.op == LockOpKind::Release && o.start_ms >= grant.end_ms)
+                    .map(|o| o.start_ms)
+                    .or(grant.lease_end_ms)
+                    .unwrap_or(grant.end_ms + topo.ttl_ms);
+                late.push((w, grant.end_ms, turn_end_ms));
+            }
+        }
+        if allowed("pause") && w.op == LockOpKind::Release {
+            // The holder's renewals before this release (since its last acquisition).
+            let renewals: Vec<u64> = ops[..i]
+                .iter()
+                .rev()
+                .filter(|o| o.client == w.client)
+                .take_while(|o| o.op == LockOpKind::Extend)
+                .map(|o| o.start_ms)
+                .collect();
+            if let Some(&last) = renewals.first() {
+                let grant_ms = ops[..i]
+                    .iter()
+                    .rev()
+                    .find(|o| o.client == w.client && o.op == LockOpKind::Acquire && o.ok)
+                    .map_or(0, |o| o.end_ms);
+                let period_ms = match renewals.get(1) {
+                    Some(&before) => last.saturating_sub(before),
+                    None => last.saturating_sub(grant_ms),
+                }
+                .max(1);
+                let mut next_ms = last + period_ms;
+                while next_ms <= w.start_ms {
+                    next_ms += period_ms;
+                }
+                straddles.push((w, next_ms));
+            }
+        }
+    }
+    let shapes = [!late.is_empty(), !straddles.is_empty()];
+    let available: Vec<usize> = (0..2).filter(|&s| shapes[s]).collect();
+    let Some(&shape) = available.get(rng.random_range(0..available.len().max(1))) else {
+        return Vec::new();
+    };
+    if shape == 0 {
+        let (w, grant_ms, turn_end_ms) = late[rng.random_range(0..late.len())];
+        let server = match w.commands.len() {
+            0 => pick(&mut rng, &topo.masters).cloned(),
+            n => Some(w.commands[rng.random_range(0..n)].1.clone()),
+        };
+        let Some(server) = server else {
+            return Vec::new();
+        };
+        let at_ms = w.start_ms.saturating_sub(NEAR_MS[rng.random_range(0..2usize)]);
+        // The request's own timeout (and a retry's delay) moves the next grant later than the
+        // fault-free run had it.
+        let from_ms = grant_ms + 2 * timeout_ms + NEAR_MS[3];
+        let lands_ms = if turn_end_ms > from_ms {
+            rng.random_range(from_ms..turn_end_ms)
+        } else {
+            from_ms
+        };
+        let (min_latency_ms, max_latency_ms) = topo.network_latency_ms;
+        return vec![Latency {
+            at_ms,
+            a: w.client.clone(),
+            b: server,
+            latency_ms: lands_ms.saturating_sub(at_ms).max(timeout_ms + 1),
+            spike: Some(Spike {
+                length_ms: rng.random_range(1..=timeout_ms),
+                min_latency_ms,
+                max_latency_ms,
+            }),
+        }
+        .into()];
+    }
+    let (w, next_ms) = straddles[rng.random_range(0..straddles.len())];
+    let at_ms = w.start_ms.saturating_sub(NEAR_MS[rng.random_range(0..3usize)]);
+    let past_ms = NEAR_MS[rng.random_range(0..NEAR_MS.len())];
+    vec![Pause {
+        at_ms,
+        node: w.client.clone(),
+        duration_ms: (next_ms + past_ms).saturating_sub(at_ms).max(1),
+    }
+    .into()]
+}
+
 /// The anchored case of `seed`: faults aimed at the anchors, every client of the template.
 pub fn anchored_case(seed: u64, topo: &Topology, profile: &FaultProfile, anchors: &Anchors) -> ExploreCase {
     let mut rng = Seed(seed).stream("explore/anchored");
@@ -820,6 +965,105 @@ mod tests {
             ["clock-jump", "hold", "latency", "pause"].into_iter().collect(),
             "every operation kind is drawn"
         );
+    }
+
+    /// Issue 42: the aims at what outlives an operation. On a file whose client releases and
+    /// acquires again, a latency spike over its release's request, shorter than the request
+    /// timeout, landing inside the next grant (allowing for the timeout it costs); on a renewing
+    /// holder's file, a pause from just before its release until past its next renewal.
+    #[test]
+    fn late_aims_land_a_request_in_the_next_grant_or_straddle_a_release_and_a_renewal() {
+        let scenario = |name: &str| {
+            let path = format!("{}/scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+            Scenario::from_file(std::path::Path::new(&path)).unwrap()
+        };
+        let profile = FaultProfile::default();
+        let lock = super::super::LockRef::Template.prepare();
+        // Value reuse: client-1 releases at about 3 s and is granted again at once.
+        let template = scenario("bug-value-reuse-release-retry");
+        let topo = super::super::topology(&template);
+        let anchors = record(&fault_free(&template), &lock).unwrap();
+        let ops = &anchors.operations;
+        let mut landed = 0;
+        for seed in 0..40 {
+            for attempt in 0..LATE_ATTEMPTS {
+                let faults = late_case_try(seed, attempt, &topo, &profile, &anchors);
+                assert_eq!(faults, late_case_try(seed, attempt, &topo, &profile, &anchors));
+                let [GenFault::Latency(Latency {
+                    at_ms,
+                    a,
+                    latency_ms,
+                    spike: Some(spike),
+                    ..
+                })] = faults.as_slice()
+                else {
+                    panic!("not one latency spike: {faults:?}");
+                };
+                assert!(spike.length_ms <= topo.request_timeout_ms, "{faults:?}");
+                let (sent, lands) = (*at_ms, at_ms + latency_ms);
+                // Sent with one of the client's releases, landing while its next grant holds.
+                let release = ops
+                    .iter()
+                    .position(|w| &w.client == a && w.op == LockOpKind::Release && w.start_ms.abs_diff(sent) <= 5)
+                    .expect("aimed at a release");
+                let next = ops[release..]
+                    .iter()
+                    .find(|w| &w.client == a && w.op == LockOpKind::Acquire && w.ok)
+                    .expect("a next grant");
+                assert!(lands > next.end_ms + topo.request_timeout_ms, "{faults:?}");
+                assert!(lands <= next.lease_end_ms.unwrap(), "{faults:?}");
+                landed += 1;
+            }
+        }
+        assert_eq!(landed, 80);
+        // A renewing holder: a pause from before its release past its next renewal.
+        let template = scenario("bug-renewal-races-release");
+        let topo = super::super::topology(&template);
+        let anchors = record(&fault_free(&template), &lock).unwrap();
+        let ops = &anchors.operations;
+        let mut straddled = 0;
+        for seed in 0..40 {
+            let faults = late_case_try(seed, 0, &topo, &profile, &anchors);
+            let [GenFault::Pause(Pause {
+                at_ms,
+                node,
+                duration_ms,
+            })] = faults.as_slice()
+            else {
+                panic!("not one pause: {faults:?}");
+            };
+            // Just before one of the node's releases, which renewals preceded.
+            let release = ops
+                .iter()
+                .position(|w| &w.client == node && w.op == LockOpKind::Release && w.start_ms > *at_ms)
+                .expect("a release after the pause starts");
+            assert!(ops[release].start_ms - at_ms <= 20, "{faults:?}");
+            let renewals: Vec<u64> = ops[..release]
+                .iter()
+                .filter(|w| &w.client == node && w.op == LockOpKind::Extend)
+                .map(|w| w.start_ms)
+                .collect();
+            let last = *renewals.last().expect("renewals before the release");
+            let before = renewals.len().checked_sub(2).map_or_else(
+                || {
+                    ops[..release]
+                        .iter()
+                        .find(|w| &w.client == node && w.ok)
+                        .unwrap()
+                        .end_ms
+                },
+                |i| renewals[i],
+            );
+            // Resumes past the renewal due next, within a period of it.
+            let mut due = last + (last - before);
+            while due <= ops[release].start_ms {
+                due += last - before;
+            }
+            let resumes = at_ms + duration_ms;
+            assert!(resumes > due && resumes <= due + NEAR_MS[3], "{faults:?} (due {due})");
+            straddled += 1;
+        }
+        assert_eq!(straddled, 40);
     }
 
     #[test]

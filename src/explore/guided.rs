@@ -97,8 +97,9 @@ fn guided_case(
 pub const OPERATION_ATTEMPTS: u64 = 6;
 
 /// The [`OPERATION_ATTEMPTS`] operation-aimed cases of `seed` on its own fault-free run
-/// ([`anchors::operation_case_try`]), the first being what a seed always aimed; `case` alone when
-/// the run cannot be recorded.
+/// ([`anchors::operation_case_try`]), the first being what a seed always aimed, then up to
+/// [`anchors::LATE_ATTEMPTS`] aims at what outlives an operation ([`anchors::late_case_try`]);
+/// `case` alone when the run cannot be recorded.
 fn aims_at_own_run(
     template: &Scenario,
     case: ExploreCase,
@@ -111,12 +112,49 @@ fn aims_at_own_run(
     let Ok(anchors) = anchors::record(&own, subject) else {
         return vec![case];
     };
-    (0..OPERATION_ATTEMPTS)
-        .map(|attempt| ExploreCase {
-            faults: anchors::operation_case_try(seed, attempt, topo, &config.profile, &anchors),
-            ..case.clone()
-        })
+    let aimed = (0..OPERATION_ATTEMPTS)
+        .map(|attempt| anchors::operation_case_try(seed, attempt, topo, &config.profile, &anchors));
+    // Then what outlives an operation (a late request, a renewal timer due with the release):
+    // only the aims that found something to aim at.
+    let late = (0..anchors::LATE_ATTEMPTS)
+        .map(|attempt| anchors::late_case_try(seed, attempt, topo, &config.profile, &anchors))
+        .filter(|faults| !faults.is_empty());
+    aimed
+        .chain(late)
+        .map(|faults| ExploreCase { faults, ..case.clone() })
         .collect()
+}
+
+/// Whether `outcome` is an implementation bug: a checker the lock promises under the plan
+/// violated.
+fn is_bug(outcome: &SeedOutcome) -> bool {
+    matches!(outcome, SeedOutcome::Judged { classified: Some((_, bugs)), .. } if !bugs.is_empty())
+}
+
+/// Of an operation-aimed seed's judged aims (run lazily, in order): the first implementation
+/// bug; else the first that `violates`; else the first. A violation outside the lock's
+/// assumptions (the lease's limit) does not stop the search for a bug in the later aims, so a
+/// seed shows the lock's own fault when one of its aims reaches it.
+fn first_bug_or_violation(
+    mut judged: impl Iterator<Item = (SeedOutcome, Option<u64>)>,
+    violates: impl Fn(&SeedOutcome) -> bool,
+) -> (SeedOutcome, Option<u64>) {
+    let first = judged.next().expect("at least one case");
+    if is_bug(&first.0) {
+        return first;
+    }
+    let mut shown = first;
+    let mut shown_violates = violates(&shown.0);
+    for next in judged {
+        if is_bug(&next.0) {
+            return next;
+        }
+        if !shown_violates && violates(&next.0) {
+            shown = next;
+            shown_violates = true;
+        }
+    }
+    shown
 }
 
 /// Explores `template` with anchored or mixed placement and coverage feedback, running
@@ -241,20 +279,17 @@ fn run_guided(
                             _ => vec![case.clone()],
                         };
                         // An operation-aimed seed tries its other aims (another window, another
-                        // stall length) while none violates; it reports the first that does, or
+                        // stall length, a late request) while none is an implementation bug; it
+                        // reports the first that is, else the first that violates a checker, or
                         // its first aim.
                         let violates = |outcome: &SeedOutcome| {
                             matches!(outcome, SeedOutcome::Judged { verdicts, .. }
                             if verdicts.iter().any(|(_, v)| *v == Verdict::Invalid))
                         };
-                        let mut judged = cases
+                        let judged = cases
                             .into_iter()
                             .map(|case| judge_case(template, case, *seed, config.determinism_per_10k, locks));
-                        let first = judged.next().expect("at least one case");
-                        let (outcome, signature) = match violates(&first.0) {
-                            true => first,
-                            false => judged.find(|(outcome, _)| violates(outcome)).unwrap_or(first),
-                        };
+                        let (outcome, signature) = first_bug_or_violation(judged, violates);
                         let violated = violates(&outcome);
                         if violated {
                             first_bad.fetch_min(i, Ordering::SeqCst);

@@ -380,6 +380,69 @@ mod tests {
     use crate::checker::Verdict;
     use crate::scenario::Scenario;
 
+    /// Issue 42: a request of an operation that already ended, delivered late. client-1's
+    /// release (a compare-and-delete, retried once after its 50 ms timeout) is sent into a 30 ms
+    /// latency spike on its link to the master; the retry deletes the key and client-1 is
+    /// granted again at once — with the same value when the lock reuses it. Delayed 1 s, the
+    /// first request lands inside that next grant and deletes it: `ownership` invalid, an
+    /// implementation bug (the spike costs the holder at most its timeout: no assumption is
+    /// broken, and `ownership` is promised under every plan anyway). Delayed 60 ms, it lands
+    /// before the retry, on the sender's own grant it had already given up: nothing to judge.
+    /// With a fresh value per grant (the safe twin), the late request finds another value and
+    /// deletes nothing.
+    #[test]
+    fn a_late_deletion_of_an_ended_release_is_a_bug_on_a_later_grant_and_nothing_on_its_own() {
+        use super::generate::GenFault;
+        use crate::explore::kinds::{Latency, Spike};
+        let file = |name: &str| {
+            let path = format!("{}/scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+            let mut template = Scenario::from_file(std::path::Path::new(&path)).unwrap();
+            template.faults = Default::default();
+            template
+        };
+        let spike = |latency_ms: u64| super::generate::ExploreCase {
+            clients: 2,
+            faults: vec![GenFault::from(Latency {
+                at_ms: 3_020,
+                a: "client-1".into(),
+                b: "redis-1".into(),
+                latency_ms,
+                spike: Some(Spike {
+                    length_ms: 30,
+                    min_latency_ms: 1,
+                    max_latency_ms: 5,
+                }),
+            })],
+            shape: None,
+        };
+        let subject = crate::explore::LockRef::Template.prepare();
+        let judged = |name: &str, latency_ms: u64| {
+            let (outcome, _) = super::judge_case(&file(name), spike(latency_ms), 1, 0, (&subject, None));
+            let super::SeedOutcome::Judged {
+                verdicts,
+                classified: Some((broken, bugs)),
+                ..
+            } = outcome
+            else {
+                panic!("{name}: not judged");
+            };
+            let ownership = verdicts.iter().find(|(c, _)| c == "ownership").unwrap().1;
+            (ownership, broken, bugs)
+        };
+        let (ownership, broken, bugs) = judged("bug-value-reuse-release-retry", 1_000);
+        assert_eq!(ownership, Verdict::Invalid);
+        assert!(broken.is_empty(), "{broken:?}");
+        assert!(bugs.contains(&"ownership".to_string()), "{bugs:?}");
+        // Landing before the retry: the sender's own grant, given up.
+        let (ownership, _, bugs) = judged("bug-value-reuse-release-retry", 60);
+        assert_eq!(ownership, Verdict::Valid);
+        assert!(bugs.is_empty(), "{bugs:?}");
+        // A fresh value per grant: the late request deletes nothing.
+        let (ownership, _, bugs) = judged("bug-value-reuse-release-retry-safe", 1_000);
+        assert_eq!(ownership, Verdict::Valid);
+        assert!(bugs.is_empty(), "{bugs:?}");
+    }
+
     /// Issue 42, item 2: a drawn plan with the faults a wall-clock bug needs (a stalled link and
     /// a client's clock stepped back) and an unrelated master crash after every turn. As drawn,
     /// the crash breaks the masters assumption (only `ownership` promised): no bug. Classified

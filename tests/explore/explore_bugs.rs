@@ -7,6 +7,8 @@
 //!   step before a failover is drawn for a template with replicas, without `--kinds`.
 //! - A renewing lock is judged on its promise to stop at a failed renewal under heavy loss: the
 //!   lock that keeps working is flagged, its abort twin stays clean.
+//! - What outlives an operation is aimed at: a late release landing in the holder's next grant,
+//!   a renewal timer due with the release in one pause.
 
 use lockstep::checker::Verdict;
 use lockstep::explore::assumptions::Assumptions;
@@ -70,6 +72,55 @@ fn the_first_bug_seed_is_shrunk_for_its_cause_by_default_and_against_the_safe_tw
         )),
         "{out}"
     );
+}
+
+/// The first implementation-bug seed of `explore ARGS --seed-range 3..4` and its promised
+/// checkers violated (none: no bug seed).
+fn bug_at_seed_3(args: &[&str]) -> Option<(u64, Vec<String>)> {
+    let mut all = args.to_vec();
+    all.extend_from_slice(&["--seed-range", "3..4"]);
+    let doc = explore_json_unshrunk(&all);
+    let first = &doc["summary"]["classified"]["first_bugs"][0];
+    let checkers = first["checkers"]
+        .as_array()?
+        .iter()
+        .filter_map(|c| c.as_str().map(String::from))
+        .collect();
+    Some((first["seed"].as_u64()?, checkers))
+}
+
+/// `explore ARGS --json --shrink 0 --jobs 1`: the document.
+fn explore_json_unshrunk(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["explore"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--shrink", "0", "--json", "--jobs", "1"]);
+    let (_, out, err) = lockstep(&all);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"))
+}
+
+/// Issue 42: what outlives an operation, aimed at by default. Two pairs once not found within
+/// 100 seeds are found at seed 3 (4 seeds; measured over 100 seeds in the closing note): a
+/// release of a value-reusing lock delayed until the holder's next grant, which it deletes
+/// (its own file; `ownership`), and a renewal timer due with the release in one pause, whose
+/// renewal reports the released lock lost (`--lock` on the standard template;
+/// `spurious-loss`). Their safe twins on the same seed: no implementation bug.
+#[test]
+fn a_late_release_and_a_renewal_racing_the_release_are_found_at_seed_3_and_not_in_their_twins() {
+    let pairs = [
+        (vec!["scenarios/bug-value-reuse-release-retry.toml"], "ownership"),
+        (
+            vec!["--lock", "scenarios/bug-renewal-races-release.toml"],
+            "spurious-loss",
+        ),
+    ];
+    for (args, cause) in pairs {
+        let (seed, checkers) = bug_at_seed_3(&args).unwrap_or_else(|| panic!("{args:?}: no bug at seed 3"));
+        assert_eq!(seed, 3);
+        assert!(checkers.iter().any(|c| c == cause), "{args:?}: {checkers:?}");
+        let safe: Vec<String> = args.iter().map(|a| a.replace(".toml", "-safe.toml")).collect();
+        let safe: Vec<&str> = safe.iter().map(String::as_str).collect();
+        assert_eq!(bug_at_seed_3(&safe), None, "{safe:?}");
+    }
 }
 
 #[test]

@@ -27,13 +27,12 @@
 //!   runs the block's test files, that .ci/run installs its pinned packages, and that a
 //!   `# N passed` figure is a constant that test asserts.
 
-use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common;
+use crate::common::{self, require};
 use crate::docs_run::{blocks, documents, lockstep_args, rel, root, Block};
 
 /// Explorations run at most this many seeds here.
@@ -561,17 +560,7 @@ fn sh(dir: &Path, bin: &Path, line: &str) -> Outcome {
         .process_group(0)
         .spawn()
         .expect("sh starts");
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_end(&mut bytes);
-            }
-            String::from_utf8_lossy(&bytes).into_owned()
-        })
-    };
-    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let (stdout, stderr) = common::drain_output(&mut child);
     let start = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait") {
@@ -736,25 +725,6 @@ fn run_documented(needs: Needs) {
 #[test]
 fn every_lockstep_command_in_the_docs_runs_as_documented() {
     run_documented(Needs::Nothing);
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-/// Fails, naming the tool, when a command's tool is not installed: build.rs ignores the test
-/// where it was missing at build time (except under `CI=true`), as in `tests/live/live.rs`.
-fn require(what: &str, probe: &mut Command) {
-    let ok = probe.output().is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "{what} is not installed; .ci/run installs it{}",
-        if in_ci() {
-            ""
-        } else {
-            " (it was there when the tests were built: touch build.rs)"
-        }
-    );
 }
 
 fn require_node_redlock() {

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use lockstep::lock::{LockClient, LockError};
 use lockstep::ops::Grant;
 use std::ffi::OsStr;
+use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -173,7 +174,6 @@ pub struct LimitedRun {
 /// and killed after `timeout`. A panic (101), an abort (134), a signal or the timeout fails: every
 /// exit code must be 0, 1 or 2. Returns the run with its peak memory.
 pub fn lockstep_limited(cwd: &Path, args: &[&str], timeout: std::time::Duration) -> LimitedRun {
-    use std::io::Read;
     use std::os::unix::process::CommandExt;
 
     let mut command = command(args);
@@ -199,17 +199,7 @@ pub fn lockstep_limited(cwd: &Path, args: &[&str], timeout: std::time::Duration)
     let start = std::time::Instant::now();
     let mut child = command.spawn().expect("the binary runs");
     let pid = child.id() as libc::pid_t;
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_end(&mut bytes);
-            }
-            String::from_utf8_lossy(&bytes).into_owned()
-        })
-    };
-    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let (stdout, stderr) = drain_output(&mut child);
     // Polled, so that the child is killed past `timeout` while it is still ours (not reaped: its
     // pid cannot have been reused).
     let mut status: libc::c_int = 0;
@@ -264,4 +254,44 @@ pub fn lockstep_limited(cwd: &Path, args: &[&str], timeout: std::time::Duration)
         run.stderr
     );
     run
+}
+
+/// Reads the child's stdout and stderr to their ends on two threads (so neither pipe fills and
+/// blocks the child); join each for its text.
+pub fn drain_output(
+    child: &mut std::process::Child,
+) -> (std::thread::JoinHandle<String>, std::thread::JoinHandle<String>) {
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    (stdout, stderr)
+}
+
+/// Whether the tests run under CI (`CI=true` or `CI=1`): there a missing tool fails its test.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// Fails, naming the tool, when `probe` (a command that succeeds only with the tool installed)
+/// fails: build.rs ignores a test whose tool was missing at build time (except under `CI=true`),
+/// so reaching here without it means CI lacks it or it went away since the build.
+pub fn require(what: &str, probe: &mut Command) {
+    let ok = probe.output().is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "{what} is not installed; .ci/run installs it{}",
+        if in_ci() {
+            ""
+        } else {
+            " (it was there when the tests were built: touch build.rs)"
+        }
+    );
 }

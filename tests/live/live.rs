@@ -17,29 +17,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common;
-use common::{lockstep, Lockstep};
+use common::{in_ci, lockstep, require, Lockstep};
 
 fn temp_dir(name: &str) -> common::TempPath {
     common::TempPath::dir("live", name)
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-/// Fails, naming the tool, when the adapter's library is not installed: build.rs ignores the test
-/// where it was missing at build time (except under `CI=true`), so reaching here without it means
-/// CI lacks it or it went away since the build.
-fn require(what: &str, probe: &mut Command) {
-    let ok = probe.output().is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "{what} is not installed; .ci/run installs it{}",
-        match in_ci() {
-            true => "",
-            false => " (it was there when the tests were built: touch build.rs)",
-        }
-    );
 }
 
 fn require_redis_py() {

@@ -881,15 +881,7 @@ mod tests {
     use super::*;
     use crate::scenario::ExploreSpec;
 
-    fn standard() -> Scenario {
-        standard_template(
-            crate::model::Algorithm::TokenRelease,
-            crate::model::Fencing::None,
-            lockstep_sim::FencingMode::Unfenced,
-            1,
-        )
-        .unwrap()
-    }
+    use crate::scenario::standard::token_release_unfenced as standard;
 
     #[test]
     fn the_block_gives_the_defaults_and_overrides_win() {

@@ -1058,15 +1058,7 @@ mod tests {
     use super::*;
     use crate::explore::assumptions::Assumptions;
 
-    fn standard() -> Scenario {
-        standard_template(
-            crate::model::Algorithm::TokenRelease,
-            crate::model::Fencing::None,
-            lockstep_sim::FencingMode::Unfenced,
-            1,
-        )
-        .unwrap()
-    }
+    use crate::scenario::standard::token_release_unfenced as standard;
 
     #[test]
     fn a_declared_drift_factor_is_the_assumptions_drift_allowance() {

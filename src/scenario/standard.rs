@@ -73,6 +73,19 @@ pub fn standard_template(
     Ok(template)
 }
 
+/// The standard template of the unfenced token-release lock, 1 ms ticks: what unit tests of the
+/// explorer's front ends start from.
+#[cfg(test)]
+pub(crate) fn token_release_unfenced() -> Scenario {
+    standard_template(
+        crate::model::Algorithm::TokenRelease,
+        crate::model::Fencing::None,
+        lockstep_sim::FencingMode::Unfenced,
+        1,
+    )
+    .expect("the standard template of a built-in lock builds")
+}
+
 #[cfg(test)]
 mod tests {
     use super::standard_template;

@@ -174,6 +174,49 @@ pub(crate) fn scan(ks: &Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
     Reply::Array(Some(vec![Reply::bulk(next.to_string()), Reply::Array(Some(found))]))
 }
 
+/// `SSCAN`/`HSCAN`/`ZSCAN key cursor [MATCH pattern] [COUNT count]` over a collection's items
+/// (each one or two replies: a member; a field and its value; a member and its score): the
+/// cursor is the position of the next item, `MATCH` applies to an item's first part.
+pub(crate) fn scan_items(items: Vec<Vec<Bytes>>, args: &[Bytes]) -> Reply {
+    let Some(cursor) = parse_cursor(&args[0]) else {
+        return Reply::error("ERR invalid cursor");
+    };
+    let mut pattern: Option<&Bytes> = None;
+    let mut count: usize = 10;
+    let mut i = 1;
+    while i < args.len() {
+        let Some(value) = args.get(i + 1) else {
+            return Reply::error(super::syntax::SYNTAX);
+        };
+        if args[i].eq_ignore_ascii_case(b"match") {
+            pattern = Some(value);
+        } else if args[i].eq_ignore_ascii_case(b"count") {
+            match super::syntax::parse_ll(value) {
+                None => return Reply::error(super::syntax::NOT_INTEGER),
+                Some(n) if n < 1 => return Reply::error(super::syntax::SYNTAX),
+                Some(n) => count = usize::try_from(n).unwrap_or(usize::MAX),
+            }
+        } else {
+            return Reply::error(super::syntax::SYNTAX);
+        }
+        i += 2;
+    }
+    let start = usize::try_from(cursor).unwrap_or(usize::MAX).min(items.len());
+    // A small collection is answered whole in one call, as Redis answers a listpack.
+    let end = if items.len() <= 128 {
+        items.len()
+    } else {
+        start.saturating_add(count).min(items.len())
+    };
+    let next = if end >= items.len() { 0 } else { end };
+    let found = items[start..end]
+        .iter()
+        .filter(|item| pattern.is_none_or(|p| glob_match(p, &item[0])))
+        .flat_map(|item| item.iter().map(|b| Reply::Bulk(Some(b.clone()))))
+        .collect();
+    Reply::Array(Some(vec![Reply::bulk(next.to_string()), Reply::Array(Some(found))]))
+}
+
 /// A cursor as Redis reads it (`strtoull`): an optional sign and digits, a negative number
 /// wrapping around; the empty string is 0; anything else (spaces included) is invalid.
 fn parse_cursor(arg: &[u8]) -> Option<u64> {

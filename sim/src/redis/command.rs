@@ -6,16 +6,16 @@
 //! clock jump forwards expires keys at once and a jump backwards extends them.
 
 use super::function::Functions;
-use super::keyspace::{Keyspace, Value, DATABASES, ITEM_OVERHEAD_BYTES};
+use super::keyspace::{Keyspace, Value};
 use super::lua::{ScriptRuntime, WorldLua};
 use super::memory::{MemoryShare, OOM_ERROR};
 use super::reply::Reply;
-use super::session::ClientSession;
-use super::syntax::{parse_ll, NOT_INTEGER, SYNTAX};
+use super::session::{ClientSession, ReplyMode};
+use super::syntax::{arity_error, eq_ic, parse_ll, sanitize, NOT_INTEGER, SYNTAX};
+use super::table::{self, CommandSpec, Flags, Handler};
 use bytes::Bytes;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 const NOAUTH: &str = "NOAUTH Authentication required.";
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
@@ -39,7 +39,7 @@ impl Default for EngineConfig {
 
 /// What commands reach: the keyspace, and the pub/sub channels with the messages to deliver.
 pub(crate) struct Db {
-    ks: Keyspace,
+    pub(crate) ks: Keyspace,
     /// Channel -> ids of the subscribed sessions.
     channels: BTreeMap<Bytes, BTreeSet<i64>>,
     /// Pattern -> ids of the sessions subscribed to it (`PSUBSCRIBE`).
@@ -52,7 +52,7 @@ pub(crate) struct Db {
     memory_limit: usize,
     /// The database the running command works in: the connection's (`ClientSession::db`),
     /// or what a script `SELECT`ed for itself.
-    selected: usize,
+    pub(crate) selected: usize,
 }
 
 impl Default for Db {
@@ -234,7 +234,7 @@ impl RedisEngine {
         if subscribed && !session.resp3 && !session.in_multi() {
             match lookup(args) {
                 // Redis checks memory before the subscribed-mode restriction.
-                Lookup::Found(spec, _) if spec.denyoom && self.out_of_memory() => {
+                Lookup::Found(spec, _) if spec.flags.has(Flags::DENYOOM) && self.out_of_memory() => {
                     return vec![Reply::error(OOM_ERROR)];
                 }
                 Lookup::Found(_, fullname) if fullname == "ping" => {
@@ -449,13 +449,13 @@ impl RedisEngine {
         // (which discards the transaction).
         if let Lookup::Found(spec, fullname) = &looked_up {
             let queues = session.in_multi() && !["exec", "discard"].contains(&fullname.as_str());
-            let grows = spec.denyoom
+            let grows = spec.flags.has(Flags::DENYOOM)
                 || queues
                 || (fullname == "exec"
                     && session.multi.as_ref().is_some_and(|queued| {
                         queued
                             .iter()
-                            .any(|cmd| matches!(lookup(cmd), Lookup::Found(s, _) if s.denyoom))
+                            .any(|cmd| matches!(lookup(cmd), Lookup::Found(s, _) if s.flags.has(Flags::DENYOOM)))
                     }));
             if grows && self.out_of_memory() {
                 if fullname == "exec" {
@@ -487,8 +487,8 @@ impl RedisEngine {
                 return Reply::Status("QUEUED".to_string());
             }
         }
-        let fullname = match looked_up {
-            Lookup::Found(_, fullname) => fullname,
+        let (spec, fullname) = match looked_up {
+            Lookup::Found(spec, fullname) => (spec, fullname),
             Lookup::UnknownCommand => return unknown_command(args),
             Lookup::UnknownSubcommand => return unknown_subcommand(args),
             Lookup::Arity(fullname) => return arity_error(&fullname),
@@ -522,7 +522,7 @@ impl RedisEngine {
                 }
                 Reply::ok()
             }
-            "select" => match select_index(&args[1]) {
+            "select" => match super::t_generic::db_index(&args[1]) {
                 Ok(index) => {
                     session.db = index;
                     self.db.selected = index;
@@ -552,6 +552,49 @@ impl RedisEngine {
                 false => Reply::error("ERR Client names cannot contain spaces, newlines or special characters."),
             },
             "client|setinfo" => client_setinfo(session, args),
+            "client|reply" => {
+                let mode = if eq_ic(&args[2], "on") {
+                    ReplyMode::On
+                } else if eq_ic(&args[2], "off") {
+                    ReplyMode::Off
+                } else if eq_ic(&args[2], "skip") {
+                    ReplyMode::Skip
+                } else {
+                    return Reply::error(SYNTAX);
+                };
+                session.reply_mode = mode;
+                Reply::ok()
+            }
+            "client|no-evict" | "client|no-touch" => {
+                if eq_ic(&args[2], "on") || eq_ic(&args[2], "off") {
+                    Reply::ok()
+                } else {
+                    Reply::error(SYNTAX)
+                }
+            }
+            // `RESET`: the connection as new (its id kept), answered `+RESET`.
+            "reset" => {
+                self.forget_session(session);
+                let id = session.id;
+                *session = ClientSession::new(id);
+                self.db.selected = 0;
+                Reply::Status("RESET".to_string())
+            }
+            "command" => super::introspect::command_all(),
+            "function|stats" => Reply::Array(Some(vec![
+                Reply::bulk("running_script"),
+                Reply::nil(),
+                Reply::bulk("engines"),
+                Reply::Array(Some(vec![
+                    Reply::bulk("LUA"),
+                    Reply::Array(Some(vec![
+                        Reply::bulk("libraries_count"),
+                        Reply::Integer(self.functions.library_count() as i64),
+                        Reply::bulk("functions_count"),
+                        Reply::Integer(self.functions.function_count() as i64),
+                    ])),
+                ])),
+            ])),
             // Only the asking connection: the engine does not see the others.
             "client|list" | "client|info" => Reply::bulk(super::admin::client_line(session, &fullname)),
             "config|get" => self.server_config.get(&args[2..], self.memory.maxmemory),
@@ -654,7 +697,7 @@ impl RedisEngine {
                     Reply::error("ERR Use SCRIPT DEBUG YES/SYNC/NO")
                 }
             }
-            name => exec_data(&mut self.db, name, args, now),
+            _ => exec_data(&mut self.db, spec, args, now),
         }
     }
 
@@ -839,247 +882,17 @@ impl RedisEngine {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Command table
+// Dispatch (the rows are in `commands.rs`, their types in `table.rs`)
 // ---------------------------------------------------------------------------------------------
-
-/// One command of the table: Redis' arity convention (negative = at least), whether scripts may
-/// call it, and whether it always writes (Redis' `write` flag: a replica refuses it with
-/// `READONLY` without running it).
-pub(crate) struct Spec {
-    name: &'static str,
-    arity: i32,
-    noscript: bool,
-    write: bool,
-    /// Redis' `denyoom` flag: the command may grow memory, so it is refused over `maxmemory`.
-    denyoom: bool,
-    subcommands: &'static [Spec],
-}
-
-const fn cmd(name: &'static str, arity: i32) -> Spec {
-    Spec {
-        name,
-        arity,
-        noscript: false,
-        write: false,
-        denyoom: false,
-        subcommands: &[],
-    }
-}
-
-const fn write(name: &'static str, arity: i32) -> Spec {
-    Spec {
-        name,
-        arity,
-        noscript: false,
-        write: true,
-        denyoom: false,
-        subcommands: &[],
-    }
-}
-
-/// A write that may grow memory (`write` and `denyoom` in Redis' table).
-const fn grow(name: &'static str, arity: i32) -> Spec {
-    Spec {
-        denyoom: true,
-        ..write(name, arity)
-    }
-}
-
-const fn noscript(name: &'static str, arity: i32) -> Spec {
-    Spec {
-        name,
-        arity,
-        noscript: true,
-        write: false,
-        denyoom: false,
-        subcommands: &[],
-    }
-}
-
-const fn container(name: &'static str, subcommands: &'static [Spec]) -> Spec {
-    Spec {
-        name,
-        arity: -2,
-        noscript: true,
-        write: false,
-        denyoom: false,
-        subcommands,
-    }
-}
 
 /// Whether the command named `name` (any case) always writes, by the table's `write` flag. Scripts
 /// are not flagged: whether one writes shows only when it runs.
 pub fn is_write_command(name: &[u8]) -> bool {
-    COMMANDS.iter().any(|s| s.write && eq_ic(name, s.name))
+    table::command(name).is_some_and(CommandSpec::is_write)
 }
 
-static COMMANDS: &[Spec] = &[
-    cmd("ping", -1),
-    cmd("echo", 2),
-    noscript("hello", -1),
-    noscript("quit", -1),
-    container(
-        "client",
-        &[
-            noscript("id", 2),
-            noscript("getname", 2),
-            noscript("setname", 3),
-            noscript("setinfo", 4),
-            noscript("list", -2),
-            noscript("info", 2),
-        ],
-    ),
-    noscript("info", -1),
-    container(
-        "config",
-        &[
-            noscript("get", -3),
-            noscript("set", -4),
-            noscript("resetstat", 2),
-            noscript("rewrite", 2),
-        ],
-    ),
-    cmd("keys", 2),
-    cmd("scan", -2),
-    cmd("time", 1),
-    container(
-        "object",
-        &[
-            cmd("encoding", 3),
-            cmd("refcount", 3),
-            cmd("idletime", 3),
-            cmd("freq", 3),
-        ],
-    ),
-    noscript("wait", 3),
-    cmd("select", 2),
-    cmd("get", 2),
-    grow("set", -3),
-    write("del", -2),
-    write("unlink", -2),
-    cmd("exists", -2),
-    write("expire", -3),
-    write("pexpire", -3),
-    write("expireat", -3),
-    write("pexpireat", -3),
-    cmd("ttl", 2),
-    cmd("pttl", 2),
-    cmd("expiretime", 2),
-    cmd("pexpiretime", 2),
-    write("getdel", 2),
-    write("persist", 2),
-    cmd("type", 2),
-    grow("incr", 2),
-    grow("decr", 2),
-    grow("incrby", 3),
-    grow("decrby", 3),
-    grow("lpush", -3),
-    grow("rpush", -3),
-    cmd("llen", 2),
-    write("lpop", -2),
-    write("rpop", -2),
-    Spec {
-        name: "blpop",
-        arity: -3,
-        noscript: true,
-        write: true,
-        denyoom: false,
-        subcommands: &[],
-    },
-    Spec {
-        name: "brpop",
-        arity: -3,
-        noscript: true,
-        write: true,
-        denyoom: false,
-        subcommands: &[],
-    },
-    grow("lmove", 5),
-    grow("rpoplpush", 3),
-    // Redis 7.0's table flags both `noscript` (as `BLPOP`); `denyoom` as `LMOVE`.
-    Spec {
-        name: "blmove",
-        arity: 6,
-        noscript: true,
-        write: true,
-        denyoom: true,
-        subcommands: &[],
-    },
-    Spec {
-        name: "brpoplpush",
-        arity: 4,
-        noscript: true,
-        write: true,
-        denyoom: true,
-        subcommands: &[],
-    },
-    cmd("lrange", 4),
-    grow("hset", -4),
-    cmd("hget", 3),
-    write("hdel", -3),
-    cmd("hexists", 3),
-    grow("hincrby", 4),
-    cmd("hgetall", 2),
-    grow("sadd", -3),
-    write("srem", -3),
-    cmd("smembers", 2),
-    cmd("sismember", 3),
-    cmd("scard", 2),
-    grow("mset", -3),
-    grow("msetnx", -3),
-    cmd("mget", -2),
-    write("swapdb", 3),
-    Spec {
-        name: "auth",
-        arity: -2,
-        noscript: true,
-        write: false,
-        denyoom: false,
-        subcommands: &[],
-    },
-    cmd("publish", 3),
-    noscript("subscribe", -2),
-    noscript("unsubscribe", -1),
-    noscript("psubscribe", -2),
-    noscript("punsubscribe", -1),
-    noscript("multi", 1),
-    noscript("exec", 1),
-    noscript("discard", 1),
-    noscript("watch", -2),
-    noscript("unwatch", 1),
-    cmd("dbsize", 1),
-    write("flushall", -1),
-    write("flushdb", -1),
-    noscript("eval", -3),
-    noscript("evalsha", -3),
-    noscript("eval_ro", -3),
-    noscript("evalsha_ro", -3),
-    noscript("fcall", -3),
-    noscript("fcall_ro", -3),
-    container(
-        "function",
-        &[
-            noscript("load", -3),
-            noscript("list", -2),
-            noscript("delete", 3),
-            noscript("flush", -2),
-            noscript("kill", 2),
-        ],
-    ),
-    container(
-        "script",
-        &[
-            noscript("load", 3),
-            noscript("exists", -3),
-            noscript("flush", -2),
-            noscript("kill", 2),
-            noscript("debug", 3),
-        ],
-    ),
-];
-
 enum Lookup {
-    Found(&'static Spec, String),
+    Found(&'static CommandSpec, String),
     UnknownCommand,
     UnknownSubcommand,
     Arity(String),
@@ -1089,10 +902,11 @@ fn lookup(args: &[Bytes]) -> Lookup {
     let Some(first) = args.first() else {
         return Lookup::UnknownCommand;
     };
-    let Some(spec) = COMMANDS.iter().find(|s| eq_ic(first, s.name)) else {
+    let Some(spec) = table::command(first) else {
         return Lookup::UnknownCommand;
     };
-    let (spec, fullname) = if spec.subcommands.is_empty() {
+    // A container that also runs alone (`COMMAND`) has arity -1.
+    let (spec, fullname) = if spec.subcommands.is_empty() || (args.len() == 1 && spec.arity == -1) {
         (spec, spec.name.to_string())
     } else {
         if args.len() == 1 {
@@ -1103,9 +917,7 @@ fn lookup(args: &[Bytes]) -> Lookup {
             None => return Lookup::UnknownSubcommand,
         }
     };
-    let argc = args.len() as i64;
-    let arity = i64::from(spec.arity);
-    if (arity > 0 && argc != arity) || argc < -arity {
+    if !spec.arity_ok(args.len()) {
         return Lookup::Arity(fullname);
     }
     Lookup::Found(spec, fullname)
@@ -1120,13 +932,15 @@ fn exec_from_script(db: &mut Db, args: &[Bytes], now: i64) -> Result<Reply, &'st
     match lookup(args) {
         Lookup::UnknownCommand | Lookup::UnknownSubcommand => Err("Unknown Redis command called from script"),
         Lookup::Arity(_) => Err("Wrong number of args calling Redis command from script"),
-        Lookup::Found(spec, _) if spec.noscript => Err("This Redis command is not allowed from script"),
+        Lookup::Found(spec, _) if !spec.scriptable() => Err("This Redis command is not allowed from script"),
         // `scriptVerifyOOM`. Redis checks only a script's first write, against the state when
         // the script started, and lets a script that wrote once write on past the limit; here
         // every call that may grow memory is checked, so a script cannot fill a server without
         // bound (see docs/redis-differences.md).
-        Lookup::Found(spec, _) if spec.denyoom && db.ks.used_bytes() > db.memory_limit => Err(OOM_REFUSAL),
-        Lookup::Found(_, fullname) => Ok(exec_data(db, &fullname, args, now)),
+        Lookup::Found(spec, _) if spec.flags.has(Flags::DENYOOM) && db.ks.used_bytes() > db.memory_limit => {
+            Err(OOM_REFUSAL)
+        }
+        Lookup::Found(spec, _) => Ok(exec_data(db, spec, args, now)),
     }
 }
 
@@ -1134,860 +948,104 @@ fn exec_from_script(db: &mut Db, args: &[Bytes], now: i64) -> Result<Reply, &'st
 /// (`PUBLISH`) are refused (Redis' `scriptVerifyWriteCommandAllow`).
 fn exec_from_read_only_script(db: &mut Db, args: &[Bytes], now: i64) -> Result<Reply, &'static str> {
     match lookup(args) {
-        Lookup::Found(spec, _) if !spec.noscript && (spec.write || spec.name == "publish") => {
+        Lookup::Found(spec, _) if spec.scriptable() && (spec.is_write() || spec.flags.has(Flags::MAY_REPLICATE)) => {
             Err("Write commands are not allowed from read-only scripts.")
         }
         _ => exec_from_script(db, args, now),
     }
 }
 
-/// Commands that only touch the keyspace (callable from scripts). `name` is the table name and
-/// the arity has been checked.
-fn exec_data(db: &mut Db, name: &str, args: &[Bytes], now: i64) -> Reply {
-    let selected = db.selected;
-    let ks = db.ks.db_mut(selected);
-    match name {
-        "ping" => match args.len() {
-            1 => Reply::Status("PONG".to_string()),
-            2 => Reply::Bulk(Some(args[1].clone())),
-            _ => arity_error("ping"),
-        },
-        "echo" => Reply::Bulk(Some(args[1].clone())),
-        // From a script (a connection's `SELECT` is in `execute_one`): the script's database
-        // changes, not the connection's, as in Redis 7.
-        "select" => match select_index(&args[1]) {
-            Ok(index) => {
-                db.selected = index;
-                Reply::ok()
-            }
-            Err(e) => e,
-        },
-        "swapdb" => {
-            let (Some(a), Some(b)) = (parse_ll(&args[1]), parse_ll(&args[2])) else {
-                return Reply::error(if parse_ll(&args[1]).is_none() {
-                    "ERR invalid first DB index"
-                } else {
-                    "ERR invalid second DB index"
-                });
-            };
-            let index = |i: i64| usize::try_from(i).ok().filter(|i| *i < DATABASES);
-            match (index(a), index(b)) {
-                (Some(a), Some(b)) => {
-                    db.ks.swap_dbs(a, b);
-                    Reply::ok()
-                }
-                _ => Reply::error("ERR DB index is out of range"),
-            }
+/// Runs a data command by its row's handler (the arity has been checked). Commands the engine
+/// answers itself are not data commands.
+fn exec_data(db: &mut Db, spec: &CommandSpec, args: &[Bytes], now: i64) -> Reply {
+    match spec.handler {
+        Handler::Keys(handler) | Handler::Server(handler) => {
+            let selected = db.selected;
+            handler(db.ks.db_mut(selected), args, now)
         }
-        "mget" => Reply::Array(Some(
-            args[1..]
-                .iter()
-                .map(|key| match ks.lookup(key, now).map(|e| &e.value) {
-                    Some(Value::String(s)) => Reply::Bulk(Some(s.clone())),
-                    _ => Reply::nil(),
-                })
-                .collect(),
-        )),
-        "mset" | "msetnx" => {
-            if args.len().is_multiple_of(2) {
-                return arity_error(name);
-            }
-            if name == "msetnx" && args[1..].chunks(2).any(|pair| ks.lookup(&pair[0], now).is_some()) {
-                return Reply::Integer(0);
-            }
-            for pair in args[1..].chunks(2) {
-                ks.insert(pair[0].clone(), Value::String(pair[1].clone()), None);
-            }
-            if name == "mset" {
-                Reply::ok()
-            } else {
-                Reply::Integer(1)
-            }
-        }
-        "sadd" => sadd(ks, args, now),
-        "srem" => srem(ks, args, now),
-        "smembers" => match set_of(ks, &args[1], now) {
-            Err(e) => e,
-            Ok(members) => Reply::Array(Some(
-                members
-                    .into_iter()
-                    .flatten()
-                    .map(|m| Reply::Bulk(Some(m.clone())))
-                    .collect(),
-            )),
-        },
-        "sismember" => match set_of(ks, &args[1], now) {
-            Err(e) => e,
-            Ok(members) => Reply::Integer(i64::from(members.is_some_and(|m| m.contains(&args[2])))),
-        },
-        "scard" => match set_of(ks, &args[1], now) {
-            Err(e) => e,
-            Ok(members) => Reply::Integer(members.map_or(0, |m| m.len() as i64)),
-        },
-        "get" => match ks.lookup(&args[1], now) {
-            None => Reply::nil(),
-            Some(e) => match &e.value {
-                Value::String(s) => Reply::Bulk(Some(s.clone())),
-                _ => Reply::error(WRONGTYPE),
-            },
-        },
-        "set" => set(ks, args, now),
-        // `UNLINK` frees the value in the background in Redis; here there is nothing to free later.
-        "del" | "unlink" => {
-            let mut n = 0;
-            for key in &args[1..] {
-                if ks.lookup(key, now).is_some() && ks.remove(key).is_some() {
-                    n += 1;
-                }
-            }
-            Reply::Integer(n)
-        }
-        "exists" => Reply::Integer(args[1..].iter().filter(|k| ks.lookup(k, now).is_some()).count() as i64),
-        "expire" => expire(ks, args, now, now, true, "expire"),
-        "pexpire" => expire(ks, args, now, now, false, "pexpire"),
-        "expireat" => expire(ks, args, now, 0, true, "expireat"),
-        "pexpireat" => expire(ks, args, now, 0, false, "pexpireat"),
-        // `ttlGenericCommand`: -2 without the key, -1 without an expiry, else the time left
-        // (TTL/PTTL) or the absolute expiry (EXPIRETIME/PEXPIRETIME), seconds rounded.
-        "ttl" | "pttl" | "expiretime" | "pexpiretime" => match ks.lookup(&args[1], now) {
-            None => Reply::Integer(-2),
-            Some(e) => match e.expire_at_ms {
-                None => Reply::Integer(-1),
-                Some(t) => {
-                    let ms = if name.ends_with("ttl") {
-                        t.saturating_sub(now)
-                    } else {
-                        t
-                    }
-                    .max(0);
-                    Reply::Integer(if name.starts_with('p') { ms } else { (ms + 500) / 1000 })
-                }
-            },
-        },
-        // `getdelCommand`: GET, then DEL when there was a string.
-        "getdel" => match ks.lookup(&args[1], now).map(|e| e.value.clone()) {
-            None => Reply::nil(),
-            Some(Value::String(s)) => {
-                ks.remove(&args[1]);
-                Reply::Bulk(Some(s))
-            }
-            Some(_) => Reply::error(WRONGTYPE),
-        },
-        "persist" => match ks.lookup(&args[1], now).map(|e| e.expire_at_ms) {
-            Some(Some(_)) => {
-                ks.set_expire(&args[1], None);
-                Reply::Integer(1)
-            }
-            _ => Reply::Integer(0),
-        },
-        "type" => Reply::Status(
-            ks.lookup(&args[1], now)
-                .map_or("none", |e| e.value.type_name())
-                .to_string(),
-        ),
-        "incr" => incr_by(ks, &args[1], 1, now),
-        "decr" => incr_by(ks, &args[1], -1, now),
-        "incrby" => match parse_ll(&args[2]) {
-            None => Reply::error(NOT_INTEGER),
-            Some(by) => incr_by(ks, &args[1], by, now),
-        },
-        "decrby" => match parse_ll(&args[2]) {
-            None => Reply::error(NOT_INTEGER),
-            Some(i64::MIN) => Reply::error("ERR decrement would overflow"),
-            Some(by) => incr_by(ks, &args[1], -by, now),
-        },
-        "lpush" => push(ks, args, now, true),
-        "rpush" => push(ks, args, now, false),
-        "llen" => match ks.lookup(&args[1], now) {
-            None => Reply::Integer(0),
-            Some(e) => match &e.value {
-                Value::List(l) => Reply::Integer(l.len() as i64),
-                _ => Reply::error(WRONGTYPE),
-            },
-        },
-        "lpop" => pop(ks, args, now, true, "lpop"),
-        "rpop" => pop(ks, args, now, false, "rpop"),
-        "hset" => hset(ks, args, now),
-        "hget" => match hash_of(ks, &args[1], now) {
-            Err(e) => e,
-            Ok(fields) => {
-                Reply::Bulk(fields.and_then(|f| f.iter().find(|(k, _)| *k == args[2]).map(|(_, v)| v.clone())))
-            }
-        },
-        "hexists" => match hash_of(ks, &args[1], now) {
-            Err(e) => e,
-            Ok(fields) => Reply::Integer(i64::from(fields.is_some_and(|f| f.iter().any(|(k, _)| *k == args[2])))),
-        },
-        "hgetall" => match hash_of(ks, &args[1], now) {
-            Err(e) => e,
-            Ok(fields) => Reply::Array(Some(
-                fields
-                    .into_iter()
-                    .flatten()
-                    .flat_map(|(k, v)| [Reply::Bulk(Some(k.clone())), Reply::Bulk(Some(v.clone()))])
-                    .collect(),
-            )),
-        },
-        "hdel" => hdel(ks, args, now),
-        "hincrby" => hincrby(ks, args, now),
-        // Never blocks here (as inside MULTI); the server blocks on a nil reply.
-        "blpop" | "brpop" => {
-            let (pop_name, left) = if name == "blpop" {
-                ("lpop", true)
-            } else {
-                ("rpop", false)
-            };
-            if let Err(e) = blocking_timeout_ms(&args[args.len() - 1]) {
-                return e;
-            }
-            for key in &args[1..args.len() - 1] {
-                match ks.lookup(key, now).map(|e| matches!(e.value, Value::List(_))) {
-                    None => continue,
-                    Some(false) => return Reply::error(WRONGTYPE),
-                    Some(true) => {
-                        let popped = pop(ks, &[Bytes::from(pop_name), key.clone()], now, left, pop_name);
-                        return Reply::Array(Some(vec![Reply::Bulk(Some(key.clone())), popped]));
-                    }
-                }
-            }
-            Reply::Array(None)
-        }
-        "lmove" => match (list_end(&args[3]), list_end(&args[4])) {
-            (Some(from_left), Some(to_left)) => lmove(ks, &args[1], &args[2], from_left, to_left, now),
-            _ => Reply::error(SYNTAX),
-        },
-        "rpoplpush" => lmove(ks, &args[1], &args[2], false, true, now),
-        // `blmoveCommand`/`brpoplpushCommand`: the ends, then the timeout, then the source's
-        // type. Never blocks here (as inside MULTI: a nil bulk, not BLPOP's nil array); the
-        // server blocks on that nil.
-        "blmove" | "brpoplpush" => {
-            let (ends, timeout) = if name == "blmove" {
-                ((list_end(&args[3]), list_end(&args[4])), &args[5])
-            } else {
-                ((Some(false), Some(true)), &args[3])
-            };
-            let (Some(from_left), Some(to_left)) = ends else {
-                return Reply::error(SYNTAX);
-            };
-            if let Err(e) = blocking_timeout_ms(timeout) {
-                return e;
-            }
-            lmove(ks, &args[1], &args[2], from_left, to_left, now)
-        }
-        "lrange" => lrange(ks, args, now),
-        "publish" => {
-            let ids = db.channels.get(&args[1]).cloned().unwrap_or_default();
-            for id in &ids {
+        Handler::Db(handler) => handler(db, args, now),
+        Handler::Engine => unknown_command(args),
+    }
+}
+
+/// `PING [message]`.
+pub(crate) fn ping(_ks: &mut Keyspace, args: &[Bytes], _now: i64) -> Reply {
+    match args.len() {
+        1 => Reply::Status("PONG".to_string()),
+        2 => Reply::Bulk(Some(args[1].clone())),
+        _ => arity_error("ping"),
+    }
+}
+
+/// `ECHO message`.
+pub(crate) fn echo(_ks: &mut Keyspace, args: &[Bytes], _now: i64) -> Reply {
+    Reply::Bulk(Some(args[1].clone()))
+}
+
+/// `PUBLISH channel message`: how many subscribers (channel and pattern) it reached.
+pub(crate) fn publish(db: &mut Db, args: &[Bytes], _now: i64) -> Reply {
+    let ids = db.channels.get(&args[1]).cloned().unwrap_or_default();
+    for id in &ids {
+        let message = Reply::Array(Some(vec![
+            Reply::bulk("message"),
+            Reply::Bulk(Some(args[1].clone())),
+            Reply::Bulk(Some(args[2].clone())),
+        ]));
+        db.outbox.push((*id, message));
+    }
+    let mut receivers = ids.len();
+    for (pattern, ids) in &db.patterns {
+        if super::admin::glob_match(pattern, &args[1]) {
+            for id in ids {
                 let message = Reply::Array(Some(vec![
-                    Reply::bulk("message"),
+                    Reply::bulk("pmessage"),
+                    Reply::Bulk(Some(pattern.clone())),
                     Reply::Bulk(Some(args[1].clone())),
                     Reply::Bulk(Some(args[2].clone())),
                 ]));
                 db.outbox.push((*id, message));
+                receivers += 1;
             }
-            let mut receivers = ids.len();
-            for (pattern, ids) in &db.patterns {
-                if super::admin::glob_match(pattern, &args[1]) {
-                    for id in ids {
-                        let message = Reply::Array(Some(vec![
-                            Reply::bulk("pmessage"),
-                            Reply::Bulk(Some(pattern.clone())),
-                            Reply::Bulk(Some(args[1].clone())),
-                            Reply::Bulk(Some(args[2].clone())),
-                        ]));
-                        db.outbox.push((*id, message));
-                        receivers += 1;
-                    }
-                }
-            }
-            Reply::Integer(receivers as i64)
         }
-        "dbsize" => Reply::Integer(ks.len() as i64),
-        "keys" => super::admin::keys(ks, &args[1], now),
-        "scan" => super::admin::scan(ks, args, now),
-        "time" => super::admin::time(now),
-        "object|encoding" => super::admin::object(ks, "encoding", &args[2], now),
-        "object|refcount" => super::admin::object(ks, "refcount", &args[2], now),
-        "object|idletime" => super::admin::object(ks, "idletime", &args[2], now),
-        "object|freq" => super::admin::object(ks, "freq", &args[2], now),
-        "flushall" | "flushdb" => {
-            let ok = args.len() == 1 || (args.len() == 2 && (eq_ic(&args[1], "sync") || eq_ic(&args[1], "async")));
-            if !ok {
-                return Reply::error(SYNTAX);
-            }
-            if name == "flushall" {
-                db.ks.clear_all();
-            } else {
-                ks.clear();
-            }
-            Reply::ok()
-        }
-        _ => unknown_command(args),
     }
+    Reply::Integer(receivers as i64)
+}
+
+/// `PUBSUB CHANNELS [pattern]`: the channels with at least one subscriber.
+pub(crate) fn pubsub_channels(db: &mut Db, args: &[Bytes], _now: i64) -> Reply {
+    if args.len() > 3 {
+        return arity_error("pubsub|channels");
+    }
+    Reply::Array(Some(
+        db.channels
+            .iter()
+            .filter(|(c, ids)| !ids.is_empty() && args.get(2).is_none_or(|p| super::admin::glob_match(p, c)))
+            .map(|(c, _)| Reply::Bulk(Some(c.clone())))
+            .collect(),
+    ))
+}
+
+/// `PUBSUB NUMSUB [channel...]`: each channel and its subscriber count.
+pub(crate) fn pubsub_numsub(db: &mut Db, args: &[Bytes], _now: i64) -> Reply {
+    Reply::Array(Some(
+        args[2..]
+            .iter()
+            .flat_map(|c| {
+                let n = db.channels.get(c).map_or(0, BTreeSet::len);
+                [Reply::Bulk(Some(c.clone())), Reply::Integer(n as i64)]
+            })
+            .collect(),
+    ))
+}
+
+/// `PUBSUB NUMPAT`: how many patterns are subscribed to.
+pub(crate) fn pubsub_numpat(db: &mut Db, _args: &[Bytes], _now: i64) -> Reply {
+    Reply::Integer(db.patterns.values().filter(|ids| !ids.is_empty()).count() as i64)
 }
 
 // ---------------------------------------------------------------------------------------------
 // Commands
 // ---------------------------------------------------------------------------------------------
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum ExpireKind {
-    Ex,
-    Px,
-    ExAt,
-    PxAt,
-}
-
-/// `SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]`, parsed exactly like
-/// Redis' `parseExtendedStringArgumentsOrReply` (repeating the same option is allowed).
-fn set(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
-    let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
-    let mut expire: Option<(ExpireKind, &Bytes)> = None;
-    let mut j = 3;
-    while j < args.len() {
-        let opt = &args[j];
-        let next = args.get(j + 1);
-        let kind = expire.map(|(k, _)| k);
-        let expire_option =
-            |want: ExpireKind| -> bool { !keepttl && (kind.is_none() || kind == Some(want)) && next.is_some() };
-        if eq_ic(opt, "nx") && !xx {
-            nx = true;
-        } else if eq_ic(opt, "xx") && !nx {
-            xx = true;
-        } else if eq_ic(opt, "get") {
-            get = true;
-        } else if eq_ic(opt, "keepttl") && kind.is_none() {
-            keepttl = true;
-        } else if let (Some(want), Some(value)) = (expire_kind(opt), next) {
-            if !expire_option(want) {
-                return Reply::error(SYNTAX);
-            }
-            expire = Some((want, value));
-            j += 1;
-        } else {
-            return Reply::error(SYNTAX);
-        }
-        j += 1;
-    }
-
-    let expire_at = match expire {
-        None => None,
-        Some((kind, raw)) => {
-            let Some(mut ms) = parse_ll(raw) else {
-                return Reply::error(NOT_INTEGER);
-            };
-            let seconds = matches!(kind, ExpireKind::Ex | ExpireKind::ExAt);
-            if ms <= 0 || (seconds && ms > i64::MAX / 1000) {
-                return invalid_expire("set");
-            }
-            if seconds {
-                ms *= 1000;
-            }
-            if matches!(kind, ExpireKind::Ex | ExpireKind::Px) {
-                match ms.checked_add(now) {
-                    Some(at) => ms = at,
-                    None => return invalid_expire("set"),
-                }
-            }
-            if ms <= 0 {
-                return invalid_expire("set");
-            }
-            Some(ms)
-        }
-    };
-
-    let key = &args[1];
-    let old = ks.lookup(key, now).map(|e| (e.value.clone(), e.expire_at_ms));
-    let old_value = match &old {
-        Some((Value::String(s), _)) => Some(s.clone()),
-        Some(_) if get => return Reply::error(WRONGTYPE),
-        _ => None,
-    };
-    let found = old.is_some();
-    let reply_for_abort = || {
-        if get {
-            Reply::Bulk(old_value.clone())
-        } else {
-            Reply::nil()
-        }
-    };
-    if (nx && found) || (xx && !found) {
-        return reply_for_abort();
-    }
-    let ttl = match (keepttl, &old) {
-        (true, Some((_, t))) => *t,
-        _ => expire_at,
-    };
-    ks.insert(key.clone(), Value::String(args[2].clone()), ttl);
-    if get {
-        Reply::Bulk(old_value)
-    } else {
-        Reply::ok()
-    }
-}
-
-fn expire_kind(opt: &[u8]) -> Option<ExpireKind> {
-    if eq_ic(opt, "ex") {
-        Some(ExpireKind::Ex)
-    } else if eq_ic(opt, "px") {
-        Some(ExpireKind::Px)
-    } else if eq_ic(opt, "exat") {
-        Some(ExpireKind::ExAt)
-    } else if eq_ic(opt, "pxat") {
-        Some(ExpireKind::PxAt)
-    } else {
-        None
-    }
-}
-
-/// `EXPIRE`/`PEXPIRE`/`EXPIREAT`/`PEXPIREAT key t [NX|XX|GT|LT]` (`expireGenericCommand`).
-fn expire(ks: &mut Keyspace, args: &[Bytes], now: i64, basetime: i64, seconds: bool, name: &str) -> Reply {
-    let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
-    for opt in &args[3..] {
-        if eq_ic(opt, "nx") {
-            nx = true;
-        } else if eq_ic(opt, "xx") {
-            xx = true;
-        } else if eq_ic(opt, "gt") {
-            gt = true;
-        } else if eq_ic(opt, "lt") {
-            lt = true;
-        } else {
-            return Reply::Error(sanitize(format!(
-                "ERR Unsupported option {}",
-                String::from_utf8_lossy(opt)
-            )));
-        }
-    }
-    if nx && (xx || gt || lt) {
-        return Reply::error("ERR NX and XX, GT or LT options at the same time are not compatible");
-    }
-    if gt && lt {
-        return Reply::error("ERR GT and LT options at the same time are not compatible");
-    }
-    let Some(mut when) = parse_ll(&args[2]) else {
-        return Reply::error(NOT_INTEGER);
-    };
-    if seconds {
-        match when.checked_mul(1000) {
-            Some(ms) => when = ms,
-            None => return invalid_expire(name),
-        }
-    }
-    let Some(when) = when.checked_add(basetime) else {
-        return invalid_expire(name);
-    };
-    let key = &args[1];
-    let Some(current) = ks.lookup(key, now).map(|e| e.expire_at_ms) else {
-        return Reply::Integer(0);
-    };
-    if (nx && current.is_some())
-        || (xx && current.is_none())
-        || (gt && current.is_none_or(|c| when <= c))
-        || (lt && current.is_some_and(|c| when >= c))
-    {
-        return Reply::Integer(0);
-    }
-    if when <= now {
-        ks.remove(key);
-    } else {
-        ks.set_expire(key, Some(when));
-    }
-    Reply::Integer(1)
-}
-
-fn incr_by(ks: &mut Keyspace, key: &Bytes, by: i64, now: i64) -> Reply {
-    let current = match ks.lookup(key, now) {
-        None => None,
-        Some(e) => match &e.value {
-            Value::String(s) => match parse_ll(s) {
-                Some(v) => Some(v),
-                None => return Reply::error(NOT_INTEGER),
-            },
-            _ => return Reply::error(WRONGTYPE),
-        },
-    };
-    let Some(new) = current.unwrap_or(0).checked_add(by) else {
-        return Reply::error("ERR increment or decrement would overflow");
-    };
-    let text = Bytes::from(new.to_string());
-    let grown = text.len();
-    match ks.value_mut(key, now) {
-        Some(v) => {
-            let old = std::mem::replace(v, Value::String(text));
-            ks.shrank(old.used_bytes());
-            ks.grew(grown);
-        }
-        None => ks.insert(key.clone(), Value::String(text), None),
-    }
-    Reply::Integer(new)
-}
-
-fn push(ks: &mut Keyspace, args: &[Bytes], now: i64, left: bool) -> Reply {
-    let key = &args[1];
-    match ks.lookup(key, now).map(|e| matches!(e.value, Value::List(_))) {
-        Some(false) => return Reply::error(WRONGTYPE),
-        Some(true) => {}
-        None => ks.insert(key.clone(), Value::List(VecDeque::new()), None),
-    }
-    let mut added = 0;
-    let len = match ks.value_mut(key, now) {
-        Some(Value::List(list)) => {
-            for v in &args[2..] {
-                added += v.len() + ITEM_OVERHEAD_BYTES;
-                if left {
-                    list.push_front(v.clone());
-                } else {
-                    list.push_back(v.clone());
-                }
-            }
-            list.len()
-        }
-        _ => return Reply::error(WRONGTYPE),
-    };
-    ks.grew(added);
-    Reply::Integer(len as i64)
-}
-
-fn pop(ks: &mut Keyspace, args: &[Bytes], now: i64, left: bool, name: &str) -> Reply {
-    if args.len() > 3 {
-        return arity_error(name);
-    }
-    let count = match args.get(2) {
-        None => None,
-        Some(raw) => match parse_ll(raw).filter(|c| *c >= 0) {
-            Some(c) => Some(c as usize),
-            None => return Reply::error("ERR value is out of range, must be positive"),
-        },
-    };
-    let key = &args[1];
-    match ks.lookup(key, now).map(|e| matches!(e.value, Value::List(_))) {
-        None => {
-            return match count {
-                Some(_) => Reply::Array(None),
-                None => Reply::nil(),
-            }
-        }
-        Some(false) => return Reply::error(WRONGTYPE),
-        Some(true) if count == Some(0) => return Reply::Array(Some(Vec::new())),
-        Some(true) => {}
-    }
-    let mut removed = 0;
-    let (reply, now_empty) = match ks.value_mut(key, now) {
-        None => return Reply::nil(),
-        Some(Value::List(list)) => {
-            let mut take = || {
-                let item = if left { list.pop_front() } else { list.pop_back() };
-                if let Some(item) = &item {
-                    removed += item.len() + ITEM_OVERHEAD_BYTES;
-                }
-                item
-            };
-            let reply = match count {
-                None => Reply::Bulk(take()),
-                Some(n) => {
-                    let mut items = Vec::new();
-                    while items.len() < n {
-                        match take() {
-                            Some(v) => items.push(Reply::Bulk(Some(v))),
-                            None => break,
-                        }
-                    }
-                    Reply::Array(Some(items))
-                }
-            };
-            (reply, list.is_empty())
-        }
-        Some(_) => return Reply::error(WRONGTYPE),
-    };
-    ks.shrank(removed);
-    if now_empty {
-        ks.remove(key);
-    }
-    reply
-}
-
-/// `LEFT` or `RIGHT`, any case (`getListPositionFromObjectOrReply`): `Some(true)` for the
-/// left end, `None` for anything else (a syntax error).
-fn list_end(raw: &[u8]) -> Option<bool> {
-    if raw.eq_ignore_ascii_case(b"left") {
-        Some(true)
-    } else if raw.eq_ignore_ascii_case(b"right") {
-        Some(false)
-    } else {
-        None
-    }
-}
-
-/// `LMOVE` (<https://redis.io/commands/lmove/>): pops the left (`from_left`) or right end of
-/// list `src` and pushes it onto the left (`to_left`) or right end of `dst`, replying with the
-/// element. As `lmoveGenericCommand`: a missing source answers nil whatever `dst` holds; the
-/// destination's type is checked only when there is an element to move; `src == dst` rotates
-/// the list (a one-element list stays). An emptied source is deleted; a missing destination is
-/// created.
-fn lmove(ks: &mut Keyspace, src: &Bytes, dst: &Bytes, from_left: bool, to_left: bool, now: i64) -> Reply {
-    match ks.lookup(src, now).map(|e| matches!(e.value, Value::List(_))) {
-        None => return Reply::nil(),
-        Some(false) => return Reply::error(WRONGTYPE),
-        Some(true) => {}
-    }
-    let same = src == dst;
-    if !same {
-        match ks.lookup(dst, now).map(|e| matches!(e.value, Value::List(_))) {
-            Some(false) => return Reply::error(WRONGTYPE),
-            Some(true) => {}
-            None => ks.insert(dst.clone(), Value::List(VecDeque::new()), None),
-        }
-    }
-    let (item, src_empty) = match ks.value_mut(src, now) {
-        Some(Value::List(list)) => {
-            let item = if from_left { list.pop_front() } else { list.pop_back() };
-            (item, list.is_empty())
-        }
-        _ => (None, false),
-    };
-    let Some(item) = item else {
-        // Unreachable (a stored list is never empty); undo the destination made above.
-        if !same
-            && ks
-                .peek(dst, now)
-                .is_some_and(|e| e.value == Value::List(VecDeque::new()))
-        {
-            ks.remove(dst);
-        }
-        return Reply::nil();
-    };
-    let bytes = item.len() + ITEM_OVERHEAD_BYTES;
-    ks.shrank(bytes);
-    if src_empty && !same {
-        ks.remove(src);
-    }
-    if let Some(Value::List(list)) = ks.value_mut(dst, now) {
-        if to_left {
-            list.push_front(item.clone());
-        } else {
-            list.push_back(item.clone());
-        }
-        ks.grew(bytes);
-    }
-    Reply::Bulk(Some(item))
-}
-
-/// `LRANGE key start stop` (`lrangeCommand`): both indexes parsed first, then the key; negative
-/// indexes count from the end, out-of-range ones are clamped.
-fn lrange(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
-    let (Some(start), Some(stop)) = (parse_ll(&args[2]), parse_ll(&args[3])) else {
-        return Reply::error(NOT_INTEGER);
-    };
-    let list = match ks.lookup(&args[1], now) {
-        None => return Reply::Array(Some(Vec::new())),
-        Some(e) => match &e.value {
-            Value::List(list) => list,
-            _ => return Reply::error(WRONGTYPE),
-        },
-    };
-    let len = list.len() as i64;
-    let start = if start < 0 { start + len } else { start }.max(0);
-    let stop = if stop < 0 { stop + len } else { stop }.min(len - 1);
-    if start > stop || start >= len {
-        return Reply::Array(Some(Vec::new()));
-    }
-    Reply::Array(Some(
-        list.iter()
-            .skip(start as usize)
-            .take((stop - start + 1) as usize)
-            .map(|v| Reply::Bulk(Some(v.clone())))
-            .collect(),
-    ))
-}
-
-/// The fields of the hash at `key` (`None` if there is no key), or the `WRONGTYPE` reply.
-fn hash_of<'a>(ks: &'a mut Keyspace, key: &[u8], now: i64) -> Result<Option<&'a Vec<(Bytes, Bytes)>>, Reply> {
-    match ks.lookup(key, now) {
-        None => Ok(None),
-        Some(e) => match &e.value {
-            Value::Hash(fields) => Ok(Some(fields)),
-            _ => Err(Reply::error(WRONGTYPE)),
-        },
-    }
-}
-
-/// The fields of the hash at `key` for a write, created if missing; `None` means `WRONGTYPE`.
-fn hash_for_write<'a>(ks: &'a mut Keyspace, key: &Bytes, now: i64) -> Option<&'a mut Vec<(Bytes, Bytes)>> {
-    if ks.lookup(key, now).is_none() {
-        ks.insert(key.clone(), Value::Hash(Vec::new()), None);
-    }
-    match ks.value_mut(key, now) {
-        Some(Value::Hash(fields)) => Some(fields),
-        _ => None,
-    }
-}
-
-fn hset(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
-    if args.len() % 2 == 1 {
-        return arity_error("hset");
-    }
-    if hash_of(ks, &args[1], now).is_err() {
-        return Reply::error(WRONGTYPE);
-    }
-    let Some(fields) = hash_for_write(ks, &args[1], now) else {
-        return Reply::error(WRONGTYPE);
-    };
-    let mut created = 0;
-    let (mut grown, mut shrunk) = (0, 0);
-    for pair in args[2..].chunks(2) {
-        match fields.iter_mut().find(|(k, _)| *k == pair[0]) {
-            Some((_, v)) => {
-                shrunk += v.len();
-                grown += pair[1].len();
-                *v = pair[1].clone();
-            }
-            None => {
-                grown += pair[0].len() + pair[1].len() + ITEM_OVERHEAD_BYTES;
-                fields.push((pair[0].clone(), pair[1].clone()));
-                created += 1;
-            }
-        }
-    }
-    ks.shrank(shrunk);
-    ks.grew(grown);
-    Reply::Integer(created)
-}
-
-fn hdel(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
-    match hash_of(ks, &args[1], now) {
-        Err(e) => return e,
-        Ok(None) => return Reply::Integer(0),
-        Ok(Some(fields)) if !args[2..].iter().any(|f| fields.iter().any(|(k, _)| k == f)) => return Reply::Integer(0),
-        Ok(Some(_)) => {}
-    }
-    let mut deleted = 0;
-    let mut now_empty = false;
-    let mut shrunk = 0;
-    if let Some(Value::Hash(fields)) = ks.value_mut(&args[1], now) {
-        for field in &args[2..] {
-            if let Some(i) = fields.iter().position(|(k, _)| k == field) {
-                let (f, v) = fields.remove(i);
-                shrunk += f.len() + v.len() + ITEM_OVERHEAD_BYTES;
-                deleted += 1;
-            }
-        }
-        now_empty = fields.is_empty();
-    }
-    ks.shrank(shrunk);
-    if now_empty {
-        ks.remove(&args[1]);
-    }
-    Reply::Integer(deleted)
-}
-
-fn hincrby(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
-    let Some(by) = parse_ll(&args[3]) else {
-        return Reply::error(NOT_INTEGER);
-    };
-    let current = match hash_of(ks, &args[1], now) {
-        Err(e) => return e,
-        Ok(fields) => fields.and_then(|f| f.iter().find(|(k, _)| *k == args[2]).map(|(_, v)| v.clone())),
-    };
-    let current = match current {
-        None => 0,
-        Some(v) => match parse_ll(&v) {
-            Some(n) => n,
-            None => return Reply::error("ERR hash value is not an integer"),
-        },
-    };
-    let Some(new) = current.checked_add(by) else {
-        return Reply::error("ERR increment or decrement would overflow");
-    };
-    let Some(fields) = hash_for_write(ks, &args[1], now) else {
-        return Reply::error(WRONGTYPE);
-    };
-    let text = Bytes::from(new.to_string());
-    let (grown, shrunk) = match fields.iter_mut().find(|(k, _)| *k == args[2]) {
-        Some((_, v)) => (text.len(), std::mem::replace(v, text).len()),
-        None => {
-            let grown = args[2].len() + text.len() + ITEM_OVERHEAD_BYTES;
-            fields.push((args[2].clone(), text));
-            (grown, 0)
-        }
-    };
-    ks.shrank(shrunk);
-    ks.grew(grown);
-    Reply::Integer(new)
-}
-
-/// The members of the set at `key` (`None` if there is no key), or the `WRONGTYPE` reply.
-fn set_of<'a>(ks: &'a mut Keyspace, key: &[u8], now: i64) -> Result<Option<&'a BTreeSet<Bytes>>, Reply> {
-    match ks.lookup(key, now) {
-        None => Ok(None),
-        Some(e) => match &e.value {
-            Value::Set(members) => Ok(Some(members)),
-            _ => Err(Reply::error(WRONGTYPE)),
-        },
-    }
-}
-
-/// `SADD key member [member ...]`: how many members were new.
-fn sadd(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
-    match set_of(ks, &args[1], now) {
-        Err(e) => return e,
-        Ok(None) => ks.insert(args[1].clone(), Value::Set(BTreeSet::new()), None),
-        Ok(Some(_)) => {}
-    }
-    let mut added = 0;
-    let mut grown = 0;
-    if let Some(Value::Set(members)) = ks.value_mut(&args[1], now) {
-        for member in &args[2..] {
-            if members.insert(member.clone()) {
-                added += 1;
-                grown += member.len() + ITEM_OVERHEAD_BYTES;
-            }
-        }
-    }
-    ks.grew(grown);
-    Reply::Integer(added)
-}
-
-/// `SREM key member [member ...]`: how many members were removed; an emptied set is deleted.
-fn srem(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
-    match set_of(ks, &args[1], now) {
-        Err(e) => return e,
-        Ok(None) => return Reply::Integer(0),
-        // Nothing to remove: the key is not written (not touched for `WATCH`).
-        Ok(Some(members)) if !args[2..].iter().any(|m| members.contains(m)) => return Reply::Integer(0),
-        Ok(Some(_)) => {}
-    }
-    let (mut removed, mut shrunk, mut now_empty) = (0, 0, false);
-    if let Some(Value::Set(members)) = ks.value_mut(&args[1], now) {
-        for member in &args[2..] {
-            if members.remove(member) {
-                removed += 1;
-                shrunk += member.len() + ITEM_OVERHEAD_BYTES;
-            }
-        }
-        now_empty = members.is_empty();
-    }
-    ks.shrank(shrunk);
-    if now_empty {
-        ks.remove(&args[1]);
-    }
-    Reply::Integer(removed)
-}
-
-/// A database index as `SELECT` reads it (`getIntFromObjectOrReply`: a number outside `int`
-/// has its own error), checked against [`DATABASES`].
-fn select_index(raw: &[u8]) -> Result<usize, Reply> {
-    match parse_ll(raw).map(i32::try_from) {
-        None => Err(Reply::error(NOT_INTEGER)),
-        Some(Err(_)) => Err(Reply::error(
-            "ERR value is out of range, value must between -2147483648 and 2147483647",
-        )),
-        Some(Ok(i)) => usize::try_from(i)
-            .ok()
-            .filter(|i| *i < DATABASES)
-            .ok_or_else(|| Reply::error("ERR DB index is out of range")),
-    }
-}
 
 /// Whether `user` (the `default` one when `None`) may log in with `password`: the `default`
 /// user has `requirepass` as its password, or takes any password while none is set.
@@ -2138,21 +1196,9 @@ fn client_setinfo(session: &mut ClientSession, args: &[Bytes]) -> Reply {
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-fn eq_ic(arg: &[u8], name: &str) -> bool {
-    arg.eq_ignore_ascii_case(name.as_bytes())
-}
-
 /// Redis' `validateClientAttr`: printable ASCII without spaces.
 fn valid_client_attr(v: &[u8]) -> bool {
     v.iter().all(|c| (b'!'..=b'~').contains(c))
-}
-
-fn sanitize(s: String) -> String {
-    if s.contains(['\r', '\n']) {
-        s.replace(['\r', '\n'], " ")
-    } else {
-        s
-    }
 }
 
 fn truncated(b: &[u8], max: usize) -> String {
@@ -2186,14 +1232,6 @@ fn unknown_subcommand(args: &[Bytes]) -> Reply {
     Reply::Error(sanitize(format!(
         "ERR unknown subcommand '{sub}'. Try {container} HELP."
     )))
-}
-
-fn arity_error(fullname: &str) -> Reply {
-    Reply::Error(format!("ERR wrong number of arguments for '{fullname}' command"))
-}
-
-fn invalid_expire(name: &str) -> Reply {
-    Reply::Error(format!("ERR invalid expire time in '{name}' command"))
 }
 
 /// A keyspace change as the history records it (values cut as the history cuts arguments).

@@ -87,6 +87,16 @@ pub(crate) struct Prepared {
 }
 
 impl Functions {
+    /// How many libraries are loaded.
+    pub(crate) fn library_count(&self) -> usize {
+        self.libraries.len()
+    }
+
+    /// How many functions the loaded libraries register.
+    pub(crate) fn function_count(&self) -> usize {
+        self.libraries.values().map(|l| l.functions.len()).sum()
+    }
+
     /// The library and function registered as `name`.
     pub(crate) fn find(&self, name: &[u8]) -> Option<(&Library, &FunctionInfo)> {
         self.libraries.values().find_map(|lib| {
@@ -120,7 +130,11 @@ impl Functions {
             return Err(Reply::error("ERR Invalid library metadata"));
         };
         let (shebang, body) = rest.split_at(newline);
-        let mut words = shebang.split(' ').filter(|w| !w.is_empty());
+        // Redis splits the shebang with `sdssplitargs`: any ASCII space separates, so a line
+        // ending in CRLF names the library without its CR.
+        let mut words = shebang
+            .split(|c: char| c.is_ascii_whitespace())
+            .filter(|w| !w.is_empty());
         let engine = words.next().unwrap_or("");
         let mut name: Option<&str> = None;
         for word in words {

@@ -115,6 +115,9 @@ pub struct Keyspace {
     journal: Option<BTreeMap<Bytes, Option<Entry>>>,
     /// Databases 1 to 15 that were ever written (their own `others` stay empty).
     others: BTreeMap<usize, Keyspace>,
+    /// The state of the generator behind random choices (`SPOP`, `SRANDMEMBER`, `RANDOMKEY`...):
+    /// deterministic, so the same commands give the same answers. Not part of equality.
+    random_state: u64,
 }
 
 /// One key a command changed: `(key, before, after)`, each `None` when absent or expired.
@@ -403,6 +406,15 @@ impl Keyspace {
     pub(crate) fn recount_used_bytes(&self) -> usize {
         let own: usize = self.entries.iter().map(|(k, e)| entry_bytes(k, &e.value)).sum();
         own + self.others.values().map(Keyspace::recount_used_bytes).sum::<usize>()
+    }
+
+    /// The next number of the keyspace's deterministic generator (SplitMix64).
+    pub(crate) fn next_random(&mut self) -> u64 {
+        self.random_state = self.random_state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.random_state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
     }
 
     /// Starts noting what the next command changes ([`Keyspace::end_journal`]).

@@ -69,7 +69,9 @@
 mod admin;
 pub mod codec;
 mod command;
+mod commands;
 mod function;
+mod introspect;
 mod keyspace;
 pub mod link;
 mod lua;
@@ -82,6 +84,12 @@ mod resp3;
 pub mod server;
 mod session;
 mod syntax;
+mod t_generic;
+mod t_hash;
+mod t_list;
+mod t_set;
+mod t_string;
+pub mod table;
 
 pub use codec::{decode_command, encode_reply};
 pub use command::{blocking_timeout_ms, is_write_command, EngineConfig, RedisEngine};
@@ -95,5 +103,5 @@ pub use memory::{
 pub use reader::{CommandReader, MULTIBULK_MAX, PROTO_INLINE_MAX_SIZE, PROTO_MAX_BULK_LEN};
 pub use reply::Reply;
 pub use resp3::ReplyEncoder;
-pub use session::ClientSession;
+pub use session::{ClientSession, ReplyMode};
 pub use syntax::parse_ll;

@@ -38,6 +38,21 @@ pub struct ClientSession {
     /// Whether the connection negotiated RESP3 (`HELLO 3`); the server's encoder
     /// ([`super::ReplyEncoder`]) writes the replies accordingly.
     pub resp3: bool,
+    /// `CLIENT REPLY ON|OFF|SKIP`: whether the server writes this connection's replies.
+    pub reply_mode: ReplyMode,
+}
+
+/// What `CLIENT REPLY` set: the server writes every reply (`On`), none (`Off`), or none for the
+/// next command (`Skip`, then back to `On`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReplyMode {
+    /// Every reply is written.
+    #[default]
+    On,
+    /// No reply is written.
+    Off,
+    /// The next command's reply is not written.
+    Skip,
 }
 
 impl ClientSession {

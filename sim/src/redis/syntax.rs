@@ -38,3 +38,86 @@ pub fn parse_ll(s: &[u8]) -> Option<i64> {
         i64::try_from(v).ok()
     }
 }
+
+/// `WRONGTYPE Operation against a key holding the wrong kind of value`.
+pub(crate) const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+/// Whether `arg` is `name`, any case.
+pub(crate) fn eq_ic(arg: &[u8], name: &str) -> bool {
+    arg.eq_ignore_ascii_case(name.as_bytes())
+}
+
+/// `ERR wrong number of arguments for 'NAME' command`.
+pub(crate) fn arity_error(fullname: &str) -> super::reply::Reply {
+    super::reply::Reply::Error(format!("ERR wrong number of arguments for '{fullname}' command"))
+}
+
+/// `ERR invalid expire time in 'NAME' command`.
+pub(crate) fn invalid_expire(name: &str) -> super::reply::Reply {
+    super::reply::Reply::Error(format!("ERR invalid expire time in '{name}' command"))
+}
+
+/// An error text on one line (Redis replaces CR and LF in error replies with spaces).
+pub(crate) fn sanitize(s: String) -> String {
+    if s.contains(['\r', '\n']) {
+        s.replace(['\r', '\n'], " ")
+    } else {
+        s
+    }
+}
+
+/// Redis's `string2ld`/`getLongDoubleFromObject` for the float arguments of `INCRBYFLOAT`,
+/// `HINCRBYFLOAT`, scores...: a decimal or exponent form without surrounding spaces; NaN is not a
+/// number. (`inf` parses, and the command decides what an infinity means.)
+pub(crate) fn parse_double(s: &[u8]) -> Option<f64> {
+    let text = std::str::from_utf8(s).ok()?;
+    if text.is_empty()
+        || text.len() > 5000
+        || text.starts_with(|c: char| c.is_ascii_whitespace())
+        || text.ends_with(|c: char| c.is_ascii_whitespace())
+    {
+        return None;
+    }
+    let lower = text.to_ascii_lowercase();
+    let v = match lower.trim_start_matches(['+', '-']) {
+        "inf" | "infinity" => {
+            if lower.starts_with('-') {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            }
+        }
+        _ => text.parse::<f64>().ok()?,
+    };
+    (!v.is_nan()).then_some(v)
+}
+
+/// A float as `INCRBYFLOAT` and `HINCRBYFLOAT` answer it (Redis's `LD_STR_HUMAN`: fixed point,
+/// no exponent, trailing zeros cut): the shortest text that reads back as the same `f64`.
+pub(crate) fn human_double(v: f64) -> String {
+    if v == 0.0 {
+        return "0".to_string();
+    }
+    format!("{v}")
+}
+
+/// A float as Redis's `%.17g` answers a score or `INCRBYFLOAT` in a reply meant to round-trip:
+/// the shortest round-trip text, in exponent form when Redis's `%g` would be.
+pub(crate) fn g17_double(v: f64) -> String {
+    if v.is_infinite() {
+        return if v > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
+    }
+    let exp = v.abs().log10().floor() as i32;
+    if (-5..17).contains(&exp) {
+        format!("{v}")
+    } else {
+        // `%g`'s exponent form: mantissa, `e`, sign, at least two digits.
+        let s = format!("{v:e}");
+        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let e: i32 = e.parse().unwrap_or(0);
+        format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
+    }
+}

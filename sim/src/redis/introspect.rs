@@ -1,0 +1,228 @@
+//! Commands that describe the server from the command table ([`super::table`]): `COMMAND`,
+//! `COMMAND COUNT|INFO|DOCS|LIST|GETKEYS`, and the `HELP` subcommands; also `LASTSAVE`.
+//!
+//! `COMMAND INFO` answers Redis 7's ten fields per command (name, arity, flags, first key, last
+//! key, step, ACL categories, tips, key specs, subcommands), with ACL categories, tips and key
+//! specs empty (the table keeps none). `COMMAND DOCS` answers each command's group and nothing
+//! of Redis's documentation text.
+
+use super::keyspace::Keyspace;
+use super::reply::Reply;
+use super::table::{self, CommandSpec};
+use bytes::Bytes;
+
+fn info_of(spec: &CommandSpec, fullname: &str) -> Reply {
+    let (first, last, step) = spec.keys.legacy();
+    Reply::Array(Some(vec![
+        Reply::bulk(fullname.to_string()),
+        Reply::Integer(i64::from(spec.arity)),
+        Reply::Array(Some(
+            spec.flags
+                .names()
+                .into_iter()
+                .map(|n| Reply::Status(n.to_string()))
+                .collect(),
+        )),
+        Reply::Integer(first),
+        Reply::Integer(last),
+        Reply::Integer(step),
+        Reply::Array(Some(Vec::new())),
+        Reply::Array(Some(Vec::new())),
+        Reply::Array(Some(Vec::new())),
+        Reply::Array(Some(
+            spec.subcommands
+                .iter()
+                .map(|s| info_of(s, &format!("{fullname}|{}", s.name)))
+                .collect(),
+        )),
+    ]))
+}
+
+/// `COMMAND`: every command's `COMMAND INFO`.
+pub(crate) fn command_all() -> Reply {
+    Reply::Array(Some(table::commands().iter().map(|c| info_of(c, c.name)).collect()))
+}
+
+/// `COMMAND COUNT`.
+pub(crate) fn command_count(_ks: &mut Keyspace, _args: &[Bytes], _now: i64) -> Reply {
+    Reply::Integer(table::commands().len() as i64)
+}
+
+/// The row `name` names: a command, or `container|sub`.
+fn find(name: &[u8]) -> Option<(&'static CommandSpec, String)> {
+    let text = String::from_utf8_lossy(name).to_ascii_lowercase();
+    match text.split_once('|') {
+        None => table::command(name).map(|c| (c, c.name.to_string())),
+        Some((container, sub)) => {
+            let c = table::command(container.as_bytes())?;
+            let s = c.subcommands.iter().find(|s| s.name == sub)?;
+            Some((s, format!("{}|{}", c.name, s.name)))
+        }
+    }
+}
+
+/// `COMMAND INFO [name...]`: nil for an unknown name; every command without names.
+pub(crate) fn command_info(_ks: &mut Keyspace, args: &[Bytes], _now: i64) -> Reply {
+    if args.len() == 2 {
+        return command_all();
+    }
+    Reply::Array(Some(
+        args[2..]
+            .iter()
+            .map(|n| find(n).map_or(Reply::nil(), |(s, full)| info_of(s, &full)))
+            .collect(),
+    ))
+}
+
+fn docs_of(spec: &CommandSpec) -> Reply {
+    let mut doc = vec![Reply::bulk("group"), Reply::bulk(spec.group.name())];
+    if !spec.subcommands.is_empty() {
+        doc.push(Reply::bulk("subcommands"));
+        doc.push(Reply::Array(Some(
+            spec.subcommands
+                .iter()
+                .flat_map(|s| [Reply::bulk(format!("{}|{}", spec.name, s.name)), docs_of(s)])
+                .collect(),
+        )));
+    }
+    Reply::Array(Some(doc))
+}
+
+/// `COMMAND DOCS [name...]`: name and documentation pairs (unknown names are left out).
+pub(crate) fn command_docs(_ks: &mut Keyspace, args: &[Bytes], _now: i64) -> Reply {
+    let specs: Vec<&CommandSpec> = if args.len() == 2 {
+        table::commands().iter().collect()
+    } else {
+        args[2..].iter().filter_map(|n| table::command(n)).collect()
+    };
+    Reply::Array(Some(
+        specs
+            .into_iter()
+            .flat_map(|s| [Reply::bulk(s.name), docs_of(s)])
+            .collect(),
+    ))
+}
+
+/// `COMMAND LIST [FILTERBY MODULE name|ACLCAT cat|PATTERN pattern]`.
+pub(crate) fn command_list(_ks: &mut Keyspace, args: &[Bytes], _now: i64) -> Reply {
+    let pattern = match &args[2..] {
+        [] => None,
+        [by, kind, value] if by.eq_ignore_ascii_case(b"filterby") => {
+            if kind.eq_ignore_ascii_case(b"pattern") {
+                Some(value.clone())
+            } else if kind.eq_ignore_ascii_case(b"module") || kind.eq_ignore_ascii_case(b"aclcat") {
+                return Reply::Array(Some(Vec::new()));
+            } else {
+                return Reply::error(super::syntax::SYNTAX);
+            }
+        }
+        _ => return Reply::error(super::syntax::SYNTAX),
+    };
+    let mut names = Vec::new();
+    for c in table::commands() {
+        names.push(c.name.to_string());
+        for s in c.subcommands {
+            names.push(format!("{}|{}", c.name, s.name));
+        }
+    }
+    Reply::Array(Some(
+        names
+            .into_iter()
+            .filter(|n| {
+                pattern
+                    .as_ref()
+                    .is_none_or(|p| super::admin::glob_match(p, n.as_bytes()))
+            })
+            .map(Reply::bulk)
+            .collect(),
+    ))
+}
+
+/// `COMMAND GETKEYS command arg...`: the keys of that command line, by the table.
+pub(crate) fn command_getkeys(_ks: &mut Keyspace, args: &[Bytes], _now: i64) -> Reply {
+    let line = &args[2..];
+    let Some(spec) = table::resolve(line) else {
+        return Reply::error("ERR Invalid command specified");
+    };
+    if !spec.arity_ok(line.len()) {
+        return Reply::error("ERR Invalid number of arguments specified for command");
+    }
+    let keys = spec.key_positions(line);
+    if keys.is_empty() {
+        return Reply::error("ERR The command has no key arguments");
+    }
+    Reply::Array(Some(
+        keys.into_iter().map(|i| Reply::Bulk(Some(line[i].clone()))).collect(),
+    ))
+}
+
+fn help(lines: &[&str]) -> Reply {
+    Reply::Array(Some(lines.iter().map(|l| Reply::Status((*l).to_string())).collect()))
+}
+
+pub(crate) fn command_help(_ks: &mut Keyspace, _args: &[Bytes], _now: i64) -> Reply {
+    help(&[
+        "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "(no subcommand)",
+        "    Return details about all Redis commands.",
+        "COUNT",
+        "    Return the total number of commands in this Redis server.",
+        "LIST",
+        "    Return a list of all commands in this Redis server.",
+        "INFO [<command-name> ...]",
+        "    Return details about multiple Redis commands.",
+        "DOCS [<command-name> ...]",
+        "    Return documentation details about multiple Redis commands.",
+        "GETKEYS <full-command>",
+        "    Return the keys from a full Redis command.",
+        "HELP",
+        "    Print this help.",
+    ])
+}
+
+pub(crate) fn object_help(_ks: &mut Keyspace, _args: &[Bytes], _now: i64) -> Reply {
+    help(&[
+        "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "ENCODING <key>",
+        "    Return the kind of internal representation used in order to store the value",
+        "    associated with a <key>.",
+        "FREQ <key>",
+        "    Return the access frequency index of the <key>.",
+        "IDLETIME <key>",
+        "    Return the idle time of the <key>.",
+        "REFCOUNT <key>",
+        "    Return the number of references of the value associated with the specified",
+        "    <key>.",
+        "HELP",
+        "    Print this help.",
+    ])
+}
+
+pub(crate) fn script_help(_ks: &mut Keyspace, _args: &[Bytes], _now: i64) -> Reply {
+    help(&[
+        "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "EXISTS <sha1> [<sha1> ...]",
+        "FLUSH [ASYNC|SYNC]",
+        "KILL",
+        "LOAD <script>",
+        "HELP",
+    ])
+}
+
+pub(crate) fn function_help(_ks: &mut Keyspace, _args: &[Bytes], _now: i64) -> Reply {
+    help(&[
+        "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "LOAD [REPLACE] <FUNCTION CODE>",
+        "DELETE <LIBRARY NAME>",
+        "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+        "FLUSH [ASYNC|SYNC]",
+        "KILL",
+        "STATS",
+        "HELP",
+    ])
+}
+
+/// `LASTSAVE`: the server never saved; Redis answers its start time then, here the epoch.
+pub(crate) fn lastsave(_ks: &mut Keyspace, _args: &[Bytes], _now: i64) -> Reply {
+    Reply::Integer(0)
+}

@@ -6,7 +6,7 @@
 //! clock jump forwards expires keys at once and a jump backwards extends them.
 
 use super::function::Functions;
-use super::keyspace::{Keyspace, Value};
+use super::keyspace::Keyspace;
 use super::lua::{ScriptRuntime, WorldLua};
 use super::memory::{MemoryShare, OOM_ERROR};
 use super::reply::Reply;
@@ -79,6 +79,9 @@ pub struct RedisEngine {
     session: ClientSession,
     /// `FUNCTION` libraries (a restart forgets them: they are not in the keyspace snapshot).
     functions: Functions,
+    /// The compiled libraries of `functions`, cached apart from `EVAL`'s scripts: `SCRIPT
+    /// FLUSH` leaves them, `FUNCTION FLUSH` frees them (as in Redis).
+    function_scripts: ScriptRuntime,
     /// Watched `(database, key)` -> ids of the sessions watching it.
     watchers: BTreeMap<(usize, Bytes), BTreeSet<i64>>,
     /// Sessions whose watched keys were touched since their `WATCH` (`CLIENT_DIRTY_CAS`).
@@ -90,7 +93,14 @@ pub struct RedisEngine {
     /// `CONFIG SET` values (a restart forgets them, as Redis forgets what was not written to its
     /// config file).
     server_config: super::admin::ServerConfig,
+    /// Keys written since the server last asked ([`RedisEngine::take_touched`]).
+    touched_since: Vec<(usize, Bytes)>,
+    /// Whether more than [`TOUCHED_KEPT_MAX`] were written since.
+    touched_overflowed: bool,
 }
+
+/// The most written keys the engine keeps for [`RedisEngine::take_touched`].
+const TOUCHED_KEPT_MAX: usize = 65_536;
 
 impl std::fmt::Debug for RedisEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -112,11 +122,13 @@ impl RedisEngine {
     /// own script cache). `lua`'s instruction budget is `config`'s.
     pub(crate) fn with_lua(config: EngineConfig, lua: WorldLua) -> Self {
         debug_assert_eq!(lua.budget(), config.lua_instruction_budget);
+        let function_scripts = ScriptRuntime::new(lua.clone());
         let scripts = ScriptRuntime::new(lua);
         RedisEngine {
             config,
             db: Db::default(),
             scripts,
+            function_scripts,
             session: ClientSession::new(1),
             functions: Functions::default(),
             watchers: BTreeMap::new(),
@@ -124,6 +136,8 @@ impl RedisEngine {
             memory: MemoryShare::new(),
             effects: Vec::new(),
             server_config: super::admin::ServerConfig::default(),
+            touched_since: Vec::new(),
+            touched_overflowed: false,
         }
     }
 
@@ -402,14 +416,34 @@ impl RedisEngine {
     /// Marks the sessions watching a key touched by the last command (`touchWatchedKey`).
     fn note_touched(&mut self) {
         let touched = self.db.ks.take_touched_all();
-        if self.watchers.is_empty() {
-            return;
-        }
         for key in &touched {
             if let Some(ids) = self.watchers.get(key) {
                 self.dirty.extend(ids.iter().copied());
             }
         }
+        // For the server's blocked clients: the keys that may have become ready. Bounded for an
+        // engine nobody drains (then the server looks at every blocked client once).
+        if self.touched_since.len() + touched.len() > TOUCHED_KEPT_MAX {
+            self.touched_since.clear();
+            self.touched_overflowed = true;
+        } else {
+            self.touched_since.extend(touched);
+        }
+    }
+
+    /// The `(database, key)`s written since the last call (in order, maybe repeated), or `None`
+    /// when more were written than the engine keeps: then any key may have changed.
+    pub(crate) fn take_touched(&mut self) -> Option<Vec<(usize, Bytes)>> {
+        let touched = std::mem::take(&mut self.touched_since);
+        (!std::mem::take(&mut self.touched_overflowed)).then_some(touched)
+    }
+
+    /// Executes `args` as the engine's default session, in database `db`.
+    pub(crate) fn execute_in(&mut self, db: usize, args: &[Bytes], now_wall_ms: i64) -> Reply {
+        let saved = std::mem::replace(&mut self.session.db, db);
+        let reply = self.execute(args, now_wall_ms);
+        self.session.db = saved;
+        reply
     }
 
     fn exec(&mut self, session: &mut ClientSession, now: i64) -> Reply {
@@ -661,6 +695,7 @@ impl RedisEngine {
                 }
                 _ => {
                     self.functions = Functions::default();
+                    self.function_scripts.flush();
                     Reply::ok()
                 }
             },
@@ -720,6 +755,7 @@ impl RedisEngine {
     pub fn reset(&mut self) {
         self.db = Db::default();
         self.scripts.flush();
+        self.function_scripts.flush();
         self.functions = Functions::default();
         self.session = ClientSession::new(1);
         self.watchers.clear();
@@ -743,6 +779,8 @@ impl RedisEngine {
             }
         }
         self.db.ks = ks;
+        // Any key may differ now: the server's blocked clients are all looked at.
+        self.touched_overflowed = true;
         self.report_memory();
     }
 
@@ -811,11 +849,11 @@ impl RedisEngine {
             Ok(p) => p,
             Err(e) => return e,
         };
-        let sha = match self.scripts.load(prepared.wrapper.as_bytes()) {
+        let sha = match self.function_scripts.load(prepared.wrapper.as_bytes()) {
             Ok(sha) => sha,
             Err(wrapped) => {
                 // Compiled alone, the library's code gives Redis' own compile error.
-                let text = match self.scripts.load(prepared.body.as_bytes()) {
+                let text = match self.function_scripts.load(prepared.body.as_bytes()) {
                     Err(e) => e,
                     Ok(_) => wrapped,
                 };
@@ -827,7 +865,9 @@ impl RedisEngine {
         };
         let mut scratch = Db::default();
         let argv = [Bytes::from_static(b"load"), Bytes::new()];
-        let registered = self.scripts.run(&sha, &[], &argv, &mut scratch, 0, exec_from_script);
+        let registered = self
+            .function_scripts
+            .run(&sha, &[], &argv, &mut scratch, 0, exec_from_script);
         if let Reply::Error(_) = registered {
             let Reply::Error(text) = super::function::rewrite_error(registered, &sha, "", true) else {
                 return Reply::error("ERR No functions registered");
@@ -856,7 +896,7 @@ impl RedisEngine {
             return Reply::error("ERR Can not execute a script with write flag using *_ro command.");
         }
         let (wrapper, name) = (library.wrapper.clone(), function.name.clone());
-        let sha = match self.scripts.load(wrapper.as_bytes()) {
+        let sha = match self.function_scripts.load(wrapper.as_bytes()) {
             Ok(sha) => sha,
             Err(e) => return Reply::Error(e),
         };
@@ -865,7 +905,7 @@ impl RedisEngine {
         argv.push(Bytes::from_static(b"call"));
         argv.push(Bytes::copy_from_slice(name.as_bytes()));
         self.db.memory_limit = self.memory.limit();
-        let reply = self.scripts.run(
+        let reply = self.function_scripts.run(
             &sha,
             &args[3..split],
             &argv,
@@ -1065,6 +1105,18 @@ pub fn blocking_timeout_ms(raw: &[u8]) -> Result<i64, Reply> {
     let Some(seconds) = parsed else {
         return Err(Reply::error("ERR timeout is not a float or out of range"));
     };
+    // Whole seconds are exact (Redis reads a long double, whose 64-bit mantissa holds every
+    // such timeout; an f64 would round 9223372036854775 s up past the range).
+    if let Some(whole) = std::str::from_utf8(raw).ok().and_then(|s| s.parse::<i128>().ok()) {
+        let ms = whole * 1000;
+        if ms > i128::from(i64::MAX) {
+            return Err(Reply::error("ERR timeout is out of range"));
+        }
+        if ms < 0 {
+            return Err(Reply::error("ERR timeout is negative"));
+        }
+        return Ok(ms as i64);
+    }
     let ms = (seconds * 1000.0).ceil();
     let ms = if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&ms) {
         ms as i64
@@ -1237,26 +1289,27 @@ fn unknown_subcommand(args: &[Bytes]) -> Reply {
 /// A keyspace change as the history records it (values cut as the history cuts arguments).
 fn key_effect(
     key: &[u8],
-    before: Option<&super::keyspace::Entry>,
-    after: Option<&super::keyspace::Entry>,
+    before: Option<&super::keyspace::Summary>,
+    after: Option<&super::keyspace::Summary>,
 ) -> crate::history::KeyEffect {
+    use super::keyspace::SummaryValue;
     use crate::history::{bounded_lossy, KeyState, MAX_EVENT_ARG_BYTES};
-    let state = |entry: &super::keyspace::Entry| {
-        let (value, fields) = match &entry.value {
-            Value::String(v) => (Some(bounded_lossy(v, MAX_EVENT_ARG_BYTES)), Vec::new()),
-            Value::Hash(pairs) => (
+    let state = |summary: &super::keyspace::Summary| {
+        let (value, fields) = match &summary.value {
+            SummaryValue::String(v) => (Some(bounded_lossy(v, MAX_EVENT_ARG_BYTES)), Vec::new()),
+            SummaryValue::Hash(pairs) => (
                 None,
                 pairs
                     .iter()
                     .map(|(f, _)| bounded_lossy(f, MAX_EVENT_ARG_BYTES))
                     .collect(),
             ),
-            Value::List(_) | Value::Set(_) => (None, Vec::new()),
+            SummaryValue::Collection(..) => (None, Vec::new()),
         };
         KeyState {
             value,
             fields,
-            expire_at_ms: entry.expire_at_ms,
+            expire_at_ms: summary.expire_at_ms,
         }
     };
     crate::history::KeyEffect {

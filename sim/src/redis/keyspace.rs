@@ -53,6 +53,16 @@ impl Value {
         }
     }
 
+    /// How many elements, fields or members it holds (1 for a string).
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Value::String(_) => 1,
+            Value::List(items) => items.len(),
+            Value::Hash(fields) => fields.len(),
+            Value::Set(members) => members.len(),
+        }
+    }
+
     /// The name `TYPE` reports for this value (`string`, `list`, `hash`, `set`).
     pub(crate) fn type_name(&self) -> &'static str {
         match self {
@@ -109,10 +119,12 @@ pub struct Keyspace {
     touched: BTreeSet<Bytes>,
     /// The sum of [`entry_bytes`] over the entries.
     used: usize,
-    /// While a command runs ([`Keyspace::begin_journal`]): each key it changed, with its entry
-    /// before the first change. `None` otherwise (expiry between commands, restores). Database
-    /// 0's only: the history records what commands do to database 0.
-    journal: Option<BTreeMap<Bytes, Option<Entry>>>,
+    /// While a command runs ([`Keyspace::begin_journal`]): each key it changed, with a summary
+    /// of its entry before the first change ([`Summary`]: O(1) for a list, set or other
+    /// collection, so a push or pop on a long list costs no copy of it) and whether a collection
+    /// was handed out for writing. `None` otherwise (expiry between commands, restores).
+    /// Database 0's only: the history records what commands do to database 0.
+    journal: Option<BTreeMap<Bytes, (Option<Summary>, bool)>>,
     /// Databases 1 to 15 that were ever written (their own `others` stay empty).
     others: BTreeMap<usize, Keyspace>,
     /// The state of the generator behind random choices (`SPOP`, `SRANDMEMBER`, `RANDOMKEY`...):
@@ -121,7 +133,38 @@ pub struct Keyspace {
 }
 
 /// One key a command changed: `(key, before, after)`, each `None` when absent or expired.
-pub(crate) type KeyChange = (Bytes, Option<Entry>, Option<Entry>);
+pub(crate) type KeyChange = (Bytes, Option<Summary>, Option<Summary>);
+
+/// What the history needs of an entry: a string's value and a hash's fields whole (a lock's
+/// holder is in them), any other type by its name and length only, and the expiry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Summary {
+    pub(crate) value: SummaryValue,
+    pub(crate) expire_at_ms: Option<i64>,
+}
+
+/// A [`Summary`]'s value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum SummaryValue {
+    String(Bytes),
+    Hash(Vec<(Bytes, Bytes)>),
+    /// A list, set or other collection: its type and length.
+    Collection(&'static str, usize),
+}
+
+impl Summary {
+    fn of(entry: &Entry) -> Summary {
+        let value = match &entry.value {
+            Value::String(s) => SummaryValue::String(s.clone()),
+            Value::Hash(fields) => SummaryValue::Hash(fields.clone()),
+            other => SummaryValue::Collection(other.type_name(), other.len()),
+        };
+        Summary {
+            value,
+            expire_at_ms: entry.expire_at_ms,
+        }
+    }
+}
 
 /// What one entry counts for in [`Keyspace::used_bytes`].
 fn entry_bytes(key: &[u8], value: &Value) -> usize {
@@ -272,7 +315,7 @@ impl Keyspace {
     pub(crate) fn value_mut(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Value> {
         self.expire_if_needed(key, now_ms);
         let stored_key = self.entries.get_key_value(key)?.0.clone();
-        self.note(&stored_key);
+        self.note_mutation(&stored_key);
         self.touched.insert(stored_key);
         self.entries.get_mut(key).map(|e| &mut e.value)
     }
@@ -430,10 +473,24 @@ impl Keyspace {
         };
         journal
             .into_iter()
-            .filter_map(|(key, before)| {
-                let before = before.filter(|e| !e.is_expired_at(now_ms));
-                let after = self.entries.get(&key).filter(|e| !e.is_expired_at(now_ms)).cloned();
-                (before != after).then_some((key, before, after))
+            .filter_map(|(key, (before, mutated))| {
+                let live = |at: Option<i64>| at.is_none_or(|t| now_ms <= t);
+                let before = before.filter(|e| live(e.expire_at_ms));
+                let after = self
+                    .entries
+                    .get(&key)
+                    .filter(|e| !e.is_expired_at(now_ms))
+                    .map(Summary::of);
+                // A collection written in place may have changed without changing its length.
+                let rewritten = mutated
+                    && matches!(
+                        after,
+                        Some(Summary {
+                            value: SummaryValue::Collection(..),
+                            ..
+                        })
+                    );
+                (before != after || rewritten).then_some((key, before, after))
             })
             .collect()
     }
@@ -442,9 +499,17 @@ impl Keyspace {
     fn note(&mut self, key: &[u8]) {
         if let Some(journal) = &mut self.journal {
             if !journal.contains_key(key) {
-                let before = self.entries.get(key).cloned();
-                journal.insert(Bytes::copy_from_slice(key), before);
+                let before = self.entries.get(key).map(Summary::of);
+                journal.insert(Bytes::copy_from_slice(key), (before, false));
             }
+        }
+    }
+
+    /// Notes that `key`'s value is handed out for writing in place.
+    fn note_mutation(&mut self, key: &[u8]) {
+        self.note(key);
+        if let Some((_, mutated)) = self.journal.as_mut().and_then(|j| j.get_mut(key)) {
+            *mutated = true;
         }
     }
 

@@ -47,7 +47,7 @@ use crate::redis::{
 };
 use bytes::{Bytes, BytesMut};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -401,7 +401,11 @@ struct Blocked {
     id: u64,
     /// The serial of its connection's opening.
     serial: u64,
+    /// The database it blocked in.
+    db: usize,
     keys: Vec<Bytes>,
+    /// Each key's first position in `keys` (a client is served from its first ready key).
+    positions: BTreeMap<Bytes, usize>,
     /// What serves it once one of its keys holds a list.
     serve: Serve,
     wake: oneshot::Sender<Reply>,
@@ -416,15 +420,38 @@ enum Serve {
     /// with its reply, as Redis 7.2 re-runs the command (a destination of the wrong type then
     /// answers `WRONGTYPE` and the element stays).
     Move(Vec<Bytes>),
+    /// `BLMPOP`: this non-blocking command (`LMPOP` over all its keys), answered with its reply.
+    Rerun(Vec<Bytes>),
 }
 
-/// The connections of one server and its blocked clients, oldest first.
+/// The connections of one server and its blocked clients, oldest (lowest id) first, indexed by
+/// the keys they wait on: a write wakes only the clients of the keys it wrote, as Redis's
+/// `blocking_keys` dictionary does.
 #[derive(Default)]
 struct Conns {
     open: BTreeMap<u64, Conn>,
-    blocked: VecDeque<Blocked>,
+    blocked: BTreeMap<u64, Blocked>,
+    /// `(database, key)` -> the ids of the clients blocked on it.
+    waiting: BTreeMap<(usize, Bytes), BTreeSet<u64>>,
     next_blocked_id: u64,
     next_serial: u64,
+}
+
+impl Conns {
+    /// Removes blocked client `id` and its index entries.
+    fn unblock(&mut self, id: u64) -> Option<Blocked> {
+        let blocked = self.blocked.remove(&id)?;
+        for key in blocked.positions.keys() {
+            let slot = (blocked.db, key.clone());
+            if let Some(ids) = self.waiting.get_mut(&slot) {
+                ids.remove(&id);
+                if ids.is_empty() {
+                    self.waiting.remove(&slot);
+                }
+            }
+        }
+        Some(blocked)
+    }
 }
 
 /// One Redis server (a master, or a replica of one): the engine, its replication group, its
@@ -516,7 +543,15 @@ impl<H: RedisHost> RedisServer<H> {
     fn close(&self, conn: u64, serial: u64) {
         let gone = {
             let mut conns = self.conns.borrow_mut();
-            conns.blocked.retain(|b| b.serial != serial);
+            let ids: Vec<u64> = conns
+                .blocked
+                .values()
+                .filter(|b| b.serial == serial)
+                .map(|b| b.id)
+                .collect();
+            for id in ids {
+                conns.unblock(id);
+            }
             match conns.open.get(&conn) {
                 Some(c) if c.serial == serial => conns.open.remove(&conn),
                 _ => None,
@@ -620,15 +655,25 @@ impl<H: RedisHost> RedisServer<H> {
         let empty = match name.as_str() {
             "blpop" | "brpop" => Some(Reply::Array(None)),
             "blmove" | "brpoplpush" => Some(Reply::nil()),
+            "blmpop" => Some(Reply::Array(None)),
             _ => None,
         };
         let blocks = is_master && !session.in_multi() && empty.is_some_and(|e| replies == [e]);
+        let db = session.db;
         if let Some(c) = self.conns.borrow_mut().open.get_mut(&conn) {
             c.session = session;
         }
         if blocks {
             let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
             let (keys, serve) = match name.as_str() {
+                "blmpop" => {
+                    let keys = crate::redis::table::resolve(args)
+                        .map(|spec| spec.key_positions(args).into_iter().map(|i| args[i].clone()).collect())
+                        .unwrap_or_default();
+                    let mut lmpop = vec![Bytes::from_static(b"LMPOP")];
+                    lmpop.extend_from_slice(&args[2..]);
+                    (keys, Serve::Rerun(lmpop))
+                }
                 "blpop" => (args[1..args.len() - 1].to_vec(), Serve::Pop(b"LPOP")),
                 "brpop" => (args[1..args.len() - 1].to_vec(), Serve::Pop(b"RPOP")),
                 "blmove" => (
@@ -646,7 +691,7 @@ impl<H: RedisHost> RedisServer<H> {
                     ]),
                 ),
             };
-            return self.block(conn, serial, peer, args, keys, serve);
+            return self.block(conn, serial, peer, args, db, keys, serve);
         }
         match <[Reply; 1]>::try_from(replies) {
             Ok([reply]) => {
@@ -714,46 +759,79 @@ impl<H: RedisHost> RedisServer<H> {
 
     /// Hands the head (or tail) of a non-empty list to each blocked client that waits on it,
     /// oldest client first (each tries its keys in argument order), then delivers published
-    /// messages.
+    /// messages. Only the clients blocked on a key written since the last pass are looked at
+    /// ([`RedisEngine::take_touched`]): a command costs nothing for the clients it cannot wake.
     fn serve_blocked_and_pushes(&self) {
         let now = self.host.wall_ms();
         let mut conns = self.conns.borrow_mut();
-        let mut i = 0;
-        while i < conns.blocked.len() {
-            let ready = conns.blocked[i].keys.iter().find(|key| {
-                self.engine
-                    .borrow()
-                    .keyspace()
-                    .peek(key, now)
-                    .is_some_and(|e| matches!(e.value, crate::redis::Value::List(_)))
-            });
-            let Some(key) = ready.cloned() else {
-                i += 1;
-                continue;
-            };
-            let mut moved = false;
-            let reply = match &conns.blocked[i].serve {
-                Serve::Pop(pop) => {
-                    let popped = self
-                        .engine
-                        .borrow_mut()
-                        .execute(&[Bytes::from_static(pop), key.clone()], now);
-                    Reply::Array(Some(vec![Reply::Bulk(Some(key)), popped]))
+        let mut touched = self.engine.borrow_mut().take_touched();
+        while !conns.blocked.is_empty() {
+            // Each candidate with the written keys it waits on (all its keys when the engine
+            // lost count).
+            let mut candidates: BTreeMap<u64, Vec<Bytes>> = BTreeMap::new();
+            match &touched {
+                None => {
+                    for b in conns.blocked.values() {
+                        candidates.insert(b.id, b.keys.clone());
+                    }
                 }
-                Serve::Move(lmove) => {
-                    let reply = self.engine.borrow_mut().execute(lmove, now);
-                    moved = matches!(reply, Reply::Bulk(Some(_)));
-                    reply
+                Some(keys) => {
+                    for slot in keys {
+                        for id in conns.waiting.get(slot).into_iter().flatten() {
+                            candidates.entry(*id).or_default().push(slot.1.clone());
+                        }
+                    }
                 }
-            };
-            if let Some(blocked) = conns.blocked.remove(i) {
-                let _ = blocked.wake.send(reply);
             }
-            if moved {
-                // The push onto the destination may serve a client queued before this one
-                // (Redis signals the destination ready and serves it in the same pass): look
-                // again from the oldest.
-                i = 0;
+            let mut moved = false;
+            for (id, mut keys) in candidates {
+                let Some(blocked) = conns.blocked.get(&id) else {
+                    continue;
+                };
+                keys.sort_by_key(|k| blocked.positions.get(k).copied().unwrap_or(usize::MAX));
+                let db = blocked.db;
+                let ready = keys.into_iter().find(|key| {
+                    self.engine
+                        .borrow()
+                        .keyspace()
+                        .db(db)
+                        .and_then(|d| d.peek(key, now))
+                        .is_some_and(|e| matches!(e.value, crate::redis::Value::List(_)))
+                });
+                let Some(key) = ready else {
+                    continue;
+                };
+                let reply = match &blocked.serve {
+                    Serve::Pop(pop) => {
+                        let popped =
+                            self.engine
+                                .borrow_mut()
+                                .execute_in(db, &[Bytes::from_static(pop), key.clone()], now);
+                        Reply::Array(Some(vec![Reply::Bulk(Some(key)), popped]))
+                    }
+                    Serve::Move(lmove) => {
+                        let reply = self.engine.borrow_mut().execute_in(db, lmove, now);
+                        moved = matches!(reply, Reply::Bulk(Some(_)));
+                        reply
+                    }
+                    Serve::Rerun(command) => self.engine.borrow_mut().execute_in(db, command, now),
+                };
+                if let Some(blocked) = conns.unblock(id) {
+                    let _ = blocked.wake.send(reply);
+                }
+                if moved {
+                    break;
+                }
+            }
+            if !moved {
+                break;
+            }
+            // The push onto the destination may serve a client queued before this one (Redis
+            // signals the destination ready and serves it in the same pass): look again from
+            // the oldest, at every key written so far.
+            match (touched.as_mut(), self.engine.borrow_mut().take_touched()) {
+                (Some(keys), Some(more)) => keys.extend(more),
+                _ => touched = None,
             }
         }
         for (id, push) in self.engine.borrow_mut().take_pushes() {
@@ -773,22 +851,41 @@ impl<H: RedisHost> RedisServer<H> {
         serial: u64,
         peer: &str,
         args: &[Bytes],
+        db: usize,
         keys: Vec<Bytes>,
         serve: Serve,
     ) -> Response {
-        let timeout_ms = blocking_timeout_ms(&args[args.len() - 1]).unwrap_or(0);
+        // `BLMPOP timeout numkeys ...` names its timeout first, the others last.
+        let timeout_at = if args[0].eq_ignore_ascii_case(b"blmpop") {
+            1
+        } else {
+            args.len() - 1
+        };
+        let timeout_ms = blocking_timeout_ms(&args[timeout_at]).unwrap_or(0);
         let (wake, woken) = oneshot::channel();
         let id = {
             let mut c = self.conns.borrow_mut();
             c.next_blocked_id += 1;
             let id = c.next_blocked_id;
-            c.blocked.push_back(Blocked {
+            let mut positions = BTreeMap::new();
+            for (i, key) in keys.iter().enumerate() {
+                positions.entry(key.clone()).or_insert(i);
+            }
+            for key in positions.keys() {
+                c.waiting.entry((db, key.clone())).or_default().insert(id);
+            }
+            c.blocked.insert(
                 id,
-                serial,
-                keys,
-                serve,
-                wake,
-            });
+                Blocked {
+                    id,
+                    serial,
+                    db,
+                    keys,
+                    positions,
+                    serve,
+                    wake,
+                },
+            );
             id
         };
         let server = self.clone();
@@ -801,7 +898,7 @@ impl<H: RedisHost> RedisServer<H> {
             let reply = loop {
                 let remaining_ms = deadline_ms - host.wall_ms();
                 if timeout_ms > 0 && remaining_ms <= 0 {
-                    server.conns.borrow_mut().blocked.retain(|b| b.id != id);
+                    server.conns.borrow_mut().unblock(id);
                     break Reply::Array(None);
                 }
                 let timer = async {

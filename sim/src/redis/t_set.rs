@@ -30,6 +30,8 @@ pub(crate) fn sadd(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
     match set_of(ks, &args[1], now) {
         Err(e) => return e,
         Ok(None) => ks.insert(args[1].clone(), Value::Set(BTreeSet::new()), None),
+        // Nothing new: the key is not written (not touched for `WATCH`, no effect recorded).
+        Ok(Some(members)) if args[2..].iter().all(|m| members.contains(m)) => return Reply::Integer(0),
         Ok(Some(_)) => {}
     }
     let mut added = 0;

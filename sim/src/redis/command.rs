@@ -1109,10 +1109,8 @@ pub fn blocking_timeout_ms(raw: &[u8]) -> Result<i64, Reply> {
     // such timeout; an f64 would round 9223372036854775 s up past the range).
     if let Some(whole) = std::str::from_utf8(raw).ok().and_then(|s| s.parse::<i128>().ok()) {
         let ms = whole * 1000;
-        if ms > i128::from(i64::MAX) {
-            return Err(Reply::error("ERR timeout is out of range"));
-        }
-        if ms < 0 {
+        // Past the range the x86-64 conversion gives LLONG_MIN: negative, as Redis 7.0 answers.
+        if ms < 0 || ms > i128::from(i64::MAX) {
             return Err(Reply::error("ERR timeout is negative"));
         }
         return Ok(ms as i64);
@@ -2004,6 +2002,8 @@ mod tests {
         assert_eq!(blocking_timeout_ms(b"0"), Ok(0));
         assert_eq!(blocking_timeout_ms(b"0.0011"), Ok(2));
         assert_eq!(blocking_timeout_ms(b"1.5"), Ok(1500));
+        // 9223372036854775 s is 9223372036854775000 ms: in range (an f64 rounds it past it).
+        assert_eq!(blocking_timeout_ms(b"9223372036854775"), Ok(9_223_372_036_854_775_000));
         for bad in [&b"x"[..], b"", b" 1", b"nan"] {
             assert_eq!(
                 blocking_timeout_ms(bad),

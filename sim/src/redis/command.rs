@@ -53,6 +53,8 @@ pub(crate) struct Db {
     /// The database the running command works in: the connection's (`ClientSession::db`),
     /// or what a script `SELECT`ed for itself.
     pub(crate) selected: usize,
+    /// The encoding thresholds `OBJECT ENCODING` applies (`CONFIG SET hash-max-listpack-entries`...).
+    pub(crate) limits: super::admin::EncodingLimits,
 }
 
 impl Default for Db {
@@ -64,6 +66,7 @@ impl Default for Db {
             outbox: Vec::new(),
             memory_limit: usize::MAX,
             selected: 0,
+            limits: super::admin::EncodingLimits::default(),
         }
     }
 }
@@ -637,6 +640,7 @@ impl RedisEngine {
                     if let Some(bytes) = maxmemory {
                         self.memory.maxmemory = bytes;
                     }
+                    self.db.limits = self.server_config.encoding_limits();
                     Reply::ok()
                 }
                 Err(refusal) => refusal,

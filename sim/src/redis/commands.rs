@@ -191,10 +191,10 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         "object",
         G::Generic,
         &[
-            row("encoding", 3, f(&[R]), K2, NONE, G::Generic, K(gen::object_encoding)),
-            row("refcount", 3, f(&[R]), K2, NONE, G::Generic, K(gen::object_refcount)),
-            row("idletime", 3, f(&[R]), K2, NONE, G::Generic, K(gen::object_idletime)),
-            row("freq", 3, f(&[R]), K2, NONE, G::Generic, K(gen::object_freq)),
+            row("encoding", 3, f(&[R]), K2, NONE, G::Generic, D(gen::object_encoding)),
+            row("refcount", 3, f(&[R]), K2, NONE, G::Generic, D(gen::object_refcount)),
+            row("idletime", 3, f(&[R]), K2, NONE, G::Generic, D(gen::object_idletime)),
+            row("freq", 3, f(&[R]), K2, NONE, G::Generic, D(gen::object_freq)),
             row(
                 "help",
                 2,

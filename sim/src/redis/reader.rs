@@ -15,8 +15,9 @@
 //! Like Redis: a non-positive multibulk count (`*0`, `*-1`, `*-10`) is skipped, the number is
 //! parsed as Redis' `string2ll` does (no sign but `-`, no leading zero, no blank), the byte after a
 //! length line's `\r` is skipped without looking at it, and so are the two bytes after a bulk
-//! payload. Unlike Redis, inline commands are refused: a command that does not start with `*` is
-//! `ERR Protocol error: expected '*', got 'X'` (as [`super::decode_command`] does).
+//! payload. A line that does not start with `*` is an inline command, split as Redis splits it
+//! (quotes and escapes included); the simulated servers' own decoder ([`super::decode_command`])
+//! refuses inline commands.
 //!
 //! Arguments are copied out of the query buffer: a value kept in the keyspace must not pin the
 //! (possibly much larger) buffer it arrived in, or memory would no longer be what the limits count.
@@ -38,6 +39,85 @@ pub const PROTO_INLINE_MAX_SIZE: usize = 64 * 1024;
 /// A query buffer emptied with more capacity than this is given back (Redis shrinks idle query
 /// buffers too): one burst must not keep its memory for the rest of the run.
 const IDLE_CAPACITY_MAX: usize = 64 * 1024;
+
+/// Splits an inline command line into arguments as Redis's `sdssplitargs` does; `None` for
+/// unbalanced quotes (or a closing quote not followed by a space).
+fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut args = Vec::new();
+    let mut i = 0;
+    loop {
+        while i < line.len() && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= line.len() {
+            return Some(args);
+        }
+        let mut current = Vec::new();
+        let (mut in_double, mut in_single) = (false, false);
+        loop {
+            if in_double {
+                let c = *line.get(i)?;
+                if c == b'\\' && i + 3 < line.len() && line[i + 1] == b'x' {
+                    if let (Some(h), Some(l)) = (hex(line[i + 2]), line.get(i + 3).and_then(|c| hex(*c))) {
+                        current.push(h * 16 + l);
+                        i += 4;
+                        continue;
+                    }
+                }
+                if c == b'\\' && i + 1 < line.len() {
+                    let e = line[i + 1];
+                    current.push(match e {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        other => other,
+                    });
+                    i += 2;
+                    continue;
+                }
+                if c == b'"' {
+                    // The closing quote must be followed by a space or the end.
+                    if line.get(i + 1).is_some_and(|n| !n.is_ascii_whitespace()) {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                }
+                current.push(c);
+                i += 1;
+            } else if in_single {
+                let c = *line.get(i)?;
+                if c == b'\\' && line.get(i + 1) == Some(&b'\'') {
+                    current.push(b'\'');
+                    i += 2;
+                    continue;
+                }
+                if c == b'\'' {
+                    if line.get(i + 1).is_some_and(|n| !n.is_ascii_whitespace()) {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                }
+                current.push(c);
+                i += 1;
+            } else {
+                match line.get(i) {
+                    None => break,
+                    Some(c) if c.is_ascii_whitespace() => break,
+                    Some(b'"') => in_double = true,
+                    Some(b'\'') => in_single = true,
+                    Some(&c) => current.push(c),
+                }
+                i += 1;
+            }
+        }
+        args.push(Bytes::from(current));
+    }
+}
 
 /// Reads commands from a client's bytes, one at a time, as they arrive.
 #[derive(Debug, Default)]
@@ -110,6 +190,26 @@ impl CommandReader {
         found
     }
 
+    /// An inline command (`processInlineBuffer`): one line, split as `sdssplitargs` splits it
+    /// (spaces between arguments; double quotes with `\\n`, `\\r`, `\\t`, `\\b`, `\\a`,
+    /// `\\xHH` escapes; single quotes with `\\'`). `Some(vec![])` for an empty line (skipped).
+    fn inline(&mut self) -> Result<Option<Vec<Bytes>>, String> {
+        let Some(newline) = self.buf.iter().position(|&b| b == b'\n') else {
+            if self.buf.len() > PROTO_INLINE_MAX_SIZE {
+                return Err("ERR Protocol error: too big inline request".to_string());
+            }
+            return Ok(None);
+        };
+        let mut line = &self.buf[..newline];
+        if line.last() == Some(&b'\r') {
+            line = &line[..line.len() - 1];
+        }
+        let args = split_args(line).ok_or_else(|| "ERR Protocol error: unbalanced quotes in request".to_string());
+        self.buf.advance(newline + 1);
+        self.scanned = 0;
+        args.map(Some)
+    }
+
     fn parse(&mut self) -> Result<Option<Vec<Bytes>>, String> {
         loop {
             if self.remaining == 0 {
@@ -117,7 +217,11 @@ impl CommandReader {
                     return Ok(None);
                 };
                 if first != b'*' {
-                    return Err(format!("ERR Protocol error: expected '*', got '{}'", printable(first)));
+                    match self.inline()? {
+                        Some(args) if args.is_empty() => continue,
+                        Some(args) => return Ok(Some(args)),
+                        None => return Ok(None),
+                    }
                 }
                 let Some((line_end, next)) = self.line() else {
                     if self.buf.len() > PROTO_INLINE_MAX_SIZE {
@@ -257,8 +361,7 @@ mod tests {
             (b"*\r\n", "invalid multibulk length"),
             (b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\nfooz\r\n", "expected '$', got 'f'"),
             (b"*1\r\n:3\r\n", "expected '$', got ':'"),
-            (b"PING\r\n", "expected '*', got 'P'"),
-            (b"\x00", "expected '*', got '?'"),
+            (b"\"unbalanced\r\n", "unbalanced quotes in request"),
         ];
         for (input, want) in cases {
             let (_, error) = read_all(input, input.len());
@@ -269,6 +372,16 @@ mod tests {
                 String::from_utf8_lossy(input)
             );
         }
+        // Inline commands, as `redis-cli` and `telnet` send them.
+        let (commands, error) = read_all(b"PING\r\n\r\nSET k \"a b\\x41\\n\" 'c\\'d'\nGET k\r\n", 5);
+        assert!(error.is_none(), "{error:?}");
+        let want: Vec<Vec<&[u8]>> = vec![vec![b"PING"], vec![b"SET", b"k", b"a bA\n", b"c'd"], vec![b"GET", b"k"]];
+        assert_eq!(
+            commands,
+            want.iter()
+                .map(|c| c.iter().map(|a| Bytes::copy_from_slice(a)).collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        );
         // 512 MB exactly is a valid length: the reader waits for the payload.
         let (commands, error) = read_all(b"*1\r\n$536870912\r\nabc", 64);
         assert!(commands.is_empty() && error.is_none());

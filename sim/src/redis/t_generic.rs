@@ -291,24 +291,25 @@ pub(crate) fn time(_ks: &mut Keyspace, _args: &[Bytes], now: i64) -> Reply {
     super::admin::time(now)
 }
 
-fn object(ks: &mut Keyspace, args: &[Bytes], now: i64, sub: &str) -> Reply {
-    super::admin::object(ks, sub, &args[2], now)
+fn object(db: &mut Db, args: &[Bytes], now: i64, sub: &str) -> Reply {
+    let (selected, limits) = (db.selected, db.limits);
+    super::admin::object(db.ks.db_mut(selected), sub, &args[2], now, limits)
 }
 
-pub(crate) fn object_encoding(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
-    object(ks, args, now, "encoding")
+pub(crate) fn object_encoding(db: &mut Db, args: &[Bytes], now: i64) -> Reply {
+    object(db, args, now, "encoding")
 }
 
-pub(crate) fn object_refcount(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
-    object(ks, args, now, "refcount")
+pub(crate) fn object_refcount(db: &mut Db, args: &[Bytes], now: i64) -> Reply {
+    object(db, args, now, "refcount")
 }
 
-pub(crate) fn object_idletime(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
-    object(ks, args, now, "idletime")
+pub(crate) fn object_idletime(db: &mut Db, args: &[Bytes], now: i64) -> Reply {
+    object(db, args, now, "idletime")
 }
 
-pub(crate) fn object_freq(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
-    object(ks, args, now, "freq")
+pub(crate) fn object_freq(db: &mut Db, args: &[Bytes], now: i64) -> Reply {
+    object(db, args, now, "freq")
 }
 
 /// `SELECT` from a script: the script's database changes, not the connection's (Redis 7).

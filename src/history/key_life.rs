@@ -264,7 +264,7 @@ pub fn key_lives<'h>(history: &OpHistory<'h>) -> Vec<KeyLife<'h>> {
                 let held = walk.held(node, key);
                 let holder = walk.holder(held);
                 if command.sets_value() && args.get(1).map(String::as_str) == Some(key) {
-                    let Some(value) = args.get(2).map(String::as_str) else {
+                    let Some(value) = args.get(command.value_at()).map(String::as_str) else {
                         continue;
                     };
                     if held == Some(value) {

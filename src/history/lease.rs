@@ -81,6 +81,7 @@
 //! only sets a TTL is read as setting the lock key's.
 
 use super::{Hold, OpHistory, Step, StepKind};
+use lockstep_sim::redis::table::TtlSource;
 use lockstep_sim::{Event, Fault};
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -581,88 +582,119 @@ impl Needles {
     }
 }
 
-/// A command's name, read once (compared without regard to case, as Redis does): the one table
-/// of what a command does to a key, which the key-life view ([`super::key_life`]) reads too.
+/// What a command can do to a lock key, read once from lockstep's command table
+/// ([`lockstep_sim::redis::table`], the one place that knows commands by name); the key-life view
+/// ([`super::key_life`]) reads it too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CommandName {
-    Set,
-    GetSet,
-    SetNx,
-    /// One of [`HASH_WRITES`].
+    /// Stores a string value (`SET`, `SETNX`, `SETEX`, `PSETEX`, `GETSET`, `MSET`...): the
+    /// argument holding it, where its TTL comes from, and whether it is `SET` itself (whose
+    /// options say `NX`/`XX`/`KEEPTTL`).
+    Store {
+        value_at: usize,
+        ttl: TtlSource,
+    },
+    /// Writes a hash field (`HSET`, `HINCRBY`...).
     HashWrite,
-    PExpire,
-    Expire,
+    /// Sets the expiry from argument 2, in units of `unit_ms`, relative or absolute.
+    Expiry {
+        unit_ms: i64,
+        absolute: bool,
+    },
     Persist,
-    Del,
-    Unlink,
-    GetDel,
+    /// Deletes the keys it names (`DEL`, `UNLINK`, `GETDEL`).
+    Delete,
     HDel,
-    /// An `EVAL`, with its script's effect ([`Touching::scripts`] index).
+    /// An `EVAL`, or an `EVALSHA` of a body seen in an `EVAL` or `SCRIPT LOAD`, with its script's
+    /// effect ([`Touching::scripts`] index).
     Eval(u32),
-    /// A script whose text was not read: an `EVALSHA` or `FCALL` (no text to read), or an
-    /// `EVAL` named without its arguments ([`CommandName::of`]). The lease reader leaves it be.
+    /// A script whose text was not read: an `FCALL`, an `EVALSHA` of a body never seen, or an
+    /// `EVAL` named without its arguments ([`CommandName::of`]). Its effects, when the server
+    /// recorded them, are read instead.
     Script,
-    /// One that does nothing to a lease.
+    /// One that does nothing to a lease by its name (or that the table does not know).
     Other,
 }
 
 impl CommandName {
     /// The name of the command `args` (at least the name and one argument); an `EVAL`'s script
-    /// is read once per distinct text (`scripts`, with its index by text in `memo`).
-    fn read<'a>(args: &'a [String], memo: &mut BTreeMap<&'a str, u32>, scripts: &mut Vec<ScriptEffect>) -> Self {
+    /// is read once per distinct text (`scripts`, with its index by text in `memo`, and by SHA1
+    /// in `shas` for the `EVALSHA`s that run it).
+    fn read<'a>(
+        args: &'a [String],
+        memo: &mut BTreeMap<&'a str, u32>,
+        shas: &mut BTreeMap<String, u32>,
+        scripts: &mut Vec<ScriptEffect>,
+    ) -> Self {
         let name = args[0].as_str();
-        if name.eq_ignore_ascii_case("EVAL") {
-            let script = *memo.entry(args[1].as_str()).or_insert_with(|| {
-                scripts.push(ScriptEffect::read(&args[1]));
-                u32::try_from(scripts.len() - 1).expect("fewer than 2^32 scripts")
-            });
-            return CommandName::Eval(script);
+        if name.eq_ignore_ascii_case("EVAL") || name.eq_ignore_ascii_case("EVAL_RO") {
+            return CommandName::Eval(script_index(&args[1], memo, shas, scripts));
+        }
+        if name.eq_ignore_ascii_case("EVALSHA") || name.eq_ignore_ascii_case("EVALSHA_RO") {
+            if let Some(&script) = shas.get(&args[1].to_ascii_lowercase()) {
+                return CommandName::Eval(script);
+            }
         }
         CommandName::of(name)
     }
 
-    /// The command called `name`, without its arguments: a script (`EVAL`, `EVALSHA`, `FCALL`)
-    /// is [`CommandName::Script`], its text unread.
+    /// The command called `name`, without its arguments, by the command table: a script
+    /// (`EVAL`, `EVALSHA`, `FCALL`) is [`CommandName::Script`], its text unread.
     pub(crate) fn of(name: &str) -> Self {
-        const NAMES: [(&str, CommandName); 13] = [
-            ("SET", CommandName::Set),
-            ("GETSET", CommandName::GetSet),
-            ("SETNX", CommandName::SetNx),
-            ("PEXPIRE", CommandName::PExpire),
-            ("EXPIRE", CommandName::Expire),
-            ("PERSIST", CommandName::Persist),
-            ("DEL", CommandName::Del),
-            ("UNLINK", CommandName::Unlink),
-            ("GETDEL", CommandName::GetDel),
-            ("HDEL", CommandName::HDel),
-            ("EVAL", CommandName::Script),
-            ("EVALSHA", CommandName::Script),
-            ("FCALL", CommandName::Script),
-        ];
-        if HASH_WRITES.iter().any(|write| name.eq_ignore_ascii_case(write)) {
-            return CommandName::HashWrite;
+        use lockstep_sim::redis::table::{self, LeaseEffect};
+        let Some(spec) = table::command(name.as_bytes()) else {
+            return CommandName::Other;
+        };
+        match spec.lease {
+            LeaseEffect::SetsValue { value_at, ttl, .. } => CommandName::Store { value_at, ttl },
+            LeaseEffect::WritesField => CommandName::HashWrite,
+            LeaseEffect::SetsExpiry { unit_ms, absolute } => CommandName::Expiry { unit_ms, absolute },
+            LeaseEffect::Persists => CommandName::Persist,
+            LeaseEffect::Deletes => CommandName::Delete,
+            LeaseEffect::DeletesField => CommandName::HDel,
+            LeaseEffect::RunsScript => CommandName::Script,
+            LeaseEffect::None | LeaseEffect::GetEx | LeaseEffect::Moves => CommandName::Other,
         }
-        NAMES
-            .iter()
-            .find(|(known, _)| name.eq_ignore_ascii_case(known))
-            .map_or(CommandName::Other, |&(_, command)| command)
     }
 
-    /// Whether it sets a string key's value (`SET`, `GETSET`, `SETNX`): on a key holding another
-    /// value, that value is gone.
+    /// Whether it sets a string key's value: on a key holding another value, that value is gone.
     pub(crate) fn sets_value(self) -> bool {
-        matches!(self, CommandName::Set | CommandName::GetSet | CommandName::SetNx)
+        matches!(self, CommandName::Store { .. })
+    }
+
+    /// The argument holding the value it stores (2 for `SET key value`, 3 for `SETEX key s value`).
+    pub(crate) fn value_at(self) -> usize {
+        match self {
+            CommandName::Store { value_at, .. } => value_at,
+            _ => 2,
+        }
     }
 
     /// Whether it deletes the keys it names (`DEL`, `UNLINK`, `GETDEL`; `HDEL` deletes a field).
     pub(crate) fn deletes_key(self) -> bool {
-        matches!(self, CommandName::Del | CommandName::Unlink | CommandName::GetDel)
+        matches!(self, CommandName::Delete)
     }
 
     /// Whether it runs a script (`EVAL`, `EVALSHA`, `FCALL`).
     pub(crate) fn runs_script(self) -> bool {
         matches!(self, CommandName::Eval(_) | CommandName::Script)
     }
+}
+
+/// The index of `body`'s effect in `scripts`, read once per distinct text; its SHA1 is noted in
+/// `shas` for the `EVALSHA`s that run it.
+fn script_index<'a>(
+    body: &'a str,
+    memo: &mut BTreeMap<&'a str, u32>,
+    shas: &mut BTreeMap<String, u32>,
+    scripts: &mut Vec<ScriptEffect>,
+) -> u32 {
+    *memo.entry(body).or_insert_with(|| {
+        scripts.push(ScriptEffect::read(body));
+        let index = u32::try_from(scripts.len() - 1).expect("fewer than 2^32 scripts");
+        shas.insert(lockstep_sim::redis::sha1_hex(body.as_bytes()), index);
+        index
+    })
 }
 
 /// How a step can matter to a lease on a key.
@@ -714,7 +746,7 @@ impl Touching {
     fn of(steps: &[Step<'_>], nodes: &NodeTable<'_>, keys: Needles) -> Self {
         let mut lists: Vec<Vec<KeyStep>> = vec![Vec::new(); keys.len()];
         let mut up_again_us = Vec::new();
-        let (mut memo, mut scripts) = (BTreeMap::new(), Vec::new());
+        let (mut memo, mut shas, mut scripts) = (BTreeMap::new(), BTreeMap::new(), Vec::new());
         // The stops of each node whose first command after them is yet to come.
         let mut awaiting: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
         for (i, step) in steps.iter().enumerate() {
@@ -724,6 +756,11 @@ impl Touching {
                     for stop in awaiting[nodes.of_step(i)].drain(..) {
                         up_again_us[stop] = Some(step.event.at_us);
                     }
+                    // A script loaded for `EVALSHA`: its text is read like an `EVAL`'s.
+                    if args.len() == 3 && args[0].eq_ignore_ascii_case("SCRIPT") && args[1].eq_ignore_ascii_case("LOAD")
+                    {
+                        script_index(&args[2], &mut memo, &mut shas, &mut scripts);
+                    }
                     let mut name = None;
                     for arg in args.iter().skip(1) {
                         let Some(key) = keys.find(arg) else {
@@ -732,7 +769,8 @@ impl Touching {
                         if lists[key].last().is_some_and(|last| last.step() == i) {
                             continue;
                         }
-                        let name = *name.get_or_insert_with(|| CommandName::read(args, &mut memo, &mut scripts));
+                        let name =
+                            *name.get_or_insert_with(|| CommandName::read(args, &mut memo, &mut shas, &mut scripts));
                         lists[key].push(KeyStep {
                             step: index,
                             touch: Touch::Command(name),
@@ -968,10 +1006,6 @@ impl Ident<'_> {
     }
 }
 
-/// Hash commands that write a field: on the lock key with the grant's field, they put (or keep)
-/// the grant on the key.
-const HASH_WRITES: &[&str] = &["HSET", "HSETNX", "HINCRBY", "HINCRBYFLOAT", "HMSET"];
-
 /// What a script (an `EVAL`'s text) may do to the lock key, read from the Redis commands it calls
 /// (`redis.call("name", …)` or `redis.pcall`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -989,22 +1023,35 @@ struct ScriptEffect {
 }
 
 impl ScriptEffect {
-    /// Commands that leave the lock key as it is: reads, and writes of other keys (a fencing
-    /// counter, an unlock message, a signal list).
-    const NEUTRAL: &'static [&'static str] = &[
-        "get", "exists", "hexists", "hget", "hgetall", "hlen", "hkeys", "hvals", "pttl", "ttl", "type", "strlen",
-        "mget", "time", "publish", "incr", "incrby", "decr", "decrby", "lpush", "rpush", "lpop", "rpop", "llen",
-    ];
-
+    /// Reads what a script may do from the commands it calls, each by its row of the command
+    /// table: reads and writes that cannot make or end a string lock's lease leave the lock key
+    /// as it is (a fencing counter, an unlock message, a signal list); commands that move keys,
+    /// set an absolute expiry (computed inside the script) or that the table lacks are unknown.
     fn read(script: &str) -> ScriptEffect {
+        use lockstep_sim::redis::table::{self, LeaseEffect, TtlSource};
         let text = script.to_ascii_lowercase();
         let quoted = |word: &str| text.contains(&format!("\"{word}\"")) || text.contains(&format!("'{word}'"));
         let mut effect = ScriptEffect::default();
         let mut ms = false;
         let mut seconds = false;
         for name in called_commands(&text) {
-            match name {
-                "set" | "setnx" | "getset" => {
+            let Some(spec) = table::command(name.as_bytes()) else {
+                effect.unknown = true;
+                continue;
+            };
+            match spec.lease {
+                LeaseEffect::SetsValue {
+                    ttl: TtlSource::Relative { unit_ms, .. },
+                    ..
+                } => {
+                    effect.creates = true;
+                    if unit_ms == 1 {
+                        ms = true;
+                    } else {
+                        seconds = true;
+                    }
+                }
+                LeaseEffect::SetsValue { .. } => {
                     effect.creates = true;
                     if quoted("px") {
                         ms = true;
@@ -1014,14 +1061,19 @@ impl ScriptEffect {
                         effect.persists = true;
                     }
                 }
-                "psetex" => (effect.creates, ms) = (true, true),
-                "setex" => (effect.creates, seconds) = (true, true),
-                "hset" | "hsetnx" | "hincrby" | "hincrbyfloat" | "hmset" => effect.creates = true,
-                "pexpire" => ms = true,
-                "expire" => seconds = true,
-                "del" | "unlink" | "getdel" | "hdel" => effect.deletes = true,
-                name if Self::NEUTRAL.contains(&name) => {}
-                _ => effect.unknown = true,
+                LeaseEffect::WritesField => effect.creates = true,
+                LeaseEffect::SetsExpiry {
+                    unit_ms: 1,
+                    absolute: false,
+                } => ms = true,
+                LeaseEffect::SetsExpiry { absolute: false, .. } => seconds = true,
+                LeaseEffect::Deletes | LeaseEffect::DeletesField => effect.deletes = true,
+                LeaseEffect::Persists => effect.persists = true,
+                LeaseEffect::None => {}
+                LeaseEffect::SetsExpiry { absolute: true, .. }
+                | LeaseEffect::GetEx
+                | LeaseEffect::Moves
+                | LeaseEffect::RunsScript => effect.unknown = true,
             }
         }
         effect.ttl_unit_ms = if ms {
@@ -1108,6 +1160,27 @@ fn nil_acquires(
     let nil = last.iter().flatten().filter(|r| **r == "(nil)").count();
     let conventional = last.iter().flatten().filter(|r| reply_succeeded(r)).count();
     nil > conventional
+}
+
+/// The TTL, ms from the command, that a value-storing command sets (`None`: none), by where the
+/// table says it comes from; `wall_ms` is the master's wall clock then (for `PXAT`/`EXAT`).
+pub(crate) fn store_ttl_ms(args: &[String], ttl: TtlSource, wall_ms: i64) -> Option<i64> {
+    match ttl {
+        TtlSource::Clears => None,
+        TtlSource::Relative { at, unit_ms } => args.get(at)?.parse::<i64>().ok().map(|n| n.saturating_mul(unit_ms)),
+        TtlSource::SetOptions => set_ttl_ms(args).or_else(|| {
+            let at = args
+                .iter()
+                .position(|a| a.eq_ignore_ascii_case("PXAT") || a.eq_ignore_ascii_case("EXAT"))?;
+            let n: i64 = args.get(at + 1)?.parse().ok()?;
+            let unit = if args[at].eq_ignore_ascii_case("EXAT") {
+                1_000
+            } else {
+                1
+            };
+            Some(n.saturating_mul(unit).saturating_sub(wall_ms))
+        }),
+    }
 }
 
 /// The TTL a `SET … PX|EX n` sets, ms.
@@ -1217,15 +1290,27 @@ pub fn lease<'h>(
         }
         let node = nodes.of_step(ks.step());
         match (&step.kind, ks.touch) {
-            (&StepKind::Command { conn, args, reply, .. }, Touch::Command(name)) => {
+            (
+                &StepKind::Command {
+                    conn,
+                    args,
+                    reply,
+                    effects,
+                    ..
+                },
+                Touch::Command(name),
+            ) => {
                 let carries = args.iter().skip(1).any(|a| ident.matches(a));
+                // What the server recorded the command did to the lock key (simulated and served
+                // histories; a real server's records none).
+                let recorded = effects.iter().find(|e| e.key == key);
                 let ok = reply_succeeded(reply);
                 let before_grant = event.seq < hold.granted.seq;
                 if carries && conn != 0 && before_grant && !std::mem::replace(&mut reached[node], true) {
                     reached_count += 1;
                 }
                 let held = copies.get(node).is_some_and(|c| c.end.is_none());
-                let own_value = args.get(2).is_some_and(|v| v == value);
+                let own_value = args.get(name.value_at()).is_some_and(|v| v == value);
                 // A hash command on the lock key naming the grant's field.
                 let own_field = args[1] == key && args.get(2).is_some_and(|f| ident.matches(f));
                 let acquires = ok && before_grant && !held;
@@ -1236,13 +1321,13 @@ pub fn lease<'h>(
                 let late_acquires =
                     ok && !before_grant && copies.get(node).is_none() && conn != 0 && event.seq < hold.end_seq();
                 match name {
-                    CommandName::Set if own_value && (acquires || late_acquires) => {
+                    CommandName::Store { ttl, .. } if own_value && (acquires || late_acquires) => {
                         open += 1;
                         copies.insert(
                             node,
                             Copy {
                                 since_us: event.at_us,
-                                expiry_ms: set_ttl_ms(args).map(|ttl| event.monotonic_ms + ttl),
+                                expiry_ms: store_ttl_ms(args, ttl, event.wall_ms).map(|ttl| event.monotonic_ms + ttl),
                                 ..Copy::default()
                             },
                         );
@@ -1250,15 +1335,15 @@ pub fn lease<'h>(
                     // A renewal by `SET key <own value> XX PX ttl` (or any successful SET of the
                     // grant's value on a key holding it): the TTL is the new one. `KEEPTTL`
                     // keeps it; neither leaves the key without one.
-                    CommandName::Set
+                    CommandName::Store { ttl, .. }
                         if own_value && ok && held && !args.iter().any(|a| a.eq_ignore_ascii_case("KEEPTTL")) =>
                     {
-                        let expiry_ms = set_ttl_ms(args).map(|ttl| event.monotonic_ms + ttl);
+                        let expiry_ms = store_ttl_ms(args, ttl, event.wall_ms).map(|ttl| event.monotonic_ms + ttl);
                         copies.get_mut(node).expect("held").expiry_ms = expiry_ms;
                     }
                     // Our own value again without effect (a refused `SET NX` retry, a `KEEPTTL`), or
                     // on a key that no longer holds the grant (a re-creation revives no lease).
-                    CommandName::Set if own_value => {}
+                    CommandName::Store { .. } if own_value => {}
                     name if name.sets_value() && ok && held => {
                         // Another value: ours was gone by then. After a crash it was lost with
                         // the process, but nobody could take the key before the master ran
@@ -1289,13 +1374,17 @@ pub fn lease<'h>(
                             },
                         );
                     }
-                    CommandName::PExpire | CommandName::Expire if ok && held => {
+                    CommandName::Expiry { unit_ms, absolute } if ok && held => {
                         let n: Option<i64> = args.get(2).and_then(|a| a.parse().ok());
-                        let ms = if name == CommandName::Expire {
-                            n.map(|s| s * 1_000)
-                        } else {
-                            n
-                        };
+                        // An absolute time is on the master's wall clock: what is left of it then.
+                        let ms = n.map(|n| {
+                            let ms = n.saturating_mul(unit_ms);
+                            if absolute {
+                                ms.saturating_sub(event.wall_ms)
+                            } else {
+                                ms
+                            }
+                        });
                         if let Some(copy) = copies.get_mut(node) {
                             copy.expiry_ms = ms.map(|ms| event.monotonic_ms + ms);
                         }
@@ -1318,6 +1407,58 @@ pub fn lease<'h>(
                         };
                         copies.get_mut(node).expect("held").end = Some(end);
                         open -= 1;
+                    }
+                    // A script whose text this reader cannot read whole (an `FCALL`, an `EVALSHA` of
+                    // a body never seen, one calling a command the table marks unknown, such as a
+                    // `PEXPIREAT` computed from `TIME`): what the server recorded it did.
+                    CommandName::Script | CommandName::Eval(_)
+                        if recorded.is_some()
+                            && match name {
+                                CommandName::Eval(script) => touching.scripts[script as usize].unknown,
+                                _ => true,
+                            } =>
+                    {
+                        let Some(effect) = recorded else { continue };
+                        let ours = |state: &lockstep_sim::KeyState| {
+                            state.value.as_deref() == Some(value) || state.fields.iter().any(|f| ident.matches(f))
+                        };
+                        let expiry_of = |state: &lockstep_sim::KeyState| {
+                            state
+                                .expire_at_ms
+                                .map(|at| event.monotonic_ms + at.saturating_sub(event.wall_ms))
+                        };
+                        if held {
+                            let copy = copies.get_mut(node).expect("held");
+                            match &effect.after {
+                                // Still ours: a renewal (or a write that kept the key).
+                                Some(after) if ours(after) => copy.expiry_ms = expiry_of(after),
+                                // Deleted by a script carrying the grant: our release; the lease is
+                                // what the masters would have held.
+                                None if carries => {
+                                    copy.end = Some(natural(node, copy));
+                                    open -= 1;
+                                }
+                                // Deleted or overwritten by another: ended then.
+                                _ => {
+                                    copy.end = Some(LeaseEnd::At(event.at_us, Some(event)));
+                                    open -= 1;
+                                }
+                            }
+                        } else if (before_grant || late_acquires)
+                            && conn != 0
+                            && effect.after.as_ref().is_some_and(ours)
+                        {
+                            let expiry_ms = effect.after.as_ref().and_then(expiry_of);
+                            open += 1;
+                            copies.insert(
+                                node,
+                                Copy {
+                                    since_us: event.at_us,
+                                    expiry_ms,
+                                    ..Copy::default()
+                                },
+                            );
+                        }
                     }
                     CommandName::Eval(script) if carries => {
                         let script = touching.scripts[script as usize];

@@ -71,13 +71,24 @@ fn sender(peer: &str, node: &str, conn: u64) -> String {
     format!("{peer}@{node}#{conn}")
 }
 
-/// Whether `args` is a command that acquires a lock on `value` when it creates its key.
+/// Whether `args` is a command that acquires a lock on `value` when it creates its key, by its
+/// row of lockstep's command table: a store only if absent (`SETNX`, `MSETNX`), a `SET` with `NX`,
+/// or a script or function carrying the value.
 fn acquires(args: &[String], value: &str) -> bool {
-    let name = args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
-    match name.as_str() {
-        "SET" => args.iter().skip(3).any(|a| a.eq_ignore_ascii_case("nx")),
-        "SETNX" => true,
-        "EVAL" | "EVALSHA" | "EVAL_RO" | "EVALSHA_RO" | "FCALL" => args.iter().skip(2).any(|a| a == value),
+    use lockstep_sim::redis::table::{self, LeaseEffect, StoreCondition, TtlSource};
+    let Some(spec) = args.first().and_then(|name| table::command(name.as_bytes())) else {
+        return false;
+    };
+    match spec.lease {
+        LeaseEffect::SetsValue {
+            when: StoreCondition::IfAbsent,
+            ..
+        } => true,
+        LeaseEffect::SetsValue {
+            ttl: TtlSource::SetOptions,
+            ..
+        } => args.iter().skip(3).any(|a| a.eq_ignore_ascii_case("nx")),
+        LeaseEffect::RunsScript => args.iter().skip(2).any(|a| a == value),
         _ => false,
     }
 }
@@ -309,6 +320,92 @@ mod tests {
     use super::*;
     use crate::history::OpHistory;
     use lockstep_sim::{KeyEffect, KeyState};
+
+    /// A lock primitive added to the command table (as a module would add it): `XLOCK key value
+    /// ttl_ms` stores the value with a TTL if the key is absent.
+    fn xlock(ks: &mut lockstep_sim::redis::Keyspace, args: &[bytes::Bytes], now_ms: i64) -> lockstep_sim::redis::Reply {
+        use lockstep_sim::redis::{parse_ll, Reply, Value};
+        let Some(ttl_ms) = parse_ll(&args[3]).filter(|t| *t > 0) else {
+            return Reply::error("ERR invalid expire time in 'xlock' command");
+        };
+        if ks.lookup(&args[1], now_ms).is_some() {
+            return Reply::Integer(0);
+        }
+        ks.insert(args[1].clone(), Value::String(args[2].clone()), Some(now_ms + ttl_ms));
+        Reply::Integer(1)
+    }
+
+    static XLOCK: lockstep_sim::redis::table::CommandSpec = {
+        use lockstep_sim::redis::table::*;
+        row(
+            "xlock",
+            4,
+            Flags::WRITE.with(Flags::DENYOOM),
+            KeySpec::Range {
+                first: 1,
+                last: 1,
+                step: 1,
+            },
+            LeaseEffect::SetsValue {
+                value_at: 2,
+                ttl: TtlSource::Relative { at: 3, unit_ms: 1 },
+                when: StoreCondition::IfAbsent,
+            },
+            Group::String,
+            Handler::Keys(xlock),
+        )
+    };
+
+    #[test]
+    fn a_command_added_to_the_table_is_dispatched_recorded_read_as_a_lease_and_recognised_as_a_grant() {
+        use crate::history::lease::{store_ttl_ms, CommandName};
+        use lockstep_sim::redis::table::{self, RegisterError, TtlSource};
+        use lockstep_sim::redis::{EngineConfig, RedisEngine, Reply};
+        table::register(&XLOCK).expect("xlock is new");
+        assert!(matches!(table::register(&XLOCK), Err(RegisterError::Exists(_))));
+        // Dispatch, arity and `COMMAND INFO` from the row.
+        let mut engine = RedisEngine::new(EngineConfig::default());
+        let args = |a: &[&str]| {
+            a.iter()
+                .map(|s| bytes::Bytes::copy_from_slice(s.as_bytes()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            engine.execute(&args(&["XLOCK", "lock", "v1", "10000"]), 1_000),
+            Reply::Integer(1)
+        );
+        assert_eq!(
+            engine.execute(&args(&["xlock", "lock"]), 1_000),
+            Reply::error("ERR wrong number of arguments for 'xlock' command")
+        );
+        // The effect the server records.
+        assert_eq!(
+            engine.execute(&args(&["XLOCK", "other", "v2", "500"]), 1_000),
+            Reply::Integer(1)
+        );
+        let effects = engine.take_effects();
+        assert_eq!(effects.len(), 1);
+        assert_eq!(effects[0].after.as_ref().and_then(|a| a.value.as_deref()), Some("v2"));
+        assert_eq!(effects[0].after.as_ref().and_then(|a| a.expire_at_ms), Some(1_500));
+        assert_eq!(engine.execute(&args(&["PTTL", "lock"]), 2_000), Reply::Integer(9_000));
+        // The lease reader: a store of its value argument with a TTL from its argument 3.
+        let line: Vec<String> = ["XLOCK", "lock", "v1", "10000"].iter().map(|s| s.to_string()).collect();
+        let name = CommandName::of("XLOCK");
+        assert_eq!(
+            name,
+            CommandName::Store {
+                value_at: 2,
+                ttl: TtlSource::Relative { at: 3, unit_ms: 1 }
+            }
+        );
+        assert_eq!(
+            store_ttl_ms(&line, TtlSource::Relative { at: 3, unit_ms: 1 }, 0),
+            Some(10_000)
+        );
+        // The grant recogniser: a store only if absent is an acquisition.
+        assert!(acquires(&line, "v1"));
+        assert!(!acquires(&["GET".to_string(), "lock".to_string()], "v1"));
+    }
 
     /// A history builder: commands on masters with their key effects.
     struct Served(History);

@@ -302,7 +302,7 @@ impl Keyspace {
     }
 
     /// Like [`Keyspace::peek`], but reclaims the key if it is expired (lazy expiry).
-    pub(crate) fn lookup(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
+    pub fn lookup(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
         self.expire_if_needed(key, now_ms);
         self.entries.get(key)
     }

@@ -292,16 +292,19 @@ impl Group {
 
 /// A handler over the selected database's keyspace at the node's wall clock `now_ms`
 /// (`args[0]` is the name; the arity has been checked).
-pub(crate) type KeysHandler = fn(&mut Keyspace, &[Bytes], i64) -> Reply;
-/// A handler over every database and the pub/sub state.
+pub type KeysHandler = fn(&mut Keyspace, &[Bytes], i64) -> Reply;
+/// A handler over every database and the pub/sub state (lockstep's own commands only).
 pub(crate) type DbHandler = fn(&mut Db, &[Bytes], i64) -> Reply;
 
-/// How a command runs.
+/// How a command runs. A command [`register`]ed from outside the crate runs on the keyspace
+/// ([`Handler::Keys`]).
 #[derive(Clone, Copy)]
-pub(crate) enum Handler {
+#[non_exhaustive]
+pub enum Handler {
     /// On the selected database (callable from scripts unless `noscript`).
     Keys(KeysHandler),
     /// On the whole data set (databases, channels).
+    #[allow(private_interfaces)]
     Db(DbHandler),
     /// By the engine itself: connection state, transactions, scripting, configuration.
     Engine,
@@ -325,7 +328,8 @@ pub struct CommandSpec {
     pub lease: LeaseEffect,
     /// Its group.
     pub group: Group,
-    pub(crate) handler: Handler,
+    /// How it runs.
+    pub handler: Handler,
     /// A container's subcommands (`CONFIG GET`...); empty for a plain command.
     pub subcommands: &'static [CommandSpec],
 }
@@ -366,8 +370,8 @@ impl CommandSpec {
     }
 }
 
-/// Builds a row (the table below is long: one line each).
-pub(crate) const fn row(
+/// Builds a row (the table is long: one line each).
+pub const fn row(
     name: &'static str,
     arity: i32,
     flags: Flags,
@@ -443,6 +447,46 @@ fn index() -> &'static BTreeMap<&'static str, &'static CommandSpec> {
     INDEX.get_or_init(|| commands().iter().map(|c| (c.name, c)).collect())
 }
 
+/// Commands added with [`register`].
+fn registered() -> &'static std::sync::RwLock<BTreeMap<&'static str, &'static CommandSpec>> {
+    static EXTRA: OnceLock<std::sync::RwLock<BTreeMap<&'static str, &'static CommandSpec>>> = OnceLock::new();
+    EXTRA.get_or_init(Default::default)
+}
+
+/// Why [`register`] refused a row.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegisterError {
+    /// A command of that name exists.
+    #[error("command '{0}' exists already")]
+    Exists(String),
+    /// The name is not lower case, is empty or longer than 32 bytes.
+    #[error("command name '{0}' must be 1 to 32 lower-case bytes")]
+    BadName(String),
+    /// The row runs on the engine or is a container: only keyspace commands can be added.
+    #[error("command '{0}': only a plain command with a `Handler::Keys` handler can be added")]
+    NotKeys(String),
+}
+
+/// Adds a command to lockstep's Redis, for every engine of the process from then on: dispatch,
+/// `COMMAND INFO`, the history's lease reader and the grant recogniser read its row as they read
+/// the built-in ones (a module's command, or a lock primitive a library adds server-side). Meant
+/// for set-up before any run; a name already taken is refused.
+pub fn register(spec: &'static CommandSpec) -> Result<(), RegisterError> {
+    let bad = spec.name.is_empty() || spec.name.len() > 32 || spec.name != spec.name.to_ascii_lowercase();
+    if bad {
+        return Err(RegisterError::BadName(spec.name.to_string()));
+    }
+    if !matches!(spec.handler, Handler::Keys(_)) || !spec.subcommands.is_empty() {
+        return Err(RegisterError::NotKeys(spec.name.to_string()));
+    }
+    let mut extra = registered().write().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if index().contains_key(spec.name) || extra.contains_key(spec.name) {
+        return Err(RegisterError::Exists(spec.name.to_string()));
+    }
+    extra.insert(spec.name, spec);
+    Ok(())
+}
+
 /// The row of the command named `name` (any case), if lockstep's Redis has it. A container's row
 /// lists its subcommands.
 pub fn command(name: &[u8]) -> Option<&'static CommandSpec> {
@@ -454,7 +498,14 @@ pub fn command(name: &[u8]) -> Option<&'static CommandSpec> {
     lower.copy_from_slice(name);
     lower.make_ascii_lowercase();
     let lower = std::str::from_utf8(lower).ok()?;
-    index().get(lower).copied()
+    if let Some(spec) = index().get(lower) {
+        return Some(spec);
+    }
+    let extra = registered().read().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if extra.is_empty() {
+        return None;
+    }
+    extra.get(lower).copied()
 }
 
 /// The row `args` run: a plain command's, or a container's subcommand's.

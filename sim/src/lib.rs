@@ -52,7 +52,7 @@ pub use deployment::{replica_name, DelayClock, MasterSetup, Persistence};
 pub use directory::Directory;
 pub use fault::{Fault, FaultError, FaultPlan, FaultTargets, ScheduledFault};
 pub use history::{Event, EventKind, History, KeyEffect, KeyState, Phase};
-pub use lua_syntax::{check_lua_syntax, LuaSyntaxError};
+pub use lua_syntax::{check_lua_syntax, check_script_commands, LuaSyntaxError};
 pub use machine::SoftwareResult;
 pub use redis::link::{LinkError, LinkTimeouts, RedisLink};
 pub use redis::master::{READONLY_ERROR, REDIS_PORT};

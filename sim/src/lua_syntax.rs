@@ -31,6 +31,42 @@ pub fn check_lua_syntax(source: &str) -> Result<(), LuaSyntaxError> {
     }
 }
 
+/// Checks the commands `source` calls by name (`redis.call("NAME", ...)`, `redis.pcall('NAME',
+/// ...)`, any case) against lockstep's command table: a command lockstep's Redis lacks, or one a
+/// script may not call (`noscript`), is an error naming its line, so a script lock that could
+/// never work is refused at load instead of failing every attempt at run time. Names computed at
+/// run time are not checked.
+pub fn check_script_commands(source: &str) -> Result<(), LuaSyntaxError> {
+    for (line_index, line) in source.lines().enumerate() {
+        let mut rest = line;
+        while let Some(at) = rest.find("call(") {
+            let before = &rest[..at];
+            rest = &rest[at + "call(".len()..];
+            if !(before.ends_with("redis.") || before.ends_with("redis.p")) {
+                continue;
+            }
+            let args = rest.trim_start();
+            let Some(quote) = args.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+                continue;
+            };
+            let Some(end) = args[1..].find(quote) else {
+                continue;
+            };
+            let name = &args[1..1 + end];
+            let message = match crate::redis::table::command(name.as_bytes()) {
+                None => format!("the script calls `{name}`, which lockstep's Redis does not have (see docs/redis-commands.md)"),
+                Some(spec) if !spec.scriptable() => format!("the script calls `{name}`, which Redis does not allow from scripts"),
+                Some(_) => continue,
+            };
+            return Err(LuaSyntaxError {
+                line: line_index + 1,
+                message,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// `script:3: '=' expected near 'x'` → line 3 and the rest.
 fn parse_error(error: &mlua::Error) -> LuaSyntaxError {
     let text = match error {

@@ -164,6 +164,28 @@ fn a_lua_syntax_error_names_the_scenario_line_and_field() {
 }
 
 #[test]
+fn a_script_calling_a_command_lockstep_lacks_is_refused_at_load_with_its_line() {
+    let source = scenario_with(
+        "\n[lock.release]\nlua = '''\nlocal v = redis.call('get', KEYS[1])\nif v == ARGV[1] then\n  return redis.call('NOSUCHCMD', KEYS[1])\nend\nreturn 0\n'''\n",
+    );
+    let err = error(&source, "bad.toml");
+    assert_eq!(err.line, Some(14), "{err}");
+    assert_eq!(err.field.as_deref(), Some("lock.release.lua"), "{err}");
+    assert!(err.message.contains("`NOSUCHCMD`") && err.message.contains("does not have"), "{err}");
+    // A command scripts may not call (BLPOP is `noscript`) is refused the same way.
+    let source = scenario_with("\n[lock.release]\nlua = '''\nreturn redis.pcall(\"blpop\", KEYS[1], 0)\n'''\n");
+    let err = error(&source, "bad.toml");
+    assert!(err.message.contains("not allow"), "{err}");
+    // SETNX is lockstep's Redis's now: a script calling it passes this check.
+    let source = scenario_with(
+        "\n[lock.acquire]\nlua = '''\nif redis.call('setnx', KEYS[1], ARGV[1]) == 1 then return redis.call('pexpire', KEYS[1], ARGV[2]) end\nreturn 0\n'''\n",
+    );
+    if let Err(e) = Scenario::from_str(&source, "ok.toml") {
+        assert!(!e.message.contains("does not have"), "{e}");
+    }
+}
+
+#[test]
 fn a_script_file_is_read_beside_the_scenario_and_checked() {
     let dir = std::env::temp_dir().join(format!("lockstep-script-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

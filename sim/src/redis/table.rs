@@ -600,3 +600,60 @@ mod tests {
         assert_eq!(lease_effect(&a(&["config", "set", "x", "y"])), LeaseEffect::None);
     }
 }
+
+/// The guide's list of commands (docs/redis-commands.md), generated from the table: one section
+/// per group, one row per command with its arity, flags and lease effect.
+pub fn guide_markdown() -> String {
+    let mut out = String::from(
+        "# lockstep's Redis: the command table\n\n\
+         <!-- Generated from sim/src/redis/commands.rs by `table::guide_markdown`; \
+         `LOCKSTEP_BLESS=1 cargo test -p lockstep-sim --test command_table` rewrites it. -->\n\n\
+         Every command lockstep's Redis answers, as its command table lists it: the same rows feed \
+         dispatch, `COMMAND INFO`, the history's lease reader and the grant recogniser. Arity is \
+         Redis's (negative: at least that many arguments, the name included). What is left out, \
+         and every known difference from redis-server 7.0, is in \
+         [Differences from Redis](redis-differences.md).\n",
+    );
+    let mut groups: BTreeMap<Group, Vec<(String, &CommandSpec)>> = BTreeMap::new();
+    for c in commands() {
+        if c.subcommands.is_empty() {
+            groups.entry(c.group).or_default().push((c.name.to_uppercase(), c));
+        } else {
+            for s in c.subcommands {
+                groups
+                    .entry(c.group)
+                    .or_default()
+                    .push((format!("{} {}", c.name.to_uppercase(), s.name.to_uppercase()), s));
+            }
+        }
+    }
+    for (group, mut rows) in groups {
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        out.push_str(&format!("\n## {} ({})\n\n", group.name(), rows.len()));
+        out.push_str("| command | arity | flags | lease effect |\n|---|---|---|---|\n");
+        for (name, spec) in rows {
+            let lease = match spec.lease {
+                LeaseEffect::None => "—".to_string(),
+                LeaseEffect::SetsValue { when: StoreCondition::IfAbsent, .. } => "stores a value if absent".to_string(),
+                LeaseEffect::SetsValue { ttl: TtlSource::Relative { .. }, .. } => "stores a value with a TTL".to_string(),
+                LeaseEffect::SetsValue { ttl: TtlSource::Clears, .. } => "stores a value, no TTL".to_string(),
+                LeaseEffect::SetsValue { .. } => "stores a value (TTL by options)".to_string(),
+                LeaseEffect::Deletes => "deletes".to_string(),
+                LeaseEffect::SetsExpiry { absolute: true, .. } => "sets an absolute expiry".to_string(),
+                LeaseEffect::SetsExpiry { .. } => "sets a relative expiry".to_string(),
+                LeaseEffect::GetEx => "may set or clear the expiry".to_string(),
+                LeaseEffect::Persists => "clears the expiry".to_string(),
+                LeaseEffect::WritesField => "writes a hash field".to_string(),
+                LeaseEffect::DeletesField => "deletes hash fields".to_string(),
+                LeaseEffect::Moves => "moves or copies keys".to_string(),
+                LeaseEffect::RunsScript => "runs a script (its recorded effects)".to_string(),
+            };
+            out.push_str(&format!(
+                "| `{name}` | {} | {} | {lease} |\n",
+                spec.arity,
+                spec.flags.names().join(", ")
+            ));
+        }
+    }
+    out
+}

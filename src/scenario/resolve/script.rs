@@ -639,8 +639,12 @@ impl Ctx<'_> {
     /// Compiles an inline script; a syntax error names the scenario file's line.
     fn check_inline_lua(&self, source: &str, path: &FieldPath) -> Result<(), ScenarioError> {
         self.count_script(source.len(), path)?;
-        let Err(e) = lockstep_sim::check_lua_syntax(source) else {
-            return Ok(());
+        let (e, what) = match lockstep_sim::check_lua_syntax(source) {
+            Err(e) => (e, "Lua syntax error"),
+            Ok(()) => match lockstep_sim::check_script_commands(source) {
+                Err(e) => (e, "Lua script"),
+                Ok(()) => return Ok(()),
+            },
         };
         // The script's first line: the line of the opening quote, or the next one when the
         // string starts with a newline right after a `'''` / `"""` (TOML drops that newline).
@@ -659,7 +663,7 @@ impl Ctx<'_> {
             column: None,
             field: Some(path.to_string()),
             message: format!(
-                "Lua syntax error (line {} of the script): {}",
+                "{what} (line {} of the script): {}",
                 e.line,
                 short(&e.message)
             ),
@@ -684,13 +688,17 @@ impl Ctx<'_> {
         self.count_script(bytes.len(), path)?;
         let source = String::from_utf8(bytes)
             .map_err(|_| self.err(path, format!("script file `{}` is not valid UTF-8", full.display())))?;
-        if let Err(e) = lockstep_sim::check_lua_syntax(&source) {
+        let checked = match lockstep_sim::check_lua_syntax(&source) {
+            Err(e) => Err((e, "Lua syntax error")),
+            Ok(()) => lockstep_sim::check_script_commands(&source).map_err(|e| (e, "Lua script")),
+        };
+        if let Err((e, what)) = checked {
             return Err(ScenarioError {
                 path: full.display().to_string(),
                 line: Some(e.line),
                 column: None,
                 field: Some(path.to_string()),
-                message: format!("Lua syntax error: {}", short(&e.message)),
+                message: format!("{what}: {}", short(&e.message)),
             });
         }
         Ok(source)

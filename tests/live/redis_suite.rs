@@ -126,7 +126,8 @@ fn parse(output: &str) -> Vec<Event> {
             i = j;
             continue;
         } else if let Some(rest) = line.strip_prefix("[exception]: ") {
-            events.push(Event::Exception(one_line(rest)));
+            let rest = rest.strip_prefix("Executing test client: ").unwrap_or(rest);
+            events.push(Event::Exception(one_line(rest.trim_end_matches('.'))));
             i = j;
             continue;
         } else if line.starts_with("[TIMEOUT]") {
@@ -169,7 +170,11 @@ impl Run {
             self.count(|e| matches!(e, Event::Ok(_))),
             self.count(|e| matches!(e, Event::Err(..))),
             self.count(|e| matches!(e, Event::Block(_))),
-            match self.events.iter().find(|e| matches!(e, Event::Exception(_) | Event::Timeout(_))) {
+            match self
+                .events
+                .iter()
+                .find(|e| matches!(e, Event::Exception(_) | Event::Timeout(_)))
+            {
                 Some(Event::Exception(why)) => format!(", ended by an exception ({why})"),
                 Some(Event::Timeout(test)) => format!(", ended by a timeout in {test:?}"),
                 _ => String::new(),
@@ -255,6 +260,13 @@ fn run_on_serve(unit: &str, slot: usize) -> Run {
         let mut err = String::new();
         let _ = serve.child.stderr.take().map(|mut e| e.read_to_string(&mut err));
         let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
+        // In place of the suite's own exception (it could not connect any more).
+        let at = run
+            .events
+            .iter()
+            .position(|e| matches!(e, Event::Exception(_)))
+            .unwrap_or(run.events.len());
+        run.events.truncate(at);
         run.events.push(Event::Exception(one_line(&format!(
             "lockstep serve died ({status}): {last}"
         ))));
@@ -270,7 +282,16 @@ fn run_on_redis_server(unit: &str, slot: usize) -> Run {
     let redis_server = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string());
     let port = free_port();
     let mut server = Command::new(&redis_server)
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -278,7 +299,10 @@ fn run_on_redis_server(unit: &str, slot: usize) -> Run {
         .unwrap_or_else(|e| panic!("{redis_server} starts: {e}"));
     let started = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(10), "redis-server did not listen");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "redis-server did not listen"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let run = run_unit(unit, port, slot);
@@ -317,7 +341,10 @@ fn read_expectation(unit: &str) -> Vec<Expected> {
                     name: name.to_string(),
                     gap: Some(why.to_string()),
                 },
-                _ => panic!("{}: not `pass<TAB>name` or `gap<TAB>name<TAB>reason`: {l:?}", path.display()),
+                _ => panic!(
+                    "{}: not `pass<TAB>name` or `gap<TAB>name<TAB>reason`: {l:?}",
+                    path.display()
+                ),
             }
         })
         .collect()
@@ -340,26 +367,38 @@ fn gap_reason(name: &str, serve: &Run, before: Option<&str>, used_errs: &mut Has
         *nth += 1;
         return why.to_string();
     }
-    if let Some(Event::Timeout(_)) = serve.events.iter().find(|e| matches!(e, Event::Timeout(t) if t == name)) {
+    if let Some(Event::Timeout(_)) = serve
+        .events
+        .iter()
+        .find(|e| matches!(e, Event::Timeout(t) if t == name))
+    {
         return "hangs: no reply within the suite's --timeout (30 s); the unit ends there".to_string();
     }
-    // It did not run: the first stop after the last test before it that did run.
+    // It did not run: what stopped the run between the last test before it that ran and the next
+    // one that ran (a block, then maybe the unit: which of them held this test is not printed).
+    let ran = |e: &Event, n: &str| matches!(e, Event::Ok(x) | Event::Err(x, _) if x == n);
     let from = before
-        .and_then(|b| {
-            serve
-                .events
-                .iter()
-                .rposition(|e| matches!(e, Event::Ok(n) | Event::Err(n, _) if n == b))
-        })
+        .and_then(|b| serve.events.iter().rposition(|e| ran(e, b)))
         .map_or(0, |at| at + 1);
-    match serve.events[from..].iter().find_map(|e| match e {
-        Event::Block(why) => Some(format!("not run: its block stopped at {why}")),
-        Event::Exception(why) => Some(format!("not run: the unit ended at {why}")),
-        Event::Timeout(test) => Some(format!("not run: the unit ended in a hang in {test:?}")),
-        _ => None,
-    }) {
-        Some(why) => why,
-        None => "not run".to_string(),
+    let to = serve.events[from..]
+        .iter()
+        .position(|e| matches!(e, Event::Ok(_) | Event::Err(..)))
+        .map_or(serve.events.len(), |at| from + at);
+    let mut stops: Vec<String> = Vec::new();
+    for e in &serve.events[from..to] {
+        let stop = match e {
+            Event::Block(why) => format!("a block stopped at {why}"),
+            Event::Exception(why) => format!("the unit ended at {why}"),
+            Event::Timeout(test) => format!("the unit ended in a hang in {test:?}"),
+            _ => continue,
+        };
+        if !stops.contains(&stop) {
+            stops.push(stop);
+        }
+    }
+    match stops.is_empty() {
+        true => "not run".to_string(),
+        false => format!("not run: {}", stops.join("; then ")),
     }
 }
 
@@ -547,11 +586,14 @@ ERR unknown command 'setnx', with args beginning with: 'novar' 'foobared'
 [ignore]: INCR can modify objects in-place: Tag: needs:debug denied
 [err]: Check encoding in tests/unit/type/list.tcl
 Expected 'quicklist' to equal or match 'listpack'
-[err]: port 'list-compress-depth'
+[err]: nown option or number of arguments for CONFIG SET - 'list-compress-depth'
 ERR Unknown option or number of arguments for CONFIG SET - 'list-compress-depth'
 [ok]: Name (with parens) (12 ms)
 [TIMEOUT]: clients state report follows.
 sock55 => (IN PROGRESS) Keyspace notifications: we are able to mask events
+[exception]: Executing test client: couldn't open socket: connection refused.
+couldn't open socket: connection refused
+    while executing
 ";
     assert_eq!(
         parse(output),
@@ -568,6 +610,7 @@ sock55 => (IN PROGRESS) Keyspace notifications: we are able to mask events
             Event::Block("ERR Unknown option or number of arguments for CONFIG SET - 'list-compress-depth'".into()),
             Event::Ok("Name (with parens)".into()),
             Event::Timeout("Keyspace notifications: we are able to mask events".into()),
+            Event::Exception("couldn't open socket: connection refused".into()),
         ]
     );
 }

@@ -350,40 +350,20 @@ fn read_expectation(unit: &str) -> Vec<Expected> {
         .collect()
 }
 
-/// Why test `name` did not pass on serve; `before` is the last test before it (in redis-server's
-/// order) that ran on serve.
-fn gap_reason(name: &str, serve: &Run, before: Option<&str>, used_errs: &mut HashMap<String, usize>) -> String {
-    // Its own failure, if it ran (the n-th failure of that name for its n-th occurrence).
-    let nth = used_errs.entry(name.to_string()).or_default();
-    let errs: Vec<&String> = serve
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Err(n, why) if n == name => Some(why),
-            _ => None,
-        })
-        .collect();
-    if let Some(why) = errs.get(*nth) {
-        *nth += 1;
-        return why.to_string();
+/// Why a test did not pass on serve: its own failure at `at` (an index into serve's events), or,
+/// when it did not run, what stopped the run from `from` (just after the test before it that ran)
+/// to the next test that ran — a block, then maybe the unit: which of them held this test is not
+/// printed.
+fn gap_reason(serve: &Run, at: Option<usize>, from: usize) -> String {
+    match at.map(|i| &serve.events[i]) {
+        Some(Event::Err(_, why)) => return why.clone(),
+        Some(_) => return "passed fewer times than against redis-server".to_string(),
+        None => {}
     }
-    if let Some(Event::Timeout(_)) = serve
-        .events
-        .iter()
-        .find(|e| matches!(e, Event::Timeout(t) if t == name))
-    {
-        return "hangs: no reply within the suite's --timeout (30 s); the unit ends there".to_string();
-    }
-    // It did not run: what stopped the run between the last test before it that ran and the next
-    // one that ran (a block, then maybe the unit: which of them held this test is not printed).
-    let ran = |e: &Event, n: &str| matches!(e, Event::Ok(x) | Event::Err(x, _) if x == n);
-    let from = before
-        .and_then(|b| serve.events.iter().rposition(|e| ran(e, b)))
-        .map_or(0, |at| at + 1);
     let to = serve.events[from..]
         .iter()
         .position(|e| matches!(e, Event::Ok(_) | Event::Err(..)))
-        .map_or(serve.events.len(), |at| from + at);
+        .map_or(serve.events.len(), |i| from + i);
     let mut stops: Vec<String> = Vec::new();
     for e in &serve.events[from..to] {
         let stop = match e {
@@ -404,30 +384,31 @@ fn gap_reason(name: &str, serve: &Run, before: Option<&str>, used_errs: &mut Has
 
 /// Writes `unit`'s expectation file from a redis-server run and a serve run.
 fn bless(unit: &str, redis: &Run, serve: &Run) {
-    let mut serve_passes = serve.passed();
-    let mut used_errs = HashMap::new();
     let mut lines = Vec::new();
-    let mut before: Option<&str> = None;
     let mut gaps = 0;
-    let ran_on_serve = |n: &str| {
-        serve
-            .events
-            .iter()
-            .any(|e| matches!(e, Event::Ok(x) | Event::Err(x, _) if x == n))
-    };
+    // Serve's events are read along redis-server's tests, in order: `from` is just past the last
+    // one matched.
+    let mut from = 0;
     for event in &redis.events {
         let Event::Ok(name) = event else { continue };
-        let left = serve_passes.entry(name.as_str()).or_default();
-        if *left > 0 {
-            *left -= 1;
+        let at = serve.events[from..]
+            .iter()
+            .position(|e| matches!(e, Event::Ok(x) | Event::Err(x, _) if x == name))
+            .map(|i| from + i);
+        if let Some(Event::Ok(_)) = at.map(|i| &serve.events[i]) {
             lines.push(format!("pass\t{name}"));
         } else {
             gaps += 1;
-            let why = gap_reason(name, serve, before, &mut used_errs).replace('\t', " ");
-            lines.push(format!("gap\t{name}\t{why}"));
+            let why = match at {
+                None if serve.events.iter().any(|e| matches!(e, Event::Timeout(t) if t == name)) => {
+                    "hangs: no reply within the suite's --timeout (30 s); the unit ends there".to_string()
+                }
+                _ => gap_reason(serve, at, from),
+            };
+            lines.push(format!("gap\t{name}\t{}", why.replace('\t', " ")));
         }
-        if ran_on_serve(name) {
-            before = Some(name);
+        if let Some(i) = at {
+            from = i + 1;
         }
     }
     let passes = lines.len() - gaps;
@@ -448,7 +429,7 @@ fn bless(unit: &str, redis: &Run, serve: &Run) {
     let path = expectation_path(unit);
     std::fs::create_dir_all(path.parent().expect("a parent")).expect("creates tests/data/redis-suite");
     std::fs::write(&path, format!("{header}{}\n", lines.join("\n"))).expect("writes the expectation");
-    let extra: usize = serve_passes.values().sum();
+    let extra = serve.count(|e| matches!(e, Event::Ok(_))) - passes;
     eprintln!(
         "{unit}: wrote {} — redis-server {}; serve {}; {passes} of {} pass on serve{}",
         path.display(),

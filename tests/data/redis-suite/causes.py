@@ -3,8 +3,14 @@
 beside this script (tests/live/redis_suite.rs writes them): each `gap` line's reason is put in one
 class (a missing command or subcommand, a CONFIG parameter refused, ...; a test that did not run
 counts for the last thing that stopped its run), then the classes are printed with how many tests
-they hold, most first. Usage: python3 tests/data/redis-suite/causes.py [--by-unit]"""
-import collections, os, re, sys
+they hold, most first. Usage: python3 tests/data/redis-suite/causes.py [--by-unit]
+
+With `--missing-commands SUITE_DIR PORT` it lists instead the commands the units' sources use that
+the server on 127.0.0.1:PORT (a `lockstep serve`) answers `unknown command` to, each with how many
+`test` blocks of which unit mention it: what comes next once a unit gets past its first cause. The
+count is read from the source (`r CMD`, `$rd CMD`, `redis.call('CMD'`), so a test in a loop counts
+once and a test the tags leave out counts too: an order of work, not an exact figure."""
+import collections, os, re, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -47,7 +53,35 @@ def cause(reason):
         return "INFO sections (INFO everything / default / all)"
     return "other: " + r[:70]
 
+UNITS = ("type/incr type/string expire keyspace type/list type/hash type/set type/zset scripting functions "
+         "multi pubsub info-command protocol").split()
+# Methods of the suite's Tcl client, not commands.
+CLIENT_METHODS = {"close", "read", "readraw", "write", "flush", "deferred", "reconnect", "readingraw", "debug"}
+
+def missing_commands(suite, port):
+    call = re.compile(r"(?:\[|^|\s)(?:r|\$rd\d*|\$r\d*|\$rr|\$rd_\w+)\s+(?:-?\d+\s+)?([a-zA-Z][a-zA-Z_]+)\b")
+    in_script = re.compile(r"redis\.p?call\(\s*['\"]([a-zA-Z]+)['\"]")
+    uses = collections.defaultdict(collections.Counter)
+    for unit in UNITS:
+        source = open(os.path.join(suite, "tests/unit", unit + ".tcl"), encoding="utf-8").read()
+        for block in re.split(r"\n\s*test\s+[{\"]", source)[1:]:
+            words = {m.group(1).lower() for m in call.finditer(block)}
+            words |= {m.group(1).lower() for m in in_script.finditer(block)}
+            for w in words - CLIENT_METHODS:
+                uses[w][unit] += 1
+    missing = []
+    for word in sorted(uses):
+        reply = subprocess.run(["redis-cli", "-p", str(port), word], capture_output=True, text=True, timeout=10)
+        if "unknown command" in reply.stdout.lower():
+            missing.append((sum(uses[word].values()), word.upper(), uses[word]))
+    for n, word, where in sorted(missing, key=lambda m: (-m[0], m[1])):
+        print(f"{n:5}  {word:18} " + ", ".join(f"{u} {k}" for u, k in where.most_common()))
+    print(f"{len(missing):5}  commands unknown to the server")
+
 def main():
+    if "--missing-commands" in sys.argv:
+        at = sys.argv.index("--missing-commands")
+        return missing_commands(sys.argv[at + 1], sys.argv[at + 2])
     by_unit = "--by-unit" in sys.argv
     counts = collections.Counter()
     units = collections.defaultdict(collections.Counter)

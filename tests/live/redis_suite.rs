@@ -9,11 +9,12 @@
 //!
 //! Each unit runs as
 //! `tclsh tests/test_helper.tcl --host 127.0.0.1 --port P --single unit/U --clients 1 --durable
-//! --timeout 30 --tags -needs:debug --tags -needs:repl --tags -needs:config-maxmemory --tags
+//! --timeout 15 --tags -needs:debug --tags -needs:repl --tags -needs:config-maxmemory --tags
 //! -needs:save` against a fresh `lockstep serve --masters 1` (no faults). `--durable` turns an
 //! error outside an assertion into a failed test (or a failed `start_server` block) instead of
 //! ending the unit, so that one missing command costs its own tests, not the rest of the unit;
-//! `--timeout 30` ends a unit that waits 30 s for a reply that never comes.
+//! `--timeout 15` ends a unit that waits 15 s for a reply that never comes (the longest test takes
+//! 3.5 s against redis-server).
 //!
 //! The expectation of each unit is `tests/data/redis-suite/UNIT.txt` (`type/list` is
 //! `type_list.txt`): one line per test that passes against redis-server 7.0.15, in the suite's
@@ -40,6 +41,9 @@ const SUITE: &str = "Redis 7.0.15's tests/unit (Debian redis 5:7.0.15-1~deb12u10
 
 /// A unit's whole run is killed past this (its own `--timeout` ends it sooner when it hangs).
 const UNIT_LIMIT: Duration = Duration::from_secs(300);
+
+/// The suite's own `--timeout`: seconds without a test's outcome before it ends the unit.
+const HANG_S: u32 = 15;
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -212,7 +216,15 @@ fn run_unit(unit: &str, port: u16, slot: usize) -> Run {
     let mut command = Command::new("tclsh");
     command
         .args(["tests/test_helper.tcl", "--host", "127.0.0.1", "--port", &port])
-        .args(["--single", &single, "--clients", "1", "--durable", "--timeout", "30"])
+        .args([
+            "--single",
+            &single,
+            "--clients",
+            "1",
+            "--durable",
+            "--timeout",
+            &HANG_S.to_string(),
+        ])
         .args(["--baseport", &baseport])
         .args(["--tags", "-needs:debug", "--tags", "-needs:repl"])
         .args(["--tags", "-needs:config-maxmemory", "--tags", "-needs:save"])
@@ -415,7 +427,7 @@ fn bless(unit: &str, redis: &Run, serve: &Run) {
             gaps += 1;
             let why = match at {
                 None if serve.events.iter().any(|e| matches!(e, Event::Timeout(t) if t == name)) => {
-                    "hangs: no reply within the suite's --timeout (30 s); the unit ends there".to_string()
+                    format!("hangs: no reply within the suite's --timeout ({HANG_S} s); the unit ends there")
                 }
                 _ => gap_reason(serve, at, from),
             };

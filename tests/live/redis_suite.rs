@@ -448,7 +448,7 @@ fn bless(unit: &str, redis: &Run, serve: &Run) {
          #   pass<TAB>name            passes against serve too (failing is a regression)\n\
          #   gap<TAB>name<TAB>reason  does not pass against serve yet, and why (as measured)\n\
          # Written by `LOCKSTEP_REDIS_SUITE_BLESS=1 cargo test --test live redis_suite -- --test-threads 1`\n\
-         # (tests/live/redis_suite.rs); edit nothing by hand but the reasons.\n\
+         # (tests/live/redis_suite.rs): regenerate rather than edit (a reason a run cannot tell goes in CONDITIONS there).\n\
          # redis-server 7.0.15: {}\n\
          # lockstep serve: {}\n\
          # {passes} of {} pass against serve\n",

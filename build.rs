@@ -13,6 +13,7 @@
 //! | `lockstep_no_redis_lock_suite` | python-redis-lock's unpacked sdist (`LOCKSTEP_REDIS_LOCK_SUITE`) and its test packages |
 //! | `lockstep_no_pottery_suite` | pottery's unpacked sdist (`LOCKSTEP_POTTERY_SUITE`), pytest-asyncio, mmh3 |
 //! | `lockstep_no_node_redlock_suite` | npm redlock's unpacked tarball with its devDependencies (`LOCKSTEP_NODE_REDLOCK_SUITE`) |
+//! | `lockstep_no_redis_suite` | Redis 7.0.15's unpacked source package (`LOCKSTEP_REDIS_SUITE`, default `target/redis-suite/redis-7.0.15`) and `tclsh` |
 //!
 //! The peers' Python is `LOCKSTEP_PEER_PYTHON`, else `target/peer-suites/venv/bin/python` when
 //! `.ci/run` made it, else `python3`; the suites' default places are under `target/` (see
@@ -38,6 +39,7 @@ const CFGS: &[&str] = &[
     "lockstep_no_redis_lock_suite",
     "lockstep_no_pottery_suite",
     "lockstep_no_node_redlock_suite",
+    "lockstep_no_redis_suite",
 ];
 
 const ENV_VARS: &[&str] = &[
@@ -50,6 +52,7 @@ const ENV_VARS: &[&str] = &[
     "LOCKSTEP_REDIS_LOCK_SUITE",
     "LOCKSTEP_POTTERY_SUITE",
     "LOCKSTEP_NODE_REDLOCK_SUITE",
+    "LOCKSTEP_REDIS_SUITE",
 ];
 
 /// The paths the probes looked at, watched by cargo.
@@ -284,6 +287,17 @@ fn main() {
         );
     if !node_redlock_suite {
         missing.push("lockstep_no_node_redlock_suite");
+    }
+
+    let _ = std::fs::create_dir_all(root.join("target/redis-suite"));
+    let redis_suite = suite(
+        "LOCKSTEP_REDIS_SUITE",
+        "target/redis-suite/redis-7.0.15",
+        "tests/test_helper.tcl",
+        &mut watch,
+    ) && on_path("tclsh", &mut watch).is_some();
+    if !redis_suite {
+        missing.push("lockstep_no_redis_suite");
     }
 
     watch.paths.sort();

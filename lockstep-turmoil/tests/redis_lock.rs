@@ -24,6 +24,8 @@ enum Fault_ {
 
 struct Outcome {
     verdict: Verdict,
+    /// Every checker's result, by name.
+    checks: Vec<lockstep::checker::CheckResult>,
     explanation: String,
     digest: String,
     history: lockstep_sim::History,
@@ -86,6 +88,7 @@ fn run(seed: u64, persistence: Persistence, fault: Fault_) -> Outcome {
     let result = hosts.verdict();
     let history = hosts.history();
     Outcome {
+        checks: lockstep_turmoil::check_all(&history),
         verdict: result.verdict,
         explanation: result.explanation,
         digest: history.digest(),
@@ -127,6 +130,33 @@ fn a_correct_lock_without_faults_is_safe() {
             .any(|c| c.starts_with("EVAL") && c.contains("token-a") && c.ends_with(":1")),
         "{commands:#?}"
     );
+}
+
+impl Outcome {
+    fn check(&self, name: &str) -> &lockstep::checker::CheckResult {
+        self.checks
+            .iter()
+            .find(|c| c.checker == name)
+            .expect("a checker of that name")
+    }
+}
+
+/// redis-rs' `Script::invoke_async` sends `EVALSHA` (and `EVAL` once, after `NOSCRIPT`): the
+/// lease reader resolves the digest through the body it saw, so the release of a correct lock is
+/// read as a release, fault-free, and the crash's lost lease shows.
+#[test]
+fn an_evalsha_release_is_read_as_a_release_valid_without_faults_and_invalid_after_a_crash() {
+    let out = run(7, Persistence::None, Fault_::None);
+    let evalsha = commands(&out.history)
+        .into_iter()
+        .filter(|c| c.starts_with("EVALSHA") && c.ends_with(":1"))
+        .count();
+    assert!(evalsha >= 1, "{:#?}", commands(&out.history));
+    let lease = out.check("lease-validity");
+    assert_eq!(lease.verdict, Verdict::Valid, "{}", lease.explanation);
+    let crashed = run(7, Persistence::None, Fault_::CrashRestart);
+    let lease = crashed.check("lease-validity");
+    assert_eq!(lease.verdict, Verdict::Invalid, "{}", lease.explanation);
 }
 
 #[test]

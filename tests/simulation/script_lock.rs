@@ -171,7 +171,10 @@ fn a_script_calling_a_command_lockstep_lacks_is_refused_at_load_with_its_line() 
     let err = error(&source, "bad.toml");
     assert_eq!(err.line, Some(14), "{err}");
     assert_eq!(err.field.as_deref(), Some("lock.release.lua"), "{err}");
-    assert!(err.message.contains("`NOSUCHCMD`") && err.message.contains("does not have"), "{err}");
+    assert!(
+        err.message.contains("`NOSUCHCMD`") && err.message.contains("does not have"),
+        "{err}"
+    );
     // A command scripts may not call (BLPOP is `noscript`) is refused the same way.
     let source = scenario_with("\n[lock.release]\nlua = '''\nreturn redis.pcall(\"blpop\", KEYS[1], 0)\n'''\n");
     let err = error(&source, "bad.toml");

@@ -11,6 +11,8 @@ const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redi
 /// the lock is held or Redis could not be reached.
 pub async fn try_acquire(rec: &OpRecorder, key: &str, ttl_ms: u64, token: &str) -> Option<Grant> {
     let id = rec.acquire(key, ttl_ms);
+    // The validity counts from before the request (the key may be set as soon as it is sent).
+    let sent_ms = rec.monotonic_ms();
     let mut conn = match lockstep_turmoil::connect("redis").await {
         Ok(conn) => conn,
         Err(e) => {
@@ -33,7 +35,7 @@ pub async fn try_acquire(rec: &OpRecorder, key: &str, ttl_ms: u64, token: &str) 
                 value: token.to_string(),
                 fencing_token: None,
                 validity_ms: ttl_ms,
-                validity_from_ms: None,
+                validity_from_ms: Some(sent_ms),
             };
             rec.acquired(id, &grant);
             Some(grant)

@@ -662,11 +662,7 @@ impl Ctx<'_> {
             line,
             column: None,
             field: Some(path.to_string()),
-            message: format!(
-                "{what} (line {} of the script): {}",
-                e.line,
-                short(&e.message)
-            ),
+            message: format!("{what} (line {} of the script): {}", e.line, short(&e.message)),
         })
     }
 

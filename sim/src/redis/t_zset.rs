@@ -37,8 +37,10 @@
 //! (`listpack`) encoding does at every size. `ZRANDMEMBER` draws from a generator seeded by
 //! the key, the set's size and the time, so calls in the same millisecond on the same set draw
 //! alike; its order without repetition is random, not Redis'. `ZSCAN` of a set too big for
-//! the small encoding walks members in byte order with a cursor made of a member's first
-//! 8 bytes (members sharing them come in one answer); Redis walks its hash table. Hex scores
+//! the small encoding walks the members in the order of a 64-bit hash of each (a third index,
+//! kept by every write), its cursor the hash to go on from; Redis walks its hash table, so
+//! the cursors differ but the guarantees (every member present throughout is answered, at
+//! least once) are the same. Hex scores
 //! (`0x10`) are read as C's `strtod` reads them, decimal ones with Rust's correctly rounded
 //! parser; `ZRANK ... WITHSCORE` (Redis 7.2) is not there, as in 7.0.
 
@@ -139,13 +141,28 @@ impl Ord for Score {
 /// A sorted set: members with a score each, ordered by `(score, member bytes)`.
 ///
 /// Two indexes that always agree: member → score (a `BTreeMap`) and the ordered set of
-/// `(score, member)` (a `BTreeSet`), plus the members' total length for
-/// [`Value::used_bytes`]. Scores are never NaN and never `-0` ([`ZSet::insert`] makes it `0`).
+/// `(score, member)` (a `BTreeSet`), plus the members by a hash for `ZSCAN` and the members'
+/// total length for [`Value::used_bytes`]. Scores are never NaN and never `-0` ([`ZSet::insert`] makes it `0`).
 #[derive(Clone, Debug, Default)]
 pub struct ZSet {
     scores: BTreeMap<Bytes, f64>,
     order: BTreeSet<(Score, Bytes)>,
+    /// `(scan_hash(member), member)`: the order `ZSCAN` walks a big set in, so that its
+    /// cursor (a hash) stays valid whatever is added or removed between calls.
+    by_hash: BTreeSet<(u64, Bytes)>,
     member_bytes: usize,
+}
+
+/// The position of `member` in `ZSCAN`'s walk: FNV-1a, mixed (SplitMix64's finalizer).
+fn scan_hash(member: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in member {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
 }
 
 impl PartialEq for ZSet {
@@ -291,7 +308,10 @@ impl ZSet {
             Some(old) => {
                 self.order.remove(&(Score(old), member.clone()));
             }
-            None => self.member_bytes += member.len(),
+            None => {
+                self.member_bytes += member.len();
+                self.by_hash.insert((scan_hash(&member), member.clone()));
+            }
         }
         self.order.insert((Score(score), member));
         old
@@ -301,6 +321,7 @@ impl ZSet {
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
         let (member, score) = self.scores.remove_entry(member)?;
         self.member_bytes -= member.len();
+        self.by_hash.remove(&(scan_hash(&member), member.clone()));
         self.order.remove(&(Score(score), member));
         Some(score)
     }
@@ -314,6 +335,7 @@ impl ZSet {
         };
         self.scores.remove(&member);
         self.member_bytes -= member.len();
+        self.by_hash.remove(&(scan_hash(&member), member.clone()));
         Some((member, score))
     }
 
@@ -485,6 +507,11 @@ impl ZSet {
     #[cfg(test)]
     fn check(&self) {
         assert_eq!(self.scores.len(), self.order.len());
+        assert_eq!(self.scores.len(), self.by_hash.len());
+        for (h, m) in &self.by_hash {
+            assert!(self.scores.contains_key(m));
+            assert_eq!(*h, scan_hash(m));
+        }
         for (s, m) in &self.order {
             assert_eq!(self.scores.get(m).map(|x| x.to_bits()), Some(s.0.to_bits()));
         }
@@ -1496,6 +1523,9 @@ pub(crate) fn zrandmember(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Rep
         let picked: Vec<(&Bytes, f64)> = if count < 0 {
             (0..count.unsigned_abs()).map(|_| all[rng.below(all.len())]).collect()
         } else if count as u64 >= all.len() as u64 {
+            // The whole set, highest first, as Redis answers it.
+            let mut all = all;
+            all.reverse();
             all
         } else {
             // A partial Fisher-Yates shuffle.
@@ -1809,17 +1839,12 @@ fn parse_cursor(raw: &[u8]) -> Option<u64> {
     Some(if neg { v.wrapping_neg() } else { v })
 }
 
-/// The cursor of `member`: its first 8 bytes, zero-padded, big-endian (order-preserving).
-fn cursor_of(member: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = member.len().min(8);
-    b[..n].copy_from_slice(&member[..n]);
-    u64::from_be_bytes(b)
-}
-
 /// `ZSCAN key cursor [MATCH pattern] [COUNT count]` (<https://redis.io/commands/zscan/>):
 /// `[next cursor, [member, score, ...]]`. A set Redis keeps small (`listpack`) comes whole with
-/// cursor 0; a larger one in member byte order, see the module doc. O(log n + count).
+/// cursor 0; a larger one `count` members at a time in the order of a hash of the member, the
+/// cursor being the hash to go on from (members sharing a hash come in one answer), so every
+/// member present from the first call to the last is answered, as Redis guarantees.
+/// O(log n + count).
 pub(crate) fn zscan(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
     let Some(cursor) = parse_cursor(&args[2]) else {
         return Reply::error("ERR invalid cursor");
@@ -1861,25 +1886,985 @@ pub(crate) fn zscan(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
             }
         }
     } else {
-        let mut start = cursor.to_be_bytes().to_vec();
-        while start.last() == Some(&0) {
-            start.pop();
-        }
         let mut taken = 0i64;
         let mut group = None;
-        for (m, s) in z.scores.range::<[u8], _>((Included(start.as_slice()), Unbounded)) {
-            let c = cursor_of(m);
-            if taken >= count && group != Some(c) {
-                next = c;
+        for (h, m) in z.by_hash.range((Included((cursor, Bytes::new())), Unbounded)) {
+            if taken >= count && group != Some(*h) {
+                next = *h;
                 break;
             }
-            group = Some(c);
+            group = Some(*h);
             taken += 1;
             if matches(m) {
                 out.push(Reply::bulk(m.clone()));
-                out.push(score_reply(*s));
+                out.push(score_reply(z.score(m).unwrap_or_default()));
             }
         }
     }
     Reply::Array(Some(vec![Reply::bulk(next.to_string()), Reply::Array(Some(out))]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    type Handler = fn(&mut Keyspace, &[Bytes], i64) -> Reply;
+
+    /// The handler of a sorted-set command, by name.
+    fn handler(name: &str) -> Option<Handler> {
+        Some(match name {
+            "zadd" => zadd,
+            "zincrby" => zincrby,
+            "zrem" => zrem,
+            "zcard" => zcard,
+            "zcount" => zcount,
+            "zlexcount" => zlexcount,
+            "zscore" => zscore,
+            "zmscore" => zmscore,
+            "zrank" => zrank,
+            "zrevrank" => zrevrank,
+            "zrange" => zrange,
+            "zrangestore" => zrangestore,
+            "zrevrange" => zrevrange,
+            "zrangebyscore" => zrangebyscore,
+            "zrevrangebyscore" => zrevrangebyscore,
+            "zrangebylex" => zrangebylex,
+            "zrevrangebylex" => zrevrangebylex,
+            "zremrangebyrank" => zremrangebyrank,
+            "zremrangebyscore" => zremrangebyscore,
+            "zremrangebylex" => zremrangebylex,
+            "zpopmin" => zpopmin,
+            "zpopmax" => zpopmax,
+            "zmpop" => zmpop,
+            "bzpopmin" => bzpopmin,
+            "bzpopmax" => bzpopmax,
+            "bzmpop" => bzmpop,
+            "zrandmember" => zrandmember,
+            "zunion" => zunion,
+            "zinter" => zinter,
+            "zdiff" => zdiff,
+            "zunionstore" => zunionstore,
+            "zinterstore" => zinterstore,
+            "zdiffstore" => zdiffstore,
+            "zintercard" => zintercard,
+            "zscan" => zscan,
+            _ => return None,
+        })
+    }
+
+    /// Runs one command as the engine will: arity from [`ZSET_COMMANDS`], then the handler; a
+    /// few other commands the cases need (`SET`, `SADD`, `EXISTS`, `TYPE`, `FLUSHALL`).
+    fn exec(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
+        let name = String::from_utf8_lossy(&args[0]).to_lowercase();
+        if let Some(&(_, arity, _)) = ZSET_COMMANDS.iter().find(|(n, _, _)| *n == name) {
+            let n = args.len() as i32;
+            if (arity > 0 && n != arity) || (arity < 0 && n < -arity) {
+                return Reply::Error(format!("ERR wrong number of arguments for '{name}' command"));
+            }
+            return handler(&name).expect("every listed command has a handler")(ks, args, now);
+        }
+        match name.as_str() {
+            "flushall" => {
+                ks.clear_all();
+                Reply::ok()
+            }
+            "set" => {
+                ks.insert(args[1].clone(), Value::String(args[2].clone()), None);
+                Reply::ok()
+            }
+            "sadd" => {
+                ks.insert(args[1].clone(), Value::Set(args[2..].iter().cloned().collect()), None);
+                Reply::Integer(args.len() as i64 - 2)
+            }
+            "exists" => Reply::Integer(i64::from(ks.lookup(&args[1], now).is_some())),
+            "type" => Reply::Status(
+                ks.lookup(&args[1], now)
+                    .map_or("none", |e| e.value.type_name())
+                    .to_string(),
+            ),
+            other => panic!("no test command {other}"),
+        }
+    }
+
+    /// Splits a case's command line on spaces; `""` is an empty argument.
+    fn words(line: &str) -> Vec<Bytes> {
+        line.split_whitespace()
+            .map(|w| {
+                if w == "\"\"" {
+                    Bytes::new()
+                } else {
+                    Bytes::copy_from_slice(w.as_bytes())
+                }
+            })
+            .collect()
+    }
+
+    /// A reply in the cases' notation: `1`, `"bulk"`, `nil`, `nil*`, `[a, b]`, `+OK`, `!ERR ...`.
+    fn show(r: &Reply) -> String {
+        match r {
+            Reply::Status(s) => format!("+{s}"),
+            Reply::Error(e) => format!("!{e}"),
+            Reply::Integer(i) => i.to_string(),
+            Reply::Bulk(None) => "nil".into(),
+            Reply::Bulk(Some(b)) => format!("\"{}\"", String::from_utf8_lossy(b)),
+            Reply::Array(None) => "nil*".into(),
+            Reply::Array(Some(items)) => format!("[{}]", items.iter().map(show).collect::<Vec<_>>().join(", ")),
+        }
+    }
+
+    fn run(ks: &mut Keyspace, line: &str) -> String {
+        let reply = show(&exec(ks, &words(line), 1_000));
+        check_all(ks);
+        reply
+    }
+
+    /// Every sorted set's indexes agree, none is empty, and the byte count is right.
+    fn check_all(ks: &Keyspace) {
+        for (_, e) in ks.iter() {
+            if let Value::ZSet(z) = &e.value {
+                z.check();
+                assert!(!z.is_empty(), "an empty sorted set was kept");
+            }
+        }
+        assert_eq!(ks.used_bytes(), ks.recount_used_bytes());
+    }
+
+    fn replay(cases: &[(&str, &str)]) {
+        let mut ks = Keyspace::new();
+        for (line, want) in cases {
+            assert_eq!(run(&mut ks, line), *want, "{line}");
+        }
+    }
+
+    /// Each command's paths and errors, with the replies redis-server 7.0.15 gave for the same
+    /// commands in the same order (recorded with a RESP2 client; `FLUSHALL` between groups;
+    /// the blocking commands inside `MULTI`, where they do not block).
+    #[test]
+    fn answers_as_redis_7_0_15() {
+        replay(REDIS_7_0_15);
+    }
+
+    const REDIS_7_0_15: &[(&str, &str)] = &[
+        // ZADD: options, errors and their order
+        ("zadd z 1 a 2 b 3 c", "3"),
+        ("zadd z 1", "!ERR wrong number of arguments for 'zadd' command"),
+        ("zadd z 1 a 2", "!ERR syntax error"),
+        ("zadd z nx xx 1 a", "!ERR XX and NX options at the same time are not compatible"),
+        ("zadd z nx gt 1 a", "!ERR GT, LT, and/or NX options at the same time are not compatible"),
+        ("zadd z gt lt 1 a", "!ERR GT, LT, and/or NX options at the same time are not compatible"),
+        ("zadd z lt nx 1 a", "!ERR GT, LT, and/or NX options at the same time are not compatible"),
+        ("zadd z incr 1 a 2 b", "!ERR INCR option supports a single increment-element pair"),
+        ("zadd z xx nx 1 a", "!ERR XX and NX options at the same time are not compatible"),
+        ("zadd z abc a", "!ERR value is not a valid float"),
+        ("zadd z 1 a abc b", "!ERR value is not a valid float"),
+        ("zadd z nan a", "!ERR value is not a valid float"),
+        ("zadd z 1e400 a", "!ERR value is not a valid float"),
+        ("zadd z 1e-400 a", "!ERR value is not a valid float"),
+        ("zadd z 1x a", "!ERR value is not a valid float"),
+        ("zadd z 0x10 hex", "1"),
+        ("zadd z 5e-324 tiny", "1"),
+        ("zscore z tiny", "\"4.9406564584124654e-324\""),
+        ("zscore z hex", "\"16\""),
+        ("zadd z ch 1 a 5 b 3 c 4 d", "2"),
+        ("zadd z nx 10 a 10 e", "1"),
+        ("zadd z xx 20 a 20 f", "0"),
+        ("zadd z xx ch 20 a 21 a", "1"),
+        ("zrange z 0 -1 withscores", "[\"tiny\", \"4.9406564584124654e-324\", \"c\", \"3\", \"d\", \"4\", \"b\", \"5\", \"e\", \"10\", \"hex\", \"16\", \"a\", \"21\"]"),
+        ("zadd z gt ch 1 a 30 b", "1"),
+        ("zadd z lt ch 1 a 30 c", "1"),
+        ("zadd z gt 7 newgt", "1"),
+        ("zadd z xx incr 1 nosuch", "nil"),
+        ("zadd z nx incr 1 a", "nil"),
+        ("zadd z gt incr -1 a", "nil"),
+        ("zadd z lt incr -1 a", "\"0\""),
+        ("zadd z incr 2.5 a", "\"2.5\""),
+        ("zadd z INCR +inf a", "\"inf\""),
+        ("zadd z incr -inf a", "!ERR resulting score is not a number (NaN)"),
+        ("zscore z a", "\"inf\""),
+        ("zadd z 1 a 2 a", "0"),
+        ("zscore z a", "\"2\""),
+        ("zadd z ch 3 a 3 a 4 a", "2"),
+        ("zcard z", "8"),
+        ("zadd missing xx 1 a", "0"),
+        ("zadd missing xx incr 1 a", "nil"),
+        ("exists missing", "0"),
+        ("zadd z -0 negzero", "1"),
+        ("zscore z negzero", "\"0\""),
+        ("zadd z 1.1 float", "1"),
+        ("zscore z float", "\"1.1000000000000001\""),
+        ("zadd z 3.0000000000000004 ulp", "1"),
+        ("zscore z ulp", "\"3.0000000000000004\""),
+        ("zadd z -inf ninf 1e308 big 123456789012345678 huge 0.1 tenth 1e-5 small 1e-4 small2 1e21 e21 1e16 e16", "8"),
+        ("zrange z 0 -1 withscores", "[\"ninf\", \"-inf\", \"negzero\", \"0\", \"tiny\", \"4.9406564584124654e-324\", \"small\", \"1.0000000000000001e-05\", \"small2\", \"0.0001\", \"tenth\", \"0.10000000000000001\", \"float\", \"1.1000000000000001\", \"c\", \"3\", \"ulp\", \"3.0000000000000004\", \"a\", \"4\", \"d\", \"4\", \"newgt\", \"7\", \"e\", \"10\", \"hex\", \"16\", \"b\", \"30\", \"e16\", \"10000000000000000\", \"huge\", \"1.2345678901234568e+17\", \"e21\", \"1e+21\", \"big\", \"1e+308\"]"),
+        ("type z", "+zset"),
+        ("set s x", "+OK"),
+        ("zadd s 1 a", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zadd s abc a", "!ERR value is not a valid float"),
+        ("zincrby s 1 a", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zincrby s x a", "!ERR value is not a valid float"),
+        ("zincrby z x a", "!ERR value is not a valid float"),
+        ("zincrby z 1 newbie", "\"1\""),
+        ("zincrby z -2.5 newbie", "\"-1.5\""),
+        ("zincrby z inf infm", "\"inf\""),
+        ("zincrby z -inf infm", "!ERR resulting score is not a number (NaN)"),
+        ("zscore z infm", "\"inf\""),
+
+        ("flushall", "+OK"),
+        // ZREM, ZCARD, ZSCORE, ZMSCORE, ZRANK, ZREVRANK
+        ("zadd z 1 a 2 b 3 c 3 d", "4"),
+        ("zrem z a x b", "2"),
+        ("zrem z x", "0"),
+        ("zrem nosuch a", "0"),
+        ("zcard z", "2"),
+        ("zcard nosuch", "0"),
+        ("zscore z c", "\"3\""),
+        ("zscore z x", "nil"),
+        ("zscore nosuch x", "nil"),
+        ("zmscore z c x d", "[\"3\", nil, \"3\"]"),
+        ("zmscore nosuch a b", "[nil, nil]"),
+        ("zrank z c", "0"),
+        ("zrank z d", "1"),
+        ("zrevrank z c", "1"),
+        ("zrevrank z d", "0"),
+        ("zrank z x", "nil"),
+        ("zrank nosuch x", "nil"),
+        ("zrem z c d", "2"),
+        ("exists z", "0"),
+        ("set s x", "+OK"),
+        ("zcard s", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zscore s a", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zmscore s a", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zrank s a", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zrem s a", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+
+        ("flushall", "+OK"),
+        // ordering by (score, member) and ranks
+        ("zadd z 2 b 1 c 2 a 1 d -inf e +inf f 0 g", "7"),
+        ("zrange z 0 -1 withscores", "[\"e\", \"-inf\", \"g\", \"0\", \"c\", \"1\", \"d\", \"1\", \"a\", \"2\", \"b\", \"2\", \"f\", \"inf\"]"),
+        ("zrevrange z 0 -1 withscores", "[\"f\", \"inf\", \"b\", \"2\", \"a\", \"2\", \"d\", \"1\", \"c\", \"1\", \"g\", \"0\", \"e\", \"-inf\"]"),
+        ("zrank z e", "0"),
+        ("zrank z a", "4"),
+        ("zrank z b", "5"),
+        ("zrank z f", "6"),
+        ("zrevrank z f", "0"),
+        ("zrevrank z e", "6"),
+        ("zrange z 2 3", "[\"c\", \"d\"]"),
+        ("zrange z -3 -2", "[\"a\", \"b\"]"),
+        ("zrange z -100 100", "[\"e\", \"g\", \"c\", \"d\", \"a\", \"b\", \"f\"]"),
+        ("zrange z 5 2", "[]"),
+        ("zrange z 7 10", "[]"),
+        ("zrange z -1 -1", "[\"f\"]"),
+        ("zrange z 0 0 rev", "[\"f\"]"),
+        ("zrange z 1 3 rev withscores", "[\"b\", \"2\", \"a\", \"2\", \"d\", \"1\"]"),
+        ("zrange z 0 -1 WITHSCORES rev", "[\"f\", \"inf\", \"b\", \"2\", \"a\", \"2\", \"d\", \"1\", \"c\", \"1\", \"g\", \"0\", \"e\", \"-inf\"]"),
+        ("zrevrange z 1 2 withscores", "[\"b\", \"2\", \"a\", \"2\"]"),
+        ("zrevrange z 1 2 withscores x", "!ERR syntax error"),
+        ("zrange z a 1", "!ERR value is not an integer or out of range"),
+        ("zrange z 0 b", "!ERR value is not an integer or out of range"),
+        ("zrange nosuch 0 -1", "[]"),
+        ("zrange z 0 -1 limit 1 2", "!ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"),
+        ("zrange z 0 -1 limit 0 -1", "[\"e\", \"g\", \"c\", \"d\", \"a\", \"b\", \"f\"]"),
+        ("zrange z 0 -1 limit 1", "!ERR syntax error"),
+        ("zrange z 0 -1 withscores withscores", "[\"e\", \"-inf\", \"g\", \"0\", \"c\", \"1\", \"d\", \"1\", \"a\", \"2\", \"b\", \"2\", \"f\", \"inf\"]"),
+        ("zrange z 0 -1 bylex rev withscores", "!ERR syntax error, WITHSCORES not supported in combination with BYLEX"),
+        ("zrange z 0 -1 byscore bylex", "!ERR syntax error"),
+        ("zrange z 0 -1 rev rev", "!ERR syntax error"),
+        ("zrevrange z 0 -1 rev", "!ERR syntax error"),
+
+        ("flushall", "+OK"),
+        // ranges by score
+        ("zadd z 1 a 2 b 3 c 4 d 5 e -inf n +inf p", "7"),
+        ("zrangebyscore z 2 4", "[\"b\", \"c\", \"d\"]"),
+        ("zrangebyscore z (2 4", "[\"c\", \"d\"]"),
+        ("zrangebyscore z 2 (4", "[\"b\", \"c\"]"),
+        ("zrangebyscore z (2 (4", "[\"c\"]"),
+        ("zrangebyscore z (2 (3", "[]"),
+        ("zrangebyscore z (2 (2", "[]"),
+        ("zrangebyscore z 2 2", "[\"b\"]"),
+        ("zrangebyscore z 4 2", "[]"),
+        ("zrangebyscore z -inf +inf", "[\"n\", \"a\", \"b\", \"c\", \"d\", \"e\", \"p\"]"),
+        ("zrangebyscore z (-inf (+inf", "[\"a\", \"b\", \"c\", \"d\", \"e\"]"),
+        ("zrangebyscore z -inf -inf withscores", "[\"n\", \"-inf\"]"),
+        ("zrangebyscore z +inf +inf withscores", "[\"p\", \"inf\"]"),
+        ("zrangebyscore z (+inf +inf", "[]"),
+        ("zrangebyscore z -inf (-inf", "[]"),
+        ("zrangebyscore z 1e400 inf", "[\"p\"]"),
+        ("zrangebyscore z (1e400 inf", "[]"),
+        ("zrangebyscore z \"\" \"\"", "[]"),
+        ("zrangebyscore z ( 5", "[\"a\", \"b\", \"c\", \"d\", \"e\"]"),
+        ("zrangebyscore z a 5", "!ERR min or max is not a float"),
+        ("zrangebyscore z 1 nan", "!ERR min or max is not a float"),
+        ("zrangebyscore z 1 5 limit 1 2", "[\"b\", \"c\"]"),
+        ("zrangebyscore z 1 5 limit 1 -1", "[\"b\", \"c\", \"d\", \"e\"]"),
+        ("zrangebyscore z 1 5 limit -1 2", "[]"),
+        ("zrangebyscore z 1 5 limit 0 0", "[]"),
+        ("zrangebyscore z 1 5 limit 9 1", "[]"),
+        ("zrangebyscore z 1 5 limit 6 1", "[]"),
+        ("zrangebyscore z 1 5 limit x 1", "!ERR value is not an integer or out of range"),
+        ("zrangebyscore z 1 5 withscores limit 2 10", "[\"c\", \"3\", \"d\", \"4\", \"e\", \"5\"]"),
+        ("zrangebyscore z 1 5 rev", "!ERR syntax error"),
+        ("zrangebyscore z 1 5 byscore", "!ERR syntax error"),
+        ("zrangebyscore z 1 5 limit 1", "!ERR syntax error"),
+        ("zrevrangebyscore z 4 2 withscores", "[\"d\", \"4\", \"c\", \"3\", \"b\", \"2\"]"),
+        ("zrevrangebyscore z 2 4", "[]"),
+        ("zrevrangebyscore z +inf -inf limit 1 3", "[\"e\", \"d\", \"c\"]"),
+        ("zrevrangebyscore z (5 (1", "[\"d\", \"c\", \"b\"]"),
+        ("zrange z 2 4 byscore", "[\"b\", \"c\", \"d\"]"),
+        ("zrange z 4 2 byscore rev", "[\"d\", \"c\", \"b\"]"),
+        ("zrange z (1 5 byscore limit 1 2 withscores", "[\"c\", \"3\", \"d\", \"4\"]"),
+        ("zrange z 5 (1 byscore rev limit 1 2 withscores", "[\"d\", \"4\", \"c\", \"3\"]"),
+        ("zcount z 2 4", "3"),
+        ("zcount z (2 4", "2"),
+        ("zcount z -inf +inf", "7"),
+        ("zcount z 5 1", "0"),
+        ("zcount z a 1", "!ERR min or max is not a float"),
+        ("zcount nosuch 1 2", "0"),
+        ("zcount nosuch a b", "!ERR min or max is not a float"),
+        ("set s x", "+OK"),
+        ("zcount s 1 2", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zcount s a 2", "!ERR min or max is not a float"),
+        ("zrangebyscore s a 2", "!ERR min or max is not a float"),
+        ("zrangebyscore s 1 2", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+
+        ("flushall", "+OK"),
+        // ranges by lex
+        ("zadd z 0 a 0 b 0 c 0 d 0 e 0 f 0 g", "7"),
+        ("zrangebylex z - +", "[\"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\"]"),
+        ("zrangebylex z - [c", "[\"a\", \"b\", \"c\"]"),
+        ("zrangebylex z - (c", "[\"a\", \"b\"]"),
+        ("zrangebylex z [aaa (g", "[\"b\", \"c\", \"d\", \"e\", \"f\"]"),
+        ("zrangebylex z (b [e", "[\"c\", \"d\", \"e\"]"),
+        ("zrangebylex z [b [b", "[\"b\"]"),
+        ("zrangebylex z (b (b", "[]"),
+        ("zrangebylex z [b (b", "[]"),
+        ("zrangebylex z [e [b", "[]"),
+        ("zrangebylex z + -", "[]"),
+        ("zrangebylex z - -", "[]"),
+        ("zrangebylex z + +", "[]"),
+        ("zrangebylex z [ +", "[\"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\"]"),
+        ("zrangebylex z ( +", "[\"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\"]"),
+        ("zrangebylex z - [", "[]"),
+        ("zrangebylex z a +", "!ERR min or max not valid string range item"),
+        ("zrangebylex z - z", "!ERR min or max not valid string range item"),
+        ("zrangebylex z -- +", "!ERR min or max not valid string range item"),
+        ("zrangebylex z - ++", "!ERR min or max not valid string range item"),
+        ("zrangebylex z - + limit 2 3", "[\"c\", \"d\", \"e\"]"),
+        ("zrangebylex z - + limit 2 -1", "[\"c\", \"d\", \"e\", \"f\", \"g\"]"),
+        ("zrangebylex z - + limit -1 2", "[]"),
+        ("zrangebylex z - + withscores", "!ERR syntax error, WITHSCORES not supported in combination with BYLEX"),
+        ("zrevrangebylex z + -", "[\"g\", \"f\", \"e\", \"d\", \"c\", \"b\", \"a\"]"),
+        ("zrevrangebylex z [e (b", "[\"e\", \"d\", \"c\"]"),
+        ("zrevrangebylex z - +", "[]"),
+        ("zrevrangebylex z + - limit 1 2", "[\"f\", \"e\"]"),
+        ("zrange z [b [e bylex", "[\"b\", \"c\", \"d\", \"e\"]"),
+        ("zrange z [e [b bylex rev limit 1 5", "[\"d\", \"c\", \"b\"]"),
+        ("zlexcount z - +", "7"),
+        ("zlexcount z [b (e", "3"),
+        ("zlexcount z (b +", "5"),
+        ("zlexcount z b +", "!ERR min or max not valid string range item"),
+        ("zlexcount nosuch - +", "0"),
+        ("zlexcount nosuch x +", "!ERR min or max not valid string range item"),
+        ("zadd m 1 b 2 a 3 d 0 c", "4"),
+        ("zrangebylex m - +", "[\"c\", \"b\", \"a\", \"d\"]"),
+        ("zrangebylex m [b +", "[\"c\", \"b\", \"a\", \"d\"]"),
+        ("zrangebylex m - [b", "[]"),
+        ("zrangebylex m (a [d", "[\"c\", \"b\", \"a\", \"d\"]"),
+        ("zrangebylex m [c +", "[\"c\", \"b\", \"a\", \"d\"]"),
+        ("zrevrangebylex m + [b", "[\"d\"]"),
+        ("zrevrangebylex m [c -", "[\"a\", \"b\", \"c\"]"),
+        ("zlexcount m [b +", "4"),
+
+        ("flushall", "+OK"),
+        // ZRANGESTORE
+        ("zadd src 1 a 2 b 3 c 4 d", "4"),
+        ("set dst x", "+OK"),
+        ("zrangestore dst src 1 2", "2"),
+        ("zrange dst 0 -1 withscores", "[\"b\", \"2\", \"c\", \"3\"]"),
+        ("type dst", "+zset"),
+        ("zrangestore dst src 2 3 byscore rev", "0"),
+        ("zrangestore dst src 3 2 byscore rev", "2"),
+        ("zrange dst 0 -1 withscores", "[\"b\", \"2\", \"c\", \"3\"]"),
+        ("zrangestore dst src [b [c bylex", "2"),
+        ("zrange dst 0 -1 withscores", "[\"b\", \"2\", \"c\", \"3\"]"),
+        ("zrangestore dst src 5 6", "0"),
+        ("exists dst", "0"),
+        ("zrangestore dst src 0 -1", "4"),
+        ("zrangestore dst nosuch 0 -1", "0"),
+        ("exists dst", "0"),
+        ("zrangestore dst src 0 -1 withscores", "!ERR syntax error"),
+        ("zrangestore dst src 0 -1 limit 0 1", "!ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"),
+        ("set s x", "+OK"),
+        ("zrangestore dst s 0 -1", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zrangestore s src 0 0", "1"),
+        ("type s", "+zset"),
+        ("zrangestore src src 1 1", "1"),
+        ("zrange src 0 -1 withscores", "[\"b\", \"2\"]"),
+
+        ("flushall", "+OK"),
+        // ZREMRANGEBY*
+        ("zadd z 1 a 2 b 3 c 4 d 5 e", "5"),
+        ("zremrangebyrank z 1 2", "2"),
+        ("zrange z 0 -1", "[\"a\", \"d\", \"e\"]"),
+        ("zremrangebyrank z 5 10", "0"),
+        ("zremrangebyrank z -1 -1", "1"),
+        ("zremrangebyrank z x 1", "!ERR value is not an integer or out of range"),
+        ("zremrangebyrank nosuch 0 -1", "0"),
+        ("zremrangebyrank nosuch x 1", "!ERR value is not an integer or out of range"),
+        ("zrange z 0 -1", "[\"a\", \"d\"]"),
+        ("zadd z 1 a 2 b 3 c 4 d 5 e", "3"),
+        ("zremrangebyscore z (1 3", "2"),
+        ("zremrangebyscore z 10 20", "0"),
+        ("zremrangebyscore z a 20", "!ERR min or max is not a float"),
+        ("zremrangebyscore nosuch 1 2", "0"),
+        ("zrange z 0 -1", "[\"a\", \"d\", \"e\"]"),
+        ("zremrangebyscore z -inf +inf", "3"),
+        ("exists z", "0"),
+        ("zadd z 0 a 0 b 0 c 0 d 0 e", "5"),
+        ("zremrangebylex z [b (d", "2"),
+        ("zremrangebylex z x +", "!ERR min or max not valid string range item"),
+        ("zremrangebylex z + -", "0"),
+        ("zrange z 0 -1", "[\"a\", \"d\", \"e\"]"),
+        ("zremrangebylex z - +", "3"),
+        ("exists z", "0"),
+        ("set s x", "+OK"),
+        ("zremrangebyrank s 0 1", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zremrangebyscore s 0 1", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zremrangebylex s - +", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+
+        ("flushall", "+OK"),
+        // pops
+        ("zadd z 1 a 2 b 3 c 4 d 5 e", "5"),
+        ("zpopmin z", "[\"a\", \"1\"]"),
+        ("zpopmax z", "[\"e\", \"5\"]"),
+        ("zpopmin z 2", "[\"b\", \"2\", \"c\", \"3\"]"),
+        ("zpopmax z 0", "[]"),
+        ("zpopmin z -1", "!ERR value is out of range, must be positive"),
+        ("zpopmin z x", "!ERR value is out of range, must be positive"),
+        ("zpopmin z 1 2", "!ERR syntax error"),
+        ("zpopmin z 10", "[\"d\", \"4\"]"),
+        ("exists z", "0"),
+        ("zpopmin nosuch", "[]"),
+        ("zpopmin nosuch 0", "[]"),
+        ("zpopmax nosuch 3", "[]"),
+        ("set s x", "+OK"),
+        ("zpopmin s", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zpopmin s 0", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zadd z 1 a 2 b 3 c", "3"),
+        ("zmpop 1 z min", "[\"z\", [[\"a\", \"1\"]]]"),
+        ("zmpop 2 nosuch z max count 5", "[\"z\", [[\"c\", \"3\"], [\"b\", \"2\"]]]"),
+        ("zmpop 1 z min", "nil*"),
+        ("zmpop 0 z min", "!ERR numkeys should be greater than 0"),
+        ("zmpop -1 z min", "!ERR numkeys should be greater than 0"),
+        ("zmpop x z min", "!ERR numkeys should be greater than 0"),
+        ("zmpop 1 z mid", "!ERR syntax error"),
+        ("zmpop 2 z min", "!ERR syntax error"),
+        ("zmpop 1 z min count", "!ERR syntax error"),
+        ("zmpop 1 z min count 0", "!ERR count should be greater than 0"),
+        ("zmpop 1 z min count -1", "!ERR count should be greater than 0"),
+        ("zmpop 1 z min count 1 count 1", "!ERR syntax error"),
+        ("zmpop 1 z min foo", "!ERR syntax error"),
+        ("zmpop 2 nosuch s min", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zadd z 1 a 2 b", "2"),
+        ("bzpopmin nosuch z 0", "[\"z\", \"a\", \"1\"]"),
+        ("bzpopmax z 1.5", "[\"z\", \"b\", \"2\"]"),
+        ("bzpopmin z 0", "nil*"),
+        ("bzpopmin z 0", "nil*"),
+        ("bzpopmin z -1", "!ERR timeout is negative"),
+        ("bzpopmin z x", "!ERR timeout is not a float or out of range"),
+        ("bzpopmin s 0", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zadd z 1 a 2 b 3 c", "3"),
+        ("bzmpop 0 1 z max count 2", "[\"z\", [[\"c\", \"3\"], [\"b\", \"2\"]]]"),
+        ("bzmpop 0 1 z min count 2", "[\"z\", [[\"a\", \"1\"]]]"),
+        ("bzmpop 0 1 z min", "nil*"),
+        ("bzmpop -1 1 z min", "!ERR timeout is negative"),
+        ("bzmpop x 1 z min", "!ERR timeout is not a float or out of range"),
+        ("bzmpop -1 0 z min", "!ERR numkeys should be greater than 0"),
+        ("bzmpop 0 1 s min", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+
+        ("flushall", "+OK"),
+        // set operations
+        ("zadd a 1 x 2 y 3 z", "3"),
+        ("zadd b 4 y 5 z 6 w", "3"),
+        ("sadd s y w v", "3"),
+        ("zunion 2 a b withscores", "[\"x\", \"1\", \"w\", \"6\", \"y\", \"6\", \"z\", \"8\"]"),
+        ("zunion 2 a b weights 2 3 withscores", "[\"x\", \"2\", \"y\", \"16\", \"w\", \"18\", \"z\", \"21\"]"),
+        ("zunion 2 a b aggregate min withscores", "[\"x\", \"1\", \"y\", \"2\", \"z\", \"3\", \"w\", \"6\"]"),
+        ("zunion 2 a b aggregate max withscores", "[\"x\", \"1\", \"y\", \"4\", \"z\", \"5\", \"w\", \"6\"]"),
+        ("zunion 2 a b weights 1 -1 aggregate sum withscores", "[\"w\", \"-6\", \"y\", \"-2\", \"z\", \"-2\", \"x\", \"1\"]"),
+        ("zunion 3 a b s withscores", "[\"v\", \"1\", \"x\", \"1\", \"w\", \"7\", \"y\", \"7\", \"z\", \"8\"]"),
+        ("zunion 3 a nosuch s withscores", "[\"v\", \"1\", \"w\", \"1\", \"x\", \"1\", \"y\", \"3\", \"z\", \"3\"]"),
+        ("zunion 2 a b", "[\"x\", \"w\", \"y\", \"z\"]"),
+        ("zunion 0 a", "!ERR at least 1 input key is needed for 'zunion' command"),
+        ("zunion -1 a", "!ERR at least 1 input key is needed for 'zunion' command"),
+        ("zunion x a", "!ERR value is not an integer or out of range"),
+        ("zunion 3 a b", "!ERR syntax error"),
+        ("zunion 2 a b weights 1", "!ERR syntax error"),
+        ("zunion 2 a b weights 1 x", "!ERR weight value is not a float"),
+        ("zunion 2 a b weights 1 nan", "!ERR weight value is not a float"),
+        ("zunion 2 a b aggregate avg", "!ERR syntax error"),
+        ("zunion 2 a b aggregate", "!ERR syntax error"),
+        ("zunion 2 a b withscores withscores", "[\"x\", \"1\", \"w\", \"6\", \"y\", \"6\", \"z\", \"8\"]"),
+        ("zunion 2 a b limit 1", "!ERR syntax error"),
+        ("set str x", "+OK"),
+        ("zunion 2 a str", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zunion 2 a str weights x", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zinter 2 a b withscores", "[\"y\", \"6\", \"z\", \"8\"]"),
+        ("zinter 2 a b weights 2 3 aggregate max withscores", "[\"y\", \"12\", \"z\", \"15\"]"),
+        ("zinter 3 a b s withscores", "[\"y\", \"7\"]"),
+        ("zinter 2 a nosuch withscores", "[]"),
+        ("zinter 0 a", "!ERR at least 1 input key is needed for 'zinter' command"),
+        ("zinter 2 a str", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zdiff 2 a b withscores", "[\"x\", \"1\"]"),
+        ("zdiff 2 b s withscores", "[\"z\", \"5\"]"),
+        ("zdiff 1 a", "[\"x\", \"y\", \"z\"]"),
+        ("zdiff 2 nosuch a", "[]"),
+        ("zdiff 2 a b weights 1 2", "!ERR syntax error"),
+        ("zdiff 2 a b aggregate sum", "!ERR syntax error"),
+        ("zdiff 0 a", "!ERR at least 1 input key is needed for 'zdiff' command"),
+        ("zunionstore dst 2 a b", "4"),
+        ("zrange dst 0 -1 withscores", "[\"x\", \"1\", \"w\", \"6\", \"y\", \"6\", \"z\", \"8\"]"),
+        ("zunionstore dst 2 a b withscores", "!ERR syntax error"),
+        ("zinterstore dst 2 a b weights 1 2", "2"),
+        ("zrange dst 0 -1 withscores", "[\"y\", \"10\", \"z\", \"13\"]"),
+        ("zinterstore dst 2 a nosuch", "0"),
+        ("exists dst", "0"),
+        ("zdiffstore dst 2 a b", "1"),
+        ("zrange dst 0 -1 withscores", "[\"x\", \"1\"]"),
+        ("zdiffstore dst 2 a a", "0"),
+        ("exists dst", "0"),
+        ("zunionstore dst 0 a", "!ERR at least 1 input key is needed for 'zunionstore' command"),
+        ("zunionstore dst 2 a str", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zdiffstore dst 1 nosuch", "0"),
+        ("zinterstore a 2 a b", "2"),
+        ("zrange a 0 -1 withscores", "[\"y\", \"6\", \"z\", \"8\"]"),
+        ("zintercard 2 a b", "2"),
+        ("zintercard 2 b s", "2"),
+        ("zintercard 2 b s limit 1", "1"),
+        ("zintercard 2 b s limit 0", "2"),
+        ("zintercard 2 b s limit -1", "!ERR LIMIT can't be negative"),
+        ("zintercard 2 b s limit x", "!ERR LIMIT can't be negative"),
+        ("zintercard 2 b s withscores", "!ERR syntax error"),
+        ("zintercard 2 b s weights 1 1", "!ERR syntax error"),
+        ("zintercard 0 b", "!ERR at least 1 input key is needed for 'zintercard' command"),
+        ("zintercard 3 b s", "!ERR syntax error"),
+        ("zintercard 2 b str", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zintercard 2 b nosuch", "0"),
+        ("zadd inf1 +inf x -inf y", "2"),
+        ("zadd inf2 -inf x +inf y", "2"),
+        ("zunion 2 inf1 inf2 withscores", "[\"x\", \"0\", \"y\", \"0\"]"),
+        ("zunion 2 inf1 inf2 weights 0 1 withscores", "[\"x\", \"-inf\", \"y\", \"inf\"]"),
+        ("zinter 2 inf1 inf2 withscores", "[\"x\", \"0\", \"y\", \"0\"]"),
+        ("zinter 2 inf1 inf2 aggregate min withscores", "[\"x\", \"-inf\", \"y\", \"-inf\"]"),
+
+        ("flushall", "+OK"),
+        // ZRANDMEMBER (the deterministic answers)
+        ("zadd z 1 a 2 b 3 c", "3"),
+        ("zrandmember nosuch", "nil"),
+        ("zrandmember nosuch 5", "[]"),
+        ("zrandmember nosuch -5 withscores", "[]"),
+        ("zrandmember z 0", "[]"),
+        ("zrandmember z 0 withscores", "[]"),
+        ("zrandmember z 3 withscores", "[\"c\", \"3\", \"b\", \"2\", \"a\", \"1\"]"),
+        ("zrandmember z 10", "[\"c\", \"b\", \"a\"]"),
+        ("zrandmember z x", "!ERR value is not an integer or out of range"),
+        ("zrandmember z 1 foo", "!ERR syntax error"),
+        ("zrandmember z 1 withscores foo", "!ERR syntax error"),
+        ("zrandmember z -9223372036854775808", "!ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"),
+        ("zrandmember z 9223372036854775807", "[\"c\", \"b\", \"a\"]"),
+        ("zrandmember z -9223372036854775807 withscores", "!ERR value is out of range"),
+        ("zrandmember z 4611686018427387903 withscores", "[\"c\", \"3\", \"b\", \"2\", \"a\", \"1\"]"),
+        ("zrandmember z 4611686018427387904 withscores", "!ERR value is out of range"),
+        ("set s x", "+OK"),
+        ("zrandmember s", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+        ("zrandmember s 1", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+
+        ("flushall", "+OK"),
+        // ZSCAN
+        ("zadd z 1 a 2 b 3 c 10 abc", "4"),
+        ("zscan z 0", "[\"0\", [\"a\", \"1\", \"b\", \"2\", \"c\", \"3\", \"abc\", \"10\"]]"),
+        ("zscan z 0 match a*", "[\"0\", [\"a\", \"1\", \"abc\", \"10\"]]"),
+        ("zscan z 0 count 1", "[\"0\", [\"a\", \"1\", \"b\", \"2\", \"c\", \"3\", \"abc\", \"10\"]]"),
+        ("zscan z 0 count 0", "!ERR syntax error"),
+        ("zscan z 0 count x", "!ERR value is not an integer or out of range"),
+        ("zscan z 0 match", "!ERR syntax error"),
+        ("zscan z 0 type zset", "!ERR syntax error"),
+        ("zscan z x", "!ERR invalid cursor"),
+        ("zscan z -1", "[\"0\", [\"a\", \"1\", \"b\", \"2\", \"c\", \"3\", \"abc\", \"10\"]]"),
+        ("zscan z \"\"", "[\"0\", [\"a\", \"1\", \"b\", \"2\", \"c\", \"3\", \"abc\", \"10\"]]"),
+        ("zscan z 18446744073709551616", "!ERR invalid cursor"),
+        ("zscan nosuch 0", "[\"0\", []]"),
+        ("zscan nosuch x", "!ERR invalid cursor"),
+        ("set s x", "+OK"),
+        ("zscan s 0", "!WRONGTYPE Operation against a key holding the wrong kind of value"),
+    ];
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn scores_parse_as_string2d_and_ranges_as_zslparserange() {
+        assert_eq!(parse_score(b"1.5"), Some(1.5));
+        assert_eq!(parse_score(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_score(b"+Infinity"), Some(f64::INFINITY));
+        assert_eq!(parse_score(b"0x1p3"), Some(8.0));
+        assert_eq!(parse_score(b"0x.8"), Some(0.5));
+        assert_eq!(parse_score(b"1e5"), Some(100_000.0));
+        assert_eq!(parse_score(b".5"), Some(0.5));
+        assert_eq!(parse_score(b"5."), Some(5.0));
+        assert_eq!(parse_score(b"0e-999"), Some(0.0));
+        for bad in [
+            "", " 1", "1 ", "nan", "-nan", "1e400", "-1e400", "1e-400", "1e", ".", "-", "0x", "infx", "1,5",
+        ] {
+            assert_eq!(parse_score(bad.as_bytes()), None, "{bad:?}");
+        }
+        assert_eq!(parse_range_end(b"(1"), Some((1.0, true)));
+        assert_eq!(parse_range_end(b" 2"), Some((2.0, false)));
+        assert_eq!(parse_range_end(b""), Some((0.0, false)));
+        assert_eq!(parse_range_end(b"("), Some((0.0, true)));
+        assert_eq!(parse_range_end(b"1e400"), Some((f64::INFINITY, false)));
+        assert_eq!(parse_range_end(b" "), None);
+        assert_eq!(parse_range_end(b"(nan"), None);
+        assert_eq!(parse_cursor(b"+5"), Some(5));
+        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
+        assert_eq!(parse_cursor(b" 1"), None);
+        assert_eq!(next_up(0.0), f64::from_bits(1));
+        assert_eq!(next_up(-f64::from_bits(1)), 0.0);
+        assert!(next_up(1.0) > 1.0 && next_up(-1.0) > -1.0);
+        assert_eq!(next_up(f64::NEG_INFINITY), f64::MIN);
+    }
+
+    #[test]
+    fn ordering_is_by_score_then_member_bytes() {
+        let mut z = ZSet::new();
+        for (m, s) in [
+            ("b", 1.0),
+            ("a", 1.0),
+            ("c", f64::NEG_INFINITY),
+            ("\u{ff}", 0.0),
+            ("", 0.0),
+            ("d", f64::INFINITY),
+        ] {
+            z.insert(b(m), s);
+        }
+        z.insert(b("neg0"), -0.0);
+        assert_eq!(
+            z.score(b"neg0").map(f64::to_bits),
+            Some(0f64.to_bits()),
+            "-0 is kept as 0"
+        );
+        let order: Vec<&[u8]> = z.iter().map(|(m, _)| m.as_ref()).collect();
+        assert_eq!(order, [&b"c"[..], b"", b"neg0", "\u{ff}".as_bytes(), b"a", b"b", b"d"]);
+        assert_eq!(z.rank(b"c", false), Some(0));
+        assert_eq!(z.rank(b"d", true), Some(0));
+        assert_eq!(z.rank(b"a", false), Some(4));
+        assert_eq!(z.rank(b"x", false), None);
+        assert_eq!(z.pop(true), Some((b("d"), f64::INFINITY)));
+        assert_eq!(z.pop(false), Some((b("c"), f64::NEG_INFINITY)));
+        z.check();
+    }
+
+    #[test]
+    fn writes_account_bytes_touch_only_when_they_change_and_see_expiry() {
+        let mut ks = Keyspace::new();
+        assert_eq!(run(&mut ks, "zadd z 1 ab 2 c"), "2");
+        assert_eq!(
+            ks.used_bytes(),
+            1 + super::super::keyspace::ENTRY_OVERHEAD_BYTES + 3 + 2 * (ITEM_OVERHEAD_BYTES + 8)
+        );
+        ks.take_touched();
+        for no_op in [
+            "zadd z nx 5 ab",
+            "zadd z xx 1 nosuch",
+            "zadd z 1 ab",
+            "zadd z gt 0 ab",
+            "zrem z nosuch",
+            "zremrangebyscore z 5 6",
+            "zremrangebyrank z 5 6",
+            "zremrangebylex z [x +",
+            "zpopmin z 0",
+            "zpopmin nosuch",
+            "zrange z 0 -1",
+            "zincrby nosuch x m",
+        ] {
+            run(&mut ks, no_op);
+            assert!(ks.take_touched().is_empty(), "{no_op} touched its key");
+        }
+        run(&mut ks, "zincrby z 0 ab");
+        assert!(ks.take_touched().is_empty(), "an unchanged score is no write");
+        run(&mut ks, "zadd z 3 ab");
+        assert_eq!(ks.take_touched().len(), 1);
+        // An expired sorted set is gone for every command.
+        ks.set_expire(b"z", Some(1_000));
+        assert_eq!(show(&zcard(&mut ks, &words("zcard z"), 1_000)), "2");
+        assert_eq!(show(&zcard(&mut ks, &words("zcard z"), 1_001)), "0");
+        assert!(ks.is_empty());
+        assert_eq!(show(&zadd(&mut ks, &words("zadd z 1 a"), 1_001)), "1");
+        assert_eq!(ks.get(b"z").map(|e| e.expire_at_ms), Some(None));
+        check_all(&ks);
+    }
+
+    #[test]
+    fn store_commands_drop_the_ttl_and_replace_any_type() {
+        let mut ks = Keyspace::new();
+        run(&mut ks, "zadd src 1 a 2 b");
+        ks.insert(b("dst"), Value::List(vec![b("x")].into()), Some(5_000));
+        assert_eq!(run(&mut ks, "zunionstore dst 1 src"), "2");
+        assert_eq!(ks.get(b"dst").map(|e| e.expire_at_ms), Some(None));
+        assert_eq!(run(&mut ks, "type dst"), "+zset");
+    }
+
+    #[test]
+    fn object_encoding_follows_redis_7_0_thresholds() {
+        let mut z: ZSet = (0..128).map(|i| (Bytes::from(format!("m{i}")), f64::from(i))).collect();
+        assert!(z.is_listpack_sized());
+        z.insert(Bytes::from(vec![b'x'; 64]), 0.0);
+        assert!(!z.is_listpack_sized(), "129 members");
+        z.pop(false);
+        assert!(z.is_listpack_sized());
+        z.pop(false);
+        z.insert(Bytes::from(vec![b'x'; 65]), 0.0);
+        assert!(!z.is_listpack_sized(), "a member of 65 bytes");
+        let mut ks = Keyspace::new();
+        ks.insert(b("z"), Value::ZSet(z), None);
+        assert_eq!(
+            super::super::admin::object(&ks, "encoding", b"z", 0),
+            Reply::bulk("skiplist")
+        );
+        run(&mut ks, "zadd small 1 a");
+        assert_eq!(
+            super::super::admin::object(&ks, "encoding", b"small", 0),
+            Reply::bulk("listpack")
+        );
+    }
+
+    /// A big set (skiplist-sized): ranks, ranges and lex ranges from both ends.
+    #[test]
+    fn big_sets_rank_and_range_from_both_ends() {
+        let mut ks = Keyspace::new();
+        let mut args = vec![b("zadd"), b("z")];
+        for i in 0..1000 {
+            args.push(Bytes::from((i / 2).to_string()));
+            args.push(Bytes::from(format!("m{i:04}")));
+        }
+        assert_eq!(zadd(&mut ks, &args, 0), Reply::Integer(1000));
+        assert_eq!(run(&mut ks, "zrank z m0000"), "0");
+        assert_eq!(run(&mut ks, "zrank z m0999"), "999");
+        assert_eq!(run(&mut ks, "zrevrank z m0998"), "1");
+        assert_eq!(run(&mut ks, "zrank z m0500"), "500");
+        assert_eq!(run(&mut ks, "zrange z 998 -1"), "[\"m0998\", \"m0999\"]");
+        assert_eq!(run(&mut ks, "zrange z 1 2 rev"), "[\"m0998\", \"m0997\"]");
+        assert_eq!(run(&mut ks, "zrange z 500 501 rev"), "[\"m0499\", \"m0498\"]");
+        assert_eq!(run(&mut ks, "zrange z 600 601"), "[\"m0600\", \"m0601\"]");
+        assert_eq!(run(&mut ks, "zcount z (10 12"), "4");
+        assert_eq!(
+            run(&mut ks, "zrangebyscore z 499 +inf withscores"),
+            "[\"m0998\", \"499\", \"m0999\", \"499\"]"
+        );
+        assert_eq!(run(&mut ks, "zremrangebyrank z 10 989"), "980");
+        assert_eq!(run(&mut ks, "zcard z"), "20");
+        // Lex on equal scores uses the index: the same answers as a walk.
+        let mut args = vec![b("zadd"), b("lex")];
+        for i in 0..500 {
+            args.push(b("0"));
+            args.push(Bytes::from(format!("k{i:03}")));
+        }
+        zadd(&mut ks, &args, 0);
+        assert_eq!(run(&mut ks, "zlexcount lex [k100 (k200"), "100");
+        assert_eq!(run(&mut ks, "zrangebylex lex (k497 +"), "[\"k498\", \"k499\"]");
+        assert_eq!(
+            run(&mut ks, "zrevrangebylex lex (k003 - limit 1 5"),
+            "[\"k001\", \"k000\"]"
+        );
+        assert_eq!(run(&mut ks, "zremrangebylex lex [k010 +"), "490");
+        assert_eq!(run(&mut ks, "zcard lex"), "10");
+    }
+
+    /// `ZSCAN` of a big set: every member once across the calls, members present throughout
+    /// even when others are removed between calls, and `COUNT` honoured.
+    #[test]
+    fn zscan_walks_big_sets_whole() {
+        let mut ks = Keyspace::new();
+        let mut args = vec![b("zadd"), b("z")];
+        for i in 0..300 {
+            args.push(Bytes::from(i.to_string()));
+            args.push(Bytes::from(format!("member:{i:03}")));
+        }
+        zadd(&mut ks, &args, 0);
+        let mut cursor = b("0");
+        let mut seen = BTreeSet::new();
+        let mut calls = 0;
+        loop {
+            let reply = zscan(&mut ks, &[b("zscan"), b("z"), cursor.clone(), b("count"), b("7")], 0);
+            let Reply::Array(Some(parts)) = reply else {
+                panic!("{reply:?}")
+            };
+            let (Reply::Bulk(Some(next)), Reply::Array(Some(items))) = (&parts[0], &parts[1]) else {
+                panic!("{parts:?}")
+            };
+            calls += 1;
+            for pair in items.chunks(2) {
+                let Reply::Bulk(Some(m)) = &pair[0] else { panic!() };
+                assert!(seen.insert(m.clone()), "{m:?} twice");
+                assert_eq!(
+                    pair[1],
+                    score_reply(ZSet::score(zset_of(&mut ks, b"z", 0).unwrap().unwrap(), m).unwrap())
+                );
+            }
+            if calls == 5 {
+                // Removing members already seen does not lose the others.
+                zremrangebyscore(&mut ks, &[b("zremrangebyscore"), b("z"), b("0"), b("9")], 0);
+            }
+            if next.as_ref() == b"0" {
+                break;
+            }
+            cursor = next.clone();
+        }
+        for i in 10..300 {
+            assert!(
+                seen.contains(format!("member:{i:03}").as_bytes()),
+                "member:{i:03} not answered"
+            );
+        }
+        assert!(calls > 30, "{calls} calls");
+        let reply = zscan(
+            &mut ks,
+            &[
+                b("zscan"),
+                b("z"),
+                b("0"),
+                b("match"),
+                b("*:29?"),
+                b("count"),
+                b("1000"),
+            ],
+            0,
+        );
+        assert_eq!(show(&reply).matches("member:29").count(), 10);
+    }
+
+    #[test]
+    fn zrandmember_draws_members_of_the_set() {
+        let mut ks = Keyspace::new();
+        run(&mut ks, "zadd z 1 a 2 b 3 c 4 d 5 e");
+        for now in 0..50 {
+            let one = show(&zrandmember(&mut ks, &words("zrandmember z"), now));
+            assert!(
+                ["\"a\"", "\"b\"", "\"c\"", "\"d\"", "\"e\""].contains(&one.as_str()),
+                "{one}"
+            );
+        }
+        let Reply::Array(Some(distinct)) = zrandmember(&mut ks, &words("zrandmember z 3 withscores"), 7) else {
+            panic!()
+        };
+        assert_eq!(distinct.len(), 6);
+        let members: BTreeSet<_> = distinct.iter().step_by(2).map(show).collect();
+        assert_eq!(members.len(), 3);
+        let Reply::Array(Some(repeats)) = zrandmember(&mut ks, &words("zrandmember z -100"), 7) else {
+            panic!()
+        };
+        assert_eq!(repeats.len(), 100);
+        assert_eq!(
+            repeats.iter().map(show).collect::<BTreeSet<_>>().len(),
+            5,
+            "100 draws of 5 see all"
+        );
+        assert_eq!(
+            zrandmember(&mut ks, &words("zrandmember z -100"), 7),
+            Reply::Array(Some(repeats)),
+            "deterministic"
+        );
+    }
+
+    #[test]
+    fn commands_table_lists_every_handler() {
+        for (name, arity, flags) in ZSET_COMMANDS {
+            assert!(handler(name).is_some(), "{name}");
+            assert!(*arity != 0 && !flags.is_empty());
+            assert_eq!(flags.contains("write"), !flags.contains("readonly"), "{name}");
+        }
+        assert_eq!(ZSET_COMMANDS.len(), 35);
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Add(u8, i8),
+        Incr(u8, i8),
+        Rem(u8),
+        Pop(bool),
+        RemRank(i8, i8),
+        RemScore(i8, i8),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0u8..24, -5i8..5).prop_map(|(m, s)| Op::Add(m, s)),
+            (0u8..24, -3i8..3).prop_map(|(m, s)| Op::Incr(m, s)),
+            (0u8..24).prop_map(Op::Rem),
+            any::<bool>().prop_map(Op::Pop),
+            (-30i8..30, -30i8..30).prop_map(|(a, b)| Op::RemRank(a, b)),
+            (-6i8..6, -6i8..6).prop_map(|(a, b)| Op::RemScore(a, b)),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the writes, the two indexes agree, the byte count is right, ranks are
+        /// positions in the order, and the commands answer what a sorted `Vec` model says.
+        #[test]
+        fn the_two_indexes_always_agree(ops in proptest::collection::vec(op(), 1..80)) {
+            let mut ks = Keyspace::new();
+            let mut model: BTreeMap<Bytes, f64> = BTreeMap::new();
+            let member = |m: u8| Bytes::from(format!("m{m}"));
+            for op in ops {
+                let args: Vec<String> = match &op {
+                    Op::Add(m, s) => vec!["zadd".into(), "z".into(), s.to_string(), format!("m{m}")],
+                    Op::Incr(m, s) => vec!["zincrby".into(), "z".into(), (f64::from(*s) / 2.0).to_string(), format!("m{m}")],
+                    Op::Rem(m) => vec!["zrem".into(), "z".into(), format!("m{m}")],
+                    Op::Pop(max) => vec![if *max { "zpopmax" } else { "zpopmin" }.into(), "z".into()],
+                    Op::RemRank(a, b) => vec!["zremrangebyrank".into(), "z".into(), a.to_string(), b.to_string()],
+                    Op::RemScore(a, b) => vec!["zremrangebyscore".into(), "z".into(), a.to_string(), b.to_string()],
+                };
+                let args: Vec<Bytes> = args.into_iter().map(Bytes::from).collect();
+                exec(&mut ks, &args, 0);
+                // The model.
+                let mut sorted: Vec<(f64, Bytes)> = model.iter().map(|(m, s)| (*s, m.clone())).collect();
+                sorted.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+                match op {
+                    Op::Add(m, s) => { model.insert(member(m), f64::from(s)); }
+                    Op::Incr(m, s) => { *model.entry(member(m)).or_insert(0.0) += f64::from(s) / 2.0; }
+                    Op::Rem(m) => { model.remove(&member(m)); }
+                    Op::Pop(max) => {
+                        let victim = if max { sorted.last() } else { sorted.first() };
+                        if let Some((_, m)) = victim { model.remove(m); }
+                    }
+                    Op::RemRank(a, b) => {
+                        if let Some((s, e)) = rank_span(sorted.len(), i64::from(a), i64::from(b)) {
+                            for (_, m) in &sorted[s..=e] { model.remove(m); }
+                        }
+                    }
+                    Op::RemScore(a, b) => {
+                        for (s, m) in &sorted {
+                            if *s >= f64::from(a) && *s <= f64::from(b) { model.remove(m); }
+                        }
+                    }
+                }
+                check_all(&ks);
+                let got: BTreeMap<Bytes, f64> = match ks.get(b"z") {
+                    None => BTreeMap::new(),
+                    Some(e) => match &e.value {
+                        Value::ZSet(z) => {
+                            for (i, (m, _)) in z.iter().enumerate() {
+                                prop_assert_eq!(z.rank(m, false), Some(i));
+                                prop_assert_eq!(z.rank(m, true), Some(z.len() - 1 - i));
+                            }
+                            z.iter_by_member().map(|(m, s)| (m.clone(), s)).collect()
+                        }
+                        other => panic!("{other:?}"),
+                    },
+                };
+                prop_assert_eq!(&got, &model);
+            }
+        }
+    }
 }

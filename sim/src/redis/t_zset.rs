@@ -271,6 +271,9 @@ fn next_up(x: f64) -> f64 {
     f64::from_bits(if x > 0.0 { bits + 1 } else { bits - 1 })
 }
 
+/// A range of the ordered index.
+type OrderBounds = (Bound<(Score, Bytes)>, Bound<(Score, Bytes)>);
+
 impl ZSet {
     /// An empty sorted set.
     pub fn new() -> Self {
@@ -406,7 +409,7 @@ impl ZSet {
     }
 
     /// The `(score, member)` bounds of the members whose score is in `range` (non-empty).
-    fn score_bounds(range: &ScoreRange) -> Option<(Bound<(Score, Bytes)>, Bound<(Score, Bytes)>)> {
+    fn score_bounds(range: &ScoreRange) -> Option<OrderBounds> {
         if range.is_empty() {
             return None;
         }
@@ -833,13 +836,13 @@ fn zadd_generic(ks: &mut Keyspace, args: &[Bytes], now: i64, zincrby: bool) -> R
         }
     }
     let elements = args.len() - idx;
-    if elements == 0 || elements % 2 != 0 {
+    if elements == 0 || !elements.is_multiple_of(2) {
         return Reply::error(SYNTAX);
     }
     if nx && xx {
         return Reply::error("ERR XX and NX options at the same time are not compatible");
     }
-    if (gt && nx) || (lt && nx) || (gt && lt) {
+    if (nx && (gt || lt)) || (gt && lt) {
         return Reply::error("ERR GT, LT, and/or NX options at the same time are not compatible");
     }
     if incr && elements > 2 {
@@ -1616,7 +1619,7 @@ impl Source<'_> {
 }
 
 /// `zunionInterDiffGenericCommand` of Redis 7.0. `numkeys_at` is `numkeys`' index; `dst` the
-/// `STORE` forms' destination; `name` the command's name for the `numkeys` error.
+/// `STORE` forms' destination.
 fn zsetop_generic(
     ks: &mut Keyspace,
     args: &[Bytes],
@@ -1625,8 +1628,9 @@ fn zsetop_generic(
     dst: Option<&Bytes>,
     op: SetOp,
     cardinality_only: bool,
-    name: &str,
 ) -> Reply {
+    // Redis names the command as `c->cmd->name` (lower case).
+    let name = String::from_utf8_lossy(&args[0]).to_lowercase();
     let setnum = match parse_long(&args[numkeys_at]) {
         Ok(n) => n,
         Err(e) => return e,
@@ -1774,45 +1778,45 @@ fn zsetop_generic(
 /// `ZUNION numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]`
 /// (<https://redis.io/commands/zunion/>). O(N log M) for N input members, M answers.
 pub(crate) fn zunion(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
-    zsetop_generic(ks, args, now_ms, 1, None, SetOp::Union, false, "zunion")
+    zsetop_generic(ks, args, now_ms, 1, None, SetOp::Union, false)
 }
 
 /// `ZINTER numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]`
 /// (<https://redis.io/commands/zinter/>). O(N·K log M) for the smallest input's N members.
 pub(crate) fn zinter(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
-    zsetop_generic(ks, args, now_ms, 1, None, SetOp::Inter, false, "zinter")
+    zsetop_generic(ks, args, now_ms, 1, None, SetOp::Inter, false)
 }
 
 /// `ZDIFF numkeys key [key ...] [WITHSCORES]` (<https://redis.io/commands/zdiff/>): the first
 /// input's members in no other. O(N·K log M).
 pub(crate) fn zdiff(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
-    zsetop_generic(ks, args, now_ms, 1, None, SetOp::Diff, false, "zdiff")
+    zsetop_generic(ks, args, now_ms, 1, None, SetOp::Diff, false)
 }
 
 /// `ZUNIONSTORE dst numkeys key [key ...] [WEIGHTS ...] [AGGREGATE ...]`
 /// (<https://redis.io/commands/zunionstore/>): the stored set's size; empty deletes `dst`.
 pub(crate) fn zunionstore(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
     let dst = args[1].clone();
-    zsetop_generic(ks, args, now_ms, 2, Some(&dst), SetOp::Union, false, "zunionstore")
+    zsetop_generic(ks, args, now_ms, 2, Some(&dst), SetOp::Union, false)
 }
 
 /// `ZINTERSTORE dst numkeys key [key ...] [WEIGHTS ...] [AGGREGATE ...]`
 /// (<https://redis.io/commands/zinterstore/>).
 pub(crate) fn zinterstore(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
     let dst = args[1].clone();
-    zsetop_generic(ks, args, now_ms, 2, Some(&dst), SetOp::Inter, false, "zinterstore")
+    zsetop_generic(ks, args, now_ms, 2, Some(&dst), SetOp::Inter, false)
 }
 
 /// `ZDIFFSTORE dst numkeys key [key ...]` (<https://redis.io/commands/zdiffstore/>).
 pub(crate) fn zdiffstore(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
     let dst = args[1].clone();
-    zsetop_generic(ks, args, now_ms, 2, Some(&dst), SetOp::Diff, false, "zdiffstore")
+    zsetop_generic(ks, args, now_ms, 2, Some(&dst), SetOp::Diff, false)
 }
 
 /// `ZINTERCARD numkeys key [key ...] [LIMIT limit]` (<https://redis.io/commands/zintercard/>):
 /// the intersection's size, counting stopped at `limit` (0: no limit).
 pub(crate) fn zintercard(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
-    zsetop_generic(ks, args, now_ms, 1, None, SetOp::Inter, true, "zintercard")
+    zsetop_generic(ks, args, now_ms, 1, None, SetOp::Inter, true)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1886,15 +1890,17 @@ pub(crate) fn zscan(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
             }
         }
     } else {
-        let mut taken = 0i64;
         let mut group = None;
-        for (h, m) in z.by_hash.range((Included((cursor, Bytes::new())), Unbounded)) {
-            if taken >= count && group != Some(*h) {
+        for (taken, (h, m)) in z
+            .by_hash
+            .range((Included((cursor, Bytes::new())), Unbounded))
+            .enumerate()
+        {
+            if taken as i64 >= count && group != Some(*h) {
                 next = *h;
                 break;
             }
             group = Some(*h);
-            taken += 1;
             if matches(m) {
                 out.push(Reply::bulk(m.clone()));
                 out.push(score_reply(z.score(m).unwrap_or_default()));

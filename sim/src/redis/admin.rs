@@ -284,7 +284,7 @@ pub(crate) fn object(ks: &Keyspace, sub: &str, key: &[u8], now_ms: i64, limits: 
             Value::Set(_) => "hashtable",
             // Redis 7.0: `zset-max-listpack-entries` and `-value` (128 and 64 by default; by the
             // set's contents now, where Redis never converts back).
-            Value::ZSet(z) if z.is_listpack_sized() => "listpack",
+            Value::ZSet(z) if z.fits_listpack(limits.zset_entries, limits.zset_value) => "listpack",
             Value::ZSet(_) => "skiplist",
         }),
         "refcount" => Reply::Integer(match &entry.value {

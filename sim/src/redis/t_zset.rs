@@ -31,12 +31,13 @@
 //!
 //! **Left out, or different.** RESP3 shapes: replies are RESP2's (scores as bulk strings, flat
 //! `WITHSCORES` arrays, `ZPOPMIN key count` flat), since [`Reply`] has no double or nested form
-//! per protocol. `OBJECT ENCODING` answers by the set's size now (`listpack` up to 128
-//! members of up to 64 bytes, else `skiplist`), where Redis never converts back. Lex ranges on
+//! per protocol. `OBJECT ENCODING` answers by the set's size now (`listpack` up to
+//! `zset-max-listpack-entries` members of up to `zset-max-listpack-value` bytes, else
+//! `skiplist`), where Redis never converts back; `ZSCAN` answers a set whole while it fits
+//! the default thresholds (it does not see `CONFIG SET`). Lex ranges on
 //! a set whose scores differ (which Redis leaves unspecified) answer as Redis' small
-//! (`listpack`) encoding does at every size. `ZRANDMEMBER` draws from a generator seeded by
-//! the key, the set's size and the time, so calls in the same millisecond on the same set draw
-//! alike; its order without repetition is random, not Redis'. `ZSCAN` of a set too big for
+//! (`listpack`) encoding does at every size. `ZRANDMEMBER` draws from the keyspace's deterministic
+//! generator ([`Keyspace::next_random`]), in an order of its own where Redis' is random too. `ZSCAN` of a set too big for
 //! the small encoding walks the members in the order of a 64-bit hash of each (a third index,
 //! kept by every write), its cursor the hash to go on from; Redis walks its hash table, so
 //! the cursors differ but the guarantees (every member present throughout is answered, at
@@ -48,14 +49,13 @@ use super::admin::glob_match;
 use super::command::blocking_timeout_ms;
 use super::keyspace::{Keyspace, Value, ITEM_OVERHEAD_BYTES};
 use super::lua::fmt_g;
-use super::syntax::{parse_ll, NOT_INTEGER, SYNTAX};
+use super::syntax::{eq_ic, parse_ll, NOT_INTEGER, SYNTAX, WRONGTYPE};
 use super::Reply;
 use bytes::Bytes;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound::{self, Excluded, Included, Unbounded};
 
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const NOT_FLOAT: &str = "ERR value is not a valid float";
 const NAN_SCORE: &str = "ERR resulting score is not a number (NaN)";
 const RANGE_NOT_FLOAT: &str = "ERR min or max is not a float";
@@ -500,10 +500,16 @@ impl ZSet {
         }
     }
 
-    /// Whether Redis 7.0 with its default configuration keeps this set `listpack`-encoded.
-    /// O(1) above 128 members, else O(n).
+    /// Whether Redis 7.0 keeps this set `listpack`-encoded under `zset-max-listpack-entries`
+    /// `max_entries` and `zset-max-listpack-value` `max_value` (judged by the contents now).
+    /// O(1) above `max_entries` members, else O(n).
+    pub fn fits_listpack(&self, max_entries: usize, max_value: usize) -> bool {
+        self.len() <= max_entries && self.scores.keys().all(|m| m.len() <= max_value)
+    }
+
+    /// [`ZSet::fits_listpack`] with Redis 7.0's defaults (128 members of up to 64 bytes).
     pub fn is_listpack_sized(&self) -> bool {
-        self.len() <= LISTPACK_MAX_ENTRIES && self.scores.keys().all(|m| m.len() <= LISTPACK_MAX_VALUE)
+        self.fits_listpack(LISTPACK_MAX_ENTRIES, LISTPACK_MAX_VALUE)
     }
 
     /// Checks that the two indexes and the byte count agree (tests).
@@ -728,10 +734,6 @@ fn parse_lex_range(min: &Bytes, max: &Bytes) -> Result<LexRange, Reply> {
 /// `getLongFromObjectOrReply`: an integer, or `ERR value is not an integer or out of range`.
 fn parse_long(raw: &[u8]) -> Result<i64, Reply> {
     parse_ll(raw).ok_or_else(|| Reply::error(NOT_INTEGER))
-}
-
-fn eq_ic(raw: &[u8], word: &str) -> bool {
-    raw.eq_ignore_ascii_case(word.as_bytes())
 }
 
 /// A double as Redis 7.0 writes it in RESP2 (`%.17g`, `inf`, `-inf`).
@@ -1457,42 +1459,15 @@ pub(crate) fn bzmpop(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
 // ---------------------------------------------------------------------------------------------
 // ZRANDMEMBER.
 
-/// A small deterministic generator (SplitMix64).
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn seeded(key: &[u8], len: usize, now: i64) -> Self {
-        // FNV-1a over the key, then the size and the time.
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in key
-            .iter()
-            .copied()
-            .chain((len as u64).to_le_bytes())
-            .chain(now.to_le_bytes())
-        {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        SplitMix(h)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n > 0`).
-    fn below(&mut self, n: usize) -> usize {
-        (((self.next() >> 11) as u128 * n as u128) >> 53) as usize
-    }
+/// Uniform in `0..n` (`n > 0`) from the keyspace's deterministic generator.
+fn random_below(ks: &mut Keyspace, n: usize) -> usize {
+    (((ks.next_random() >> 11) as u128 * n as u128) >> 53) as usize
 }
 
 /// `ZRANDMEMBER key [count [WITHSCORES]]` (<https://redis.io/commands/zrandmember/>): one
 /// member (nil if no key), or `count` distinct members (negative: `-count` members, repeats
-/// allowed). Deterministic: see the module doc. O(n + count) with a count, else O(n).
+/// allowed). Draws from the keyspace's generator ([`Keyspace::next_random`]), as `SRANDMEMBER`.
+/// O(n + count) with a count, else O(n).
 pub(crate) fn zrandmember(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
     let key = &args[1];
     if args.len() >= 3 {
@@ -1521,10 +1496,11 @@ pub(crate) fn zrandmember(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Rep
         if count == 0 {
             return Reply::Array(Some(Vec::new()));
         }
-        let mut rng = SplitMix::seeded(key, z.len(), now_ms);
-        let all: Vec<(&Bytes, f64)> = z.iter().collect();
-        let picked: Vec<(&Bytes, f64)> = if count < 0 {
-            (0..count.unsigned_abs()).map(|_| all[rng.below(all.len())]).collect()
+        let all: Vec<(Bytes, f64)> = z.iter().map(|(m, s)| (m.clone(), s)).collect();
+        let picked: Vec<(Bytes, f64)> = if count < 0 {
+            (0..count.unsigned_abs())
+                .map(|_| all[random_below(ks, all.len())].clone())
+                .collect()
         } else if count as u64 >= all.len() as u64 {
             // The whole set, highest first, as Redis answers it.
             let mut all = all;
@@ -1535,21 +1511,27 @@ pub(crate) fn zrandmember(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Rep
             let mut all = all;
             let n = count as usize;
             for i in 0..n {
-                let j = i + rng.below(all.len() - i);
+                let j = i + random_below(ks, all.len() - i);
                 all.swap(i, j);
             }
             all.truncate(n);
             all
         };
-        return members_reply(picked.into_iter(), withscores);
+        return members_reply(picked.iter().map(|(m, s)| (m, *s)), withscores);
     }
     match zset_of(ks, key, now_ms) {
         Err(e) => e,
         Ok(None) => Reply::nil(),
         Ok(Some(z)) => {
-            let mut rng = SplitMix::seeded(key, z.len(), now_ms);
-            let i = rng.below(z.len());
-            z.iter().nth(i).map_or_else(Reply::nil, |(m, _)| Reply::bulk(m.clone()))
+            let len = z.len();
+            let i = random_below(ks, len);
+            match zset_of(ks, key, now_ms) {
+                Ok(Some(z)) => z
+                    .by_rank(i, i, false)
+                    .pop()
+                    .map_or_else(Reply::nil, |(m, _)| Reply::bulk(m)),
+                _ => Reply::nil(),
+            }
         }
     }
 }
@@ -2634,15 +2616,16 @@ mod tests {
         assert!(!z.is_listpack_sized(), "a member of 65 bytes");
         let mut ks = Keyspace::new();
         ks.insert(b("z"), Value::ZSet(z), None);
-        assert_eq!(
-            super::super::admin::object(&ks, "encoding", b"z", 0),
-            Reply::bulk("skiplist")
-        );
+        let limits = super::super::admin::EncodingLimits::default();
+        let encoding = |ks: &Keyspace, key: &[u8], limits| super::super::admin::object(ks, "encoding", key, 0, limits);
+        assert_eq!(encoding(&ks, b"z", limits), Reply::bulk("skiplist"));
         run(&mut ks, "zadd small 1 a");
-        assert_eq!(
-            super::super::admin::object(&ks, "encoding", b"small", 0),
-            Reply::bulk("listpack")
-        );
+        assert_eq!(encoding(&ks, b"small", limits), Reply::bulk("listpack"));
+        let no_listpack = super::super::admin::EncodingLimits {
+            zset_entries: 0,
+            ..limits
+        };
+        assert_eq!(encoding(&ks, b"small", no_listpack), Reply::bulk("skiplist"));
     }
 
     /// A big set (skiplist-sized): ranks, ranges and lex ranges from both ends.
@@ -2776,10 +2759,16 @@ mod tests {
             5,
             "100 draws of 5 see all"
         );
+        let mut again = Keyspace::new();
+        run(&mut again, "zadd z 1 a 2 b 3 c 4 d 5 e");
+        for now in 0..50 {
+            zrandmember(&mut again, &words("zrandmember z"), now);
+        }
+        zrandmember(&mut again, &words("zrandmember z 3 withscores"), 7);
         assert_eq!(
-            zrandmember(&mut ks, &words("zrandmember z -100"), 7),
+            zrandmember(&mut again, &words("zrandmember z -100"), 7),
             Reply::Array(Some(repeats)),
-            "deterministic"
+            "the same commands draw the same"
         );
     }
 

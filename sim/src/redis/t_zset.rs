@@ -15,11 +15,16 @@
 //!
 //! **Blocking forms.** [`bzpopmin`], [`bzpopmax`] and [`bzmpop`] never block: they answer what
 //! Redis answers for them inside `MULTI` or a script (the first non-empty key popped, or a nil
-//! array when every key is empty or missing), so a server that blocks connections serves them by
-//! calling the handler again when one of the keys is written: a nil array means "still
-//! blocked", anything else is the reply to send. Their timeout is checked first (and for
-//! `BZMPOP` after `numkeys`, `MIN|MAX` and `COUNT`, as in Redis) with
-//! [`super::command::blocking_timeout_ms`]; the server reads the timeout itself with that function.
+//! array when every key is empty or missing), so they are the table's `Server` handlers as
+//! `BLPOP`/`BLMPOP` are. A server loop blocks a connection whose reply is the nil array
+//! (`Reply::Array(None)`, for all three) on the command's keys (`BZPOPMIN`/`BZPOPMAX`: every
+//! argument but the first and the last; `BZMPOP`: `numkeys` at index 2) and, when one of them is
+//! written, serves it by running the same arguments through the same handler again (or, for
+//! `BZMPOP`, [`zmpop`] on `ZMPOP` + `args[2..]`, as `BLMPOP` is served by `LMPOP`): a nil array
+//! means still blocked, anything else is the reply to send, already in the blocking command's
+//! shape (`[key, member, score]`; `[key, [[member, score], ...]]`). Their timeout is checked
+//! first (for `BZMPOP` after `numkeys`, `MIN|MAX` and `COUNT`, as in Redis) with
+//! [`super::command::blocking_timeout_ms`], which the server uses to read it too.
 //!
 //! **Cost.** A [`ZSet`] keeps a `BTreeMap` from member to score and a `BTreeSet` of
 //! `(score, member)`, so adding, removing, scoring and popping cost O(log n), a range by score

@@ -26,13 +26,15 @@
 //! first (for `BZMPOP` after `numkeys`, `MIN|MAX` and `COUNT`, as in Redis) with
 //! [`super::command::blocking_timeout_ms`], which the server uses to read it too.
 //!
-//! **Cost.** A [`ZSet`] keeps a `BTreeMap` from member to score and a `BTreeSet` of
-//! `(score, member)`, so adding, removing, scoring and popping cost O(log n), a range by score
-//! or by lex O(log n + k) for k answers. A `BTreeSet` cannot count what lies before an element,
-//! so ranks cost O(log n + min(r, n − r)) for rank r (`ZRANK`, `ZREVRANK`, and the start of a
-//! `ZRANGE`/`ZREMRANGEBYRANK` by index, walked from the nearer end) where Redis' skiplist takes
-//! O(log n); counting a range (`ZCOUNT`, `ZLEXCOUNT`) costs O(log n + k). `ZRANDMEMBER` with a
-//! count costs O(n + count). `ZSCAN` costs O(log n + count) per call.
+//! **Cost.** A [`ZSet`] keeps four indexes that every write updates: a `BTreeMap` from member
+//! to score, a `BTreeSet` of `(score, member)` (ranges and iteration), a treap of the same keys
+//! whose nodes know their subtree's size (ranks: Redis' skiplist spans), and the members by a
+//! hash (`ZSCAN`'s cursor). So adding, removing, scoring and popping cost O(log n); a rank
+//! (`ZRANK`, `ZREVRANK`) O(log n); a range by index, by score or by lex O(log n + k) for k
+//! answers; `ZCOUNT` O(log n). Expected bounds for the treap (its priorities are a hash of the
+//! member, so its shape is deterministic). `ZLEXCOUNT` and the lex ranges cost O(log n + k)
+//! when all scores are equal (the case Redis defines) and O(n) otherwise. `ZRANDMEMBER` costs
+//! O(log n) without a count, O(n + count) with one. `ZSCAN` costs O(log n + count) a call.
 //!
 //! **Left out, or different.** RESP3 shapes: replies are RESP2's (scores as bulk strings, flat
 //! `WITHSCORES` arrays, `ZPOPMIN key count` flat), since [`Reply`] has no double or nested form
@@ -143,6 +145,199 @@ impl Ord for Score {
     }
 }
 
+/// "No node" in a [`RankIndex`].
+const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Debug)]
+struct RankNode {
+    key: (Score, Bytes),
+    priority: u64,
+    left: u32,
+    right: u32,
+    /// Nodes in this subtree, this one included.
+    size: u32,
+}
+
+/// The `(score, member)` keys again, in a treap whose nodes know their subtree's size, so that
+/// a key's rank and the key at a rank cost O(log n) (expected; priorities are a hash of the
+/// member, so the shape is deterministic). Nodes live in an arena, freed slots reused.
+#[derive(Clone, Debug)]
+struct RankIndex {
+    nodes: Vec<RankNode>,
+    free: Vec<u32>,
+    root: u32,
+}
+
+impl Default for RankIndex {
+    fn default() -> Self {
+        RankIndex {
+            nodes: Vec::new(),
+            free: Vec::new(),
+            root: NIL,
+        }
+    }
+}
+
+impl RankIndex {
+    fn size(&self, t: u32) -> usize {
+        if t == NIL {
+            0
+        } else {
+            self.nodes[t as usize].size as usize
+        }
+    }
+
+    fn fix(&mut self, t: u32) {
+        let n = &self.nodes[t as usize];
+        let size = 1 + self.size(n.left) + self.size(n.right);
+        self.nodes[t as usize].size = size as u32;
+    }
+
+    /// Joins two treaps, every key of `a` below every key of `b`.
+    fn merge(&mut self, a: u32, b: u32) -> u32 {
+        if a == NIL {
+            return b;
+        }
+        if b == NIL {
+            return a;
+        }
+        if self.nodes[a as usize].priority > self.nodes[b as usize].priority {
+            let joined = self.merge(self.nodes[a as usize].right, b);
+            self.nodes[a as usize].right = joined;
+            self.fix(a);
+            a
+        } else {
+            let joined = self.merge(a, self.nodes[b as usize].left);
+            self.nodes[b as usize].left = joined;
+            self.fix(b);
+            b
+        }
+    }
+
+    /// Splits `t` into the keys below `key` and the others.
+    fn split(&mut self, t: u32, key: &(Score, Bytes)) -> (u32, u32) {
+        if t == NIL {
+            return (NIL, NIL);
+        }
+        if self.nodes[t as usize].key < *key {
+            let (l, r) = self.split(self.nodes[t as usize].right, key);
+            self.nodes[t as usize].right = l;
+            self.fix(t);
+            (t, r)
+        } else {
+            let (l, r) = self.split(self.nodes[t as usize].left, key);
+            self.nodes[t as usize].left = r;
+            self.fix(t);
+            (l, t)
+        }
+    }
+
+    /// Adds `key` (not present). O(log n).
+    fn insert(&mut self, key: (Score, Bytes)) {
+        let node = RankNode {
+            priority: scan_hash(&key.1),
+            key,
+            left: NIL,
+            right: NIL,
+            size: 1,
+        };
+        let at = match self.free.pop() {
+            Some(i) => {
+                self.nodes[i as usize] = node;
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        };
+        let key = self.nodes[at as usize].key.clone();
+        let (l, r) = self.split(self.root, &key);
+        let l = self.merge(l, at);
+        self.root = self.merge(l, r);
+    }
+
+    /// Removes `key` if present. O(log n).
+    fn remove(&mut self, key: &(Score, Bytes)) {
+        self.root = self.remove_at(self.root, key);
+    }
+
+    fn remove_at(&mut self, t: u32, key: &(Score, Bytes)) -> u32 {
+        if t == NIL {
+            return NIL;
+        }
+        match key.cmp(&self.nodes[t as usize].key) {
+            Ordering::Less => {
+                let l = self.remove_at(self.nodes[t as usize].left, key);
+                self.nodes[t as usize].left = l;
+                self.fix(t);
+                t
+            }
+            Ordering::Greater => {
+                let r = self.remove_at(self.nodes[t as usize].right, key);
+                self.nodes[t as usize].right = r;
+                self.fix(t);
+                t
+            }
+            Ordering::Equal => {
+                let (l, r) = (self.nodes[t as usize].left, self.nodes[t as usize].right);
+                let joined = self.merge(l, r);
+                self.nodes[t as usize].key = (Score(0.0), Bytes::new());
+                self.free.push(t);
+                joined
+            }
+        }
+    }
+
+    /// How many keys are below `key` (`inclusive`: or equal to it). O(log n).
+    fn count_below(&self, key: &(Score, Bytes), inclusive: bool) -> usize {
+        let (mut t, mut count) = (self.root, 0);
+        while t != NIL {
+            let n = &self.nodes[t as usize];
+            if n.key < *key || (inclusive && n.key == *key) {
+                count += self.size(n.left) + 1;
+                t = n.right;
+            } else {
+                t = n.left;
+            }
+        }
+        count
+    }
+
+    /// The key at 0-based rank `i`. O(log n).
+    fn select(&self, mut i: usize) -> Option<&(Score, Bytes)> {
+        let mut t = self.root;
+        while t != NIL {
+            let n = &self.nodes[t as usize];
+            let left = self.size(n.left);
+            match i.cmp(&left) {
+                Ordering::Less => t = n.left,
+                Ordering::Equal => return Some(&n.key),
+                Ordering::Greater => {
+                    i -= left + 1;
+                    t = n.right;
+                }
+            }
+        }
+        None
+    }
+
+    /// Keys in `bounds` (of the ordered index). O(log n).
+    fn count_in(&self, bounds: &OrderBounds) -> usize {
+        let start = match &bounds.0 {
+            Included(k) => self.count_below(k, false),
+            Excluded(k) => self.count_below(k, true),
+            Unbounded => 0,
+        };
+        let end = match &bounds.1 {
+            Included(k) => self.count_below(k, true),
+            Excluded(k) => self.count_below(k, false),
+            Unbounded => self.size(self.root),
+        };
+        end.saturating_sub(start)
+    }
+}
+
 /// A sorted set: members with a score each, ordered by `(score, member bytes)`.
 ///
 /// Two indexes that always agree: member → score (a `BTreeMap`) and the ordered set of
@@ -155,6 +350,8 @@ pub struct ZSet {
     /// `(scan_hash(member), member)`: the order `ZSCAN` walks a big set in, so that its
     /// cursor (a hash) stays valid whatever is added or removed between calls.
     by_hash: BTreeSet<(u64, Bytes)>,
+    /// The keys of `order` again, for ranks in O(log n).
+    ranks: RankIndex,
     member_bytes: usize,
 }
 
@@ -314,13 +511,16 @@ impl ZSet {
         let old = self.scores.insert(member.clone(), score);
         match old {
             Some(old) => {
-                self.order.remove(&(Score(old), member.clone()));
+                let key = (Score(old), member.clone());
+                self.ranks.remove(&key);
+                self.order.remove(&key);
             }
             None => {
                 self.member_bytes += member.len();
                 self.by_hash.insert((scan_hash(&member), member.clone()));
             }
         }
+        self.ranks.insert((Score(score), member.clone()));
         self.order.insert((Score(score), member));
         old
     }
@@ -330,7 +530,9 @@ impl ZSet {
         let (member, score) = self.scores.remove_entry(member)?;
         self.member_bytes -= member.len();
         self.by_hash.remove(&(scan_hash(&member), member.clone()));
-        self.order.remove(&(Score(score), member));
+        let key = (Score(score), member);
+        self.ranks.remove(&key);
+        self.order.remove(&key);
         Some(score)
     }
 
@@ -344,6 +546,7 @@ impl ZSet {
         self.scores.remove(&member);
         self.member_bytes -= member.len();
         self.by_hash.remove(&(scan_hash(&member), member.clone()));
+        self.ranks.remove(&(Score(score), member.clone()));
         Some((member, score))
     }
 
@@ -357,28 +560,15 @@ impl ZSet {
         self.scores.iter().map(|(m, s)| (m, *s))
     }
 
-    /// The 0-based rank of `member`, lowest score first (`reverse`: highest first).
-    /// O(log n + min(rank, n − rank)): counts from the nearer end.
+    /// The 0-based rank of `member`, lowest score first (`reverse`: highest first). O(log n).
     pub fn rank(&self, member: &[u8], reverse: bool) -> Option<usize> {
         let (key_member, score) = self.scores.get_key_value(member)?;
-        let key = (Score(*score), key_member.clone());
-        let mut below = self.order.range(..&key);
-        let mut above = self.order.range((Excluded(&key), Unbounded));
-        let mut i = 0;
-        let forward = loop {
-            if below.next().is_none() {
-                break i;
-            }
-            if above.next().is_none() {
-                break self.len() - 1 - i;
-            }
-            i += 1;
-        };
+        let forward = self.ranks.count_below(&(Score(*score), key_member.clone()), false);
         Some(if reverse { self.len() - 1 - forward } else { forward })
     }
 
     /// The members at ranks `start..=end` (lowest first, or highest first if `reverse`), both
-    /// below `len()`, `start <= end`. O(log n + min(start, n − end) + k).
+    /// below `len()`, `start <= end`. O(log n + k).
     fn by_rank(&self, start: usize, end: usize, reverse: bool) -> Vec<(Bytes, f64)> {
         let n = self.len();
         // Ranks from the lowest end.
@@ -387,30 +577,24 @@ impl ZSet {
         } else {
             (start, end)
         };
-        let take = hi - lo + 1;
-        let mut out: Vec<(Bytes, f64)> = if lo <= n - 1 - hi {
-            self.order
-                .iter()
-                .skip(lo)
-                .take(take)
-                .map(|(s, m)| (m.clone(), s.0))
-                .collect()
-        } else {
-            let mut v: Vec<_> = self
-                .order
-                .iter()
-                .rev()
-                .skip(n - 1 - hi)
-                .take(take)
-                .map(|(s, m)| (m.clone(), s.0))
-                .collect();
-            v.reverse();
-            v
+        let Some(first) = self.ranks.select(lo) else {
+            return Vec::new();
         };
+        let mut out: Vec<(Bytes, f64)> = self
+            .order
+            .range(first..)
+            .take(hi - lo + 1)
+            .map(|(s, m)| (m.clone(), s.0))
+            .collect();
         if reverse {
             out.reverse();
         }
         out
+    }
+
+    /// How many members have a score in `range`. O(log n).
+    fn count_in_score_range(&self, range: &ScoreRange) -> usize {
+        Self::score_bounds(range).map_or(0, |bounds| self.ranks.count_in(&bounds))
     }
 
     /// The `(score, member)` bounds of the members whose score is in `range` (non-empty).
@@ -530,6 +714,12 @@ impl ZSet {
             assert_eq!(self.scores.get(m).map(|x| x.to_bits()), Some(s.0.to_bits()));
         }
         assert_eq!(self.member_bytes, self.scores.keys().map(|m| m.len()).sum::<usize>());
+        assert_eq!(self.ranks.size(self.ranks.root), self.order.len());
+        for (i, key) in self.order.iter().enumerate() {
+            assert_eq!(self.ranks.select(i), Some(key));
+            assert_eq!(self.ranks.count_below(key, false), i);
+        }
+        assert_eq!(self.ranks.nodes.len() - self.ranks.free.len(), self.order.len());
     }
 }
 
@@ -982,7 +1172,7 @@ pub(crate) fn zmscore(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
 }
 
 /// `ZRANK key member` (<https://redis.io/commands/zrank/>): 0-based, lowest score first.
-/// O(log n + min(r, n − r)).
+/// O(log n).
 pub(crate) fn zrank(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
     rank_generic(ks, args, now_ms, false)
 }
@@ -1001,7 +1191,7 @@ fn rank_generic(ks: &mut Keyspace, args: &[Bytes], now: i64, reverse: bool) -> R
     }
 }
 
-/// `ZCOUNT key min max` (<https://redis.io/commands/zcount/>). O(log n + k).
+/// `ZCOUNT key min max` (<https://redis.io/commands/zcount/>). O(log n).
 pub(crate) fn zcount(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
     let range = match parse_score_range(&args[2], &args[3]) {
         Ok(r) => r,
@@ -1009,7 +1199,7 @@ pub(crate) fn zcount(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
     };
     match zset_of(ks, &args[1], now_ms) {
         Err(e) => e,
-        Ok(z) => Reply::Integer(z.map_or(0, |z| z.in_score_range(&range).count() as i64)),
+        Ok(z) => Reply::Integer(z.map_or(0, |z| z.count_in_score_range(&range) as i64)),
     }
 }
 
@@ -1186,8 +1376,7 @@ fn rank_span(len: usize, start: i64, end: i64) -> Option<(usize, usize)> {
 }
 
 /// `ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]`
-/// (<https://redis.io/commands/zrange/>). O(log n + k) by score or lex, by index
-/// O(log n + min(start, n − stop) + k).
+/// (<https://redis.io/commands/zrange/>). O(log n + k) (by lex: when all scores are equal).
 pub(crate) fn zrange(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
     zrange_generic(ks, args, now_ms, 1, None, RangeType::Auto, None)
 }
@@ -1272,7 +1461,7 @@ fn zremrange_generic(ks: &mut Keyspace, args: &[Bytes], now: i64, rangetype: Ran
 }
 
 /// `ZREMRANGEBYRANK key start stop` (<https://redis.io/commands/zremrangebyrank/>).
-/// O(log n + min(start, n − stop) + k log n).
+/// O((k + 1) log n).
 pub(crate) fn zremrangebyrank(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
     zremrange_generic(ks, args, now_ms, RangeType::Rank)
 }

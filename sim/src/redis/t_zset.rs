@@ -32,8 +32,8 @@
 //! hash (`ZSCAN`'s cursor). So adding, removing, scoring and popping cost O(log n); a rank
 //! (`ZRANK`, `ZREVRANK`) O(log n); a range by index, by score or by lex O(log n + k) for k
 //! answers; `ZCOUNT` O(log n). Expected bounds for the treap (its priorities are a hash of the
-//! member, so its shape is deterministic). `ZLEXCOUNT` and the lex ranges cost O(log n + k)
-//! when all scores are equal (the case Redis defines) and O(n) otherwise. `ZRANDMEMBER` costs
+//! member, so its shape is deterministic). Lex ranges cost O(log n + k) and `ZLEXCOUNT`
+//! O(log n) when all scores are equal (the case Redis defines), O(n) otherwise. `ZRANDMEMBER` costs
 //! O(log n) without a count, O(n + count) with one. `ZSCAN` costs O(log n + count) a call.
 //!
 //! **Left out, or different.** RESP3 shapes: replies are RESP2's (scores as bulk strings, flat
@@ -635,31 +635,61 @@ impl ZSet {
     /// which is the members in the range in byte order when all scores are equal (then
     /// O(log n) to start), and Redis' small encoding's answer otherwise (then O(n)).
     fn in_lex_range<'a>(&'a self, range: &LexRange, reverse: bool) -> Box<dyn Iterator<Item = (&'a Bytes, f64)> + 'a> {
+        let bounds = match self.lex_plan(range) {
+            LexPlan::Empty => return Box::new(std::iter::empty()),
+            LexPlan::Bounds(bounds) => bounds,
+            LexPlan::Walk => return self.lex_walk(range.clone(), reverse),
+        };
+        let it = self.order.range(bounds).map(|(s, m)| (m, s.0));
+        if reverse {
+            Box::new(it.rev())
+        } else {
+            Box::new(it)
+        }
+    }
+
+    /// How many members [`ZSet::in_lex_range`] answers: O(log n) when all scores are equal.
+    fn count_in_lex_range(&self, range: &LexRange) -> usize {
+        match self.lex_plan(range) {
+            LexPlan::Empty => 0,
+            LexPlan::Bounds(bounds) => self.ranks.count_in(&bounds),
+            LexPlan::Walk => self.lex_walk(range.clone(), false).count(),
+        }
+    }
+
+    /// How to answer a lex range: nothing, the ordered index's bounds (all scores equal), or
+    /// the small encoding's walk (scores differ).
+    fn lex_plan(&self, range: &LexRange) -> LexPlan {
         let (Some((Score(first), first_m)), Some((Score(last), last_m))) = (self.order.first(), self.order.last())
         else {
-            return Box::new(std::iter::empty());
+            return LexPlan::Empty;
         };
         if range.is_empty() || !range.gte_min(last_m) || !range.lte_max(first_m) {
-            return Box::new(std::iter::empty());
+            return LexPlan::Empty;
         }
-        if first == last {
-            let s = Score(*first);
-            let low = match &range.min {
-                LexItem::Min => Unbounded,
-                LexItem::Max => return Box::new(std::iter::empty()),
-                LexItem::Value(v, false) => Included((s, v.clone())),
-                LexItem::Value(v, true) => Excluded((s, v.clone())),
-            };
-            let high = match &range.max {
-                LexItem::Max => Unbounded,
-                LexItem::Min => return Box::new(std::iter::empty()),
-                LexItem::Value(v, false) => Included((s, v.clone())),
-                LexItem::Value(v, true) => Excluded((s, v.clone())),
-            };
-            let it = self.order.range((low, high)).map(|(s, m)| (m, s.0));
-            return if reverse { Box::new(it.rev()) } else { Box::new(it) };
+        if first != last {
+            return LexPlan::Walk;
         }
-        let range = range.clone();
+        let s = Score(*first);
+        let low = match &range.min {
+            LexItem::Min => Unbounded,
+            LexItem::Max => return LexPlan::Empty,
+            LexItem::Value(v, false) => Included((s, v.clone())),
+            LexItem::Value(v, true) => Excluded((s, v.clone())),
+        };
+        let high = match &range.max {
+            LexItem::Max => Unbounded,
+            LexItem::Min => return LexPlan::Empty,
+            LexItem::Value(v, false) => Included((s, v.clone())),
+            LexItem::Value(v, true) => Excluded((s, v.clone())),
+        };
+        LexPlan::Bounds((low, high))
+    }
+
+    /// Redis' small-encoding answer to a lex range over differing scores (`range` not empty):
+    /// from the first member (last if `reverse`) inside the range's near end, while members
+    /// stay inside its far end. O(n).
+    fn lex_walk<'a>(&'a self, range: LexRange, reverse: bool) -> Box<dyn Iterator<Item = (&'a Bytes, f64)> + 'a> {
         if reverse {
             let mut it = self.order.iter().rev().skip_while({
                 let range = range.clone();
@@ -1203,8 +1233,8 @@ pub(crate) fn zcount(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
     }
 }
 
-/// `ZLEXCOUNT key min max` (<https://redis.io/commands/zlexcount/>). O(log n + k) when all
-/// scores are equal.
+/// `ZLEXCOUNT key min max` (<https://redis.io/commands/zlexcount/>). O(log n) when all scores
+/// are equal.
 pub(crate) fn zlexcount(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
     let range = match parse_lex_range(&args[2], &args[3]) {
         Ok(r) => r,
@@ -1212,7 +1242,7 @@ pub(crate) fn zlexcount(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply
     };
     match zset_of(ks, &args[1], now_ms) {
         Err(e) => e,
-        Ok(z) => Reply::Integer(z.map_or(0, |z| z.in_lex_range(&range, false).count() as i64)),
+        Ok(z) => Reply::Integer(z.map_or(0, |z| z.count_in_lex_range(&range) as i64)),
     }
 }
 
@@ -1225,6 +1255,13 @@ enum RangeType {
     Rank,
     Score,
     Lex,
+}
+
+/// How [`ZSet::in_lex_range`] answers a range ([`ZSet::lex_plan`]).
+enum LexPlan {
+    Empty,
+    Bounds(OrderBounds),
+    Walk,
 }
 
 /// The parsed range of a `ZRANGE`-family command.

@@ -28,29 +28,30 @@
 //!
 //! **Cost.** A [`ZSet`] keeps four indexes that every write updates: a `BTreeMap` from member
 //! to score, a `BTreeSet` of `(score, member)` (ranges and iteration), a treap of the same keys
-//! whose nodes know their subtree's size (ranks: Redis' skiplist spans), and the members by a
-//! hash (`ZSCAN`'s cursor). So adding, removing, scoring and popping cost O(log n); a rank
-//! (`ZRANK`, `ZREVRANK`) O(log n); a range by index, by score or by lex O(log n + k) for k
-//! answers; `ZCOUNT` O(log n). Expected bounds for the treap (its priorities are a hash of the
+//! whose nodes know their subtree's size (ranks, as Redis' skiplist spans), and the members by
+//! a hash (`ZSCAN`'s cursor). So adding, removing, scoring and popping cost O(log n); a rank
+//! (`ZRANK`, `ZREVRANK`) O(log n); a range by index or by score O(log n + k) for k answers;
+//! `ZCOUNT` O(log n) (the treap's bounds are expected ones; its priorities are a hash of the
 //! member, so its shape is deterministic). Lex ranges cost O(log n + k) and `ZLEXCOUNT`
-//! O(log n) when all scores are equal (the case Redis defines), O(n) otherwise. `ZRANDMEMBER` costs
-//! O(log n) without a count, O(n + count) with one. `ZSCAN` costs O(log n + count) a call.
+//! O(log n) when all scores are equal (the case Redis defines), O(n) otherwise. `ZRANDMEMBER`
+//! costs O(log n) without a count, O(n + count) with one; `ZSCAN` O(log n + count) a call.
 //!
 //! **Left out, or different.** RESP3 shapes: replies are RESP2's (scores as bulk strings, flat
-//! `WITHSCORES` arrays, `ZPOPMIN key count` flat), since [`Reply`] has no double or nested form
-//! per protocol. `OBJECT ENCODING` answers by the set's size now (`listpack` up to
+//! `WITHSCORES` arrays, `ZPOPMIN key count` flat), since [`Reply`] has no double and no
+//! per-protocol nesting. `OBJECT ENCODING` answers by the set's contents now (`listpack` up to
 //! `zset-max-listpack-entries` members of up to `zset-max-listpack-value` bytes, else
-//! `skiplist`), where Redis never converts back; `ZSCAN` answers a set whole while it fits
-//! the default thresholds (it does not see `CONFIG SET`). Lex ranges on
-//! a set whose scores differ (which Redis leaves unspecified) answer as Redis' small
-//! (`listpack`) encoding does at every size. `ZRANDMEMBER` draws from the keyspace's deterministic
-//! generator ([`Keyspace::next_random`]), in an order of its own where Redis' is random too. `ZSCAN` of a set too big for
-//! the small encoding walks the members in the order of a 64-bit hash of each (a third index,
-//! kept by every write), its cursor the hash to go on from; Redis walks its hash table, so
-//! the cursors differ but the guarantees (every member present throughout is answered, at
-//! least once) are the same. Hex scores
-//! (`0x10`) are read as C's `strtod` reads them, decimal ones with Rust's correctly rounded
-//! parser; `ZRANK ... WITHSCORE` (Redis 7.2) is not there, as in 7.0.
+//! `skiplist`), where Redis never converts back; `ZSCAN` answers a set whole while it fits the
+//! default thresholds (it does not see `CONFIG SET`), and walks a bigger one in the order of a
+//! 64-bit hash of each member, its cursor the hash to go on from: Redis walks its hash table,
+//! so the cursors differ but the guarantee is the same (every member present from the first
+//! call to the last is answered). Lex ranges over differing scores (which Redis leaves
+//! unspecified) answer as Redis' small (`listpack`) encoding does, at every size.
+//! `ZRANDMEMBER` draws from the keyspace's deterministic generator
+//! ([`Keyspace::next_random`]): which members, and their order when fewer than the whole set,
+//! differ from Redis' (random there too); the whole set comes highest first, as in Redis. Hex
+//! scores (`0x10`) are read as C's `strtod` reads them (exactly up to 13 hex digits), decimal
+//! ones with Rust's correctly rounded parser. `ZRANK ... WITHSCORE` (Redis 7.2) is not there,
+//! as in 7.0.
 
 use super::admin::glob_match;
 use super::command::blocking_timeout_ms;

@@ -36,9 +36,11 @@
 //! O(log n) when all scores are equal (the case Redis defines), O(n) otherwise. `ZRANDMEMBER`
 //! costs O(log n) without a count, O(n + count) with one; `ZSCAN` O(log n + count) a call.
 //!
-//! **Left out, or different.** RESP3 shapes: replies are RESP2's (scores as bulk strings, flat
-//! `WITHSCORES` arrays, `ZPOPMIN key count` flat), since [`Reply`] has no double and no
-//! per-protocol nesting. `OBJECT ENCODING` answers by the set's contents now (`listpack` up to
+//! **RESP3.** The handlers answer RESP2's shapes ([`Reply`] has no double and no per-protocol
+//! nesting); [`encode_resp3`] writes a sorted-set command's reply as Redis 7.0 does for a
+//! RESP3 connection (doubles, `[member, score]` pairs), for the connection's encoder to call.
+//!
+//! **Left out, or different.** RESP3 inside `EXEC` and script replies (RESP2 shapes there). `OBJECT ENCODING` answers by the set's contents now (`listpack` up to
 //! `zset-max-listpack-entries` members of up to `zset-max-listpack-value` bytes, else
 //! `skiplist`), where Redis never converts back; `ZSCAN` answers a set whole while it fits the
 //! default thresholds (it does not see `CONFIG SET`), and walks a bigger one in the order of a
@@ -2124,6 +2126,152 @@ pub(crate) fn zscan(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
     Reply::Array(Some(vec![Reply::bulk(next.to_string()), Reply::Array(Some(out))]))
 }
 
+// ---------------------------------------------------------------------------------------------
+// RESP3.
+
+/// Writes `reply`, the RESP2-shaped answer of the sorted-set command `args`, as Redis 7.0 writes
+/// it to a RESP3 connection, and says whether it did: scores become doubles (`,1.5`, `,inf`),
+/// `WITHSCORES` answers (`ZRANGE` and its older forms, `ZUNION`/`ZINTER`/`ZDIFF`,
+/// `ZRANDMEMBER`) and `ZPOPMIN`/`ZPOPMAX` with a count become arrays of `[member, score]`
+/// pairs, nils become `_`. `false` (nothing written) for another command, an error, or a reply
+/// whose RESP3 form is its RESP2 one with RESP3 nulls (`ZCARD`, `ZRANK`, `ZSCAN`...): the
+/// caller writes those as it writes any reply. For the connection's encoder
+/// (`super::resp3::ReplyEncoder`), top-level replies only (inside `EXEC` they stay as they are).
+pub(crate) fn encode_resp3(args: &[Bytes], reply: &Reply, out: &mut bytes::BytesMut) -> bool {
+    let name = args
+        .first()
+        .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+        .unwrap_or_default();
+    let withscores = || args.iter().skip(2).any(|a| eq_ic(a, "withscores"));
+    let shape = match name.as_str() {
+        "zscore" | "zincrby" => Resp3::Score,
+        "zadd" if zadd_has_incr(args) => Resp3::Score,
+        "zmscore" => Resp3::Scores,
+        "zrange" | "zrevrange" | "zrangebyscore" | "zrevrangebyscore" | "zunion" | "zinter" | "zdiff"
+        | "zrandmember"
+            if withscores() =>
+        {
+            Resp3::Pairs
+        }
+        "zpopmin" | "zpopmax" if args.len() == 3 => Resp3::Pairs,
+        "zpopmin" | "zpopmax" => Resp3::Flat(0),
+        "bzpopmin" | "bzpopmax" => Resp3::Flat(1),
+        "zmpop" | "bzmpop" => Resp3::KeyPairs,
+        _ => return false,
+    };
+    let bulk = |b: &Bytes, out: &mut bytes::BytesMut| {
+        out.extend_from_slice(format!("${}\r\n", b.len()).as_bytes());
+        out.extend_from_slice(b);
+        out.extend_from_slice(b"\r\n");
+    };
+    let double = |r: &Reply, out: &mut bytes::BytesMut| match r {
+        Reply::Bulk(Some(text)) => {
+            out.extend_from_slice(b",");
+            out.extend_from_slice(text);
+            out.extend_from_slice(b"\r\n");
+        }
+        _ => out.extend_from_slice(b"_\r\n"),
+    };
+    let array_len = |n: usize, out: &mut bytes::BytesMut| out.extend_from_slice(format!("*{n}\r\n").as_bytes());
+    let pairs = |items: &[Reply], out: &mut bytes::BytesMut| -> bool {
+        if items.len() % 2 != 0 || !items.iter().all(|i| matches!(i, Reply::Bulk(Some(_)))) {
+            return false;
+        }
+        array_len(items.len() / 2, out);
+        for pair in items.chunks(2) {
+            array_len(2, out);
+            if let Reply::Bulk(Some(m)) = &pair[0] {
+                bulk(m, out);
+            }
+            double(&pair[1], out);
+        }
+        true
+    };
+    match (shape, reply) {
+        (_, Reply::Error(_)) => false,
+        (Resp3::Score, Reply::Bulk(_)) => {
+            double(reply, out);
+            true
+        }
+        (Resp3::Scores, Reply::Array(Some(items))) => {
+            array_len(items.len(), out);
+            for item in items {
+                double(item, out);
+            }
+            true
+        }
+        (Resp3::Pairs, Reply::Array(Some(items))) => {
+            let mut buf = bytes::BytesMut::new();
+            let done = pairs(items, &mut buf);
+            if done {
+                out.extend_from_slice(&buf);
+            }
+            done
+        }
+        (Resp3::Flat(keys), Reply::Array(Some(items))) if items.len() == keys + 2 => {
+            array_len(items.len(), out);
+            for item in &items[..keys + 1] {
+                match item {
+                    Reply::Bulk(Some(b)) => bulk(b, out),
+                    _ => out.extend_from_slice(b"_\r\n"),
+                }
+            }
+            double(&items[keys + 1], out);
+            true
+        }
+        (Resp3::KeyPairs, Reply::Array(Some(items))) => match items.as_slice() {
+            [Reply::Bulk(Some(key)), Reply::Array(Some(popped))] => {
+                array_len(2, out);
+                bulk(key, out);
+                array_len(popped.len(), out);
+                for pair in popped {
+                    match pair {
+                        Reply::Array(Some(mp)) if mp.len() == 2 => {
+                            array_len(2, out);
+                            match &mp[0] {
+                                Reply::Bulk(Some(m)) => bulk(m, out),
+                                _ => out.extend_from_slice(b"_\r\n"),
+                            }
+                            double(&mp[1], out);
+                        }
+                        _ => out.extend_from_slice(b"_\r\n"),
+                    }
+                }
+                true
+            }
+            _ => false,
+        },
+        (_, Reply::Array(None)) => {
+            out.extend_from_slice(b"_\r\n");
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The RESP3 forms [`encode_resp3`] writes.
+#[derive(Clone, Copy)]
+enum Resp3 {
+    /// One score, or a null.
+    Score,
+    /// An array of scores or nulls.
+    Scores,
+    /// A flat `[member, score, ...]` as an array of `[member, score]` pairs.
+    Pairs,
+    /// `[key]` (`1`) or nothing (`0`), then member and score.
+    Flat(usize),
+    /// `[key, [[member, score], ...]]`.
+    KeyPairs,
+}
+
+/// Whether `ZADD`'s options (before the first score) include `INCR`.
+fn zadd_has_incr(args: &[Bytes]) -> bool {
+    args.iter()
+        .skip(2)
+        .take_while(|a| ["nx", "xx", "gt", "lt", "ch", "incr"].iter().any(|o| eq_ic(a, o)))
+        .any(|a| eq_ic(a, "incr"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -3095,6 +3243,50 @@ mod tests {
             assert_eq!(flags.contains("write"), !flags.contains("readonly"), "{name}");
         }
         assert_eq!(ZSET_COMMANDS.len(), 35);
+    }
+
+    /// RESP3 as redis-server 7.0.15 wrote it after `HELLO 3` for the same commands (recorded
+    /// raw); what [`encode_resp3`] leaves to the caller is written as RESP2 (no null occurs).
+    #[test]
+    fn resp3_forms_are_redis_7_0_15s() {
+        let cases: &[(&str, &[u8])] = &[
+        ("zadd z 1.5 a 2 b -inf c 3 d", b":4\r\n"),
+        ("zadd z incr 1 a", b",2.5\r\n"),
+        ("zadd z xx incr 1 nosuch", b"_\r\n"),
+        ("zadd z 1 incr", b":1\r\n"),
+        ("zscore z a", b",2.5\r\n"),
+        ("zscore z nosuch", b"_\r\n"),
+        ("zincrby z 1 b", b",3\r\n"),
+        ("zmscore z a nosuch c", b"*3\r\n,2.5\r\n_\r\n,-inf\r\n"),
+        ("zrange z 0 -1 withscores", b"*5\r\n*2\r\n$1\r\nc\r\n,-inf\r\n*2\r\n$4\r\nincr\r\n,1\r\n*2\r\n$1\r\na\r\n,2.5\r\n*2\r\n$1\r\nb\r\n,3\r\n*2\r\n$1\r\nd\r\n,3\r\n"),
+        ("zrange z 0 -1", b"*5\r\n$1\r\nc\r\n$4\r\nincr\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nd\r\n"),
+        ("zrevrange z 0 1 withscores", b"*2\r\n*2\r\n$1\r\nd\r\n,3\r\n*2\r\n$1\r\nb\r\n,3\r\n"),
+        ("zrangebyscore z -inf +inf withscores", b"*5\r\n*2\r\n$1\r\nc\r\n,-inf\r\n*2\r\n$4\r\nincr\r\n,1\r\n*2\r\n$1\r\na\r\n,2.5\r\n*2\r\n$1\r\nb\r\n,3\r\n*2\r\n$1\r\nd\r\n,3\r\n"),
+        ("zrandmember z 10 withscores", b"*5\r\n*2\r\n$1\r\nd\r\n,3\r\n*2\r\n$1\r\nb\r\n,3\r\n*2\r\n$1\r\na\r\n,2.5\r\n*2\r\n$4\r\nincr\r\n,1\r\n*2\r\n$1\r\nc\r\n,-inf\r\n"),
+        ("zunion 1 z withscores", b"*5\r\n*2\r\n$1\r\nc\r\n,-inf\r\n*2\r\n$4\r\nincr\r\n,1\r\n*2\r\n$1\r\na\r\n,2.5\r\n*2\r\n$1\r\nb\r\n,3\r\n*2\r\n$1\r\nd\r\n,3\r\n"),
+        ("zpopmin z", b"*2\r\n$1\r\nc\r\n,-inf\r\n"),
+        ("zpopmax z 1", b"*1\r\n*2\r\n$1\r\nd\r\n,3\r\n"),
+        ("zpopmin nosuch", b"*0\r\n"),
+        ("zpopmin z 0", b"*0\r\n"),
+        ("zmpop 1 z min", b"*2\r\n$1\r\nz\r\n*1\r\n*2\r\n$4\r\nincr\r\n,1\r\n"),
+        ("zmpop 1 nosuch min", b"_\r\n"),
+        ("zadd z 1 x 2 y", b":2\r\n"),
+        ("bzpopmin z 0", b"*3\r\n$1\r\nz\r\n$1\r\nx\r\n,1\r\n"),
+        ("zmpop 1 z max count 5", b"*2\r\n$1\r\nz\r\n*3\r\n*2\r\n$1\r\nb\r\n,3\r\n*2\r\n$1\r\na\r\n,2.5\r\n*2\r\n$1\r\ny\r\n,2\r\n"),
+        ("zcard z", b":0\r\n"),
+        ("zscan z 0", b"*2\r\n$1\r\n0\r\n*0\r\n"),
+
+        ];
+        let mut ks = Keyspace::new();
+        for (line, want) in cases {
+            let args = words(line);
+            let reply = exec(&mut ks, &args, 0);
+            let mut out = bytes::BytesMut::new();
+            if !encode_resp3(&args, &reply, &mut out) {
+                super::super::codec::encode_reply(&reply, &mut out);
+            }
+            assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(want), "{line}");
+        }
     }
 
     #[derive(Clone, Debug)]

@@ -2174,7 +2174,7 @@ pub(crate) fn encode_resp3(args: &[Bytes], reply: &Reply, out: &mut bytes::Bytes
     };
     let array_len = |n: usize, out: &mut bytes::BytesMut| out.extend_from_slice(format!("*{n}\r\n").as_bytes());
     let pairs = |items: &[Reply], out: &mut bytes::BytesMut| -> bool {
-        if items.len() % 2 != 0 || !items.iter().all(|i| matches!(i, Reply::Bulk(Some(_)))) {
+        if !items.len().is_multiple_of(2) || !items.iter().all(|i| matches!(i, Reply::Bulk(Some(_)))) {
             return false;
         }
         array_len(items.len() / 2, out);

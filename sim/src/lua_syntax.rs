@@ -54,12 +54,8 @@ pub fn check_script_commands(source: &str) -> Result<(), LuaSyntaxError> {
             };
             let name = &args[1..1 + end];
             let message = match crate::redis::table::command(name.as_bytes()) {
-                None => format!(
-                    "the script calls `{name}`, which lockstep's Redis does not have (see docs/redis-commands.md)"
-                ),
-                Some(spec) if !spec.scriptable() => {
-                    format!("the script calls `{name}`, which Redis does not allow from scripts")
-                }
+                None => format!("the script calls `{name}`, which lockstep's Redis does not have (see docs/redis-commands.md)"),
+                Some(spec) if !spec.scriptable() => format!("the script calls `{name}`, which Redis does not allow from scripts"),
                 Some(_) => continue,
             };
             return Err(LuaSyntaxError {

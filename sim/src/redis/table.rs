@@ -634,17 +634,9 @@ pub fn guide_markdown() -> String {
         for (name, spec) in rows {
             let lease = match spec.lease {
                 LeaseEffect::None => "—".to_string(),
-                LeaseEffect::SetsValue {
-                    when: StoreCondition::IfAbsent,
-                    ..
-                } => "stores a value if absent".to_string(),
-                LeaseEffect::SetsValue {
-                    ttl: TtlSource::Relative { .. },
-                    ..
-                } => "stores a value with a TTL".to_string(),
-                LeaseEffect::SetsValue {
-                    ttl: TtlSource::Clears, ..
-                } => "stores a value, no TTL".to_string(),
+                LeaseEffect::SetsValue { when: StoreCondition::IfAbsent, .. } => "stores a value if absent".to_string(),
+                LeaseEffect::SetsValue { ttl: TtlSource::Relative { .. }, .. } => "stores a value with a TTL".to_string(),
+                LeaseEffect::SetsValue { ttl: TtlSource::Clears, .. } => "stores a value, no TTL".to_string(),
                 LeaseEffect::SetsValue { .. } => "stores a value (TTL by options)".to_string(),
                 LeaseEffect::Deletes => "deletes".to_string(),
                 LeaseEffect::SetsExpiry { absolute: true, .. } => "sets an absolute expiry".to_string(),

@@ -282,6 +282,10 @@ pub(crate) fn object(ks: &Keyspace, sub: &str, key: &[u8], now_ms: i64, limits: 
             }
             Value::Set(members) if members.len() <= 128 && members.iter().all(|m| m.len() <= 64) => "listpack",
             Value::Set(_) => "hashtable",
+            // Redis 7.0: `zset-max-listpack-entries` and `-value` (128 and 64 by default; by the
+            // set's contents now, where Redis never converts back).
+            Value::ZSet(z) if z.fits_listpack(limits.zset_entries, limits.zset_value) => "listpack",
+            Value::ZSet(_) => "skiplist",
         }),
         "refcount" => Reply::Integer(match &entry.value {
             Value::String(v) if int_value(v).is_some_and(|n| (0..SHARED_INTEGERS).contains(&n)) => i64::from(i32::MAX),

@@ -10,6 +10,8 @@
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use super::t_zset::ZSet;
+
 /// A stored value. Strings are what locks use; the list type exists so that `WRONGTYPE` is
 /// reachable and tested.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,6 +29,10 @@ pub enum Value {
     /// numeric order, a large one in hash order: clients may not rely on any). Never empty: an
     /// emptied set is deleted, as in Redis.
     Set(BTreeSet<Bytes>),
+    /// A sorted set (`ZADD`, `ZRANGE`, `ZPOPMIN`, ...): members with a score each, ordered by
+    /// score then member bytes, with an index by member ([`ZSet`], `t_zset.rs`). Never empty:
+    /// an emptied sorted set is deleted, as in Redis.
+    ZSet(ZSet),
 }
 
 /// What a key costs besides its name and value, in [`Keyspace::used_bytes`]: Redis' dict entry,
@@ -40,7 +46,8 @@ pub(crate) const ITEM_OVERHEAD_BYTES: usize = 16;
 impl Value {
     /// The bytes this value counts for in [`Keyspace::used_bytes`]: a string's length; a list's
     /// elements, a hash's fields and values and a set's members, plus [`ITEM_OVERHEAD_BYTES`]
-    /// each.
+    /// each; a sorted set's members plus [`ITEM_OVERHEAD_BYTES`] and 8 (the score) each, kept
+    /// by the [`ZSet`] so that reading it costs O(1).
     pub fn used_bytes(&self) -> usize {
         match self {
             Value::String(s) => s.len(),
@@ -50,6 +57,7 @@ impl Value {
                 .map(|(f, v)| f.len() + v.len() + ITEM_OVERHEAD_BYTES)
                 .sum(),
             Value::Set(members) => members.iter().map(|m| m.len() + ITEM_OVERHEAD_BYTES).sum(),
+            Value::ZSet(z) => z.used_bytes(),
         }
     }
 
@@ -60,16 +68,18 @@ impl Value {
             Value::List(items) => items.len(),
             Value::Hash(fields) => fields.len(),
             Value::Set(members) => members.len(),
+            Value::ZSet(z) => z.len(),
         }
     }
 
-    /// The name `TYPE` reports for this value (`string`, `list`, `hash`, `set`).
+    /// The name `TYPE` reports for this value (`string`, `list`, `hash`, `set`, `zset`).
     pub(crate) fn type_name(&self) -> &'static str {
         match self {
             Value::String(_) => "string",
             Value::List(_) => "list",
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
         }
     }
 }

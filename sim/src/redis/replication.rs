@@ -77,6 +77,22 @@ impl Effect {
                 }
                 out
             }
+            Some(Entry {
+                value: Value::ZSet(zset),
+                expire_at_ms,
+            }) => {
+                // Scores as Redis 7.0 writes them (`%.17g`), which read back exactly.
+                let mut zadd = vec!["ZADD".to_string(), key.clone()];
+                zadd.extend(
+                    zset.iter()
+                        .flat_map(|(m, s)| [crate::redis::lua::fmt_g(s, 17), text(m)]),
+                );
+                let mut out = vec![vec!["DEL".to_string(), key.clone()], zadd];
+                if let Some(t) = expire_at_ms {
+                    out.push(vec!["PEXPIREAT".into(), key, t.to_string()]);
+                }
+                out
+            }
         }
     }
 
@@ -573,6 +589,31 @@ mod tests {
         assert_eq!(
             effect.commands(),
             vec![words(&["DEL", "s"]), words(&["SADD", "s", "a", "m"])]
+        );
+    }
+
+    #[test]
+    fn a_sorted_set_replicates_as_del_zadd_pexpireat() {
+        let b = |s: &str| Bytes::copy_from_slice(s.as_bytes());
+        let effect = Effect {
+            key: b("z"),
+            entry: Some(Entry {
+                value: Value::ZSet(
+                    [(b("m"), 1.5), (b("a"), 2.0), (b("x"), f64::NEG_INFINITY)]
+                        .into_iter()
+                        .collect(),
+                ),
+                expire_at_ms: Some(7),
+            }),
+        };
+        let words = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            effect.commands(),
+            vec![
+                words(&["DEL", "z"]),
+                words(&["ZADD", "z", "-inf", "x", "1.5", "m", "2", "a"]),
+                words(&["PEXPIREAT", "z", "7"])
+            ]
         );
     }
 

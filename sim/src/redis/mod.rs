@@ -90,7 +90,6 @@ mod t_list;
 mod t_set;
 mod t_string;
 // The handlers are reached once the command table (issue 49) lists `t_zset::ZSET_COMMANDS`.
-#[allow(dead_code)]
 mod t_zset;
 pub mod table;
 

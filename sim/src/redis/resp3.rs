@@ -59,6 +59,10 @@ impl ReplyEncoder {
             encode_reply(reply, out);
             return;
         }
+        // Sorted-set replies carry doubles and pairs in RESP3.
+        if super::t_zset::encode_resp3(args, reply, out) {
+            return;
+        }
         let shape = match name.as_str() {
             "hello" | "hgetall" => Shape::Map,
             "config" if is_sub(args, "get") => Shape::Map,

@@ -403,6 +403,8 @@ struct Blocked {
     serial: u64,
     /// The database it blocked in.
     db: usize,
+    /// The type a key must hold to serve it (`list`, `zset`).
+    wants: &'static str,
     keys: Vec<Bytes>,
     /// Each key's first position in `keys` (a client is served from its first ready key).
     positions: BTreeMap<Bytes, usize>,
@@ -655,7 +657,7 @@ impl<H: RedisHost> RedisServer<H> {
         let empty = match name.as_str() {
             "blpop" | "brpop" => Some(Reply::Array(None)),
             "blmove" | "brpoplpush" => Some(Reply::nil()),
-            "blmpop" => Some(Reply::Array(None)),
+            "blmpop" | "bzpopmin" | "bzpopmax" | "bzmpop" => Some(Reply::Array(None)),
             _ => None,
         };
         let blocks = is_master && !session.in_multi() && empty.is_some_and(|e| replies == [e]);
@@ -666,13 +668,22 @@ impl<H: RedisHost> RedisServer<H> {
         if blocks {
             let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
             let (keys, serve) = match name.as_str() {
-                "blmpop" => {
+                // Served by the non-blocking form over all their keys: `LMPOP`/`ZMPOP` for the
+                // `M` forms, the same arguments again for `BZPOPMIN`/`BZPOPMAX` (their handler
+                // never blocks and answers `[key, member, score]`).
+                "blmpop" | "bzmpop" | "bzpopmin" | "bzpopmax" => {
                     let keys = crate::redis::table::resolve(args)
                         .map(|spec| spec.key_positions(args).into_iter().map(|i| args[i].clone()).collect())
                         .unwrap_or_default();
-                    let mut lmpop = vec![Bytes::from_static(b"LMPOP")];
-                    lmpop.extend_from_slice(&args[2..]);
-                    (keys, Serve::Rerun(lmpop))
+                    let rerun = match name.as_str() {
+                        "blmpop" | "bzmpop" => {
+                            let mut m = vec![Bytes::from_static(if name == "blmpop" { b"LMPOP" } else { b"ZMPOP" })];
+                            m.extend_from_slice(&args[2..]);
+                            m
+                        }
+                        _ => args.to_vec(),
+                    };
+                    (keys, Serve::Rerun(rerun))
                 }
                 "blpop" => (args[1..args.len() - 1].to_vec(), Serve::Pop(b"LPOP")),
                 "brpop" => (args[1..args.len() - 1].to_vec(), Serve::Pop(b"RPOP")),
@@ -796,7 +807,7 @@ impl<H: RedisHost> RedisServer<H> {
                         .keyspace()
                         .db(db)
                         .and_then(|d| d.peek(key, now))
-                        .is_some_and(|e| matches!(e.value, crate::redis::Value::List(_)))
+                        .is_some_and(|e| e.value.type_name() == blocked.wants)
                 });
                 let Some(key) = ready else {
                     continue;
@@ -880,6 +891,11 @@ impl<H: RedisHost> RedisServer<H> {
                     id,
                     serial,
                     db,
+                    wants: if args[0].to_ascii_lowercase().starts_with(b"bz") {
+                        "zset"
+                    } else {
+                        "list"
+                    },
                     keys,
                     positions,
                     serve,

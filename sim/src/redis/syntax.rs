@@ -100,24 +100,3 @@ pub(crate) fn human_double(v: f64) -> String {
     }
     format!("{v}")
 }
-
-/// A float as Redis's `%.17g` answers a score or `INCRBYFLOAT` in a reply meant to round-trip:
-/// the shortest round-trip text, in exponent form when Redis's `%g` would be.
-pub(crate) fn g17_double(v: f64) -> String {
-    if v.is_infinite() {
-        return if v > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    if v == 0.0 {
-        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
-    }
-    let exp = v.abs().log10().floor() as i32;
-    if (-5..17).contains(&exp) {
-        format!("{v}")
-    } else {
-        // `%g`'s exponent form: mantissa, `e`, sign, at least two digits.
-        let s = format!("{v:e}");
-        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
-        let e: i32 = e.parse().unwrap_or(0);
-        format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
-    }
-}

@@ -84,6 +84,7 @@ pub(crate) const LISTPACK_MAX_VALUE: usize = 64;
 /// The sorted-set commands of Redis 7.0 as `(name, arity, flags)`, as `COMMAND INFO` of
 /// redis-server 7.0.15 reports them (arity negative: at least that many arguments, the name
 /// included). The handler of each is the function of this module with the command's name.
+#[cfg(test)]
 pub(crate) const ZSET_COMMANDS: &[(&str, i32, &str)] = &[
     ("zadd", -4, "write denyoom fast"),
     ("zincrby", 4, "write denyoom fast"),
@@ -395,22 +396,6 @@ pub(crate) struct ScoreRange {
 impl ScoreRange {
     fn is_empty(&self) -> bool {
         self.min > self.max || (self.min == self.max && (self.min_ex || self.max_ex))
-    }
-
-    fn gte_min(&self, s: f64) -> bool {
-        if self.min_ex {
-            s > self.min
-        } else {
-            s >= self.min
-        }
-    }
-
-    fn lte_max(&self, s: f64) -> bool {
-        if self.max_ex {
-            s < self.max
-        } else {
-            s <= self.max
-        }
     }
 }
 

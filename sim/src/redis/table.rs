@@ -526,81 +526,6 @@ pub fn lease_effect(args: &[impl AsRef<[u8]>]) -> LeaseEffect {
     resolve(args).map_or(LeaseEffect::None, |s| s.lease)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_name_is_lower_case_and_unique_and_every_arity_counts_the_name() {
-        let mut seen = std::collections::BTreeSet::new();
-        for c in commands() {
-            assert_eq!(c.name, c.name.to_ascii_lowercase());
-            assert!(seen.insert(c.name), "{} twice", c.name);
-            assert!(c.arity != 0 && c.arity.abs() >= 1, "{}", c.name);
-            for s in c.subcommands {
-                assert!(s.arity.abs() >= 2, "{}|{}", c.name, s.name);
-            }
-            assert!(
-                !(c.flags.has(Flags::WRITE) && c.flags.has(Flags::READONLY)),
-                "{} both write and readonly",
-                c.name
-            );
-        }
-    }
-
-    #[test]
-    fn key_positions_follow_the_spec() {
-        let a = |v: &[&str]| v.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
-        assert_eq!(
-            command(b"DEL").unwrap().key_positions(&a(&["del", "a", "b"])),
-            vec![1, 2]
-        );
-        assert_eq!(
-            command(b"mset")
-                .unwrap()
-                .key_positions(&a(&["mset", "a", "1", "b", "2"])),
-            vec![1, 3]
-        );
-        assert_eq!(
-            command(b"blpop").unwrap().key_positions(&a(&["blpop", "a", "b", "0"])),
-            vec![1, 2]
-        );
-        assert_eq!(
-            command(b"eval")
-                .unwrap()
-                .key_positions(&a(&["eval", "s", "2", "k1", "k2", "v"])),
-            vec![3, 4]
-        );
-        assert_eq!(
-            command(b"eval").unwrap().key_positions(&a(&["eval", "s", "9", "k1"])),
-            vec![3]
-        );
-        assert!(command(b"nosuchcommand").is_none());
-        assert!(command(&[b'x'; 100]).is_none());
-    }
-
-    #[test]
-    fn the_lease_effects_of_the_lock_commands() {
-        let a = |v: &[&str]| v.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
-        assert!(matches!(
-            lease_effect(&a(&["SETNX", "k", "v"])),
-            LeaseEffect::SetsValue {
-                when: StoreCondition::IfAbsent,
-                ..
-            }
-        ));
-        assert_eq!(
-            lease_effect(&a(&["pexpireat", "k", "1"])),
-            LeaseEffect::SetsExpiry {
-                unit_ms: 1,
-                absolute: true
-            }
-        );
-        assert_eq!(lease_effect(&a(&["EVALSHA", "x", "1", "k"])), LeaseEffect::RunsScript);
-        assert_eq!(lease_effect(&a(&["config", "set", "x", "y"])), LeaseEffect::None);
-    }
-}
-
 /// The guide's list of commands (docs/redis-commands.md), generated from the table: one section
 /// per group, one row per command with its arity, flags and lease effect.
 pub fn guide_markdown() -> String {
@@ -664,4 +589,92 @@ pub fn guide_markdown() -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_is_lower_case_and_unique_and_every_arity_counts_the_name() {
+        let mut seen = std::collections::BTreeSet::new();
+        for c in commands() {
+            assert_eq!(c.name, c.name.to_ascii_lowercase());
+            assert!(seen.insert(c.name), "{} twice", c.name);
+            assert!(c.arity != 0 && c.arity.abs() >= 1, "{}", c.name);
+            for s in c.subcommands {
+                assert!(s.arity.abs() >= 2, "{}|{}", c.name, s.name);
+            }
+            assert!(
+                !(c.flags.has(Flags::WRITE) && c.flags.has(Flags::READONLY)),
+                "{} both write and readonly",
+                c.name
+            );
+        }
+    }
+
+    #[test]
+    fn the_sorted_set_rows_have_redis_arity_and_flags() {
+        for (name, arity, flags) in super::super::t_zset::ZSET_COMMANDS {
+            let spec = command(name.as_bytes()).unwrap_or_else(|| panic!("{name} has no row"));
+            assert_eq!(spec.arity, *arity, "{name}");
+            let mut have = spec.flags.names();
+            have.sort_unstable();
+            let mut want: Vec<&str> = flags.split(' ').collect();
+            want.sort_unstable();
+            assert_eq!(have, want, "{name}");
+        }
+    }
+
+    #[test]
+    fn key_positions_follow_the_spec() {
+        let a = |v: &[&str]| v.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+        assert_eq!(
+            command(b"DEL").unwrap().key_positions(&a(&["del", "a", "b"])),
+            vec![1, 2]
+        );
+        assert_eq!(
+            command(b"mset")
+                .unwrap()
+                .key_positions(&a(&["mset", "a", "1", "b", "2"])),
+            vec![1, 3]
+        );
+        assert_eq!(
+            command(b"blpop").unwrap().key_positions(&a(&["blpop", "a", "b", "0"])),
+            vec![1, 2]
+        );
+        assert_eq!(
+            command(b"eval")
+                .unwrap()
+                .key_positions(&a(&["eval", "s", "2", "k1", "k2", "v"])),
+            vec![3, 4]
+        );
+        assert_eq!(
+            command(b"eval").unwrap().key_positions(&a(&["eval", "s", "9", "k1"])),
+            vec![3]
+        );
+        assert!(command(b"nosuchcommand").is_none());
+        assert!(command(&[b'x'; 100]).is_none());
+    }
+
+    #[test]
+    fn the_lease_effects_of_the_lock_commands() {
+        let a = |v: &[&str]| v.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+        assert!(matches!(
+            lease_effect(&a(&["SETNX", "k", "v"])),
+            LeaseEffect::SetsValue {
+                when: StoreCondition::IfAbsent,
+                ..
+            }
+        ));
+        assert_eq!(
+            lease_effect(&a(&["pexpireat", "k", "1"])),
+            LeaseEffect::SetsExpiry {
+                unit_ms: 1,
+                absolute: true
+            }
+        );
+        assert_eq!(lease_effect(&a(&["EVALSHA", "x", "1", "k"])), LeaseEffect::RunsScript);
+        assert_eq!(lease_effect(&a(&["config", "set", "x", "y"])), LeaseEffect::None);
+    }
 }

@@ -275,6 +275,7 @@ pub(crate) fn object(ks: &Keyspace, sub: &str, key: &[u8], now_ms: i64) -> Reply
             Value::Set(members) if members.len() <= 512 && members.iter().all(|m| int_value(m).is_some()) => "intset",
             Value::Set(members) if members.len() <= 128 && members.iter().all(|m| m.len() <= 64) => "listpack",
             Value::Set(_) => "hashtable",
+            Value::Stream(_) => "stream",
         }),
         "refcount" => Reply::Integer(match &entry.value {
             Value::String(v) if int_value(v).is_some_and(|n| (0..SHARED_INTEGERS).contains(&n)) => i64::from(i32::MAX),

@@ -1251,7 +1251,7 @@ fn key_effect(
                     .map(|(f, _)| bounded_lossy(f, MAX_EVENT_ARG_BYTES))
                     .collect(),
             ),
-            Value::List(_) | Value::Set(_) => (None, Vec::new()),
+            Value::List(_) | Value::Set(_) | Value::Stream(_) => (None, Vec::new()),
         };
         KeyState {
             value,

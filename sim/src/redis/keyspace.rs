@@ -7,6 +7,7 @@
 //!
 //! Iteration is always in key order (`BTreeMap`), so nothing observable depends on hashing.
 
+pub use super::t_stream::Stream;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -27,6 +28,11 @@ pub enum Value {
     /// numeric order, a large one in hash order: clients may not rely on any). Never empty: an
     /// emptied set is deleted, as in Redis.
     Set(BTreeSet<Bytes>),
+    /// A stream value (`XADD`, `XRANGE`, `XREADGROUP`, ...): entries by id with their fields in
+    /// the order given, the stream's last id and counters, and its consumer groups (see
+    /// [`Stream`]). Unlike the other collections it may be empty and still exist (`XDEL` of
+    /// every entry, `XGROUP CREATE ... MKSTREAM`), as in Redis.
+    Stream(Stream),
 }
 
 /// What a key costs besides its name and value, in [`Keyspace::used_bytes`]: Redis' dict entry,
@@ -40,7 +46,9 @@ pub(crate) const ITEM_OVERHEAD_BYTES: usize = 16;
 impl Value {
     /// The bytes this value counts for in [`Keyspace::used_bytes`]: a string's length; a list's
     /// elements, a hash's fields and values and a set's members, plus [`ITEM_OVERHEAD_BYTES`]
-    /// each.
+    /// each; a stream's entries and groups as [`Stream::used_bytes`] counts them (field and value
+    /// bytes with [`ITEM_OVERHEAD_BYTES`] per pair, and a small fixed cost per entry, group,
+    /// consumer and pending entry).
     pub fn used_bytes(&self) -> usize {
         match self {
             Value::String(s) => s.len(),
@@ -50,16 +58,18 @@ impl Value {
                 .map(|(f, v)| f.len() + v.len() + ITEM_OVERHEAD_BYTES)
                 .sum(),
             Value::Set(members) => members.iter().map(|m| m.len() + ITEM_OVERHEAD_BYTES).sum(),
+            Value::Stream(stream) => stream.used_bytes(),
         }
     }
 
-    /// The name `TYPE` reports for this value (`string`, `list`, `hash`, `set`).
+    /// The name `TYPE` reports for this value (`string`, `list`, `hash`, `set`, `stream`).
     pub(crate) fn type_name(&self) -> &'static str {
         match self {
             Value::String(_) => "string",
             Value::List(_) => "list",
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
+            Value::Stream(_) => "stream",
         }
     }
 }

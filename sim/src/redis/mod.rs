@@ -88,6 +88,7 @@ mod t_generic;
 mod t_hash;
 mod t_list;
 mod t_set;
+mod t_stream;
 mod t_string;
 pub mod table;
 

@@ -1675,7 +1675,8 @@ pub(crate) fn xclaim(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
                 }
             }
             touch_consumer(g, &consumer, now);
-            let before = g.pending.get(&id).map_or(0, |p| p.delivery_count);
+            // A pending entry made by `FORCE` starts delivered once (`streamCreateNACK`).
+            let before = g.pending.get(&id).map_or(1, |p| p.delivery_count);
             let count = match retrycount {
                 Some(n) if n >= 0 => n as u64,
                 _ if justid => before,
@@ -1784,6 +1785,12 @@ fn opt_int(v: Option<u64>) -> Reply {
 
 /// `XINFO STREAM key [FULL [COUNT count]]`. <https://redis.io/commands/xinfo-stream/>
 pub(crate) fn xinfo_stream(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
+    // The key first, then the options (as Redis).
+    let s = match stream_of(ks, &args[2], now) {
+        Err(e) => return e,
+        Ok(None) => return Reply::error("ERR no such key"),
+        Ok(Some(s)) => s,
+    };
     let opts = &args[3..];
     let mut full = false;
     let mut count: usize = 10;
@@ -1803,11 +1810,6 @@ pub(crate) fn xinfo_stream(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply
             };
         }
     }
-    let s = match stream_of(ks, &args[2], now) {
-        Err(e) => return e,
-        Ok(None) => return Reply::error("ERR no such key"),
-        Ok(Some(s)) => s,
-    };
     let limit = if count == 0 { usize::MAX } else { count };
     let mut pairs = vec![
         ("length", Reply::Integer(s.len() as i64)),
@@ -2088,4 +2090,979 @@ pub(crate) fn replication_commands(key: &str, s: &Stream, expire_at_ms: Option<i
         out.push(vec!["PEXPIREAT".into(), key.into(), t.to_string()]);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::redis::{EngineConfig, RedisEngine};
+
+    fn args(cmd: &[&str]) -> Vec<Bytes> {
+        cmd.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect()
+    }
+    fn run(e: &mut RedisEngine, now: i64, cmd: &[&str]) -> Reply {
+        e.execute(&args(cmd), now)
+    }
+    fn bulk(s: &str) -> Reply {
+        Reply::bulk(s.to_string())
+    }
+    fn int(i: i64) -> Reply {
+        Reply::Integer(i)
+    }
+    fn err(s: &str) -> Reply {
+        Reply::Error(s.to_string())
+    }
+    fn arr(items: Vec<Reply>) -> Reply {
+        Reply::Array(Some(items))
+    }
+    fn ok() -> Reply {
+        Reply::ok()
+    }
+    /// `[id, [f, v, ...]]`.
+    fn entry(id: &str, fields: &[&str]) -> Reply {
+        arr(vec![bulk(id), arr(fields.iter().map(|f| bulk(f)).collect())])
+    }
+    /// Runs `(now, command, expected reply)` rows in order.
+    fn check(e: &mut RedisEngine, rows: &[(i64, &[&str], Reply)]) {
+        for (i, (now, cmd, want)) in rows.iter().enumerate() {
+            let got = run(e, *now, cmd);
+            assert_eq!(&got, want, "row {i}: {cmd:?} at t={now}");
+        }
+        assert_eq!(e.keyspace().used_bytes(), e.keyspace().recount_used_bytes());
+    }
+    fn engine() -> RedisEngine {
+        RedisEngine::new(EngineConfig::default())
+    }
+    /// The value of `name` in a RESP2 map reply.
+    fn field(reply: &Reply, name: &str) -> Reply {
+        let Reply::Array(Some(items)) = reply else {
+            panic!("not a map: {reply:?}")
+        };
+        items
+            .chunks(2)
+            .find(|p| p[0] == bulk(name))
+            .map(|p| p[1].clone())
+            .unwrap_or_else(|| panic!("no {name} in {reply:?}"))
+    }
+    fn len_of(reply: &Reply) -> usize {
+        match reply {
+            Reply::Array(Some(items)) => items.len(),
+            _ => 0,
+        }
+    }
+
+    const SMALLER: &str = "ERR The ID specified in XADD is equal or smaller than the target stream top item";
+    const MAX: &str = "18446744073709551615";
+
+    #[test]
+    fn xadd_ids_grow_even_when_the_clock_goes_backwards() {
+        let mut e = engine();
+        check(
+            &mut e,
+            &[
+                (1000, &["XADD", "s", "*", "a", "1"], bulk("1000-0")),
+                (1000, &["XADD", "s", "*", "a", "2"], bulk("1000-1")),
+                // The clock jumps back: the ids keep the last ms and count on.
+                (400, &["XADD", "s", "*", "a", "3"], bulk("1000-2")),
+                (999, &["XADD", "s", "*", "a", "4"], bulk("1000-3")),
+                (2000, &["XADD", "s", "*", "a", "5"], bulk("2000-0")),
+                (2000, &["XADD", "s", "2000-0", "a", "6"], err(SMALLER)),
+                (2000, &["XADD", "s", "1999-9", "a", "6"], err(SMALLER)),
+                (2000, &["XADD", "s", "1999-*", "a", "6"], err(SMALLER)),
+                (2000, &["XADD", "s", "2000-*", "a", "6"], bulk("2000-1")),
+                (2000, &["XADD", "s", "3000-*", "a", "7"], bulk("3000-0")),
+                (2000, &["XADD", "s", "3000-5", "a", "8"], bulk("3000-5")),
+                // An incomplete id has sequence 0.
+                (2000, &["XADD", "s", "4000", "a", "9"], bulk("4000-0")),
+                // The clock is behind the last id: `*` still grows.
+                (3500, &["XADD", "s", "*", "a", "10"], bulk("4000-1")),
+                (2000, &["XLEN", "s"], int(10)),
+                (
+                    2000,
+                    &["XADD", "t", "0-0", "a", "1"],
+                    err("ERR The ID specified in XADD must be greater than 0-0"),
+                ),
+                (
+                    2000,
+                    &["XADD", "t", "0", "a", "1"],
+                    err("ERR The ID specified in XADD must be greater than 0-0"),
+                ),
+                (2000, &["EXISTS", "t"], int(0)),
+                (2000, &["XADD", "t", "0-*", "a", "1"], bulk("0-1")),
+                (2000, &["XADD", "t", "abc", "a", "1"], err(INVALID_ID)),
+                (2000, &["XADD", "t", "-", "a", "1"], err(INVALID_ID)),
+                (2000, &["XADD", "t", "1-2-*", "a", "1"], err(INVALID_ID)),
+                (
+                    2000,
+                    &["XADD", "t", "*", "a", "1", "b"],
+                    err("ERR wrong number of arguments for 'xadd' command"),
+                ),
+                (
+                    2000,
+                    &["XADD", "t", "NOMKSTREAM", "MAXLEN", "5"],
+                    err("ERR wrong number of arguments for 'xadd' command"),
+                ),
+                (2000, &["XADD", "nokey", "NOMKSTREAM", "*", "a", "1"], Reply::nil()),
+                (2000, &["EXISTS", "nokey"], int(0)),
+                (2000, &["SET", "str", "x"], ok()),
+                (2000, &["XADD", "str", "*", "a", "1"], err(WRONGTYPE)),
+                (2000, &["TYPE", "s"], Reply::Status("stream".into())),
+                (2000, &["OBJECT", "ENCODING", "s"], bulk("stream")),
+            ],
+        );
+        // Overflows.
+        let last = format!("{MAX}-{MAX}");
+        let seq_max = format!("1-{MAX}");
+        check(
+            &mut e,
+            &[
+                (1, &["XADD", "o", &seq_max, "a", "1"], bulk(&seq_max)),
+                (1, &["XADD", "o", "1-*", "a", "1"], err(SMALLER)),
+                (1, &["XADD", "o", "*", "a", "1"], bulk("2-0")),
+                (1, &["XADD", "o", &last, "a", "1"], bulk(&last)),
+                (
+                    1,
+                    &["XADD", "o", "*", "a", "1"],
+                    err("ERR The stream has exhausted the last possible ID, unable to add more items"),
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn xadd_keeps_the_fields_in_order_and_xrange_reads_them() {
+        let mut e = engine();
+        check(
+            &mut e,
+            &[
+                (1, &["XADD", "s", "1-1", "z", "1", "a", "2"], bulk("1-1")),
+                (1, &["XADD", "s", "1-2", "f", "v"], bulk("1-2")),
+                (1, &["XADD", "s", "2-0", "f", "v"], bulk("2-0")),
+                (1, &["XADD", "s", "3-7", "f", "v"], bulk("3-7")),
+                (
+                    1,
+                    &["XRANGE", "s", "-", "+"],
+                    arr(vec![
+                        entry("1-1", &["z", "1", "a", "2"]),
+                        entry("1-2", &["f", "v"]),
+                        entry("2-0", &["f", "v"]),
+                        entry("3-7", &["f", "v"]),
+                    ]),
+                ),
+                (
+                    1,
+                    &["XRANGE", "s", "-", "+", "COUNT", "2"],
+                    arr(vec![entry("1-1", &["z", "1", "a", "2"]), entry("1-2", &["f", "v"])]),
+                ),
+                // Incomplete ids: the start's sequence is 0, the end's the greatest.
+                (
+                    1,
+                    &["XRANGE", "s", "1", "2"],
+                    arr(vec![
+                        entry("1-1", &["z", "1", "a", "2"]),
+                        entry("1-2", &["f", "v"]),
+                        entry("2-0", &["f", "v"]),
+                    ]),
+                ),
+                // Exclusive bounds.
+                (
+                    1,
+                    &["XRANGE", "s", "(1-1", "(2-0"],
+                    arr(vec![entry("1-2", &["f", "v"])]),
+                ),
+                (
+                    1,
+                    &["XRANGE", "s", "(1", "+"],
+                    arr(vec![
+                        entry("1-1", &["z", "1", "a", "2"]),
+                        entry("1-2", &["f", "v"]),
+                        entry("2-0", &["f", "v"]),
+                        entry("3-7", &["f", "v"]),
+                    ]),
+                ),
+                (
+                    1,
+                    &["XREVRANGE", "s", "+", "-", "COUNT", "2"],
+                    arr(vec![entry("3-7", &["f", "v"]), entry("2-0", &["f", "v"])]),
+                ),
+                (
+                    1,
+                    &["XREVRANGE", "s", "(3-7", "(1-2"],
+                    arr(vec![entry("2-0", &["f", "v"])]),
+                ),
+                (1, &["XRANGE", "s", "3", "1"], arr(vec![])),
+                (1, &["XRANGE", "s", "-", "+", "COUNT", "0"], Reply::Array(None)),
+                (1, &["XRANGE", "s", "-", "+", "COUNT", "-3"], Reply::Array(None)),
+                (1, &["XRANGE", "nokey", "-", "+"], arr(vec![])),
+                (1, &["XRANGE", "s", "-", "+", "COUNT"], err(SYNTAX)),
+                (1, &["XRANGE", "s", "-", "+", "COUNT", "x"], err(NOT_INTEGER)),
+                (1, &["XRANGE", "s", "x", "+"], err(INVALID_ID)),
+                (1, &["XRANGE", "s", "(-", "+"], err(INVALID_ID)),
+                (
+                    1,
+                    &["XRANGE", "s", &format!("({MAX}-{MAX}"), "+"],
+                    err("ERR invalid start ID for the interval"),
+                ),
+                (
+                    1,
+                    &["XRANGE", "s", "-", "(0-0"],
+                    err("ERR invalid end ID for the interval"),
+                ),
+                (1, &["XLEN", "nokey"], int(0)),
+            ],
+        );
+    }
+
+    #[test]
+    fn xdel_keeps_the_key_and_records_the_first_and_greatest_deleted_ids() {
+        let mut e = engine();
+        for i in 1..=5 {
+            run(&mut e, 1, &["XADD", "s", &format!("{i}-0"), "f", "v"]);
+        }
+        check(
+            &mut e,
+            &[
+                (1, &["XDEL", "s", "3-0", "9-0"], int(1)),
+                (1, &["XDEL", "s", "3-0"], int(0)),
+                (1, &["XDEL", "s", "bad"], err(INVALID_ID)),
+                (1, &["XDEL", "nokey", "bad"], int(0)),
+                (1, &["XDEL", "s", "1-0"], int(1)),
+                (1, &["XLEN", "s"], int(3)),
+            ],
+        );
+        let info = run(&mut e, 1, &["XINFO", "STREAM", "s"]);
+        assert_eq!(field(&info, "length"), int(3));
+        assert_eq!(field(&info, "max-deleted-entry-id"), bulk("3-0"));
+        assert_eq!(field(&info, "recorded-first-entry-id"), bulk("2-0"));
+        assert_eq!(field(&info, "entries-added"), int(5));
+        assert_eq!(field(&info, "last-generated-id"), bulk("5-0"));
+        assert_eq!(field(&info, "first-entry"), entry("2-0", &["f", "v"]));
+        assert_eq!(field(&info, "last-entry"), entry("5-0", &["f", "v"]));
+        assert_eq!(field(&info, "groups"), int(0));
+        check(
+            &mut e,
+            &[
+                (1, &["XDEL", "s", "2-0", "4-0", "5-0"], int(3)),
+                (1, &["EXISTS", "s"], int(1)),
+            ],
+        );
+        let info = run(&mut e, 1, &["XINFO", "STREAM", "s"]);
+        assert_eq!(field(&info, "length"), int(0));
+        assert_eq!(field(&info, "recorded-first-entry-id"), bulk("0-0"));
+        assert_eq!(field(&info, "first-entry"), Reply::nil());
+        assert_eq!(field(&info, "radix-tree-keys"), int(0));
+        // A new entry must still be past the last id.
+        check(&mut e, &[(1, &["XADD", "s", "5-0", "f", "v"], err(SMALLER))]);
+    }
+
+    #[test]
+    fn trimming_exact_approximate_and_limited() {
+        let mut e = engine();
+        // Redis's test "XADD with MAXLEN option and the '~' argument": nodes of 100 entries.
+        for j in 0..1000 {
+            run(
+                &mut e,
+                1,
+                &["XADD", "s", "MAXLEN", "~", "555", "*", "xitem", &j.to_string()],
+            );
+        }
+        check(&mut e, &[(1, &["XLEN", "s"], int(600))]);
+        for j in 0..1000 {
+            run(&mut e, 1, &["XADD", "e", "MAXLEN", "5", "*", "xitem", &j.to_string()]);
+        }
+        check(
+            &mut e,
+            &[
+                (1, &["XLEN", "e"], int(5)),
+                (
+                    1,
+                    &["XRANGE", "e", "-", "+", "COUNT", "1"],
+                    arr(vec![entry("1-995", &["xitem", "995"])]),
+                ),
+                (1, &["XADD", "e", "MAXLEN", "=", "2", "*", "xitem", "x"], bulk("1-1000")),
+                (1, &["XLEN", "e"], int(2)),
+            ],
+        );
+        for i in 1..=250 {
+            run(&mut e, 1, &["XADD", "t", &format!("{i}-0"), "f", "v"]);
+        }
+        check(
+            &mut e,
+            &[
+                // Only whole nodes: the first (1..100) goes, the second would leave too few.
+                (1, &["XTRIM", "t", "MAXLEN", "~", "120"], int(100)),
+                (1, &["XTRIM", "t", "MAXLEN", "~", "120"], int(0)),
+                (1, &["XTRIM", "t", "MAXLEN", "120"], int(30)),
+                (
+                    1,
+                    &["XRANGE", "t", "-", "+", "COUNT", "1"],
+                    arr(vec![entry("131-0", &["f", "v"])]),
+                ),
+                (1, &["XTRIM", "t", "MINID", "~", "200"], int(0)),
+                (1, &["XTRIM", "t", "MINID", "200"], int(69)),
+                (1, &["XTRIM", "t", "MINID", "=", "200"], int(0)),
+                (1, &["XLEN", "t"], int(51)),
+                // The second node holds 200-0 alone; the third (201..250) is past the limit.
+                (1, &["XTRIM", "t", "MAXLEN", "~", "0", "LIMIT", "10"], int(1)),
+                (1, &["XTRIM", "t", "MAXLEN", "~", "0", "LIMIT", "10"], int(0)),
+                (1, &["XTRIM", "t", "MINID", "~", "251", "LIMIT", "100"], int(50)),
+                (1, &["XLEN", "t"], int(0)),
+                (1, &["EXISTS", "t"], int(1)),
+                (1, &["XTRIM", "nokey", "MAXLEN", "0"], int(0)),
+                (
+                    1,
+                    &["XTRIM", "t", "MAXLEN", "1", "LIMIT", "30"],
+                    err("ERR syntax error, LIMIT cannot be used without the special ~ option"),
+                ),
+                (
+                    1,
+                    &["XTRIM", "t", "LIMIT", "30"],
+                    err("ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"),
+                ),
+                (1, &["XTRIM", "t", "FOO", "30"], err(SYNTAX)),
+                (
+                    1,
+                    &["XTRIM", "t", "MAXLEN", "1", "MINID", "1"],
+                    err("ERR syntax error, MAXLEN and MINID options at the same time are not compatible"),
+                ),
+                (
+                    1,
+                    &["XTRIM", "t", "MAXLEN", "-1"],
+                    err("ERR The MAXLEN argument must be >= 0."),
+                ),
+                (
+                    1,
+                    &["XTRIM", "t", "MAXLEN", "~", "1", "LIMIT", "-1"],
+                    err("ERR The LIMIT argument must be >= 0."),
+                ),
+                (1, &["XTRIM", "t", "MINID", "-"], err(INVALID_ID)),
+                // `XADD ... MAXLEN 0` makes an empty stream.
+                (7, &["XADD", "empty", "MAXLEN", "0", "*", "a", "b"], bulk("7-0")),
+                (7, &["XLEN", "empty"], int(0)),
+                (7, &["EXISTS", "empty"], int(1)),
+                (7, &["XADD", "m", "MINID", "5", "3-0", "a", "b"], bulk("3-0")),
+                (7, &["XLEN", "m"], int(0)),
+                (
+                    7,
+                    &["XADD", "m", "NOMKSTREAM", "MINID", "5", "6-0", "a", "b"],
+                    bulk("6-0"),
+                ),
+                (7, &["XLEN", "m"], int(1)),
+            ],
+        );
+        let info = run(&mut e, 7, &["XINFO", "STREAM", "empty"]);
+        assert_eq!(field(&info, "entries-added"), int(1));
+        assert_eq!(field(&info, "last-generated-id"), bulk("7-0"));
+    }
+
+    #[test]
+    fn xread_answers_entries_past_each_id_or_a_nil_array() {
+        let mut e = engine();
+        check(
+            &mut e,
+            &[
+                (1, &["XREAD", "STREAMS", "a", "0"], Reply::Array(None)),
+                (1, &["XADD", "a", "1-0", "f", "1"], bulk("1-0")),
+                (1, &["XADD", "a", "2-0", "f", "2"], bulk("2-0")),
+                (1, &["XADD", "b", "5-0", "g", "5"], bulk("5-0")),
+                (
+                    1,
+                    &["XREAD", "STREAMS", "a", "b", "1-0", "0"],
+                    arr(vec![
+                        arr(vec![bulk("a"), arr(vec![entry("2-0", &["f", "2"])])]),
+                        arr(vec![bulk("b"), arr(vec![entry("5-0", &["g", "5"])])]),
+                    ]),
+                ),
+                (
+                    1,
+                    &["XREAD", "COUNT", "1", "STREAMS", "a", "nokey", "0", "0"],
+                    arr(vec![arr(vec![bulk("a"), arr(vec![entry("1-0", &["f", "1"])])])]),
+                ),
+                (1, &["XREAD", "STREAMS", "a", "$"], Reply::Array(None)),
+                (1, &["XREAD", "BLOCK", "100", "STREAMS", "a", "$"], Reply::Array(None)),
+                (1, &["XREAD", "BLOCK", "0", "STREAMS", "a", "2"], Reply::Array(None)),
+                (1, &["XREAD", "BLOCK", "-1", "STREAMS", "a", "$"], err("ERR timeout is negative")),
+                (1, &["XREAD", "BLOCK", "x", "STREAMS", "a", "$"], err("ERR timeout is not an integer or out of range")),
+                (1, &["XREAD", "STREAMS", "a", "b", "0"], err("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.")),
+                (1, &["XREAD", "GROUP", "g", "c", "STREAMS", "a", "0"], err("ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.")),
+                (1, &["XREAD", "NOACK", "STREAMS", "a", "0"], err("ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.")),
+                (1, &["XREAD", "STREAMS", "a", ">"], err("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.")),
+                (1, &["XREAD", "COUNT", "1", "a", "0"], err(SYNTAX)),
+                (1, &["XREAD", "STREAMS", "a", "x"], err(INVALID_ID)),
+                (1, &["SET", "str", "v"], ok()),
+                (1, &["XREAD", "STREAMS", "str", "0"], err(WRONGTYPE)),
+            ],
+        );
+        // What the server loop re-runs once blocked: `$` resolved now.
+        let (again, timeout) = xread_block_args(
+            &mut Keyspace::new(),
+            &args(&["XREAD", "BLOCK", "50", "STREAMS", "a", "$"]),
+            1,
+        )
+        .unwrap();
+        assert_eq!((again[5].clone(), timeout), (Bytes::from("0-0"), 50));
+        assert!(xread_block_args(&mut Keyspace::new(), &args(&["XREAD", "STREAMS", "a", "$"]), 1).is_none());
+        let spec = crate::redis::table::command(b"xreadgroup").unwrap();
+        assert_eq!(
+            spec.key_positions(&args(&[
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                "c",
+                "STREAMS",
+                "k1",
+                "k2",
+                ">",
+                ">"
+            ])),
+            vec![5, 6]
+        );
+        assert!(spec.flags.has(crate::redis::table::Flags::BLOCKING));
+    }
+
+    #[test]
+    fn a_pending_entry_is_delivered_claimed_and_acknowledged() {
+        let mut e = engine();
+        check(
+            &mut e,
+            &[
+                (1, &["XGROUP", "CREATE", "s", "g", "$"], err(KEY_REQUIRED)),
+                (1, &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"], ok()),
+                (
+                    1,
+                    &["XGROUP", "CREATE", "s", "g", "$"],
+                    err("BUSYGROUP Consumer Group name already exists"),
+                ),
+                (1, &["XGROUP", "CREATE", "s", "h", "x"], err(INVALID_ID)),
+                (
+                    1,
+                    &["XGROUP", "CREATE", "s", "h", "0", "FOO"],
+                    err("ERR unknown subcommand or wrong number of arguments for 'CREATE'. Try XGROUP HELP."),
+                ),
+                (
+                    1,
+                    &["XGROUP", "CREATE", "s", "h", "0", "ENTRIESREAD", "-2"],
+                    err("ERR value for ENTRIESREAD must be positive or -1"),
+                ),
+                (
+                    1,
+                    &["XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", ">"],
+                    Reply::Array(None),
+                ),
+                (1, &["XADD", "s", "1-0", "f", "1"], bulk("1-0")),
+                (1, &["XADD", "s", "2-0", "f", "2"], bulk("2-0")),
+                (1, &["XADD", "s", "3-0", "f", "3"], bulk("3-0")),
+                (
+                    100,
+                    &["XREADGROUP", "GROUP", "g", "alice", "COUNT", "2", "STREAMS", "s", ">"],
+                    arr(vec![arr(vec![
+                        bulk("s"),
+                        arr(vec![entry("1-0", &["f", "1"]), entry("2-0", &["f", "2"])]),
+                    ])]),
+                ),
+                (
+                    150,
+                    &["XREADGROUP", "GROUP", "g", "bob", "STREAMS", "s", ">"],
+                    arr(vec![arr(vec![bulk("s"), arr(vec![entry("3-0", &["f", "3"])])])]),
+                ),
+                (
+                    150,
+                    &["XREADGROUP", "GROUP", "g", "bob", "STREAMS", "s", ">"],
+                    Reply::Array(None),
+                ),
+                (
+                    200,
+                    &["XPENDING", "s", "g"],
+                    arr(vec![
+                        int(3),
+                        bulk("1-0"),
+                        bulk("3-0"),
+                        arr(vec![
+                            arr(vec![bulk("alice"), bulk("2")]),
+                            arr(vec![bulk("bob"), bulk("1")]),
+                        ]),
+                    ]),
+                ),
+                (
+                    200,
+                    &["XPENDING", "s", "g", "-", "+", "10"],
+                    arr(vec![
+                        arr(vec![bulk("1-0"), bulk("alice"), int(100), int(1)]),
+                        arr(vec![bulk("2-0"), bulk("alice"), int(100), int(1)]),
+                        arr(vec![bulk("3-0"), bulk("bob"), int(50), int(1)]),
+                    ]),
+                ),
+                (
+                    200,
+                    &["XPENDING", "s", "g", "IDLE", "60", "-", "+", "10"],
+                    arr(vec![
+                        arr(vec![bulk("1-0"), bulk("alice"), int(100), int(1)]),
+                        arr(vec![bulk("2-0"), bulk("alice"), int(100), int(1)]),
+                    ]),
+                ),
+                (
+                    200,
+                    &["XPENDING", "s", "g", "(1-0", "+", "1", "alice"],
+                    arr(vec![arr(vec![bulk("2-0"), bulk("alice"), int(100), int(1)])]),
+                ),
+                (200, &["XPENDING", "s", "g", "-", "+", "10", "nobody"], arr(vec![])),
+                (200, &["XPENDING", "s", "g", "-", "+"], err(SYNTAX)),
+                (200, &["XPENDING", "s", "g", "IDLE", "10", "-", "+"], err(SYNTAX)),
+                (
+                    200,
+                    &["XPENDING", "s", "nogroup"],
+                    err("NOGROUP No such key 's' or consumer group 'nogroup'"),
+                ),
+                // A history read delivers alice's own entries again.
+                (
+                    300,
+                    &["XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", "0"],
+                    arr(vec![arr(vec![
+                        bulk("s"),
+                        arr(vec![entry("1-0", &["f", "1"]), entry("2-0", &["f", "2"])]),
+                    ])]),
+                ),
+                (
+                    300,
+                    &["XPENDING", "s", "g", "-", "+", "1"],
+                    arr(vec![arr(vec![bulk("1-0"), bulk("alice"), int(0), int(2)])]),
+                ),
+                (300, &["XACK", "s", "g", "1-0", "1-0", "9-0"], int(1)),
+                (300, &["XACK", "s", "g", "1-0"], int(0)),
+                (300, &["XACK", "s", "g", "bad"], err(INVALID_ID)),
+                (300, &["XACK", "s", "nogroup", "bad"], int(0)),
+                // XCLAIM: too recent for a min-idle of 500, then claimed.
+                (400, &["XCLAIM", "s", "g", "bob", "500", "2-0"], arr(vec![])),
+                (
+                    800,
+                    &["XCLAIM", "s", "g", "bob", "500", "2-0"],
+                    arr(vec![entry("2-0", &["f", "2"])]),
+                ),
+                (
+                    800,
+                    &["XPENDING", "s", "g", "-", "+", "10", "bob"],
+                    arr(vec![
+                        arr(vec![bulk("2-0"), bulk("bob"), int(0), int(3)]),
+                        arr(vec![bulk("3-0"), bulk("bob"), int(650), int(1)]),
+                    ]),
+                ),
+                (
+                    800,
+                    &[
+                        "XCLAIM",
+                        "s",
+                        "g",
+                        "carol",
+                        "0",
+                        "2-0",
+                        "3-0",
+                        "IDLE",
+                        "1000",
+                        "RETRYCOUNT",
+                        "7",
+                        "JUSTID",
+                    ],
+                    arr(vec![bulk("2-0"), bulk("3-0")]),
+                ),
+                (
+                    800,
+                    &["XPENDING", "s", "g", "-", "+", "10"],
+                    arr(vec![
+                        // An idle time past the clock is taken as none (Redis does not fail).
+                        arr(vec![bulk("2-0"), bulk("carol"), int(0), int(7)]),
+                        arr(vec![bulk("3-0"), bulk("carol"), int(0), int(7)]),
+                    ]),
+                ),
+                // FORCE makes a pending entry of an entry never delivered.
+                (800, &["XADD", "s", "4-0", "f", "4"], bulk("4-0")),
+                (
+                    900,
+                    &[
+                        "XCLAIM", "s", "g", "dave", "0", "4-0", "FORCE", "TIME", "850", "LASTID", "4-0",
+                    ],
+                    arr(vec![entry("4-0", &["f", "4"])]),
+                ),
+                (
+                    900,
+                    &["XPENDING", "s", "g", "4", "4", "1"],
+                    arr(vec![arr(vec![bulk("4-0"), bulk("dave"), int(50), int(2)])]),
+                ),
+                (
+                    900,
+                    &["XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", ">"],
+                    Reply::Array(None),
+                ),
+                (
+                    900,
+                    &["XCLAIM", "s", "g", "x", "0", "1-0", "BOGUS"],
+                    err("ERR Unrecognized XCLAIM option 'BOGUS'"),
+                ),
+                (
+                    900,
+                    &["XCLAIM", "s", "g", "x", "y", "1-0"],
+                    err("ERR Invalid min-idle-time argument for XCLAIM"),
+                ),
+                (
+                    900,
+                    &["XCLAIM", "s", "nogroup", "x", "0", "1-0"],
+                    err("NOGROUP No such key 's' or consumer group 'nogroup'"),
+                ),
+                (
+                    900,
+                    &["XCLAIM", "s", "g", "x", "0", "1-0", "IDLE", "z"],
+                    err("ERR Invalid IDLE option argument for XCLAIM"),
+                ),
+            ],
+        );
+        let groups = run(&mut e, 900, &["XINFO", "GROUPS", "s"]);
+        let Reply::Array(Some(gs)) = &groups else { panic!() };
+        assert_eq!(gs.len(), 1);
+        assert_eq!(field(&gs[0], "name"), bulk("g"));
+        assert_eq!(field(&gs[0], "consumers"), int(4));
+        assert_eq!(field(&gs[0], "pending"), int(3));
+        assert_eq!(field(&gs[0], "last-delivered-id"), bulk("4-0"));
+        assert_eq!(field(&gs[0], "entries-read"), int(3));
+        assert_eq!(field(&gs[0], "lag"), int(1));
+        let consumers = run(&mut e, 1000, &["XINFO", "CONSUMERS", "s", "g"]);
+        assert_eq!(len_of(&consumers), 4);
+        let Reply::Array(Some(cs)) = &consumers else { panic!() };
+        assert_eq!(field(&cs[0], "name"), bulk("alice"));
+        assert_eq!(field(&cs[0], "pending"), int(0));
+        assert_eq!(field(&cs[0], "idle"), int(700), "last seen at its history read");
+        assert_eq!(field(&cs[2], "name"), bulk("carol"));
+        assert_eq!(field(&cs[2], "pending"), int(2));
+        check(
+            &mut e,
+            &[
+                (
+                    1000,
+                    &["XINFO", "CONSUMERS", "s", "nog"],
+                    err("NOGROUP No such consumer group 'nog' for key name 's'"),
+                ),
+                (1000, &["XINFO", "GROUPS", "nokey"], err("ERR no such key")),
+                (1000, &["XGROUP", "DELCONSUMER", "s", "g", "carol"], int(2)),
+                (1000, &["XGROUP", "DELCONSUMER", "s", "g", "carol"], int(0)),
+                (
+                    1000,
+                    &["XPENDING", "s", "g"],
+                    arr(vec![
+                        int(1),
+                        bulk("4-0"),
+                        bulk("4-0"),
+                        arr(vec![arr(vec![bulk("dave"), bulk("1")])]),
+                    ]),
+                ),
+                (1000, &["XGROUP", "CREATECONSUMER", "s", "g", "erin"], int(1)),
+                (1000, &["XGROUP", "CREATECONSUMER", "s", "g", "erin"], int(0)),
+                (
+                    1000,
+                    &["XGROUP", "CREATECONSUMER", "s", "nog", "erin"],
+                    err("NOGROUP No such consumer group 'nog' for key name 's'"),
+                ),
+                (1000, &["XGROUP", "DESTROY", "s", "g"], int(1)),
+                (1000, &["XGROUP", "DESTROY", "s", "g"], int(0)),
+                (1000, &["XGROUP", "DESTROY", "nokey", "g"], err(KEY_REQUIRED)),
+                (
+                    1000,
+                    &["XPENDING", "s", "g"],
+                    err("NOGROUP No such key 's' or consumer group 'g'"),
+                ),
+                (
+                    1000,
+                    &["XPENDING", "s", "g"],
+                    err("NOGROUP No such key 's' or consumer group 'g'"),
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn deleted_entries_leave_the_pel_on_read_and_claim() {
+        let mut e = engine();
+        check(
+            &mut e,
+            &[
+                (1, &["XGROUP", "CREATE", "s", "g", "0", "MKSTREAM"], ok()),
+                (1, &["XADD", "s", "1-0", "f", "1"], bulk("1-0")),
+                (1, &["XADD", "s", "2-0", "f", "2"], bulk("2-0")),
+                (1, &["XADD", "s", "3-0", "f", "3"], bulk("3-0")),
+                (
+                    1,
+                    &[
+                        "XREADGROUP",
+                        "GROUP",
+                        "g",
+                        "c",
+                        "NOACK",
+                        "COUNT",
+                        "1",
+                        "STREAMS",
+                        "s",
+                        ">",
+                    ],
+                    arr(vec![arr(vec![bulk("s"), arr(vec![entry("1-0", &["f", "1"])])])]),
+                ),
+                (1, &["XPENDING", "s", "g", "-", "+", "10"], arr(vec![])),
+                (
+                    1,
+                    &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"],
+                    arr(vec![arr(vec![
+                        bulk("s"),
+                        arr(vec![entry("2-0", &["f", "2"]), entry("3-0", &["f", "3"])]),
+                    ])]),
+                ),
+                (1, &["XDEL", "s", "2-0"], int(1)),
+                // The history shows a deleted entry with nil fields.
+                (
+                    2,
+                    &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "0"],
+                    arr(vec![arr(vec![
+                        bulk("s"),
+                        arr(vec![
+                            arr(vec![bulk("2-0"), Reply::Array(None)]),
+                            entry("3-0", &["f", "3"]),
+                        ]),
+                    ])]),
+                ),
+                // XAUTOCLAIM drops it from the PEL and lists it.
+                (
+                    10,
+                    &["XAUTOCLAIM", "s", "g", "d", "5", "0", "COUNT", "1"],
+                    arr(vec![bulk("3-0"), arr(vec![]), arr(vec![bulk("2-0")])]),
+                ),
+                (
+                    10,
+                    &["XAUTOCLAIM", "s", "g", "d", "5", "0"],
+                    arr(vec![bulk("0-0"), arr(vec![entry("3-0", &["f", "3"])]), arr(vec![])]),
+                ),
+                (
+                    10,
+                    &["XAUTOCLAIM", "s", "g", "e", "0", "-", "JUSTID"],
+                    arr(vec![bulk("0-0"), arr(vec![bulk("3-0")]), arr(vec![])]),
+                ),
+                (
+                    10,
+                    &["XPENDING", "s", "g", "-", "+", "10"],
+                    arr(vec![arr(vec![bulk("3-0"), bulk("e"), int(0), int(3)])]),
+                ),
+                (10, &["XDEL", "s", "3-0"], int(1)),
+                (10, &["XCLAIM", "s", "g", "f", "0", "3-0"], arr(vec![])),
+                (
+                    10,
+                    &["XPENDING", "s", "g"],
+                    arr(vec![int(0), Reply::nil(), Reply::nil(), Reply::Array(None)]),
+                ),
+                (
+                    10,
+                    &["XAUTOCLAIM", "s", "g", "d", "x", "0"],
+                    err("ERR Invalid min-idle-time argument for XAUTOCLAIM"),
+                ),
+                (
+                    10,
+                    &["XAUTOCLAIM", "s", "g", "d", "0", "0", "COUNT", "0"],
+                    err("ERR COUNT must be > 0"),
+                ),
+                (10, &["XAUTOCLAIM", "s", "g", "d", "0", "0", "FOO"], err(SYNTAX)),
+                (
+                    10,
+                    &["XAUTOCLAIM", "nokey", "g", "d", "0", "0"],
+                    err("NOGROUP No such key 'nokey' or consumer group 'g'"),
+                ),
+            ],
+        );
+        // The group's read counter: an XDEL before the last delivered id makes the lag unknown
+        // until the group catches up with the last id.
+        let groups = run(&mut e, 10, &["XINFO", "GROUPS", "s"]);
+        let Reply::Array(Some(gs)) = &groups else { panic!() };
+        assert_eq!(field(&gs[0], "entries-read"), int(3));
+        assert_eq!(field(&gs[0], "lag"), int(0));
+    }
+
+    #[test]
+    fn group_counters_setid_and_xreadgroup_errors() {
+        let mut e = engine();
+        for i in 1..=5 {
+            run(&mut e, 1, &["XADD", "s", &format!("{i}-0"), "f", "v"]);
+        }
+        check(
+            &mut e,
+            &[
+                (1, &["XGROUP", "CREATE", "s", "g", "0"], ok()),
+                (1, &["XGROUP", "CREATE", "s", "late", "$"], ok()),
+                (1, &["XGROUP", "CREATE", "s", "mid", "3-0", "ENTRIESREAD", "3"], ok()),
+                (1, &["XGROUP", "SETID", "s", "nog", "0"], err("NOGROUP No such consumer group 'nog' for key name 's'")),
+                (1, &["XGROUP", "SETID", "nokey", "g", "0"], err(KEY_REQUIRED)),
+                (1, &["XGROUP", "SETID", "s", "g", "0", "MKSTREAM"], err("ERR unknown subcommand or wrong number of arguments for 'SETID'. Try XGROUP HELP.")),
+                (1, &["XREADGROUP", "GROUP", "nog", "c", "STREAMS", "s", ">"], err("NOGROUP No such key 's' or consumer group 'nog' in XREADGROUP with GROUP option")),
+                (1, &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "$"], err("ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.")),
+                (1, &["XREADGROUP", "COUNT", "1", "NOACK", "STREAMS", "s", ">"], err("ERR Missing GROUP option for XREADGROUP")),
+                // A history read of a consumer with nothing pending: the stream with no entries.
+                (1, &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "0"], arr(vec![arr(vec![bulk("s"), arr(vec![])])])),
+            ],
+        );
+        let groups = run(&mut e, 1, &["XINFO", "GROUPS", "s"]);
+        let Reply::Array(Some(gs)) = &groups else { panic!() };
+        // In name order: g, late, mid.
+        assert_eq!(field(&gs[0], "entries-read"), Reply::nil());
+        assert_eq!(field(&gs[0], "lag"), int(5));
+        assert_eq!(field(&gs[0], "consumers"), int(1));
+        assert_eq!(field(&gs[1], "entries-read"), Reply::nil());
+        assert_eq!(field(&gs[1], "lag"), int(0));
+        assert_eq!(field(&gs[2], "entries-read"), int(3));
+        assert_eq!(field(&gs[2], "lag"), int(2));
+        run(
+            &mut e,
+            1,
+            &["XREADGROUP", "GROUP", "g", "c", "COUNT", "2", "STREAMS", "s", ">"],
+        );
+        run(&mut e, 1, &["XGROUP", "SETID", "late", "x", "0"]);
+        check(
+            &mut e,
+            &[(1, &["XGROUP", "SETID", "s", "late", "2-0", "ENTRIESREAD", "2"], ok())],
+        );
+        let groups = run(&mut e, 1, &["XINFO", "GROUPS", "s"]);
+        let Reply::Array(Some(gs)) = &groups else { panic!() };
+        assert_eq!(field(&gs[0], "entries-read"), int(2));
+        assert_eq!(field(&gs[0], "lag"), int(3));
+        assert_eq!(field(&gs[1], "last-delivered-id"), bulk("2-0"));
+        assert_eq!(field(&gs[1], "lag"), int(3));
+        // A deletion ahead of a group makes its lag unknown.
+        check(&mut e, &[(1, &["XDEL", "s", "4-0"], int(1))]);
+        let groups = run(&mut e, 1, &["XINFO", "GROUPS", "s"]);
+        let Reply::Array(Some(gs)) = &groups else { panic!() };
+        assert_eq!(field(&gs[0], "lag"), Reply::nil());
+        let full = run(&mut e, 5, &["XINFO", "STREAM", "s", "FULL", "COUNT", "1"]);
+        assert_eq!(len_of(&field(&full, "entries")), 1);
+        let Reply::Array(Some(fg)) = field(&full, "groups") else {
+            panic!()
+        };
+        assert_eq!(field(&fg[0], "pel-count"), int(2));
+        assert_eq!(len_of(&field(&fg[0], "pending")), 1);
+        let Reply::Array(Some(fc)) = field(&fg[0], "consumers") else {
+            panic!()
+        };
+        assert_eq!(field(&fc[0], "seen-time"), int(1));
+        assert_eq!(field(&fc[0], "pel-count"), int(2));
+        assert_eq!(
+            field(&fc[0], "pending"),
+            arr(vec![arr(vec![bulk("1-0"), int(1), int(1)])])
+        );
+        check(
+            &mut e,
+            &[
+                (
+                    1,
+                    &["XINFO", "STREAM", "s", "FULL", "X"],
+                    err("ERR unknown subcommand or wrong number of arguments for 'STREAM'. Try XINFO HELP."),
+                ),
+                (1, &["XINFO", "STREAM", "nokey", "FULL", "X"], err("ERR no such key")),
+                (1, &["XINFO", "HELP"], xinfo_help(&mut Keyspace::new(), &[], 0)),
+            ],
+        );
+    }
+
+    #[test]
+    fn xsetid_sets_the_last_id_and_counters() {
+        let mut e = engine();
+        check(
+            &mut e,
+            &[
+                (1, &["XSETID", "s", "1-1"], err("ERR no such key")),
+                (1, &["XADD", "s", "5-0", "a", "b"], bulk("5-0")),
+                (
+                    1,
+                    &["XSETID", "s", "4-0"],
+                    err("ERR The ID specified in XSETID is smaller than the target stream top item"),
+                ),
+                (
+                    1,
+                    &["XSETID", "s", "9-0", "ENTRIESADDED", "0"],
+                    err("ERR The entries_added specified in XSETID is smaller than the target stream length"),
+                ),
+                (
+                    1,
+                    &["XSETID", "s", "9-0", "ENTRIESADDED", "-1"],
+                    err("ERR entries_added must be positive"),
+                ),
+                (
+                    1,
+                    &["XSETID", "s", "9-0", "MAXDELETEDID", "10-0"],
+                    err("ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"),
+                ),
+                (1, &["XSETID", "s", "9-0", "0"], err(SYNTAX)),
+                (
+                    1,
+                    &["XSETID", "s", "9-0", "ENTRIESADDED", "10", "MAXDELETEDID", "7-0"],
+                    ok(),
+                ),
+                (1, &["XADD", "s", "9-0", "a", "b"], err(SMALLER)),
+                (1, &["XADD", "s", "*", "a", "b"], bulk("9-1")),
+            ],
+        );
+        let info = run(&mut e, 1, &["XINFO", "STREAM", "s"]);
+        assert_eq!(field(&info, "entries-added"), int(11));
+        assert_eq!(field(&info, "max-deleted-entry-id"), bulk("7-0"));
+    }
+
+    #[test]
+    fn the_replication_commands_rebuild_the_stream() {
+        let mut e = engine();
+        for cmd in [
+            &["XADD", "s", "1-0", "f", "1"][..],
+            &["XADD", "s", "2-0", "f", "2", "g", "3"],
+            &["XADD", "s", "3-0", "f", "3"],
+            &["XDEL", "s", "3-0"],
+            &["XGROUP", "CREATE", "s", "g", "0"],
+            &["XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "s", ">"],
+            &["XGROUP", "CREATECONSUMER", "s", "g", "idle"],
+        ] {
+            run(&mut e, 10, cmd);
+        }
+        let Some(Value::Stream(stream)) = e.keyspace().get(b"s").map(|entry| entry.value.clone()) else {
+            panic!()
+        };
+        let mut copy = engine();
+        for cmd in replication_commands("s", &stream, None) {
+            let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+            let reply = run(&mut copy, 10, &cmd);
+            assert!(!reply.is_error(), "{cmd:?}: {reply:?}");
+        }
+        for cmd in [
+            &["XRANGE", "s", "-", "+"][..],
+            &["XINFO", "STREAM", "s"],
+            &["XINFO", "GROUPS", "s"],
+            &["XINFO", "CONSUMERS", "s", "g"],
+            &["XPENDING", "s", "g", "-", "+", "10"],
+        ] {
+            assert_eq!(run(&mut copy, 20, cmd), run(&mut e, 20, cmd), "{cmd:?}");
+        }
+    }
+
+    #[test]
+    fn memory_follows_entries_and_groups() {
+        let mut e = engine();
+        let before = e.used_memory();
+        run(&mut e, 1, &["XADD", "s", "*", "field", "value"]);
+        let one = e.used_memory();
+        assert!(one > before + "fieldvalue".len());
+        run(&mut e, 1, &["XGROUP", "CREATE", "s", "g", "0"]);
+        run(&mut e, 1, &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"]);
+        assert!(e.used_memory() > one);
+        run(&mut e, 1, &["XTRIM", "s", "MAXLEN", "0"]);
+        run(&mut e, 1, &["XGROUP", "DESTROY", "s", "g"]);
+        assert_eq!(e.keyspace().used_bytes(), e.keyspace().recount_used_bytes());
+        run(&mut e, 1, &["DEL", "s"]);
+        assert_eq!(e.used_memory(), before);
+    }
+
+    #[test]
+    fn parse_ull_is_string2ull() {
+        assert_eq!(parse_ull(b"01"), Some(1));
+        assert_eq!(parse_ull(b"+5"), Some(5));
+        assert_eq!(parse_ull(MAX.as_bytes()), Some(u64::MAX));
+        assert_eq!(parse_ull(b"18446744073709551616"), None);
+        assert_eq!(parse_ull(b"-1"), None);
+        assert_eq!(parse_ull(b""), None);
+        assert_eq!(parse_ull(b"1x"), None);
+    }
 }

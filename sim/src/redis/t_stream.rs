@@ -930,7 +930,7 @@ fn parse_read(args: &[Bytes], xreadgroup: bool) -> Result<ReadArgs, Reply> {
         } else if eq_ic(o, "streams") && more > 0 {
             keys_at = i + 1;
             let n = args.len() - keys_at;
-            if n % 2 != 0 {
+            if !n.is_multiple_of(2) {
                 return Err(Reply::error(
                     "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
                 ));

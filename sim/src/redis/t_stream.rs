@@ -3055,6 +3055,140 @@ mod tests {
         assert_eq!(e.used_memory(), before);
     }
 
+    /// `(entries-read, lag)` of group `index` in `XINFO STREAM key FULL`.
+    fn read_and_lag(e: &mut RedisEngine, key: &str, index: usize) -> (Reply, Reply) {
+        let full = run(e, 1, &["XINFO", "STREAM", key, "FULL"]);
+        let Reply::Array(Some(groups)) = field(&full, "groups") else {
+            panic!("{full:?}")
+        };
+        (field(&groups[index], "entries-read"), field(&groups[index], "lag"))
+    }
+
+    /// Redis 7.0's "Consumer group read counter and lag in empty streams", "... sanity" and
+    /// "Consumer group lag with XDELs" (stream-cgroups.tcl).
+    #[test]
+    fn the_read_counter_and_lag_as_redis_tests_them() {
+        let mut e = engine();
+        let none = Reply::nil;
+        run(&mut e, 1, &["XGROUP", "CREATE", "x", "g1", "0", "MKSTREAM"]);
+        assert_eq!(read_and_lag(&mut e, "x", 0), (none(), int(0)));
+        run(&mut e, 1, &["XADD", "x", "1-0", "data", "a"]);
+        run(&mut e, 1, &["XDEL", "x", "1-0"]);
+        assert_eq!(read_and_lag(&mut e, "x", 0), (none(), int(0)));
+
+        let mut e = engine();
+        for (i, d) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+            run(&mut e, 1, &["XADD", "x", &format!("{}-0", i + 1), "data", d]);
+        }
+        run(&mut e, 1, &["XGROUP", "CREATE", "x", "g1", "0"]);
+        assert_eq!(read_and_lag(&mut e, "x", 0), (none(), int(5)));
+        run(&mut e, 1, &["XREADGROUP", "GROUP", "g1", "c11", "COUNT", "1", "STREAMS", "x", ">"]);
+        assert_eq!(read_and_lag(&mut e, "x", 0), (int(1), int(4)));
+        run(&mut e, 1, &["XREADGROUP", "GROUP", "g1", "c12", "COUNT", "10", "STREAMS", "x", ">"]);
+        assert_eq!(read_and_lag(&mut e, "x", 0), (int(5), int(0)));
+        run(&mut e, 1, &["XADD", "x", "6-0", "data", "f"]);
+        assert_eq!(read_and_lag(&mut e, "x", 0), (int(5), int(1)));
+
+        let mut e = engine();
+        for (i, d) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+            run(&mut e, 1, &["XADD", "x", &format!("{}-0", i + 1), "data", d]);
+        }
+        run(&mut e, 1, &["XDEL", "x", "3-0"]);
+        run(&mut e, 1, &["XGROUP", "CREATE", "x", "g1", "0"]);
+        run(&mut e, 1, &["XGROUP", "CREATE", "x", "g2", "0"]);
+        assert_eq!(read_and_lag(&mut e, "x", 0), (none(), none()));
+        for _ in 0..3 {
+            run(&mut e, 1, &["XREADGROUP", "GROUP", "g1", "c11", "COUNT", "1", "STREAMS", "x", ">"]);
+            assert_eq!(read_and_lag(&mut e, "x", 0), (none(), none()));
+        }
+        run(&mut e, 1, &["XREADGROUP", "GROUP", "g1", "c11", "COUNT", "1", "STREAMS", "x", ">"]);
+        assert_eq!(read_and_lag(&mut e, "x", 0), (int(5), int(0)));
+        run(&mut e, 1, &["XADD", "x", "6-0", "data", "f"]);
+        assert_eq!(read_and_lag(&mut e, "x", 0), (int(5), int(1)));
+        run(&mut e, 1, &["XTRIM", "x", "MINID", "=", "3-0"]);
+        assert_eq!(read_and_lag(&mut e, "x", 0), (int(5), int(1)));
+        assert_eq!(read_and_lag(&mut e, "x", 1), (none(), int(3)));
+        run(&mut e, 1, &["XTRIM", "x", "MINID", "=", "5-0"]);
+        assert_eq!(read_and_lag(&mut e, "x", 0), (int(5), int(1)));
+        assert_eq!(read_and_lag(&mut e, "x", 1), (none(), int(2)));
+    }
+
+    /// Redis 7.0's "PEL NACK reassignment after XGROUP SETID event", "XREADGROUP history
+    /// reporting of deleted entries. Bug #5570" and "XINFO FULL output" (stream-cgroups.tcl).
+    #[test]
+    fn reassignment_history_and_xinfo_full_as_redis_tests_them() {
+        let mut e = engine();
+        for now in 1..=4 {
+            run(&mut e, now, &["XADD", "events", "*", "f1", "v1"]);
+        }
+        run(&mut e, 5, &["XGROUP", "CREATE", "events", "g1", "$"]);
+        run(&mut e, 5, &["XADD", "events", "*", "f1", "v1"]);
+        let read = |e: &mut RedisEngine, c: &str| {
+            let Reply::Array(Some(streams)) = run(e, 6, &["XREADGROUP", "GROUP", "g1", c, "STREAMS", "events", ">"]) else {
+                panic!()
+            };
+            let Reply::Array(Some(pair)) = &streams[0] else { panic!() };
+            len_of(&pair[1])
+        };
+        assert_eq!(read(&mut e, "c1"), 1);
+        run(&mut e, 6, &["XGROUP", "SETID", "events", "g1", "-"]);
+        assert_eq!(read(&mut e, "c2"), 5);
+        // The entry c1 had was delivered to c2: c1's PEL is empty.
+        check(&mut e, &[(6, &["XPENDING", "events", "g1", "-", "+", "10", "c1"], arr(vec![]))]);
+
+        check(
+            &mut e,
+            &[
+                (1, &["XGROUP", "CREATE", "mystream", "mygroup", "$", "MKSTREAM"], ok()),
+                (1, &["XADD", "mystream", "1", "field1", "A"], bulk("1-0")),
+                (1, &["XREADGROUP", "GROUP", "mygroup", "myconsumer", "STREAMS", "mystream", ">"],
+                    arr(vec![arr(vec![bulk("mystream"), arr(vec![entry("1-0", &["field1", "A"])])])])),
+                (1, &["XADD", "mystream", "MAXLEN", "1", "2", "field1", "B"], bulk("2-0")),
+                (1, &["XREADGROUP", "GROUP", "mygroup", "myconsumer", "STREAMS", "mystream", ">"],
+                    arr(vec![arr(vec![bulk("mystream"), arr(vec![entry("2-0", &["field1", "B"])])])])),
+                (1, &["XREADGROUP", "GROUP", "mygroup", "myconsumer", "STREAMS", "mystream", "0-1"],
+                    arr(vec![arr(vec![bulk("mystream"), arr(vec![
+                        arr(vec![bulk("1-0"), Reply::Array(None)]),
+                        entry("2-0", &["field1", "B"]),
+                    ])])])),
+            ],
+        );
+
+        let mut e = engine();
+        for (id, f) in [("100", "a"), ("101", "b"), ("102", "c"), ("103", "e"), ("104", "f")] {
+            run(&mut e, 1, &["XADD", "x", id, f, "1"]);
+        }
+        run(&mut e, 1, &["XGROUP", "CREATE", "x", "g1", "0"]);
+        run(&mut e, 1, &["XGROUP", "CREATE", "x", "g2", "0"]);
+        run(&mut e, 1, &["XREADGROUP", "GROUP", "g1", "Alice", "COUNT", "1", "STREAMS", "x", ">"]);
+        run(&mut e, 1, &["XREADGROUP", "GROUP", "g1", "Bob", "COUNT", "1", "STREAMS", "x", ">"]);
+        run(&mut e, 1, &["XREADGROUP", "GROUP", "g1", "Bob", "NOACK", "COUNT", "1", "STREAMS", "x", ">"]);
+        run(&mut e, 1, &["XREADGROUP", "GROUP", "g2", "Charlie", "COUNT", "4", "STREAMS", "x", ">"]);
+        run(&mut e, 1, &["XDEL", "x", "103"]);
+        let full = run(&mut e, 1, &["XINFO", "STREAM", "x", "FULL"]);
+        assert_eq!(len_of(&full), 18);
+        assert_eq!(field(&full, "length"), int(4));
+        assert_eq!(
+            field(&full, "entries"),
+            arr(vec![entry("100-0", &["a", "1"]), entry("101-0", &["b", "1"]), entry("102-0", &["c", "1"]), entry("104-0", &["f", "1"])])
+        );
+        let Reply::Array(Some(groups)) = field(&full, "groups") else { panic!() };
+        assert_eq!(field(&groups[0], "name"), bulk("g1"));
+        assert_eq!(
+            field(&groups[0], "pending"),
+            arr(vec![
+                arr(vec![bulk("100-0"), bulk("Alice"), int(1), int(1)]),
+                arr(vec![bulk("101-0"), bulk("Bob"), int(1), int(1)]),
+            ])
+        );
+        let Reply::Array(Some(consumers)) = field(&groups[1], "consumers") else { panic!() };
+        assert_eq!(field(&consumers[0], "name"), bulk("Charlie"));
+        assert_eq!(len_of(&field(&consumers[0], "pending")), 4);
+        let full = run(&mut e, 1, &["XINFO", "STREAM", "x", "FULL", "COUNT", "1"]);
+        assert_eq!(len_of(&full), 18);
+        assert_eq!(field(&full, "entries"), arr(vec![entry("100-0", &["a", "1"])]));
+    }
+
     #[test]
     fn parse_ull_is_string2ull() {
         assert_eq!(parse_ull(b"01"), Some(1));

@@ -280,16 +280,14 @@ impl Stream {
     /// Redis's `streamTrim`: whole nodes first; with `approx`, only whole nodes.
     fn trim(&mut self, trim: &Trim) -> u64 {
         let mut deleted: u64 = 0;
-        let masters: Vec<StreamId> = self.nodes.keys().copied().collect();
-        for master in masters {
+        // Each round removes the first node or ends: O(removed) per call, as in Redis.
+        while let Some((&master, node)) = self.nodes.first_key_value() {
+            let node = node.clone();
             if let Strategy::MaxLen(max) = trim.strategy {
                 if self.entries.len() as u64 <= max {
                     break;
                 }
             }
-            let Some(node) = self.nodes.get(&master).cloned() else {
-                continue;
-            };
             let live = node.live as u64;
             if trim.limit > 0 && deleted + live > trim.limit {
                 break;
@@ -329,8 +327,8 @@ impl Stream {
         deleted
     }
 
-    /// Whether `start..=end` (from 0-0, to the greatest id) may hold a deleted entry
-    /// (`streamRangeHasTombstones`).
+    /// Whether the ids from `start` on may hold a deleted entry (`streamRangeHasTombstones`
+    /// with no end).
     fn range_has_tombstones(&self, start: StreamId) -> bool {
         if self.entries.is_empty() || self.max_deleted_id.is_zero() || self.first_id > self.max_deleted_id {
             return false;
@@ -2039,15 +2037,6 @@ pub(crate) fn replication_commands(key: &str, s: &Stream, expire_at_ms: Option<i
             "y".into(),
         ]);
     }
-    out.push(vec![
-        "XSETID".into(),
-        key.into(),
-        s.last_id.to_string(),
-        "ENTRIESADDED".into(),
-        s.entries_added.to_string(),
-        "MAXDELETEDID".into(),
-        s.max_deleted_id.to_string(),
-    ]);
     for (name, g) in &s.groups {
         let read = g.entries_read.map_or(-1, |n| n as i64);
         out.push(vec![
@@ -2086,6 +2075,28 @@ pub(crate) fn replication_commands(key: &str, s: &Stream, expire_at_ms: Option<i
             ]);
         }
     }
+    if s.entries.is_empty() && s.last_id.is_zero() && s.groups.is_empty() {
+        // An empty stream never written (its groups destroyed): made and emptied again.
+        out.push(vec![
+            "XGROUP".into(),
+            "CREATE".into(),
+            key.into(),
+            "-".into(),
+            "0".into(),
+            "MKSTREAM".into(),
+        ]);
+        out.push(vec!["XGROUP".into(), "DESTROY".into(), key.into(), "-".into()]);
+    }
+    // Last: the groups' `XGROUP CREATE ... MKSTREAM` may be what made the key.
+    out.push(vec![
+        "XSETID".into(),
+        key.into(),
+        s.last_id.to_string(),
+        "ENTRIESADDED".into(),
+        s.entries_added.to_string(),
+        "MAXDELETEDID".into(),
+        s.max_deleted_id.to_string(),
+    ]);
     if let Some(t) = expire_at_ms {
         out.push(vec!["PEXPIREAT".into(), key.into(), t.to_string()]);
     }
@@ -3018,22 +3029,40 @@ mod tests {
         ] {
             run(&mut e, 10, cmd);
         }
-        let Some(Value::Stream(stream)) = e.keyspace().get(b"s").map(|entry| entry.value.clone()) else {
-            panic!()
-        };
-        let mut copy = engine();
-        for cmd in replication_commands("s", &stream, None) {
-            let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
-            let reply = run(&mut copy, 10, &cmd);
-            assert!(!reply.is_error(), "{cmd:?}: {reply:?}");
+        run(&mut e, 10, &["XADD", "trimmed", "MAXLEN", "0", "5-0", "a", "b"]);
+        run(&mut e, 10, &["XGROUP", "CREATE", "made", "g", "$", "MKSTREAM"]);
+        run(&mut e, 10, &["XGROUP", "CREATE", "emptied", "g", "$", "MKSTREAM"]);
+        run(&mut e, 10, &["XGROUP", "DESTROY", "emptied", "g"]);
+        for key in ["s", "trimmed", "made", "emptied"] {
+            let Some(Value::Stream(stream)) = e.keyspace().get(key.as_bytes()).map(|entry| entry.value.clone()) else {
+                panic!("{key}")
+            };
+            let mut copy = engine();
+            for cmd in replication_commands(key, &stream, None) {
+                let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+                let reply = run(&mut copy, 10, &cmd);
+                assert!(!reply.is_error(), "{cmd:?}: {reply:?}");
+            }
+            for cmd in [
+                &["XRANGE", key, "-", "+"][..],
+                &["XINFO", "STREAM", key],
+                &["XINFO", "GROUPS", key],
+            ] {
+                assert_eq!(run(&mut copy, 20, cmd), run(&mut e, 20, cmd), "{cmd:?}");
+            }
         }
         for cmd in [
-            &["XRANGE", "s", "-", "+"][..],
-            &["XINFO", "STREAM", "s"],
-            &["XINFO", "GROUPS", "s"],
-            &["XINFO", "CONSUMERS", "s", "g"],
+            &["XINFO", "CONSUMERS", "s", "g"][..],
             &["XPENDING", "s", "g", "-", "+", "10"],
         ] {
+            let mut copy = engine();
+            let Some(Value::Stream(stream)) = e.keyspace().get(b"s").map(|entry| entry.value.clone()) else {
+                panic!()
+            };
+            for c in replication_commands("s", &stream, None) {
+                let c: Vec<&str> = c.iter().map(String::as_str).collect();
+                run(&mut copy, 10, &c);
+            }
             assert_eq!(run(&mut copy, 20, cmd), run(&mut e, 20, cmd), "{cmd:?}");
         }
     }
@@ -3082,9 +3111,17 @@ mod tests {
         }
         run(&mut e, 1, &["XGROUP", "CREATE", "x", "g1", "0"]);
         assert_eq!(read_and_lag(&mut e, "x", 0), (none(), int(5)));
-        run(&mut e, 1, &["XREADGROUP", "GROUP", "g1", "c11", "COUNT", "1", "STREAMS", "x", ">"]);
+        run(
+            &mut e,
+            1,
+            &["XREADGROUP", "GROUP", "g1", "c11", "COUNT", "1", "STREAMS", "x", ">"],
+        );
         assert_eq!(read_and_lag(&mut e, "x", 0), (int(1), int(4)));
-        run(&mut e, 1, &["XREADGROUP", "GROUP", "g1", "c12", "COUNT", "10", "STREAMS", "x", ">"]);
+        run(
+            &mut e,
+            1,
+            &["XREADGROUP", "GROUP", "g1", "c12", "COUNT", "10", "STREAMS", "x", ">"],
+        );
         assert_eq!(read_and_lag(&mut e, "x", 0), (int(5), int(0)));
         run(&mut e, 1, &["XADD", "x", "6-0", "data", "f"]);
         assert_eq!(read_and_lag(&mut e, "x", 0), (int(5), int(1)));
@@ -3098,10 +3135,18 @@ mod tests {
         run(&mut e, 1, &["XGROUP", "CREATE", "x", "g2", "0"]);
         assert_eq!(read_and_lag(&mut e, "x", 0), (none(), none()));
         for _ in 0..3 {
-            run(&mut e, 1, &["XREADGROUP", "GROUP", "g1", "c11", "COUNT", "1", "STREAMS", "x", ">"]);
+            run(
+                &mut e,
+                1,
+                &["XREADGROUP", "GROUP", "g1", "c11", "COUNT", "1", "STREAMS", "x", ">"],
+            );
             assert_eq!(read_and_lag(&mut e, "x", 0), (none(), none()));
         }
-        run(&mut e, 1, &["XREADGROUP", "GROUP", "g1", "c11", "COUNT", "1", "STREAMS", "x", ">"]);
+        run(
+            &mut e,
+            1,
+            &["XREADGROUP", "GROUP", "g1", "c11", "COUNT", "1", "STREAMS", "x", ">"],
+        );
         assert_eq!(read_and_lag(&mut e, "x", 0), (int(5), int(0)));
         run(&mut e, 1, &["XADD", "x", "6-0", "data", "f"]);
         assert_eq!(read_and_lag(&mut e, "x", 0), (int(5), int(1)));
@@ -3124,33 +3169,81 @@ mod tests {
         run(&mut e, 5, &["XGROUP", "CREATE", "events", "g1", "$"]);
         run(&mut e, 5, &["XADD", "events", "*", "f1", "v1"]);
         let read = |e: &mut RedisEngine, c: &str| {
-            let Reply::Array(Some(streams)) = run(e, 6, &["XREADGROUP", "GROUP", "g1", c, "STREAMS", "events", ">"]) else {
+            let Reply::Array(Some(streams)) = run(e, 6, &["XREADGROUP", "GROUP", "g1", c, "STREAMS", "events", ">"])
+            else {
                 panic!()
             };
-            let Reply::Array(Some(pair)) = &streams[0] else { panic!() };
+            let Reply::Array(Some(pair)) = &streams[0] else {
+                panic!()
+            };
             len_of(&pair[1])
         };
         assert_eq!(read(&mut e, "c1"), 1);
         run(&mut e, 6, &["XGROUP", "SETID", "events", "g1", "-"]);
         assert_eq!(read(&mut e, "c2"), 5);
         // The entry c1 had was delivered to c2: c1's PEL is empty.
-        check(&mut e, &[(6, &["XPENDING", "events", "g1", "-", "+", "10", "c1"], arr(vec![]))]);
+        check(
+            &mut e,
+            &[(6, &["XPENDING", "events", "g1", "-", "+", "10", "c1"], arr(vec![]))],
+        );
 
         check(
             &mut e,
             &[
                 (1, &["XGROUP", "CREATE", "mystream", "mygroup", "$", "MKSTREAM"], ok()),
                 (1, &["XADD", "mystream", "1", "field1", "A"], bulk("1-0")),
-                (1, &["XREADGROUP", "GROUP", "mygroup", "myconsumer", "STREAMS", "mystream", ">"],
-                    arr(vec![arr(vec![bulk("mystream"), arr(vec![entry("1-0", &["field1", "A"])])])])),
+                (
+                    1,
+                    &[
+                        "XREADGROUP",
+                        "GROUP",
+                        "mygroup",
+                        "myconsumer",
+                        "STREAMS",
+                        "mystream",
+                        ">",
+                    ],
+                    arr(vec![arr(vec![
+                        bulk("mystream"),
+                        arr(vec![entry("1-0", &["field1", "A"])]),
+                    ])]),
+                ),
                 (1, &["XADD", "mystream", "MAXLEN", "1", "2", "field1", "B"], bulk("2-0")),
-                (1, &["XREADGROUP", "GROUP", "mygroup", "myconsumer", "STREAMS", "mystream", ">"],
-                    arr(vec![arr(vec![bulk("mystream"), arr(vec![entry("2-0", &["field1", "B"])])])])),
-                (1, &["XREADGROUP", "GROUP", "mygroup", "myconsumer", "STREAMS", "mystream", "0-1"],
-                    arr(vec![arr(vec![bulk("mystream"), arr(vec![
-                        arr(vec![bulk("1-0"), Reply::Array(None)]),
-                        entry("2-0", &["field1", "B"]),
-                    ])])])),
+                (
+                    1,
+                    &[
+                        "XREADGROUP",
+                        "GROUP",
+                        "mygroup",
+                        "myconsumer",
+                        "STREAMS",
+                        "mystream",
+                        ">",
+                    ],
+                    arr(vec![arr(vec![
+                        bulk("mystream"),
+                        arr(vec![entry("2-0", &["field1", "B"])]),
+                    ])]),
+                ),
+                (
+                    1,
+                    &[
+                        "XREADGROUP",
+                        "GROUP",
+                        "mygroup",
+                        "myconsumer",
+                        "STREAMS",
+                        "mystream",
+                        "0-1",
+                    ],
+                    arr(vec![arr(vec![
+                        bulk("mystream"),
+                        arr(vec![
+                            arr(vec![bulk("1-0"), Reply::Array(None)]),
+                            entry("2-0", &["field1", "B"]),
+                        ]),
+                    ])]),
+                ),
             ],
         );
 
@@ -3160,19 +3253,63 @@ mod tests {
         }
         run(&mut e, 1, &["XGROUP", "CREATE", "x", "g1", "0"]);
         run(&mut e, 1, &["XGROUP", "CREATE", "x", "g2", "0"]);
-        run(&mut e, 1, &["XREADGROUP", "GROUP", "g1", "Alice", "COUNT", "1", "STREAMS", "x", ">"]);
-        run(&mut e, 1, &["XREADGROUP", "GROUP", "g1", "Bob", "COUNT", "1", "STREAMS", "x", ">"]);
-        run(&mut e, 1, &["XREADGROUP", "GROUP", "g1", "Bob", "NOACK", "COUNT", "1", "STREAMS", "x", ">"]);
-        run(&mut e, 1, &["XREADGROUP", "GROUP", "g2", "Charlie", "COUNT", "4", "STREAMS", "x", ">"]);
+        run(
+            &mut e,
+            1,
+            &["XREADGROUP", "GROUP", "g1", "Alice", "COUNT", "1", "STREAMS", "x", ">"],
+        );
+        run(
+            &mut e,
+            1,
+            &["XREADGROUP", "GROUP", "g1", "Bob", "COUNT", "1", "STREAMS", "x", ">"],
+        );
+        run(
+            &mut e,
+            1,
+            &[
+                "XREADGROUP",
+                "GROUP",
+                "g1",
+                "Bob",
+                "NOACK",
+                "COUNT",
+                "1",
+                "STREAMS",
+                "x",
+                ">",
+            ],
+        );
+        run(
+            &mut e,
+            1,
+            &[
+                "XREADGROUP",
+                "GROUP",
+                "g2",
+                "Charlie",
+                "COUNT",
+                "4",
+                "STREAMS",
+                "x",
+                ">",
+            ],
+        );
         run(&mut e, 1, &["XDEL", "x", "103"]);
         let full = run(&mut e, 1, &["XINFO", "STREAM", "x", "FULL"]);
         assert_eq!(len_of(&full), 18);
         assert_eq!(field(&full, "length"), int(4));
         assert_eq!(
             field(&full, "entries"),
-            arr(vec![entry("100-0", &["a", "1"]), entry("101-0", &["b", "1"]), entry("102-0", &["c", "1"]), entry("104-0", &["f", "1"])])
+            arr(vec![
+                entry("100-0", &["a", "1"]),
+                entry("101-0", &["b", "1"]),
+                entry("102-0", &["c", "1"]),
+                entry("104-0", &["f", "1"])
+            ])
         );
-        let Reply::Array(Some(groups)) = field(&full, "groups") else { panic!() };
+        let Reply::Array(Some(groups)) = field(&full, "groups") else {
+            panic!()
+        };
         assert_eq!(field(&groups[0], "name"), bulk("g1"));
         assert_eq!(
             field(&groups[0], "pending"),
@@ -3181,7 +3318,9 @@ mod tests {
                 arr(vec![bulk("101-0"), bulk("Bob"), int(1), int(1)]),
             ])
         );
-        let Reply::Array(Some(consumers)) = field(&groups[1], "consumers") else { panic!() };
+        let Reply::Array(Some(consumers)) = field(&groups[1], "consumers") else {
+            panic!()
+        };
         assert_eq!(field(&consumers[0], "name"), bulk("Charlie"));
         assert_eq!(len_of(&field(&consumers[0], "pending")), 4);
         let full = run(&mut e, 1, &["XINFO", "STREAM", "x", "FULL", "COUNT", "1"]);

@@ -2533,6 +2533,23 @@ mod tests {
         assert_eq!(field(&info, "radix-tree-nodes"), int(1));
         assert_eq!(field(&info, "entries-added"), int(1));
         assert_eq!(field(&info, "last-generated-id"), bulk("7-0"));
+        // The same with explicit ids, as redis-server 7.0.15 answered them.
+        for j in 1..=1000 {
+            run(
+                &mut e,
+                7,
+                &["XADD", "x", "MAXLEN", "~", "555", &format!("{j}-0"), "xitem", "v"],
+            );
+        }
+        let info = run(&mut e, 7, &["XINFO", "STREAM", "x"]);
+        assert_eq!(
+            (
+                field(&info, "length"),
+                field(&info, "radix-tree-keys"),
+                field(&info, "radix-tree-nodes")
+            ),
+            (int(600), int(6), int(17))
+        );
     }
 
     #[test]

@@ -287,6 +287,17 @@ impl Keyspace {
         self.entries.get_mut(key).map(|e| &mut e.value)
     }
 
+    /// [`Keyspace::value_mut`] for a write Redis does not signal (no `signalModifiedKey`: a
+    /// stream's consumer-group bookkeeping, `XREADGROUP`, `XACK`, `XCLAIM`, `XSETID`...): the
+    /// change is journaled (the history and the replicas see it) but the key is not touched,
+    /// so a `WATCH` on it does not abort `EXEC`.
+    pub(crate) fn value_mut_unsignalled(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Value> {
+        self.expire_if_needed(key, now_ms);
+        let stored_key = self.entries.get_key_value(key)?.0.clone();
+        self.note(&stored_key);
+        self.entries.get_mut(key).map(|e| &mut e.value)
+    }
+
     /// A value changed through [`Keyspace::value_mut`] grew by `bytes`.
     pub(crate) fn grew(&mut self, bytes: usize) {
         self.used = self.used.saturating_add(bytes);

@@ -554,10 +554,26 @@ fn stream_of<'a>(ks: &'a mut Keyspace, key: &[u8], now: i64) -> Result<Option<&'
 }
 
 /// Runs `f` on the stream at `key` for writing and reports how its size changed; `None` if
-/// there is no stream there.
+/// there is no stream there. The key counts as modified (for `WATCH`), as after Redis's
+/// `signalModifiedKey`: `XADD`, `XDEL` and `XTRIM` that removed entries.
 fn write<R>(ks: &mut Keyspace, key: &[u8], now: i64, f: impl FnOnce(&mut Stream) -> R) -> Option<R> {
+    write_with(ks, key, now, true, f)
+}
+
+/// [`write`] for the changes Redis does not signal (groups, consumers, pending entries, the
+/// last id of `XSETID`): a `WATCH` on the key does not see them.
+fn write_quiet<R>(ks: &mut Keyspace, key: &[u8], now: i64, f: impl FnOnce(&mut Stream) -> R) -> Option<R> {
+    write_with(ks, key, now, false, f)
+}
+
+fn write_with<R>(ks: &mut Keyspace, key: &[u8], now: i64, signal: bool, f: impl FnOnce(&mut Stream) -> R) -> Option<R> {
     let (r, before, after) = {
-        let Some(Value::Stream(s)) = ks.value_mut(key, now) else {
+        let value = if signal {
+            ks.value_mut(key, now)
+        } else {
+            ks.value_mut_unsignalled(key, now)
+        };
+        let Some(Value::Stream(s)) = value else {
             return None;
         };
         let before = s.used_bytes();
@@ -1259,7 +1275,7 @@ pub(crate) fn xreadgroup(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
         if !serve {
             continue;
         }
-        let entries = write(ks, key, now, |s| {
+        let entries = write_quiet(ks, key, now, |s| {
             if let Some(g) = s.groups.get_mut(&group) {
                 touch_consumer(g, &consumer, now);
             }
@@ -1347,7 +1363,7 @@ pub(crate) fn xgroup_create(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Repl
     if last.is_none() {
         ks.insert(args[2].clone(), Value::Stream(Stream::default()), None);
     }
-    write(ks, &args[2], now, |s| {
+    write_quiet(ks, &args[2], now, |s| {
         s.groups.insert(
             args[3].clone(),
             Group {
@@ -1383,7 +1399,7 @@ pub(crate) fn xgroup_setid(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply
             Err(e) => return e,
         }
     };
-    write(ks, &args[2], now, |s| {
+    write_quiet(ks, &args[2], now, |s| {
         if let Some(g) = s.groups.get_mut(&args[3]) {
             g.last_delivered = id;
             g.entries_read = entries_read;
@@ -1399,7 +1415,7 @@ pub(crate) fn xgroup_destroy(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Rep
         Ok(Some(s)) if s.groups.contains_key(&args[3]) => {}
         Ok(_) => return Reply::Integer(0),
     }
-    write(ks, &args[2], now, |s| s.groups.remove(&args[3]));
+    write_quiet(ks, &args[2], now, |s| s.groups.remove(&args[3]));
     Reply::Integer(1)
 }
 
@@ -1414,7 +1430,7 @@ pub(crate) fn xgroup_createconsumer(ks: &mut Keyspace, args: &[Bytes], now: i64)
         },
         Ok(None) => return Reply::error(KEY_REQUIRED),
     }
-    write(ks, &args[2], now, |s| {
+    write_quiet(ks, &args[2], now, |s| {
         if let Some(g) = s.groups.get_mut(&args[3]) {
             touch_consumer(g, &args[4], now);
         }
@@ -1434,7 +1450,7 @@ pub(crate) fn xgroup_delconsumer(ks: &mut Keyspace, args: &[Bytes], now: i64) ->
         },
         Ok(None) => return Reply::error(KEY_REQUIRED),
     }
-    let pending = write(ks, &args[2], now, |s| {
+    let pending = write_quiet(ks, &args[2], now, |s| {
         let g = s.groups.get_mut(&args[3])?;
         let c = g.consumers.remove(&args[4])?;
         for id in &c.pending {
@@ -1491,7 +1507,7 @@ pub(crate) fn xack(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
     if !pending {
         return Reply::Integer(0);
     }
-    let acked = write(ks, &args[1], now, |s| {
+    let acked = write_quiet(ks, &args[1], now, |s| {
         let Some(g) = s.groups.get_mut(&args[2]) else { return 0 };
         let mut acked = 0;
         for id in ids {
@@ -1707,7 +1723,7 @@ pub(crate) fn xclaim(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
     let delivery = delivery.filter(|t| (0..=now).contains(t)).unwrap_or(now);
     let consumer = args[3].clone();
     let group = args[2].clone();
-    let out = write(ks, &args[1], now, |s| {
+    let out = write_quiet(ks, &args[1], now, |s| {
         let entries = &s.entries;
         let Some(g) = s.groups.get_mut(&group) else {
             return Vec::new();
@@ -1785,7 +1801,7 @@ pub(crate) fn xautoclaim(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
     }
     let consumer = args[3].clone();
     let group = args[2].clone();
-    let reply = write(ks, &args[1], now, |s| {
+    let reply = write_quiet(ks, &args[1], now, |s| {
         let entries = &s.entries;
         let Some(g) = s.groups.get_mut(&group) else {
             return Reply::Array(None);
@@ -2061,7 +2077,7 @@ pub(crate) fn xsetid(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
             }
         }
     }
-    write(ks, &args[1], now, |s| {
+    write_quiet(ks, &args[1], now, |s| {
         s.last_id = id;
         if let Some(n) = entries_added {
             s.entries_added = n;
@@ -3412,6 +3428,50 @@ mod tests {
         let full = run(&mut e, 1, &["XINFO", "STREAM", "x", "FULL", "COUNT", "1"]);
         assert_eq!(len_of(&full), 18);
         assert_eq!(field(&full, "entries"), arr(vec![entry("100-0", &["a", "1"])]));
+    }
+
+    /// Redis signals a modified stream (`WATCH`) only for `XADD`, `XDEL`, `XTRIM` and the
+    /// creation by `XGROUP CREATE ... MKSTREAM`; group bookkeeping does not abort `EXEC`.
+    #[test]
+    fn watch_sees_entries_change_but_not_group_bookkeeping() {
+        let mut e = engine();
+        let exec_ok = arr(vec![Reply::Status("PONG".into())]);
+        run(&mut e, 1, &["XADD", "s", "1-0", "f", "v"]);
+        run(&mut e, 1, &["XGROUP", "CREATE", "s", "g", "0"]);
+        let quiet: &[&[&str]] = &[
+            &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"],
+            &["XCLAIM", "s", "g", "d", "0", "1-0"],
+            &["XAUTOCLAIM", "s", "g", "c", "0", "0"],
+            &["XACK", "s", "g", "1-0"],
+            &["XGROUP", "CREATECONSUMER", "s", "g", "x"],
+            &["XGROUP", "DELCONSUMER", "s", "g", "x"],
+            &["XGROUP", "SETID", "s", "g", "0"],
+            &["XGROUP", "CREATE", "s", "h", "0"],
+            &["XGROUP", "DESTROY", "s", "h"],
+            &["XSETID", "s", "5-0"],
+            &["XDEL", "s", "9-0"],
+            &["XTRIM", "s", "MAXLEN", "5"],
+        ];
+        for cmd in quiet {
+            run(&mut e, 1, &["WATCH", "s"]);
+            run(&mut e, 1, cmd);
+            run(&mut e, 1, &["MULTI"]);
+            run(&mut e, 1, &["PING"]);
+            assert_eq!(run(&mut e, 1, &["EXEC"]), exec_ok, "{cmd:?}");
+        }
+        let signalled: &[&[&str]] = &[
+            &["XADD", "s", "*", "f", "v"],
+            &["XDEL", "s", "1-0"],
+            &["XTRIM", "s", "MAXLEN", "0"],
+            &["XGROUP", "CREATE", "new", "g", "$", "MKSTREAM"],
+        ];
+        for cmd in signalled {
+            run(&mut e, 1, &["WATCH", "s", "new"]);
+            run(&mut e, 1, cmd);
+            run(&mut e, 1, &["MULTI"]);
+            run(&mut e, 1, &["PING"]);
+            assert_eq!(run(&mut e, 1, &["EXEC"]), Reply::Array(None), "{cmd:?}");
+        }
     }
 
     #[test]

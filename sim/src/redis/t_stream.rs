@@ -23,15 +23,18 @@
 //! reached by large entries, which this model leaves out).
 //!
 //! **Left out.** Blocking: `XREAD`/`XREADGROUP` with `BLOCK` parse and check the timeout and
-//! answer what Redis answers when nothing is there and the client may not block (a nil array);
-//! the server loop blocks the connection as it does for `BLPOP` — on the keys after `STREAMS`,
-//! with the ids [`xread_block_args`] resolves (`$` replaced by the stream's last id at the time
-//! of blocking), re-running the command when one of the keys is written and answering the nil
-//! array at the timeout. `BLOCK` from a script is not refused (the engine's handlers do not know
-//! who calls them; it never blocks there either). `stream-node-max-entries`/`-bytes` are fixed
-//! (see above), keyspace
-//! notifications and the `XADD`/`XTRIM` argument rewriting for replicas (the replication here
-//! copies the resulting state, [`replication_commands`]) are not modelled.
+//! answer what Redis answers when nothing is there and the client may not block (a nil array,
+//! as inside `MULTI`); the server loop is to block the connection as it blocks `BLPOP`, with
+//! [`xread_block_args`] (the command to run again when a key is written, `$` resolved at the
+//! time of blocking) and the errors a blocked `XREADGROUP` gets when its group or key goes.
+//! `BLOCK` from a script is not refused (a handler does not know who calls it; it never blocks
+//! there either). `stream-node-max-entries` is fixed at 100 and `stream-node-max-bytes` not
+//! modelled (see above). Keyspace notifications, and the `XADD`/`XTRIM` argument rewriting for
+//! replicas (the replication here copies the resulting state: [`replication_commands`]), are
+//! not modelled.
+//!
+//! **Checked** command by command against redis-server 7.0.15 (replies, error texts, `XINFO`
+//! counters, idle and delivery times, `WATCH`): the unit tests below keep the cases.
 
 use super::keyspace::{Keyspace, Value, ITEM_OVERHEAD_BYTES};
 use super::reply::Reply;
@@ -973,6 +976,8 @@ impl Stream {
 /// `XREAD`'s and `XREADGROUP`'s parsed arguments.
 struct ReadArgs {
     count: usize,
+    /// `BLOCK`'s timeout in ms.
+    block_ms: Option<i64>,
     noack: bool,
     group: Option<(Bytes, Bytes)>,
     /// The index of the first key.
@@ -982,6 +987,7 @@ struct ReadArgs {
 
 fn parse_read(args: &[Bytes], xreadgroup: bool) -> Result<ReadArgs, Reply> {
     let mut count = 0usize;
+    let mut block_ms = None;
     let mut noack = false;
     let mut group = None;
     let mut keys_at = 0;
@@ -996,6 +1002,7 @@ fn parse_read(args: &[Bytes], xreadgroup: bool) -> Result<ReadArgs, Reply> {
             if timeout < 0 {
                 return Err(Reply::error("ERR timeout is negative"));
             }
+            block_ms = Some(timeout);
         } else if eq_ic(o, "count") && more > 0 {
             i += 1;
             count = int_arg(&args[i], None)?.max(0) as usize;
@@ -1037,6 +1044,7 @@ fn parse_read(args: &[Bytes], xreadgroup: bool) -> Result<ReadArgs, Reply> {
     }
     Ok(ReadArgs {
         count,
+        block_ms,
         noack,
         group,
         keys_at,
@@ -1132,24 +1140,51 @@ pub(crate) fn xread(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
     }
 }
 
-/// For the server loop blocking an `XREAD`/`XREADGROUP` that answered a nil array with
-/// `BLOCK`: the command to run again when a key is written, with `$` replaced by each stream's
-/// last id now (so entries added while blocked are served), and the timeout in ms (0: none).
-/// `None` when the command has no `BLOCK` or is invalid.
+/// How many entries a blocked `XREAD`/`XREADGROUP` without `COUNT` is served
+/// (`XREAD_BLOCKED_DEFAULT_COUNT`).
+const BLOCKED_DEFAULT_COUNT: usize = 1000;
+
+/// What a client blocked in `XREADGROUP` gets when the group is destroyed while it waits.
+#[allow(dead_code)]
+pub(crate) const BLOCKED_GROUP_GONE: &str = "NOGROUP the consumer group this client was blocked on no longer exists";
+
+/// What a client blocked in `XREADGROUP` gets when its key is deleted or stops being a
+/// stream (`DEL`, `SET`, `FLUSHALL`, `SWAPDB`...) while it waits. (A client blocked in `XREAD`
+/// stays blocked: a new stream at the key serves it.)
+#[allow(dead_code)]
+pub(crate) const BLOCKED_KEY_GONE: &str = "UNBLOCKED the stream key no longer exists";
+
+/// For the server loop, which is to block an `XREAD`/`XREADGROUP` with `BLOCK` that answered a
+/// nil array outside `MULTI` (as it blocks `BLPOP`): the timeout in ms (0: none) and the
+/// command to run again each time one of the keys after `STREAMS` is written, until it answers
+/// something else than the nil array — without `BLOCK`, with `COUNT` 1000 when none was given
+/// (as Redis serves a blocked client), and with `$` replaced by the stream's last id at the
+/// time of blocking (so the entries added meanwhile are served; `>` stays). A blocked
+/// `XREADGROUP` whose group goes answers [`BLOCKED_GROUP_GONE`], whose key goes
+/// [`BLOCKED_KEY_GONE`]. `None` when the command has no `BLOCK` or is invalid.
 // The server loop's blocking of streams is still to come (issue 49); tested below.
 #[allow(dead_code)]
 pub(crate) fn xread_block_args(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Option<(Vec<Bytes>, i64)> {
     let xreadgroup = args.first().is_some_and(|a| eq_ic(a, "xreadgroup"));
     let r = parse_read(args, xreadgroup).ok()?;
-    let block_at = (1..r.keys_at).find(|&i| eq_ic(&args[i], "block"))?;
-    let timeout = parse_ll(&args[block_at + 1])?;
+    let timeout = r.block_ms?;
     let froms = resolve_read(ks, args, &r, now).ok()?;
-    let mut out = args.to_vec();
+    let mut out = vec![args[0].clone()];
+    if let Some((group, consumer)) = &r.group {
+        out.extend([Bytes::from_static(b"GROUP"), group.clone(), consumer.clone()]);
+    }
+    if r.noack {
+        out.push(Bytes::from_static(b"NOACK"));
+    }
+    let count = if r.count == 0 { BLOCKED_DEFAULT_COUNT } else { r.count };
+    out.extend([Bytes::from_static(b"COUNT"), Bytes::from(count.to_string())]);
+    out.push(Bytes::from_static(b"STREAMS"));
+    out.extend_from_slice(&args[r.keys_at..r.keys_at + r.streams]);
     for (k, from) in froms.into_iter().enumerate() {
-        let at = r.keys_at + r.streams + k;
-        if let From::After(id) = from {
-            out[at] = Bytes::from(id.to_string());
-        }
+        out.push(match from {
+            From::After(id) => Bytes::from(id.to_string()),
+            From::New => args[r.keys_at + r.streams + k].clone(),
+        });
     }
     Some((out, timeout))
 }
@@ -2613,7 +2648,50 @@ mod tests {
             1,
         )
         .unwrap();
-        assert_eq!((again[5].clone(), timeout), (Bytes::from("0-0"), 50));
+        assert_eq!(
+            (again, timeout),
+            (args(&["XREAD", "COUNT", "1000", "STREAMS", "a", "0-0"]), 50)
+        );
+        let mut ks = Keyspace::new();
+        xadd(&mut ks, &args(&["XADD", "s", "7-3", "f", "v"]), 1);
+        xgroup_create(&mut ks, &args(&["XGROUP", "CREATE", "s", "block", "$"]), 1);
+        let cmd = args(&[
+            "XREADGROUP",
+            "BLOCK",
+            "0",
+            "GROUP",
+            "block",
+            "c",
+            "NOACK",
+            "COUNT",
+            "5",
+            "STREAMS",
+            "s",
+            ">",
+        ]);
+        assert_eq!(
+            xread_block_args(&mut ks, &cmd, 1),
+            Some((
+                args(&[
+                    "XREADGROUP",
+                    "GROUP",
+                    "block",
+                    "c",
+                    "NOACK",
+                    "COUNT",
+                    "5",
+                    "STREAMS",
+                    "s",
+                    ">"
+                ]),
+                0
+            ))
+        );
+        let cmd = args(&["XREAD", "BLOCK", "0", "STREAMS", "s", "s", "$", "1"]);
+        assert_eq!(
+            xread_block_args(&mut ks, &cmd, 1),
+            Some((args(&["XREAD", "COUNT", "1000", "STREAMS", "s", "s", "7-3", "1-0"]), 0))
+        );
         assert!(xread_block_args(&mut Keyspace::new(), &args(&["XREAD", "STREAMS", "a", "$"]), 1).is_none());
         let spec = crate::redis::table::command(b"xreadgroup").unwrap();
         assert_eq!(

@@ -366,17 +366,19 @@ impl Stream {
     }
 
     /// A group's lag, when it can be known.
-    fn lag(&self, group: &Group) -> Option<u64> {
+    fn lag(&self, group: &Group) -> Option<i64> {
+        // Signed, as Redis computes it: a group told it read more than was added (`ENTRIESREAD`,
+        // `XSETID ... ENTRIESADDED`) has a negative lag.
+        let lag = |read: u64| (self.entries_added as i64).wrapping_sub(read as i64);
         if self.entries_added == 0 {
             return Some(0);
         }
         if let Some(read) = group.entries_read {
             if !self.range_has_tombstones(group.last_delivered) {
-                return Some(self.entries_added.saturating_sub(read));
+                return Some(lag(read));
             }
         }
-        self.estimate_entries_read(group.last_delivered)
-            .map(|read| self.entries_added.saturating_sub(read))
+        self.estimate_entries_read(group.last_delivered).map(lag)
     }
 }
 
@@ -1990,7 +1992,7 @@ pub(crate) fn xinfo_stream(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply
                 ("name", Reply::Bulk(Some(name.clone()))),
                 ("last-delivered-id", g.last_delivered.reply()),
                 ("entries-read", opt_int(g.entries_read)),
-                ("lag", opt_int(s.lag(g))),
+                ("lag", s.lag(g).map_or(Reply::nil(), Reply::Integer)),
                 ("pel-count", Reply::Integer(g.pending.len() as i64)),
                 ("pending", Reply::Array(Some(pending))),
                 ("consumers", Reply::Array(Some(consumers))),
@@ -2018,7 +2020,7 @@ pub(crate) fn xinfo_groups(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply
                     ("pending", Reply::Integer(g.pending.len() as i64)),
                     ("last-delivered-id", g.last_delivered.reply()),
                     ("entries-read", opt_int(g.entries_read)),
-                    ("lag", opt_int(s.lag(g))),
+                    ("lag", s.lag(g).map_or(Reply::nil(), Reply::Integer)),
                 ])
             })
             .collect(),
@@ -3284,6 +3286,10 @@ mod tests {
         run(&mut e, 1, &["XADD", "x", "1-0", "data", "a"]);
         run(&mut e, 1, &["XDEL", "x", "1-0"]);
         assert_eq!(read_and_lag(&mut e, "x", 0), (none(), int(0)));
+
+        // A group told it read more than was added lags negatively, as in Redis.
+        run(&mut e, 1, &["XGROUP", "CREATE", "x", "g2", "0", "ENTRIESREAD", "5"]);
+        assert_eq!(read_and_lag(&mut e, "x", 1), (int(5), int(-4)));
 
         let mut e = engine();
         for (i, d) in ["a", "b", "c", "d", "e"].iter().enumerate() {

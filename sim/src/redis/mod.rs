@@ -106,3 +106,4 @@ pub use reply::Reply;
 pub use resp3::ReplyEncoder;
 pub use session::{ClientSession, ReplyMode};
 pub use syntax::parse_ll;
+pub use t_stream::{Consumer, Group as StreamGroup, PendingEntry, Stream, StreamId};

@@ -220,6 +220,16 @@ impl Stream {
         self.last_id
     }
 
+    /// The entries in id order, each with its field-value pairs in the order they were given.
+    pub fn entries(&self) -> impl Iterator<Item = (StreamId, &[(Bytes, Bytes)])> {
+        self.entries.iter().map(|(id, fields)| (*id, fields.as_slice()))
+    }
+
+    /// The consumer groups by name.
+    pub fn groups(&self) -> &BTreeMap<Bytes, Group> {
+        &self.groups
+    }
+
     /// Appends an entry with id `id` (greater than the last id: the caller checked).
     fn append(&mut self, id: StreamId, fields: Vec<(Bytes, Bytes)>) {
         self.entry_bytes += entry_cost(&fields);

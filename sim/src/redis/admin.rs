@@ -286,6 +286,7 @@ pub(crate) fn object(ks: &Keyspace, sub: &str, key: &[u8], now_ms: i64, limits: 
             // set's contents now, where Redis never converts back).
             Value::ZSet(z) if z.fits_listpack(limits.zset_entries, limits.zset_value) => "listpack",
             Value::ZSet(_) => "skiplist",
+            Value::Stream(_) => "stream",
         }),
         "refcount" => Reply::Integer(match &entry.value {
             Value::String(v) if int_value(v).is_some_and(|n| (0..SHARED_INTEGERS).contains(&n)) => i64::from(i32::MAX),

@@ -441,6 +441,17 @@ impl RedisEngine {
         (!std::mem::take(&mut self.touched_overflowed)).then_some(touched)
     }
 
+    /// For the server loop: how to block an `XREAD`/`XREADGROUP ... BLOCK ms` that found
+    /// nothing in database `db` (the command to run again and the timeout in ms).
+    pub(crate) fn stream_block_plan(
+        &mut self,
+        db: usize,
+        args: &[Bytes],
+        now_wall_ms: i64,
+    ) -> Option<(Vec<Bytes>, i64)> {
+        super::t_stream::xread_block_args(self.db.ks.db_mut(db), args, now_wall_ms)
+    }
+
     /// Executes `args` as the engine's default session, in database `db`.
     pub(crate) fn execute_in(&mut self, db: usize, args: &[Bytes], now_wall_ms: i64) -> Reply {
         let saved = std::mem::replace(&mut self.session.db, db);

@@ -13,7 +13,10 @@ use super::table::{
     container, row, CommandSpec, Flags, Group as G, KeySpec, StoreCondition, TtlSource, K1, K12, KALL, KALL_BUT_LAST,
     KPAIRS,
 };
-use super::{introspect, t_generic as gen, t_hash as hash, t_list as list, t_set as set, t_string as st, t_zset as z};
+use super::{
+    introspect, t_generic as gen, t_hash as hash, t_list as list, t_set as set, t_stream as xs, t_string as st,
+    t_zset as z,
+};
 
 /// The union of `list`.
 const fn f(list: &[Flags]) -> Flags {
@@ -452,6 +455,75 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     ),
     row("zintercard", -3, f(&[R, MK]), N1, NONE, G::SortedSet, K(z::zintercard)),
     row("zscan", -3, f(&[R]), K1, NONE, G::SortedSet, K(z::zscan)),
+    // ---- streams (t_stream.rs)
+    row("xadd", -5, f(&[W, M, FA]), K1, NONE, G::Stream, K(xs::xadd)),
+    row("xlen", 2, f(&[R, FA]), K1, NONE, G::Stream, K(xs::xlen)),
+    row("xrange", -4, f(&[R]), K1, NONE, G::Stream, K(xs::xrange)),
+    row("xrevrange", -4, f(&[R]), K1, NONE, G::Stream, K(xs::xrevrange)),
+    row("xdel", -3, f(&[W, FA]), K1, NONE, G::Stream, K(xs::xdel)),
+    row("xtrim", -4, f(&[W]), K1, NONE, G::Stream, K(xs::xtrim)),
+    row("xsetid", -3, f(&[W, M, FA]), K1, NONE, G::Stream, K(xs::xsetid)),
+    // The server loop blocks them when `BLOCK` finds nothing (`t_stream::xread_block_args`).
+    row(
+        "xread",
+        -4,
+        f(&[R, B, MK]),
+        KeySpec::Streams,
+        NONE,
+        G::Stream,
+        S(xs::xread),
+    ),
+    row(
+        "xreadgroup",
+        -7,
+        f(&[W, B, MK]),
+        KeySpec::Streams,
+        NONE,
+        G::Stream,
+        S(xs::xreadgroup),
+    ),
+    row("xack", -4, f(&[W, FA]), K1, NONE, G::Stream, K(xs::xack)),
+    row("xpending", -3, f(&[R]), K1, NONE, G::Stream, K(xs::xpending)),
+    row("xclaim", -6, f(&[W, FA]), K1, NONE, G::Stream, K(xs::xclaim)),
+    row("xautoclaim", -6, f(&[W, FA]), K1, NONE, G::Stream, K(xs::xautoclaim)),
+    container(
+        "xgroup",
+        G::Stream,
+        &[
+            row("create", -5, f(&[W, M]), K2, NONE, G::Stream, K(xs::xgroup_create)),
+            row("setid", -5, f(&[W]), K2, NONE, G::Stream, K(xs::xgroup_setid)),
+            row("destroy", 4, f(&[W]), K2, NONE, G::Stream, K(xs::xgroup_destroy)),
+            row(
+                "createconsumer",
+                5,
+                f(&[W, M]),
+                K2,
+                NONE,
+                G::Stream,
+                K(xs::xgroup_createconsumer),
+            ),
+            row(
+                "delconsumer",
+                5,
+                f(&[W]),
+                K2,
+                NONE,
+                G::Stream,
+                K(xs::xgroup_delconsumer),
+            ),
+            row("help", 2, f(&[LO, ST]), NK, NONE, G::Stream, K(xs::xgroup_help)),
+        ],
+    ),
+    container(
+        "xinfo",
+        G::Stream,
+        &[
+            row("stream", -3, f(&[R]), K2, NONE, G::Stream, K(xs::xinfo_stream)),
+            row("groups", 3, f(&[R]), K2, NONE, G::Stream, K(xs::xinfo_groups)),
+            row("consumers", 4, f(&[R]), K2, NONE, G::Stream, K(xs::xinfo_consumers)),
+            row("help", 2, f(&[LO, ST]), NK, NONE, G::Stream, K(xs::xinfo_help)),
+        ],
+    ),
     // ---- scripting (the engine; lua.rs, function.rs)
     row("eval", -3, f(&[NS, ST, SK, MK]), N2, L::RunsScript, G::Scripting, E),
     row("evalsha", -3, f(&[NS, ST, SK, MK]), N2, L::RunsScript, G::Scripting, E),

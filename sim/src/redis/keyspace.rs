@@ -7,6 +7,7 @@
 //!
 //! Iteration is always in key order (`BTreeMap`), so nothing observable depends on hashing.
 
+pub use super::t_stream::Stream;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -33,6 +34,11 @@ pub enum Value {
     /// score then member bytes, with an index by member ([`ZSet`], `t_zset.rs`). Never empty:
     /// an emptied sorted set is deleted, as in Redis.
     ZSet(ZSet),
+    /// A stream value (`XADD`, `XRANGE`, `XREADGROUP`, ...): entries by id with their fields in
+    /// the order given, the stream's last id and counters, and its consumer groups (see
+    /// [`Stream`]). Unlike the other collections it may be empty and still exist (`XDEL` of
+    /// every entry, `XGROUP CREATE ... MKSTREAM`), as in Redis.
+    Stream(Stream),
 }
 
 /// What a key costs besides its name and value, in [`Keyspace::used_bytes`]: Redis' dict entry,
@@ -48,6 +54,9 @@ impl Value {
     /// elements, a hash's fields and values and a set's members, plus [`ITEM_OVERHEAD_BYTES`]
     /// each; a sorted set's members plus [`ITEM_OVERHEAD_BYTES`] and 8 (the score) each, kept
     /// by the [`ZSet`] so that reading it costs O(1).
+    /// a stream's entries and groups as [`Stream::used_bytes`] counts them (field and value
+    /// bytes with [`ITEM_OVERHEAD_BYTES`] per pair, and a small fixed cost per entry, group,
+    /// consumer and pending entry).
     pub fn used_bytes(&self) -> usize {
         match self {
             Value::String(s) => s.len(),
@@ -58,6 +67,7 @@ impl Value {
                 .sum(),
             Value::Set(members) => members.iter().map(|m| m.len() + ITEM_OVERHEAD_BYTES).sum(),
             Value::ZSet(z) => z.used_bytes(),
+            Value::Stream(stream) => stream.used_bytes(),
         }
     }
 
@@ -69,10 +79,11 @@ impl Value {
             Value::Hash(fields) => fields.len(),
             Value::Set(members) => members.len(),
             Value::ZSet(z) => z.len(),
+            Value::Stream(stream) => stream.len(),
         }
     }
 
-    /// The name `TYPE` reports for this value (`string`, `list`, `hash`, `set`, `zset`).
+    /// The name `TYPE` reports for this value (`string`, `list`, `hash`, `set`, `zset`, `stream`).
     pub(crate) fn type_name(&self) -> &'static str {
         match self {
             Value::String(_) => "string",
@@ -80,6 +91,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 }
@@ -327,6 +339,17 @@ impl Keyspace {
         let stored_key = self.entries.get_key_value(key)?.0.clone();
         self.note_mutation(&stored_key);
         self.touched.insert(stored_key);
+        self.entries.get_mut(key).map(|e| &mut e.value)
+    }
+
+    /// [`Keyspace::value_mut`] for a write Redis does not signal (no `signalModifiedKey`: a
+    /// stream's consumer-group bookkeeping, `XREADGROUP`, `XACK`, `XCLAIM`, `XSETID`...): the
+    /// change is journaled (the history and the replicas see it) but the key is not touched,
+    /// so a `WATCH` on it does not abort `EXEC`.
+    pub(crate) fn value_mut_unsignalled(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Value> {
+        self.expire_if_needed(key, now_ms);
+        let stored_key = self.entries.get_key_value(key)?.0.clone();
+        self.note_mutation(&stored_key);
         self.entries.get_mut(key).map(|e| &mut e.value)
     }
 

@@ -88,6 +88,7 @@ mod t_generic;
 mod t_hash;
 mod t_list;
 mod t_set;
+mod t_stream;
 mod t_string;
 // The handlers are reached once the command table (issue 49) lists `t_zset::ZSET_COMMANDS`.
 mod t_zset;
@@ -107,4 +108,5 @@ pub use reply::Reply;
 pub use resp3::ReplyEncoder;
 pub use session::{ClientSession, ReplyMode};
 pub use syntax::parse_ll;
+pub use t_stream::{Consumer, Group as StreamGroup, PendingEntry, Stream, StreamId};
 pub use t_zset::ZSet;

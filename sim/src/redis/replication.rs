@@ -93,6 +93,10 @@ impl Effect {
                 }
                 out
             }
+            Some(Entry {
+                value: Value::Stream(stream),
+                expire_at_ms,
+            }) => crate::redis::t_stream::replication_commands(&key, stream, *expire_at_ms),
         }
     }
 

@@ -657,7 +657,7 @@ impl<H: RedisHost> RedisServer<H> {
         let empty = match name.as_str() {
             "blpop" | "brpop" => Some(Reply::Array(None)),
             "blmove" | "brpoplpush" => Some(Reply::nil()),
-            "blmpop" | "bzpopmin" | "bzpopmax" | "bzmpop" => Some(Reply::Array(None)),
+            "blmpop" | "bzpopmin" | "bzpopmax" | "bzmpop" | "xread" | "xreadgroup" => Some(Reply::Array(None)),
             _ => None,
         };
         let blocks = is_master && !session.in_multi() && empty.is_some_and(|e| replies == [e]);
@@ -665,9 +665,28 @@ impl<H: RedisHost> RedisServer<H> {
         if let Some(c) = self.conns.borrow_mut().open.get_mut(&conn) {
             c.session = session;
         }
+        // `XREAD`/`XREADGROUP` block only with `BLOCK ms`, served by the command again with `$`
+        // fixed at the stream's last id now.
+        let stream_plan = if blocks && (name == "xread" || name == "xreadgroup") {
+            self.engine
+                .borrow_mut()
+                .stream_block_plan(db, args, self.host.wall_ms())
+        } else {
+            None
+        };
+        let blocks = blocks && (stream_plan.is_some() || !(name == "xread" || name == "xreadgroup"));
         if blocks {
             let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
+            let mut timeout_ms = None;
             let (keys, serve) = match name.as_str() {
+                "xread" | "xreadgroup" => {
+                    let (rerun, block_ms) = stream_plan.unwrap_or_default();
+                    timeout_ms = Some(block_ms);
+                    let keys = crate::redis::table::resolve(args)
+                        .map(|spec| spec.key_positions(args).into_iter().map(|i| args[i].clone()).collect())
+                        .unwrap_or_default();
+                    (keys, Serve::Rerun(rerun))
+                }
                 // Served by the non-blocking form over all their keys: `LMPOP`/`ZMPOP` for the
                 // `M` forms, the same arguments again for `BZPOPMIN`/`BZPOPMAX` (their handler
                 // never blocks and answers `[key, member, score]`).
@@ -702,7 +721,7 @@ impl<H: RedisHost> RedisServer<H> {
                     ]),
                 ),
             };
-            return self.block(conn, serial, peer, args, db, keys, serve);
+            return self.block(conn, serial, peer, args, db, keys, serve, timeout_ms);
         }
         match <[Reply; 1]>::try_from(replies) {
             Ok([reply]) => {
@@ -825,7 +844,15 @@ impl<H: RedisHost> RedisServer<H> {
                         moved = matches!(reply, Reply::Bulk(Some(_)));
                         reply
                     }
-                    Serve::Rerun(command) => self.engine.borrow_mut().execute_in(db, command, now),
+                    Serve::Rerun(command) => {
+                        let reply = self.engine.borrow_mut().execute_in(db, command, now);
+                        // Nothing for it yet (a stream written but with nothing new after its
+                        // id): it stays blocked.
+                        if reply == Reply::Array(None) {
+                            continue;
+                        }
+                        reply
+                    }
                 };
                 if let Some(blocked) = conns.unblock(id) {
                     let _ = blocked.wake.send(reply);
@@ -865,6 +892,7 @@ impl<H: RedisHost> RedisServer<H> {
         db: usize,
         keys: Vec<Bytes>,
         serve: Serve,
+        timeout_ms: Option<i64>,
     ) -> Response {
         // `BLMPOP timeout numkeys ...` names its timeout first, the others last.
         let timeout_at = if args[0].eq_ignore_ascii_case(b"blmpop") {
@@ -872,7 +900,7 @@ impl<H: RedisHost> RedisServer<H> {
         } else {
             args.len() - 1
         };
-        let timeout_ms = blocking_timeout_ms(&args[timeout_at]).unwrap_or(0);
+        let timeout_ms = timeout_ms.unwrap_or_else(|| blocking_timeout_ms(&args[timeout_at]).unwrap_or(0));
         let (wake, woken) = oneshot::channel();
         let id = {
             let mut c = self.conns.borrow_mut();
@@ -891,10 +919,10 @@ impl<H: RedisHost> RedisServer<H> {
                     id,
                     serial,
                     db,
-                    wants: if args[0].to_ascii_lowercase().starts_with(b"bz") {
-                        "zset"
-                    } else {
-                        "list"
+                    wants: match args[0].to_ascii_lowercase().as_slice() {
+                        [b'b', b'z', ..] => "zset",
+                        [b'x', ..] => "stream",
+                        _ => "list",
                     },
                     keys,
                     positions,
@@ -1165,6 +1193,45 @@ mod tests {
             let log = log.borrow();
             assert!(log.iter().any(|l| l == "1 BLPOP k 2 -> (nil)"), "{log:?}");
             assert!(log.iter().any(|l| l == "2 BRPOP k 10 -> [\"k\", \"z\"]"), "{log:?}");
+        });
+    }
+
+    #[test]
+    fn sorted_set_stream_and_other_database_blocks_wake_only_on_their_own_keys() {
+        run(async {
+            let (server, _log) = server();
+            let mut z = connect(&server, 1);
+            let mut x = connect(&server, 2);
+            let mut other_db = connect(&server, 3);
+            let mut writer = connect(&server, 4);
+            send(&mut z, &["BZPOPMIN", "zk", "10"]).await;
+            send(&mut x, &["XREAD", "BLOCK", "10000", "STREAMS", "xk", "$"]).await;
+            assert_eq!(call(&mut other_db, &["SELECT", "1"]).await, "+OK\r\n");
+            send(&mut other_db, &["BLPOP", "lk", "10"]).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert_eq!(server.blocked_clients(), 3);
+            // Writes to other keys, another type at the key, or the key in another database
+            // wake nobody.
+            assert_eq!(call(&mut writer, &["SET", "unrelated", "v"]).await, "+OK\r\n");
+            assert_eq!(call(&mut writer, &["RPUSH", "lk", "in-db-0"]).await, ":1\r\n");
+            assert_eq!(call(&mut writer, &["SADD", "zk", "m"]).await, ":1\r\n");
+            assert_eq!(server.blocked_clients(), 3);
+            assert_eq!(call(&mut writer, &["DEL", "zk"]).await, ":1\r\n");
+            assert_eq!(call(&mut writer, &["ZADD", "zk", "2", "b", "1", "a"]).await, ":2\r\n");
+            assert_eq!(reply(&mut z).await, "*3\r\n$2\r\nzk\r\n$1\r\na\r\n$1\r\n1\r\n");
+            assert_eq!(
+                call(&mut writer, &["XADD", "xk", "1-1", "f", "v"]).await,
+                "$3\r\n1-1\r\n"
+            );
+            assert_eq!(
+                reply(&mut x).await,
+                "*1\r\n*2\r\n$2\r\nxk\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
+            );
+            assert_eq!(server.blocked_clients(), 1);
+            assert_eq!(call(&mut writer, &["SELECT", "1"]).await, "+OK\r\n");
+            assert_eq!(call(&mut writer, &["RPUSH", "lk", "in-db-1"]).await, ":1\r\n");
+            assert_eq!(reply(&mut other_db).await, "*2\r\n$2\r\nlk\r\n$7\r\nin-db-1\r\n");
+            assert_eq!(server.blocked_clients(), 0);
         });
     }
 

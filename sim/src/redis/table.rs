@@ -258,6 +258,8 @@ pub enum Group {
     SortedSet,
     /// Bitmaps.
     Bitmap,
+    /// Streams.
+    Stream,
     /// Scripting and functions.
     Scripting,
     /// Publish/subscribe.
@@ -281,6 +283,7 @@ impl Group {
             Group::Set => "set",
             Group::SortedSet => "sorted-set",
             Group::Bitmap => "bitmap",
+            Group::Stream => "stream",
             Group::Scripting => "scripting",
             Group::PubSub => "pubsub",
             Group::Transactions => "transactions",

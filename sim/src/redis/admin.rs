@@ -264,7 +264,7 @@ pub(crate) fn object(ks: &Keyspace, sub: &str, key: &[u8], now_ms: i64, limits: 
             Value::String(v) if int_value(v).is_some() => "int",
             Value::String(v) if v.len() <= 44 => "embstr",
             Value::String(_) => "raw",
-            Value::List(items) if items.iter().map(|i| i.len() + 11).sum::<usize>() <= 8192 => "listpack",
+            // Redis 7.0 keeps every list in a quicklist (a plain listpack encoding came in 7.2).
             Value::List(_) => "quicklist",
             Value::Hash(fields)
                 if fields.len() <= limits.hash_entries
@@ -273,14 +273,13 @@ pub(crate) fn object(ks: &Keyspace, sub: &str, key: &[u8], now_ms: i64, limits: 
                 "listpack"
             }
             Value::Hash(_) => "hashtable",
-            // Redis 7.2: `set-max-intset-entries` 512, `set-max-listpack-entries` 128 and
-            // `-value` 64 (by the set's contents now, where Redis never converts back).
+            // Redis 7.0: an intset up to `set-max-intset-entries` integers, else a hashtable (by
+            // the set's contents now, where Redis never converts back; 7.2 added listpack sets).
             Value::Set(members)
                 if members.len() <= limits.set_intset_entries && members.iter().all(|m| int_value(m).is_some()) =>
             {
                 "intset"
             }
-            Value::Set(members) if members.len() <= 128 && members.iter().all(|m| m.len() <= 64) => "listpack",
             Value::Set(_) => "hashtable",
             // Redis 7.0: `zset-max-listpack-entries` and `-value` (128 and 64 by default; by the
             // set's contents now, where Redis never converts back).
@@ -541,6 +540,11 @@ pub(crate) struct InfoFacts {
     pub maxmemory: usize,
     /// Bytes the Lua VM holds.
     pub lua_memory: usize,
+    /// Clients blocked in a blocking command (the server loop's count).
+    pub blocked_clients: usize,
+    /// Per command (`name` or `container|sub`): calls, calls refused before running, calls that
+    /// answered an error.
+    pub command_stats: Vec<(String, [u64; 3])>,
 }
 
 /// `INFO [section ...]`: the default sections (`server`, `clients`, `memory`, `persistence`,
@@ -551,15 +555,24 @@ pub(crate) fn info(sections: &[Bytes], facts: &InfoFacts) -> Reply {
         .iter()
         .map(|s| String::from_utf8_lossy(s).to_ascii_lowercase())
         .collect();
-    let all = wanted.is_empty() || wanted.iter().any(|s| s == "all" || s == "everything" || s == "default");
-    let blocks: [(&str, String); 11] = [
+    // Redis 7.0: no argument and `default` give the default sections; `all` every section but
+    // the modules' own; `everything` all of them; section names in any case, each once.
+    let default = wanted.is_empty() || wanted.iter().any(|s| s == "default");
+    let all = wanted.iter().any(|s| s == "all" || s == "everything");
+    let blocks: [(&str, bool, String); 13] = [
         (
             "server",
+            true,
             "redis_version:7.2.0\r\nredis_git_sha1:00000000\r\nredis_mode:standalone\r\nos:lockstep simulated Redis\r\narch_bits:64\r\nmultiplexing_api:none\r\nprocess_id:1\r\nrun_id:0000000000000000000000000000000000000000\r\ntcp_port:6379\r\nhz:10\r\n".to_string(),
         ),
-        ("clients", "connected_clients:1\r\nblocked_clients:0\r\n".to_string()),
+        (
+            "clients",
+            true,
+            format!("connected_clients:1\r\nblocked_clients:{}\r\n", facts.blocked_clients),
+        ),
         (
             "memory",
+            true,
             format!(
                 "used_memory:{}\r\nused_memory_lua:{}\r\nmaxmemory:{}\r\nmaxmemory_policy:noeviction\r\n",
                 facts.used_memory, facts.lua_memory, facts.maxmemory
@@ -567,16 +580,39 @@ pub(crate) fn info(sections: &[Bytes], facts: &InfoFacts) -> Reply {
         ),
         (
             "persistence",
+            true,
             "loading:0\r\nrdb_changes_since_last_save:0\r\naof_enabled:0\r\n".to_string(),
         ),
-        ("stats", "expired_keys:0\r\nevicted_keys:0\r\n".to_string()),
-        ("replication", "role:master\r\nconnected_slaves:0\r\n".to_string()),
-        ("cpu", String::new()),
-        ("modules", String::new()),
-        ("errorstats", String::new()),
-        ("cluster", "cluster_enabled:0\r\n".to_string()),
+        ("stats", true, "expired_keys:0\r\nevicted_keys:0\r\n".to_string()),
+        (
+            "replication",
+            true,
+            "role:master\r\nconnected_slaves:0\r\nmaster_repl_offset:0\r\n".to_string(),
+        ),
+        // The simulation spends no processor time of its own to report.
+        (
+            "cpu",
+            true,
+            "used_cpu_sys:0.000000\r\nused_cpu_user:0.000000\r\nused_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\n".to_string(),
+        ),
+        ("modules", true, String::new()),
+        (
+            "commandstats",
+            false,
+            facts
+                .command_stats
+                .iter()
+                .map(|(name, [calls, rejected, failed])| {
+                    format!("cmdstat_{name}:calls={calls},usec=0,usec_per_call=0.00,rejected_calls={rejected},failed_calls={failed}\r\n")
+                })
+                .collect(),
+        ),
+        ("errorstats", true, String::new()),
+        ("latencystats", false, String::new()),
+        ("cluster", true, "cluster_enabled:0\r\n".to_string()),
         (
             "keyspace",
+            true,
             facts
                 .dbs
                 .iter()
@@ -585,14 +621,16 @@ pub(crate) fn info(sections: &[Bytes], facts: &InfoFacts) -> Reply {
         ),
     ];
     let mut text = String::new();
-    for (name, body) in blocks {
-        if all || wanted.iter().any(|w| w == name) {
+    for (name, in_default, body) in blocks {
+        if all || (default && in_default) || wanted.iter().any(|w| w == name) {
             if !text.is_empty() {
                 text.push_str("\r\n");
             }
             let mut title: Vec<char> = name.chars().collect();
             title[0] = title[0].to_ascii_uppercase();
-            text.push_str(&format!("# {}\r\n", title.into_iter().collect::<String>()));
+            let title: String = title.into_iter().collect();
+            let title = if name == "cpu" { "CPU".to_string() } else { title };
+            text.push_str(&format!("# {title}\r\n"));
             text.push_str(&body);
         }
     }

@@ -653,6 +653,14 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     ),
     row("wait", 3, f(&[NS]), NK, NONE, G::Generic, E),
     container(
+        "memory",
+        G::Server,
+        &[
+            row("usage", -3, f(&[R]), K2, NONE, G::Server, K(introspect::memory_usage)),
+            row("help", 2, f(&[LO, ST]), NK, NONE, G::Server, K(introspect::memory_help)),
+        ],
+    ),
+    container(
         "config",
         G::Server,
         &[

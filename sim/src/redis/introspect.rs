@@ -226,3 +226,34 @@ pub(crate) fn function_help(_ks: &mut Keyspace, _args: &[Bytes], _now: i64) -> R
 pub(crate) fn lastsave(_ks: &mut Keyspace, _args: &[Bytes], _now: i64) -> Reply {
     Reply::Integer(0)
 }
+
+/// `MEMORY USAGE key [SAMPLES count]`: the bytes the key counts for in `used_memory` (its name,
+/// value and per-key overhead, as lockstep counts them), or nil without the key.
+pub(crate) fn memory_usage(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
+    match &args[3..] {
+        [] => {}
+        [opt, n] if opt.eq_ignore_ascii_case(b"samples") => {
+            if super::syntax::parse_ll(n).is_none() {
+                return Reply::error(super::syntax::NOT_INTEGER);
+            }
+        }
+        _ => return Reply::error(super::syntax::SYNTAX),
+    }
+    match ks.lookup(&args[2], now) {
+        None => Reply::nil(),
+        Some(entry) => {
+            Reply::Integer((args[2].len() + super::keyspace::ENTRY_OVERHEAD_BYTES + entry.value.used_bytes()) as i64)
+        }
+    }
+}
+
+pub(crate) fn memory_help(_ks: &mut Keyspace, _args: &[Bytes], _now: i64) -> Reply {
+    help(&[
+        "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "USAGE <key> [SAMPLES <count>]",
+        "    Return memory in bytes used by <key> and its value. Nested values are",
+        "    sampled up to <count> times (default: 5, 0 means sample all).",
+        "HELP",
+        "    Print this help.",
+    ])
+}

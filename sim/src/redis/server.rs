@@ -497,6 +497,14 @@ impl<H: RedisHost> RedisServer<H> {
         self.conns.borrow().blocked.len()
     }
 
+    /// Tells the engine how many clients are blocked (`INFO clients`).
+    fn report_blocked(&self) {
+        let count = self.conns.borrow().blocked.len();
+        if let Ok(mut engine) = self.engine.try_borrow_mut() {
+            engine.set_blocked_clients(count);
+        }
+    }
+
     /// Serves one accepted connection, id `conn` (unique among the open ones), from `peer`, until
     /// it ends. The caller spawns it on its runtime.
     pub async fn serve_connection<S>(
@@ -606,6 +614,7 @@ impl<H: RedisHost> RedisServer<H> {
     /// One command of connection `conn` from `peer`.
     fn command(self: &Rc<Self>, conn: u64, serial: u64, peer: &str, args: &[Bytes]) -> Response {
         self.host.before_command();
+        self.report_blocked();
         self.expire_due();
         let name = args
             .first()

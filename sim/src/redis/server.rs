@@ -903,8 +903,8 @@ impl<H: RedisHost> RedisServer<H> {
         serve: Serve,
         timeout_ms: Option<i64>,
     ) -> Response {
-        // `BLMPOP timeout numkeys ...` names its timeout first, the others last.
-        let timeout_at = if args[0].eq_ignore_ascii_case(b"blmpop") {
+        // `BLMPOP`/`BZMPOP timeout numkeys ...` name their timeout first, the others last.
+        let timeout_at = if args[0].eq_ignore_ascii_case(b"blmpop") || args[0].eq_ignore_ascii_case(b"bzmpop") {
             1
         } else {
             args.len() - 1
@@ -1241,6 +1241,28 @@ mod tests {
             assert_eq!(call(&mut writer, &["RPUSH", "lk", "in-db-1"]).await, ":1\r\n");
             assert_eq!(reply(&mut other_db).await, "*2\r\n$2\r\nlk\r\n$7\r\nin-db-1\r\n");
             assert_eq!(server.blocked_clients(), 0);
+        });
+    }
+
+    #[test]
+    fn bzmpop_in_resp3_times_out_with_a_null_and_wakes_with_pairs() {
+        run(async {
+            let (server, _log) = server();
+            let mut a = connect(&server, 1);
+            let mut w = connect(&server, 2);
+            let hello = call(&mut a, &["HELLO", "3"]).await;
+            assert!(hello.starts_with('%'), "{hello}");
+            assert_eq!(call(&mut a, &["BZMPOP", "0.01", "1", "z", "MIN"]).await, "_\r\n");
+            send(&mut a, &["BZMPOP", "5", "2", "z", "z2", "MAX", "COUNT", "2"]).await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert_eq!(
+                call(&mut w, &["ZADD", "z2", "1", "a", "2", "b", "3", "c"]).await,
+                ":3\r\n"
+            );
+            assert_eq!(
+                reply(&mut a).await,
+                "*2\r\n$2\r\nz2\r\n*2\r\n*2\r\n$1\r\nc\r\n,3\r\n*2\r\n$1\r\nb\r\n,2\r\n"
+            );
         });
     }
 

@@ -54,6 +54,8 @@ pub struct CiRun {
     pub run_id: String,
     /// The shard this run covers.
     pub shard: Option<Shard>,
+    /// With a shard: the whole set it was cut from (what `merge` checks the shards cover).
+    pub shard_set: Option<crate::report::ShardSet>,
     /// The scenario runs of this shard.
     pub scenarios: Vec<ScenarioOutcome>,
     /// The explorations.

@@ -52,16 +52,16 @@ pub mod sweep;
 pub mod timeline;
 pub mod verdict;
 
-pub use atomic::{check_outputs, check_writable_file, write_atomic, write_json};
+pub use atomic::{check_out_dir, check_outputs, check_writable_file, write_atomic, write_json};
 use atomic::{parent_dir, write_file_atomically};
 pub use build::outcome_digest;
 pub(crate) use build::{scenario_error_report, scenario_report};
 pub use headline::Headline;
 pub use model::{
     chart_stems, CheckReport, ExplorationReport, ExploreCheckReport, HistoryReport, LivenessReport, Report,
-    ScenarioReport, SeedRange, ShardInfo, Status, Tool, Totals,
+    ScenarioReport, SeedRange, ShardInfo, ShardSet, Status, Tool, Totals,
 };
 pub(crate) use model::{slug, FORMAT, SCHEMA_VERSION};
 pub use staging::{
-    leftover_dirs, prepare_out, write_report, write_report_with, Manifest, MANIFEST_FILE, MANIFEST_FORMAT,
+    leftover_dirs, prepare_out, write_report, write_report_adding, write_report_with, Additions, Manifest, MANIFEST_FILE, MANIFEST_FORMAT,
 };

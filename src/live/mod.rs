@@ -328,6 +328,10 @@ pub fn run_live(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun, L
         .build()
         .map_err(|e| LiveError::Runtime(e.to_string()))?;
     let local = tokio::task::LocalSet::new();
+    // The servers of a live run answer in real time on this thread: a script is stopped past
+    // Redis' `busy-reply-threshold` (never in a simulation, see
+    // `lockstep_sim::redis::set_wall_guard`).
+    lockstep_sim::redis::set_wall_guard(Some(std::time::Duration::from_millis(serve::SCRIPT_GUARD_MS)));
     local.block_on(&runtime, run_async(scenario, options))
 }
 

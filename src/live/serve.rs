@@ -97,7 +97,18 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = HISTORY_MAX_EVENTS, value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..))]
     pub history_max_events: u64,
+    /// Stop a script still running after this many milliseconds of wall time (`ERR Script
+    /// killed: it ran past the wall-clock guard`): every client is served from one thread, so
+    /// no script may stall the others longer. A last resort behind the instruction budget,
+    /// which stops runaway scripts first; Redis' own bound is `busy-reply-threshold` (5 s).
+    #[arg(long, default_value_t = SCRIPT_GUARD_MS, value_name = "MS",
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub script_guard_ms: u64,
 }
+
+/// The default wall-clock guard of a script in `lockstep serve` and `lockstep live`, in
+/// milliseconds: Redis' `busy-reply-threshold`.
+pub const SCRIPT_GUARD_MS: u64 = 5_000;
 
 /// The scenario `args` asks for.
 fn scenario_of(args: &ServeArgs) -> Result<Scenario, AppError> {
@@ -283,6 +294,9 @@ fn serve_thread(scenario: &Scenario, args: &ServeArgs, rec: &LiveRecorder, stop:
         .build()
         .map_err(|e| LiveError::Runtime(e.to_string()))?;
     let local = tokio::task::LocalSet::new();
+    // This thread serves every client: no script may hold it past the guard (never set in a
+    // simulation, see `lockstep_sim::redis::set_wall_guard`).
+    lockstep_sim::redis::set_wall_guard(Some(Duration::from_millis(args.script_guard_ms)));
     local.block_on(&runtime, serve_async(scenario, args, rec, stop))
 }
 

@@ -178,6 +178,19 @@ pub fn set_wall_guard(limit: Option<std::time::Duration>) {
 /// stops does not change.
 const HOOK_EVERY: u64 = 100;
 
+/// Above this heap, each VM instruction is charged besides as if it handled
+/// [`HEAP_BYTES_PER_UNIT`]-th of the heap (issue 48). The VM's own `..` and `<` copy and compare
+/// whole strings in one instruction, and no hook can see which instruction runs or on what: a
+/// loop of `a .. 'x'` or `a < b` over 15 MB strings ran for days on a budget of instructions.
+/// With the heap small (a lock script's VM holds some 50 KB) nothing changes.
+const LARGE_HEAP: u64 = 16 << 20;
+
+/// See [`LARGE_HEAP`]: with the default budget, a loop of `..` or `<` on the longest strings
+/// the memory cap allows stops within seconds (measured: 1–3 s), and a script holding 32 MB
+/// runs some 3,000 instructions (a script's heap is rarely past 16 MB: Redis replies and
+/// arguments are what fill it).
+const HEAP_BYTES_PER_UNIT: u64 = 1024;
+
 /// Why a run was stopped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Kill {
@@ -757,10 +770,20 @@ impl Vm {
         let since = Cell::new(0u64);
         let st = self.state.clone();
         self.lua
-            .set_global_hook(HookTriggers::new().every_nth_instruction(fine as u32), move |_, _| {
+            .set_global_hook(HookTriggers::new().every_nth_instruction(fine as u32), move |lua, _| {
                 if st.exceeded.get() || st.interrupted() {
                     st.exceeded.set(true);
                     return Err(mlua::Error::runtime("Script killed: instruction budget"));
+                }
+                // A large heap: each instruction may copy or compare strings of its size.
+                let heap = lua.used_memory() as u64;
+                if heap > LARGE_HEAP {
+                    let executed = st.executed.get().saturating_add(fine.saturating_mul(heap / HEAP_BYTES_PER_UNIT));
+                    st.executed.set(executed);
+                    if executed >= budget {
+                        st.exceeded.set(true);
+                        return Err(mlua::Error::runtime("Script killed: instruction budget"));
+                    }
                 }
                 let counted = since.get() + fine;
                 if counted < every {
@@ -2354,6 +2377,9 @@ mod tests {
             "while true do redis.call('keys', '*') end",
             "while true do redis.call('smembers', 's') end",
             "while true do redis.call('lrange', 'l', 0, -1) end",
+            // The VM's own `..` and `<`, over a heap past `LARGE_HEAP`.
+            "local a = string.rep('x', 15e6) local b = a .. 'y' local c = a .. 'z' while true do local x = b < c end",
+            "local a = string.rep('x', 15e6) while true do local x = a .. 'y' end",
         ] {
             let started = std::time::Instant::now();
             assert_eq!(eval(&mut e, script, &[], &[]), killed, "{script}");
@@ -2433,7 +2459,8 @@ mod tests {
             ),
             (
                 200_000_000,
-                "local t = {} for i = 1, 1e8 do t[i] = i end",
+                // Few instructions once the heap is large (each is charged by it past 16 MB).
+                "local t = {} local s = string.rep('x', 1e6) for i = 1, 1e3 do t[i] = s .. i end",
                 "a script past the Lua memory cap",
             ),
             (

@@ -592,7 +592,10 @@ impl Watch {
             return Ran::TimedOut(self.why());
         }
         let flag = Arc::new(AtomicBool::new(false));
-        let deadline = self.bounds.seed_time_limit.and_then(|limit| Instant::now().checked_add(limit));
+        let deadline = self
+            .bounds
+            .seed_time_limit
+            .and_then(|limit| Instant::now().checked_add(limit));
         self.slot(worker, Some((deadline, flag.clone())));
         let out = {
             let _stop = lockstep_sim::stop::stop_when(flag.clone());

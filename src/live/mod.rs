@@ -765,7 +765,14 @@ fn run_command(args: &LiveArgs, render: &dyn output::Render) -> Result<bool, Str
         crate::emit::stdout(&render.summary(&summary))?;
     }
     if let Some(out) = &args.report {
-        render.write(out, &args.file, &scenario, &runs, &summary, &output::ReportExtra::default())?;
+        render.write(
+            out,
+            &args.file,
+            &scenario,
+            &runs,
+            &summary,
+            &output::ReportExtra::default(),
+        )?;
         crate::emit::stdout(&format!("   report: {}\n", out.display()))?;
     }
     Ok(summary.all_as_expected())

@@ -327,6 +327,7 @@ impl Report {
         merged.run_id = first.run_id.clone();
         let mut seen_shards: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
         let mut seen: Vec<(&str, Option<ShardInfo>)> = Vec::new();
+        let mut totals_error: Option<String> = None;
         // The report each merged scenario row came from (by index).
         let mut scenario_origins: Vec<&str> = Vec::new();
         for (origin, part) in parts {
@@ -349,10 +350,11 @@ impl Report {
                 });
             }
             seen.push((origin.as_str(), shard));
-            // Totals a hand could change without the rows (issue 48): they must add up.
+            // Totals a hand could change without the rows (issue 48): they must add up. Said
+            // after the rows are checked, which name more of what is wrong.
             let counted = part.counted_totals();
-            if counted != part.totals {
-                return Err(format!(
+            if counted != part.totals && totals_error.is_none() {
+                totals_error = Some(format!(
                     "{origin}: field `totals`: states {} checks ({} passed, {} failed) over {} scenario runs and {} \
                      explorations, but its rows hold {} checks ({} passed, {} failed) over {} and {}: the report was \
                      changed since lockstep wrote it",
@@ -443,6 +445,9 @@ impl Report {
                 ));
             }
         }
+        if let Some(e) = totals_error {
+            return Err(e);
+        }
         check_shard_set(parts, &merged)?;
         for e in &mut merged.explorations {
             if !e.is_partial() {
@@ -481,7 +486,11 @@ fn rejudged_row(scenario: &ScenarioReport, origin: &str) -> ScenarioReport {
 /// every exploration. Reports of older builds (no shard records its set) are merged as before.
 fn check_shard_set(parts: &[(String, Report)], merged: &Report) -> Result<(), String> {
     let sharded: Vec<&(String, Report)> = parts.iter().filter(|(_, p)| p.shard.is_some()).collect();
-    let Some((first_origin, first)) = sharded.iter().find(|(_, p)| p.shard_set.is_some()).map(|p| (&p.0, &p.1)) else {
+    let Some((first_origin, first)) = sharded
+        .iter()
+        .find(|(_, p)| p.shard_set.is_some())
+        .map(|p| (&p.0, &p.1))
+    else {
         return Ok(());
     };
     let Some(set) = &first.shard_set else {

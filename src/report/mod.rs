@@ -63,5 +63,6 @@ pub use model::{
 };
 pub(crate) use model::{slug, FORMAT, SCHEMA_VERSION};
 pub use staging::{
-    leftover_dirs, prepare_out, write_report, write_report_adding, write_report_with, Additions, Manifest, MANIFEST_FILE, MANIFEST_FORMAT,
+    leftover_dirs, prepare_out, write_report, write_report_adding, write_report_with, Additions, Manifest,
+    MANIFEST_FILE, MANIFEST_FORMAT,
 };

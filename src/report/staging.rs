@@ -1015,8 +1015,16 @@ pub fn write_report_adding(
 ) -> Result<Vec<PathBuf>, String> {
     for (name, _) in &additions.files {
         let plain = !name.is_empty() && !name.contains(['/', '\\']) && !name.starts_with('.');
-        let reserved = [MANIFEST_FILE, OWNER_FILE, "report.json", "summary.md", "junit.xml", "index.html"];
-        if !plain || reserved.contains(&name.as_str()) || additions.files.iter().filter(|(n, _)| n == name).count() > 1 {
+        let reserved = [
+            MANIFEST_FILE,
+            OWNER_FILE,
+            "report.json",
+            "summary.md",
+            "junit.xml",
+            "index.html",
+        ];
+        if !plain || reserved.contains(&name.as_str()) || additions.files.iter().filter(|(n, _)| n == name).count() > 1
+        {
             return Err(format!("report file name {name:?} is not a new plain file name"));
         }
     }

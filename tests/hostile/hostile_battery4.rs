@@ -69,7 +69,20 @@ fn explore_out_that_is_a_symbolic_link_is_refused_and_its_target_kept() {
     let link = dir.join("o");
     std::os::unix::fs::symlink(&target, &link).unwrap();
     let r = run(
-        &["explore", "-q", "--algorithm", "naive", "--seeds", "3", "--shrink", "1", "--jobs", "1", "--out", &s(&link)],
+        &[
+            "explore",
+            "-q",
+            "--algorithm",
+            "naive",
+            "--seeds",
+            "3",
+            "--shrink",
+            "1",
+            "--jobs",
+            "1",
+            "--out",
+            &s(&link),
+        ],
         120,
     );
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
@@ -79,7 +92,11 @@ fn explore_out_that_is_a_symbolic_link_is_refused_and_its_target_kept() {
         r.stderr
     );
     assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious\n");
-    assert_eq!(std::fs::read_dir(&target).unwrap().count(), 1, "nothing written where the link points");
+    assert_eq!(
+        std::fs::read_dir(&target).unwrap().count(),
+        1,
+        "nothing written where the link points"
+    );
 }
 
 // 2. A large time limit.
@@ -88,16 +105,43 @@ fn explore_out_that_is_a_symbolic_link_is_refused_and_its_target_kept() {
 fn time_limits_past_what_the_clock_holds_are_no_limit_not_a_panic() {
     let dir = temp("time-limits");
     let r = run(
-        &["explore", "-q", "--algorithm", "naive", "--seeds", "2", "--jobs", "1", "--shrink", "0", "--time-limit", "9223372036854775807"],
+        &[
+            "explore",
+            "-q",
+            "--algorithm",
+            "naive",
+            "--seeds",
+            "2",
+            "--jobs",
+            "1",
+            "--shrink",
+            "0",
+            "--time-limit",
+            "9223372036854775807",
+        ],
         120,
     );
     assert!([0, 1].contains(&r.code), "{}{}", r.stdout, r.stderr);
     assert!(!r.stderr.contains("overflow"), "{}", r.stderr);
     // One parent, one mutant, one seed each: seconds.
-    let catalogue = one_parent_catalogue(&dir, "set-nx", r#"command = ["SET", "{key}", "{value}", "NX", "PX", "{ttl_ms}"]"#);
+    let catalogue = one_parent_catalogue(
+        &dir,
+        "set-nx",
+        r#"command = ["SET", "{key}", "{value}", "NX", "PX", "{ttl_ms}"]"#,
+    );
     for limit in ["--time-limit", "--seed-time-limit"] {
         let r = run(
-            &["mutants", "--catalogue", &s(&catalogue), "--seeds", "1", "--jobs", "1", limit, "18446744073709551615"],
+            &[
+                "mutants",
+                "--catalogue",
+                &s(&catalogue),
+                "--seeds",
+                "1",
+                "--jobs",
+                "1",
+                limit,
+                "18446744073709551615",
+            ],
             120,
         );
         assert!([0, 1].contains(&r.code), "{limit}: {}{}", r.stdout, r.stderr);
@@ -173,14 +217,38 @@ lock = {{ release = {{ command = ["DEL", "{{key}}"], success = "positive" }} }}
 /// grant: the first ones charged by the work they do, the last one (`..` on 1 MB strings: the
 /// VM's own, one instruction whatever the length) stopped only by a wall-clock bound.
 const COUNTED: [(&str, &str); 8] = [
-    ("loadstring", r#"local src = "return 1 " .. string.rep(" ", 1e6) while true do loadstring(src) end"#),
-    ("collect", r#"local t = {} for i = 1, 2e5 do t[i] = {i} end while true do collectgarbage("collect") end"#),
-    ("byte-char", r#"local s = string.rep("x", 7000) while true do local c = string.char(string.byte(s, 1, -1)) end"#),
-    ("find", r#"local s = string.rep("a", 3e7) local n = string.rep("a", 1000) .. "b" while true do s:find(n, 1, true) end"#),
-    ("concat-15mb", r#"local a = string.rep("x", 15e6) while true do local x = a .. "y" end"#),
-    ("compare-15mb", r#"local a = string.rep("x", 15e6) local b = a .. "y" local c = a .. "z" while true do local x = b < c end"#),
-    ("keys", r#"for i = 1, 3e5 do redis.call("set", "k" .. i, i) end while true do redis.call("keys", "*") end"#),
-    ("lrange", r#"for i = 1, 2e5 do redis.call("rpush", "l", i) end while true do redis.call("lrange", "l", 0, -1) end"#),
+    (
+        "loadstring",
+        r#"local src = "return 1 " .. string.rep(" ", 1e6) while true do loadstring(src) end"#,
+    ),
+    (
+        "collect",
+        r#"local t = {} for i = 1, 2e5 do t[i] = {i} end while true do collectgarbage("collect") end"#,
+    ),
+    (
+        "byte-char",
+        r#"local s = string.rep("x", 7000) while true do local c = string.char(string.byte(s, 1, -1)) end"#,
+    ),
+    (
+        "find",
+        r#"local s = string.rep("a", 3e7) local n = string.rep("a", 1000) .. "b" while true do s:find(n, 1, true) end"#,
+    ),
+    (
+        "concat-15mb",
+        r#"local a = string.rep("x", 15e6) while true do local x = a .. "y" end"#,
+    ),
+    (
+        "compare-15mb",
+        r#"local a = string.rep("x", 15e6) local b = a .. "y" local c = a .. "z" while true do local x = b < c end"#,
+    ),
+    (
+        "keys",
+        r#"for i = 1, 3e5 do redis.call("set", "k" .. i, i) end while true do redis.call("keys", "*") end"#,
+    ),
+    (
+        "lrange",
+        r#"for i = 1, 2e5 do redis.call("rpush", "l", i) end while true do redis.call("lrange", "l", 0, -1) end"#,
+    ),
 ];
 
 /// `..` on strings of 1 MB: below the heap past which each instruction is charged by the heap,
@@ -222,14 +290,21 @@ acquire_retry_ms = 60000
 #[test]
 fn run_stops_acquire_scripts_whose_work_no_instruction_counted() {
     let dir = temp("lua-run");
-    let files: Vec<String> = COUNTED.iter().map(|(name, lua)| s(&script_scenario(&dir, name, lua))).collect();
+    let files: Vec<String> = COUNTED
+        .iter()
+        .map(|(name, lua)| s(&script_scenario(&dir, name, lua)))
+        .collect();
     let mut args = vec!["run", "-q"];
     args.extend(files.iter().map(String::as_str));
     let r = run(&args, 300);
     // No client got the lock: vacuous runs, a failure; never a hang.
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     let per_script = r.elapsed.as_secs_f64() / COUNTED.len() as f64;
-    eprintln!("{} scripts in {:.1} s: {per_script:.2} s a script", COUNTED.len(), r.elapsed.as_secs_f64());
+    eprintln!(
+        "{} scripts in {:.1} s: {per_script:.2} s a script",
+        COUNTED.len(),
+        r.elapsed.as_secs_f64()
+    );
     assert!(per_script < 10.0, "{per_script} s a script");
 }
 
@@ -237,7 +312,22 @@ fn run_stops_acquire_scripts_whose_work_no_instruction_counted() {
 fn explore_time_limit_stops_a_script_inside_its_run() {
     let dir = temp("lua-explore");
     let file = script_scenario(&dir, "uncounted", UNCOUNTED);
-    let r = run(&["explore", &s(&file), "-q", "--seeds", "5", "--jobs", "1", "--shrink", "0", "--time-limit", "2"], 120);
+    let r = run(
+        &[
+            "explore",
+            &s(&file),
+            "-q",
+            "--seeds",
+            "5",
+            "--jobs",
+            "1",
+            "--shrink",
+            "0",
+            "--time-limit",
+            "2",
+        ],
+        120,
+    );
     assert!([0, 1].contains(&r.code), "{}{}", r.stdout, r.stderr);
     assert!(r.elapsed < Duration::from_secs(30), "took {:?}", r.elapsed);
 }
@@ -248,11 +338,26 @@ fn mutants_seed_time_limit_stops_a_script_inside_its_run() {
     let acquire = format!("lua = '{UNCOUNTED}'");
     let catalogue = one_parent_catalogue(&dir, "uncounted", &acquire);
     let r = run(
-        &["mutants", "--catalogue", &s(&catalogue), "--seeds", "1", "--jobs", "1", "--seed-time-limit", "2"],
+        &[
+            "mutants",
+            "--catalogue",
+            &s(&catalogue),
+            "--seeds",
+            "1",
+            "--jobs",
+            "1",
+            "--seed-time-limit",
+            "2",
+        ],
         120,
     );
     assert_eq!(r.code, 1, "timed out is not a pass: {}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("timed out") || r.stderr.contains("timed out"), "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("timed out") || r.stderr.contains("timed out"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
     assert!(r.elapsed < Duration::from_secs(30), "took {:?}", r.elapsed);
 }
 
@@ -268,7 +373,10 @@ fn serve(args: &[&str]) -> (Child, String) {
     let mut addr = None;
     loop {
         let mut line = String::new();
-        assert!(stdout.read_line(&mut line).expect("serve's stdout") > 0, "serve stopped before serving");
+        assert!(
+            stdout.read_line(&mut line).expect("serve's stdout") > 0,
+            "serve stopped before serving"
+        );
         let words: Vec<&str> = line.split_whitespace().collect();
         if let [_, a, ..] = words[..] {
             if a.starts_with("127.0.0.1:") && addr.is_none() {
@@ -386,7 +494,12 @@ fn a_serve_report_is_built_whole_before_it_is_swapped_in() {
     let out = dir.join("out");
     let (child, addr) = serve(&["--report", &s(&out)]);
     let mut conn = send(&addr, &["SET", "lock", "v1", "NX", "PX", "30000"]);
-    assert_eq!(reply_line(&mut conn, Instant::now(), Duration::from_secs(10)).unwrap().0, "+OK");
+    assert_eq!(
+        reply_line(&mut conn, Instant::now(), Duration::from_secs(10))
+            .unwrap()
+            .0,
+        "+OK"
+    );
     assert_eq!(stop(child), 0);
     // Everything in OUT was written in the staging directory, recorded in its journal as it was:
     // `serve.json` and the notes at the top of `summary.md` included (they were written into
@@ -397,10 +510,16 @@ fn a_serve_report_is_built_whole_before_it_is_swapped_in() {
     for file in manifest["files"].as_array().unwrap() {
         let file = file.as_str().unwrap();
         if file != ".lockstep-owner" {
-            assert!(journal.contains(&format!("f {file}\n")), "{file} not built in staging:\n{journal}");
+            assert!(
+                journal.contains(&format!("f {file}\n")),
+                "{file} not built in staging:\n{journal}"
+            );
         }
     }
-    assert!(journal.contains("f serve.json\n") && journal.contains("f live.json\n"), "{journal}");
+    assert!(
+        journal.contains("f serve.json\n") && journal.contains("f live.json\n"),
+        "{journal}"
+    );
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.starts_with("> **lockstep serve**"), "{summary}");
     assert!(summary.contains("> **Live run**"), "{summary}");
@@ -412,10 +531,17 @@ fn a_serve_report_is_built_whole_before_it_is_swapped_in() {
 fn serve_reports_written_at_once_to_one_directory_are_each_whole() {
     let dir = temp("serve-concurrent");
     let out = dir.join("out");
-    let children: Vec<(Child, String)> = (0..4).map(|_| serve(&["--duration-ms", "1500", "--report", &s(&out)])).collect();
+    let children: Vec<(Child, String)> = (0..4)
+        .map(|_| serve(&["--duration-ms", "1500", "--report", &s(&out)]))
+        .collect();
     for (child, _) in children {
         let output = child.wait_with_output().expect("serve exits");
-        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
     // The report in place is one run's: its summary's notes say how long that run served.
     let notes: serde_json::Value =
@@ -499,14 +625,34 @@ fn explore_jsonl_is_a_new_file_renamed_into_place_not_rewritten_through_a_hard_l
     let other = dir.join("other-name.jsonl");
     std::fs::hard_link(&file, &other).unwrap();
     let r = run(
-        &["explore", "-q", "--algorithm", "naive", "--seeds", "2", "--jobs", "1", "--shrink", "0", "--jsonl", &s(&file)],
+        &[
+            "explore",
+            "-q",
+            "--algorithm",
+            "naive",
+            "--seeds",
+            "2",
+            "--jobs",
+            "1",
+            "--shrink",
+            "0",
+            "--jsonl",
+            &s(&file),
+        ],
         120,
     );
     assert!([0, 1].contains(&r.code), "{}{}", r.stdout, r.stderr);
-    assert_eq!(std::fs::read_to_string(&other).unwrap(), "keep\n", "the other name's file is untouched");
+    assert_eq!(
+        std::fs::read_to_string(&other).unwrap(),
+        "keep\n",
+        "the other name's file is untouched"
+    );
     assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 2);
-    let names: Vec<String> =
-        std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(names.len(), 2, "no temporary file left: {names:?}");
 }
 
@@ -523,8 +669,11 @@ fn a_report_renamed_to_a_leftover_name_is_not_removed_by_the_next_run() {
     let kept = dir.join(".out.old.keep01");
     std::fs::rename(&out, &kept).unwrap();
     let files = |d: &Path| {
-        let mut n: Vec<String> =
-            std::fs::read_dir(d).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        let mut n: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
         n.sort();
         n
     };

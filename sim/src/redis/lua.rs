@@ -560,9 +560,9 @@ impl ScriptRuntime {
             if vm.state.exceeded.get() {
                 return Ok(Reply::Error(match vm.state.killed_by.get() {
                     Kill::Budget => format!("ERR Script killed: exceeded instruction budget of {budget}"),
-                    Kill::Stopped => format!(
-                        "{STOPPED_KILLED} from outside the simulation (a wall-clock limit of the exploration)"
-                    ),
+                    Kill::Stopped => {
+                        format!("{STOPPED_KILLED} from outside the simulation (a wall-clock limit of the exploration)")
+                    }
                     Kill::WallGuard(limit) => format!(
                         "{WALL_GUARD_KILLED} of {} ms of a real-time server (lockstep serve / live; Redis would \
                          answer BUSY to other clients meanwhile)",
@@ -766,7 +766,7 @@ impl Vm {
         let every = budget.clamp(1, 10_000);
         // The hook fires every `fine` instructions to look for a stop from outside or a passed
         // wall-clock guard; the budget is counted and checked every `every`, as it always was.
-        let fine = if every % HOOK_EVERY == 0 { HOOK_EVERY } else { every };
+        let fine = if every.is_multiple_of(HOOK_EVERY) { HOOK_EVERY } else { every };
         let since = Cell::new(0u64);
         let st = self.state.clone();
         self.lua
@@ -778,7 +778,10 @@ impl Vm {
                 // A large heap: each instruction may copy or compare strings of its size.
                 let heap = lua.used_memory() as u64;
                 if heap > LARGE_HEAP {
-                    let executed = st.executed.get().saturating_add(fine.saturating_mul(heap / HEAP_BYTES_PER_UNIT));
+                    let executed = st
+                        .executed
+                        .get()
+                        .saturating_add(fine.saturating_mul(heap / HEAP_BYTES_PER_UNIT));
                     st.executed.set(executed);
                     if executed >= budget {
                         st.exceeded.set(true);

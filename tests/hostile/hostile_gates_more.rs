@@ -443,7 +443,10 @@ fn recount_totals(report: &mut serde_json::Value) {
     let mut totals = serde_json::json!({"checks": 0, "passed": 0, "failed": 0, "unchecked": 0});
     for rows in ["scenarios", "explorations"] {
         let rows = report[rows].as_array().cloned().unwrap_or_default();
-        for check in rows.iter().flat_map(|r| r["checks"].as_array().cloned().unwrap_or_default()) {
+        for check in rows
+            .iter()
+            .flat_map(|r| r["checks"].as_array().cloned().unwrap_or_default())
+        {
             let key = match check["status"].as_str() {
                 Some("pass") => "passed",
                 Some("fail" | "error") => "failed",

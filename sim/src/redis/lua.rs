@@ -766,7 +766,11 @@ impl Vm {
         let every = budget.clamp(1, 10_000);
         // The hook fires every `fine` instructions to look for a stop from outside or a passed
         // wall-clock guard; the budget is counted and checked every `every`, as it always was.
-        let fine = if every.is_multiple_of(HOOK_EVERY) { HOOK_EVERY } else { every };
+        let fine = if every.is_multiple_of(HOOK_EVERY) {
+            HOOK_EVERY
+        } else {
+            every
+        };
         let since = Cell::new(0u64);
         let st = self.state.clone();
         self.lua

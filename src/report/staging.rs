@@ -20,7 +20,8 @@
 //! alone). A name proves nothing (a `.OUT.new.backup` of the user's has one): only a directory
 //! holding lockstep's owner marker ([`OWNER_FILE`], created exclusively in the new directory
 //! before anything else, naming that directory by device and inode, owned by this user) is
-//! removed; anything else is left whole. One that holds a manifest (an earlier report,
+//! removed, and only at the name a run put it at (issue 48: a report its user renamed to
+//! `.OUT.old.keep01` is the user's); anything else is left whole. One that holds a manifest (an earlier report,
 //! exchanged out) is removed like OUT itself: only if everything in it is listed, and only
 //! what is listed; one without (a staging directory killed while being built) only what the
 //! marker's journal lists, entry by entry, never recursively. Left out: the
@@ -734,9 +735,11 @@ fn remove_lockstep_dir(path: &Path, lock: &File) -> std::io::Result<()> {
 /// The owner marker lockstep creates in each directory it builds a report in, at its creation
 /// (and which stays in the report, listed in its manifest): the proof that a hidden
 /// `.OUT.new.XXXXXX` / `.OUT.old.XXXXXX` directory is lockstep's ([`remove_stale`]). Its first
-/// line names the directory it was created in (device, inode, owner); each further line records
-/// an entry lockstep wrote there, once written (`f charts/x.svg`, `d charts`): the journal of a
-/// staging directory killed before its manifest was written.
+/// line names the directory it was created in (device, inode, owner, and the name it was created
+/// at); each further line records an entry lockstep writes there, before it is created (`f
+/// charts/x.svg`, `d charts`): the journal of a staging directory killed before its manifest was
+/// written, or a name a run moved the directory to (`m .OUT.new.XXXXXX`, before the move): a
+/// leftover is removed only at the last name a run put it at.
 pub const OWNER_FILE: &str = ".lockstep-owner";
 
 /// The `format` of an owner marker's first line.

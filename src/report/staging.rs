@@ -20,7 +20,7 @@
 //! alone). A name proves nothing (a `.OUT.new.backup` of the user's has one): only a directory
 //! holding lockstep's owner marker ([`OWNER_FILE`], created exclusively in the new directory
 //! before anything else, naming that directory by device and inode, owned by this user) is
-//! removed, and only at the name a run put it at (issue 48: a report its user renamed to
+//! removed, and only at a name a run put it at (issue 48: a report its user renamed to
 //! `.OUT.old.keep01` is the user's); anything else is left whole. One that holds a manifest (an earlier report,
 //! exchanged out) is removed like OUT itself: only if everything in it is listed, and only
 //! what is listed; one without (a staging directory killed while being built) only what the
@@ -711,15 +711,19 @@ fn remove_entry(root: &Path, rel: &str, kind: Kind) -> std::io::Result<()> {
 #[cfg(unix)]
 fn remove_lockstep_dir(path: &Path, lock: &File) -> std::io::Result<()> {
     let (journal, placed) = read_owner(path, lock).map_err(std::io::Error::other)?;
-    // Only where a run put it: a directory renamed to a leftover's name by someone else (a
-    // user keeping a report as `.OUT.old.keep01`) is not a leftover (issue 48). A marker of an
-    // older build names no place: its name is all there is to go by.
-    let here = path.file_name().map(|n| n.to_string_lossy().into_owned());
-    if placed.is_some() && placed != here {
+    // Only at a name a run put it at (created there, or moved there by a run, which records the
+    // name before the move): a directory renamed to a leftover's name by someone else (a user
+    // keeping a report as `.OUT.old.keep01`) is not a leftover (issue 48). A marker of an older
+    // build names no place: its name is all there is to go by.
+    let here = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if let Some(placed) = placed.filter(|names| !names.contains(&here)) {
         return Err(std::io::Error::other(format!(
             "{}: lockstep put this directory at {}, not here: moved by someone else, left alone",
             path.display(),
-            placed.unwrap_or_default()
+            placed.join(", ")
         )));
     }
     match read_manifest(path) {
@@ -739,7 +743,7 @@ fn remove_lockstep_dir(path: &Path, lock: &File) -> std::io::Result<()> {
 /// at); each further line records an entry lockstep writes there, before it is created (`f
 /// charts/x.svg`, `d charts`): the journal of a staging directory killed before its manifest was
 /// written, or a name a run moved the directory to (`m .OUT.new.XXXXXX`, before the move): a
-/// leftover is removed only at the last name a run put it at.
+/// leftover is removed only at a name a run put it at.
 pub const OWNER_FILE: &str = ".lockstep-owner";
 
 /// The `format` of an owner marker's first line.
@@ -855,7 +859,7 @@ impl Journal {
 /// the device and inode are those of the directory it was created in), or a directory or
 /// marker owned by another user.
 #[cfg(unix)]
-fn read_owner(dir: &Path, lock: &File) -> Result<(Manifest, Option<String>), String> {
+fn read_owner(dir: &Path, lock: &File) -> Result<(Manifest, Option<Vec<String>>), String> {
     use std::io::Read;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let mut text = String::new();
@@ -893,13 +897,14 @@ fn read_owner(dir: &Path, lock: &File) -> Result<(Manifest, Option<String>), Str
         return Err("the directory or its owner marker belongs to another user".to_string());
     }
     let (mut dirs, mut files) = (Vec::new(), vec![OWNER_FILE.to_string()]);
-    let mut placed = header.name.clone();
+    // Every name a run put the directory at: where it was created, and where it was moved.
+    let mut placed: Option<Vec<String>> = header.name.clone().map(|n| vec![n]);
     for line in lines {
         let (list, rel) = match line.split_once(' ') {
             Some(("d", rel)) => (&mut dirs, rel),
             Some(("f", rel)) => (&mut files, rel),
             Some(("m", name)) => {
-                placed = Some(name.to_string());
+                placed.get_or_insert_with(Vec::new).push(name.to_string());
                 continue;
             }
             _ => continue,
@@ -920,11 +925,12 @@ fn read_owner(dir: &Path, lock: &File) -> Result<(Manifest, Option<String>), Str
     Ok((journal, placed))
 }
 
-/// Appends to the owner marker of the report directory `dir` (about to be moved by this run)
-/// the name it is moved to (`m NAME`), before the move: a later cleaner then removes it at that
-/// name only — where this run put it — never at a name someone else renamed it to (issue 48:
-/// a user's report renamed to `.OUT.old.keep01`, the documented leftover pattern, was removed by
-/// the next run). A report without a marker (an older build's) is moved all the same.
+/// Appends to the owner marker of the report directory `dir` (about to be moved by this run:
+/// a new report into OUT, the previous one aside) the name it is moved to (`m NAME`), before
+/// the move: a later cleaner then removes it only at a name a run put it at, never at a name
+/// someone else renamed it to (issue 48: a user's report renamed to `.OUT.old.keep01`,
+/// the documented leftover pattern, was removed by the next run). A report without a marker
+/// (an older build's) is moved all the same.
 #[cfg(unix)]
 fn note_move(dir: &Path, to: &Path) -> std::io::Result<()> {
     use std::io::Write;
@@ -1209,6 +1215,9 @@ fn swap_in(staging: tempfile::TempDir, out: &Path, existing: &Existing) -> Resul
         // A temporary directory is private (0700); a report directory is as readable as any.
         std::fs::set_permissions(staging.path(), std::fs::Permissions::from_mode(0o755)).map_err(fail)?;
     }
+    // The new report records where this run puts it: a later cleaner removes a leftover only
+    // at a name a run put it at (OUT itself may be a leftover's name: a report written there).
+    note_move(staging.path(), out).map_err(fail)?;
     let old = match existing {
         Existing::Missing | Existing::Empty => {
             std::fs::rename(staging.path(), out).map_err(fail)?;

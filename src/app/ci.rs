@@ -129,7 +129,7 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
                 .map(|(path, s)| (path.display().to_string(), subject.scenario(s).name.clone()))
                 .collect();
             let explorations = inputs.iter().filter(|(_, s)| s.explore.is_some()).count() as u64;
-            crate::report::ShardSet::of(rows.iter().map(|(f, n)| (f.as_str(), n.as_str())), explorations)
+            crate::gate::ShardSet::of(rows.iter().map(|(f, n)| (f.as_str(), n.as_str())), explorations)
         }),
         scenarios: Vec::new(),
         explorations: Vec::new(),

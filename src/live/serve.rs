@@ -101,14 +101,10 @@ pub struct ServeArgs {
     /// killed: it ran past the wall-clock guard`): every client is served from one thread, so
     /// no script may stall the others longer. A last resort behind the instruction budget,
     /// which stops runaway scripts first; Redis' own bound is `busy-reply-threshold` (5 s).
-    #[arg(long, default_value_t = SCRIPT_GUARD_MS, value_name = "MS",
+    #[arg(long, default_value_t = super::SCRIPT_GUARD_MS, value_name = "MS",
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub script_guard_ms: u64,
 }
-
-/// The default wall-clock guard of a script in `lockstep serve` and `lockstep live`, in
-/// milliseconds: Redis' `busy-reply-threshold`.
-pub const SCRIPT_GUARD_MS: u64 = 5_000;
 
 /// The scenario `args` asks for.
 fn scenario_of(args: &ServeArgs) -> Result<Scenario, AppError> {

@@ -144,6 +144,13 @@ pub fn check_out_dir(dir: &Path) -> Result<(), String> {
     }
 }
 
+/// Writes a counterexample `file` into the `--out` directory `dir` ([`write_atomic`]), once more
+/// refusing a `dir` that became a symbolic link since it was checked ([`check_out_dir`]).
+pub fn write_into_out(dir: &Path, file: &Path, bytes: &[u8]) -> Result<(), String> {
+    check_out_dir(dir)?;
+    write_atomic(file, bytes)
+}
+
 /// Checks, before exploring, that the summary file (`--summary`) and counterexamples (`--out`)
 /// can be written: an unwritable path is bad input up front, not after the exploration.
 pub fn check_outputs(summary: Option<&Path>, out: Option<&Path>) -> Result<(), String> {

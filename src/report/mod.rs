@@ -52,14 +52,15 @@ pub mod sweep;
 pub mod timeline;
 pub mod verdict;
 
-pub use atomic::{check_out_dir, check_outputs, check_writable_file, write_atomic, write_json};
+pub use crate::gate::ShardSet;
+pub use atomic::{check_out_dir, check_outputs, check_writable_file, write_atomic, write_into_out, write_json};
 use atomic::{parent_dir, write_file_atomically};
 pub use build::outcome_digest;
 pub(crate) use build::{scenario_error_report, scenario_report};
 pub use headline::Headline;
 pub use model::{
     chart_stems, CheckReport, ExplorationReport, ExploreCheckReport, HistoryReport, LivenessReport, Report,
-    ScenarioReport, SeedRange, ShardInfo, ShardSet, Status, Tool, Totals,
+    ScenarioReport, SeedRange, ShardInfo, Status, Tool, Totals,
 };
 pub(crate) use model::{slug, FORMAT, SCHEMA_VERSION};
 pub use staging::{

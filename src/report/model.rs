@@ -55,45 +55,6 @@ pub struct ShardInfo {
     pub count: u64,
 }
 
-/// The whole set of a sharded `lockstep ci` run, as each of its shards records it: what its
-/// shards must cover between them, exactly (checked by `lockstep merge`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ShardSet {
-    /// Scenario runs over all the shards (each scenario file runs in one shard).
-    pub scenarios: u64,
-    /// Explorations (each shard runs its share of every one's seeds).
-    pub explorations: u64,
-    /// SHA-256 (hex) of the scenario runs' identities (file and name), sorted.
-    pub digest: String,
-}
-
-impl ShardSet {
-    /// The set of the scenario runs identified by `rows` (file, name) and of `explorations`.
-    pub fn of<'a>(rows: impl IntoIterator<Item = (&'a str, &'a str)>, explorations: u64) -> ShardSet {
-        let mut ids: Vec<(&str, &str)> = rows.into_iter().collect();
-        ids.sort_unstable();
-        ShardSet {
-            scenarios: ids.len() as u64,
-            explorations,
-            digest: Self::digest(&ids),
-        }
-    }
-
-    /// SHA-256 over sorted (file, name) pairs, each part length-prefixed.
-    fn digest(ids: &[(&str, &str)]) -> String {
-        use sha2::{Digest, Sha256};
-        let mut hash = Sha256::new();
-        for (file, name) in ids {
-            for part in [file, name] {
-                hash.update((part.len() as u64).to_le_bytes());
-                hash.update(part.as_bytes());
-            }
-        }
-        hex::encode(hash.finalize())
-    }
-}
-
 /// Counts over the whole report.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -131,7 +92,7 @@ pub struct Report {
     /// A shard's record of the whole set it was cut from, so that `merge` can check the shards
     /// cover it exactly (issue 48); only in shard reports (and absent from older ones).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard_set: Option<ShardSet>,
+    pub shard_set: Option<crate::gate::ShardSet>,
     /// How many shard reports were merged into this one (0: not a merge).
     pub merged_from: u64,
     /// Whether every expectation held (what the exit code says).

@@ -54,6 +54,8 @@ pub struct CiRun {
     pub run_id: String,
     /// The shard this run covers.
     pub shard: Option<Shard>,
+    /// With a shard: the whole set it was cut from (what `merge` checks the shards cover).
+    pub shard_set: Option<ShardSet>,
     /// The scenario runs of this shard.
     pub scenarios: Vec<ScenarioOutcome>,
     /// The explorations.
@@ -62,4 +64,43 @@ pub struct CiRun {
     pub ttl_sweep: Option<TtlSweep>,
     /// Wall seconds the whole run took (not deterministic).
     pub wall_s: f64,
+}
+
+/// The whole set of a sharded `lockstep ci` run, as each of its shards records it: what its
+/// shards must cover between them, exactly (checked by `lockstep merge`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardSet {
+    /// Scenario runs over all the shards (each scenario file runs in one shard).
+    pub scenarios: u64,
+    /// Explorations (each shard runs its share of every one's seeds).
+    pub explorations: u64,
+    /// SHA-256 (hex) of the scenario runs' identities (file and name), sorted.
+    pub digest: String,
+}
+
+impl ShardSet {
+    /// The set of the scenario runs identified by `rows` (file, name) and of `explorations`.
+    pub fn of<'a>(rows: impl IntoIterator<Item = (&'a str, &'a str)>, explorations: u64) -> ShardSet {
+        let mut ids: Vec<(&str, &str)> = rows.into_iter().collect();
+        ids.sort_unstable();
+        ShardSet {
+            scenarios: ids.len() as u64,
+            explorations,
+            digest: Self::digest(&ids),
+        }
+    }
+
+    /// SHA-256 over sorted (file, name) pairs, each part length-prefixed.
+    fn digest(ids: &[(&str, &str)]) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hash = Sha256::new();
+        for (file, name) in ids {
+            for part in [file, name] {
+                hash.update((part.len() as u64).to_le_bytes());
+                hash.update(part.as_bytes());
+            }
+        }
+        hex::encode(hash.finalize())
+    }
 }

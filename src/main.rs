@@ -12,7 +12,7 @@ use lockstep::app::exploration::{self, Shrunk};
 use lockstep::app::{args::*, ci, error, files, run, search, sweep, AppError, Outcome};
 use lockstep::emit;
 use lockstep::report::merge::{merge_texts, Merged};
-use lockstep::report::{console, write_atomic, write_json, write_report_with, Report};
+use lockstep::report::{console, write_atomic, write_into_out, write_json, write_report_with, Report};
 use lockstep_sim::History;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -100,7 +100,7 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
     lockstep::report::check_outputs(args.summary.as_deref(), args.out.as_deref()).map_err(AppError::BadInput)?;
     let locks = exploration::locks(&template, &args.oracle)?;
     let out = args.out.as_deref();
-    let deadline = config.time_limit.map(|t| started + t);
+    let deadline = config.time_limit.and_then(|t| started.checked_add(t));
     // The template without faults first: a failure there is the template's verdict (a workload
     // that outlives the lease), not something to explore and shrink.
     if let Some(failure) = exploration::fault_free_check(&template, &config, &locks) {
@@ -154,7 +154,7 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
 /// Writes a shrunk counterexample to its file when `--out` was given.
 fn write_found(shrunk: &Shrunk, out: Option<&Path>) -> Result<(), AppError> {
     match (shrunk, out) {
-        (Shrunk::Found { file, toml, .. }, Some(_)) => write_atomic(file, toml.as_bytes()).map_err(AppError::Io),
+        (Shrunk::Found { file, toml, .. }, Some(d)) => write_into_out(d, file, toml.as_bytes()).map_err(AppError::Io),
         _ => Ok(()),
     }
 }

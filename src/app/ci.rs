@@ -121,6 +121,16 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
     let mut ci = CiRun {
         run_id: run_identity(inputs, options),
         shard: options.shard,
+        // The whole set, as every shard's rows name it (file and scenario name).
+        shard_set: options.shard.map(|_| {
+            let (subject, _) = options.locks.refs();
+            let rows: Vec<(String, String)> = inputs
+                .iter()
+                .map(|(path, s)| (path.display().to_string(), subject.scenario(s).name.clone()))
+                .collect();
+            let explorations = inputs.iter().filter(|(_, s)| s.explore.is_some()).count() as u64;
+            crate::gate::ShardSet::of(rows.iter().map(|(f, n)| (f.as_str(), n.as_str())), explorations)
+        }),
         scenarios: Vec::new(),
         explorations: Vec::new(),
         ttl_sweep: None,

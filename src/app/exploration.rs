@@ -120,20 +120,22 @@ pub(crate) fn refuse_rust_lock(path: &Path, scenario: &Scenario) -> Result<(), A
     }
 }
 
-/// A JSON-lines file written as the seeds finish: one [`SeedRecord`] a line, flushed each time.
+/// A JSON-lines file written as the seeds finish: one [`SeedRecord`] a line, flushed each time,
+/// into a new file beside the path that is renamed over it at the end.
 pub(crate) struct JsonlSink {
     path: PathBuf,
-    out: std::io::BufWriter<std::fs::File>,
+    out: std::io::BufWriter<tempfile::NamedTempFile>,
     error: Option<String>,
 }
 
 impl JsonlSink {
-    /// Creates `path`, or truncates it when it is a regular file. Like every other output
-    /// (`report::write_atomic`), a symbolic link, a directory, a device, a FIFO or a socket is
-    /// refused, never followed or truncated (issue 40: `--jsonl LINK` truncated the link's
-    /// target). The stream is written in place, as the seeds finish (a reader may follow it), so
-    /// it is opened without following a link and truncated only once it is known to be a
-    /// regular file.
+    /// Starts the stream of `path`. Like every other output (`report::write_atomic`), a
+    /// symbolic link, a directory, a device, a FIFO or a socket is refused, never followed or
+    /// truncated (issue 40: `--jsonl LINK` truncated the link's target). The lines go to a new,
+    /// uniquely named file beside `path` (`.NAME.XXXXXX.tmp`, created exclusively), renamed over
+    /// `path` by [`Self::finish`] (issue 48: written in place, a `path` with a second hard link
+    /// rewrote the other name's file too; now that file keeps its contents, and a run that
+    /// fails before the end leaves an earlier `path` as it was).
     pub fn create(path: &Path) -> Result<JsonlSink, AppError> {
         let refuse = |what: &str| {
             AppError::BadInput(format!(
@@ -155,19 +157,26 @@ impl JsonlSink {
             return Err(refuse(what));
         }
         let cannot = |e: std::io::Error| AppError::BadInput(format!("--jsonl {}: cannot create: {e}", path.display()));
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true);
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = path
+            .file_name()
+            .map_or_else(|| "jsonl".into(), |n| n.to_string_lossy().into_owned());
+        let file = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".tmp")
+            .tempfile_in(dir)
+            .map_err(cannot)?;
+        // A temporary file is private (0600); what it becomes is as readable as any output.
         #[cfg(unix)]
         {
-            use std::os::unix::fs::OpenOptionsExt;
-            // A link put there since the check: refused (ELOOP), not followed; a FIFO: not waited on.
-            options.mode(0o644).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+            use std::os::unix::fs::PermissionsExt;
+            file.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o644))
+                .map_err(cannot)?;
         }
-        let file = options.open(path).map_err(cannot)?;
-        if let Some(what) = kind(&file.metadata().map_err(cannot)?) {
-            return Err(refuse(what));
-        }
-        file.set_len(0).map_err(cannot)?;
         Ok(JsonlSink {
             path: path.to_path_buf(),
             out: std::io::BufWriter::new(file),
@@ -189,12 +198,26 @@ impl JsonlSink {
         }
     }
 
-    /// The first write error, if any.
-    pub fn finish(mut self) -> Result<(), AppError> {
-        let flushed = self.out.flush().map_err(|e| format!("{}: {e}", self.path.display()));
-        match self.error.take() {
+    /// Puts the stream in place (renamed over the path, replacing a regular file there, never
+    /// writing through what is there); the first error, if any. Without a write error the
+    /// records written so far are put in place too.
+    pub fn finish(self) -> Result<(), AppError> {
+        let JsonlSink { path, out, error } = self;
+        let io = |e: std::io::Error| AppError::Io(format!("--jsonl {}: {e}", path.display()));
+        let file = out.into_inner().map_err(|e| io(e.into_error()))?;
+        file.as_file().sync_all().map_err(io)?;
+        // What is there now must still be a regular file, or nothing: a directory put there
+        // meanwhile is not replaced (rename(2) would fail anyway), a link is replaced, not followed.
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+            return Err(AppError::Io(format!(
+                "--jsonl {}: is a directory now; the stream is not put in its place",
+                path.display()
+            )));
+        }
+        file.persist(&path).map_err(|e| io(e.error))?;
+        match error {
             Some(e) => Err(AppError::Io(e)),
-            None => flushed.map_err(AppError::Io),
+            None => Ok(()),
         }
     }
 }

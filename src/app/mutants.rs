@@ -557,7 +557,8 @@ impl Watch {
     fn new(bounds: TimeBounds, started: Instant, workers: usize) -> Self {
         Watch {
             bounds,
-            suite_deadline: bounds.time_limit.map(|limit| started + limit),
+            // A limit past what the clock can represent is no limit (issue 48: the sum overflowed).
+            suite_deadline: bounds.time_limit.and_then(|limit| started.checked_add(limit)),
             suite_passed: AtomicBool::new(false),
             slots: Mutex::new(vec![None; workers]),
         }
@@ -591,7 +592,10 @@ impl Watch {
             return Ran::TimedOut(self.why());
         }
         let flag = Arc::new(AtomicBool::new(false));
-        let deadline = self.bounds.seed_time_limit.map(|limit| Instant::now() + limit);
+        let deadline = self
+            .bounds
+            .seed_time_limit
+            .and_then(|limit| Instant::now().checked_add(limit));
         self.slot(worker, Some((deadline, flag.clone())));
         let out = {
             let _stop = lockstep_sim::stop::stop_when(flag.clone());

@@ -619,6 +619,7 @@ impl Harness {
             CiRun {
                 run_id: run_identity(&inputs, &options),
                 shard: None,
+                shard_set: None,
                 scenarios: Vec::new(),
                 explorations: Vec::new(),
                 ttl_sweep: None,
@@ -645,7 +646,7 @@ impl Harness {
                 continue;
             }
             // The time limit covers shrinking too, as `explore --time-limit` does.
-            let deadline = config.time_limit.map(|limit| Instant::now() + limit);
+            let deadline = config.time_limit.and_then(|limit| Instant::now().checked_add(limit));
             let summary = run_exploration(&template, &config, &locks, sink.as_mut());
             let budget = (self.shrink.0, self.shrink.1, deadline);
             // Bounded without a reference: the gate is the implementation bugs, and only their

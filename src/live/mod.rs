@@ -320,6 +320,11 @@ fn sub_seed(seed: u64, purpose: &str) -> u64 {
     u64::from_le_bytes(digest[..8].try_into().unwrap_or([0; 8]))
 }
 
+/// The wall-clock guard of a script in `lockstep serve` (its default, `--script-guard-ms`) and
+/// `lockstep live`, in milliseconds: Redis' `busy-reply-threshold`
+/// (`lockstep_sim::redis::set_wall_guard`).
+pub const SCRIPT_GUARD_MS: u64 = 5_000;
+
 /// Runs `scenario` once, live. Builds its own single-threaded tokio runtime.
 pub fn run_live(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun, LiveError> {
     check_supported(scenario, options.redis_server.is_some())?;
@@ -328,6 +333,10 @@ pub fn run_live(scenario: &Scenario, options: &LiveOptions) -> Result<LiveRun, L
         .build()
         .map_err(|e| LiveError::Runtime(e.to_string()))?;
     let local = tokio::task::LocalSet::new();
+    // The servers of a live run answer in real time on this thread: a script is stopped past
+    // Redis' `busy-reply-threshold` (never in a simulation, see
+    // `lockstep_sim::redis::set_wall_guard`).
+    lockstep_sim::redis::set_wall_guard(Some(std::time::Duration::from_millis(SCRIPT_GUARD_MS)));
     local.block_on(&runtime, run_async(scenario, options))
 }
 
@@ -761,7 +770,14 @@ fn run_command(args: &LiveArgs, render: &dyn output::Render) -> Result<bool, Str
         crate::emit::stdout(&render.summary(&summary))?;
     }
     if let Some(out) = &args.report {
-        render.write(out, &args.file, &scenario, &runs, &summary)?;
+        render.write(
+            out,
+            &args.file,
+            &scenario,
+            &runs,
+            &summary,
+            &output::ReportExtra::default(),
+        )?;
         crate::emit::stdout(&format!("   report: {}\n", out.display()))?;
     }
     Ok(summary.all_as_expected())

@@ -23,7 +23,8 @@ pub trait Render {
     fn check_file(&self, file: &Path) -> Result<(), String>;
     /// Writes one output file atomically (a killed run leaves no half file).
     fn write_file(&self, file: &Path, bytes: &[u8]) -> Result<(), String>;
-    /// Writes the report directory `out`.
+    /// Writes the report directory `out`, with what the caller adds (`extra`), all of it at
+    /// once: nothing is written into `out` after the report is in place.
     fn write(
         &self,
         out: &Path,
@@ -31,7 +32,19 @@ pub trait Render {
         scenario: &Scenario,
         runs: &[(LiveRun, f64)],
         summary: &LiveSummary,
+        extra: &ReportExtra,
     ) -> Result<(), String>;
+}
+
+/// What a caller adds to a live report directory besides the live runs (`lockstep serve`:
+/// `serve.json`, and its notes at the top of `summary.md`), built with the rest of the report
+/// before it is swapped in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReportExtra {
+    /// Further files at the top of the report: a plain file name and its contents.
+    pub files: Vec<(String, Vec<u8>)>,
+    /// Markdown put at the very top of `summary.md`.
+    pub summary_head: String,
 }
 
 /// What `live.json` says: the verdict frequencies over the runs.

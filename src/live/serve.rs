@@ -97,6 +97,13 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = HISTORY_MAX_EVENTS, value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..))]
     pub history_max_events: u64,
+    /// Stop a script still running after this many milliseconds of wall time (`ERR Script
+    /// killed: it ran past the wall-clock guard`): every client is served from one thread, so
+    /// no script may stall the others longer. A last resort behind the instruction budget,
+    /// which stops runaway scripts first; Redis' own bound is `busy-reply-threshold` (5 s).
+    #[arg(long, default_value_t = super::SCRIPT_GUARD_MS, value_name = "MS",
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub script_guard_ms: u64,
 }
 
 /// The scenario `args` asks for.
@@ -283,6 +290,9 @@ fn serve_thread(scenario: &Scenario, args: &ServeArgs, rec: &LiveRecorder, stop:
         .build()
         .map_err(|e| LiveError::Runtime(e.to_string()))?;
     let local = tokio::task::LocalSet::new();
+    // This thread serves every client: no script may hold it past the guard (never set in a
+    // simulation, see `lockstep_sim::redis::set_wall_guard`).
+    lockstep_sim::redis::set_wall_guard(Some(Duration::from_millis(args.script_guard_ms)));
     local.block_on(&runtime, serve_async(scenario, args, rec, stop))
 }
 
@@ -476,6 +486,11 @@ impl Outputs<'_> {
             .collect();
         let notes = ServeNotes::of(&history, stopped_by, served_ms, dropped);
         let inferred = grants::infer(&history, &masters);
+        let commands = history
+            .events()
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Command { .. }))
+            .count();
         drop(history);
         // The report's scenario: the served one, with the holders as its clients (one lane each)
         // and no expectations (they are a live run's, for its own workload).
@@ -495,11 +510,32 @@ impl Outputs<'_> {
             }
         }
         let ops = crate::history::OpHistory::new(&inferred.history);
-        let results: Vec<_> = crate::checker::check_all(&ops)
+        let mut results: Vec<_> = crate::checker::check_all(&ops)
             .into_iter()
             .filter(|r| grants::CHECKERS.contains(&r.checker.as_str()))
             .collect();
         drop(ops);
+        // No grant read off the commands: every safety verdict holds over an empty history, so
+        // the report checked nothing and must not pass (issue 48: "✅ PASS — 0 checks passed"),
+        // as `ci` fails a run in which no client got the lock.
+        if inferred.grants == 0 {
+            scenario
+                .expect
+                .insert(crate::scenario::LIVENESS.to_string(), crate::checker::Verdict::Valid);
+            results.push(crate::checker::CheckResult {
+                checker: crate::scenario::LIVENESS.to_string(),
+                verdict: crate::checker::Verdict::Invalid,
+                explanation: format!(
+                    "no lock grant was read off the {} served: nothing was checked, the safety verdicts are \
+                     vacuous (not a pass)",
+                    match commands {
+                        1 => "1 command".to_string(),
+                        n => format!("{n} commands"),
+                    }
+                ),
+                witness: Vec::new(),
+            });
+        }
         let client = "lockstep serve (any client that connected)".to_string();
         let server_failures = super::server_failures(&inferred.history);
         let run = LiveRun {
@@ -530,22 +566,19 @@ impl Outputs<'_> {
             ),
             None => format!("lockstep serve --masters {} --report OUT", self.args.masters),
         };
+        // `serve.json` and the notes at the top of summary.md are built with the report and
+        // swapped in with it (issue 48: written into OUT after the swap, concurrent serves mixed
+        // one's notes with another's report).
+        let extra = super::output::ReportExtra {
+            files: vec![(
+                "serve.json".to_string(),
+                serde_json::to_string_pretty(&notes).unwrap_or_default().into_bytes(),
+            )],
+            summary_head: notes.markdown(inferred.grants),
+        };
         self.render
-            .write(out, self.shown, &scenario, &runs, &summary)
+            .write(out, self.shown, &scenario, &runs, &summary, &extra)
             .map_err(AppError::Io)?;
-        let json = serde_json::to_string_pretty(&notes).unwrap_or_default();
-        self.render
-            .write_file(&out.join("serve.json"), json.as_bytes())
-            .map_err(AppError::Io)?;
-        let summary_md = out.join("summary.md");
-        if let Ok(text) = std::fs::read_to_string(&summary_md) {
-            self.render
-                .write_file(
-                    &summary_md,
-                    format!("{}\n{text}", notes.markdown(inferred.grants)).as_bytes(),
-                )
-                .map_err(AppError::Io)?;
-        }
         Ok(())
     }
 }

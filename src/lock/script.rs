@@ -165,9 +165,12 @@ fn token_of(reply: &Value) -> Option<u64> {
 }
 
 /// Whether a script's error reply says it was stopped by one of the simulated server's own bounds
-/// (its Lua memory, its instruction budget: `sim/src/redis/lua.rs`), not by the script's logic.
+/// (its Lua memory, its instruction budget, a real-time server's wall-clock guard:
+/// `sim/src/redis/lua.rs`), not by the script's logic.
 fn runs_into_a_server_bound(message: &str) -> bool {
-    message.contains("not enough memory") || message.contains("exceeded instruction budget")
+    message.contains("not enough memory")
+        || message.contains("exceeded instruction budget")
+        || message.contains("Script killed: it ran past the wall-clock guard")
 }
 
 /// The bytes `reply` carries (its strings, and a few bytes per element), without copying it.

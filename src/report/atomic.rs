@@ -130,9 +130,33 @@ pub fn check_writable_file(path: &Path) -> Result<(), String> {
         .map_err(|e| format!("{}: cannot write in {}: {e}", path.display(), dir.display()))
 }
 
+/// Refuses an `--out` directory that is a symbolic link (issue 48): a counterexample written
+/// through it would replace a same-named file in the link's target. `--report` refuses links
+/// the same way. Checked before exploring and again before each counterexample is written.
+pub fn check_out_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(format!(
+            "--out {}: is a symbolic link: not writing counterexamples through it (that would replace \
+             same-named files where it points); give the directory itself",
+            dir.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Writes a counterexample `file` into the `--out` directory `dir` ([`write_atomic`]), once more
+/// refusing a `dir` that became a symbolic link since it was checked ([`check_out_dir`]).
+pub fn write_into_out(dir: &Path, file: &Path, bytes: &[u8]) -> Result<(), String> {
+    check_out_dir(dir)?;
+    write_atomic(file, bytes)
+}
+
 /// Checks, before exploring, that the summary file (`--summary`) and counterexamples (`--out`)
 /// can be written: an unwritable path is bad input up front, not after the exploration.
 pub fn check_outputs(summary: Option<&Path>, out: Option<&Path>) -> Result<(), String> {
+    if let Some(dir) = out {
+        check_out_dir(dir)?;
+    }
     if let Some(dir) = out.filter(|dir| dir.exists() && !dir.is_dir()) {
         return Err(format!("--out {}: exists and is not a directory", dir.display()));
     }

@@ -279,6 +279,7 @@ impl Report {
             tool: Tool::current(),
             run_id: None,
             shard,
+            shard_set: None,
             merged_from: 0,
             ok: true,
             totals: Totals::default(),
@@ -291,6 +292,18 @@ impl Report {
 
     /// Recomputes `totals` and `ok` from the rows.
     pub fn finish(&mut self) {
+        let t = self.counted_totals();
+        // A report that checks nothing is never a green gate; only one shard of a fixed CI
+        // matrix may be empty (it says so: `EMPTY`), its merged report may not.
+        self.ok = (t.checks > 0 || self.shard.is_some())
+            && t.failed == 0
+            && self.scenarios.iter().all(|s| !s.status.is_failure())
+            && self.explorations.iter().all(|e| !e.status.is_failure());
+        self.totals = t;
+    }
+
+    /// The totals the rows add up to (what [`Self::finish`] sets).
+    pub fn counted_totals(&self) -> Totals {
         let mut t = Totals {
             scenarios: self.scenarios.len() as u64,
             explorations: self.explorations.len() as u64,
@@ -309,13 +322,7 @@ impl Report {
                 Status::Unchecked => t.unchecked += 1,
             }
         }
-        // A report that checks nothing is never a green gate; only one shard of a fixed CI
-        // matrix may be empty (it says so: `EMPTY`), its merged report may not.
-        self.ok = (t.checks > 0 || self.shard.is_some())
-            && t.failed == 0
-            && self.scenarios.iter().all(|s| !s.status.is_failure())
-            && self.explorations.iter().all(|e| !e.status.is_failure());
-        self.totals = t;
+        t
     }
 
     /// How the gate came out: held when every expectation held, unexpected otherwise (a
@@ -338,6 +345,7 @@ impl Report {
             count: s.count,
         }));
         report.run_id = Some(ci.run_id.clone());
+        report.shard_set = ci.shard_set.clone();
         report.scenarios = ci.scenarios.iter().map(ScenarioReport::of).collect();
         report.explorations = ci.explorations.iter().map(ExplorationReport::of).collect();
         report.ttl_sweep = ci.ttl_sweep.clone();

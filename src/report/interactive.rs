@@ -623,14 +623,14 @@ fn path_to_root(rel_dir: &str) -> String {
 }
 
 /// Writes `runs/NAME/history.jsonl` and `runs/NAME/timeline.html` into the report directory
-/// `dir` (through `put`, which writes a file given its path relative to `dir`) for every
+/// (through `put`, which writes a file given its path relative to it, creating the directories
+/// above it) for every
 /// scenario of `report` with a history in `histories`, and, when it wrote any, the viewer the
 /// pages load ([`VIEWER_JS_FILE`], [`VIEWER_CSS_FILE`]) once at the root. Returns the names
 /// written.
 pub(crate) fn write_runs(
     report: &super::Report,
     histories: &BTreeMap<String, lockstep_sim::History>,
-    dir: &std::path::Path,
     put: &mut PutFile,
 ) -> Result<std::collections::BTreeSet<String>, String> {
     let mut written = std::collections::BTreeSet::new();
@@ -639,7 +639,6 @@ pub(crate) fn write_runs(
             continue;
         };
         let rel = format!("runs/{}", super::slug(&s.name));
-        std::fs::create_dir_all(dir.join(&rel)).map_err(|e| format!("cannot create {rel}/: {e}"))?;
         put(
             &format!("{rel}/history.jsonl"),
             history_jsonl(history.events()).as_bytes(),

@@ -5,7 +5,7 @@
 //! digest identifies a history without predicting the next one.
 
 use crate::checker::Verdict;
-use crate::live::output::{LiveSummary, Render};
+use crate::live::output::{LiveSummary, Render, ReportExtra};
 use crate::live::LiveRun;
 use crate::report::narrative as timeline;
 use crate::report::{self, Report};
@@ -52,8 +52,9 @@ impl Render for Renderer {
         scenario: &Scenario,
         runs: &[(LiveRun, f64)],
         summary: &LiveSummary,
+        extra: &ReportExtra,
     ) -> Result<(), String> {
-        write_report(out, path, scenario, runs, summary)
+        write_report(out, path, scenario, runs, summary, extra)
     }
 }
 
@@ -209,13 +210,15 @@ fn summary_text(s: &mut String, summary: &LiveSummary) -> std::fmt::Result {
     )
 }
 
-/// Writes the report directory: one scenario row per run, marked live, plus `live.json`.
+/// Writes the report directory: one scenario row per run, marked live, plus `live.json` and
+/// what `extra` adds — everything built in staging and swapped in at once (issue 48).
 fn write_report(
     out: &Path,
     path: &Path,
     scenario: &Scenario,
     runs: &[(LiveRun, f64)],
     summary: &LiveSummary,
+    extra: &ReportExtra,
 ) -> Result<(), String> {
     let mut report = Report::new(None);
     // Each run's raw history and interactive timeline (`runs/NAME/`), keyed by its row's name.
@@ -250,33 +253,33 @@ fn write_report(
         report.scenarios.push(row);
     }
     report.finish();
-    report::write_report_with(&report, out, &histories)?;
     let json = serde_json::to_string_pretty(summary).map_err(|e| e.to_string())?;
-    report::write_atomic(&out.join("live.json"), json.as_bytes())?;
-    // Mark the Markdown summary live at its top.
-    let summary_md = out.join("summary.md");
-    if let Ok(text) = std::fs::read_to_string(&summary_md) {
-        let head = format!(
-            "> **Live run** of `{}` with `{}`: real processes in real time on 127.0.0.1, not reproducible \
-             (fault-plan seed {}). As expected in {} of {} runs.\n\n",
-            summary.file, summary.client, summary.seed, summary.runs_as_expected, summary.runs
-        );
-        report::write_atomic(&summary_md, format!("{head}{text}").as_bytes())?;
-    }
-    // And the HTML page, with a banner at the top of its body.
-    let index = out.join("index.html");
-    if let Ok(html) = std::fs::read_to_string(&index) {
-        let banner = format!(
-            "<body>\n<p style=\"background:#fff3cd;border:1px solid #e0c060;padding:8px\"><strong>Live run</strong> \
-             of <code>{}</code> with <code>{}</code>: real processes in real time on 127.0.0.1, not reproducible \
-             (fault-plan seed {}). As expected in {} of {} runs.</p>",
-            super::html::escape(&summary.file),
-            super::html::escape(&summary.client),
-            summary.seed,
-            summary.runs_as_expected,
-            summary.runs
-        );
-        report::write_atomic(&index, html.replacen("<body>", &banner, 1).as_bytes())?;
-    }
+    // The Markdown summary and the HTML page are marked live at their top.
+    let head = format!(
+        "> **Live run** of `{}` with `{}`: real processes in real time on 127.0.0.1, not reproducible \
+         (fault-plan seed {}). As expected in {} of {} runs.\n\n",
+        summary.file, summary.client, summary.seed, summary.runs_as_expected, summary.runs
+    );
+    let banner = format!(
+        "<p style=\"background:#fff3cd;border:1px solid #e0c060;padding:8px\"><strong>Live run</strong> \
+         of <code>{}</code> with <code>{}</code>: real processes in real time on 127.0.0.1, not reproducible \
+         (fault-plan seed {}). As expected in {} of {} runs.</p>",
+        super::html::escape(&summary.file),
+        super::html::escape(&summary.client),
+        summary.seed,
+        summary.runs_as_expected,
+        summary.runs
+    );
+    let mut files = vec![("live.json".to_string(), json.into_bytes())];
+    files.extend(extra.files.iter().cloned());
+    let additions = report::Additions {
+        files,
+        summary_head: match extra.summary_head.is_empty() {
+            true => head,
+            false => format!("{}\n{head}", extra.summary_head),
+        },
+        index_banner: banner,
+    };
+    report::write_report_adding(&report, out, &histories, &additions)?;
     Ok(())
 }

@@ -7,7 +7,7 @@
 //! twice, overlapping seed ranges and summaries of different runs are refused. Summaries of
 //! older builds (no identity) merge with a warning, unless two are identical.
 
-use super::{outcome_digest, prepare_out, Report, ScenarioReport, ShardInfo, Status, FORMAT};
+use super::{outcome_digest, prepare_out, Report, ScenarioReport, ShardInfo, ShardSet, Status, FORMAT};
 use crate::explore::summary::{ExploreSummary, RunSpan, SeedSpan};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -327,6 +327,7 @@ impl Report {
         merged.run_id = first.run_id.clone();
         let mut seen_shards: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
         let mut seen: Vec<(&str, Option<ShardInfo>)> = Vec::new();
+        let mut totals_error: Option<String> = None;
         // The report each merged scenario row came from (by index).
         let mut scenario_origins: Vec<&str> = Vec::new();
         for (origin, part) in parts {
@@ -349,6 +350,26 @@ impl Report {
                 });
             }
             seen.push((origin.as_str(), shard));
+            // Totals a hand could change without the rows (issue 48): they must add up. Said
+            // after the rows are checked, which name more of what is wrong.
+            let counted = part.counted_totals();
+            if counted != part.totals && totals_error.is_none() {
+                totals_error = Some(format!(
+                    "{origin}: field `totals`: states {} checks ({} passed, {} failed) over {} scenario runs and {} \
+                     explorations, but its rows hold {} checks ({} passed, {} failed) over {} and {}: the report was \
+                     changed since lockstep wrote it",
+                    part.totals.checks,
+                    part.totals.passed,
+                    part.totals.failed,
+                    part.totals.scenarios,
+                    part.totals.explorations,
+                    counted.checks,
+                    counted.passed,
+                    counted.failed,
+                    counted.scenarios,
+                    counted.explorations
+                ));
+            }
             if part.tool != first.tool {
                 return Err(format!(
                     "{origin}: written by {} {}, but {first_origin} by {} {}",
@@ -424,6 +445,10 @@ impl Report {
                 ));
             }
         }
+        if let Some(e) = totals_error {
+            return Err(e);
+        }
+        check_shard_set(parts, &merged)?;
         for e in &mut merged.explorations {
             if !e.is_partial() {
                 e.shards = None;
@@ -452,4 +477,87 @@ fn rejudged_row(scenario: &ScenarioReport, origin: &str) -> ScenarioReport {
         row.status = row.status.min(Status::worst(row.checks.iter().map(|c| c.status)));
     }
     row
+}
+
+/// Checks that shard reports cover the whole set they were cut from, exactly (issue 48: a row
+/// deleted from a shard's `report.json` left a green merge over 52 of 53 runs): every shard
+/// records the same set ([`ShardSet`]), each holds its share of the scenario runs (files are
+/// dealt round-robin), and the merged rows are that set, by count and by names' digest, with
+/// every exploration. Reports of older builds (no shard records its set) are merged as before.
+fn check_shard_set(parts: &[(String, Report)], merged: &Report) -> Result<(), String> {
+    let sharded: Vec<&(String, Report)> = parts.iter().filter(|(_, p)| p.shard.is_some()).collect();
+    let Some((first_origin, first)) = sharded
+        .iter()
+        .find(|(_, p)| p.shard_set.is_some())
+        .map(|p| (&p.0, &p.1))
+    else {
+        return Ok(());
+    };
+    let Some(set) = &first.shard_set else {
+        return Ok(());
+    };
+    for (origin, part) in &sharded {
+        match &part.shard_set {
+            None => {
+                return Err(format!(
+                    "{origin}: field `shard_set` is missing, but {first_origin} records the set it was cut from: \
+                     each shard of one run records it; this report was changed or is not a shard of that run"
+                ))
+            }
+            Some(theirs) if theirs != set => {
+                return Err(format!(
+                    "{origin}: field `shard_set`: cut from a set of {} scenario runs and {} explorations ({}), but \
+                     {first_origin} from one of {} and {} ({}): not shards of one run",
+                    theirs.scenarios,
+                    theirs.explorations,
+                    short(&theirs.digest),
+                    set.scenarios,
+                    set.explorations,
+                    short(&set.digest)
+                ))
+            }
+            Some(_) => {}
+        }
+        if let Some(shard) = part.shard {
+            // Files `i` with `i % N == K - 1`.
+            let share = (set.scenarios + shard.count - shard.index) / shard.count.max(1);
+            if part.scenarios.len() as u64 != share {
+                return Err(format!(
+                    "{origin}: shard {}/{} holds {} scenario runs, but its share of the {} it was cut from is {share}: \
+                     a run is missing from its `scenarios` (or one was added); the merged gate would not cover the run",
+                    shard.index,
+                    shard.count,
+                    part.scenarios.len(),
+                    set.scenarios
+                ));
+            }
+            if part.explorations.len() as u64 != set.explorations {
+                return Err(format!(
+                    "{origin}: shard {}/{} holds {} explorations, but every shard runs its share of all {}: one is \
+                     missing from its `explorations` (or one was added)",
+                    shard.index,
+                    shard.count,
+                    part.explorations.len(),
+                    set.explorations
+                ));
+            }
+        }
+    }
+    let covered = ShardSet::of(
+        merged.scenarios.iter().map(|s| (s.file.as_str(), s.name.as_str())),
+        merged.explorations.len() as u64,
+    );
+    if &covered != set {
+        return Err(format!(
+            "the reports cover {} scenario runs and {} explorations ({}), but were cut from a set of {} and {} ({}): \
+             the merged gate would not cover the run they were cut from",
+            covered.scenarios,
+            covered.explorations,
+            short(&covered.digest),
+            set.scenarios,
+            set.explorations,
+            short(&set.digest)
+        ));
+    }
+    Ok(())
 }

@@ -52,7 +52,8 @@ pub mod sweep;
 pub mod timeline;
 pub mod verdict;
 
-pub use atomic::{check_outputs, check_writable_file, write_atomic, write_json};
+pub use crate::gate::ShardSet;
+pub use atomic::{check_out_dir, check_outputs, check_writable_file, write_atomic, write_into_out, write_json};
 use atomic::{parent_dir, write_file_atomically};
 pub use build::outcome_digest;
 pub(crate) use build::{scenario_error_report, scenario_report};
@@ -63,5 +64,6 @@ pub use model::{
 };
 pub(crate) use model::{slug, FORMAT, SCHEMA_VERSION};
 pub use staging::{
-    leftover_dirs, prepare_out, write_report, write_report_with, Manifest, MANIFEST_FILE, MANIFEST_FORMAT,
+    leftover_dirs, prepare_out, write_report, write_report_adding, write_report_with, Additions, Manifest,
+    MANIFEST_FILE, MANIFEST_FORMAT,
 };

@@ -89,6 +89,10 @@ pub struct Report {
     pub run_id: Option<String>,
     /// The shard this report covers; `None` for a whole run or a merge.
     pub shard: Option<ShardInfo>,
+    /// A shard's record of the whole set it was cut from, so that `merge` can check the shards
+    /// cover it exactly (issue 48); only in shard reports (and absent from older ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard_set: Option<crate::gate::ShardSet>,
     /// How many shard reports were merged into this one (0: not a merge).
     pub merged_from: u64,
     /// Whether every expectation held (what the exit code says).

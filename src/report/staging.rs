@@ -20,7 +20,8 @@
 //! alone). A name proves nothing (a `.OUT.new.backup` of the user's has one): only a directory
 //! holding lockstep's owner marker ([`OWNER_FILE`], created exclusively in the new directory
 //! before anything else, naming that directory by device and inode, owned by this user) is
-//! removed; anything else is left whole. One that holds a manifest (an earlier report,
+//! removed, and only at a name a run put it at (issue 48: a report its user renamed to
+//! `.OUT.old.keep01` is the user's); anything else is left whole. One that holds a manifest (an earlier report,
 //! exchanged out) is removed like OUT itself: only if everything in it is listed, and only
 //! what is listed; one without (a staging directory killed while being built) only what the
 //! marker's journal lists, entry by entry, never recursively. Left out: the
@@ -561,7 +562,7 @@ pub(crate) fn swap_by_renames(new: &Path, out: &Path) -> std::io::Result<PathBuf
         .prefix(&old_prefix(&base))
         .tempdir_in(super::parent_dir(out))?
         .keep();
-    if let Err(e) = std::fs::rename(out, &old) {
+    if let Err(e) = note_move(out, &old).and_then(|()| std::fs::rename(out, &old)) {
         let _ = std::fs::remove_dir(&old);
         return Err(e);
     }
@@ -709,7 +710,22 @@ fn remove_entry(root: &Path, rel: &str, kind: Kind) -> std::io::Result<()> {
 /// leaving anything else and the directory with it.
 #[cfg(unix)]
 fn remove_lockstep_dir(path: &Path, lock: &File) -> std::io::Result<()> {
-    let journal = read_owner(path, lock).map_err(std::io::Error::other)?;
+    let (journal, placed) = read_owner(path, lock).map_err(std::io::Error::other)?;
+    // Only at a name a run put it at (created there, or moved there by a run, which records the
+    // name before the move): a directory renamed to a leftover's name by someone else (a user
+    // keeping a report as `.OUT.old.keep01`) is not a leftover (issue 48). A marker of an older
+    // build names no place: its name is all there is to go by.
+    let here = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if let Some(placed) = placed.filter(|names| !names.contains(&here)) {
+        return Err(std::io::Error::other(format!(
+            "{}: lockstep put this directory at {}, not here: moved by someone else, left alone",
+            path.display(),
+            placed.join(", ")
+        )));
+    }
     match read_manifest(path) {
         Ok(Some(manifest)) => {
             check_listed(path, &manifest).map_err(|(rel, why)| std::io::Error::other(format!("{rel}: {why}")))?;
@@ -723,9 +739,11 @@ fn remove_lockstep_dir(path: &Path, lock: &File) -> std::io::Result<()> {
 /// The owner marker lockstep creates in each directory it builds a report in, at its creation
 /// (and which stays in the report, listed in its manifest): the proof that a hidden
 /// `.OUT.new.XXXXXX` / `.OUT.old.XXXXXX` directory is lockstep's ([`remove_stale`]). Its first
-/// line names the directory it was created in (device, inode, owner); each further line records
-/// an entry lockstep wrote there, once written (`f charts/x.svg`, `d charts`): the journal of a
-/// staging directory killed before its manifest was written.
+/// line names the directory it was created in (device, inode, owner, and the name it was created
+/// at); each further line records an entry lockstep writes there, before it is created (`f
+/// charts/x.svg`, `d charts`): the journal of a staging directory killed before its manifest was
+/// written, or a name a run moved the directory to (`m .OUT.new.XXXXXX`, before the move): a
+/// leftover is removed only at a name a run put it at.
 pub const OWNER_FILE: &str = ".lockstep-owner";
 
 /// The `format` of an owner marker's first line.
@@ -742,6 +760,11 @@ struct OwnerHeader {
     ino: u64,
     /// The directory's owner (the user lockstep ran as).
     uid: u32,
+    /// The name lockstep created the directory at (`.OUT.new.XXXXXX`); a later `m NAME` line
+    /// of the journal names where a run moved it since (issue 48). Absent in markers of older
+    /// builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
 }
 
 /// The owner marker of a staging directory being built: created with the directory, appended
@@ -765,6 +788,7 @@ impl Journal {
             dev: meta.dev(),
             ino: meta.ino(),
             uid: meta.uid(),
+            name: dir.file_name().map(|n| n.to_string_lossy().into_owned()),
         };
         let mut file = std::fs::OpenOptions::new()
             .append(true)
@@ -793,21 +817,38 @@ impl Journal {
         })
     }
 
-    /// Records `rel`, a file lockstep has just written into the directory, with every
-    /// directory above it not recorded yet (all created by this run: the directory is new and
-    /// private while it is built).
-    pub(crate) fn record(&mut self, rel: &str) -> std::io::Result<()> {
+    /// Records the directory `rel` (its parent recorded already) before the caller creates
+    /// it; `false` when it is recorded already (and so created).
+    pub(crate) fn record_dir(&mut self, rel: &str) -> std::io::Result<bool> {
+        use std::io::Write;
+        if !self.dirs.insert(rel.to_string()) {
+            return Ok(false);
+        }
+        self.file.write_all(format!("d {rel}\n").as_bytes())?;
+        Ok(true)
+    }
+
+    /// Records `rel`, a file lockstep is about to create in the directory, with every
+    /// directory above it not recorded yet, before any of them is created (issue 48: recorded
+    /// after, a kill in between left an entry no journal listed). Returns those directories,
+    /// outermost first, for the caller to create (all this run's: the directory is new and
+    /// private while it is built). One `write(2)` on a file opened for appending: once it
+    /// returns, a kill of the process cannot lose the lines.
+    pub(crate) fn record(&mut self, rel: &str) -> std::io::Result<Vec<String>> {
         use std::io::Write;
         let mut lines = String::new();
+        let mut created = Vec::new();
         let parts: Vec<&str> = rel.split('/').collect();
         for n in 1..parts.len() {
             let dir = parts[..n].join("/");
             if self.dirs.insert(dir.clone()) {
                 lines.push_str(&format!("d {dir}\n"));
+                created.push(dir);
             }
         }
         lines.push_str(&format!("f {rel}\n"));
-        self.file.write_all(lines.as_bytes())
+        self.file.write_all(lines.as_bytes())?;
+        Ok(created)
     }
 }
 
@@ -818,7 +859,7 @@ impl Journal {
 /// the device and inode are those of the directory it was created in), or a directory or
 /// marker owned by another user.
 #[cfg(unix)]
-fn read_owner(dir: &Path, lock: &File) -> Result<Manifest, String> {
+fn read_owner(dir: &Path, lock: &File) -> Result<(Manifest, Option<Vec<String>>), String> {
     use std::io::Read;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let mut text = String::new();
@@ -856,17 +897,23 @@ fn read_owner(dir: &Path, lock: &File) -> Result<Manifest, String> {
         return Err("the directory or its owner marker belongs to another user".to_string());
     }
     let (mut dirs, mut files) = (Vec::new(), vec![OWNER_FILE.to_string()]);
+    // Every name a run put the directory at: where it was created, and where it was moved.
+    let mut placed: Option<Vec<String>> = header.name.clone().map(|n| vec![n]);
     for line in lines {
         let (list, rel) = match line.split_once(' ') {
             Some(("d", rel)) => (&mut dirs, rel),
             Some(("f", rel)) => (&mut files, rel),
+            Some(("m", name)) => {
+                placed.get_or_insert_with(Vec::new).push(name.to_string());
+                continue;
+            }
             _ => continue,
         };
         if is_listable(rel) && !list.iter().any(|r| r == rel) {
             list.push(rel.to_string());
         }
     }
-    Ok(Manifest {
+    let journal = Manifest {
         format: MANIFEST_FORMAT.to_string(),
         schema_version: super::SCHEMA_VERSION,
         tool: super::Tool::current(),
@@ -874,7 +921,39 @@ fn read_owner(dir: &Path, lock: &File) -> Result<Manifest, String> {
         shard: None,
         dirs,
         files,
-    })
+    };
+    Ok((journal, placed))
+}
+
+/// Appends to the owner marker of the report directory `dir` (about to be moved by this run:
+/// a new report into OUT, the previous one aside) the name it is moved to (`m NAME`), before
+/// the move: a later cleaner then removes it only at a name a run put it at, never at a name
+/// someone else renamed it to (issue 48: a user's report renamed to `.OUT.old.keep01`,
+/// the documented leftover pattern, was removed by the next run). A report without a marker
+/// (an older build's) is moved all the same.
+#[cfg(unix)]
+fn note_move(dir: &Path, to: &Path) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let Some(name) = to.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return Ok(());
+    };
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(dir.join(OWNER_FILE));
+    match file {
+        Ok(mut file) if file.metadata()?.is_file() => file.write_all(format!("m {name}\n").as_bytes()),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Elsewhere than Unix no leftover is ever removed: nothing to note.
+#[cfg(not(unix))]
+fn note_move(_dir: &Path, _to: &Path) -> std::io::Result<()> {
+    Ok(())
 }
 
 /// Makes sure a report can be written to `out`, before anything runs: `out` does not exist
@@ -917,10 +996,51 @@ pub fn write_report_with(
     out: &Path,
     histories: &BTreeMap<String, lockstep_sim::History>,
 ) -> Result<Vec<PathBuf>, String> {
+    write_report_adding(report, out, histories, &Additions::default())
+}
+
+/// What a report of `lockstep live` or `lockstep serve` adds to the files every report has:
+/// written in the staging directory with everything else, before the swap (issue 48: they were
+/// written into OUT after it, so that concurrent runs mixed one run's header with another's
+/// report, and a reader could see the report without them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Additions {
+    /// Further files at the top of the report (`live.json`, `serve.json`): name and contents.
+    /// A name is a plain file name, none of the report's own.
+    pub files: Vec<(String, Vec<u8>)>,
+    /// Markdown put before the top of `summary.md`.
+    pub summary_head: String,
+    /// HTML put at the top of `index.html`'s body.
+    pub index_banner: String,
+}
+
+/// [`write_report_with`], with what a live or serve report adds ([`Additions`]), all of it
+/// built in the staging directory and swapped in at once.
+pub fn write_report_adding(
+    report: &Report,
+    out: &Path,
+    histories: &BTreeMap<String, lockstep_sim::History>,
+    additions: &Additions,
+) -> Result<Vec<PathBuf>, String> {
+    for (name, _) in &additions.files {
+        let plain = !name.is_empty() && !name.contains(['/', '\\']) && !name.starts_with('.');
+        let reserved = [
+            MANIFEST_FILE,
+            OWNER_FILE,
+            "report.json",
+            "summary.md",
+            "junit.xml",
+            "index.html",
+        ];
+        if !plain || reserved.contains(&name.as_str()) || additions.files.iter().filter(|(n, _)| n == name).count() > 1
+        {
+            return Err(format!("report file name {name:?} is not a new plain file name"));
+        }
+    }
     prepare_out(out)?;
     remove_stale(out);
     let (staging, _staging_lock, mut journal) = staging_dir(out)?;
-    let files = build_report_dir(report, staging.path(), histories, &mut journal)?;
+    let files = build_report_dir(report, staging.path(), histories, additions, &mut journal)?;
     // The previous report, swapped out below, stays locked until it is removed.
     #[cfg(unix)]
     let _old_lock = try_lock_dir(out).ok().flatten();
@@ -989,28 +1109,48 @@ fn build_report_dir(
     report: &Report,
     dir: &Path,
     histories: &BTreeMap<String, lockstep_sim::History>,
+    additions: &Additions,
     journal: &mut Journal,
 ) -> Result<Vec<PathBuf>, String> {
+    // Every report has `charts/`, with charts or without (journalled first, as every entry).
+    if journal
+        .record_dir("charts")
+        .map_err(|e| format!("cannot record charts/ in {}: {e}", OWNER_FILE))?
+    {
+        std::fs::create_dir(dir.join("charts")).map_err(|e| format!("cannot create charts/: {e}"))?;
+    }
     let mut written = Vec::new();
     let mut put = |rel: &str, bytes: &[u8]| -> Result<(), String> {
+        // Journalled before it is created (issue 48: a kill between creating an entry and
+        // recording it left an entry no cleaner could prove lockstep's). A listed entry that
+        // was never created is simply not there to remove.
+        let created = journal
+            .record(rel)
+            .map_err(|e| format!("cannot record {rel} in {}: {e}", OWNER_FILE))?;
+        for d in created {
+            std::fs::create_dir(dir.join(&d)).map_err(|e| format!("cannot create {d}/: {e}"))?;
+        }
         let path = dir.join(rel);
         let write = || -> std::io::Result<()> {
             use std::io::Write;
-            let mut file = std::fs::File::create(&path)?;
+            // A new directory of this run's: nothing is at the name, and nothing is followed.
+            let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
             file.write_all(bytes)?;
             file.sync_all()
         };
         write().map_err(|e| format!("cannot write {rel}: {e}"))?;
-        journal
-            .record(rel)
-            .map_err(|e| format!("cannot record {rel} in {}: {e}", OWNER_FILE))?;
         written.push(PathBuf::from(rel));
         Ok(())
     };
     put("report.json", report.to_json().as_bytes())?;
-    put("summary.md", markdown::summary(report).as_bytes())?;
+    put(
+        "summary.md",
+        format!("{}{}", additions.summary_head, markdown::summary(report)).as_bytes(),
+    )?;
     put("junit.xml", junit::junit_xml(report)?.as_bytes())?;
-    std::fs::create_dir(dir.join("charts")).map_err(|e| format!("cannot create charts/: {e}"))?;
+    for (name, bytes) in &additions.files {
+        put(name, bytes)?;
+    }
     let mut svgs = BTreeMap::new();
     for (stem, chart) in charts::all(report) {
         // Stems are slugs (see `chart_stems`); checked again here, as nothing may land outside.
@@ -1023,8 +1163,13 @@ fn build_report_dir(
         put(&format!("charts/{stem}.png"), &charts::svg::png(&svg)?)?;
         svgs.insert(stem, svg);
     }
-    let runs = interactive::write_runs(report, histories, dir, &mut put)?;
-    put("index.html", html::index_with(report, &svgs, &runs).as_bytes())?;
+    let runs = interactive::write_runs(report, histories, &mut put)?;
+    let index = html::index_with(report, &svgs, &runs);
+    let index = match additions.index_banner.is_empty() {
+        true => index,
+        false => index.replacen("<body>", &format!("<body>\n{}", additions.index_banner), 1),
+    };
+    put("index.html", index.as_bytes())?;
     let manifest = Manifest::of_dir(dir, report).map_err(|e| format!("cannot list the report: {e}"))?;
     put(MANIFEST_FILE, manifest.to_json().as_bytes())?;
     let run_dirs = std::fs::read_dir(dir.join("runs"))
@@ -1070,12 +1215,15 @@ fn swap_in(staging: tempfile::TempDir, out: &Path, existing: &Existing) -> Resul
         // A temporary directory is private (0700); a report directory is as readable as any.
         std::fs::set_permissions(staging.path(), std::fs::Permissions::from_mode(0o755)).map_err(fail)?;
     }
+    // The new report records where this run puts it: a later cleaner removes a leftover only
+    // at a name a run put it at (OUT itself may be a leftover's name: a report written there).
+    note_move(staging.path(), out).map_err(fail)?;
     let old = match existing {
         Existing::Missing | Existing::Empty => {
             std::fs::rename(staging.path(), out).map_err(fail)?;
             None
         }
-        Existing::Report(_) => match exchange(staging.path(), out) {
+        Existing::Report(_) => match note_move(out, staging.path()).and_then(|()| exchange(staging.path(), out)) {
             // The staging path holds the old report now: its guard must not remove it whole.
             Ok(()) => Some(staging.path().to_path_buf()),
             Err(e) if exchange_unsupported(&e) => Some(swap_by_renames(staging.path(), out).map_err(fail)?),

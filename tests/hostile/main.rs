@@ -12,6 +12,7 @@ mod common;
 mod fuzz;
 mod hardening;
 mod hostile;
+mod hostile_battery4;
 mod hostile_data_loss;
 mod hostile_gates;
 mod hostile_gates_more;

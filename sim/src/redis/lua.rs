@@ -102,6 +102,10 @@ pub fn server_failure(error: &str) -> Option<&'static str> {
     let error = error.strip_prefix('-').unwrap_or(error);
     if error.starts_with("ERR Script killed: exceeded instruction budget") {
         Some("a script stopped by the instruction budget")
+    } else if error.starts_with(WALL_GUARD_KILLED) {
+        Some("a script stopped by the wall-clock guard of a real-time server")
+    } else if error.starts_with(STOPPED_KILLED) {
+        Some("a script stopped with its run, from outside the simulation")
     } else if error.starts_with("ERR script cache full") {
         Some("the script cache full")
     } else if error.starts_with("ERR Lua VM unavailable") {
@@ -141,6 +145,65 @@ fn raise<T>(text: impl Into<String>) -> mlua::Result<T> {
 
 mod pattern;
 
+/// The start of the reply to a script stopped by the wall-clock guard of a real-time server
+/// ([`set_wall_guard`]).
+const WALL_GUARD_KILLED: &str = "ERR Script killed: it ran past the wall-clock guard";
+/// The start of the reply to a script stopped because its run was stopped from outside the
+/// simulation ([`crate::stop`]).
+const STOPPED_KILLED: &str = "ERR Script killed: the run was stopped";
+
+thread_local! {
+    /// The wall-clock guard of the scripts run on this thread ([`set_wall_guard`]): none in a
+    /// simulation.
+    static WALL_GUARD: Cell<Option<std::time::Duration>> = const { Cell::new(None) };
+}
+
+/// Sets, for the scripts run on this thread from now on, a wall-clock guard: a script still
+/// running `limit` after it started is stopped with `ERR Script killed: it ran past the
+/// wall-clock guard of N ms`, checked by the same hook as the instruction budget (every
+/// [`HOOK_EVERY`] instructions, and by the built-ins that charge the budget). Redis' own answer
+/// to a long script is wall time too (`busy-reply-threshold`, 5 s, after which other clients get
+/// `BUSY`), and a real-time server (`lockstep serve`, `lockstep live`'s servers) serves every
+/// client from one thread: a script that does work no budget counts (the VM's own `..` and `<`
+/// on long strings) must not stall them all. It is a last resort behind the budget, never set in
+/// a simulation, whose scripts stop on counted work only and where a wall clock would break
+/// determinism; `None` removes it.
+pub fn set_wall_guard(limit: Option<std::time::Duration>) {
+    WALL_GUARD.with(|g| g.set(limit));
+}
+
+/// What the hook checks between budget checks: every this many VM instructions, whether the
+/// run was stopped from outside ([`crate::stop`]) or ran past its wall-clock guard. The budget
+/// itself is still checked every `min(budget, 10000)` instructions, so where a runaway script
+/// stops does not change.
+const HOOK_EVERY: u64 = 100;
+
+/// Above this heap, each VM instruction is charged besides as if it handled
+/// [`HEAP_BYTES_PER_UNIT`]-th of the heap (issue 48). The VM's own `..` and `<` copy and compare
+/// whole strings in one instruction, and no hook can see which instruction runs or on what: a
+/// loop of `a .. 'x'` or `a < b` over 15 MB strings ran for days on a budget of instructions.
+/// With the heap small (a lock script's VM holds some 50 KB) nothing changes.
+const LARGE_HEAP: u64 = 16 << 20;
+
+/// See [`LARGE_HEAP`]: with the default budget, a loop of `..` or `<` on the longest strings
+/// the memory cap allows stops within seconds (measured: 1–3 s), and a script holding 32 MB
+/// runs some 3,000 instructions (a script's heap is rarely past 16 MB: Redis replies and
+/// arguments are what fill it).
+const HEAP_BYTES_PER_UNIT: u64 = 1024;
+
+/// Why a run was stopped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Kill {
+    /// The instruction budget ran out.
+    #[default]
+    Budget,
+    /// The run was stopped from outside the simulation (`explore --time-limit`, `mutants
+    /// --seed-time-limit`): the world stops at its next step, and the run counts for nothing.
+    Stopped,
+    /// The wall-clock guard of a real-time server passed ([`set_wall_guard`]).
+    WallGuard(std::time::Duration),
+}
+
 /// Per-run state shared with the hook and the Rust functions exposed to Lua.
 #[derive(Default)]
 struct RunState {
@@ -148,8 +211,12 @@ struct RunState {
     /// ([`RunState::charge`]).
     executed: Cell<u64>,
     exceeded: Cell<bool>,
+    /// Why the run was stopped, once [`Self::exceeded`].
+    killed_by: Cell<Kill>,
     budget: Cell<u64>,
     rand48: Cell<u64>,
+    /// When the run's wall-clock guard passes (a real-time server's only, [`set_wall_guard`]).
+    deadline: Cell<Option<(std::time::Instant, std::time::Duration)>>,
 }
 
 /// Bytes a built-in may copy or compare for one unit of the instruction budget: a VM
@@ -160,8 +227,28 @@ impl RunState {
     fn begin(&self, budget: u64) {
         self.executed.set(0);
         self.exceeded.set(false);
+        self.killed_by.set(Kill::Budget);
         self.budget.set(budget);
         self.seed(0);
+        let guard = WALL_GUARD.with(Cell::get);
+        self.deadline
+            .set(guard.and_then(|limit| Some((std::time::Instant::now().checked_add(limit)?, limit))));
+    }
+
+    /// Whether the run must stop for a reason other than its budget: stopped from outside
+    /// ([`crate::stop`]), or past its wall-clock guard. Sets [`Self::killed_by`].
+    fn interrupted(&self) -> bool {
+        if crate::stop::requested() {
+            self.killed_by.set(Kill::Stopped);
+            return true;
+        }
+        match self.deadline.get() {
+            Some((at, limit)) if std::time::Instant::now() >= at => {
+                self.killed_by.set(Kill::WallGuard(limit));
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Budget units left to the run.
@@ -174,7 +261,7 @@ impl RunState {
     fn charge(&self, units: u64) -> mlua::Result<()> {
         let executed = self.executed.get().saturating_add(units);
         self.executed.set(executed);
-        if self.exceeded.get() || executed >= self.budget.get() {
+        if self.exceeded.get() || executed >= self.budget.get() || (units > 0 && self.interrupted()) {
             return Err(self.kill());
         }
         Ok(())
@@ -471,9 +558,17 @@ impl ScriptRuntime {
             })?;
             let (ok, value) = vm.run.call::<(bool, Value)>((func, keys, argv, &vm.handler))?;
             if vm.state.exceeded.get() {
-                return Ok(Reply::Error(format!(
-                    "ERR Script killed: exceeded instruction budget of {budget}"
-                )));
+                return Ok(Reply::Error(match vm.state.killed_by.get() {
+                    Kill::Budget => format!("ERR Script killed: exceeded instruction budget of {budget}"),
+                    Kill::Stopped => {
+                        format!("{STOPPED_KILLED} from outside the simulation (a wall-clock limit of the exploration)")
+                    }
+                    Kill::WallGuard(limit) => format!(
+                        "{WALL_GUARD_KILLED} of {} ms of a real-time server (lockstep serve / live; Redis would \
+                         answer BUSY to other clients meanwhile)",
+                        limit.as_millis()
+                    ),
+                }));
             }
             if ok {
                 Ok(lua_to_reply(&value, 0))
@@ -669,12 +764,43 @@ impl Vm {
         self.make_dispatch::<D>()?;
         let budget = self.budget;
         let every = budget.clamp(1, 10_000);
+        // The hook fires every `fine` instructions to look for a stop from outside or a passed
+        // wall-clock guard; the budget is counted and checked every `every`, as it always was.
+        let fine = if every.is_multiple_of(HOOK_EVERY) {
+            HOOK_EVERY
+        } else {
+            every
+        };
+        let since = Cell::new(0u64);
         let st = self.state.clone();
         self.lua
-            .set_global_hook(HookTriggers::new().every_nth_instruction(every as u32), move |_, _| {
+            .set_global_hook(HookTriggers::new().every_nth_instruction(fine as u32), move |lua, _| {
+                if st.exceeded.get() || st.interrupted() {
+                    st.exceeded.set(true);
+                    return Err(mlua::Error::runtime("Script killed: instruction budget"));
+                }
+                // A large heap: each instruction may copy or compare strings of its size.
+                let heap = lua.used_memory() as u64;
+                if heap > LARGE_HEAP {
+                    let executed = st
+                        .executed
+                        .get()
+                        .saturating_add(fine.saturating_mul(heap / HEAP_BYTES_PER_UNIT));
+                    st.executed.set(executed);
+                    if executed >= budget {
+                        st.exceeded.set(true);
+                        return Err(mlua::Error::runtime("Script killed: instruction budget"));
+                    }
+                }
+                let counted = since.get() + fine;
+                if counted < every {
+                    since.set(counted);
+                    return Ok(VmState::Continue);
+                }
+                since.set(0);
                 let executed = st.executed.get().saturating_add(every);
                 st.executed.set(executed);
-                if st.exceeded.get() || executed >= budget {
+                if executed >= budget {
                     st.exceeded.set(true);
                     return Err(mlua::Error::runtime("Script killed: instruction budget"));
                 }
@@ -703,7 +829,7 @@ impl Vm {
         let st = self.state.clone();
         let call = self.lua.create_function(move |lua, args: MultiValue| {
             charge(&st, &args)?;
-            match dispatch::<D>(lua, args)? {
+            match dispatch::<D>(lua, args, &st)? {
                 Ok(value) => Ok(value),
                 Err(text) => raise(text),
             }
@@ -711,7 +837,7 @@ impl Vm {
         let st = self.state.clone();
         let pcall = self.lua.create_function(move |lua, args: MultiValue| {
             charge(&st, &args)?;
-            match dispatch::<D>(lua, args)? {
+            match dispatch::<D>(lua, args, &st)? {
                 Ok(value) => Ok(value),
                 Err(text) => err_table(lua, &text),
             }
@@ -768,7 +894,32 @@ enum Cost {
     Output,
     /// By the length of its first argument (a table), times this many units an element.
     Elements(u64),
+    /// By how many values it returns (`unpack`, `string.byte`: up to Lua's 8,000 a call;
+    /// `string.char` is charged by its arguments, see [`install_builtins`]).
+    Results,
+    /// By the bytes of its first argument (source text), times [`COMPILE_UNITS_PER_BYTE`]:
+    /// `loadstring`.
+    Compile,
+    /// By the heap the VM holds, a unit a byte, when it collects (`collectgarbage()`,
+    /// `'collect'`, `'step'`): a collection marks and sweeps all of it, a few nanoseconds a
+    /// byte.
+    Collect,
 }
+
+/// Units `loadstring` costs per byte of source: Lua's lexer and parser spend tens of
+/// nanoseconds a byte, several instructions' worth (issue 48: a loop compiling a 1 MB source
+/// ran for minutes on a budget of VM instructions).
+const COMPILE_UNITS_PER_BYTE: u64 = 8;
+
+/// Units a value returned or taken by `unpack`, `string.byte` or `string.char` costs: each
+/// crosses into Rust and back, some 80 ns (measured), a dozen instructions' worth.
+const VALUE_UNITS: u64 = 16;
+
+/// Units each element of a `redis.call` reply costs: the command's own work, which grows with
+/// what it returns (`KEYS *`, `SMEMBERS`, `LRANGE 0 -1`), and the element made into a Lua
+/// value in a table — some 3 µs in all (measured over 200,000–300,000 elements), hundreds of
+/// instructions' worth; its bytes are charged besides, a unit per [`BYTES_PER_UNIT`].
+const REPLY_ELEMENT_UNITS: u64 = 256;
 
 /// Replaces the library functions whose work depends on their arguments' size with versions
 /// that charge the run's budget for it (the instruction hook does not fire inside C
@@ -817,23 +968,59 @@ fn install_builtins(lua: &Lua, state: &Rc<RunState>) -> mlua::Result<Table> {
         (&table, "insert", Cost::Elements(1)),
         (&table, "remove", Cost::Elements(1)),
         (&globals, "tonumber", Cost::Input),
+        (&string, "byte", Cost::Results),
+        (&globals, "unpack", Cost::Results),
+        (&globals, "loadstring", Cost::Compile),
+        (&globals, "collectgarbage", Cost::Collect),
     ] {
         let original: Function = lib.get(name)?;
         let st = state.clone();
         let wrapped = lua.create_function(move |lua, args: MultiValue| {
+            // Charged before the work where its size is known, so that the work a budget cannot
+            // pay for is never done.
             match (cost, args.front()) {
                 (Cost::Input, Some(Value::String(s))) => st.charge(s.as_bytes().len() as u64 / BYTES_PER_UNIT)?,
                 (Cost::Elements(k), Some(Value::Table(t))) => st.charge((t.raw_len() as u64).saturating_mul(k))?,
+                (Cost::Compile, Some(Value::String(s))) => {
+                    st.charge((s.as_bytes().len() as u64).saturating_mul(COMPILE_UNITS_PER_BYTE))?
+                }
+                (Cost::Collect, None | Some(Value::Nil)) => st.charge(lua.used_memory() as u64)?,
+                (Cost::Collect, Some(Value::String(option))) if ["collect", "step"].contains(&&*option.to_str()?) => {
+                    st.charge(lua.used_memory() as u64)?
+                }
                 _ => st.charge(0)?,
             }
             let out = original.call::<MultiValue>(args).map_err(|e| c_error(lua, name, e))?;
-            if let (Cost::Output, Some(Value::String(s))) = (cost, out.front()) {
-                st.charge(s.as_bytes().len() as u64 / BYTES_PER_UNIT)?;
+            match (cost, out.front()) {
+                (Cost::Output, Some(Value::String(s))) => st.charge(s.as_bytes().len() as u64 / BYTES_PER_UNIT)?,
+                (Cost::Results, _) => st.charge((out.len() as u64).saturating_mul(VALUE_UNITS))?,
+                _ => {}
             }
             Ok(out)
         })?;
         lib.set(name, wrapped)?;
     }
+    // `string.char` in Rust, charged by its arguments: called through a Rust wrapper, Lua's
+    // own would need its arguments twice on the stack (8,000 slots), and fail on half as many.
+    let st = state.clone();
+    string.set(
+        "char",
+        lua.create_function(move |lua, args: MultiValue| {
+            st.charge((args.len() as u64).saturating_mul(VALUE_UNITS))?;
+            let mut bytes = Vec::with_capacity(args.len());
+            for i in 0..args.len() {
+                let c = check_int(lua, &args, i, "char").map_err(|e| lua_error(lua, lua_error_message(&e)))?;
+                if !(0..=255).contains(&c) {
+                    return Err(lua_error(
+                        lua,
+                        format!("bad argument #{} to 'char' (invalid value)", i + 1),
+                    ));
+                }
+                bytes.push(c as u8);
+            }
+            lua.create_string(&bytes)
+        })?,
+    )?;
     let st = state.clone();
     table.set(
         "maxn",
@@ -933,7 +1120,7 @@ fn check_int(lua: &Lua, args: &MultiValue, i: usize, fname: &str) -> mlua::Resul
 /// Body of `redis.call`/`redis.pcall`: runs the command on the data lent for the run
 /// ([`Dispatch`]) and converts the reply; `Err(text)` is a Redis error (a command error reply or
 /// a script-level refusal) as its `err` text.
-fn dispatch<D: 'static>(lua: &Lua, args: MultiValue) -> mlua::Result<Result<Value, String>> {
+fn dispatch<D: 'static>(lua: &Lua, args: MultiValue, state: &RunState) -> mlua::Result<Result<Value, String>> {
     if args.is_empty() {
         return Ok(Err(
             "ERR Please specify at least one argument for this redis lib call".to_string()
@@ -963,10 +1150,37 @@ fn dispatch<D: 'static>(lua: &Lua, args: MultiValue) -> mlua::Result<Result<Valu
     match reply {
         Err(refusal) => Ok(Err(push_error_text(refusal))),
         Ok(Reply::Error(e)) => Ok(Err(push_error_text(&format!("-{e}")))),
-        Ok(reply) => Ok(Ok(with_cap_lifted_if_safe(lua, lua_bytes(&reply), || {
-            reply_to_lua(lua, &reply)
-        })?)),
+        Ok(reply) => {
+            // The reply is charged by its size before it is made into Lua values (issue 48: a
+            // loop of `KEYS *` over 300,000 keys ran for minutes on a budget of instructions).
+            state.charge(reply_units(&reply))?;
+            Ok(Ok(with_cap_lifted_if_safe(lua, lua_bytes(&reply), || {
+                reply_to_lua(lua, &reply)
+            })?))
+        }
     }
+}
+
+/// What a `redis.call` reply costs the budget: [`REPLY_ELEMENT_UNITS`] an element of an array
+/// (nested ones included), and a unit per [`BYTES_PER_UNIT`] bytes of its strings. A small
+/// reply (a lock script's `GET`, `SET`, `PEXPIRE`) costs nothing.
+fn reply_units(reply: &Reply) -> u64 {
+    fn walk(reply: &Reply, elements: &mut u64, bytes: &mut u64) {
+        match reply {
+            Reply::Integer(_) | Reply::Bulk(None) | Reply::Array(None) => {}
+            Reply::Bulk(Some(b)) => *bytes += b.len() as u64,
+            Reply::Status(s) | Reply::Error(s) => *bytes += s.len() as u64,
+            Reply::Array(Some(items)) => {
+                *elements += items.len() as u64;
+                for item in items {
+                    walk(item, elements, bytes);
+                }
+            }
+        }
+    }
+    let (mut elements, mut bytes) = (0, 0);
+    walk(reply, &mut elements, &mut bytes);
+    elements.saturating_mul(REPLY_ELEMENT_UNITS) + bytes / BYTES_PER_UNIT
 }
 
 /// What a Lua table costs at most besides its array slots: its header and the hash part of
@@ -2147,6 +2361,95 @@ mod tests {
         assert!(matches!(&counts[0], Reply::Bulk(Some(_))), "{counts:?}");
     }
 
+    /// Issue 48: work no instruction counted, each in one `EVAL`, stopped by the default budget
+    /// in about a second or two (they ran for minutes, or hours).
+    #[test]
+    fn work_the_issue_48_battery_found_uncounted_is_charged() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let killed = err("ERR Script killed: exceeded instruction budget of 100000000");
+        // 300,000 keys, a set and a list of 200,000 elements.
+        let fill = "for i = 1, 300000 do redis.call('set', 'k' .. i, i) end \
+                    for i = 1, 200000 do redis.call('sadd', 's', i) redis.call('rpush', 'l', i) end return 1";
+        assert_eq!(eval(&mut e, fill, &[], &[]), int(1));
+        for script in [
+            "local src = 'return 1 ' .. string.rep(' ', 1e6) while true do loadstring(src) end",
+            "local t = {} for i = 1, 2e5 do t[i] = {i} end while true do collectgarbage('collect') end",
+            "local t = {} for i = 1, 2e5 do t[i] = {i} end while true do collectgarbage() end",
+            "local s = string.rep('x', 7000) while true do local c = string.char(string.byte(s, 1, -1)) end",
+            "local t = {} for i = 1, 7000 do t[i] = 65 end while true do local c = string.char(unpack(t)) end",
+            "local t = {} for i = 1, 7000 do t[i] = i end while true do local n = select('#', unpack(t)) end",
+            "local src = string.rep('x = 1 ', 2e5) while true do loadstring(src) end",
+            "local s = string.rep('a', 3e7) local n = string.rep('a', 1000) .. 'b' while true do s:find(n, 1, true) end",
+            "local s = string.rep('a', 3e7) local n = string.rep('a', 1000) .. 'b' return s:find(n)",
+            "while true do redis.call('keys', '*') end",
+            "while true do redis.call('smembers', 's') end",
+            "while true do redis.call('lrange', 'l', 0, -1) end",
+            // The VM's own `..` and `<`, over a heap past `LARGE_HEAP`.
+            "local a = string.rep('x', 15e6) local b = a .. 'y' local c = a .. 'z' while true do local x = b < c end",
+            "local a = string.rep('x', 15e6) while true do local x = a .. 'y' end",
+        ] {
+            let started = std::time::Instant::now();
+            assert_eq!(eval(&mut e, script, &[], &[]), killed, "{script}");
+            let seconds = started.elapsed().as_secs_f64();
+            eprintln!("{seconds:.3} s: {script}");
+            assert!(seconds < 10.0, "{script}: {seconds} s");
+        }
+    }
+
+    /// Issue 48: the VM's own `..` and `<` on long strings are one instruction each, whatever
+    /// their length; a run stopped from outside (`explore --time-limit`, `mutants
+    /// --seed-time-limit`) and a real-time server's wall-clock guard stop such a script at once.
+    #[test]
+    fn a_stop_from_outside_and_the_wall_guard_reach_inside_a_script() {
+        let long = [
+            "local a = string.rep('x', 15e6) local b = a .. 'y' local c = a .. 'z' while true do local x = b < c end",
+            "local a = string.rep('x', 15e6) while true do local x = a .. 'y' end",
+        ];
+        for script in long {
+            let mut e = RedisEngine::new(EngineConfig::default());
+            let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let _stop = crate::stop::stop_when(flag.clone());
+            let timer = {
+                let flag = flag.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(std::time::Duration::from_millis(300));
+                    flag.store(true, std::sync::atomic::Ordering::Relaxed);
+                })
+            };
+            let started = std::time::Instant::now();
+            let Reply::Error(reply) = eval(&mut e, script, &[], &[]) else {
+                panic!("{script}: not an error");
+            };
+            let seconds = started.elapsed().as_secs_f64();
+            eprintln!("stopped from outside: {seconds:.3} s: {script}");
+            timer.join().unwrap();
+            assert!(reply.starts_with(STOPPED_KILLED), "{reply}");
+            assert_eq!(
+                server_failure(&reply),
+                Some("a script stopped with its run, from outside the simulation")
+            );
+            assert!(seconds < 5.0, "{script}: {seconds} s");
+        }
+        for script in long {
+            let mut e = RedisEngine::new(EngineConfig::default());
+            set_wall_guard(Some(std::time::Duration::from_millis(300)));
+            let started = std::time::Instant::now();
+            let reply = eval(&mut e, script, &[], &[]);
+            set_wall_guard(None);
+            let seconds = started.elapsed().as_secs_f64();
+            eprintln!("wall guard: {seconds:.3} s: {script}");
+            let Reply::Error(reply) = reply else {
+                panic!("{script}: not an error");
+            };
+            assert!(reply.starts_with(WALL_GUARD_KILLED), "{reply}");
+            assert!(reply.contains("300 ms"), "{reply}");
+            assert!(server_failure(&reply).is_some(), "{reply}");
+            assert!(seconds < 5.0, "{script}: {seconds} s");
+            // The guard is the thread's setting: without it, scripts stop on the budget alone.
+            assert_eq!(eval(&mut e, "return 1", &[], &[]), int(1));
+        }
+    }
+
     #[test]
     fn the_bounds_failures_are_named() {
         // Budgets large enough for each script to reach the bound it is about first.
@@ -2163,7 +2466,8 @@ mod tests {
             ),
             (
                 200_000_000,
-                "local t = {} for i = 1, 1e8 do t[i] = i end",
+                // Few instructions once the heap is large (each is charged by it past 16 MB).
+                "local t = {} local s = string.rep('x', 1e6) for i = 1, 1e3 do t[i] = s .. i end",
                 "a script past the Lua memory cap",
             ),
             (

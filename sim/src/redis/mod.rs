@@ -98,7 +98,7 @@ pub use codec::{decode_command, encode_reply};
 pub use command::{blocking_timeout_ms, is_write_command, EngineConfig, RedisEngine};
 pub use keyspace::{Entry, Keyspace, Value, DATABASES};
 pub(crate) use lua::WorldLua;
-pub use lua::{server_failure, sha1_hex};
+pub use lua::{server_failure, set_wall_guard, sha1_hex};
 pub use memory::{
     set_unscoped_memory_max, unscoped_memory_max, MemoryPool, DEFAULT_MAXMEMORY_BYTES, DEFAULT_UNSCOPED_MEMORY_BYTES,
     DEFAULT_WORLD_MEMORY_BYTES, OOM_ERROR,

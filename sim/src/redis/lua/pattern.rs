@@ -506,9 +506,12 @@ pub(super) fn find(lua: &Lua, args: MultiValue, state: &RunState, find: bool) ->
     let plain = matches!(args.get(3), Some(v) if !matches!(v, Value::Nil | Value::Boolean(false)));
     if find && (plain || !c_pattern.iter().any(|c| SPECIALS.contains(c))) {
         // A plain search for the whole pattern (Lua compares all of its bytes here).
-        let found = metered(lua, state, |_| {
+        let found = metered(lua, state, |left| {
             let (hay, needle): (&[u8], &[u8]) = (&src[init..], &pat);
-            // Charged by the bytes compared.
+            // Charged by the bytes compared, and stopped once they are more than the budget has
+            // left (issue 48: a search for a long missing needle in 30 MB compared for minutes
+            // before it was charged).
+            let limit = left.saturating_mul(8);
             let mut compared = 0u64;
             let mut at = None;
             if needle.is_empty() {
@@ -520,6 +523,9 @@ pub(super) fn find(lua: &Lua, args: MultiValue, state: &RunState, find: bool) ->
                     if same == needle.len() {
                         at = Some(i);
                         break;
+                    }
+                    if compared > limit {
+                        return (Err(Stop::Budget), compared / 8 + 1);
                     }
                 }
             }

@@ -102,7 +102,8 @@ impl Functions {
         self.libraries.values().find_map(|lib| {
             lib.functions
                 .iter()
-                .find(|f| f.name.as_bytes() == name)
+                // Redis 7.0 looks functions up without regard to case.
+                .find(|f| f.name.as_bytes().eq_ignore_ascii_case(name))
                 .map(|f| (lib, f))
         })
     }
@@ -130,11 +131,13 @@ impl Functions {
             return Err(Reply::error("ERR Invalid library metadata"));
         };
         let (shebang, body) = rest.split_at(newline);
-        // Redis splits the shebang with `sdssplitargs`: any ASCII space separates, so a line
-        // ending in CRLF names the library without its CR.
-        let mut words = shebang
-            .split(|c: char| c.is_ascii_whitespace())
-            .filter(|w| !w.is_empty());
+        // Redis splits the shebang with `sdssplitargs`: any ASCII space separates (a line ending
+        // in CRLF names the library without its CR), and quotes group.
+        let Some(parts) = super::reader::split_args(shebang.as_bytes()) else {
+            return Err(Reply::error("ERR Invalid library metadata"));
+        };
+        let parts: Vec<String> = parts.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect();
+        let mut words = parts.iter().map(String::as_str);
         let engine = words.next().unwrap_or("");
         let mut name: Option<&str> = None;
         for word in words {

@@ -911,6 +911,9 @@ enum Cost {
 /// ran for minutes on a budget of VM instructions).
 const COMPILE_UNITS_PER_BYTE: u64 = 8;
 
+/// The most values a C function may push at once (Lua 5.1's `LUAI_MAXCSTACK`).
+const LUA_RESULTS_MAX: i32 = 8000;
+
 /// Units a value returned or taken by `unpack`, `string.byte` or `string.char` costs: each
 /// crosses into Rust and back, some 80 ns (measured), a dozen instructions' worth.
 const VALUE_UNITS: u64 = 16;
@@ -989,6 +992,27 @@ fn install_builtins(lua: &Lua, state: &Rc<RunState>) -> mlua::Result<Table> {
                     st.charge(lua.used_memory() as u64)?
                 }
                 _ => st.charge(0)?,
+            }
+            // Lua 5.1's `unpack` computes its count in a C `int`: a range such as
+            // `unpack(t, -2, 2147483647)` overflows it and trips an assertion that aborts the
+            // whole process. Redis patched it to refuse; so does this, before Lua sees it.
+            if name == "unpack" {
+                let int_at = |k: usize| match args.get(k) {
+                    Some(Value::Integer(n)) => Some(*n as i128),
+                    Some(Value::Number(f)) if f.is_finite() => Some(*f as i128),
+                    _ => None,
+                };
+                let first = int_at(1).unwrap_or(1);
+                let last = match int_at(2) {
+                    Some(last) => last,
+                    None => match args.front() {
+                        Some(Value::Table(t)) => t.raw_len() as i128,
+                        _ => 0,
+                    },
+                };
+                if last - first + 1 > i128::from(LUA_RESULTS_MAX) {
+                    return Err(lua_error(lua, "too many results to unpack".to_string()));
+                }
             }
             let out = original.call::<MultiValue>(args).map_err(|e| c_error(lua, name, e))?;
             match (cost, out.front()) {
@@ -1714,6 +1738,25 @@ mod tests {
         assert_eq!(eval(&mut e, RELEASE, &["lock"], &["tok"]), int(0));
         assert_eq!(eval(&mut e, EXTEND, &["lock"], &["tok", "100"]), int(0));
         assert_eq!(run(&mut e, &["EXISTS", "lock"]), int(0));
+    }
+
+    #[test]
+    fn unpack_of_an_overflowing_range_is_refused_not_an_abort() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        for script in [
+            "return {unpack({1,2,3}, -2, 2147483647)}",
+            "return {unpack({1,2,3}, 0, 2147483647)}",
+            "return {unpack({1,2,3}, -2147483648, -2)}",
+        ] {
+            let Reply::Error(text) = eval(&mut e, script, &[], &[]) else {
+                panic!("{script} answered")
+            };
+            assert!(text.contains("too many results to unpack"), "{text}");
+        }
+        assert_eq!(
+            eval(&mut e, "return {unpack({1,2,3}, 2)}", &[], &[]),
+            Reply::Array(Some(vec![int(2), int(3)]))
+        );
     }
 
     #[test]

@@ -42,7 +42,7 @@ const IDLE_CAPACITY_MAX: usize = 64 * 1024;
 
 /// Splits an inline command line into arguments as Redis's `sdssplitargs` does; `None` for
 /// unbalanced quotes (or a closing quote not followed by a space).
-fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
+pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
     let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
     let mut args = Vec::new();
     let mut i = 0;

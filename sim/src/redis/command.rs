@@ -96,6 +96,8 @@ pub struct RedisEngine {
     /// `CONFIG SET` values (a restart forgets them, as Redis forgets what was not written to its
     /// config file).
     server_config: super::admin::ServerConfig,
+    /// The flags of the cached scripts that declared them in a `#!lua` line, by SHA.
+    script_shebangs: BTreeMap<String, ScriptFlags>,
     /// How many clients the server has blocked (for `INFO clients`).
     blocked_clients: usize,
     /// `INFO commandstats`: per command, calls, refusals and errors.
@@ -147,6 +149,7 @@ impl RedisEngine {
             touched_overflowed: false,
             blocked_clients: 0,
             command_stats: BTreeMap::new(),
+            script_shebangs: BTreeMap::new(),
         }
     }
 
@@ -733,6 +736,8 @@ impl RedisEngine {
             "fcall" => self.fcall(args, now, false),
             "fcall_ro" => self.fcall(args, now, true),
             "function|load" => self.function_load(args),
+            "function|dump" => Reply::Bulk(Some(super::function::dump(&self.functions.codes()))),
+            "function|restore" => self.function_restore(args),
             "function|list" => self.functions.list(&args[2..]),
             // A function always runs to its end before the next command is read.
             "function|kill" => Reply::error("NOTBUSY No scripts in execution right now."),
@@ -754,9 +759,15 @@ impl RedisEngine {
                     Reply::ok()
                 }
             },
-            "script|load" => match self.scripts.load(&args[2]) {
-                Ok(sha) => Reply::bulk(sha),
-                Err(e) => Reply::Error(e),
+            "script|load" => match script_shebang(&args[2]).map(|flags| (flags, self.scripts.load(&args[2]))) {
+                Err(e) => e,
+                Ok((flags, Ok(sha))) => {
+                    if let Some(flags) = flags {
+                        self.script_shebangs.insert(sha.clone(), flags);
+                    }
+                    Reply::bulk(sha)
+                }
+                Ok((_, Err(e))) => Reply::Error(e),
             },
             "script|exists" => Reply::Array(Some(
                 args[2..]
@@ -773,6 +784,7 @@ impl RedisEngine {
                     return Reply::error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
                 }
                 self.scripts.flush();
+                self.script_shebangs.clear();
                 Reply::ok()
             }
             // A script always runs to its end before the next command is read.
@@ -866,18 +878,34 @@ impl RedisEngine {
         if numkeys < 0 {
             return Reply::error("ERR Number of keys can't be negative");
         }
-        let sha = if by_sha {
+        let (sha, shebang) = if by_sha {
             let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
             if !self.scripts.contains(&sha) {
                 return Reply::error(NOSCRIPT);
             }
-            sha
+            let shebang = self.script_shebangs.get(&sha).copied();
+            (sha, shebang)
         } else {
+            let shebang = match script_shebang(&args[1]) {
+                Ok(shebang) => shebang,
+                Err(e) => return e,
+            };
             match self.scripts.load(&args[1]) {
-                Ok(sha) => sha,
+                Ok(sha) => {
+                    if let Some(flags) = shebang {
+                        self.script_shebangs.insert(sha.clone(), flags);
+                    }
+                    (sha, shebang)
+                }
                 Err(e) => return Reply::Error(e),
             }
         };
+        // A script that declares its flags runs by them: `no-writes` as `EVAL_RO`; without
+        // `allow-oom` (or `no-writes`) it is refused whole over `maxmemory`.
+        let read_only = read_only || shebang.is_some_and(|f| f.no_writes);
+        if shebang.is_some_and(|f| !f.allow_oom && !f.no_writes) && self.out_of_memory() {
+            return Reply::error(OOM_ERROR);
+        }
         let split = 3 + numkeys as usize;
         self.db.memory_limit = self.memory.limit();
         self.scripts.run(
@@ -930,6 +958,44 @@ impl RedisEngine {
             return Reply::Error(format!("ERR Error registering functions: {text}"));
         }
         self.functions.install(prepared, registered)
+    }
+
+    /// `FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]`: every library of a `FUNCTION DUMP`
+    /// payload, all or none.
+    fn function_restore(&mut self, args: &[Bytes]) -> Reply {
+        if args.len() > 4 {
+            return Reply::error(
+                "ERR unknown subcommand or wrong number of arguments for 'restore'. Try FUNCTION HELP.",
+            );
+        }
+        let policy = match args.get(3) {
+            None => "append",
+            Some(p) if eq_ic(p, "append") => "append",
+            Some(p) if eq_ic(p, "replace") => "replace",
+            Some(p) if eq_ic(p, "flush") => "flush",
+            Some(_) => {
+                return Reply::error("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
+            }
+        };
+        let Some(codes) = super::function::undump(&args[2]) else {
+            return Reply::error("ERR payload version or checksum are wrong");
+        };
+        let before = self.functions.clone();
+        if policy == "flush" {
+            self.functions = Functions::default();
+        }
+        for code in codes {
+            let mut load = vec![Bytes::from_static(b"FUNCTION"), Bytes::from_static(b"LOAD")];
+            if policy == "replace" {
+                load.push(Bytes::from_static(b"REPLACE"));
+            }
+            load.push(code);
+            if let Reply::Error(e) = self.function_load(&load) {
+                self.functions = before;
+                return Reply::Error(e);
+            }
+        }
+        Reply::ok()
     }
 
     /// `FCALL`/`FCALL_RO function numkeys key... arg...`.
@@ -1034,6 +1100,14 @@ fn exec_from_script(db: &mut Db, args: &[Bytes], now: i64) -> Result<Reply, &'st
         // bound (see docs/redis-differences.md).
         Lookup::Found(spec, _) if spec.flags.has(Flags::DENYOOM) && db.ks.used_bytes() > db.memory_limit => {
             Err(OOM_REFUSAL)
+        }
+        // `xreadCommand`: a script may not block.
+        Lookup::Found(_, fullname)
+            if (fullname == "xread" || fullname == "xreadgroup") && args.iter().any(|a| eq_ic(a, "block")) =>
+        {
+            Ok(Reply::Error(format!(
+                "ERR {fullname} command is not allowed with BLOCK option from scripts"
+            )))
         }
         Lookup::Found(spec, _) => Ok(exec_data(db, spec, args, now)),
     }
@@ -1146,6 +1220,53 @@ pub(crate) fn pubsub_numpat(db: &mut Db, _args: &[Bytes], _now: i64) -> Reply {
 /// user has `requirepass` as its password, or takes any password while none is set.
 fn check_credentials(user: Option<&Bytes>, password: &[u8], requirepass: &str) -> bool {
     user.is_none_or(|u| u.as_ref() == b"default") && (requirepass.is_empty() || password == requirepass.as_bytes())
+}
+
+/// The flags a script declares in its Redis 7 shebang line (`#!lua flags=no-writes,allow-oom`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct ScriptFlags {
+    no_writes: bool,
+    allow_oom: bool,
+}
+
+/// Reads an `EVAL` script's shebang line: `None` without one; errors as Redis 7.0 words them.
+fn script_shebang(body: &[u8]) -> Result<Option<ScriptFlags>, Reply> {
+    let Some(rest) = body.strip_prefix(b"#!") else {
+        return Ok(None);
+    };
+    let line = rest.split(|b| *b == b'\n').next().unwrap_or_default();
+    let words = super::reader::split_args(line).unwrap_or_default();
+    let engine = words
+        .first()
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .unwrap_or_default();
+    if engine != "lua" {
+        return Err(Reply::Error(sanitize(format!(
+            "ERR Unexpected engine in script shebang: {engine}"
+        ))));
+    }
+    let mut flags = ScriptFlags::default();
+    for word in &words[1..] {
+        let word = String::from_utf8_lossy(word);
+        let Some(list) = word.strip_prefix("flags=") else {
+            return Err(Reply::Error(sanitize(format!(
+                "ERR Unknown lua shebang option: {word}"
+            ))));
+        };
+        for flag in list.split(',').filter(|f| !f.is_empty()) {
+            match flag {
+                "no-writes" => flags.no_writes = true,
+                "allow-oom" => flags.allow_oom = true,
+                "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                other => {
+                    return Err(Reply::Error(sanitize(format!(
+                        "ERR Unexpected flag in script shebang: {other}"
+                    ))))
+                }
+            }
+        }
+    }
+    Ok(Some(flags))
 }
 
 /// A blocking command's timeout in seconds (`getTimeoutFromObjectOrReply` of Redis 7.0): a

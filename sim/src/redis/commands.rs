@@ -585,6 +585,8 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
             row("flush", -2, f(&[W, NS]), NK, NONE, G::Scripting, E),
             row("kill", 2, f(&[NS, AB]), NK, NONE, G::Scripting, E),
             row("stats", 2, f(&[NS, AB]), NK, NONE, G::Scripting, E),
+            row("dump", 2, f(&[NS]), NK, NONE, G::Scripting, E),
+            row("restore", -3, f(&[W, M, NS]), NK, NONE, G::Scripting, E),
             row(
                 "help",
                 2,
@@ -652,6 +654,16 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         K(introspect::lastsave),
     ),
     row("wait", 3, f(&[NS]), NK, NONE, G::Generic, E),
+    // Cluster mode is left out: the command exists (scripts may not call it) and says so.
+    row(
+        "cluster",
+        -2,
+        f(&[NS, LO, ST]),
+        NK,
+        NONE,
+        G::Server,
+        K(introspect::cluster),
+    ),
     container(
         "memory",
         G::Server,

@@ -233,6 +233,11 @@ impl Functions {
         }
     }
 
+    /// The code of every library, in name order (`FUNCTION DUMP`).
+    pub(crate) fn codes(&self) -> Vec<Bytes> {
+        self.libraries.values().map(|l| l.code.clone()).collect()
+    }
+
     /// `FUNCTION LIST [WITHCODE] [LIBRARYNAME pattern]` (`options` follow `LIST`).
     pub(crate) fn list(&self, options: &[Bytes]) -> Reply {
         let (mut with_code, mut pattern): (bool, Option<&Bytes>) = (false, None);
@@ -505,5 +510,103 @@ mod tests {
             true,
         );
         assert_eq!(got, Reply::error("ERR user_function:2: boom"));
+    }
+}
+
+/// `FUNCTION DUMP`'s payload: lockstep's own format (Redis's is an RDB fragment), a version, each
+/// library's code with its length, and a checksum, so `FUNCTION RESTORE` refuses a payload it did
+/// not make. `DUMP_MAGIC` then for each library a 4-byte big-endian length and the code, then
+/// 8 bytes of FNV-1a over all that.
+const DUMP_MAGIC: &[u8] = b"LKSF\x01";
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The payload of `codes`.
+pub(crate) fn dump(codes: &[Bytes]) -> Bytes {
+    let mut out = DUMP_MAGIC.to_vec();
+    for code in codes {
+        out.extend_from_slice(&u32::try_from(code.len()).unwrap_or(u32::MAX).to_be_bytes());
+        out.extend_from_slice(code);
+    }
+    let sum = fnv1a(&out);
+    out.extend_from_slice(&sum.to_be_bytes());
+    Bytes::from(out)
+}
+
+/// The libraries' code in a payload of [`dump`], or `None` when it is not one.
+pub(crate) fn undump(payload: &[u8]) -> Option<Vec<Bytes>> {
+    let (body, sum) = payload.split_at_checked(payload.len().checked_sub(8)?)?;
+    if fnv1a(body).to_be_bytes() != sum || !body.starts_with(DUMP_MAGIC) {
+        return None;
+    }
+    let mut rest = &body[DUMP_MAGIC.len()..];
+    let mut codes = Vec::new();
+    while !rest.is_empty() {
+        let (len, tail) = rest.split_at_checked(4)?;
+        let len = u32::from_be_bytes(len.try_into().ok()?) as usize;
+        let (code, tail) = tail.split_at_checked(len)?;
+        codes.push(Bytes::copy_from_slice(code));
+        rest = tail;
+    }
+    Some(codes)
+}
+
+#[cfg(test)]
+mod dump_tests {
+    use crate::redis::{EngineConfig, RedisEngine, Reply};
+    use bytes::Bytes;
+
+    fn run(e: &mut RedisEngine, args: &[&[u8]]) -> Reply {
+        let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+        e.execute(&args, 0)
+    }
+
+    #[test]
+    fn function_dump_restores_all_or_nothing_by_policy() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let lib = |name: &str, reply: &str| {
+            format!("#!lua name={name}\nredis.register_function('{name}', function() return '{reply}' end)")
+        };
+        assert!(!matches!(
+            run(&mut e, &[b"FUNCTION", b"LOAD", lib("a", "one").as_bytes()]),
+            Reply::Error(_)
+        ));
+        let Reply::Bulk(Some(payload)) = run(&mut e, &[b"FUNCTION", b"DUMP"]) else {
+            panic!("a payload")
+        };
+        assert_eq!(run(&mut e, &[b"FUNCTION", b"FLUSH"]), Reply::ok());
+        assert_eq!(run(&mut e, &[b"FUNCTION", b"RESTORE", &payload]), Reply::ok());
+        assert_eq!(run(&mut e, &[b"FCALL", b"A", b"0"]), Reply::bulk("one"));
+        // APPEND (the default) refuses a library that exists; REPLACE replaces it.
+        assert_eq!(
+            run(&mut e, &[b"FUNCTION", b"LOAD", b"REPLACE", lib("a", "two").as_bytes()]),
+            Reply::bulk("a")
+        );
+        assert!(
+            matches!(run(&mut e, &[b"FUNCTION", b"RESTORE", &payload]), Reply::Error(m) if m.contains("already exists"))
+        );
+        assert_eq!(run(&mut e, &[b"FCALL", b"a", b"0"]), Reply::bulk("two"));
+        assert_eq!(
+            run(&mut e, &[b"FUNCTION", b"RESTORE", &payload, b"REPLACE"]),
+            Reply::ok()
+        );
+        assert_eq!(run(&mut e, &[b"FCALL", b"a", b"0"]), Reply::bulk("one"));
+        // A payload it did not make, or a flipped byte, changes nothing.
+        let mut bad = payload.to_vec();
+        bad[6] ^= 1;
+        for payload in [&b"bad_payload"[..], &bad] {
+            assert_eq!(
+                run(&mut e, &[b"FUNCTION", b"RESTORE", payload, b"FLUSH"]),
+                Reply::error("ERR payload version or checksum are wrong")
+            );
+        }
+        assert_eq!(run(&mut e, &[b"FCALL", b"a", b"0"]), Reply::bulk("one"));
     }
 }

@@ -218,6 +218,8 @@ pub(crate) fn function_help(_ks: &mut Keyspace, _args: &[Bytes], _now: i64) -> R
         "FLUSH [ASYNC|SYNC]",
         "KILL",
         "STATS",
+        "DUMP",
+        "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
         "HELP",
     ])
 }
@@ -256,4 +258,10 @@ pub(crate) fn memory_help(_ks: &mut Keyspace, _args: &[Bytes], _now: i64) -> Rep
         "HELP",
         "    Print this help.",
     ])
+}
+
+/// `CLUSTER ...`: lockstep's Redis runs without cluster support, as a redis-server started
+/// without `cluster-enabled`.
+pub(crate) fn cluster(_ks: &mut Keyspace, _args: &[Bytes], _now: i64) -> Reply {
+    Reply::error("ERR This instance has cluster support disabled")
 }

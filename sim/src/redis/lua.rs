@@ -58,7 +58,7 @@
 //!   a fresh environment table whose `redis`, `string`, `math` and `table` are read-only views,
 //!   so one script cannot break the next; `rawget`/`pairs` on those views see nothing, and
 //!   `KEYS`/`ARGV` can be reassigned within a run. `coroutine`, `load`, `print`, `dofile`,
-//!   `loadfile`, `os`, `io`, `debug`, `package`, `cjson`, `cmsgpack`, `struct` and `bit` are not
+//!   `loadfile`, `os`, `io`, `debug`, `package`, `cjson`, `cmsgpack` and `struct` are not
 //!   available; `loadstring` refuses bytecode;
 //! * only RESP2 is spoken: `redis.setresp(3)` raises an error, and `{map=..}`/`{set=..}` reply
 //!   tables are treated as plain arrays; replies nested deeper than 128 levels become
@@ -484,9 +484,20 @@ impl ScriptRuntime {
         {
             return Err(cache_full_error());
         }
+        // A Redis 7 shebang line (`#!lua flags=...`) is the engine's, not Lua's: compiled as a
+        // comment (same length, so line numbers hold); the SHA stays the whole body's.
+        let commented;
+        let source: &[u8] = if body.starts_with(b"#!") {
+            let mut copy = body.to_vec();
+            copy[..2].copy_from_slice(b"--");
+            commented = copy;
+            &commented
+        } else {
+            body
+        };
         let compiled = vm
             .lua
-            .load(body)
+            .load(source)
             .set_name(USER_SCRIPT)
             .set_mode(ChunkMode::Text)
             .into_function();
@@ -1602,8 +1613,71 @@ local function readonly_mt(t)
     __metatable = false,
   }
 end
-local redis_mt, string_mt, math_mt, table_mt =
-  readonly_mt(redis), readonly_mt(string), readonly_mt(math), readonly_mt(table)
+-- LuaBitOp's `bit` library (Redis ships it), on 32-bit two's-complement integers, written
+-- from its documented semantics (bitop.luajit.org/api.html).
+local bit = {}
+do
+  local W = 4294967296
+  local function tobit(x)
+    x = math.floor(x + 0.5) % W
+    if x >= 2147483648 then x = x - W end
+    return x
+  end
+  local function u(x) return tobit(x) % W end
+  local function fold(f, a, ...)
+    local r = u(a)
+    for i = 1, select('#', ...) do
+      local b, out, p = u((select(i, ...))), 0, 1
+      local x = r
+      for _ = 1, 32 do
+        local xa, xb = x % 2, b % 2
+        if f(xa, xb) then out = out + p end
+        x, b, p = (x - xa) / 2, (b - xb) / 2, p * 2
+      end
+      r = out
+    end
+    return tobit(r)
+  end
+  bit.tobit = tobit
+  bit.bnot = function(x) return tobit(-1 - tobit(x)) end
+  bit.band = function(...) return fold(function(a, b) return a == 1 and b == 1 end, ...) end
+  bit.bor = function(...) return fold(function(a, b) return a == 1 or b == 1 end, ...) end
+  bit.bxor = function(...) return fold(function(a, b) return a ~= b end, ...) end
+  bit.lshift = function(x, n) return tobit(u(x) * 2 ^ (u(n) % 32)) end
+  bit.rshift = function(x, n) return tobit(math.floor(u(x) / 2 ^ (u(n) % 32))) end
+  bit.arshift = function(x, n) return tobit(math.floor(tobit(x) / 2 ^ (u(n) % 32))) end
+  bit.rol = function(x, n)
+    n = u(n) % 32
+    local v = u(x)
+    return tobit((v * 2 ^ n) % W + math.floor(v / 2 ^ (32 - n)))
+  end
+  bit.ror = function(x, n) return bit.rol(x, 32 - u(n) % 32) end
+  bit.bswap = function(x)
+    local v, r = u(x), 0
+    for _ = 1, 4 do
+      r = r * 256 + v % 256
+      v = math.floor(v / 256)
+    end
+    return tobit(r)
+  end
+  bit.tohex = function(x, n)
+    n = n == nil and 8 or tobit(n)
+    local upper = n < 0
+    if upper then n = -n end
+    if n > 8 or n < 0 then n = 8 end
+    local v, digits = u(x), upper and '0123456789ABCDEF' or '0123456789abcdef'
+    local out = ''
+    for _ = 1, n do
+      local d = v % 16
+      out = string.sub(digits, d + 1, d + 1) .. out
+      v = (v - d) / 16
+    end
+    return out
+  end
+end
+
+local redis_mt, string_mt, math_mt, table_mt, bit_mt =
+  readonly_mt(redis), readonly_mt(string), readonly_mt(math), readonly_mt(table), readonly_mt(bit)
 local env_mt = {
   __index = function(_, k)
     local v = base[k]
@@ -1628,6 +1702,7 @@ local function run(f, keys, argv, handler)
   rawset(env, 'string', setmetatable({}, string_mt))
   rawset(env, 'math', setmetatable({}, math_mt))
   rawset(env, 'table', setmetatable({}, table_mt))
+  rawset(env, 'bit', setmetatable({}, bit_mt))
   current_env = env
   setfenv(f, env)
   return raw_xpcall(f, handler)
@@ -1756,6 +1831,35 @@ mod tests {
         assert_eq!(
             eval(&mut e, "return {unpack({1,2,3}, 2)}", &[], &[]),
             Reply::Array(Some(vec![int(2), int(3)]))
+        );
+    }
+
+    #[test]
+    fn the_bit_library_is_luabitops() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let cases = [
+            ("return bit.band(0x12345678, 0xff)", 0x78),
+            ("return bit.bor(1, 2, 4)", 7),
+            ("return bit.bxor(0xff, 0x0f)", 0xf0),
+            ("return bit.bnot(0)", -1),
+            ("return bit.tobit(0xffffffff)", -1),
+            ("return bit.lshift(1, 31)", i64::from(i32::MIN)),
+            ("return bit.rshift(-1, 28)", 15),
+            ("return bit.arshift(-256, 4)", -16),
+            ("return bit.rol(0x12345678, 8)", 0x34567812),
+            ("return bit.bswap(0x12345678)", 0x78563412),
+        ];
+        for (script, want) in cases {
+            assert_eq!(eval(&mut e, script, &[], &[]), int(want), "{script}");
+        }
+        assert_eq!(
+            eval(&mut e, "return bit.tohex(65535, -4)", &[], &[]),
+            Reply::bulk("FFFF")
+        );
+        assert_eq!(eval(&mut e, "return bit.tohex(-1)", &[], &[]), Reply::bulk("ffffffff"));
+        assert_eq!(
+            eval(&mut e, "return bit.tohex(65535, -2147483648)", &[], &[]),
+            Reply::bulk("0000FFFF")
         );
     }
 

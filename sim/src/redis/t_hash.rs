@@ -234,9 +234,12 @@ pub(crate) fn hsetnx(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
 /// `HINCRBYFLOAT key field increment`.
 pub(crate) fn hincrbyfloat(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
     const NOT_FLOAT: &str = "ERR value is not a valid float";
-    let Some(by) = parse_double(&args[3]).filter(|v| v.is_finite()) else {
+    let Some(by) = parse_double(&args[3]) else {
         return Reply::error(NOT_FLOAT);
     };
+    if !by.is_finite() {
+        return Reply::error("ERR value is NaN or Infinity");
+    }
     let current = match hash_of(ks, &args[1], now) {
         Err(e) => return e,
         Ok(fields) => fields.and_then(|f| f.iter().find(|(k, _)| *k == args[2]).map(|(_, v)| v.clone())),

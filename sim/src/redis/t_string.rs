@@ -355,7 +355,8 @@ pub(crate) fn incrbyfloat(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply 
             None => return Reply::error(NOT_FLOAT),
         },
     };
-    let Some(by) = parse_double(&args[2]).filter(|v| v.is_finite()) else {
+    // An infinite increment parses; its sum is what Redis refuses.
+    let Some(by) = parse_double(&args[2]) else {
         return Reply::error(NOT_FLOAT);
     };
     let new = current + by;

@@ -408,6 +408,11 @@ impl ServerConfig {
         self.set.get("requirepass").map_or("", String::as_str)
     }
 
+    /// `notify-keyspace-events` as set.
+    pub(crate) fn notify_keyspace_events(&self) -> &str {
+        self.set.get("notify-keyspace-events").map_or("", String::as_str)
+    }
+
     /// The encoding thresholds as set.
     pub(crate) fn encoding_limits(&self) -> EncodingLimits {
         let number = |name: &str, default: usize| {
@@ -498,6 +503,9 @@ impl ServerConfig {
                 // Eviction is not simulated: only the policy the engine has is accepted.
                 "maxmemory-policy" if !value.eq_ignore_ascii_case("noeviction") => {
                     return Err(failed("only noeviction is simulated"));
+                }
+                "notify-keyspace-events" if !super::notify::valid(&value) => {
+                    return Err(failed("Invalid event class character. Use 'Ag$lshzxeKEtmd'."));
                 }
                 _ if p.default.parse::<i64>().is_ok() && value.parse::<i64>().is_err() => {
                     return Err(failed("argument couldn't be parsed into an integer"));

@@ -55,6 +55,8 @@ pub(crate) struct Db {
     pub(crate) selected: usize,
     /// The encoding thresholds `OBJECT ENCODING` applies (`CONFIG SET hash-max-listpack-entries`...).
     pub(crate) limits: super::admin::EncodingLimits,
+    /// `notify-keyspace-events` as classes ([`super::notify`]); 0: none.
+    pub(crate) notify: u32,
 }
 
 impl Default for Db {
@@ -67,6 +69,7 @@ impl Default for Db {
             memory_limit: usize::MAX,
             selected: 0,
             limits: super::admin::EncodingLimits::default(),
+            notify: 0,
         }
     }
 }
@@ -686,6 +689,7 @@ impl RedisEngine {
                         self.memory.maxmemory = bytes;
                     }
                     self.db.limits = self.server_config.encoding_limits();
+                    self.db.notify = super::notify::classes(self.server_config.notify_keyspace_events());
                     Reply::ok()
                 }
                 Err(refusal) => refusal,
@@ -1127,6 +1131,22 @@ fn exec_from_read_only_script(db: &mut Db, args: &[Bytes], now: i64) -> Result<R
 /// Runs a data command by its row's handler (the arity has been checked). Commands the engine
 /// answers itself are not data commands.
 fn exec_data(db: &mut Db, spec: &CommandSpec, args: &[Bytes], now: i64) -> Reply {
+    if db.notify == 0 {
+        return run_handler(db, spec, args, now);
+    }
+    // Keyspace notifications: the keys this command wrote, apart from those written before it
+    // in the same `EXEC` or script (put back after).
+    let earlier = db.ks.take_touched_all();
+    let reply = run_handler(db, spec, args, now);
+    let written = db.ks.take_touched_all();
+    db.ks.restore_touched(earlier.iter().chain(&written).cloned());
+    if !matches!(reply, Reply::Error(_)) {
+        super::notify::command_events(db, spec, args, &written);
+    }
+    reply
+}
+
+fn run_handler(db: &mut Db, spec: &CommandSpec, args: &[Bytes], now: i64) -> Reply {
     match spec.handler {
         Handler::Keys(handler) | Handler::Server(handler) => {
             let selected = db.selected;

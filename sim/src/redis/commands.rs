@@ -124,6 +124,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     row("setrange", 4, f(&[W, M]), K1, NONE, G::String, K(st::setrange)),
     row("getrange", 4, f(&[R]), K1, NONE, G::String, K(st::getrange)),
     row("substr", 4, f(&[R]), K1, NONE, G::String, K(st::getrange)),
+    row("lcs", -3, f(&[R]), K12, NONE, G::String, K(st::lcs)),
     // ---- bitmaps (t_string.rs)
     row("setbit", 4, f(&[W, M]), K1, NONE, G::Bitmap, K(st::setbit)),
     row("getbit", 3, f(&[R, FA]), K1, NONE, G::Bitmap, K(st::getbit)),

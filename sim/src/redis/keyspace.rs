@@ -307,6 +307,14 @@ impl Keyspace {
         out
     }
 
+    /// Puts back keys drained by [`Keyspace::take_touched_all`] (`(database, key)`), for a
+    /// caller that looked at what one command wrote.
+    pub(crate) fn restore_touched(&mut self, keys: impl IntoIterator<Item = (usize, Bytes)>) {
+        for (db, key) in keys {
+            self.db_mut(db).touched.insert(key);
+        }
+    }
+
     /// Number of keys that are not expired at `now_ms`.
     pub(crate) fn live_len(&self, now_ms: i64) -> usize {
         let due = self.expiries.range(..(now_ms, Bytes::new())).count();

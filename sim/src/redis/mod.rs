@@ -77,6 +77,7 @@ pub mod link;
 mod lua;
 pub mod master;
 mod memory;
+mod notify;
 pub mod reader;
 pub mod replication;
 mod reply;

@@ -43,7 +43,7 @@ use crate::history::{EventKind, KeyEffect};
 use crate::redis::replication::{diff, Effect, MemberRole, Replication};
 use crate::redis::{
     blocking_timeout_ms, decode_command, encode_reply, is_write_command, ClientSession, CommandReader, RedisEngine,
-    Reply, ReplyEncoder,
+    Reply, ReplyEncoder, ReplyMode,
 };
 use bytes::{Bytes, BytesMut};
 use std::cell::RefCell;
@@ -671,6 +671,21 @@ impl<H: RedisHost> RedisServer<H> {
         };
         let blocks = is_master && !session.in_multi() && empty.is_some_and(|e| replies == [e]);
         let db = session.db;
+        // `CLIENT REPLY OFF|SKIP`: no reply to it, then none (OFF) or none to the next command
+        // (SKIP). The command still runs and is recorded.
+        let sets_reply_mode = name == "client" && args.get(1).is_some_and(|a| a.eq_ignore_ascii_case(b"reply"));
+        let silenced = if sets_reply_mode {
+            session.reply_mode != ReplyMode::On
+        } else {
+            match session.reply_mode {
+                ReplyMode::On => false,
+                ReplyMode::Off => true,
+                ReplyMode::Skip => {
+                    session.reply_mode = ReplyMode::On;
+                    true
+                }
+            }
+        };
         if let Some(c) = self.conns.borrow_mut().open.get_mut(&conn) {
             c.session = session;
         }
@@ -731,6 +746,14 @@ impl<H: RedisHost> RedisServer<H> {
                 ),
             };
             return self.block(conn, serial, peer, args, db, keys, serve, timeout_ms);
+        }
+        if silenced && !blocks {
+            let recorded = match <[Reply; 1]>::try_from(replies) {
+                Ok([reply]) => reply,
+                Err(replies) => Reply::Array(Some(replies)),
+            };
+            self.record(conn, peer, args, &recorded, effects, false);
+            return Response::Many(Vec::new());
         }
         match <[Reply; 1]>::try_from(replies) {
             Ok([reply]) => {

@@ -1,11 +1,11 @@
 //! String commands (Redis's `t_string.c`): `GET`, `SET` and its older forms (`SETNX`, `SETEX`,
 //! `PSETEX`, `GETSET`), `GETEX`, `GETDEL`, `MGET`/`MSET`/`MSETNX`, the counters (`INCR`...
 //! `INCRBYFLOAT`), `APPEND`, `STRLEN`, `SETRANGE`, `GETRANGE`/`SUBSTR`, and the bit commands
-//! (`SETBIT`, `GETBIT`, `BITCOUNT`, `BITPOS`, `BITOP`).
+//! (`SETBIT`, `GETBIT`, `BITCOUNT`, `BITPOS`, `BITOP`), and `LCS`.
 //!
 //! Reply and error texts, and which error wins when several apply, follow Redis 7.0's
 //! documentation (redis.io/commands) and behaviour observed on redis-server 7.0. Strings are
-//! byte strings up to `proto-max-bulk-len` (512 MB). Left out: `LCS`, `BITFIELD`, and Redis's
+//! byte strings up to `proto-max-bulk-len` (512 MB). `LCS` is here. Left out: `BITFIELD`, and Redis's
 //! integer and embedded-string encodings (values are stored as bytes; `OBJECT ENCODING` infers
 //! the encoding Redis would report).
 
@@ -643,4 +643,169 @@ pub(crate) fn bitop(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
         ks.insert(args[2].clone(), Value::String(Bytes::from(out)), None);
     }
     Reply::Integer(len as i64)
+}
+
+/// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]`: the longest common subsequence
+/// of two strings (missing keys are empty), its length, or its matching ranges (from the end, as
+/// Redis 7.0 reports them), by the classic dynamic-programming table and Redis's backtrack.
+pub(crate) fn lcs(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
+    let (mut len_only, mut idx, mut with_len, mut min_len) = (false, false, false, 0usize);
+    let mut j = 3;
+    while j < args.len() {
+        let opt = &args[j];
+        if eq_ic(opt, "len") {
+            len_only = true;
+        } else if eq_ic(opt, "idx") {
+            idx = true;
+        } else if eq_ic(opt, "withmatchlen") {
+            with_len = true;
+        } else if eq_ic(opt, "minmatchlen") && j + 1 < args.len() {
+            match parse_ll(&args[j + 1]) {
+                Some(n) => min_len = usize::try_from(n).unwrap_or(0),
+                None => return Reply::error(NOT_INTEGER),
+            }
+            j += 1;
+        } else {
+            return Reply::error(SYNTAX);
+        }
+        j += 1;
+    }
+    let mut text = |key: &Bytes| match ks.lookup(key, now).map(|e| &e.value) {
+        None => Ok(Bytes::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(_) => Err(Reply::error("ERR The specified keys must contain string values")),
+    };
+    let (a, b) = match (text(&args[1]), text(&args[2])) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    if len_only && idx {
+        return Reply::error("ERR If you want both the length and indexes, please just use IDX.");
+    }
+    let (alen, blen) = (a.len(), b.len());
+    if (alen as u128 + 1) * (blen as u128 + 1) > (1u128 << 32) {
+        return Reply::error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
+    }
+    let width = blen + 1;
+    let mut table = vec![0u32; (alen + 1) * width];
+    for i in 1..=alen {
+        for k in 1..=blen {
+            table[i * width + k] = if a[i - 1] == b[k - 1] {
+                table[(i - 1) * width + k - 1] + 1
+            } else {
+                table[(i - 1) * width + k].max(table[i * width + k - 1])
+            };
+        }
+    }
+    let total = table[alen * width + blen] as usize;
+    if len_only {
+        return Reply::Integer(total as i64);
+    }
+    let mut result = vec![0u8; total];
+    let mut at = total;
+    let (mut i, mut k) = (alen, blen);
+    let mut matches = Vec::new();
+    let (mut a_start, mut a_end, mut b_start, mut b_end) = (alen, 0, 0, 0);
+    while i > 0 && k > 0 {
+        let mut emit = false;
+        if a[i - 1] == b[k - 1] {
+            result[at - 1] = a[i - 1];
+            if a_start == alen {
+                (a_start, a_end, b_start, b_end) = (i - 1, i - 1, k - 1, k - 1);
+            } else if a_start == i && b_start == k {
+                a_start -= 1;
+                b_start -= 1;
+            } else {
+                emit = true;
+            }
+            if a_start == 0 || b_start == 0 {
+                emit = true;
+            }
+            at -= 1;
+            i -= 1;
+            k -= 1;
+        } else {
+            if table[(i - 1) * width + k] > table[i * width + k - 1] {
+                i -= 1;
+            } else {
+                k -= 1;
+            }
+            if a_start != alen {
+                emit = true;
+            }
+        }
+        if emit {
+            let match_len = a_end - a_start + 1;
+            if min_len == 0 || match_len >= min_len {
+                let mut m = vec![
+                    Reply::Array(Some(vec![Reply::Integer(a_start as i64), Reply::Integer(a_end as i64)])),
+                    Reply::Array(Some(vec![Reply::Integer(b_start as i64), Reply::Integer(b_end as i64)])),
+                ];
+                if with_len {
+                    m.push(Reply::Integer(match_len as i64));
+                }
+                matches.push(Reply::Array(Some(m)));
+            }
+            a_start = alen;
+        }
+    }
+    if idx {
+        return Reply::Array(Some(vec![
+            Reply::bulk("matches"),
+            Reply::Array(Some(matches)),
+            Reply::bulk("len"),
+            Reply::Integer(total as i64),
+        ]));
+    }
+    Reply::Bulk(Some(Bytes::from(result)))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::redis::{EngineConfig, RedisEngine, Reply};
+    use bytes::Bytes;
+
+    fn run(e: &mut RedisEngine, args: &[&str]) -> Reply {
+        let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
+        e.execute(&args, 0)
+    }
+
+    #[test]
+    fn lcs_as_the_redis_documentation_shows_it() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        run(&mut e, &["MSET", "key1", "ohmytext", "key2", "mynewtext"]);
+        assert_eq!(run(&mut e, &["LCS", "key1", "key2"]), Reply::bulk("mytext"));
+        assert_eq!(run(&mut e, &["LCS", "key1", "key2", "LEN"]), Reply::Integer(6));
+        let pair = |a: i64, b: i64| Reply::Array(Some(vec![Reply::Integer(a), Reply::Integer(b)]));
+        let m = |a: (i64, i64), b: (i64, i64), len: Option<i64>| {
+            let mut v = vec![pair(a.0, a.1), pair(b.0, b.1)];
+            v.extend(len.map(Reply::Integer));
+            Reply::Array(Some(v))
+        };
+        assert_eq!(
+            run(&mut e, &["LCS", "key1", "key2", "IDX"]),
+            Reply::Array(Some(vec![
+                Reply::bulk("matches"),
+                Reply::Array(Some(vec![m((4, 7), (5, 8), None), m((2, 3), (0, 1), None)])),
+                Reply::bulk("len"),
+                Reply::Integer(6),
+            ]))
+        );
+        assert_eq!(
+            run(
+                &mut e,
+                &["LCS", "key1", "key2", "IDX", "MINMATCHLEN", "4", "WITHMATCHLEN"]
+            ),
+            Reply::Array(Some(vec![
+                Reply::bulk("matches"),
+                Reply::Array(Some(vec![m((4, 7), (5, 8), Some(4))])),
+                Reply::bulk("len"),
+                Reply::Integer(6),
+            ]))
+        );
+        assert!(matches!(
+            run(&mut e, &["LCS", "key1", "key2", "LEN", "IDX"]),
+            Reply::Error(_)
+        ));
+    }
 }

@@ -936,7 +936,10 @@ impl RedisEngine {
             Ok(p) => p,
             Err(e) => return e,
         };
-        let sha = match self.function_scripts.load(prepared.wrapper.as_bytes()) {
+        let sha = match self
+            .function_scripts
+            .load_counted(prepared.wrapper.as_bytes(), prepared.code.len())
+        {
             Ok(sha) => sha,
             Err(wrapped) => {
                 // Compiled alone, the library's code gives Redis' own compile error.

@@ -569,6 +569,27 @@ mod dump_tests {
     }
 
     #[test]
+    fn thousands_of_small_libraries_load_and_script_flush_leaves_them() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        for i in 0..2_000 {
+            let code = format!("#!lua name=lib{i}\nredis.register_function('f{i}', function() return {i} end)");
+            assert_eq!(
+                run(&mut e, &[b"FUNCTION", b"LOAD", code.as_bytes()]),
+                Reply::bulk(format!("lib{i}")),
+                "library {i}"
+            );
+        }
+        assert_eq!(run(&mut e, &[b"SCRIPT", b"FLUSH"]), Reply::ok());
+        assert_eq!(run(&mut e, &[b"FCALL", b"f1999", b"0"]), Reply::Integer(1999));
+        assert_eq!(run(&mut e, &[b"FUNCTION", b"FLUSH"]), Reply::ok());
+        let code = "#!lua name=again\nredis.register_function('g', function() return 1 end)";
+        assert_eq!(
+            run(&mut e, &[b"FUNCTION", b"LOAD", code.as_bytes()]),
+            Reply::bulk("again")
+        );
+    }
+
+    #[test]
     fn function_dump_restores_all_or_nothing_by_policy() {
         let mut e = RedisEngine::new(EngineConfig::default());
         let lib = |name: &str, reply: &str| {

@@ -458,6 +458,13 @@ impl ScriptRuntime {
 
     /// Compiles and caches `body` (if not cached yet); returns its SHA or the error reply text.
     pub(crate) fn load(&mut self, body: &[u8]) -> Result<String, String> {
+        self.load_counted(body, body.len())
+    }
+
+    /// [`ScriptRuntime::load`], counting `counted_bytes` against the cache's byte bound (a
+    /// function library's wrapper counts for the library's own code, not the wrapper's
+    /// boilerplate around it).
+    pub(crate) fn load_counted(&mut self, body: &[u8], counted_bytes: usize) -> Result<String, String> {
         let sha = match &self.last_loaded {
             Some((seen, sha)) if seen.as_slice() == body => sha.clone(),
             _ => {
@@ -480,7 +487,7 @@ impl ScriptRuntime {
             return Ok(sha);
         }
         if vm.compiled.len() >= SCRIPT_CACHE_SCRIPTS_MAX
-            || vm.cached_bytes.saturating_add(body.len()) > SCRIPT_CACHE_BYTES_MAX
+            || vm.cached_bytes.saturating_add(counted_bytes) > SCRIPT_CACHE_BYTES_MAX
         {
             return Err(cache_full_error());
         }
@@ -513,10 +520,10 @@ impl ScriptRuntime {
                     sha.clone(),
                     Compiled {
                         holders: 1,
-                        body_bytes: body.len(),
+                        body_bytes: counted_bytes,
                     },
                 );
-                vm.cached_bytes += body.len();
+                vm.cached_bytes += counted_bytes;
                 self.scripts.insert(sha.clone());
                 Ok(sha)
             }

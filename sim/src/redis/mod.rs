@@ -3,21 +3,20 @@
 //! the simulated master on a node of the world ([`master`]) with its replication
 //! ([`replication`]), and the reconnecting client link of the simulated clients ([`link`]).
 //!
-//! **The engine.** [`RedisEngine`] models one Redis 7.2 master without persistence: 16 databases (`SELECT`,
-//! `SWAPDB`, `FLUSHDB`/`FLUSHALL`, `DBSIZE`; each connection's session holds its database, a
-//! script runs in its caller's and may `SELECT` for itself), string keys with millisecond expiry
-//! on the node's own wall clock (passed in with every call, so clock jumps affect expiry exactly
-//! as they would on a real node), `MSET`/`MSETNX`/`MGET`, `DEL`/`UNLINK`, a minimal list type
-//! (`LPUSH`/`RPUSH`/`LPOP`/`RPOP`/`LLEN`/`LRANGE`/`LMOVE`/`RPOPLPUSH`, `BLPOP`/`BRPOP`/`BLMOVE`/
-//! `BRPOPLPUSH`), hashes (`HSET`/`HGET`/`HDEL`/`HEXISTS`/
-//! `HINCRBY`/`HGETALL`, fields in insertion order), sets (`SADD`/`SREM`/`SMEMBERS`/`SISMEMBER`/
-//! `SCARD`, members in byte order), `EVAL`/`EVALSHA`/`SCRIPT` on an embedded Lua 5.1, Redis 7
-//! functions (`FUNCTION LOAD/LIST/DELETE/FLUSH`, `FCALL`/`FCALL_RO`, in `function.rs`),
-//! `MULTI`/`EXEC`/`DISCARD`/`WATCH`/`UNWATCH`, `PUBLISH`/`SUBSCRIBE`/`UNSUBSCRIBE`/`PSUBSCRIBE`/`PUNSUBSCRIBE`, and `AUTH`
-//! with `requirepass` (the `default` user only: `AUTH pass`, `AUTH default pass`, `HELLO ... AUTH
-//! default pass`; until then other commands answer `NOAUTH`) — the commands Redis-based lock
-//! clients and their test suites send, and `QUIT` (the server loop closes the connection after
-//! its `+OK`). Replies and error texts match Redis 7.2 for that subset.
+//! **The engine.** [`RedisEngine`] models one Redis 7.0 master without persistence: 16 databases,
+//! Redis 7.0's data commands (strings and bitmaps, keys, lists, hashes, sets, sorted sets
+//! ([`ZSet`]), streams with consumer groups ([`Stream`])), `EVAL`/`EVALSHA`/`SCRIPT` on an
+//! embedded Lua 5.1 and Redis 7 functions (`function.rs`), transactions, pub/sub with keyspace
+//! notifications (`notify.rs`), `AUTH` with `requirepass`, and the connection and server
+//! commands clients and test suites send. Every command is a row of one command table
+//! ([`table`], rows in `commands.rs`, handlers by type in `t_string.rs`, `t_generic.rs`,
+//! `t_list.rs`, `t_hash.rs`, `t_set.rs`, `t_zset.rs`, `t_stream.rs`): its arity, flags, key
+//! positions, what it can do to a key's lease, and its handler; dispatch, `COMMAND`, the
+//! history's lease reader and the grant recogniser read the same rows. Keys expire at
+//! millisecond precision on the node's own wall clock (passed in with every call, so clock jumps
+//! affect expiry exactly as they would on a real node). Replies and error texts match Redis 7.0
+//! (7.2 where older lock clients' texts were modelled); docs/redis-commands.md lists the commands
+//! and docs/redis-differences.md every known difference.
 //!
 //! **The protocol.** Commands arrive as RESP multibulks, read one of two ways (the server loop's
 //! `Framing`): by [`CommandReader`] ([`reader`]: Redis' own limits and error texts, for
@@ -28,8 +27,8 @@
 //! (`resp3.rs`) keeps that per connection: RESP2 is written by [`encode_reply`] (`redis-protocol`'s
 //! encoder), RESP3 by lockstep's own encoder — nulls as `_`, `HELLO`/`HGETALL`/`CONFIG GET` as
 //! maps, `INFO` and `CLIENT LIST`/`INFO` as verbatim strings, pub/sub messages and `SUBSCRIBE`
-//! confirmations as pushes. RESP3 doubles, booleans, sets and big numbers never occur (no
-//! supported command answers them), and inside `EXEC` and script replies only the nulls change.
+//! confirmations as pushes, sorted-set scores as doubles (`t_zset::encode_resp3`); inside `EXEC`
+//! and script replies only the nulls change.
 //!
 //! A [`Keyspace`] holds all 16 databases, so a snapshot ([`RedisEngine::keyspace`]), a restore,
 //! active expiry and the memory limit cover them all; the history's key effects
@@ -47,7 +46,8 @@
 //! Nothing here performs I/O, reads system time or iterates a hash map: the same commands at the
 //! same times always give the same replies.
 //!
-//! Left out of the engine: inline commands, other data types and commands, replication (the
+//! Left out of the engine: inline commands (the server loop's reader reads them), the commands
+//! the command table does not list, replication (the
 //! [`replication`] module copies each command's effects to replicas), persistence (the keyspace can be snapshotted with [`RedisEngine::keyspace`] and
 //! put back with [`RedisEngine::restore`]), eviction (memory is capped as with `maxmemory` and
 //! the `noeviction` policy, see [`MemoryPool`] and [`RedisEngine::maxmemory`]), ACL users

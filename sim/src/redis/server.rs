@@ -674,7 +674,11 @@ impl<H: RedisHost> RedisServer<H> {
         // `CLIENT REPLY OFF|SKIP`: no reply to it, then none (OFF) or none to the next command
         // (SKIP). The command still runs and is recorded.
         let sets_reply_mode = name == "client" && args.get(1).is_some_and(|a| a.eq_ignore_ascii_case(b"reply"));
-        let silenced = if sets_reply_mode {
+        // Subscription confirmations are pushed, not replied: Redis sends them regardless.
+        let pushes = matches!(name.as_str(), "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe");
+        let silenced = if pushes {
+            false
+        } else if sets_reply_mode {
             session.reply_mode != ReplyMode::On
         } else {
             match session.reply_mode {

@@ -220,6 +220,7 @@ impl RedisEngine {
         self.db.ks.begin_journal();
         let reply = self.execute_one(session, args, now_wall_ms);
         self.count_call(args, &reply);
+        self.notify_expired();
         self.effects = self
             .db
             .ks
@@ -484,6 +485,15 @@ impl RedisEngine {
         }
     }
 
+    /// Publishes the `expired` events of the keys that expired (when `notify-keyspace-events` has
+    /// `x`).
+    fn notify_expired(&mut self) {
+        if self.db.notify != 0 {
+            let expired = self.db.ks.take_expired_all();
+            super::notify::expired_events(&mut self.db, &expired);
+        }
+    }
+
     /// The server loop's count of blocked clients, for `INFO clients`.
     pub(crate) fn set_blocked_clients(&mut self, count: usize) {
         self.blocked_clients = count;
@@ -690,6 +700,7 @@ impl RedisEngine {
                     }
                     self.db.limits = self.server_config.encoding_limits();
                     self.db.notify = super::notify::classes(self.server_config.notify_keyspace_events());
+                    self.db.ks.log_expirations(super::notify::wants_expired(self.db.notify));
                     Reply::ok()
                 }
                 Err(refusal) => refusal,
@@ -813,6 +824,7 @@ impl RedisEngine {
     /// index probe when nothing is due.
     pub fn expire_due(&mut self, now_wall_ms: i64) -> Vec<Bytes> {
         let due = self.db.ks.remove_expired(now_wall_ms);
+        self.notify_expired();
         self.note_touched();
         if !due.is_empty() {
             self.report_memory();

@@ -152,6 +152,9 @@ pub struct Keyspace {
     /// The state of the generator behind random choices (`SPOP`, `SRANDMEMBER`, `RANDOMKEY`...):
     /// deterministic, so the same commands give the same answers. Not part of equality.
     random_state: u64,
+    /// Keys removed because they expired since [`Keyspace::take_expired_all`] (for keyspace
+    /// notifications); `None` while nobody asks.
+    expired_log: Option<Vec<Bytes>>,
 }
 
 /// One key a command changed: `(key, before, after)`, each `None` when absent or expired.
@@ -252,7 +255,11 @@ impl Keyspace {
         if index == 0 {
             self
         } else {
-            self.others.entry(index).or_default()
+            let logging = self.expired_log.is_some();
+            self.others.entry(index).or_insert_with(|| Keyspace {
+                expired_log: logging.then(Vec::new),
+                ..Keyspace::default()
+            })
         }
     }
 
@@ -458,6 +465,9 @@ impl Keyspace {
                     self.used = self.used.saturating_sub(entry_bytes(&key, &entry.value));
                 }
                 self.touched.insert(key.clone());
+                if let Some(log) = &mut self.expired_log {
+                    log.push(key.clone());
+                }
                 due.push(key);
             }
         }
@@ -556,8 +566,34 @@ impl Keyspace {
 
     fn expire_if_needed(&mut self, key: &[u8], now_ms: i64) {
         if self.entries.get(key).is_some_and(|e| e.is_expired_at(now_ms)) {
+            if let Some(log) = &mut self.expired_log {
+                log.push(Bytes::copy_from_slice(key));
+            }
             self.remove(key);
         }
+    }
+
+    /// Starts (or stops) noting the keys that expire, in every database.
+    pub(crate) fn log_expirations(&mut self, on: bool) {
+        let log = |db: &mut Keyspace| db.expired_log = on.then(|| db.expired_log.take().unwrap_or_default());
+        log(self);
+        for db in self.others.values_mut() {
+            log(db);
+        }
+    }
+
+    /// Drains the keys that expired since the last call, with their database.
+    pub(crate) fn take_expired_all(&mut self) -> Vec<(usize, Bytes)> {
+        let mut out: Vec<(usize, Bytes)> = Vec::new();
+        if let Some(log) = &mut self.expired_log {
+            out.extend(log.drain(..).map(|k| (0, k)));
+        }
+        for (i, db) in &mut self.others {
+            if let Some(log) = &mut db.expired_log {
+                out.extend(log.drain(..).map(|k| (*i, k)));
+            }
+        }
+        out
     }
 }
 

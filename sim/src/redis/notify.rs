@@ -5,8 +5,9 @@
 //!
 //! The event is the command's name, as Redis names most of them, with Redis's own names where they
 //! differ (`INCR` is `incrby`, `HMSET` `hset`, `ZINCRBY` `zincr`, `SETEX` `set` then `expire`,
-//! `GETDEL`/`UNLINK` `del`...), and a `del` after a command that emptied a collection. Left out:
-//! `expired` and `evicted` events (class `x`, `e`), `new` (`n`), key-miss (`m`), the stream
+//! `GETDEL`/`UNLINK` `del`...), a `del` after a command that emptied a collection, and `expired`
+//! (class `x`) when a key expires, lazily or actively. Left out: `evicted` (`e`: no eviction),
+//! `new` (`n`), key-miss (`m`), the stream
 //! commands' consumer-group events, and `RENAME`'s `rename_from`/`rename_to` pair (it says
 //! `rename` on the new key's name only).
 
@@ -104,6 +105,29 @@ fn events_of(spec: &CommandSpec, args: &[Bytes], exists_after: bool) -> Vec<(u32
         out.push((GENERIC, "del"));
     }
     out
+}
+
+/// Whether `classes` asks for `expired` events (the keyspace then notes expirations).
+pub(crate) fn wants_expired(classes: u32) -> bool {
+    classes & EXPIRED != 0
+}
+
+/// Publishes an `expired` event for each key that expired (`(database, key)`).
+pub(crate) fn expired_events(db: &mut Db, expired: &[(usize, Bytes)]) {
+    let flags = db.notify;
+    if flags & EXPIRED == 0 {
+        return;
+    }
+    for (index, key) in expired {
+        if flags & KEYSPACE != 0 {
+            let mut channel = format!("__keyspace@{index}__:").into_bytes();
+            channel.extend_from_slice(key);
+            publish(db, Bytes::from(channel), Bytes::from_static(b"expired"));
+        }
+        if flags & KEYEVENT != 0 {
+            publish(db, Bytes::from(format!("__keyevent@{index}__:expired")), key.clone());
+        }
+    }
 }
 
 /// Publishes the keyspace events of a successful command that wrote `written` (`(database,

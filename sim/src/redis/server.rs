@@ -587,6 +587,9 @@ impl<H: RedisHost> RedisServer<H> {
     /// with replicas replicates each as a `DEL`.
     pub fn expire_due(&self) {
         let expired = self.engine.borrow_mut().expire_due(self.host.wall_ms());
+        // Keyspace notifications of the expiries (any database) go out now, not at the next
+        // command.
+        self.deliver_pushes();
         if expired.is_empty() {
             return;
         }
@@ -675,7 +678,10 @@ impl<H: RedisHost> RedisServer<H> {
         // (SKIP). The command still runs and is recorded.
         let sets_reply_mode = name == "client" && args.get(1).is_some_and(|a| a.eq_ignore_ascii_case(b"reply"));
         // Subscription confirmations are pushed, not replied: Redis sends them regardless.
-        let pushes = matches!(name.as_str(), "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe");
+        let pushes = matches!(
+            name.as_str(),
+            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe"
+        );
         let silenced = if pushes {
             false
         } else if sets_reply_mode {
@@ -909,6 +915,25 @@ impl<H: RedisHost> RedisServer<H> {
             }
         }
         for (id, push) in self.engine.borrow_mut().take_pushes() {
+            if let Some(conn) = u64::try_from(id).ok().and_then(|id| conns.open.get(&id)) {
+                let _ = conn.pushes.send(push);
+            }
+        }
+    }
+
+    /// Delivers the messages published since the last delivery (keyspace notifications of
+    /// expiries, between commands).
+    fn deliver_pushes(&self) {
+        let Ok(mut engine) = self.engine.try_borrow_mut() else {
+            return;
+        };
+        let pushes = engine.take_pushes();
+        drop(engine);
+        if pushes.is_empty() {
+            return;
+        }
+        let conns = self.conns.borrow();
+        for (id, push) in pushes {
             if let Some(conn) = u64::try_from(id).ok().and_then(|id| conns.open.get(&id)) {
                 let _ = conn.pushes.send(push);
             }

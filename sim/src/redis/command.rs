@@ -432,6 +432,16 @@ impl RedisEngine {
 
     /// Marks the sessions watching a key touched by the last command (`touchWatchedKey`).
     fn note_touched(&mut self) {
+        // `SWAPDB`: every watcher of a key of either database, and every blocked client, may
+        // see another value now (Redis's `touchAllWatchedKeysInDb` and `scanDatabaseForReadyKeys`).
+        for (a, b) in self.db.ks.take_swapped() {
+            for ((db, _), ids) in &self.watchers {
+                if *db == a || *db == b {
+                    self.dirty.extend(ids.iter().copied());
+                }
+            }
+            self.touched_overflowed = true;
+        }
         let touched = self.db.ks.take_touched_all();
         for key in &touched {
             if let Some(ids) = self.watchers.get(key) {

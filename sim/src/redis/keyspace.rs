@@ -155,6 +155,8 @@ pub struct Keyspace {
     /// Keys removed because they expired since [`Keyspace::take_expired_all`] (for keyspace
     /// notifications); `None` while nobody asks.
     expired_log: Option<Vec<Bytes>>,
+    /// Databases `SWAPDB` exchanged since [`Keyspace::take_swapped`].
+    swapped: Vec<(usize, usize)>,
 }
 
 /// One key a command changed: `(key, before, after)`, each `None` when absent or expired.
@@ -268,32 +270,27 @@ impl Keyspace {
         std::iter::once((0, self)).chain(self.others.iter().map(|(i, db)| (*i, db)))
     }
 
-    /// `SWAPDB a b`: exchanges the contents of two databases. Every key of both counts as
-    /// touched in both (Redis' `touchAllWatchedKeysInDb`), and database 0's keys are journaled.
+    /// `SWAPDB a b`: exchanges the contents of two databases in O(1) (their maps are swapped,
+    /// not their keys). Who watches or waits on a key of either learns it from
+    /// [`Keyspace::take_swapped`] (Redis's `touchAllWatchedKeysInDb` walks the watched keys, not
+    /// the data); the history records no per-key effect for it.
     pub(crate) fn swap_dbs(&mut self, a: usize, b: usize) {
         if a == b {
             return;
         }
         let (low, high) = (a.min(b), a.max(b));
         let mut taken = std::mem::take(self.db_mut(high));
-        let keys: Vec<Bytes> = taken
-            .entries
-            .keys()
-            .chain(self.db_mut(low).entries.keys())
-            .cloned()
-            .collect();
-        if low == 0 {
-            for key in &keys {
-                self.note(key);
-            }
-        }
         let target = self.db_mut(low);
         std::mem::swap(&mut target.entries, &mut taken.entries);
         std::mem::swap(&mut target.expiries, &mut taken.expiries);
         std::mem::swap(&mut target.used, &mut taken.used);
-        target.touched.extend(keys.iter().cloned());
-        taken.touched.extend(keys);
         *self.db_mut(high) = taken;
+        self.swapped.push((low, high));
+    }
+
+    /// The databases `SWAPDB` exchanged since the last call.
+    pub(crate) fn take_swapped(&mut self) -> Vec<(usize, usize)> {
+        std::mem::take(&mut self.swapped)
     }
 
     /// `FLUSHALL`: removes every key of every database.
@@ -650,12 +647,9 @@ mod tests {
         assert_eq!(ks.get(b"three").map(|e| e.expire_at_ms), Some(Some(50)));
         assert!(ks.db(3).is_some_and(|db| db.get(b"zero").is_some()));
         assert_ne!(snapshot, ks);
-        let touched = ks.take_touched_all();
-        for db in [0, 3] {
-            for key in ["three", "zero"] {
-                assert!(touched.contains(&(db, Bytes::from(key))), "{db} {key}");
-            }
-        }
+        // O(1): no key is touched one by one; the swap itself is reported.
+        assert!(ks.take_touched_all().is_empty());
+        assert_eq!(ks.take_swapped(), vec![(0, 3)]);
         ks.swap_dbs(0, 3);
         assert_eq!(snapshot, ks);
         // An emptied database equals one never written.

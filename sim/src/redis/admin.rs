@@ -15,91 +15,7 @@ use super::reply::Reply;
 use bytes::Bytes;
 use std::collections::BTreeMap;
 
-/// Whether `text` matches the glob `pattern` (`*`, `?`, `[abc]`, `[^a-z]`, `\` escapes), as
-/// Redis' `stringmatchlen` (case-sensitive).
-pub(crate) fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
-    let (mut p, mut t) = (0usize, 0usize);
-    // Backtracking point for the last `*`: (pattern index after it, text index it resumes at).
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        if p < pattern.len() {
-            match pattern[p] {
-                b'*' => {
-                    // Consecutive stars are one star.
-                    while p < pattern.len() && pattern[p] == b'*' {
-                        p += 1;
-                    }
-                    if p == pattern.len() {
-                        return true;
-                    }
-                    star = Some((p, t));
-                    continue;
-                }
-                b'?' => {
-                    p += 1;
-                    t += 1;
-                    continue;
-                }
-                b'[' => {
-                    let (matched, next) = class_match(pattern, p, text[t]);
-                    if matched {
-                        p = next;
-                        t += 1;
-                        continue;
-                    }
-                }
-                b'\\' if p + 1 < pattern.len() && pattern[p + 1] == text[t] => {
-                    p += 2;
-                    t += 1;
-                    continue;
-                }
-                // An escape of another character: no match here.
-                b'\\' if p + 1 < pattern.len() => {}
-                c if c == text[t] => {
-                    p += 1;
-                    t += 1;
-                    continue;
-                }
-                _ => {}
-            }
-        }
-        match star {
-            Some((after, resume)) => {
-                p = after;
-                t = resume + 1;
-                star = Some((after, resume + 1));
-            }
-            None => return false,
-        }
-    }
-    pattern[p..].iter().all(|&c| c == b'*')
-}
-
-/// Matches `c` against the class that opens at `pattern[open] == '['`: whether it matched, and
-/// the index after the class. An unclosed class runs to the end of the pattern, as in Redis.
-fn class_match(pattern: &[u8], open: usize, c: u8) -> (bool, usize) {
-    let mut i = open + 1;
-    let negate = pattern.get(i) == Some(&b'^');
-    if negate {
-        i += 1;
-    }
-    let mut matched = false;
-    while i < pattern.len() && pattern[i] != b']' {
-        if pattern[i] == b'\\' && i + 1 < pattern.len() {
-            matched |= pattern[i + 1] == c;
-            i += 2;
-        } else if i + 2 < pattern.len() && pattern[i + 1] == b'-' && pattern[i + 2] != b']' {
-            let (lo, hi) = (pattern[i].min(pattern[i + 2]), pattern[i].max(pattern[i + 2]));
-            matched |= (lo..=hi).contains(&c);
-            i += 3;
-        } else {
-            matched |= pattern[i] == c;
-            i += 1;
-        }
-    }
-    // `i` is at the closing `]` (or the end of an unclosed class).
-    (matched != negate, (i + 1).min(pattern.len()))
-}
+pub(crate) use super::syntax::glob_match;
 
 /// `KEYS pattern`: the live keys matching, in key order.
 pub(crate) fn keys(ks: &Keyspace, pattern: &[u8], now_ms: i64) -> Reply {
@@ -248,7 +164,7 @@ pub(crate) fn time(now_ms: i64) -> Reply {
 const SHARED_INTEGERS: i64 = 10_000;
 
 /// `OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ key`, by Redis 7.2's encoding rules.
-pub(crate) fn object(ks: &Keyspace, sub: &str, key: &[u8], now_ms: i64, limits: EncodingLimits) -> Reply {
+pub(crate) fn object(ks: &Keyspace, sub: &str, key: &[u8], now_ms: i64, limits: super::db::EncodingLimits) -> Reply {
     let Some(entry) = ks.peek(key, now_ms) else {
         return Reply::nil();
     };
@@ -340,7 +256,7 @@ const PARAMS: &[Param] = &[
     param("hash-max-listpack-value", "64"),
     param("list-max-listpack-size", "-2"),
     // Encoding thresholds Redis's own tests set: accepted and reported; `OBJECT ENCODING` reads
-    // the hash, set and sorted-set ones ([`EncodingLimits`]).
+    // the hash, set and sorted-set ones ([`super::db::EncodingLimits`]).
     param("list-compress-depth", "0"),
     param("set-max-intset-entries", "512"),
     param("zset-max-listpack-entries", "128"),
@@ -373,29 +289,6 @@ const ALIASES: &[(&str, &str)] = &[
     ("zset-max-ziplist-value", "zset-max-listpack-value"),
 ];
 
-/// The encoding thresholds `OBJECT ENCODING` applies (Redis converts a small listpack or intset
-/// to a hashtable or skiplist past them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct EncodingLimits {
-    pub(crate) hash_entries: usize,
-    pub(crate) hash_value: usize,
-    pub(crate) set_intset_entries: usize,
-    pub(crate) zset_entries: usize,
-    pub(crate) zset_value: usize,
-}
-
-impl Default for EncodingLimits {
-    fn default() -> Self {
-        EncodingLimits {
-            hash_entries: 128,
-            hash_value: 64,
-            set_intset_entries: 512,
-            zset_entries: 128,
-            zset_value: 64,
-        }
-    }
-}
-
 /// `CONFIG` state: what was set, over [`PARAMS`]' defaults.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct ServerConfig {
@@ -414,15 +307,15 @@ impl ServerConfig {
     }
 
     /// The encoding thresholds as set.
-    pub(crate) fn encoding_limits(&self) -> EncodingLimits {
+    pub(crate) fn encoding_limits(&self) -> super::db::EncodingLimits {
         let number = |name: &str, default: usize| {
             self.set
                 .get(name)
                 .and_then(|v| v.parse::<i64>().ok())
                 .map_or(default, |v| usize::try_from(v).unwrap_or(0))
         };
-        let d = EncodingLimits::default();
-        EncodingLimits {
+        let d = super::db::EncodingLimits::default();
+        super::db::EncodingLimits {
             hash_entries: number("hash-max-listpack-entries", d.hash_entries),
             hash_value: number("hash-max-listpack-value", d.hash_value),
             set_intset_entries: number("set-max-intset-entries", d.set_intset_entries),

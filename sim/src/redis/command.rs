@@ -5,6 +5,7 @@
 //! call, in ms since the Unix epoch; keys store absolute expiry times on that clock, so a wall
 //! clock jump forwards expires keys at once and a jump backwards extends them.
 
+use super::db::Db;
 use super::function::Functions;
 use super::keyspace::Keyspace;
 use super::lua::{ScriptRuntime, WorldLua};
@@ -33,43 +34,6 @@ impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             lua_instruction_budget: 100_000_000,
-        }
-    }
-}
-
-/// What commands reach: the keyspace, and the pub/sub channels with the messages to deliver.
-pub(crate) struct Db {
-    pub(crate) ks: Keyspace,
-    /// Channel -> ids of the subscribed sessions.
-    channels: BTreeMap<Bytes, BTreeSet<i64>>,
-    /// Pattern -> ids of the sessions subscribed to it (`PSUBSCRIBE`).
-    patterns: BTreeMap<Bytes, BTreeSet<i64>>,
-    /// Messages to push: `(session id, message)`, in publishing order.
-    outbox: Vec<(i64, Reply)>,
-    /// While a script runs: the most bytes the keyspace may hold before a command that may grow
-    /// it is refused ([`MemoryShare::limit`], fixed when the script starts: nothing else runs
-    /// meanwhile).
-    memory_limit: usize,
-    /// The database the running command works in: the connection's (`ClientSession::db`),
-    /// or what a script `SELECT`ed for itself.
-    pub(crate) selected: usize,
-    /// The encoding thresholds `OBJECT ENCODING` applies (`CONFIG SET hash-max-listpack-entries`...).
-    pub(crate) limits: super::admin::EncodingLimits,
-    /// `notify-keyspace-events` as classes ([`super::notify`]); 0: none.
-    pub(crate) notify: u32,
-}
-
-impl Default for Db {
-    fn default() -> Self {
-        Db {
-            ks: Keyspace::default(),
-            channels: BTreeMap::new(),
-            patterns: BTreeMap::new(),
-            outbox: Vec::new(),
-            memory_limit: usize::MAX,
-            selected: 0,
-            limits: super::admin::EncodingLimits::default(),
-            notify: 0,
         }
     }
 }
@@ -685,7 +649,12 @@ impl RedisEngine {
                 self.db.selected = 0;
                 Reply::Status("RESET".to_string())
             }
-            "command" => super::introspect::command_all(),
+            "command" => super::introspect::command_all(table::commands()),
+            "command|count" => super::introspect::command_count(table::commands()),
+            "command|info" => super::introspect::command_info(table::commands(), args),
+            "command|docs" => super::introspect::command_docs(table::commands(), args),
+            "command|list" => super::introspect::command_list(table::commands(), args),
+            "command|getkeys" => super::introspect::command_getkeys(table::commands(), args),
             "function|stats" => Reply::Array(Some(vec![
                 Reply::bulk("running_script"),
                 Reply::nil(),
@@ -1182,81 +1151,6 @@ fn run_handler(db: &mut Db, spec: &CommandSpec, args: &[Bytes], now: i64) -> Rep
     }
 }
 
-/// `PING [message]`.
-pub(crate) fn ping(_ks: &mut Keyspace, args: &[Bytes], _now: i64) -> Reply {
-    match args.len() {
-        1 => Reply::Status("PONG".to_string()),
-        2 => Reply::Bulk(Some(args[1].clone())),
-        _ => arity_error("ping"),
-    }
-}
-
-/// `ECHO message`.
-pub(crate) fn echo(_ks: &mut Keyspace, args: &[Bytes], _now: i64) -> Reply {
-    Reply::Bulk(Some(args[1].clone()))
-}
-
-/// `PUBLISH channel message`: how many subscribers (channel and pattern) it reached.
-pub(crate) fn publish(db: &mut Db, args: &[Bytes], _now: i64) -> Reply {
-    let ids = db.channels.get(&args[1]).cloned().unwrap_or_default();
-    for id in &ids {
-        let message = Reply::Array(Some(vec![
-            Reply::bulk("message"),
-            Reply::Bulk(Some(args[1].clone())),
-            Reply::Bulk(Some(args[2].clone())),
-        ]));
-        db.outbox.push((*id, message));
-    }
-    let mut receivers = ids.len();
-    for (pattern, ids) in &db.patterns {
-        if super::admin::glob_match(pattern, &args[1]) {
-            for id in ids {
-                let message = Reply::Array(Some(vec![
-                    Reply::bulk("pmessage"),
-                    Reply::Bulk(Some(pattern.clone())),
-                    Reply::Bulk(Some(args[1].clone())),
-                    Reply::Bulk(Some(args[2].clone())),
-                ]));
-                db.outbox.push((*id, message));
-                receivers += 1;
-            }
-        }
-    }
-    Reply::Integer(receivers as i64)
-}
-
-/// `PUBSUB CHANNELS [pattern]`: the channels with at least one subscriber.
-pub(crate) fn pubsub_channels(db: &mut Db, args: &[Bytes], _now: i64) -> Reply {
-    if args.len() > 3 {
-        return arity_error("pubsub|channels");
-    }
-    Reply::Array(Some(
-        db.channels
-            .iter()
-            .filter(|(c, ids)| !ids.is_empty() && args.get(2).is_none_or(|p| super::admin::glob_match(p, c)))
-            .map(|(c, _)| Reply::Bulk(Some(c.clone())))
-            .collect(),
-    ))
-}
-
-/// `PUBSUB NUMSUB [channel...]`: each channel and its subscriber count.
-pub(crate) fn pubsub_numsub(db: &mut Db, args: &[Bytes], _now: i64) -> Reply {
-    Reply::Array(Some(
-        args[2..]
-            .iter()
-            .flat_map(|c| {
-                let n = db.channels.get(c).map_or(0, BTreeSet::len);
-                [Reply::Bulk(Some(c.clone())), Reply::Integer(n as i64)]
-            })
-            .collect(),
-    ))
-}
-
-/// `PUBSUB NUMPAT`: how many patterns are subscribed to.
-pub(crate) fn pubsub_numpat(db: &mut Db, _args: &[Bytes], _now: i64) -> Reply {
-    Reply::Integer(db.patterns.values().filter(|ids| !ids.is_empty()).count() as i64)
-}
-
 // ---------------------------------------------------------------------------------------------
 // Commands
 // ---------------------------------------------------------------------------------------------
@@ -1312,40 +1206,6 @@ fn script_shebang(body: &[u8]) -> Result<Option<ScriptFlags>, Reply> {
         }
     }
     Ok(Some(flags))
-}
-
-/// A blocking command's timeout in seconds (`getTimeoutFromObjectOrReply` of Redis 7.0): a
-/// float, rounded up to ms; 0 blocks forever; what does not fit in an `i64` of ms counts as
-/// negative, as the x86-64 conversion makes it.
-pub fn blocking_timeout_ms(raw: &[u8]) -> Result<i64, Reply> {
-    let parsed = std::str::from_utf8(raw)
-        .ok()
-        .filter(|s| !s.is_empty() && !s.starts_with(|c: char| c.is_ascii_whitespace()))
-        .and_then(|s| s.parse::<f64>().ok())
-        .filter(|v| !v.is_nan());
-    let Some(seconds) = parsed else {
-        return Err(Reply::error("ERR timeout is not a float or out of range"));
-    };
-    // Whole seconds are exact (Redis reads a long double, whose 64-bit mantissa holds every
-    // such timeout; an f64 would round 9223372036854775 s up past the range).
-    if let Some(whole) = std::str::from_utf8(raw).ok().and_then(|s| s.parse::<i128>().ok()) {
-        let ms = whole * 1000;
-        // Past the range the x86-64 conversion gives LLONG_MIN: negative, as Redis 7.0 answers.
-        if ms < 0 || ms > i128::from(i64::MAX) {
-            return Err(Reply::error("ERR timeout is negative"));
-        }
-        return Ok(ms as i64);
-    }
-    let ms = (seconds * 1000.0).ceil();
-    let ms = if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&ms) {
-        ms as i64
-    } else {
-        i64::MIN
-    };
-    if ms < 0 {
-        return Err(Reply::error("ERR timeout is negative"));
-    }
-    Ok(ms)
 }
 
 /// Removes session `id` from the subscribers of `name` (a channel or a pattern).
@@ -2220,6 +2080,7 @@ mod tests {
 
     #[test]
     fn blocking_timeouts() {
+        use crate::redis::syntax::blocking_timeout_ms;
         assert_eq!(blocking_timeout_ms(b"0"), Ok(0));
         assert_eq!(blocking_timeout_ms(b"0.0011"), Ok(2));
         assert_eq!(blocking_timeout_ms(b"1.5"), Ok(1500));

@@ -6,13 +6,13 @@
 //! `t_list.rs`...); dispatch, `COMMAND`, the history's lease reader and the grant recogniser all
 //! read the row.
 
-use super::command::{echo, ping, publish, pubsub_channels, pubsub_numpat, pubsub_numsub};
-use super::table::Handler::{Db as D, Engine as E, Keys as K, Server as S};
-use super::table::LeaseEffect as L;
-use super::table::{
+use super::spec::Handler::{Db as D, Engine as E, Keys as K, Server as S};
+use super::spec::LeaseEffect as L;
+use super::spec::{
     container, row, CommandSpec, Flags, Group as G, KeySpec, StoreCondition, TtlSource, K1, K12, KALL, KALL_BUT_LAST,
     KPAIRS,
 };
+use super::t_pubsub::{echo, ping, publish, pubsub_channels, pubsub_numpat, pubsub_numsub};
 use super::{
     introspect, t_generic as gen, t_hash as hash, t_list as list, t_set as set, t_stream as xs, t_string as st,
     t_zset as z,
@@ -690,51 +690,11 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
             "command",
             G::Server,
             &[
-                row(
-                    "count",
-                    2,
-                    f(&[LO, ST]),
-                    NK,
-                    NONE,
-                    G::Server,
-                    K(introspect::command_count),
-                ),
-                row(
-                    "info",
-                    -2,
-                    f(&[LO, ST]),
-                    NK,
-                    NONE,
-                    G::Server,
-                    K(introspect::command_info),
-                ),
-                row(
-                    "docs",
-                    -2,
-                    f(&[LO, ST]),
-                    NK,
-                    NONE,
-                    G::Server,
-                    K(introspect::command_docs),
-                ),
-                row(
-                    "list",
-                    -2,
-                    f(&[LO, ST]),
-                    NK,
-                    NONE,
-                    G::Server,
-                    K(introspect::command_list),
-                ),
-                row(
-                    "getkeys",
-                    -3,
-                    f(&[LO, ST]),
-                    NK,
-                    NONE,
-                    G::Server,
-                    K(introspect::command_getkeys),
-                ),
+                row("count", 2, f(&[LO, ST]), NK, NONE, G::Server, E),
+                row("info", -2, f(&[LO, ST]), NK, NONE, G::Server, E),
+                row("docs", -2, f(&[LO, ST]), NK, NONE, G::Server, E),
+                row("list", -2, f(&[LO, ST]), NK, NONE, G::Server, E),
+                row("getkeys", -3, f(&[LO, ST]), NK, NONE, G::Server, E),
                 row(
                     "help",
                     2,

@@ -8,7 +8,7 @@
 
 use super::keyspace::Keyspace;
 use super::reply::Reply;
-use super::table::{self, CommandSpec};
+use super::spec::CommandSpec;
 use bytes::Bytes;
 
 fn info_of(spec: &CommandSpec, fullname: &str) -> Reply {
@@ -39,22 +39,27 @@ fn info_of(spec: &CommandSpec, fullname: &str) -> Reply {
 }
 
 /// `COMMAND`: every command's `COMMAND INFO`.
-pub(crate) fn command_all() -> Reply {
-    Reply::Array(Some(table::commands().iter().map(|c| info_of(c, c.name)).collect()))
+pub(crate) fn command_all(rows: &[CommandSpec]) -> Reply {
+    Reply::Array(Some(rows.iter().map(|c| info_of(c, c.name)).collect()))
 }
 
 /// `COMMAND COUNT`.
-pub(crate) fn command_count(_ks: &mut Keyspace, _args: &[Bytes], _now: i64) -> Reply {
-    Reply::Integer(table::commands().len() as i64)
+pub(crate) fn command_count(rows: &[CommandSpec]) -> Reply {
+    Reply::Integer(rows.len() as i64)
+}
+
+/// The row of `rows` named `name` (any case).
+fn row<'a>(rows: &'a [CommandSpec], name: &[u8]) -> Option<&'a CommandSpec> {
+    rows.iter().find(|c| c.name.as_bytes().eq_ignore_ascii_case(name))
 }
 
 /// The row `name` names: a command, or `container|sub`.
-fn find(name: &[u8]) -> Option<(&'static CommandSpec, String)> {
+fn find<'a>(rows: &'a [CommandSpec], name: &[u8]) -> Option<(&'a CommandSpec, String)> {
     let text = String::from_utf8_lossy(name).to_ascii_lowercase();
     match text.split_once('|') {
-        None => table::command(name).map(|c| (c, c.name.to_string())),
+        None => row(rows, name).map(|c| (c, c.name.to_string())),
         Some((container, sub)) => {
-            let c = table::command(container.as_bytes())?;
+            let c = row(rows, container.as_bytes())?;
             let s = c.subcommands.iter().find(|s| s.name == sub)?;
             Some((s, format!("{}|{}", c.name, s.name)))
         }
@@ -62,14 +67,14 @@ fn find(name: &[u8]) -> Option<(&'static CommandSpec, String)> {
 }
 
 /// `COMMAND INFO [name...]`: nil for an unknown name; every command without names.
-pub(crate) fn command_info(_ks: &mut Keyspace, args: &[Bytes], _now: i64) -> Reply {
+pub(crate) fn command_info(rows: &[CommandSpec], args: &[Bytes]) -> Reply {
     if args.len() == 2 {
-        return command_all();
+        return command_all(rows);
     }
     Reply::Array(Some(
         args[2..]
             .iter()
-            .map(|n| find(n).map_or(Reply::nil(), |(s, full)| info_of(s, &full)))
+            .map(|n| find(rows, n).map_or(Reply::nil(), |(s, full)| info_of(s, &full)))
             .collect(),
     ))
 }
@@ -89,11 +94,11 @@ fn docs_of(spec: &CommandSpec) -> Reply {
 }
 
 /// `COMMAND DOCS [name...]`: name and documentation pairs (unknown names are left out).
-pub(crate) fn command_docs(_ks: &mut Keyspace, args: &[Bytes], _now: i64) -> Reply {
+pub(crate) fn command_docs(rows: &[CommandSpec], args: &[Bytes]) -> Reply {
     let specs: Vec<&CommandSpec> = if args.len() == 2 {
-        table::commands().iter().collect()
+        rows.iter().collect()
     } else {
-        args[2..].iter().filter_map(|n| table::command(n)).collect()
+        args[2..].iter().filter_map(|n| row(rows, n)).collect()
     };
     Reply::Array(Some(
         specs
@@ -104,7 +109,7 @@ pub(crate) fn command_docs(_ks: &mut Keyspace, args: &[Bytes], _now: i64) -> Rep
 }
 
 /// `COMMAND LIST [FILTERBY MODULE name|ACLCAT cat|PATTERN pattern]`.
-pub(crate) fn command_list(_ks: &mut Keyspace, args: &[Bytes], _now: i64) -> Reply {
+pub(crate) fn command_list(rows: &[CommandSpec], args: &[Bytes]) -> Reply {
     let pattern = match &args[2..] {
         [] => None,
         [by, kind, value] if by.eq_ignore_ascii_case(b"filterby") => {
@@ -119,7 +124,7 @@ pub(crate) fn command_list(_ks: &mut Keyspace, args: &[Bytes], _now: i64) -> Rep
         _ => return Reply::error(super::syntax::SYNTAX),
     };
     let mut names = Vec::new();
-    for c in table::commands() {
+    for c in rows {
         names.push(c.name.to_string());
         for s in c.subcommands {
             names.push(format!("{}|{}", c.name, s.name));
@@ -139,9 +144,19 @@ pub(crate) fn command_list(_ks: &mut Keyspace, args: &[Bytes], _now: i64) -> Rep
 }
 
 /// `COMMAND GETKEYS command arg...`: the keys of that command line, by the table.
-pub(crate) fn command_getkeys(_ks: &mut Keyspace, args: &[Bytes], _now: i64) -> Reply {
+pub(crate) fn command_getkeys(rows: &[CommandSpec], args: &[Bytes]) -> Reply {
     let line = &args[2..];
-    let Some(spec) = table::resolve(line) else {
+    let found = row(rows, &line[0]).and_then(|c| {
+        if c.subcommands.is_empty() {
+            Some(c)
+        } else {
+            let sub = line.get(1)?;
+            c.subcommands
+                .iter()
+                .find(|s| s.name.as_bytes().eq_ignore_ascii_case(sub))
+        }
+    });
+    let Some(spec) = found else {
         return Reply::error("ERR Invalid command specified");
     };
     if !spec.arity_ok(line.len()) {

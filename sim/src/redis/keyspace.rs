@@ -7,11 +7,11 @@
 //!
 //! Iteration is always in key order (`BTreeMap`), so nothing observable depends on hashing.
 
-pub use super::t_stream::Stream;
+pub use super::stream::Stream;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use super::t_zset::ZSet;
+use super::zset::ZSet;
 
 /// A stored value. Strings are what locks use; the list type exists so that `WRONGTYPE` is
 /// reachable and tested.
@@ -41,13 +41,7 @@ pub enum Value {
     Stream(Stream),
 }
 
-/// What a key costs besides its name and value, in [`Keyspace::used_bytes`]: Redis' dict entry,
-/// object header and expiry slot, roughly.
-pub(crate) const ENTRY_OVERHEAD_BYTES: usize = 64;
-
-/// What each list element, hash field or set member costs besides its bytes (its
-/// listpack/quicklist/hashtable entry).
-pub(crate) const ITEM_OVERHEAD_BYTES: usize = 16;
+pub(crate) use super::cost::{ENTRY_OVERHEAD_BYTES, ITEM_OVERHEAD_BYTES};
 
 impl Value {
     /// The bytes this value counts for in [`Keyspace::used_bytes`]: a string's length; a list's

@@ -11,8 +11,8 @@
 //! commands' consumer-group events, and `RENAME`'s `rename_from`/`rename_to` pair (it says
 //! `rename` on the new key's name only).
 
-use super::command::Db;
-use super::table::{CommandSpec, Group};
+use super::db::Db;
+use super::spec::{CommandSpec, Group};
 use bytes::Bytes;
 
 const KEYSPACE: u32 = 1;
@@ -155,7 +155,7 @@ pub(crate) fn command_events(db: &mut Db, spec: &CommandSpec, args: &[Bytes], wr
 
 fn publish(db: &mut Db, channel: Bytes, message: Bytes) {
     let args = [Bytes::from_static(b"PUBLISH"), channel, message];
-    super::command::publish(db, &args, 0);
+    super::t_pubsub::publish(db, &args, 0);
 }
 
 #[cfg(test)]

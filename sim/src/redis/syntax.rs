@@ -100,3 +100,123 @@ pub(crate) fn human_double(v: f64) -> String {
     }
     format!("{v}")
 }
+
+/// A blocking command's timeout in seconds (`getTimeoutFromObjectOrReply` of Redis 7.0): a
+/// float, rounded up to ms; 0 blocks forever; what does not fit in an `i64` of ms counts as
+/// negative, as the x86-64 conversion makes it.
+pub fn blocking_timeout_ms(raw: &[u8]) -> Result<i64, super::reply::Reply> {
+    let parsed = std::str::from_utf8(raw)
+        .ok()
+        .filter(|s| !s.is_empty() && !s.starts_with(|c: char| c.is_ascii_whitespace()))
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|v| !v.is_nan());
+    let Some(seconds) = parsed else {
+        return Err(super::reply::Reply::error("ERR timeout is not a float or out of range"));
+    };
+    // Whole seconds are exact (Redis reads a long double, whose 64-bit mantissa holds every
+    // such timeout; an f64 would round 9223372036854775 s up past the range).
+    if let Some(whole) = std::str::from_utf8(raw).ok().and_then(|s| s.parse::<i128>().ok()) {
+        let ms = whole * 1000;
+        // Past the range the x86-64 conversion gives LLONG_MIN: negative, as Redis 7.0 answers.
+        if ms < 0 || ms > i128::from(i64::MAX) {
+            return Err(super::reply::Reply::error("ERR timeout is negative"));
+        }
+        return Ok(ms as i64);
+    }
+    let ms = (seconds * 1000.0).ceil();
+    let ms = if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&ms) {
+        ms as i64
+    } else {
+        i64::MIN
+    };
+    if ms < 0 {
+        return Err(super::reply::Reply::error("ERR timeout is negative"));
+    }
+    Ok(ms)
+}
+
+/// Whether `text` matches the glob `pattern` (`*`, `?`, `[abc]`, `[^a-z]`, `\` escapes), as
+/// Redis' `stringmatchlen` (case-sensitive).
+pub(crate) fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
+    let (mut p, mut t) = (0usize, 0usize);
+    // Backtracking point for the last `*`: (pattern index after it, text index it resumes at).
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pattern.len() {
+            match pattern[p] {
+                b'*' => {
+                    // Consecutive stars are one star.
+                    while p < pattern.len() && pattern[p] == b'*' {
+                        p += 1;
+                    }
+                    if p == pattern.len() {
+                        return true;
+                    }
+                    star = Some((p, t));
+                    continue;
+                }
+                b'?' => {
+                    p += 1;
+                    t += 1;
+                    continue;
+                }
+                b'[' => {
+                    let (matched, next) = class_match(pattern, p, text[t]);
+                    if matched {
+                        p = next;
+                        t += 1;
+                        continue;
+                    }
+                }
+                b'\\' if p + 1 < pattern.len() && pattern[p + 1] == text[t] => {
+                    p += 2;
+                    t += 1;
+                    continue;
+                }
+                // An escape of another character: no match here.
+                b'\\' if p + 1 < pattern.len() => {}
+                c if c == text[t] => {
+                    p += 1;
+                    t += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        match star {
+            Some((after, resume)) => {
+                p = after;
+                t = resume + 1;
+                star = Some((after, resume + 1));
+            }
+            None => return false,
+        }
+    }
+    pattern[p..].iter().all(|&c| c == b'*')
+}
+
+/// Matches `c` against the class that opens at `pattern[open] == '['`: whether it matched, and
+/// the index after the class. An unclosed class runs to the end of the pattern, as in Redis.
+fn class_match(pattern: &[u8], open: usize, c: u8) -> (bool, usize) {
+    let mut i = open + 1;
+    let negate = pattern.get(i) == Some(&b'^');
+    if negate {
+        i += 1;
+    }
+    let mut matched = false;
+    while i < pattern.len() && pattern[i] != b']' {
+        if pattern[i] == b'\\' && i + 1 < pattern.len() {
+            matched |= pattern[i + 1] == c;
+            i += 2;
+        } else if i + 2 < pattern.len() && pattern[i + 1] == b'-' && pattern[i + 2] != b']' {
+            let (lo, hi) = (pattern[i].min(pattern[i + 2]), pattern[i].max(pattern[i + 2]));
+            matched |= (lo..=hi).contains(&c);
+            i += 3;
+        } else {
+            matched |= pattern[i] == c;
+            i += 1;
+        }
+    }
+    // `i` is at the closing `]` (or the end of an unclosed class).
+    (matched != negate, (i + 1).min(pattern.len()))
+}

@@ -7,7 +7,7 @@
 //! `DUMP`/`RESTORE` (no RDB serialisation), `OBJECT FREQ` under an LFU policy (no eviction),
 //! `WAIT`'s replication (the server answers it), `MIGRATE`, `SORT`.
 
-use super::command::Db;
+use super::db::Db;
 use super::keyspace::{Keyspace, DATABASES};
 use super::reply::Reply;
 use super::syntax::{eq_ic, invalid_expire, parse_ll, sanitize, NOT_INTEGER, SYNTAX};

@@ -520,7 +520,7 @@ pub(crate) fn mpop_generic(ks: &mut Keyspace, args: &[Bytes], now: i64, name: &s
 /// `BLPOP`/`BRPOP key... timeout` without blocking: `[key, element]` from the first non-empty
 /// list, else a nil array.
 fn bpop(ks: &mut Keyspace, args: &[Bytes], now: i64, left: bool) -> Reply {
-    if let Err(e) = super::command::blocking_timeout_ms(&args[args.len() - 1]) {
+    if let Err(e) = super::syntax::blocking_timeout_ms(&args[args.len() - 1]) {
         return e;
     }
     let name = if left { "lpop" } else { "rpop" };
@@ -562,7 +562,7 @@ pub(crate) fn blmove(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
     let (Some(from_left), Some(to_left)) = (list_end(&args[3]), list_end(&args[4])) else {
         return Reply::error(SYNTAX);
     };
-    if let Err(e) = super::command::blocking_timeout_ms(&args[5]) {
+    if let Err(e) = super::syntax::blocking_timeout_ms(&args[5]) {
         return e;
     }
     lmove(ks, &args[1], &args[2], from_left, to_left, now)
@@ -570,7 +570,7 @@ pub(crate) fn blmove(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
 
 /// `BRPOPLPUSH src dst timeout` without blocking.
 pub(crate) fn brpoplpush(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
-    if let Err(e) = super::command::blocking_timeout_ms(&args[3]) {
+    if let Err(e) = super::syntax::blocking_timeout_ms(&args[3]) {
         return e;
     }
     lmove(ks, &args[1], &args[2], false, true, now)
@@ -578,7 +578,7 @@ pub(crate) fn brpoplpush(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
 
 /// `BLMPOP timeout numkeys key... LEFT|RIGHT [COUNT count]` without blocking.
 pub(crate) fn blmpop(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
-    if let Err(e) = super::command::blocking_timeout_ms(&args[1]) {
+    if let Err(e) = super::syntax::blocking_timeout_ms(&args[1]) {
         return e;
     }
     mpop_generic(ks, &args[2..], now, "blmpop")

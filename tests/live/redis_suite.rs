@@ -500,49 +500,9 @@ fn check_unit(unit: &str, slot: usize) {
     }
     let expected = read_expectation(unit);
     let (regressions, now_passing, serve) = compare(unit, &expected, run_on_serve(unit, slot));
-    // A test whose outcome depends on timing may differ once under load: a difference either
-    // way must show twice in a row to count.
-    let (regressions, now_passing, serve) = if regressions.is_empty() && now_passing.is_empty() {
-        (regressions, now_passing, serve)
-    } else {
-        eprintln!(
-            "redis suite {unit}: {} regressions, {} newly passing: running the unit again",
-            regressions.len(),
-            now_passing.len()
-        );
-        let (again_regressions, again_passing, again) = compare(unit, &expected, run_on_serve(unit, slot));
-        let both = |a: Vec<String>, b: &[String]| a.into_iter().filter(|x| b.contains(x)).collect::<Vec<_>>();
-        let first_names = |v: &[String]| {
-            v.iter()
-                .map(|x| {
-                    x.split(": ")
-                        .next()
-                        .unwrap_or(x)
-                        .split(" (listed")
-                        .next()
-                        .unwrap_or(x)
-                        .to_string()
-                })
-                .collect::<Vec<_>>()
-        };
-        let again_regression_names = first_names(&again_regressions);
-        let again_passing_names = first_names(&again_passing);
-        let regressions: Vec<String> = regressions
-            .into_iter()
-            .filter(|r| again_regression_names.contains(&first_names(std::slice::from_ref(r))[0]))
-            .collect();
-        let now_passing = both(
-            now_passing
-                .into_iter()
-                .filter(|r| again_passing_names.contains(&first_names(std::slice::from_ref(r))[0]))
-                .collect(),
-            &again_passing,
-        );
-        (regressions, now_passing, again)
-    };
     assert!(
         regressions.is_empty(),
-        "redis suite {unit}: {} tests that passed against lockstep serve no longer pass (twice in a row):\n  {}\n\
+        "redis suite {unit}: {} tests that passed against lockstep serve no longer pass:\n  {}\n\
          (serve: {})\n{}",
         regressions.len(),
         regressions.join("\n  "),
@@ -551,7 +511,7 @@ fn check_unit(unit: &str, slot: usize) {
     );
     assert!(
         now_passing.is_empty(),
-        "redis suite {unit}: {} tests listed as gaps in {} now pass against lockstep serve (twice in a row) — regenerate the file \
+        "redis suite {unit}: {} tests listed as gaps in {} now pass against lockstep serve — regenerate the file \
          (LOCKSTEP_REDIS_SUITE_BLESS=1 cargo test --test live redis_suite -- --test-threads 1) and update \
          docs/redis-differences.md:\n  {}",
         now_passing.len(),

@@ -68,7 +68,7 @@ pub struct RedisEngine {
     /// How many clients the server has blocked (for `INFO clients`).
     blocked_clients: usize,
     /// `INFO commandstats`: per command, calls, refusals and errors.
-    command_stats: BTreeMap<String, [u64; 3]>,
+    command_stats: BTreeMap<(&'static str, Option<&'static str>), [u64; 3]>,
     /// Keys written since the server last asked ([`RedisEngine::take_touched`]).
     touched_since: Vec<(usize, Bytes)>,
     /// Whether more than [`TOUCHED_KEPT_MAX`] were written since.
@@ -443,13 +443,20 @@ impl RedisEngine {
     /// Counts a command of a connection for `INFO commandstats` (Redis counts a command it knows:
     /// an arity error as rejected, an error reply as failed).
     fn count_call(&mut self, args: &[Bytes], reply: &Reply) {
-        let (fullname, rejected) = match lookup(args) {
-            Lookup::Found(_, fullname) => (fullname, false),
-            Lookup::Arity(fullname) => (fullname, true),
-            _ => return,
+        // On every command of every simulation: no allocation once a command was counted.
+        let Some(spec) = args.first().and_then(|name| table::command(name)) else {
+            return;
         };
-        let counts = self.command_stats.entry(fullname).or_default();
-        if rejected {
+        let sub = match spec.subcommands {
+            [] => None,
+            subs => match args.get(1).and_then(|a| subs.iter().find(|s| eq_ic(a, s.name))) {
+                Some(sub) => Some(sub),
+                None => return,
+            },
+        };
+        let row = sub.unwrap_or(spec);
+        let counts = self.command_stats.entry((spec.name, sub.map(|s| s.name))).or_default();
+        if !row.arity_ok(args.len()) {
             counts[1] += 1;
         } else {
             counts[0] += 1;
@@ -712,7 +719,12 @@ impl RedisEngine {
                     command_stats: self
                         .command_stats
                         .iter()
-                        .map(|(name, counts)| (name.clone(), *counts))
+                        .map(|((name, sub), counts)| {
+                            (
+                                sub.map_or_else(|| (*name).to_string(), |sub| format!("{name}|{sub}")),
+                                *counts,
+                            )
+                        })
                         .collect(),
                 },
             ),

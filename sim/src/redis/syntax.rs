@@ -220,3 +220,8 @@ fn class_match(pattern: &[u8], open: usize, c: u8) -> (bool, usize) {
     // `i` is at the closing `]` (or the end of an unclosed class).
     (matched != negate, (i + 1).min(pattern.len()))
 }
+
+/// The most elements a random-pick command with a negative count (`SRANDMEMBER`, `HRANDFIELD`,
+/// `ZRANDMEMBER key -N`) may answer: Redis builds any size its client asked for; here a
+/// 10-byte command must not make the server allocate gigabytes (docs/redis-differences.md).
+pub(crate) const RANDOM_REPLY_MAX: u64 = 1 << 20;

@@ -318,6 +318,9 @@ pub(crate) fn hrandfield(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
             Reply::Array(Some(out))
         }
         Some(n) => {
+            if n.unsigned_abs() > super::syntax::RANDOM_REPLY_MAX {
+                return Reply::error("ERR value is out of range");
+            }
             let mut out = Vec::new();
             for _ in 0..n.unsigned_abs() {
                 let i = (ks.next_random() as usize) % fields.len();

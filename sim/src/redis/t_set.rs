@@ -213,7 +213,11 @@ pub(crate) fn srandmember(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply 
         )),
         Some(n) => {
             let all: Vec<&Bytes> = set.iter().collect();
-            let n = n.unsigned_abs() as usize;
+            let n = n.unsigned_abs();
+            if n > super::syntax::RANDOM_REPLY_MAX {
+                return Reply::error("ERR value is out of range");
+            }
+            let n = n as usize;
             let mut out = Vec::with_capacity(n.min(1 << 20));
             for _ in 0..n {
                 let i = (ks.next_random() as usize) % all.len();

@@ -16,8 +16,10 @@ use super::syntax::{
 };
 use bytes::Bytes;
 
-/// Redis's `proto-max-bulk-len` default: the largest string `SETRANGE`/`APPEND` may make.
-pub(crate) const MAX_STRING_BYTES: usize = 512 * 1024 * 1024;
+/// The largest string `SETRANGE`/`APPEND`/`SETBIT` may make: lockstep's per-connection query
+/// bound (64 MiB), not Redis's 512 MB `proto-max-bulk-len` — a short command must not make the
+/// server allocate half a gigabyte (docs/redis-differences.md).
+pub(crate) const MAX_STRING_BYTES: usize = 64 * 1024 * 1024;
 const TOO_BIG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 
 /// The string at `key`: `Ok(None)` when absent, `Err` (`WRONGTYPE`) for another type.
@@ -683,7 +685,9 @@ pub(crate) fn lcs(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
         return Reply::error("ERR If you want both the length and indexes, please just use IDX.");
     }
     let (alen, blen) = (a.len(), b.len());
-    if (alen as u128 + 1) * (blen as u128 + 1) > (1u128 << 32) {
+    // Redis refuses a table past `proto-max-bulk-len`; lockstep past the same 64 MiB it bounds
+    // strings by.
+    if (alen as u128 + 1) * (blen as u128 + 1) * 4 > MAX_STRING_BYTES as u128 {
         return Reply::error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
     }
     let width = blen + 1;
@@ -768,6 +772,34 @@ mod tests {
     fn run(e: &mut RedisEngine, args: &[&str]) -> Reply {
         let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
         e.execute(&args, 0)
+    }
+
+    #[test]
+    fn a_short_command_cannot_make_the_server_allocate_gigabytes() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let too_big = Reply::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        assert_eq!(run(&mut e, &["SETRANGE", "s", "536870000", "x"]), too_big);
+        assert!(matches!(
+            run(&mut e, &["SETBIT", "b", "4294967295", "1"]),
+            Reply::Error(_)
+        ));
+        run(&mut e, &["SET", "a", "x"]);
+        assert!(matches!(run(&mut e, &["SADD", "set", "m"]), Reply::Integer(1)));
+        assert_eq!(
+            run(&mut e, &["SRANDMEMBER", "set", "-4000000000"]),
+            Reply::error("ERR value is out of range")
+        );
+        assert_eq!(run(&mut e, &["HSET", "h", "f", "v"]), Reply::Integer(1));
+        assert_eq!(
+            run(&mut e, &["HRANDFIELD", "h", "-4000000000"]),
+            Reply::error("ERR value is out of range")
+        );
+        assert_eq!(run(&mut e, &["ZADD", "z", "1", "m"]), Reply::Integer(1));
+        assert_eq!(
+            run(&mut e, &["ZRANDMEMBER", "z", "-4000000000"]),
+            Reply::error("ERR value is out of range")
+        );
+        assert!(matches!(run(&mut e, &["SRANDMEMBER", "set", "-3"]), Reply::Array(Some(v)) if v.len() == 3));
     }
 
     #[test]

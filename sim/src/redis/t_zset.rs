@@ -820,6 +820,9 @@ pub(crate) fn zrandmember(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Rep
             return Reply::Array(Some(Vec::new()));
         }
         let all: Vec<(Bytes, f64)> = z.iter().map(|(m, s)| (m.clone(), s)).collect();
+        if count.unsigned_abs() > super::syntax::RANDOM_REPLY_MAX && count < 0 {
+            return Reply::error("ERR value is out of range");
+        }
         let picked: Vec<(Bytes, f64)> = if count < 0 {
             (0..count.unsigned_abs())
                 .map(|_| all[random_below(ks, all.len())].clone())

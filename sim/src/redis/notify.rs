@@ -96,7 +96,6 @@ fn events_of(spec: &CommandSpec, args: &[Bytes], exists_after: bool) -> Vec<(u32
         "getdel" | "unlink" | "del" => vec![(GENERIC, "del")],
         "expire" | "pexpire" | "expireat" | "pexpireat" if exists_after => vec![(GENERIC, "expire")],
         "expire" | "pexpire" | "expireat" | "pexpireat" => vec![(GENERIC, "del")],
-        "lmove" | "rpoplpush" | "blmove" | "brpoplpush" | "smove" => vec![(class, spec.name)],
         name => vec![(class, name)],
     };
     // A collection emptied by the command is deleted: Redis says so too.

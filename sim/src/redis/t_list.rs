@@ -476,11 +476,11 @@ pub(crate) fn lpos(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
 /// `LMPOP numkeys key... LEFT|RIGHT [COUNT count]`: pops from the first non-empty list,
 /// answering `[key, [elements]]`, or a nil array.
 pub(crate) fn lmpop(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
-    mpop_generic(ks, &args[1..], now, "lmpop")
+    mpop_generic(ks, &args[1..], now)
 }
 
 /// `LMPOP`'s arguments after its name (`BLMPOP`'s after its timeout).
-pub(crate) fn mpop_generic(ks: &mut Keyspace, args: &[Bytes], now: i64, name: &str) -> Reply {
+pub(crate) fn mpop_generic(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
     let numkeys = match parse_ll(&args[0]) {
         Some(n) if n > 0 => n as usize,
         _ => return Reply::error("ERR numkeys should be greater than 0"),
@@ -502,7 +502,6 @@ pub(crate) fn mpop_generic(ks: &mut Keyspace, args: &[Bytes], now: i64, name: &s
         },
         _ => return Reply::error(SYNTAX),
     }
-    let _ = name;
     for key in keys {
         match list_of(ks, key, now) {
             Err(e) => return e,
@@ -581,5 +580,5 @@ pub(crate) fn blmpop(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
     if let Err(e) = super::syntax::blocking_timeout_ms(&args[1]) {
         return e;
     }
-    mpop_generic(ks, &args[2..], now, "blmpop")
+    mpop_generic(ks, &args[2..], now)
 }

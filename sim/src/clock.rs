@@ -161,6 +161,14 @@ impl NodeClock {
         saturate_i64(i128::from(s.epoch_ms) + i128::from(s.offset_ms) + i128::from(s.jump_total_ms))
     }
 
+    /// Moves the epoch the wall clock counts from (a live run learns it only when true time
+    /// starts). Offset, drift and jumps are kept.
+    pub fn set_epoch_ms(&self, epoch_ms: i64) {
+        let mut s = self.state.get();
+        s.epoch_ms = epoch_ms;
+        self.state.set(s);
+    }
+
     /// Steps the wall clock by `delta_ms` (negative: backwards). Monotonic time is unaffected.
     /// The total of the jumps saturates at the bounds of an `i64`.
     pub fn jump(&self, delta_ms: i64) {

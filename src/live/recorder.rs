@@ -27,8 +27,9 @@ use lockstep_sim::clock::NodeClock;
 use lockstep_sim::{EventKind, History, Phase};
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The argument prefix of `ECHO` that labels a connection with a test's name.
 pub const TEST_MARKER: &str = "lockstep:test:";
@@ -64,7 +65,9 @@ pub struct SharedHistory(Arc<Shared>);
 
 struct Shared {
     start: OnceLock<Instant>,
-    epoch_ms: i64,
+    /// Real wall time at true time 0, ms since the Unix epoch: read at creation, read again
+    /// (and true time 0 put on a whole millisecond) by [`LiveRecorder::start`].
+    epoch_ms: AtomicI64,
     state: Mutex<State>,
 }
 
@@ -93,7 +96,7 @@ impl LiveRecorder {
         LiveRecorder(Rc::new(Inner {
             shared: SharedHistory(Arc::new(Shared {
                 start: OnceLock::new(),
-                epoch_ms,
+                epoch_ms: AtomicI64::new(epoch_ms),
                 state: Mutex::new(State {
                     history: History::new(),
                     cap,
@@ -119,14 +122,35 @@ impl LiveRecorder {
     }
 
     /// Makes now true time 0 (once every adapter is ready). Events before it are stamped 0.
+    ///
+    /// The wall clocks are re-based on the real wall time of this moment, with true time 0 put
+    /// back on the last whole millisecond: a node's wall reading is then the real
+    /// `floor(ms since the epoch)`, never behind it. (Read at creation instead, every reading
+    /// lagged by the time adapters took to get ready: a client comparing `PXAT now+10000` with
+    /// `PTTL` saw more than 10,000 ms left.)
     pub fn start(&self) {
-        let _ = self.0.shared.0.start.set(Instant::now());
+        let shared = &self.0.shared.0;
+        if shared.start.get().is_some() {
+            return;
+        }
+        // The instant first: the wall time read after it is a few µs later, so the clocks may run
+        // those µs ahead of real time, never behind.
+        let now = Instant::now();
+        let real = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let past_ms = Duration::from_micros(u64::from(real.subsec_micros() % 1000));
+        let origin = now.checked_sub(past_ms).unwrap_or(now);
+        let epoch_ms = i64::try_from(real.as_millis()).unwrap_or(i64::MAX);
+        shared.epoch_ms.store(epoch_ms, Ordering::Release);
+        for clock in self.0.clocks.borrow().values() {
+            clock.set_epoch_ms(epoch_ms);
+        }
+        let _ = shared.start.set(origin);
     }
 
     /// Gives `node` a clock: real time plus `offset_ms`, running at `1 + drift_ppm / 1e6`.
     pub(crate) fn add_clock(&self, node: &str, offset_ms: i64, drift_ppm: i64) -> Rc<NodeClock> {
         let clock = Rc::new(NodeClock::new(
-            self.0.shared.0.epoch_ms,
+            self.0.shared.epoch_ms(),
             offset_ms,
             drift_ppm.max(-999_999),
         ));
@@ -144,7 +168,7 @@ impl LiveRecorder {
         let now = self.now_us();
         match self.clock(node) {
             Some(c) => c.wall_ms(now),
-            None => self.0.shared.0.epoch_ms + (now / 1000) as i64,
+            None => self.0.shared.epoch_ms() + (now / 1000) as i64,
         }
     }
 
@@ -166,7 +190,7 @@ impl LiveRecorder {
         let now = self.now_us().max(last);
         let (wall, mono) = match &clock {
             Some(c) => (c.wall_ms(now), c.monotonic_ms(now)),
-            None => (self.0.shared.0.epoch_ms + (now / 1000) as i64, (now / 1000) as i64),
+            None => (self.0.shared.epoch_ms() + (now / 1000) as i64, (now / 1000) as i64),
         };
         let label = test_label(&kind).map(|name| label_note(name, &kind));
         let seq = state.push(now, node, wall, mono, kind);
@@ -212,6 +236,11 @@ impl SharedHistory {
         self.0.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Real wall time at true time 0, ms since the Unix epoch.
+    fn epoch_ms(&self) -> i64 {
+        self.0.epoch_ms.load(Ordering::Acquire)
+    }
+
     /// Real microseconds since the run began (0 before it began).
     pub fn now_us(&self) -> u64 {
         self.0.start.get().map_or(0, |s| s.elapsed().as_micros() as u64)
@@ -228,7 +257,7 @@ impl SharedHistory {
         state.finished = true;
         let last = state.history.events().last().map_or(0, |e| e.at_us);
         let now = self.now_us().max(last);
-        let (wall, mono) = (self.0.epoch_ms + (now / 1000) as i64, (now / 1000) as i64);
+        let (wall, mono) = (self.epoch_ms() + (now / 1000) as i64, (now / 1000) as i64);
         // Past the cap: the end notes are kept all the same (two events).
         let end = EventKind::Note { text: text.to_string() };
         state.history.push(now, "world", wall, mono, end);
@@ -337,4 +366,32 @@ pub fn event_bytes(node: &str, kind: &EventKind) -> u64 {
         EventKind::Resumed => 0,
     };
     (EVENT + text(node) + body) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn real_ms() -> i64 {
+        SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
+    }
+
+    #[test]
+    fn a_nodes_wall_clock_reads_the_real_wall_time_however_late_the_run_starts() {
+        let rec = LiveRecorder::new();
+        let clocked = rec.add_clock("m1", 0, 0);
+        // Adapters take their time to get ready: the wall clocks must not lag by it.
+        std::thread::sleep(Duration::from_millis(40));
+        rec.start();
+        for _ in 0..2_000 {
+            let before = real_ms();
+            let (plain, own) = (rec.wall_ms("nobody"), clocked.wall_ms(rec.now_us()));
+            let after = real_ms();
+            // Never behind; ahead by at most the microseconds between the two clocks' reads
+            // in `start` (which may cross a millisecond).
+            for wall in [plain, own] {
+                assert!(before <= wall && wall <= after + 1, "{before} <= {wall} <= {after} + 1");
+            }
+        }
+    }
 }

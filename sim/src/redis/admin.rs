@@ -345,6 +345,7 @@ impl ServerConfig {
             if let Some(pat) = named {
                 let value = match p.name {
                     "maxmemory" => maxmemory.to_string(),
+                    "notify-keyspace-events" => super::notify::normalise(self.notify_keyspace_events()),
                     name => self.set.get(name).cloned().unwrap_or_else(|| p.default.to_string()),
                 };
                 let is_pattern = pat.iter().any(|c| b"*?[\\".contains(c));

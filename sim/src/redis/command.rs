@@ -548,6 +548,9 @@ impl RedisEngine {
             let control = matches!(&looked_up, Lookup::Found(_, n) if ["exec", "discard", "multi", "watch", "quit"].contains(&n.as_str()));
             if !control {
                 let refusal = match &looked_up {
+                    Lookup::Found(spec, _) if spec.flags.has(Flags::NO_MULTI) => {
+                        Some(Reply::error("ERR Command not allowed inside a transaction"))
+                    }
                     Lookup::Found(..) => None,
                     Lookup::UnknownCommand => Some(unknown_command(args)),
                     Lookup::UnknownSubcommand => Some(unknown_subcommand(args)),
@@ -1002,6 +1005,14 @@ impl RedisEngine {
             load.push(code);
             if let Reply::Error(e) = self.function_load(&load) {
                 self.functions = before;
+                // Redis 7.0.15 names the library without quotes here (`FUNCTION LOAD` quotes it).
+                let e = match e
+                    .strip_prefix("ERR Library '")
+                    .and_then(|r| r.split_once("' already exists"))
+                {
+                    Some((name, rest)) => format!("ERR Library {name} already exists{rest}"),
+                    None => e,
+                };
                 return Reply::Error(e);
             }
         }
@@ -1138,16 +1149,38 @@ fn exec_from_read_only_script(db: &mut Db, args: &[Bytes], now: i64) -> Result<R
 /// answers itself are not data commands.
 fn exec_data(db: &mut Db, spec: &CommandSpec, args: &[Bytes], now: i64) -> Reply {
     if db.notify == 0 {
-        return run_handler(db, spec, args, now);
+        let reply = run_handler(db, spec, args, now);
+        // Events a handler raised are for notifications only: nobody asks for them now.
+        let selected = db.selected;
+        db.ks.db_mut(selected).take_raised();
+        return reply;
     }
     // Keyspace notifications: the keys this command wrote, apart from those written before it
     // in the same `EXEC` or script (put back after).
     let earlier = db.ks.take_touched_all();
+    // For `new` events: which of the command's keys existed before it (in the selected
+    // database; a key the command writes in another one, `MOVE`/`COPY ... DB`, was absent there).
+    let selected = db.selected;
+    let existed: Vec<Bytes> = if super::notify::wants_new(db.notify) {
+        let here = db.ks.db(selected);
+        spec.key_positions(args)
+            .into_iter()
+            .filter_map(|i| args.get(i))
+            .filter(|k| here.is_some_and(|d| d.get(k).is_some()))
+            .cloned()
+            .collect()
+    } else {
+        Vec::new()
+    };
     let reply = run_handler(db, spec, args, now);
     let written = db.ks.take_touched_all();
     db.ks.restore_touched(earlier.iter().chain(&written).cloned());
     if !matches!(reply, Reply::Error(_)) {
-        super::notify::command_events(db, spec, args, &written);
+        let created: Vec<&(usize, Bytes)> = written
+            .iter()
+            .filter(|(index, key)| !(*index == selected && existed.contains(key)))
+            .collect();
+        super::notify::command_events(db, spec, args, &written, &created);
     }
     reply
 }
@@ -1476,6 +1509,43 @@ mod tests {
         ] {
             assert_eq!(parse_ll(s.as_bytes()), None, "{s:?}");
         }
+    }
+
+    #[test]
+    fn save_and_shutdown_are_refused_inside_multi_and_move_reads_its_index_as_redis() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let t = 1_000;
+        let not_in_multi = err("ERR Command not allowed inside a transaction");
+        check(
+            &mut e,
+            &[
+                (t, &["SAVE"], st("OK")),
+                (
+                    t,
+                    &["SHUTDOWN", "NOSAVE"],
+                    err("ERR Errors trying to SHUTDOWN. Check logs."),
+                ),
+                (t, &["MULTI"], st("OK")),
+                (t, &["SET", "k", "v"], st("QUEUED")),
+                (t, &["SAVE"], not_in_multi.clone()),
+                (t, &["SHUTDOWN"], not_in_multi),
+                (
+                    t,
+                    &["EXEC"],
+                    err("EXECABORT Transaction discarded because of previous errors."),
+                ),
+                (t, &["GET", "k"], Reply::nil()),
+                (t, &["SET", "k", "v"], st("OK")),
+                (t, &["MOVE", "k", "notanumber"], err(NOT_INT)),
+                (
+                    t,
+                    &["MOVE", "k", "99999999999"],
+                    err("ERR value is out of range, value must between -2147483648 and 2147483647"),
+                ),
+                (t, &["MOVE", "k", "16"], err("ERR DB index is out of range")),
+                (t, &["MOVE", "k", "1"], Reply::Integer(1)),
+            ],
+        );
     }
 
     #[test]

@@ -43,6 +43,7 @@ const MR: Flags = Flags::MAY_REPLICATE;
 const MK: Flags = Flags::MOVABLEKEYS;
 const AB: Flags = Flags::ALLOW_BUSY;
 const NA: Flags = Flags::NO_AUTH;
+const NM: Flags = Flags::NO_MULTI;
 const NK: KeySpec = KeySpec::None;
 const N2: KeySpec = KeySpec::Numkeys { at: 2 };
 const N1: KeySpec = KeySpec::Numkeys { at: 1 };
@@ -640,6 +641,16 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
             row("reply", 3, f(&[NS, LO, ST]), NK, NONE, G::Connection, E),
             row("no-evict", 3, f(&[A, NS, LO, ST]), NK, NONE, G::Connection, E),
             row("no-touch", 3, f(&[NS, LO, ST]), NK, NONE, G::Connection, E),
+            // By the server loop, which knows the blocked clients; inside `MULTI` none is.
+            row(
+                "unblock",
+                -3,
+                f(&[A, NS, LO, ST]),
+                NK,
+                NONE,
+                G::Connection,
+                S(gen::client_unblock_queued),
+            ),
         ],
     ),
     // ---- server (the engine; admin.rs, introspect.rs)
@@ -653,6 +664,16 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         NONE,
         G::Server,
         K(introspect::lastsave),
+    ),
+    row("save", 1, f(&[A, NS, NM]), NK, NONE, G::Server, K(introspect::save)),
+    row(
+        "shutdown",
+        -1,
+        f(&[A, NS, LO, ST, NM, AB]),
+        NK,
+        NONE,
+        G::Server,
+        K(introspect::shutdown),
     ),
     row("wait", 3, f(&[NS]), NK, NONE, G::Generic, E),
     // Cluster mode is left out: the command exists (scripts may not call it) and says so.

@@ -131,14 +131,16 @@ impl Functions {
             return Err(Reply::error("ERR Invalid library metadata"));
         };
         let (shebang, body) = rest.split_at(newline);
-        // Redis splits the shebang with `sdssplitargs`: any ASCII space separates (a line ending
-        // in CRLF names the library without its CR), and quotes group.
-        let Some(parts) = super::reader::split_args(shebang.as_bytes()) else {
+        // Redis splits the whole line, `#!` included, with `sdssplitargs`: any ASCII space
+        // separates (a line ending in CRLF names the library without its CR), quotes group, and
+        // the engine is the first word without its `#!` (`#! name=x` names the engine '').
+        let line = format!("#!{shebang}");
+        let Some(parts) = super::reader::split_args(line.as_bytes()) else {
             return Err(Reply::error("ERR Invalid library metadata"));
         };
         let parts: Vec<String> = parts.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect();
         let mut words = parts.iter().map(String::as_str);
-        let engine = words.next().unwrap_or("");
+        let engine = words.next().map_or("", |w| w.strip_prefix("#!").unwrap_or(w));
         let mut name: Option<&str> = None;
         for word in words {
             match word.get(..5) {
@@ -610,8 +612,10 @@ mod dump_tests {
             run(&mut e, &[b"FUNCTION", b"LOAD", b"REPLACE", lib("a", "two").as_bytes()]),
             Reply::bulk("a")
         );
-        assert!(
-            matches!(run(&mut e, &[b"FUNCTION", b"RESTORE", &payload]), Reply::Error(m) if m.contains("already exists"))
+        // Named without quotes here, as Redis 7.0 does (`FUNCTION LOAD` quotes it).
+        assert_eq!(
+            run(&mut e, &[b"FUNCTION", b"RESTORE", &payload]),
+            Reply::error("ERR Library a already exists")
         );
         assert_eq!(run(&mut e, &[b"FCALL", b"a", b"0"]), Reply::bulk("two"));
         assert_eq!(
@@ -629,5 +633,21 @@ mod dump_tests {
             );
         }
         assert_eq!(run(&mut e, &[b"FCALL", b"a", b"0"]), Reply::bulk("one"));
+    }
+
+    #[test]
+    fn the_engine_is_the_first_word_of_the_shebang_even_when_empty() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let load = |e: &mut RedisEngine, code: &str| run(e, &[b"FUNCTION", b"LOAD", code.as_bytes()]);
+        let body = "\nredis.register_function('f', function() return 1 end)";
+        assert_eq!(
+            load(&mut e, &format!("#! name=x{body}")),
+            Reply::error("ERR Engine '' not found")
+        );
+        assert_eq!(
+            load(&mut e, &format!("#!lua{body}")),
+            Reply::error("ERR Library name was not given")
+        );
+        assert_eq!(load(&mut e, &format!("#!lua  name=x{body}")), Reply::bulk("x"));
     }
 }

@@ -244,6 +244,19 @@ pub(crate) fn lastsave(_ks: &mut Keyspace, _args: &[Bytes], _now: i64) -> Reply 
     Reply::Integer(0)
 }
 
+/// `SAVE`: `OK`. lockstep's Redis keeps no RDB file: the data set lives as long as the run (and
+/// `serve --durable` keeps its writes by its own log), so there is nothing more to write.
+pub(crate) fn save(_ks: &mut Keyspace, _args: &[Bytes], _now: i64) -> Reply {
+    Reply::ok()
+}
+
+/// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]`: refused with the text Redis gives when it cannot
+/// shut down. A client does not end a lockstep run: the run (or `serve`, on SIGINT/SIGTERM) ends
+/// itself and writes its history.
+pub(crate) fn shutdown(_ks: &mut Keyspace, _args: &[Bytes], _now: i64) -> Reply {
+    Reply::error("ERR Errors trying to SHUTDOWN. Check logs.")
+}
+
 /// `MEMORY USAGE key [SAMPLES count]`: the bytes the key counts for in `used_memory` (its name,
 /// value and per-key overhead, as lockstep counts them), or nil without the key.
 pub(crate) fn memory_usage(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {

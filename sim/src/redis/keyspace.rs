@@ -151,6 +151,9 @@ pub struct Keyspace {
     expired_log: Option<Vec<Bytes>>,
     /// Databases `SWAPDB` exchanged since [`Keyspace::take_swapped`].
     swapped: Vec<(usize, usize)>,
+    /// Keyspace events a handler raised beyond its command's own (a consumer a stream command
+    /// created or deleted), drained after each command ([`Keyspace::take_raised`]).
+    raised: Vec<(Bytes, &'static str)>,
 }
 
 /// One key a command changed: `(key, before, after)`, each `None` when absent or expired.
@@ -565,6 +568,16 @@ impl Keyspace {
     }
 
     /// Starts (or stops) noting the keys that expire, in every database.
+    /// Raises keyspace event `event` on `key` (published when the classes ask for it).
+    pub(crate) fn raise(&mut self, key: &[u8], event: &'static str) {
+        self.raised.push((Bytes::copy_from_slice(key), event));
+    }
+
+    /// Drains the events raised by [`Keyspace::raise`] in this database.
+    pub(crate) fn take_raised(&mut self) -> Vec<(Bytes, &'static str)> {
+        std::mem::take(&mut self.raised)
+    }
+
     pub(crate) fn log_expirations(&mut self, on: bool) {
         let log = |db: &mut Keyspace| db.expired_log = on.then(|| db.expired_log.take().unwrap_or_default());
         log(self);

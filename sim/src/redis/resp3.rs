@@ -31,6 +31,8 @@ enum Shape {
     Map,
     Verbatim,
     Push,
+    /// `[field, value]` pairs (`HRANDFIELD ... WITHVALUES`).
+    Pairs,
 }
 
 impl ReplyEncoder {
@@ -65,6 +67,7 @@ impl ReplyEncoder {
         }
         let shape = match name.as_str() {
             "hello" | "hgetall" => Shape::Map,
+            "hrandfield" if args.len() == 4 => Shape::Pairs,
             "config" if is_sub(args, "get") => Shape::Map,
             "info" => Shape::Verbatim,
             "client" if is_sub(args, "list") || is_sub(args, "info") => Shape::Verbatim,
@@ -119,6 +122,13 @@ fn encode_shaped(reply: &Reply, shape: Shape, out: &mut BytesMut) {
                 encode_resp3(item, out);
             }
         }
+        (Reply::Array(Some(items)), Shape::Pairs) if items.len() % 2 == 0 => {
+            out.extend_from_slice(format!("*{}\r\n", items.len() / 2).as_bytes());
+            for pair in items.chunks(2) {
+                out.extend_from_slice(b"*2\r\n");
+                pair.iter().for_each(|item| encode_resp3(item, out));
+            }
+        }
         (Reply::Bulk(Some(text)), Shape::Verbatim) => {
             out.extend_from_slice(format!("={}\r\ntxt:", text.len() + 4).as_bytes());
             out.extend_from_slice(text);
@@ -164,6 +174,22 @@ mod tests {
             Reply::bulk("proto"),
             Reply::Integer(proto),
         ]))
+    }
+
+    #[test]
+    fn hrandfield_with_values_answers_pairs_in_resp3() {
+        let mut enc = ReplyEncoder::new();
+        encoded(&mut enc, &["HELLO", "3"], &hello(3));
+        let flat = Reply::Array(Some(["f1", "v1", "f2", "v2"].into_iter().map(Reply::bulk).collect()));
+        assert_eq!(
+            encoded(&mut enc, &["HRANDFIELD", "h", "2", "WITHVALUES"], &flat),
+            "*2\r\n*2\r\n$2\r\nf1\r\n$2\r\nv1\r\n*2\r\n$2\r\nf2\r\n$2\r\nv2\r\n"
+        );
+        let names = Reply::Array(Some(vec![Reply::bulk("f1")]));
+        assert_eq!(
+            encoded(&mut enc, &["HRANDFIELD", "h", "1"], &names),
+            "*1\r\n$2\r\nf1\r\n"
+        );
     }
 
     #[test]

@@ -399,6 +399,8 @@ struct Conn {
 /// A client blocked in `BLPOP`/`BRPOP`/`BLMOVE`/`BRPOPLPUSH`.
 struct Blocked {
     id: u64,
+    /// Its connection (the id `CLIENT ID` answers, which `CLIENT UNBLOCK` names).
+    conn: u64,
     /// The serial of its connection's opening.
     serial: u64,
     /// The database it blocked in.
@@ -633,6 +635,12 @@ impl<H: RedisHost> RedisServer<H> {
         if name == "wait" && !in_multi {
             return self.wait(conn, peer, args);
         }
+        let client_sub = |sub: &[u8]| name == "client" && args.get(1).is_some_and(|a| a.eq_ignore_ascii_case(sub));
+        if client_sub(b"unblock") && !in_multi && (3..=4).contains(&args.len()) {
+            let reply = self.client_unblock(args);
+            self.record(conn, peer, args, &reply, Vec::new(), false);
+            return Response::Now(reply);
+        }
         // Read once for the command: its role decides how it runs and what is kept of it.
         let role = self.role();
         let is_master = role.is_master;
@@ -775,6 +783,37 @@ impl<H: RedisHost> RedisServer<H> {
                 Response::Many(replies)
             }
         }
+    }
+
+    /// `CLIENT UNBLOCK client-id [TIMEOUT|ERROR]`: wakes that client's blocking command as if its
+    /// timeout passed, or with an `UNBLOCKED` error; 1 when it was blocked, else 0.
+    fn client_unblock(&self, args: &[Bytes]) -> Reply {
+        let Some(id) = crate::redis::parse_ll(&args[2]) else {
+            return Reply::error("ERR value is not an integer or out of range");
+        };
+        let with_error = match args.get(3) {
+            None => false,
+            Some(a) if a.eq_ignore_ascii_case(b"timeout") => false,
+            Some(a) if a.eq_ignore_ascii_case(b"error") => true,
+            Some(_) => return Reply::error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+        };
+        let mut conns = self.conns.borrow_mut();
+        let found = conns
+            .blocked
+            .values()
+            .find(|b| i64::try_from(b.conn) == Ok(id))
+            .map(|b| b.id);
+        let Some(blocked) = found.and_then(|b| conns.unblock(b)) else {
+            return Reply::Integer(0);
+        };
+        drop(conns);
+        let reply = if with_error {
+            Reply::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+        } else {
+            Reply::Array(None)
+        };
+        let _ = blocked.wake.send(reply);
+        Reply::Integer(1)
     }
 
     /// `WAIT numreplicas timeout`.
@@ -963,6 +1002,8 @@ impl<H: RedisHost> RedisServer<H> {
         };
         let timeout_ms = timeout_ms.unwrap_or_else(|| blocking_timeout_ms(&args[timeout_at]).unwrap_or(0));
         let (wake, woken) = oneshot::channel();
+        // Every blocking command times out with a null array, `BLMOVE` too (redis-server 7.0).
+        let timed_out = Reply::Array(None);
         let id = {
             let mut c = self.conns.borrow_mut();
             c.next_blocked_id += 1;
@@ -978,6 +1019,7 @@ impl<H: RedisHost> RedisServer<H> {
                 id,
                 Blocked {
                     id,
+                    conn,
                     serial,
                     db,
                     wants: match args[0].to_ascii_lowercase().as_slice() {
@@ -1004,7 +1046,7 @@ impl<H: RedisHost> RedisServer<H> {
                 let remaining_ms = deadline_ms - host.wall_ms();
                 if timeout_ms > 0 && remaining_ms <= 0 {
                     server.conns.borrow_mut().unblock(id);
-                    break Reply::Array(None);
+                    break timed_out;
                 }
                 let timer = async {
                     if timeout_ms > 0 {
@@ -1015,7 +1057,7 @@ impl<H: RedisHost> RedisServer<H> {
                 };
                 tokio::select! {
                     biased;
-                    served = &mut woken => break served.unwrap_or(Reply::Array(None)),
+                    served = &mut woken => break served.unwrap_or(timed_out),
                     _ = timer => {}
                 }
             };
@@ -1223,6 +1265,49 @@ mod tests {
     async fn call(stream: &mut DuplexStream, args: &[&str]) -> String {
         send(stream, args).await;
         reply(stream).await
+    }
+
+    #[test]
+    fn client_unblock_wakes_a_blocked_client_as_a_timeout_or_with_an_error() {
+        run(async {
+            let (server, _log) = server();
+            let mut blocked = connect(&server, 5);
+            let mut admin = connect(&server, 6);
+            assert_eq!(
+                call(&mut admin, &["CLIENT", "UNBLOCK", "5"]).await,
+                ":0\r\n",
+                "not blocked"
+            );
+            send(&mut blocked, &["BLPOP", "l", "0"]).await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert_eq!(call(&mut admin, &["CLIENT", "UNBLOCK", "5"]).await, ":1\r\n");
+            assert_eq!(reply(&mut blocked).await, "*-1\r\n");
+            send(&mut blocked, &["BLMOVE", "l", "m", "LEFT", "LEFT", "0"]).await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert_eq!(call(&mut admin, &["CLIENT", "UNBLOCK", "5", "TIMEOUT"]).await, ":1\r\n");
+            assert_eq!(reply(&mut blocked).await, "*-1\r\n", "BLMOVE times out with a null array");
+            send(&mut blocked, &["BLPOP", "l", "0"]).await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert_eq!(
+                call(&mut admin, &["CLIENT", "UNBLOCK", "5", "NOW"]).await,
+                "-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n"
+            );
+            assert_eq!(
+                call(&mut admin, &["CLIENT", "UNBLOCK", "x"]).await,
+                "-ERR value is not an integer or out of range\r\n"
+            );
+            assert_eq!(call(&mut admin, &["CLIENT", "UNBLOCK", "5", "ERROR"]).await, ":1\r\n");
+            assert_eq!(
+                reply(&mut blocked).await,
+                "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"
+            );
+            assert_eq!(server.blocked_clients(), 0);
+            // Still a working connection, served by the next push.
+            send(&mut blocked, &["BLPOP", "l", "0"]).await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert_eq!(call(&mut admin, &["LPUSH", "l", "foo"]).await, ":1\r\n");
+            assert_eq!(reply(&mut blocked).await, "*2\r\n$1\r\nl\r\n$3\r\nfoo\r\n");
+        });
     }
 
     #[test]

@@ -239,7 +239,7 @@ pub(crate) fn copy(db: &mut Db, args: &[Bytes], now: i64) -> Reply {
 pub(crate) fn move_key(db: &mut Db, args: &[Bytes], now: i64) -> Reply {
     let target = match db_index(&args[2]) {
         Ok(i) => i,
-        Err(_) => return Reply::error("ERR DB index is out of range"),
+        Err(e) => return e,
     };
     if target == db.selected {
         return Reply::error("ERR source and destination objects are the same");
@@ -362,4 +362,21 @@ pub(crate) fn flushall(db: &mut Db, args: &[Bytes], _now: i64) -> Reply {
     }
     db.ks.clear_all();
     Reply::ok()
+}
+
+/// `CLIENT UNBLOCK` run by the engine (inside `EXEC`): the server loop answers it otherwise, and
+/// inside a transaction no client is blocked, so 0 after the same checks.
+pub(crate) fn client_unblock_queued(_ks: &mut Keyspace, args: &[Bytes], _now: i64) -> Reply {
+    if args.len() > 4 {
+        return Reply::error("ERR syntax error");
+    }
+    if parse_ll(&args[2]).is_none() {
+        return Reply::error(NOT_INTEGER);
+    }
+    match args.get(3) {
+        Some(a) if !a.eq_ignore_ascii_case(b"timeout") && !a.eq_ignore_ascii_case(b"error") => {
+            Reply::error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+        }
+        _ => Reply::Integer(0),
+    }
 }

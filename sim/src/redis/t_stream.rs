@@ -861,6 +861,19 @@ fn deliver_history(
     out
 }
 
+/// Whether `group` of the stream at `key` has `consumer`.
+fn has_consumer(ks: &mut Keyspace, key: &[u8], group: &[u8], consumer: &[u8], now: i64) -> bool {
+    matches!(stream_of(ks, key, now), Ok(Some(s)) if s.groups.get(group).is_some_and(|g| g.consumers.contains_key(consumer)))
+}
+
+/// Raises `xgroup-createconsumer` on `key` when `consumer` exists now and did not before (Redis
+/// raises it for a consumer `XREADGROUP`, `XCLAIM` or `XAUTOCLAIM` creates, too).
+fn raise_if_created(ks: &mut Keyspace, existed: bool, key: &[u8], group: &[u8], consumer: &[u8], now: i64) {
+    if !existed && has_consumer(ks, key, group, consumer, now) {
+        ks.raise(key, "xgroup-createconsumer");
+    }
+}
+
 /// Looks the consumer up (refreshing its seen-time) or creates it.
 fn touch_consumer(g: &mut Group, name: &Bytes, now: i64) {
     g.consumers.entry(name.clone()).or_default().seen_time_ms = now;
@@ -898,6 +911,7 @@ pub(crate) fn xreadgroup(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
         if !serve {
             continue;
         }
+        let existed = has_consumer(ks, key, &group, &consumer, now);
         let entries = write_quiet(ks, key, now, |s| {
             if let Some(g) = s.groups.get_mut(&group) {
                 touch_consumer(g, &consumer, now);
@@ -908,6 +922,7 @@ pub(crate) fn xreadgroup(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
             }
         })
         .unwrap_or_default();
+        raise_if_created(ks, existed, key, &group, &consumer, now);
         out.push(Reply::Array(Some(vec![
             Reply::Bulk(Some(key.clone())),
             Reply::Array(Some(entries)),
@@ -1058,6 +1073,7 @@ pub(crate) fn xgroup_createconsumer(ks: &mut Keyspace, args: &[Bytes], now: i64)
             touch_consumer(g, &args[4], now);
         }
     });
+    ks.raise(&args[2], "xgroup-createconsumer");
     Reply::Integer(1)
 }
 
@@ -1081,6 +1097,7 @@ pub(crate) fn xgroup_delconsumer(ks: &mut Keyspace, args: &[Bytes], now: i64) ->
         }
         Some(c.pending.len())
     });
+    ks.raise(&args[2], "xgroup-delconsumer");
     Reply::Integer(pending.flatten().unwrap_or(0) as i64)
 }
 
@@ -1284,6 +1301,15 @@ fn drop_pending(g: &mut Group, id: StreamId) {
 /// [FORCE] [JUSTID] [LASTID id]`: the entries (or ids) now the consumer's.
 /// <https://redis.io/commands/xclaim/>
 pub(crate) fn xclaim(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
+    let existed = has_consumer(ks, &args[1], &args[2], &args[3], now);
+    let reply = xclaim_unraised(ks, args, now);
+    if !matches!(reply, Reply::Error(_)) {
+        raise_if_created(ks, existed, &args[1], &args[2], &args[3], now);
+    }
+    reply
+}
+
+fn xclaim_unraised(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
     match stream_of(ks, &args[1], now) {
         Err(e) => return e,
         Ok(Some(s)) if s.groups.contains_key(&args[2]) => {}
@@ -1390,6 +1416,15 @@ pub(crate) fn xclaim(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
 /// claimed entries (or ids), ids of deleted entries dropped from the PEL]`.
 /// <https://redis.io/commands/xautoclaim/>
 pub(crate) fn xautoclaim(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
+    let existed = has_consumer(ks, &args[1], &args[2], &args[3], now);
+    let reply = xautoclaim_unraised(ks, args, now);
+    if !matches!(reply, Reply::Error(_)) {
+        raise_if_created(ks, existed, &args[1], &args[2], &args[3], now);
+    }
+    reply
+}
+
+fn xautoclaim_unraised(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
     let min_idle = match int_arg(&args[4], Some("Invalid min-idle-time argument for XAUTOCLAIM")) {
         Ok(n) => n.max(0),
         Err(e) => return e,

@@ -442,11 +442,17 @@ pub(crate) struct InfoFacts {
     pub maxmemory: usize,
     /// Bytes the Lua VM holds.
     pub lua_memory: usize,
+    /// Scripts in the `EVAL` script cache.
+    pub cached_scripts: usize,
     /// Clients blocked in a blocking command (the server loop's count).
     pub blocked_clients: usize,
     /// Per command (`name` or `container|sub`): calls, calls refused before running, calls that
     /// answered an error.
     pub command_stats: Vec<(String, [u64; 3])>,
+    /// Error replies by code, in code order.
+    pub error_stats: Vec<(String, u64)>,
+    /// Every error reply since the last `CONFIG RESETSTAT`.
+    pub total_error_replies: u64,
 }
 
 /// `INFO [section ...]`: the default sections (`server`, `clients`, `memory`, `persistence`,
@@ -476,8 +482,8 @@ pub(crate) fn info(sections: &[Bytes], facts: &InfoFacts) -> Reply {
             "memory",
             true,
             format!(
-                "used_memory:{}\r\nused_memory_lua:{}\r\nmaxmemory:{}\r\nmaxmemory_policy:noeviction\r\n",
-                facts.used_memory, facts.lua_memory, facts.maxmemory
+                "used_memory:{}\r\nused_memory_lua:{}\r\nnumber_of_cached_scripts:{}\r\nmaxmemory:{}\r\nmaxmemory_policy:noeviction\r\n",
+                facts.used_memory, facts.lua_memory, facts.cached_scripts, facts.maxmemory
             ),
         ),
         (
@@ -485,7 +491,14 @@ pub(crate) fn info(sections: &[Bytes], facts: &InfoFacts) -> Reply {
             true,
             "loading:0\r\nrdb_changes_since_last_save:0\r\naof_enabled:0\r\n".to_string(),
         ),
-        ("stats", true, "expired_keys:0\r\nevicted_keys:0\r\n".to_string()),
+        (
+            "stats",
+            true,
+            format!(
+                "expired_keys:0\r\nevicted_keys:0\r\nunexpected_error_replies:0\r\ntotal_error_replies:{}\r\n",
+                facts.total_error_replies
+            ),
+        ),
         (
             "replication",
             true,
@@ -509,7 +522,15 @@ pub(crate) fn info(sections: &[Bytes], facts: &InfoFacts) -> Reply {
                 })
                 .collect(),
         ),
-        ("errorstats", true, String::new()),
+        (
+            "errorstats",
+            true,
+            facts
+                .error_stats
+                .iter()
+                .map(|(code, count)| format!("errorstat_{code}:count={count}\r\n"))
+                .collect(),
+        ),
         ("latencystats", false, String::new()),
         ("cluster", true, "cluster_enabled:0\r\n".to_string()),
         (

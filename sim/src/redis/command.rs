@@ -69,6 +69,10 @@ pub struct RedisEngine {
     blocked_clients: usize,
     /// `INFO commandstats`: per command, calls, refusals and errors.
     command_stats: BTreeMap<(&'static str, Option<&'static str>), [u64; 3]>,
+    /// `INFO errorstats`: error replies by their code (the first word), at most
+    /// [`ERROR_CODES_MAX`] codes; and every error reply.
+    error_stats: BTreeMap<String, u64>,
+    total_error_replies: u64,
     /// Keys written since the server last asked ([`RedisEngine::take_touched`]).
     touched_since: Vec<(usize, Bytes)>,
     /// Whether more than [`TOUCHED_KEPT_MAX`] were written since.
@@ -77,6 +81,9 @@ pub struct RedisEngine {
 
 /// The most written keys the engine keeps for [`RedisEngine::take_touched`].
 const TOUCHED_KEPT_MAX: usize = 65_536;
+
+/// The error codes `INFO errorstats` keeps apart (Redis 7.0's `ERROR_STATS_NUMBER`).
+const ERROR_CODES_MAX: usize = 128;
 
 impl std::fmt::Debug for RedisEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -116,6 +123,8 @@ impl RedisEngine {
             touched_overflowed: false,
             blocked_clients: 0,
             command_stats: BTreeMap::new(),
+            error_stats: BTreeMap::new(),
+            total_error_replies: 0,
             script_shebangs: BTreeMap::new(),
         }
     }
@@ -443,6 +452,18 @@ impl RedisEngine {
     /// Counts a command of a connection for `INFO commandstats` (Redis counts a command it knows:
     /// an arity error as rejected, an error reply as failed).
     fn count_call(&mut self, args: &[Bytes], reply: &Reply) {
+        match reply {
+            Reply::Error(e) => self.count_error(e),
+            // Each error inside `EXEC`'s reply was an error reply of its own command.
+            Reply::Array(Some(items)) if args.first().is_some_and(|a| eq_ic(a, "exec")) => {
+                for item in items {
+                    if let Reply::Error(e) = item {
+                        self.count_error(e);
+                    }
+                }
+            }
+            _ => {}
+        }
         // On every command of every simulation: no allocation once a command was counted.
         let Some(spec) = args.first().and_then(|name| table::command(name)) else {
             return;
@@ -463,6 +484,21 @@ impl RedisEngine {
             if matches!(reply, Reply::Error(_)) {
                 counts[2] += 1;
             }
+        }
+    }
+
+    /// Counts an error reply under its code, its first word (Redis's `afterErrorReply`; `lower
+    /// case` counts as `lower`). A client can invent codes (`redis.error_reply` in a script):
+    /// past [`ERROR_CODES_MAX`] codes new ones are counted in the total only, and a code is cut
+    /// at 128 bytes.
+    fn count_error(&mut self, text: &str) {
+        self.total_error_replies += 1;
+        let code = text.split(' ').next().unwrap_or("");
+        let code = &code[..code.floor_char_boundary(128)];
+        if let Some(count) = self.error_stats.get_mut(code) {
+            *count += 1;
+        } else if self.error_stats.len() < ERROR_CODES_MAX {
+            self.error_stats.insert(code.to_string(), 1);
         }
     }
 
@@ -696,6 +732,8 @@ impl RedisEngine {
             },
             "config|resetstat" => {
                 self.command_stats.clear();
+                self.error_stats.clear();
+                self.total_error_replies = 0;
                 Reply::ok()
             }
             "config|rewrite" => Reply::error("ERR The server is running without a config file"),
@@ -718,7 +756,10 @@ impl RedisEngine {
                     used_memory: self.db.ks.used_bytes(),
                     maxmemory: self.memory.maxmemory,
                     lua_memory: self.scripts.used_memory(),
+                    cached_scripts: self.scripts.cached(),
                     blocked_clients: self.blocked_clients,
+                    error_stats: self.error_stats.iter().map(|(code, n)| (code.clone(), *n)).collect(),
+                    total_error_replies: self.total_error_replies,
                     command_stats: self
                         .command_stats
                         .iter()
@@ -1546,6 +1587,41 @@ mod tests {
                 (t, &["MOVE", "k", "1"], Reply::Integer(1)),
             ],
         );
+    }
+
+    #[test]
+    fn errorstats_count_error_replies_by_their_first_word_and_resetstat_clears_them() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let t = 1_000;
+        for cmd in [
+            &["EVAL", "return redis.error_reply('MY_CODE custom')", "0"][..],
+            &["EVAL", "return redis.error_reply('MY_CODE again')", "0"],
+            &["NOSUCH"],
+            &["SET", "k", "v"],
+            &["LPUSH", "k", "x"],
+        ] {
+            e.execute(&args(cmd), t);
+        }
+        let info = |e: &mut RedisEngine, section: &str| match e.execute(&args(&["INFO", section]), t) {
+            Reply::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+            other => panic!("{other:?}"),
+        };
+        let stats = info(&mut e, "errorstats");
+        assert!(stats.contains("errorstat_ERR:count=1\r\n"), "{stats}");
+        assert!(stats.contains("errorstat_MY_CODE:count=2\r\n"), "{stats}");
+        assert!(stats.contains("errorstat_WRONGTYPE:count=1\r\n"), "{stats}");
+        assert!(info(&mut e, "stats").contains("total_error_replies:4\r\n"));
+        // A client inventing codes cannot grow the table without bound.
+        for i in 0..1_000 {
+            e.execute(&args(&["EVAL", &format!("return redis.error_reply('C{i} x')"), "0"]), t);
+        }
+        assert_eq!(
+            info(&mut e, "errorstats").matches("errorstat_").count(),
+            super::ERROR_CODES_MAX
+        );
+        assert!(info(&mut e, "stats").contains("total_error_replies:1004\r\n"));
+        e.execute(&args(&["CONFIG", "RESETSTAT"]), t);
+        assert!(!info(&mut e, "errorstats").contains("errorstat_"));
     }
 
     #[test]

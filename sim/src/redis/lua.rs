@@ -424,6 +424,11 @@ impl ScriptRuntime {
         self.lua.0.borrow_mut().vm().map_or(0, |vm| vm.lua.used_memory())
     }
 
+    /// How many scripts this server has cached (`INFO`'s `number_of_cached_scripts`).
+    pub(crate) fn cached(&self) -> usize {
+        self.scripts.len()
+    }
+
     /// Whether a script with this (lowercase) SHA is cached.
     pub(crate) fn contains(&self, sha: &str) -> bool {
         self.scripts.contains(sha)

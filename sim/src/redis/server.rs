@@ -1285,7 +1285,11 @@ mod tests {
             send(&mut blocked, &["BLMOVE", "l", "m", "LEFT", "LEFT", "0"]).await;
             tokio::time::sleep(Duration::from_millis(10)).await;
             assert_eq!(call(&mut admin, &["CLIENT", "UNBLOCK", "5", "TIMEOUT"]).await, ":1\r\n");
-            assert_eq!(reply(&mut blocked).await, "*-1\r\n", "BLMOVE times out with a null array");
+            assert_eq!(
+                reply(&mut blocked).await,
+                "*-1\r\n",
+                "BLMOVE times out with a null array"
+            );
             send(&mut blocked, &["BLPOP", "l", "0"]).await;
             tokio::time::sleep(Duration::from_millis(10)).await;
             assert_eq!(

@@ -94,6 +94,8 @@ fn events_of(spec: &CommandSpec, args: &[Bytes], exists_after: bool) -> Vec<(u32
         "set" if has_expiry(args) => vec![(STRING, "set"), (GENERIC, "expire")],
         "getset" | "setnx" | "mset" | "msetnx" => vec![(STRING, "set")],
         "getdel" | "unlink" | "del" => vec![(GENERIC, "del")],
+        "sort" if exists_after => vec![(LIST, "sortstore")],
+        "sort" => vec![(GENERIC, "del")],
         "expire" | "pexpire" | "expireat" | "pexpireat" if exists_after => vec![(GENERIC, "expire")],
         "expire" | "pexpire" | "expireat" | "pexpireat" => vec![(GENERIC, "del")],
         name => vec![(class, name)],

@@ -135,7 +135,12 @@ pub(crate) fn expired_events(db: &mut Db, expired: &[(usize, Bytes)]) {
 /// key)`s).
 pub(crate) fn command_events(db: &mut Db, spec: &CommandSpec, args: &[Bytes], written: &[(usize, Bytes)]) {
     let flags = db.notify;
+    // `SORT` writes only its `STORE` key (a pattern's key it reclaimed as expired is not its write).
+    let sort_store = (spec.name == "sort").then(|| spec.key_positions(args).get(1).map(|&i| &args[i]));
     for (index, key) in written {
+        if sort_store.is_some_and(|store| store != Some(key)) {
+            continue;
+        }
         let exists_after = db.ks.db(*index).and_then(|d| d.get(key)).is_some();
         for (class, event) in events_of(spec, args, exists_after) {
             if flags & class == 0 {

@@ -447,6 +447,46 @@ mod tests {
     }
 
     #[test]
+    fn store_raises_sortstore_or_del() {
+        let (mut e, mut c) = setup();
+        let mut sub = ClientSession::new(9);
+        run(&mut e, &mut c, &["CONFIG", "SET", "notify-keyspace-events", "KEA"]);
+        e.execute_conn(&mut sub, &args(&["PSUBSCRIBE", "__keyspace@0__:*"]), 0);
+        e.take_pushes();
+        run(&mut e, &mut c, &["SET", "gone_1", "1"]);
+        run(&mut e, &mut c, &["PEXPIRE", "gone_1", "1"]);
+        e.take_pushes();
+        e.execute_as(&mut c, &args(&["SORT", "l", "BY", "gone_*", "STORE", "dst"]), 10);
+        run(&mut e, &mut c, &["SORT", "missing", "STORE", "dst"]);
+        run(&mut e, &mut c, &["SORT", "l"]);
+        let events: Vec<String> = e
+            .take_pushes()
+            .into_iter()
+            .filter_map(|(_, push)| match push {
+                Reply::Array(Some(items)) => match (items.get(2), items.get(3)) {
+                    (Some(Reply::Bulk(Some(ch))), Some(Reply::Bulk(Some(ev)))) => Some(format!(
+                        "{} {}",
+                        String::from_utf8_lossy(ch),
+                        String::from_utf8_lossy(ev)
+                    )),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            events,
+            // The pattern's key that expired is not SORT's write (the engine reports expirations
+            // after the command).
+            [
+                "__keyspace@0__:dst sortstore",
+                "__keyspace@0__:gone_1 expired",
+                "__keyspace@0__:dst del"
+            ]
+        );
+    }
+
+    #[test]
     fn scripts_get_sets_in_byte_order() {
         let (mut e, mut c) = setup();
         run(&mut e, &mut c, &["SADD", "myset", "1", "2", "3", "4", "10"]);

@@ -274,6 +274,8 @@ const PARAMS: &[Param] = &[
     param("active-defrag-cycle-min", "1"),
     param("activedefrag", "no"),
     param("proto-max-bulk-len", "536870912"),
+    // Accepted and reported: `RESTORE` checks every payload whole either way (t_dump.rs).
+    param("sanitize-dump-payload", "no"),
     param("requirepass", ""),
     param("protected-mode", "no"),
     param("loglevel", "notice"),
@@ -400,6 +402,9 @@ impl ServerConfig {
                 }
                 "notify-keyspace-events" if !super::notify::valid(&value) => {
                     return Err(failed("Invalid event class character. Use 'Ag$lshzxeKEtmd'."));
+                }
+                "sanitize-dump-payload" if !["no", "yes", "clients"].iter().any(|v| value.eq_ignore_ascii_case(v)) => {
+                    return Err(failed("argument(s) must be one of the following: no, yes, clients"));
                 }
                 _ if p.default.parse::<i64>().is_ok() && value.parse::<i64>().is_err() => {
                     return Err(failed("argument couldn't be parsed into an integer"));

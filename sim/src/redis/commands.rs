@@ -14,8 +14,8 @@ use super::spec::{
 };
 use super::t_pubsub::{echo, ping, publish, pubsub_channels, pubsub_numpat, pubsub_numsub};
 use super::{
-    introspect, t_generic as gen, t_hash as hash, t_list as list, t_set as set, t_stream as xs, t_string as st,
-    t_zset as z,
+    introspect, t_dump as dump, t_generic as gen, t_hash as hash, t_list as list, t_set as set, t_sort as sort,
+    t_stream as xs, t_string as st, t_zset as z,
 };
 
 /// The union of `list`.
@@ -191,6 +191,19 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     row("swapdb", 3, f(&[W, FA]), NK, L::Moves, G::Server, D(gen::swapdb)),
     row("flushdb", -1, f(&[W]), NK, L::Moves, G::Server, D(gen::flushdb)),
     row("flushall", -1, f(&[W]), NK, L::Moves, G::Server, D(gen::flushall)),
+    // `SORT ... STORE` and `RESTORE` write a key whole (t_sort.rs, t_dump.rs).
+    row(
+        "sort",
+        -2,
+        f(&[W, M, MK]),
+        KeySpec::Sort,
+        L::Moves,
+        G::Generic,
+        K(sort::sort),
+    ),
+    row("sort_ro", -2, f(&[R, MK]), K1, NONE, G::Generic, K(sort::sort_ro)),
+    row("dump", 2, f(&[R]), K1, NONE, G::Generic, K(dump::dump)),
+    row("restore", -4, f(&[W, M]), K1, L::Moves, G::Generic, K(dump::restore)),
     container(
         "object",
         G::Generic,

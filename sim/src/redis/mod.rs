@@ -10,9 +10,9 @@
 //! notifications (`notify.rs`), `AUTH` with `requirepass`, and the connection and server
 //! commands clients and test suites send. Every command is a row of one command table
 //! ([`table`], rows in `commands.rs`, handlers by type in `t_string.rs`, `t_generic.rs`,
-//! `t_list.rs`, `t_hash.rs`, `t_set.rs`, `t_zset.rs`, `t_stream.rs`): its arity, flags, key
-//! positions, what it can do to a key's lease, and its handler; dispatch, `COMMAND`, the
-//! history's lease reader and the grant recogniser read the same rows. Keys expire at
+//! `t_list.rs`, `t_hash.rs`, `t_set.rs`, `t_zset.rs`, `t_stream.rs`, `t_sort.rs`, `t_dump.rs`):
+//! its arity, flags, key positions, what it can do to a key's lease, and its handler; dispatch,
+//! `COMMAND`, the history's lease reader and the grant recogniser read the same rows. Keys expire at
 //! millisecond precision on the node's own wall clock (passed in with every call, so clock jumps
 //! affect expiry exactly as they would on a real node). Replies and error texts match Redis 7.0
 //! (7.2 where older lock clients' texts were modelled); docs/redis-commands.md lists the commands
@@ -89,11 +89,13 @@ mod session;
 mod spec;
 mod stream;
 mod syntax;
+mod t_dump;
 mod t_generic;
 mod t_hash;
 mod t_list;
 mod t_pubsub;
 mod t_set;
+mod t_sort;
 mod t_stream;
 mod t_string;
 mod t_zset;

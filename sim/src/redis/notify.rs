@@ -118,6 +118,8 @@ fn events_of(spec: &CommandSpec, args: &[Bytes], exists_after: bool) -> Vec<(u32
         "set" if has_expiry(args) => vec![(STRING, "set"), (GENERIC, "expire")],
         "getset" | "setnx" | "mset" | "msetnx" => vec![(STRING, "set")],
         "getdel" | "unlink" | "del" => vec![(GENERIC, "del")],
+        "sort" if exists_after => vec![(LIST, "sortstore")],
+        "sort" => vec![(GENERIC, "del")],
         "expire" | "pexpire" | "expireat" | "pexpireat" if exists_after => vec![(GENERIC, "expire")],
         "expire" | "pexpire" | "expireat" | "pexpireat" => vec![(GENERIC, "del")],
         // The key left and the key arrived (database to database for `MOVE`).
@@ -206,7 +208,12 @@ pub(crate) fn command_events(
     if matches!(spec.name, "rename" | "renamenx" | "move") {
         written.sort_by_key(|(_, exists_after)| *exists_after);
     }
+    // `SORT` writes only its `STORE` key (a pattern's key it reclaimed as expired is not its write).
+    let sort_store = (spec.name == "sort").then(|| spec.key_positions(args).get(1).map(|&i| &args[i]));
     for ((index, key), exists_after) in written {
+        if sort_store.is_some_and(|store| store != Some(key)) {
+            continue;
+        }
         let created = exists_after && absent_before.iter().any(|(i, k)| i == index && k == key);
         let new = created.then_some((NEW, "new"));
         for (class, event) in new.into_iter().chain(events_of(spec, args, exists_after)) {

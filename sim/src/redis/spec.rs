@@ -107,6 +107,9 @@ pub enum KeySpec {
     },
     /// The keys follow the `STREAMS` keyword, half of the remaining arguments (`XREAD`).
     Streams,
+    /// `SORT`: the key at 1, and the argument after the last `STORE` (`LIMIT` skips two
+    /// arguments, `BY` and `GET` one). `COMMAND INFO` says 1, 1, 1, as Redis does.
+    Sort,
 }
 
 impl KeySpec {
@@ -114,6 +117,7 @@ impl KeySpec {
     pub fn legacy(self) -> (i64, i64, i64) {
         match self {
             KeySpec::Range { first, last, step } => (i64::from(first), i64::from(last), i64::from(step)),
+            KeySpec::Sort => (1, 1, 1),
             _ => (0, 0, 0),
         }
     }
@@ -156,6 +160,26 @@ impl KeySpec {
                 };
                 let rest = args.len() - kw - 1;
                 (kw + 1..kw + 1 + rest / 2).collect()
+            }
+            KeySpec::Sort => {
+                if args.len() < 2 {
+                    return Vec::new();
+                }
+                let mut store = None;
+                let mut j = 2;
+                while j < args.len() {
+                    let a = args[j].as_ref();
+                    if a.eq_ignore_ascii_case(b"limit") {
+                        j += 2;
+                    } else if a.eq_ignore_ascii_case(b"by") || a.eq_ignore_ascii_case(b"get") {
+                        j += 1;
+                    } else if a.eq_ignore_ascii_case(b"store") && j + 1 < args.len() {
+                        store = Some(j + 1);
+                        j += 1;
+                    }
+                    j += 1;
+                }
+                std::iter::once(1).chain(store).collect()
             }
         }
     }

@@ -31,10 +31,28 @@ pub mod scenario;
 pub mod workload;
 
 /// The text timeline of a run, moved to [`report::narrative`]; this path stays for code written
-/// against it (see CHANGELOG.md).
-#[deprecated(since = "0.1.0", note = "moved to `lockstep::report::narrative`")]
+/// against it (see CHANGELOG.md). Each item is deprecated on its own: a `#[deprecated]` module
+/// warns nobody who calls into it.
 pub mod timeline {
-    pub use crate::report::narrative::*;
+    use crate::history::{OpHistory, Step};
+
+    /// [`crate::report::narrative::line`], under its old path.
+    #[deprecated(since = "0.1.0", note = "moved to `lockstep::report::narrative::line`")]
+    pub fn line(step: &Step<'_>) -> Option<String> {
+        crate::report::narrative::line(step)
+    }
+
+    /// [`crate::report::narrative::why_resource_safe`], under its old path.
+    #[deprecated(since = "0.1.0", note = "moved to `lockstep::report::narrative::why_resource_safe`")]
+    pub fn why_resource_safe(history: &OpHistory<'_>) -> &'static str {
+        crate::report::narrative::why_resource_safe(history)
+    }
+
+    /// [`crate::report::narrative::text`], under its old path.
+    #[deprecated(since = "0.1.0", note = "moved to `lockstep::report::narrative::text`")]
+    pub fn text(history: &OpHistory<'_>) -> String {
+        crate::report::narrative::text(history)
+    }
 }
 
 pub use lockstep_sim as sim;

@@ -536,7 +536,12 @@ fn finish(
     // state what should hold as the expectation: the file fails until the bug is fixed.
     let lock = subject.name(template);
     let reference_name = reference.map(|r| r.name(template));
-    scenario.name = counterexample_name(&template.name, seed, checker);
+    // A user's lock names its counterexamples too: two harnesses sharing a directory must not
+    // overwrite each other's files (a template's own lock or a preset keeps the plain name).
+    scenario.name = match &subject {
+        LockRef::User(..) => counterexample_name(&template.name, seed, &format!("{checker}-{}", lock_part(&lock))),
+        _ => counterexample_name(&template.name, seed, checker),
+    };
     let with = match (&subject, &reference_name) {
         (LockRef::Template, None) => String::new(),
         (LockRef::User(..), _) => format!(" with the Rust lock `{lock}`"),
@@ -619,6 +624,20 @@ pub fn counterexample_toml(cx: &Counterexample) -> String {
     )
 }
 
+/// A user's lock's name as a part of a counterexample's name: its slug, or when longer than 32
+/// bytes its first 23 and a hash of the whole (two long names sharing a start stay apart).
+fn lock_part(lock: &str) -> String {
+    let slug = crate::report::slug(lock);
+    if slug.len() <= 32 {
+        return slug;
+    }
+    // FNV-1a: stable across runs and platforms (a file name must not move between runs).
+    let hash = lock.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{}-{:08x}", slug[..23].trim_end_matches('-'), hash as u32)
+}
+
 /// The counterexample's scenario name: `{template}-seed-{seed}-{checker}`, the template's part cut
 /// so that the whole stays a valid scenario name: the file must load.
 fn counterexample_name(template: &str, seed: u64, checker: &str) -> String {
@@ -633,6 +652,19 @@ mod tests {
 
     /// Shrinking and coverage measure a fault the same way: a power loss's downtime counts (it
     /// once counted for coverage and not for shrinking), a failover has none.
+    #[test]
+    fn a_users_lock_part_is_short_and_tells_long_names_apart() {
+        assert_eq!(super::lock_part("my-lock"), "my-lock");
+        let (a, b) = (
+            super::lock_part("a-very-long-lock-name-that-goes-on-and-on-one"),
+            super::lock_part("a-very-long-lock-name-that-goes-on-and-on-two"),
+        );
+        assert_ne!(a, b);
+        assert!(a.len() <= 32 && b.len() <= 32, "{a} {b}");
+        let name = counterexample_name(&"t".repeat(200), u64::MAX, &format!("mutual-exclusion-{a}"));
+        assert!(name.len() <= SCENARIO_NAME_MAX, "{name}");
+    }
+
     #[test]
     fn every_kind_is_measured_once_for_shrinking_and_coverage() {
         let mut loss = GenFault::from(PowerLoss {

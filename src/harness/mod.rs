@@ -647,7 +647,10 @@ impl Harness {
             }
             // The time limit covers shrinking too, as `explore --time-limit` does.
             let deadline = config.time_limit.and_then(|limit| Instant::now().checked_add(limit));
-            let summary = run_exploration(&template, &config, &locks, sink.as_mut());
+            let mut summary = run_exploration(&template, &config, &locks, sink.as_mut());
+            // Its run and span, as `lockstep explore` stamps them: the seeds to the first bug
+            // count from the span's start.
+            crate::app::identity::stamp_run(&mut summary, &template, &config, &locks);
             let budget = (self.shrink.0, self.shrink.1, deadline);
             // Bounded without a reference: the gate is the implementation bugs, and only their
             // seeds are shrunk, each for a checker the lock promised under its plan.
@@ -1036,6 +1039,21 @@ impl HarnessRun {
         out.push_str(&format!(", {seeds} seeds explored)"));
         if let Some(dir) = &self.report_dir {
             out.push_str(&format!("; report in {}", dir.display()));
+        }
+        // How soon each exploration found its first implementation bug, as `lockstep explore`
+        // prints it.
+        for e in &self.explorations {
+            match e.summary.first_bug() {
+                Some((seed, Some(n))) => out.push_str(&format!(
+                    "\n  exploration {}: seeds to the first implementation bug: {n} (seed {seed})",
+                    e.template
+                )),
+                Some((seed, None)) => out.push_str(&format!(
+                    "\n  exploration {}: first implementation-bug seed: {seed}",
+                    e.template
+                )),
+                None => {}
+            }
         }
         for line in self.failures() {
             out.push_str(

@@ -93,10 +93,17 @@ fn a_lock_built_by_a_factory_runs_through_the_harness_and_run_with_lock() {
 #[test]
 #[allow(deprecated)]
 fn moved_items_still_resolve_where_they_were() {
-    // `lockstep::timeline` became `lockstep::report::narrative`: the old path still resolves.
+    // `lockstep::timeline` became `lockstep::report::narrative`: the old path still resolves
+    // (each item deprecated on its own, so a caller is warned) and tells the same timeline.
     let old: fn(&lockstep::history::OpHistory<'_>) -> String = lockstep::timeline::text;
     let new: fn(&lockstep::history::OpHistory<'_>) -> String = lockstep::report::narrative::text;
-    assert_eq!(old as usize, new as usize);
+    let scenario = Scenario::from_file(&scenario_file()).expect("the scenario loads");
+    let run = lockstep::run::run_scenario(&scenario, Some(3)).expect("runs");
+    let ops = lockstep::history::OpHistory::new(&run.history);
+    assert_eq!(old(&ops), new(&ops));
+    assert!(!new(&ops).is_empty());
+    // In the prelude: what the harness's gate, tokens and script locks are declared with.
+    let _: (Option<Gate>, Option<LockTokens>, Option<RenewalAfterRelease>) = (None, None, None);
     // In the prelude: what a failed automatic extension does.
     assert_eq!(ExtendFailure::default(), ExtendFailure::Abort);
 }

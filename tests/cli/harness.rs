@@ -465,6 +465,43 @@ fn an_implementation_bug_fails_the_default_gate_and_its_counterexample_is_writte
     let toml = std::fs::read_to_string(file).expect("the named counterexample is written");
     assert!(toml.contains("rust_lock = \"del-release-gate\""), "{toml}");
     assert!(run.written.contains(&file.to_path_buf()));
+    // The seeds to the first bug, in the summary and in the message (issue 50, item 11).
+    let first = classified.first_bugs.iter().map(|b| b.seed).min().expect("a bug seed");
+    assert_eq!(e.summary.first_bug_seed, Some(first));
+    assert_eq!(
+        e.summary.seeds_to_first_bug,
+        Some(first + 1),
+        "seeds 0..: seed {first} is the {}th",
+        first + 1
+    );
+    assert!(
+        message.contains(&format!(
+            "seeds to the first implementation bug: {} (seed {first})",
+            first + 1
+        )),
+        "{message}"
+    );
+    // A second lock writing to the same directory keeps the first one's file: the names carry
+    // the lock.
+    let other = del_release("del-release-other")
+        .explore_standard(80)
+        .jobs(2)
+        .shrink(1, 60)
+        .counterexamples(dir.join("cx"))
+        .run()
+        .expect("the harness runs");
+    let (_, other_file) = other.explorations[0]
+        .counterexamples()
+        .next()
+        .expect("a counterexample");
+    assert_ne!(other_file, file);
+    assert!(
+        other_file.to_string_lossy().contains("del-release-other"),
+        "{}",
+        other_file.display()
+    );
+    let kept = std::fs::read_to_string(file).expect("the first lock's counterexample is still there");
+    assert!(kept.contains("rust_lock = \"del-release-gate\""), "{kept}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

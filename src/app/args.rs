@@ -158,10 +158,12 @@ pub struct ExploreArgs {
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
-    /// The assumption-bounded profile (docs/assumptions.md): faults inside what the template's
-    /// lock is built to tolerate; each violating seed says which assumptions its plan broke, and
-    /// a checker the lock promises under its plan answering invalid is an implementation bug
-    /// (exit code 1). Random placement.
+    /// The assumption-bounded profile (docs/assumptions.md): timing, clock and key-loss faults
+    /// brought inside what the template's lock is built to tolerate; failovers (the `failover`
+    /// kind, `replica-clock`) are kept as drawn and break the masters assumption, under which
+    /// only `ownership` is promised (leave them out with `--kinds`). Each violating seed says
+    /// which assumptions its plan broke, and a checker the lock promises under its plan
+    /// answering invalid is an implementation bug (exit code 1). Random placement.
     #[arg(long, conflicts_with = "exhaustive")]
     pub bounded: bool,
     /// Let the workload shapes guided placement draws outlive the lease: critical sections up to

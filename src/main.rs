@@ -95,7 +95,12 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         return Ok(Outcome::held_if(report.is_clean()));
     }
     let overrides = args.overrides();
-    let (template, config) = exploration::explore_config(&template, &overrides)?;
+    let (template, mut config) = exploration::explore_config(&template, &overrides)?;
+    // `--time-limit` covers the shrink too: once a bug seed is found, exploring stops a reserve
+    // before the limit so that the first counterexample gets shrunk.
+    if args.oracle.shrink > 0 {
+        config.shrink_reserve = config.time_limit.map(lockstep::explore::shrink_reserve_of);
+    }
     lockstep::app::identity::check_shard_has_seeds(&config)?;
     lockstep::report::check_outputs(args.summary.as_deref(), args.out.as_deref()).map_err(AppError::BadInput)?;
     let locks = exploration::locks(&template, &args.oracle)?;

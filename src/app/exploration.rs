@@ -520,6 +520,7 @@ pub fn explore_config(template: &Scenario, overrides: &Overrides) -> Result<(Sce
         assumptions: None,
         cancel: Default::default(),
         overrun_shapes: overrides.overrun_shapes,
+        shrink_reserve: None,
     };
     let config = if overrides.bounded {
         bounded(template, config, overrides)?

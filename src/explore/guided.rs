@@ -312,6 +312,7 @@ fn run_guided(
                     SeedOutcome::Judged { case, .. } | SeedOutcome::Error { case, .. } => case.clone(),
                 };
                 aggregate(&mut summary, outcome, true);
+                config.keep_shrink_reserve(started, &summary);
                 if let Some(signature) = signature {
                     batch.push((seed, signature, ran));
                 }

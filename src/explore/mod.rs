@@ -115,6 +115,12 @@ pub struct ExploreConfig {
     /// sections up to 3/2 × TTL). Off by default: shapes stay inside the lock's contract
     /// ([`anchors::ShapeBounds`]), so that what the search finds needs a fault.
     pub overrun_shapes: bool,
+    /// With a [`Self::time_limit`]: once a seed worth shrinking was found (an implementation-bug
+    /// seed, [`ExploreSummary::first_bug`]), stop starting seeds this long before the limit, so
+    /// that the shrink that follows inside the same limit has this time. `None`: explore to the
+    /// limit. Set by `lockstep explore --time-limit` and the harness when they shrink
+    /// ([`shrink_reserve_of`]).
+    pub shrink_reserve: Option<Duration>,
 }
 
 impl ExploreConfig {
@@ -123,6 +129,23 @@ impl ExploreConfig {
     pub(crate) fn must_stop(&self, started: Instant) -> bool {
         self.cancel.load(Ordering::Relaxed) || self.time_limit.is_some_and(|limit| started.elapsed() >= limit)
     }
+
+    /// Stops starting seeds (through [`Self::cancel`]) when `summary` holds a seed to shrink and
+    /// the time left is the [`Self::shrink_reserve`].
+    pub(crate) fn keep_shrink_reserve(&self, started: Instant, summary: &ExploreSummary) {
+        let (Some(limit), Some(reserve)) = (self.time_limit, self.shrink_reserve) else {
+            return;
+        };
+        if started.elapsed().saturating_add(reserve) >= limit && summary.first_bug().is_some() {
+            self.cancel.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The share of a time limit kept for shrinking once a bug seed is found: a third of it, at most
+/// two minutes (shrinking one bug seed takes some 10–30 s on two cores).
+pub fn shrink_reserve_of(time_limit: Duration) -> Duration {
+    (time_limit / 3).min(Duration::from_secs(120))
 }
 
 /// Runs `body` under `config.time_limit` as a wall-clock budget that also reaches inside the
@@ -170,6 +193,7 @@ impl Default for ExploreConfig {
             assumptions: None,
             cancel: Default::default(),
             overrun_shapes: false,
+            shrink_reserve: None,
         }
     }
 }
@@ -383,6 +407,7 @@ fn explore_random(
             on_seed(&seed_record(template, &names, &outcome));
             // A bounded case is not its seed's generated case: failing seeds keep it.
             aggregate(&mut summary, outcome, config.assumptions.is_some());
+            config.keep_shrink_reserve(started, &summary);
             done += 1;
             progress.update(done, total, summary.seeds_violating, started);
         }
@@ -396,7 +421,9 @@ fn explore_random(
 /// Notes in `summary` that the time limit stopped it before all `total` seeds ran. Workers take
 /// seeds in order; the seeds in flight when the limit passed are stopped and not counted.
 pub(super) fn note_time_limit(summary: &mut ExploreSummary, config: &ExploreConfig, total: u64, started: Instant) {
-    let limit_passed = config.time_limit.is_some_and(|limit| started.elapsed() >= limit);
+    // Cut short by the limit, or by the shrink reserve kept before it (or another stop).
+    let limit_passed =
+        config.time_limit.is_some_and(|limit| started.elapsed() >= limit) || config.cancel.load(Ordering::Relaxed);
     if limit_passed && summary.seeds_run < total {
         summary.seeds_planned = Some(total);
     }

@@ -78,3 +78,25 @@ fn a_shard_carries_the_first_bug_seed_without_a_count_and_old_summaries_load() {
     let old: ExploreSummary = serde_json::from_value(old).unwrap();
     assert_eq!((old.first_bug_seed, old.seeds_to_first_bug), (None, None));
 }
+
+/// Issue 50, item 7: `--time-limit` keeps a reserve for the shrink once a bug seed is found. With
+/// more seeds than the limit can run, the exploration stops a third of the limit early and the
+/// first implementation-bug seed is shrunk (it used to explore to the limit and print "not
+/// shrunk, the time limit ran out first").
+#[test]
+fn a_time_limit_keeps_a_reserve_for_shrinking_the_first_bug() {
+    let (code, out, err) = lockstep(&[
+        "explore",
+        BUG,
+        "--time-limit",
+        "12",
+        "--seeds",
+        "1000000",
+        "--jobs",
+        "2",
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("stopped by the time limit"), "{out}");
+    assert!(!out.contains("not shrunk, the time limit ran out first"), "{out}");
+    assert!(out.contains("shrunk seed "), "{out}");
+}

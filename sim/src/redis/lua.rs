@@ -143,6 +143,8 @@ fn raise<T>(text: impl Into<String>) -> mlua::Result<T> {
     Err(mlua::Error::external(RaisedError(text.into())))
 }
 
+mod cjson;
+mod cmsgpack;
 mod pattern;
 
 /// The start of the reply to a script stopped by the wall-clock guard of a real-time server
@@ -214,7 +216,11 @@ struct RunState {
     /// Why the run was stopped, once [`Self::exceeded`].
     killed_by: Cell<Kill>,
     budget: Cell<u64>,
+    /// `math.random`'s generator: carried from script to script (seeded once, when the VM is
+    /// made), as Redis 7 does.
     rand48: Cell<u64>,
+    /// `cjson`'s settings, back to their defaults at every run.
+    cjson: Cell<cjson::Config>,
     /// When the run's wall-clock guard passes (a real-time server's only, [`set_wall_guard`]).
     deadline: Cell<Option<(std::time::Instant, std::time::Duration)>>,
 }
@@ -229,7 +235,7 @@ impl RunState {
         self.exceeded.set(false);
         self.killed_by.set(Kill::Budget);
         self.budget.set(budget);
-        self.seed(0);
+        self.cjson.set(cjson::Config::default());
         let guard = WALL_GUARD.with(Cell::get);
         self.deadline
             .set(guard.and_then(|limit| Some((std::time::Instant::now().checked_add(limit)?, limit))));
@@ -624,6 +630,7 @@ impl Vm {
         // A failure to cap memory only loses the cap.
         let _ = lua.set_memory_limit(LUA_MEMORY_LIMIT);
         let state = Rc::new(RunState::default());
+        state.seed(0);
 
         let st = state.clone();
         let sha1hex = lua.create_function(move |lua, args: MultiValue| {
@@ -922,6 +929,37 @@ enum Cost {
     /// `'collect'`, `'step'`): a collection marks and sweeps all of it, a few nanoseconds a
     /// byte.
     Collect,
+    /// Nothing: wrapped for the read-only check only (`rawset`, `setmetatable`,
+    /// `getmetatable`).
+    Free,
+    /// [`COROUTINE_UNITS`]: a coroutine's last instructions escape the hook's count.
+    Coroutine,
+}
+
+/// What making a coroutine costs: the instructions of its last, partial hook period, which the
+/// hook never counts (each thread counts from its start).
+const COROUTINE_UNITS: u64 = HOOK_EVERY;
+
+/// The error a write to a read-only table raises from a library function (no position, as
+/// Redis' patched C functions raise it).
+const READONLY_ERROR: &str = "Attempt to modify a readonly table";
+
+/// Whether `v` is a read-only table of the sandbox: its metatable's `__metatable` is one of the
+/// marks the helper put in `marks`.
+fn is_readonly(marks: &Table, v: Option<&Value>) -> bool {
+    let Some(Value::Table(t)) = v else {
+        return false;
+    };
+    let Some(mt) = t.metatable() else {
+        return false;
+    };
+    match mt.raw_get::<Value>("__metatable") {
+        Ok(m @ Value::Table(_)) => !matches!(
+            marks.raw_get::<Value>(m),
+            Ok(Value::Nil | Value::Boolean(false)) | Err(_)
+        ),
+        _ => false,
+    }
 }
 
 /// Units `loadstring` costs per byte of source: Lua's lexer and parser spend tens of
@@ -953,6 +991,9 @@ fn install_builtins(lua: &Lua, state: &Rc<RunState>) -> mlua::Result<Table> {
     let globals = lua.globals();
     let string: Table = globals.get("string")?;
     let table: Table = globals.get("table")?;
+    let coroutine: Table = globals.get("coroutine")?;
+    // Filled by the helper: the marks of read-only tables (see `is_readonly`).
+    let marks = lua.create_table()?;
     let st = state.clone();
     string.set(
         "rep",
@@ -993,10 +1034,20 @@ fn install_builtins(lua: &Lua, state: &Rc<RunState>) -> mlua::Result<Table> {
         (&globals, "unpack", Cost::Results),
         (&globals, "loadstring", Cost::Compile),
         (&globals, "collectgarbage", Cost::Collect),
+        (&globals, "rawset", Cost::Free),
+        (&globals, "setmetatable", Cost::Free),
+        (&globals, "getmetatable", Cost::Free),
+        (&coroutine, "create", Cost::Coroutine),
+        (&coroutine, "wrap", Cost::Coroutine),
     ] {
         let original: Function = lib.get(name)?;
         let st = state.clone();
+        let marks = marks.clone();
+        let guarded = matches!(name, "rawset" | "setmetatable" | "insert" | "remove" | "sort");
         let wrapped = lua.create_function(move |lua, args: MultiValue| {
+            if guarded && is_readonly(&marks, args.front()) {
+                return Err(mlua::Error::runtime(READONLY_ERROR));
+            }
             // Charged before the work where its size is known, so that the work a budget cannot
             // pay for is never done.
             match (cost, args.front()) {
@@ -1009,6 +1060,9 @@ fn install_builtins(lua: &Lua, state: &Rc<RunState>) -> mlua::Result<Table> {
                 (Cost::Collect, Some(Value::String(option))) if ["collect", "step"].contains(&&*option.to_str()?) => {
                     st.charge(lua.used_memory() as u64)?
                 }
+                (Cost::Coroutine, _) => st.charge(COROUTINE_UNITS)?,
+                // Also called by the helper while the VM is made, with no run (nor budget).
+                (Cost::Free, _) => {}
                 _ => st.charge(0)?,
             }
             // Lua 5.1's `unpack` computes its count in a C `int`: a range such as
@@ -1032,7 +1086,17 @@ fn install_builtins(lua: &Lua, state: &Rc<RunState>) -> mlua::Result<Table> {
                     return Err(lua_error(lua, "too many results to unpack".to_string()));
                 }
             }
-            let out = original.call::<MultiValue>(args).map_err(|e| c_error(lua, name, e))?;
+            let mut out = original.call::<MultiValue>(args).map_err(|e| c_error(lua, name, e))?;
+            // The marks of the sandbox's read-only tables that Redis shows as no metatable.
+            if name == "getmetatable" {
+                if let Some(m @ Value::Table(_)) = out.front() {
+                    if let Ok(Value::String(kind)) = marks.raw_get::<Value>(m.clone()) {
+                        if kind.as_bytes().as_ref() == b"hidden" {
+                            out = MultiValue::from_iter([Value::Nil]);
+                        }
+                    }
+                }
+            }
             match (cost, out.front()) {
                 (Cost::Output, Some(Value::String(s))) => st.charge(s.as_bytes().len() as u64 / BYTES_PER_UNIT)?,
                 (Cost::Results, _) => st.charge((out.len() as u64).saturating_mul(VALUE_UNITS))?,
@@ -1092,6 +1156,9 @@ fn install_builtins(lua: &Lua, state: &Rc<RunState>) -> mlua::Result<Table> {
         })?,
     )?;
     let builtins = lua.create_table()?;
+    builtins.raw_set("readonly_marks", marks)?;
+    builtins.raw_set("cjson", cjson::module(lua, state)?)?;
+    builtins.raw_set("cmsgpack", cmsgpack::module(lua, state)?)?;
     let st = state.clone();
     builtins.raw_set(
         "gmatch_step",
@@ -1613,13 +1680,6 @@ base.getfenv = function(f)
   return e
 end
 
-local function readonly_mt(t)
-  return {
-    __index = t,
-    __newindex = function() error('Attempt to modify a readonly table', 2) end,
-    __metatable = false,
-  }
-end
 -- LuaBitOp's `bit` library (Redis ships it), on 32-bit two's-complement integers, written
 -- from its documented semantics (bitop.luajit.org/api.html).
 local bit = {}
@@ -1683,33 +1743,49 @@ do
   end
 end
 
-local redis_mt, string_mt, math_mt, table_mt, bit_mt =
-  readonly_mt(redis), readonly_mt(string), readonly_mt(math), readonly_mt(table), readonly_mt(bit)
-local env_mt = {
-  __index = function(_, k)
-    local v = base[k]
-    if v == nil then
-      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-    end
-    return v
-  end,
-  __newindex = function() error('Attempt to modify a readonly table', 2) end,
-  __metatable = false,
+-- Read-only tables, as Redis 7.0's readonly-table flag makes them: a write to one, by
+-- assignment, `rawset`, `setmetatable` or `table.insert`/`remove`/`sort`, raises
+-- 'Attempt to modify a readonly table'. A table is read-only when its metatable's
+-- __metatable is one of the marks in `readonly_marks` (the Rust wrappers of `rawset`,
+-- `setmetatable` and `table.*` look there); `getmetatable` shows `hidden` marks as nil.
+local RO = 'Attempt to modify a readonly table'
+local function ro_newindex() error(RO, 2) end
+local marks = builtins.readonly_marks
+local LIB_MARK, ENV_MT_VIEW, STRING_MT_VIEW = {}, {}, {}
+local function missing_global(_, k)
+  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+end
+setmetatable(LIB_MARK, {__newindex = ro_newindex, __metatable = LIB_MARK})
+local function view(t)
+  return setmetatable({}, {__index = t, __newindex = ro_newindex, __metatable = LIB_MARK})
+end
+local string_view = view(string)
+local globals = {
+  redis = view(redis), string = string_view, math = view(math), table = view(table),
+  bit = view(bit), cjson = view(builtins.cjson), cmsgpack = view(builtins.cmsgpack),
+  coroutine = view(coroutine),
 }
--- Hide the real string library behind ("x"):len().
+for k, v in pairs(base) do globals[k] = v end
+setmetatable(globals, {__index = missing_global})
+-- What getmetatable(_G) and getmetatable('') show: read-only views.
+setmetatable(ENV_MT_VIEW, {
+  __index = view({__index = missing_global, __newindex = ro_newindex}),
+  __newindex = ro_newindex, __metatable = LIB_MARK,
+})
+setmetatable(STRING_MT_VIEW, {
+  __index = {__index = string_view}, __newindex = ro_newindex, __metatable = LIB_MARK,
+})
 local smt = getmetatable('')
-if smt then smt.__metatable = false end
+if smt then smt.__metatable = STRING_MT_VIEW end
+marks[LIB_MARK] = 'hidden'
+marks[ENV_MT_VIEW] = true
+marks[STRING_MT_VIEW] = true
+local vars_mt = {__index = globals}
 
 local function run(f, keys, argv, handler)
-  local env = setmetatable({}, env_mt)
-  rawset(env, '_G', env)
-  rawset(env, 'KEYS', keys)
-  rawset(env, 'ARGV', argv)
-  rawset(env, 'redis', setmetatable({}, redis_mt))
-  rawset(env, 'string', setmetatable({}, string_mt))
-  rawset(env, 'math', setmetatable({}, math_mt))
-  rawset(env, 'table', setmetatable({}, table_mt))
-  rawset(env, 'bit', setmetatable({}, bit_mt))
+  local vars = setmetatable({KEYS = keys, ARGV = argv}, vars_mt)
+  local env = setmetatable({}, {__index = vars, __newindex = ro_newindex, __metatable = ENV_MT_VIEW})
+  vars._G = env
   current_env = env
   setfenv(f, env)
   return raw_xpcall(f, handler)

@@ -2830,4 +2830,446 @@ mod tests {
         assert!(big.is_error(), "{big:?}");
         assert_eq!(run(&mut e, &["PING"]), Reply::Status("PONG".into()));
     }
+
+    /// Redis 7.0's `cjson` (replies checked against redis-server 7.0.15).
+    #[test]
+    fn cjson_matches_redis_7_0() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let cases: Vec<(&str, Reply)> = vec![
+            ("return cjson.encode({1,2,3})", bulk("[1,2,3]")),
+            ("return cjson.encode({})", bulk("{}")),
+            (
+                "return cjson.encode({a={b={1,false,cjson.null}}})",
+                bulk(r#"{"a":{"b":[1,false,null]}}"#),
+            ),
+            ("return cjson.encode({[1]=1,[3]=3})", bulk("[1,null,3]")),
+            ("return cjson.encode({[1.5]=1})", bulk(r#"{"1.5":1}"#)),
+            ("return cjson.encode(1/3)", bulk("0.33333333333333")),
+            ("return cjson.encode(2^53)", bulk("9.007199254741e+15")),
+            ("return cjson.encode(-0)", bulk("-0")),
+            (
+                r#"return cjson.encode('a"b\\/\1\127\255')"#,
+                Reply::Bulk(Some(Bytes::from_static(b"\"a\\\"b\\\\\\/\\u0001\\u007f\xff\""))),
+            ),
+            ("return cjson.encode(nil)", bulk("null")),
+            (
+                "cjson.encode_invalid_numbers(true) return cjson.encode({0/0, 1/0, -1/0})",
+                bulk("[nan,inf,-inf]"),
+            ),
+            (
+                "cjson.encode_invalid_numbers('null') return cjson.encode({0/0})",
+                bulk("[null]"),
+            ),
+            (
+                "cjson.encode_sparse_array(true) return cjson.encode({[1]=1,[11]=3})",
+                bulk(r#"{"1":1,"11":3}"#),
+            ),
+            (
+                "return table.concat(cjson.decode('[0.0, -5e3, -1, 0.3e-3, 1023.2, 0e10]'), ' ')",
+                bulk("0 -5000 -1 0.0003 1023.2 0"),
+            ),
+            (
+                r#"return cjson.decode('"\\u00e9\\ud83d\\ude00\\n\\/"')"#,
+                bulk("é😀\n/"),
+            ),
+            (r#"return cjson.decode('{"a":{"b":[1,2]},"a2":true}').a.b[2]"#, int(2)),
+            ("return tostring(cjson.decode('null') == cjson.null)", bulk("true")),
+            ("return tostring(cjson.decode('[null]')[1] == cjson.null)", bulk("true")),
+            (
+                "return {cjson.decode('0x10'), cjson.decode('-0x10'), cjson.decode('+1')}",
+                arr(vec![int(16), int(-16), int(1)]),
+            ),
+            ("return tostring(cjson.decode('Infinity'))", bulk("inf")),
+            // Invalid UTF-8 passes through both ways, as lua-cjson does.
+            (
+                r#"return tostring(cjson.decode('"\255\254"') == '\255\254')"#,
+                bulk("true"),
+            ),
+            (
+                "return {cjson.encode_sparse_array()}",
+                arr(vec![Reply::nil(), int(2), int(10)]),
+            ),
+            ("return {cjson.encode_max_depth(5)}", arr(vec![int(5)])),
+            // The settings are the script's: back to the defaults at every run.
+            (
+                "return {cjson.encode_max_depth(), cjson.encode_keep_buffer()}",
+                arr(vec![int(1000), int(1)]),
+            ),
+            ("return cjson.new().encode({1})", bulk("[1]")),
+            (
+                "return {cjson._NAME, cjson._VERSION}",
+                arr(vec![bulk("cjson"), bulk("2.1.0")]),
+            ),
+        ];
+        for (script, want) in cases {
+            assert_eq!(eval(&mut e, script, &[], &[]), want, "{script}");
+        }
+        let errors = [
+            (
+                "return cjson.encode({[1]=1,[20]=3})",
+                "Cannot serialise table: excessively sparse array",
+            ),
+            (
+                "return cjson.encode(function() end)",
+                "Cannot serialise function: type not supported",
+            ),
+            (
+                "return cjson.encode({[true]=1})",
+                "Cannot serialise boolean: table key must be a number or string",
+            ),
+            (
+                "return cjson.encode(0/0)",
+                "Cannot serialise number: must not be NaN or Inf",
+            ),
+            (
+                "return cjson.encode()",
+                "bad argument #1 to 'encode' (expected 1 argument)",
+            ),
+            (
+                "local t = {} t.x = t return cjson.encode(t)",
+                "Cannot serialise, excessive nesting (1001)",
+            ),
+            (
+                "cjson.encode_max_depth(2) return cjson.encode({{{1}}})",
+                "Cannot serialise, excessive nesting (3)",
+            ),
+            (
+                "return cjson.encode_max_depth(0)",
+                "bad argument #1 to 'encode_max_depth' (expected integer between 1 and 2147483647)",
+            ),
+            (
+                "return cjson.encode_number_precision(15)",
+                "bad argument #1 to 'encode_number_precision' (expected integer between 1 and 14)",
+            ),
+            (
+                "return cjson.encode_invalid_numbers('x')",
+                "bad argument #1 to 'encode_invalid_numbers' (invalid option 'x')",
+            ),
+            (
+                "return cjson.encode_max_depth(1, 2)",
+                "bad argument #2 to 'encode_max_depth' (found too many arguments)",
+            ),
+            (
+                "return cjson.decode('[1,]')",
+                "Expected value but found T_ARR_END at character 4",
+            ),
+            (
+                r#"return cjson.decode('{"a" 1}')"#,
+                "Expected colon but found T_NUMBER at character 6",
+            ),
+            (
+                "return cjson.decode('{1:2}')",
+                "Expected object key string but found T_NUMBER at character 2",
+            ),
+            (
+                "return cjson.decode('[1 2]')",
+                "Expected comma or array end but found T_NUMBER at character 4",
+            ),
+            (
+                "return cjson.decode('falsey')",
+                "Expected the end but found invalid token at character 6",
+            ),
+            (
+                "return cjson.decode('')",
+                "Expected value but found T_END at character 1",
+            ),
+            (
+                "return cjson.decode('-')",
+                "Expected value but found invalid number at character 1",
+            ),
+            (
+                r#"return cjson.decode('"abc')"#,
+                "Expected value but found unexpected end of string at character 5",
+            ),
+            (
+                r#"return cjson.decode('"\\x"')"#,
+                "Expected value but found invalid escape code at character 2",
+            ),
+            (
+                r#"return cjson.decode('"\\ud83d"')"#,
+                "Expected value but found invalid unicode escape code at character 2",
+            ),
+            (
+                "return cjson.decode('a\\0')",
+                "JSON parser does not support UTF-16 or UTF-32",
+            ),
+            (
+                "cjson.decode_invalid_numbers(false) return cjson.decode('0x10')",
+                "Expected value but found invalid number at character 1",
+            ),
+            (
+                "cjson.decode_max_depth(2) return cjson.decode('[[[1]]]')",
+                "Found too many nested data structures (3) at character 3",
+            ),
+            (
+                "return cjson.decode({})",
+                "bad argument #1 to 'decode' (string expected, got table)",
+            ),
+            // Hostile nesting: an error at lockstep's cap, whatever the setting says.
+            (
+                "return cjson.decode(string.rep('[', 1000000))",
+                "Found too many nested data structures (1001) at character 1001",
+            ),
+            (
+                "cjson.decode_max_depth(2000000) return cjson.decode(string.rep('{\"a\":', 1000000))",
+                "Found too many nested data structures (1001) at character 5001",
+            ),
+            (
+                "cjson.encode_max_depth(2000000) local t = {} t.x = t return cjson.encode(t)",
+                "Cannot serialise, excessive nesting (1001)",
+            ),
+        ];
+        for (script, msg) in errors {
+            assert_eq!(
+                eval(&mut e, script, &[], &[]),
+                raised(&format!("ERR user_script:1: {msg}"), script, 1),
+                "{script}"
+            );
+        }
+        // Under pcall, a library error has no position (lua-cjson's luaL_error names its caller).
+        let script = "local ok, e = pcall(cjson.decode, '[') return e";
+        assert_eq!(
+            eval(&mut e, script, &[], &[]),
+            bulk("Expected value but found T_END at character 2")
+        );
+    }
+
+    /// Redis 7.0's `cmsgpack` (replies checked against redis-server 7.0.15).
+    #[test]
+    fn cmsgpack_matches_redis_7_0() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let hex = "local function hex(s) local h = '' for i = 1, #s do h = h .. string.format('%02x', s:byte(i)) end return h end ";
+        let cases: Vec<(&str, &str)> = vec![
+            ("cmsgpack.pack(0.1)", "cb3fb999999999999a"),
+            ("cmsgpack.pack(-1099511627776)", "d3ffffff0000000000"),
+            ("cmsgpack.pack({})", "90"),
+            ("cmsgpack.pack(1.5, 2^63, 3.4e38, -0)", "ca3fc00000ca5f000000cb47eff933c78cdfad00"),
+            (
+                "cmsgpack.pack(127, 128, 255, 256, 65535, 65536, 2^32 - 1, 2^32)",
+                "7fcc80ccffcd0100cdffffce00010000ceffffffffcf0000000100000000",
+            ),
+            (
+                "cmsgpack.pack(-32, -33, -128, -129, -32768, -32769, -2^31, -2^31 - 1)",
+                "e0d0dfd080d1ff7fd18000d2ffff7fffd280000000d3ffffffff7fffffff",
+            ),
+            ("cmsgpack.pack(nil, true, false, function() end, cjson.null)", "c0c3c2c0c0"),
+            ("cmsgpack.pack({1, 2, nil, 4})", "83010102020404"),
+            ("cmsgpack.pack({a = 1})", "81a16101"),
+            ("cmsgpack.pack(string.rep('x', 32)):sub(1, 3)", "d92078"),
+            ("cmsgpack.pack(string.rep('x', 256)):sub(1, 4)", "da010078"),
+            ("cmsgpack.pack(string.rep('x', 65536)):sub(1, 6)", "db0001000078"),
+            // A circular table packs as 16 levels of copies, then nil.
+            (
+                "(function() local a = {x = nil, y = 5} local b = {x = a} a['x'] = b return cmsgpack.pack(a) end)()",
+                "82a17905a17881a17882a17905a17881a17882a17905a17881a17882a17905a17881a17882a17905a17881a17882a17905a17881a17882a17905a17881a17882a17905a17881a178c0",
+            ),
+            ("(function() local t = {} for i = 1, 1000 do t = {t} end return cmsgpack.pack(t) end)()", "91919191919191919191919191919191c0"),
+        ];
+        for (expr, want) in cases {
+            let script = format!("{hex}return hex({expr})");
+            assert_eq!(eval(&mut e, &script, &[], &[]), bulk(want), "{expr}");
+        }
+        let round_trip = r#"
+            local big = {} for i = 1, 70000 do big[i] = i end
+            local map = {} for i = 1, 1000 do map[tostring(i)] = i end
+            local t = {s = string.rep('x', 70000), d = 0.1, n = -3147483648, a = big, m = map, b = false}
+            local u = cmsgpack.unpack(cmsgpack.pack(t))
+            assert(u.s == t.s and u.d == 0.1 and u.n == -3147483648 and #u.a == 70000 and u.a[70000] == 70000)
+            assert(u.m['1000'] == 1000 and u.b == false)
+            local packed = cmsgpack.pack('a', 'b', 'c')
+            local o1, x = cmsgpack.unpack_one(packed)
+            local o2, y, z = cmsgpack.unpack_limit(packed, 2, o1)
+            return {o1, x, o2, y, z, select('#', cmsgpack.unpack(packed)), cmsgpack.unpack_one('')}
+        "#;
+        assert_eq!(
+            eval(&mut e, round_trip, &[], &[]),
+            arr(vec![int(2), bulk("a"), int(-1), bulk("b"), bulk("c"), int(3), int(-1)])
+        );
+        let errors = [
+            ("return cmsgpack.unpack(string.char(0xc1))", "ERR user_script:1: Bad data format in input."),
+            ("return cmsgpack.unpack(string.char(0xc4, 1, 97))", "ERR user_script:1: Bad data format in input."),
+            ("return cmsgpack.unpack(string.char(0xcc))", "ERR user_script:1: Missing bytes in input."),
+            ("return cmsgpack.unpack(string.char(0x81, 0xc0, 1))", "ERR table index is nil"),
+            ("return cmsgpack.pack()", "ERR user_script:1: bad argument #0 to 'pack' (MessagePack pack needs input.)"),
+            (
+                "return cmsgpack.unpack_one(string.char(1), -1)",
+                "ERR user_script:1: Invalid request to unpack with offset of -1 and limit of 1.",
+            ),
+            (
+                "return cmsgpack.unpack_one(string.char(1), 2)",
+                "ERR user_script:1: Start offset 2 greater than input length 1.",
+            ),
+            // Hostile headers: 2^32 elements, a 4 GB string, with three bytes behind them.
+            (
+                "return cmsgpack.unpack(string.char(0xdd, 0xff, 0xff, 0xff, 0xff, 1, 2, 3))",
+                "ERR user_script:1: Missing bytes in input.",
+            ),
+            (
+                "return cmsgpack.unpack(string.char(0xdf, 0xff, 0xff, 0xff, 0xff, 1, 2, 3))",
+                "ERR user_script:1: Missing bytes in input.",
+            ),
+            (
+                "return cmsgpack.unpack(string.char(0xdb, 0xff, 0xff, 0xff, 0xff, 1, 2, 3))",
+                "ERR user_script:1: Missing bytes in input.",
+            ),
+            (
+                "return cmsgpack.unpack(string.rep(string.char(0x91), 1000000) .. string.char(1))",
+                "ERR user_script:1: stack overflow (in function mp_decode_to_lua_array)",
+            ),
+            (
+                "return cmsgpack.unpack(string.rep(string.char(1), 10000))",
+                "ERR user_script:1: stack overflow (too many return values at once; use unpack_one or unpack_limit instead.)",
+            ),
+        ];
+        for (script, msg) in errors {
+            assert_eq!(eval(&mut e, script, &[], &[]), raised(msg, script, 1), "{script}");
+        }
+    }
+
+    /// The libraries charge the budget by what they handle: a table holding the same long
+    /// string many times cannot be encoded for free.
+    #[test]
+    fn cjson_and_cmsgpack_charge_the_budget() {
+        let mut e = RedisEngine::new(EngineConfig {
+            lua_instruction_budget: 100_000,
+        });
+        let killed = err("ERR Script killed: exceeded instruction budget of 100000");
+        let fill = "local s = string.rep('x', 100000) local t = {} for i = 1, 100 do t[i] = s end ";
+        for call in [
+            "return #cjson.encode(t)",
+            "return #cmsgpack.pack(t)",
+            "return #cjson.decode(cjson.encode(s .. s .. s .. s .. s .. s .. s .. s .. s .. s .. s))",
+        ] {
+            let script = format!("{fill}{call}");
+            assert_eq!(eval(&mut e, &script, &[], &[]), killed, "{call}");
+        }
+        // The output is capped by the VM's memory cap, whatever the budget.
+        let mut e = RedisEngine::new(EngineConfig {
+            lua_instruction_budget: u64::MAX / 2,
+        });
+        let script = "local s = string.rep('\\1', 20000000) return #cjson.encode(s)";
+        let reply = eval(&mut e, script, &[], &[]);
+        assert!(
+            matches!(&reply, Reply::Error(m) if m.contains("not enough memory")),
+            "{reply:?}"
+        );
+    }
+
+    /// Redis 7.0's readonly tables: the suite's "Try trick" scripts get Redis' answers.
+    #[test]
+    fn readonly_tricks_answer_as_redis_7_0() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        // Written by the VM (assignment): positioned.
+        for script in [
+            "local g = getmetatable(_G) g.__index = {}",
+            "redis = function() return 1 end",
+            "_G = {}",
+            "KEYS = {}",
+            "redis.call = function() return 1 end",
+            "cjson.encode = function() return 1 end",
+            "cmsgpack.pack = function() return 1 end",
+            "bit.lshift = function() return 1 end",
+            "string.x = 1",
+            "getmetatable('').__index = function() return 1 end",
+            "getmetatable('').__index.x = 1",
+        ] {
+            assert_eq!(
+                eval(&mut e, script, &[], &[]),
+                raised("ERR user_script:1: Attempt to modify a readonly table", script, 1),
+                "{script}"
+            );
+        }
+        // Written by a library function: no position, as Redis' patched C functions.
+        for script in [
+            "setmetatable(_G, {})",
+            "rawset(_G, 'x', 1)",
+            "rawset(redis, 'x', 1)",
+            "setmetatable(cjson, {})",
+            "table.insert(redis, 1)",
+            "rawset(getmetatable(''), '__index', 1)",
+        ] {
+            assert_eq!(
+                eval(&mut e, script, &[], &[]),
+                raised("ERR Attempt to modify a readonly table", script, 1),
+                "{script}"
+            );
+        }
+        // The basic types: no metatable, or a read-only one.
+        for script in [
+            "getmetatable(nil).__index = 1",
+            "getmetatable(123.222).__index = 1",
+            "getmetatable(true).__index = 1",
+            "getmetatable(function() return 1 end).__index = 1",
+            "getmetatable(coroutine.create(function() return 1 end)).__index = 1",
+        ] {
+            assert_eq!(
+                eval(&mut e, script, &[], &[]),
+                raised("ERR user_script:1: attempt to index a nil value", script, 1),
+                "{script}"
+            );
+        }
+        let views = "return {type(getmetatable(_G)), type(getmetatable(redis)), type(getmetatable('')), tostring(getmetatable('').__index == string)}";
+        assert_eq!(
+            eval(&mut e, views, &[], &[]),
+            arr(vec![bulk("table"), bulk("nil"), bulk("table"), bulk("true")])
+        );
+        // Plain tables are untouched; a protected metatable of the script's own is Lua's.
+        let own =
+            "local t = setmetatable({}, {__metatable = 1}) rawset(t, 'a', 2) return {t.a, pcall(setmetatable, t, {})}";
+        assert_eq!(
+            eval(&mut e, own, &[], &[]),
+            arr(vec![int(2), Reply::nil(), bulk("cannot change a protected metatable")])
+        );
+        // The same tricks in a function library.
+        for (body, want) in [
+            ("setmetatable(_G, {})", "ERR Attempt to modify a readonly table"),
+            (
+                "local g = getmetatable(_G) g.__index = {}",
+                "ERR user_function:3: Attempt to modify a readonly table",
+            ),
+        ] {
+            let code =
+                format!("#!lua name=trick\nredis.register_function('trick', function(KEYS, ARGV)\n {body} \nend)");
+            assert_eq!(run(&mut e, &["FUNCTION", "LOAD", "REPLACE", &code]), bulk("trick"));
+            assert_eq!(
+                run(&mut e, &["FCALL", "trick", "0"]),
+                err(&format!("{want} script: trick, on @user_function:3."))
+            );
+        }
+    }
+
+    /// `math.random` continues from script to script (Redis 7), from the same start in every
+    /// VM: a world's scripts draw the same numbers run after run.
+    #[test]
+    fn random_numbers_continue_across_scripts() {
+        let draw = |e: &mut RedisEngine| eval(e, "return tostring(math.random())", &[], &[]);
+        let mut a = RedisEngine::new(EngineConfig::default());
+        let mut b = RedisEngine::new(EngineConfig::default());
+        let first = draw(&mut a);
+        let second = draw(&mut a);
+        assert_ne!(first, second);
+        assert_eq!(draw(&mut b), first);
+        assert_eq!(draw(&mut b), second);
+        let seeded = "math.randomseed(7) return math.random(1000)";
+        assert_eq!(eval(&mut a, seeded, &[], &[]), eval(&mut b, seeded, &[], &[]));
+    }
+
+    /// A coroutine's loop is stopped by the budget like any other.
+    #[test]
+    fn coroutines_are_counted_by_the_budget() {
+        let mut e = RedisEngine::new(EngineConfig {
+            lua_instruction_budget: 100_000,
+        });
+        let killed = err("ERR Script killed: exceeded instruction budget of 100000");
+        for script in [
+            "coroutine.wrap(function() while true do end end)()",
+            "local co = coroutine.create(function() while true do end end) local ok = coroutine.resume(co) while true do end",
+            "while true do coroutine.wrap(function() for i = 1, 80 do end end)() end",
+            "local co = coroutine.create(function() while true do end end) return {coroutine.resume(co)}",
+        ] {
+            assert_eq!(eval(&mut e, script, &[], &[]), killed, "{script}");
+        }
+        let ok = "local co = coroutine.wrap(function(a) local b = coroutine.yield(a + 1) return b * 2 end) return {co(1), co(5)}";
+        assert_eq!(eval(&mut e, ok, &[], &[]), arr(vec![int(2), int(10)]));
+    }
 }

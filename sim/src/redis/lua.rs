@@ -14,14 +14,20 @@
 //!   `<error> script: <sha>, on @user_script:<line>.` (e.g.
 //!   `ERR user_script:1: Script attempted to access nonexistent global variable 'x' script: ...`),
 //!   compile errors answer `ERR Error compiling script (new function): user_script:1: ...`;
-//! * reading an undefined global is an error and globals are read-only (`Attempt to modify a
-//!   readonly table`); Lua's `pcall` returns the `err` text of Redis error tables, as Redis' own
-//!   `pcall` replacement does; `math.random`/`math.randomseed` are Redis' `lrand48`.
+//! * reading an undefined global is an error; the globals, the libraries, `getmetatable(_G)`
+//!   and the string metatable are read-only as Redis 7.0's readonly-table flag makes them (an
+//!   assignment raises `user_script:N: Attempt to modify a readonly table`; `rawset`,
+//!   `setmetatable`, `table.insert`/`remove`/`sort` raise it without a position); Lua's `pcall`
+//!   returns the `err` text of Redis error tables, as Redis' own `pcall` replacement does;
+//!   `math.random`/`math.randomseed` are Redis' `lrand48`, one sequence continued from script
+//!   to script (seeded once, when the VM is made), as in Redis 7;
+//! * `cjson` and `cmsgpack` as Redis 7.0 ships them (lua-cjson 2.1.0, lua-cmsgpack 0.4.0),
+//!   written in Rust ([`cjson`], [`cmsgpack`]), and Lua's `coroutine`.
 //!
 //! Deliberate differences from Redis (`docs/redis-differences.md` has the full table):
-//! * `math.random` is reseeded with 0 at the start of every script (Redis 6 behaviour), so a
-//!   script's random numbers depend on nothing but the script; Redis 7 continues one
-//!   process-wide sequence across scripts (only `math.randomseed` makes it repeatable);
+//! * `math.random`'s sequence is the world's VM's (Redis: the process'), so it depends on the
+//!   scripts the world ran before, all of them decided by the run's seed; `cjson`'s settings
+//!   start from the defaults at every script (Redis keeps them in the VM);
 //! * a script is stopped after `lua_instruction_budget` Lua VM instructions (checked every
 //!   `min(budget, 10000)` instructions, counted from the start of the script, so where it stops
 //!   depends on nothing but the script) and answers
@@ -55,11 +61,14 @@
 //!   and a VM left holding more than 4 MiB over what it held after its last collection is
 //!   garbage-collected at once after a script, so the garbage of one big script is not kept;
 //! * the sandbox is built from Lua rather than Redis' patched interpreter: every script run gets
-//!   a fresh environment table whose `redis`, `string`, `math` and `table` are read-only views,
-//!   so one script cannot break the next; `rawget`/`pairs` on those views see nothing, and
-//!   `KEYS`/`ARGV` can be reassigned within a run. `coroutine`, `load`, `print`, `dofile`,
-//!   `loadfile`, `os`, `io`, `debug`, `package`, `cjson`, `cmsgpack` and `struct` are not
-//!   available; `loadstring` refuses bytecode;
+//!   a fresh environment table, and `redis`, `string`, `math`, `table`, `bit`, `cjson`,
+//!   `cmsgpack` and `coroutine` are read-only views of the real tables, so one script cannot
+//!   break the next; a table is read-only when its metatable's `__metatable` is one of the
+//!   helper's marks (`readonly_marks`), which the Rust wrappers of `rawset`, `setmetatable` and
+//!   `table.*` check. `rawget`/`pairs` on the views see nothing. `load`, `print`, `dofile`,
+//!   `loadfile`, `os`, `io`, `debug`, `package` and `struct` are not available; `loadstring`
+//!   refuses bytecode; making a coroutine costs [`COROUTINE_UNITS`] (the hook's count restarts
+//!   in every thread);
 //! * only RESP2 is spoken: `redis.setresp(3)` raises an error, and `{map=..}`/`{set=..}` reply
 //!   tables are treated as plain arrays; replies nested deeper than 128 levels become
 //!   `ERR reached lua stack limit`;
@@ -361,12 +370,13 @@ pub(crate) type ScriptCall<D> = fn(&mut D, &[Bytes], i64) -> Result<Reply, &'sta
 ///
 /// One VM per world rather than per server: a world of 200 masters otherwise built 200 VMs
 /// and every `EVAL` ran in a different, cold one. Nothing of a run stays in the VM for the
-/// next one to see (a fresh sandbox environment per run, `math.random` reseeded, the
+/// next one to see (a fresh sandbox environment per run, `cjson`'s settings reset, the
 /// instruction count restarted), and each server keeps its own script cache
 /// ([`ScriptRuntime`]), so a server sees what it would see with a VM of its own, except what
 /// is a property of the whole VM: its memory (`used_memory_lua`, `gcinfo`,
 /// `collectgarbage('count')`, the memory cap), its garbage collector (`collectgarbage`
-/// settings, when a `newproxy` userdata's `__gc` runs). An `Rc`: a world runs on one thread,
+/// settings, when a `newproxy` userdata's `__gc` runs) and `math.random`'s sequence, which
+/// continues across the world's scripts as Redis 7's continues across a server's. An `Rc`: a world runs on one thread,
 /// and a VM is never shared across worlds, so a world depends on nothing but its seed. An
 /// engine made alone ([`RedisEngine::new`](super::RedisEngine::new): `lockstep live`'s
 /// servers, tests) has a VM of its own.

@@ -560,11 +560,7 @@ pub(super) fn strtod(s: &[u8]) -> (f64, usize) {
         }
     }
     let text = std::str::from_utf8(&rest[..j]).unwrap_or("0");
-    let text = if text.ends_with('.') {
-        &text[..text.len() - 1]
-    } else {
-        text
-    };
+    let text = text.strip_suffix('.').unwrap_or(text);
     let value: f64 = text.parse().unwrap_or(0.0);
     (sign * value, i + j)
 }

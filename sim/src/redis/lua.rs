@@ -1197,7 +1197,9 @@ fn c_error(lua: &Lua, name: &str, e: mlua::Error) -> mlua::Error {
         // mlua appends a traceback; Lua's message is what comes before it.
         mlua::Error::RuntimeError(m) => {
             let m = m.split("\nstack traceback:").next().unwrap_or_default();
-            if has_position(m) {
+            // An error the VM itself raises while a C function runs (`luaG_runerror`: `rawset`'s
+            // `table index is nil`, `table.sort`'s `attempt to compare ...`) has no position.
+            if has_position(m) || m.starts_with("table index is ") || m.starts_with("attempt to ") {
                 return mlua::Error::runtime(m);
             }
             // Lua names a function only when Lua code called it (`pcall(string.upper)`: `?`).
@@ -3223,6 +3225,14 @@ mod tests {
             eval(&mut e, views, &[], &[]),
             arr(vec![bulk("table"), bulk("nil"), bulk("table"), bulk("true")])
         );
+        // Lua's own errors inside `rawset` have no position, as in Redis.
+        for (script, msg) in [
+            ("rawset({}, nil, 1)", "ERR table index is nil"),
+            ("rawset({}, 0/0, 1)", "ERR table index is NaN"),
+            ("table.sort({3, 1, 'x'})", "ERR attempt to compare string with number"),
+        ] {
+            assert_eq!(eval(&mut e, script, &[], &[]), raised(msg, script, 1), "{script}");
+        }
         // Plain tables are untouched; a protected metatable of the script's own is Lua's.
         let own =
             "local t = setmetatable({}, {__metatable = 1}) rawset(t, 'a', 2) return {t.a, pcall(setmetatable, t, {})}";

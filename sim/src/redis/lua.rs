@@ -21,8 +21,9 @@
 //!   returns the `err` text of Redis error tables, as Redis' own `pcall` replacement does;
 //!   `math.random`/`math.randomseed` are Redis' `lrand48`, one sequence continued from script
 //!   to script (seeded once, when the VM is made), as in Redis 7;
-//! * `cjson` and `cmsgpack` as Redis 7.0 ships them (lua-cjson 2.1.0, lua-cmsgpack 0.4.0),
-//!   written in Rust ([`cjson`], [`cmsgpack`]), and Lua's `coroutine`.
+//! * `cjson`, `cmsgpack` and `struct` as Redis 7.0 ships them (lua-cjson 2.1.0, lua-cmsgpack
+//!   0.4.0, `struct`), written in Rust ([`cjson`], [`cmsgpack`], [`lstruct`]), and Lua's
+//!   `coroutine`.
 //!
 //! Deliberate differences from Redis (`docs/redis-differences.md` has the full table):
 //! * `math.random`'s sequence is the world's VM's (Redis: the process'), so it depends on the
@@ -62,11 +63,11 @@
 //!   garbage-collected at once after a script, so the garbage of one big script is not kept;
 //! * the sandbox is built from Lua rather than Redis' patched interpreter: every script run gets
 //!   a fresh environment table, and `redis`, `string`, `math`, `table`, `bit`, `cjson`,
-//!   `cmsgpack` and `coroutine` are read-only views of the real tables, so one script cannot
+//!   `cmsgpack`, `struct` and `coroutine` are read-only views of the real tables, so one script cannot
 //!   break the next; a table is read-only when its metatable's `__metatable` is one of the
 //!   helper's marks (`readonly_marks`), which the Rust wrappers of `rawset`, `setmetatable` and
 //!   `table.*` check. `rawget`/`pairs` on the views see nothing. `load`, `print`, `dofile`,
-//!   `loadfile`, `os`, `io`, `debug`, `package` and `struct` are not available; `loadstring`
+//!   `loadfile`, `os`, `io`, `debug` and `package` are not available; `loadstring`
 //!   refuses bytecode; making a coroutine costs [`COROUTINE_UNITS`] (the hook's count restarts
 //!   in every thread);
 //! * only RESP2 is spoken: `redis.setresp(3)` raises an error, and `{map=..}`/`{set=..}` reply
@@ -154,6 +155,7 @@ fn raise<T>(text: impl Into<String>) -> mlua::Result<T> {
 
 mod cjson;
 mod cmsgpack;
+mod lstruct;
 mod pattern;
 
 /// The start of the reply to a script stopped by the wall-clock guard of a real-time server
@@ -1169,6 +1171,7 @@ fn install_builtins(lua: &Lua, state: &Rc<RunState>) -> mlua::Result<Table> {
     builtins.raw_set("readonly_marks", marks)?;
     builtins.raw_set("cjson", cjson::module(lua, state)?)?;
     builtins.raw_set("cmsgpack", cmsgpack::module(lua, state)?)?;
+    builtins.raw_set("struct", lstruct::module(lua, state)?)?;
     let st = state.clone();
     builtins.raw_set(
         "gmatch_step",
@@ -1775,7 +1778,7 @@ local string_view = view(string)
 local globals = {
   redis = view(redis), string = string_view, math = view(math), table = view(table),
   bit = view(bit), cjson = view(builtins.cjson), cmsgpack = view(builtins.cmsgpack),
-  coroutine = view(coroutine),
+  struct = view(builtins.struct), coroutine = view(coroutine),
 }
 for k, v in pairs(base) do globals[k] = v end
 setmetatable(globals, {__index = missing_global})
@@ -3136,6 +3139,120 @@ mod tests {
         for (script, msg) in errors {
             assert_eq!(eval(&mut e, script, &[], &[]), raised(msg, script, 1), "{script}");
         }
+    }
+
+    /// Redis 7.0's `struct` (replies checked against redis-server 7.0.15).
+    #[test]
+    fn struct_matches_redis_7_0() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let hex = "local function hex(s) local h = '' for i = 1, #s do h = h .. string.format('%02x', s:byte(i)) end return h end ";
+        for (expr, want) in [
+            ("struct.pack('>I2', 258)", "0102"),
+            ("struct.pack('<i4', -2)", "feffffff"),
+            ("struct.pack('!2bh', 1, 2)", "01000200"),
+            ("struct.pack('!bd', 1, 2)", "01000000000000000000000000000040"),
+            ("struct.pack('!4 b x i', 1, 2)", "0100000002000000"),
+            (
+                "struct.pack('>i4', 1.9) .. struct.pack('>i4', -1.9)",
+                "00000001ffffffff",
+            ),
+            (
+                "struct.pack('>I8', 2^64) .. struct.pack('>I2', -1)",
+                "0000000000000000ffff",
+            ),
+            ("struct.pack('>i17', -1)", "000000000000000000ffffffffffffffff"),
+            ("struct.pack('c0s', 'ab', 'c')", "61626300"),
+            ("struct.pack('>d', 0.1)", "3fb999999999999a"),
+        ] {
+            let script = format!("{hex}return hex({expr})");
+            assert_eq!(eval(&mut e, &script, &[], &[]), bulk(want), "{expr}");
+        }
+        let cases: Vec<(&str, Reply)> = vec![
+            (
+                "return {struct.unpack('bBhHlLT', struct.pack('bBhHlLT', -1, 255, -2, 65535, -3, 4, 5))}",
+                arr(vec![
+                    int(-1),
+                    int(255),
+                    int(-2),
+                    int(65535),
+                    int(-3),
+                    int(4),
+                    int(5),
+                    int(31),
+                ]),
+            ),
+            ("return {struct.unpack('Bc0', '\\2abc')}", arr(vec![bulk("ab"), int(4)])),
+            ("return {struct.unpack('s', 'ab\\0cd')}", arr(vec![bulk("ab"), int(4)])),
+            (
+                "return {struct.unpack('>i3', '\\255\\255\\254')}",
+                arr(vec![int(-2), int(4)]),
+            ),
+            ("return {struct.unpack('b', 'ab', 2)}", arr(vec![int(98), int(3)])),
+            (
+                "return {struct.size('!i!2h'), struct.size('!8bd'), struct.size('>iIhHbBlLfdTc3x')}",
+                arr(vec![int(6), int(16), int(54)]),
+            ),
+        ];
+        for (script, want) in cases {
+            assert_eq!(eval(&mut e, script, &[], &[]), want, "{script}");
+        }
+        for (script, msg) in [
+            (
+                "return struct.pack('q', 1)",
+                "bad argument #1 to 'pack' (invalid format option 'q')",
+            ),
+            (
+                "return struct.pack('i', 'x')",
+                "bad argument #2 to 'pack' (number expected, got string)",
+            ),
+            (
+                "return struct.pack('i')",
+                "bad argument #2 to 'pack' (number expected, got nil)",
+            ),
+            (
+                "return struct.pack('c5', 'abc')",
+                "bad argument #3 to 'pack' (string too short)",
+            ),
+            ("return struct.pack('!3i', 1)", "alignment 3 is not a power of 2"),
+            (
+                "return struct.pack('i33', 1)",
+                "integral size 33 is larger than limit of 32",
+            ),
+            ("return struct.pack('c99999999999', 'x')", "integral size overflow"),
+            (
+                "return struct.unpack('>I2', 'a')",
+                "bad argument #2 to 'unpack' (data string too short)",
+            ),
+            (
+                "return struct.unpack('>I2', 'abc', 0)",
+                "bad argument #3 to 'unpack' (offset must be 1 or greater)",
+            ),
+            ("return struct.unpack('c0', 'abc')", "format 'c0' needs a previous size"),
+            (
+                "return struct.unpack('bc0', '\\255ab')",
+                "bad argument #2 to 'unpack' (data string too short)",
+            ),
+            ("return struct.unpack('s', 'abc')", "unfinished string in data"),
+            (
+                "return struct.size('s')",
+                "bad argument #1 to 'size' (option 's' has no fixed size)",
+            ),
+            (
+                "return struct.size('c0')",
+                "bad argument #1 to 'size' (option 'c0' has no fixed size)",
+            ),
+        ] {
+            assert_eq!(
+                eval(&mut e, script, &[], &[]),
+                raised(&format!("ERR user_script:1: {msg}"), script, 1),
+                "{script}"
+            );
+        }
+        let trick = "struct.pack = function() return 1 end";
+        assert_eq!(
+            eval(&mut e, trick, &[], &[]),
+            raised("ERR user_script:1: Attempt to modify a readonly table", trick, 1)
+        );
     }
 
     /// The libraries charge the budget by what they handle: a table holding the same long

@@ -63,13 +63,13 @@
 //!   garbage-collected at once after a script, so the garbage of one big script is not kept;
 //! * the sandbox is built from Lua rather than Redis' patched interpreter: every script run gets
 //!   a fresh environment table, and `redis`, `string`, `math`, `table`, `bit`, `cjson`,
-//!   `cmsgpack`, `struct` and `coroutine` are read-only views of the real tables, so one script cannot
-//!   break the next; a table is read-only when its metatable's `__metatable` is one of the
-//!   helper's marks (`readonly_marks`), which the Rust wrappers of `rawset`, `setmetatable` and
-//!   `table.*` check. `rawget`/`pairs` on the views see nothing. `load`, `print`, `dofile`,
-//!   `loadfile`, `os`, `io`, `debug` and `package` are not available; `loadstring`
-//!   refuses bytecode; making a coroutine costs [`COROUTINE_UNITS`] (the hook's count restarts
-//!   in every thread);
+//!   `cmsgpack`, `struct` and `coroutine` are read-only views of the real tables, so one
+//!   script cannot break the next; a table is read-only when its metatable's `__metatable` is
+//!   one of the helper's marks (`readonly_marks`), which the Rust wrappers of `rawset`,
+//!   `setmetatable` and `table.*` check. `rawget`/`pairs` on the views see nothing. `load`,
+//!   `print`, `dofile`, `loadfile`, `os`, `io`, `debug` and `package` are not available;
+//!   `loadstring` refuses bytecode; making a coroutine costs [`COROUTINE_UNITS`] (the hook's
+//!   count restarts in every thread);
 //! * only RESP2 is spoken: `redis.setresp(3)` raises an error, and `{map=..}`/`{set=..}` reply
 //!   tables are treated as plain arrays; replies nested deeper than 128 levels become
 //!   `ERR reached lua stack limit`;

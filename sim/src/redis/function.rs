@@ -314,7 +314,10 @@ fn clean(s: &str) -> String {
 /// them before the function sees its arguments).
 ///
 /// The wrapper's first line defines everything and opens the function that holds the library's
-/// code, so the code keeps its line numbers; `__lockstep_` names cannot meet a library's.
+/// code, so the code keeps its line numbers; `__lockstep_` names cannot meet a library's. The
+/// library's environment (and its load-time `redis`) are read-only as the sandbox's globals
+/// are: their metatables show the sandbox's mark (`getmetatable(_G)`), so that `rawset` and
+/// `setmetatable` refuse them with `Attempt to modify a readonly table`, as Redis 7.0 does.
 pub(crate) fn wrapper(body: &str) -> String {
     let prologue = r#"local __lockstep_keys, __lockstep_args = KEYS, ARGV
 local __lockstep_n = #__lockstep_args
@@ -406,8 +409,9 @@ end, function(_, k)
   return v
 end, function() error('Attempt to modify a readonly table', 2) end
 ]], '=lockstep_function')(__lockstep_state, __lockstep_loadtable, __lockstep_loadredis, __lockstep_env, __lockstep_get, __lockstep_pcall, __lockstep_error, __lockstep_tostring)
-setmetatable(__lockstep_loadredis, {__index = __lockstep_index_redis, __newindex = __lockstep_readonly, __metatable = false})
-setmetatable(__lockstep_env, {__index = __lockstep_index_env, __newindex = __lockstep_readonly, __metatable = false})
+local __lockstep_ro = getmetatable(_G)
+setmetatable(__lockstep_loadredis, {__index = __lockstep_index_redis, __newindex = __lockstep_readonly, __metatable = __lockstep_ro})
+setmetatable(__lockstep_env, {__index = __lockstep_index_env, __newindex = __lockstep_readonly, __metatable = __lockstep_ro})
 local __lockstep_lib = function()"#;
     let flags: Vec<String> = FLAGS.iter().map(|f| format!("'{f}'")).collect();
     let prologue = prologue.replace("{FLAGS}", &flags.join(", ")).replace('\n', " ");

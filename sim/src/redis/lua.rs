@@ -14,14 +14,21 @@
 //!   `<error> script: <sha>, on @user_script:<line>.` (e.g.
 //!   `ERR user_script:1: Script attempted to access nonexistent global variable 'x' script: ...`),
 //!   compile errors answer `ERR Error compiling script (new function): user_script:1: ...`;
-//! * reading an undefined global is an error and globals are read-only (`Attempt to modify a
-//!   readonly table`); Lua's `pcall` returns the `err` text of Redis error tables, as Redis' own
-//!   `pcall` replacement does; `math.random`/`math.randomseed` are Redis' `lrand48`.
+//! * reading an undefined global is an error; the globals, the libraries, `getmetatable(_G)`
+//!   and the string metatable are read-only as Redis 7.0's readonly-table flag makes them (an
+//!   assignment raises `user_script:N: Attempt to modify a readonly table`; `rawset`,
+//!   `setmetatable`, `table.insert`/`remove`/`sort` raise it without a position); Lua's `pcall`
+//!   returns the `err` text of Redis error tables, as Redis' own `pcall` replacement does;
+//!   `math.random`/`math.randomseed` are Redis' `lrand48`, one sequence continued from script
+//!   to script (seeded once, when the VM is made), as in Redis 7;
+//! * `cjson`, `cmsgpack` and `struct` as Redis 7.0 ships them (lua-cjson 2.1.0, lua-cmsgpack
+//!   0.4.0, `struct`), written in Rust ([`cjson`], [`cmsgpack`], [`lstruct`]), and Lua's
+//!   `coroutine`.
 //!
 //! Deliberate differences from Redis (`docs/redis-differences.md` has the full table):
-//! * `math.random` is reseeded with 0 at the start of every script (Redis 6 behaviour), so a
-//!   script's random numbers depend on nothing but the script; Redis 7 continues one
-//!   process-wide sequence across scripts (only `math.randomseed` makes it repeatable);
+//! * `math.random`'s sequence is the world's VM's (Redis: the process'), so it depends on the
+//!   scripts the world ran before, all of them decided by the run's seed; `cjson`'s settings
+//!   start from the defaults at every script (Redis keeps them in the VM);
 //! * a script is stopped after `lua_instruction_budget` Lua VM instructions (checked every
 //!   `min(budget, 10000)` instructions, counted from the start of the script, so where it stops
 //!   depends on nothing but the script) and answers
@@ -55,11 +62,14 @@
 //!   and a VM left holding more than 4 MiB over what it held after its last collection is
 //!   garbage-collected at once after a script, so the garbage of one big script is not kept;
 //! * the sandbox is built from Lua rather than Redis' patched interpreter: every script run gets
-//!   a fresh environment table whose `redis`, `string`, `math` and `table` are read-only views,
-//!   so one script cannot break the next; `rawget`/`pairs` on those views see nothing, and
-//!   `KEYS`/`ARGV` can be reassigned within a run. `coroutine`, `load`, `print`, `dofile`,
-//!   `loadfile`, `os`, `io`, `debug`, `package`, `cjson`, `cmsgpack` and `struct` are not
-//!   available; `loadstring` refuses bytecode;
+//!   a fresh environment table, and `redis`, `string`, `math`, `table`, `bit`, `cjson`,
+//!   `cmsgpack`, `struct` and `coroutine` are read-only views of the real tables, so one
+//!   script cannot break the next; a table is read-only when its metatable's `__metatable` is
+//!   one of the helper's marks (`readonly_marks`), which the Rust wrappers of `rawset`,
+//!   `setmetatable` and `table.*` check. `rawget`/`pairs` on the views see nothing. `load`,
+//!   `print`, `dofile`, `loadfile`, `os`, `io`, `debug` and `package` are not available;
+//!   `loadstring` refuses bytecode; making a coroutine costs [`COROUTINE_UNITS`] (the hook's
+//!   count restarts in every thread);
 //! * only RESP2 is spoken: `redis.setresp(3)` raises an error, and `{map=..}`/`{set=..}` reply
 //!   tables are treated as plain arrays; replies nested deeper than 128 levels become
 //!   `ERR reached lua stack limit`;
@@ -143,6 +153,9 @@ fn raise<T>(text: impl Into<String>) -> mlua::Result<T> {
     Err(mlua::Error::external(RaisedError(text.into())))
 }
 
+mod cjson;
+mod cmsgpack;
+mod lstruct;
 mod pattern;
 
 /// The start of the reply to a script stopped by the wall-clock guard of a real-time server
@@ -214,7 +227,11 @@ struct RunState {
     /// Why the run was stopped, once [`Self::exceeded`].
     killed_by: Cell<Kill>,
     budget: Cell<u64>,
+    /// `math.random`'s generator: carried from script to script (seeded once, when the VM is
+    /// made), as Redis 7 does.
     rand48: Cell<u64>,
+    /// `cjson`'s settings, back to their defaults at every run.
+    cjson: Cell<cjson::Config>,
     /// When the run's wall-clock guard passes (a real-time server's only, [`set_wall_guard`]).
     deadline: Cell<Option<(std::time::Instant, std::time::Duration)>>,
 }
@@ -229,7 +246,7 @@ impl RunState {
         self.exceeded.set(false);
         self.killed_by.set(Kill::Budget);
         self.budget.set(budget);
-        self.seed(0);
+        self.cjson.set(cjson::Config::default());
         let guard = WALL_GUARD.with(Cell::get);
         self.deadline
             .set(guard.and_then(|limit| Some((std::time::Instant::now().checked_add(limit)?, limit))));
@@ -355,12 +372,13 @@ pub(crate) type ScriptCall<D> = fn(&mut D, &[Bytes], i64) -> Result<Reply, &'sta
 ///
 /// One VM per world rather than per server: a world of 200 masters otherwise built 200 VMs
 /// and every `EVAL` ran in a different, cold one. Nothing of a run stays in the VM for the
-/// next one to see (a fresh sandbox environment per run, `math.random` reseeded, the
+/// next one to see (a fresh sandbox environment per run, `cjson`'s settings reset, the
 /// instruction count restarted), and each server keeps its own script cache
 /// ([`ScriptRuntime`]), so a server sees what it would see with a VM of its own, except what
 /// is a property of the whole VM: its memory (`used_memory_lua`, `gcinfo`,
 /// `collectgarbage('count')`, the memory cap), its garbage collector (`collectgarbage`
-/// settings, when a `newproxy` userdata's `__gc` runs). An `Rc`: a world runs on one thread,
+/// settings, when a `newproxy` userdata's `__gc` runs) and `math.random`'s sequence, which
+/// continues across the world's scripts as Redis 7's continues across a server's. An `Rc`: a world runs on one thread,
 /// and a VM is never shared across worlds, so a world depends on nothing but its seed. An
 /// engine made alone ([`RedisEngine::new`](super::RedisEngine::new): `lockstep live`'s
 /// servers, tests) has a VM of its own.
@@ -629,6 +647,7 @@ impl Vm {
         // A failure to cap memory only loses the cap.
         let _ = lua.set_memory_limit(LUA_MEMORY_LIMIT);
         let state = Rc::new(RunState::default());
+        state.seed(0);
 
         let st = state.clone();
         let sha1hex = lua.create_function(move |lua, args: MultiValue| {
@@ -927,6 +946,37 @@ enum Cost {
     /// `'collect'`, `'step'`): a collection marks and sweeps all of it, a few nanoseconds a
     /// byte.
     Collect,
+    /// Nothing: wrapped for the read-only check only (`rawset`, `setmetatable`,
+    /// `getmetatable`).
+    Free,
+    /// [`COROUTINE_UNITS`]: a coroutine's last instructions escape the hook's count.
+    Coroutine,
+}
+
+/// What making a coroutine costs: the instructions of its last, partial hook period, which the
+/// hook never counts (each thread counts from its start).
+const COROUTINE_UNITS: u64 = HOOK_EVERY;
+
+/// The error a write to a read-only table raises from a library function (no position, as
+/// Redis' patched C functions raise it).
+const READONLY_ERROR: &str = "Attempt to modify a readonly table";
+
+/// Whether `v` is a read-only table of the sandbox: its metatable's `__metatable` is one of the
+/// marks the helper put in `marks`.
+fn is_readonly(marks: &Table, v: Option<&Value>) -> bool {
+    let Some(Value::Table(t)) = v else {
+        return false;
+    };
+    let Some(mt) = t.metatable() else {
+        return false;
+    };
+    match mt.raw_get::<Value>("__metatable") {
+        Ok(m @ Value::Table(_)) => !matches!(
+            marks.raw_get::<Value>(m),
+            Ok(Value::Nil | Value::Boolean(false)) | Err(_)
+        ),
+        _ => false,
+    }
 }
 
 /// Units `loadstring` costs per byte of source: Lua's lexer and parser spend tens of
@@ -958,6 +1008,9 @@ fn install_builtins(lua: &Lua, state: &Rc<RunState>) -> mlua::Result<Table> {
     let globals = lua.globals();
     let string: Table = globals.get("string")?;
     let table: Table = globals.get("table")?;
+    let coroutine: Table = globals.get("coroutine")?;
+    // Filled by the helper: the marks of read-only tables (see `is_readonly`).
+    let marks = lua.create_table()?;
     let st = state.clone();
     string.set(
         "rep",
@@ -998,10 +1051,20 @@ fn install_builtins(lua: &Lua, state: &Rc<RunState>) -> mlua::Result<Table> {
         (&globals, "unpack", Cost::Results),
         (&globals, "loadstring", Cost::Compile),
         (&globals, "collectgarbage", Cost::Collect),
+        (&globals, "rawset", Cost::Free),
+        (&globals, "setmetatable", Cost::Free),
+        (&globals, "getmetatable", Cost::Free),
+        (&coroutine, "create", Cost::Coroutine),
+        (&coroutine, "wrap", Cost::Coroutine),
     ] {
         let original: Function = lib.get(name)?;
         let st = state.clone();
+        let marks = marks.clone();
+        let guarded = matches!(name, "rawset" | "setmetatable" | "insert" | "remove" | "sort");
         let wrapped = lua.create_function(move |lua, args: MultiValue| {
+            if guarded && is_readonly(&marks, args.front()) {
+                return Err(mlua::Error::runtime(READONLY_ERROR));
+            }
             // Charged before the work where its size is known, so that the work a budget cannot
             // pay for is never done.
             match (cost, args.front()) {
@@ -1014,6 +1077,9 @@ fn install_builtins(lua: &Lua, state: &Rc<RunState>) -> mlua::Result<Table> {
                 (Cost::Collect, Some(Value::String(option))) if ["collect", "step"].contains(&&*option.to_str()?) => {
                     st.charge(lua.used_memory() as u64)?
                 }
+                (Cost::Coroutine, _) => st.charge(COROUTINE_UNITS)?,
+                // Also called by the helper while the VM is made, with no run (nor budget).
+                (Cost::Free, _) => {}
                 _ => st.charge(0)?,
             }
             // Lua 5.1's `unpack` computes its count in a C `int`: a range such as
@@ -1037,7 +1103,17 @@ fn install_builtins(lua: &Lua, state: &Rc<RunState>) -> mlua::Result<Table> {
                     return Err(lua_error(lua, "too many results to unpack".to_string()));
                 }
             }
-            let out = original.call::<MultiValue>(args).map_err(|e| c_error(lua, name, e))?;
+            let mut out = original.call::<MultiValue>(args).map_err(|e| c_error(lua, name, e))?;
+            // The marks of the sandbox's read-only tables that Redis shows as no metatable.
+            if name == "getmetatable" {
+                if let Some(m @ Value::Table(_)) = out.front() {
+                    if let Ok(Value::String(kind)) = marks.raw_get::<Value>(m.clone()) {
+                        if kind.as_bytes().as_ref() == b"hidden" {
+                            out = MultiValue::from_iter([Value::Nil]);
+                        }
+                    }
+                }
+            }
             match (cost, out.front()) {
                 (Cost::Output, Some(Value::String(s))) => st.charge(s.as_bytes().len() as u64 / BYTES_PER_UNIT)?,
                 (Cost::Results, _) => st.charge((out.len() as u64).saturating_mul(VALUE_UNITS))?,
@@ -1097,6 +1173,10 @@ fn install_builtins(lua: &Lua, state: &Rc<RunState>) -> mlua::Result<Table> {
         })?,
     )?;
     let builtins = lua.create_table()?;
+    builtins.raw_set("readonly_marks", marks)?;
+    builtins.raw_set("cjson", cjson::module(lua, state)?)?;
+    builtins.raw_set("cmsgpack", cmsgpack::module(lua, state)?)?;
+    builtins.raw_set("struct", lstruct::module(lua, state)?)?;
     let st = state.clone();
     builtins.raw_set(
         "gmatch_step",
@@ -1125,7 +1205,9 @@ fn c_error(lua: &Lua, name: &str, e: mlua::Error) -> mlua::Error {
         // mlua appends a traceback; Lua's message is what comes before it.
         mlua::Error::RuntimeError(m) => {
             let m = m.split("\nstack traceback:").next().unwrap_or_default();
-            if has_position(m) {
+            // An error the VM itself raises while a C function runs (`luaG_runerror`: `rawset`'s
+            // `table index is nil`, `table.sort`'s `attempt to compare ...`) has no position.
+            if has_position(m) || m.starts_with("table index is ") || m.starts_with("attempt to ") {
                 return mlua::Error::runtime(m);
             }
             // Lua names a function only when Lua code called it (`pcall(string.upper)`: `?`).
@@ -1618,13 +1700,6 @@ base.getfenv = function(f)
   return e
 end
 
-local function readonly_mt(t)
-  return {
-    __index = t,
-    __newindex = function() error('Attempt to modify a readonly table', 2) end,
-    __metatable = false,
-  }
-end
 -- LuaBitOp's `bit` library (Redis ships it), on 32-bit two's-complement integers, written
 -- from its documented semantics (bitop.luajit.org/api.html).
 local bit = {}
@@ -1688,33 +1763,49 @@ do
   end
 end
 
-local redis_mt, string_mt, math_mt, table_mt, bit_mt =
-  readonly_mt(redis), readonly_mt(string), readonly_mt(math), readonly_mt(table), readonly_mt(bit)
-local env_mt = {
-  __index = function(_, k)
-    local v = base[k]
-    if v == nil then
-      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-    end
-    return v
-  end,
-  __newindex = function() error('Attempt to modify a readonly table', 2) end,
-  __metatable = false,
+-- Read-only tables, as Redis 7.0's readonly-table flag makes them: a write to one, by
+-- assignment, `rawset`, `setmetatable` or `table.insert`/`remove`/`sort`, raises
+-- 'Attempt to modify a readonly table'. A table is read-only when its metatable's
+-- __metatable is one of the marks in `readonly_marks` (the Rust wrappers of `rawset`,
+-- `setmetatable` and `table.*` look there); `getmetatable` shows `hidden` marks as nil.
+local RO = 'Attempt to modify a readonly table'
+local function ro_newindex() error(RO, 2) end
+local marks = builtins.readonly_marks
+local LIB_MARK, ENV_MT_VIEW, STRING_MT_VIEW = {}, {}, {}
+local function missing_global(_, k)
+  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+end
+setmetatable(LIB_MARK, {__newindex = ro_newindex, __metatable = LIB_MARK})
+local function view(t)
+  return setmetatable({}, {__index = t, __newindex = ro_newindex, __metatable = LIB_MARK})
+end
+local string_view = view(string)
+local globals = {
+  redis = view(redis), string = string_view, math = view(math), table = view(table),
+  bit = view(bit), cjson = view(builtins.cjson), cmsgpack = view(builtins.cmsgpack),
+  struct = view(builtins.struct), coroutine = view(coroutine),
 }
--- Hide the real string library behind ("x"):len().
+for k, v in pairs(base) do globals[k] = v end
+setmetatable(globals, {__index = missing_global})
+-- What getmetatable(_G) and getmetatable('') show: read-only views.
+setmetatable(ENV_MT_VIEW, {
+  __index = view({__index = missing_global, __newindex = ro_newindex}),
+  __newindex = ro_newindex, __metatable = LIB_MARK,
+})
+setmetatable(STRING_MT_VIEW, {
+  __index = {__index = string_view}, __newindex = ro_newindex, __metatable = LIB_MARK,
+})
 local smt = getmetatable('')
-if smt then smt.__metatable = false end
+if smt then smt.__metatable = STRING_MT_VIEW end
+marks[LIB_MARK] = 'hidden'
+marks[ENV_MT_VIEW] = true
+marks[STRING_MT_VIEW] = true
+local vars_mt = {__index = globals}
 
 local function run(f, keys, argv, handler)
-  local env = setmetatable({}, env_mt)
-  rawset(env, '_G', env)
-  rawset(env, 'KEYS', keys)
-  rawset(env, 'ARGV', argv)
-  rawset(env, 'redis', setmetatable({}, redis_mt))
-  rawset(env, 'string', setmetatable({}, string_mt))
-  rawset(env, 'math', setmetatable({}, math_mt))
-  rawset(env, 'table', setmetatable({}, table_mt))
-  rawset(env, 'bit', setmetatable({}, bit_mt))
+  local vars = setmetatable({KEYS = keys, ARGV = argv}, vars_mt)
+  local env = setmetatable({}, {__index = vars, __newindex = ro_newindex, __metatable = ENV_MT_VIEW})
+  vars._G = env
   current_env = env
   setfenv(f, env)
   return raw_xpcall(f, handler)
@@ -2119,9 +2210,9 @@ mod tests {
                 bulk("da39a3ee5e6b4b0d3255bfef95601890afd80709"),
             ),
             ("return {double=1.5}", bulk("1.5")),
-            ("return math.random(100)", int(18)),
+            ("math.randomseed(0) return math.random(100)", int(18)),
             (
-                "return {math.random(100), math.random(1, 6)}",
+                "math.randomseed(0) return {math.random(100), math.random(1, 6)}",
                 arr(vec![int(18), int(5)]),
             ),
             ("local s = 0 for i = 1, 1000 do s = s + i end return s", int(500500)),
@@ -2334,7 +2425,15 @@ mod tests {
             eval(&mut e, "return redis.call('get', KEYS[1])", &["str"], &[]),
             bulk("v")
         );
-        assert_eq!(eval(&mut e, "rawset(_G, 'y', 1) return y", &[], &[]), int(1));
+        // As in Redis 7.0, the globals are read-only to `rawset` too.
+        let trick = "rawset(_G, 'y', 1) return y";
+        assert_eq!(
+            eval(&mut e, trick, &[], &[]),
+            err(&format!(
+                "ERR Attempt to modify a readonly table script: {}, on @user_script:1.",
+                sha1_hex(trick.as_bytes())
+            ))
+        );
         let probe = "return y";
         assert_eq!(
             eval(&mut e, probe, &[], &[]),
@@ -2346,9 +2445,14 @@ mod tests {
         );
         // getfenv(0) gives the run's own environment, not the real globals.
         let escape = "local g = getfenv(0); g.string = nil; return g == _G";
-        assert_eq!(eval(&mut e, escape, &[], &[]), int(1));
+        assert_eq!(
+            eval(&mut e, escape, &[], &[]),
+            raised("ERR user_script:1: Attempt to modify a readonly table", escape, 1)
+        );
+        assert_eq!(eval(&mut e, "return getfenv(0) == _G", &[], &[]), int(1));
         assert_eq!(eval(&mut e, "return string.len('ab')", &[], &[]), int(2));
-        assert_eq!(eval(&mut e, "return getmetatable('')", &[], &[]), Reply::nil());
+        // The string metatable shows as a read-only table (Redis 7.0: `{__index = string}`).
+        assert_eq!(eval(&mut e, "return getmetatable('')", &[], &[]), arr(vec![]));
     }
 
     #[test]
@@ -2745,5 +2849,569 @@ mod tests {
         let big = eval(&mut e, "return string.rep('x', 1024 * 1024 * 1024)", &[], &[]);
         assert!(big.is_error(), "{big:?}");
         assert_eq!(run(&mut e, &["PING"]), Reply::Status("PONG".into()));
+    }
+
+    /// Redis 7.0's `cjson` (replies checked against redis-server 7.0.15).
+    #[test]
+    fn cjson_matches_redis_7_0() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let cases: Vec<(&str, Reply)> = vec![
+            ("return cjson.encode({1,2,3})", bulk("[1,2,3]")),
+            ("return cjson.encode({})", bulk("{}")),
+            (
+                "return cjson.encode({a={b={1,false,cjson.null}}})",
+                bulk(r#"{"a":{"b":[1,false,null]}}"#),
+            ),
+            ("return cjson.encode({[1]=1,[3]=3})", bulk("[1,null,3]")),
+            ("return cjson.encode({[1.5]=1})", bulk(r#"{"1.5":1}"#)),
+            ("return cjson.encode(1/3)", bulk("0.33333333333333")),
+            ("return cjson.encode(2^53)", bulk("9.007199254741e+15")),
+            ("return cjson.encode(-0)", bulk("-0")),
+            (
+                r#"return cjson.encode('a"b\\/\1\127\255')"#,
+                Reply::Bulk(Some(Bytes::from_static(b"\"a\\\"b\\\\\\/\\u0001\\u007f\xff\""))),
+            ),
+            ("return cjson.encode(nil)", bulk("null")),
+            (
+                "cjson.encode_invalid_numbers(true) return cjson.encode({0/0, 1/0, -1/0})",
+                bulk("[nan,inf,-inf]"),
+            ),
+            (
+                "cjson.encode_invalid_numbers('null') return cjson.encode({0/0})",
+                bulk("[null]"),
+            ),
+            (
+                "cjson.encode_sparse_array(true) return cjson.encode({[1]=1,[11]=3})",
+                bulk(r#"{"1":1,"11":3}"#),
+            ),
+            (
+                "return table.concat(cjson.decode('[0.0, -5e3, -1, 0.3e-3, 1023.2, 0e10]'), ' ')",
+                bulk("0 -5000 -1 0.0003 1023.2 0"),
+            ),
+            (
+                r#"return cjson.decode('"\\u00e9\\ud83d\\ude00\\n\\/"')"#,
+                bulk("é😀\n/"),
+            ),
+            (r#"return cjson.decode('{"a":{"b":[1,2]},"a2":true}').a.b[2]"#, int(2)),
+            ("return tostring(cjson.decode('null') == cjson.null)", bulk("true")),
+            ("return tostring(cjson.decode('[null]')[1] == cjson.null)", bulk("true")),
+            (
+                "return {cjson.decode('0x10'), cjson.decode('-0x10'), cjson.decode('+1')}",
+                arr(vec![int(16), int(-16), int(1)]),
+            ),
+            ("return tostring(cjson.decode('Infinity'))", bulk("inf")),
+            // Invalid UTF-8 passes through both ways, as lua-cjson does.
+            (
+                r#"return tostring(cjson.decode('"\255\254"') == '\255\254')"#,
+                bulk("true"),
+            ),
+            (
+                "return {cjson.encode_sparse_array()}",
+                arr(vec![Reply::nil(), int(2), int(10)]),
+            ),
+            ("return {cjson.encode_max_depth(5)}", arr(vec![int(5)])),
+            // The settings are the script's: back to the defaults at every run.
+            (
+                "return {cjson.encode_max_depth(), cjson.encode_keep_buffer()}",
+                arr(vec![int(1000), int(1)]),
+            ),
+            ("return cjson.new().encode({1})", bulk("[1]")),
+            (
+                "return {cjson._NAME, cjson._VERSION}",
+                arr(vec![bulk("cjson"), bulk("2.1.0")]),
+            ),
+        ];
+        for (script, want) in cases {
+            assert_eq!(eval(&mut e, script, &[], &[]), want, "{script}");
+        }
+        let errors = [
+            (
+                "return cjson.encode({[1]=1,[20]=3})",
+                "Cannot serialise table: excessively sparse array",
+            ),
+            (
+                "return cjson.encode(function() end)",
+                "Cannot serialise function: type not supported",
+            ),
+            (
+                "return cjson.encode({[true]=1})",
+                "Cannot serialise boolean: table key must be a number or string",
+            ),
+            (
+                "return cjson.encode(0/0)",
+                "Cannot serialise number: must not be NaN or Inf",
+            ),
+            (
+                "return cjson.encode()",
+                "bad argument #1 to 'encode' (expected 1 argument)",
+            ),
+            (
+                "local t = {} t.x = t return cjson.encode(t)",
+                "Cannot serialise, excessive nesting (1001)",
+            ),
+            (
+                "cjson.encode_max_depth(2) return cjson.encode({{{1}}})",
+                "Cannot serialise, excessive nesting (3)",
+            ),
+            (
+                "return cjson.encode_max_depth(0)",
+                "bad argument #1 to 'encode_max_depth' (expected integer between 1 and 2147483647)",
+            ),
+            (
+                "return cjson.encode_number_precision(15)",
+                "bad argument #1 to 'encode_number_precision' (expected integer between 1 and 14)",
+            ),
+            (
+                "return cjson.encode_invalid_numbers('x')",
+                "bad argument #1 to 'encode_invalid_numbers' (invalid option 'x')",
+            ),
+            (
+                "return cjson.encode_max_depth(1, 2)",
+                "bad argument #2 to 'encode_max_depth' (found too many arguments)",
+            ),
+            (
+                "return cjson.decode('[1,]')",
+                "Expected value but found T_ARR_END at character 4",
+            ),
+            (
+                r#"return cjson.decode('{"a" 1}')"#,
+                "Expected colon but found T_NUMBER at character 6",
+            ),
+            (
+                "return cjson.decode('{1:2}')",
+                "Expected object key string but found T_NUMBER at character 2",
+            ),
+            (
+                "return cjson.decode('[1 2]')",
+                "Expected comma or array end but found T_NUMBER at character 4",
+            ),
+            (
+                "return cjson.decode('falsey')",
+                "Expected the end but found invalid token at character 6",
+            ),
+            (
+                "return cjson.decode('')",
+                "Expected value but found T_END at character 1",
+            ),
+            (
+                "return cjson.decode('-')",
+                "Expected value but found invalid number at character 1",
+            ),
+            (
+                r#"return cjson.decode('"abc')"#,
+                "Expected value but found unexpected end of string at character 5",
+            ),
+            (
+                r#"return cjson.decode('"\\x"')"#,
+                "Expected value but found invalid escape code at character 2",
+            ),
+            (
+                r#"return cjson.decode('"\\ud83d"')"#,
+                "Expected value but found invalid unicode escape code at character 2",
+            ),
+            (
+                "return cjson.decode('a\\0')",
+                "JSON parser does not support UTF-16 or UTF-32",
+            ),
+            (
+                "cjson.decode_invalid_numbers(false) return cjson.decode('0x10')",
+                "Expected value but found invalid number at character 1",
+            ),
+            (
+                "cjson.decode_max_depth(2) return cjson.decode('[[[1]]]')",
+                "Found too many nested data structures (3) at character 3",
+            ),
+            (
+                "return cjson.decode({})",
+                "bad argument #1 to 'decode' (string expected, got table)",
+            ),
+            // Hostile nesting: an error at lockstep's cap, whatever the setting says.
+            (
+                "return cjson.decode(string.rep('[', 1000000))",
+                "Found too many nested data structures (1001) at character 1001",
+            ),
+            (
+                "cjson.decode_max_depth(2000000) return cjson.decode(string.rep('{\"a\":', 1000000))",
+                "Found too many nested data structures (1001) at character 5001",
+            ),
+            (
+                "cjson.encode_max_depth(2000000) local t = {} t.x = t return cjson.encode(t)",
+                "Cannot serialise, excessive nesting (1001)",
+            ),
+        ];
+        for (script, msg) in errors {
+            assert_eq!(
+                eval(&mut e, script, &[], &[]),
+                raised(&format!("ERR user_script:1: {msg}"), script, 1),
+                "{script}"
+            );
+        }
+        // Under pcall, a library error has no position (lua-cjson's luaL_error names its caller).
+        let script = "local ok, e = pcall(cjson.decode, '[') return e";
+        assert_eq!(
+            eval(&mut e, script, &[], &[]),
+            bulk("Expected value but found T_END at character 2")
+        );
+    }
+
+    /// Redis 7.0's `cmsgpack` (replies checked against redis-server 7.0.15).
+    #[test]
+    fn cmsgpack_matches_redis_7_0() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let hex = "local function hex(s) local h = '' for i = 1, #s do h = h .. string.format('%02x', s:byte(i)) end return h end ";
+        let cases: Vec<(&str, &str)> = vec![
+            ("cmsgpack.pack(0.1)", "cb3fb999999999999a"),
+            ("cmsgpack.pack(-1099511627776)", "d3ffffff0000000000"),
+            ("cmsgpack.pack({})", "90"),
+            ("cmsgpack.pack(1.5, 2^63, 3.4e38, -0)", "ca3fc00000ca5f000000cb47eff933c78cdfad00"),
+            (
+                "cmsgpack.pack(127, 128, 255, 256, 65535, 65536, 2^32 - 1, 2^32)",
+                "7fcc80ccffcd0100cdffffce00010000ceffffffffcf0000000100000000",
+            ),
+            (
+                "cmsgpack.pack(-32, -33, -128, -129, -32768, -32769, -2^31, -2^31 - 1)",
+                "e0d0dfd080d1ff7fd18000d2ffff7fffd280000000d3ffffffff7fffffff",
+            ),
+            ("cmsgpack.pack(nil, true, false, function() end, cjson.null)", "c0c3c2c0c0"),
+            ("cmsgpack.pack({1, 2, nil, 4})", "83010102020404"),
+            ("cmsgpack.pack({a = 1})", "81a16101"),
+            ("cmsgpack.pack(string.rep('x', 32)):sub(1, 3)", "d92078"),
+            ("cmsgpack.pack(string.rep('x', 256)):sub(1, 4)", "da010078"),
+            ("cmsgpack.pack(string.rep('x', 65536)):sub(1, 6)", "db0001000078"),
+            // A circular table packs as 16 levels of copies, then nil.
+            (
+                "(function() local a = {x = nil, y = 5} local b = {x = a} a['x'] = b return cmsgpack.pack(a) end)()",
+                "82a17905a17881a17882a17905a17881a17882a17905a17881a17882a17905a17881a17882a17905a17881a17882a17905a17881a17882a17905a17881a17882a17905a17881a178c0",
+            ),
+            ("(function() local t = {} for i = 1, 1000 do t = {t} end return cmsgpack.pack(t) end)()", "91919191919191919191919191919191c0"),
+        ];
+        for (expr, want) in cases {
+            let script = format!("{hex}return hex({expr})");
+            assert_eq!(eval(&mut e, &script, &[], &[]), bulk(want), "{expr}");
+        }
+        let round_trip = r#"
+            local big = {} for i = 1, 70000 do big[i] = i end
+            local map = {} for i = 1, 1000 do map[tostring(i)] = i end
+            local t = {s = string.rep('x', 70000), d = 0.1, n = -3147483648, a = big, m = map, b = false}
+            local u = cmsgpack.unpack(cmsgpack.pack(t))
+            assert(u.s == t.s and u.d == 0.1 and u.n == -3147483648 and #u.a == 70000 and u.a[70000] == 70000)
+            assert(u.m['1000'] == 1000 and u.b == false)
+            local packed = cmsgpack.pack('a', 'b', 'c')
+            local o1, x = cmsgpack.unpack_one(packed)
+            local o2, y, z = cmsgpack.unpack_limit(packed, 2, o1)
+            return {o1, x, o2, y, z, select('#', cmsgpack.unpack(packed)), cmsgpack.unpack_one('')}
+        "#;
+        assert_eq!(
+            eval(&mut e, round_trip, &[], &[]),
+            arr(vec![int(2), bulk("a"), int(-1), bulk("b"), bulk("c"), int(3), int(-1)])
+        );
+        let errors = [
+            ("return cmsgpack.unpack(string.char(0xc1))", "ERR user_script:1: Bad data format in input."),
+            ("return cmsgpack.unpack(string.char(0xc4, 1, 97))", "ERR user_script:1: Bad data format in input."),
+            ("return cmsgpack.unpack(string.char(0xcc))", "ERR user_script:1: Missing bytes in input."),
+            ("return cmsgpack.unpack(string.char(0x81, 0xc0, 1))", "ERR table index is nil"),
+            ("return cmsgpack.pack()", "ERR user_script:1: bad argument #0 to 'pack' (MessagePack pack needs input.)"),
+            (
+                "return cmsgpack.unpack_one(string.char(1), -1)",
+                "ERR user_script:1: Invalid request to unpack with offset of -1 and limit of 1.",
+            ),
+            (
+                "return cmsgpack.unpack_one(string.char(1), 2)",
+                "ERR user_script:1: Start offset 2 greater than input length 1.",
+            ),
+            // Hostile headers: 2^32 elements, a 4 GB string, with three bytes behind them.
+            (
+                "return cmsgpack.unpack(string.char(0xdd, 0xff, 0xff, 0xff, 0xff, 1, 2, 3))",
+                "ERR user_script:1: Missing bytes in input.",
+            ),
+            (
+                "return cmsgpack.unpack(string.char(0xdf, 0xff, 0xff, 0xff, 0xff, 1, 2, 3))",
+                "ERR user_script:1: Missing bytes in input.",
+            ),
+            (
+                "return cmsgpack.unpack(string.char(0xdb, 0xff, 0xff, 0xff, 0xff, 1, 2, 3))",
+                "ERR user_script:1: Missing bytes in input.",
+            ),
+            (
+                "return cmsgpack.unpack(string.rep(string.char(0x91), 1000000) .. string.char(1))",
+                "ERR user_script:1: stack overflow (in function mp_decode_to_lua_array)",
+            ),
+            (
+                "return cmsgpack.unpack(string.rep(string.char(1), 10000))",
+                "ERR user_script:1: stack overflow (too many return values at once; use unpack_one or unpack_limit instead.)",
+            ),
+        ];
+        for (script, msg) in errors {
+            assert_eq!(eval(&mut e, script, &[], &[]), raised(msg, script, 1), "{script}");
+        }
+    }
+
+    /// Redis 7.0's `struct` (replies checked against redis-server 7.0.15).
+    #[test]
+    fn struct_matches_redis_7_0() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let hex = "local function hex(s) local h = '' for i = 1, #s do h = h .. string.format('%02x', s:byte(i)) end return h end ";
+        for (expr, want) in [
+            ("struct.pack('>I2', 258)", "0102"),
+            ("struct.pack('<i4', -2)", "feffffff"),
+            ("struct.pack('!2bh', 1, 2)", "01000200"),
+            ("struct.pack('!bd', 1, 2)", "01000000000000000000000000000040"),
+            ("struct.pack('!4 b x i', 1, 2)", "0100000002000000"),
+            (
+                "struct.pack('>i4', 1.9) .. struct.pack('>i4', -1.9)",
+                "00000001ffffffff",
+            ),
+            (
+                "struct.pack('>I8', 2^64) .. struct.pack('>I2', -1)",
+                "0000000000000000ffff",
+            ),
+            ("struct.pack('>i17', -1)", "000000000000000000ffffffffffffffff"),
+            ("struct.pack('c0s', 'ab', 'c')", "61626300"),
+            ("struct.pack('>d', 0.1)", "3fb999999999999a"),
+        ] {
+            let script = format!("{hex}return hex({expr})");
+            assert_eq!(eval(&mut e, &script, &[], &[]), bulk(want), "{expr}");
+        }
+        let cases: Vec<(&str, Reply)> = vec![
+            (
+                "return {struct.unpack('bBhHlLT', struct.pack('bBhHlLT', -1, 255, -2, 65535, -3, 4, 5))}",
+                arr(vec![
+                    int(-1),
+                    int(255),
+                    int(-2),
+                    int(65535),
+                    int(-3),
+                    int(4),
+                    int(5),
+                    int(31),
+                ]),
+            ),
+            ("return {struct.unpack('Bc0', '\\2abc')}", arr(vec![bulk("ab"), int(4)])),
+            ("return {struct.unpack('s', 'ab\\0cd')}", arr(vec![bulk("ab"), int(4)])),
+            (
+                "return {struct.unpack('>i3', '\\255\\255\\254')}",
+                arr(vec![int(-2), int(4)]),
+            ),
+            ("return {struct.unpack('b', 'ab', 2)}", arr(vec![int(98), int(3)])),
+            (
+                "return {struct.size('!i!2h'), struct.size('!8bd'), struct.size('>iIhHbBlLfdTc3x')}",
+                arr(vec![int(6), int(16), int(54)]),
+            ),
+        ];
+        for (script, want) in cases {
+            assert_eq!(eval(&mut e, script, &[], &[]), want, "{script}");
+        }
+        for (script, msg) in [
+            (
+                "return struct.pack('q', 1)",
+                "bad argument #1 to 'pack' (invalid format option 'q')",
+            ),
+            (
+                "return struct.pack('i', 'x')",
+                "bad argument #2 to 'pack' (number expected, got string)",
+            ),
+            (
+                "return struct.pack('i')",
+                "bad argument #2 to 'pack' (number expected, got nil)",
+            ),
+            (
+                "return struct.pack('c5', 'abc')",
+                "bad argument #3 to 'pack' (string too short)",
+            ),
+            ("return struct.pack('!3i', 1)", "alignment 3 is not a power of 2"),
+            (
+                "return struct.pack('i33', 1)",
+                "integral size 33 is larger than limit of 32",
+            ),
+            ("return struct.pack('c99999999999', 'x')", "integral size overflow"),
+            (
+                "return struct.unpack('>I2', 'a')",
+                "bad argument #2 to 'unpack' (data string too short)",
+            ),
+            (
+                "return struct.unpack('>I2', 'abc', 0)",
+                "bad argument #3 to 'unpack' (offset must be 1 or greater)",
+            ),
+            ("return struct.unpack('c0', 'abc')", "format 'c0' needs a previous size"),
+            (
+                "return struct.unpack('bc0', '\\255ab')",
+                "bad argument #2 to 'unpack' (data string too short)",
+            ),
+            ("return struct.unpack('s', 'abc')", "unfinished string in data"),
+            (
+                "return struct.size('s')",
+                "bad argument #1 to 'size' (option 's' has no fixed size)",
+            ),
+            (
+                "return struct.size('c0')",
+                "bad argument #1 to 'size' (option 'c0' has no fixed size)",
+            ),
+        ] {
+            assert_eq!(
+                eval(&mut e, script, &[], &[]),
+                raised(&format!("ERR user_script:1: {msg}"), script, 1),
+                "{script}"
+            );
+        }
+        let trick = "struct.pack = function() return 1 end";
+        assert_eq!(
+            eval(&mut e, trick, &[], &[]),
+            raised("ERR user_script:1: Attempt to modify a readonly table", trick, 1)
+        );
+    }
+
+    /// The libraries charge the budget by what they handle: a table holding the same long
+    /// string many times cannot be encoded for free.
+    #[test]
+    fn cjson_and_cmsgpack_charge_the_budget() {
+        let mut e = RedisEngine::new(EngineConfig {
+            lua_instruction_budget: 100_000,
+        });
+        let killed = err("ERR Script killed: exceeded instruction budget of 100000");
+        let fill = "local s = string.rep('x', 100000) local t = {} for i = 1, 100 do t[i] = s end ";
+        for call in [
+            "return #cjson.encode(t)",
+            "return #cmsgpack.pack(t)",
+            "return #cjson.decode(cjson.encode(s .. s .. s .. s .. s .. s .. s .. s .. s .. s .. s))",
+        ] {
+            let script = format!("{fill}{call}");
+            assert_eq!(eval(&mut e, &script, &[], &[]), killed, "{call}");
+        }
+        // The output is capped by the VM's memory cap, whatever the budget.
+        let mut e = RedisEngine::new(EngineConfig {
+            lua_instruction_budget: u64::MAX / 2,
+        });
+        let script = "local s = string.rep('\\1', 20000000) return #cjson.encode(s)";
+        let reply = eval(&mut e, script, &[], &[]);
+        assert!(
+            matches!(&reply, Reply::Error(m) if m.contains("not enough memory")),
+            "{reply:?}"
+        );
+    }
+
+    /// Redis 7.0's readonly tables: the suite's "Try trick" scripts get Redis' answers.
+    #[test]
+    fn readonly_tricks_answer_as_redis_7_0() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        // Written by the VM (assignment): positioned.
+        for script in [
+            "local g = getmetatable(_G) g.__index = {}",
+            "redis = function() return 1 end",
+            "_G = {}",
+            "KEYS = {}",
+            "redis.call = function() return 1 end",
+            "cjson.encode = function() return 1 end",
+            "cmsgpack.pack = function() return 1 end",
+            "bit.lshift = function() return 1 end",
+            "string.x = 1",
+            "getmetatable('').__index = function() return 1 end",
+            "getmetatable('').__index.x = 1",
+        ] {
+            assert_eq!(
+                eval(&mut e, script, &[], &[]),
+                raised("ERR user_script:1: Attempt to modify a readonly table", script, 1),
+                "{script}"
+            );
+        }
+        // Written by a library function: no position, as Redis' patched C functions.
+        for script in [
+            "setmetatable(_G, {})",
+            "rawset(_G, 'x', 1)",
+            "rawset(redis, 'x', 1)",
+            "setmetatable(cjson, {})",
+            "table.insert(redis, 1)",
+            "rawset(getmetatable(''), '__index', 1)",
+        ] {
+            assert_eq!(
+                eval(&mut e, script, &[], &[]),
+                raised("ERR Attempt to modify a readonly table", script, 1),
+                "{script}"
+            );
+        }
+        // The basic types: no metatable, or a read-only one.
+        for script in [
+            "getmetatable(nil).__index = 1",
+            "getmetatable(123.222).__index = 1",
+            "getmetatable(true).__index = 1",
+            "getmetatable(function() return 1 end).__index = 1",
+            "getmetatable(coroutine.create(function() return 1 end)).__index = 1",
+        ] {
+            assert_eq!(
+                eval(&mut e, script, &[], &[]),
+                raised("ERR user_script:1: attempt to index a nil value", script, 1),
+                "{script}"
+            );
+        }
+        let views = "return {type(getmetatable(_G)), type(getmetatable(redis)), type(getmetatable('')), tostring(getmetatable('').__index == string)}";
+        assert_eq!(
+            eval(&mut e, views, &[], &[]),
+            arr(vec![bulk("table"), bulk("nil"), bulk("table"), bulk("true")])
+        );
+        // Lua's own errors inside `rawset` have no position, as in Redis.
+        for (script, msg) in [
+            ("rawset({}, nil, 1)", "ERR table index is nil"),
+            ("rawset({}, 0/0, 1)", "ERR table index is NaN"),
+            ("table.sort({3, 1, 'x'})", "ERR attempt to compare string with number"),
+        ] {
+            assert_eq!(eval(&mut e, script, &[], &[]), raised(msg, script, 1), "{script}");
+        }
+        // Plain tables are untouched; a protected metatable of the script's own is Lua's.
+        let own =
+            "local t = setmetatable({}, {__metatable = 1}) rawset(t, 'a', 2) return {t.a, pcall(setmetatable, t, {})}";
+        assert_eq!(
+            eval(&mut e, own, &[], &[]),
+            arr(vec![int(2), Reply::nil(), bulk("cannot change a protected metatable")])
+        );
+        // The same tricks in a function library.
+        for (body, want) in [
+            ("setmetatable(_G, {})", "ERR Attempt to modify a readonly table"),
+            (
+                "local g = getmetatable(_G) g.__index = {}",
+                "ERR user_function:3: Attempt to modify a readonly table",
+            ),
+        ] {
+            let code =
+                format!("#!lua name=trick\nredis.register_function('trick', function(KEYS, ARGV)\n {body} \nend)");
+            assert_eq!(run(&mut e, &["FUNCTION", "LOAD", "REPLACE", &code]), bulk("trick"));
+            assert_eq!(
+                run(&mut e, &["FCALL", "trick", "0"]),
+                err(&format!("{want} script: trick, on @user_function:3."))
+            );
+        }
+    }
+
+    /// `math.random` continues from script to script (Redis 7), from the same start in every
+    /// VM: a world's scripts draw the same numbers run after run.
+    #[test]
+    fn random_numbers_continue_across_scripts() {
+        let draw = |e: &mut RedisEngine| eval(e, "return tostring(math.random())", &[], &[]);
+        let mut a = RedisEngine::new(EngineConfig::default());
+        let mut b = RedisEngine::new(EngineConfig::default());
+        let first = draw(&mut a);
+        let second = draw(&mut a);
+        assert_ne!(first, second);
+        assert_eq!(draw(&mut b), first);
+        assert_eq!(draw(&mut b), second);
+        let seeded = "math.randomseed(7) return math.random(1000)";
+        assert_eq!(eval(&mut a, seeded, &[], &[]), eval(&mut b, seeded, &[], &[]));
+    }
+
+    /// A coroutine's loop is stopped by the budget like any other.
+    #[test]
+    fn coroutines_are_counted_by_the_budget() {
+        let mut e = RedisEngine::new(EngineConfig {
+            lua_instruction_budget: 100_000,
+        });
+        let killed = err("ERR Script killed: exceeded instruction budget of 100000");
+        for script in [
+            "coroutine.wrap(function() while true do end end)()",
+            "local co = coroutine.create(function() while true do end end) local ok = coroutine.resume(co) while true do end",
+            "while true do coroutine.wrap(function() for i = 1, 80 do end end)() end",
+            "local co = coroutine.create(function() while true do end end) return {coroutine.resume(co)}",
+        ] {
+            assert_eq!(eval(&mut e, script, &[], &[]), killed, "{script}");
+        }
+        let ok = "local co = coroutine.wrap(function(a) local b = coroutine.yield(a + 1) return b * 2 end) return {co(1), co(5)}";
+        assert_eq!(eval(&mut e, ok, &[], &[]), arr(vec![int(2), int(10)]));
     }
 }

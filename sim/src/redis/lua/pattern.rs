@@ -416,7 +416,7 @@ fn match_class(c: u8, class: u8) -> bool {
 // The Lua functions
 // ---------------------------------------------------------------------------------------------
 
-fn type_name(args: &MultiValue, i: usize) -> &'static str {
+pub(super) fn type_name(args: &MultiValue, i: usize) -> &'static str {
     match args.get(i) {
         None => "no value",
         Some(Value::Integer(_) | Value::Number(_)) => "number",
@@ -425,12 +425,12 @@ fn type_name(args: &MultiValue, i: usize) -> &'static str {
     }
 }
 
-fn bad_argument(lua: &Lua, i: usize, fname: &str, why: &str) -> mlua::Error {
+pub(super) fn bad_argument(lua: &Lua, i: usize, fname: &str, why: &str) -> mlua::Error {
     lua_error(lua, format!("bad argument #{} to '{fname}' ({why})", i + 1))
 }
 
 /// `luaL_checklstring`: a string, or a number converted to one.
-fn check_string(lua: &Lua, args: &MultiValue, i: usize, fname: &str) -> mlua::Result<mlua::String> {
+pub(super) fn check_string(lua: &Lua, args: &MultiValue, i: usize, fname: &str) -> mlua::Result<mlua::String> {
     match args.get(i) {
         Some(Value::String(s)) => Ok(s.clone()),
         Some(v @ (Value::Integer(_) | Value::Number(_))) => lua
@@ -447,7 +447,7 @@ fn check_string(lua: &Lua, args: &MultiValue, i: usize, fname: &str) -> mlua::Re
 
 /// `luaL_optinteger`: `default` when absent or nil, else a number (or a string convertible to
 /// one), truncated as x86-64 does it.
-fn opt_integer(lua: &Lua, args: &MultiValue, i: usize, fname: &str, default: i64) -> mlua::Result<i64> {
+pub(super) fn opt_integer(lua: &Lua, args: &MultiValue, i: usize, fname: &str, default: i64) -> mlua::Result<i64> {
     match args.get(i) {
         None | Some(Value::Nil) => Ok(default),
         Some(v) => match lua.coerce_number(v.clone())? {

@@ -131,6 +131,10 @@ pub struct ExploreArgs {
     /// Stop starting new seeds after this many wall seconds.
     #[arg(long)]
     pub time_limit: Option<u64>,
+    /// The fault generator version the seeds are meant under (a summary's or counterexample's
+    /// `generator_version`): refused unless it is this build's, whose seeds name other plans.
+    #[arg(long)]
+    pub generator_version: Option<u32>,
     /// Fault kinds that may be generated (comma-separated; default: the file's, else all).
     #[arg(long, value_delimiter = ',')]
     pub kinds: Option<Vec<String>>,

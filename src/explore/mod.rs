@@ -142,6 +142,14 @@ impl ExploreConfig {
     }
 }
 
+/// The version of the fault generator: what a seed number means. A seed names a plan (kinds,
+/// faults, their times and strengths) only under the generator that drew it; this number moves
+/// whenever a seed's plan does (a kind joins the defaults, the draw order or a bound changes).
+/// Summaries and counterexamples record it, `lockstep merge` refuses summaries of two versions,
+/// and `lockstep explore --generator-version N` refuses a version this build does not draw. A
+/// counterexample's `[[fault]]` entries replay under any version.
+pub const GENERATOR_VERSION: u32 = 1;
+
 /// The share of a time limit kept for shrinking once a bug seed is found: a third of it, at most
 /// two minutes (shrinking one bug seed takes some 10–30 s on two cores).
 pub fn shrink_reserve_of(time_limit: Duration) -> Duration {

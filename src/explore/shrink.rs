@@ -603,6 +603,8 @@ pub fn counterexample_toml(cx: &Counterexample) -> String {
         "# Minimal counterexample written by `lockstep explore`.\n\
          # Seed {} violates {} with {}{against}; shrunk from {} to {} faults in {} runs.\n\
          # Replay: {replay}   (history digest {})\n\
+         # Fault generator v{}: seed {} names this plan under v{} only; the [[fault]] entries below\n\
+         # replay under any version.\n\
          #\n\
          # Like a proptest regression file, [expect] states what SHOULD hold (every checker valid),\n\
          # not what this run does: `lockstep run` and `lockstep ci` fail on this file until the lock\n\
@@ -615,6 +617,9 @@ pub fn counterexample_toml(cx: &Counterexample) -> String {
         cx.case.faults.len(),
         cx.runs,
         cx.run.digest,
+        super::GENERATOR_VERSION,
+        cx.seed,
+        super::GENERATOR_VERSION,
         cx.assumptions
             .lines()
             .iter()

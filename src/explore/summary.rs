@@ -160,6 +160,10 @@ pub struct ExploreSummary {
     /// the console line; not part of [`Self::outcome`] (a shard's count is not the whole's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seeds_to_first_bug: Option<u64>,
+    /// The fault generator's version ([`super::GENERATOR_VERSION`]) whose plans the seeds name;
+    /// `None` in summaries of older builds. Not part of [`Self::outcome`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_version: Option<u32>,
 }
 
 /// An exploration under the assumption-bounded profile: every plan was brought inside the
@@ -508,6 +512,7 @@ impl ExploreSummary {
             algorithm: algorithm.to_string(),
             violations: checker::NAMES.iter().map(|n| (n.to_string(), 0)).collect(),
             unknown: checker::NAMES.iter().map(|n| (n.to_string(), 0)).collect(),
+            generator_version: Some(super::GENERATOR_VERSION),
             ..Default::default()
         }
     }
@@ -653,6 +658,8 @@ impl ExploreSummary {
             self.scenario = other.scenario.clone();
             self.algorithm = other.algorithm.clone();
         }
+        // Parts of one run share a generator ([`check_strategies`] refuses two).
+        self.generator_version = self.generator_version.or(other.generator_version);
         // A part cut short by its time limit leaves the whole cut short: planned seeds add up.
         if self.seeds_planned.is_some() || other.seeds_planned.is_some() {
             let planned = |s: &ExploreSummary| s.seeds_planned.unwrap_or(s.seeds_run);
@@ -719,6 +726,7 @@ impl ExploreSummary {
             run: None,
             first_bug_seed: None,
             seeds_to_first_bug: None,
+            generator_version: None,
             ..self.clone()
         }
     }
@@ -936,6 +944,14 @@ pub(crate) fn check_strategies(parts: &[(String, ExploreSummary)]) -> Result<(),
         return Ok(());
     };
     for (file, part) in &parts[1..] {
+        if let (Some(a), Some(b)) = (first.generator_version, part.generator_version) {
+            if a != b {
+                return Err(format!(
+                    "{file}: its seeds are plans of fault generator v{b} but {first_file}'s of v{a}: the same seed \
+                     names another plan under each, so they are different runs and do not merge as one"
+                ));
+            }
+        }
         let (a, b) = (first.strategy(), part.strategy());
         if let (Some(a), Some(b)) = (a, b) {
             if a != b {

@@ -194,6 +194,12 @@ impl ExploreSummary {
                 line(&mut out, format!("    seed {}: {}", d.seed, d.first_difference));
             }
         }
+        if let Some(version) = self.generator_version {
+            line(
+                &mut out,
+                format!("  fault generator: v{version} (a seed names its plan under this version only)"),
+            );
+        }
         line(
             &mut out,
             format!(

@@ -100,3 +100,50 @@ fn a_time_limit_keeps_a_reserve_for_shrinking_the_first_bug() {
     assert!(!out.contains("not shrunk, the time limit ran out first"), "{out}");
     assert!(out.contains("shrunk seed "), "{out}");
 }
+
+/// Issue 50, item 6: a seed names a plan under one fault generator only. The summary, the console
+/// and the counterexample say which; another version is refused, and so is merging two.
+#[test]
+fn the_generator_version_is_recorded_and_another_is_refused() {
+    let version = lockstep::explore::GENERATOR_VERSION;
+    let (out, json) = explore_with_summary("generator", &["--seeds", "3"]);
+    assert_eq!(json["generator_version"], version, "{json}");
+    assert!(out.contains(&format!("fault generator: v{version}")), "{out}");
+    let (code, out, err) = lockstep(&[
+        "explore",
+        BUG,
+        "--seeds",
+        "1",
+        "--generator-version",
+        &(version + 1).to_string(),
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains(&format!("this build's fault generator is v{version}")),
+        "{err}"
+    );
+    let (code, out, err) = lockstep(&[
+        "explore",
+        BUG,
+        "--seeds",
+        "1",
+        "--shrink",
+        "1",
+        "--generator-version",
+        &version.to_string(),
+    ]);
+    assert_eq!(code, 1, "this build's version is accepted: {out}{err}");
+    assert!(out.contains(&format!("# Fault generator v{version}: seed ")), "{out}");
+    // Two summaries of different generators do not merge.
+    let dir = std::env::temp_dir().join(format!("lockstep-generator-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    let mut older = json.clone();
+    older["generator_version"] = serde_json::json!(version + 7);
+    std::fs::write(&a, serde_json::to_string(&json).unwrap()).unwrap();
+    std::fs::write(&b, serde_json::to_string(&older).unwrap()).unwrap();
+    let (code, out, err) = lockstep(&["merge", a.to_str().unwrap(), b.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains(&format!("fault generator v{}", version + 7)), "{err}");
+}

@@ -94,24 +94,8 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
         }
         return Ok(Outcome::held_if(report.is_clean()));
     }
-    if let Some(version) = args
-        .generator_version
-        .filter(|v| *v != lockstep::explore::GENERATOR_VERSION)
-    {
-        return Err(AppError::BadInput(format!(
-            "--generator-version {version}: this build's fault generator is v{}; under it the seed numbers \
-             of v{version} name other plans, so exploring them would not reproduce that run (replay a \
-             counterexample file with `lockstep run`: its [[fault]] entries need no generator)",
-            lockstep::explore::GENERATOR_VERSION
-        )));
-    }
-    let overrides = args.overrides();
-    let (template, mut config) = exploration::explore_config(&template, &overrides)?;
-    // `--time-limit` covers the shrink too: once a bug seed is found, exploring stops a reserve
-    // before the limit so that the first counterexample gets shrunk.
-    if args.oracle.shrink > 0 {
-        config.shrink_reserve = config.time_limit.map(lockstep::explore::shrink_reserve_of);
-    }
+    let (template, config) =
+        exploration::cli_config(&template, &args.overrides(), args.generator_version, args.oracle.shrink)?;
     lockstep::app::identity::check_shard_has_seeds(&config)?;
     lockstep::report::check_outputs(args.summary.as_deref(), args.out.as_deref()).map_err(AppError::BadInput)?;
     let locks = exploration::locks(&template, &args.oracle)?;

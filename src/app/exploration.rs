@@ -578,6 +578,44 @@ fn bounded(template: &Scenario, mut config: ExploreConfig, overrides: &Overrides
     Ok(config)
 }
 
+/// Bad input when `--generator-version` names a version this build's fault generator is not: a
+/// seed names another plan under another version.
+pub fn check_generator_version(version: Option<u32>) -> Result<(), AppError> {
+    match version.filter(|v| *v != crate::explore::GENERATOR_VERSION) {
+        None => Ok(()),
+        Some(version) => Err(AppError::BadInput(format!(
+            "--generator-version {version}: this build's fault generator is v{}; under it the seed numbers \
+             of v{version} name other plans, so exploring them would not reproduce that run (replay a \
+             counterexample file with `lockstep run`: its [[fault]] entries need no generator)",
+            crate::explore::GENERATOR_VERSION
+        ))),
+    }
+}
+
+/// `lockstep explore`'s exploration: the `--generator-version` checked
+/// ([`check_generator_version`]), [`explore_config`], and the shrink reserve kept when the run
+/// shrinks ([`keep_shrink_reserve`]).
+pub fn cli_config(
+    template: &Scenario,
+    overrides: &Overrides,
+    generator_version: Option<u32>,
+    shrink: usize,
+) -> Result<(Scenario, ExploreConfig), AppError> {
+    check_generator_version(generator_version)?;
+    let (template, mut config) = explore_config(template, overrides)?;
+    keep_shrink_reserve(&mut config, shrink);
+    Ok((template, config))
+}
+
+/// `--time-limit` covers the shrink too: when the run shrinks (`shrink` > 0), exploring stops a
+/// reserve before the limit once a bug seed is found, so that the first counterexample gets
+/// shrunk ([`crate::explore::shrink_reserve_of`]).
+pub fn keep_shrink_reserve(config: &mut ExploreConfig, shrink: usize) {
+    if shrink > 0 {
+        config.shrink_reserve = config.time_limit.map(crate::explore::shrink_reserve_of);
+    }
+}
+
 /// Bad input unless every override is in range: `--seeds` ≥ 1, `--time-limit` ≥ 1,
 /// `--faults-max` in 1..=[`MAX_EXPLORE_FAULTS`], `--check-determinism` a finite percentage in
 /// (0, 100], `--jobs` ≥ 1.

@@ -632,7 +632,15 @@ pub fn counterexample_toml(cx: &Counterexample) -> String {
 /// A user's lock's name as a part of a counterexample's name: its slug, or when longer than 32
 /// bytes its first 23 and a hash of the whole (two long names sharing a start stay apart).
 fn lock_part(lock: &str) -> String {
-    let slug = crate::report::slug(lock);
+    // `a-z`, `0-9` and `-` (a harness's own names already are), so the name stays a valid one.
+    let slug: String = lock
+        .chars()
+        .map(|c| match c.to_ascii_lowercase() {
+            c @ ('a'..='z' | '0'..='9') => c,
+            _ => '-',
+        })
+        .collect();
+    let slug = if slug.is_empty() { "x".to_string() } else { slug };
     if slug.len() <= 32 {
         return slug;
     }

@@ -585,9 +585,7 @@ impl Harness {
                 let scenario = self.template(template, &name)?;
                 let (scenario, mut config) = explore_config(&scenario, &self.overrides(overrides))?;
                 // A time limit keeps a reserve for the shrink that follows, once a bug is found.
-                if self.shrink.0 > 0 {
-                    config.shrink_reserve = config.time_limit.map(crate::explore::shrink_reserve_of);
-                }
+                crate::app::exploration::keep_shrink_reserve(&mut config, self.shrink.0);
                 let path = match template {
                     Template::File(path) => path.clone(),
                     Template::Standard(_) => PathBuf::from(format!("<{}>", scenario.name)),

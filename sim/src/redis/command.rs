@@ -220,7 +220,7 @@ impl RedisEngine {
         }
         let is_pubsub = matches!(
             name.as_str(),
-            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe"
+            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "ssubscribe" | "sunsubscribe"
         );
         if is_pubsub && !session.in_multi() {
             if let Lookup::Arity(fullname) = lookup(args) {
@@ -230,11 +230,13 @@ impl RedisEngine {
                 "subscribe" => self.subscribe(session, &args[1..]),
                 "unsubscribe" => self.unsubscribe(session, &args[1..]),
                 "psubscribe" => self.psubscribe(session, &args[1..]),
+                "ssubscribe" => self.ssubscribe(session, &args[1..]),
+                "sunsubscribe" => self.sunsubscribe(session, &args[1..]),
                 _ => self.punsubscribe(session, &args[1..]),
             };
         }
         // Subscribed mode restricts RESP2 connections only (Redis 7 lets RESP3 ones run anything).
-        let subscribed = !session.subscriptions.is_empty() || !session.patterns.is_empty();
+        let subscribed = session.is_subscribed();
         if subscribed && !session.resp3 && !session.in_multi() {
             match lookup(args) {
                 // Redis checks memory before the subscribed-mode restriction.
@@ -269,6 +271,9 @@ impl RedisEngine {
         }
         for pattern in std::mem::take(&mut session.patterns) {
             leave(&mut self.db.patterns, &pattern, session.id);
+        }
+        for channel in std::mem::take(&mut session.shard_subscriptions) {
+            leave(&mut self.db.shard_channels, &channel, session.id);
         }
         session.multi = None;
         session.multi_error = false;
@@ -336,6 +341,46 @@ impl RedisEngine {
                     leave(&mut self.db.patterns, &pattern, session.id);
                 }
                 pubsub_reply("punsubscribe", Some(pattern), session.subscription_count())
+            })
+            .collect()
+    }
+
+    /// `SSUBSCRIBE shardchannel...` (<https://redis.io/commands/ssubscribe/>): shard channels
+    /// are a namespace apart from the others; each confirmation counts the shard channels only.
+    fn ssubscribe(&mut self, session: &mut ClientSession, channels: &[Bytes]) -> Vec<Reply> {
+        channels
+            .iter()
+            .map(|channel| {
+                if session.shard_subscriptions.insert(channel.clone()) {
+                    self.db
+                        .shard_channels
+                        .entry(channel.clone())
+                        .or_default()
+                        .insert(session.id);
+                }
+                pubsub_reply("ssubscribe", Some(channel.clone()), session.shard_subscriptions.len())
+            })
+            .collect()
+    }
+
+    /// `SUNSUBSCRIBE [shardchannel...]`: all of them without arguments (`[sunsubscribe, nil, 0]`
+    /// when there are none).
+    fn sunsubscribe(&mut self, session: &mut ClientSession, channels: &[Bytes]) -> Vec<Reply> {
+        let channels: Vec<Bytes> = if channels.is_empty() {
+            session.shard_subscriptions.iter().cloned().collect()
+        } else {
+            channels.to_vec()
+        };
+        if channels.is_empty() {
+            return vec![pubsub_reply("sunsubscribe", None, session.shard_subscriptions.len())];
+        }
+        channels
+            .into_iter()
+            .map(|channel| {
+                if session.shard_subscriptions.remove(&channel) {
+                    leave(&mut self.db.shard_channels, &channel, session.id);
+                }
+                pubsub_reply("sunsubscribe", Some(channel), session.shard_subscriptions.len())
             })
             .collect()
     }
@@ -653,7 +698,9 @@ impl RedisEngine {
                 self.unwatch(session);
                 Reply::ok()
             }
-            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" => {
+            // Redis refuses it in a transaction (a client that may not block).
+            "ssubscribe" => Reply::error("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client"),
+            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "sunsubscribe" => {
                 Reply::error("ERR SUBSCRIBE and UNSUBSCRIBE inside MULTI are not supported by this simulated server")
             }
             "hello" => hello(session, args, self.server_config.requirepass()),
@@ -690,8 +737,12 @@ impl RedisEngine {
             // `RESET`: the connection as new (its id kept), answered `+RESET`.
             "reset" => {
                 self.forget_session(session);
-                let id = session.id;
-                *session = ClientSession::new(id);
+                let fresh = ClientSession {
+                    addr: session.addr.take(),
+                    laddr: session.laddr.take(),
+                    ..ClientSession::new(session.id)
+                };
+                *session = fresh;
                 self.db.selected = 0;
                 Reply::Status("RESET".to_string())
             }

@@ -2266,6 +2266,78 @@ mod tests {
     }
 
     #[test]
+    fn sharded_subscriptions_in_the_engine_multi_and_scripts() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let mut sub = ClientSession::new(7);
+        assert_eq!(
+            e.execute_conn(&mut sub, &args(&["SSUBSCRIBE", "a", "b", "a"]), 0),
+            vec![
+                arr(vec![bulk("ssubscribe"), bulk("a"), int(1)]),
+                arr(vec![bulk("ssubscribe"), bulk("b"), int(2)]),
+                arr(vec![bulk("ssubscribe"), bulk("a"), int(2)]),
+            ]
+        );
+        assert_eq!(sub.subscription_count(), 0);
+        assert!(sub.is_subscribed());
+        assert_eq!(e.execute(&args(&["SPUBLISH", "a", "m"]), 0), int(1));
+        assert_eq!(e.execute(&args(&["PUBLISH", "a", "m"]), 0), int(0));
+        assert_eq!(
+            e.take_pushes(),
+            vec![(7, arr(vec![bulk("smessage"), bulk("a"), bulk("m")]))]
+        );
+        // From a script too.
+        assert_eq!(
+            e.execute(&args(&["EVAL", "return redis.call('spublish', 'b', 'x')", "0"]), 0),
+            int(1)
+        );
+        assert_eq!(e.take_pushes().len(), 1);
+        assert_eq!(
+            e.execute(&args(&["PUBSUB", "SHARDCHANNELS", "a", "b"]), 0),
+            err("ERR unknown subcommand or wrong number of arguments for 'SHARDCHANNELS'. Try PUBSUB HELP.")
+        );
+        assert_eq!(
+            e.execute(&args(&["PUBSUB", "CHANNELS", "a", "b"]), 0),
+            err("ERR unknown subcommand or wrong number of arguments for 'CHANNELS'. Try PUBSUB HELP.")
+        );
+        assert_eq!(
+            e.execute_conn(&mut sub, &args(&["SUNSUBSCRIBE", "b", "q"]), 0),
+            vec![
+                arr(vec![bulk("sunsubscribe"), bulk("b"), int(1)]),
+                arr(vec![bulk("sunsubscribe"), bulk("q"), int(1)]),
+            ]
+        );
+        e.forget_session(&mut sub);
+        assert_eq!(e.execute(&args(&["SPUBLISH", "a", "m"]), 0), int(0));
+        assert_eq!(
+            e.execute(&args(&["PUBSUB", "SHARDNUMSUB", "a"]), 0),
+            arr(vec![bulk("a"), int(0)])
+        );
+        // Inside MULTI: queued, refused by EXEC as Redis refuses it.
+        let mut tx = ClientSession::new(9);
+        e.execute_conn(&mut tx, &args(&["MULTI"]), 0);
+        assert_eq!(
+            e.execute_conn(&mut tx, &args(&["SSUBSCRIBE", "m"]), 0),
+            vec![st("QUEUED")]
+        );
+        assert_eq!(
+            e.execute_conn(&mut tx, &args(&["EXEC"]), 0),
+            vec![arr(vec![err(
+                "ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client"
+            )])]
+        );
+        // CLIENT KILL/PAUSE inside a transaction: the engine's answers.
+        e.execute_conn(&mut tx, &args(&["MULTI"]), 0);
+        e.execute_conn(&mut tx, &args(&["CLIENT", "KILL", "ID", "12"]), 0);
+        e.execute_conn(&mut tx, &args(&["CLIENT", "KILL", "1.2.3.4:5"]), 0);
+        e.execute_conn(&mut tx, &args(&["CLIENT", "PAUSE", "10", "WRITE"]), 0);
+        e.execute_conn(&mut tx, &args(&["CLIENT", "UNPAUSE"]), 0);
+        assert_eq!(
+            e.execute_conn(&mut tx, &args(&["EXEC"]), 0),
+            vec![arr(vec![int(0), err("ERR No such client"), st("OK"), st("OK")])]
+        );
+    }
+
+    #[test]
     fn publish_and_subscribe() {
         let mut e = RedisEngine::new(EngineConfig::default());
         let (mut sub, mut publisher) = (ClientSession::new(7), ClientSession::new(8));

@@ -1862,4 +1862,158 @@ mod tests {
             assert_eq!(call(&mut c, &["WAIT", "0", "300"]).await, ":0\r\n");
         });
     }
+
+    /// Whether the server closed the client's stream (a read gives EOF).
+    async fn closed(stream: &mut DuplexStream) -> bool {
+        let mut buf = vec![0u8; 1024];
+        matches!(stream.read(&mut buf).await, Ok(0) | Err(_))
+    }
+
+    #[test]
+    fn sharded_pub_sub_is_a_namespace_of_its_own() {
+        run(async {
+            let (server, _log) = server();
+            let mut sub = connect(&server, 1);
+            let mut publisher = connect(&server, 2);
+            assert_eq!(
+                call(&mut sub, &["SUBSCRIBE", "c"]).await,
+                "*3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n"
+            );
+            // The count is of shard channels only.
+            assert_eq!(
+                call(&mut sub, &["SSUBSCRIBE", "c"]).await,
+                "*3\r\n$10\r\nssubscribe\r\n$1\r\nc\r\n:1\r\n"
+            );
+            assert_eq!(call(&mut publisher, &["SPUBLISH", "c", "m"]).await, ":1\r\n");
+            assert_eq!(reply(&mut sub).await, "*3\r\n$8\r\nsmessage\r\n$1\r\nc\r\n$1\r\nm\r\n");
+            assert_eq!(call(&mut publisher, &["PUBLISH", "c", "n"]).await, ":1\r\n");
+            assert_eq!(reply(&mut sub).await, "*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\nn\r\n");
+            assert_eq!(
+                call(&mut publisher, &["PUBSUB", "SHARDNUMSUB", "c", "d"]).await,
+                "*4\r\n$1\r\nc\r\n:1\r\n$1\r\nd\r\n:0\r\n"
+            );
+            assert_eq!(
+                call(&mut publisher, &["PUBSUB", "SHARDCHANNELS", "c*"]).await,
+                "*1\r\n$1\r\nc\r\n"
+            );
+            // Subscribed mode after the ordinary channel is left, while a shard one is kept.
+            assert_eq!(
+                call(&mut sub, &["UNSUBSCRIBE"]).await,
+                "*3\r\n$11\r\nunsubscribe\r\n$1\r\nc\r\n:0\r\n"
+            );
+            assert!(call(&mut sub, &["GET", "k"])
+                .await
+                .starts_with("-ERR Can't execute 'get'"));
+            assert_eq!(
+                call(&mut sub, &["SUNSUBSCRIBE"]).await,
+                "*3\r\n$12\r\nsunsubscribe\r\n$1\r\nc\r\n:0\r\n"
+            );
+            assert_eq!(call(&mut sub, &["GET", "k"]).await, "$-1\r\n");
+            assert_eq!(call(&mut publisher, &["PUBSUB", "SHARDCHANNELS"]).await, "*0\r\n");
+            // RESP3: confirmations and messages are pushes.
+            let mut three = connect(&server, 3);
+            assert!(call(&mut three, &["HELLO", "3"]).await.starts_with('%'));
+            assert_eq!(
+                call(&mut three, &["SSUBSCRIBE", "r"]).await,
+                ">3\r\n$10\r\nssubscribe\r\n$1\r\nr\r\n:1\r\n"
+            );
+            assert_eq!(call(&mut publisher, &["SPUBLISH", "r", "x"]).await, ":1\r\n");
+            assert_eq!(
+                reply(&mut three).await,
+                ">3\r\n$8\r\nsmessage\r\n$1\r\nr\r\n$1\r\nx\r\n"
+            );
+            // A closed connection leaves its shard channels.
+            drop(three);
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert_eq!(call(&mut publisher, &["SPUBLISH", "r", "x"]).await, ":0\r\n");
+        });
+    }
+
+    #[test]
+    fn client_kill_closes_connections_as_if_they_quit() {
+        run(async {
+            let (server, _log) = server();
+            let mut admin = connect(&server, 1);
+            let mut sub = connect(&server, 2);
+            let mut blocked = connect(&server, 3);
+            let mut tx = connect(&server, 4);
+            assert_eq!(
+                call(&mut sub, &["SUBSCRIBE", "c"]).await,
+                "*3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n"
+            );
+            send(&mut blocked, &["BLPOP", "l", "0"]).await;
+            assert_eq!(call(&mut tx, &["MULTI"]).await, "+OK\r\n");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert_eq!(server.blocked_clients(), 1);
+            // CLIENT LIST shows every connection with its address: `<peer>:<conn>` here.
+            let list = call(&mut admin, &["CLIENT", "LIST"]).await;
+            assert!(list.contains("id=2 addr=client:2 "), "{list}");
+            assert!(list.contains("flags=P "), "{list}");
+            assert_eq!(call(&mut admin, &["CLIENT", "KILL", "TYPE", "pubsub"]).await, ":1\r\n");
+            assert!(closed(&mut sub).await);
+            assert_eq!(call(&mut admin, &["PUBLISH", "c", "m"]).await, ":0\r\n");
+            assert_eq!(call(&mut admin, &["CLIENT", "KILL", "client:3"]).await, "+OK\r\n");
+            assert!(closed(&mut blocked).await);
+            assert_eq!(server.blocked_clients(), 0);
+            assert_eq!(
+                call(&mut admin, &["CLIENT", "KILL", "client:3"]).await,
+                "-ERR No such client\r\n"
+            );
+            assert_eq!(call(&mut admin, &["CLIENT", "KILL", "ID", "4"]).await, ":1\r\n");
+            assert!(closed(&mut tx).await);
+            assert_eq!(server.open_connections(), 1);
+            // SKIPME yes (the default) spares the asking connection; no: its reply, then closed.
+            assert_eq!(call(&mut admin, &["CLIENT", "KILL", "TYPE", "normal"]).await, ":0\r\n");
+            assert_eq!(
+                call(&mut admin, &["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "no"]).await,
+                ":1\r\n"
+            );
+            assert!(closed(&mut admin).await);
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert_eq!(server.open_connections(), 0);
+        });
+    }
+
+    #[test]
+    fn client_pause_holds_commands_in_order_until_it_ends_on_the_hosts_clock() {
+        run(async {
+            let (server, _log) = server();
+            let mut admin = connect(&server, 1);
+            let mut other = connect(&server, 2);
+            let start = Instant::now();
+            assert_eq!(call(&mut admin, &["CLIENT", "PAUSE", "100", "WRITE"]).await, "+OK\r\n");
+            // Reads go on; a write waits, and what follows it on the connection too.
+            assert_eq!(call(&mut other, &["GET", "k"]).await, "$-1\r\n");
+            send(&mut other, &["SET", "k", "v"]).await;
+            send(&mut other, &["GET", "k"]).await;
+            assert_eq!(reply(&mut other).await, "+OK\r\n$1\r\nv\r\n");
+            assert!(start.elapsed() >= Duration::from_millis(100));
+            // UNPAUSE lifts it at once; ALL holds every command.
+            assert_eq!(call(&mut admin, &["CLIENT", "PAUSE", "10000"]).await, "+OK\r\n");
+            send(&mut other, &["PING"]).await;
+            assert!(
+                tokio::time::timeout(Duration::from_millis(50), reply(&mut other))
+                    .await
+                    .is_err(),
+                "held"
+            );
+            // Redis holds every client under ALL, `CLIENT UNPAUSE` too: the test lifts it.
+            server.pause.set(None);
+            assert_eq!(reply(&mut other).await, "+PONG\r\n");
+            // In a transaction: queued, applied after EXEC.
+            assert_eq!(call(&mut admin, &["MULTI"]).await, "+OK\r\n");
+            assert_eq!(
+                call(&mut admin, &["CLIENT", "PAUSE", "50", "WRITE"]).await,
+                "+QUEUED\r\n"
+            );
+            assert_eq!(call(&mut admin, &["EXEC"]).await, "*1\r\n+OK\r\n");
+            let paused_at = Instant::now();
+            assert_eq!(call(&mut other, &["INCR", "n"]).await, ":1\r\n");
+            assert!(paused_at.elapsed() >= Duration::from_millis(50));
+            assert_eq!(
+                call(&mut admin, &["CLIENT", "PAUSE", "10", "MAYBE"]).await,
+                "-ERR CLIENT PAUSE mode must be WRITE or ALL\r\n"
+            );
+        });
+    }
 }

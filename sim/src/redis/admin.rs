@@ -451,6 +451,8 @@ pub(crate) struct InfoFacts {
     pub cached_scripts: usize,
     /// Clients blocked in a blocking command (the server loop's count).
     pub blocked_clients: usize,
+    /// Open connections (the server loop's count; 1 for an engine used on its own).
+    pub connected_clients: usize,
     /// Per command (`name` or `container|sub`): calls, calls refused before running, calls that
     /// answered an error.
     pub command_stats: Vec<(String, [u64; 3])>,
@@ -481,7 +483,10 @@ pub(crate) fn info(sections: &[Bytes], facts: &InfoFacts) -> Reply {
         (
             "clients",
             true,
-            format!("connected_clients:1\r\nblocked_clients:{}\r\n", facts.blocked_clients),
+            format!(
+                "connected_clients:{}\r\nblocked_clients:{}\r\n",
+                facts.connected_clients, facts.blocked_clients
+            ),
         ),
         (
             "memory",

@@ -67,6 +67,8 @@ pub struct RedisEngine {
     script_shebangs: BTreeMap<String, ScriptFlags>,
     /// How many clients the server has blocked (for `INFO clients`).
     blocked_clients: usize,
+    /// Open connections, as the server loop last reported them (`INFO clients`).
+    connected_clients: usize,
     /// `INFO commandstats`: per command, calls, refusals and errors.
     command_stats: BTreeMap<(&'static str, Option<&'static str>), [u64; 3]>,
     /// `INFO errorstats`: error replies by their code (the first word), at most
@@ -122,6 +124,7 @@ impl RedisEngine {
             touched_since: Vec::new(),
             touched_overflowed: false,
             blocked_clients: 0,
+            connected_clients: 1,
             command_stats: BTreeMap::new(),
             error_stats: BTreeMap::new(),
             total_error_replies: 0,
@@ -557,8 +560,9 @@ impl RedisEngine {
     }
 
     /// The server loop's count of blocked clients, for `INFO clients`.
-    pub(crate) fn set_blocked_clients(&mut self, count: usize) {
+    pub(crate) fn set_blocked_clients(&mut self, count: usize, connected: usize) {
         self.blocked_clients = count;
+        self.connected_clients = connected.max(1);
     }
 
     /// Executes `args` as the engine's default session, in database `db`.
@@ -809,6 +813,7 @@ impl RedisEngine {
                     lua_memory: self.scripts.used_memory(),
                     cached_scripts: self.scripts.cached(),
                     blocked_clients: self.blocked_clients,
+                    connected_clients: self.connected_clients,
                     error_stats: self.error_stats.iter().map(|(code, n)| (code.clone(), *n)).collect(),
                     total_error_replies: self.total_error_replies,
                     command_stats: self

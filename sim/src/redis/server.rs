@@ -550,11 +550,14 @@ impl<H: RedisHost> RedisServer<H> {
         self.conns.borrow().blocked.len()
     }
 
-    /// Tells the engine how many clients are blocked (`INFO clients`).
+    /// Tells the engine how many clients are blocked and connected (`INFO clients`).
     fn report_blocked(&self) {
-        let count = self.conns.borrow().blocked.len();
+        let (count, connected) = {
+            let conns = self.conns.borrow();
+            (conns.blocked.len(), conns.open.len())
+        };
         if let Ok(mut engine) = self.engine.try_borrow_mut() {
-            engine.set_blocked_clients(count);
+            engine.set_blocked_clients(count, connected);
         }
     }
 

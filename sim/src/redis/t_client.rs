@@ -150,9 +150,11 @@ pub(crate) enum PauseKind {
 /// Parses `CLIENT PAUSE timeout [WRITE|ALL]`: the timeout in ms and the kind.
 pub(crate) fn parse_pause(args: &[Bytes]) -> Result<(i64, PauseKind), Reply> {
     if args.len() > 4 {
-        return Err(Reply::error(
-            "ERR unknown subcommand or wrong number of arguments for 'pause'. Try CLIENT HELP.",
-        ));
+        // Redis names the subcommand as it was given.
+        return Err(Reply::Error(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+            printable(&args[1])
+        )));
     }
     let Some(timeout) = parse_ll(&args[2]) else {
         return Err(Reply::error("ERR timeout is not an integer or out of range"));

@@ -49,7 +49,7 @@ pub(crate) fn parse_kill(args: &[Bytes]) -> Result<KillFilter, Reply> {
             ..KillFilter::default()
         });
     }
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err(Reply::error(SYNTAX));
     }
     let mut filter = KillFilter {

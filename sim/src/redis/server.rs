@@ -23,8 +23,13 @@
 //!   polling); a served `BLMOVE` runs its `LMOVE`, whose push may in turn serve clients blocked on
 //!   the destination; `WAIT numreplicas timeout` blocks until enough replicas acknowledged or the timeout
 //!   ran out on the node's monotonic clock (0: forever);
-//! * pub/sub: `SUBSCRIBE`/`PSUBSCRIBE` confirmations and `PUBLISH`ed messages are pushed to the
-//!   subscribed connections while they wait for input (RESP2 arrays, or RESP3 `>` pushes);
+//! * pub/sub: `SUBSCRIBE`/`PSUBSCRIBE`/`SSUBSCRIBE` confirmations and `PUBLISH`ed/`SPUBLISH`ed
+//!   messages are pushed to the subscribed connections while they wait for input (RESP2 arrays,
+//!   or RESP3 `>` pushes);
+//! * the connections: `CLIENT LIST` of them all (with the peer address a host gives,
+//!   [`ConnectionOptions::addr`], or `<peer>:<conn>`), `CLIENT KILL` (a killed connection is
+//!   closed as if it quit; one that kills itself gets its reply first), `CLIENT PAUSE`/`UNPAUSE`
+//!   (held commands wait on the node's clock, [`Response::Hold`]);
 //! * replication roles: a replica refuses writes with [`READONLY_ERROR`], a master with replicas
 //!   publishes each command's effects (see [`execute_member`]);
 //! * input limits: [`ConnectionOptions`] lets a host bound what a connection holds (its query

@@ -711,6 +711,10 @@ impl<H: RedisHost> RedisServer<H> {
             .open
             .get(&conn)
             .is_some_and(|c| c.session.in_multi());
+        // A pause holds `WAIT` and `CLIENT UNBLOCK` too (every command under `ALL`).
+        if let Some(hold) = self.paused_hold(conn, &name, args) {
+            return hold;
+        }
         if name == "wait" && !in_multi {
             return self.wait(conn, peer, args);
         }
@@ -719,9 +723,6 @@ impl<H: RedisHost> RedisServer<H> {
             let reply = self.client_unblock(args);
             self.record(conn, peer, args, &reply, Vec::new(), false);
             return Response::Now(reply);
-        }
-        if let Some(hold) = self.paused_hold(conn, &name, args) {
-            return hold;
         }
         if client_sub(b"kill") && !in_multi && args.len() >= 3 {
             let (reply, me) = self.client_kill(conn, args);

@@ -381,6 +381,9 @@ async fn engine_connection(
     let server = link.server();
     let generation = server.generation();
     let conn = server.next_conn();
+    // What `CLIENT LIST` shows and `CLIENT KILL ADDR|LADDR` matches: the real sockets' addresses.
+    let addr = stream.peer_addr().ok().map(|a| a.to_string());
+    let laddr = stream.local_addr().ok().map(|a| a.to_string());
     let dead = Rc::new(Cell::new(false));
     // After a protocol error: what the client still sends is read and thrown away.
     let closing = Rc::new(Cell::new(false));
@@ -489,6 +492,8 @@ async fn engine_connection(
                 budget: Some(Rc::new(Budget(account))),
                 forget_on_abort: true,
                 hangup: Some(hangup),
+                addr,
+                laddr,
             };
             let end = match server.redis() {
                 Some(redis) => redis.clone().serve_connection(loop_end, conn, &peer, options).await,
@@ -500,7 +505,7 @@ async fn engine_connection(
             };
             match end {
                 Ok(ConnectionEnd::InputEnded | ConnectionEnd::ReplyDropped) => ServerEnd::InputEnded,
-                Ok(ConnectionEnd::ProtocolError | ConnectionEnd::Quit) => {
+                Ok(ConnectionEnd::ProtocolError | ConnectionEnd::Quit | ConnectionEnd::Killed) => {
                     // From now on the reader throws the client's bytes away.
                     closing.set(true);
                     ServerEnd::CloseAfterReply

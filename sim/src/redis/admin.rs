@@ -451,6 +451,8 @@ pub(crate) struct InfoFacts {
     pub cached_scripts: usize,
     /// Clients blocked in a blocking command (the server loop's count).
     pub blocked_clients: usize,
+    /// Open connections (the server loop's count; 1 for an engine used on its own).
+    pub connected_clients: usize,
     /// Per command (`name` or `container|sub`): calls, calls refused before running, calls that
     /// answered an error.
     pub command_stats: Vec<(String, [u64; 3])>,
@@ -481,7 +483,10 @@ pub(crate) fn info(sections: &[Bytes], facts: &InfoFacts) -> Reply {
         (
             "clients",
             true,
-            format!("connected_clients:1\r\nblocked_clients:{}\r\n", facts.blocked_clients),
+            format!(
+                "connected_clients:{}\r\nblocked_clients:{}\r\n",
+                facts.connected_clients, facts.blocked_clients
+            ),
         ),
         (
             "memory",
@@ -573,12 +578,21 @@ pub(crate) fn client_line(session: &super::session::ClientSession, command: &str
             .unwrap_or_default()
     };
     format!(
-        "id={} addr=127.0.0.1:0 laddr=127.0.0.1:6379 fd=8 name={} age=0 idle=0 flags={} db={} sub={} psub=0 ssub=0 multi={} watch={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={command} user=default redir=-1 resp={} lib-name={} lib-ver={}\n",
+        "id={} addr={} laddr={} fd=8 name={} age=0 idle=0 flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={command} user=default redir=-1 resp={} lib-name={} lib-ver={}\n",
         session.id,
+        session.addr.as_deref().unwrap_or("127.0.0.1:0"),
+        session.laddr.as_deref().unwrap_or("127.0.0.1:6379"),
         text(&session.name),
-        if session.in_multi() { "x" } else { "N" },
+        match (session.is_subscribed(), session.in_multi()) {
+            (true, true) => "Px",
+            (true, false) => "P",
+            (false, true) => "x",
+            (false, false) => "N",
+        },
         session.db,
         session.subscriptions.len(),
+        session.patterns.len(),
+        session.shard_subscriptions.len(),
         session.multi.as_ref().map_or(-1, |q| q.len() as i64),
         session.watched.len(),
         if session.resp3 { 3 } else { 2 },

@@ -67,6 +67,8 @@ pub struct RedisEngine {
     script_shebangs: BTreeMap<String, ScriptFlags>,
     /// How many clients the server has blocked (for `INFO clients`).
     blocked_clients: usize,
+    /// Open connections, as the server loop last reported them (`INFO clients`).
+    connected_clients: usize,
     /// `INFO commandstats`: per command, calls, refusals and errors.
     command_stats: BTreeMap<(&'static str, Option<&'static str>), [u64; 3]>,
     /// `INFO errorstats`: error replies by their code (the first word), at most
@@ -122,6 +124,7 @@ impl RedisEngine {
             touched_since: Vec::new(),
             touched_overflowed: false,
             blocked_clients: 0,
+            connected_clients: 1,
             command_stats: BTreeMap::new(),
             error_stats: BTreeMap::new(),
             total_error_replies: 0,
@@ -220,7 +223,7 @@ impl RedisEngine {
         }
         let is_pubsub = matches!(
             name.as_str(),
-            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe"
+            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "ssubscribe" | "sunsubscribe"
         );
         if is_pubsub && !session.in_multi() {
             if let Lookup::Arity(fullname) = lookup(args) {
@@ -230,11 +233,13 @@ impl RedisEngine {
                 "subscribe" => self.subscribe(session, &args[1..]),
                 "unsubscribe" => self.unsubscribe(session, &args[1..]),
                 "psubscribe" => self.psubscribe(session, &args[1..]),
+                "ssubscribe" => self.ssubscribe(session, &args[1..]),
+                "sunsubscribe" => self.sunsubscribe(session, &args[1..]),
                 _ => self.punsubscribe(session, &args[1..]),
             };
         }
         // Subscribed mode restricts RESP2 connections only (Redis 7 lets RESP3 ones run anything).
-        let subscribed = !session.subscriptions.is_empty() || !session.patterns.is_empty();
+        let subscribed = session.is_subscribed();
         if subscribed && !session.resp3 && !session.in_multi() {
             match lookup(args) {
                 // Redis checks memory before the subscribed-mode restriction.
@@ -269,6 +274,9 @@ impl RedisEngine {
         }
         for pattern in std::mem::take(&mut session.patterns) {
             leave(&mut self.db.patterns, &pattern, session.id);
+        }
+        for channel in std::mem::take(&mut session.shard_subscriptions) {
+            leave(&mut self.db.shard_channels, &channel, session.id);
         }
         session.multi = None;
         session.multi_error = false;
@@ -336,6 +344,46 @@ impl RedisEngine {
                     leave(&mut self.db.patterns, &pattern, session.id);
                 }
                 pubsub_reply("punsubscribe", Some(pattern), session.subscription_count())
+            })
+            .collect()
+    }
+
+    /// `SSUBSCRIBE shardchannel...` (<https://redis.io/commands/ssubscribe/>): shard channels
+    /// are a namespace apart from the others; each confirmation counts the shard channels only.
+    fn ssubscribe(&mut self, session: &mut ClientSession, channels: &[Bytes]) -> Vec<Reply> {
+        channels
+            .iter()
+            .map(|channel| {
+                if session.shard_subscriptions.insert(channel.clone()) {
+                    self.db
+                        .shard_channels
+                        .entry(channel.clone())
+                        .or_default()
+                        .insert(session.id);
+                }
+                pubsub_reply("ssubscribe", Some(channel.clone()), session.shard_subscriptions.len())
+            })
+            .collect()
+    }
+
+    /// `SUNSUBSCRIBE [shardchannel...]`: all of them without arguments (`[sunsubscribe, nil, 0]`
+    /// when there are none).
+    fn sunsubscribe(&mut self, session: &mut ClientSession, channels: &[Bytes]) -> Vec<Reply> {
+        let channels: Vec<Bytes> = if channels.is_empty() {
+            session.shard_subscriptions.iter().cloned().collect()
+        } else {
+            channels.to_vec()
+        };
+        if channels.is_empty() {
+            return vec![pubsub_reply("sunsubscribe", None, session.shard_subscriptions.len())];
+        }
+        channels
+            .into_iter()
+            .map(|channel| {
+                if session.shard_subscriptions.remove(&channel) {
+                    leave(&mut self.db.shard_channels, &channel, session.id);
+                }
+                pubsub_reply("sunsubscribe", Some(channel), session.shard_subscriptions.len())
             })
             .collect()
     }
@@ -512,8 +560,9 @@ impl RedisEngine {
     }
 
     /// The server loop's count of blocked clients, for `INFO clients`.
-    pub(crate) fn set_blocked_clients(&mut self, count: usize) {
+    pub(crate) fn set_blocked_clients(&mut self, count: usize, connected: usize) {
         self.blocked_clients = count;
+        self.connected_clients = connected.max(1);
     }
 
     /// Executes `args` as the engine's default session, in database `db`.
@@ -653,7 +702,9 @@ impl RedisEngine {
                 self.unwatch(session);
                 Reply::ok()
             }
-            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" => {
+            // Redis refuses it in a transaction (a client that may not block).
+            "ssubscribe" => Reply::error("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client"),
+            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "sunsubscribe" => {
                 Reply::error("ERR SUBSCRIBE and UNSUBSCRIBE inside MULTI are not supported by this simulated server")
             }
             "hello" => hello(session, args, self.server_config.requirepass()),
@@ -690,8 +741,12 @@ impl RedisEngine {
             // `RESET`: the connection as new (its id kept), answered `+RESET`.
             "reset" => {
                 self.forget_session(session);
-                let id = session.id;
-                *session = ClientSession::new(id);
+                let fresh = ClientSession {
+                    addr: session.addr.take(),
+                    laddr: session.laddr.take(),
+                    ..ClientSession::new(session.id)
+                };
+                *session = fresh;
                 self.db.selected = 0;
                 Reply::Status("RESET".to_string())
             }
@@ -758,6 +813,7 @@ impl RedisEngine {
                     lua_memory: self.scripts.used_memory(),
                     cached_scripts: self.scripts.cached(),
                     blocked_clients: self.blocked_clients,
+                    connected_clients: self.connected_clients,
                     error_stats: self.error_stats.iter().map(|(code, n)| (code.clone(), *n)).collect(),
                     total_error_replies: self.total_error_replies,
                     command_stats: self
@@ -2212,6 +2268,78 @@ mod tests {
         );
         assert_eq!(run(&mut e, &mut s1, &["DISCARD"]), err("ERR DISCARD without MULTI"));
         assert!(e.watchers.is_empty() && e.dirty.is_empty());
+    }
+
+    #[test]
+    fn sharded_subscriptions_in_the_engine_multi_and_scripts() {
+        let mut e = RedisEngine::new(EngineConfig::default());
+        let mut sub = ClientSession::new(7);
+        assert_eq!(
+            e.execute_conn(&mut sub, &args(&["SSUBSCRIBE", "a", "b", "a"]), 0),
+            vec![
+                arr(vec![bulk("ssubscribe"), bulk("a"), int(1)]),
+                arr(vec![bulk("ssubscribe"), bulk("b"), int(2)]),
+                arr(vec![bulk("ssubscribe"), bulk("a"), int(2)]),
+            ]
+        );
+        assert_eq!(sub.subscription_count(), 0);
+        assert!(sub.is_subscribed());
+        assert_eq!(e.execute(&args(&["SPUBLISH", "a", "m"]), 0), int(1));
+        assert_eq!(e.execute(&args(&["PUBLISH", "a", "m"]), 0), int(0));
+        assert_eq!(
+            e.take_pushes(),
+            vec![(7, arr(vec![bulk("smessage"), bulk("a"), bulk("m")]))]
+        );
+        // From a script too.
+        assert_eq!(
+            e.execute(&args(&["EVAL", "return redis.call('spublish', 'b', 'x')", "0"]), 0),
+            int(1)
+        );
+        assert_eq!(e.take_pushes().len(), 1);
+        assert_eq!(
+            e.execute(&args(&["PUBSUB", "SHARDCHANNELS", "a", "b"]), 0),
+            err("ERR unknown subcommand or wrong number of arguments for 'SHARDCHANNELS'. Try PUBSUB HELP.")
+        );
+        assert_eq!(
+            e.execute(&args(&["PUBSUB", "CHANNELS", "a", "b"]), 0),
+            err("ERR unknown subcommand or wrong number of arguments for 'CHANNELS'. Try PUBSUB HELP.")
+        );
+        assert_eq!(
+            e.execute_conn(&mut sub, &args(&["SUNSUBSCRIBE", "b", "q"]), 0),
+            vec![
+                arr(vec![bulk("sunsubscribe"), bulk("b"), int(1)]),
+                arr(vec![bulk("sunsubscribe"), bulk("q"), int(1)]),
+            ]
+        );
+        e.forget_session(&mut sub);
+        assert_eq!(e.execute(&args(&["SPUBLISH", "a", "m"]), 0), int(0));
+        assert_eq!(
+            e.execute(&args(&["PUBSUB", "SHARDNUMSUB", "a"]), 0),
+            arr(vec![bulk("a"), int(0)])
+        );
+        // Inside MULTI: queued, refused by EXEC as Redis refuses it.
+        let mut tx = ClientSession::new(9);
+        e.execute_conn(&mut tx, &args(&["MULTI"]), 0);
+        assert_eq!(
+            e.execute_conn(&mut tx, &args(&["SSUBSCRIBE", "m"]), 0),
+            vec![st("QUEUED")]
+        );
+        assert_eq!(
+            e.execute_conn(&mut tx, &args(&["EXEC"]), 0),
+            vec![arr(vec![err(
+                "ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client"
+            )])]
+        );
+        // CLIENT KILL/PAUSE inside a transaction: the engine's answers.
+        e.execute_conn(&mut tx, &args(&["MULTI"]), 0);
+        e.execute_conn(&mut tx, &args(&["CLIENT", "KILL", "ID", "12"]), 0);
+        e.execute_conn(&mut tx, &args(&["CLIENT", "KILL", "1.2.3.4:5"]), 0);
+        e.execute_conn(&mut tx, &args(&["CLIENT", "PAUSE", "10", "WRITE"]), 0);
+        e.execute_conn(&mut tx, &args(&["CLIENT", "UNPAUSE"]), 0);
+        assert_eq!(
+            e.execute_conn(&mut tx, &args(&["EXEC"]), 0),
+            vec![arr(vec![int(0), err("ERR No such client"), st("OK"), st("OK")])]
+        );
     }
 
     #[test]

@@ -12,10 +12,13 @@ use super::spec::{
     container, row, CommandSpec, Flags, Group as G, KeySpec, StoreCondition, TtlSource, K1, K12, KALL, KALL_BUT_LAST,
     KPAIRS,
 };
-use super::t_pubsub::{echo, ping, publish, pubsub_channels, pubsub_numpat, pubsub_numsub};
+use super::t_pubsub::{
+    echo, ping, publish, pubsub_channels, pubsub_help, pubsub_numpat, pubsub_numsub, pubsub_shardchannels,
+    pubsub_shardnumsub, spublish,
+};
 use super::{
-    introspect, t_dump as dump, t_generic as gen, t_hash as hash, t_list as list, t_set as set, t_sort as sort,
-    t_stream as xs, t_string as st, t_zset as z,
+    introspect, t_client as client, t_dump as dump, t_generic as gen, t_hash as hash, t_list as list, t_set as set,
+    t_sort as sort, t_stream as xs, t_string as st, t_zset as z,
 };
 
 /// The union of `list`.
@@ -619,6 +622,11 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     row("unsubscribe", -1, f(&[P, NS, LO, ST]), NK, NONE, G::PubSub, E),
     row("psubscribe", -2, f(&[P, NS, LO, ST]), NK, NONE, G::PubSub, E),
     row("punsubscribe", -1, f(&[P, NS, LO, ST]), NK, NONE, G::PubSub, E),
+    // Sharded pub/sub (https://redis.io/docs/interact/pubsub/#sharded-pubsub): the channels are
+    // "keys" for cluster routing (Redis's key specs flag them `not_key`).
+    row("ssubscribe", -2, f(&[P, NS, LO, ST]), K1ALL, NONE, G::PubSub, E),
+    row("sunsubscribe", -1, f(&[P, NS, LO, ST]), K1ALL, NONE, G::PubSub, E),
+    row("spublish", 3, f(&[P, LO, ST, FA]), K1, NONE, G::PubSub, D(spublish)),
     container(
         "pubsub",
         G::PubSub,
@@ -626,6 +634,25 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
             row("channels", -2, f(&[P, LO, ST]), NK, NONE, G::PubSub, D(pubsub_channels)),
             row("numsub", -2, f(&[P, LO, ST]), NK, NONE, G::PubSub, D(pubsub_numsub)),
             row("numpat", 2, f(&[P, LO, ST]), NK, NONE, G::PubSub, D(pubsub_numpat)),
+            row(
+                "shardchannels",
+                -2,
+                f(&[P, LO, ST]),
+                NK,
+                NONE,
+                G::PubSub,
+                D(pubsub_shardchannels),
+            ),
+            row(
+                "shardnumsub",
+                -2,
+                f(&[P, LO, ST]),
+                NK,
+                NONE,
+                G::PubSub,
+                D(pubsub_shardnumsub),
+            ),
+            row("help", 2, f(&[LO, ST]), NK, NONE, G::PubSub, D(pubsub_help)),
         ],
     ),
     // ---- transactions (the engine)
@@ -664,6 +691,37 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
                 G::Connection,
                 S(gen::client_unblock_queued),
             ),
+            // By the server loop, which knows the connections; inside `MULTI` the engine sees
+            // no other connection (`KILL` matches none) and the loop applies `PAUSE`/`UNPAUSE`
+            // after the `EXEC`.
+            row(
+                "kill",
+                -3,
+                f(&[A, NS, LO, ST]),
+                NK,
+                NONE,
+                G::Connection,
+                S(client::client_kill_queued),
+            ),
+            row(
+                "pause",
+                -3,
+                f(&[A, NS, LO, ST]),
+                NK,
+                NONE,
+                G::Connection,
+                S(client::client_pause_queued),
+            ),
+            row(
+                "unpause",
+                2,
+                f(&[A, NS, LO, ST]),
+                NK,
+                NONE,
+                G::Connection,
+                S(client::client_unpause_queued),
+            ),
+            row("help", 2, f(&[LO, ST]), NK, NONE, G::Connection, K(client::client_help)),
         ],
     ),
     // ---- server (the engine; admin.rs, introspect.rs)

@@ -14,6 +14,8 @@ pub(crate) struct Db {
     pub(crate) channels: BTreeMap<Bytes, BTreeSet<i64>>,
     /// Pattern -> ids of the sessions subscribed to it (`PSUBSCRIBE`).
     pub(crate) patterns: BTreeMap<Bytes, BTreeSet<i64>>,
+    /// Shard channel -> ids of the subscribed sessions (`SSUBSCRIBE`, a namespace of its own).
+    pub(crate) shard_channels: BTreeMap<Bytes, BTreeSet<i64>>,
     /// Messages to push: `(session id, message)`, in publishing order.
     pub(crate) outbox: Vec<(i64, Reply)>,
     /// While a script runs: the most bytes the keyspace may hold before a command that may grow
@@ -35,6 +37,7 @@ impl Default for Db {
             ks: Keyspace::default(),
             channels: BTreeMap::new(),
             patterns: BTreeMap::new(),
+            shard_channels: BTreeMap::new(),
             outbox: Vec::new(),
             memory_limit: usize::MAX,
             selected: 0,

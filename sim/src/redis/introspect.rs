@@ -163,7 +163,10 @@ pub(crate) fn command_getkeys(rows: &[CommandSpec], args: &[Bytes]) -> Reply {
         return Reply::error("ERR Invalid number of arguments specified for command");
     }
     let keys = spec.key_positions(line);
-    if keys.is_empty() {
+    // The sharded pub/sub commands' channels are key specs flagged `not_key` (for cluster
+    // routing only): redis-server 7.0's GETKEYS leaves them out.
+    let not_keys = spec.flags.has(super::spec::Flags::PUBSUB);
+    if keys.is_empty() || not_keys {
         return Reply::error("ERR The command has no key arguments");
     }
     Reply::Array(Some(

@@ -89,6 +89,7 @@ mod session;
 mod spec;
 mod stream;
 mod syntax;
+mod t_client;
 mod t_dump;
 mod t_generic;
 mod t_hash;

@@ -71,7 +71,7 @@ impl ReplyEncoder {
             "config" if is_sub(args, "get") => Shape::Map,
             "info" => Shape::Verbatim,
             "client" if is_sub(args, "list") || is_sub(args, "info") => Shape::Verbatim,
-            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" => Shape::Push,
+            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "ssubscribe" | "sunsubscribe" => Shape::Push,
             _ => Shape::Plain,
         };
         encode_shaped(reply, shape, out);

@@ -23,8 +23,13 @@
 //!   polling); a served `BLMOVE` runs its `LMOVE`, whose push may in turn serve clients blocked on
 //!   the destination; `WAIT numreplicas timeout` blocks until enough replicas acknowledged or the timeout
 //!   ran out on the node's monotonic clock (0: forever);
-//! * pub/sub: `SUBSCRIBE`/`PSUBSCRIBE` confirmations and `PUBLISH`ed messages are pushed to the
-//!   subscribed connections while they wait for input (RESP2 arrays, or RESP3 `>` pushes);
+//! * pub/sub: `SUBSCRIBE`/`PSUBSCRIBE`/`SSUBSCRIBE` confirmations and `PUBLISH`ed/`SPUBLISH`ed
+//!   messages are pushed to the subscribed connections while they wait for input (RESP2 arrays,
+//!   or RESP3 `>` pushes);
+//! * the connections: `CLIENT LIST` of them all (with the peer address a host gives,
+//!   [`ConnectionOptions::addr`], or `<peer>:<conn>`), `CLIENT KILL` (a killed connection is
+//!   closed as if it quit; one that kills itself gets its reply first), `CLIENT PAUSE`/`UNPAUSE`
+//!   (held commands wait on the node's clock, [`Response::Hold`]);
 //! * replication roles: a replica refuses writes with [`READONLY_ERROR`], a master with replicas
 //!   publishes each command's effects (see [`execute_member`]);
 //! * input limits: [`ConnectionOptions`] lets a host bound what a connection holds (its query
@@ -41,6 +46,8 @@
 
 use crate::history::{EventKind, KeyEffect};
 use crate::redis::replication::{diff, Effect, MemberRole, Replication};
+use crate::redis::spec::Flags;
+use crate::redis::t_client::{parse_kill, parse_pause, paused_by_write_pause, ClientKind, KillCandidate, PauseKind};
 use crate::redis::{
     blocking_timeout_ms, decode_command, encode_reply, is_write_command, ClientSession, CommandReader, RedisEngine,
     Reply, ReplyEncoder, ReplyMode,
@@ -124,6 +131,11 @@ pub enum Response {
     Later(LocalFuture<Reply>),
     /// Several replies to one command, in order.
     Many(Vec<Reply>),
+    /// The reply, then the connection is closed (a client that `CLIENT KILL`ed itself).
+    Close(Reply),
+    /// Not now: once the future completes, the command is handed to the handler again (a
+    /// `CLIENT PAUSE` holds it; the connection reads nothing meanwhile, so replies stay in order).
+    Hold(LocalFuture<()>),
 }
 
 /// What a host bounds of one connection (`lockstep live`/`serve` count every byte a connection
@@ -166,6 +178,12 @@ pub struct ConnectionOptions {
     /// is then abandoned and the connection ends, as Redis frees a blocked client whose socket
     /// closed. Without it (the simulation) a blocked connection notices nothing until it answers.
     pub hangup: Option<Rc<dyn Fn() -> LocalFuture<()>>>,
+    /// The peer's socket address (`ip:port`), which `CLIENT LIST` shows as `addr=` and
+    /// `CLIENT KILL ADDR` matches; without it (a simulated connection) `<peer>:<conn>`, the
+    /// peer's node name and the connection id.
+    pub addr: Option<String>,
+    /// The local socket address the connection reached (`laddr=`); without it `127.0.0.1:6379`.
+    pub laddr: Option<String>,
 }
 
 impl ConnectionOptions {
@@ -199,6 +217,8 @@ pub enum ConnectionEnd {
     /// The client sent `QUIT`: its `+OK` was written and the write side shut, as after a
     /// protocol error (the caller may linger the same way).
     Quit,
+    /// `CLIENT KILL` closed it (another client's, or its own after its reply was written).
+    Killed,
 }
 
 /// Serves RESP commands read from `stream` with `handler` until the stream ends: the loop of every
@@ -235,7 +255,36 @@ where
                     if !options.is_alive() {
                         return Ok(ConnectionEnd::Stopped);
                     }
-                    let (reply, more) = match handler(&args) {
+                    let response = loop {
+                        match handler(&args) {
+                            Response::Hold(until) => {
+                                // Replies go out in order: send what is ready, then wait.
+                                if !output.is_empty() {
+                                    stream.write_all(&output).await?;
+                                    output.clear();
+                                }
+                                match &options.hangup {
+                                    None => until.await,
+                                    Some(hangup) => {
+                                        tokio::select! {
+                                            biased;
+                                            _ = until => {}
+                                            _ = hangup() => return Ok(ConnectionEnd::InputEnded),
+                                        }
+                                    }
+                                }
+                            }
+                            response => break response,
+                        }
+                    };
+                    let (reply, more) = match response {
+                        Response::Hold(_) => continue,
+                        Response::Close(reply) => {
+                            encoder.encode(&args, &reply, &mut output);
+                            stream.write_all(&output).await?;
+                            stream.shutdown().await?;
+                            return Ok(ConnectionEnd::Killed);
+                        }
                         Response::Now(reply) => (reply, Vec::new()),
                         Response::Many(mut replies) if !replies.is_empty() => {
                             let first = replies.remove(0);
@@ -394,6 +443,10 @@ struct Conn {
     /// Which opening of this connection id it is (a restarted simulated server numbers its
     /// connections from 1 again).
     serial: u64,
+    /// Closes the connection (`CLIENT KILL`); taken when sent.
+    kill: Option<oneshot::Sender<()>>,
+    /// When it opened, on the node's monotonic clock (`CLIENT KILL MAXAGE`).
+    opened_ms: i64,
 }
 
 /// A client blocked in `BLPOP`/`BRPOP`/`BLMOVE`/`BRPOPLPUSH`.
@@ -465,6 +518,8 @@ pub struct RedisServer<H: RedisHost> {
     engine: Rc<RefCell<RedisEngine>>,
     repl: Option<Rc<RefCell<Replication>>>,
     conns: RefCell<Conns>,
+    /// `CLIENT PAUSE`: until when (the node's monotonic clock, ms) and what it holds.
+    pause: std::cell::Cell<Option<(i64, PauseKind)>>,
 }
 
 impl<H: RedisHost> RedisServer<H> {
@@ -476,6 +531,7 @@ impl<H: RedisHost> RedisServer<H> {
             engine,
             repl,
             conns: RefCell::new(Conns::default()),
+            pause: std::cell::Cell::new(None),
         })
     }
 
@@ -499,11 +555,14 @@ impl<H: RedisHost> RedisServer<H> {
         self.conns.borrow().blocked.len()
     }
 
-    /// Tells the engine how many clients are blocked (`INFO clients`).
+    /// Tells the engine how many clients are blocked and connected (`INFO clients`).
     fn report_blocked(&self) {
-        let count = self.conns.borrow().blocked.len();
+        let (count, connected) = {
+            let conns = self.conns.borrow();
+            (conns.blocked.len(), conns.open.len())
+        };
         if let Ok(mut engine) = self.engine.try_borrow_mut() {
-            engine.set_blocked_clients(count);
+            engine.set_blocked_clients(count, connected);
         }
     }
 
@@ -519,7 +578,8 @@ impl<H: RedisHost> RedisServer<H> {
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
-        let (mut pushes, serial) = self.open(conn);
+        let addr = options.addr.clone().unwrap_or_else(|| format!("{peer}:{conn}"));
+        let (mut pushes, serial, killed) = self.open(conn, addr, options.laddr.clone());
         let mut guard = ForgetOnDrop {
             server: self.clone(),
             conn,
@@ -527,27 +587,46 @@ impl<H: RedisHost> RedisServer<H> {
             armed: options.forget_on_abort,
         };
         let handler = |args: &[Bytes]| self.command(conn, serial, peer, args);
-        let end = serve_stream(&self.host, stream, conn, peer, &handler, Some(&mut pushes), &options).await;
+        // `CLIENT KILL` by another connection: the stream is dropped (closed) wherever the
+        // connection was, a blocked command or a pause included, and forgotten below as if the
+        // client had quit.
+        let end = tokio::select! {
+            biased;
+            Ok(()) = killed => Ok(ConnectionEnd::Killed),
+            end = serve_stream(&self.host, stream, conn, peer, &handler, Some(&mut pushes), &options) => end,
+        };
         guard.armed = false;
         self.close(conn, serial);
         end
     }
 
     /// A connection was accepted: its session, and the receiver of the replies pushed to it.
-    fn open(&self, conn: u64) -> (mpsc::UnboundedReceiver<Reply>, u64) {
+    fn open(
+        &self,
+        conn: u64,
+        addr: String,
+        laddr: Option<String>,
+    ) -> (mpsc::UnboundedReceiver<Reply>, u64, oneshot::Receiver<()>) {
         let (pushes, received) = mpsc::unbounded_channel();
+        let (kill, killed) = oneshot::channel();
         let mut conns = self.conns.borrow_mut();
         conns.next_serial += 1;
         let serial = conns.next_serial;
         let fresh = Conn {
-            session: ClientSession::new(conn as i64),
+            session: ClientSession {
+                addr: Some(addr),
+                laddr,
+                ..ClientSession::new(conn as i64)
+            },
             pushes,
             serial,
+            kill: Some(kill),
+            opened_ms: self.host.monotonic_ms(),
         };
         if let Some(mut stale) = conns.open.insert(conn, fresh) {
             self.engine.borrow_mut().forget_session(&mut stale.session);
         }
-        (received, serial)
+        (received, serial, killed)
     }
 
     /// A connection ended: its session and its blocked command are forgotten (unless the id was
@@ -632,6 +711,10 @@ impl<H: RedisHost> RedisServer<H> {
             .open
             .get(&conn)
             .is_some_and(|c| c.session.in_multi());
+        // A pause holds `WAIT` and `CLIENT UNBLOCK` too (every command under `ALL`).
+        if let Some(hold) = self.paused_hold(conn, &name, args) {
+            return hold;
+        }
         if name == "wait" && !in_multi {
             return self.wait(conn, peer, args);
         }
@@ -641,6 +724,61 @@ impl<H: RedisHost> RedisServer<H> {
             self.record(conn, peer, args, &reply, Vec::new(), false);
             return Response::Now(reply);
         }
+        if client_sub(b"kill") && !in_multi && args.len() >= 3 {
+            let (reply, me) = self.client_kill(conn, args);
+            self.record(conn, peer, args, &reply, Vec::new(), false);
+            return if me {
+                Response::Close(reply)
+            } else {
+                Response::Now(reply)
+            };
+        }
+        if client_sub(b"pause") && !in_multi && args.len() >= 3 {
+            let reply = match parse_pause(args) {
+                Ok((timeout_ms, kind)) => {
+                    self.pause_for(timeout_ms, kind);
+                    Reply::ok()
+                }
+                Err(e) => e,
+            };
+            self.record(conn, peer, args, &reply, Vec::new(), false);
+            return Response::Now(reply);
+        }
+        if client_sub(b"unpause") && !in_multi && args.len() == 2 {
+            self.pause.set(None);
+            let reply = Reply::ok();
+            self.record(conn, peer, args, &reply, Vec::new(), false);
+            return Response::Now(reply);
+        }
+        if client_sub(b"list") && !in_multi {
+            if let Some(reply) = self.client_list(conn, args) {
+                self.record(conn, peer, args, &reply, Vec::new(), false);
+                return Response::Now(reply);
+            }
+        }
+        // `CLIENT PAUSE`/`UNPAUSE` queued in a transaction take effect once its `EXEC` ran.
+        let queued_pauses: Vec<Vec<Bytes>> = if name == "exec" {
+            self.conns
+                .borrow()
+                .open
+                .get(&conn)
+                .and_then(|c| c.session.multi.as_ref())
+                .map(|queue| {
+                    queue
+                        .iter()
+                        .filter(|cmd| {
+                            cmd.first().is_some_and(|n| n.eq_ignore_ascii_case(b"client"))
+                                && cmd.get(1).is_some_and(|s| {
+                                    s.eq_ignore_ascii_case(b"pause") || s.eq_ignore_ascii_case(b"unpause")
+                                })
+                        })
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         // Read once for the command: its role decides how it runs and what is kept of it.
         let role = self.role();
         let is_master = role.is_master;
@@ -673,6 +811,15 @@ impl<H: RedisHost> RedisServer<H> {
         if !is_master {
             effects.clear();
         }
+        if matches!(replies.as_slice(), [Reply::Array(Some(_))]) {
+            for cmd in &queued_pauses {
+                if cmd[1].eq_ignore_ascii_case(b"unpause") {
+                    self.pause.set(None);
+                } else if let Ok((timeout_ms, kind)) = parse_pause(cmd) {
+                    self.pause_for(timeout_ms, kind);
+                }
+            }
+        }
         // The reply of a blocking command that found nothing (the engine never blocks).
         let empty = match name.as_str() {
             "blpop" | "brpop" => Some(Reply::Array(None)),
@@ -688,7 +835,7 @@ impl<H: RedisHost> RedisServer<H> {
         // Subscription confirmations are pushed, not replied: Redis sends them regardless.
         let pushes = matches!(
             name.as_str(),
-            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe"
+            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "ssubscribe" | "sunsubscribe"
         );
         let silenced = if pushes {
             false
@@ -783,6 +930,165 @@ impl<H: RedisHost> RedisServer<H> {
                 Response::Many(replies)
             }
         }
+    }
+
+    /// `CLIENT PAUSE timeout kind`: a pause until `timeout_ms` from now on the node's monotonic
+    /// clock. A pause already running is only lengthened, and `ALL` is not weakened to `WRITE`
+    /// (as Redis's `pauseClients` keeps the later end and the stronger kind).
+    fn pause_for(&self, timeout_ms: i64, kind: PauseKind) {
+        let end = self.host.monotonic_ms().saturating_add(timeout_ms);
+        let next = match self.pause.get() {
+            Some((old_end, old_kind)) if old_end > self.host.monotonic_ms() => (old_end.max(end), old_kind.max(kind)),
+            _ => (end, kind),
+        };
+        self.pause.set(Some(next));
+    }
+
+    /// The pause running now, if any (an ended one is forgotten).
+    fn pause_now(&self) -> Option<PauseKind> {
+        match self.pause.get() {
+            Some((end, kind)) if end > self.host.monotonic_ms() => Some(kind),
+            Some(_) => {
+                self.pause.set(None);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// While a `CLIENT PAUSE` holds the command (every command for `ALL`; for `WRITE` the ones
+    /// Redis lists, an `EXEC` of any of them included): a future that completes when the pause
+    /// has ended or was lifted, polled every ms of the node's clock (as `WAIT` is), so a
+    /// simulation pauses in simulated time.
+    fn paused_hold(self: &Rc<Self>, conn: u64, name: &str, args: &[Bytes]) -> Option<Response> {
+        let kind = self.pause_now()?;
+        let holds = match kind {
+            PauseKind::All => true,
+            PauseKind::Write => {
+                let writes = |cmd: &[Bytes]| {
+                    crate::redis::table::resolve(cmd).is_some_and(|spec| {
+                        paused_by_write_pause(
+                            spec.name,
+                            spec.flags.has(Flags::WRITE) || spec.flags.has(Flags::MAY_REPLICATE),
+                        )
+                    })
+                };
+                if name == "exec" {
+                    self.conns
+                        .borrow()
+                        .open
+                        .get(&conn)
+                        .and_then(|c| c.session.multi.as_ref())
+                        .is_some_and(|queue| queue.iter().any(|cmd| writes(cmd)))
+                } else {
+                    writes(args)
+                }
+            }
+        };
+        if !holds {
+            return None;
+        }
+        let server = self.clone();
+        Some(Response::Hold(Box::pin(async move {
+            while server.pause_now().is_some() {
+                server.host.sleep_local_ms(1).await;
+            }
+        })))
+    }
+
+    /// `CLIENT KILL ...`: closes the connections it names, oldest (lowest id) first; the reply,
+    /// and whether the asking connection is among them (it is closed after its reply).
+    fn client_kill(&self, me: u64, args: &[Bytes]) -> (Reply, bool) {
+        let filter = match parse_kill(args) {
+            Ok(filter) => filter,
+            Err(e) => return (e, false),
+        };
+        let now = self.host.monotonic_ms();
+        let mut conns = self.conns.borrow_mut();
+        let mut killed = 0;
+        let mut kill_me = false;
+        for (id, c) in conns.open.iter_mut() {
+            let session = &c.session;
+            let kind = if session.is_subscribed() && !session.resp3 {
+                ClientKind::PubSub
+            } else {
+                ClientKind::Normal
+            };
+            let candidate = KillCandidate {
+                id: session.id,
+                addr: session.addr.as_deref().unwrap_or("127.0.0.1:0"),
+                laddr: session.laddr.as_deref().unwrap_or("127.0.0.1:6379"),
+                kind,
+                age_s: (now - c.opened_ms) / 1000,
+                is_me: *id == me,
+            };
+            if !filter.matches(&candidate) {
+                continue;
+            }
+            if *id == me {
+                kill_me = true;
+                killed += 1;
+            } else if c.kill.take().is_some_and(|kill| kill.send(()).is_ok()) {
+                killed += 1;
+            }
+        }
+        (filter.reply(killed), kill_me)
+    }
+
+    /// `CLIENT LIST [TYPE type] [ID id...]`: a line per open connection, by id; `None` for the
+    /// engine to answer (a syntax it reports).
+    fn client_list(&self, me: u64, args: &[Bytes]) -> Option<Reply> {
+        let mut kind = None;
+        let mut ids: Option<BTreeSet<i64>> = None;
+        match args.get(2) {
+            None => {}
+            Some(opt) if opt.eq_ignore_ascii_case(b"type") && args.len() == 4 => {
+                let t = &args[3];
+                kind = Some(if t.eq_ignore_ascii_case(b"normal") {
+                    ClientKind::Normal
+                } else if t.eq_ignore_ascii_case(b"pubsub") {
+                    ClientKind::PubSub
+                } else if t.eq_ignore_ascii_case(b"master") {
+                    ClientKind::Master
+                } else if t.eq_ignore_ascii_case(b"replica") || t.eq_ignore_ascii_case(b"slave") {
+                    ClientKind::Replica
+                } else {
+                    return Some(Reply::Error(format!(
+                        "ERR Unknown client type '{}'",
+                        String::from_utf8_lossy(t).replace(['\r', '\n'], " ")
+                    )));
+                });
+            }
+            Some(opt) if opt.eq_ignore_ascii_case(b"id") && args.len() > 3 => {
+                let mut set = BTreeSet::new();
+                for a in &args[3..] {
+                    match crate::redis::parse_ll(a) {
+                        Some(id) if id > 0 => {
+                            set.insert(id);
+                        }
+                        _ => return Some(Reply::error("ERR Invalid client ID")),
+                    }
+                }
+                ids = Some(set);
+            }
+            Some(_) => return Some(Reply::error("ERR syntax error")),
+        }
+        let conns = self.conns.borrow();
+        let mut text = String::new();
+        for (id, c) in &conns.open {
+            let session = &c.session;
+            let this_kind = if session.is_subscribed() && !session.resp3 {
+                ClientKind::PubSub
+            } else {
+                ClientKind::Normal
+            };
+            if kind.is_some_and(|k| k != this_kind) || ids.as_ref().is_some_and(|ids| !ids.contains(&session.id)) {
+                continue;
+            }
+            let cmd = if *id == me { "client|list" } else { "NULL" };
+            text.push_str(&crate::redis::admin::client_line(session, cmd));
+        }
+        Some(Reply::bulk(text))
     }
 
     /// `CLIENT UNBLOCK client-id [TIMEOUT|ERROR]`: wakes that client's blocking command as if its
@@ -1563,6 +1869,160 @@ mod tests {
                 started.elapsed()
             );
             assert_eq!(call(&mut c, &["WAIT", "0", "300"]).await, ":0\r\n");
+        });
+    }
+
+    /// Whether the server closed the client's stream (a read gives EOF).
+    async fn closed(stream: &mut DuplexStream) -> bool {
+        let mut buf = vec![0u8; 1024];
+        matches!(stream.read(&mut buf).await, Ok(0) | Err(_))
+    }
+
+    #[test]
+    fn sharded_pub_sub_is_a_namespace_of_its_own() {
+        run(async {
+            let (server, _log) = server();
+            let mut sub = connect(&server, 1);
+            let mut publisher = connect(&server, 2);
+            assert_eq!(
+                call(&mut sub, &["SUBSCRIBE", "c"]).await,
+                "*3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n"
+            );
+            // The count is of shard channels only.
+            assert_eq!(
+                call(&mut sub, &["SSUBSCRIBE", "c"]).await,
+                "*3\r\n$10\r\nssubscribe\r\n$1\r\nc\r\n:1\r\n"
+            );
+            assert_eq!(call(&mut publisher, &["SPUBLISH", "c", "m"]).await, ":1\r\n");
+            assert_eq!(reply(&mut sub).await, "*3\r\n$8\r\nsmessage\r\n$1\r\nc\r\n$1\r\nm\r\n");
+            assert_eq!(call(&mut publisher, &["PUBLISH", "c", "n"]).await, ":1\r\n");
+            assert_eq!(reply(&mut sub).await, "*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\nn\r\n");
+            assert_eq!(
+                call(&mut publisher, &["PUBSUB", "SHARDNUMSUB", "c", "d"]).await,
+                "*4\r\n$1\r\nc\r\n:1\r\n$1\r\nd\r\n:0\r\n"
+            );
+            assert_eq!(
+                call(&mut publisher, &["PUBSUB", "SHARDCHANNELS", "c*"]).await,
+                "*1\r\n$1\r\nc\r\n"
+            );
+            // Subscribed mode after the ordinary channel is left, while a shard one is kept.
+            assert_eq!(
+                call(&mut sub, &["UNSUBSCRIBE"]).await,
+                "*3\r\n$11\r\nunsubscribe\r\n$1\r\nc\r\n:0\r\n"
+            );
+            assert!(call(&mut sub, &["GET", "k"])
+                .await
+                .starts_with("-ERR Can't execute 'get'"));
+            assert_eq!(
+                call(&mut sub, &["SUNSUBSCRIBE"]).await,
+                "*3\r\n$12\r\nsunsubscribe\r\n$1\r\nc\r\n:0\r\n"
+            );
+            assert_eq!(call(&mut sub, &["GET", "k"]).await, "$-1\r\n");
+            assert_eq!(call(&mut publisher, &["PUBSUB", "SHARDCHANNELS"]).await, "*0\r\n");
+            // RESP3: confirmations and messages are pushes.
+            let mut three = connect(&server, 3);
+            assert!(call(&mut three, &["HELLO", "3"]).await.starts_with('%'));
+            assert_eq!(
+                call(&mut three, &["SSUBSCRIBE", "r"]).await,
+                ">3\r\n$10\r\nssubscribe\r\n$1\r\nr\r\n:1\r\n"
+            );
+            assert_eq!(call(&mut publisher, &["SPUBLISH", "r", "x"]).await, ":1\r\n");
+            assert_eq!(
+                reply(&mut three).await,
+                ">3\r\n$8\r\nsmessage\r\n$1\r\nr\r\n$1\r\nx\r\n"
+            );
+            // A closed connection leaves its shard channels.
+            drop(three);
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert_eq!(call(&mut publisher, &["SPUBLISH", "r", "x"]).await, ":0\r\n");
+        });
+    }
+
+    #[test]
+    fn client_kill_closes_connections_as_if_they_quit() {
+        run(async {
+            let (server, _log) = server();
+            let mut admin = connect(&server, 1);
+            let mut sub = connect(&server, 2);
+            let mut blocked = connect(&server, 3);
+            let mut tx = connect(&server, 4);
+            assert_eq!(
+                call(&mut sub, &["SUBSCRIBE", "c"]).await,
+                "*3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n"
+            );
+            send(&mut blocked, &["BLPOP", "l", "0"]).await;
+            assert_eq!(call(&mut tx, &["MULTI"]).await, "+OK\r\n");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert_eq!(server.blocked_clients(), 1);
+            // CLIENT LIST shows every connection with its address: `<peer>:<conn>` here.
+            let list = call(&mut admin, &["CLIENT", "LIST"]).await;
+            assert!(list.contains("id=2 addr=client:2 "), "{list}");
+            assert!(list.contains("flags=P "), "{list}");
+            assert_eq!(call(&mut admin, &["CLIENT", "KILL", "TYPE", "pubsub"]).await, ":1\r\n");
+            assert!(closed(&mut sub).await);
+            assert_eq!(call(&mut admin, &["PUBLISH", "c", "m"]).await, ":0\r\n");
+            assert_eq!(call(&mut admin, &["CLIENT", "KILL", "client:3"]).await, "+OK\r\n");
+            assert!(closed(&mut blocked).await);
+            assert_eq!(server.blocked_clients(), 0);
+            assert_eq!(
+                call(&mut admin, &["CLIENT", "KILL", "client:3"]).await,
+                "-ERR No such client\r\n"
+            );
+            assert_eq!(call(&mut admin, &["CLIENT", "KILL", "ID", "4"]).await, ":1\r\n");
+            assert!(closed(&mut tx).await);
+            assert_eq!(server.open_connections(), 1);
+            // SKIPME yes (the default) spares the asking connection; no: its reply, then closed.
+            assert_eq!(call(&mut admin, &["CLIENT", "KILL", "TYPE", "normal"]).await, ":0\r\n");
+            assert_eq!(
+                call(&mut admin, &["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "no"]).await,
+                ":1\r\n"
+            );
+            assert!(closed(&mut admin).await);
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert_eq!(server.open_connections(), 0);
+        });
+    }
+
+    #[test]
+    fn client_pause_holds_commands_in_order_until_it_ends_on_the_hosts_clock() {
+        run(async {
+            let (server, _log) = server();
+            let mut admin = connect(&server, 1);
+            let mut other = connect(&server, 2);
+            let start = Instant::now();
+            assert_eq!(call(&mut admin, &["CLIENT", "PAUSE", "100", "WRITE"]).await, "+OK\r\n");
+            // Reads go on; a write waits, and what follows it on the connection too.
+            assert_eq!(call(&mut other, &["GET", "k"]).await, "$-1\r\n");
+            send(&mut other, &["SET", "k", "v"]).await;
+            send(&mut other, &["GET", "k"]).await;
+            assert_eq!(reply(&mut other).await, "+OK\r\n$1\r\nv\r\n");
+            assert!(start.elapsed() >= Duration::from_millis(100));
+            // UNPAUSE lifts it at once; ALL holds every command.
+            assert_eq!(call(&mut admin, &["CLIENT", "PAUSE", "10000"]).await, "+OK\r\n");
+            send(&mut other, &["PING"]).await;
+            assert!(
+                tokio::time::timeout(Duration::from_millis(50), reply(&mut other))
+                    .await
+                    .is_err(),
+                "held"
+            );
+            // Redis holds every client under ALL, `CLIENT UNPAUSE` too: the test lifts it.
+            server.pause.set(None);
+            assert_eq!(reply(&mut other).await, "+PONG\r\n");
+            // In a transaction: queued, applied after EXEC.
+            assert_eq!(call(&mut admin, &["MULTI"]).await, "+OK\r\n");
+            assert_eq!(
+                call(&mut admin, &["CLIENT", "PAUSE", "50", "WRITE"]).await,
+                "+QUEUED\r\n"
+            );
+            assert_eq!(call(&mut admin, &["EXEC"]).await, "*1\r\n+OK\r\n");
+            let paused_at = Instant::now();
+            assert_eq!(call(&mut other, &["INCR", "n"]).await, ":1\r\n");
+            assert!(paused_at.elapsed() >= Duration::from_millis(50));
+            assert_eq!(
+                call(&mut admin, &["CLIENT", "PAUSE", "10", "MAYBE"]).await,
+                "-ERR CLIENT PAUSE mode must be WRITE or ALL\r\n"
+            );
         });
     }
 }

@@ -35,11 +35,20 @@ pub struct ClientSession {
     pub subscriptions: BTreeSet<Bytes>,
     /// The patterns this connection is subscribed to (`PSUBSCRIBE`).
     pub patterns: BTreeSet<Bytes>,
+    /// The shard channels this connection is subscribed to (`SSUBSCRIBE`): a namespace apart
+    /// from [`ClientSession::subscriptions`], counted apart in the confirmations.
+    pub shard_subscriptions: BTreeSet<Bytes>,
     /// Whether the connection negotiated RESP3 (`HELLO 3`); the server's encoder
     /// ([`super::ReplyEncoder`]) writes the replies accordingly.
     pub resp3: bool,
     /// `CLIENT REPLY ON|OFF|SKIP`: whether the server writes this connection's replies.
     pub reply_mode: ReplyMode,
+    /// The peer's address as `CLIENT LIST` shows it (`addr=`) and `CLIENT KILL ADDR` matches it:
+    /// `ip:port` of a real socket, `<peer node>:<connection id>` of a simulated connection;
+    /// `None`: `127.0.0.1:0`.
+    pub addr: Option<String>,
+    /// The local address the connection reached (`laddr=`); `None`: `127.0.0.1:6379`.
+    pub laddr: Option<String>,
 }
 
 /// What `CLIENT REPLY` set: the server writes every reply (`On`), none (`Off`), or none for the
@@ -69,6 +78,11 @@ impl ClientSession {
     /// Channels and patterns subscribed to (the count pub/sub confirmations carry).
     pub fn subscription_count(&self) -> usize {
         self.subscriptions.len() + self.patterns.len()
+    }
+
+    /// Whether the connection is in subscribed mode: any channel, pattern or shard channel.
+    pub fn is_subscribed(&self) -> bool {
+        !self.subscriptions.is_empty() || !self.patterns.is_empty() || !self.shard_subscriptions.is_empty()
     }
 
     /// Marks the open transaction as failed (a command refused while queueing, e.g. a write

@@ -332,9 +332,9 @@ mod tests {
         assert_eq!(value(&mut ks, "k"), vec![0xff]);
         assert_eq!(
             run_cmd(&mut ks, &["BITFIELD", "k", "SET", "i5", "#1", "-3", "GET", "u5", "5", "GET", "u1", "0"]),
-            ints(&[Some(0), Some(29), Some(1)])
+            ints(&[Some(-4), Some(29), Some(1)])
         );
-        assert_eq!(value(&mut ks, "k"), vec![0xff, 0b1110_1000]);
+        assert_eq!(value(&mut ks, "k"), vec![0xff, 0b0100_0000]);
         assert_eq!(
             run_cmd(&mut ks, &["BITFIELD", "k", "INCRBY", "u2", "100", "1", "GET", "u2", "100"]),
             ints(&[Some(1), Some(1)])

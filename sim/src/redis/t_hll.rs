@@ -73,13 +73,14 @@ pub(crate) fn pfcount(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
     if args.len() > 2 {
         let mut union = vec![0u8; hll::REGISTERS];
         for key in &args[1..] {
-            match hll_of(ks, key, now) {
-                Ok(None) => {}
-                Ok(Some(v)) => match hll::registers(&v) {
-                    Ok(regs) => union.iter_mut().zip(regs).for_each(|(u, r)| *u = (*u).max(r)),
-                    Err(hll::Corrupt) => return Reply::error(CORRUPT),
-                },
-                Err(e) => return e,
+            let merged = match ks.lookup(key, now).map(|e| &e.value) {
+                None => Ok(()),
+                Some(Value::String(s)) if hll::is_hll(s) => hll::max_into(s, &mut union),
+                Some(Value::String(_)) => return Reply::error(NOT_HLL),
+                Some(_) => return Reply::error(WRONGTYPE),
+            };
+            if merged.is_err() {
+                return Reply::error(CORRUPT);
             }
         }
         return Reply::Integer(hll::estimate(&union) as i64);
@@ -113,9 +114,8 @@ pub(crate) fn pfmerge(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
             Ok(None) => {}
             Ok(Some(v)) => {
                 dense |= v[4] == hll::DENSE;
-                match hll::registers(&v) {
-                    Ok(regs) => max.iter_mut().zip(regs).for_each(|(m, r)| *m = (*m).max(r)),
-                    Err(hll::Corrupt) => return Reply::error(CORRUPT),
+                if hll::max_into(&v, &mut max).is_err() {
+                    return Reply::error(CORRUPT);
                 }
             }
             Err(e) => return e,

@@ -14,8 +14,8 @@ use super::spec::{
 };
 use super::t_pubsub::{echo, ping, publish, pubsub_channels, pubsub_numpat, pubsub_numsub};
 use super::{
-    introspect, t_bitfield as bf, t_dump as dump, t_generic as gen, t_hash as hash, t_hll as hll, t_list as list, t_set as set, t_sort as sort,
-    t_stream as xs, t_string as st, t_zset as z,
+    introspect, t_bitfield as bf, t_dump as dump, t_generic as gen, t_hash as hash, t_hll as hll, t_list as list,
+    t_set as set, t_sort as sort, t_stream as xs, t_string as st, t_zset as z,
 };
 
 /// The union of `list`.

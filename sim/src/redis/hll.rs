@@ -474,7 +474,10 @@ pub(crate) fn self_test() -> Result<(), String> {
     let n = count(&full).map_err(|_| "TESTFAILED count".to_string())?;
     // 1.04 / sqrt(16384) is 0.8%; 5 standard errors.
     if n.abs_diff(20_000) > 800 {
-        return Err(format!("TESTFAILED Too big error. card:20000 abserr:{}", n.abs_diff(20_000)));
+        return Err(format!(
+            "TESTFAILED Too big error. card:20000 abserr:{}",
+            n.abs_diff(20_000)
+        ));
     }
     Ok(())
 }

@@ -17,7 +17,8 @@ use super::syntax::{eq_ic, parse_ll, NOT_INTEGER, SYNTAX};
 use super::t_string::{string_of, MAX_STRING_BYTES};
 use bytes::Bytes;
 
-const BAD_TYPE: &str = "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.";
+const BAD_TYPE: &str =
+    "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.";
 const BAD_OFFSET: &str = "ERR bit offset is not an integer or out of range";
 const BAD_OVERFLOW: &str = "ERR Invalid OVERFLOW type specified";
 const RO_ONLY_GET: &str = "ERR BITFIELD_RO only supports the GET subcommand";
@@ -326,22 +327,44 @@ mod tests {
     fn get_set_and_incrby_signed_and_unsigned() {
         let mut ks = Keyspace::new();
         assert_eq!(
-            run_cmd(&mut ks, &["BITFIELD", "k", "SET", "u8", "0", "255", "GET", "u8", "0", "GET", "i8", "0"]),
+            run_cmd(
+                &mut ks,
+                &["BITFIELD", "k", "SET", "u8", "0", "255", "GET", "u8", "0", "GET", "i8", "0"]
+            ),
             ints(&[Some(0), Some(255), Some(-1)])
         );
         assert_eq!(value(&mut ks, "k"), vec![0xff]);
         assert_eq!(
-            run_cmd(&mut ks, &["BITFIELD", "k", "SET", "i5", "#1", "-3", "GET", "u5", "5", "GET", "u1", "0"]),
+            run_cmd(
+                &mut ks,
+                &["BITFIELD", "k", "SET", "i5", "#1", "-3", "GET", "u5", "5", "GET", "u1", "0"]
+            ),
             ints(&[Some(-4), Some(29), Some(1)])
         );
         assert_eq!(value(&mut ks, "k"), vec![0xff, 0b0100_0000]);
         assert_eq!(
-            run_cmd(&mut ks, &["BITFIELD", "k", "INCRBY", "u2", "100", "1", "GET", "u2", "100"]),
+            run_cmd(
+                &mut ks,
+                &["BITFIELD", "k", "INCRBY", "u2", "100", "1", "GET", "u2", "100"]
+            ),
             ints(&[Some(1), Some(1)])
         );
         assert_eq!(value(&mut ks, "k").len(), 13);
         assert_eq!(
-            run_cmd(&mut ks, &["BITFIELD", "n", "SET", "i64", "0", "-9223372036854775808", "GET", "i64", "0"]),
+            run_cmd(
+                &mut ks,
+                &[
+                    "BITFIELD",
+                    "n",
+                    "SET",
+                    "i64",
+                    "0",
+                    "-9223372036854775808",
+                    "GET",
+                    "i64",
+                    "0"
+                ]
+            ),
             ints(&[Some(0), Some(i64::MIN)])
         );
         assert_eq!(
@@ -353,7 +376,10 @@ mod tests {
             run_cmd(&mut ks, &["BITFIELD_RO", "missing", "GET", "i8", "100"]),
             ints(&[Some(0)])
         );
-        assert!(string_of(&mut ks, b"missing", 0).unwrap().is_none(), "GET creates nothing");
+        assert!(
+            string_of(&mut ks, b"missing", 0).unwrap().is_none(),
+            "GET creates nothing"
+        );
     }
 
     #[test]
@@ -378,18 +404,40 @@ mod tests {
                     "u8", "0"
                 ]
             ),
-            ints(&[Some(0), Some(-56), Some(-128), Some(128), Some(255), Some(255), Some(255)])
+            ints(&[
+                Some(0),
+                Some(-56),
+                Some(-128),
+                Some(128),
+                Some(255),
+                Some(255),
+                Some(255)
+            ])
         );
         assert_eq!(
             run_cmd(
                 &mut ks,
-                &["BITFIELD", "w", "SET", "i64", "0", "9223372036854775807", "INCRBY", "i64", "0", "1"]
+                &[
+                    "BITFIELD",
+                    "w",
+                    "SET",
+                    "i64",
+                    "0",
+                    "9223372036854775807",
+                    "INCRBY",
+                    "i64",
+                    "0",
+                    "1"
+                ]
             ),
             ints(&[Some(0), Some(i64::MIN)])
         );
         // A failed write still makes the key, as Redis does.
         assert_eq!(
-            run_cmd(&mut ks, &["BITFIELD", "f", "OVERFLOW", "FAIL", "SET", "i8", "8", "1000"]),
+            run_cmd(
+                &mut ks,
+                &["BITFIELD", "f", "OVERFLOW", "FAIL", "SET", "i8", "8", "1000"]
+            ),
             ints(&[None])
         );
         assert_eq!(value(&mut ks, "f"), vec![0, 0]);
@@ -420,7 +468,10 @@ mod tests {
         }
         assert_eq!(ks.len(), 0, "nothing was written");
         ks.insert(Bytes::from_static(b"l"), Value::List(Default::default()), None);
-        assert!(matches!(run_cmd(&mut ks, &["BITFIELD", "l", "GET", "i8", "0"]), Reply::Error(_)));
+        assert!(matches!(
+            run_cmd(&mut ks, &["BITFIELD", "l", "GET", "i8", "0"]),
+            Reply::Error(_)
+        ));
     }
 
     #[test]

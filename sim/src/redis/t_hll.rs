@@ -169,7 +169,7 @@ pub(crate) fn pfdebug(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
         if !sparse {
             return Reply::error("ERR HLL encoding is not sparse");
         }
-        return Reply::Status(hll::decode_sparse(&value));
+        return Reply::bulk(hll::decode_sparse(&value));
     }
     if eq_ic(sub, "encoding") {
         return Reply::Status(if sparse { "sparse" } else { "dense" }.into());
@@ -221,7 +221,10 @@ mod tests {
     }
 
     fn hex(s: &str) -> Vec<u8> {
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     /// Counts and bytes observed on redis-server 7.0.15 for the same adds.
@@ -236,16 +239,22 @@ mod tests {
         assert_eq!(get(&mut ks, "x"), hex("48594c4c01000000000000000000008063ff805bfe"));
         assert_eq!(
             run(&mut ks, &[b"PFDEBUG", b"DECODE", b"x"]),
-            Reply::Status("Z:9216 v:1,1 Z:7167".into())
+            Reply::bulk("Z:9216 v:1,1 Z:7167")
         );
         add_all(&mut ks, "a", (b'a'..=b'z').map(|c| (c as char).to_string()));
         assert_eq!(run(&mut ks, &[b"PFCOUNT", b"a"]), Reply::Integer(25));
         add_all(&mut ks, "n", (0..1000).map(|i| i.to_string()));
         assert_eq!(run(&mut ks, &[b"PFCOUNT", b"n"]), Reply::Integer(1001));
-        assert_eq!(run(&mut ks, &[b"PFDEBUG", b"ENCODING", b"n"]), Reply::Status("sparse".into()));
+        assert_eq!(
+            run(&mut ks, &[b"PFDEBUG", b"ENCODING", b"n"]),
+            Reply::Status("sparse".into())
+        );
         add_all(&mut ks, "m", (0..100_000).map(|i| i.to_string()));
         assert_eq!(run(&mut ks, &[b"PFCOUNT", b"m"]), Reply::Integer(99565));
-        assert_eq!(run(&mut ks, &[b"PFDEBUG", b"ENCODING", b"m"]), Reply::Status("dense".into()));
+        assert_eq!(
+            run(&mut ks, &[b"PFDEBUG", b"ENCODING", b"m"]),
+            Reply::Status("dense".into())
+        );
         assert_eq!(get(&mut ks, "m").len(), hll::DENSE_SIZE);
         assert_eq!(run(&mut ks, &[b"PFCOUNT", b"a", b"n", b"m"]), Reply::Integer(99586));
         assert_eq!(run(&mut ks, &[b"PFMERGE", b"u", b"a", b"n"]), Reply::ok());
@@ -290,9 +299,17 @@ mod tests {
     #[test]
     fn wrong_types_and_corrupted_values_are_refused() {
         let mut ks = Keyspace::new();
-        ks.insert(Bytes::from_static(b"s"), Value::String(Bytes::from_static(b"hello")), None);
+        ks.insert(
+            Bytes::from_static(b"s"),
+            Value::String(Bytes::from_static(b"hello")),
+            None,
+        );
         ks.insert(Bytes::from_static(b"l"), Value::List(Default::default()), None);
-        for cmd in [&[&b"PFADD"[..], b"s", b"x"][..], &[b"PFCOUNT", b"s"], &[b"PFMERGE", b"d", b"s"]] {
+        for cmd in [
+            &[&b"PFADD"[..], b"s", b"x"][..],
+            &[b"PFCOUNT", b"s"],
+            &[b"PFMERGE", b"d", b"s"],
+        ] {
             assert_eq!(run(&mut ks, cmd), Reply::error(NOT_HLL));
         }
         assert_eq!(run(&mut ks, &[b"PFCOUNT", b"l"]), Reply::error(WRONGTYPE));

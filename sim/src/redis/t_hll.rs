@@ -174,7 +174,7 @@ pub(crate) fn pfdebug(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
     if eq_ic(sub, "encoding") {
         return Reply::Status(if sparse { "sparse" } else { "dense" }.into());
     }
-    Reply::error(&format!(
+    Reply::error(format!(
         "ERR Unknown PFDEBUG subcommand '{}'",
         String::from_utf8_lossy(sub)
     ))
@@ -184,7 +184,7 @@ pub(crate) fn pfdebug(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
 pub(crate) fn pfselftest(_ks: &mut Keyspace, _args: &[Bytes], _now: i64) -> Reply {
     match hll::self_test() {
         Ok(()) => Reply::ok(),
-        Err(e) => Reply::error(&format!("ERR {e}")),
+        Err(e) => Reply::error(format!("ERR {e}")),
     }
 }
 

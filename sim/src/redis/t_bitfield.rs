@@ -261,6 +261,7 @@ fn run(ks: &mut Keyspace, args: &[Bytes], now: i64, read_only: bool) -> Reply {
         bytes.resize(need, 0);
     }
     let mut replies = Vec::with_capacity(ops.len());
+    let mut wrote = false;
     for o in &ops {
         let raw = read_bits(&bytes, o.offset, o.bits);
         let old = decode(raw, o.signed, o.bits) as i64;
@@ -285,10 +286,17 @@ fn run(ks: &mut Keyspace, args: &[Bytes], now: i64, read_only: bool) -> Reply {
             continue;
         }
         write_bits(&mut bytes, o.offset, o.bits, new as u64);
+        wrote = true;
         replies.push(Reply::Integer(if answer_old { old } else { new }));
     }
     let ttl = ks.lookup(&args[1], now).and_then(|e| e.expire_at_ms);
-    ks.insert(args[1].clone(), Value::String(Bytes::from(bytes)), ttl);
+    // Redis signals the key (and raises `setbit`) only when a field was written; the string it
+    // made or grew for writes that all failed stays, unannounced.
+    if wrote {
+        ks.insert(args[1].clone(), Value::String(Bytes::from(bytes)), ttl);
+    } else {
+        ks.insert_unsignalled(args[1].clone(), Value::String(Bytes::from(bytes)), ttl);
+    }
     Reply::Array(Some(replies))
 }
 
@@ -441,6 +449,10 @@ mod tests {
             ints(&[None])
         );
         assert_eq!(value(&mut ks, "f"), vec![0, 0]);
+        // ...without signalling it (no `setbit` event, no `WATCH` abort), as Redis.
+        assert!(!ks.take_touched().contains(&b"f"[..]));
+        run_cmd(&mut ks, &["BITFIELD", "f", "SET", "i8", "0", "1"]);
+        assert!(ks.take_touched().contains(&b"f"[..]));
     }
 
     #[test]

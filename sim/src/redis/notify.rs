@@ -6,8 +6,8 @@
 //! The event is the command's name, as Redis names most of them, with Redis's own names where they
 //! differ (`INCR` is `incrby`, `HMSET` `hset`, `ZINCRBY` `zincr`, `BITFIELD` `setbit`, `PFMERGE`
 //! `pfadd`, `SETEX` `set` then `expire`, `GETDEL`/`UNLINK` `del`...), a `del` after a command
-//! that emptied a collection, and `expired` (class `x`) when a key expires, lazily or actively; `rename_from`/`rename_to`,
-//! `move_from`/`move_to` and `copy_to`; the stream group events (`xgroup-create`,
+//! that emptied a collection, and `expired` (class `x`) when a key expires, lazily or actively;
+//! `rename_from`/`rename_to`, `move_from`/`move_to` and `copy_to`; the stream group events (`xgroup-create`,
 //! `xgroup-createconsumer` also for a consumer a read or claim creates...); `new` (class `n`)
 //! first when a command adds a key. Left out: `evicted` (`e`: no eviction) and key-miss (`m`).
 

@@ -590,6 +590,7 @@ units! {
     11 redis_suite_pubsub "pubsub",
     12 redis_suite_info_command "info-command",
     13 redis_suite_protocol "protocol",
+    14 redis_suite_bitfield "bitfield",
 }
 
 #[test]

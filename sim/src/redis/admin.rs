@@ -262,6 +262,8 @@ const PARAMS: &[Param] = &[
     param("zset-max-listpack-entries", "128"),
     param("zset-max-listpack-value", "64"),
     param("stream-node-max-bytes", "4096"),
+    // Accepted and reported; HyperLogLogs turn dense past the default, 3,000 bytes (hll.rs).
+    param("hll-sparse-max-bytes", "3000"),
     param("stream-node-max-entries", "100"),
     param("lazyfree-lazy-expire", "no"),
     param("lazyfree-lazy-server-del", "no"),

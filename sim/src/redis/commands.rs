@@ -17,8 +17,8 @@ use super::t_pubsub::{
     pubsub_shardnumsub, spublish,
 };
 use super::{
-    introspect, t_client as client, t_dump as dump, t_generic as gen, t_hash as hash, t_list as list, t_set as set,
-    t_sort as sort, t_stream as xs, t_string as st, t_zset as z,
+    introspect, t_bitfield as bf, t_client as client, t_dump as dump, t_generic as gen, t_hash as hash, t_hll as hll,
+    t_list as list, t_set as set, t_sort as sort, t_stream as xs, t_string as st, t_zset as z,
 };
 
 /// The union of `list`.
@@ -135,6 +135,15 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     row("bitcount", -2, f(&[R]), K1, NONE, G::Bitmap, K(st::bitcount)),
     row("bitpos", -3, f(&[R]), K1, NONE, G::Bitmap, K(st::bitpos)),
     row("bitop", -4, f(&[W, M]), K2ALL, NONE, G::Bitmap, K(st::bitop)),
+    // ---- BITFIELD (t_bitfield.rs)
+    row("bitfield", -2, f(&[W, M]), K1, NONE, G::Bitmap, K(bf::bitfield)),
+    row("bitfield_ro", -2, f(&[R, FA]), K1, NONE, G::Bitmap, K(bf::bitfield_ro)),
+    // ---- HyperLogLog (t_hll.rs)
+    row("pfadd", -2, f(&[W, M, FA]), K1, NONE, G::HyperLogLog, K(hll::pfadd)),
+    row("pfcount", -2, f(&[R]), K1ALL, NONE, G::HyperLogLog, K(hll::pfcount)),
+    row("pfmerge", -2, f(&[W, M]), K1ALL, NONE, G::HyperLogLog, K(hll::pfmerge)),
+    row("pfdebug", 3, f(&[W, M, A]), K2, NONE, G::HyperLogLog, K(hll::pfdebug)),
+    row("pfselftest", 1, f(&[A]), NK, NONE, G::HyperLogLog, K(hll::pfselftest)),
     // ---- keys (t_generic.rs)
     row("del", -2, f(&[W]), K1ALL, L::Deletes, G::Generic, K(gen::del)),
     row("unlink", -2, f(&[W, FA]), K1ALL, L::Deletes, G::Generic, K(gen::del)),

@@ -394,6 +394,16 @@ impl Keyspace {
         self.entries.insert(key, Entry { value, expire_at_ms });
     }
 
+    /// [`Keyspace::insert`] for a write Redis does not signal (a `BITFIELD` whose every write
+    /// failed under `OVERFLOW FAIL` still makes or grows the string): journaled, not touched.
+    pub(crate) fn insert_unsignalled(&mut self, key: Bytes, value: Value, expire_at_ms: Option<i64>) {
+        let was_touched = self.touched.contains(&key);
+        self.insert(key.clone(), value, expire_at_ms);
+        if !was_touched {
+            self.touched.remove(&key);
+        }
+    }
+
     /// Removes `key` (expired or not) and returns its entry.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         self.note(key);

@@ -4,10 +4,10 @@
 //! `$` string, `l` list, `s` set, `h` hash, `z` sorted set, `t` stream; `A` all of them).
 //!
 //! The event is the command's name, as Redis names most of them, with Redis's own names where they
-//! differ (`INCR` is `incrby`, `HMSET` `hset`, `ZINCRBY` `zincr`, `SETEX` `set` then `expire`,
-//! `GETDEL`/`UNLINK` `del`...), a `del` after a command that emptied a collection, and `expired`
-//! (class `x`) when a key expires, lazily or actively; `rename_from`/`rename_to`,
-//! `move_from`/`move_to` and `copy_to`; the stream group events (`xgroup-create`,
+//! differ (`INCR` is `incrby`, `HMSET` `hset`, `ZINCRBY` `zincr`, `BITFIELD` `setbit`, `PFMERGE`
+//! `pfadd`, `SETEX` `set` then `expire`, `GETDEL`/`UNLINK` `del`...), a `del` after a command
+//! that emptied a collection, and `expired` (class `x`) when a key expires, lazily or actively;
+//! `rename_from`/`rename_to`, `move_from`/`move_to` and `copy_to`; the stream group events (`xgroup-create`,
 //! `xgroup-createconsumer` also for a consumer a read or claim creates...); `new` (class `n`)
 //! first when a command adds a key. Left out: `evicted` (`e`: no eviction) and key-miss (`m`).
 
@@ -95,7 +95,7 @@ pub(crate) fn classes(flags: &str) -> u32 {
 /// The events one successful command raised on each key it wrote, by its row.
 fn events_of(spec: &CommandSpec, args: &[Bytes], exists_after: bool) -> Vec<(u32, &'static str)> {
     let class = match spec.group {
-        Group::String | Group::Bitmap => STRING,
+        Group::String | Group::Bitmap | Group::HyperLogLog => STRING,
         Group::List => LIST,
         Group::Set => SET,
         Group::Hash => HASH,
@@ -117,6 +117,10 @@ fn events_of(spec: &CommandSpec, args: &[Bytes], exists_after: bool) -> Vec<(u32
         "setex" | "psetex" => vec![(STRING, "set"), (GENERIC, "expire")],
         "set" if has_expiry(args) => vec![(STRING, "set"), (GENERIC, "expire")],
         "getset" | "setnx" | "mset" | "msetnx" => vec![(STRING, "set")],
+        "bitfield" => vec![(STRING, "setbit")],
+        "pfmerge" => vec![(STRING, "pfadd")],
+        // `PFCOUNT` writing its cached count signals the key without an event.
+        "pfcount" => Vec::new(),
         "getdel" | "unlink" | "del" => vec![(GENERIC, "del")],
         "sort" if exists_after => vec![(LIST, "sortstore")],
         "sort" => vec![(GENERIC, "del")],

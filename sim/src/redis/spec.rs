@@ -269,6 +269,8 @@ pub enum Group {
     Bitmap,
     /// Streams.
     Stream,
+    /// HyperLogLogs.
+    HyperLogLog,
     /// Scripting and functions.
     Scripting,
     /// Publish/subscribe.
@@ -293,6 +295,7 @@ impl Group {
             Group::SortedSet => "sorted-set",
             Group::Bitmap => "bitmap",
             Group::Stream => "stream",
+            Group::HyperLogLog => "hyperloglog",
             Group::Scripting => "scripting",
             Group::PubSub => "pubsub",
             Group::Transactions => "transactions",

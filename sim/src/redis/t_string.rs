@@ -5,9 +5,9 @@
 //!
 //! Reply and error texts, and which error wins when several apply, follow Redis 7.0's
 //! documentation (redis.io/commands) and behaviour observed on redis-server 7.0. Strings are
-//! byte strings up to `proto-max-bulk-len` (512 MB). `LCS` is here. Left out: `BITFIELD`, and Redis's
-//! integer and embedded-string encodings (values are stored as bytes; `OBJECT ENCODING` infers
-//! the encoding Redis would report).
+//! byte strings up to `proto-max-bulk-len` (512 MB). `LCS` is here; `BITFIELD` is in
+//! `t_bitfield.rs`. Left out: Redis's integer and embedded-string encodings (values are stored
+//! as bytes; `OBJECT ENCODING` infers the encoding Redis would report).
 
 use super::keyspace::{Keyspace, Value};
 use super::reply::Reply;

@@ -603,7 +603,7 @@ pub fn counterexample_toml(cx: &Counterexample) -> String {
         "# Minimal counterexample written by `lockstep explore`.\n\
          # Seed {} violates {} with {}{against}; shrunk from {} to {} faults in {} runs.\n\
          # Replay: {replay}   (history digest {})\n\
-         # Fault generator v{}: seed {} names this plan under v{} only; the [[fault]] entries below\n\
+         # Fault generator v{}: seed {} names this plan under v{} only; the faults written out below\n\
          # replay under any version.\n\
          #\n\
          # Like a proptest regression file, [expect] states what SHOULD hold (every checker valid),\n\

@@ -103,7 +103,13 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
     let deadline = config.time_limit.and_then(|t| started.checked_add(t));
     // The template without faults first: a failure there is the template's verdict (a workload
     // that outlives the lease), not something to explore and shrink.
-    if let Some(failure) = exploration::fault_free_check(&template, &config, &locks) {
+    let fault_free = exploration::fault_free_check(&template, &config, &locks);
+    // A lock failing on its own is explored like any other bug (issue 50: one way to tell it).
+    let note = fault_free
+        .as_ref()
+        .filter(|f| f.overrun.is_none() && !args.json)
+        .map(|f| f.note());
+    if let Some(failure) = fault_free.filter(|f| f.overrun.is_some()) {
         let runs = (args.oracle.shrink_runs, deadline);
         let shrunk = exploration::fault_free_counterexample(&template, &failure, &locks, runs, out);
         write_found(&shrunk, out)?;
@@ -116,7 +122,7 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
     let mut summary = exploration::run_oracle(&template, &config, &args.oracle, &locks)?;
     lockstep::app::identity::stamp_run(&mut summary, &template, &config, &locks);
     if !args.json {
-        say(&summary.render())?;
+        say(&(summary.render() + &note.unwrap_or_default()))?;
     }
     if let Some(path) = &args.summary {
         write_json(path, &summary).map_err(AppError::Io)?;
@@ -128,26 +134,22 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
     if let Some(line) = exploration::no_bug_to_shrink(&summary, &locks).filter(|_| budget.0 > 0 && !args.json) {
         say(&line)?;
     }
-    let mut all = Vec::new();
-    for shrunk in exploration::shrink_failures(&template, &config.profile, &summary, &locks, budget, out, &|_| true) {
-        write_found(&shrunk, out)?;
-        if !args.json {
-            say(&console::shrunk_text(&shrunk, out.is_some()))?;
-            // Written, the file is not shown: say here which assumption each fault broke.
-            if let (Shrunk::Found { counterexample, .. }, Some(_)) = (&shrunk, out) {
-                say(&counterexample
-                    .assumptions
-                    .lines()
-                    .iter()
-                    .map(|l| format!("  {l}\n"))
-                    .collect::<String>())?;
+    let mut written = Ok(());
+    let distinct =
+        exploration::shrink_distinct(&template, &config.profile, &summary, &locks, budget, out, &|_| true, {
+            &mut |shrunk: &Shrunk| {
+                written = written.clone().and(write_found(shrunk, out)).and(match args.json {
+                    true => Ok(()),
+                    false => say(&console::shrunk_lines(shrunk, out.is_some())),
+                });
             }
-        }
-        all.push(shrunk);
-    }
-    if args.json {
-        say(&console::explore_json(&summary, &all, out.is_some()))?;
-    }
+        });
+    written?;
+    let all: Vec<Shrunk> = distinct.shrunk().cloned().collect();
+    say(&match args.json {
+        true => console::explore_json_with(&summary, &all, out.is_some(), distinct.json()),
+        false => distinct.render(out),
+    })?;
     Ok(Outcome::held_if(summary.passed()))
 }
 

@@ -46,6 +46,9 @@ impl Locks {
     }
 }
 
+/// How many distinct bugs `lockstep explore` shrinks by default (`--shrink`).
+pub const DEFAULT_SHRINKS: usize = 4;
+
 /// `lockstep explore`'s options for the locks it compares, the per-seed stream, and shrinking.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct OracleArgs {
@@ -59,8 +62,10 @@ pub struct OracleArgs {
     /// Write one JSON line per seed to this file as the seeds finish (docs/explore-jsonl.md).
     #[arg(long, value_name = "FILE")]
     pub jsonl: Option<PathBuf>,
-    /// Shrink this many of the first failing seeds.
-    #[arg(long, default_value_t = 1)]
+    /// Shrink one seed of each distinct bug, at most this many (0: none). Failing seeds are
+    /// grouped by the checker nearest the cause, the fault kinds and the lock operations
+    /// involved; groups past this budget are listed unshrunk.
+    #[arg(long, default_value_t = DEFAULT_SHRINKS)]
     pub shrink: usize,
     /// Scenario runs a shrink may spend.
     #[arg(long, default_value_t = 300)]
@@ -670,19 +675,9 @@ fn shrinkable<'a>(summary: &'a ExploreSummary, locks: &Locks) -> (&'a [FailingSe
     }
 }
 
-/// The checker an implementation-bug seed is shrunk for, among the promised checkers it
-/// violated: the one nearest the cause — `ownership` (a command on another grant's key), then
-/// `lease-validity` (a holder told of validity its masters do not hold), then the checkers of
-/// what follows from those (two holders, the resource's writes) in the checkers' order.
+/// The checker an implementation-bug seed is shrunk for ([`crate::explore::groups::cause_first`]).
 fn cause_first(checkers: &[String], wanted: &dyn Fn(&str) -> bool) -> Option<String> {
-    let rank = |c: &String| match c.as_str() {
-        "ownership" => 0,
-        "lease-validity" => 1,
-        _ => 2,
-    };
-    let mut ordered: Vec<&String> = checkers.iter().filter(|c| wanted(c)).collect();
-    ordered.sort_by_key(|c| rank(c)); // stable: the checkers' own order among the rest
-    ordered.first().map(|c| c.to_string())
+    crate::explore::groups::cause_first(checkers, wanted)
 }
 
 /// Under the assumption-bounded profile without a reference, when seeds violated a checker but
@@ -714,56 +709,245 @@ pub fn no_bug_to_shrink(summary: &ExploreSummary, locks: &Locks) -> Option<Strin
     ))
 }
 
-/// Shrinks the first `count` seeds of [`shrinkable`] (`(count, runs, deadline)`), one by one as
-/// the iterator is advanced (each on its first checker `wanted` — for an implementation-bug seed,
-/// a checker its lock promised — spending at most `runs` scenario runs, and no run started after
-/// `deadline`: `--time-limit` covers shrinking too), with the exploration's `locks` — with a
-/// reference, shrunk while only the subject fails; each counterexample's file is named in `out`
-/// (without `out`, a bare file name: the caller prints it, not writes it).
+/// Shrinks one seed of each distinct bug ([`shrink_distinct`], at most `count` shrinks) and
+/// yields the results in the order they were shrunk (see [`shrink_distinct`] for `runs`,
+/// `deadline`, `out` and `wanted`). Before issue 50, `count` was the number of first failing
+/// seeds shrunk, which could all show one bug; it is now the number of distinct groups.
 pub fn shrink_failures<'a>(
     template: &'a Scenario,
     profile: &'a FaultProfile,
     summary: &'a ExploreSummary,
     locks: &'a Locks,
-    (count, runs, deadline): (usize, usize, Option<std::time::Instant>),
+    budget: (usize, usize, Option<std::time::Instant>),
     out: Option<&'a Path>,
     wanted: &'a dyn Fn(&str) -> bool,
 ) -> impl Iterator<Item = Shrunk> + 'a {
-    let (seeds, bugs) = shrinkable(summary, locks);
-    seeds
-        .iter()
-        .filter(|failing| failing.checkers.iter().any(|c| wanted(c)))
-        .take(count)
-        .filter_map(move |failing| {
-            let checker = &match bugs {
-                true => cause_first(&failing.checkers, wanted)?,
-                false => failing.checkers.iter().find(|c| wanted(c))?.clone(),
+    let distinct = shrink_distinct(template, profile, summary, locks, budget, out, wanted, &mut |_| {});
+    distinct
+        .groups
+        .into_iter()
+        .filter_map(|g| g.shrunk.map(|(_, shrunk)| shrunk))
+}
+
+/// The distinct bugs of an exploration after shrinking: its groups ([`crate::explore::groups`]),
+/// each with its shrink's result when it was shrunk; `bugs` says whether they are
+/// implementation-bug groups or violating-seed groups (no seed was an implementation bug).
+#[derive(Debug)]
+pub struct DistinctBugs {
+    /// The groups, in the order they were found.
+    pub groups: Vec<crate::explore::groups::DistinctGroup<Shrunk>>,
+    /// Whether the groups are implementation bugs.
+    pub bugs: bool,
+}
+
+impl DistinctBugs {
+    /// The console's block: one line per group shrunk (its class, seeds, first seed,
+    /// counterexample), then the classes left unshrunk by the `--shrink` budget; empty with no
+    /// group.
+    pub fn render(&self, out: Option<&Path>) -> String {
+        let (shrunk, unshrunk): (Vec<_>, Vec<_>) = self.groups.iter().partition(|g| g.shrunk.is_some());
+        if self.groups.is_empty() {
+            return String::new();
+        }
+        let what = match self.bugs {
+            true => "distinct implementation bugs",
+            false => "distinct violations (no seed is an implementation bug)",
+        };
+        let mut text = format!(
+            "{what}: {} (by the checker nearest the cause, the fault kinds its shrunk plan needs, the lock operations \
+             involved)\n",
+            shrunk.len()
+        );
+        let seeds = |n: u64| format!("{n} seed{}", if n == 1 { "" } else { "s" });
+        for (i, group) in shrunk.iter().enumerate() {
+            let found = match &group.shrunk {
+                Some((_, Shrunk::Found { file, .. })) if out.is_some() => format!("counterexample {}", file.display()),
+                Some((_, Shrunk::Found { counterexample, .. })) => {
+                    format!("counterexample {}.toml (printed above)", counterexample.scenario.name)
+                }
+                Some((seed, Shrunk::NotReproduced { .. })) => format!("seed {seed} did not fail again on its own"),
+                Some((seed, Shrunk::OutOfTime { .. })) => format!("seed {seed} not shrunk: the time limit ran out"),
+                None => String::new(),
             };
-            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-                return Some(Shrunk::OutOfTime {
-                    seed: failing.seed,
-                    checker: checker.clone(),
-                });
+            text.push_str(&format!(
+                "  [{}] {} — {}, first seed {}; {found}\n",
+                i + 1,
+                group.class.describe(),
+                seeds(group.seeds),
+                group.first_seed
+            ));
+        }
+        if !unshrunk.is_empty() {
+            let total: u64 = unshrunk.iter().map(|g| g.seeds).sum();
+            text.push_str(&format!(
+                "  not shrunk (the --shrink budget ran out; each may be one of the above by another plan): {} more \
+                 class{} of {}:\n",
+                unshrunk.len(),
+                if unshrunk.len() == 1 { "" } else { "es" },
+                seeds(total)
+            ));
+            for group in unshrunk {
+                text.push_str(&format!(
+                    "      {} (as drawn) — {}, first seed {}\n",
+                    group.class.describe(),
+                    seeds(group.seeds),
+                    group.first_seed
+                ));
             }
-            let found = match &failing.case {
-                // A guided seed's case is recorded: its seed alone does not regenerate it.
-                Some(case) => {
-                    shrink::shrink_case(template, case, (failing.seed, checker), locks.refs(), runs, deadline)
-                }
-                None => shrink::shrink_with(template, profile, (failing.seed, checker), locks.refs(), runs, deadline),
-            };
-            // A bug seed recorded without the faults it did not need: the counterexample still
-            // says what the plan as drawn had, and which faults were dropped.
-            let found = found.map(|mut cx| {
-                if !failing.drawn.is_empty() {
-                    let (scenario, case) = (cx.scenario.clone(), cx.case.clone());
-                    cx.assumptions.note_drawn(&scenario, &failing.drawn, &case);
-                    cx.faults_before = failing.drawn.len();
-                }
-                cx
-            });
-            Some(found_or_not(found, failing.seed, checker, out))
-        })
+        }
+        text
+    }
+
+    /// `lockstep explore --json`'s `distinct` entry: per group its class, seeds, first seed
+    /// and the index of its counterexample in `counterexamples` (null: not shrunk).
+    pub fn json(&self) -> serde_json::Value {
+        let mut index = 0usize;
+        let groups: Vec<serde_json::Value> = self
+            .groups
+            .iter()
+            .map(|g| {
+                let counterexample = g.shrunk.as_ref().map(|_| {
+                    index += 1;
+                    index - 1
+                });
+                serde_json::json!({
+                    "shrunk": g.shrunk.is_some(),
+                    "checker": g.class.checker,
+                    "fault_kinds": g.class.fault_kinds,
+                    "ops": g.class.ops,
+                    "seeds": g.seeds,
+                    "first_seed": g.first_seed,
+                    "counterexample": counterexample,
+                })
+            })
+            .collect();
+        serde_json::json!({ "implementation_bugs": self.bugs, "groups": groups })
+    }
+
+    /// The shrinks' results, in order (the `counterexamples` of `--json`).
+    pub fn shrunk(&self) -> impl Iterator<Item = &Shrunk> {
+        self.groups.iter().filter_map(|g| g.shrunk.as_ref().map(|(_, s)| s))
+    }
+}
+
+/// Shrinks one seed of each distinct bug of `summary` (`(count, runs, deadline)`: at most
+/// `count` shrinks, each spending at most `runs` scenario runs, none started after `deadline`:
+/// `--time-limit` covers shrinking too), with the exploration's `locks` — with a reference,
+/// shrunk while only the subject fails; `on_shrunk` sees each result as it comes. The groups
+/// are the implementation-bug classes when some seed is one ([`shrinkable`]'s choice), else the
+/// violating seeds' classes (none under the assumption-bounded profile without a reference);
+/// a class whose plan holds the fault kinds of a group already shrunk with its checker and
+/// operations joins it unshrunk ([`crate::explore::groups::Distinct::build`]). Each shrink is for
+/// the class's checker when `wanted` accepts it, else its first wanted checker; a class with no
+/// wanted checker is left out. Each counterexample's file is named in `out` (without `out`, a
+/// bare file name: the caller prints it, not writes it). A summary without groups (an older
+/// build's) is shrunk seed by seed, its first `count` seeds.
+#[allow(clippy::too_many_arguments)]
+pub fn shrink_distinct(
+    template: &Scenario,
+    profile: &FaultProfile,
+    summary: &ExploreSummary,
+    locks: &Locks,
+    (count, runs, deadline): (usize, usize, Option<std::time::Instant>),
+    out: Option<&Path>,
+    wanted: &dyn Fn(&str) -> bool,
+    on_shrunk: &mut dyn FnMut(&Shrunk),
+) -> DistinctBugs {
+    let (seeds, bugs) = shrinkable(summary, locks);
+    let groups = match bugs {
+        true => &summary.bug_groups,
+        false if summary.assumptions.is_some() && locks.reference.is_none() => &Default::default(),
+        false => &summary.violation_groups,
+    };
+    // Only the classes whose seed violates a wanted checker; an older summary has no classes.
+    let mut kept = crate::explore::groups::Groups::default();
+    for class in groups
+        .classes
+        .iter()
+        .filter(|c| c.first.checkers.iter().any(|k| wanted(k)))
+    {
+        kept.classes.push(class.clone());
+    }
+    if groups.is_empty() && !seeds.is_empty() {
+        kept = seed_by_seed(seeds, count, wanted);
+    }
+    let mut shrink_one = |class: &crate::explore::groups::ClassSeeds| {
+        let failing = &class.first;
+        let checker = match wanted(&class.class.checker) {
+            true => class.class.checker.clone(),
+            false => cause_first(&failing.checkers, wanted).unwrap_or_default(),
+        };
+        let shrunk = shrink_seed(template, profile, failing, (&checker, locks), (runs, deadline), out);
+        on_shrunk(&shrunk);
+        let kinds = match &shrunk {
+            Shrunk::Found { counterexample, .. } => Some(crate::explore::groups::kinds_of(&counterexample.case.faults)),
+            _ => None,
+        };
+        (shrunk, kinds)
+    };
+    // Without a bug, the violations of the template's own story first: what the scenario shows.
+    let prefer = match bugs {
+        true => Vec::new(),
+        false => crate::explore::groups::story_kinds(template),
+    };
+    let distinct = crate::explore::groups::Distinct::build(&kept, (count, &prefer), &mut shrink_one);
+    DistinctBugs {
+        groups: distinct.groups,
+        bugs,
+    }
+}
+
+/// The first `count` seeds of an older summary's list as classes of their own (each its own
+/// group: an older build recorded no cause).
+fn seed_by_seed(seeds: &[FailingSeed], count: usize, wanted: &dyn Fn(&str) -> bool) -> crate::explore::groups::Groups {
+    let mut groups = crate::explore::groups::Groups::default();
+    for failing in seeds
+        .iter()
+        .filter(|f| f.checkers.iter().any(|c| wanted(c)))
+        .take(count)
+    {
+        let class = crate::explore::groups::BugClass {
+            checker: cause_first(&failing.checkers, wanted).unwrap_or_default(),
+            ops: Vec::new(),
+            fault_kinds: vec![format!("seed {}", failing.seed)],
+        };
+        groups.add(class, failing.clone());
+    }
+    groups
+}
+
+/// Shrinks one failing seed for `checker`: from its recorded case when it has one (a guided
+/// seed's case, or a bug seed's plan without the faults it did not need), else from the seed.
+fn shrink_seed(
+    template: &Scenario,
+    profile: &FaultProfile,
+    failing: &FailingSeed,
+    (checker, locks): (&str, &Locks),
+    (runs, deadline): (usize, Option<std::time::Instant>),
+    out: Option<&Path>,
+) -> Shrunk {
+    if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+        return Shrunk::OutOfTime {
+            seed: failing.seed,
+            checker: checker.to_string(),
+        };
+    }
+    let found = match &failing.case {
+        // A guided seed's case is recorded: its seed alone does not regenerate it.
+        Some(case) => shrink::shrink_case(template, case, (failing.seed, checker), locks.refs(), runs, deadline),
+        None => shrink::shrink_with(template, profile, (failing.seed, checker), locks.refs(), runs, deadline),
+    };
+    // A bug seed recorded without the faults it did not need: the counterexample still says
+    // what the plan as drawn had, and which faults were dropped.
+    let found = found.map(|mut cx| {
+        if !failing.drawn.is_empty() {
+            let (scenario, case) = (cx.scenario.clone(), cx.case.clone());
+            cx.assumptions.note_drawn(&scenario, &failing.drawn, &case);
+            cx.faults_before = failing.drawn.len();
+        }
+        cx
+    });
+    found_or_not(found, failing.seed, checker, out)
 }
 
 /// A shrink's result as a [`Shrunk`], its file named in `out`.
@@ -814,6 +998,19 @@ impl FaultFree {
                 self.checkers.join(", ")
             ),
         }
+    }
+
+    /// The line `lockstep explore` prints after the summary when the lock (not the workload)
+    /// fails without any fault: the exploration ran as usual, and that failure is one of its
+    /// implementation bugs (shrunk to no fault, "the workload alone violates …").
+    pub fn note(&self) -> String {
+        format!(
+            "  without any fault: seed {} violates {} — {} fails on its own (an implementation bug that needs no fault; \
+             its seeds are among the distinct bugs below, shrunk to no fault)\n",
+            self.seed,
+            self.checkers.join(", "),
+            self.lock
+        )
     }
 
     /// What `lockstep explore` prints before the fault-free counterexample.

@@ -31,6 +31,7 @@ pub mod assumptions;
 pub mod coverage;
 pub mod exhaustive;
 pub mod generate;
+pub mod groups;
 pub mod guided;
 pub mod kinds;
 mod pipeline;

@@ -11,7 +11,7 @@
 
 use super::generate::{self, case_tree, ExploreCase};
 use super::subject::PreparedLock;
-use super::{assumptions, case_scenario, coverage, record, summary, ExploreSummary, LockNames};
+use super::{assumptions, case_scenario, coverage, groups, record, summary, ExploreSummary, LockNames};
 use crate::checker::Verdict;
 use crate::scenario::Scenario;
 use lockstep_sim::Seed;
@@ -58,6 +58,9 @@ pub(super) enum SeedOutcome {
         /// When the violation is an implementation bug only once the faults it does not need
         /// are dropped ([`reduce_to_bug`]): that smaller case (shrinking starts from it).
         bug_case: Option<ExploreCase>,
+        /// Per checker that answered invalid: the operations and commands of its witness
+        /// ([`groups::witness_ops`]), what the seed's class is made of.
+        witness_ops: Vec<(String, Vec<String>)>,
     },
     Error {
         seed: u64,
@@ -144,6 +147,12 @@ fn judge_case_as(
     let ops = crate::history::OpHistory::new(&run.history);
     let signature = coverage::signature(&ops);
     let verdicts: Vec<(String, Verdict)> = run.results.iter().map(|r| (r.checker.clone(), r.verdict)).collect();
+    let witness_ops = run
+        .results
+        .iter()
+        .filter(|r| r.verdict == Verdict::Invalid)
+        .map(|r| (r.checker.clone(), groups::witness_ops(r, run.history.events())))
+        .collect();
     let assumptions = assumptions::Assumptions::of(&scenario);
     let mut classified = classify(&assumptions, &case, &verdicts);
     let mut bug_case = None;
@@ -170,6 +179,7 @@ fn judge_case_as(
         bounded: None,
         classified,
         bug_case,
+        witness_ops,
     };
     (outcome, Some(signature))
 }
@@ -273,9 +283,22 @@ pub(super) fn aggregate(summary: &mut ExploreSummary, outcome: SeedOutcome, keep
             bounded,
             classified,
             bug_case,
+            witness_ops,
             ..
         } => {
             summary.add_verdicts(seed, &verdicts, &fault_kinds, faults);
+            let theirs = reference
+                .as_ref()
+                .and_then(|r| r.as_ref().ok())
+                .map(|(v, _)| v.as_slice());
+            let found = bounded.as_ref().or(classified.as_ref());
+            add_to_groups(
+                summary,
+                (seed, &verdicts, theirs),
+                found,
+                (&case, bug_case.as_ref()),
+                &witness_ops,
+            );
             let counted = [
                 (summary.assumptions.as_mut(), &bounded),
                 (summary.classified.as_mut(), &classified),
@@ -290,10 +313,6 @@ pub(super) fn aggregate(summary: &mut ExploreSummary, outcome: SeedOutcome, keep
                 }
             }
             if let Some(differential) = &mut summary.differential {
-                let theirs = reference
-                    .as_ref()
-                    .and_then(|r| r.as_ref().ok())
-                    .map(|(v, _)| v.as_slice());
                 differential.add(seed, &verdicts, theirs, &fault_kinds, faults);
                 // The subject's own bugs where the reference keeps the promised checker: what
                 // `--against` shrinks first.
@@ -324,6 +343,55 @@ pub(super) fn aggregate(summary: &mut ExploreSummary, outcome: SeedOutcome, keep
             }
         }
         SeedOutcome::Error { seed, message, .. } => summary.add_error(seed, message),
+    }
+}
+
+/// Counts one judged seed into the summary's groups ([`groups`]): as an implementation bug when
+/// `found` says it is one (with a reference, only for the checkers the reference keeps), and as
+/// a violating seed when a checker answered invalid (with a reference, only for the checkers
+/// where the subject alone fails). Its class: the checker nearest the cause, that checker's
+/// witness operations, the fault kinds of the case that shows it.
+fn add_to_groups(
+    summary: &mut ExploreSummary,
+    (seed, verdicts, theirs): (u64, &[(String, Verdict)], Option<&[(String, Verdict)]>),
+    found: Option<&(Vec<String>, Vec<String>)>,
+    (case, bug_case): (&ExploreCase, Option<&ExploreCase>),
+    witness_ops: &[(String, Vec<String>)],
+) {
+    let with_reference = summary.differential.is_some();
+    // A checker counts against a reference only where the reference was judged and held.
+    let kept = |checker: &str| {
+        !with_reference || theirs.is_some_and(|r| r.iter().any(|(c, v)| c == checker && *v == Verdict::Valid))
+    };
+    let class_of = |checkers: &[String], case: &ExploreCase| {
+        let checker = groups::cause_first(checkers, &|_| true)?;
+        let ops = witness_ops
+            .iter()
+            .find(|(c, _)| *c == checker)
+            .map(|(_, ops)| ops.clone())
+            .unwrap_or_default();
+        Some(groups::BugClass {
+            checker,
+            ops,
+            fault_kinds: groups::kinds_of(&case.faults),
+        })
+    };
+    if let Some((_, bugs)) = found {
+        let bugs: Vec<String> = bugs.iter().filter(|c| kept(c)).cloned().collect();
+        let shown = bug_case.unwrap_or(case);
+        if let Some(class) = class_of(&bugs, shown) {
+            summary.bug_groups.add(class, bug_seed(seed, &bugs, case, bug_case));
+        }
+    }
+    let invalid: Vec<String> = verdicts
+        .iter()
+        .filter(|(c, v)| *v == Verdict::Invalid && kept(c))
+        .map(|(c, _)| c.clone())
+        .collect();
+    if let Some(class) = class_of(&invalid, case) {
+        let mut failing = bug_seed(seed, &invalid, case, None);
+        failing.drawn.clear();
+        summary.violation_groups.add(class, failing);
     }
 }
 

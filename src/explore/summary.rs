@@ -164,6 +164,16 @@ pub struct ExploreSummary {
     /// `None` in summaries of older builds. Not part of [`Self::outcome`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator_version: Option<u32>,
+    /// The implementation-bug seeds (as [`Self::first_bug`] counts them: with a reference, the
+    /// checkers it keeps) per class of cause ([`super::groups`]): what `explore` shrinks one of
+    /// each. Empty in summaries of older builds.
+    #[serde(default, skip_serializing_if = "super::groups::Groups::is_empty")]
+    pub bug_groups: super::groups::Groups,
+    /// Every violating seed (with a reference, where only the subject fails) per class of
+    /// cause: what `explore` shrinks one of each when no seed is an implementation bug, so that a
+    /// violation of one fault class does not hide the others.
+    #[serde(default, skip_serializing_if = "super::groups::Groups::is_empty")]
+    pub violation_groups: super::groups::Groups,
 }
 
 /// An exploration under the assumption-bounded profile: every plan was brought inside the
@@ -269,7 +279,7 @@ impl Bounded {
                 "    first implementation-bug seeds: {}{}\n",
                 self.first_bugs_text(),
                 if shrunk {
-                    " (the first is shrunk, for the checker the lock promises; the others are listed)"
+                    " (one seed of each distinct bug is shrunk, for the checker the lock promises)"
                 } else {
                     ""
                 }
@@ -681,6 +691,8 @@ impl ExploreSummary {
             (None, Some(theirs)) => self.assumptions = Some(theirs.clone()),
             _ => {}
         }
+        self.bug_groups.merge(&other.bug_groups);
+        self.violation_groups.merge(&other.violation_groups);
         match (&mut self.classified, &other.classified) {
             (Some(mine), Some(theirs)) => mine.merge(theirs),
             (None, Some(theirs)) => self.classified = Some(theirs.clone()),

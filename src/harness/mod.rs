@@ -806,6 +806,7 @@ fn classified_bug_seeds(summary: &ExploreSummary) -> ExploreSummary {
         Some(classified) => kept.first_failing = classified.first_bugs.clone(),
         None => {
             kept.first_failing.clear();
+            kept.violation_groups = Default::default();
             if let Some(c) = kept.classified.as_mut() {
                 c.first_bugs.clear();
             }
@@ -823,9 +824,19 @@ fn classified_failure(summary: &ExploreSummary) -> Option<String> {
         .take(5)
         .map(|f| format!("{} [{}]", f.seed, f.checkers.join(",")))
         .collect();
+    let classes: Vec<String> = summary
+        .bug_groups
+        .in_order(&[])
+        .iter()
+        .map(|c| format!("{} ({} seeds, first {})", c.class.describe(), c.seeds, c.first.seed))
+        .collect();
+    let classes = match classes.is_empty() {
+        true => String::new(),
+        false => format!("; {} classes of cause: {}", classes.len(), classes.join("; ")),
+    };
     Some(format!(
         "{} of {} seeds violate a checker while their plan broke none of the assumptions it needs (an \
-         implementation bug; {} more violating seeds are the lease's limit, not failed); first: {}",
+         implementation bug; {} more violating seeds are the lease's limit, not failed); first: {}{classes}",
         classified.seeds_bug,
         summary.seeds_run,
         classified.seeds_violating_outside,

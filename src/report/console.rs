@@ -224,6 +224,18 @@ pub fn shrunk_text(shrunk: &Shrunk, written: bool) -> String {
     }
 }
 
+/// What `lockstep explore` prints for one shrink: [`shrunk_text`], and when the counterexample
+/// was written (its file not shown), which assumption each of its faults broke.
+pub fn shrunk_lines(shrunk: &Shrunk, written: bool) -> String {
+    let mut out = shrunk_text(shrunk, written);
+    if let (Shrunk::Found { counterexample, .. }, true) = (shrunk, written) {
+        for line in counterexample.assumptions.lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    out
+}
+
 /// [`run_text`] of a run, or [`run_error_text`] of a scenario that could not run.
 fn run_result_text(path: &Path, scenario: &Scenario, run: &Result<ScenarioRun, String>, quiet: bool) -> String {
     match run {
@@ -445,11 +457,23 @@ impl RunOutput {
 /// What `lockstep explore --json` prints: `{"format": "lockstep-explore", "ok", "summary",
 /// "counterexamples": [{seed, checker, file, digest, toml} | {seed, checker, reproduced: false}]}`.
 pub fn explore_json(summary: &crate::explore::ExploreSummary, shrunk: &[Shrunk], written: bool) -> String {
+    explore_json_with(summary, shrunk, written, serde_json::Value::Null)
+}
+
+/// [`explore_json`] with the exploration's distinct bugs (`distinct`:
+/// `crate::app::exploration::DistinctBugs::json`, whose groups index `counterexamples`).
+pub fn explore_json_with(
+    summary: &crate::explore::ExploreSummary,
+    shrunk: &[Shrunk],
+    written: bool,
+    distinct: serde_json::Value,
+) -> String {
     let counterexamples: Vec<serde_json::Value> = shrunk.iter().map(|s| s.json(written)).collect();
     let doc = serde_json::json!({
         "format": "lockstep-explore",
         "ok": summary.passed(),
         "summary": summary,
+        "distinct": distinct,
         "counterexamples": counterexamples,
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"

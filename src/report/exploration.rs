@@ -144,8 +144,8 @@ impl ExploreSummary {
                 line(
                     &mut out,
                     format!(
-                        "    first implementation-bug seeds where only {} fails: {} (the first is shrunk, for the \
-                         checker {} promises; the others are listed)",
+                        "    first implementation-bug seeds where only {} fails: {} (one seed of each distinct bug is \
+                         shrunk, for the checker {} promises)",
                         self.algorithm,
                         seeds.join("; "),
                         self.algorithm
@@ -171,6 +171,7 @@ impl ExploreSummary {
                 },
             );
         }
+        out.push_str(&self.render_bug_classes());
         line(
             &mut out,
             format!(
@@ -210,6 +211,51 @@ impl ExploreSummary {
                 self.throughput.jobs
             ),
         );
+        out
+    }
+}
+
+/// How many implementation-bug classes the console lists.
+const CLASSES_SHOWN: usize = 8;
+
+impl ExploreSummary {
+    /// The lines of the implementation-bug seeds' classes ([`ExploreSummary::bug_groups`]):
+    /// how many, and the first ones (checker, fault kinds as drawn, operations, seeds, first
+    /// seed); empty without a bug seed.
+    pub fn render_bug_classes(&self) -> String {
+        let groups = &self.bug_groups;
+        if groups.is_empty() {
+            return String::new();
+        }
+        let ordered = groups.in_order(&[]);
+        let mut out = format!(
+            "  implementation-bug classes: {} (checker · fault kinds as drawn · operations; `explore` shrinks one of \
+             each and merges those that need the same faults)\n",
+            ordered.len()
+        );
+        for class in ordered.iter().take(CLASSES_SHOWN) {
+            out.push_str(&format!(
+                "    {} — {} seed{}, first seed {}\n",
+                class.class.describe(),
+                class.seeds,
+                if class.seeds == 1 { "" } else { "s" },
+                class.first.seed
+            ));
+        }
+        let more = ordered.len().saturating_sub(CLASSES_SHOWN);
+        if more > 0 || groups.seeds_unclassed > 0 {
+            out.push_str(&format!(
+                "    … {more} more class{}{}\n",
+                if more == 1 { "" } else { "es" },
+                match groups.seeds_unclassed {
+                    0 => String::new(),
+                    n => format!(
+                        ", and {n} seeds past the {} classes kept",
+                        crate::explore::groups::MAX_CLASSES
+                    ),
+                }
+            ));
+        }
         out
     }
 }

@@ -273,6 +273,17 @@ pub fn summary(report: &Report) -> String {
                 format!(" — replay of the first failing seed: {}", inline_code(&r))
             });
             let _ = writeln!(out, "- {}: {}{replay}", inline_code(&e.name), cell(&explanation));
+            // Every class of implementation-bug seeds, not only the first bug's.
+            for class in e.summary.bug_groups.in_order(&[]) {
+                let _ = writeln!(
+                    out,
+                    "  - implementation-bug class {} — {} seed{}, first seed {}",
+                    cell(&class.class.describe()),
+                    class.seeds,
+                    if class.seeds == 1 { "" } else { "s" },
+                    class.first.seed
+                );
+            }
         }
         let _ = writeln!(out);
     }

@@ -3,8 +3,10 @@
 //! - The workload shapes guided placement draws stay inside the lock's contract: a fault-free
 //!   run of any of them is safe for every correct built-in lock, so the default exploration's
 //!   counterexamples carry a fault (`--overrun-shapes` brings back shapes that outlive the lease).
-//! - A template that fails without any fault is reported as such before exploring (exit 1, the
-//!   fault-free counterexample written with `--out`), not explored and shrunk to zero faults.
+//! - A template whose workload outlives the lease fails without any fault: it is reported as
+//!   such before exploring (exit 1, the fault-free counterexample written with `--out`), not
+//!   explored and shrunk to zero faults. A lock that fails on its own is explored, and that bug
+//!   told among the others, shrunk to no fault.
 //! - `--bounded` shrinks implementation-bug seeds only, each for a checker the lock promised.
 //! - Every counterexample says which assumption each of its faults broke.
 
@@ -207,6 +209,51 @@ fn a_template_that_fails_without_faults_is_reported_before_exploring() {
     assert!(doc["summary"].is_null());
     assert!(doc["fault_free"]["workload_outlives_lease"].is_string(), "{out}");
     assert_eq!(doc["counterexamples"][0]["faults"], 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A script lock whose acquisition forgets `NX`: every client is granted at once, with no fault.
+const NO_NX: &str = r#"
+name = "no-nx"
+description = "SET without NX: two holders without any fault"
+duration_ms = 8000
+
+[topology]
+masters = 1
+clients = 2
+
+[lock]
+algorithm = "script"
+ttl_ms = 2000
+
+[lock.acquire]
+command = ["SET", "{key}", "{value}", "PX", "{ttl_ms}"]
+success = "ok"
+
+[workload]
+until_ms = 7000
+work_ms = 500
+"#;
+
+/// Issue 50, item 10: a lock that fails on its own (not a workload that outlives its lease) is
+/// told one way whatever the seed: the exploration runs, says the lock fails without any fault,
+/// and reports that bug among its distinct bugs, shrunk to no fault ("the workload alone").
+#[test]
+fn a_lock_failing_without_faults_is_explored_and_told_as_a_bug_that_needs_no_fault() {
+    let dir = temp_dir("no-nx");
+    let file = dir.join("no-nx.toml");
+    std::fs::write(&file, NO_NX).unwrap();
+    let (code, out, err) = lockstep(&["explore", file.to_str().unwrap(), "--seeds", "20", "--jobs", "2"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("seeds run: 20"), "explored: {out}");
+    assert!(out.contains("without any fault: seed 0 violates"), "{out}");
+    assert!(!out.contains("fix that before exploring"), "{out}");
+    let distinct = out
+        .split("distinct implementation bugs:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(distinct.contains("· faults: none ·"), "{distinct}");
+    assert!(out.contains("no fault: the workload alone violates"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

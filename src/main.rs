@@ -103,13 +103,9 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
     let deadline = config.time_limit.and_then(|t| started.checked_add(t));
     // The template without faults first: a failure there is the template's verdict (a workload
     // that outlives the lease), not something to explore and shrink.
-    let fault_free = exploration::fault_free_check(&template, &config, &locks);
-    // A lock failing on its own is explored like any other bug (issue 50: one way to tell it).
-    let note = fault_free
-        .as_ref()
-        .filter(|f| f.overrun.is_none() && !args.json)
-        .map(|f| f.note());
-    if let Some(failure) = fault_free.filter(|f| f.overrun.is_some()) {
+    // A lock failing on its own is explored like any other bug, with a note (issue 50).
+    let (stop, note) = exploration::fault_free_split(exploration::fault_free_check(&template, &config, &locks));
+    if let Some(failure) = stop {
         let runs = (args.oracle.shrink_runs, deadline);
         let shrunk = exploration::fault_free_counterexample(&template, &failure, &locks, runs, out);
         write_found(&shrunk, out)?;
@@ -122,7 +118,7 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
     let mut summary = exploration::run_oracle(&template, &config, &args.oracle, &locks)?;
     lockstep::app::identity::stamp_run(&mut summary, &template, &config, &locks);
     if !args.json {
-        say(&(summary.render() + &note.unwrap_or_default()))?;
+        say(&(summary.render() + &note))?;
     }
     if let Some(path) = &args.summary {
         write_json(path, &summary).map_err(AppError::Io)?;

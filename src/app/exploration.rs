@@ -1058,6 +1058,18 @@ pub fn fault_free_check(template: &Scenario, config: &ExploreConfig, locks: &Loc
     })
 }
 
+/// Splits [`fault_free_check`]'s finding: a workload that outlives the lease stops the
+/// exploration (the template's verdict, returned first); a lock that fails on its own does not —
+/// it is one of the bugs the exploration reports — and gives the note printed after the summary
+/// ([`FaultFree::note`], second; empty without one).
+pub fn fault_free_split(found: Option<FaultFree>) -> (Option<FaultFree>, String) {
+    match found {
+        Some(f) if f.overrun.is_some() => (Some(f), String::new()),
+        Some(f) => (None, f.note()),
+        None => (None, String::new()),
+    }
+}
+
 /// One seed of [`fault_free_check`].
 fn fault_free_seed(
     template: &Scenario,

@@ -19,7 +19,7 @@
 //! hide the others). Left out: grouping by the shape of the workload, and telling apart two
 //! defects that show with the same checker, operations and fault kinds.
 
-use super::summary::FailingSeed;
+use super::failing::FailingSeed;
 use crate::checker::CheckResult;
 use lockstep_sim::EventKind;
 use serde::{Deserialize, Serialize};

@@ -30,6 +30,7 @@ pub mod anchors;
 pub mod assumptions;
 pub mod coverage;
 pub mod exhaustive;
+mod failing;
 pub mod generate;
 pub mod groups;
 pub mod guided;

@@ -292,13 +292,8 @@ pub(super) fn aggregate(summary: &mut ExploreSummary, outcome: SeedOutcome, keep
                 .and_then(|r| r.as_ref().ok())
                 .map(|(v, _)| v.as_slice());
             let found = bounded.as_ref().or(classified.as_ref());
-            add_to_groups(
-                summary,
-                (seed, &verdicts, theirs),
-                found,
-                (&case, bug_case.as_ref()),
-                &witness_ops,
-            );
+            let cases = (&case, bug_case.as_ref(), keep_case);
+            add_to_groups(summary, (seed, &verdicts, theirs), found, cases, &witness_ops);
             let counted = [
                 (summary.assumptions.as_mut(), &bounded),
                 (summary.classified.as_mut(), &classified),
@@ -349,13 +344,14 @@ pub(super) fn aggregate(summary: &mut ExploreSummary, outcome: SeedOutcome, keep
 /// Counts one judged seed into the summary's groups ([`groups`]): as an implementation bug when
 /// `found` says it is one (with a reference, only for the checkers the reference keeps), and as
 /// a violating seed when a checker answered invalid (with a reference, only for the checkers
-/// where the subject alone fails). Its class: the checker nearest the cause, that checker's
-/// witness operations, the fault kinds of the case that shows it.
+/// where the subject alone fails). Its class: the checker nearest the cause (for a violation
+/// that is no bug, its first checker), that checker's witness operations, the fault kinds of
+/// the case that shows it. `keep_case`: a violating seed keeps its case (guided placement).
 fn add_to_groups(
     summary: &mut ExploreSummary,
     (seed, verdicts, theirs): (u64, &[(String, Verdict)], Option<&[(String, Verdict)]>),
     found: Option<&(Vec<String>, Vec<String>)>,
-    (case, bug_case): (&ExploreCase, Option<&ExploreCase>),
+    (case, bug_case, keep_case): (&ExploreCase, Option<&ExploreCase>, bool),
     witness_ops: &[(String, Vec<String>)],
 ) {
     let with_reference = summary.differential.is_some();
@@ -363,8 +359,13 @@ fn add_to_groups(
     let kept = |checker: &str| {
         !with_reference || theirs.is_some_and(|r| r.iter().any(|(c, v)| c == checker && *v == Verdict::Valid))
     };
-    let class_of = |checkers: &[String], case: &ExploreCase| {
-        let checker = groups::cause_first(checkers, &|_| true)?;
+    // An implementation bug is classed by the checker nearest its cause; any other violation by
+    // its first checker in report order (the lease's limit shows first as two holders).
+    let class_of = |checkers: &[String], case: &ExploreCase, bug: bool| {
+        let checker = match bug {
+            true => groups::cause_first(checkers, &|_| true)?,
+            false => checkers.first()?.clone(),
+        };
         let ops = witness_ops
             .iter()
             .find(|(c, _)| *c == checker)
@@ -379,7 +380,7 @@ fn add_to_groups(
     if let Some((_, bugs)) = found {
         let bugs: Vec<String> = bugs.iter().filter(|c| kept(c)).cloned().collect();
         let shown = bug_case.unwrap_or(case);
-        if let Some(class) = class_of(&bugs, shown) {
+        if let Some(class) = class_of(&bugs, shown, true) {
             summary.bug_groups.add(class, bug_seed(seed, &bugs, case, bug_case));
         }
     }
@@ -388,9 +389,13 @@ fn add_to_groups(
         .filter(|(c, v)| *v == Verdict::Invalid && kept(c))
         .map(|(c, _)| c.clone())
         .collect();
-    if let Some(class) = class_of(&invalid, case) {
+    if let Some(class) = class_of(&invalid, case, false) {
         let mut failing = bug_seed(seed, &invalid, case, None);
-        failing.drawn.clear();
+        // As `first_failing`: a seed of random placement regenerates its case (and shrinks with
+        // the generator's value tree); a guided seed's case is kept.
+        if !keep_case {
+            failing.case = None;
+        }
         summary.violation_groups.add(class, failing);
     }
 }

@@ -16,27 +16,7 @@ use std::collections::BTreeMap;
 /// How many failing seeds (the smallest, per checker) and errors a summary keeps.
 pub(crate) const KEEP_FIRST: usize = 10;
 
-/// A seed on which some checker found a violation.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct FailingSeed {
-    /// The seed.
-    pub seed: u64,
-    /// The checkers that answered invalid.
-    pub checkers: Vec<String>,
-    /// The fault kinds in its plan.
-    pub fault_kinds: Vec<String>,
-    /// How many faults its plan had.
-    pub faults: usize,
-    /// Its case, when the seed alone does not regenerate it (guided explorations: anchored
-    /// and mutated cases depend on the template's anchors and the corpus).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub case: Option<super::generate::ExploreCase>,
-    /// The faults of the plan as drawn, when `case` is that plan without the faults the
-    /// violation does not need (an implementation bug only without them): the counterexample
-    /// says which it dropped.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub drawn: Vec<super::generate::GenFault>,
-}
+pub use super::failing::FailingSeed;
 
 /// A seed that could not be judged: the world failed or user code panicked.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -216,7 +216,7 @@ impl ExploreSummary {
 }
 
 /// How many implementation-bug classes the console lists.
-const CLASSES_SHOWN: usize = 8;
+const CLASSES_SHOWN: usize = 5;
 
 impl ExploreSummary {
     /// The lines of the implementation-bug seeds' classes ([`ExploreSummary::bug_groups`]):

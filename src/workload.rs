@@ -309,6 +309,8 @@ async fn client_loop(node: Node, rec: Recorder, lock: Rc<dyn LockClient>, resour
         });
         critical_section(&node, &rec, &resource, &plan, &held, &signal).await;
         if let Some(keeper) = keeper {
+            // A renewal in flight now ends as `info` (its request may still land).
+            signal.stop_renewal();
             keeper.abort();
         }
         let sent = GrantRef::sent_with(grant, lock.value_sent(grant));

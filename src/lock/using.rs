@@ -22,6 +22,7 @@ use std::rc::Rc;
 pub struct AbortSignal {
     aborted: Rc<Cell<bool>>,
     renewed_until_ms: Rc<Cell<Option<i64>>>,
+    renewal_stopped: Rc<Cell<bool>>,
 }
 
 impl AbortSignal {
@@ -43,6 +44,19 @@ impl AbortSignal {
     /// Notes a renewal: the grant is now valid until this monotonic reading of the client, ms.
     pub fn renewed(&self, until_monotonic_ms: i64) {
         self.renewed_until_ms.set(Some(until_monotonic_ms));
+    }
+
+    /// Says that the holder is stopping the renewal (to release the lock): a renewal in flight
+    /// when its task is dropped is then recorded as ended with an unknown outcome (`info`) — its
+    /// request was sent and may still land — rather than left without a completion. Call it
+    /// before dropping (aborting) the [`keep_alive`] task.
+    pub fn stop_renewal(&self) {
+        self.renewal_stopped.set(true);
+    }
+
+    /// Whether [`Self::stop_renewal`] was called.
+    pub fn renewal_stopped(&self) -> bool {
+        self.renewal_stopped.get()
     }
 
     /// Until when (the client's monotonic clock, ms) the latest renewal made the grant valid;
@@ -169,7 +183,16 @@ async fn renew(
         }
         rec.invoke(names::EXTEND, data)
     });
+    // Dropped while the extension is in flight (the holder stopped the renewal to release):
+    // its request was sent and may still land, so it ends as `info`, not without a completion.
+    let in_flight = InFlight {
+        done: Cell::new(false),
+        recorder,
+        id,
+        signal,
+    };
     let result = lock.extend(&current, ttl_ms).await;
+    in_flight.done.set(true);
     if let (Some(rec), Some(id)) = (recorder, id) {
         match &result {
             Ok(renewed) => rec.complete(id, names::EXTEND, Phase::Ok, to_data(renewed)),
@@ -206,6 +229,32 @@ async fn renew(
     }
 }
 
+/// An extension in flight ([`renew`]): records it as ended with an unknown outcome when its
+/// task is dropped before the reply, once the holder stopped the renewal
+/// ([`AbortSignal::stop_renewal`]; a run that ends with a renewal in flight records nothing).
+struct InFlight<'a> {
+    done: Cell<bool>,
+    recorder: Option<&'a Recorder>,
+    id: Option<u64>,
+    signal: &'a AbortSignal,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.done.get() || !self.signal.renewal_stopped() {
+            return;
+        }
+        if let (Some(rec), Some(id)) = (self.recorder, self.id) {
+            rec.complete(
+                id,
+                names::EXTEND,
+                Phase::Info,
+                json!({ "error": "the holder stopped the renewal while it was in flight: its outcome is unknown" }),
+            );
+        }
+    }
+}
+
 /// Acquires `key` for `ttl_ms`, runs `routine(grant, signal)` while keeping the lock alive
 /// (by the lock's own policy, or by extending `threshold_ms` before expiry when it has none),
 /// then releases it. Returns the routine's output; the release's outcome is not waited on for
@@ -234,7 +283,8 @@ where
         signal.clone(),
         None,
     ));
-    let output = routine(grant.clone(), signal).await;
+    let output = routine(grant.clone(), signal.clone()).await;
+    signal.stop_renewal();
     keeper.abort();
     // Best effort, as node-redlock: the lock may already be gone.
     let _ = lock.release(&grant).await;

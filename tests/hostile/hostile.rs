@@ -760,7 +760,11 @@ fn the_time_limit_covers_shrinking_and_says_what_it_left_out() {
     // Every distinct bug the shrinker was to take (one seed each, at most 50) is accounted for.
     let groups: usize = out
         .lines()
-        .find_map(|l| l.strip_prefix("distinct ")?.split_once("): ").or_else(|| l.split_once("bugs: ")))
+        .find_map(|l| {
+            l.strip_prefix("distinct ")?
+                .split_once("): ")
+                .or_else(|| l.split_once("bugs: "))
+        })
         .and_then(|(_, rest)| rest.split_whitespace().next()?.parse().ok())
         .unwrap_or_else(|| panic!("no distinct line: {out}"));
     assert!(groups > 0 && groups <= 50, "{out}");

@@ -272,3 +272,82 @@ fn what_a_lock_draws_never_shifts_the_workloads_draws() {
     let rounded = |t: &[u64]| gaps(t).iter().map(|g| (g + 5_000) / 10_000).collect::<Vec<_>>();
     assert_eq!(rounded(&random), rounded(&fixed));
 }
+
+/// Issue 50, item 8: a renewal already sent when the holder stops the renewal (to release) is
+/// recorded as ended with an unknown outcome (`info`) — its request may still land — not left
+/// as an `extend` invoke with no completion, which no checker judged.
+#[test]
+fn a_renewal_in_flight_at_release_ends_as_info() {
+    let text = r#"
+name = "renewal-in-flight-at-release"
+description = "a renewal held on the network when the holder releases"
+seed = 1
+duration_ms = 6000
+
+[topology]
+masters = 1
+
+[lock]
+algorithm = "script"
+ttl_ms = 5000
+renew = "every"
+extend_every_ms = 1000
+
+[lock.extend]
+lua = '''
+if redis.call("get", KEYS[1]) == ARGV[1] then
+  return redis.call("pexpire", KEYS[1], ARGV[2])
+end
+return 0
+'''
+args = ["{value}", "{ttl_ms}"]
+success = "one"
+
+[workload]
+iterations = 1
+
+[[client]]
+name = "client-1"
+start_ms = 0
+work_ms = 2020
+
+[[fault]]
+at_ms = 1990
+kind = "hold"
+a = "client-1"
+b = "redis-1"
+
+[[fault]]
+at_ms = 2600
+kind = "release"
+a = "client-1"
+b = "redis-1"
+"#;
+    let scenario = Scenario::from_str(text, "in-flight").expect("parses");
+    let run = run_scenario(&scenario, None).expect("the world runs");
+    let ops = OpHistory::new(&run.history);
+    let extends: Vec<_> = ops.operations().iter().filter(|op| op.name == OpName::Extend).collect();
+    assert!(extends.len() >= 2, "{extends:?}");
+    // Every extension has a completion; the one in flight at the release is `info`.
+    assert!(extends.iter().all(|op| op.completion.is_some()), "{extends:?}");
+    let last = extends.last().unwrap();
+    assert_eq!(ops.outcome(last), Outcome::Info);
+    let completion = &ops.steps()[last.completion.unwrap()].event;
+    let EventKind::Op { data, .. } = &completion.kind else {
+        panic!("{completion:?}")
+    };
+    assert!(
+        data["error"].as_str().unwrap_or_default().contains("in flight"),
+        "{data}"
+    );
+    // It ended at the release, before the held request could land.
+    let release = ops
+        .operations()
+        .iter()
+        .find(|op| op.name == OpName::Release)
+        .expect("released");
+    assert!(
+        ops.steps()[release.invoke].event.at_us <= completion.at_us + 1_000,
+        "{completion:?}"
+    );
+}

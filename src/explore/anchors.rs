@@ -47,6 +47,9 @@
 //! works `until-validity` keeps that mode (its work is the validity the lock claims, less the
 //! margin); the shape then sets the clients and the think time only.
 
+mod steps;
+pub use steps::{step_case_try, step_delay_max_ms, step_gaps, StepGap, STEP_ATTEMPTS};
+
 pub use super::generate::WorkloadShape;
 use super::generate::{ExploreCase, FaultProfile, GenFault, Topology, DEFAULT_KINDS};
 use super::kinds::pick_one as pick;

@@ -74,10 +74,24 @@ pub fn step_gaps<'a>(topo: &Topology, anchors: &'a Anchors) -> Vec<StepGap<'a>> 
         .filter(|w| topo.clients.contains(&w.client) && w.start_ms < horizon_ms)
         .flat_map(|window| {
             (0..window.commands.len().saturating_sub(1))
-                .filter(move |&step| window.commands[step].1 == window.commands[step + 1].1)
+                .filter(move |&step| {
+                    window.commands[step].1 == window.commands[step + 1].1
+                        && !window.handshakes.contains(&step)
+                        && !window.handshakes.contains(&(step + 1))
+                })
                 .map(move |step| StepGap { window, step })
         })
         .collect()
+}
+
+/// Whether a command sets up a connection (the client library's `CLIENT SETINFO`, `HELLO`,
+/// `AUTH`, `SELECT`) rather than acts for the lock.
+pub(crate) fn is_handshake(args: &[String]) -> bool {
+    args.first().is_some_and(|name| {
+        ["CLIENT", "HELLO", "AUTH", "SELECT"]
+            .iter()
+            .any(|h| name.eq_ignore_ascii_case(h))
+    })
 }
 
 /// The longest delay between two steps that keeps each of the operation's round trips under

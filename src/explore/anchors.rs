@@ -30,6 +30,13 @@
 //! operation that already ended), and a pause of a renewing holder from just before its
 //! release until past its next renewal (the renewal timer and the release due together).
 //!
+//! Last, such a seed tries delays aimed *between two steps* of an operation that takes several
+//! round trips to one master ([`step_case_try`], module `steps`): a latency spike or a hold of the
+//! client's link, or a pause of the client, from the moment the master applied one step, delaying
+//! the next by up to just under the request timeout — every round trip still succeeds, but another
+//! client's whole turn fits between the steps (a fencing token taken by an `INCR` before the
+//! `SET NX`, a `GET` before the `DEL`).
+//!
 //! Every draw comes from the seed's own ChaCha stream (`explore/anchored`), so the case is fixed
 //! by the seed and the template. What is left out: anchors of a run *with* faults (a fault moves
 //! every later event; anchors are from the fault-free run only), and anchors inside the Redis
@@ -45,7 +52,10 @@
 //! the lease ([`ShapeBounds::overrun`], `explore --overrun-shapes`) are drawn only when asked for:
 //! what they find without a fault is a property of the shape, not of the lock. A template that
 //! works `until-validity` keeps that mode (its work is the validity the lock claims, less the
-//! margin); the shape then sets the clients and the think time only.
+//! margin); the shape then sets the clients and the think time only. A lock that renews
+//! ([`renews`]) promises to hold its lease as long as the work lasts, so its contract shapes
+//! include critical sections of one and three TTLs (half the shapes run past W): a renewal that
+//! lapses on some grant (one a retry took, say) shows without any fault of its own.
 
 mod steps;
 pub use steps::{step_case_try, step_delay_max_ms, step_gaps, StepGap, STEP_ATTEMPTS};

@@ -296,7 +296,7 @@ async fn client_loop(node: Node, rec: Recorder, lock: Rc<dyn LockClient>, resour
         };
         let grant = &held.grant;
         let signal = AbortSignal::new();
-        let keeper = lock.auto_extend().map(|policy| {
+        let keeper = lock.auto_extend_for(grant).map(|policy| {
             node.spawn(keep_alive(
                 node.clone(),
                 lock.clone(),

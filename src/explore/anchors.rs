@@ -30,6 +30,13 @@
 //! operation that already ended), and a pause of a renewing holder from just before its
 //! release until past its next renewal (the renewal timer and the release due together).
 //!
+//! Last, such a seed tries delays aimed *between two steps* of an operation that takes several
+//! round trips to one master ([`step_case_try`], module `steps`): a latency spike or a hold of the
+//! client's link, or a pause of the client, from the moment the master applied one step, delaying
+//! the next by up to just under the request timeout — every round trip still succeeds, but another
+//! client's whole turn fits between the steps (a fencing token taken by an `INCR` before the
+//! `SET NX`, a `GET` before the `DEL`).
+//!
 //! Every draw comes from the seed's own ChaCha stream (`explore/anchored`), so the case is fixed
 //! by the seed and the template. What is left out: anchors of a run *with* faults (a fault moves
 //! every later event; anchors are from the fault-free run only), and anchors inside the Redis
@@ -45,7 +52,13 @@
 //! the lease ([`ShapeBounds::overrun`], `explore --overrun-shapes`) are drawn only when asked for:
 //! what they find without a fault is a property of the shape, not of the lock. A template that
 //! works `until-validity` keeps that mode (its work is the validity the lock claims, less the
-//! margin); the shape then sets the clients and the think time only.
+//! margin); the shape then sets the clients and the think time only. A lock that renews
+//! ([`renews`]) promises to hold its lease as long as the work lasts, so its contract shapes
+//! include critical sections of one and three TTLs (half the shapes run past W): a renewal that
+//! lapses on some grant (one a retry took, say) shows without any fault of its own.
+
+mod steps;
+pub use steps::{step_case_try, step_delay_max_ms, step_gaps, StepGap, STEP_ATTEMPTS};
 
 pub use super::generate::WorkloadShape;
 use super::generate::{ExploreCase, FaultProfile, GenFault, Topology, DEFAULT_KINDS};
@@ -152,6 +165,10 @@ pub struct OpWindow {
     /// TTL later unless something else changes it.
     #[serde(default)]
     pub key_set_ms: Option<u64>,
+    /// Which of [`commands`](Self::commands) set up a connection (`CLIENT SETINFO`, `HELLO`,
+    /// `AUTH`, `SELECT`) rather than act for the lock: not steps of the operation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handshakes: Vec<usize>,
 }
 
 impl OpWindow {
@@ -275,19 +292,24 @@ fn operations_of(ops: &OpHistory<'_>) -> Vec<OpWindow> {
                 _ => return None,
             };
             let last = operation.completion.unwrap_or(operation.invoke);
-            let commands: Vec<(u64, String)> = steps[operation.invoke..=last]
+            let sent: Vec<(u64, String, bool)> = steps[operation.invoke..=last]
                 .iter()
                 .filter_map(|step| match &step.kind {
                     StepKind::Command {
                         conn,
                         client: Some(client),
+                        args,
                         ..
-                    } if *conn != 0 && *client == operation.process => {
-                        Some((step.event.at_us / 1_000, step.event.node.clone()))
-                    }
+                    } if *conn != 0 && *client == operation.process => Some((
+                        step.event.at_us / 1_000,
+                        step.event.node.clone(),
+                        steps::is_handshake(args),
+                    )),
                     _ => None,
                 })
                 .collect();
+            let handshakes: Vec<usize> = (0..sent.len()).filter(|&i| sent[i].2).collect();
+            let commands: Vec<(u64, String)> = sent.into_iter().map(|(at, node, _)| (at, node)).collect();
             let start_ms = steps[operation.invoke].event.at_us / 1_000;
             let end_ms = steps[last].event.at_us / 1_000;
             // The holder's grant spanning the operation, and the latest validity it was told by
@@ -319,6 +341,7 @@ fn operations_of(ops: &OpHistory<'_>) -> Vec<OpWindow> {
                 ok,
                 lease_end_ms,
                 key_set_ms: lease_end_ms.and(key_set.get(operation.process).copied()),
+                handshakes,
             })
         })
         .collect()
@@ -1064,6 +1087,44 @@ mod tests {
             straddled += 1;
         }
         assert_eq!(straddled, 40);
+    }
+
+    /// Issue 50 item 3: a renewing lock's contract covers critical sections of several TTLs (it
+    /// promises to renew), drawn for some seeds and not all; a lock that does not renew keeps
+    /// its sections inside half its validity.
+    #[test]
+    fn renewing_templates_draw_multi_ttl_sections_and_others_do_not() {
+        let renewing = super::super::standard_template(
+            crate::model::Algorithm::Watchdog,
+            crate::model::Fencing::None,
+            lockstep_sim::FencingMode::Unfenced,
+            1,
+        )
+        .unwrap();
+        assert!(renews(&renewing) && shape_applies(&renewing));
+        let plain = template();
+        assert!(!renews(&plain));
+        let mut rng = Seed(11).stream("test");
+        for (scenario, multi_ttl) in [(&renewing, true), (&plain, false)] {
+            let ttl_ms = scenario.lock.ttl_ms;
+            let bounds = ShapeBounds::contract(scenario);
+            let draws: Vec<WorkloadShape> = (0..200).map(|_| draw_shape(&mut rng, &bounds)).collect();
+            let beyond = draws.iter().filter(|s| s.work_ms_max >= 2 * ttl_ms).count();
+            let inside = draws
+                .iter()
+                .filter(|s| s.work_ms_max <= contract_work_ms_max(scenario))
+                .count();
+            assert!(draws.iter().all(|s| s.work_ms_max <= 3 * ttl_ms));
+            if multi_ttl {
+                assert!(
+                    beyond >= 20 && inside >= 20,
+                    "{beyond} multi-TTL, {inside} inside of 200"
+                );
+                assert!(bounds.describe().contains("kept alive by the lock's renewal"));
+            } else {
+                assert_eq!((beyond, inside), (0, 200));
+            }
+        }
     }
 
     #[test]

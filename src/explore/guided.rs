@@ -98,8 +98,9 @@ pub const OPERATION_ATTEMPTS: u64 = 6;
 
 /// The [`OPERATION_ATTEMPTS`] operation-aimed cases of `seed` on its own fault-free run
 /// ([`anchors::operation_case_try`]), the first being what a seed always aimed, then up to
-/// [`anchors::LATE_ATTEMPTS`] aims at what outlives an operation ([`anchors::late_case_try`]);
-/// `case` alone when the run cannot be recorded.
+/// [`anchors::LATE_ATTEMPTS`] aims at what outlives an operation ([`anchors::late_case_try`]),
+/// then up to [`anchors::STEP_ATTEMPTS`] delays between two steps of one operation
+/// ([`anchors::step_case_try`]); `case` alone when the run cannot be recorded.
 fn aims_at_own_run(
     template: &Scenario,
     case: ExploreCase,
@@ -119,8 +120,14 @@ fn aims_at_own_run(
     let late = (0..anchors::LATE_ATTEMPTS)
         .map(|attempt| anchors::late_case_try(seed, attempt, topo, &config.profile, &anchors))
         .filter(|faults| !faults.is_empty());
+    // Then a delay between two steps of a multi-step operation, under the request timeout
+    // (issue 50: a token taken before the lock, a check before the delete).
+    let steps = (0..anchors::STEP_ATTEMPTS)
+        .map(|attempt| anchors::step_case_try(seed, attempt, topo, &config.profile, &anchors))
+        .filter(|faults| !faults.is_empty());
     aimed
         .chain(late)
+        .chain(steps)
         .map(|faults| ExploreCase { faults, ..case.clone() })
         .collect()
 }

@@ -150,7 +150,7 @@ impl ExploreConfig {
 /// Summaries and counterexamples record it, `lockstep merge` refuses summaries of two versions,
 /// and `lockstep explore --generator-version N` refuses a version this build does not draw. A
 /// counterexample's `[[fault]]` entries replay under any version.
-pub const GENERATOR_VERSION: u32 = 1;
+pub const GENERATOR_VERSION: u32 = 2;
 
 /// The share of a time limit kept for shrinking once a bug seed is found: a third of it, at most
 /// two minutes (shrinking one bug seed takes some 10–30 s on two cores).

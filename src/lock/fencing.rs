@@ -74,6 +74,10 @@ impl LockClient for IncrFencing {
         self.inner.auto_extend()
     }
 
+    fn auto_extend_for(&self, grant: &Grant) -> Option<super::AutoExtend> {
+        self.inner.auto_extend_for(grant)
+    }
+
     fn on_extend_failure(&self) -> super::ExtendFailure {
         self.inner.on_extend_failure()
     }

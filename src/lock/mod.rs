@@ -113,6 +113,14 @@ pub trait LockClient {
     fn auto_extend(&self) -> Option<AutoExtend> {
         None
     }
+    /// Whether the workload should keep `grant` alive while the work runs: by default what
+    /// [`auto_extend`](Self::auto_extend) says for every grant. A lock that arms its renewal for
+    /// some grants only (the script lock's `renew_grants = "first-attempt"`: not for a grant a
+    /// retry took) answers per grant.
+    fn auto_extend_for(&self, grant: &Grant) -> Option<AutoExtend> {
+        let _ = grant;
+        self.auto_extend()
+    }
     /// What a failed automatic extension does to the work (by default: abort it).
     fn on_extend_failure(&self) -> ExtendFailure {
         ExtendFailure::Abort

@@ -21,7 +21,9 @@
 //! stands for the client's wall clock as each step leaves, so a script can judge expiry on it.
 //!
 //! Renewal and what a failed renewal does are answered to the workload through
-//! [`LockClient::auto_extend`], [`LockClient::on_extend_failure`] and
+//! [`LockClient::auto_extend`] (per grant: [`LockClient::auto_extend_for`], which with
+//! `renew_grants = "first-attempt"` answers none for a grant a retry took),
+//! [`LockClient::on_extend_failure`] and
 //! [`LockClient::renewal_after_release`]; several tasks per client through
 //! [`LockClient::tasks`] and [`LockClient::task_lock`].
 //!
@@ -35,8 +37,8 @@
 
 use super::{random_value, AutoExtend, ExtendFailure, LockClient, LockEnv, LockError};
 use crate::model::{
-    Arithmetic, Grant, OnRenewFailure, Renewal, RenewalAfterRelease, ScriptAction, ScriptOp, ScriptSpec, Success,
-    ValidityFrom, ValidityPolicy, ValuePolicy, ValueStorage, Wait,
+    Arithmetic, Grant, OnRenewFailure, RenewGrants, Renewal, RenewalAfterRelease, ScriptAction, ScriptOp, ScriptSpec,
+    Success, ValidityFrom, ValidityPolicy, ValuePolicy, ValueStorage, Wait,
 };
 use async_trait::async_trait;
 use futures_util::future::join_all;
@@ -68,6 +70,9 @@ pub(crate) struct ScriptLock {
     /// The connection `wait = "blpop"` blocks on (its own, so a blocked `BLPOP` holds up no
     /// other request), made at the first wait.
     wait_link: RefCell<Option<RedisLink>>,
+    /// The values of live grants taken by a retry of the acquire call (not the first attempt):
+    /// with `renew_grants = "first-attempt"` their renewal is never armed. Removed at release.
+    retried_values: RefCell<std::collections::BTreeSet<String>>,
 }
 
 /// What one operation on one master did.
@@ -210,6 +215,7 @@ impl ScriptLock {
             spec,
             stored_value: RefCell::new(None),
             wait_link: RefCell::new(None),
+            retried_values: RefCell::new(Default::default()),
         }
     }
 
@@ -501,6 +507,13 @@ impl LockClient for ScriptLock {
             let (validity_ms, positive) = self.validity(ttl_ms, self.now_ms() - start_ms);
             if successes >= spec.quorum && (positive || !spec.validity_recheck) {
                 *self.stored_value.borrow_mut() = Some(value.clone());
+                // Whether this grant came from a retry (a per-client value may come back on a
+                // later first attempt: the latest grant of a value decides).
+                if attempt > 0 {
+                    self.retried_values.borrow_mut().insert(value.clone());
+                } else {
+                    self.retried_values.borrow_mut().remove(&value);
+                }
                 // A `token` step issued the token inside the lock (the largest over the masters).
                 let fencing_token = outcomes
                     .iter()
@@ -600,6 +613,7 @@ impl LockClient for ScriptLock {
     }
 
     async fn release(&self, grant: &Grant) -> Result<bool, LockError> {
+        self.retried_values.borrow_mut().remove(&grant.value);
         let value = self.value_for(grant);
         // `{ttl_ms}` is refused in release templates at load time.
         let vars = self.vars(&grant.key, &value, 0, grant.fencing_token);
@@ -631,6 +645,14 @@ impl LockClient for ScriptLock {
             Renewal::None => None,
             Renewal::Every { interval_ms } => Some(AutoExtend::Every { interval_ms }),
             Renewal::BeforeExpiry { threshold_ms } => Some(AutoExtend::BeforeExpiry { threshold_ms }),
+        }
+    }
+
+    fn auto_extend_for(&self, grant: &Grant) -> Option<AutoExtend> {
+        let retried = self.retried_values.borrow().contains(&grant.value);
+        match self.spec.renew_grants {
+            RenewGrants::FirstAttempt if retried => None,
+            _ => self.auto_extend(),
         }
     }
 

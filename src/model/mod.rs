@@ -41,7 +41,7 @@ pub use scenario::{
     ClientSpec, NetworkSpec, NodeSpec, Scenario, TasksSpec, WorkMode, WorkMs, WorkloadSpec, RESOURCE_NODE,
 };
 pub use script::{
-    Arithmetic, OnRenewFailure, Renewal, RenewalAfterRelease, ScriptAction, ScriptOp, ScriptSpec, ScriptStep, Success,
-    ValidityFrom, ValidityPolicy, ValuePolicy, ValueStorage, Wait, PLACEHOLDERS,
+    Arithmetic, OnRenewFailure, RenewGrants, Renewal, RenewalAfterRelease, ScriptAction, ScriptOp, ScriptSpec,
+    ScriptStep, Success, ValidityFrom, ValidityPolicy, ValuePolicy, ValueStorage, Wait, PLACEHOLDERS,
 };
 pub use verdict::Verdict;

@@ -66,6 +66,10 @@ pub struct ScriptSpec {
     /// Where a retried acquisition counts its elapsed time from.
     #[serde(skip_serializing_if = "ValidityFrom::is_this_attempt")]
     pub validity_from: ValidityFrom,
+    /// Which grants the renewal is armed for: every grant, or only those taken on the acquire
+    /// call's first attempt.
+    #[serde(skip_serializing_if = "RenewGrants::is_all")]
+    pub renew_grants: RenewGrants,
     /// What stopping the renewal at the release does to a renewal already armed.
     #[serde(skip_serializing_if = "RenewalAfterRelease::is_cancelled")]
     pub renewal_after_release: RenewalAfterRelease,
@@ -413,6 +417,34 @@ impl ValidityFrom {
 
     fn is_this_attempt(&self) -> bool {
         *self == ValidityFrom::ThisAttempt
+    }
+}
+
+/// Which grants the lock arms its renewal for (`renew_grants`, with `renew`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RenewGrants {
+    /// Every grant, whichever attempt of the acquire call took it.
+    #[default]
+    All,
+    /// Only a grant taken on the acquire call's first attempt: a grant taken by a retry (after
+    /// another client held the lock) is never renewed, so a critical section longer than the
+    /// TTL outlives it (a lock library that arms its renewal in the first attempt's success
+    /// path only).
+    FirstAttempt,
+}
+
+impl RenewGrants {
+    /// The name in scenario files.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RenewGrants::All => "all",
+            RenewGrants::FirstAttempt => "first-attempt",
+        }
+    }
+
+    fn is_all(&self) -> bool {
+        *self == RenewGrants::All
     }
 }
 

@@ -147,6 +147,7 @@
 //! | `renew`               | `"none"`          | `none`, `every` (period `extend_every_ms`, default ttl/3) or `before-expiry` (`extension_threshold_ms`, default 500) |
 //! | `on_renew_failure`    | `"abort"`         | `abort` (raise the abort signal: the write is skipped), `keep-working` (renewal stops) or `keep-schedule` (renew on schedule, tell nobody) |
 //! | `renewal_after_release` | `"cancelled"`   | a renewal armed at the release: `cancelled`, `runs-quietly` or `runs-and-reports` (its failure reported as a lost lock); needs `renew` |
+//! | `renew_grants`        | `"all"`           | which grants the renewal is armed for: `all`, or `first-attempt` (a grant taken by a retry of the acquire call is never renewed); needs `renew` |
 //! | `unlock_on_failure`   | `true`            | after a failed attempt, release where the acquire took or may have taken effect |
 //! | `tasks`               | `1`               | concurrent tasks per client running the workload loop; 1..=16 |
 //! | `share_lock_object`   | `true`            | with `tasks` > 1: all tasks use one lock object (else one each); refused beside `workload.tasks` or `[[client]] tasks`, whose sharing `workload.share_lock_object` sets |

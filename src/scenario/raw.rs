@@ -2,8 +2,8 @@
 //! validation. Unknown keys are rejected here.
 
 use crate::model::{
-    Algorithm, Arithmetic, ClockKind, ExploreExpect, Fencing, OnRenewFailure, RenewalAfterRelease, ValidityFrom,
-    ValidityPolicy, ValuePolicy, ValueStorage, Verdict, WorkMs,
+    Algorithm, Arithmetic, ClockKind, ExploreExpect, Fencing, OnRenewFailure, RenewGrants, RenewalAfterRelease,
+    ValidityFrom, ValidityPolicy, ValuePolicy, ValueStorage, Verdict, WorkMs,
 };
 use lockstep_sim::{DelayClock, FencingMode, Persistence};
 use serde::{Deserialize, Deserializer};
@@ -154,6 +154,7 @@ pub(super) struct RawLock {
     pub extend_recheck: Option<bool>,
     pub validity_from: Option<ValidityFrom>,
     pub renewal_after_release: Option<RenewalAfterRelease>,
+    pub renew_grants: Option<RenewGrants>,
     pub validity_arithmetic: Option<Arithmetic>,
     pub renew: Option<String>,
     pub on_renew_failure: Option<OnRenewFailure>,

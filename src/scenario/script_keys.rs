@@ -77,6 +77,11 @@ pub const SCRIPT_LOCK_KEYS: &[(&str, &str, &str)] = &[
         "a renewal armed at the release: cancelled | runs-quietly | runs-and-reports (its failure reported as a lost lock; redis-semaphore #205)",
     ),
     (
+        "renew_grants",
+        "all",
+        "which grants the renewal is armed for: all | first-attempt (a grant taken by a retry is never renewed); needs renew",
+    ),
+    (
         "unlock_on_failure",
         "true",
         "after a failed attempt, release where the acquire took or may have taken effect",

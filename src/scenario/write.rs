@@ -1,8 +1,8 @@
 //! A scenario written back as an explicit TOML file.
 
 use crate::model::{
-    AlgorithmSpec, Renewal, RenewalAfterRelease, Scenario, ScriptAction, ScriptSpec, ScriptStep, ValidityFrom, Wait,
-    WorkMode, WorkMs,
+    AlgorithmSpec, RenewGrants, Renewal, RenewalAfterRelease, Scenario, ScriptAction, ScriptSpec, ScriptStep,
+    ValidityFrom, Wait, WorkMode, WorkMs,
 };
 use std::fmt::Write;
 
@@ -167,6 +167,9 @@ fn write_script(out: &mut String, sc: &ScriptSpec) {
             "renewal_after_release = {}",
             quote(sc.renewal_after_release.name())
         );
+    }
+    if sc.renew_grants != RenewGrants::All {
+        let _ = writeln!(out, "renew_grants = {}", quote(sc.renew_grants.name()));
     }
     let _ = writeln!(out, "validity_arithmetic = {}", quote(sc.validity_arithmetic.name()));
     let _ = writeln!(out, "retry_count = {}", sc.retry_count);

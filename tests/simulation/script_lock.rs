@@ -68,6 +68,12 @@ const PAIRS: &[(&str, &[&str])] = &[
         "bug-expiry-client-clock",
         &["mutual-exclusion", "ownership", "stale-write", "lost-update"],
     ),
+    // Issue 50: a renewal armed for first-attempt grants only; a token taken before the lock.
+    (
+        "bug-renewal-lapse-retried-grant",
+        &["mutual-exclusion", "stale-write", "lost-update"],
+    ),
+    ("bug-token-two-step", &["token-order"]),
 ];
 
 #[test]
@@ -523,4 +529,114 @@ fn keep_schedule_stops_when_a_renewal_is_refused() {
     );
     let history = serde_json::to_value(&run.history).unwrap();
     assert!(!history.to_string().contains("\"abort\""), "the holder is never told");
+}
+
+/// `node`'s lock operations of `op` that completed with `phase`, in time order (true ms).
+fn op_times(run: &ScenarioRun, node: &str, op_name: &str, phase: Phase) -> Vec<u64> {
+    run.history
+        .events()
+        .iter()
+        .filter(|e| e.node == node)
+        .filter_map(|e| match &e.kind {
+            EventKind::Op { op, phase: p, .. } if op == op_name && *p == phase => Some(e.at_us / 1_000),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Issue 50: `renew_grants = "first-attempt"`. client-2's acquisition is refused once (client-1,
+/// paused, still holds) and its retry takes the lock: that grant is never renewed, its key
+/// expires about a TTL later and client-3 is granted while client-2 still works. In the twin the
+/// same retried grant is renewed until client-2 releases, and client-3 waits for it.
+#[test]
+fn a_grant_taken_by_a_retry_is_renewed_only_when_every_grant_is() {
+    let buggy = run("bug-renewal-lapse-retried-grant.toml");
+    let safe = run("bug-renewal-lapse-retried-grant-safe.toml");
+    for run in [&buggy, &safe] {
+        // One acquire call, granted after client-1's release at about 26.5 s (a retry).
+        let granted = op_times(run, "client-2", "acquire", Phase::Ok);
+        assert_eq!(granted.len(), 1, "{granted:?}");
+        let released = op_times(run, "client-1", "release", Phase::Ok);
+        assert!(
+            granted[0] > released[0] && released[0] > 26_000,
+            "{granted:?} {released:?}"
+        );
+        // client-1 renewed its first-attempt grant in both.
+        assert!(op_times(run, "client-1", "extend", Phase::Ok).len() >= 7);
+    }
+    assert!(
+        op_times(&buggy, "client-2", "extend", Phase::Invoke).is_empty(),
+        "never renewed"
+    );
+    let renewals = op_times(&safe, "client-2", "extend", Phase::Ok);
+    assert!(renewals.len() >= 7, "renewed every 3 s: {renewals:?}");
+    let client3_buggy = op_times(&buggy, "client-3", "acquire", Phase::Ok);
+    let client3_safe = op_times(&safe, "client-3", "acquire", Phase::Ok);
+    let client2_released = op_times(&safe, "client-2", "release", Phase::Ok);
+    assert!(
+        client3_buggy[0] < 41_000,
+        "granted at its first attempt: {client3_buggy:?}"
+    );
+    assert!(
+        client3_safe[0] > client2_released[0],
+        "waits for client-2: {client3_safe:?}"
+    );
+}
+
+/// Issue 50: `renew_grants` loads, round-trips, and refuses a bad value or a lock that does not
+/// renew, naming the file, the line and the field.
+#[test]
+fn renew_grants_loads_and_bad_values_name_file_line_and_field() {
+    let good = scenario_with("renew = \"every\"\nrenew_grants = \"first-attempt\"\n");
+    let scenario = Scenario::from_str(&good, "good.toml").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(scenario.lock.script().unwrap().renew_grants.name(), "first-attempt");
+    let back = Scenario::from_str(&scenario.to_toml(), "written.toml").unwrap();
+    assert_eq!(back, scenario);
+    for (extra, field, says) in [
+        (
+            "renew = \"every\"\nrenew_grants = \"retries\"",
+            "lock.renew_grants",
+            "retries",
+        ),
+        ("renew_grants = \"first-attempt\"", "lock.renew_grants", "renew"),
+    ] {
+        let err = error(&scenario_with(extra), "bad.toml");
+        assert_eq!(err.path, "bad.toml", "{extra}: {err}");
+        assert!(err.line.is_some(), "{extra}: {err}");
+        assert_eq!(err.field.as_deref(), Some(field), "{extra}: {err}");
+        assert!(err.message.contains(says), "{extra}: {err}");
+    }
+    // Under another algorithm it is a script-lock key, refused.
+    let other = "name = \"bad\"\ndescription = \"d\"\n\n[topology]\nmasters = 1\n\n[lock]\nalgorithm = \"watchdog\"\nrenew_grants = \"all\"\n";
+    assert!(Scenario::from_str(other, "other.toml").is_err());
+}
+
+/// Issue 50: the fencing token taken by an `INCR` before the `SET NX`. client-1's two steps
+/// straddle client-2's whole turn (its `INCR`, its grant, its write, its release), so client-1 is
+/// granted after client-2 with the lower token and the fenced resource refuses it; the one-script
+/// twin issues the tokens in grant order and both clients write.
+#[test]
+fn a_token_taken_before_the_lock_is_granted_out_of_order() {
+    let buggy = run("bug-token-two-step.toml");
+    let c1 = op_times(&buggy, "client-1", "acquire", Phase::Ok);
+    let c2_released = op_times(&buggy, "client-2", "release", Phase::Ok);
+    assert!(c1[0] > c2_released[0], "client-1's grant follows client-2's turn");
+    assert!(
+        op_times(&buggy, "client-1", "write", Phase::Invoke).is_empty(),
+        "refused before writing"
+    );
+    let explanation = &buggy
+        .results
+        .iter()
+        .find(|r| r.checker == "token-order")
+        .unwrap()
+        .explanation;
+    assert!(
+        explanation.contains("token 1") && explanation.contains("after token 2"),
+        "{explanation}"
+    );
+    let safe = run("bug-token-two-step-safe.toml");
+    for node in ["client-1", "client-2"] {
+        assert_eq!(op_times(&safe, node, "write", Phase::Ok).len(), 1, "{node} writes");
+    }
 }

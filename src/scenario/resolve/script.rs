@@ -11,8 +11,8 @@ use super::super::{
 };
 use super::Ctx;
 use crate::model::{
-    Arithmetic, ClockKind, OnRenewFailure, Renewal, RenewalAfterRelease, ScriptAction, ScriptOp, ScriptSpec,
-    ScriptStep, Success, ValidityPolicy, ValuePolicy, ValueStorage, Wait, PLACEHOLDERS,
+    Arithmetic, ClockKind, OnRenewFailure, RenewGrants, Renewal, RenewalAfterRelease, ScriptAction, ScriptOp,
+    ScriptSpec, ScriptStep, Success, ValidityPolicy, ValuePolicy, ValueStorage, Wait, PLACEHOLDERS,
 };
 use std::path::{Component, Path, PathBuf};
 
@@ -28,6 +28,7 @@ const SCRIPT_KEYS: &[&str] = &[
     "extend_recheck",
     "validity_from",
     "renewal_after_release",
+    "renew_grants",
     "validity_arithmetic",
     "renew",
     "on_renew_failure",
@@ -233,6 +234,7 @@ impl Ctx<'_> {
             raw.extend_recheck.is_some(),
             raw.validity_from.is_some(),
             raw.renewal_after_release.is_some(),
+            raw.renew_grants.is_some(),
             raw.validity_arithmetic.is_some(),
             raw.renew.is_some(),
             raw.on_renew_failure.is_some(),
@@ -337,6 +339,16 @@ impl Ctx<'_> {
                 ),
             ));
         }
+        let renew_grants = raw.renew_grants.unwrap_or_default();
+        if renew_grants != RenewGrants::All && renewal == Renewal::None {
+            return Err(self.err(
+                &path("renew_grants"),
+                format!(
+                    "`{}` says which grants are renewed: it needs renew = \"every\" or \"before-expiry\"",
+                    renew_grants.name()
+                ),
+            ));
+        }
         let wait = self.wait(raw, key_len)?;
         let acquire = self.op(raw.acquire.take(), OpKind::Acquire, key_len)?;
         let extend = self.op(raw.extend.take(), OpKind::Extend, key_len)?;
@@ -356,6 +368,7 @@ impl Ctx<'_> {
             extend_recheck,
             validity_from: raw.validity_from.unwrap_or_default(),
             renewal_after_release,
+            renew_grants,
             validity_arithmetic: raw.validity_arithmetic.unwrap_or(Arithmetic::Signed),
             retry_count: raw.retry_count.unwrap_or(0),
             retry_delay_ms: raw.retry_delay_ms.unwrap_or(200),

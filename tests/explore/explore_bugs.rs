@@ -293,6 +293,8 @@ fn without_a_bug_the_scenarios_own_story_is_shrunk_first() {
     let mut seen: Vec<(&String, &Vec<String>, &Vec<String>)> = groups.iter().map(|(c, o, k, _)| (c, o, k)).collect();
     seen.dedup();
     assert_eq!(seen.len(), groups.len(), "{groups:?}");
+}
+
 /// Issue 50, items 3 and 4: two shipped pairs found with default flags within a dozen seeds (the
 /// renewal lapse at seed 3, the two-step token at seed 10 when measured), each first bug seed
 /// shrunk for its cause; their twins show no implementation bug on the same seeds.

@@ -463,6 +463,12 @@ impl Assumptions {
             }
             Effect::Held { a, b, length_ms } => link(a, b, length_ms, false),
             Effect::Cut { a, b, length_ms } => link(a, b, length_ms, true),
+            // A lost reply: the client waits its whole request timeout (on the resource, its
+            // resource timeout: a holder stuck there outlives its lease), once per reply lost.
+            Effect::RepliesLost { server, client, count } => link(client, server, 0, true)
+                .into_iter()
+                .map(|(client, ms)| (client, ms.saturating_mul(u64::from(count))))
+                .collect(),
             // A lossy link drops some messages for the rest of the run: as many lost requests
             // in a row as the rate makes likely over a run (`losses_in_a_row`), each waiting its
             // whole timeout, as for a partition.

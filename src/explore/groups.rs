@@ -419,6 +419,81 @@ mod tests {
         }
     }
 
+    fn event(seq: u64, node: &str, kind: EventKind) -> lockstep_sim::Event {
+        lockstep_sim::Event {
+            seq,
+            at_us: seq * 1_000,
+            node: node.into(),
+            wall_ms: 0,
+            monotonic_ms: 0,
+            kind,
+        }
+    }
+
+    fn op(id: u64, name: &str, phase: lockstep_sim::Phase) -> EventKind {
+        EventKind::Op {
+            id,
+            phase,
+            op: name.into(),
+            data: serde_json::Value::Null,
+        }
+    }
+
+    fn command(args: &[&str]) -> EventKind {
+        EventKind::Command {
+            conn: 1,
+            args: args.iter().map(|a| a.to_string()).collect(),
+            reply: "1".into(),
+            effects: Vec::new(),
+            client: Some("client-1".into()),
+        }
+    }
+
+    /// A renewal's request held on the network lands while its client releases: the command is
+    /// told by its shape (learnt from the renewal that arrived while only `extend` was in
+    /// flight), not by the operation in flight when it landed.
+    #[test]
+    fn a_witness_command_is_the_operation_that_sends_its_shape() {
+        use lockstep_sim::Phase::{Invoke, Ok};
+        let history = vec![
+            event(0, "client-1", op(1, "extend", Invoke)),
+            event(
+                1,
+                "redis-1",
+                command(&["EVAL", "renew-script", "1", "lock", "v1", "5000"]),
+            ),
+            event(2, "client-1", op(1, "extend", Ok)),
+            event(3, "client-1", op(2, "extend", Invoke)),
+            event(4, "client-1", op(3, "write", Invoke)),
+            event(5, "client-1", op(4, "release", Invoke)),
+            event(
+                6,
+                "redis-1",
+                command(&["EVAL", "renew-script", "1", "lock", "v1", "5000"]),
+            ),
+            event(7, "redis-1", command(&["DEL", "lock"])),
+        ];
+        let result = |seq: usize| {
+            CheckResult::new(
+                crate::checker::CheckerName::Ownership,
+                crate::checker::Verdict::Invalid,
+                String::new(),
+                vec![history[seq].clone()],
+            )
+        };
+        assert_eq!(witness_ops(&result(6), &history), vec!["extend".to_string()]);
+        // A shape never seen alone: the sender's latest lock operation in flight (not its write).
+        assert_eq!(witness_ops(&result(7), &history), vec!["release".to_string()]);
+        // Without commands: the operations that completed in the witness, not a hold's end.
+        let grants = CheckResult::new(
+            crate::checker::CheckerName::MutualExclusion,
+            crate::checker::Verdict::Invalid,
+            String::new(),
+            vec![history[2].clone(), history[5].clone()],
+        );
+        assert_eq!(witness_ops(&grants, &history), vec!["extend".to_string()]);
+    }
+
     #[test]
     fn counts_merge_exactly_whatever_the_order() {
         let a = class("ownership", &["DEL", "release"], &["pause"]);

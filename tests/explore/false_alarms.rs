@@ -286,3 +286,29 @@ fn a_forward_step_and_drift_share_the_drift_allowance() {
     );
     assert_eq!(bugs, 0, "{text}");
 }
+
+/// Issue 50: replies of the resource lost to a holder (`drop-reply`) left it waiting its whole
+/// resource timeout (15 s in the Redlock templates) past its lease — and "broke no assumption", so
+/// the safe twins of three Redlock pairs showed an implementation bug at seed 168 (two holders).
+/// A lost reply costs its client the request's timeout, as a lost request does.
+#[test]
+fn a_lost_reply_of_the_resource_costs_the_holder_its_timeout() {
+    use lockstep::explore::kinds::DropReply;
+    let file = "scenarios/bug-redlock-no-recheck-safe.toml";
+    let template = Scenario::from_file(Path::new(file)).expect("loads");
+    let assumptions = Assumptions::of(&template);
+    let lost = ExploreCase {
+        clients: 2,
+        faults: vec![GenFault::DropReply(DropReply {
+            at_ms: 38,
+            node: "resource".into(),
+            client: "client-1".into(),
+            count: 3,
+        })],
+        shape: None,
+    };
+    let broken = assumptions.classify(&lost);
+    assert!(broken.iter().any(|b| b.assumption == Assumption::Timing), "{broken:?}");
+    let (bugs, text) = by_default(file, &["--seed-range", "168..169"]);
+    assert_eq!(bugs, 0, "{text}");
+}

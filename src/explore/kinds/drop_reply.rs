@@ -62,7 +62,11 @@ impl Kind for DropReply {
     }
 
     fn effects(&self) -> Vec<Effect<'_>> {
-        Vec::new()
+        vec![Effect::RepliesLost {
+            server: &self.node,
+            client: &self.client,
+            count: self.count,
+        }]
     }
 
     fn strategy(d: &Draw) -> Option<BoxedStrategy<GenFault>> {

@@ -118,4 +118,14 @@ pub enum Effect<'a> {
         /// The group (its original master's name).
         node: &'a str,
     },
+    /// Server `server` runs `client`'s next `count` commands and loses their replies: the
+    /// client waits out its request timeout for each (the connection answers nothing more).
+    RepliesLost {
+        /// The server (a master, a replica or the resource).
+        server: &'a str,
+        /// The client whose replies are lost.
+        client: &'a str,
+        /// How many.
+        count: u32,
+    },
 }

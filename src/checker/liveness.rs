@@ -114,6 +114,8 @@ struct Life<'h> {
 
 /// The proof that a life outlived its lease.
 struct Past<'h> {
+    /// The command that set the key (the proof when it never had a TTL).
+    set: &'h Event,
     master: &'h str,
     key: &'h str,
     setter: &'h str,
@@ -458,6 +460,7 @@ fn lockouts<'h>(index: &Index<'h, 'h>) -> (Vec<Past<'h>>, bool) {
                 Some(past) => past.excess_ms = past.excess_ms.max(excess_ms),
                 None => {
                     life.past = Some(Past {
+                        set: life.set,
                         master,
                         key,
                         setter,
@@ -623,8 +626,7 @@ impl Checker for Liveness {
                 seconds(past.waiter.at_us),
                 count(pasts.len(), "key past its lease", "keys past their lease"),
             );
-            let mut events = vec![past.at, past.waiter];
-            events.extend(past.lease);
+            let mut events = vec![past.at, past.waiter, past.lease.unwrap_or(past.set)];
             events.extend(past.gone.map(|(e, _)| e));
             return CheckResult::new(self.name(), Verdict::Invalid, explanation, witness(&events));
         }
@@ -688,5 +690,296 @@ impl Checker for Liveness {
             )
         };
         CheckResult::new(self.name(), verdict, explanation, Vec::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::testkit;
+    use crate::ops::names;
+    use lockstep_sim::{EventKind, History, KeyEffect, Phase};
+    use serde_json::{json, Value};
+
+    const BASE_MS: i64 = 1_700_000_000_000;
+
+    /// A hand-built history whose events may be written in any order: [`Story::build`] sorts
+    /// them by time (stably) before numbering them.
+    #[derive(Default)]
+    struct Story {
+        events: Vec<(u64, String, EventKind)>,
+        next_id: u64,
+    }
+
+    /// A key state in [`Story::command`]: value, and expiry in ms after the run's start
+    /// (`None`: no TTL).
+    type State<'a> = Option<(&'a str, Option<i64>)>;
+
+    impl Story {
+        fn op(&mut self, at_ms: u64, node: &str, id: u64, phase: Phase, op: &str, data: Value) {
+            let kind = EventKind::Op {
+                id,
+                phase,
+                op: op.into(),
+                data,
+            };
+            self.events.push((at_ms * 1_000, node.into(), kind));
+        }
+
+        fn id(&mut self) -> u64 {
+            self.next_id += 1;
+            self.next_id
+        }
+
+        fn acquire(&mut self, at_ms: u64, node: &str, outcome: Option<(u64, Phase, &str)>) {
+            let id = self.id();
+            self.op(at_ms, node, id, Phase::Invoke, names::ACQUIRE, json!({"key": "lock", "ttl_ms": 10000}));
+            if let Some((done_ms, phase, value)) = outcome {
+                let data = match phase {
+                    Phase::Ok => json!({"key": "lock", "value": value, "fencing_token": null, "validity_ms": 9990}),
+                    _ => json!({"error": "refused"}),
+                };
+                self.op(done_ms, node, id, phase, names::ACQUIRE, data);
+            }
+        }
+
+        fn grant_op(&mut self, at_ms: u64, done_ms: Option<u64>, node: &str, op: &str, value: &str) {
+            let id = self.id();
+            let data = json!({"key": "lock", "value": value, "fencing_token": null, "ttl_ms": 10000});
+            self.op(at_ms, node, id, Phase::Invoke, op, data);
+            if let Some(done_ms) = done_ms {
+                let data = match op {
+                    names::RELEASE => json!({"released": true}),
+                    _ => json!({"key": "lock", "value": value, "fencing_token": null, "validity_ms": 9990}),
+                };
+                self.op(done_ms, node, id, Phase::Ok, op, data);
+            }
+        }
+
+        /// A command on redis-1 from `client`, changing `lock` from one state to another.
+        fn command(&mut self, at_ms: u64, client: &str, args: &[&str], change: Option<(State<'_>, State<'_>)>) {
+            let state = |s: State<'_>| {
+                s.map(|(value, expire)| KeyState {
+                    value: Some(value.to_string()),
+                    fields: Vec::new(),
+                    expire_at_ms: expire.map(|e| BASE_MS + e),
+                })
+            };
+            let effects = change
+                .map(|(before, after)| {
+                    vec![KeyEffect {
+                        key: "lock".into(),
+                        before: state(before),
+                        after: state(after),
+                    }]
+                })
+                .unwrap_or_default();
+            let kind = EventKind::Command {
+                conn: 1,
+                args: args.iter().map(|a| a.to_string()).collect(),
+                reply: "+OK".into(),
+                effects,
+                client: Some(client.into()),
+            };
+            self.events.push((at_ms * 1_000, "redis-1".into(), kind));
+        }
+
+        fn fault(&mut self, at_ms: u64, fault: Fault) {
+            let node = fault.nodes()[0].to_string();
+            self.events.push((at_ms * 1_000, node, EventKind::Fault { fault }));
+        }
+
+        fn expired(&mut self, at_ms: u64) {
+            let kind = EventKind::Expired { key: "lock".into() };
+            self.events.push((at_ms * 1_000, "redis-1".into(), kind));
+        }
+
+        fn pause_for_good(&mut self, at_ms: u64, node: &str) {
+            let pause = Fault::Pause {
+                node: node.into(),
+                duration_ms: 1_000_000,
+            };
+            self.fault(at_ms, pause);
+        }
+
+        /// client-0 holds 0–1 s: every story below has a first grant.
+        fn first_grant(&mut self) {
+            self.acquire(0, "client-0", Some((2, Phase::Ok, "v0")));
+            let set = ["SET", "lock", "v0", "NX", "PX", "10000"];
+            self.command(1, "client-0", &set, Some((None, Some(("v0", Some(10_001))))));
+            self.grant_op(1_000, Some(1_002), "client-0", names::RELEASE, "v0");
+            self.command(1_001, "client-0", &["EVAL", "del"], Some((Some(("v0", Some(10_001))), None)));
+        }
+
+        /// client-2 asks for the lock from 3 s and is refused every 3 s (its `SET NX` changes
+        /// nothing) until `granted_ms`, when it gets it, or until 27 s.
+        fn client_2_waits(&mut self, granted_ms: Option<u64>) {
+            let outcome = granted_ms.map(|g| (g, Phase::Ok, "v2"));
+            self.acquire(3_000, "client-2", outcome);
+            for at_ms in (3_001..28_000).step_by(3_000) {
+                if granted_ms.is_some_and(|g| at_ms > g) {
+                    break;
+                }
+                self.command(at_ms, "client-2", &["SET", "lock", "v2", "NX"], None);
+            }
+        }
+
+        fn build(mut self) -> History {
+            self.events.sort_by_key(|e| e.0);
+            let mut history = History::new();
+            for (at_us, node, kind) in self.events {
+                let wall_ms = BASE_MS + (at_us / 1_000) as i64;
+                history.push(at_us, &node, wall_ms, (at_us / 1_000) as i64, kind);
+            }
+            history
+        }
+    }
+
+    fn judge(story: Story) -> (CheckResult, History) {
+        let raw = story.build();
+        (Liveness.check(&OpHistory::new(&raw)), raw)
+    }
+
+    /// The seq of the first event of `raw` that `pick` accepts.
+    fn seq_of(raw: &History, pick: impl Fn(&Event) -> bool) -> u64 {
+        raw.events().iter().find(|e| pick(e)).map(|e| e.seq).expect("the event")
+    }
+
+    #[test]
+    fn a_key_left_without_ttl_by_a_holder_that_died_between_its_steps_is_invalid() {
+        let mut story = Story::default();
+        story.first_grant();
+        story.acquire(2_000, "client-1", None);
+        story.command(2_001, "client-1", &["SET", "lock", "v1", "NX"], Some((None, Some(("v1", None)))));
+        story.pause_for_good(2_002, "client-1");
+        story.client_2_waits(None);
+        let (result, raw) = judge(story);
+        assert_eq!(result.verdict, Verdict::Invalid, "{}", result.explanation);
+        for part in ["\"lock\" on redis-1", "set by client-1", "had no TTL", "client-2 waited", "paused past"] {
+            assert!(result.explanation.contains(part), "{part}: {}", result.explanation);
+        }
+        // Past 2.001 s + the 10 s asked for, seen until client-2's last refusal at 27.001 s.
+        assert!(result.explanation.contains("by 15.000 s"), "{}", result.explanation);
+        let seqs = testkit::seqs(&result);
+        let set = seq_of(&raw, |e| e.at_us == 2_001_000);
+        let gone = seq_of(&raw, |e| e.at_us == 2_002_000);
+        let waiter = seq_of(&raw, |e| e.at_us == 3_000_000);
+        for seq in [set, gone, waiter] {
+            assert!(seqs.contains(&seq), "{seq} in {seqs:?}");
+        }
+    }
+
+    #[test]
+    fn the_same_death_with_a_ttl_that_expires_on_time_is_valid() {
+        let mut story = Story::default();
+        story.first_grant();
+        story.acquire(2_000, "client-1", None);
+        let set = ["SET", "lock", "v1", "NX", "PX", "10000"];
+        story.command(2_001, "client-1", &set, Some((None, Some(("v1", Some(12_001))))));
+        story.pause_for_good(2_002, "client-1");
+        story.client_2_waits(Some(12_051));
+        story.expired(12_001);
+        let set = ["SET", "lock", "v2", "NX", "PX", "10000"];
+        story.command(12_050, "client-2", &set, Some((None, Some(("v2", Some(22_050))))));
+        let (result, _) = judge(story);
+        assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
+    }
+
+    /// client-1 holds from 2 s with a 10 s lease and releases at 4 s, but its release never
+    /// lands (the key stays); `renewed` adds a renewal it sends after its release.
+    fn released_then(renewed: bool) -> CheckResult {
+        let mut story = Story::default();
+        story.first_grant();
+        story.acquire(2_000, "client-1", Some((2_002, Phase::Ok, "v1")));
+        let set = ["SET", "lock", "v1", "NX", "PX", "10000"];
+        story.command(2_001, "client-1", &set, Some((None, Some(("v1", Some(12_001))))));
+        let id = story.id();
+        story.op(4_000, "client-1", id, Phase::Invoke, names::RELEASE, json!({"key": "lock", "value": "v1"}));
+        story.op(6_000, "client-1", id, Phase::Info, names::RELEASE, json!({"error": "timed out"}));
+        if renewed {
+            // A renewal timer nobody cancelled: after the release, it renews the key for 10 s.
+            story.grant_op(7_000, Some(7_002), "client-1", names::EXTEND, "v1");
+            let change = (Some(("v1", Some(12_001))), Some(("v1", Some(17_001))));
+            story.command(7_001, "client-1", &["PEXPIRE", "lock", "10000"], Some(change));
+            story.expired(17_001);
+        } else {
+            story.expired(12_001);
+        }
+        story.client_2_waits(Some(if renewed { 17_050 } else { 12_050 }));
+        judge(story).0
+    }
+
+    #[test]
+    fn a_renewal_after_the_release_is_a_lease_nobody_alive_gave() {
+        let result = released_then(true);
+        assert_eq!(result.verdict, Verdict::Invalid, "{}", result.explanation);
+        assert!(result.explanation.contains("its last lease"), "{}", result.explanation);
+        assert!(result.explanation.contains("client-1 released at 4.000 s"), "{}", result.explanation);
+        let result = released_then(false);
+        assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
+    }
+
+    #[test]
+    fn a_renewal_in_flight_at_the_release_counts_as_the_holder_s() {
+        let mut story = Story::default();
+        story.first_grant();
+        story.acquire(2_000, "client-1", Some((2_002, Phase::Ok, "v1")));
+        let set = ["SET", "lock", "v1", "NX", "PX", "10000"];
+        story.command(2_001, "client-1", &set, Some((None, Some(("v1", Some(12_001))))));
+        // Sent at 3.9 s, answered after the release at 4 s: its PEXPIRE lands at 4.5 s.
+        story.grant_op(3_900, Some(4_600), "client-1", names::EXTEND, "v1");
+        let id = story.id();
+        story.op(4_000, "client-1", id, Phase::Invoke, names::RELEASE, json!({"key": "lock", "value": "v1"}));
+        let change = (Some(("v1", Some(12_001))), Some(("v1", Some(14_500))));
+        story.command(4_500, "client-1", &["PEXPIRE", "lock", "10000"], Some(change));
+        story.expired(14_500);
+        story.client_2_waits(Some(14_550));
+        let (result, _) = judge(story);
+        assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
+    }
+
+    /// client-0 holds 0–1 s; client-2 asks every second from 1.5 s and is refused until 40 s;
+    /// `fault` adds one fault at 20 s.
+    fn long_wait(fault: Option<Fault>) -> CheckResult {
+        let mut story = Story::default();
+        story.first_grant();
+        for at_ms in (1_500..40_000).step_by(1_000) {
+            story.acquire(at_ms, "client-2", Some((at_ms + 100, Phase::Fail, "")));
+        }
+        if let Some(f) = fault {
+            story.fault(20_000, f);
+        }
+        story.acquire(40_000, "client-2", Some((40_002, Phase::Ok, "v2")));
+        judge(story).0
+    }
+
+    #[test]
+    fn a_long_unavailability_is_invalid_without_a_fault_and_valid_with_one_in_effect() {
+        let result = long_wait(None);
+        assert_eq!(result.verdict, Verdict::Invalid, "{}", result.explanation);
+        assert!(
+            result.explanation.contains("nobody held the lock for 38.502 s (from 1.500 s to 40.002 s)"),
+            "{}",
+            result.explanation
+        );
+        assert!(result.explanation.contains("3 × TTL (30.000 s)"), "{}", result.explanation);
+        let pause = Fault::Pause {
+            node: "redis-1".into(),
+            duration_ms: 5_000,
+        };
+        let result = long_wait(Some(pause));
+        assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
+    }
+
+    #[test]
+    fn a_run_without_a_waiter_or_without_effects_cannot_be_judged() {
+        let mut story = Story::default();
+        story.first_grant();
+        let (result, _) = judge(story);
+        assert_eq!(result.verdict, Verdict::Unknown, "{}", result.explanation);
+        assert!(result.explanation.contains("no grant was contended"), "{}", result.explanation);
+        let raw = testkit::kleppmann(false).0;
+        let result = Liveness.check(&OpHistory::new(&raw));
+        assert_eq!(result.verdict, Verdict::Unknown, "{}", result.explanation);
     }
 }

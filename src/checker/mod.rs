@@ -247,7 +247,10 @@ mod tests {
             verdicts(false),
             [Invalid, Invalid, Invalid, Valid, Unknown, Unknown, Valid, Unknown]
         );
-        assert_eq!(verdicts(true), [Invalid, Valid, Valid, Valid, Unknown, Unknown, Valid, Unknown]);
+        assert_eq!(
+            verdicts(true),
+            [Invalid, Valid, Valid, Valid, Unknown, Unknown, Valid, Unknown]
+        );
     }
 
     #[test]

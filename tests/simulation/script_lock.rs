@@ -555,7 +555,9 @@ fn a_key_left_without_ttl_locks_the_others_out_and_liveness_says_so() {
         run.history
             .events()
             .iter()
-            .filter(|e| e.node == node && matches!(&e.kind, EventKind::Op { op, phase: Phase::Ok, .. } if op == "acquire"))
+            .filter(|e| {
+                e.node == node && matches!(&e.kind, EventKind::Op { op, phase: Phase::Ok, .. } if op == "acquire")
+            })
             .count()
     };
     assert_eq!(grants(&buggy, "client-3"), 0);

@@ -539,7 +539,8 @@ fn unavailable<'h>(history: &OpHistory<'h>, index: &Index<'_, 'h>) -> Vec<Stretc
         return Vec::new();
     };
     // (position, +1/-1 holders, +1/-1 waiters, the event there, a waiter's invoke).
-    let mut points: Vec<(u64, i64, i64, Option<&Event>, Option<&Event>)> = Vec::new();
+    type Point<'e> = (u64, i64, i64, Option<&'e Event>, Option<&'e Event>);
+    let mut points: Vec<Point<'_>> = Vec::new();
     for hold in history.holds() {
         let end = match index.death_in(hold.process, hold.granted.seq, hold.end_seq()) {
             Some((death, _)) => Some(death),

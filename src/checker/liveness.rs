@@ -246,15 +246,16 @@ impl<'a, 'h> Index<'a, 'h> {
                 continue;
             };
             let invoke = steps[op.invoke].event;
-            if op_key != key || invoke.seq >= set {
+            if op_key != key {
                 continue;
             }
-            if ttl_ms.is_none() || op.completion.is_none_or(|c| steps[c].event.seq > set) {
+            let completion = op.completion.map(|c| steps[c].event);
+            // The acquisition running when the key took its value set it.
+            let took_it = invoke.seq < set && completion.is_none_or(|c| c.seq > set);
+            if took_it || (invoke.seq < set && ttl_ms.is_none()) {
                 ttl_ms = Some(ttl);
             }
-            let completion = op.completion.map(|c| steps[c].event);
             let hold = self.history.holds().iter().find(|h| h.acquire == Some(i));
-            let took_it = completion.is_none_or(|c| c.seq > set);
             match (hold, took_it) {
                 // The acquisition that set the key, and the grant it led to, if any.
                 (Some(hold), true) => {
@@ -265,10 +266,11 @@ impl<'a, 'h> Index<'a, 'h> {
                     let to = completion.map_or(u64::MAX, |c| c.seq);
                     cut(invoke.seq, to, completion.map(|c| (c, "its acquisition ended without a grant")));
                 }
-                // A later grant of the setter with the key's value: it took its own key again.
+                // A later grant of the setter with the key's value: it took its own key again
+                // (a reentrant lock), from the acquisition's invoke — its commands are its own.
                 (Some(hold), false) if carries(ident, &hold.grant.value) => {
                     let end = hold.end.map(|e| (e.event, end_kind(e.kind)));
-                    cut(hold.granted.seq, hold.end_seq(), end);
+                    cut(invoke.seq, hold.end_seq(), end);
                 }
                 _ => {}
             }

@@ -941,6 +941,27 @@ mod tests {
         assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
     }
 
+    #[test]
+    fn a_holder_that_takes_its_own_key_again_owns_it_from_its_new_acquisition() {
+        // A reentrant lock whose release only decrements: client-1's key stays after each
+        // release, and its next acquisition (same value) renews it before the grant.
+        let mut story = Story::default();
+        story.first_grant();
+        story.acquire(2_000, "client-1", Some((2_002, Phase::Ok, "v1")));
+        let set = ["EVAL", "hincrby"];
+        story.command(2_001, "client-1", &set, Some((None, Some(("v1", Some(12_001))))));
+        for (release_ms, renewed_to_ms) in [(4_000, 14_003), (10_000, 20_003), (16_000, 26_003)] {
+            story.grant_op(release_ms, Some(release_ms + 2), "client-1", names::RELEASE, "v1");
+            story.acquire(release_ms + 2, "client-1", Some((release_ms + 4, Phase::Ok, "v1")));
+            let before = renewed_to_ms - 6_000 + if release_ms == 4_000 { -2_002 } else { 0 };
+            let change = (Some(("v1", Some(before))), Some(("v1", Some(renewed_to_ms))));
+            story.command(release_ms + 3, "client-1", &set, Some(change));
+        }
+        story.client_2_waits(None);
+        let (result, _) = judge(story);
+        assert_eq!(result.verdict, Verdict::Valid, "{}", result.explanation);
+    }
+
     /// client-0 holds 0–1 s; client-2 asks every second from 1.5 s and is refused until 40 s;
     /// `fault` adds one fault at 20 s.
     fn long_wait(fault: Option<Fault>) -> CheckResult {

@@ -4,11 +4,13 @@
 //! cannot decide from this history), with a one-line explanation and, when invalid, a witness: the
 //! events that prove it. Checkers judge the system under test; they never panic on its bugs.
 //!
-//! Seven checkers: `mutual-exclusion`, `stale-write`, `lost-update` and `token-order` judge the
+//! Eight checkers: `mutual-exclusion`, `stale-write`, `lost-update` and `token-order` judge the
 //! clients' and the resource's operations; `lease-validity` compares each grant's claimed validity
 //! with the lease the masters held (read by `crate::history::lease`); `ownership` judges the
 //! masters' own key effects (who changed whose key); `spurious-loss` judges what the lock told its
-//! holder (a loss reported after the holder's own release, a grant with no validity left). Whether a run made progress at all (a
+//! holder (a loss reported after the holder's own release, a grant with no validity left);
+//! `liveness` judges whether anyone was locked out past the lease (a gone holder's key outliving
+//! it, or a long unavailability with no fault in effect). Whether a run made progress at all (a
 //! vacuous run) is not a checker's verdict: the run's judgement (`crate::run`) decides it.
 //!
 //! The registry: every checker has a [`CheckerName`]; [`CheckerName::ALL`] lists them in report
@@ -130,7 +132,7 @@ pub(crate) fn check_all(history: &OpHistory<'_>) -> Vec<CheckResult> {
 }
 
 /// Every checker: `mutual-exclusion`, `stale-write`, `lost-update`, `token-order`,
-/// `lease-validity`, `ownership`, `spurious-loss`, in that order.
+/// `lease-validity`, `ownership`, `spurious-loss`, `liveness`, in that order.
 pub fn all() -> Vec<&'static dyn Checker> {
     CheckerName::ALL.iter().map(|c| c.checker()).collect()
 }
@@ -201,7 +203,8 @@ mod tests {
                 "token-order",
                 "lease-validity",
                 "ownership",
-                "spurious-loss"
+                "spurious-loss",
+                "liveness"
             ]
         );
         assert_eq!(names, NAMES);
@@ -238,13 +241,16 @@ mod tests {
             check_all(&OpHistory::new(&history)).iter().map(|r| r.verdict).collect()
         };
         use Verdict::*;
-        // The hand-built story records no master commands nor validity instants: lease-validity
-        // and ownership cannot judge it; nobody reports a loss.
+        // The hand-built story records no master commands nor validity instants: lease-validity,
+        // ownership and liveness cannot judge it; nobody reports a loss.
         assert_eq!(
             verdicts(false),
-            [Invalid, Invalid, Invalid, Valid, Unknown, Unknown, Valid]
+            [Invalid, Invalid, Invalid, Valid, Unknown, Unknown, Valid, Unknown]
         );
-        assert_eq!(verdicts(true), [Invalid, Valid, Valid, Valid, Unknown, Unknown, Valid]);
+        assert_eq!(
+            verdicts(true),
+            [Invalid, Valid, Valid, Valid, Unknown, Unknown, Valid, Unknown]
+        );
     }
 
     #[test]
@@ -361,10 +367,11 @@ mod tests {
                 seen.insert((checker.name(), result.verdict));
             }
         }
-        // Random op histories carry no master commands: lease-validity has its own tests.
+        // Random op histories carry no master commands: lease-validity has its own tests, and so
+        // has liveness (its key lives need commands from the clients that acquire).
         for name in CheckerName::ALL
             .into_iter()
-            .filter(|&c| c != CheckerName::LeaseValidity)
+            .filter(|&c| c != CheckerName::LeaseValidity && c != CheckerName::Liveness)
         {
             assert!(
                 seen.contains(&(name, Verdict::Invalid)),

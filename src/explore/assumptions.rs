@@ -22,7 +22,9 @@
 //! - [`Assumptions::promised`] says which checkers a correct lock still satisfies under a plan:
 //!   all of them when nothing is broken; when only the timing assumption is broken, the
 //!   lease-validity checker (a correct lock never claims more than the masters hold, whatever the
-//!   pauses) and, with fencing at the resource, stale-write, lost-update and token-order.
+//!   pauses) and, with fencing at the resource, stale-write, lost-update and token-order;
+//!   `ownership` and `spurious-loss` under every plan, and `liveness` under every plan that
+//!   keeps the masters' keys (a gone holder's key expires within its lease by the master's clock).
 //! - [`Assumptions::bound`] is the profile's generator hook: it keeps a generated case inside the
 //!   hard assumptions (a resource request delayed less than its timeout, so that no write lands
 //!   after its holder gave up on it and released; drift within the allowance; no early key loss:
@@ -675,9 +677,21 @@ impl Assumptions {
     /// `spurious-loss` are timing-free (a correct lock only ever changes its own grant's key, and
     /// never reports a loss after its own release nor hands out an expired grant, whatever the
     /// faults), so they are promised under every plan.
+    ///
+    /// `liveness` is promised unless the plan breaks `masters`: a holder that pauses, crashes or
+    /// is cut off must not lock the others out past its lease (its key expires by the master's
+    /// own clock, however long the holder stays away), and a clock that drifts or steps moves
+    /// the master's expiries with the clock the checker judges them by; stretches of
+    /// unavailability with a fault in effect are excused by the checker itself. A master that
+    /// restarts, loses power or fails over changes its keys without commands (a key restored
+    /// from its persistence, a replica's copy promoted), which the checker does not follow.
     pub fn promised(&self, broken: &[Broken]) -> Vec<CheckerName> {
+        let liveness = (!broken.iter().any(|b| b.assumption == Assumption::Masters)).then_some(CheckerName::Liveness);
         if broken.iter().any(|b| b.assumption != Assumption::Timing) {
-            return vec![CheckerName::Ownership, CheckerName::SpuriousLoss];
+            return [CheckerName::Ownership, CheckerName::SpuriousLoss]
+                .into_iter()
+                .chain(liveness)
+                .collect();
         }
         if broken.is_empty() {
             return CheckerName::ALL.to_vec();
@@ -694,6 +708,7 @@ impl Assumptions {
                 CheckerName::TokenOrder,
             ]);
         }
+        promised.extend(liveness);
         promised
     }
 
@@ -942,13 +957,24 @@ mod tests {
         assert!(broken[0]
             .detail
             .starts_with("client-1: pauses and delays of 1.600 s > validity budget 1.550 s"));
+        // A paused holder must still not lock the others out past its lease.
         assert_eq!(
             a.promised(&broken),
             vec![
                 CheckerName::LeaseValidity,
                 CheckerName::Ownership,
-                CheckerName::SpuriousLoss
+                CheckerName::SpuriousLoss,
+                CheckerName::Liveness
             ]
+        );
+        // Nor a clock beyond the allowance: the masters expire keys by their own clocks.
+        let clock = [Broken {
+            assumption: Assumption::Clock,
+            detail: String::new(),
+        }];
+        assert_eq!(
+            a.promised(&clock),
+            vec![CheckerName::Ownership, CheckerName::SpuriousLoss, CheckerName::Liveness]
         );
     }
 

@@ -28,6 +28,7 @@ macro_rules! checker_registry {
             lease_validity LeaseValidity "lease-validity",
             ownership Ownership "ownership",
             spurious_loss SpuriousLoss "spurious-loss",
+            liveness Liveness "liveness",
         }
     };
 }

@@ -845,9 +845,10 @@ fn fault_structure_errors_name_the_fault_key() {
 
 #[test]
 fn expect_errors() {
-    let source = with("[expect]\nmutual-exclusion = \"valid\"\nliveness = \"valid\"\n");
+    // Not a checker (`liveness` was one's name until issue 50 made it a checker).
+    let source = with("[expect]\nmutual-exclusion = \"valid\"\nlinearizable = \"valid\"\n");
     let err = parse_err(&source);
-    assert_at(&err, "expect.liveness", line_of(&source, "liveness"));
+    assert_at(&err, "expect.linearizable", line_of(&source, "linearizable"));
     assert!(err.message.contains("token-order"), "lists the checkers: {err}");
     let source = with("[expect]\nstale-write = \"VALID\"\n");
     let err = parse_err(&source);

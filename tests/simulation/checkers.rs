@@ -64,9 +64,11 @@ fn a_write_in_flight_keeps_the_holders_turn_past_its_abort() {
         "lease-validity",
         "ownership",
         "spurious-loss",
+        "liveness",
     ];
     let expected = [
         Verdict::Invalid,
+        Verdict::Valid,
         Verdict::Valid,
         Verdict::Valid,
         Verdict::Valid,

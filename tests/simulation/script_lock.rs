@@ -74,6 +74,8 @@ const PAIRS: &[(&str, &[&str])] = &[
         &["mutual-exclusion", "stale-write", "lost-update"],
     ),
     ("bug-token-two-step", &["token-order"]),
+    // Issue 50 item 2: a lock-out, judged by the liveness checker.
+    ("bug-lockout-no-ttl", &["liveness"]),
 ];
 
 #[test]
@@ -639,4 +641,43 @@ fn a_token_taken_before_the_lock_is_granted_out_of_order() {
     for node in ["client-1", "client-2"] {
         assert_eq!(op_times(&safe, node, "write", Phase::Ok).len(), 1, "{node} writes");
     }
+}
+
+/// Issue 50 item 2: `SET NX` then `PEXPIRE`, and the holder stops for good between them. The key
+/// has no TTL: client-3 asks for the lock until the run ends and `liveness` says why, naming the
+/// key, its holder and the waiter, with the `SET` that left the key bare in the witness. The
+/// twin's `SET NX PX` key expires 5 s after it was set and client-3 gets the lock.
+#[test]
+fn a_key_left_without_ttl_locks_the_others_out_and_liveness_says_so() {
+    let buggy = run("bug-lockout-no-ttl.toml");
+    let result = buggy.results.iter().find(|r| r.checker == "liveness").unwrap();
+    assert_eq!(result.verdict, Verdict::Invalid, "{}", result.explanation);
+    for part in [
+        "key \"lock\" on redis-1, set by client-2",
+        "(the key had no TTL)",
+        "client-2 was paused past the end of the history at 1.510 s",
+        "while client-3 waited",
+    ] {
+        assert!(result.explanation.contains(part), "{part}: {}", result.explanation);
+    }
+    let bare_set = result.witness.iter().any(|e| {
+        e.node == "redis-1"
+            && matches!(&e.kind, EventKind::Command { args, client: Some(c), .. }
+                if c == "client-2" && args.len() == 4 && args[0] == "SET" && args[3] == "NX")
+    });
+    assert!(bare_set, "{:#?}", result.witness);
+    // client-3 never got the lock; progress is still valid (client-1 did).
+    let grants = |run: &ScenarioRun, node: &str| {
+        run.history
+            .events()
+            .iter()
+            .filter(|e| {
+                e.node == node && matches!(&e.kind, EventKind::Op { op, phase: Phase::Ok, .. } if op == "acquire")
+            })
+            .count()
+    };
+    assert_eq!(grants(&buggy, "client-3"), 0);
+    let safe = run("bug-lockout-no-ttl-safe.toml");
+    assert_eq!(safe.verdict("liveness"), Some(Verdict::Valid));
+    assert_eq!(grants(&safe, "client-3"), 1);
 }

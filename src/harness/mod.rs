@@ -189,7 +189,7 @@ impl Harness {
             report: None,
             jsonl: None,
             jobs: None,
-            shrink: (1, 300),
+            shrink: (crate::app::exploration::DEFAULT_SHRINKS, 300),
             fenced: false,
             bounded: false,
             progress: false,
@@ -443,8 +443,10 @@ impl Harness {
         self
     }
 
-    /// Shrinks the first `count` failing seeds of each exploration, `runs` scenario runs each
-    /// at most (default: 1 seed, 300 runs).
+    /// Shrinks one seed of each distinct bug of each exploration, at most `count` of them
+    /// (`lockstep explore --shrink`: seeds grouped by cause, `crate::explore::groups`), `runs`
+    /// scenario runs each at most (default: 4 bugs, 300 runs; before issue 50, the first
+    /// `count` failing seeds, default 1).
     pub fn shrink(mut self, count: usize, runs: usize) -> Harness {
         self.shrink = (count, runs);
         self

@@ -186,7 +186,19 @@ fn write_script(out: &mut String, sc: &ScriptSpec) {
         }
     }
     let _ = writeln!(out, "on_renew_failure = {}", quote(sc.on_renew_failure.name()));
-    let _ = writeln!(out, "unlock_on_failure = {}", sc.unlock_on_failure);
+    // Stated where a counterexample shows it (issue 50): the clean-up is the script lock's
+    // default, and its `DEL` after a failed acquisition is a path a library may never take.
+    let _ = writeln!(
+        out,
+        "unlock_on_failure = {}{}",
+        sc.unlock_on_failure,
+        if sc.unlock_on_failure {
+            "   # the default: a failed acquisition releases where it may have taken effect (Redlock's \
+             clean-up); false for a library that never cleans up"
+        } else {
+            ""
+        }
+    );
     // Left implicit at their defaults, so that `[workload] tasks` (which may not be written with
     // them) round-trips.
     if sc.tasks != 1 || !sc.share_lock_object {

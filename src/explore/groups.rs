@@ -322,6 +322,10 @@ pub struct DistinctGroup<T> {
     pub shrunk: Option<(u64, T)>,
 }
 
+/// Shrinks one class's first seed: the result and the fault kinds of its shrunk plan (`None`:
+/// nothing found).
+pub type ShrinkOne<'a, T> = dyn FnMut(&ClassSeeds) -> (T, Option<Vec<String>>) + 'a;
+
 /// The distinct groups of a [`Groups`], built by shrinking one class at a time
 /// ([`Distinct::build`]).
 #[derive(Debug, Clone)]
@@ -340,7 +344,7 @@ impl<T> Distinct<T> {
     pub fn build(
         groups: &Groups,
         (max_shrinks, prefer): (usize, &[String]),
-        shrink: &mut dyn FnMut(&ClassSeeds) -> (T, Option<Vec<String>>),
+        shrink: &mut ShrinkOne<'_, T>,
     ) -> Distinct<T> {
         let mut out: Vec<DistinctGroup<T>> = Vec::new();
         let mut shrinks = 0;

@@ -31,6 +31,9 @@ fn in_determinism_sample(seed: u64, per_10k: u64) -> bool {
     per_10k > 0 && Seed(seed).derive_u64("explore/determinism") % 10_000 < per_10k
 }
 
+/// Verdicts per checker.
+type Verdicts = [(String, Verdict)];
+
 /// A run's verdicts per checker and its history digest.
 type Judged = (Vec<(String, Verdict)>, String);
 
@@ -349,7 +352,7 @@ pub(super) fn aggregate(summary: &mut ExploreSummary, outcome: SeedOutcome, keep
 /// the case that shows it. `keep_case`: a violating seed keeps its case (guided placement).
 fn add_to_groups(
     summary: &mut ExploreSummary,
-    (seed, verdicts, theirs): (u64, &[(String, Verdict)], Option<&[(String, Verdict)]>),
+    (seed, verdicts, theirs): (u64, &[(String, Verdict)], Option<&Verdicts>),
     found: Option<&(Vec<String>, Vec<String>)>,
     (case, bug_case, keep_case): (&ExploreCase, Option<&ExploreCase>, bool),
     witness_ops: &[(String, Vec<String>)],

@@ -40,6 +40,8 @@ const PAIRS: &[(&str, &[&str])] = &[
         &["mutual-exclusion", "stale-write", "lost-update"],
     ),
     ("bug-extend-recreates-lock", &["stale-write", "lost-update"]),
+    // Issue 50: two defects in one lock (its story shows the re-creating renewal).
+    ("bug-two-defects", &["stale-write", "lost-update"]),
     (
         "bug-value-reuse-release-retry",
         &["mutual-exclusion", "stale-write", "lost-update"],

@@ -137,7 +137,9 @@ impl LiveRecorder {
         // those µs ahead of real time, never behind.
         let now = Instant::now();
         let real = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-        let past_ms = Duration::from_micros(u64::from(real.subsec_micros() % 1000));
+        // To the nanosecond: an origin put up to a microsecond late (whole microseconds) let the
+        // clocks read a millisecond behind real time for that microsecond after each tick.
+        let past_ms = Duration::from_nanos(u64::from(real.subsec_nanos() % 1_000_000));
         let origin = now.checked_sub(past_ms).unwrap_or(now);
         let epoch_ms = i64::try_from(real.as_millis()).unwrap_or(i64::MAX);
         shared.epoch_ms.store(epoch_ms, Ordering::Release);

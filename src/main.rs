@@ -12,7 +12,7 @@ use lockstep::app::exploration::{self, Shrunk};
 use lockstep::app::{args::*, ci, error, files, run, search, sweep, AppError, Outcome};
 use lockstep::emit;
 use lockstep::report::merge::{merge_texts, Merged};
-use lockstep::report::{console, write_atomic, write_into_out, write_json, write_report_with, Report};
+use lockstep::report::{console, write_atomic, write_json, write_report_with, write_shrunk, Report};
 use lockstep_sim::History;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -101,14 +101,12 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
     let locks = exploration::locks(&template, &args.oracle)?;
     let out = args.out.as_deref();
     let deadline = config.time_limit.and_then(|t| started.checked_add(t));
-    // The template without faults first: a failure there is the template's verdict (a workload
-    // that outlives the lease), not something to explore and shrink.
-    // A lock failing on its own is explored like any other bug, with a note (issue 50).
+    // Without faults first: a workload outliving its lease stops here; a lock failing on its own is a note.
     let (stop, note) = exploration::fault_free_split(exploration::fault_free_check(&template, &config, &locks));
     if let Some(failure) = stop {
         let runs = (args.oracle.shrink_runs, deadline);
         let shrunk = exploration::fault_free_counterexample(&template, &failure, &locks, runs, out);
-        write_found(&shrunk, out)?;
+        write_shrunk(&shrunk, out).map_err(AppError::Io)?;
         say(&match args.json {
             true => exploration::fault_free_json(&failure, &shrunk, out.is_some()),
             false => failure.render() + &console::shrunk_text(&shrunk, out.is_some()),
@@ -130,31 +128,27 @@ fn cmd_explore(args: ExploreArgs) -> Result<Outcome, AppError> {
     if let Some(line) = exploration::no_bug_to_shrink(&summary, &locks).filter(|_| budget.0 > 0 && !args.json) {
         say(&line)?;
     }
-    let mut written = Ok(());
-    let distinct =
-        exploration::shrink_distinct(&template, &config.profile, &summary, &locks, budget, out, &|_| true, {
-            &mut |shrunk: &Shrunk| {
-                written = written.clone().and(write_found(shrunk, out)).and(match args.json {
+    // Each counterexample written and shown as it comes; the first failure ends the output.
+    let mut shown: Result<(), AppError> = Ok(());
+    let mut show = |shrunk: &Shrunk| {
+        if shown.is_ok() {
+            shown = write_shrunk(shrunk, out)
+                .map_err(AppError::Io)
+                .and_then(|()| match args.json {
                     true => Ok(()),
                     false => say(&console::shrunk_lines(shrunk, out.is_some())),
                 });
-            }
-        });
-    written?;
+        }
+    };
+    let scope = ((&template, &config.profile), (&summary, &locks));
+    let distinct = exploration::shrink_distinct(scope.0, scope.1, budget, out, &|_| true, &mut show);
+    shown?;
     let all: Vec<Shrunk> = distinct.shrunk().cloned().collect();
     say(&match args.json {
         true => console::explore_json_with(&summary, &all, out.is_some(), distinct.json()),
         false => distinct.render(out),
     })?;
     Ok(Outcome::held_if(summary.passed()))
-}
-
-/// Writes a shrunk counterexample to its file when `--out` was given.
-fn write_found(shrunk: &Shrunk, out: Option<&Path>) -> Result<(), AppError> {
-    match (shrunk, out) {
-        (Shrunk::Found { file, toml, .. }, Some(d)) => write_into_out(d, file, toml.as_bytes()).map_err(AppError::Io),
-        _ => Ok(()),
-    }
 }
 
 fn cmd_ci(args: CiArgs) -> Result<Outcome, AppError> {

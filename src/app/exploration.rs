@@ -722,7 +722,7 @@ pub fn shrink_failures<'a>(
     out: Option<&'a Path>,
     wanted: &'a dyn Fn(&str) -> bool,
 ) -> impl Iterator<Item = Shrunk> + 'a {
-    let distinct = shrink_distinct(template, profile, summary, locks, budget, out, wanted, &mut |_| {});
+    let distinct = shrink_distinct((template, profile), (summary, locks), budget, out, wanted, &mut |_| {});
     distinct
         .groups
         .into_iter()
@@ -841,13 +841,10 @@ impl DistinctBugs {
 /// the class's checker when `wanted` accepts it, else its first wanted checker; a class with no
 /// wanted checker is left out. Each counterexample's file is named in `out` (without `out`, a
 /// bare file name: the caller prints it, not writes it). A summary without groups (an older
-/// build's) is shrunk seed by seed, its first `count` seeds.
-#[allow(clippy::too_many_arguments)]
+/// build's) is classed by its failing seeds' checkers and fault kinds.
 pub fn shrink_distinct(
-    template: &Scenario,
-    profile: &FaultProfile,
-    summary: &ExploreSummary,
-    locks: &Locks,
+    (template, profile): (&Scenario, &FaultProfile),
+    (summary, locks): (&ExploreSummary, &Locks),
     (count, runs, deadline): (usize, usize, Option<std::time::Instant>),
     out: Option<&Path>,
     wanted: &dyn Fn(&str) -> bool,
@@ -868,8 +865,8 @@ pub fn shrink_distinct(
     {
         kept.classes.push(class.clone());
     }
-    if groups.is_empty() && !seeds.is_empty() {
-        kept = seed_by_seed(seeds, count, wanted);
+    if groups.is_empty() {
+        kept = seed_classes(seeds, wanted);
     }
     let mut shrink_one = |class: &crate::explore::groups::ClassSeeds| {
         let failing = &class.first;
@@ -897,19 +894,18 @@ pub fn shrink_distinct(
     }
 }
 
-/// The first `count` seeds of an older summary's list as classes of their own (each its own
-/// group: an older build recorded no cause).
-fn seed_by_seed(seeds: &[FailingSeed], count: usize, wanted: &dyn Fn(&str) -> bool) -> crate::explore::groups::Groups {
+/// An older summary's failing seeds (it recorded no classes) classed by what each recorded: the
+/// checker nearest its cause among the wanted ones and its plan's fault kinds (no operations).
+fn seed_classes(seeds: &[FailingSeed], wanted: &dyn Fn(&str) -> bool) -> crate::explore::groups::Groups {
     let mut groups = crate::explore::groups::Groups::default();
-    for failing in seeds
-        .iter()
-        .filter(|f| f.checkers.iter().any(|c| wanted(c)))
-        .take(count)
-    {
+    for failing in seeds {
+        let Some(checker) = cause_first(&failing.checkers, wanted) else {
+            continue;
+        };
         let class = crate::explore::groups::BugClass {
-            checker: cause_first(&failing.checkers, wanted).unwrap_or_default(),
+            checker,
             ops: Vec::new(),
-            fault_kinds: vec![format!("seed {}", failing.seed)],
+            fault_kinds: failing.fault_kinds.clone(),
         };
         groups.add(class, failing.clone());
     }

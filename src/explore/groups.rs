@@ -21,8 +21,10 @@
 
 use super::failing::FailingSeed;
 use crate::checker::CheckResult;
+use crate::model::op::names;
 use lockstep_sim::EventKind;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// How many classes a [`Groups`] keeps; seeds of further classes are counted in
 /// [`Groups::seeds_unclassed`] (a plan generator with many kinds could otherwise grow a summary
@@ -166,33 +168,95 @@ pub fn cause_first(checkers: &[String], wanted: &dyn Fn(&str) -> bool) -> Option
     ordered.first().map(|c| c.to_string())
 }
 
+/// Which lock operation sent each master command of a history ([`Senders::of`]): what a
+/// witness's commands are attributed to ([`witness_ops`]).
+#[derive(Debug, Default)]
+pub struct Senders {
+    /// The operation that sends commands of each shape ([`command_shape`]), learnt from the
+    /// commands that arrived while their sender had exactly one lock operation in flight (the
+    /// first seen wins).
+    by_shape: BTreeMap<String, String>,
+    /// Per command (its history position): its sender's lock operation in flight when it
+    /// arrived (the latest begun of those), else its sender's latest begun.
+    by_seq: BTreeMap<u64, String>,
+}
+
+impl Senders {
+    /// One pass over `history`.
+    pub fn of(history: &[lockstep_sim::Event]) -> Senders {
+        let mut senders = Senders::default();
+        // Per process: its lock operations begun, in order, and whether each has ended.
+        let mut begun: BTreeMap<&str, Vec<(u64, &String, bool)>> = BTreeMap::new();
+        for e in history {
+            match &e.kind {
+                EventKind::Op { id, op, phase, .. } if is_lock_op(op) => {
+                    let ops = begun.entry(e.node.as_str()).or_default();
+                    match phase {
+                        lockstep_sim::Phase::Invoke => ops.push((*id, op, false)),
+                        _ => ops.iter_mut().filter(|o| o.0 == *id).for_each(|o| o.2 = true),
+                    }
+                }
+                EventKind::Command {
+                    client: Some(client),
+                    args,
+                    ..
+                } => {
+                    let Some(ops) = begun.get(client.as_str()) else {
+                        continue;
+                    };
+                    let mut in_flight = ops.iter().filter(|o| !o.2);
+                    if let (Some(only), None) = (in_flight.next(), in_flight.next()) {
+                        senders
+                            .by_shape
+                            .entry(command_shape(args))
+                            .or_insert_with(|| only.1.clone());
+                    }
+                    let sender = ops.iter().rev().find(|o| !o.2).or(ops.last());
+                    if let Some((_, op, _)) = sender {
+                        senders.by_seq.insert(e.seq, op.to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+        senders
+    }
+
+    /// The lock operation that sent `command`: the one its shape is known to come from (a late
+    /// request — a renewal held on the network until its client releases — is still told by its
+    /// shape), else its sender's operation in flight when it arrived, else its latest begun.
+    fn sender_of(&self, command: &lockstep_sim::Event) -> Option<String> {
+        let EventKind::Command { args, .. } = &command.kind else {
+            return None;
+        };
+        self.by_shape
+            .get(&command_shape(args))
+            .or_else(|| self.by_seq.get(&command.seq))
+            .cloned()
+    }
+}
+
 /// The lock operations a checker's witness involves, sorted, each once: for a witness with
-/// master commands, the operations that sent them ([`command_ops`]: `extend` for a renewal that
+/// master commands, the operations that sent them ([`Senders`]: `extend` for a renewal that
 /// re-created a key, `release` for a release that deleted another grant's); otherwise the
 /// operations in the witness (`acquire` for two grants that overlap). The command names
 /// themselves are left out: which of them a witness shows depends on the plan, the operation
 /// that sent them does not; nor are a hold's end markers (a release's invoke, an abort).
-pub fn witness_ops(result: &CheckResult, history: &[lockstep_sim::Event]) -> Vec<String> {
+pub fn witness_ops(result: &CheckResult, senders: &Senders) -> Vec<String> {
     let commands: Vec<&lockstep_sim::Event> = result
         .witness
         .iter()
         .filter(|e| matches!(e.kind, EventKind::Command { client: Some(_), .. }))
         .collect();
     let mut ops: Vec<String> = match commands.is_empty() {
-        false => {
-            let senders = command_ops(history);
-            commands
-                .iter()
-                .filter_map(|e| sender_op(e, history, &senders))
-                .collect()
-        }
+        false => commands.iter().filter_map(|e| senders.sender_of(e)).collect(),
         // The operations that completed in the witness (two grants: `acquire`); a hold's end
         // (a release's invoke, an abort) marks when a grant was given up, not what went wrong.
         true => result
             .witness
             .iter()
             .filter_map(|e| match &e.kind {
-                EventKind::Op { op, phase, .. } if *phase != lockstep_sim::Phase::Invoke && op != "abort" => {
+                EventKind::Op { op, phase, .. } if *phase != lockstep_sim::Phase::Invoke && op != names::ABORT => {
                     Some(op.clone())
                 }
                 _ => None,
@@ -204,98 +268,29 @@ pub fn witness_ops(result: &CheckResult, history: &[lockstep_sim::Event]) -> Vec
     ops
 }
 
-/// A command's shape, without its keys and values: its name, a script's text or digest, and the
-/// flags among its arguments (`SET NX PX` and `SET XX PX` differ). One lock operation sends
-/// commands of one shape.
+/// A command's shape, without its keys and values: its name, the arguments before its first key
+/// by lockstep's command table (a script's text and key count for `EVAL`, a function's name for
+/// `FCALL`), and the flags among the rest as sent in capitals (`SET … NX PX` and `SET … XX PX`
+/// differ; a lock's values are not capitals). One lock operation sends commands of one shape.
 fn command_shape(args: &[String]) -> String {
     let name = args.first().map(|a| a.to_ascii_uppercase()).unwrap_or_default();
-    match name.as_str() {
-        "EVAL" | "EVALSHA" | "EVAL_RO" | "EVALSHA_RO" | "FCALL" => format!("{name} {}", args.get(1).map_or("", |s| s)),
-        _ => {
-            let flags: Vec<&str> = args
-                .iter()
-                .skip(3)
-                .filter(|a| !a.is_empty() && a.chars().all(|c| c.is_ascii_alphabetic()))
-                .map(|a| a.as_str())
-                .collect();
-            format!("{name} {}", flags.join(" ").to_ascii_uppercase())
-        }
-    }
-}
-
-/// Which lock operation sends commands of each shape ([`command_shape`]), learnt from the
-/// history's unambiguous commands: those that arrived while their sender had exactly one lock
-/// operation in flight (the first such operation seen for a shape wins). A late request — a
-/// renewal held on the network until its client releases — is then still told by its shape.
-fn command_ops(history: &[lockstep_sim::Event]) -> std::collections::BTreeMap<String, String> {
-    let mut in_flight: std::collections::BTreeMap<&str, Vec<(u64, &String)>> = Default::default();
-    let mut shapes = std::collections::BTreeMap::new();
-    for e in history {
-        match &e.kind {
-            EventKind::Op { id, op, phase, .. } if is_lock_op(op) => {
-                let ops = in_flight.entry(e.node.as_str()).or_default();
-                match phase {
-                    lockstep_sim::Phase::Invoke => ops.push((*id, op)),
-                    _ => ops.retain(|(i, _)| i != id),
-                }
-            }
-            EventKind::Command {
-                client: Some(client),
-                args,
-                ..
-            } => {
-                if let Some([(_, op)]) = in_flight.get(client.as_str()).map(|v| v.as_slice()) {
-                    shapes.entry(command_shape(args)).or_insert_with(|| op.to_string());
-                }
-            }
-            _ => {}
-        }
-    }
-    shapes
-}
-
-/// The lock operation that sent `command`: the one its shape is known to come from, else its
-/// sender's operation in flight when it arrived, else its sender's latest begun.
-fn sender_op(
-    command: &lockstep_sim::Event,
-    history: &[lockstep_sim::Event],
-    senders: &std::collections::BTreeMap<String, String>,
-) -> Option<String> {
-    let EventKind::Command {
-        client: Some(client),
-        args,
-        ..
-    } = &command.kind
-    else {
-        return None;
-    };
-    if let Some(op) = senders.get(&command_shape(args)) {
-        return Some(op.clone());
-    }
-    let mut begun: Vec<(u64, &String)> = Vec::new();
-    let mut ended: Vec<u64> = Vec::new();
-    for e in history
+    let first_key = lockstep_sim::redis::table::resolve(args)
+        .and_then(|spec| spec.key_positions(args).into_iter().min())
+        .unwrap_or(args.len());
+    let before: Vec<&str> = args.iter().take(first_key).skip(1).map(String::as_str).collect();
+    let flags: Vec<&str> = args
         .iter()
-        .take_while(|e| e.seq < command.seq)
-        .filter(|e| &e.node == client)
-    {
-        if let EventKind::Op { id, op, phase, .. } = &e.kind {
-            if is_lock_op(op) {
-                match phase {
-                    lockstep_sim::Phase::Invoke => begun.push((*id, op)),
-                    _ => ended.push(*id),
-                }
-            }
-        }
-    }
-    let in_flight = begun.iter().rev().find(|(id, _)| !ended.contains(id));
-    in_flight.or(begun.last()).map(|(_, op)| op.to_string())
+        .skip(first_key + 1)
+        .filter(|a| !a.is_empty() && a.chars().all(|c| c.is_ascii_uppercase()))
+        .map(String::as_str)
+        .collect();
+    format!("{name} {} | {}", before.join(" "), flags.join(" "))
 }
 
 /// Whether `op` is a lock operation (the resource's reads and writes send no command to a
 /// master).
 fn is_lock_op(op: &str) -> bool {
-    op != "read" && op != "write"
+    op != names::READ && op != names::WRITE
 }
 
 /// The sorted, deduplicated fault kinds of `faults`.
@@ -485,9 +480,10 @@ mod tests {
                 vec![history[seq].clone()],
             )
         };
-        assert_eq!(witness_ops(&result(6), &history), vec!["extend".to_string()]);
+        let senders = Senders::of(&history);
+        assert_eq!(witness_ops(&result(6), &senders), vec!["extend".to_string()]);
         // A shape never seen alone: the sender's latest lock operation in flight (not its write).
-        assert_eq!(witness_ops(&result(7), &history), vec!["release".to_string()]);
+        assert_eq!(witness_ops(&result(7), &senders), vec!["release".to_string()]);
         // Without commands: the operations that completed in the witness, not a hold's end.
         let grants = CheckResult::new(
             crate::checker::CheckerName::MutualExclusion,
@@ -495,7 +491,7 @@ mod tests {
             String::new(),
             vec![history[2].clone(), history[5].clone()],
         );
-        assert_eq!(witness_ops(&grants, &history), vec!["extend".to_string()]);
+        assert_eq!(witness_ops(&grants, &senders), vec!["extend".to_string()]);
     }
 
     #[test]

@@ -150,12 +150,19 @@ fn judge_case_as(
     let ops = crate::history::OpHistory::new(&run.history);
     let signature = coverage::signature(&ops);
     let verdicts: Vec<(String, Verdict)> = run.results.iter().map(|r| (r.checker.clone(), r.verdict)).collect();
-    let witness_ops = run
-        .results
-        .iter()
-        .filter(|r| r.verdict == Verdict::Invalid)
-        .map(|r| (r.checker.clone(), groups::witness_ops(r, run.history.events())))
-        .collect();
+    // Who sent each command: read once, and only from a history with a violation.
+    let invalid: Vec<&crate::checker::CheckResult> =
+        run.results.iter().filter(|r| r.verdict == Verdict::Invalid).collect();
+    let witness_ops = match invalid.is_empty() {
+        true => Vec::new(),
+        false => {
+            let senders = groups::Senders::of(run.history.events());
+            invalid
+                .iter()
+                .map(|r| (r.checker.clone(), groups::witness_ops(r, &senders)))
+                .collect()
+        }
+    };
     let assumptions = assumptions::Assumptions::of(&scenario);
     let mut classified = classify(&assumptions, &case, &verdicts);
     let mut bug_case = None;

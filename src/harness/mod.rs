@@ -826,15 +826,15 @@ fn classified_failure(summary: &ExploreSummary) -> Option<String> {
         .take(5)
         .map(|f| format!("{} [{}]", f.seed, f.checkers.join(",")))
         .collect();
-    let classes: Vec<String> = summary
-        .bug_groups
-        .in_order(&[])
+    let ordered = summary.bug_groups.in_order(&[]);
+    let classes: Vec<String> = ordered
         .iter()
+        .take(5)
         .map(|c| format!("{} ({} seeds, first {})", c.class.describe(), c.seeds, c.first.seed))
         .collect();
     let classes = match classes.is_empty() {
         true => String::new(),
-        false => format!("; {} classes of cause: {}", classes.len(), classes.join("; ")),
+        false => format!("; {} classes of cause, first: {}", ordered.len(), classes.join("; ")),
     };
     Some(format!(
         "{} of {} seeds violate a checker while their plan broke none of the assumptions it needs (an \

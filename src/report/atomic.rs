@@ -144,6 +144,17 @@ pub fn check_out_dir(dir: &Path) -> Result<(), String> {
     }
 }
 
+/// Writes a shrunk counterexample into the `--out` directory `out` ([`write_into_out`]); nothing
+/// without `out` or without a counterexample.
+pub fn write_shrunk(shrunk: &crate::explore::shrink::Shrunk, out: Option<&Path>) -> Result<(), String> {
+    match (shrunk, out) {
+        (crate::explore::shrink::Shrunk::Found { file, toml, .. }, Some(dir)) => {
+            write_into_out(dir, file, toml.as_bytes())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Writes a counterexample `file` into the `--out` directory `dir` ([`write_atomic`]), once more
 /// refusing a `dir` that became a symbolic link since it was checked ([`check_out_dir`]).
 pub fn write_into_out(dir: &Path, file: &Path, bytes: &[u8]) -> Result<(), String> {

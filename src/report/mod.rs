@@ -53,7 +53,9 @@ pub mod timeline;
 pub mod verdict;
 
 pub use crate::gate::ShardSet;
-pub use atomic::{check_out_dir, check_outputs, check_writable_file, write_atomic, write_into_out, write_json};
+pub use atomic::{
+    check_out_dir, check_outputs, check_writable_file, write_atomic, write_into_out, write_json, write_shrunk,
+};
 use atomic::{parent_dir, write_file_atomically};
 pub use build::outcome_digest;
 pub(crate) use build::{scenario_error_report, scenario_report};

@@ -85,13 +85,13 @@ pub fn step_gaps<'a>(topo: &Topology, anchors: &'a Anchors) -> Vec<StepGap<'a>> 
 }
 
 /// Whether a command sets up a connection (the client library's `CLIENT SETINFO`, `HELLO`,
-/// `AUTH`, `SELECT`) rather than acts for the lock.
+/// `AUTH`, `SELECT`: the connection group of lockstep's command table) rather than acts for the
+/// lock.
 pub(crate) fn is_handshake(args: &[String]) -> bool {
-    args.first().is_some_and(|name| {
-        ["CLIENT", "HELLO", "AUTH", "SELECT"]
-            .iter()
-            .any(|h| name.eq_ignore_ascii_case(h))
-    })
+    use lockstep_sim::redis::table::{command, Group};
+    args.first()
+        .and_then(|name| command(name.as_bytes()))
+        .is_some_and(|spec| spec.group == Group::Connection)
 }
 
 /// The longest delay between two steps that keeps each of the operation's round trips under

@@ -120,7 +120,7 @@ fn links_between<'a>(targets: &'a Targets, a: &'a str, b: &'a str) -> impl Itera
 }
 
 /// Applies one fault now (and schedules the end of a pause).
-fn apply(rec: &LiveRecorder, targets: &Targets, fault: &Fault) {
+pub(crate) fn apply(rec: &LiveRecorder, targets: &Targets, fault: &Fault) {
     let target = match fault.nodes().as_slice() {
         [one] => one.to_string(),
         _ => "net".to_string(),

@@ -21,11 +21,23 @@
 //!   key to someone else while an earlier grant was valid — a crash without persistence, a
 //!   failover to a lagging replica, a server clock jumping forward.
 //!
-//! Holders are told apart by connection: the process of a grant is `CLIENT@SERVER#CONN` (its
-//! client name, the server and the connection that granted it), and each command's sender is
-//! rewritten so, so that `ownership` sees a foreign deletion (another connection's plain `DEL` of
-//! a key holding someone else's value) as the violation it is. A pool that releases on another
-//! connection with a plain `DEL` looks foreign; a compare-and-delete (the value named) does not.
+//! **Holders are told apart by the value they set**, each drawn in a lane named after the test
+//! running when it was granted ([`super::attribution`]; without a label, the client's name): a
+//! lane is reused once its holder released or gave up, and a second lane (`NAME #2`) opens while
+//! the first holds. A connection becomes the holder's own when it was granted the value or sent a
+//! command naming it (so a client that reconnected after a crash and renews or releases naming its
+//! value is still the holder); `ownership` sees a foreign deletion — a plain `DEL` of a key holding
+//! someone else's value, from a connection that never named it — as the violation it is. Each
+//! command's sender is the holder's lane when it acts on the holder's value, else
+//! `CLIENT@SERVER#CONN`.
+//!
+//! **One value, two holders.** A library whose callers share one value (and one connection)
+//! cannot be told apart on the wire. One case still shows: a renewing holder (it extended its
+//! lease) whose validity ran out with no release and no failed renewal never learned it lost the
+//! key; when the same value is granted again and a renewal of it then succeeds, the first holder's
+//! renewal took the new grant's key (a `SET … XX` renewal does not look at the value), and both
+//! believe they hold: the first holder re-acquires at that renewal, which `mutual-exclusion` judges
+//! against the second grant.
 //!
 //! Left out: fencing tokens, resource reads and writes as operations (the clients' own), failed
 //! acquisitions (they change nothing), and hash or other non-string locks. The ops carry
@@ -64,6 +76,14 @@ struct Hold {
     op_id: u64,
     /// When its validity runs out, true µs (`None`: no expiry).
     horizon_us: Option<u64>,
+    /// Its holder extended it at least once (a renewing holder).
+    renewed: bool,
+    /// Its validity ran out with no release and no failed renewal seen: a renewing holder that
+    /// never learned it lost the key.
+    lapsed: bool,
+    /// A renewing holder whose grant lapsed before this value was granted again: its next
+    /// renewal may be taken for the new grant's ([`infer`]).
+    stale: Option<String>,
 }
 
 /// The sender of a command on `node`'s connection `conn` from client `peer`.
@@ -99,6 +119,17 @@ fn flushes(args: &[String]) -> bool {
         .is_some_and(|a| a.eq_ignore_ascii_case("flushall") || a.eq_ignore_ascii_case("flushdb"))
 }
 
+/// A lane for a new holder: `base`, or `base #2`, `#3`, ... — the first not in `busy`.
+fn lane(base: &str, busy: &BTreeSet<String>) -> String {
+    if !busy.contains(base) {
+        return base.to_string();
+    }
+    (2..)
+        .map(|n| format!("{base} #{n}"))
+        .find(|l| !busy.contains(l))
+        .unwrap_or_else(|| base.to_string())
+}
+
 /// Reads `raw` (a served history) as lock operations; see the [module](self) docs. `masters`
 /// names the servers whose commands count.
 pub fn infer(raw: &History, masters: &[String]) -> Inferred {
@@ -129,6 +160,7 @@ pub fn infer(raw: &History, masters: &[String]) -> Inferred {
     let mut holds: BTreeMap<(String, String), Hold> = BTreeMap::new();
     let mut horizons: BTreeSet<(u64, String, String)> = BTreeSet::new();
     let mut holders: Vec<String> = Vec::new();
+    let mut labels = super::attribution::Labels::default();
     let mut grants = 0u64;
     let mut last_us = 0u64;
     let push = |out: &mut History, last_us: &mut u64, at_us: u64, node: &str, wall: i64, mono: i64, kind| {
@@ -155,6 +187,7 @@ pub fn infer(raw: &History, masters: &[String]) -> Inferred {
             if let Some(hold) = holds.get_mut(&(key.clone(), value.clone())) {
                 if hold.held && hold.horizon_us == Some(at_us) {
                     hold.held = false;
+                    hold.lapsed = true;
                     let process = hold.process.clone().unwrap_or_default();
                     let id = out.next_op_id();
                     let wall = e.wall_ms.saturating_sub(((e.at_us - at_us) / 1000) as i64);
@@ -167,6 +200,19 @@ pub fn infer(raw: &History, masters: &[String]) -> Inferred {
                         e.monotonic_ms,
                         op(id, Phase::Invoke, "abort", grant_ref(&key, &value)),
                     );
+                }
+            }
+        }
+        labels.observe(e);
+        // An expiry on a master: the values of that key are gone from it.
+        if let EventKind::Expired { key } = &e.kind {
+            if is_master(&e.node) {
+                let from = (key.clone(), String::new());
+                for ((k, _), hold) in holds.range_mut(from..) {
+                    if k != key {
+                        break;
+                    }
+                    hold.masters.remove(&e.node);
                 }
             }
         }
@@ -202,6 +248,12 @@ pub fn infer(raw: &History, masters: &[String]) -> Inferred {
             continue;
         }
         let here = (e.node.clone(), *conn);
+        // A connection that names a value someone holds is that holder's from now on.
+        for ((_, v), hold) in holds.iter_mut() {
+            if hold.process.is_some() && args.iter().skip(1).any(|a| a == v) {
+                hold.conns.insert(here.clone());
+            }
+        }
         // The ops before and after the command, each with its holder.
         let mut before: Vec<(String, EventKind)> = Vec::new();
         let mut after: Vec<(String, EventKind)> = Vec::new();
@@ -222,6 +274,10 @@ pub fn infer(raw: &History, masters: &[String]) -> Inferred {
                     let process = hold.process.clone().unwrap_or_default();
                     if new != Some(v) {
                         hold.masters.remove(&e.node);
+                        if own {
+                            hold.lapsed = false;
+                            hold.stale = None;
+                        }
                         if hold.held && own {
                             hold.held = false;
                             from = process.clone();
@@ -234,17 +290,32 @@ pub fn infer(raw: &History, masters: &[String]) -> Inferred {
                         let ttl = ttl_ms(effect.after.as_ref());
                         if ttl != ttl_ms(effect.before.as_ref()) {
                             from = process.clone();
+                            hold.renewed = true;
                             hold.horizon_us = ttl.map(|t| e.at_us.saturating_add(t.saturating_mul(1000)));
                             if let Some(h) = hold.horizon_us {
                                 horizons.insert((h, key.to_string(), v.to_string()));
                             }
-                            let id = out.next_op_id();
-                            let grant = json!({"key": key, "value": v, "fencing_token": null,
-                                "validity_ms": ttl.unwrap_or(0), "inferred": true});
-                            let invoke = json!({"key": key, "value": v, "fencing_token": null,
-                                "ttl_ms": ttl.unwrap_or(0), "inferred": true});
-                            before.push((process.clone(), op(id, Phase::Invoke, "extend", invoke)));
-                            after.push((process.clone(), op(id, Phase::Ok, "extend", grant)));
+                            // The first renewal after the value was granted again: the earlier
+                            // holder's, which never learned it lost the key (module docs).
+                            if let Some(stale) = hold.stale.take() {
+                                let id = out.next_op_id();
+                                let invoke = json!({"key": key, "ttl_ms": ttl.unwrap_or(0), "inferred": true,
+                                    "renewal_of_a_lapsed_grant": true});
+                                let grant = json!({"key": key, "value": v, "fencing_token": null,
+                                    "validity_ms": ttl.unwrap_or(0), "inferred": true,
+                                    "renewal_of_a_lapsed_grant": true});
+                                before.push((stale.clone(), op(id, Phase::Invoke, "acquire", invoke)));
+                                after.push((stale.clone(), op(id, Phase::Ok, "acquire", grant)));
+                                from = stale;
+                            } else {
+                                let id = out.next_op_id();
+                                let grant = json!({"key": key, "value": v, "fencing_token": null,
+                                    "validity_ms": ttl.unwrap_or(0), "inferred": true});
+                                let invoke = json!({"key": key, "value": v, "fencing_token": null,
+                                    "ttl_ms": ttl.unwrap_or(0), "inferred": true});
+                                before.push((process.clone(), op(id, Phase::Invoke, "extend", invoke)));
+                                after.push((process.clone(), op(id, Phase::Ok, "extend", grant)));
+                            }
                         }
                     }
                 }
@@ -254,10 +325,23 @@ pub fn infer(raw: &History, masters: &[String]) -> Inferred {
                 if !(effect.before.is_none() && acquires(args, v) && reply_ok(reply)) {
                     continue;
                 }
+                // The lanes of the holders holding now (and of a lapsed renewing holder of this
+                // value, which may still believe it holds).
+                let busy: BTreeSet<String> = holds
+                    .iter()
+                    .filter(|((k, hv), h)| h.held || (k == key && hv == v && h.lapsed && h.renewed))
+                    .filter_map(|(_, h)| h.process.clone())
+                    .collect();
                 let hold = holds.entry((key.to_string(), v.to_string())).or_default();
                 if !hold.held && hold.masters.is_empty() {
+                    if hold.lapsed && hold.renewed {
+                        hold.stale = hold.process.clone();
+                    }
+                    hold.lapsed = false;
+                    hold.renewed = false;
                     hold.conns.clear();
-                    hold.process = Some(sender(peer, &e.node, *conn));
+                    let base = labels.test_of(peer).unwrap_or(peer).to_string();
+                    hold.process = Some(lane(&base, &busy));
                 }
                 hold.masters.insert(e.node.clone());
                 hold.conns.insert(here.clone());
@@ -279,6 +363,15 @@ pub fn infer(raw: &History, masters: &[String]) -> Inferred {
                         "validity_ms": ttl.unwrap_or(0), "inferred": true});
                     before.push((process.clone(), op(hold.op_id, Phase::Invoke, "acquire", invoke)));
                     after.push((process, op(hold.op_id, Phase::Ok, "acquire", grant)));
+                }
+            }
+        }
+        // A failed renewal of a value (nil, 0 or an error): its lapsed holder learned it lost it.
+        if !reply_ok(reply) || reply == ":0" {
+            for ((_, v), hold) in holds.iter_mut() {
+                if hold.lapsed && args.iter().skip(1).any(|a| a == v) {
+                    hold.lapsed = false;
+                    hold.stale = None;
                 }
             }
         }
@@ -491,7 +584,11 @@ mod tests {
             );
         let inferred = infer(&s.0, &["redis-1".to_string()]);
         assert_eq!(inferred.grants, 2);
-        assert_eq!(inferred.holders, ["app@redis-1#1", "app@redis-1#3"]);
+        assert_eq!(
+            inferred.holders,
+            ["app"],
+            "one lane: the second grant came after the release"
+        );
         let ops = OpHistory::new(&inferred.history);
         assert_eq!(ops.holds().len(), 2);
         // The release came over another connection but named the value: the holder's own.
@@ -588,5 +685,156 @@ mod tests {
             verdict(&inferred.history, "mutual-exclusion"),
             crate::checker::Verdict::Valid
         );
+    }
+
+    /// The history of one value granted, renewed, lapsed during a stall and granted again, with
+    /// `between` (commands after the lapse, before the second grant) and a renewal after it.
+    fn shared_value(renew_first: bool, between: &[(&str, &str)]) -> History {
+        let mut s = Served::new();
+        let v = "V";
+        // A `SET lock V XX PX 1000` at `at` moving the expiry from `from_ms` to `at + 1000`.
+        let renew = |s: &mut Served, at: u64, from_ms: u64| {
+            let state = |exp: u64| {
+                Some(KeyState {
+                    value: Some(v.to_string()),
+                    fields: Vec::new(),
+                    expire_at_ms: Some(exp as i64),
+                })
+            };
+            s.0.push(
+                at * 1000,
+                "redis-1",
+                at as i64,
+                at as i64,
+                EventKind::Command {
+                    conn: 1,
+                    args: ["SET", "lock", v, "XX", "PX", "1000"].map(String::from).to_vec(),
+                    reply: "+OK".to_string(),
+                    effects: vec![KeyEffect {
+                        key: "lock".to_string(),
+                        before: state(from_ms),
+                        after: state(at + 1000),
+                    }],
+                    client: Some("app".into()),
+                },
+            );
+        };
+        s.command(
+            10,
+            "redis-1",
+            1,
+            &["SET", "lock", v, "NX", "PX", "1000"],
+            "lock",
+            None,
+            Some(v),
+            1000,
+        );
+        let mut expires_ms = 1_010;
+        if renew_first {
+            renew(&mut s, 500, 1_010);
+            expires_ms = 1_500;
+        }
+        s.0.push(
+            expires_ms * 1000,
+            "redis-1",
+            expires_ms as i64,
+            expires_ms as i64,
+            EventKind::Expired { key: "lock".into() },
+        );
+        let mut at = expires_ms + 50;
+        for (cmd, reply) in between {
+            let args: Vec<String> = cmd.split(' ').map(str::to_string).collect();
+            s.0.push(
+                at * 1000,
+                "redis-1",
+                at as i64,
+                at as i64,
+                EventKind::Command {
+                    conn: 1,
+                    args,
+                    reply: reply.to_string(),
+                    effects: Vec::new(),
+                    client: Some("app".into()),
+                },
+            );
+            at += 10;
+        }
+        s.command(
+            at + 100,
+            "redis-1",
+            1,
+            &["SET", "lock", v, "NX", "PX", "1000"],
+            "lock",
+            None,
+            Some(v),
+            1000,
+        );
+        renew(&mut s, at + 300, at + 1100);
+        s.0
+    }
+
+    #[test]
+    fn callers_sharing_one_value_and_connection_both_holding_break_mutual_exclusion() {
+        // A stall let the renewed key expire, another caller took it with the same value, and
+        // the first caller's `SET … XX` renewal then succeeded on the new key: both hold.
+        let h = shared_value(true, &[]);
+        let inferred = infer(&h, &["redis-1".to_string()]);
+        assert_eq!(inferred.holders, ["app", "app #2"]);
+        assert_eq!(
+            verdict(&inferred.history, "mutual-exclusion"),
+            crate::checker::Verdict::Invalid
+        );
+        // A holder that never renewed gave up at its validity's end: the second grant is
+        // another acquisition, its renewal its own.
+        let h = shared_value(false, &[]);
+        let inferred = infer(&h, &["redis-1".to_string()]);
+        assert_eq!(
+            verdict(&inferred.history, "mutual-exclusion"),
+            crate::checker::Verdict::Valid
+        );
+        // A renewal that failed after the lapse told the first holder it lost the key.
+        let h = shared_value(true, &[("SET lock V XX PX 1000", "$-1")]);
+        let inferred = infer(&h, &["redis-1".to_string()]);
+        assert_eq!(
+            verdict(&inferred.history, "mutual-exclusion"),
+            crate::checker::Verdict::Valid
+        );
+    }
+
+    #[test]
+    fn a_holder_is_named_after_its_test_and_its_value_keeps_a_reconnected_connection_its_own() {
+        let mut s = Served::new();
+        s.0.push(
+            1_000,
+            "redis-1",
+            1,
+            1,
+            EventKind::Command {
+                conn: 1,
+                args: vec!["ECHO".into(), "lockstep:test:test_crash".into()],
+                reply: "lockstep:test:test_crash".into(),
+                effects: Vec::new(),
+                client: Some("app".into()),
+            },
+        );
+        // Granted on connection 2; after a reconnection, connection 3 renews naming the value
+        // (a script), then releases it with a plain DEL.
+        s.command(10, "redis-1", 2, &NX, "lock", None, Some("v1"), 1000)
+            .command(
+                20,
+                "redis-1",
+                3,
+                &["EVAL", "renew", "1", "lock", "v1", "1000"],
+                "lock",
+                Some("v1"),
+                Some("v1"),
+                2000,
+            )
+            .command(30, "redis-1", 3, &["DEL", "lock"], "lock", Some("v1"), None, 0);
+        let inferred = infer(&s.0, &["redis-1".to_string()]);
+        assert_eq!(inferred.holders, ["test_crash"]);
+        assert_eq!(verdict(&inferred.history, "ownership"), crate::checker::Verdict::Valid);
+        let ops = OpHistory::new(&inferred.history);
+        assert_eq!(ops.holds().len(), 1);
     }
 }

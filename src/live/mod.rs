@@ -25,12 +25,16 @@
 //! Floor: application. It uses the scenario, lock-op vocabulary, checkers, timeline and report
 //! types; nothing below imports it.
 
+pub mod attribution;
 pub mod buffers;
+pub mod control;
+pub mod control_http;
 pub mod deploy;
 pub mod driver;
 pub mod fakeclock;
 pub mod faults;
 pub mod grants;
+pub mod junit_in;
 pub mod link;
 pub mod output;
 pub mod process;
@@ -40,6 +44,7 @@ pub mod recorder;
 pub mod replication;
 pub mod resp;
 pub mod serve;
+pub mod serve_notes;
 pub mod server;
 
 use crate::checker::{self, CheckResult, Verdict};

@@ -45,6 +45,8 @@ pub struct ReportExtra {
     pub files: Vec<(String, Vec<u8>)>,
     /// Markdown put at the very top of `summary.md`.
     pub summary_head: String,
+    /// HTML put at the top of `index.html` (before the live banner).
+    pub index_head: String,
 }
 
 /// What `live.json` says: the verdict frequencies over the runs.

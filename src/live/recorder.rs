@@ -57,6 +57,8 @@ pub struct LiveRecorder(Rc<Inner>);
 struct Inner {
     shared: SharedHistory,
     clocks: std::cell::RefCell<BTreeMap<String, Rc<NodeClock>>>,
+    /// Told each test label's name as it is recorded ([`LiveRecorder::watch_labels`]).
+    label_watch: std::cell::RefCell<Option<tokio::sync::mpsc::UnboundedSender<String>>>,
 }
 
 /// The part of a recorder other threads may hold: the history, its cap, and true time's origin.
@@ -108,7 +110,16 @@ impl LiveRecorder {
                 }),
             })),
             clocks: std::cell::RefCell::new(BTreeMap::new()),
+            label_watch: std::cell::RefCell::new(None),
         }))
+    }
+
+    /// The names of the test labels recorded from now on (in-band and out of band), as they are
+    /// recorded (`lockstep serve`'s faults timed from a test's start).
+    pub(crate) fn watch_labels(&self) -> tokio::sync::mpsc::UnboundedReceiver<String> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        *self.0.label_watch.borrow_mut() = Some(tx);
+        rx
     }
 
     /// The history, for another thread.
@@ -195,6 +206,15 @@ impl LiveRecorder {
             None => (self.0.shared.epoch_ms() + (now / 1000) as i64, (now / 1000) as i64),
         };
         let label = test_label(&kind).map(|name| label_note(name, &kind));
+        if let Some(watch) = self.0.label_watch.borrow().as_ref() {
+            let name = match &kind {
+                EventKind::Note { text } if node == "world" => super::control::control_label(text),
+                _ => test_label(&kind),
+            };
+            if let Some(name) = name {
+                let _ = watch.send(name.to_string());
+            }
+        }
         let seq = state.push(now, node, wall, mono, kind);
         if let Some(text) = label {
             state.push(now, node, wall, mono, EventKind::Note { text });

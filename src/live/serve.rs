@@ -28,11 +28,14 @@
 //! (`--history-max-mb`, `--history-max-events`): past the cap events are dropped and a `dropped`
 //! note says how many and from when ([`super::recorder`]).
 
+use super::control::Controller;
 use super::deploy;
 use super::faults::{self, Targets};
+use super::junit_in::CaseResult;
 use super::output::{LiveSummary, Render};
 use super::recorder::{HistoryCap, LiveRecorder, SharedHistory};
 use super::replication::LiveReplication;
+use super::serve_notes::{JunitNotes, ServeNotes, SuiteNotes};
 use super::{grants, LiveError, LiveOptions, LiveRun};
 use crate::app::{AppError, Outcome};
 use crate::run::RESOURCE_NODE;
@@ -44,6 +47,9 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
+
+/// A fault timed from a test's start: the test's name and the fault, `at_ms` after its label.
+pub type RelativeFault = (String, lockstep_sim::ScheduledFault);
 
 /// The most masters `--masters` deploys.
 pub(crate) const MASTERS_MAX: u16 = 64;
@@ -104,12 +110,50 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = super::SCRIPT_GUARD_MS, value_name = "MS",
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub script_guard_ms: u64,
+    /// Let tests inject faults: `LOCKSTEP FAULT ...` on any master's connection, and the HTTP
+    /// control endpoint on 127.0.0.1 (`POST /fault`, `POST /label`; its URL printed at start and
+    /// given to the suite as `LOCKSTEP_CONTROL_URL`). `SHUTDOWN`, `DEBUG SLEEP`, `CLIENT PAUSE`,
+    /// `CLIENT KILL`, `ROLE`, `FAILOVER` and `REPLICAOF NO ONE` are answered without it.
+    #[arg(long)]
+    pub control: bool,
+    /// The HTTP control endpoint's port (default: a free one). Needs --control.
+    #[arg(long, requires = "control", value_parser = clap::value_parser!(u16).range(1..))]
+    pub control_port: Option<u16>,
+    /// A master the test stopped (`SHUTDOWN`, `LOCKSTEP FAULT crash`, `POST /fault`) starts again
+    /// this many ms later (after its restart delay).
+    #[arg(long, default_value_t = super::control::RESTART_AFTER_MS, value_name = "MS",
+          value_parser = clap::value_parser!(u64).range(0..=3_600_000))]
+    pub restart_after_ms: u64,
+    /// A master the test stopped stays down until a `restart` fault.
+    #[arg(long)]
+    pub no_restart: bool,
+    /// The JUnit XML file the suite writes (e.g. pytest's `--junitxml`, mocha's `mocha-junit-reporter`):
+    /// read once it exits, for each test's result. Needs a suite after `--`.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// The test suite to run against the servers, after `--`: started once they listen, with
+    /// `REDIS_URL`, `REDIS_HOST`, `REDIS_PORT`, `LOCKSTEP_REDIS_URLS` (every master),
+    /// `LOCKSTEP_RESOURCE_URL` and with --control `LOCKSTEP_CONTROL_URL` set; serve stops when it
+    /// exits, and the report's headline says its result beside lockstep's verdicts. Exit 1 when
+    /// the suite failed or a safety checker is invalid.
+    #[arg(last = true, value_name = "SUITE")]
+    pub suite: Vec<String>,
+}
+
+impl ServeArgs {
+    /// The control settings these arguments give.
+    fn control_settings(&self) -> super::control::ControlSettings {
+        super::control::ControlSettings {
+            lockstep_commands: self.control,
+            restart_after_ms: (!self.no_restart).then_some(self.restart_after_ms),
+        }
+    }
 }
 
 /// The scenario `args` asks for.
-fn scenario_of(args: &ServeArgs) -> Result<Scenario, AppError> {
+fn scenario_of(args: &ServeArgs) -> Result<(Scenario, Vec<RelativeFault>), AppError> {
     match &args.file {
-        Some(path) => Scenario::from_file_live(path).map_err(|e| AppError::BadInput(e.to_string())),
+        Some(path) => Scenario::from_file_serve(path).map_err(|e| AppError::BadInput(e.to_string())),
         None => {
             // The standard template's deployment, with one client name (`app`): one port per
             // server. Its lock and workload are not used.
@@ -133,7 +177,7 @@ fn scenario_of(args: &ServeArgs) -> Result<Scenario, AppError> {
                 scenario.deployment.insert(master.name.clone(), setup.clone());
                 scenario.masters.push(master);
             }
-            Ok(scenario)
+            Ok((scenario, Vec::new()))
         }
     }
 }
@@ -205,15 +249,23 @@ impl Stop {
 /// Runs `lockstep serve`: prints the addresses, serves until stopped, writes the history and the
 /// report.
 pub fn main(args: &ServeArgs, render: &(dyn Render + Sync)) -> Result<Outcome, AppError> {
-    let scenario = scenario_of(args)?;
+    let (scenario, relative) = scenario_of(args)?;
     let shown = args
         .file
         .as_deref()
         .map_or_else(|| Path::new("lockstep serve").to_path_buf(), Path::to_path_buf);
-    if let Some(why) = refusal(&scenario, &shown) {
+    // Faults timed from a test are checked as the plan's are.
+    let mut checked = scenario.clone();
+    checked.faults.faults.extend(relative.iter().map(|(_, f)| f.clone()));
+    if let Some(why) = refusal(&checked, &shown) {
         return Err(AppError::BadInput(why));
     }
-    super::check_servers(&scenario, false).map_err(|e| AppError::BadInput(e.located(&shown)))?;
+    super::check_servers(&checked, false).map_err(|e| AppError::BadInput(e.located(&shown)))?;
+    if args.junit.is_some() && args.suite.is_empty() {
+        return Err(AppError::BadInput(
+            "--junit: there is no suite to read it from (give the suite's command after `--`)".to_string(),
+        ));
+    }
     let inputs: Vec<PathBuf> = args.file.iter().cloned().collect();
     crate::app::files::check_outputs_spare_inputs(
         &inputs,
@@ -257,7 +309,8 @@ pub fn main(args: &ServeArgs, render: &(dyn Render + Sync)) -> Result<Outcome, A
             Ok(Err(e)) => return Err(AppError::RunFailure(e)),
             Err(_) => return Err(AppError::RunFailure("the signal watchdog did not start".to_string())),
         }
-        let result = serve_thread(&scenario, args, &rec, stop).map_err(|e| AppError::BadInput(e.located(&shown)));
+        let result =
+            serve_thread(&scenario, &relative, args, &rec, stop).map_err(|e| AppError::BadInput(e.located(&shown)));
         let served = match result {
             Ok(served) => served,
             Err(e) => {
@@ -271,10 +324,15 @@ pub fn main(args: &ServeArgs, render: &(dyn Render + Sync)) -> Result<Outcome, A
                 std::thread::park();
             }
         }
-        let written = outputs.write(&rec.shared(), served.stopped_by, None);
+        let written = outputs.write(&rec.shared(), served.stopped_by, None, served.suite.as_ref());
         stop.finished.notify_one();
-        crate::emit::stdout(&(written? + "\n")).map_err(AppError::Io)?;
-        Ok(Outcome::Held)
+        let written = written?;
+        crate::emit::stdout(&(written.text + "\n")).map_err(AppError::Io)?;
+        // With a suite, serve is its gate: the suite's result and lockstep's verdicts.
+        Ok(match &served.suite {
+            Some(suite) => Outcome::held_if(suite.passed() && written.clean),
+            None => Outcome::Held,
+        })
     })
 }
 
@@ -282,9 +340,17 @@ pub fn main(args: &ServeArgs, render: &(dyn Render + Sync)) -> Result<Outcome, A
 struct Served {
     /// Why it stopped.
     stopped_by: &'static str,
+    /// How the suite ended, when serve ran one.
+    suite: Option<SuiteEnd>,
 }
 
-fn serve_thread(scenario: &Scenario, args: &ServeArgs, rec: &LiveRecorder, stop: &Stop) -> Result<Served, LiveError> {
+fn serve_thread(
+    scenario: &Scenario,
+    relative: &[RelativeFault],
+    args: &ServeArgs,
+    rec: &LiveRecorder,
+    stop: &Stop,
+) -> Result<Served, LiveError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -293,7 +359,7 @@ fn serve_thread(scenario: &Scenario, args: &ServeArgs, rec: &LiveRecorder, stop:
     // This thread serves every client: no script may hold it past the guard (never set in a
     // simulation, see `lockstep_sim::redis::set_wall_guard`).
     lockstep_sim::redis::set_wall_guard(Some(Duration::from_millis(args.script_guard_ms)));
-    local.block_on(&runtime, serve_async(scenario, args, rec, stop))
+    local.block_on(&runtime, serve_async(scenario, relative, args, rec, stop))
 }
 
 /// Watches SIGINT and SIGTERM on its own thread and runtime, so that a busy serving thread
@@ -346,9 +412,9 @@ fn watchdog(
             "the serving thread was still busy {} ms after it (a long command or script)",
             signalled_at.elapsed().as_millis()
         );
-        let code = match outputs.write(&shared, which, Some(&busy)) {
-            Ok(text) => {
-                let _ = crate::emit::stdout(&(text + "\n"));
+        let code = match outputs.write(&shared, which, Some(&busy), None) {
+            Ok(written) => {
+                let _ = crate::emit::stdout(&(written.text + "\n"));
                 0
             }
             Err(e) => {
@@ -362,6 +428,7 @@ fn watchdog(
 
 async fn serve_async(
     scenario: &Scenario,
+    relative: &[RelativeFault],
     args: &ServeArgs,
     rec: &LiveRecorder,
     stop: &Stop,
@@ -387,8 +454,54 @@ async fn serve_async(
         client_clocks: BTreeMap::new(),
         replication,
     });
+    // The first client's address of each server: what the suite and `ROLE` are told.
+    let first_client = scenario.clients.first().map(|c| c.name.clone()).unwrap_or_default();
+    let served_at: BTreeMap<String, String> = addresses
+        .iter()
+        .filter(|((c, _), _)| *c == first_client)
+        .map(|((_, server), addr)| (server.clone(), addr.clone()))
+        .collect();
+    let redis: Vec<String> = servers
+        .keys()
+        .filter(|n| n.as_str() != RESOURCE_NODE)
+        .cloned()
+        .collect();
+    let replicated: Vec<String> = scenario
+        .masters
+        .iter()
+        .filter(|m| !scenario.replicas_of(&m.name).is_empty())
+        .flat_map(|m| std::iter::once(m.name.clone()).chain(scenario.replicas_of(&m.name)))
+        .collect();
+    let clients: Vec<String> = scenario.clients.iter().map(|c| c.name.clone()).collect();
+    let controller = Controller::new(
+        rec.clone(),
+        targets.clone(),
+        args.control_settings(),
+        &redis,
+        &replicated,
+        &clients,
+        served_at.clone(),
+    );
+    for server in servers.values() {
+        server.set_control(&controller);
+    }
+    let mut control_url = None;
+    let http_task = if args.control {
+        let (listener, url) = super::control_http::bind(args.control_port.unwrap_or(0))
+            .await
+            .map_err(|e| LiveError::Runtime(format!("--control-port: cannot listen on 127.0.0.1: {e}")))?;
+        control_url = Some(url);
+        Some(tokio::task::spawn_local(super::control_http::serve(
+            listener,
+            controller.clone(),
+            served_at.clone(),
+        )))
+    } else {
+        None
+    };
     let fault_task = tokio::task::spawn_local(faults::run_plan(rec.clone(), targets.clone(), scenario.faults.clone()));
-    crate::emit::stdout(&banner(scenario, &addresses, args.duration_ms))
+    let relative_task = tokio::task::spawn_local(run_relative(rec.clone(), controller.clone(), relative.to_vec()));
+    crate::emit::stdout(&banner(scenario, &addresses, args.duration_ms, control_url.as_deref()))
         .map_err(|e| LiveError::Runtime(format!("cannot write to standard output: {e}")))?;
 
     let until = async {
@@ -397,15 +510,126 @@ async fn serve_async(
             None => std::future::pending().await,
         }
     };
-    let stopped_by = tokio::select! {
-        biased;
-        () = stop.signalled.notified() => stop.signal().unwrap_or("a signal"),
-        () = until => "--duration-ms",
+    let mut suite = match args.suite.split_first() {
+        Some((program, rest)) => {
+            let env = suite_env(scenario, &served_at, control_url.as_deref());
+            let child = tokio::process::Command::new(program)
+                .args(rest)
+                .envs(env)
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|e| LiveError::Runtime(format!("cannot start the suite `{}`: {e}", args.suite.join(" "))))?;
+            rec.record(
+                "world",
+                EventKind::Note {
+                    text: format!("suite started: {}", args.suite.join(" ")),
+                },
+            );
+            Some(child)
+        }
+        None => None,
     };
+    let suite_exit = async {
+        match suite.as_mut() {
+            Some(child) => child.wait().await.ok(),
+            None => std::future::pending().await,
+        }
+    };
+    let (stopped_by, status) = tokio::select! {
+        biased;
+        () = stop.signalled.notified() => (stop.signal().unwrap_or("a signal"), None),
+        () = until => ("--duration-ms", None),
+        status = suite_exit => ("the suite exited", status),
+    };
+    let suite_end = suite.map(|_| {
+        let end = SuiteEnd::of(status);
+        rec.record(
+            "world",
+            EventKind::Note {
+                text: format!("suite ended: {}", end.describe()),
+            },
+        );
+        end
+    });
     fault_task.abort();
+    relative_task.abort();
+    if let Some(task) = http_task {
+        task.abort();
+    }
     ticker.abort();
+    drop(controller);
     drop(targets);
-    Ok(Served { stopped_by })
+    Ok(Served {
+        stopped_by,
+        suite: suite_end,
+    })
+}
+
+/// How the suite ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SuiteEnd {
+    /// Its exit code (`None`: killed by a signal, or still running when serve stopped).
+    pub exit_code: Option<i32>,
+    /// The signal that killed it.
+    pub signal: Option<i32>,
+    /// Whether it exited by itself (not stopped with serve).
+    pub exited: bool,
+}
+
+impl SuiteEnd {
+    fn of(status: Option<std::process::ExitStatus>) -> SuiteEnd {
+        use std::os::unix::process::ExitStatusExt;
+        SuiteEnd {
+            exit_code: status.and_then(|s| s.code()),
+            signal: status.and_then(|s| s.signal()),
+            exited: status.is_some(),
+        }
+    }
+
+    /// Whether the suite passed: it exited 0.
+    pub fn passed(&self) -> bool {
+        self.exit_code == Some(0)
+    }
+
+    /// `exit 0`, `exit 1`, `killed by signal 9`, `stopped with serve`.
+    pub fn describe(&self) -> String {
+        match (self.exited, self.exit_code, self.signal) {
+            (false, _, _) => "still running when serve stopped (killed)".to_string(),
+            (true, Some(code), _) => format!("exit {code}"),
+            (true, None, Some(sig)) => format!("killed by signal {sig}"),
+            (true, None, None) => "ended with no status".to_string(),
+        }
+    }
+}
+
+/// The environment the suite runs with: where the servers are.
+fn suite_env(
+    scenario: &Scenario,
+    served_at: &BTreeMap<String, String>,
+    control_url: Option<&str>,
+) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    let urls: Vec<String> = scenario
+        .masters
+        .iter()
+        .filter_map(|m| served_at.get(&m.name))
+        .map(|a| format!("redis://{a}/0"))
+        .collect();
+    if let Some(first) = scenario.masters.first().and_then(|m| served_at.get(&m.name)) {
+        env.push(("REDIS_URL".to_string(), format!("redis://{first}/0")));
+        if let Some((host, port)) = first.rsplit_once(':') {
+            env.push(("REDIS_HOST".to_string(), host.to_string()));
+            env.push(("REDIS_PORT".to_string(), port.to_string()));
+        }
+    }
+    env.push(("LOCKSTEP_REDIS_URLS".to_string(), urls.join(" ")));
+    if let Some(resource) = served_at.get(RESOURCE_NODE) {
+        env.push(("LOCKSTEP_RESOURCE_URL".to_string(), format!("redis://{resource}/0")));
+    }
+    if let Some(url) = control_url {
+        env.push(("LOCKSTEP_CONTROL_URL".to_string(), url.to_string()));
+    }
+    env
 }
 
 fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::Signal, LiveError> {
@@ -420,10 +644,24 @@ struct Outputs<'a> {
     render: &'a (dyn Render + Sync),
 }
 
+/// What [`Outputs::write`] did: the console's closing line, and whether lockstep's checkers
+/// found nothing (`false` too when a safety checker is invalid; `true` without `--report`,
+/// nothing judged).
+struct Written {
+    text: String,
+    clean: bool,
+}
+
 impl Outputs<'_> {
-    /// Ends the history (stopped by `stopped_by`; `busy`: why the watchdog writes it) and writes
-    /// `--history` and `--report`; returns the closing line for the console.
-    fn write(&self, shared: &SharedHistory, stopped_by: &str, busy: Option<&str>) -> Result<String, AppError> {
+    /// Ends the history (stopped by `stopped_by`; `busy`: why the watchdog writes it; `suite`:
+    /// how the suite ended) and writes `--history` and `--report`.
+    fn write(
+        &self,
+        shared: &SharedHistory,
+        stopped_by: &str,
+        busy: Option<&str>,
+        suite: Option<&SuiteEnd>,
+    ) -> Result<Written, AppError> {
         let served_ms = shared.now_us() / 1000;
         let end = match busy {
             Some(why) => format!("serve end ({stopped_by}; {why})"),
@@ -442,6 +680,13 @@ impl Outputs<'_> {
             plural(commands, "command", "commands"),
             plural(faults, "fault", "faults"),
         );
+        if let Some(end) = suite {
+            text.push_str(&format!(
+                "; the suite {} ({})",
+                if end.passed() { "passed" } else { "FAILED" },
+                end.describe()
+            ));
+        }
         if dropped > 0 {
             text.push_str(&format!(
                 "; {dropped} events dropped past the history cap (--history-max-mb {}, --history-max-events {})",
@@ -462,14 +707,60 @@ impl Outputs<'_> {
                 path.display()
             ));
         }
+        let mut clean = true;
         if let Some(out) = &self.args.report {
-            self.report(out, history, served_ms, stopped_by, dropped)?;
-            text.push_str(&format!("; report written to {}", out.display()));
+            let (headline, ok) = self.report(out, history, served_ms, stopped_by, dropped, suite)?;
+            clean = ok;
+            text.push_str(&format!("; report written to {}\n{headline}", out.display()));
         }
-        Ok(text)
+        Ok(Written { text, clean })
     }
 
-    /// Writes the report directory `out` of the served `history`.
+    /// The suite's notes: its command, how it ended, and its JUnit file read.
+    fn suite_notes(&self, end: &SuiteEnd) -> (SuiteNotes, Vec<super::junit_in::Case>) {
+        let mut cases = Vec::new();
+        let junit = self.args.junit.as_ref().map(|file| {
+            let read = crate::scenario::read_limited(file, 64 * 1024 * 1024)
+                .and_then(|b| String::from_utf8(b).map_err(|e| format!("not UTF-8: {e}")));
+            match read {
+                Ok(xml) => {
+                    cases = super::junit_in::cases(&xml);
+                    JunitNotes {
+                        file: file.display().to_string(),
+                        error: None,
+                        tests: cases.len(),
+                        failed: cases
+                            .iter()
+                            .filter(|c| matches!(c.result, CaseResult::Failed | CaseResult::Error))
+                            .count(),
+                        skipped: cases.iter().filter(|c| c.result == CaseResult::Skipped).count(),
+                    }
+                }
+                Err(e) => JunitNotes {
+                    file: file.display().to_string(),
+                    error: Some(e),
+                    tests: 0,
+                    failed: 0,
+                    skipped: 0,
+                },
+            }
+        });
+        let notes = SuiteNotes {
+            command: self
+                .args
+                .suite
+                .iter()
+                .map(|w| crate::emit::shell_word(w))
+                .collect::<Vec<_>>()
+                .join(" "),
+            end: end.clone(),
+            junit,
+        };
+        (notes, cases)
+    }
+
+    /// Writes the report directory `out` of the served `history`; returns its headline and
+    /// whether every safety checker held.
     fn report(
         &self,
         out: &Path,
@@ -477,25 +768,29 @@ impl Outputs<'_> {
         served_ms: u64,
         stopped_by: &str,
         dropped: u64,
-    ) -> Result<(), AppError> {
+        suite: Option<&SuiteEnd>,
+    ) -> Result<(String, bool), AppError> {
         let masters: Vec<String> = self
             .scenario
             .masters
             .iter()
             .flat_map(|m| std::iter::once(m.name.clone()).chain(self.scenario.replicas_of(&m.name)))
             .collect();
-        let notes = ServeNotes::of(&history, stopped_by, served_ms, dropped);
         let inferred = grants::infer(&history, &masters);
         let commands = history
             .events()
             .iter()
             .filter(|e| matches!(e.kind, EventKind::Command { .. }))
             .count();
-        drop(history);
-        // The report's scenario: the served one, with the holders as its clients (one lane each)
-        // and no expectations (they are a live run's, for its own workload).
+        // The report's scenario: the served one, with the holders as its clients (one lane per
+        // test, see `grants`), and as its expectations the safety checkers it judges: a run whose
+        // safety checker is invalid is never headlined PASS (issue 52).
         let mut scenario = self.scenario.clone();
-        scenario.expect.clear();
+        scenario.description = format!("{SERVED_DESCRIPTION} {}", scenario.description);
+        scenario.expect = grants::CHECKERS
+            .iter()
+            .map(|c| (c.to_string(), crate::checker::Verdict::Valid))
+            .collect();
         if let Some(template) = scenario.clients.first().cloned() {
             if !inferred.holders.is_empty() {
                 scenario.clients = inferred
@@ -515,6 +810,16 @@ impl Outputs<'_> {
             .filter(|r| grants::CHECKERS.contains(&r.checker.as_str()))
             .collect();
         drop(ops);
+        let clean = results.iter().all(|r| r.verdict != crate::checker::Verdict::Invalid);
+        let (suite_notes, cases) = match suite {
+            Some(end) => {
+                let (notes, cases) = self.suite_notes(end);
+                (Some(notes), cases)
+            }
+            None => (None, Vec::new()),
+        };
+        let notes = ServeNotes::of(&history, stopped_by, served_ms, dropped, suite_notes, &results, &cases);
+        drop(history);
         // No grant read off the commands: every safety verdict holds over an empty history, so
         // the report checked nothing and must not pass (issue 48: "✅ PASS — 0 checks passed"),
         // as `ci` fails a run in which no client got the lock.
@@ -538,6 +843,8 @@ impl Outputs<'_> {
         }
         let client = "lockstep serve (any client that connected)".to_string();
         let server_failures = super::server_failures(&inferred.history);
+        let headline = notes.headline(&results, inferred.grants);
+        let grants = inferred.grants;
         let run = LiveRun {
             name: scenario.name.clone(),
             seed: scenario.seed,
@@ -559,170 +866,82 @@ impl Outputs<'_> {
         summary.note = "lockstep serve: any client's commands against servers on 127.0.0.1 in real time; the lock \
                         operations are read off the servers' commands (see serve.json); not reproducible"
             .to_string();
-        summary.rerun = match &self.args.file {
-            Some(f) => format!(
-                "lockstep serve {} --report OUT",
-                crate::emit::shell_word(&f.display().to_string())
-            ),
-            None => format!("lockstep serve --masters {} --report OUT", self.args.masters),
-        };
-        // `serve.json` and the notes at the top of summary.md are built with the report and
-        // swapped in with it (issue 48: written into OUT after the swap, concurrent serves mixed
-        // one's notes with another's report).
+        // Real time: there is nothing to replay; the report offers none (issue 52).
+        summary.rerun = String::new();
+        // `serve.json` and the notes at the top of summary.md and index.html are built with the
+        // report and swapped in with it (issue 48).
+        let results = &runs[0].0.results;
         let extra = super::output::ReportExtra {
             files: vec![(
                 "serve.json".to_string(),
                 serde_json::to_string_pretty(&notes).unwrap_or_default().into_bytes(),
             )],
-            summary_head: notes.markdown(inferred.grants),
+            summary_head: notes.markdown(results, grants),
+            index_head: notes.html(results, grants),
         };
         self.render
             .write(out, self.shown, &scenario, &runs, &summary, &extra)
             .map_err(AppError::Io)?;
-        Ok(())
+        Ok((headline, clean && suite.is_none_or(SuiteEnd::passed)))
     }
 }
 
-/// `serve.json`: how the serve ended, what the cap dropped, the test labels and the faults with
-/// the tests they hit.
-#[derive(Debug, Serialize)]
-struct ServeNotes {
-    stopped_by: String,
-    served_ms: u64,
-    /// Events the history cap dropped (0: none), and the `dropped` note.
-    dropped_events: u64,
-    dropped_note: Option<String>,
-    /// Every test label, in order.
-    tests: Vec<TestLabel>,
-    /// Every fault applied, with the tests it hit.
-    faults: Vec<FaultHit>,
-}
+/// The start of a served report's scenario description: the timeline's title says what ran
+/// instead of the scenario file's lock settings, which serve does not use.
+pub const SERVED_DESCRIPTION: &str = "Served in real time by `lockstep serve`:";
 
-#[derive(Debug, Serialize)]
-struct TestLabel {
-    test: String,
-    at_ms: f64,
-    server: String,
-    conn: u64,
-    client: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-struct FaultHit {
-    at_ms: f64,
-    fault: String,
-    /// Tests whose connections were labelled before the fault and sent a command after it, under
-    /// that label.
-    during: Vec<String>,
-    /// The last test labelled before the fault, if any.
-    last_test_before: Option<String>,
-}
-
-impl ServeNotes {
-    fn of(history: &History, stopped_by: &str, served_ms: u64, dropped: u64) -> ServeNotes {
-        let mut tests = Vec::new();
-        let mut faults: Vec<(u64, FaultHit)> = Vec::new();
-        // Per connection: its label (name, seq) and the seq of its last command.
-        let mut current: BTreeMap<(String, u64), (String, u64, u64)> = BTreeMap::new();
-        // Spans of a label's commands: (label seq, last command seq, name).
-        let mut spans: Vec<(u64, u64, String)> = Vec::new();
-        for e in history.events() {
-            match &e.kind {
-                EventKind::Command { conn, client, .. } => {
-                    let key = (e.node.clone(), *conn);
-                    if let Some(name) = super::recorder::test_label(&e.kind) {
-                        if let Some((old, from, to)) = current.remove(&key) {
-                            spans.push((from, to, old));
-                        }
-                        current.insert(key, (name.to_string(), e.seq, e.seq));
-                        tests.push(TestLabel {
-                            test: name.to_string(),
-                            at_ms: e.at_us as f64 / 1000.0,
-                            server: e.node.clone(),
-                            conn: *conn,
-                            client: client.clone(),
-                        });
-                    } else if let Some(label) = current.get_mut(&key) {
-                        label.2 = e.seq;
-                    }
-                }
-                EventKind::Fault { fault } => {
-                    let last = tests.last().map(|t| t.test.clone());
-                    faults.push((
-                        e.seq,
-                        FaultHit {
-                            at_ms: e.at_us as f64 / 1000.0,
-                            fault: format!("{} on {} ({})", fault.kind(), e.node, fault.short_label()),
-                            during: Vec::new(),
-                            last_test_before: last,
-                        },
-                    ));
-                }
-                _ => {}
-            }
-        }
-        spans.extend(current.into_values().map(|(name, from, to)| (from, to, name)));
-        for (from, to, name) in spans {
-            let first = faults.partition_point(|(seq, _)| *seq <= from);
-            for (seq, hit) in faults[first..].iter_mut() {
-                if *seq > to {
-                    break;
-                }
-                if !hit.during.contains(&name) {
-                    hit.during.push(name.clone());
-                }
-            }
-        }
-        let dropped_note = history.events().iter().rev().find_map(|e| match &e.kind {
-            EventKind::Note { text } if text.starts_with(super::recorder::DROPPED_NOTE) => Some(text.clone()),
-            _ => None,
-        });
-        ServeNotes {
-            stopped_by: stopped_by.to_string(),
-            served_ms,
-            dropped_events: dropped,
-            dropped_note,
-            tests,
-            faults: faults.into_iter().map(|(_, f)| f).collect(),
-        }
+/// Applies the faults timed from a test's start: each the first time its test is labelled, `at_ms`
+/// after the label (recorded as a fault when it strikes; a refusal is a note).
+async fn run_relative(rec: LiveRecorder, controller: Rc<Controller>, relative: Vec<RelativeFault>) {
+    if relative.is_empty() {
+        return;
     }
-
-    /// The serve's section at the top of `summary.md`.
-    fn markdown(&self, grants: u64) -> String {
-        let mut s = format!(
-            "> **lockstep serve**, stopped by {} after {:.1} s: {} test label{}, {} fault{} applied, {} lock grant{} \
-             read off the commands (judged by {}).\n",
-            self.stopped_by,
-            self.served_ms as f64 / 1000.0,
-            self.tests.len(),
-            if self.tests.len() == 1 { "" } else { "s" },
-            self.faults.len(),
-            if self.faults.len() == 1 { "" } else { "s" },
-            grants,
-            if grants == 1 { "" } else { "s" },
-            grants::CHECKERS.join(" and "),
-        );
-        if let Some(note) = &self.dropped_note {
-            s.push_str(&format!(">\n> **History incomplete**: {note}.\n"));
-        }
-        if !self.faults.is_empty() {
-            s.push_str(">\n> Faults and the tests they hit:\n");
-            for f in &self.faults {
-                let during = match (&f.during[..], &f.last_test_before) {
-                    ([], Some(last)) => format!("no labelled test running (last labelled before: {last})"),
-                    ([], None) => "no labelled test".to_string(),
-                    (d, _) => format!("during {}", d.join(", ")),
+    let mut labels = rec.watch_labels();
+    let mut fired = vec![false; relative.len()];
+    while let Some(name) = labels.recv().await {
+        for (i, (test, scheduled)) in relative.iter().enumerate() {
+            let matches = name == *test
+                || name
+                    .strip_suffix(test.as_str())
+                    .is_some_and(|head| head.ends_with([':', ' ', '.', '/', '#']));
+            if fired[i] || !matches {
+                continue;
+            }
+            fired[i] = true;
+            let (rec, controller, fault, at_ms) = (
+                rec.clone(),
+                controller.clone(),
+                scheduled.fault.clone(),
+                scheduled.at_ms,
+            );
+            let test = test.clone();
+            tokio::task::spawn_local(async move {
+                tokio::time::sleep(Duration::from_millis(at_ms)).await;
+                let injection = super::control::Injection {
+                    fault,
+                    restart_after_ms: Some(None),
                 };
-                s.push_str(&format!("> - {:.3} s: {} — {during}\n", f.at_ms / 1000.0, f.fault));
-            }
+                if let Err(why) = controller.inject(&injection) {
+                    rec.record(
+                        "world",
+                        EventKind::Note {
+                            text: format!("fault after test {test} not applied: {why}"),
+                        },
+                    );
+                }
+            });
         }
-        s
     }
 }
 
 /// What is served where: one line per address (`SERVER ADDRESS`, with the client name when the
 /// file has several), the fault plan, and how to stop.
-fn banner(scenario: &Scenario, addresses: &BTreeMap<(String, String), String>, duration_ms: Option<u64>) -> String {
+fn banner(
+    scenario: &Scenario,
+    addresses: &BTreeMap<(String, String), String>,
+    duration_ms: Option<u64>,
+    control_url: Option<&str>,
+) -> String {
     let masters = scenario.masters.len();
     let replicas: usize = scenario
         .masters
@@ -750,6 +969,11 @@ fn banner(scenario: &Scenario, addresses: &BTreeMap<(String, String), String>, d
                 false => text.push_str(&format!("  {server:<10} {addr}{role}\n")),
             }
         }
+    }
+    if let Some(url) = control_url {
+        text.push_str(&format!(
+            "  control    {url}  (POST /fault, POST /label; LOCKSTEP FAULT on any master)\n"
+        ));
     }
     let planned = scenario.faults.faults.len();
     text.push_str(&match planned {

@@ -25,12 +25,13 @@
 //! stream after its lag, runs the Sentinel and promotes. Left out: replicas behind real
 //! `redis-server`s.
 
+use super::control::Controller;
 use super::real::RealRedis;
 use super::recorder::LiveRecorder;
 use bytes::Bytes;
 use lockstep_sim::clock::NodeClock;
 use lockstep_sim::redis::replication::Replication;
-use lockstep_sim::redis::server::{render_reply, LocalFuture, RecordedCommand, RedisHost, RedisServer};
+use lockstep_sim::redis::server::{render_reply, Control, LocalFuture, RecordedCommand, RedisHost, RedisServer};
 use lockstep_sim::redis::{EngineConfig, Keyspace, RedisEngine, Reply};
 use lockstep_sim::resource::FencedStore;
 use lockstep_sim::{DelayClock, EventKind, FencingMode, MasterSetup, Persistence};
@@ -119,6 +120,11 @@ impl RedisHost for LiveHost {
     fn is_paused(&self) -> bool {
         self.server.upgrade().is_some_and(|s| s.is_paused())
     }
+
+    fn control(&self, _conn: u64, _peer: &str, args: &[Bytes]) -> Option<Control> {
+        let controller = self.server.upgrade()?.control.borrow().as_ref()?.upgrade()?;
+        controller.command(&self.name, args)
+    }
 }
 
 /// One live server.
@@ -134,6 +140,9 @@ pub struct Server {
     next_conn: Cell<u64>,
     /// The Redis server lockstep serves (not for the resource or a real `redis-server`).
     redis: Option<Rc<RedisServer<LiveHost>>>,
+    /// `lockstep serve`'s controller, which answers the test's control commands
+    /// ([`super::control`]); weak: it holds the servers.
+    control: RefCell<Option<Weak<Controller>>>,
 }
 
 impl Server {
@@ -191,6 +200,7 @@ impl Server {
                 generation: Cell::new(0),
                 next_conn: Cell::new(0),
                 redis,
+                control: RefCell::new(None),
             }
         })
     }
@@ -230,7 +240,13 @@ impl Server {
             generation: Cell::new(0),
             next_conn: Cell::new(0),
             redis: None,
+            control: RefCell::new(None),
         })
+    }
+
+    /// Lets `controller` answer the control commands sent to this server (`lockstep serve`).
+    pub fn set_control(&self, controller: &Rc<Controller>) {
+        *self.control.borrow_mut() = Some(Rc::downgrade(controller));
     }
 
     /// The Redis server lockstep serves here (`None`: the resource, or a real `redis-server`).

@@ -278,11 +278,16 @@ fn scenario_table(out: &mut String, report: &Report, runs: &BTreeSet<String>) {
         }
         let _ = writeln!(
             out,
-            "<td>{}</td></tr>\n<tr class=\"why\"><td></td><td colspan=\"{}\">{}<span class=\"note\">replay: <code>{}</code></span></td></tr>",
+            "<td>{}</td></tr>\n<tr class=\"why\"><td></td><td colspan=\"{}\">{}{}</td></tr>",
             expectations_cell(s.status, s.checks.iter().map(|c| (c.checker.as_str(), c.status))),
             NAMES.len() + 2,
             escape(&row_explanation(s)),
-            escape(&s.replay)
+            // A real-time run has nothing to replay: no command offered.
+            if s.replay.is_empty() {
+                String::new()
+            } else {
+                format!("<span class=\"note\">replay: <code>{}</code></span>", escape(&s.replay))
+            }
         );
     }
     out.push_str("</table>\n");
@@ -413,6 +418,11 @@ fn evidence(out: &mut String, report: &Report) {
             let lines = super::junit::witness_lines(&c.witness).join("\n");
             let _ = writeln!(out, "<pre>{}</pre>", escape(&lines));
         }
-        let _ = writeln!(out, "<p>Replay: <code>{}</code></p></details>", escape(&s.replay));
+        match s.replay.is_empty() {
+            true => out.push_str("</details>\n"),
+            false => {
+                let _ = writeln!(out, "<p>Replay: <code>{}</code></p></details>", escape(&s.replay));
+            }
+        }
     }
 }

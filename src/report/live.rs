@@ -278,7 +278,7 @@ fn write_report(
             true => head,
             false => format!("{}\n{head}", extra.summary_head),
         },
-        index_banner: banner,
+        index_banner: format!("{}{banner}", extra.index_head),
     };
     report::write_report_adding(&report, out, &histories, &additions)?;
     Ok(())

@@ -201,10 +201,15 @@ pub fn summary(report: &Report) -> String {
             };
             let _ = writeln!(
                 out,
-                "- {}{also}: {} — replay: {}",
+                "- {}{also}: {}{}",
                 inline_code(&s.name),
                 cell(&row_explanation(s)),
-                inline_code(&s.replay)
+                // A real-time run has nothing to replay: no command offered.
+                if s.replay.is_empty() {
+                    String::new()
+                } else {
+                    format!(" — replay: {}", inline_code(&s.replay))
+                }
             );
         }
         let _ = writeln!(out);
@@ -333,7 +338,12 @@ pub fn summary(report: &Report) -> String {
                 );
                 let _ = writeln!(out, "{}\n", cell(&c.explanation));
                 out.push_str(&code_block("text", &super::junit::witness_lines(&c.witness)));
-                let _ = writeln!(out, "\nReplay: {}\n\n</details>\n", code(&s.replay));
+                match s.replay.is_empty() {
+                    true => out.push_str("\n</details>\n\n"),
+                    false => {
+                        let _ = writeln!(out, "\nReplay: {}\n\n</details>\n", code(&s.replay));
+                    }
+                }
             }
         }
     }

@@ -232,15 +232,26 @@ impl TimelineData {
         let lane_of = |node: &str| index.get(node).copied();
         let end_us = history.end_us().max(1_000);
         let mut data = TimelineData {
-            title: format!(
-                "{} · {} · fencing {} · resource {} · TTL {} ms · seed {}",
-                scenario.name,
-                scenario.lock.algorithm.name(),
-                scenario.lock.fencing_shown(),
-                scenario.resource.name(),
-                scenario.lock.ttl_ms,
-                run.seed
-            ),
+            // A served run ran no lock of lockstep's: its title says what ran, not the file's
+            // unused lock settings (issue 52).
+            title: if scenario.description.starts_with(crate::live::serve::SERVED_DESCRIPTION) {
+                format!(
+                    "{} · served in real time by lockstep serve · {} lane{} (one per test)",
+                    scenario.name,
+                    scenario.clients.len(),
+                    if scenario.clients.len() == 1 { "" } else { "s" }
+                )
+            } else {
+                format!(
+                    "{} · {} · fencing {} · resource {} · TTL {} ms · seed {}",
+                    scenario.name,
+                    scenario.lock.algorithm.name(),
+                    scenario.lock.fencing_shown(),
+                    scenario.resource.name(),
+                    scenario.lock.ttl_ms,
+                    run.seed
+                )
+            },
             end_us,
             lanes: lanes.clone(),
             grants: Vec::new(),

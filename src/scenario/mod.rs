@@ -508,6 +508,19 @@ impl Scenario {
         resolve::parse_for(&source, &shown, true)
     }
 
+    /// [`Scenario::from_file_live`] for `lockstep serve`: `[[fault]]` entries with `after_test =
+    /// "NAME"` are timed from that test's label (`at_ms` after it) and returned apart, with the
+    /// test's name; the rest stay in the plan.
+    pub fn from_file_serve(
+        path: &Path,
+    ) -> Result<(Scenario, Vec<(String, lockstep_sim::ScheduledFault)>), ScenarioError> {
+        let shown = path.display().to_string();
+        let bytes = read_limited(path, MAX_FILE_BYTES).map_err(|m| ScenarioError::file(&shown, m))?;
+        let source = String::from_utf8(bytes)
+            .map_err(|e| ScenarioError::file(&shown, format!("file is not valid UTF-8: {e}")))?;
+        resolve::parse_for_serve(&source, &shown)
+    }
+
     /// The scenario as an explicit TOML file: masters as `[[topology.master]]`, clients as
     /// `[[client]]`, every fault and expectation written out. It parses back to an equal
     /// scenario.

@@ -43,16 +43,49 @@ pub(super) fn parse(source: &str, origin: &str) -> Result<Scenario, ScenarioErro
 /// [`parse`], for a run of kind `live` (`true`: `lockstep live`, whose clients are real processes
 /// that `crash` and `restart` may name).
 pub(super) fn parse_for(source: &str, origin: &str, live: bool) -> Result<Scenario, ScenarioError> {
+    parse_with(source, origin, live, false).map(|(scenario, _)| scenario)
+}
+
+/// A fault timed from a test's start: the test's name and the fault (`at_ms` counting from the
+/// test's label).
+pub type RelativeFault = (String, lockstep_sim::ScheduledFault);
+
+/// [`parse_for`] a live run, for `lockstep serve`: faults may be timed from a test's start
+/// (`after_test = "NAME"`, `at_ms` then counting from the test's label). Those are taken out of
+/// the plan and returned with the test's name, in file order.
+pub(super) fn parse_for_serve(source: &str, origin: &str) -> Result<(Scenario, Vec<RelativeFault>), ScenarioError> {
+    let (mut scenario, marks) = parse_with(source, origin, true, true)?;
+    let mut relative = Vec::new();
+    let mut kept = Vec::new();
+    for (i, f) in scenario.faults.faults.drain(..).enumerate() {
+        match marks.iter().find(|(at, _)| *at == i) {
+            Some((_, test)) => relative.push((test.clone(), f)),
+            None => kept.push(f),
+        }
+    }
+    scenario.faults.faults = kept;
+    Ok((scenario, relative))
+}
+
+fn parse_with(
+    source: &str,
+    origin: &str,
+    live: bool,
+    serve: bool,
+) -> Result<(Scenario, Vec<(usize, String)>), ScenarioError> {
     let ctx = Ctx {
         source,
         origin,
         locator: Locator::new(source),
         live,
         script_bytes: Cell::new(0),
+        after_tests: serve.then(|| std::cell::RefCell::new(Vec::new())),
     };
     let doc = toml::de::DeTable::parse(source).map_err(|e| ctx.toml_error(&e))?;
     let raw = RawScenario::deserialize(toml::de::Deserializer::from(doc)).map_err(|e| ctx.toml_error(&e))?;
-    ctx.resolve(raw)
+    let scenario = ctx.resolve(raw)?;
+    let marks = ctx.after_tests.map(|m| m.into_inner()).unwrap_or_default();
+    Ok((scenario, marks))
 }
 
 /// An error at the top-level `key` of `source` (for checks across files).
@@ -63,6 +96,7 @@ pub(super) fn error_at_key(source: &str, origin: &str, key: &str, message: Strin
         locator: Locator::new(source),
         live: false,
         script_bytes: Cell::new(0),
+        after_tests: None,
     };
     ctx.err(&FieldPath::keys(&[key]), message)
 }
@@ -76,6 +110,7 @@ pub(super) fn error_at_path(source: &str, origin: &str, path: &str, message: Str
         locator: Locator::new(source),
         live: false,
         script_bytes: Cell::new(0),
+        after_tests: None,
     };
     let mut segs = Vec::new();
     for part in path.split('.') {
@@ -225,6 +260,8 @@ struct Ctx<'a> {
     /// The bytes of Lua read so far (inline and from files), against
     /// [`super::MAX_SCRIPTS_TOTAL_BYTES`].
     script_bytes: Cell<usize>,
+    /// For `lockstep serve`: the faults timed from a test's start (`after_test`), by index.
+    after_tests: Option<std::cell::RefCell<Vec<(usize, String)>>>,
 }
 
 impl Ctx<'_> {
@@ -982,6 +1019,20 @@ impl Ctx<'_> {
         nodes: &Nodes,
     ) -> Result<ScheduledFault, ScenarioError> {
         let base = FieldPath::item("fault", index);
+        let mut table = table;
+        if let Some(test) = table.remove("after_test") {
+            let Some(marks) = &self.after_tests else {
+                return Err(self.err(
+                    &base.key("after_test"),
+                    "a fault timed from a test's start applies only to `lockstep serve` (a run's faults count from its \
+                     start)",
+                ));
+            };
+            match test {
+                toml::Value::String(name) if !name.trim().is_empty() => marks.borrow_mut().push((index, name)),
+                _ => return Err(self.err(&base.key("after_test"), "must be a test's name (a non-empty string)")),
+            }
+        }
         match table.get("at_ms") {
             Some(toml::Value::Integer(at)) if *at >= 0 => {}
             Some(_) => return Err(self.err(&base.key("at_ms"), "must be a non-negative integer (true ms)")),

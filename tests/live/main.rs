@@ -15,4 +15,5 @@ mod live;
 mod peers;
 mod redis_suite;
 mod serve;
+mod serve_control;
 mod serve_report;

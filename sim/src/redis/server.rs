@@ -29,7 +29,10 @@
 //! * the connections: `CLIENT LIST` of them all (with the peer address a host gives,
 //!   [`ConnectionOptions::addr`], or `<peer>:<conn>`), `CLIENT KILL` (a killed connection is
 //!   closed as if it quit; one that kills itself gets its reply first), `CLIENT PAUSE`/`UNPAUSE`
-//!   (held commands wait on the node's clock, [`Response::Hold`]);
+//!   (held commands wait on the node's clock, [`Response::Hold`]), `MONITOR` (every other
+//!   connection's commands fed to it as Redis writes them);
+//! * commands a host answers itself ([`RedisHost::control`]: `lockstep serve`'s `SHUTDOWN`,
+//!   `DEBUG SLEEP`, `LOCKSTEP FAULT`, ...), recorded like any other;
 //! * replication roles: a replica refuses writes with [`READONLY_ERROR`], a master with replicas
 //!   publishes each command's effects (see [`execute_member`]);
 //! * input limits: [`ConnectionOptions`] lets a host bound what a connection holds (its query
@@ -103,6 +106,21 @@ pub trait RedisHost: 'static {
     fn drops_reply_to(&self, _peer: &str) -> bool {
         false
     }
+    /// A command the host answers itself instead of the engine (`lockstep serve`'s control
+    /// commands: `SHUTDOWN`, `DEBUG SLEEP`, `ROLE`, `LOCKSTEP FAULT`, ...), outside `MULTI`:
+    /// its reply, and what to wait for before sending it. The server records the command with
+    /// that reply. `None` (every simulated host): the engine runs it.
+    fn control(&self, _conn: u64, _peer: &str, _args: &[Bytes]) -> Option<Control> {
+        None
+    }
+}
+
+/// A command a host answered itself ([`RedisHost::control`]).
+pub struct Control {
+    /// The reply.
+    pub reply: Reply,
+    /// Sent once this completes (a `DEBUG SLEEP`); `None`: at once.
+    pub after: Option<LocalFuture<()>>,
 }
 
 /// A command to record, with its reply.
@@ -492,6 +510,8 @@ struct Conns {
     waiting: BTreeMap<(usize, Bytes), BTreeSet<u64>>,
     next_blocked_id: u64,
     next_serial: u64,
+    /// The connections that sent `MONITOR`: every other command is fed to them.
+    monitors: BTreeSet<u64>,
 }
 
 impl Conns {
@@ -644,7 +664,10 @@ impl<H: RedisHost> RedisServer<H> {
                 conns.unblock(id);
             }
             match conns.open.get(&conn) {
-                Some(c) if c.serial == serial => conns.open.remove(&conn),
+                Some(c) if c.serial == serial => {
+                    conns.monitors.remove(&conn);
+                    conns.open.remove(&conn)
+                }
                 _ => None,
             }
         };
@@ -693,6 +716,48 @@ impl<H: RedisHost> RedisServer<H> {
             effects,
             blocking,
         });
+        self.feed_monitors(conn, peer, args);
+    }
+
+    /// `MONITOR`: the command `args` of connection `conn`, as Redis feeds it to every monitoring
+    /// connection but the sender: `+SECONDS.MICROS [DB ADDR] "name" "arg" ...` (each argument
+    /// quoted, `"` `\` and control bytes escaped; documented at redis.io/commands/monitor).
+    fn feed_monitors(&self, conn: u64, peer: &str, args: &[Bytes]) {
+        let conns = self.conns.borrow();
+        if conns.monitors.is_empty() {
+            return;
+        }
+        let (db, addr) = conns.open.get(&conn).map_or((0, peer.to_string()), |c| {
+            (c.session.db, c.session.addr.clone().unwrap_or_else(|| peer.to_string()))
+        });
+        let ms = self.host.wall_ms();
+        let mut line = format!(
+            "{}.{:06} [{db} {addr}]",
+            ms.div_euclid(1000),
+            ms.rem_euclid(1000) * 1000
+        );
+        for a in args {
+            line.push_str(" \"");
+            for &b in a.iter() {
+                match b {
+                    b'"' => line.push_str("\\\""),
+                    b'\\' => line.push_str("\\\\"),
+                    b'\n' => line.push_str("\\n"),
+                    b'\r' => line.push_str("\\r"),
+                    b'\t' => line.push_str("\\t"),
+                    0x20..=0x7e => line.push(b as char),
+                    _ => line.push_str(&format!("\\x{b:02x}")),
+                }
+            }
+            line.push('"');
+        }
+        for id in &conns.monitors {
+            if *id != conn {
+                if let Some(c) = conns.open.get(id) {
+                    let _ = c.pushes.send(Reply::Status(line.clone()));
+                }
+            }
+        }
     }
 
     /// One command of connection `conn` from `peer`.
@@ -717,6 +782,24 @@ impl<H: RedisHost> RedisServer<H> {
         }
         if name == "wait" && !in_multi {
             return self.wait(conn, peer, args);
+        }
+        if name == "monitor" && !in_multi && args.len() == 1 {
+            self.conns.borrow_mut().monitors.insert(conn);
+            let reply = Reply::ok();
+            self.record(conn, peer, args, &reply, Vec::new(), false);
+            return Response::Now(reply);
+        }
+        if !in_multi {
+            if let Some(Control { reply, after }) = self.host.control(conn, peer, args) {
+                self.record(conn, peer, args, &reply, Vec::new(), false);
+                return match after {
+                    None => Response::Now(reply),
+                    Some(wait) => Response::Later(Box::pin(async move {
+                        wait.await;
+                        reply
+                    })),
+                };
+            }
         }
         let client_sub = |sub: &[u8]| name == "client" && args.get(1).is_some_and(|a| a.eq_ignore_ascii_case(sub));
         if client_sub(b"unblock") && !in_multi && (3..=4).contains(&args.len()) {

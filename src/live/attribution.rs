@@ -9,8 +9,7 @@
 //! wins. Left out: telling apart test processes that share one set of ports and run at once
 //! (pytest-xdist workers): give each its own `[[client]]`.
 
-use super::control::control_label;
-use super::recorder::test_label;
+use super::recorder::{control_label, test_label};
 use lockstep_sim::{Event, EventKind};
 use std::collections::BTreeMap;
 

@@ -42,19 +42,7 @@ use std::time::Duration;
 /// `--restart-after-ms`'s default.
 pub const RESTART_AFTER_MS: u64 = 1_000;
 
-/// The prefix of the note a label given out of band (`LOCKSTEP LABEL`, `POST /label`) records;
-/// the test's name follows, then [`CONTROL_LABEL_SUFFIX`].
-pub const CONTROL_LABEL_NOTE: &str = "test ";
-
-/// The end of a control label's note (tells it from the notes in-band labels leave).
-pub const CONTROL_LABEL_SUFFIX: &str = " (control)";
-
-/// The name a control label's note carries, if `text` is one.
-pub fn control_label(text: &str) -> Option<&str> {
-    text.strip_prefix(CONTROL_LABEL_NOTE)?
-        .strip_suffix(CONTROL_LABEL_SUFFIX)
-        .filter(|n| !n.is_empty())
-}
+pub use super::recorder::{control_label, CONTROL_LABEL_NOTE, CONTROL_LABEL_SUFFIX};
 
 /// How the test may control the servers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +89,12 @@ impl FaultTargets for ServeNodes {
 
     fn node_names(&self) -> Vec<String> {
         self.order.clone()
+    }
+}
+
+impl super::server::ControlCommands for Controller {
+    fn command(self: Rc<Self>, node: &str, args: &[Bytes]) -> Option<Control> {
+        Controller::command(&self, node, args)
     }
 }
 

@@ -37,6 +37,20 @@ pub const TEST_MARKER: &str = "lockstep:test:";
 /// The text of the `dropped` summary note starts with this.
 pub const DROPPED_NOTE: &str = "dropped ";
 
+/// The prefix of the note a label given out of band (`LOCKSTEP LABEL`, `POST /label`,
+/// [`super::control`]) records; the test's name follows, then [`CONTROL_LABEL_SUFFIX`].
+pub const CONTROL_LABEL_NOTE: &str = "test ";
+
+/// The end of a control label's note (tells it from the notes in-band labels leave).
+pub const CONTROL_LABEL_SUFFIX: &str = " (control)";
+
+/// The name a control label's note carries, if `text` is one.
+pub fn control_label(text: &str) -> Option<&str> {
+    text.strip_prefix(CONTROL_LABEL_NOTE)?
+        .strip_suffix(CONTROL_LABEL_SUFFIX)
+        .filter(|n| !n.is_empty())
+}
+
 /// The text of a test label note starts with this.
 pub const LABEL_NOTE: &str = "test ";
 
@@ -208,7 +222,7 @@ impl LiveRecorder {
         let label = test_label(&kind).map(|name| label_note(name, &kind));
         if let Some(watch) = self.0.label_watch.borrow().as_ref() {
             let name = match &kind {
-                EventKind::Note { text } if node == "world" => super::control::control_label(text),
+                EventKind::Note { text } if node == "world" => control_label(text),
                 _ => test_label(&kind),
             };
             if let Some(name) = name {

@@ -35,13 +35,12 @@ use super::junit_in::CaseResult;
 use super::output::{LiveSummary, Render};
 use super::recorder::{HistoryCap, LiveRecorder, SharedHistory};
 use super::replication::LiveReplication;
-use super::serve_notes::{JunitNotes, ServeNotes, SuiteNotes};
+use super::serve_notes::{JunitNotes, ServeNotes, SuiteEnd, SuiteNotes};
 use super::{grants, LiveError, LiveOptions, LiveRun};
 use crate::app::{AppError, Outcome};
 use crate::run::RESOURCE_NODE;
 use crate::scenario::Scenario;
 use lockstep_sim::{EventKind, History};
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -483,7 +482,8 @@ async fn serve_async(
         served_at.clone(),
     );
     for server in servers.values() {
-        server.set_control(&controller);
+        let weak: std::rc::Weak<dyn super::server::ControlCommands> = Rc::downgrade(&controller) as _;
+        server.set_control(weak);
     }
     let mut control_url = None;
     let http_task = if args.control {
@@ -563,43 +563,6 @@ async fn serve_async(
         stopped_by,
         suite: suite_end,
     })
-}
-
-/// How the suite ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SuiteEnd {
-    /// Its exit code (`None`: killed by a signal, or still running when serve stopped).
-    pub exit_code: Option<i32>,
-    /// The signal that killed it.
-    pub signal: Option<i32>,
-    /// Whether it exited by itself (not stopped with serve).
-    pub exited: bool,
-}
-
-impl SuiteEnd {
-    fn of(status: Option<std::process::ExitStatus>) -> SuiteEnd {
-        use std::os::unix::process::ExitStatusExt;
-        SuiteEnd {
-            exit_code: status.and_then(|s| s.code()),
-            signal: status.and_then(|s| s.signal()),
-            exited: status.is_some(),
-        }
-    }
-
-    /// Whether the suite passed: it exited 0.
-    pub fn passed(&self) -> bool {
-        self.exit_code == Some(0)
-    }
-
-    /// `exit 0`, `exit 1`, `killed by signal 9`, `stopped with serve`.
-    pub fn describe(&self) -> String {
-        match (self.exited, self.exit_code, self.signal) {
-            (false, _, _) => "still running when serve stopped (killed)".to_string(),
-            (true, Some(code), _) => format!("exit {code}"),
-            (true, None, Some(sig)) => format!("killed by signal {sig}"),
-            (true, None, None) => "ended with no status".to_string(),
-        }
-    }
 }
 
 /// The environment the suite runs with: where the servers are.

@@ -10,7 +10,6 @@
 
 use super::attribution::Labels;
 use super::junit_in::{Case, CaseResult};
-use super::serve::SuiteEnd;
 use crate::checker::{CheckResult, Verdict};
 use lockstep_sim::{EventKind, History};
 use serde::Serialize;
@@ -112,6 +111,43 @@ fn control_command(args: &[String]) -> bool {
             ["pause", "unpause", "kill"].iter().any(|s| sub.eq_ignore_ascii_case(s))
         }
         _ => false,
+    }
+}
+
+/// How the suite ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SuiteEnd {
+    /// Its exit code (`None`: killed by a signal, or still running when serve stopped).
+    pub exit_code: Option<i32>,
+    /// The signal that killed it.
+    pub signal: Option<i32>,
+    /// Whether it exited by itself (not stopped with serve).
+    pub exited: bool,
+}
+
+impl SuiteEnd {
+    pub(crate) fn of(status: Option<std::process::ExitStatus>) -> SuiteEnd {
+        use std::os::unix::process::ExitStatusExt;
+        SuiteEnd {
+            exit_code: status.and_then(|s| s.code()),
+            signal: status.and_then(|s| s.signal()),
+            exited: status.is_some(),
+        }
+    }
+
+    /// Whether the suite passed: it exited 0.
+    pub fn passed(&self) -> bool {
+        self.exit_code == Some(0)
+    }
+
+    /// `exit 0`, `exit 1`, `killed by signal 9`, `stopped with serve`.
+    pub fn describe(&self) -> String {
+        match (self.exited, self.exit_code, self.signal) {
+            (false, _, _) => "still running when serve stopped (killed)".to_string(),
+            (true, Some(code), _) => format!("exit {code}"),
+            (true, None, Some(sig)) => format!("killed by signal {sig}"),
+            (true, None, None) => "ended with no status".to_string(),
+        }
     }
 }
 

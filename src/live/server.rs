@@ -25,7 +25,6 @@
 //! stream after its lag, runs the Sentinel and promotes. Left out: replicas behind real
 //! `redis-server`s.
 
-use super::control::Controller;
 use super::real::RealRedis;
 use super::recorder::LiveRecorder;
 use bytes::Bytes;
@@ -127,6 +126,12 @@ impl RedisHost for LiveHost {
     }
 }
 
+/// What answers the control commands of `lockstep serve` ([`super::control::Controller`]).
+pub trait ControlCommands {
+    /// The control command `args` sent to server `node`, answered; `None`: not one.
+    fn command(self: Rc<Self>, node: &str, args: &[Bytes]) -> Option<Control>;
+}
+
 /// One live server.
 pub struct Server {
     name: String,
@@ -142,7 +147,7 @@ pub struct Server {
     redis: Option<Rc<RedisServer<LiveHost>>>,
     /// `lockstep serve`'s controller, which answers the test's control commands
     /// ([`super::control`]); weak: it holds the servers.
-    control: RefCell<Option<Weak<Controller>>>,
+    control: RefCell<Option<Weak<dyn ControlCommands>>>,
 }
 
 impl Server {
@@ -245,8 +250,8 @@ impl Server {
     }
 
     /// Lets `controller` answer the control commands sent to this server (`lockstep serve`).
-    pub fn set_control(&self, controller: &Rc<Controller>) {
-        *self.control.borrow_mut() = Some(Rc::downgrade(controller));
+    pub fn set_control(&self, controller: Weak<dyn ControlCommands>) {
+        *self.control.borrow_mut() = Some(controller);
     }
 
     /// The Redis server lockstep serves here (`None`: the resource, or a real `redis-server`).

@@ -505,23 +505,19 @@ pub fn parse_injection(words: &[String], here: Option<&str>) -> Result<Injection
             Fault::KINDS.join(", ")
         ));
     }
-    const NODE_KINDS: &[&str] = &[
-        "pause",
-        "clock-jump",
-        "drift",
-        "crash",
-        "restart",
-        "power-loss",
-        "shutdown",
-        "failover",
-    ];
-    if let Some(here) = here {
-        if NODE_KINDS.contains(&kind.as_str()) && !object.contains_key("node") {
+    // A fault that names one node and is given none names `here` (which kinds do is the fault
+    // type's own say: the field it misses).
+    let read = |object: serde_json::Map<String, serde_json::Value>| {
+        serde_json::from_value::<Fault>(serde_json::Value::Object(object)).map_err(|e| e.to_string())
+    };
+    let fault = match (read(object.clone()), here) {
+        (Err(e), Some(here)) if e.contains("missing field `node`") && !object.contains_key("node") => {
             object.insert("node".to_string(), serde_json::Value::String(here.to_string()));
+            read(object)
         }
+        (result, _) => result,
     }
-    let fault: Fault =
-        serde_json::from_value(serde_json::Value::Object(object)).map_err(|e| format!("fault `{kind}`: {e}"))?;
+    .map_err(|e| format!("fault `{kind}`: {e}"))?;
     Ok(Injection {
         fault,
         restart_after_ms,

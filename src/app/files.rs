@@ -77,6 +77,29 @@ pub fn read_texts(files: &[PathBuf]) -> Result<Vec<(PathBuf, String)>, AppError>
         .collect()
 }
 
+/// What `lockstep list` prints. The algorithms, fault kinds, checkers and the script lock's
+/// reference are built in, so it works in any directory; the scenarios listed are those of
+/// `dir` (bad input when it is not a readable directory), else of `./scenarios` when it is a
+/// directory, else none (the listing says so).
+pub fn list(dir: Option<&Path>) -> Result<String, AppError> {
+    let default = Path::new("scenarios");
+    let scenarios = match dir {
+        Some(dir) => {
+            check_dir(dir, "--dir")?;
+            Some((dir, load(dir)?))
+        }
+        None if default.is_dir() => Some((default, load(default)?)),
+        None => None,
+    };
+    Ok(crate::report::console::list_text(
+        scenarios.as_ref().map(|(d, s)| (*d, s.as_slice())),
+    ))
+}
+
+fn load(dir: &Path) -> Result<Vec<(PathBuf, Scenario)>, AppError> {
+    load_dir(dir).map_err(|e| AppError::BadInput(e.to_string()))
+}
+
 /// Bad input unless `dir` is a readable directory; the message names `flag`.
 pub fn check_dir(dir: &Path, flag: &str) -> Result<(), AppError> {
     std::fs::read_dir(dir)

@@ -270,7 +270,10 @@ fn main() -> ExitCode {
         Command::Live(args) => lockstep::live::main(&args, &lockstep::report::live::Renderer),
         Command::Run(args) => cmd_run(args),
         Command::Serve(args) => lockstep::live::serve::main(&args, &lockstep::report::live::Renderer),
-        Command::List { dir } => files::list(dir.as_deref()).and_then(|text| say(&text).map(|()| Outcome::Held)),
+        Command::List { dir } => files::list_scenarios(dir.as_deref()).and_then(|found| {
+            let listed = found.as_ref().map(|(dir, s)| (dir.as_path(), s.as_slice()));
+            say(&console::list_text(listed)).map(|()| Outcome::Held)
+        }),
         Command::Explore(args) => cmd_explore(*args),
         Command::Ci(args) => cmd_ci(args),
         Command::Merge(m) => cmd_merge(&m.files, m.out.as_deref(), m.report.as_deref()),

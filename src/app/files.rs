@@ -77,23 +77,20 @@ pub fn read_texts(files: &[PathBuf]) -> Result<Vec<(PathBuf, String)>, AppError>
         .collect()
 }
 
-/// What `lockstep list` prints. The algorithms, fault kinds, checkers and the script lock's
-/// reference are built in, so it works in any directory; the scenarios listed are those of
-/// `dir` (bad input when it is not a readable directory), else of `./scenarios` when it is a
-/// directory, else none (the listing says so).
-pub fn list(dir: Option<&Path>) -> Result<String, AppError> {
+/// The scenarios `lockstep list` lists (what it prints is `report::console::list_text`; the
+/// algorithms, fault kinds, checkers and the script lock's reference are built in, so it works
+/// in any directory): those of `dir` (bad input when it is not a readable directory), else of
+/// `./scenarios` when it is a directory, else none (`None`: the listing says so).
+pub fn list_scenarios(dir: Option<&Path>) -> Result<Option<(PathBuf, Vec<(PathBuf, Scenario)>)>, AppError> {
     let default = Path::new("scenarios");
-    let scenarios = match dir {
+    Ok(match dir {
         Some(dir) => {
             check_dir(dir, "--dir")?;
-            Some((dir, load(dir)?))
+            Some((dir.to_path_buf(), load(dir)?))
         }
-        None if default.is_dir() => Some((default, load(default)?)),
+        None if default.is_dir() => Some((default.to_path_buf(), load(default)?)),
         None => None,
-    };
-    Ok(crate::report::console::list_text(
-        scenarios.as_ref().map(|(d, s)| (*d, s.as_slice())),
-    ))
+    })
 }
 
 fn load(dir: &Path) -> Result<Vec<(PathBuf, Scenario)>, AppError> {

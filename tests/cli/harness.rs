@@ -73,8 +73,7 @@ impl LockClient for MyLock {
 }
 
 impl MyLock {
-    /// The correct lock (checked release, validity less the round trip): what the guide's
-    /// example calls `MyLock::new`.
+    /// The correct lock (checked release, validity less the round trip).
     pub(crate) fn new(env: LockEnv) -> MyLock {
         MyLock {
             env,
@@ -122,7 +121,7 @@ fn scenario(file: &str) -> std::path::PathBuf {
 #[test]
 fn a_correct_fenced_lock_passes_200_seeds_and_its_scenarios_and_writes_the_report() {
     let dir = scratch("correct");
-    // What a user writes (docs/test-your-lock.md, "Put your Rust lock through the gate").
+    // What a user writes (docs/harness.md, "A test file to copy").
     let run = Harness::new("my-lock", |env| MyLock {
         env,
         checked_release: true,

@@ -54,10 +54,11 @@ enum Command {
     Serve(lockstep::live::serve::ServeArgs),
     Mutants(lockstep::app::mutants::MutantsArgs),
     /// List the lock algorithms, the fault kinds, the checkers and the shipped scenarios.
+    /// Works anywhere: the scenarios of `--dir`, else of `./scenarios` when there is one.
     List {
-        /// Where the shipped scenarios are.
-        #[arg(long, default_value = "scenarios")]
-        dir: PathBuf,
+        /// Where the scenarios to list are (default: `scenarios`, listed when it exists).
+        #[arg(long)]
+        dir: Option<PathBuf>,
     },
 }
 
@@ -269,9 +270,10 @@ fn main() -> ExitCode {
         Command::Live(args) => lockstep::live::main(&args, &lockstep::report::live::Renderer),
         Command::Run(args) => cmd_run(args),
         Command::Serve(args) => lockstep::live::serve::main(&args, &lockstep::report::live::Renderer),
-        Command::List { dir } => files::check_dir(&dir, "--dir")
-            .and_then(|()| lockstep::scenario::load_dir(&dir).map_err(|e| AppError::BadInput(e.to_string())))
-            .and_then(|loaded| say(&console::list_text(&dir, &Ok(loaded))).map(|()| Outcome::Held)),
+        Command::List { dir } => files::list_scenarios(dir.as_deref()).and_then(|found| {
+            let listed = found.as_ref().map(|(dir, s)| (dir.as_path(), s.as_slice()));
+            say(&console::list_text(listed)).map(|()| Outcome::Held)
+        }),
         Command::Explore(args) => cmd_explore(*args),
         Command::Ci(args) => cmd_ci(args),
         Command::Merge(m) => cmd_merge(&m.files, m.out.as_deref(), m.report.as_deref()),

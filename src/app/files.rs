@@ -77,6 +77,29 @@ pub fn read_texts(files: &[PathBuf]) -> Result<Vec<(PathBuf, String)>, AppError>
         .collect()
 }
 
+/// A directory and the scenario files loaded from it.
+pub type Listed = (PathBuf, Vec<(PathBuf, Scenario)>);
+
+/// The scenarios `lockstep list` lists (what it prints is `report::console::list_text`; the
+/// algorithms, fault kinds, checkers and the script lock's reference are built in, so it works
+/// in any directory): those of `dir` (bad input when it is not a readable directory), else of
+/// `./scenarios` when it is a directory, else none (`None`: the listing says so).
+pub fn list_scenarios(dir: Option<&Path>) -> Result<Option<Listed>, AppError> {
+    let default = Path::new("scenarios");
+    Ok(match dir {
+        Some(dir) => {
+            check_dir(dir, "--dir")?;
+            Some((dir.to_path_buf(), load(dir)?))
+        }
+        None if default.is_dir() => Some((default.to_path_buf(), load(default)?)),
+        None => None,
+    })
+}
+
+fn load(dir: &Path) -> Result<Vec<(PathBuf, Scenario)>, AppError> {
+    load_dir(dir).map_err(|e| AppError::BadInput(e.to_string()))
+}
+
 /// Bad input unless `dir` is a readable directory; the message names `flag`.
 pub fn check_dir(dir: &Path, flag: &str) -> Result<(), AppError> {
     std::fs::read_dir(dir)

@@ -315,8 +315,8 @@ fn aligned(name: &str, width: usize, indent: usize) -> String {
 
 /// `lockstep list`: the algorithms, the fault kinds (which a scenario's `[[fault]]` table takes
 /// and which `explore --kinds` takes, by the names each accepts), the checkers and the
-/// scenarios of `dir`.
-pub fn list_text(dir: &Path, scenarios: &Result<Vec<(PathBuf, Scenario)>, String>) -> String {
+/// scenarios loaded from a directory (`None`: no directory, which the listing says).
+pub fn list_text(scenarios: Option<(&Path, &[(PathBuf, Scenario)])>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "algorithms:");
     let algorithms = crate::model::Algorithm::ALL;
@@ -365,9 +365,9 @@ pub fn list_text(dir: &Path, scenarios: &Result<Vec<(PathBuf, Scenario)>, String
     let _ = writeln!(out, "\n{}", crate::scenario::script_lock_help().trim_end());
     let _ = writeln!(out, "\ncheckers:");
     let _ = writeln!(out, "  {}", crate::checker::NAMES.join(", "));
-    let _ = writeln!(out, "\nscenarios ({}):", dir.display());
     match scenarios {
-        Ok(found) => {
+        Some((dir, found)) => {
+            let _ = writeln!(out, "\nscenarios ({}):", dir.display());
             let files: Vec<String> = found
                 .iter()
                 .map(|(path, _)| {
@@ -380,8 +380,12 @@ pub fn list_text(dir: &Path, scenarios: &Result<Vec<(PathBuf, Scenario)>, String
                 let _ = writeln!(out, "  {}{}", aligned(file, width, 2), first_sentence(&s.description));
             }
         }
-        Err(e) => {
-            let _ = writeln!(out, "  (cannot read: {e})");
+        None => {
+            let _ = writeln!(
+                out,
+                "\nscenarios: no ./scenarios directory here (the shipped scenarios are in the repository's \
+                 scenarios/; `--dir DIR` lists the scenario files of DIR)"
+            );
         }
     }
     out

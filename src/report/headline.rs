@@ -93,6 +93,39 @@ pub(crate) fn exploration_row_check(e: &ExplorationReport) -> Option<&super::Exp
         .or_else(|| e.checks.first())
 }
 
+/// An exploration's classification by its lock's assumptions, in words (issue 52: it was in
+/// report.json only): `by the lock's assumptions: no implementation bug (0 seeds); 34 violating
+/// seeds outside them (plans broke masters in 46 seeds, timing in 43)`. `None` when the
+/// exploration was not classified (with a reference lock, or bounded).
+pub(crate) fn exploration_classification(e: &ExplorationReport) -> Option<String> {
+    let c = e.summary.classified.as_ref()?;
+    let bugs = if c.seeds_bug == 0 {
+        "no implementation bug (0 seeds)".to_string()
+    } else {
+        format!(
+            "IMPLEMENTATION BUG in {} seed{}",
+            c.seeds_bug,
+            if c.seeds_bug == 1 { "" } else { "s" }
+        )
+    };
+    let mut broken: Vec<(&String, &u64)> = c.broken.iter().collect();
+    broken.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let broken = broken
+        .iter()
+        .map(|(name, n)| format!("{name} in {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut text = format!(
+        "by the lock's assumptions: {bugs}; {} violating seed{} outside them",
+        c.seeds_violating_outside,
+        if c.seeds_violating_outside == 1 { "" } else { "s" }
+    );
+    if !broken.is_empty() {
+        text.push_str(&format!(" (plans broke {broken})"));
+    }
+    Some(text)
+}
+
 /// The command that replays an exploration's row: that of the first check that missed its
 /// expectation and has one, else of the first check that has one.
 pub(crate) fn exploration_replay(e: &ExplorationReport) -> Option<String> {

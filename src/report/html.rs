@@ -364,8 +364,11 @@ fn exploration_table(out: &mut String, report: &Report) {
                 escape(&r)
             )
         });
-        let why = super::headline::exploration_row_check(e)
+        let mut why = super::headline::exploration_row_check(e)
             .map_or_else(String::new, |c| escape(&format!("{}: {}", c.checker, c.explanation)));
+        if let Some(classified) = super::headline::exploration_classification(e) {
+            let _ = write!(why, "<span class=\"note\">{}</span>", escape(&classified));
+        }
         let mut expectations = expectations_cell(e.status, e.checks.iter().map(|c| (c.checker.as_str(), c.status)));
         if e.summary.errors > 0 {
             let _ = write!(
@@ -398,7 +401,18 @@ fn evidence(out: &mut String, report: &Report) {
     if items.is_empty() {
         return;
     }
-    items.sort_by_key(|(failed, ..)| !failed);
+    // Failures first; within a scenario, the checker its headline names first (issue 52: a
+    // counterexample's evidence began with mutual exclusion, not the checker of its verdict).
+    let lead: Vec<Option<String>> = report
+        .scenarios
+        .iter()
+        .map(|s| super::verdict::Lead::of_scenario(s).map(|l| l.checker))
+        .collect();
+    let rank = |s: &ScenarioReport, c: &str| {
+        let at = report.scenarios.iter().position(|x| std::ptr::eq(x, s)).unwrap_or(0);
+        (at, lead[at].as_deref() != Some(c))
+    };
+    items.sort_by_key(|(failed, s, c)| (!failed, rank(s, &c.checker)));
     out.push_str(
         "<h2 id=\"evidence\">Evidence</h2>\n<p>The events that prove each violation, and the command that replays the run.</p>\n",
     );

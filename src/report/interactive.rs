@@ -20,7 +20,7 @@
 use super::html::escape;
 use super::timeline::TimelineData;
 use super::CheckReport;
-use crate::checker::Verdict;
+use crate::checker::{CheckerName, Verdict};
 use crate::history::OpHistory;
 use crate::model::units::seconds;
 use lockstep_sim::{Event, EventKind, Phase};
@@ -98,6 +98,11 @@ struct Band {
     /// For a hold: when the client's own validity ran out, true µs.
     #[serde(skip_serializing_if = "Option::is_none")]
     b: Option<u64>,
+    /// For a violation that is no stretch of time (a stale write, a lost update, a key changed
+    /// by another grant): the instants of its witness events, each drawn as a narrow band — the
+    /// band covers its witness only, not the time between (issue 52).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    p: Vec<u64>,
     /// Details shown on hover.
     d: Vec<(String, String)>,
 }
@@ -116,6 +121,10 @@ struct PageData {
     /// checker: the timeline's first violation (its stretch as the PNG chart draws it) first,
     /// then each other invalid checker over the span of its witness.
     violations: Vec<Band>,
+    /// The time range the page opens on: the first violation's, with a margin (issue 52: a
+    /// counterexample opened on its whole 45 s run); the whole run is one click away.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    focus: Option<[u64; 2]>,
 }
 
 /// A JSON value as a short text (strings without quotes); `None` for null, which is not shown.
@@ -206,6 +215,7 @@ fn bands_of(timeline: &TimelineData, lanes: &[String]) -> (Vec<Band>, Option<Ban
             k: if g.open { "hold-open" } else { "hold" },
             t: g.label.clone(),
             b: g.believed_until_us,
+            p: Vec::new(),
             d,
         });
     }
@@ -219,6 +229,7 @@ fn bands_of(timeline: &TimelineData, lanes: &[String]) -> (Vec<Band>, Option<Ban
             k: if k.foreign_end { "key-foreign" } else { "key" },
             t: k.label.clone(),
             b: None,
+            p: Vec::new(),
             d: vec![
                 ("key".to_string(), format!("held on {} (what was true)", name(k.lane))),
                 ("value of".to_string(), format!("{holder} ({})", k.label)),
@@ -236,6 +247,7 @@ fn bands_of(timeline: &TimelineData, lanes: &[String]) -> (Vec<Band>, Option<Ban
             k: "down",
             t: span.label.clone(),
             b: None,
+            p: Vec::new(),
             d: vec![
                 ("down".to_string(), span.label.clone()),
                 ("from".to_string(), seconds(span.start_us)),
@@ -250,6 +262,7 @@ fn bands_of(timeline: &TimelineData, lanes: &[String]) -> (Vec<Band>, Option<Ban
         k: "violation",
         t: format!("{} violated", v.checker),
         b: None,
+        p: Vec::new(),
         d: vec![
             ("checker".to_string(), v.checker.clone()),
             ("from".to_string(), seconds(v.start_us)),
@@ -269,27 +282,51 @@ fn violations_of(
     lane_of: &dyn Fn(&str) -> usize,
     origin: i64,
 ) -> (Vec<Band>, Vec<Item>) {
-    let mut bands: Vec<Band> = first.into_iter().collect();
+    // A stretch of time is drawn as one: two holds at once (mutual exclusion), a belief past the
+    // lease (lease validity). Any other violation is its witness events, each a narrow band.
+    let stretch = |checker: &str| {
+        checker == CheckerName::MutualExclusion.as_str() || checker == CheckerName::LeaseValidity.as_str()
+    };
+    let checker_of = |b: &Band| b.d.first().map(|(_, v)| v.clone()).unwrap_or_default();
+    let first_checker = first.as_ref().map(checker_of);
+    let point_band = |c: &CheckReport| -> Option<Band> {
+        let mut points: Vec<u64> = c.witness.iter().map(|e| e.at_us).collect();
+        points.sort_unstable();
+        points.dedup();
+        let (a, b) = (*points.first()?, *points.last()?);
+        Some(Band {
+            l: 0,
+            s: a,
+            e: b,
+            k: "violation",
+            t: format!("{} violated", c.checker),
+            b: None,
+            p: points,
+            d: vec![
+                ("checker".to_string(), c.checker.clone()),
+                ("witness events at".to_string(), {
+                    let at: Vec<String> = c.witness.iter().map(|e| seconds(e.at_us)).collect();
+                    at.join(", ")
+                }),
+                ("why".to_string(), c.explanation.clone()),
+            ],
+        })
+    };
+    let invalid: Vec<&CheckReport> = checks.iter().filter(|c| c.verdict == Verdict::Invalid).collect();
+    let mut bands: Vec<Band> = Vec::new();
+    // The timeline's first violation first: as its stretch, or as its witness events.
+    if let Some(f) = first {
+        let check = invalid.iter().find(|c| Some(&c.checker) == first_checker.as_ref());
+        match check {
+            Some(c) if !stretch(&c.checker) => bands.extend(point_band(c)),
+            _ => bands.push(f),
+        }
+    }
     let mut marks = Vec::new();
-    for c in checks.iter().filter(|c| c.verdict == Verdict::Invalid) {
-        let drawn = bands.iter().any(|b| b.d.first().is_some_and(|(_, v)| *v == c.checker));
+    for c in invalid {
+        let drawn = bands.iter().any(|b| checker_of(b) == c.checker);
         if !drawn {
-            if let (Some(a), Some(b)) = (c.witness.first(), c.witness.last()) {
-                bands.push(Band {
-                    l: 0,
-                    s: a.at_us,
-                    e: b.at_us.max(a.at_us),
-                    k: "violation",
-                    t: format!("{} violated", c.checker),
-                    b: None,
-                    d: vec![
-                        ("checker".to_string(), c.checker.clone()),
-                        ("from".to_string(), seconds(a.at_us)),
-                        ("to".to_string(), seconds(b.at_us)),
-                        ("why".to_string(), c.explanation.clone()),
-                    ],
-                });
-            }
+            bands.extend(point_band(c));
         }
         for e in &c.witness {
             let node = match &e.kind {
@@ -415,6 +452,7 @@ fn page_data(
     let (bands, first) = timeline.map_or_else(|| (Vec::new(), None), |t| bands_of(t, &lanes));
     let (violations, witness) = violations_of(first, checks, &lane_of, origin);
     items.extend(witness);
+    let focus = violations.first().map(|v| focus(v.s, v.e, end_us));
     PageData {
         title: title.to_string(),
         subtitle: subtitle.to_string(),
@@ -424,7 +462,16 @@ fn page_data(
         items,
         bands,
         violations,
+        focus,
     }
+}
+
+/// The range a page opens on around a violation from `s` to `e` (true µs) of a run ending at
+/// `end_us`: a quarter of its length on each side, at least 1% of the run and 5 ms, within
+/// the run.
+fn focus(s: u64, e: u64, end_us: u64) -> [u64; 2] {
+    let pad = ((e - s.min(e)) / 4).max(end_us / 100).max(5_000);
+    [s.saturating_sub(pad), e.saturating_add(pad).min(end_us)]
 }
 
 fn op_item(
@@ -597,9 +644,15 @@ pub(crate) fn timeline_html(
     )
 }
 
-/// The one line under a run's title: seed, digest, and each checker's verdict.
+/// The one line under a run's title: the verdict it leads with (a counterexample's
+/// `IMPLEMENTATION BUG on CHECKER`, or `expected / as documented`: [`super::verdict::Lead`]),
+/// seed, digest, and each checker's verdict.
 pub(crate) fn subtitle(s: &super::ScenarioReport) -> String {
-    let mut text = format!("{} · seed {}", s.file, s.seed);
+    let mut text = match super::verdict::Lead::of_scenario(s) {
+        Some(lead) => format!("{} on {} · ", lead.words, lead.checker),
+        None => String::new(),
+    };
+    text.push_str(&format!("{} · seed {}", s.file, s.seed));
     if let Some(h) = &s.history {
         text.push_str(&format!(
             " · {} events, digest {}",

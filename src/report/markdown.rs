@@ -277,6 +277,9 @@ pub fn summary(report: &Report) -> String {
             let replay = super::headline::exploration_replay(e).map_or_else(String::new, |r| {
                 format!(" — replay of the first failing seed: {}", inline_code(&r))
             });
+            if let Some(classified) = super::headline::exploration_classification(e) {
+                explanation = format!("{explanation} — {classified}");
+            }
             let _ = writeln!(out, "- {}: {}{replay}", inline_code(&e.name), cell(&explanation));
             // Every class of implementation-bug seeds, not only the first bug's.
             for class in e.summary.bug_groups.in_order(&[]) {

@@ -17,7 +17,10 @@
 //! OUT/charts/*.png      drawn with an embedded font (DejaVu Sans)
 //! OUT/index.html      one self-contained page ([`html`])
 //! OUT/manifest.json   every file and directory lockstep wrote there ([`Manifest`])
-//! OUT/.lockstep-owner the owner marker made with the directory (`staging::OWNER_FILE`)
+//! OUT/.lockstep-owner the owner marker made with the directory (`staging::OWNER_FILE`): it
+//!                     names this machine's device, inode and user, so it is no committed
+//!                     output (the repository's .gitignore leaves it out; a clone's report
+//!                     without it is replaced all the same)
 //! ```
 //!
 //! The manifest is what makes OUT replaceable by the next report: a directory is replaced only

@@ -7,10 +7,15 @@
 // holds — what it believed, with a tick where its own clock said the grant ran out — or the lock
 // key's life on a server — what was true — and downtimes), then the operations as bars from
 // invoke to completion; every violation as a red band across every lane, labelled with its
-// checker, and its witness events ringed; every fault labelled at its time. It handles hover
-// (details of an item) and zoom (drag across the chart, the mouse wheel, the from/to fields, or
-// #from=A&to=B in the address, in seconds). Written for lockstep (no library); nothing is
-// fetched, so a page works opened from disk.
+// checker in a strip of its own above the lanes (one row a violation), over its witness only (a
+// stretch of time — two holds at once, a belief past the lease — or a narrow band at each witness
+// event), and its witness events ringed; every fault labelled at its time. Every label goes
+// through one placer (`label`): kept inside the chart, shortened (…) or left out where it would
+// overlap one placed before it (the item keeps its hover). The page opens on the first
+// violation (DATA.focus), the whole run one click away. It handles hover (details of an item)
+// and zoom (drag across the chart, the mouse wheel, the from/to fields, or #from=A&to=B in the
+// address, in seconds). Written for lockstep (no library); nothing is fetched, so a page works
+// opened from disk.
 (function () {
   const DATA = JSON.parse(document.getElementById('timeline-data').textContent);
   // The controls and the legend (colours as in viewer.css).
@@ -20,17 +25,21 @@
     ['#e36209', 'write rejected'], ['#6f42c1', 'fault'], ['#cf222e', 'violation witness']];
   const CONTROLS = '<div id="controls">from <input id="from" type="number" step="any"> to ' +
     '<input id="to" type="number" step="any"> s <button id="apply">zoom</button><button id="out">zoom out</button>' +
-    '<button id="reset">whole run</button> \u00b7 drag across the chart to zoom on a range, wheel to zoom, hover for details' +
+    '<button id="reset">whole run</button>' + (DATA.focus ? ' (opened on the first violation)' : '') +
+    ' \u00b7 drag across the chart to zoom on a range, wheel to zoom, hover for details' +
     '<span class="legend">' + LEGEND.map(([c, t]) => '<span style="background:' + c + '"></span>' + t).join('') + '</span></div>';
   document.getElementById('chart').insertAdjacentHTML('beforebegin', CONTROLS);
   const NS = 'http://www.w3.org/2000/svg';
   const chart = document.getElementById('chart'), tip = document.getElementById('tip');
-  const LEFT = 110, RIGHT = 20, TOP = 26, MARK = 14, STATE = 14, ROW = 18;
+  const LEFT = 110, RIGHT = 20, TOP = 26, MARK = 14, STATE = 14, ROW = 18, VROW = 13;
   const BANDS = DATA.bands || [];
   const VIOLATIONS = DATA.violations || [];
-  let view = [0, DATA.end_us];
+  // The first violation's range, else the whole run.
+  let view = DATA.focus ? [DATA.focus[0], DATA.focus[1]] : [0, DATA.end_us];
   const laneY = [], laneH = [];
-  let y = TOP;
+  // The violations' labels: a row each, above the lanes.
+  const STRIP = VIOLATIONS.length ? VIOLATIONS.length * VROW + 4 : 0;
+  let y = TOP + STRIP;
   DATA.lanes.forEach((_, i) => { laneY.push(y); laneH.push(MARK + STATE + Math.max(1, DATA.rows[i]) * ROW + 6); y += laneH[i]; });
   const HEIGHT = y + 8;
   // Times are seconds since the run's start.
@@ -41,6 +50,37 @@
     if (parent) parent.appendChild(e);
     return e;
   }
+  // A text's width as drawn, from its font size (px) and weight: an upper bound for the fonts
+  // viewer.css names (DejaVu Sans and system sans-serif faces average under .62 em a glyph).
+  const textWidth = (text, size, bold) => text.length * size * (bold ? 0.68 : 0.62);
+  // What the placer has placed in the current drawing: boxes [x0, y0, x1, y1].
+  let placed = [];
+  // Places a label whose baseline starts at (x0, y0): inside the chart (moved left to end at
+  // its right edge, never left of `min`), at most `max` px wide, shortened to end before the
+  // first label placed before it that it would overlap, or left out (returns null).
+  function label(svg, x0, y0, text, attrs, size, bold, min, max) {
+    const width = svg.getAttribute('width') * 1, height = svg.getAttribute('height') * 1;
+    const lo = min === undefined ? 0 : min;
+    let room = Math.min(max === undefined ? Infinity : max, width - 2 - lo);
+    let x = Math.max(lo, Math.min(x0, width - 2 - Math.min(textWidth(text, size, bold), room)));
+    const top = y0 - 0.8 * size, bottom = y0 + 0.22 * size; // the face's ascent and descent
+    if (top < 0 || bottom > height) return null;
+    for (const [a, b, c, d] of placed) {
+      if (d <= top || b >= bottom) continue; // another row
+      if (c <= x || a >= x + Math.min(textWidth(text, size, bold), room)) continue;
+      if (a > x) room = Math.min(room, a - 2 - x); else return null;
+    }
+    let shown = text;
+    if (textWidth(shown, size, bold) > room) {
+      const n = Math.floor(room / textWidth('x', size, bold)) - 1;
+      if (n < 2) return null;
+      shown = text.slice(0, n) + '\u2026';
+    }
+    placed.push([x, top, x + textWidth(shown, size, bold), bottom]);
+    const t = el('text', Object.assign({x, y: y0, 'pointer-events': 'none'}, attrs), svg);
+    t.textContent = shown;
+    return t;
+  }
   function step(span) {
     const raw = span / 8, p = Math.pow(10, Math.floor(Math.log10(raw)));
     return [1, 2, 5, 10].map(m => m * p).find(s => s >= raw);
@@ -50,15 +90,25 @@
     const [v0, v1] = view, k = W / (v1 - v0);
     const x = t => LEFT + (Math.min(Math.max(t, v0), v1) - v0) * k;
     chart.textContent = '';
+    placed = [];
     const svg = el('svg', {width, height: HEIGHT}, chart);
     DATA.lanes.forEach((name, i) => {
       el('rect', {x: 0, y: laneY[i], width, height: laneH[i], class: 'lane-bg' + (i % 2 ? ' odd' : '')}, svg);
-      const t = el('text', {x: 6, y: laneY[i] + 16}, svg); t.textContent = name;
     });
+    // Every violation's label first, a row each: none is hidden by another label.
+    VIOLATIONS.forEach((v, n) => {
+      const points = v.p && v.p.length ? v.p : null;
+      const inView = points ? points.filter(p => p >= v0 && p <= v1) : (v.e < v0 || v.s > v1 ? [] : [v.s]);
+      if (!inView.length) return;
+      const at = points ? inView[inView.length - 1] : Math.max(v.s, v0);
+      const t = label(svg, x(at) + 3, TOP + VROW * (n + 1) - 2, v.t, {class: 'violation-label'}, 11, true, LEFT);
+      if (t) { t.setAttribute('pointer-events', 'auto'); t.dataset.v = n; }
+    });
+    DATA.lanes.forEach((name, i) => label(svg, 6, laneY[i] + 16, name, {}, 11, false, 0, LEFT - 10));
     const s = step(v1 - v0);
     for (let t = Math.ceil(v0 / s) * s; t <= v1; t += s) {
       el('line', {x1: x(t), x2: x(t), y1: TOP - 4, y2: HEIGHT, stroke: '#ddd'}, svg);
-      const l = el('text', {x: x(t) + 2, y: TOP - 8}, svg); l.textContent = fmt(t);
+      label(svg, x(t) + 2, TOP - 8, fmt(t), {}, 11, false, LEFT);
     }
     // Pauses first: a span behind the lane's holds and operations.
     DATA.items.forEach((it, n) => {
@@ -67,18 +117,16 @@
       if (end < v0 || it.s > v1) return;
       const r = el('rect', {x: x(it.s), y: laneY[it.l] + 1, width: Math.max(2, x(end) - x(it.s)), height: laneH[it.l] - 2, class: 'pause'}, svg);
       r.dataset.n = n;
-      // A pause is labelled at its start ("pause client-2 15 s").
-      const t = el('text', {x: x(it.s) + 3, y: laneY[it.l] + laneH[it.l] - 4, class: 'fault-label', 'pointer-events': 'none'}, svg);
-      t.textContent = it.t;
     });
-    // Every violation, each labelled with its checker (labels stacked where they start).
+    // Every violation over its witness only: its stretch, or a narrow band at each witness event.
     VIOLATIONS.forEach((v, n) => {
-      if (v.e < v0 || v.s > v1) return;
-      const x0 = x(v.s);
-      const r = el('rect', {x: x0, y: TOP, width: Math.max(3, x(v.e) - x0), height: HEIGHT - TOP, class: 'violation'}, svg);
-      r.dataset.v = n;
-      const t = el('text', {x: x0 + 3, y: TOP + 10 + 12 * n, class: 'violation-label', 'pointer-events': 'none'}, svg);
-      t.textContent = v.t;
+      const spans = v.p && v.p.length ? v.p.map(p => [p, p]) : [[v.s, v.e]];
+      spans.forEach(([a, b]) => {
+        if (b < v0 || a > v1) return;
+        const x0 = x(a), w = Math.max(3, x(b) - x0);
+        const r = el('rect', {x: x0 - (a === b ? 1.5 : 0), y: TOP, width: w, height: HEIGHT - TOP, class: 'violation'}, svg);
+        r.dataset.v = n;
+      });
     });
     BANDS.forEach((b, n) => {
       const end = b.e > DATA.end_us ? DATA.end_us : b.e;
@@ -89,10 +137,7 @@
       if (b.b !== undefined && b.b >= v0 && b.b <= v1) {
         el('line', {x1: x(b.b), x2: x(b.b), y1: top - 2, y2: top + STATE - 1, class: 'believed', 'pointer-events': 'none'}, svg);
       }
-      if (w > 40) {
-        const t = el('text', {x: x0 + 3, y: top + 9, class: 'band-label', 'pointer-events': 'none'}, svg);
-        t.textContent = b.t.length * 6 > w ? b.t.slice(0, Math.max(1, Math.floor(w / 6) - 1)) + '…' : b.t;
-      }
+      if (w > 40) label(svg, x0 + 3, top + 9, b.t, {class: 'band-label'}, 10, false, x0 + 3, w - 6);
     });
     DATA.items.forEach((it, n) => {
       const end = it.e === 18446744073709552000 || it.e > DATA.end_us ? DATA.end_us : it.e;
@@ -102,10 +147,7 @@
       if (it.r >= 0) {
         const x0 = x(it.s), w = Math.max(2, x(end) - x0);
         shape = el('rect', {x: x0, y: top + MARK + STATE + it.r * ROW, width: w, height: ROW - 3, class: it.k}, svg);
-        if (w > 40) {
-          const t = el('text', {x: x0 + 3, y: top + MARK + STATE + it.r * ROW + 11, 'pointer-events': 'none'}, svg);
-          t.textContent = it.t.length * 6 > w ? it.t.slice(0, Math.max(1, Math.floor(w / 6) - 1)) + '…' : it.t;
-        }
+        if (w > 40) label(svg, x0 + 3, top + MARK + STATE + it.r * ROW + 11, it.t, {}, 11, false, x0 + 3, w - 6);
       } else if (it.k === 'pause') {
         return;
       } else if (it.k === 'witness') {
@@ -114,12 +156,15 @@
       } else {
         shape = el('rect', {x: x(it.s) - 1.5, y: top + 2, width: 3, height: MARK - 3, class: it.k}, svg);
         // A fault is labelled at its time ("crash redis-1", "clock-jump redis-1 +10 s").
-        if (it.k === 'fault') {
-          const t = el('text', {x: x(it.s) + 3, y: top + MARK - 3, class: 'fault-label', 'pointer-events': 'none'}, svg);
-          t.textContent = it.t;
-        }
+        if (it.k === 'fault') label(svg, x(it.s) + 3, top + MARK - 3, it.t, {class: 'fault-label'}, 10, false, LEFT);
       }
       shape.dataset.n = n;
+    });
+    // A pause is labelled at its start, or where the view starts ("pause client-2 15 s"), at the
+    // foot of its lane.
+    DATA.items.forEach(it => {
+      if (it.k !== 'pause' || it.e < v0 || it.s > v1) return;
+      label(svg, x(Math.max(it.s, v0)) + 3, laneY[it.l] + laneH[it.l] - 2, it.t, {class: 'fault-label'}, 10, false, LEFT);
     });
     svg.addEventListener('mousemove', hover);
     svg.addEventListener('mouseleave', () => { tip.hidden = true; });

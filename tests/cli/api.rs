@@ -1,5 +1,5 @@
-//! The public API a Rust team compiles against stays put: the guide's harness example compiles
-//! as written (its body is checked to be this file's, word for word), a lock built through a
+//! The public API a Rust team compiles against stays put (the guide's harness page is built as a
+//! crate of its own by `tests/cli/harness.rs`), a lock built through a
 //! [`LockFactory`] runs through the harness and `run_with_lock`, and the paths that moved still
 //! resolve (deprecated, see CHANGELOG.md). A removal or a rename fails this build, not a user's.
 
@@ -7,64 +7,6 @@ use lockstep::prelude::*;
 use std::path::Path;
 
 use crate::harness::MyLock;
-
-/// The guide's example (docs/test-your-lock.md, "Put your Rust lock through the gate"), compiled,
-/// not run (500 seeds belong to a user's suite, not to this one). Between the markers, the
-/// guide's lines exactly.
-#[allow(dead_code, clippy::redundant_closure)]
-#[rustfmt::skip]
-fn my_lock_passes_the_gate() {
-    // GUIDE BEGIN
-    Harness::new("my-lock", |env| MyLock::new(env)) // your LockClient, named everywhere
-        .scenarios("tests/scenarios")               // each file against its [expect] and [explore]
-        .fenced()                                   // the standard template with INCR fencing
-        .explore_standard(500)                      // 500 seeds of generated faults, shrunk on failure
-        .report("target/lockstep-report")           // the `lockstep ci --report` directory
-        .run()
-        .expect("the harness runs")
-        .assert_safe();                             // fails the test with a readable message
-    // GUIDE END
-}
-
-/// Where the harness example is: the guide's "Test your lock" chapter.
-const GUIDE: &str = "docs/test-your-lock.md";
-
-/// The lines of the guide's Rust block whose function is `fn_name`, its body only.
-fn guide_body(fn_name: &str) -> Vec<String> {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(GUIDE)).expect(GUIDE);
-    let lines = readme
-        .lines()
-        .skip_while(|l| !l.contains(&format!("fn {fn_name}()")))
-        .skip(1);
-    let body: Vec<String> = lines.take_while(|l| l.trim() != "}").map(words).collect();
-    assert!(!body.is_empty(), "{GUIDE} has no `fn {fn_name}()` block");
-    body
-}
-
-fn this_body() -> Vec<String> {
-    let source = include_str!("api.rs");
-    source
-        .lines()
-        .skip_while(|l| l.trim() != "// GUIDE BEGIN")
-        .skip(1)
-        .take_while(|l| l.trim() != "// GUIDE END")
-        .map(words)
-        .collect()
-}
-
-/// A line with its runs of blanks made one space (alignment is not content).
-fn words(line: &str) -> String {
-    line.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-#[test]
-fn the_guides_harness_example_compiles_as_written() {
-    assert_eq!(
-        guide_body("my_lock_passes_the_gate"),
-        this_body(),
-        "the harness example of docs/test-your-lock.md and the compiled copy in tests/cli/api.rs differ: change both"
-    );
-}
 
 fn scenario_file() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/kleppmann-gc-pause-fenced.toml")
@@ -108,30 +50,6 @@ fn moved_items_still_resolve_where_they_were() {
     assert_eq!(ExtendFailure::default(), ExtendFailure::Abort);
 }
 
-/// docs/harness.md's example (issue 42: explore options, the lock's declarations), compiled, not
-/// run. Between the markers, the document's Rust block exactly.
-#[allow(dead_code, clippy::redundant_closure)]
-#[rustfmt::skip]
-fn harness_doc_example() {
-    // HARNESS DOC BEGIN
-    use lockstep::prelude::*;
-    use lockstep::harness::{Bounds, LockTokens, PlacementStrategy};
-
-    Harness::new("my-lock", |env| MyLock::new(env))
-        .tokens(LockTokens::Counter)          // its grants carry its own fencing tokens
-        .drift_factor(0.01)                   // its validity subtracts 0.01 × TTL + 2 ms
-        .kinds(&["crash", "pause"])           // explore --kinds
-        .faults_max(2)                        // explore --faults-max
-        .strategy(PlacementStrategy::Random)  // explore --strategy
-        .time_limit_s(60)                     // explore --time-limit
-        .explore_standard(1000)
-        .run()
-        .expect("the harness runs")
-        .assert_safe();
-    // HARNESS DOC END
-    let _ = Bounds::default();
-}
-
 /// The issue-42 harness API, every signature a user compiles against (compiled, not run).
 #[allow(dead_code)]
 fn issue_42_harness_api(file: &Path) -> Result<(), HarnessError> {
@@ -157,31 +75,4 @@ fn issue_42_harness_api(file: &Path) -> Result<(), HarnessError> {
         .run()?;
     let _: &Vec<ExhaustiveResult> = &run.exhaustive;
     Ok(())
-}
-
-#[test]
-fn the_harness_doc_example_compiles_as_written() {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/harness.md"))
-        .expect("docs/harness.md");
-    let block: Vec<String> = doc
-        .lines()
-        .skip_while(|l| l.trim() != "```rust")
-        .skip(1)
-        .take_while(|l| l.trim() != "```")
-        .map(words)
-        .filter(|l| !l.is_empty())
-        .collect();
-    let compiled: Vec<String> = include_str!("api.rs")
-        .lines()
-        .skip_while(|l| l.trim() != "// HARNESS DOC BEGIN")
-        .skip(1)
-        .take_while(|l| l.trim() != "// HARNESS DOC END")
-        .map(words)
-        .filter(|l| !l.is_empty())
-        .collect();
-    assert!(!block.is_empty(), "docs/harness.md has no Rust block");
-    assert_eq!(
-        block, compiled,
-        "docs/harness.md's example and the compiled copy in tests/cli/api.rs differ: change both"
-    );
 }

@@ -93,6 +93,35 @@ fn exit_1_when_an_exploration_misses_its_expectation() {
     );
 }
 
+/// Issue 52: an exploration whose four expectations all held is "as expected" in `ci`'s
+/// progress (it was "no expectation"), and its classification by the lock's assumptions is in
+/// summary.md and index.html, not only in report.json.
+#[test]
+fn an_explorations_progress_line_and_rows_say_what_held_and_how_seeds_were_classified() {
+    let dir = temp("explore-held");
+    std::fs::create_dir_all(&dir).unwrap();
+    let name = "explore-token-release-pause-crash.toml";
+    std::fs::write(dir.join(name), shipped(name)).unwrap();
+    let out = temp("explore-held-out");
+    let (code, stdout, stderr) = lockstep(&["ci", s(&dir), "--report", s(&out)]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stderr.contains(
+            "ci: as expected (4 checkers without expectation) exploration explore-token-release-pause-crash (80 seeds"
+        ),
+        "{stderr}"
+    );
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    for (what, text) in [("summary.md", &md), ("index.html", &html)] {
+        assert!(
+            text.contains("assumptions: no implementation bug (0 seeds); ")
+                && text.contains(" violating seeds outside them (plans broke "),
+            "{what}: {text}"
+        );
+    }
+}
+
 #[test]
 fn exit_2_on_bad_input_before_anything_runs() {
     // A file that does not parse: the error names the file and the field.

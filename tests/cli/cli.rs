@@ -160,6 +160,34 @@ fn list_shows_algorithms_faults_and_scenarios() {
     assert!(line.trim_end().ends_with('.'), "{line}");
 }
 
+/// Issue 52: outside the repository `lockstep list` still lists what is built in (algorithms,
+/// fault kinds, checkers, the script lock's reference) and says that no scenarios directory is
+/// there; a `--dir` that is not a directory stays bad input.
+#[test]
+fn list_works_in_any_directory_and_says_when_there_are_no_scenarios() {
+    let elsewhere = common::TempPath::dir("cli", "list-elsewhere");
+    let (code, out, err) = common::lockstep_in(&elsewhere, &["list"]);
+    assert_eq!(code, 0, "{out}{err}");
+    for needle in ["algorithms:", "redlock", "checkers:", "mutual-exclusion", "wait_key"] {
+        assert!(out.contains(needle), "missing {needle}: {out}");
+    }
+    assert!(out.contains("scenarios: no ./scenarios directory here"), "{out}");
+    assert!(!out.contains("kleppmann-gc-pause.toml"), "{out}");
+    // With a scenarios directory of its own, that one is listed.
+    std::fs::create_dir(elsewhere.join("scenarios")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/kleppmann-gc-pause.toml"),
+        elsewhere.join("scenarios/mine.toml"),
+    )
+    .unwrap();
+    let (code, out, err) = common::lockstep_in(&elsewhere, &["list"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("scenarios (scenarios):") && out.contains("mine.toml"),
+        "{out}"
+    );
+}
+
 #[test]
 fn list_without_a_readable_scenario_directory_is_bad_input() {
     let (code, out, err) = lockstep(&["list", "--dir", "/nonexistent/lockstep-scenarios"]);

@@ -474,6 +474,33 @@ const EXPECTED: &[Expected] = &[
     },
 ];
 
+/// The line that puts `lockstep` on the PATH (README.md, docs/introduction.md). Not run here (a
+/// release build and an install into the user's ~/.cargo/bin):
+/// [`the_install_line_installs_the_binary_the_docs_call_lockstep`] checks what it installs.
+const INSTALL: &str = "cargo install --path .";
+
+/// Issue 52: `cargo install --path .` at the repository's root installs a binary named
+/// `lockstep`, the name every page's commands use: the root package's main binary is
+/// `src/main.rs` and the package is named `lockstep` (its default binary).
+#[test]
+fn the_install_line_installs_the_binary_the_docs_call_lockstep() {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let package = &manifest[manifest.find("\n[package]\n").expect("a root package")..];
+    let package = &package[..package[1..].find("\n[").map_or(package.len(), |i| i + 1)];
+    assert!(package.contains("\nname = \"lockstep\"\n"), "{package}");
+    assert!(package.contains("\ndefault-run = \"lockstep\"\n"), "{package}");
+    assert!(root().join("src/main.rs").is_file());
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let first = blocks(&readme).into_iter().find(|b| b.info == "sh").unwrap();
+    let install = first.lines.iter().position(|l| l.trim() == INSTALL);
+    let run = first.lines.iter().position(|l| l.trim().starts_with("lockstep "));
+    assert!(
+        install.is_some() && install < run,
+        "the README's first commands put lockstep on the PATH before they call it: {:?}",
+        first.lines
+    );
+}
+
 /// Install lines the docs show, and what .ci/run runs to the same effect.
 const SETUP: &[(&str, &[&str])] = &[(
     "pip install redis # or: (cd examples/live/node && npm ci)",
@@ -874,6 +901,8 @@ fn every_sh_line_is_run_here_or_by_a_named_test() {
                     }
                 } else if line.trim() == ci_test {
                     covered += 1; // CI itself: .ci/run's last line.
+                } else if line.trim() == INSTALL {
+                    covered += 1; // the_install_line_installs_the_binary_the_docs_call_lockstep
                 } else if let Some((_, needles)) = SETUP.iter().find(|(l, _)| collapse(l) == collapse(&line)) {
                     for needle in needles.iter().filter(|n| !ci.contains(*n)) {
                         failures.push(format!("{at}: `{line}`: .ci/run no longer runs `{needle}`"));

@@ -73,8 +73,7 @@ impl LockClient for MyLock {
 }
 
 impl MyLock {
-    /// The correct lock (checked release, validity less the round trip): what the guide's
-    /// example calls `MyLock::new`.
+    /// The correct lock (checked release, validity less the round trip).
     pub(crate) fn new(env: LockEnv) -> MyLock {
         MyLock {
             env,
@@ -122,7 +121,7 @@ fn scenario(file: &str) -> std::path::PathBuf {
 #[test]
 fn a_correct_fenced_lock_passes_200_seeds_and_its_scenarios_and_writes_the_report() {
     let dir = scratch("correct");
-    // What a user writes (docs/test-your-lock.md, "Put your Rust lock through the gate").
+    // What a user writes (docs/harness.md, "A test file to copy").
     let run = Harness::new("my-lock", |env| MyLock {
         env,
         checked_release: true,
@@ -940,4 +939,77 @@ fn a_declared_drift_allowance_is_what_the_lock_is_judged_by() {
     eprintln!("drift 150 seeds: claimed, not subtracted: {bugs} bug seeds declared, {undeclared} undeclared; subtracted: {kept_bugs}");
     assert_eq!(kept_bugs, 0, "{}", keeps.message());
     keeps.assert_safe();
+}
+
+/// Issue 52: the guide's harness page is enough to write a harness test. Its `[dev-dependencies]`
+/// line (the path pointed at this repository), its `.cargo/config.toml` and its ```` ```rust
+/// example ```` blocks (as `tests/lock_gate.rs`) make a crate of their own, outside this
+/// workspace, whose test compiles (`cargo test --no-run`). Cheap: it shares this workspace's
+/// target directory, lock file and profiles, so nothing but the new crate is built.
+#[test]
+fn the_guide_s_harness_page_builds_as_a_crate_of_its_own() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let page = std::fs::read_to_string(root.join("docs/harness.md")).unwrap();
+    let blocks = crate::docs_run::blocks(&page);
+    let toml = |needle: &str| {
+        blocks
+            .iter()
+            .find(|b| b.info == "toml" && b.lines.iter().any(|l| l.trim() == needle))
+            .unwrap_or_else(|| panic!("docs/harness.md shows no ```toml block with {needle}"))
+            .lines
+            .join("\n")
+    };
+    let dependency = toml("[dev-dependencies]");
+    assert!(dependency.contains("path = \"../lockstep\""), "{dependency}");
+    let dependency = dependency.replace("../lockstep", &root.display().to_string());
+    let config = toml("[build]");
+    let example: Vec<String> = blocks
+        .iter()
+        .filter(|b| b.info == "rust example")
+        .map(|b| b.lines.join("\n"))
+        .collect();
+    assert!(!example.is_empty(), "docs/harness.md marks no ```rust example block");
+    // The workspace's profiles, so that its dependencies' builds are reused as they are.
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let profiles: Vec<&str> = manifest
+        .split("\n[")
+        .filter(|section| section.starts_with("profile."))
+        .collect();
+    // lockstep itself is built anew here (a dependency, not this workspace's member): without
+    // optimisation, which is what a type and link check needs, in a fraction of the time.
+    const UNOPTIMISED: &str = "[profile.dev.package.lockstep]\nopt-level = 0\n\n\
+                               [profile.dev.package.lockstep-sim]\nopt-level = 0\n";
+    let krate = common::TempPath::dir("harness", "guide-crate");
+    let write = |rel: &str, text: &str| {
+        let path = krate.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "Cargo.toml",
+        &format!(
+            "[package]\nname = \"guide-harness\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
+             [workspace]\n\n{dependency}\n\n[{}\n\n{UNOPTIMISED}",
+            profiles.join("\n[")
+        ),
+    );
+    write(".cargo/config.toml", &config);
+    write("src/lib.rs", "");
+    write("tests/lock_gate.rs", &example.join("\n\n"));
+    std::fs::copy(root.join("Cargo.lock"), krate.join("Cargo.lock")).unwrap();
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), Into::into);
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["test", "--no-run", "--offline", "--test", "lock_gate"])
+        .current_dir(&*krate)
+        .env("CARGO_TARGET_DIR", target)
+        .env("CARGO_INCREMENTAL", "0")
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "the guide's harness page does not build as a crate:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

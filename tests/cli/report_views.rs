@@ -206,6 +206,104 @@ fn labels(data: &serde_json::Value, key: &str, class: &str) -> Vec<String> {
         .collect()
 }
 
+/// A text the viewer placed, as `tests/data/viewer-labels.js` prints it.
+#[derive(serde::Deserialize, Debug)]
+struct Placed {
+    x: f64,
+    y: f64,
+    text: String,
+    class: String,
+}
+
+/// One drawing of a timeline page.
+#[derive(serde::Deserialize, Debug)]
+struct Drawing {
+    width: f64,
+    height: f64,
+    from: f64,
+    to: f64,
+    texts: Vec<Placed>,
+}
+
+/// The page `run` of the report `out` as the report's viewer draws it at `width` px — as it
+/// opens, then after "whole run" — run under node in a stand-in DOM. `None` without node
+/// (outside CI; `.ci/run` installs it).
+fn drawings(out: &Path, run: &str, width: u32) -> Option<Vec<Drawing>> {
+    let output = std::process::Command::new("node")
+        .arg(root().join("tests/data/viewer-labels.js"))
+        .arg(out.join(format!("runs/{run}/timeline.html")))
+        .arg(out.join("viewer.js"))
+        .arg(width.to_string())
+        .output();
+    let output = match output {
+        Ok(o) => o,
+        Err(e) if !common::in_ci() => {
+            eprintln!("node is not installed ({e}): the label boxes of {run} are not checked");
+            return None;
+        }
+        Err(e) => panic!("node is not installed ({e}); .ci/run installs it"),
+    };
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    Some(
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect(),
+    )
+}
+
+/// Issue 52, item 3: every label of a timeline page (lane names, times, violations, faults,
+/// pauses, bars) lies inside the chart and overlaps no other, by the viewer's own measure of a
+/// text (`textWidth`: .62 em a glyph, .68 bold; ascent .8 em, descent .22 em), as the page
+/// opens and on the whole run, wide and narrow; and the violation labels are whole. Returns the
+/// drawings (opened, whole run) at 1200 px.
+fn assert_labels_fit(out: &Path, run: &str) -> Option<Vec<Drawing>> {
+    let mut kept = None;
+    for width in [1200, 700] {
+        let drawings = drawings(out, run, width)?;
+        for (view, d) in ["opened", "whole run"].iter().zip(&drawings) {
+            let boxes: Vec<(f64, f64, f64, f64, &Placed)> = d
+                .texts
+                .iter()
+                .map(|t| {
+                    let (size, em) = match t.class.as_str() {
+                        "violation-label" => (11.0, 0.68),
+                        "fault-label" | "band-label" => (10.0, 0.62),
+                        _ => (11.0, 0.62),
+                    };
+                    let w = t.text.chars().count() as f64 * size * em;
+                    (t.x, t.y - 0.8 * size, t.x + w, t.y + 0.22 * size, t)
+                })
+                .collect();
+            for (x0, y0, x1, y1, t) in &boxes {
+                assert!(
+                    *x0 >= 0.0 && *y0 >= 0.0 && *x1 <= d.width + 0.01 && *y1 <= d.height + 0.01,
+                    "{run} ({view}, {width} px): {t:?} runs outside the {} × {} chart",
+                    d.width,
+                    d.height
+                );
+            }
+            for (i, a) in boxes.iter().enumerate() {
+                for b in &boxes[i + 1..] {
+                    let apart = a.2 <= b.0 + 0.01 || b.2 <= a.0 + 0.01 || a.3 <= b.1 + 0.01 || b.3 <= a.1 + 0.01;
+                    assert!(apart, "{run} ({view}, {width} px): {:?} overlaps {:?}", a.4, b.4);
+                }
+            }
+            if *view == "whole run" {
+                for t in d.texts.iter().filter(|t| t.class == "violation-label") {
+                    assert!(
+                        t.text.ends_with(" violated"),
+                        "{run}: a violation label cut short: {t:?}"
+                    );
+                }
+            }
+        }
+        kept.get_or_insert(drawings);
+    }
+    kept
+}
+
 /// Issue 43, item 4: the interactive timeline labels every fault at its time — the 15 s pause of
 /// Kleppmann's scenario, the partitions, a clock jump, a crash — and marks every violation with
 /// its checker, the stale write and the lost update located on the timeline as well as the
@@ -276,6 +374,50 @@ fn the_interactive_timeline_labels_every_fault_and_every_violation() {
     let faults = labels(&crash, "items", "fault");
     assert!(faults.iter().any(|f| f.starts_with("crash redis-")), "{faults:?}");
     assert!(faults.iter().any(|f| f.starts_with("restart redis-")), "{faults:?}");
+
+    // Issue 52: each violation's band covers its witness only — the overlap of the two holds;
+    // the stale write and the lost update at their witness events, not the run between — and
+    // the page opens on the first violation, its labels placed apart and inside the chart.
+    let bands = k["violations"].as_array().unwrap();
+    assert_eq!(
+        (bands[0]["s"].as_u64(), bands[0]["e"].as_u64()),
+        (Some(10_037_000), Some(11_053_000))
+    );
+    assert!(bands[0].get("p").is_none(), "{}", bands[0]);
+    assert_eq!(
+        bands[1]["p"],
+        serde_json::json!([11_000, 10_037_000, 11_051_000, 16_003_000])
+    );
+    assert_eq!(bands[2]["p"], serde_json::json!([16_003_000]));
+    let focus = k["focus"].as_array().expect("a focus");
+    let focus: Vec<u64> = focus.iter().map(|v| v.as_u64().unwrap()).collect();
+    assert!(
+        focus[0] < 10_037_000 && focus[1] > 11_053_000 && focus[1] - focus[0] < 2_000_000,
+        "{focus:?}"
+    );
+    if let Some(drawn) = assert_labels_fit(&out, "kleppmann-gc-pause") {
+        assert_eq!(
+            (drawn[0].from, drawn[0].to),
+            (focus[0] as f64 / 1e6, focus[1] as f64 / 1e6)
+        );
+        assert_eq!((drawn[1].from, drawn[1].to), (0.0, 16.009));
+        let labels: Vec<&str> = drawn[1]
+            .texts
+            .iter()
+            .filter(|t| t.class == "violation-label")
+            .map(|t| t.text.as_str())
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "mutual-exclusion violated",
+                "stale-write violated",
+                "lost-update violated"
+            ]
+        );
+    }
+    assert_labels_fit(&out, "redlock-clock-jump");
+    assert_labels_fit(&out, "redlock-crash-restart");
 
     // The viewer draws what the data says: every violation band, fault labels, witness marks.
     let viewer = std::fs::read_to_string(out.join("viewer.js")).unwrap();
@@ -371,6 +513,42 @@ fn a_counterexample_report_leads_with_the_explorers_verdict() {
     assert_eq!(classified.len(), 1);
     assert_eq!(classified[0]["kind"], "implementation-bug");
     assert_eq!(classified[0]["checker"], checker);
+    // Issue 52: the evidence starts with the checker the headline names; the counterexample's
+    // timeline says its verdict, opens on its first violation and keeps its three violation
+    // labels apart and whole.
+    let evidence = &html[html.find("<h2 id=\"evidence\">").expect("evidence")..];
+    let first = evidence.find("<details").unwrap();
+    assert!(
+        evidence[first..].starts_with("<details open><summary><code>") && {
+            let line = &evidence[first..first + evidence[first..].find('\n').unwrap()];
+            line.contains(&format!("· {checker} is"))
+        },
+        "{}",
+        &evidence[..600.min(evidence.len())]
+    );
+    let name = file.file_stem().unwrap().to_str().unwrap();
+    let run = report["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s.get("classification").is_some())
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .unwrap_or_else(|| name.to_string());
+    let page = std::fs::read_to_string(out.join(format!("runs/{run}/timeline.html"))).unwrap();
+    assert!(
+        page.contains(&format!("<p class=\"sub\">IMPLEMENTATION BUG on {checker} · ")),
+        "{}",
+        &page[..400.min(page.len())]
+    );
+    let data = timeline_data(&out, &run);
+    assert_eq!(
+        data["violations"].as_array().unwrap().len(),
+        3,
+        "{}",
+        data["violations"]
+    );
+    assert!(data["focus"].is_array(), "the page opens on the first violation");
+    assert_labels_fit(&out, &run);
 }
 
 /// Issue 43, item 6: a report whose rows repeat (a live report's ten runs of one scenario) shows

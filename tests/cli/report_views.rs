@@ -269,7 +269,7 @@ fn assert_labels_fit(out: &Path, run: &str) -> Option<Vec<Drawing>> {
                 .map(|t| {
                     let (size, em) = match t.class.as_str() {
                         "violation-label" => (11.0, 0.68),
-                        "fault-label" | "band-label" => (10.0, 0.62),
+                        "fault-label" | "band-label" | "test-label" => (10.0, 0.62),
                         _ => (11.0, 0.62),
                     };
                     let w = t.text.chars().count() as f64 * size * em;

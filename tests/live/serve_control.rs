@@ -154,6 +154,46 @@ fn in_band_control_commands_strike_the_master_and_name_the_test_they_hit() {
         "index.html names the test the crash hit"
     );
     assert!(!index.contains("replay: <code>"), "a real-time run offers no replay");
+    // The timeline: a lane per test, and the test labels drawn with their names.
+    let run = std::fs::read_dir(report.join("runs"))
+        .expect("runs/")
+        .flatten()
+        .next()
+        .expect("a run")
+        .path();
+    let charts: String = std::fs::read_dir(report.join("charts"))
+        .expect("charts/")
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .collect();
+    assert!(
+        charts.contains("served in real time by lockstep serve") && !charts.contains("TTL 1000 ms"),
+        "the chart's title says what ran, not the unused lock settings"
+    );
+    let drawn = Command::new("node")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/viewer-labels.js"))
+        .arg(run.join("timeline.html"))
+        .arg(report.join("viewer.js"))
+        .arg("1600")
+        .output();
+    match drawn {
+        Ok(out) => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            let whole = text.lines().last().unwrap_or_default();
+            assert!(
+                whole.contains(r#""text":"test test_inband_crash","class":"test-label""#),
+                "{whole}"
+            );
+            assert!(
+                whole.contains(r#""text":"test_inband_crash""#),
+                "a lane named after the test: {whole}"
+            );
+        }
+        Err(e) => assert!(
+            !super::serve::in_ci(),
+            "node is not installed ({e}); .ci/run installs it"
+        ),
+    }
 }
 
 #[test]

@@ -1173,6 +1173,45 @@ mod tests {
     }
 
     #[test]
+    fn guided_shards_merge_their_signatures_and_growth_over_the_range() {
+        use crate::explore::coverage::CoverageSummary;
+        // Two guided shards of 0..80: signatures with the first seed that reached each.
+        let part = |index: u64, first_seen: Vec<(u64, u64)>| {
+            let mut s = ExploreSummary::new("t", "naive");
+            s.seeds_run = 40;
+            s.coverage = Some(CoverageSummary {
+                strategy: "mixed".into(),
+                signatures_distinct: first_seen.len() as u64,
+                growth: vec![(32, 2), (40, first_seen.len() as u64)],
+                random_seeds: 20,
+                anchored_seeds: 20,
+                first_seen,
+                ..CoverageSummary::default()
+            });
+            s.run = Some(RunSpan {
+                run_id: "r".into(),
+                spans: vec![span(0..80, index, 2)],
+                strategy: Some(RunStrategy::Mixed),
+            });
+            s
+        };
+        let mut merged = ExploreSummary::default();
+        merged.merge(&part(1, vec![(7, 0), (9, 40), (11, 70)]));
+        merged.merge(&part(2, vec![(7, 1), (8, 3), (12, 79)]));
+        let coverage = merged.coverage.clone().unwrap();
+        // 7 reached first by seed 0; 8, 9, 11, 12 once each: five signatures, not six.
+        assert_eq!(coverage.signatures_distinct, 5);
+        assert_eq!(coverage.first_seen, vec![(7, 0), (8, 3), (9, 40), (11, 70), (12, 79)]);
+        assert_eq!((coverage.random_seeds, coverage.anchored_seeds), (40, 40));
+        // The growth over the range, as one process's batches: after 32, 64 and all 80 seeds.
+        assert_eq!(coverage.growth, vec![(32, 2), (64, 3), (80, 5)]);
+        // One shard alone keeps its own figures; the merge is whole only with both.
+        let mut one = ExploreSummary::default();
+        one.merge(&part(2, vec![(7, 1)]));
+        assert_eq!(one.coverage.unwrap().growth, vec![(32, 2), (40, 1)]);
+    }
+
+    #[test]
     fn the_differential_counts_where_only_the_subject_fails() {
         let mut d = Differential::new("token-release");
         d.add(1, &verdicts(&["mutual-exclusion"]), Some(&verdicts(&[])), &[], 1);

@@ -136,8 +136,9 @@ pub struct ExploreSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_bug_seed: Option<u64>,
     /// The seeds run up to and including [`Self::first_bug_seed`] (issue 42: seeds to the first
-    /// bug): set only when the summary covers one unsharded range of seeds ([`Self::run`]), as
-    /// the console line; not part of [`Self::outcome`] (a shard's count is not the whole's).
+    /// bug): set only when the summary covers one whole range of seeds ([`Self::whole_range`]:
+    /// unsharded, or every shard of it merged), as the console line; not part of
+    /// [`Self::outcome`] (a shard's count is not the whole's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seeds_to_first_bug: Option<u64>,
     /// The fault generator's version ([`super::GENERATOR_VERSION`]) whose plans the seeds name;
@@ -615,7 +616,7 @@ impl ExploreSummary {
     /// The first implementation-bug seed and the seeds run up to and including it (issue 42:
     /// seeds to the first bug) — with a reference, of the bug seeds the reference keeps; else
     /// of the bounded profile's or the classification's. The count needs the run's span (one
-    /// unsharded range, [`Self::run`]); `None` without a bug seed.
+    /// whole range, [`Self::whole_range`]); `None` without a bug seed.
     pub fn first_bug(&self) -> Option<(u64, Option<u64>)> {
         let bugs = match &self.differential {
             Some(d) => &d.first_bugs,

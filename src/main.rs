@@ -212,6 +212,7 @@ fn cmd_merge(inputs: &[PathBuf], out: Option<&Path>, report_dir: Option<&Path>) 
     for warning in merged.warnings() {
         emit::stderr_line(&format!("warning: {warning}"));
     }
+    let whole = !matches!(merged, Merged::Partial(..));
     match merged {
         Merged::Reports { report, parts, runs } => {
             if let Some(out) = out {
@@ -225,12 +226,13 @@ fn cmd_merge(inputs: &[PathBuf], out: Option<&Path>, report_dir: Option<&Path>) 
                 }
             }
         }
-        Merged::Summaries(merged, _) => {
+        Merged::Summaries(merged, _) | Merged::Partial(merged, _) => {
             say(&merged.render())?;
             if let Some(out) = out {
                 write_json(out, &merged).map_err(AppError::Io)?;
             }
-            Ok(Outcome::held_if(merged.passed()))
+            // A merge with a shard missing covers part of the run: never a pass.
+            Ok(Outcome::held_if(merged.passed() && whole))
         }
     }
 }

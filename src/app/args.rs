@@ -124,8 +124,7 @@ pub struct ExploreArgs {
     #[arg(long)]
     pub jobs: Option<usize>,
     /// Run only shard K of N (1-based), for CI matrices; merge the shards' summaries with
-    /// `lockstep merge`. Faults are placed at random (`--strategy random`): a guided strategy's
-    /// corpus lives in one process, so its shards would not merge.
+    /// `lockstep merge`. Any strategy: a guided shard grows its own corpus over its own seeds.
     #[arg(long)]
     pub shard: Option<crate::explore::Shard>,
     /// Stop starting new seeds after this many wall seconds.

@@ -469,29 +469,19 @@ pub fn explore_config(template: &Scenario, overrides: &Overrides) -> Result<(Sce
             .or(declared.map(|e| e.faults_max))
             .unwrap_or(FaultProfile::default().faults_max),
         lock_aware: overrides.lock_aware || declared.is_some_and(|e| e.lock_aware),
-        // A block, or a shard (shards merge only when each seed's plan is its own: random
-        // placement), places faults at random unless told otherwise.
+        // The override, else the block's (`strategy`), else random for a block (what `lockstep
+        // ci` always explored) and the default (guided) without one. Shards of a guided
+        // exploration each grow their own corpus over their own seeds and merge exactly.
         strategy: overrides
             .strategy
-            .unwrap_or(if declared.is_some() || overrides.shard.is_some() {
+            .or(declared.and_then(|e| e.strategy))
+            .unwrap_or(if declared.is_some() {
                 PlacementStrategy::Random
             } else {
                 DEFAULT_STRATEGY
             }),
         ..FaultProfile::default()
     };
-    if let Some(shard) = overrides
-        .shard
-        .filter(|_| profile.strategy != PlacementStrategy::Random)
-    {
-        return Err(AppError::BadInput(format!(
-            "--shard {}/{} --strategy {}: a guided exploration grows its coverage corpus in one process, so its shards \
-             are not parts of one run and cannot be merged; shard with --strategy random (the default with --shard)",
-            shard.index,
-            shard.count,
-            profile.strategy.name()
-        )));
-    }
     let kinds = overrides
         .kinds
         .clone()
@@ -535,7 +525,7 @@ pub fn explore_config(template: &Scenario, overrides: &Overrides) -> Result<(Sce
     if overrides.overrun_shapes && config.profile.strategy == PlacementStrategy::Random {
         return Err(AppError::BadInput(format!(
             "--overrun-shapes: workload shapes are drawn by guided placement only (--strategy mixed, the default \
-             without an [explore] block, --shard or --bounded); this exploration places faults at random{}",
+             without an [explore] block or --bounded); this exploration places faults at random{}",
             if overrides.bounded { " (--bounded)" } else { "" }
         )));
     }

@@ -5,7 +5,7 @@
 //! The identity is what decides what every seed does: lockstep's version, the template scenario
 //! (as explicit TOML, so formatting and comments do not count), the fault profile, the strategy
 //! (random, bounded, anchored or mixed; also stamped on the span, so that `merge` can refuse
-//! guided shards and say why), the locks (subject and reference) and the determinism sample. The seeds are left out of it on
+//! summaries of two strategies and say why), the locks (subject and reference) and the determinism sample. The seeds are left out of it on
 //! purpose: they are the span, so shards made with `--shard K/N` and shards made with disjoint
 //! `--seed-range`s both merge. Worker threads and the time limit are left out too (they change
 //! how fast seeds run, not what a seed does).

@@ -19,7 +19,7 @@ use crate::history::{OpHistory, StepKind};
 use lockstep_sim::Phase;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 /// Seeds per batch of a guided (anchored or mixed) exploration.
 pub(crate) const BATCH: u64 = 32;
@@ -99,6 +99,11 @@ pub struct CoverageSummary {
     /// template's workload).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shapes: Option<String>,
+    /// A shard's signatures, each with the first seed that reached it, sorted by signature: what
+    /// `lockstep merge` unites into the distinct signatures and the growth of the whole range
+    /// (issue 53). Only in shards' summaries (an unsharded run's figures are already whole).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_seen: Vec<(u64, u64)>,
 }
 
 impl CoverageSummary {
@@ -128,6 +133,60 @@ impl CoverageSummary {
     }
 }
 
+impl CoverageSummary {
+    /// Combines a shard's coverage into this one: placement counts add; signatures unite when
+    /// both sides list them ([`Self::first_seen`]), else their counts add (an upper bound: two
+    /// shards may reach the same signature); the growth is redrawn by [`Self::regrow`] once the
+    /// merged span is known, else it is the merged total alone.
+    pub fn merge(&mut self, other: &CoverageSummary, seeds_run: u64) {
+        self.anchors = self.anchors.max(other.anchors);
+        self.mutated_seeds = self.mutated_seeds.saturating_add(other.mutated_seeds);
+        self.anchored_seeds = self.anchored_seeds.saturating_add(other.anchored_seeds);
+        self.operation_seeds = self.operation_seeds.saturating_add(other.operation_seeds);
+        self.random_seeds = self.random_seeds.saturating_add(other.random_seeds);
+        if self.shapes.is_none() {
+            self.shapes = other.shapes.clone();
+        }
+        if self.first_seen.is_empty() || other.first_seen.is_empty() {
+            self.signatures_distinct = self.signatures_distinct.saturating_add(other.signatures_distinct);
+            self.first_seen.clear();
+        } else {
+            let mut all: std::collections::BTreeMap<u64, u64> = self.first_seen.iter().copied().collect();
+            for &(signature, seed) in &other.first_seen {
+                let first = all.entry(signature).or_insert(seed);
+                *first = (*first).min(seed);
+            }
+            self.first_seen = all.into_iter().collect();
+            self.signatures_distinct = self.first_seen.len() as u64;
+        }
+        self.growth = vec![(seeds_run, self.signatures_distinct)];
+    }
+
+    /// Redraws the growth over `range`, run whole by the merged shards, from the signatures'
+    /// first seeds: `(seeds of the range, signatures reached by them)` after 32, 64, 128, ...
+    /// seeds and at the end, as one process's batches would give it.
+    pub fn regrow(&mut self, range: std::ops::Range<u64>) {
+        if self.first_seen.is_empty() {
+            return;
+        }
+        let mut firsts: Vec<u64> = self.first_seen.iter().map(|(_, seed)| *seed).collect();
+        firsts.sort_unstable();
+        let total = range.end.saturating_sub(range.start);
+        let mut growth = Vec::new();
+        let mut seeds = BATCH;
+        loop {
+            let seeds_done = seeds.min(total);
+            let reached = firsts.partition_point(|s| *s < range.start.saturating_add(seeds_done));
+            growth.push((seeds_done, reached as u64));
+            if seeds_done >= total {
+                break;
+            }
+            seeds = seeds.saturating_mul(2);
+        }
+        self.growth = growth;
+    }
+}
+
 /// At most eight points of the growth curve: the first, the last, and powers of two between.
 fn sample_growth(growth: &[(u64, u64)]) -> Vec<(u64, u64)> {
     let mut out: Vec<(u64, u64)> = Vec::new();
@@ -145,8 +204,8 @@ fn sample_growth(growth: &[(u64, u64)]) -> Vec<(u64, u64)> {
 /// The cases that reached new signatures, and every signature seen.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Corpus {
-    /// Distinct signatures.
-    pub seen: BTreeSet<u64>,
+    /// Distinct signatures, each with the first seed that reached it.
+    pub seen: BTreeMap<u64, u64>,
     /// Cases that first reached a signature, in the order they were added.
     pub cases: Vec<ExploreCase>,
 }
@@ -157,8 +216,9 @@ impl Corpus {
     pub(crate) fn add_batch(&mut self, mut batch: Vec<(u64, u64, ExploreCase)>) -> usize {
         batch.sort_by_key(|(seed, _, _)| *seed);
         let mut new = 0;
-        for (_, signature, case) in batch {
-            if self.seen.insert(signature) {
+        for (seed, signature, case) in batch {
+            if let std::collections::btree_map::Entry::Vacant(entry) = self.seen.entry(signature) {
+                entry.insert(seed);
                 new += 1;
                 if self.cases.len() < CORPUS_MAX {
                     self.cases.push(case);

@@ -19,6 +19,14 @@
 //! fault-free run gives the anchors and the one every case runs; with a reference lock (the
 //! differential oracle), every case also runs the reference, as in a random exploration.
 //!
+//! Sharded (`--shard K/N`, issue 53), the shard's seeds — positions K−1, K−1+N, ... of the range —
+//! are its own guided exploration: its own corpus and batches, so each case is fixed by the range,
+//! K, N and the template; its summary lists its signatures with their first seeds
+//! ([`CoverageSummary::first_seen`]) for `lockstep merge` to unite.
+//!
+//! An operation-aimed seed runs each distinct aim once and stops at the first implementation bug
+//! (the aims after it could only report the same seed).
+//!
 //! Left out: the corpus is not saved between explorations.
 
 use super::anchors::{self, Anchors, ShapeBounds};
@@ -125,9 +133,14 @@ fn aims_at_own_run(
     let steps = (0..anchors::STEP_ATTEMPTS)
         .map(|attempt| anchors::step_case_try(seed, attempt, topo, &config.profile, &anchors))
         .filter(|faults| !faults.is_empty());
+    // An aim drawn twice (the same faults: few operations to aim at, a late aim equal to a
+    // stall) would only run the same world again: each plan runs once, in its first place, so
+    // the seed's outcome is the one it always was.
+    let mut tried = std::collections::BTreeSet::new();
     aimed
         .chain(late)
         .chain(steps)
+        .filter(|faults| tried.insert(faults.clone()))
         .map(|faults| ExploreCase { faults, ..case.clone() })
         .collect()
 }
@@ -347,6 +360,14 @@ fn run_guided(
     }
     progress.finish();
     cover.signatures_distinct = corpus.seen.len() as u64;
+    // A shard lists its signatures with their first seeds, so that `merge` unites them.
+    if config.shard.is_some() {
+        cover.first_seen = corpus
+            .seen
+            .iter()
+            .map(|(signature, seed)| (*signature, *seed))
+            .collect();
+    }
     summary.coverage = Some(cover);
     super::note_time_limit(&mut summary, config, total, started);
     finish_throughput(&mut summary, started, jobs);

@@ -136,8 +136,9 @@ pub struct ExploreSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_bug_seed: Option<u64>,
     /// The seeds run up to and including [`Self::first_bug_seed`] (issue 42: seeds to the first
-    /// bug): set only when the summary covers one unsharded range of seeds ([`Self::run`]), as
-    /// the console line; not part of [`Self::outcome`] (a shard's count is not the whole's).
+    /// bug): set only when the summary covers one whole range of seeds ([`Self::whole_range`]:
+    /// unsharded, or every shard of it merged), as the console line; not part of
+    /// [`Self::outcome`] (a shard's count is not the whole's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seeds_to_first_bug: Option<u64>,
     /// The fault generator's version ([`super::GENERATOR_VERSION`]) whose plans the seeds name;
@@ -615,7 +616,7 @@ impl ExploreSummary {
     /// The first implementation-bug seed and the seeds run up to and including it (issue 42:
     /// seeds to the first bug) — with a reference, of the bug seeds the reference keeps; else
     /// of the bounded profile's or the classification's. The count needs the run's span (one
-    /// unsharded range, [`Self::run`]); `None` without a bug seed.
+    /// whole range, [`Self::whole_range`]); `None` without a bug seed.
     pub fn first_bug(&self) -> Option<(u64, Option<u64>)> {
         let bugs = match &self.differential {
             Some(d) => &d.first_bugs,
@@ -625,11 +626,27 @@ impl ExploreSummary {
             },
         };
         let seed = bugs.iter().map(|f| f.seed).min()?;
-        let count = match self.run.as_ref().map(|r| r.spans.as_slice()) {
-            Some([span]) if span.shard_count == 1 && span.seeds_start <= seed => Some(seed - span.seeds_start + 1),
-            _ => None,
-        };
+        let count = self
+            .whole_range()
+            .filter(|range| range.start <= seed)
+            .map(|range| seed - range.start + 1);
         Some((seed, count))
+    }
+
+    /// The one range of seeds this summary covers whole: one unsharded span, or every shard
+    /// `1..=N` of one range (merged), none cut short by a time limit. The seeds to the first bug
+    /// count from its start (issue 53: the merge of a sharded run prints them for the range).
+    pub fn whole_range(&self) -> Option<std::ops::Range<u64>> {
+        let spans = self.run.as_ref().map(|r| r.spans.as_slice())?;
+        let first = spans.first()?;
+        let count = first.shard_count;
+        let whole = self.seeds_planned.is_none()
+            && spans.len() as u64 == count
+            && spans.iter().enumerate().all(|(i, s)| {
+                (s.seeds_start, s.seeds_end, s.shard_count, s.shard_index)
+                    == (first.seeds_start, first.seeds_end, count, i as u64 + 1)
+            });
+        whole.then_some(first.seeds_start..first.seeds_end)
     }
 
     /// Sets [`Self::first_bug_seed`] and [`Self::seeds_to_first_bug`] from [`Self::first_bug`]:
@@ -673,6 +690,11 @@ impl ExploreSummary {
         }
         self.bug_groups.merge(&other.bug_groups);
         self.violation_groups.merge(&other.violation_groups);
+        match (&mut self.coverage, &other.coverage) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs, self.seeds_run),
+            (None, Some(theirs)) => self.coverage = Some(theirs.clone()),
+            _ => {}
+        }
         match (&mut self.classified, &other.classified) {
             (Some(mine), Some(theirs)) => mine.merge(theirs),
             (None, Some(theirs)) => self.classified = Some(theirs.clone()),
@@ -708,6 +730,10 @@ impl ExploreSummary {
             // Spans of different or unknown runs do not add up to a span.
             _ => None,
         };
+        // Shards of one whole range: the coverage grows over the range as one run's would.
+        if let (Some(range), Some(coverage)) = (self.whole_range(), self.coverage.as_mut()) {
+            coverage.regrow(range);
+        }
         self.refresh_first_bug();
     }
 
@@ -911,7 +937,8 @@ impl RunStrategy {
     }
 
     /// Guided placement: a seed's case depends on the corpus grown from the seeds its process ran
-    /// before it, so a shard does not reproduce its seeds of the unsharded run.
+    /// before it, so a shard does not reproduce its seeds of the unsharded run (its own run of
+    /// them is deterministic from the range, K and N).
     pub const fn is_guided(self) -> bool {
         matches!(self, RunStrategy::Anchored | RunStrategy::Mixed)
     }
@@ -928,9 +955,10 @@ impl ExploreSummary {
     }
 }
 
-/// Refuses to merge `parts` (file, summary) that are not seed-for-seed parts of one run: summaries
-/// of different strategies, or more than one summary of a guided strategy (each process grows its
-/// own corpus, so shards or seed ranges explored apart are not the seeds of one exploration).
+/// Refuses to merge `parts` (file, summary) that are not parts of one run: summaries of two
+/// generator versions or of different strategies. Shards of a guided strategy merge: each grew
+/// its own corpus over its own seeds (issue 53), so the merge is the union of their findings,
+/// every seed's case kept with it where its seed alone does not give it.
 pub(crate) fn check_strategies(parts: &[(String, ExploreSummary)]) -> Result<(), String> {
     let Some((first_file, first)) = parts.first() else {
         return Ok(());
@@ -954,14 +982,6 @@ pub(crate) fn check_strategies(parts: &[(String, ExploreSummary)]) -> Result<(),
                     a.name()
                 ));
             }
-        }
-        if let Some(guided) = a.or(b).filter(|s| s.is_guided()) {
-            return Err(format!(
-                "{first_file} and {file}: guided exploration (strategy {}) cannot be merged: each process grows its own \
-                 coverage corpus, so a seed's fault plan depends on the seeds its shard ran before it, and shards are not \
-                 parts of one run; explore unsharded, or shard with --strategy random",
-                guided.name()
-            ));
         }
     }
     Ok(())
@@ -1154,6 +1174,45 @@ mod tests {
     }
 
     #[test]
+    fn guided_shards_merge_their_signatures_and_growth_over_the_range() {
+        use crate::explore::coverage::CoverageSummary;
+        // Two guided shards of 0..80: signatures with the first seed that reached each.
+        let part = |index: u64, first_seen: Vec<(u64, u64)>| {
+            let mut s = ExploreSummary::new("t", "naive");
+            s.seeds_run = 40;
+            s.coverage = Some(CoverageSummary {
+                strategy: "mixed".into(),
+                signatures_distinct: first_seen.len() as u64,
+                growth: vec![(32, 2), (40, first_seen.len() as u64)],
+                random_seeds: 20,
+                anchored_seeds: 20,
+                first_seen,
+                ..CoverageSummary::default()
+            });
+            s.run = Some(RunSpan {
+                run_id: "r".into(),
+                spans: vec![span(0..80, index, 2)],
+                strategy: Some(RunStrategy::Mixed),
+            });
+            s
+        };
+        let mut merged = ExploreSummary::default();
+        merged.merge(&part(1, vec![(7, 0), (9, 40), (11, 70)]));
+        merged.merge(&part(2, vec![(7, 1), (8, 3), (12, 79)]));
+        let coverage = merged.coverage.clone().unwrap();
+        // 7 reached first by seed 0; 8, 9, 11, 12 once each: five signatures, not six.
+        assert_eq!(coverage.signatures_distinct, 5);
+        assert_eq!(coverage.first_seen, vec![(7, 0), (8, 3), (9, 40), (11, 70), (12, 79)]);
+        assert_eq!((coverage.random_seeds, coverage.anchored_seeds), (40, 40));
+        // The growth over the range, as one process's batches: after 32, 64 and all 80 seeds.
+        assert_eq!(coverage.growth, vec![(32, 2), (64, 3), (80, 5)]);
+        // One shard alone keeps its own figures; the merge is whole only with both.
+        let mut one = ExploreSummary::default();
+        one.merge(&part(2, vec![(7, 1)]));
+        assert_eq!(one.coverage.unwrap().growth, vec![(32, 2), (40, 1)]);
+    }
+
+    #[test]
     fn the_differential_counts_where_only_the_subject_fails() {
         let mut d = Differential::new("token-release");
         d.add(1, &verdicts(&["mutual-exclusion"]), Some(&verdicts(&[])), &[], 1);
@@ -1285,13 +1344,18 @@ mod tests {
         let mut bare = whole.clone();
         (bare.first_bug_seed, bare.seeds_to_first_bug) = (None, None);
         assert_eq!(bare.outcome_digest(), whole.outcome_digest());
-        // Two shards: each one's count is not the whole's; merged, the seed only.
+        // Two shards: each one's count is not the whole's; merged, every shard of the range is
+        // there, so the count is the range's (issue 53); one shard alone, the seed only.
         let one = with_bugs(&[23], run(vec![span(10..60, 1, 2)]));
         assert_eq!(one.seeds_to_first_bug, None);
         let mut merged = ExploreSummary::default();
         merged.merge(&one);
         merged.merge(&with_bugs(&[17, 40], run(vec![span(10..60, 2, 2)])));
-        assert_eq!((merged.first_bug_seed, merged.seeds_to_first_bug), (Some(17), None));
+        assert_eq!((merged.first_bug_seed, merged.seeds_to_first_bug), (Some(17), Some(8)));
+        let mut part = ExploreSummary::default();
+        part.merge(&with_bugs(&[17, 40], run(vec![span(10..60, 2, 3)])));
+        part.merge(&with_bugs(&[23], run(vec![span(10..60, 1, 3)])));
+        assert_eq!((part.first_bug_seed, part.seeds_to_first_bug), (Some(17), None));
         // A count past the seeds run is a damaged file.
         let mut damaged = whole.clone();
         damaged.seeds_to_first_bug = Some(damaged.seeds_run + 1);

@@ -106,6 +106,10 @@ pub struct ExploreSpec {
     pub faults_max: usize,
     /// Aim faults where locks break (see [`FaultProfile::lock_aware`]).
     pub lock_aware: bool,
+    /// Where faults are placed (`strategy = "mixed"`, `"anchored"` or `"random"`); `None`: at
+    /// random, what every block explored before it could name one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<super::fault::PlacementStrategy>,
     /// The expectation per checker name (a subset of [`CHECKERS`]).
     pub expect: BTreeMap<String, ExploreExpect>,
 }
@@ -117,6 +121,7 @@ impl Default for ExploreSpec {
             kinds: DEFAULT_KINDS.iter().map(|k| k.to_string()).collect(),
             faults_max: FaultProfile::default().faults_max,
             lock_aware: false,
+            strategy: None,
             expect: BTreeMap::new(),
         }
     }
@@ -130,6 +135,7 @@ impl ExploreSpec {
             kinds: self.kinds.clone(),
             faults_max: self.faults_max,
             lock_aware: self.lock_aware,
+            strategy: self.strategy.unwrap_or_default(),
             ..FaultProfile::default()
         }
     }

@@ -27,6 +27,9 @@ pub enum Merged {
     /// Exploration summaries, and warnings for the user (old summaries without a run
     /// identity, shards missing from the merge).
     Summaries(Box<ExploreSummary>, Vec<String>),
+    /// Exploration summaries with shards of the run missing (each named in the warnings): the
+    /// summary covers part of the run, so it never passes the gate (issue 53).
+    Partial(Box<ExploreSummary>, Vec<String>),
 }
 
 impl Merged {
@@ -35,7 +38,7 @@ impl Merged {
     pub fn warnings(&self) -> &[String] {
         match self {
             Merged::Reports { runs, .. } => &runs.warnings,
-            Merged::Summaries(_, warnings) => warnings,
+            Merged::Summaries(_, warnings) | Merged::Partial(_, warnings) => warnings,
         }
     }
 }
@@ -114,12 +117,15 @@ pub fn merge_texts(texts: &[(PathBuf, String)], report_dir: Option<&Path>) -> Re
             .map_err(|e| format!("{}: not a consistent exploration summary: {e}", file.display()))?;
         parts.push((file.display().to_string(), part));
     }
-    let warnings = check_summaries(&parts)?;
+    let (warnings, missing) = check_summaries(&parts)?;
     let mut merged = ExploreSummary::default();
     for (_, part) in &parts {
         merged.merge(part);
     }
-    Ok(Merged::Summaries(Box::new(merged), warnings))
+    Ok(match missing {
+        false => Merged::Summaries(Box::new(merged), warnings),
+        true => Merged::Partial(Box::new(merged), warnings),
+    })
 }
 
 /// The largest `history.jsonl` a merge reads back (a run's history is bounded by the simulator's
@@ -195,8 +201,9 @@ fn read_history(file: &Path, digest: &str) -> Result<lockstep_sim::History, Stri
 /// identity, and no seed in two of them. Summaries without an identity (written before
 /// lockstep recorded one) are accepted with a warning when all of them lack one — only a
 /// summary given twice is caught then — and refused beside summaries that have one.
-/// Returns the warnings: no identity, or shards of the run missing from the merge.
-fn check_summaries(parts: &[(String, ExploreSummary)]) -> Result<Vec<String>, String> {
+/// Returns the warnings (no identity, or shards of the run missing from the merge) and whether
+/// shards are missing.
+fn check_summaries(parts: &[(String, ExploreSummary)]) -> Result<(Vec<String>, bool), String> {
     crate::explore::summary::check_strategies(parts)?;
     let (with, without): (Vec<_>, Vec<_>) = parts.iter().partition(|(_, p)| p.run.is_some());
     if let (Some((a, _)), Some((b, _))) = (with.first(), without.first()) {
@@ -213,10 +220,14 @@ fn check_summaries(parts: &[(String, ExploreSummary)]) -> Result<Vec<String>, St
             }
         }
         let files: Vec<&str> = parts.iter().map(|(f, _)| f.as_str()).collect();
-        return Ok(vec![format!(
-            "{}: no run identity (written by an older lockstep): cannot check that these are distinct shards of one exploration; merged as given",
-            files.join(", ")
-        )]);
+        return Ok((
+            vec![format!(
+                "{}: no run identity (written by an older lockstep): cannot check that these are distinct shards of one \
+                 exploration; merged as given",
+                files.join(", ")
+            )],
+            false,
+        ));
     }
     let run = |p: &ExploreSummary| {
         p.run.clone().unwrap_or(RunSpan {
@@ -267,7 +278,9 @@ fn check_summaries(parts: &[(String, ExploreSummary)]) -> Result<Vec<String>, St
             }
         }
     }
-    Ok(missing_shards(parts.iter().flat_map(|(_, p)| run(p).spans)))
+    let missing = missing_shards(parts.iter().flat_map(|(_, p)| run(p).spans));
+    let partial = !missing.is_empty();
+    Ok((missing, partial))
 }
 
 /// A warning per range whose shards are not all in the merge.
@@ -286,7 +299,8 @@ fn missing_shards(spans: impl Iterator<Item = SeedSpan>) -> Vec<String> {
         .map(|((start, count), (end, indexes))| {
             let have: Vec<String> = indexes.iter().map(|i| i.to_string()).collect();
             format!(
-                "seeds {start}..{end}: only shards {} of {count} merged: the summary covers part of the run",
+                "seeds {start}..{end}: only shards {} of {count} merged: the summary covers part of the run, \
+                 so it does not pass the gate (exit 1)",
                 have.join(", ")
             )
         })

@@ -273,6 +273,7 @@
 //! | `kinds`      | array of strings | all       | the fault kinds that may be generated: `pause`, `clock-jump`, `drift`, `partition`, `hold`, `latency`, `loss`, `crash`; not empty, no repeats |
 //! | `faults_max` | integer          | `4`       | at most this many generated faults per seed; 1 ≤ N ≤ 64 |
 //! | `lock_aware` | bool             | `false`   | aim faults where locks break (pauses around the TTL, clock jumps inside validity windows) |
+//! | `strategy`   | string           | `random`  | fault placement: `random`, `anchored` or `mixed` (guided, with coverage feedback: what `lockstep explore` does without a block); shards with `lockstep ci --shard` either way |
 //!
 //! `[explore.expect]` gives, per checker, what the exploration must find:
 //! `"some-invalid"` (at least one seed violates it) or `"none-invalid"` (no seed does). A seed

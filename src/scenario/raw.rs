@@ -39,6 +39,7 @@ pub(super) struct RawExplore {
     pub kinds: Option<Vec<String>>,
     pub faults_max: Option<u64>,
     pub lock_aware: Option<bool>,
+    pub strategy: Option<String>,
     pub expect: Option<BTreeMap<String, ExploreExpect>>,
 }
 

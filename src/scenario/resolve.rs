@@ -515,6 +515,9 @@ impl Ctx<'_> {
             spec.faults_max = max as usize;
         }
         spec.lock_aware = raw.lock_aware.unwrap_or(false);
+        if let Some(strategy) = raw.strategy {
+            spec.strategy = Some(strategy.parse().map_err(|e: String| self.err(&path("strategy"), e))?);
+        }
         for (checker, expected) in raw.expect.unwrap_or_default() {
             if !CHECKERS.contains(&checker.as_str()) {
                 return Err(self.err(

@@ -319,6 +319,9 @@ fn finish(mut out: String, s: &Scenario) -> String {
         let _ = writeln!(out, "kinds = [{}]", kinds.join(", "));
         let _ = writeln!(out, "faults_max = {}", e.faults_max);
         let _ = writeln!(out, "lock_aware = {}", e.lock_aware);
+        if let Some(strategy) = e.strategy {
+            let _ = writeln!(out, "strategy = {}", quote(strategy.name()));
+        }
         if !e.expect.is_empty() {
             let _ = writeln!(out, "\n[explore.expect]");
             for (checker, expected) in &e.expect {

@@ -208,3 +208,44 @@ fn shards_merge_into_one_report_and_a_missing_shard_is_bad_input() {
     let (code, _, stderr) = lockstep(&["merge", s(&jsons[0]), s(&summary)]);
     assert_eq!(code, 2, "{stderr}");
 }
+
+/// Issue 53: `lockstep ci --shard` with an `[explore]` block that names a guided strategy: every
+/// shard explores its seeds guided, and the merge of the shards' reports judges the block's
+/// expectations on all seeds (a bug lock's `some-invalid`, found by the shards together).
+#[test]
+fn a_guided_explore_block_shards_under_ci_and_its_merge_is_the_gate() {
+    let dir = temp("guided-shards");
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = shipped("bug-release-no-owner-check.toml")
+        + "\n[explore]\nseeds = 40\nstrategy = \"mixed\"\n\n[explore.expect]\nownership = \"some-invalid\"\n";
+    std::fs::write(dir.join("x.toml"), source).unwrap();
+    let mut jsons = Vec::new();
+    let mut shard_outs = Vec::new();
+    for k in 1..=2 {
+        let out = temp(&format!("guided-shard-{k}"));
+        let shard = format!("{k}/2");
+        let (code, stdout, stderr) = lockstep(&["ci", s(&dir), "--report", s(&out), "--shard", &shard, "-q"]);
+        assert!(code == 0 || code == 1, "{stdout}{stderr}");
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+        let summary = &report["explorations"][0]["summary"];
+        assert_eq!(summary["coverage"]["strategy"], "mixed", "{summary}");
+        assert_eq!(summary["run"]["strategy"], "mixed", "{summary}");
+        assert_eq!(summary["seeds_run"], 20);
+        jsons.push(out.join("report.json"));
+        shard_outs.push(out);
+    }
+    let merged_json = temp("guided-merged.json");
+    let (code, stdout, stderr) = lockstep(&["merge", s(&jsons[0]), s(&jsons[1]), "--out", s(&merged_json)]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&merged_json).unwrap()).unwrap();
+    let summary = &report["explorations"][0]["summary"];
+    assert_eq!(summary["seeds_run"], 40);
+    assert!(
+        summary["violations"]["ownership"].as_u64().unwrap_or(0) > 0,
+        "{summary}"
+    );
+    assert!(summary["first_bug_seed"].is_u64(), "{summary}");
+    let (code, _, stderr) = lockstep(&["merge", s(&jsons[1])]);
+    assert_eq!(code, 2, "a missing shard: {stderr}");
+}

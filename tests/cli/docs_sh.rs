@@ -314,6 +314,69 @@ const EXPECTED: &[Expected] = &[
         says: &["exploration of explore-redlock (redlock)", "seeds run: 25 "],
         ..BASE
     },
+    // docs/ci.md: "Guided explorations over a CI matrix" — each job one guided shard (a quarter
+    // of the seeds, its own corpus; it finds the bug in its seeds: exit 1), and the merge job's
+    // gate over the four summaries: the bug found, the seeds to it counted over the whole range.
+    Expected {
+        command: "lockstep explore scenarios/bug-release-no-owner-check.toml --seeds 300 --shard 1/4 --summary \
+                  shard-1.json",
+        code: 1,
+        writes: &["shard-1.json"],
+        says: &[
+            "exploration of bug-release-no-owner-check (script)",
+            "seeds run: 25 ",
+            "placement: mixed",
+        ],
+        ..BASE
+    },
+    Expected {
+        command: "lockstep explore scenarios/bug-release-no-owner-check.toml --seeds 300 --shard 2/4 --summary \
+                  shard-2.json",
+        code: 1,
+        writes: &["shard-2.json"],
+        says: &[
+            "exploration of bug-release-no-owner-check (script)",
+            "seeds run: 25 ",
+            "placement: mixed",
+        ],
+        ..BASE
+    },
+    Expected {
+        command: "lockstep explore scenarios/bug-release-no-owner-check.toml --seeds 300 --shard 3/4 --summary \
+                  shard-3.json",
+        code: 1,
+        writes: &["shard-3.json"],
+        says: &[
+            "exploration of bug-release-no-owner-check (script)",
+            "seeds run: 25 ",
+            "placement: mixed",
+        ],
+        ..BASE
+    },
+    Expected {
+        command: "lockstep explore scenarios/bug-release-no-owner-check.toml --seeds 300 --shard 4/4 --summary \
+                  shard-4.json",
+        code: 1,
+        writes: &["shard-4.json"],
+        says: &[
+            "exploration of bug-release-no-owner-check (script)",
+            "seeds run: 25 ",
+            "placement: mixed",
+        ],
+        ..BASE
+    },
+    Expected {
+        command: "lockstep merge shard-1.json shard-2.json shard-3.json shard-4.json --out merged.json",
+        code: 1,
+        writes: &["merged.json"],
+        says: &[
+            "exploration of bug-release-no-owner-check (script)",
+            "seeds run: 100 ",
+            "placement: mixed",
+            "seeds to the first implementation bug: 1 (seed 0)",
+        ],
+        ..BASE
+    },
     // docs/deployment-faults.md: "Unsafe configurations": the table's first failing seeds (3, 9)
     // and what they shrink to (1 fault; 2 faults).
     Expected {

@@ -2,9 +2,10 @@
 //! shards of one run merge into the unsharded outcome; a summary given twice, overlapping seed
 //! ranges and summaries of different runs are refused (exit 2, naming both files); summaries of
 //! older builds (no run identity) merge with a warning, unless identical. A guided strategy
-//! (anchored, mixed) is refused with `--shard` and its summaries are refused as parts of one run;
-//! summaries of different strategies never merge as one run; bounded shards merge, their
-//! assumption counts added up; `--shard` alone places faults at random.
+//! (anchored, mixed) shards (issue 53): each shard a process of its own, deterministic, merged
+//! into the gate, which fails when a shard is missing; summaries of different strategies never
+//! merge as one run; bounded shards merge, their assumption counts added up; `--shard` alone
+//! explores as the whole run would (guided).
 
 use lockstep::explore::summary::ExploreSummary;
 use std::path::{Path, PathBuf};
@@ -145,65 +146,153 @@ fn summaries_without_a_run_identity_merge_with_a_warning_unless_identical() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A shipped bug pair, explored with default flags (guided) as shards.
+const BUG: &str = "scenarios/bug-release-no-owner-check.toml";
+const SAFE: &str = "scenarios/bug-release-no-owner-check-safe.toml";
+
+/// `lockstep explore FILE --seeds SEEDS --shard K/N` with default flags as a CI job runs it: its
+/// own process, in its own directory, writing `shard-K.json` and `shard-K.jsonl` there. Returns the
+/// exit code and the directory.
+fn guided_shard(dir: &Path, name: &str, file: &str, seeds: &str, shard: &str, more: &[&str]) -> (i32, PathBuf) {
+    let job = dir.join(name);
+    std::fs::create_dir_all(&job).unwrap();
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+    let k = shard.split('/').next().unwrap();
+    let (summary, jsonl) = (format!("shard-{k}.json"), format!("shard-{k}.jsonl"));
+    let mut args = vec![
+        "explore",
+        file.to_str().unwrap(),
+        "--seeds",
+        seeds,
+        "--shard",
+        shard,
+        "--shrink",
+        "0",
+        "--jobs",
+        "2",
+        "--quiet",
+        "--summary",
+        &summary,
+        "--jsonl",
+        &jsonl,
+    ];
+    args.extend_from_slice(more);
+    let (code, out, err) = lockstep(&job, &args);
+    assert!(code == 0 || code == 1, "{shard}: {out}\n{err}");
+    (code, job)
+}
+
+/// Issue 53: a guided exploration (the default `mixed`) shards: each shard is its own process
+/// with its own corpus over its own seeds, deterministic from the range, K and N (the same shard
+/// twice gives the same summary and the same per-seed records); `merge` unites them — signatures,
+/// coverage growth, bug groups, the first bug seed and the seeds to it over the whole range — and
+/// is the gate: the bug lock's merge fails, its twin's passes, and a merge missing a shard fails.
 #[test]
-fn shards_of_a_guided_exploration_are_refused() {
+fn shards_of_a_guided_exploration_run_apart_and_merge_into_the_gate() {
     let dir = temp("guided");
-    for strategy in ["mixed", "anchored"] {
-        // `explore --shard` with a guided strategy is refused before it explores ...
-        let (code, out, err) = lockstep(
+    let collect = |root: &Path, prefix: &str| -> Vec<PathBuf> {
+        (1..=4)
+            .map(|k| root.join(format!("{prefix}-{k}")).join(format!("shard-{k}.json")))
+            .collect()
+    };
+    for k in 1..=4 {
+        guided_shard(&dir, &format!("bug-{k}"), BUG, "40", &format!("{k}/4"), &[]);
+        // The twin under lost packets only: a guided exploration that finds nothing at all.
+        guided_shard(
             &dir,
-            &[
-                "explore",
-                "--strategy",
-                strategy,
-                "--seeds",
-                "4",
-                "--shard",
-                "1/2",
-                "--summary",
-                "refused.json",
-            ],
+            &format!("safe-{k}"),
+            SAFE,
+            "40",
+            &format!("{k}/4"),
+            &["--kinds", "loss"],
         );
-        assert_eq!(code, 2, "{out}\n{err}");
-        assert!(
-            err.contains("--shard 1/2") && err.contains("--strategy random"),
-            "{err}"
-        );
-        assert!(!dir.join("refused.json").exists());
-        // ... and `merge` refuses the parts of a guided run split by seed ranges.
-        let one = explore_with(&dir, "one.json", &["--strategy", strategy], &["--seed-range", "0..2"]);
-        explore_with(&dir, "two.json", &["--strategy", strategy], &["--seed-range", "2..4"]);
-        let run = one.run.clone().expect("a run identity");
-        assert_eq!(run.strategy.map(|s| s.name()), Some(strategy));
-        let (code, out, err) = lockstep(&dir, &["merge", "one.json", "two.json", "--out", "m.json"]);
-        assert_eq!(code, 2, "{out}\n{err}");
-        assert!(
-            err.contains("guided exploration") && err.contains(strategy) && err.contains("--strategy random"),
-            "{err}"
-        );
-        assert!(err.contains("one.json") && err.contains("two.json"), "{err}");
-        assert!(!dir.join("m.json").exists());
-        // One guided summary alone is still a whole run.
-        let (code, out, err) = lockstep(&dir, &["merge", "one.json", "--out", "m.json"]);
-        assert!(code == 0 || code == 1, "{out}\n{err}");
-        let _ = std::fs::remove_file(dir.join("m.json"));
     }
-    // An older guided summary (no `strategy` in its span, but coverage figures) is refused too.
-    for name in ["one", "two"] {
-        let mut value: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.json"))).unwrap()).unwrap();
-        value["run"]
-            .as_object_mut()
-            .unwrap()
-            .remove("strategy")
-            .expect("a strategy field");
-        assert!(value.get("coverage").is_some(), "a guided summary reports coverage");
-        std::fs::write(dir.join(format!("old-{name}.json")), value.to_string()).unwrap();
+    let bug_parts: Vec<ExploreSummary> = collect(&dir, "bug").iter().map(|p| read(p)).collect();
+    for part in &bug_parts {
+        assert_eq!(part.seeds_run, 10);
+        assert_eq!(part.strategy().map(|s| s.name()), Some("mixed"));
+        assert!(
+            part.coverage.as_ref().is_some_and(|c| !c.first_seen.is_empty()),
+            "a shard lists its signatures"
+        );
     }
-    assert!(read(&dir.join("old-one.json")).run.unwrap().strategy.is_none());
-    let (code, _, err) = lockstep(&dir, &["merge", "old-one.json", "old-two.json"]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("guided exploration"), "{err}");
+    // The same shard again, in another directory: the same outcome and the same records.
+    let (_, again) = guided_shard(&dir, "again-2", BUG, "40", "2/4", &[]);
+    assert_eq!(
+        read(&again.join("shard-2.json")).outcome_digest(),
+        bug_parts[1].outcome_digest()
+    );
+    let records = |job: &Path| {
+        let text = std::fs::read_to_string(job.join("shard-2.jsonl")).unwrap();
+        let mut lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        lines.sort_by_key(|l| l["seed"].as_u64());
+        lines
+    };
+    assert_eq!(records(&again), records(&dir.join("bug-2")));
+
+    let args = |files: &[PathBuf], out: &str| -> Vec<String> {
+        let mut all = vec!["merge".to_string()];
+        all.extend(files.iter().map(|f| f.to_str().unwrap().to_string()));
+        all.extend(["--out".to_string(), out.to_string()]);
+        all
+    };
+    let run = |all: Vec<String>| {
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        lockstep(&dir, &all)
+    };
+    // The bug lock: the merge finds the bug (exit 1) and counts the seeds to it over 0..40.
+    let (code, out, err) = run(args(&collect(&dir, "bug"), "bug.json"));
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(!err.contains("warning"), "{err}");
+    let merged = read(&dir.join("bug.json"));
+    assert_eq!(merged.seeds_run, 40);
+    let first = merged.first_bug_seed.expect("the bug lock's merge holds a bug seed");
+    assert_eq!(merged.seeds_to_first_bug, Some(first + 1), "{out}");
+    assert!(
+        out.contains(&format!(
+            "seeds to the first implementation bug: {} (seed {first})",
+            first + 1
+        )),
+        "{out}"
+    );
+    let smallest = bug_parts.iter().filter_map(|p| p.first_bug_seed).min();
+    assert_eq!(Some(first), smallest);
+    // Groups: every shard's classes, counts added.
+    let mut classes: std::collections::BTreeMap<String, u64> = Default::default();
+    for part in &bug_parts {
+        for c in &part.bug_groups.classes {
+            *classes.entry(c.class.describe()).or_default() += c.seeds;
+        }
+    }
+    let merged_classes: std::collections::BTreeMap<String, u64> = merged
+        .bug_groups
+        .classes
+        .iter()
+        .map(|c| (c.class.describe(), c.seeds))
+        .collect();
+    assert!(!merged_classes.is_empty());
+    assert_eq!(merged_classes, classes);
+    // Coverage: the signatures united (no more than the shards' sum), the growth over the range.
+    let coverage = merged.coverage.expect("merged coverage");
+    let sum: u64 = bug_parts
+        .iter()
+        .map(|p| p.coverage.as_ref().unwrap().signatures_distinct)
+        .sum();
+    let most = bug_parts
+        .iter()
+        .map(|p| p.coverage.as_ref().unwrap().signatures_distinct)
+        .max()
+        .unwrap();
+    assert!(coverage.signatures_distinct <= sum && coverage.signatures_distinct >= most);
+    assert_eq!(coverage.growth.last(), Some(&(40, coverage.signatures_distinct)));
+    assert_eq!(coverage.growth.first().map(|g| g.0), Some(32));
+    // The twin (lost packets only): every shard merged, nothing found, the gate passes.
+    let (code, out, err) = run(args(&collect(&dir, "safe"), "safe.json"));
+    assert_eq!(code, 0, "{out}\n{err}");
+    // A shard missing: the gate fails, naming what is missing.
+    let (code, out, err) = run(args(&collect(&dir, "safe")[..3], "part.json"));
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(err.contains("only shards 1, 2, 3 of 4 merged"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -217,9 +306,9 @@ fn summaries_of_different_strategies_do_not_merge_and_bounded_shards_do() {
     let strategy = |s: &ExploreSummary| s.run.as_ref().and_then(|r| r.strategy).map(|s| s.name());
     assert_eq!(strategy(&bounded_one), Some("bounded"));
     assert_eq!(strategy(&read(&dir.join("random.json"))), Some("random"));
-    // Without --strategy, a shard places faults at random (the default is guided otherwise).
+    // Without --strategy, a shard explores as the whole run would: guided (issue 53).
     let default_shard = explore_with(&dir, "d.json", &[], &["--seeds", "4", "--shard", "1/2"]);
-    assert_eq!(strategy(&default_shard), Some("random"));
+    assert_eq!(strategy(&default_shard), Some("mixed"));
     let unsharded = explore_with(&dir, "u.json", &[], &["--seeds", "4"]);
     assert_eq!(strategy(&unsharded), Some("mixed"));
     let (code, out, err) = lockstep(&dir, &["merge", "random.json", "b2.json"]);
@@ -321,7 +410,7 @@ mod fuzz {
             ];
             let shared = seeds(a.0, a.1, a.2, a.3).iter().any(|s| seeds(b.0, b.1, b.2, b.3).contains(s));
             match merge_texts(&texts, None) {
-                Ok(Merged::Summaries(merged, _)) => {
+                Ok(Merged::Summaries(merged, _) | Merged::Partial(merged, _)) => {
                     prop_assert!(!shared, "merged overlapping spans {a:?} {b:?}");
                     prop_assert_eq!(merged.run.unwrap().spans.len(), 2);
                 }

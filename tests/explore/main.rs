@@ -18,3 +18,4 @@ mod false_alarms;
 mod first_bug;
 mod mutants;
 mod mutants_classes;
+mod shards;

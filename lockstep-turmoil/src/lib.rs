@@ -53,10 +53,24 @@
 mod client;
 mod hosts;
 mod recording;
+mod report;
+mod schedule;
 mod server;
 
 pub use client::{connect, connect_with};
 pub use hosts::{Error, RedisHosts, RedisHostsBuilder};
+pub use lockstep::ops::ReadOk;
+pub use lockstep::report::ExternalRun;
+pub use lockstep_sim::{Fault, FencingMode, ScheduledFault};
+pub use schedule::{fault, FaultSchedule, PlannedFault, Trigger};
+
+/// Whether this build has `--cfg tokio_unstable`. lockstep-turmoil does not need it (it never
+/// builds a lockstep world, the one thing of lockstep's that requires it), but turmoil uses it
+/// to seed each host's tokio scheduler from `Builder::rng_seed`: without it, a `tokio::select!`
+/// (in your service, in redis-rs) with more than one branch ready picks one at random, so the
+/// same seed can give another history. Set it in `.cargo/config.toml` (`[build] rustflags =
+/// ["--cfg", "tokio_unstable"]`) for same-seed-same-history runs.
+pub const TOKIO_UNSTABLE: bool = cfg!(tokio_unstable);
 pub use lockstep::checker::{CheckResult, Verdict};
 pub use lockstep::ops::Grant;
 pub use lockstep_sim::{ClockSpec, History, Persistence};

@@ -120,8 +120,8 @@ pub fn external_scenario_report(run: &ExternalRun, history: &History, checks: &[
 /// Writes the report directory of `run` to `out` (replacing a report lockstep wrote there
 /// before, as `lockstep ci --report` does): `report.json`, `summary.md`, `junit.xml`, the
 /// timeline chart (`charts/*.svg`, and `*.png` with the `cli` feature), `index.html` and the
-/// run's interactive page. Returns the files written, relative to `out`; `Err` says which
-/// file or directory could not be written, and why.
+/// run's interactive page. Returns the paths of the files written; `Err` says which file or
+/// directory could not be written, and why.
 pub fn write_external_report(
     run: &ExternalRun,
     history: &History,

@@ -642,7 +642,8 @@ impl RedisHosts {
         }
         let mut driver = self.driver.borrow_mut();
         driver.planned = schedule.faults().to_vec();
-        driver.due.clear();
+        // The ends of pauses under way stay due; the old schedule's faults go.
+        driver.due.retain(|(_, _, due)| matches!(due, Due::Unpause(_)));
         driver.armed.clear();
         for (index, planned) in schedule.faults().iter().enumerate() {
             match &planned.trigger {

@@ -8,13 +8,17 @@
 //! - [`stderr`] is progress and diagnostics: best effort, a failure is ignored (there is nowhere
 //!   left to report it).
 //!
-//! Colours reach a terminal only (anstream strips them for pipes, files and `NO_COLOR`).
+//! Colours reach a terminal only (anstream strips them for pipes, files and `NO_COLOR`; without
+//! the `cli` feature the streams are written as they are).
 
 use std::io::{ErrorKind, Write};
 
 /// Writes `text` to standard output. `Err` names the stream and the cause.
 pub fn stdout(text: &str) -> Result<(), String> {
+    #[cfg(feature = "cli")]
     let mut out = anstream::stdout().lock();
+    #[cfg(not(feature = "cli"))]
+    let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == ErrorKind::BrokenPipe => Ok(()),
@@ -24,7 +28,10 @@ pub fn stdout(text: &str) -> Result<(), String> {
 
 /// Writes `text` and a newline to standard error, ignoring a failure.
 pub fn stderr_line(text: &str) {
+    #[cfg(feature = "cli")]
     let mut err = anstream::stderr().lock();
+    #[cfg(not(feature = "cli"))]
+    let mut err = std::io::stderr().lock();
     let _ = err.write_all(text.as_bytes()).and_then(|()| err.write_all(b"\n"));
 }
 

@@ -7,18 +7,31 @@
 //! the world records one history, and the [`checker`]s judge it.
 //!
 //! To test your own lock, start from [`prelude`]; to put it through everything the CLI does
-//! (scenarios, explorations, differential oracle, report), see [`harness`].
+//! (scenarios, explorations, differential oracle, report), see `harness`.
+//!
+//! ## Features
+//!
+//! `cli` (on by default) is the `lockstep` command and what only it needs: the modules `app` (the
+//! commands), `bench`, `harness` and `live` (live runs, `serve`), argument parsing (clap),
+//! coloured output, the progress bar, and the PNG copies of a report's charts (resvg). With
+//! `default-features = false` (as `lockstep-turmoil` depends on it) the library still resolves
+//! scenarios, runs worlds, explores, judges histories with every checker and writes report
+//! directories (charts as SVG only), without those dependencies.
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "cli")]
 pub mod app;
+#[cfg(feature = "cli")]
 pub mod bench;
 pub mod checker;
 pub mod emit;
 pub mod explore;
 pub mod gate;
+#[cfg(feature = "cli")]
 pub mod harness;
 pub mod history;
+#[cfg(feature = "cli")]
 pub mod live;
 pub mod liveness;
 pub mod lock;

@@ -14,6 +14,7 @@
 //! See `examples/custom_lock.rs`.
 
 pub use crate::checker::CheckResult;
+#[cfg(feature = "cli")]
 pub use crate::harness::{Gate, Harness, HarnessError, HarnessRun};
 pub use crate::lock::using::{using, AbortSignal};
 pub use crate::lock::{

@@ -11,10 +11,22 @@
 //! Each node (a Redis host or a service) reads its own clock ([`NodeClock`]: offset, drift and
 //! jumps over that true time, as in lockstep's worlds); a node without a clock of its own gets an
 //! exact one (offset 0, drift 0) on first use.
+//!
+//! The protected resource (what the lock guards) is lockstep's fenced store
+//! ([`lockstep_sim::resource::FencedStore`], judged by the mode the builder gave: `unfenced`,
+//! `fenced` or `strict`), kept in the recording and reached by [`OpRecorder::write`] and
+//! [`OpRecorder::read`]: each call is a `write`/`read` operation of the service node and the
+//! resource's judgement (`ResourceWrite`/`ResourceRead` on node `resource`), as lockstep's
+//! workload records them, so `stale-write`, `lost-update` and `token-order` have their evidence.
+//! Left out: the resource is not a turmoil host — a call reaches it at once, with no network
+//! delay, partition or pause between the service and it.
 
-use lockstep::ops::{AcquireInvoke, Grant, GrantRef, OpError};
+use lockstep::history::{ReadInvoke, WriteOk};
+use lockstep::ops::{AcquireInvoke, Grant, GrantRef, OpError, ReadOk, WriteInvoke};
 use lockstep_sim::clock::NodeClock;
-use lockstep_sim::{ClockSpec, EventKind, History, Phase};
+use lockstep_sim::redis::Reply;
+use lockstep_sim::resource::FencedStore;
+use lockstep_sim::{ClockSpec, Event, EventKind, FencingMode, History, Phase};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -30,6 +42,11 @@ struct Inner {
     clocks: RefCell<BTreeMap<String, Rc<NodeClock>>>,
     /// The latest true time read, µs: no reading goes below it.
     latest_us: Cell<u64>,
+    /// The protected resource, and how it judges fencing tokens.
+    resource: RefCell<FencedStore>,
+    resource_mode: Cell<FencingMode>,
+    /// The nodes recorders were made for, in order of first request.
+    services: RefCell<Vec<String>>,
 }
 
 impl std::fmt::Debug for Recording {
@@ -50,7 +67,49 @@ impl Recording {
             history: RefCell::new(History::new()),
             clocks: RefCell::new(BTreeMap::new()),
             latest_us: Cell::new(0),
+            resource: RefCell::new(FencedStore::new(FencingMode::Unfenced)),
+            resource_mode: Cell::new(FencingMode::Unfenced),
+            services: RefCell::new(Vec::new()),
         }))
+    }
+
+    /// Makes the protected resource an empty one judging by `mode`.
+    pub(crate) fn set_resource(&self, mode: FencingMode) {
+        *self.0.resource.borrow_mut() = FencedStore::new(mode);
+        self.0.resource_mode.set(mode);
+    }
+
+    /// How the protected resource judges fencing tokens.
+    pub fn resource_mode(&self) -> FencingMode {
+        self.0.resource_mode.get()
+    }
+
+    /// The service nodes recorders were made for, in order of first request.
+    pub fn services(&self) -> Vec<String> {
+        self.0.services.borrow().clone()
+    }
+
+    /// Calls `f` with every event from position `from` on (without copying the history);
+    /// returns the position after the last.
+    pub(crate) fn scan_from(&self, from: usize, f: &mut dyn FnMut(&Event)) -> usize {
+        let history = self.0.history.borrow();
+        let events = history.events();
+        for event in events.iter().skip(from) {
+            f(event);
+        }
+        events.len()
+    }
+
+    /// Runs one resource command (`FWRITE key value [token]`, `FREAD key [token]`) from `node`
+    /// against the resource, recording its judgement on node `resource`.
+    fn resource_command(&self, node: &str, args: &[String]) -> Reply {
+        let args: Vec<bytes::Bytes> = args.iter().map(|a| bytes::Bytes::from(a.clone())).collect();
+        let mut judged = Vec::new();
+        let reply = lockstep_sim::resource::execute(&self.0.resource, node, &args, &mut |event| judged.push(event));
+        for event in judged {
+            self.record(lockstep::scenario::RESOURCE_NODE, event);
+        }
+        reply
     }
 
     /// Gives `node` the clock `spec` describes, replacing any it had.
@@ -118,8 +177,14 @@ impl Recording {
         self.0.history.borrow().clone()
     }
 
-    /// A recorder of `node`'s lock operations.
+    /// A recorder of `node`'s lock operations (the node is listed among the services).
     pub fn recorder(&self, node: &str) -> OpRecorder {
+        {
+            let mut services = self.0.services.borrow_mut();
+            if !services.iter().any(|s| s == node) {
+                services.push(node.to_string());
+            }
+        }
         OpRecorder {
             recording: self.clone(),
             node: node.to_string(),
@@ -199,6 +264,67 @@ impl OpRecorder {
         self.complete(id, "release", Phase::Ok, serde_json::json!({ "released": released }));
     }
 
+    /// Writes `value` to the protected resource's `key` with `fencing_token` (the grant's, if
+    /// the lock issues tokens), recorded as a `write` operation of this node and the resource's
+    /// judgement. `Ok`: the key's version after the write; `Err`: the resource's refusal
+    /// (`FENCED token … rejected: highest accepted is …`), recorded as the write's `fail`.
+    pub fn write(&self, key: &str, value: i64, fencing_token: Option<u64>) -> Result<u64, String> {
+        let invoke = WriteInvoke {
+            key: key.to_string(),
+            value,
+            fencing_token,
+        };
+        let id = self.invoke("write", to_data(&invoke));
+        let mut args = vec!["FWRITE".to_string(), key.to_string(), value.to_string()];
+        args.extend(fencing_token.map(|t| t.to_string()));
+        match self.recording.resource_command(&self.node, &args) {
+            Reply::Integer(version) => {
+                let version = version.max(0) as u64;
+                self.complete(id, "write", Phase::Ok, to_data(&WriteOk { version }));
+                Ok(version)
+            }
+            other => {
+                let error = reply_error(other);
+                self.failed(id, "write", &error, false);
+                Err(error)
+            }
+        }
+    }
+
+    /// Reads the protected resource's `key` on behalf of the holder of `fencing_token`
+    /// (a fenced resource refuses a token below the highest it has seen, and an accepted one
+    /// raises it), recorded as a `read` operation and the resource's judgement. `Ok`: its value
+    /// (`None` until written) and version; `Err`: the resource's refusal.
+    pub fn read(&self, key: &str, fencing_token: Option<u64>) -> Result<ReadOk, String> {
+        let invoke = ReadInvoke {
+            key: key.to_string(),
+            fencing_token,
+        };
+        let id = self.invoke("read", to_data(&invoke));
+        let mut args = vec!["FREAD".to_string(), key.to_string()];
+        args.extend(fencing_token.map(|t| t.to_string()));
+        match self.recording.resource_command(&self.node, &args) {
+            Reply::Array(Some(items)) if items.len() == 2 => {
+                let value = match items[0] {
+                    Reply::Integer(v) => Some(v),
+                    _ => None,
+                };
+                let version = match items[1] {
+                    Reply::Integer(v) => v.max(0) as u64,
+                    _ => 0,
+                };
+                let ok = ReadOk { value, version };
+                self.complete(id, "read", Phase::Ok, to_data(&ok));
+                Ok(ok)
+            }
+            other => {
+                let error = reply_error(other);
+                self.failed(id, "read", &error, false);
+                Err(error)
+            }
+        }
+    }
+
     /// Operation `id` (`op`) failed: it certainly took no effect (`outcome_unknown: false`,
     /// recorded as `fail`), or it may have (`true`, recorded as `info`: a timeout, a lost
     /// connection).
@@ -212,6 +338,14 @@ impl OpRecorder {
                 error: error.to_string(),
             }),
         );
+    }
+}
+
+/// The text of a resource reply that is not the expected success.
+fn reply_error(reply: Reply) -> String {
+    match reply {
+        Reply::Error(message) => message,
+        other => format!("unexpected reply from the resource: {other:?}"),
     }
 }
 

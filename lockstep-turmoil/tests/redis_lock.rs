@@ -74,7 +74,7 @@ fn run(seed: u64, persistence: Persistence, fault: Fault_) -> Outcome {
             match fault {
                 Fault_::None => {}
                 Fault_::CrashRestart => hosts.crash(&mut sim, "redis").expect("a master"),
-                Fault_::ClockJump => hosts.jump_clock(&mut sim, "redis", 15_000),
+                Fault_::ClockJump => hosts.jump_clock(&mut sim, "redis", 15_000).expect("a master"),
             }
         }
         if fault == Fault_::CrashRestart && !restarted && now >= Duration::from_millis(700) {

@@ -52,8 +52,10 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 // The panic guard lives with the runs (`crate::run::guard`), the standard template with the
 // scenarios (`crate::scenario::standard`); both are named here too, where callers found them.
+#[cfg(feature = "cli")]
+pub(crate) use crate::run::guard::guarded;
+pub(crate) use crate::run::guard::history_guarded;
 pub use crate::run::guard::run_guarded;
-pub(crate) use crate::run::guard::{guarded, history_guarded};
 pub use crate::scenario::standard::standard_template;
 pub use subject::{FactoryMaker, LockChoice, LockRef, UserLock};
 pub use summary::ExploreSummary;
@@ -282,8 +284,11 @@ pub(crate) fn shard_seed(config: &ExploreConfig, i: u64) -> Option<u64> {
 }
 
 enum Progress {
+    #[cfg(feature = "cli")]
     Bar(indicatif::ProgressBar),
-    Lines { last: Instant },
+    Lines {
+        last: Instant,
+    },
     Off,
 }
 
@@ -291,20 +296,34 @@ impl Progress {
     fn new(enabled: bool, total: u64) -> Self {
         if !enabled {
             Progress::Off
-        } else if std::io::stderr().is_terminal() {
+        } else if cfg!(feature = "cli") && std::io::stderr().is_terminal() {
+            Self::bar(total)
+        } else {
+            Progress::Lines { last: Instant::now() }
+        }
+    }
+
+    /// The progress bar of a terminal (the `cli` feature's; without it, progress lines).
+    fn bar(total: u64) -> Self {
+        #[cfg(feature = "cli")]
+        {
             let bar = indicatif::ProgressBar::new(total);
             bar.set_style(
                 indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {per_sec}  eta {eta}  {msg}")
                     .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
             );
             Progress::Bar(bar)
-        } else {
+        }
+        #[cfg(not(feature = "cli"))]
+        {
+            let _ = total;
             Progress::Lines { last: Instant::now() }
         }
     }
 
     fn update(&mut self, done: u64, total: u64, violating: u64, started: Instant) {
         match self {
+            #[cfg(feature = "cli")]
             Progress::Bar(bar) => {
                 bar.set_position(done);
                 bar.set_message(format!("{violating} violating"));
@@ -325,6 +344,7 @@ impl Progress {
     }
 
     fn finish(&self) {
+        #[cfg(feature = "cli")]
         if let Progress::Bar(bar) = self {
             bar.finish_and_clear();
         }

@@ -88,6 +88,7 @@ pub struct SeedRecord {
 
 impl SeedRecord {
     /// The record as one line of JSON (no newline).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn to_json_line(&self) -> String {
         serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"v\":{RECORD_VERSION},\"error\":\"{e}\"}}"))
     }

@@ -452,6 +452,7 @@ pub(crate) fn shrink_with(
 /// [`shrink_with`] does, without proptest's pass: drops single faults, the workload shape, then
 /// clients, while `subject` still violates `checker` (and `reference`, if any, does not).
 /// `None` when the case does not fail so.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub(crate) fn shrink_case(
     template: &Scenario,
     case: &ExploreCase,

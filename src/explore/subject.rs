@@ -179,6 +179,7 @@ impl LockChoice {
     }
 
     /// The borrowed form the explorer and the shrinker take.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn lock_ref(&self) -> LockRef<'_> {
         match self {
             LockChoice::Template => LockRef::Template,

@@ -849,9 +849,7 @@ impl Outputs<'_> {
     }
 }
 
-/// The start of a served report's scenario description: the timeline's title says what ran
-/// instead of the scenario file's lock settings, which serve does not use.
-pub const SERVED_DESCRIPTION: &str = "Served in real time by `lockstep serve`:";
+pub use crate::model::SERVED_DESCRIPTION;
 
 /// Applies the faults timed from a test's start: each the first time its test is labelled, `at_ms`
 /// after the label (recorded as a fault when it strikes; a refusal is a note).

@@ -39,6 +39,7 @@ pub use lock::{
 pub use op::{Grant, GrantRef};
 pub use scenario::{
     ClientSpec, NetworkSpec, NodeSpec, Scenario, TasksSpec, WorkMode, WorkMs, WorkloadSpec, RESOURCE_NODE,
+    SERVED_DESCRIPTION,
 };
 pub use script::{
     Arithmetic, OnRenewFailure, RenewGrants, Renewal, RenewalAfterRelease, ScriptAction, ScriptOp, ScriptSpec,

@@ -11,6 +11,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
 
+/// The start of a served report's scenario description (`lockstep serve`): the timeline's title
+/// says what ran instead of the scenario file's lock settings, which serve does not use.
+pub const SERVED_DESCRIPTION: &str = "Served in real time by `lockstep serve`:";
+
 /// The name of the resource node.
 pub const RESOURCE_NODE: &str = "resource";
 

@@ -39,12 +39,15 @@
 mod atomic;
 mod build;
 pub mod charts;
+#[cfg(feature = "cli")]
 pub mod console;
 mod exploration;
+pub mod external;
 pub mod headline;
 pub mod html;
 pub mod interactive;
 pub mod junit;
+#[cfg(feature = "cli")]
 pub mod live;
 pub mod markdown;
 pub mod merge;
@@ -61,7 +64,9 @@ pub use atomic::{
 };
 use atomic::{parent_dir, write_file_atomically};
 pub use build::outcome_digest;
+#[cfg(feature = "cli")]
 pub(crate) use build::{scenario_error_report, scenario_report};
+pub use external::{external_scenario_report, write_external_report, ExternalRun};
 pub use headline::Headline;
 pub use model::{
     chart_stems, CheckReport, ExplorationReport, ExploreCheckReport, HistoryReport, LivenessReport, Report,

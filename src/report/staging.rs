@@ -1159,7 +1159,8 @@ fn build_report_dir(
         }
         let svg = chart.svg()?;
         put(&format!("charts/{stem}.svg"), svg.as_bytes())?;
-        // The PNG is the same SVG rasterised: draw once.
+        // The PNG is the same SVG rasterised: draw once (the `cli` feature's: without it, SVG only).
+        #[cfg(feature = "cli")]
         put(&format!("charts/{stem}.png"), &charts::svg::png(&svg)?)?;
         svgs.insert(stem, svg);
     }

@@ -184,6 +184,41 @@ impl TimelineData {
     /// The timeline of `run` of `scenario`, whose history is `history`.
     pub(crate) fn from_history(scenario: &Scenario, run: &ScenarioRun, history: &OpHistory<'_>) -> TimelineData {
         let clients: Vec<&str> = scenario.clients.iter().map(|c| c.name.as_str()).collect();
+        let masters: Vec<&str> = scenario.masters.iter().map(|m| m.name.as_str()).collect();
+        // A served run ran no lock of lockstep's: its title says what ran, not the file's unused
+        // lock settings (issue 52).
+        let title = if scenario.description.starts_with(crate::model::SERVED_DESCRIPTION) {
+            format!(
+                "{} · served in real time by lockstep serve · {} lane{} (one per test)",
+                scenario.name,
+                scenario.clients.len(),
+                if scenario.clients.len() == 1 { "" } else { "s" }
+            )
+        } else {
+            format!(
+                "{} · {} · fencing {} · resource {} · TTL {} ms · seed {}",
+                scenario.name,
+                scenario.lock.algorithm.name(),
+                scenario.lock.fencing_shown(),
+                scenario.resource.name(),
+                scenario.lock.ttl_ms,
+                run.seed
+            )
+        };
+        Self::of_parts(title, &clients, &masters, &run.results, history)
+    }
+
+    /// The timeline of a history titled `title`: a lane for each of `clients`, then each of
+    /// `masters` (with the servers named after it, its replicas) and any other server seen; the
+    /// violation drawn is that of the first invalid result of `results` (mutual exclusion
+    /// first).
+    pub(crate) fn of_parts(
+        title: String,
+        clients: &[&str],
+        masters: &[&str],
+        results: &[crate::checker::CheckResult],
+        history: &OpHistory<'_>,
+    ) -> TimelineData {
         let mut lanes: Vec<Lane> = clients
             .iter()
             .map(|c| Lane {
@@ -207,12 +242,12 @@ impl TimelineData {
                 servers.push(node);
             }
         }
-        for m in &scenario.masters {
+        for m in masters {
             lanes.push(Lane {
-                name: m.name.clone(),
+                name: m.to_string(),
                 role: LaneRole::Master,
             });
-            let prefix = format!("{}-", m.name);
+            let prefix = format!("{m}-");
             for s in servers.iter().filter(|s| s.starts_with(&prefix)) {
                 lanes.push(Lane {
                     name: s.to_string(),
@@ -232,26 +267,7 @@ impl TimelineData {
         let lane_of = |node: &str| index.get(node).copied();
         let end_us = history.end_us().max(1_000);
         let mut data = TimelineData {
-            // A served run ran no lock of lockstep's: its title says what ran, not the file's
-            // unused lock settings (issue 52).
-            title: if scenario.description.starts_with(crate::live::serve::SERVED_DESCRIPTION) {
-                format!(
-                    "{} · served in real time by lockstep serve · {} lane{} (one per test)",
-                    scenario.name,
-                    scenario.clients.len(),
-                    if scenario.clients.len() == 1 { "" } else { "s" }
-                )
-            } else {
-                format!(
-                    "{} · {} · fencing {} · resource {} · TTL {} ms · seed {}",
-                    scenario.name,
-                    scenario.lock.algorithm.name(),
-                    scenario.lock.fencing_shown(),
-                    scenario.resource.name(),
-                    scenario.lock.ttl_ms,
-                    run.seed
-                )
-            },
+            title,
             end_us,
             lanes: lanes.clone(),
             grants: Vec::new(),
@@ -383,7 +399,7 @@ impl TimelineData {
         }
         data.grants.sort_by_key(|g| (g.start_us, g.lane));
         data.down.sort_by_key(|d| (d.start_us, d.lane));
-        data.violation = violation(run, history, &lane_of, end_us, &data.grants);
+        data.violation = violation(results, history, &lane_of, end_us, &data.grants);
         data.drop_empty_server_lanes();
         data
     }
@@ -521,18 +537,17 @@ fn key_lives(
 /// The first violation: mutual exclusion first (the overlap of the two holds), else the first
 /// invalid checker (the span of its witness).
 fn violation(
-    run: &ScenarioRun,
+    results: &[crate::checker::CheckResult],
     history: &OpHistory<'_>,
     lane_of: &dyn Fn(&str) -> Option<usize>,
     end_us: u64,
     bars: &[GrantBar],
 ) -> Option<Violation> {
     let mutual_exclusion = CheckerName::MutualExclusion.as_str();
-    let result = run
-        .results
+    let result = results
         .iter()
         .find(|r| r.checker == mutual_exclusion && r.verdict == Verdict::Invalid)
-        .or_else(|| run.results.iter().find(|r| r.verdict == Verdict::Invalid))?;
+        .or_else(|| results.iter().find(|r| r.verdict == Verdict::Invalid))?;
     let witness = &result.witness;
     let first = witness.first()?.at_us;
     let last = witness.last()?.at_us;

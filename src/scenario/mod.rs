@@ -343,6 +343,36 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 pub use workload_keys::{workload_help, WORKLOAD_KEYS};
 
+/// One `[[fault]]` table read by [`fault_tables`]: the fault as a scenario file's is read and
+/// checked, and the keys the caller reads itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultTable {
+    /// Its position among the `[[fault]]` tables (0-based; errors name it `fault[index]`).
+    pub index: usize,
+    /// The fault and its `at_ms` (0 when the table gave none but some of the caller's keys).
+    pub scheduled: lockstep_sim::ScheduledFault,
+    /// Whether the table wrote `at_ms`.
+    pub at_ms_given: bool,
+    /// The caller's keys the table wrote (taken out before the fault was read).
+    pub extra: toml::Table,
+}
+
+/// Reads the `[[fault]]` tables of `source` (a TOML text with nothing else) exactly as a
+/// scenario file's `[[fault]]` tables are read — the same kinds, keys, ranges and error messages
+/// (with line, column and the field `fault[i].key`) — checking every node they name against
+/// `targets`. `extra_keys` are keys the caller gives its own meaning to (a trigger, say): they
+/// are taken out of each table before it is read and handed back in [`FaultTable::extra`]; a
+/// table that writes some of them may leave `at_ms` out (it reads as 0). `origin` names the text
+/// in errors. For faults applied by something other than lockstep's world (`lockstep-turmoil`).
+pub fn fault_tables(
+    source: &str,
+    origin: &str,
+    targets: &dyn lockstep_sim::FaultTargets,
+    extra_keys: &[&str],
+) -> Result<Vec<FaultTable>, ScenarioError> {
+    resolve::fault_tables(source, origin, targets, extra_keys)
+}
+
 /// The most clients a file may ask for (`topology.clients`, or `[[client]]` tables), and the
 /// most Redis servers (`topology.masters` or `[[topology.master]]` tables, replicas included).
 pub(crate) const MAX_GENERATED_NODES: u64 = 1000;

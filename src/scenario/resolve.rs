@@ -88,6 +88,54 @@ fn parse_with(
     Ok((scenario, marks))
 }
 
+/// A text of `[[fault]]` tables only (see [`super::fault_tables`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFaults {
+    fault: Option<Vec<toml::Table>>,
+}
+
+/// The `[[fault]]` tables of `source`, read as a scenario file's are (see
+/// [`super::fault_tables`]).
+pub(super) fn fault_tables(
+    source: &str,
+    origin: &str,
+    targets: &dyn FaultTargets,
+    extra_keys: &[&str],
+) -> Result<Vec<super::FaultTable>, ScenarioError> {
+    let ctx = Ctx {
+        source,
+        origin,
+        locator: Locator::new(source),
+        live: false,
+        script_bytes: Cell::new(0),
+        after_tests: None,
+    };
+    let doc = toml::de::DeTable::parse(source).map_err(|e| ctx.toml_error(&e))?;
+    let raw = RawFaults::deserialize(toml::de::Deserializer::from(doc)).map_err(|e| ctx.toml_error(&e))?;
+    let mut tables = Vec::new();
+    for (index, mut table) in raw.fault.unwrap_or_default().into_iter().enumerate() {
+        let mut extra = toml::Table::new();
+        for key in extra_keys {
+            if let Some(value) = table.remove(*key) {
+                extra.insert((*key).to_string(), value);
+            }
+        }
+        let at_ms_given = table.contains_key("at_ms");
+        if !at_ms_given && !extra.is_empty() {
+            table.insert("at_ms".into(), toml::Value::Integer(0));
+        }
+        let scheduled = ctx.fault(index, table, MAX_DURATION_MS, targets)?;
+        tables.push(super::FaultTable {
+            index,
+            scheduled,
+            at_ms_given,
+            extra,
+        });
+    }
+    Ok(tables)
+}
+
 /// An error at the top-level `key` of `source` (for checks across files).
 pub(super) fn error_at_key(source: &str, origin: &str, key: &str, message: String) -> ScenarioError {
     let ctx = Ctx {
@@ -1019,7 +1067,7 @@ impl Ctx<'_> {
         index: usize,
         table: toml::Table,
         duration_ms: u64,
-        nodes: &Nodes,
+        nodes: &dyn FaultTargets,
     ) -> Result<ScheduledFault, ScenarioError> {
         let base = FieldPath::item("fault", index);
         let mut table = table;

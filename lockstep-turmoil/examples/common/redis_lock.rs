@@ -7,13 +7,19 @@ use lockstep_turmoil::{Grant, OpRecorder};
 /// Deletes the key only while it still holds the caller's token (written for lockstep's examples).
 const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 
-/// One attempt at the lock `key` with `token`, logged as an `acquire`: the grant, or `None` when
-/// the lock is held or Redis could not be reached.
+/// One attempt at the lock `key` with `token` on the Redis host `redis`, logged as an `acquire`:
+/// the grant, or `None` when the lock is held or Redis could not be reached.
+#[allow(dead_code)]
 pub async fn try_acquire(rec: &OpRecorder, key: &str, ttl_ms: u64, token: &str) -> Option<Grant> {
+    try_acquire_on("redis", rec, key, ttl_ms, token).await
+}
+
+/// [`try_acquire`] on the Redis host `host`.
+pub async fn try_acquire_on(host: &str, rec: &OpRecorder, key: &str, ttl_ms: u64, token: &str) -> Option<Grant> {
     let id = rec.acquire(key, ttl_ms);
     // The validity counts from before the request (the key may be set as soon as it is sent).
     let sent_ms = rec.monotonic_ms();
-    let mut conn = match lockstep_turmoil::connect("redis").await {
+    let mut conn = match lockstep_turmoil::connect(host).await {
         Ok(conn) => conn,
         Err(e) => {
             rec.failed(id, "acquire", &e.to_string(), false);
@@ -51,12 +57,18 @@ pub async fn try_acquire(rec: &OpRecorder, key: &str, ttl_ms: u64, token: &str) 
     }
 }
 
-/// The token-checked release, logged as a `release`: whether Redis still held the token
-/// (`None` when Redis could not be reached).
+/// The token-checked release on the Redis host `redis`, logged as a `release`: whether Redis
+/// still held the token (`None` when Redis could not be reached).
+#[allow(dead_code)]
 pub async fn release(rec: &OpRecorder, grant: &Grant) -> Option<bool> {
+    release_on("redis", rec, grant).await
+}
+
+/// [`release`] on the Redis host `host`.
+pub async fn release_on(host: &str, rec: &OpRecorder, grant: &Grant) -> Option<bool> {
     let id = rec.release(grant);
     let result: redis::RedisResult<i64> = async {
-        let mut conn = lockstep_turmoil::connect("redis").await?;
+        let mut conn = lockstep_turmoil::connect(host).await?;
         redis::Script::new(RELEASE)
             .key(&grant.key)
             .arg(&grant.value)

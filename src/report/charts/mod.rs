@@ -66,7 +66,8 @@ impl Chart<'_> {
         Ok(self.draw().finish())
     }
 
-    /// The chart as a PNG image (RGB, 8 bits): its SVG rendered by resvg.
+    /// The chart as a PNG image (RGB, 8 bits): its SVG rendered by resvg (the `cli` feature's).
+    #[cfg(feature = "cli")]
     pub fn png(&self) -> Result<Vec<u8>, String> {
         svg::png(&self.draw().finish())
     }

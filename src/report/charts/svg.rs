@@ -255,7 +255,9 @@ impl Svg {
     }
 }
 
-/// `svg` rendered by resvg with the embedded DejaVu Sans, as an 8-bit RGB PNG.
+/// `svg` rendered by resvg with the embedded DejaVu Sans, as an 8-bit RGB PNG (the `cli`
+/// feature's: without it a report's charts are SVG only).
+#[cfg(feature = "cli")]
 pub fn png(svg: &str) -> Result<Vec<u8>, String> {
     static OPTIONS: OnceLock<resvg::usvg::Options<'static>> = OnceLock::new();
     let options = OPTIONS.get_or_init(|| {
@@ -342,6 +344,7 @@ mod tests {
     /// the old rasteriser garbled come out right: a comma descends below the baseline where a
     /// full stop does not, and a decimal point sits on the baseline, not at mid-height.
     #[test]
+    #[cfg(feature = "cli")]
     fn png_text_matches_the_reference_and_punctuation_is_right() {
         let label = "10.082 s, token 269a181c, ok";
         let rendered = label_png(label);

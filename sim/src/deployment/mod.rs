@@ -175,10 +175,7 @@ impl Deployment {
             time,
             lua,
             servers: BTreeMap::new(),
-            replication: Rc::new(RefCell::new(Replication {
-                directory: directory.clone(),
-                ..Replication::default()
-            })),
+            replication: Rc::new(RefCell::new(Replication::with_directory(directory.clone()))),
             directory,
             deadlines: BTreeSet::new(),
             moved: Moved::default(),
@@ -552,7 +549,7 @@ impl Component for Deployment {
                 self.request_start(node, hosts);
             }
             Fault::Failover { node } => {
-                let group = self.replication.borrow().group_of.get(node).cloned();
+                let group = self.replication.borrow().group_name_of(node).map(str::to_string);
                 if let Some(group) = group {
                     self.failover(&group, "forced by a failover fault");
                 }

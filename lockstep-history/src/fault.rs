@@ -4,7 +4,7 @@
 //! logged in the history. It is a plain serde value: it can be written in a scenario file,
 //! generated from a seed, printed, shrunk and replayed.
 //!
-//! Network faults map onto the simulated network ([`crate::wire`]): `partition`/`heal` drop or
+//! Network faults map onto the simulated network (`lockstep_sim::wire`): `partition`/`heal` drop or
 //! restore messages on a link (dropped silently; the simulated TCP never retransmits, so a
 //! connection that loses a segment is dead until the client reconnects); `hold`/`release` delay
 //! every message on a link until released; `latency` fixes a link's delay; `loss` drops each
@@ -15,7 +15,7 @@
 //! `shutdown` (a clean stop: the AOF is complete), `restart` (start a stopped server, after its
 //! restart delay; a running one is shut down cleanly and started again), and `failover` (promote
 //! a replica of the node's group now). What each loses depends on the server's persistence mode:
-//! see [`crate::deployment`]. `crash` and `restart` of a *client* are live-only (`lockstep live`
+//! see `lockstep_sim::deployment`. `crash` and `restart` of a *client* are live-only (`lockstep live`
 //! kills the client's process group and starts its command again); the simulated world refuses
 //! them ([`FaultTargets::restarts_clients`]).
 //!
@@ -31,10 +31,34 @@
 //! Every fault is checked against the world's nodes before a run ([`Fault::check`], which names
 //! the faulty field), and has a one-line human rendering ([`Fault::describe`]).
 
-use crate::clock::check_drift_ppm;
 use crate::role::Role;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
+
+/// The lowest drift is above this: at -1 000 000 ppm a clock stands still.
+pub const MIN_DRIFT_PPM: i64 = -1_000_000;
+
+/// The highest drift: 1 000 000 000 ppm, a clock running 1 001 times as fast as true time. Far
+/// beyond any real oscillator (they err by tens of ppm) and beyond what a lock's drift factor
+/// covers; above it a day of true time would be years of local time, and the readings would
+/// leave the range of an `i64` of microseconds.
+pub const MAX_DRIFT_PPM: i64 = 1_000_000_000;
+
+/// Checks a rate error: `Err` says why a clock with it would not be a clock, or is out of range
+/// (above [`MAX_DRIFT_PPM`]).
+pub fn check_drift_ppm(drift_ppm: i64) -> Result<(), String> {
+    if drift_ppm <= MIN_DRIFT_PPM {
+        Err(format!(
+            "{drift_ppm} ppm would stop or reverse the clock: must be above {MIN_DRIFT_PPM}"
+        ))
+    } else if drift_ppm > MAX_DRIFT_PPM {
+        Err(format!(
+            "{drift_ppm} ppm is out of range: must be at most {MAX_DRIFT_PPM} (a clock 1001 times as fast as true time)"
+        ))
+    } else {
+        Ok(())
+    }
+}
 
 /// One fault.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -503,11 +527,11 @@ impl FaultError {
 
 /// The `drop-reply` faults armed on one server: which client's replies to drop, how many more.
 #[derive(Debug, Default)]
-pub(crate) struct ReplyDrops(RefCell<Vec<(Option<String>, u32)>>);
+pub struct ReplyDrops(RefCell<Vec<(Option<String>, u32)>>);
 
 impl ReplyDrops {
     /// Arms a `drop-reply` fault (other faults are ignored).
-    pub(crate) fn arm(&self, fault: &Fault) {
+    pub fn arm(&self, fault: &Fault) {
         if let Fault::DropReply { client, count, .. } = fault {
             if *count > 0 {
                 self.0.borrow_mut().push((client.clone(), *count));
@@ -516,7 +540,7 @@ impl ReplyDrops {
     }
 
     /// Whether the reply about to go to `client` is to be dropped; counts it if so.
-    pub(crate) fn take(&self, client: &str) -> bool {
+    pub fn take(&self, client: &str) -> bool {
         let mut armed = self.0.borrow_mut();
         let Some(at) = armed
             .iter()

@@ -28,7 +28,7 @@
 //! reconnecting link opens a new connection. Each dropped reply is logged as a note on the server
 //! right after the command's own event.
 //!
-//! Every fault is checked against the world's nodes before a run ([`Fault::check`], which names
+//! Every fault is checked against the world's nodes before a run ([`Fault::validate`], which names
 //! the faulty field), and has a one-line human rendering ([`Fault::describe`]).
 
 use crate::role::Role;
@@ -295,9 +295,15 @@ impl Fault {
         }
     }
 
-    /// Checks the fault against the nodes of a world: every node it names exists and is of a kind
-    /// the fault applies to, and every number is in range. The error names the faulty field.
+    /// [`Fault::validate`], under its old name.
+    #[deprecated(since = "0.1.0", note = "renamed `Fault::validate` (what it does)")]
     pub fn check(&self, targets: &dyn FaultTargets) -> Result<(), FaultError> {
+        self.validate(targets)
+    }
+
+    /// Validates the fault against the nodes of a world: every node it names exists and is of a
+    /// kind the fault applies to, and every number is in range. The error names the faulty field.
+    pub fn validate(&self, targets: &dyn FaultTargets) -> Result<(), FaultError> {
         let exists = |field: &'static str, node: &str| match targets.role(node) {
             Some(role) => Ok(role),
             None => Err(FaultError::UnknownNode {

@@ -187,47 +187,43 @@ fn one() -> u32 {
     1
 }
 
-impl Fault {
-    /// The fault's kind, as written in plans (`pause`, `clock-jump`, ...).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Fault::Pause { .. } => "pause",
-            Fault::ClockJump { .. } => "clock-jump",
-            Fault::Drift { .. } => "drift",
-            Fault::Partition { .. } => "partition",
-            Fault::Heal { .. } => "heal",
-            Fault::Hold { .. } => "hold",
-            Fault::Release { .. } => "release",
-            Fault::Latency { .. } => "latency",
-            Fault::Loss { .. } => "loss",
-            Fault::Crash { .. } => "crash",
-            Fault::Restart { .. } => "restart",
-            Fault::PowerLoss { .. } => "power-loss",
-            Fault::Shutdown { .. } => "shutdown",
-            Fault::Failover { .. } => "failover",
-            Fault::DropReply { .. } => "drop-reply",
+/// The one list of fault kinds: each variant and the name plans write it with. It makes
+/// [`Fault::kind`] and [`Fault::KINDS`], so the two cannot disagree.
+macro_rules! fault_kinds {
+    ($($variant:ident $name:literal,)*) => {
+        impl Fault {
+            /// The fault's kind, as written in plans (`pause`, `clock-jump`, ...).
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(Fault::$variant { .. } => $name,)*
+                }
+            }
+
+            /// Every kind, for listings and validation messages (the order of the variants).
+            pub const KINDS: &'static [&'static str] = &[$($name,)*];
         }
-    }
+    };
+}
 
-    /// Every kind, for listings and validation messages.
-    pub const KINDS: &'static [&'static str] = &[
-        "pause",
-        "clock-jump",
-        "drift",
-        "partition",
-        "heal",
-        "hold",
-        "release",
-        "latency",
-        "loss",
-        "crash",
-        "restart",
-        "power-loss",
-        "shutdown",
-        "failover",
-        "drop-reply",
-    ];
+fault_kinds! {
+    Pause "pause",
+    ClockJump "clock-jump",
+    Drift "drift",
+    Partition "partition",
+    Heal "heal",
+    Hold "hold",
+    Release "release",
+    Latency "latency",
+    Loss "loss",
+    Crash "crash",
+    Restart "restart",
+    PowerLoss "power-loss",
+    Shutdown "shutdown",
+    Failover "failover",
+    DropReply "drop-reply",
+}
 
+impl Fault {
     /// A one-line description of fault `kind` with its fields (for listings); `None` for an
     /// unknown kind.
     pub fn summary(kind: &str) -> Option<&'static str> {

@@ -497,7 +497,7 @@ impl HistoryHandle {
 
     #[cfg(test)]
     /// The number of events so far.
-    pub fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.0.borrow().history.len()
     }
 }

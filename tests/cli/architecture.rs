@@ -656,3 +656,58 @@ fn main_only_parses_arguments_and_prints() {
         "src/main.rs has {lines} lines; the CLI belongs in app/ and report/ (limit 300)"
     );
 }
+
+/// The longest a source file may be without being named, with its one job, in docs/layout.md.
+const LONG_FILE_LINES: usize = 600;
+
+#[test]
+fn every_long_file_is_named_with_its_job_in_the_layout() {
+    let layout = std::fs::read_to_string(root_dir().join("docs/layout.md")).expect("docs/layout.md");
+    let start = layout.find("<!-- long files begin -->").expect("the begin marker");
+    let end = layout.find("<!-- long files end -->").expect("the end marker");
+    let table = &layout[start..end];
+    let mut missing = Vec::new();
+    let mut named = 0;
+    for dir in [
+        "src",
+        "sim/src",
+        "lockstep-redis/src",
+        "lockstep-history/src",
+        "lockstep-turmoil/src",
+    ] {
+        let mut paths = Vec::new();
+        rust_files(&root_dir().join(dir), &mut paths);
+        for path in paths {
+            let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+            if name == "tests" || name.ends_with("_tests") {
+                continue;
+            }
+            let lines = std::fs::read_to_string(&path).expect("readable source").lines().count();
+            let rel = path
+                .strip_prefix(root_dir())
+                .expect("in the repository")
+                .to_string_lossy()
+                .into_owned();
+            if lines > LONG_FILE_LINES {
+                named += 1;
+                if !table.contains(&format!("| `{rel}` | ")) {
+                    missing.push(format!("{rel} ({lines} lines)"));
+                }
+            }
+        }
+    }
+    assert!(named > 0, "the walk found the long files");
+    // And the table names no file that is gone or has become short.
+    for row in table.lines().filter(|l| l.starts_with("| `")) {
+        let rel = row.split('`').nth(1).unwrap_or_default();
+        let lines = std::fs::read_to_string(root_dir().join(rel)).map(|t| t.lines().count());
+        if !lines.as_ref().is_ok_and(|n| *n > LONG_FILE_LINES) {
+            missing.push(format!("{rel}: in the table, but {lines:?} lines: take it out"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/layout.md's table of files over {LONG_FILE_LINES} lines (split a file, or name its one job there):\n{}",
+        missing.join("\n")
+    );
+}

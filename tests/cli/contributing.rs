@@ -112,7 +112,7 @@ fn each_extension_names_files_that_exist_and_the_file_of_its_registry() {
                 "{what}: `{name}` is defined in {defined:?}, the guide says `{file}`"
             ));
         }
-        if !spans(files).iter().any(|f| *f == file) {
+        if !spans(files).contains(&file) {
             problems.push(format!(
                 "{what}: the registry's file `{file}` is not among the files it touches"
             ));

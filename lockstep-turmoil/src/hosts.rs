@@ -504,7 +504,7 @@ impl RedisHosts {
             });
         }
         let targets = self.targets(sim);
-        fault.check(&targets).map_err(|e| match e {
+        fault.validate(&targets).map_err(|e| match e {
             lockstep_sim::FaultError::UnknownNode { node, known, .. } => Error::UnknownSimHost { name: node, known },
             other => Error::Refused {
                 kind: fault.kind(),

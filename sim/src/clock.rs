@@ -18,14 +18,8 @@ use std::cell::Cell;
 /// The drift unit: parts per million.
 const PPM: i128 = 1_000_000;
 
-/// The lowest drift is above this: at -1 000 000 ppm a clock stands still.
-pub(crate) const MIN_DRIFT_PPM: i64 = -1_000_000;
-
-/// The highest drift: 1 000 000 000 ppm, a clock running 1 001 times as fast as true time. Far
-/// beyond any real oscillator (they err by tens of ppm) and beyond what a lock's drift factor
-/// covers; above it a day of true time would be years of local time, and the readings would
-/// leave the range of an `i64` of microseconds.
-pub const MAX_DRIFT_PPM: i64 = 1_000_000_000;
+pub(crate) use lockstep_history::fault::MIN_DRIFT_PPM;
+pub use lockstep_history::fault::{check_drift_ppm, MAX_DRIFT_PPM};
 
 /// The largest wall-clock offset from true time, either way (`offset_ms`, a replica's
 /// `replica_offset_ms`), and the largest single clock jump (`delta_ms`): 100 years of 365.25
@@ -40,22 +34,6 @@ pub struct ClockSpec {
     pub offset_ms: i64,
     /// Rate error, parts per million.
     pub drift_ppm: i64,
-}
-
-/// Checks a rate error: `Err` says why a clock with it would not be a clock, or is out of range
-/// (above [`MAX_DRIFT_PPM`]).
-pub fn check_drift_ppm(drift_ppm: i64) -> Result<(), String> {
-    if drift_ppm <= MIN_DRIFT_PPM {
-        Err(format!(
-            "{drift_ppm} ppm would stop or reverse the clock: must be above {MIN_DRIFT_PPM}"
-        ))
-    } else if drift_ppm > MAX_DRIFT_PPM {
-        Err(format!(
-            "{drift_ppm} ppm is out of range: must be at most {MAX_DRIFT_PPM} (a clock 1001 times as fast as true time)"
-        ))
-    } else {
-        Ok(())
-    }
 }
 
 /// Checks a wall-clock offset or jump in ms: at most [`MAX_CLOCK_OFFSET_MS`] (100 years) either

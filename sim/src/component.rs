@@ -6,9 +6,9 @@
 //! step of the machines; [`Component::after_step`]. A component starts and stops its own hosts through
 //! [`Hosts`] (a process crash, a restart); it logs into the history through its nodes.
 
-use crate::fault::Fault;
 use crate::machine::{Machines, SoftwareResult};
 use crate::wire::Wire;
+use lockstep_history::fault::Fault;
 use std::future::Future;
 
 /// The simulated machines, as a component may touch them: register a host, kill its software,

@@ -8,15 +8,15 @@
 //!
 //! The world applies the faults that concern one node only through `Node::apply_fault`: a
 //! pause closes its gate, a clock jump or drift change moves its clock, a `drop-reply` arms the
-//! replies its server is to lose (see [`crate::fault`]).
+//! replies its server is to lose (see [`lockstep_history::fault`]).
 
 use crate::clock::NodeClock;
-use crate::directory::Directory;
-use crate::fault::{Fault, ReplyDrops};
-use crate::history::{EventKind, HistoryHandle};
 use crate::machine::TaskSet;
 use crate::pause::{PauseGate, TrueTime};
 use crate::wire::{SimListener, SimStream, Wire};
+use lockstep_history::fault::{Fault, ReplyDrops};
+use lockstep_history::history::{EventKind, HistoryHandle};
+use lockstep_redis::directory::Directory;
 use rand_chacha::ChaCha8Rng;
 use std::cell::{Cell, RefCell, RefMut};
 use std::future::Future;

@@ -22,12 +22,12 @@
 //! version or the error `FENCED ...`; `FREAD key [token]` answers `[value or nil, version]` or
 //! `FENCED ...`.
 
-use crate::history::EventKind;
 use crate::node::Node;
 use crate::redis::link::{LinkError, LinkTimeouts, RedisLink};
-use crate::redis::Reply;
 use crate::serve::Handler;
 use bytes::Bytes;
+use lockstep_history::history::EventKind;
+use lockstep_redis::Reply;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::BTreeMap;

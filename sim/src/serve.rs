@@ -1,20 +1,20 @@
 //! Accept loops over the simulated network ([`crate::wire`]): the Redis masters' and the fenced
 //! resource's. Each accepted connection gets its own task, spawned through the node so that a pause
-//! freezes it, and is served by the one server loop ([`crate::redis::server`]): a Redis server's
-//! connections by [`crate::redis::server::RedisServer::serve_connection`] (blocking commands, pub/sub
+//! freezes it, and is served by the one server loop ([`lockstep_redis::server`]): a Redis server's
+//! connections by [`lockstep_redis::server::RedisServer::serve_connection`] (blocking commands, pub/sub
 //! pushes, per-connection sessions), a simple handler's (the resource) by
-//! [`crate::redis::server::serve_stream`]. A malformed frame gets a protocol error reply and the
+//! [`lockstep_redis::server::serve_stream`]. A malformed frame gets a protocol error reply and the
 //! connection is closed, as Redis does, while the server keeps serving every other connection.
 
 use crate::machine::SoftwareResult;
 use crate::node::Node;
 use crate::redis::master::NodeHost;
-use crate::redis::server::{serve_stream, ConnectionOptions, Framing, RedisServer, Response};
-use crate::redis::Reply;
 use bytes::Bytes;
+use lockstep_redis::server::{serve_stream, ConnectionOptions, Framing, RedisServer, Response};
+use lockstep_redis::Reply;
 use std::rc::Rc;
 
-pub use crate::redis::server::{render_args, render_reply};
+pub use lockstep_redis::server::{render_args, render_reply};
 
 /// How the simulated servers serve a connection: their own framing (the history digests depend
 /// on how reads split), no budget.

@@ -28,16 +28,16 @@
 use crate::clock::{check_drift_ppm, NodeClock};
 use crate::component::{Component, Hosts};
 use crate::deployment::{replica_name, Deployment, MasterSetup};
-use crate::fault::{Fault, FaultError, FaultPlan, FaultTargets};
-use crate::history::{EventKind, History, HistoryCap, HistoryHandle};
 use crate::machine::{Engine, Machines};
 use crate::node::Node;
 use crate::pause::TrueTime;
-use crate::redis::{EngineConfig, Keyspace, MemoryPool, WorldLua, DEFAULT_WORLD_MEMORY_BYTES};
 use crate::resource::{self, FencedStore, FencingMode, RESOURCE_PORT};
 use crate::seed::Seed;
 use crate::serve::serve;
 use crate::wire::Wire;
+use lockstep_history::fault::{Fault, FaultError, FaultPlan, FaultTargets};
+use lockstep_history::history::{EventKind, History, HistoryCap, HistoryHandle};
+use lockstep_redis::{EngineConfig, Keyspace, MemoryPool, WorldLua, DEFAULT_WORLD_MEMORY_BYTES};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -46,7 +46,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 pub use crate::clock::ClockSpec;
-pub use crate::role::Role;
+pub use lockstep_history::role::Role;
 
 /// 2026-01-01T00:00:00Z: the wall time every node's clock starts from (plus its offset).
 pub(crate) const DEFAULT_EPOCH_MS: i64 = 1_767_225_600_000;
@@ -58,7 +58,7 @@ pub const DEFAULT_HISTORY_EVENTS_MAX: u64 = 1_000_000;
 
 /// The default cap on the bytes of text a run's history holds ([`WorldConfig::history_bytes_max`]):
 /// 256 MiB. Keys, values, arguments, replies and error texts make up that text
-/// ([`crate::history::text_bytes`]); the largest shipped scenario's whole history is under 300 KB
+/// ([`lockstep_history::history::text_bytes`]); the largest shipped scenario's whole history is under 300 KB
 /// of JSON.
 pub const DEFAULT_HISTORY_BYTES_MAX: u64 = 256 << 20;
 
@@ -89,7 +89,7 @@ pub struct WorldConfig {
     /// [`WorldError::HistoryFull`] instead of growing without bound. Runs below the cap are
     /// unaffected.
     pub history_events_max: u64,
-    /// The most bytes of text the history's events may carry ([`crate::history::text_bytes`]):
+    /// The most bytes of text the history's events may carry ([`lockstep_history::history::text_bytes`]):
     /// a run whose events would carry more stops with [`WorldError::HistoryFull`]. Runs below
     /// the cap are unaffected.
     pub history_bytes_max: u64,
@@ -144,9 +144,9 @@ pub enum WorldError {
         /// Why.
         reason: String,
     },
-    /// The caller asked the runs on this thread to stop ([`crate::stop::stop_when`]: a
+    /// The caller asked the runs on this thread to stop ([`lockstep_history::stop::stop_when`]: a
     /// wall-clock budget ran out): the run has no verdict.
-    #[error("{} at {at_ms} ms of simulated time (a wall-clock budget such as `explore --time-limit` ran out); the run has no verdict", crate::stop::STOPPED)]
+    #[error("{} at {at_ms} ms of simulated time (a wall-clock budget such as `explore --time-limit` ran out); the run has no verdict", lockstep_history::stop::STOPPED)]
     Stopped {
         /// True time when the run stopped, ms.
         at_ms: u64,
@@ -488,10 +488,10 @@ impl World {
         self.history.take()
     }
 
-    /// Checks every fault of `plan` against the nodes ([`Fault::check`]), before anything runs.
+    /// Checks every fault of `plan` against the nodes ([`Fault::validate`]), before anything runs.
     pub fn validate_plan(&self, plan: &FaultPlan) -> Result<(), WorldError> {
         for (index, scheduled) in plan.faults.iter().enumerate() {
-            scheduled.fault.check(self).map_err(|error| WorldError::BadFault {
+            scheduled.fault.validate(self).map_err(|error| WorldError::BadFault {
                 index,
                 kind: scheduled.fault.kind(),
                 at_ms: scheduled.at_ms,
@@ -692,7 +692,7 @@ impl World {
             if clients_finished || now_ms >= self.config.duration_ms {
                 break;
             }
-            if crate::stop::requested() {
+            if lockstep_history::stop::requested() {
                 return Err(WorldError::Stopped { at_ms: now_ms });
             }
             let quiet = last_step.is_some_and(|length| !self.woken_at_step_end(length));

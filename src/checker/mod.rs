@@ -145,12 +145,12 @@ pub(crate) fn by_name(name: &str) -> Option<&'static dyn Checker> {
 
 pub(crate) use crate::model::units::seconds;
 
-/// `token 3`, or `no token`.
 /// A grant's value shortened for one-line explanations (the witness keeps it whole).
 pub(crate) fn grant_text(value: &str) -> &str {
     crate::model::units::short_value(value)
 }
 
+/// `token 3`, or `no token`.
 pub(crate) fn token_text(token: Option<u64>) -> String {
     match token {
         Some(t) => format!("token {t}"),

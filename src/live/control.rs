@@ -161,7 +161,7 @@ impl Controller {
 
     /// Why `fault` cannot be applied here (`None`: it can).
     pub fn refusal(&self, fault: &Fault) -> Option<String> {
-        if let Err(e) = fault.check(&self.nodes) {
+        if let Err(e) = fault.validate(&self.nodes) {
             return Some(format!("{}: {e}", e.field()));
         }
         if let Some(node) = fault.subject().filter(|n| self.clients.iter().any(|c| c == n)) {

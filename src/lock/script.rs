@@ -171,7 +171,7 @@ fn token_of(reply: &Value) -> Option<u64> {
 
 /// Whether a script's error reply says it was stopped by one of the simulated server's own bounds
 /// (its Lua memory, its instruction budget, a real-time server's wall-clock guard:
-/// `sim/src/redis/lua.rs`), not by the script's logic.
+/// `lockstep-redis/src/lua.rs`), not by the script's logic.
 fn runs_into_a_server_bound(message: &str) -> bool {
     message.contains("not enough memory")
         || message.contains("exceeded instruction budget")

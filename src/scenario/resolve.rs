@@ -266,7 +266,7 @@ fn check_work(work: WorkMs) -> Result<(), String> {
 }
 
 /// The nodes defined so far: their roles, and their names in definition order. Faults are
-/// checked against them by the sim's own [`Fault::check`].
+/// checked against them by the sim's own [`Fault::validate`].
 #[derive(Default)]
 struct Nodes {
     kinds: BTreeMap<String, Role>,
@@ -1148,7 +1148,7 @@ impl Ctx<'_> {
         // What a fault may name and every range are the sim's rules: the error names the field.
         scheduled
             .fault
-            .check(nodes)
+            .validate(nodes)
             .map_err(|e: FaultError| self.err(&base.key(e.field()), e.to_string()))?;
         // A jump's size: the wall clock stays inside the range every offset keeps to.
         if let Fault::ClockJump { delta_ms, .. } = &scheduled.fault {

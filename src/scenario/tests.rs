@@ -786,7 +786,7 @@ fn fault_errors_name_the_fault_key() {
     let (source, err) =
         fault_err("[[fault]]\nat_ms = 5\nkind = \"drift\"\nnode = \"client-1\"\ndrift_ppm = -1000000\n");
     assert_at(&err, "fault[1].drift_ppm", line_of(&source, "drift_ppm"));
-    // drop-reply (checked by the sim's own `Fault::check`): a client cannot drop replies, the
+    // drop-reply (checked by the sim's own `Fault::validate`): a client cannot drop replies, the
     // `client` must be a client, at least one reply is dropped.
     let (source, err) = fault_err("[[fault]]\nat_ms = 5\nkind = \"drop-reply\"\nnode = \"client-2\"\n");
     assert_at(&err, "fault[1].node", line_of(&source, "node = \"client-2\""));

@@ -48,6 +48,34 @@ fn moved_items_still_resolve_where_they_were() {
     let _: (Option<Gate>, Option<LockTokens>, Option<RenewalAfterRelease>) = (None, None, None);
     // In the prelude: what a failed automatic extension does.
     assert_eq!(ExtendFailure::default(), ExtendFailure::Abort);
+    // `Fault::check` became `Fault::validate` (issue 54): the old name still compiles, and warns.
+    let old: fn(&lockstep_sim::Fault, &dyn lockstep_sim::FaultTargets) -> Result<(), lockstep_sim::FaultError> =
+        lockstep_sim::Fault::check;
+    let new: fn(&lockstep_sim::Fault, &dyn lockstep_sim::FaultTargets) -> Result<(), lockstep_sim::FaultError> =
+        lockstep_sim::Fault::validate;
+    let _ = (old, new);
+}
+
+/// lockstep's Redis and the history's vocabulary moved to crates of their own (issue 54:
+/// `lockstep-redis`, `lockstep-history`); every path of `lockstep_sim` they had still resolves
+/// (compiled, not run).
+#[allow(dead_code)]
+fn the_paths_of_lockstep_sim_before_the_crate_split_resolve() {
+    use lockstep_sim::redis::server::{RedisHost, RedisServer};
+    use lockstep_sim::redis::{ClientSession, CommandReader, EngineConfig, RedisEngine, Reply};
+    fn served_by<H: RedisHost>(_: Option<&RedisServer<H>>) {}
+    served_by::<lockstep_sim::master::NodeHost>(None);
+    let _: Option<(ClientSession, CommandReader, RedisEngine, Reply)> = None;
+    let _ = EngineConfig::default();
+    let _: Option<lockstep_sim::replication::Replication> = None;
+    let _: Option<lockstep_sim::master::NodeHost> = None;
+    let _: Option<lockstep_sim::directory::Directory> = None;
+    let _: Option<(lockstep_sim::history::KeyEffect, lockstep_sim::history::EventKind)> = None;
+    let _: Option<(lockstep_sim::fault::Fault, lockstep_sim::role::Role)> = None;
+    let _: fn(&str) -> Result<(), lockstep_sim::lua_syntax::LuaSyntaxError> =
+        lockstep_sim::lua_syntax::check_lua_syntax;
+    let _ = lockstep_sim::stop::STOPPED;
+    let _ = lockstep_sim::clock::check_drift_ppm(0);
 }
 
 /// The issue-42 harness API, every signature a user compiles against (compiled, not run).

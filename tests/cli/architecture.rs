@@ -1,13 +1,20 @@
 //! The import graph follows the data, one way (see `docs/layout.md`).
 //!
 //! Two rules, checked by reading the source (no build needed):
-//! 1. **No import cycle between files of a crate** (`src/` and `sim/src/`). An edge is a path
+//! 1. **No import cycle between files of a crate** (`src/`, `sim/src/`, `lockstep-redis/src/`,
+//!    `lockstep-history/src/`). An edge is a path
 //!    written `crate::…` or `super::…` in a file's code, resolved to the file that defines that
 //!    module. A parent's `mod`/`pub use child::…` declaration of its own submodule is a
 //!    declaration, not a dependency, and makes no edge.
-//! 2. **No import against the flow** in `src/`: each top-level module sits on a floor —
-//!    model → scenario front end → world (locks, workload, recorder) → history → checkers →
-//!    application → report → CLI — and a file may only name modules on its own floor or below.
+//! 2. **No import against the flow** in `src/` and in `sim/src/`: each top-level module sits on
+//!    a floor and a file may only name modules on its own floor or below. In `src/`: model →
+//!    scenario front end → world (locks, workload, recorder) → history → checkers → application →
+//!    report → CLI. In `sim/src/` (the engine): seeds, clocks and timers → the network, pauses and
+//!    the machines → nodes and the component hooks → Redis' hosts on nodes → the accept loops →
+//!    the resource and the Redis deployment → the world.
+//! 3. **The crates stand on floors too**: `lockstep-history` (the vocabulary) → `lockstep-redis`
+//!    → `lockstep-sim` → `lockstep` → `lockstep-turmoil`; a crate depends on lower crates
+//!    only, so lockstep's Redis never depends on the engine.
 //!
 //! Test modules (`#[cfg(test)]` at the end of a file) and comments are ignored.
 
@@ -38,6 +45,37 @@ const FLOORS: &[(&str, u8)] = &[
 
 /// Files that only re-export (the crate roots' facades): they may name any floor.
 const FACADES: &[&str] = &["lib", "prelude"];
+
+/// The floor of each top-level module of `sim/src/`, the engine (`lib.rs` only re-exports: the
+/// engine's own files name `lockstep_history::…` and `lockstep_redis::…`, never the root's
+/// re-exports of them).
+const SIM_FLOORS: &[(&str, u8)] = &[
+    ("seed", 0),
+    ("clock", 0),
+    ("timer", 0),
+    ("wire", 1),
+    ("pause", 1),
+    ("machine", 1),
+    ("node", 2),
+    ("component", 2),
+    ("redis", 3),
+    ("serve", 4),
+    ("resource", 5),
+    ("deployment", 5),
+    ("world", 6),
+];
+
+/// Test files of `sim/src/` that a `#[path]` attribute includes (not part of the graph).
+const SIM_TEST_FILES: &[&str] = &["wire_tests"];
+
+/// The floor of each crate of the workspace (its directory and its package name).
+const CRATE_FLOORS: &[(&str, &str, u8)] = &[
+    ("lockstep-history", "lockstep-history", 0),
+    ("lockstep-redis", "lockstep-redis", 1),
+    ("sim", "lockstep-sim", 2),
+    (".", "lockstep", 3),
+    ("lockstep-turmoil", "lockstep-turmoil", 4),
+];
 
 /// One source file: its module path (`checker::mutual_exclusion`; `a/mod.rs` is `a`) and its code without
 /// comments and without the trailing test module.
@@ -409,7 +447,7 @@ fn module_cycle_report(files: &[SourceFile]) -> Vec<String> {
 
 #[test]
 fn no_import_cycle_between_modules() {
-    for dir in ["src", "sim/src"] {
+    for dir in ["src", "sim/src", "lockstep-redis/src", "lockstep-history/src"] {
         let files = load(&root_dir().join(dir));
         let problems = module_cycle_report(&files);
         assert!(problems.is_empty(), "{dir}: {}", problems.join("\n"));
@@ -425,26 +463,25 @@ fn no_import_cycle_between_files_of_src() {
 
 #[test]
 fn no_import_cycle_between_files_of_sim() {
-    let files = load(&root_dir().join("sim/src"));
-    let problems = cycle_report(&files);
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    for dir in ["sim/src", "lockstep-redis/src", "lockstep-history/src"] {
+        let files = load(&root_dir().join(dir));
+        let problems = cycle_report(&files);
+        assert!(problems.is_empty(), "{dir}: {}", problems.join("\n"));
+    }
 }
 
-#[test]
-fn imports_follow_the_flow_in_src() {
-    let files = load(&root_dir().join("src"));
-    let floor_of = |top: &str| FLOORS.iter().find(|(name, _)| *name == top).map(|(_, f)| *f);
+/// Every import of `files` against the flow of `floors`. `strict`: a path to no module of the
+/// floors (an item or module the crate root re-exports) is reported too.
+fn flow_report(files: &[SourceFile], floors: &[(&str, u8)], skip: &[&str], strict: bool) -> Vec<String> {
+    let floor_of = |top: &str| floors.iter().find(|(name, _)| *name == top).map(|(_, f)| *f);
     let mut problems = Vec::new();
-    for file in &files {
+    for file in files {
         let top = file.module.first().map(String::as_str).unwrap_or("lib");
-        if FACADES.contains(&top) {
+        if FACADES.contains(&top) || skip.contains(&top) {
             continue;
         }
         let Some(own) = floor_of(top) else {
-            problems.push(format!(
-                "{}: module `{top}` has no floor in FLOORS",
-                file.path.display()
-            ));
+            problems.push(format!("{}: module `{top}` has no floor", file.path.display()));
             continue;
         };
         for path in referenced_anchored(file) {
@@ -464,11 +501,71 @@ fn imports_follow_the_flow_in_src() {
                     path.join("::")
                 )),
                 Some(_) => {}
+                None if strict => problems.push(format!(
+                    "{}: imports `crate::{}`, which the crate root re-exports: name the module or crate it is from",
+                    file.path.display(),
+                    path.join("::")
+                )),
                 None => {} // an item of the crate root (a macro or re-export); not a module
             }
         }
     }
+    problems
+}
+
+#[test]
+fn imports_follow_the_flow_in_src() {
+    let files = load(&root_dir().join("src"));
+    let problems = flow_report(&files, FLOORS, &[], false);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn imports_follow_the_flow_in_sim() {
+    let files = load(&root_dir().join("sim/src"));
+    let problems = flow_report(&files, SIM_FLOORS, SIM_TEST_FILES, true);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The `lockstep*` crates a manifest's `[dependencies]` names (not its dev-dependencies).
+fn lockstep_dependencies(manifest: &str) -> Vec<String> {
+    let mut in_deps = false;
+    let mut found = Vec::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]";
+            continue;
+        }
+        if in_deps && line.starts_with("lockstep") {
+            let name: String = line
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '-' || *c == '_')
+                .collect();
+            found.push(name);
+        }
+    }
+    found
+}
+
+#[test]
+fn crates_depend_on_lower_crates_only() {
+    let mut problems = Vec::new();
+    for (dir, name, own) in CRATE_FLOORS {
+        let manifest = std::fs::read_to_string(root_dir().join(dir).join("Cargo.toml")).expect("manifest");
+        for dep in lockstep_dependencies(&manifest) {
+            match CRATE_FLOORS.iter().find(|(_, n, _)| *n == dep) {
+                Some((_, _, floor)) if floor < own => {}
+                Some((_, _, floor)) => problems.push(format!("{name} (floor {own}) depends on {dep} (floor {floor})")),
+                None => problems.push(format!("{name} depends on {dep}, which has no floor in CRATE_FLOORS")),
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The rule can fail: lockstep's Redis naming the engine would be against the flow.
+    assert_eq!(
+        lockstep_dependencies("[dependencies]\nlockstep-sim.workspace = true\n[dev-dependencies]\nlockstep-x = 1\n"),
+        ["lockstep-sim"]
+    );
 }
 
 #[test]
@@ -557,5 +654,60 @@ fn main_only_parses_arguments_and_prints() {
     assert!(
         lines <= 300,
         "src/main.rs has {lines} lines; the CLI belongs in app/ and report/ (limit 300)"
+    );
+}
+
+/// The longest a source file may be without being named, with its one job, in docs/layout.md.
+const LONG_FILE_LINES: usize = 600;
+
+#[test]
+fn every_long_file_is_named_with_its_job_in_the_layout() {
+    let layout = std::fs::read_to_string(root_dir().join("docs/layout.md")).expect("docs/layout.md");
+    let start = layout.find("<!-- long files begin -->").expect("the begin marker");
+    let end = layout.find("<!-- long files end -->").expect("the end marker");
+    let table = &layout[start..end];
+    let mut missing = Vec::new();
+    let mut named = 0;
+    for dir in [
+        "src",
+        "sim/src",
+        "lockstep-redis/src",
+        "lockstep-history/src",
+        "lockstep-turmoil/src",
+    ] {
+        let mut paths = Vec::new();
+        rust_files(&root_dir().join(dir), &mut paths);
+        for path in paths {
+            let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+            if name == "tests" || name.ends_with("_tests") {
+                continue;
+            }
+            let lines = std::fs::read_to_string(&path).expect("readable source").lines().count();
+            let rel = path
+                .strip_prefix(root_dir())
+                .expect("in the repository")
+                .to_string_lossy()
+                .into_owned();
+            if lines > LONG_FILE_LINES {
+                named += 1;
+                if !table.contains(&format!("| `{rel}` | ")) {
+                    missing.push(format!("{rel} ({lines} lines)"));
+                }
+            }
+        }
+    }
+    assert!(named > 0, "the walk found the long files");
+    // And the table names no file that is gone or has become short.
+    for row in table.lines().filter(|l| l.starts_with("| `")) {
+        let rel = row.split('`').nth(1).unwrap_or_default();
+        let lines = std::fs::read_to_string(root_dir().join(rel)).map(|t| t.lines().count());
+        if !lines.as_ref().is_ok_and(|n| *n > LONG_FILE_LINES) {
+            missing.push(format!("{rel}: in the table, but {lines:?} lines: take it out"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/layout.md's table of files over {LONG_FILE_LINES} lines (split a file, or name its one job there):\n{}",
+        missing.join("\n")
     );
 }

@@ -14,6 +14,7 @@ mod api;
 mod architecture;
 mod ci;
 mod cli;
+mod contributing;
 mod docs_run;
 mod docs_sh;
 mod example_checks;

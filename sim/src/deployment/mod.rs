@@ -58,18 +58,18 @@
 
 mod setup;
 
-pub use crate::directory::Directory;
+pub use lockstep_redis::directory::Directory;
 pub use setup::{replica_name, DelayClock, MasterSetup, Persistence, StopKind};
 
 use crate::component::{Component, Hosts};
-use crate::fault::Fault;
-use crate::history::EventKind;
 use crate::node::Node;
 use crate::pause::TrueTime;
 use crate::redis::master::{self, REDIS_PORT};
-use crate::redis::replication::{apply_stream, full_sync_note, Due, Replication, SharedReplication};
-use crate::redis::{EngineConfig, Keyspace, RedisEngine, WorldLua};
 use crate::serve::serve_redis;
+use lockstep_history::fault::Fault;
+use lockstep_history::history::EventKind;
+use lockstep_redis::replication::{apply_stream, full_sync_note, Due, Replication, SharedReplication};
+use lockstep_redis::{EngineConfig, Keyspace, RedisEngine, WorldLua};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -175,10 +175,7 @@ impl Deployment {
             time,
             lua,
             servers: BTreeMap::new(),
-            replication: Rc::new(RefCell::new(Replication {
-                directory: directory.clone(),
-                ..Replication::default()
-            })),
+            replication: Rc::new(RefCell::new(Replication::with_directory(directory.clone()))),
             directory,
             deadlines: BTreeSet::new(),
             moved: Moved::default(),
@@ -552,7 +549,7 @@ impl Component for Deployment {
                 self.request_start(node, hosts);
             }
             Fault::Failover { node } => {
-                let group = self.replication.borrow().group_of.get(node).cloned();
+                let group = self.replication.borrow().group_name_of(node).map(str::to_string);
                 if let Some(group) = group {
                     self.failover(&group, "forced by a failover fault");
                 }

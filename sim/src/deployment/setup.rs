@@ -2,7 +2,7 @@
 //! What each setting does is in the docs of [`crate::deployment`].
 
 use crate::clock::ClockSpec;
-use crate::redis::Keyspace;
+use lockstep_redis::Keyspace;
 use serde::{Deserialize, Serialize};
 
 /// How a master persists its writes.

@@ -1,5 +1,5 @@
 //! A simulated Redis server — a master, or a replica of one: the one server loop
-//! ([`crate::redis::server::RedisServer`]) served over simulated TCP on port 6379, on a [`NodeHost`] that
+//! ([`lockstep_redis::server::RedisServer`]) served over simulated TCP on port 6379, on a [`NodeHost`] that
 //! reads time from its node's own clocks and sleeps by its node's clock rate.
 //!
 //! Every command is logged in the history with its reply. Keys that expire are logged too: the
@@ -9,21 +9,21 @@
 //! What the server does — sessions, `MULTI`/`WATCH`, `WAIT` (blocking until enough replicas
 //! acknowledged, by the master's monotonic clock), `BLPOP`/`BRPOP` blocking until a push or their
 //! timeout on the node's wall clock, pub/sub pushes, replicas answering writes with `READONLY` —
-//! is described in [`crate::redis::server`]. A `WAIT` and a blocking pop that blocked are logged without
+//! is described in [`lockstep_redis::server`]. A `WAIT` and a blocking pop that blocked are logged without
 //! the client's name (as they always were: the history digests pin it). A client that disconnects
 //! while blocked stays blocked until its timeout; Redis would unblock it at once. The replication
 //! stream a replica applies is logged as commands on connection 0.
 
-use crate::history::{bounded_lossy, cut_with_note, EventKind, MAX_EVENT_ARG_BYTES, MAX_EVENT_TEXT_BYTES};
 use crate::node::Node;
-use crate::redis::replication::SharedReplication;
-use crate::redis::server::{render_reply, LocalFuture, RecordedCommand, RedisHost, RedisServer};
-use crate::redis::{RedisEngine, Reply};
 use bytes::Bytes;
+use lockstep_history::history::{bounded_lossy, cut_with_note, EventKind, MAX_EVENT_ARG_BYTES, MAX_EVENT_TEXT_BYTES};
+use lockstep_redis::replication::SharedReplication;
+use lockstep_redis::server::{render_reply, LocalFuture, RecordedCommand, RedisHost, RedisServer};
+use lockstep_redis::{RedisEngine, Reply};
 use std::cell::RefCell;
 use std::rc::Rc;
 
-pub use crate::redis::server::{execute_member, publish_expired, READONLY_ERROR};
+pub use lockstep_redis::server::{execute_member, publish_expired, READONLY_ERROR};
 
 /// The TCP port masters listen on.
 pub const REDIS_PORT: u16 = 6379;
@@ -45,14 +45,14 @@ pub(crate) fn expire_due(node: &Node, engine: &RefCell<RedisEngine>, repl: &Shar
 
 /// Logs a command and its reply, with what the command did to the keys it changed and the node
 /// that sent it. Long arguments and replies are cut as the history cuts them
-/// ([`crate::history::MAX_EVENT_ARG_BYTES`], [`crate::history::MAX_EVENT_TEXT_BYTES`]) without
+/// ([`lockstep_history::history::MAX_EVENT_ARG_BYTES`], [`lockstep_history::history::MAX_EVENT_TEXT_BYTES`]) without
 /// rendering them whole first: a script may return or raise tens of megabytes.
 fn record_with(
     node: &Node,
     conn: u64,
     args: &[Bytes],
     reply: &Reply,
-    effects: Vec<crate::history::KeyEffect>,
+    effects: Vec<lockstep_history::history::KeyEffect>,
     client: Option<&str>,
 ) {
     node.record(EventKind::Command {

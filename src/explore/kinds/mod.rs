@@ -18,7 +18,7 @@
 //! registry, and its name in `crate::model::fault::GENERATED_KINDS` (the names the scenario
 //! front end and `--kinds` accept; a test keeps the two lists equal). The world's effect comes
 //! from the sim's faults it expands into: a kind that needs a new one adds it to
-//! `sim/src/fault.rs`. Live runs judge and apply the expanded world faults
+//! `lockstep-history/src/fault.rs`. Live runs judge and apply the expanded world faults
 //! (`crate::live::faults::refusal`), so a kind built from faults live runs support runs live
 //! with nothing more.
 //!

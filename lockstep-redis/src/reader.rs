@@ -1,6 +1,6 @@
 //! Reading RESP commands from a client's bytes, as Redis reads its clients' queries
 //! (`processMultibulkBuffer` in Redis' `networking.c`), with Redis' limits and error texts: the
-//! framing of the one server loop ([`crate::redis::server`]), for the simulated servers, `lockstep live`
+//! framing of the one server loop ([`crate::server`]), for the simulated servers, `lockstep live`
 //! and `lockstep serve` alike.
 //!
 //! The bytes may come from any local process, so a declared length is a claim, not a size to
@@ -304,7 +304,7 @@ impl CommandReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::redis::decode_command;
+    use crate::decode_command;
     use proptest::prelude::*;
 
     fn b(s: &str) -> Bytes {
@@ -454,10 +454,10 @@ mod tests {
         ) {
             let mut wire = BytesMut::new();
             for args in &commands {
-                let reply = crate::redis::Reply::Array(Some(
-                    args.iter().map(|a| crate::redis::Reply::bulk(Bytes::copy_from_slice(a))).collect(),
+                let reply = crate::Reply::Array(Some(
+                    args.iter().map(|a| crate::Reply::bulk(Bytes::copy_from_slice(a))).collect(),
                 ));
-                crate::redis::encode_reply(&reply, &mut wire);
+                crate::encode_reply(&reply, &mut wire);
             }
             let (ours, error) = read_all(&wire, piece);
             prop_assert_eq!(error, None);

@@ -279,7 +279,7 @@ fn finish(ks: &mut Keyspace, now: i64, o: &Options<'_>, elements: Vec<Bytes>) ->
 
 #[cfg(test)]
 mod tests {
-    use crate::redis::{ClientSession, EngineConfig, RedisEngine, Reply};
+    use crate::{ClientSession, EngineConfig, RedisEngine, Reply};
     use bytes::Bytes;
 
     fn args(a: &[&str]) -> Vec<Bytes> {

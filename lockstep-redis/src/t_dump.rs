@@ -486,7 +486,7 @@ pub(crate) fn restore(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::{load, BAD_FORMAT, BAD_PAYLOAD};
-    use crate::redis::{ClientSession, EngineConfig, RedisEngine, Reply, Value};
+    use crate::{ClientSession, EngineConfig, RedisEngine, Reply, Value};
     use bytes::Bytes;
 
     fn args(a: &[&[u8]]) -> Vec<Bytes> {

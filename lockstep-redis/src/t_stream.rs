@@ -1838,7 +1838,7 @@ pub(crate) fn replication_commands(key: &str, s: &Stream, expire_at_ms: Option<i
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::redis::{EngineConfig, RedisEngine};
+    use crate::{EngineConfig, RedisEngine};
 
     fn args(cmd: &[&str]) -> Vec<Bytes> {
         cmd.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect()
@@ -2316,7 +2316,7 @@ mod tests {
             Some((args(&["XREAD", "COUNT", "1000", "STREAMS", "s", "s", "7-3", "1-0"]), 0))
         );
         assert!(xread_block_args(&mut Keyspace::new(), &args(&["XREAD", "STREAMS", "a", "$"]), 1).is_none());
-        let spec = crate::redis::table::command(b"xreadgroup").unwrap();
+        let spec = crate::table::command(b"xreadgroup").unwrap();
         assert_eq!(
             spec.key_positions(&args(&[
                 "XREADGROUP",
@@ -2331,7 +2331,7 @@ mod tests {
             ])),
             vec![5, 6]
         );
-        assert!(spec.flags.has(crate::redis::table::Flags::BLOCKING));
+        assert!(spec.flags.has(crate::table::Flags::BLOCKING));
     }
 
     #[test]

@@ -766,7 +766,7 @@ pub(crate) fn lcs(ks: &mut Keyspace, args: &[Bytes], now: i64) -> Reply {
 
 #[cfg(test)]
 mod tests {
-    use crate::redis::{EngineConfig, RedisEngine, Reply};
+    use crate::{EngineConfig, RedisEngine, Reply};
     use bytes::Bytes;
 
     fn run(e: &mut RedisEngine, args: &[&str]) -> Reply {

@@ -211,7 +211,7 @@ pub enum StoreCondition {
 }
 
 /// What a command does to a key's lease: the part of its meaning a lock's history reader needs.
-/// The server records what each command actually did ([`crate::history::KeyEffect`]); this says
+/// The server records what each command actually did ([`lockstep_history::history::KeyEffect`]); this says
 /// what a command *can* do, for histories of a real server where only the text is known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LeaseEffect {

@@ -643,7 +643,7 @@ mod tests {
 
 #[cfg(test)]
 mod engine_tests {
-    use crate::redis::{ClientSession, EngineConfig, RedisEngine, Reply};
+    use crate::{ClientSession, EngineConfig, RedisEngine, Reply};
     use bytes::Bytes;
 
     fn run(e: &mut RedisEngine, s: &mut ClientSession, cmd: &[&str]) -> Reply {

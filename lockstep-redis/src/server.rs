@@ -1,19 +1,19 @@
 //! The one Redis server: a connection loop generic over the stream and over the host it runs on.
 //!
-//! The simulated masters ([`crate::redis::master`], over [`crate::wire`]'s simulated TCP), `lockstep live`
+//! The simulated masters (`lockstep_sim::redis::master`, over `lockstep_sim::wire`'s simulated TCP), `lockstep live`
 //! and `lockstep serve` (over real loopback TCP, behind their fault layer) all serve their
 //! connections here, and so can any other host whose streams are `AsyncRead + AsyncWrite + Unpin`
 //! (a turmoil host, whose `turmoil::net::TcpStream` is one, with tokio's simulated time). What
 //! differs between hosts is the [`RedisHost`] trait: the node's wall and monotonic clocks, sleeping
 //! by the node's clock rate, pause, and recording into the history.
 //!
-//! A [`RedisServer`] owns the command engine ([`crate::redis::RedisEngine`]: the command table,
+//! A [`RedisServer`] owns the command engine ([`crate::RedisEngine`]: the command table,
 //! scripting, `MULTI`/`WATCH`), its part in a replication group, and its connections; one call of
 //! [`RedisServer::serve_connection`] serves one accepted stream until it ends:
-//! * framing: commands are read by [`crate::redis::CommandReader`] (Redis' limits and error texts;
+//! * framing: commands are read by [`crate::CommandReader`] (Redis' limits and error texts;
 //!   the simulated servers keep their own decoder, see [`Framing`]); a protocol error is
 //!   answered, then the connection is shut, as Redis does; replies are written
-//!   in RESP2, or RESP3 after a `HELLO 3` ([`crate::redis::ReplyEncoder`]);
+//!   in RESP2, or RESP3 after a `HELLO 3` ([`crate::ReplyEncoder`]);
 //! * a [`ClientSession`] per connection (name, transaction, watched keys, subscriptions, protocol);
 //! * blocking commands: `BLPOP`/`BRPOP` on empty lists, and `BLMOVE`/`BRPOPLPUSH` on a missing
 //!   source, block the connection (it reads nothing
@@ -47,15 +47,15 @@
 //! simulation (Redis would unblock it at once); hosts that set [`ConnectionOptions::forget_on_abort`]
 //! forget it when its task is aborted.
 
-use crate::history::{EventKind, KeyEffect};
-use crate::redis::replication::{diff, Effect, MemberRole, Replication};
-use crate::redis::spec::Flags;
-use crate::redis::t_client::{parse_kill, parse_pause, paused_by_write_pause, ClientKind, KillCandidate, PauseKind};
-use crate::redis::{
+use crate::replication::{diff, Effect, MemberRole, Replication};
+use crate::spec::Flags;
+use crate::t_client::{parse_kill, parse_pause, paused_by_write_pause, ClientKind, KillCandidate, PauseKind};
+use crate::{
     blocking_timeout_ms, decode_command, encode_reply, is_write_command, ClientSession, CommandReader, RedisEngine,
     Reply, ReplyEncoder, ReplyMode,
 };
 use bytes::{Bytes, BytesMut};
+use lockstep_history::history::{EventKind, KeyEffect};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -172,7 +172,7 @@ pub enum Framing {
     /// any host facing real clients wants).
     #[default]
     Redis,
-    /// [`crate::redis::decode_command`] over one growing buffer, as the simulated servers have
+    /// [`crate::decode_command`] over one growing buffer, as the simulated servers have
     /// always read: how a burst of bytes splits into reads (and so how replies batch into
     /// segments) depends on that buffer's capacity, and the history digests pin it. The same
     /// commands for well-formed input; other protocol error texts, no size limits.
@@ -954,7 +954,7 @@ impl<H: RedisHost> RedisServer<H> {
                 "xread" | "xreadgroup" => {
                     let (rerun, block_ms) = stream_plan.unwrap_or_default();
                     timeout_ms = Some(block_ms);
-                    let keys = crate::redis::table::resolve(args)
+                    let keys = crate::table::resolve(args)
                         .map(|spec| spec.key_positions(args).into_iter().map(|i| args[i].clone()).collect())
                         .unwrap_or_default();
                     (keys, Serve::Rerun(rerun))
@@ -963,7 +963,7 @@ impl<H: RedisHost> RedisServer<H> {
                 // `M` forms, the same arguments again for `BZPOPMIN`/`BZPOPMAX` (their handler
                 // never blocks and answers `[key, member, score]`).
                 "blmpop" | "bzmpop" | "bzpopmin" | "bzpopmax" => {
-                    let keys = crate::redis::table::resolve(args)
+                    let keys = crate::table::resolve(args)
                         .map(|spec| spec.key_positions(args).into_iter().map(|i| args[i].clone()).collect())
                         .unwrap_or_default();
                     let rerun = match name.as_str() {
@@ -1049,7 +1049,7 @@ impl<H: RedisHost> RedisServer<H> {
             PauseKind::All => true,
             PauseKind::Write => {
                 let writes = |cmd: &[Bytes]| {
-                    crate::redis::table::resolve(cmd).is_some_and(|spec| {
+                    crate::table::resolve(cmd).is_some_and(|spec| {
                         paused_by_write_pause(
                             spec.name,
                             spec.flags.has(Flags::WRITE) || spec.flags.has(Flags::MAY_REPLICATE),
@@ -1145,7 +1145,7 @@ impl<H: RedisHost> RedisServer<H> {
             Some(opt) if opt.eq_ignore_ascii_case(b"id") && args.len() > 3 => {
                 let mut set = BTreeSet::new();
                 for a in &args[3..] {
-                    match crate::redis::parse_ll(a) {
+                    match crate::parse_ll(a) {
                         Some(id) if id > 0 => {
                             set.insert(id);
                         }
@@ -1169,7 +1169,7 @@ impl<H: RedisHost> RedisServer<H> {
                 continue;
             }
             let cmd = if *id == me { "client|list" } else { "NULL" };
-            text.push_str(&crate::redis::admin::client_line(session, cmd));
+            text.push_str(&crate::admin::client_line(session, cmd));
         }
         Some(Reply::bulk(text))
     }
@@ -1177,7 +1177,7 @@ impl<H: RedisHost> RedisServer<H> {
     /// `CLIENT UNBLOCK client-id [TIMEOUT|ERROR]`: wakes that client's blocking command as if its
     /// timeout passed, or with an `UNBLOCKED` error; 1 when it was blocked, else 0.
     fn client_unblock(&self, args: &[Bytes]) -> Reply {
-        let Some(id) = crate::redis::parse_ll(&args[2]) else {
+        let Some(id) = crate::parse_ll(&args[2]) else {
             return Reply::error("ERR value is not an integer or out of range");
         };
         let with_error = match args.get(3) {
@@ -1566,7 +1566,7 @@ mod tests {
     //! would write it: in-memory streams, a wall clock at a fixed epoch plus tokio's time.
 
     use super::*;
-    use crate::redis::EngineConfig;
+    use crate::EngineConfig;
     use tokio::io::DuplexStream;
     use tokio::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! logged in the history. It is a plain serde value: it can be written in a scenario file,
 //! generated from a seed, printed, shrunk and replayed.
 //!
-//! Network faults map onto the simulated network ([`crate::wire`]): `partition`/`heal` drop or
+//! Network faults map onto the simulated network (`lockstep_sim::wire`): `partition`/`heal` drop or
 //! restore messages on a link (dropped silently; the simulated TCP never retransmits, so a
 //! connection that loses a segment is dead until the client reconnects); `hold`/`release` delay
 //! every message on a link until released; `latency` fixes a link's delay; `loss` drops each
@@ -15,7 +15,7 @@
 //! `shutdown` (a clean stop: the AOF is complete), `restart` (start a stopped server, after its
 //! restart delay; a running one is shut down cleanly and started again), and `failover` (promote
 //! a replica of the node's group now). What each loses depends on the server's persistence mode:
-//! see [`crate::deployment`]. `crash` and `restart` of a *client* are live-only (`lockstep live`
+//! see `lockstep_sim::deployment`. `crash` and `restart` of a *client* are live-only (`lockstep live`
 //! kills the client's process group and starts its command again); the simulated world refuses
 //! them ([`FaultTargets::restarts_clients`]).
 //!
@@ -28,13 +28,37 @@
 //! reconnecting link opens a new connection. Each dropped reply is logged as a note on the server
 //! right after the command's own event.
 //!
-//! Every fault is checked against the world's nodes before a run ([`Fault::check`], which names
+//! Every fault is checked against the world's nodes before a run ([`Fault::validate`], which names
 //! the faulty field), and has a one-line human rendering ([`Fault::describe`]).
 
-use crate::clock::check_drift_ppm;
 use crate::role::Role;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
+
+/// The lowest drift is above this: at -1 000 000 ppm a clock stands still.
+pub const MIN_DRIFT_PPM: i64 = -1_000_000;
+
+/// The highest drift: 1 000 000 000 ppm, a clock running 1 001 times as fast as true time. Far
+/// beyond any real oscillator (they err by tens of ppm) and beyond what a lock's drift factor
+/// covers; above it a day of true time would be years of local time, and the readings would
+/// leave the range of an `i64` of microseconds.
+pub const MAX_DRIFT_PPM: i64 = 1_000_000_000;
+
+/// Checks a rate error: `Err` says why a clock with it would not be a clock, or is out of range
+/// (above [`MAX_DRIFT_PPM`]).
+pub fn check_drift_ppm(drift_ppm: i64) -> Result<(), String> {
+    if drift_ppm <= MIN_DRIFT_PPM {
+        Err(format!(
+            "{drift_ppm} ppm would stop or reverse the clock: must be above {MIN_DRIFT_PPM}"
+        ))
+    } else if drift_ppm > MAX_DRIFT_PPM {
+        Err(format!(
+            "{drift_ppm} ppm is out of range: must be at most {MAX_DRIFT_PPM} (a clock 1001 times as fast as true time)"
+        ))
+    } else {
+        Ok(())
+    }
+}
 
 /// One fault.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -163,47 +187,43 @@ fn one() -> u32 {
     1
 }
 
-impl Fault {
-    /// The fault's kind, as written in plans (`pause`, `clock-jump`, ...).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Fault::Pause { .. } => "pause",
-            Fault::ClockJump { .. } => "clock-jump",
-            Fault::Drift { .. } => "drift",
-            Fault::Partition { .. } => "partition",
-            Fault::Heal { .. } => "heal",
-            Fault::Hold { .. } => "hold",
-            Fault::Release { .. } => "release",
-            Fault::Latency { .. } => "latency",
-            Fault::Loss { .. } => "loss",
-            Fault::Crash { .. } => "crash",
-            Fault::Restart { .. } => "restart",
-            Fault::PowerLoss { .. } => "power-loss",
-            Fault::Shutdown { .. } => "shutdown",
-            Fault::Failover { .. } => "failover",
-            Fault::DropReply { .. } => "drop-reply",
+/// The one list of fault kinds: each variant and the name plans write it with. It makes
+/// [`Fault::kind`] and [`Fault::KINDS`], so the two cannot disagree.
+macro_rules! fault_kinds {
+    ($($variant:ident $name:literal,)*) => {
+        impl Fault {
+            /// The fault's kind, as written in plans (`pause`, `clock-jump`, ...).
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(Fault::$variant { .. } => $name,)*
+                }
+            }
+
+            /// Every kind, for listings and validation messages (the order of the variants).
+            pub const KINDS: &'static [&'static str] = &[$($name,)*];
         }
-    }
+    };
+}
 
-    /// Every kind, for listings and validation messages.
-    pub const KINDS: &'static [&'static str] = &[
-        "pause",
-        "clock-jump",
-        "drift",
-        "partition",
-        "heal",
-        "hold",
-        "release",
-        "latency",
-        "loss",
-        "crash",
-        "restart",
-        "power-loss",
-        "shutdown",
-        "failover",
-        "drop-reply",
-    ];
+fault_kinds! {
+    Pause "pause",
+    ClockJump "clock-jump",
+    Drift "drift",
+    Partition "partition",
+    Heal "heal",
+    Hold "hold",
+    Release "release",
+    Latency "latency",
+    Loss "loss",
+    Crash "crash",
+    Restart "restart",
+    PowerLoss "power-loss",
+    Shutdown "shutdown",
+    Failover "failover",
+    DropReply "drop-reply",
+}
 
+impl Fault {
     /// A one-line description of fault `kind` with its fields (for listings); `None` for an
     /// unknown kind.
     pub fn summary(kind: &str) -> Option<&'static str> {
@@ -271,9 +291,15 @@ impl Fault {
         }
     }
 
-    /// Checks the fault against the nodes of a world: every node it names exists and is of a kind
-    /// the fault applies to, and every number is in range. The error names the faulty field.
+    /// [`Fault::validate`], under its old name.
+    #[deprecated(since = "0.1.0", note = "renamed `Fault::validate` (what it does)")]
     pub fn check(&self, targets: &dyn FaultTargets) -> Result<(), FaultError> {
+        self.validate(targets)
+    }
+
+    /// Validates the fault against the nodes of a world: every node it names exists and is of a
+    /// kind the fault applies to, and every number is in range. The error names the faulty field.
+    pub fn validate(&self, targets: &dyn FaultTargets) -> Result<(), FaultError> {
         let exists = |field: &'static str, node: &str| match targets.role(node) {
             Some(role) => Ok(role),
             None => Err(FaultError::UnknownNode {
@@ -503,11 +529,11 @@ impl FaultError {
 
 /// The `drop-reply` faults armed on one server: which client's replies to drop, how many more.
 #[derive(Debug, Default)]
-pub(crate) struct ReplyDrops(RefCell<Vec<(Option<String>, u32)>>);
+pub struct ReplyDrops(RefCell<Vec<(Option<String>, u32)>>);
 
 impl ReplyDrops {
     /// Arms a `drop-reply` fault (other faults are ignored).
-    pub(crate) fn arm(&self, fault: &Fault) {
+    pub fn arm(&self, fault: &Fault) {
         if let Fault::DropReply { client, count, .. } = fault {
             if *count > 0 {
                 self.0.borrow_mut().push((client.clone(), *count));
@@ -516,7 +542,7 @@ impl ReplyDrops {
     }
 
     /// Whether the reply about to go to `client` is to be dropped; counts it if so.
-    pub(crate) fn take(&self, client: &str) -> bool {
+    pub fn take(&self, client: &str) -> bool {
         let mut armed = self.0.borrow_mut();
         let Some(at) = armed
             .iter()

@@ -1,7 +1,7 @@
 //! Asynchronous replication: each master's keyspace changes as effects (`SET key value PXAT t`,
 //! `DEL key`), queued per replica with the group's lag, acknowledged when applied; the groups
 //! (a master and its replicas) and who is master of each. Shared by the deployment's step hooks
-//! and the servers' handlers. See [`crate::deployment`] for what is modelled.
+//! and the servers' handlers. See `lockstep_sim::deployment` for what is modelled.
 //!
 //! The bookkeeping is public (the [`Replication`] methods documented here) so that a live run
 //! (`lockstep live`) replicates, elects and promotes with the same rules as the simulation; the
@@ -9,7 +9,7 @@
 //! is, and applies what is due to its replicas' engines.
 
 use crate::directory::Directory;
-use crate::redis::{Entry, Keyspace, Value};
+use crate::{Entry, Keyspace, Value};
 use bytes::Bytes;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -83,10 +83,7 @@ impl Effect {
             }) => {
                 // Scores as Redis 7.0 writes them (`%.17g`), which read back exactly.
                 let mut zadd = vec!["ZADD".to_string(), key.clone()];
-                zadd.extend(
-                    zset.iter()
-                        .flat_map(|(m, s)| [crate::redis::lua::fmt_g(s, 17), text(m)]),
-                );
+                zadd.extend(zset.iter().flat_map(|(m, s)| [crate::lua::fmt_g(s, 17), text(m)]));
                 let mut out = vec![vec!["DEL".to_string(), key.clone()], zadd];
                 if let Some(t) = expire_at_ms {
                     out.push(vec!["PEXPIREAT".into(), key, t.to_string()]);
@@ -96,7 +93,7 @@ impl Effect {
             Some(Entry {
                 value: Value::Stream(stream),
                 expire_at_ms,
-            }) => crate::redis::t_stream::replication_commands(&key, stream, *expire_at_ms),
+            }) => crate::t_stream::replication_commands(&key, stream, *expire_at_ms),
         }
     }
 
@@ -166,7 +163,7 @@ pub(crate) fn diff(before: &Keyspace, after: &Keyspace) -> Vec<Effect> {
 
 /// Effects on their way to one replica.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Link {
+pub struct Link {
     /// `(due true µs, stream offset, effects)`, in order.
     pub queue: VecDeque<(u64, u64, Vec<Effect>)>,
     /// The stream offset the replica has applied and acknowledged.
@@ -177,12 +174,14 @@ pub(crate) struct Link {
 
 /// A master and its replicas.
 #[derive(Debug, Clone)]
-pub(crate) struct Group {
+pub struct Group {
     /// Every member, the original master first, then the replicas in order.
     pub members: Vec<String>,
     /// The current master.
     pub master: String,
+    /// How long each effect takes to reach a replica, ms.
     pub lag_ms: u64,
+    /// After how long unreachable the Sentinel promotes a replica, ms (`None`: never).
     pub failover_after_ms: Option<u64>,
     /// The master's stream offset: one per replicated command.
     pub offset: u64,
@@ -265,7 +264,7 @@ pub fn apply_stream(keyspace: &mut Keyspace, batches: &[Vec<Effect>], record: &m
 }
 
 /// Shared handle: the deployment's step hooks and the servers' handlers both use it.
-pub(crate) type SharedReplication = Rc<RefCell<Replication>>;
+pub type SharedReplication = Rc<RefCell<Replication>>;
 
 impl Replication {
     /// Makes master `name` and its `replicas` a group named `name`, replicating with `lag_ms` of
@@ -301,9 +300,22 @@ impl Replication {
         self.directory.set(name, name);
     }
 
+    /// No groups yet; failovers are published to `directory`.
+    pub fn with_directory(directory: Directory) -> Self {
+        Replication {
+            directory,
+            ..Replication::default()
+        }
+    }
+
     /// The group `node` belongs to.
-    pub(crate) fn group_of(&self, node: &str) -> Option<&Group> {
+    pub fn group_of(&self, node: &str) -> Option<&Group> {
         self.groups.get(self.group_of.get(node)?)
+    }
+
+    /// The name of the group `node` belongs to.
+    pub fn group_name_of(&self, node: &str) -> Option<&str> {
+        self.group_of.get(node).map(String::as_str)
     }
 
     fn group_of_mut(&mut self, node: &str) -> Option<&mut Group> {
@@ -513,7 +525,7 @@ impl Replication {
     /// When, at the earliest (true µs), a stream entry is due at a reachable replica, a replica
     /// must resynchronise (`now_us`), or the Sentinel's timeout for an unreachable master runs
     /// out.
-    pub(crate) fn next_due_us(&self, now_us: u64, reachable: &dyn Fn(&str) -> bool) -> Option<u64> {
+    pub fn next_due_us(&self, now_us: u64, reachable: &dyn Fn(&str) -> bool) -> Option<u64> {
         let mut due: Option<u64> = None;
         let mut at = |us: u64| due = Some(due.map_or(us, |d| d.min(us)));
         let visited = self.replicated.union(&self.watched);

@@ -59,7 +59,7 @@ pub struct RedisEngine {
     /// `maxmemory`, and this engine's share of its world's memory budget.
     memory: MemoryShare,
     /// What the last command did to each key it changed ([`RedisEngine::take_effects`]).
-    effects: Vec<crate::history::KeyEffect>,
+    effects: Vec<lockstep_history::history::KeyEffect>,
     /// `CONFIG SET` values (a restart forgets them, as Redis forgets what was not written to its
     /// config file).
     server_config: super::admin::ServerConfig,
@@ -105,7 +105,7 @@ impl RedisEngine {
 
     /// An empty engine whose scripts run on `lua`, the VM of its world (each engine keeps its
     /// own script cache). `lua`'s instruction budget is `config`'s.
-    pub(crate) fn with_lua(config: EngineConfig, lua: WorldLua) -> Self {
+    pub fn with_lua(config: EngineConfig, lua: WorldLua) -> Self {
         debug_assert_eq!(lua.budget(), config.lua_instruction_budget);
         let function_scripts = ScriptRuntime::new(lua.clone());
         let scripts = ScriptRuntime::new(lua);
@@ -135,7 +135,7 @@ impl RedisEngine {
     /// What the last command ([`RedisEngine::execute_as`]) did to each key it changed: the
     /// key's value and expiry before and after, for the history (an ownership checker reads them).
     /// Taken once; empty after a read or a refused command.
-    pub fn take_effects(&mut self) -> Vec<crate::history::KeyEffect> {
+    pub fn take_effects(&mut self) -> Vec<lockstep_history::history::KeyEffect> {
         std::mem::take(&mut self.effects)
     }
 
@@ -695,7 +695,7 @@ impl RedisEngine {
                 Err(e) => e,
             },
             "auth" => self.auth(session, args),
-            // The server closes the connection after this reply (`crate::redis::server`); inside
+            // The server closes the connection after this reply (`crate::server`); inside
             // `MULTI` too, as Redis 7 does not queue it.
             "quit" => Reply::ok(),
             "unwatch" => {
@@ -1512,9 +1512,9 @@ fn key_effect(
     key: &[u8],
     before: Option<&super::keyspace::Summary>,
     after: Option<&super::keyspace::Summary>,
-) -> crate::history::KeyEffect {
+) -> lockstep_history::history::KeyEffect {
     use super::keyspace::SummaryValue;
-    use crate::history::{bounded_lossy, KeyState, MAX_EVENT_ARG_BYTES};
+    use lockstep_history::history::{bounded_lossy, KeyState, MAX_EVENT_ARG_BYTES};
     let state = |summary: &super::keyspace::Summary| {
         let (value, fields) = match &summary.value {
             SummaryValue::String(v) => (Some(bounded_lossy(v, MAX_EVENT_ARG_BYTES)), Vec::new()),
@@ -1533,7 +1533,7 @@ fn key_effect(
             expire_at_ms: summary.expire_at_ms,
         }
     };
-    crate::history::KeyEffect {
+    lockstep_history::history::KeyEffect {
         key: bounded_lossy(key, MAX_EVENT_ARG_BYTES),
         before: before.map(state),
         after: after.map(state),
@@ -1543,7 +1543,7 @@ fn key_effect(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::redis::sha1_hex;
+    use crate::sha1_hex;
 
     fn args(cmd: &[&str]) -> Vec<Bytes> {
         cmd.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect()
@@ -2366,7 +2366,7 @@ mod tests {
 
     #[test]
     fn blocking_timeouts() {
-        use crate::redis::syntax::blocking_timeout_ms;
+        use crate::syntax::blocking_timeout_ms;
         assert_eq!(blocking_timeout_ms(b"0"), Ok(0));
         assert_eq!(blocking_timeout_ms(b"0.0011"), Ok(2));
         assert_eq!(blocking_timeout_ms(b"1.5"), Ok(1500));

@@ -53,7 +53,7 @@ pub fn check_script_commands(source: &str) -> Result<(), LuaSyntaxError> {
                 continue;
             };
             let name = &args[1..1 + end];
-            let message = match crate::redis::table::command(name.as_bytes()) {
+            let message = match crate::table::command(name.as_bytes()) {
                 None => format!(
                     "the script calls `{name}`, which lockstep's Redis does not have (see docs/redis-commands.md)"
                 ),

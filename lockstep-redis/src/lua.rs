@@ -255,7 +255,7 @@ impl RunState {
     /// Whether the run must stop for a reason other than its budget: stopped from outside
     /// ([`crate::stop`]), or past its wall-clock guard. Sets [`Self::killed_by`].
     fn interrupted(&self) -> bool {
-        if crate::stop::requested() {
+        if lockstep_history::stop::requested() {
             self.killed_by.set(Kill::Stopped);
             return true;
         }
@@ -383,7 +383,7 @@ pub(crate) type ScriptCall<D> = fn(&mut D, &[Bytes], i64) -> Result<Reply, &'sta
 /// engine made alone ([`RedisEngine::new`](super::RedisEngine::new): `lockstep live`'s
 /// servers, tests) has a VM of its own.
 #[derive(Clone)]
-pub(crate) struct WorldLua(Rc<RefCell<LuaSlot>>);
+pub struct WorldLua(Rc<RefCell<LuaSlot>>);
 
 struct LuaSlot {
     budget: u64,
@@ -393,12 +393,12 @@ struct LuaSlot {
 
 impl WorldLua {
     /// A world's VM, with the instruction budget of its scripts; made on first use.
-    pub(crate) fn new(budget: u64) -> Self {
+    pub fn new(budget: u64) -> Self {
         WorldLua(Rc::new(RefCell::new(LuaSlot { budget, vm: None })))
     }
 
     /// The instruction budget of a script.
-    pub(crate) fn budget(&self) -> u64 {
+    pub fn budget(&self) -> u64 {
         self.0.borrow().budget
     }
 }
@@ -1821,7 +1821,7 @@ return {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::redis::{EngineConfig, RedisEngine};
+    use crate::{EngineConfig, RedisEngine};
 
     const RELEASE: &str =
         r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#;
@@ -2671,7 +2671,7 @@ mod tests {
         for script in long {
             let mut e = RedisEngine::new(EngineConfig::default());
             let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-            let _stop = crate::stop::stop_when(flag.clone());
+            let _stop = lockstep_history::stop::stop_when(flag.clone());
             let timer = {
                 let flag = flag.clone();
                 std::thread::spawn(move || {

@@ -24,7 +24,7 @@
 //! means still blocked, anything else is the reply to send, already in the blocking command's
 //! shape (`[key, member, score]`; `[key, [[member, score], ...]]`). Their timeout is checked
 //! first (for `BZMPOP` after `numkeys`, `MIN|MAX` and `COUNT`, as in Redis) with
-//! [`super::command::blocking_timeout_ms`], which the server uses to read it too.
+//! [`blocking_timeout_ms`], which the server uses to read it too.
 //!
 //! **Cost.** A [`ZSet`] keeps four indexes that every write updates: a `BTreeMap` from member
 //! to score, a `BTreeSet` of `(score, member)` (ranges and iteration), a treap of the same keys
@@ -57,10 +57,10 @@
 
 use super::admin::glob_match;
 use super::keyspace::{Keyspace, Value};
+use super::reply::Reply;
 use super::syntax::blocking_timeout_ms;
 use super::syntax::{eq_ic, parse_ll, NOT_INTEGER, SYNTAX, WRONGTYPE};
 use super::zset::*;
-use super::Reply;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound::{Included, Unbounded};
@@ -1228,7 +1228,7 @@ pub(crate) fn zscan(ks: &mut Keyspace, args: &[Bytes], now_ms: i64) -> Reply {
 /// pairs, nils become `_`. `false` (nothing written) for another command, an error, or a reply
 /// whose RESP3 form is its RESP2 one with RESP3 nulls (`ZCARD`, `ZRANK`, `ZSCAN`...): the
 /// caller writes those as it writes any reply. For the connection's encoder
-/// (`super::resp3::ReplyEncoder`), top-level replies only (inside `EXEC` they stay as they are).
+/// (the `ReplyEncoder` of `resp3.rs`), top-level replies only (inside `EXEC` they stay as they are).
 pub(crate) fn encode_resp3(args: &[Bytes], reply: &Reply, out: &mut bytes::BytesMut) -> bool {
     let name = args
         .first()

@@ -249,7 +249,7 @@ fn publish(db: &mut Db, channel: Bytes, message: Bytes) {
 
 #[cfg(test)]
 mod tests {
-    use crate::redis::{ClientSession, EngineConfig, RedisEngine, Reply};
+    use crate::{ClientSession, EngineConfig, RedisEngine, Reply};
     use bytes::Bytes;
 
     fn args(a: &[&str]) -> Vec<Bytes> {

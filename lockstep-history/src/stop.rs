@@ -2,7 +2,7 @@
 //! budget (`lockstep explore --time-limit`) ends a run that is still going when it passes.
 //!
 //! The world never reads a wall clock: the caller owns the budget and sets a flag; the world
-//! checks it between steps and stops with [`crate::WorldError::Stopped`], a run without a verdict.
+//! checks it between steps and stops with `lockstep_sim::WorldError::Stopped`, a run without a verdict.
 //! A run the flag never stops is unaffected by it, so digests do not depend on it.
 //!
 //! Leaves out: the timer that sets the flag (the caller's).
@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// Words every [`crate::WorldError::Stopped`] message contains (for callers that only keep the
+/// Words every `lockstep_sim::WorldError::Stopped` message contains (for callers that only keep the
 /// text of an error).
 pub const STOPPED: &str = "stopped from outside the simulation";
 
@@ -47,7 +47,7 @@ pub fn current() -> Option<Arc<AtomicBool>> {
 }
 
 /// Whether the flag watched on this thread is set.
-pub(crate) fn requested() -> bool {
+pub fn requested() -> bool {
     FLAG.with(|f| f.borrow().as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed)))
 }
 

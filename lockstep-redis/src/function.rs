@@ -566,7 +566,7 @@ pub(crate) fn undump(payload: &[u8]) -> Option<Vec<Bytes>> {
 
 #[cfg(test)]
 mod dump_tests {
-    use crate::redis::{EngineConfig, RedisEngine, Reply};
+    use crate::{EngineConfig, RedisEngine, Reply};
     use bytes::Bytes;
 
     fn run(e: &mut RedisEngine, args: &[&[u8]]) -> Reply {

@@ -18,11 +18,12 @@ impl Directory {
     }
 
     /// Every group and its current master.
-    pub(crate) fn snapshot(&self) -> BTreeMap<String, String> {
+    pub fn snapshot(&self) -> BTreeMap<String, String> {
         self.0.borrow().clone()
     }
 
-    pub(crate) fn set(&self, group: &str, master: &str) {
+    /// Makes `master` the current master of `group`.
+    pub fn set(&self, group: &str, master: &str) {
         self.0.borrow_mut().insert(group.to_string(), master.to_string());
     }
 }

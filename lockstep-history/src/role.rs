@@ -30,7 +30,7 @@ impl Role {
 
     /// Whether the node is a Redis server process (a master or a replica), which can be stopped
     /// and started.
-    pub(crate) fn is_redis_server(self) -> bool {
+    pub fn is_redis_server(self) -> bool {
         matches!(self, Role::Master | Role::Replica)
     }
 

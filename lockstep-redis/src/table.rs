@@ -116,7 +116,7 @@ pub fn lease_effect(args: &[impl AsRef<[u8]>]) -> LeaseEffect {
 pub fn guide_markdown() -> String {
     let mut out = String::from(
         "# lockstep's Redis: the command table\n\n\
-         <!-- Generated from sim/src/redis/commands.rs by `table::guide_markdown`; \
+         <!-- Generated from lockstep-redis/src/commands.rs by `table::guide_markdown`; \
          `LOCKSTEP_BLESS=1 cargo test -p lockstep-sim --test command_table` rewrites it. -->\n\n\
          Every command lockstep's Redis answers, as its command table lists it: the same rows feed \
          dispatch, `COMMAND INFO`, the history's lease reader and the grant recogniser. Arity is \

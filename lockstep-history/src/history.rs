@@ -26,12 +26,12 @@ use std::rc::Rc;
 
 /// The longest reply (`Command::reply`) or operation error text (an `Op`'s `data.error`) an
 /// event keeps: a script's `error()` may carry megabytes, on every attempt.
-pub(crate) const MAX_EVENT_TEXT_BYTES: usize = 4096;
+pub const MAX_EVENT_TEXT_BYTES: usize = 4096;
 
 /// The longest command argument (`Command::args`) or expired key an event keeps: the largest
 /// value a scenario may send (a script lock's step is at most 64 KiB) is kept whole; what a
 /// script made bigger, or the replication stream copies of it, is cut.
-pub(crate) const MAX_EVENT_ARG_BYTES: usize = 65_536;
+pub const MAX_EVENT_ARG_BYTES: usize = 65_536;
 
 /// Cuts `text` to at most `max` bytes in all, its end replaced by `… (N bytes)` with `N` its
 /// length before; a text of at most `max` bytes is left alone (so cutting twice changes
@@ -45,7 +45,7 @@ pub fn bound_text(text: &mut String, max: usize) {
 
 /// `bytes` as lossy UTF-8, as [`bound_text`] would leave it (`N`: the number of bytes), without
 /// converting more than `max` bytes.
-pub(crate) fn bounded_lossy(bytes: &[u8], max: usize) -> String {
+pub fn bounded_lossy(bytes: &[u8], max: usize) -> String {
     let mut text = String::from_utf8_lossy(&bytes[..bytes.len().min(max)]).into_owned();
     if bytes.len() > max || text.len() > max {
         cut_with_note(&mut text, max, bytes.len());
@@ -54,7 +54,7 @@ pub(crate) fn bounded_lossy(bytes: &[u8], max: usize) -> String {
 }
 
 /// Cuts `text` so that with `… (total bytes)` appended it has at most `max` bytes.
-pub(crate) fn cut_with_note(text: &mut String, max: usize, total: usize) {
+pub fn cut_with_note(text: &mut String, max: usize, total: usize) {
     let note = format!("… ({total} bytes)");
     let mut cut = max.saturating_sub(note.len()).min(text.len());
     while !text.is_char_boundary(cut) {
@@ -86,7 +86,7 @@ fn bound_event(kind: &mut EventKind) {
 /// The bytes of text an event carries, what [`HistoryHandle::with_caps`] counts: its node's
 /// name, and its strings (an operation's name and data, a command's arguments, reply and key
 /// effects, keys, notes). The fixed part of an event is not counted (the number of events bounds it).
-pub(crate) fn text_bytes(node: &str, kind: &EventKind) -> usize {
+pub fn text_bytes(node: &str, kind: &EventKind) -> usize {
     fn json(value: &serde_json::Value) -> usize {
         match value {
             serde_json::Value::Null | serde_json::Value::Bool(_) | serde_json::Value::Number(_) => 8,
@@ -378,14 +378,14 @@ impl History {
 /// The caps bound a run's memory: once the history holds `events_max` events, or an event would
 /// take its text past `bytes_max` bytes, further events are counted but not kept, and
 /// [`HistoryHandle::overflow`] says which cap was reached; the world then stops the run
-/// ([`crate::WorldError::HistoryFull`]). Below the caps nothing changes: the same events, in the
+/// (`lockstep_sim::WorldError::HistoryFull`). Below the caps nothing changes: the same events, in the
 /// same order, with the same digest.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct HistoryHandle(Rc<RefCell<Recording>>);
+pub struct HistoryHandle(Rc<RefCell<Recording>>);
 
 /// Which cap of a [`HistoryHandle`] refused an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum HistoryCap {
+pub enum HistoryCap {
     /// The number of events.
     Events,
     /// The bytes of text.
@@ -417,7 +417,7 @@ impl HistoryHandle {
 
     #[cfg(test)]
     /// A handle to a new, empty history that keeps at most `events_max` events.
-    pub(crate) fn with_cap(events_max: usize) -> Self {
+    pub fn with_cap(events_max: usize) -> Self {
         HistoryHandle(Rc::new(RefCell::new(Recording {
             events_max: Some(events_max),
             ..Recording::default()
@@ -426,7 +426,7 @@ impl HistoryHandle {
 
     /// A handle to a new, empty history that keeps at most `events_max` events, and events
     /// whose texts come to at most `bytes_max` bytes in all ([`text_bytes`]).
-    pub(crate) fn with_caps(events_max: usize, bytes_max: usize) -> Self {
+    pub fn with_caps(events_max: usize, bytes_max: usize) -> Self {
         HistoryHandle(Rc::new(RefCell::new(Recording {
             events_max: Some(events_max),
             bytes_max: Some(bytes_max),
@@ -461,7 +461,7 @@ impl HistoryHandle {
 
     #[cfg(test)]
     /// Whether an event was refused because the history had reached a cap.
-    pub(crate) fn overflowed(&self) -> bool {
+    pub fn overflowed(&self) -> bool {
         self.0.borrow().refused > 0
     }
 
@@ -473,7 +473,7 @@ impl HistoryHandle {
     #[cfg(test)]
     /// The bytes of text of the events kept so far ([`text_bytes`]; counted only with a byte
     /// cap).
-    pub(crate) fn text_bytes(&self) -> usize {
+    pub fn text_bytes(&self) -> usize {
         self.0.borrow().bytes
     }
 
@@ -483,7 +483,7 @@ impl HistoryHandle {
     }
 
     /// A copy of the history so far.
-    pub(crate) fn snapshot(&self) -> History {
+    pub fn snapshot(&self) -> History {
         self.0.borrow().history.clone()
     }
 
@@ -497,7 +497,7 @@ impl HistoryHandle {
 
     #[cfg(test)]
     /// The number of events so far.
-    pub fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.0.borrow().history.len()
     }
 }

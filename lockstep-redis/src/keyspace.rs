@@ -438,7 +438,7 @@ impl Keyspace {
 
     /// The earliest expiry time of any key of any database, wall ms (a key is removed once the
     /// clock reads past it).
-    pub(crate) fn next_expiry_ms(&self) -> Option<i64> {
+    pub fn next_expiry_ms(&self) -> Option<i64> {
         let own = self.expiries.first().map(|(t, _)| *t);
         self.others
             .values()

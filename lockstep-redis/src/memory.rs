@@ -174,7 +174,7 @@ impl Drop for MemoryShare {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::redis::{sha1_hex, EngineConfig, RedisEngine, Reply};
+    use crate::{sha1_hex, EngineConfig, RedisEngine, Reply};
     use bytes::Bytes;
 
     fn run(e: &mut RedisEngine, cmd: &[&str]) -> Reply {
@@ -293,7 +293,7 @@ mod tests {
     fn an_exec_whose_transaction_grows_memory_is_aborted_once_over_the_limit() {
         let mut e = RedisEngine::new(EngineConfig::default());
         e.set_maxmemory(1_000);
-        let (mut a, mut b) = (crate::redis::ClientSession::new(1), crate::redis::ClientSession::new(2));
+        let (mut a, mut b) = (crate::ClientSession::new(1), crate::ClientSession::new(2));
         let args = |cmd: &[&str]| -> Vec<Bytes> { cmd.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect() };
         assert_eq!(e.execute_as(&mut a, &args(&["MULTI"]), 0), ok());
         assert_eq!(

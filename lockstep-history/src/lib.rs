@@ -1,0 +1,20 @@
+//! # lockstep-history: what a run records and what ends it
+//!
+//! The vocabulary the engine (`lockstep-sim`) and lockstep's Redis (`lockstep-redis`) share, so
+//! that neither depends on the other's insides: the history of a run ([`history`]: its events,
+//! including what each Redis command did to each key), the faults a plan can hold ([`fault`]),
+//! the roles of nodes ([`role`]) and the request from outside to stop a run ([`stop`]).
+//!
+//! It depends on no other crate of lockstep. `lockstep-sim` re-exports every module at the path
+//! it had (`lockstep_sim::history`, `lockstep_sim::fault`, ...): use those.
+
+#![warn(missing_docs)]
+
+pub mod fault;
+pub mod history;
+pub mod role;
+pub mod stop;
+
+pub use fault::{Fault, FaultError, FaultPlan, FaultTargets, ScheduledFault};
+pub use history::{Event, EventKind, History, KeyEffect, KeyState, Phase};
+pub use role::Role;

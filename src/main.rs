@@ -175,7 +175,11 @@ fn cmd_ci(args: CiArgs) -> Result<Outcome, AppError> {
         locks: Default::default(),
     };
     let ci = ci::run_ci(&inputs, &options)?;
-    finish_report(&Report::build(&ci), &args.report, &ci::histories(&ci))
+    finish_report(
+        &Report::build(&ci).timed(!args.no_timings),
+        &args.report,
+        &ci::histories(&ci),
+    )
 }
 
 /// Writes `report` (with the runs' `histories`) to `dir`, prints its headline, returns its outcome.

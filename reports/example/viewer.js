@@ -31,7 +31,10 @@
   document.getElementById('chart').insertAdjacentHTML('beforebegin', CONTROLS);
   const NS = 'http://www.w3.org/2000/svg';
   const chart = document.getElementById('chart'), tip = document.getElementById('tip');
-  const LEFT = 110, RIGHT = 20, TOP = 26, MARK = 14, STATE = 14, ROW = 18, VROW = 13;
+  // The lane names' column: wide enough for the longest name (a served run's lanes are its
+  // tests), between 110 and 300 px.
+  const LEFT = Math.min(300, Math.max(110, 16 + Math.max(0, ...DATA.lanes.map(n => n.length)) * 11 * 0.62));
+  const RIGHT = 20, TOP = 26, MARK = 14, STATE = 14, ROW = 18, VROW = 13;
   const BANDS = DATA.bands || [];
   const VIOLATIONS = DATA.violations || [];
   // The first violation's range, else the whole run.
@@ -165,6 +168,13 @@
     DATA.items.forEach(it => {
       if (it.k !== 'pause' || it.e < v0 || it.s > v1) return;
       label(svg, x(Math.max(it.s, v0)) + 3, laneY[it.l] + laneH[it.l] - 2, it.t, {class: 'fault-label'}, 10, false, LEFT);
+    });
+    // A served test's label carries its name ("test test_crash"), at the foot of its lane, after
+    // the faults and pauses (which keep their place where they meet).
+    DATA.items.forEach(it => {
+      if (it.k !== 'note' || !/^test /.test(it.t) || it.s < v0 || it.s > v1) return;
+      const name = it.t.replace(/ \((conn \d+, client .*|control)\)$/, '');
+      label(svg, x(it.s) + 3, laneY[it.l] + laneH[it.l] - 2, name, {class: 'test-label'}, 10, false, LEFT);
     });
     svg.addEventListener('mousemove', hover);
     svg.addEventListener('mouseleave', () => { tip.hidden = true; });

@@ -233,6 +233,11 @@ pub struct CiArgs {
     /// No progress lines.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Leave the wall-clock figures out of the report (wall times, throughput and worker count
+    /// written as 0): a report committed to a repository then changes on regeneration only where
+    /// the runs did.
+    #[arg(long)]
+    pub no_timings: bool,
 }
 
 /// `lockstep bench`.

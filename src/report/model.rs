@@ -264,6 +264,24 @@ pub struct ExplorationReport {
 }
 
 impl Report {
+    /// The report with its wall-clock figures (`keep` false): every wall time, throughput and the
+    /// worker count set to 0 — what `lockstep ci --no-timings` writes, so that a committed report
+    /// regenerated on any machine changes only where the runs did (issue 52).
+    pub fn timed(mut self, keep: bool) -> Report {
+        if keep {
+            return self;
+        }
+        self.wall_s = 0.0;
+        for s in &mut self.scenarios {
+            s.wall_ms = 0.0;
+        }
+        for e in &mut self.explorations {
+            let t = &mut e.summary.throughput;
+            (t.wall_s, t.scenarios_per_s, t.sim_s_per_wall_s, t.jobs) = (0.0, 0.0, 0.0, 0);
+        }
+        self
+    }
+
     /// Parses a `report.json`, checking its format and schema version. Errors name `origin`.
     pub fn from_json(text: &str, origin: &str) -> Result<Report, String> {
         let value: serde_json::Value =

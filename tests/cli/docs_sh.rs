@@ -271,7 +271,7 @@ const EXPECTED: &[Expected] = &[
     },
     // docs/ci.md: the example report, generated from the shipped scenarios by one command.
     Expected {
-        command: "lockstep ci scenarios --report reports/example --ttl-sweep",
+        command: "lockstep ci scenarios --report reports/example --ttl-sweep --no-timings",
         writes: &[
             "reports/example/index.html",
             "reports/example/summary.md",

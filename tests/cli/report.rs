@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use crate::common;
 
 /// The command that regenerates the example report (also in docs/ci.md).
-const REGENERATE: &str = "cargo run --release -- ci scenarios --report reports/example --ttl-sweep";
+const REGENERATE: &str = "cargo run --release -- ci scenarios --report reports/example --ttl-sweep --no-timings";
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

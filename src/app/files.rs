@@ -204,6 +204,7 @@ pub const PATH_FLAGS: &[(&str, &str, &str, Role)] = &[
     ("serve", "file", "FILE", Role::Input),
     ("serve", "history", "--history", Role::File),
     ("serve", "report", "--report", Role::Dir),
+    ("serve", "junit", "--junit", Role::Input),
     ("mutants", "catalogue", "--catalogue", Role::Input),
     ("mutants", "report", "--report", Role::Into),
     ("list", "dir", "--dir", Role::Input),

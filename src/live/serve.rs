@@ -265,7 +265,8 @@ pub fn main(args: &ServeArgs, render: &(dyn Render + Sync)) -> Result<Outcome, A
             "--junit: there is no suite to read it from (give the suite's command after `--`)".to_string(),
         ));
     }
-    let inputs: Vec<PathBuf> = args.file.iter().cloned().collect();
+    // The suite's JUnit file is read after the outputs are written: no output may be it.
+    let inputs: Vec<PathBuf> = args.file.iter().chain(args.junit.iter()).cloned().collect();
     crate::app::files::check_outputs_spare_inputs(
         &inputs,
         &[("--history", args.history.as_deref())],

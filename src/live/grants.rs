@@ -375,6 +375,10 @@ pub fn infer(raw: &History, masters: &[String]) -> Inferred {
                 }
             }
         }
+        // A value released or gone from every master, whose holder no longer holds it (and is
+        // no lapsed renewing holder that may still believe it does), is forgotten: a long serve
+        // keeps only the holds that can still matter, not every value ever granted.
+        holds.retain(|_, h| h.held || !h.masters.is_empty() || (h.lapsed && h.renewed) || h.stale.is_some());
         // The ops are the holder's; the command is its sender's.
         for (node, kind) in before {
             push(&mut out, &mut last_us, e.at_us, &node, e.wall_ms, e.monotonic_ms, kind);

@@ -1,5 +1,6 @@
-//! RESP2 framing for the simulated server, on top of `redis-protocol`'s RESP2 decoder and
-//! encoder (no hand-written RESP parsing).
+//! RESP2 framing on top of `redis-protocol`'s RESP2 decoder and encoder: the encoder writes every
+//! RESP2 reply; the decoder ([`decode_command`]) is the reference the servers' own reader
+//! ([`crate::CommandReader`], which every host reads with) is tested against.
 //!
 //! Differences from Redis' own reader, all deliberate:
 //! * inline commands (`PING\r\n` typed into telnet) are not supported: any frame that does not

@@ -30,11 +30,10 @@
 //! (7.2 where older lock clients' texts were modelled); docs/redis-commands.md lists the commands
 //! and docs/redis-differences.md every known difference.
 //!
-//! **The protocol.** Commands arrive as RESP multibulks, read one of two ways (the server loop's
-//! `Framing`): by [`CommandReader`] ([`reader`]: Redis' own limits and error texts, for
-//! `lockstep live`, `lockstep serve` and turmoil hosts), or, in the simulated world, by
-//! [`decode_command`] ([`codec`]: `redis-protocol`'s RESP2 decoder, whose buffering the history
-//! digests pin). The engine answers RESP2-shaped [`Reply`]s; a connection speaks RESP2 until a
+//! **The protocol.** Commands arrive as RESP multibulks, read by [`CommandReader`] ([`reader`]:
+//! Redis' own limits and error texts) on every host: the simulated masters, `lockstep live`,
+//! `lockstep serve` and turmoil hosts ([`decode_command`], `redis-protocol`'s RESP2 decoder in
+//! [`codec`], is kept as the reference the reader is tested against). The engine answers RESP2-shaped [`Reply`]s; a connection speaks RESP2 until a
 //! successful `HELLO 3` and RESP3 from then on (`HELLO 2` switches back). [`ReplyEncoder`]
 //! (`resp3.rs`) keeps that per connection: RESP2 is written by [`encode_reply`] (`redis-protocol`'s
 //! encoder), RESP3 by lockstep's own encoder — nulls as `_`, `HELLO`/`HGETALL`/`CONFIG GET` as
@@ -96,6 +95,7 @@ pub mod lua_syntax;
 mod memory;
 mod notify;
 pub mod reader;
+pub mod record;
 pub mod replication;
 mod reply;
 mod resp3;

@@ -16,8 +16,8 @@
 //! parsed as Redis' `string2ll` does (no sign but `-`, no leading zero, no blank), the byte after a
 //! length line's `\r` is skipped without looking at it, and so are the two bytes after a bulk
 //! payload. A line that does not start with `*` is an inline command, split as Redis splits it
-//! (quotes and escapes included); the simulated servers' own decoder ([`super::decode_command`])
-//! refuses inline commands.
+//! (quotes and escapes included); the reference decoder it is tested against
+//! ([`super::decode_command`]) refuses inline commands.
 //!
 //! Arguments are copied out of the query buffer: a value kept in the keyspace must not pin the
 //! (possibly much larger) buffer it arrived in, or memory would no longer be what the limits count.

@@ -10,9 +10,8 @@
 //! A [`RedisServer`] owns the command engine ([`crate::RedisEngine`]: the command table,
 //! scripting, `MULTI`/`WATCH`), its part in a replication group, and its connections; one call of
 //! [`RedisServer::serve_connection`] serves one accepted stream until it ends:
-//! * framing: commands are read by [`crate::CommandReader`] (Redis' limits and error texts;
-//!   the simulated servers keep their own decoder, see [`Framing`]); a protocol error is
-//!   answered, then the connection is shut, as Redis does; replies are written
+//! * framing: commands are read by [`crate::CommandReader`] (Redis' limits and error texts),
+//!   on every host; a protocol error is answered, then the connection is shut, as Redis does; replies are written
 //!   in RESP2, or RESP3 after a `HELLO 3` ([`crate::ReplyEncoder`]);
 //! * a [`ClientSession`] per connection (name, transaction, watched keys, subscriptions, protocol);
 //! * blocking commands: `BLPOP`/`BRPOP` on empty lists, and `BLMOVE`/`BRPOPLPUSH` on a missing
@@ -51,8 +50,8 @@ use crate::replication::{diff, Effect, MemberRole, Replication};
 use crate::spec::Flags;
 use crate::t_client::{parse_kill, parse_pause, paused_by_write_pause, ClientKind, KillCandidate, PauseKind};
 use crate::{
-    blocking_timeout_ms, decode_command, encode_reply, is_write_command, ClientSession, CommandReader, RedisEngine,
-    Reply, ReplyEncoder, ReplyMode,
+    blocking_timeout_ms, encode_reply, is_write_command, ClientSession, CommandReader, RedisEngine, Reply,
+    ReplyEncoder, ReplyMode,
 };
 use bytes::{Bytes, BytesMut};
 use lockstep_history::history::{EventKind, KeyEffect};
@@ -136,8 +135,8 @@ pub struct RecordedCommand<'a> {
     pub reply: &'a Reply,
     /// What it did to the keys it changed.
     pub effects: Vec<KeyEffect>,
-    /// A `WAIT`, or a blocking command that blocked: the simulated servers record these without
-    /// the client's name (as they always have; the history digests pin it).
+    /// A `WAIT`, or a blocking command that blocked (its reply came later than its arrival).
+    /// Every host records it like any other command ([`RecordedCommand::event`]).
     pub blocking: bool,
 }
 
@@ -165,32 +164,32 @@ pub trait ConnectionBudget {
     fn output_held(&self, bytes: usize) -> bool;
 }
 
-/// How a connection's bytes are cut into commands.
+/// How a connection's bytes are cut into commands. Every host reads with [`CommandReader`]
+/// (Redis' limits and error texts, arguments copied out of the buffer); the simulated servers'
+/// own decoder is gone (the re-pin of 0.1.x, see CHANGELOG.md).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Framing {
-    /// [`CommandReader`]: Redis' limits and error texts, arguments copied out of the buffer (what
-    /// any host facing real clients wants).
+    /// [`CommandReader`].
     #[default]
     Redis,
-    /// [`crate::decode_command`] over one growing buffer, as the simulated servers have
-    /// always read: how a burst of bytes splits into reads (and so how replies batch into
-    /// segments) depends on that buffer's capacity, and the history digests pin it. The same
-    /// commands for well-formed input; other protocol error texts, no size limits.
+    /// Formerly [`crate::decode_command`] over one growing buffer; now read as [`Framing::Redis`].
+    #[deprecated(since = "0.1.0", note = "every host reads with `Framing::Redis`; removed in 0.3.0")]
     Simulated,
 }
 
 /// How a host serves one connection. The default: Redis framing, no budget, never stopped.
 #[derive(Clone, Default)]
 pub struct ConnectionOptions {
-    /// How commands are read.
+    /// How commands are read (one way: [`Framing::Redis`]).
     pub framing: Framing,
     /// Checked before each command: `false` ends the connection (its server stopped).
     pub alive: Option<Rc<dyn Fn() -> bool>>,
     /// The connection's byte budget.
     pub budget: Option<Rc<dyn ConnectionBudget>>,
     /// Whether a connection whose task is dropped before it ended (aborted) is forgotten: its
-    /// session, subscriptions and blocked commands. The simulated servers keep them (a crash
-    /// resets the engine; a stale blocked client stays queued, the digests pin it).
+    /// session, subscriptions and blocked commands (every host in lockstep sets it: a crashed
+    /// server's clients died with it). Without it a blocked client of an aborted task stays
+    /// queued.
     pub forget_on_abort: bool,
     /// A future that completes once the client hung up (its input ended): a blocked command
     /// is then abandoned and the connection ends, as Redis frees a blocked client whose socket
@@ -256,10 +255,8 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
     H: RedisHost + ?Sized,
 {
-    let mut input = match options.framing {
-        Framing::Redis => Input::Redis(CommandReader::with_capacity(READ_CAPACITY)),
-        Framing::Simulated => Input::Simulated(BytesMut::with_capacity(READ_CAPACITY)),
-    };
+    // `options.framing` has one reading left: Redis'.
+    let mut input = CommandReader::with_capacity(READ_CAPACITY);
     let mut output = BytesMut::with_capacity(READ_CAPACITY);
     // RESP2 until a `HELLO 3`.
     let mut encoder = ReplyEncoder::new();
@@ -392,35 +389,6 @@ where
         // Checked before the commands run, as Redis checks its query buffer after a read.
         if !options.query_fits(input.buffered()) {
             return Ok(ConnectionEnd::OverLimit);
-        }
-    }
-}
-
-/// A connection's query buffer, as its [`Framing`] reads it.
-enum Input {
-    Redis(CommandReader),
-    Simulated(BytesMut),
-}
-
-impl Input {
-    fn next_command(&mut self) -> Result<Option<Vec<Bytes>>, String> {
-        match self {
-            Input::Redis(reader) => reader.next_command(),
-            Input::Simulated(buf) => decode_command(buf),
-        }
-    }
-
-    fn input_mut(&mut self) -> &mut BytesMut {
-        match self {
-            Input::Redis(reader) => reader.input_mut(),
-            Input::Simulated(buf) => buf,
-        }
-    }
-
-    fn buffered(&self) -> usize {
-        match self {
-            Input::Redis(reader) => reader.buffered(),
-            Input::Simulated(buf) => buf.len(),
         }
     }
 }

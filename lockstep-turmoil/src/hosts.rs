@@ -12,10 +12,11 @@
 //! clock and which a clock fault would not reach. `latency`, `loss`, `failover` and `drop-reply`
 //! are refused (see [`Error::Unsupported`]).
 
+use crate::error::Error;
 use crate::recording::{OpRecorder, Recording};
 use crate::schedule::{FaultSchedule, Trigger};
 use crate::server::{Server, StopKind};
-use lockstep::checker::{CheckResult, Checker, MutualExclusion};
+use lockstep::checker::CheckResult;
 use lockstep_sim::clock::check_drift_ppm;
 use lockstep_sim::{
     ClockSpec, EventKind, Fault, FaultTargets, FencingMode, History, Persistence, Phase, Role, ScheduledFault,
@@ -26,100 +27,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::rc::Rc;
 use turmoil::Sim;
-
-/// What the builder, a fault call, the schedule, the driver or the report refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
-    /// A fault named a host that is not a host of the simulation.
-    #[error("`{name}` is not a host of this simulation (hosts: {})", known.join(", "))]
-    UnknownSimHost {
-        /// The name given.
-        name: String,
-        /// The simulation's hosts and clients, in order.
-        known: Vec<String>,
-    },
-    /// A clock fault on a node that is not a Redis host.
-    #[error(
-        "{kind} of `{node}`: clock faults apply to the Redis hosts only ({}); a service's software \
-         sleeps and times out on turmoil's clock, which a clock fault does not move",
-        masters.join(", ")
-    )]
-    ClockOfService {
-        /// `clock-jump` or `drift`.
-        kind: &'static str,
-        /// The node named.
-        node: String,
-        /// The Redis hosts.
-        masters: Vec<String>,
-    },
-    /// A fault kind this crate does not apply under turmoil.
-    #[error("fault `{kind}` is not applied under turmoil: {reason}")]
-    Unsupported {
-        /// The kind.
-        kind: &'static str,
-        /// Why.
-        reason: &'static str,
-    },
-    /// A fault of the schedule does not fit the simulation (an unknown node, a node of the wrong
-    /// kind).
-    #[error("fault schedule: fault[{index}] ({kind}): {message}")]
-    BadFault {
-        /// Its position in the schedule.
-        index: usize,
-        /// Its kind.
-        kind: &'static str,
-        /// What is wrong.
-        message: String,
-    },
-    /// A fault that does not fit the simulation's nodes (a crash of a service, a link from a
-    /// host to itself, a number out of range).
-    #[error("fault `{kind}`: {message}")]
-    Refused {
-        /// Its kind.
-        kind: &'static str,
-        /// What is wrong (naming the field).
-        message: String,
-    },
-    /// The schedule's text could not be read (the message names the table and key at fault).
-    #[error("{0}")]
-    Schedule(String),
-    /// turmoil's step failed: a host's or a client's software returned an error.
-    #[error("the simulation stopped at {at_ms} ms: {message}")]
-    Sim {
-        /// True ms of the step.
-        at_ms: u64,
-        /// turmoil's error.
-        message: String,
-    },
-    /// The report directory could not be written.
-    #[error("report: {0}")]
-    Report(String),
-    /// A fault named a host that is not one of the Redis masters.
-    #[error("`{name}` is not a Redis host of this simulation (hosts: {})", known.join(", "))]
-    UnknownHost {
-        /// The name given.
-        name: String,
-        /// The Redis hosts, in definition order.
-        known: Vec<String>,
-    },
-    /// Two masters with one name.
-    #[error("Redis host `{name}` is defined twice")]
-    DuplicateHost {
-        /// The name.
-        name: String,
-    },
-    /// A clock that would not be a clock.
-    #[error("clock of `{node}`: drift_ppm {reason}")]
-    BadDrift {
-        /// The node.
-        node: String,
-        /// Why.
-        reason: String,
-    },
-    /// No master at all.
-    #[error("no Redis host: call masters(n) or master(name) before install")]
-    NoHosts,
-}
 
 /// Settings of the Redis masters, before they are installed in a [`Sim`].
 #[derive(Debug, Clone)]
@@ -424,12 +331,12 @@ impl RedisHosts {
 
     /// Drops every message between hosts `a` and `b` (`Sim::partition`), recorded as a fault.
     pub fn partition(&self, sim: &mut Sim<'_>, a: &str, b: &str) -> Result<(), Error> {
-        self.apply(sim, &crate::fault::partition(a, b))
+        self.apply(sim, &crate::schedule::fault::partition(a, b))
     }
 
     /// Restores the link between `a` and `b` (`Sim::repair`), recorded as a fault.
     pub fn repair(&self, sim: &mut Sim<'_>, a: &str, b: &str) -> Result<(), Error> {
-        self.apply(sim, &crate::fault::heal(a, b))
+        self.apply(sim, &crate::schedule::fault::heal(a, b))
     }
 
     /// Pauses host `node` (a Redis host, a service, any host of the simulation) for
@@ -441,7 +348,7 @@ impl RedisHosts {
     /// timers still fire (a Redis host still expires keys by its clock; a service's sleep still
     /// ends); the release comes only from [`RedisHosts::step`] or [`RedisHosts::run`].
     pub fn pause(&self, sim: &mut Sim<'_>, node: &str, duration_ms: u64) -> Result<(), Error> {
-        self.apply(sim, &crate::fault::pause(node, duration_ms))
+        self.apply(sim, &crate::schedule::fault::pause(node, duration_ms))
     }
 
     /// The run's name and seed, as given to [`RedisHostsBuilder::run_name`].
@@ -790,12 +697,12 @@ impl RedisHosts {
 
     /// The `mutual-exclusion` checker's verdict on the history so far.
     pub fn verdict(&self) -> CheckResult {
-        crate::mutual_exclusion(&self.history())
+        crate::checks::mutual_exclusion(&self.history())
     }
 
     /// Every lockstep checker's verdict on the history so far, in report order.
     pub fn check_all(&self) -> Vec<CheckResult> {
-        crate::check_all(&self.history())
+        crate::checks::check_all(&self.history())
     }
 }
 
@@ -862,11 +769,6 @@ impl FaultTargets for SimTargets {
     }
 }
 
-/// The `mutual-exclusion` checker over `history`.
-pub(crate) fn mutual_exclusion(history: &History) -> CheckResult {
-    MutualExclusion.check(&lockstep::history::OpHistory::new(history))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -926,7 +828,7 @@ mod tests {
             .install(&mut sim)
             .expect("one master");
         sim.client("writer", async {
-            let mut conn = crate::connect("redis").await?;
+            let mut conn = crate::client::connect("redis").await?;
             let _: () = redis::cmd("SET").arg("a").arg(1).query_async(&mut conn).await?;
             tokio::time::sleep(Duration::from_millis(1_500)).await;
             let _: () = redis::cmd("SET").arg("b").arg(2).query_async(&mut conn).await?;

@@ -74,15 +74,19 @@
 
 #![warn(missing_docs)]
 
+mod checks;
 mod client;
+mod error;
 mod hosts;
 mod recording;
 mod report;
 mod schedule;
 mod server;
 
+pub use checks::{check_all, mutual_exclusion};
 pub use client::{connect, connect_with};
-pub use hosts::{Error, RedisHosts, RedisHostsBuilder};
+pub use error::Error;
+pub use hosts::{RedisHosts, RedisHostsBuilder};
 pub use lockstep::ops::ReadOk;
 pub use lockstep::report::ExternalRun;
 pub use lockstep_sim::{Fault, FencingMode, ScheduledFault};
@@ -104,18 +108,3 @@ pub use lockstep::checker::{CheckResult, Verdict};
 pub use lockstep::ops::Grant;
 pub use lockstep_sim::{ClockSpec, History, Persistence};
 pub use recording::{OpRecorder, Recording};
-
-/// The `mutual-exclusion` checker's verdict on `history` (no two holders of one lock key at
-/// once).
-pub fn mutual_exclusion(history: &History) -> CheckResult {
-    hosts::mutual_exclusion(history)
-}
-
-/// Every lockstep checker's verdict on `history`, in report order.
-pub fn check_all(history: &History) -> Vec<CheckResult> {
-    let ops = lockstep::history::OpHistory::new(history);
-    lockstep::checker::all()
-        .into_iter()
-        .map(|checker| checker.check(&ops))
-        .collect()
-}

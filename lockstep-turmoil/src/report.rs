@@ -2,7 +2,8 @@
 //! scenario (through `lockstep::report::write_external_report`), and the text timeline
 //! `lockstep run` prints (`lockstep::report::narrative::text`).
 
-use crate::hosts::{Error, RedisHosts};
+use crate::error::Error;
+use crate::hosts::RedisHosts;
 use lockstep::history::OpHistory;
 use lockstep::report::ExternalRun;
 use lockstep_sim::EventKind;
@@ -60,7 +61,7 @@ impl RedisHosts {
     /// whose verdict differs from its expectation fails the report).
     pub fn report_with(&self, dir: impl AsRef<Path>, run: &ExternalRun) -> Result<Vec<PathBuf>, Error> {
         let history = self.history();
-        let checks = crate::check_all(&history);
+        let checks = crate::checks::check_all(&history);
         lockstep::report::write_external_report(run, &history, &checks, dir.as_ref()).map_err(Error::Report)
     }
 

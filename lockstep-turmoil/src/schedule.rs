@@ -43,7 +43,7 @@
 //! fires at the end of the step in which its time comes (turmoil's tick, 1 ms by default) or its
 //! trigger's grant is recorded.
 
-use crate::hosts::Error;
+use crate::error::Error;
 use lockstep_sim::{Fault, FaultTargets, Role};
 
 /// What sets a planned fault off.

@@ -23,9 +23,7 @@
 
 use crate::recording::Recording;
 use lockstep_sim::clock::NodeClock;
-use lockstep_sim::redis::server::{
-    render_args, render_reply, ConnectionOptions, LocalFuture, RecordedCommand, RedisHost, RedisServer,
-};
+use lockstep_sim::redis::server::{ConnectionOptions, LocalFuture, RecordedCommand, RedisHost, RedisServer};
 use lockstep_sim::redis::{EngineConfig, Keyspace, RedisEngine};
 use lockstep_sim::{EventKind, Persistence, REDIS_PORT};
 use std::cell::{Cell, RefCell};
@@ -228,18 +226,9 @@ impl RedisHost for TurmoilHost {
         self.0.recording.record(&self.0.name, event);
     }
 
-    /// Every command with the name of the host that sent it (blocking ones included).
+    /// Every command as every host records it, with the name of the host that sent it.
     fn record_command(&self, command: RecordedCommand<'_>) {
-        self.0.recording.record(
-            &self.0.name,
-            EventKind::Command {
-                conn: command.conn,
-                args: render_args(command.args),
-                reply: render_reply(command.reply),
-                effects: command.effects,
-                client: Some(command.peer.to_string()),
-            },
-        );
+        self.0.recording.record(&self.0.name, command.event());
     }
 
     /// Catches up the `aof-everysec` fsyncs, and wakes the expiry task: the command may give a

@@ -18,9 +18,10 @@
 //! `replication` are still reachable at the crate root, where they were; `net` (the link's old
 //! name) is deprecated.
 //!
-//! The [`world`] owns true time, the nodes, the network and the fault plan; the Redis deployment
-//! is a component it drives through a few hooks (before and after each step, on each fault),
-//! whose state is private to it.
+//! The [`world`] owns true time, the nodes, the network and the fault plan, and drives a list of
+//! [`component`]s through a few hooks (before and after each step, on each fault, what each has
+//! due), as madsim's plugins: the Redis deployment is the first, with its state private to it;
+//! a test adds its own with [`World::add_component`].
 //!
 //! This crate knows nothing about lock algorithms or checkers: it runs whatever software the
 //! caller puts on client nodes and records what happens.
@@ -28,7 +29,7 @@
 #![warn(missing_docs)]
 
 pub mod clock;
-mod component;
+pub mod component;
 pub mod deployment;
 pub use lockstep_history::{fault, history, role, stop};
 pub use lockstep_redis::directory;
@@ -45,6 +46,7 @@ pub mod wire;
 pub mod world;
 
 pub use clock::ClockSpec;
+pub use component::{Component, Hosts};
 pub use deployment::{replica_name, DelayClock, MasterSetup, Persistence};
 pub use directory::Directory;
 pub use fault::{Fault, FaultError, FaultPlan, FaultTargets, ScheduledFault};

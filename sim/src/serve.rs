@@ -10,17 +10,18 @@ use crate::machine::SoftwareResult;
 use crate::node::Node;
 use crate::redis::master::NodeHost;
 use bytes::Bytes;
-use lockstep_redis::server::{serve_stream, ConnectionOptions, Framing, RedisServer, Response};
+use lockstep_redis::server::{serve_stream, ConnectionOptions, RedisServer, Response};
 use lockstep_redis::Reply;
 use std::rc::Rc;
 
 pub use lockstep_redis::server::{render_args, render_reply};
 
-/// How the simulated servers serve a connection: their own framing (the history digests depend
-/// on how reads split), no budget.
+/// How the simulated servers serve a connection: Redis' framing, as every host; no budget; a
+/// connection whose task a crash aborted is forgotten with its blocked commands (a restarted
+/// server must not serve a client that died with its predecessor), as `lockstep live` forgets it.
 fn simulated() -> ConnectionOptions {
     ConnectionOptions {
-        framing: Framing::Simulated,
+        forget_on_abort: true,
         ..ConnectionOptions::default()
     }
 }

@@ -20,13 +20,14 @@
 //! the runtime per run, not one per step.
 //!
 //! The world owns true time, the nodes, their pause gates and clocks, the network and the fault
-//! plan. The Redis deployment (masters, persistence, replicas, the Sentinel, the directory; see
-//! [`crate::deployment`]) is a component it drives through the hooks of `component.rs`:
-//! each fault, once logged and applied to the network and the node it names, goes to the
-//! deployment too; the deployment runs before and after every step.
+//! plan, and drives a list of components ([`crate::component`]): the Redis deployment (masters,
+//! persistence, replicas, the Sentinel, the directory; see [`crate::deployment`]) first, then
+//! any the caller added. Each fault, once logged and applied to the network and the node it
+//! names, goes to each component in turn; each runs before and after every step; a jump over
+//! idle time stops at what any of them has due.
 
 use crate::clock::{check_drift_ppm, NodeClock};
-use crate::component::{Component, Hosts};
+use crate::component::{Component, Components, Hosts};
 use crate::deployment::{replica_name, Deployment, MasterSetup};
 use crate::machine::{Engine, Machines};
 use crate::node::Node;
@@ -237,7 +238,9 @@ pub struct World {
     runtime_ahead_us: u64,
     /// Paused nodes and when (true µs) their pause ends, to log their resumption.
     pauses: Vec<(String, u64)>,
-    deployment: Deployment,
+    /// What the world drives at each step beside its own nodes: the Redis deployment first,
+    /// then what the caller added ([`World::add_component`]).
+    components: Components,
     /// The memory budget every Redis server of this world shares.
     memory: std::rc::Rc<MemoryPool>,
 }
@@ -293,7 +296,11 @@ impl World {
         let time = TrueTime::new();
         // One Lua VM for the world's servers (each keeps its own script cache): never shared with
         // another world, so a world depends on nothing but its seed.
-        let deployment = Deployment::new(time.clone(), WorldLua::new(config.lua_instruction_budget));
+        let mut components = Components::default();
+        components.push(Box::new(Deployment::new(
+            time.clone(),
+            WorldLua::new(config.lua_instruction_budget),
+        )));
         Ok(World {
             machines,
             wire,
@@ -306,7 +313,7 @@ impl World {
             clock_work: ClockWork::default(),
             runtime_ahead_us: 0,
             pauses: Vec::new(),
-            deployment,
+            components,
             memory: MemoryPool::new(DEFAULT_WORLD_MEMORY_BYTES),
         })
     }
@@ -333,6 +340,22 @@ impl World {
         self.seed
     }
 
+    /// Adds `component`, driven at each step after the Redis deployment and the components added
+    /// before it (see [`crate::component`]).
+    pub fn add_component<C: Component>(&mut self, component: C) {
+        self.components.push(Box::new(component));
+    }
+
+    /// The first component of type `T` (to read what it saw after a run).
+    pub fn component<T: Component>(&self) -> Option<&T> {
+        self.components.get::<T>()
+    }
+
+    /// The Redis deployment (always the first component).
+    fn deployment(&self) -> Option<&Deployment> {
+        self.components.get::<Deployment>()
+    }
+
     fn new_node(&mut self, name: &str, clock: ClockSpec, role: Role) -> Result<Node, WorldError> {
         if self.nodes.contains_key(name) || RESERVED_NODE_NAMES.contains(&name) {
             return Err(WorldError::DuplicateNode(name.to_string()));
@@ -350,7 +373,7 @@ impl World {
                 self.seed.stream(&format!("node/{name}")),
                 self.seed.stream(&format!("node/{name}/side")),
             ),
-            self.deployment.directory(),
+            self.deployment().map(Deployment::directory).unwrap_or_default(),
             self.wire.clone(),
         );
         self.machines.add_node(name, node.tasks());
@@ -396,8 +419,9 @@ impl World {
         // Every server's engine joins the world's memory budget.
         let memory = self.memory.clone();
         MemoryPool::scope(&memory, || {
-            self.deployment
-                .add_server(master.clone(), setup, &mut Hosts::new(&mut self.machines, &self.wire));
+            if let Some(deployment) = self.components.get_mut::<Deployment>() {
+                deployment.add_server(master.clone(), setup, &mut Hosts::new(&mut self.machines, &self.wire));
+            }
         });
         let replica_clock = ClockSpec {
             offset_ms: setup.replica_offset_ms,
@@ -406,11 +430,14 @@ impl World {
         for replica in &replicas {
             let node = self.new_node(replica, replica_clock, Role::Replica)?;
             MemoryPool::scope(&memory, || {
-                self.deployment
-                    .add_server(node, setup, &mut Hosts::new(&mut self.machines, &self.wire));
+                if let Some(deployment) = self.components.get_mut::<Deployment>() {
+                    deployment.add_server(node, setup, &mut Hosts::new(&mut self.machines, &self.wire));
+                }
             });
         }
-        self.deployment.add_group(name, &replicas, setup);
+        if let Some(deployment) = self.components.get_mut::<Deployment>() {
+            deployment.add_group(name, &replicas, setup);
+        }
         Ok(master)
     }
 
@@ -464,17 +491,17 @@ impl World {
     /// Every replication group and its current master (groups are named after the master they
     /// were defined with).
     pub fn masters_now(&self) -> BTreeMap<String, String> {
-        self.deployment.masters_now()
+        self.deployment().map(Deployment::masters_now).unwrap_or_default()
     }
 
     /// Whether the node's process is running (servers can be stopped; other nodes always run).
     pub fn is_running(&self, name: &str) -> bool {
-        self.nodes.contains_key(name) && !self.deployment.is_stopped(name)
+        self.nodes.contains_key(name) && !self.deployment().is_some_and(|d| d.is_stopped(name))
     }
 
     /// A copy of a Redis server's keyspace (to inspect what survived a fault).
     pub fn keyspace(&self, name: &str) -> Option<Keyspace> {
-        self.deployment.keyspace(name)
+        self.deployment()?.keyspace(name)
     }
 
     /// A copy of the history so far.
@@ -531,7 +558,7 @@ impl World {
                 }
             }
         }
-        self.deployment
+        self.components
             .on_fault(fault, &mut Hosts::new(&mut self.machines, &self.wire));
     }
 
@@ -597,7 +624,7 @@ impl World {
             self.wire.next_due_us(),
             timer_us,
             self.pauses.iter().map(|(_, until)| *until).min(),
-            self.deployment.next_due_us(now_us),
+            self.components.next_due_us(now_us),
             Some(self.config.duration_ms.saturating_mul(1_000)),
         ]
         .into_iter()
@@ -686,7 +713,7 @@ impl World {
                 self.apply(&scheduled.fault);
                 next_fault += 1;
             }
-            self.deployment
+            self.components
                 .before_step(&mut Hosts::new(&mut self.machines, &self.wire));
             self.check_history_cap()?;
             if clients_finished || now_ms >= self.config.duration_ms {
@@ -719,7 +746,7 @@ impl World {
                 .map_err(|e| WorldError::Host(format!("at {now_ms} ms of simulated time: {e}")))?;
             between = engine.between_steps();
             self.clock_work.steps += 1;
-            self.deployment
+            self.components
                 .after_step(&mut Hosts::new(&mut self.machines, &self.wire));
         }
         let at_ms = self.time.now_us() / 1_000;
@@ -745,7 +772,7 @@ impl FaultTargets for World {
     }
 
     fn is_replicated(&self, node: &str) -> bool {
-        self.deployment.is_replicated(node)
+        self.deployment().is_some_and(|d| d.is_replicated(node))
     }
 
     fn node_names(&self) -> Vec<String> {

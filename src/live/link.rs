@@ -43,7 +43,7 @@ use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 
@@ -214,44 +214,99 @@ fn enter(link: &Link, dir: &Direction, dead: &Cell<bool>) -> Entry {
     Entry::Pass(Instant::now() + Duration::from_millis(dir.latency_ms.get()))
 }
 
-/// Copies bytes from `from` to `to` through one direction of `link`, with its faults. The bytes
-/// in flight count against the connection's `account` (`up`: as client→server bytes); past a
-/// limit the connection is reset.
-fn pump(
+/// One direction of a connection: its link, which way it goes, and the state its two ends share.
+struct Pump {
     link: Rc<Link>,
+    /// client → server (`true`) or server → client.
     up: bool,
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
+    /// Set once a partition cut the connection: nothing more crosses it, either way.
     dead: Rc<Cell<bool>>,
+    /// Signalled to reset the connection (a fault, a limit).
     reset_tx: watch::Sender<bool>,
     account: Rc<ConnBuffers>,
-) -> (tokio::task::JoinHandle<()>, tokio::task::JoinHandle<()>) {
+    /// Told once `from` reached its end (the client hung up).
+    hangup: Option<watch::Sender<bool>>,
+    /// Once set, what arrives is read and thrown away (a connection closing after an error).
+    closing: Option<Rc<Cell<bool>>>,
+}
+
+impl Pump {
+    fn direction(&self) -> &Direction {
+        if self.up {
+            &self.link.up
+        } else {
+            &self.link.down
+        }
+    }
+
+    fn add(&self, n: usize) -> bool {
+        if self.up {
+            self.account.add_up(n)
+        } else {
+            self.account.add_down(n)
+        }
+    }
+
+    fn sub(&self, n: usize) {
+        if self.up {
+            self.account.sub_up(n)
+        } else {
+            self.account.sub_down(n)
+        }
+    }
+
+    fn closing(&self) -> bool {
+        self.closing.as_ref().is_some_and(|c| c.get())
+    }
+}
+
+/// Copies bytes from `from` to `to` through one direction of a link, with its faults — the one
+/// pump of every connection (relayed to a real `redis-server`, or served by the server loop):
+/// a reader task takes each chunk through the direction's faults (partition, loss) and counts it
+/// against the connection's account (past a limit the connection is reset); a writer task
+/// delivers it once due (latency, hold) and, once `from` ended and everything was delivered,
+/// shuts `to`'s write side.
+fn pump<R, W>(pump: Pump, mut from: R, mut to: W) -> (tokio::task::JoinHandle<()>, tokio::task::JoinHandle<()>)
+where
+    R: AsyncRead + Unpin + 'static,
+    W: AsyncWrite + Unpin + 'static,
+{
+    let pump = Rc::new(pump);
     let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, Bytes)>();
     let reader = {
-        let link = link.clone();
-        let account = account.clone();
+        let pump = pump.clone();
         tokio::task::spawn_local(async move {
             let mut buf = vec![0u8; CHUNK_BYTES];
             loop {
                 let n = match from.read(&mut buf).await {
-                    Ok(0) | Err(_) => return,
+                    Ok(0) | Err(_) => {
+                        if let Some(hangup) = &pump.hangup {
+                            let _ = hangup.send(true);
+                        }
+                        return;
+                    }
                     Ok(n) => n,
                 };
-                let dir = if up { &link.up } else { &link.down };
-                match enter(&link, dir, &dead) {
+                if pump.closing() {
+                    continue;
+                }
+                match enter(&pump.link, pump.direction(), &pump.dead) {
                     Entry::Pass(at) => {
-                        let fits = if up { account.add_up(n) } else { account.add_down(n) };
-                        if !fits {
-                            let _ = reset_tx.send(true);
+                        if !pump.add(n) {
+                            let _ = pump.reset_tx.send(true);
                             return;
                         }
                         if tx.send((at, Bytes::copy_from_slice(&buf[..n]))).is_err() {
+                            pump.sub(n);
+                            if pump.closing() {
+                                continue;
+                            }
                             return;
                         }
                     }
                     Entry::Drop => {}
                     Entry::Reset => {
-                        let _ = reset_tx.send(true);
+                        let _ = pump.reset_tx.send(true);
                         return;
                     }
                 }
@@ -260,18 +315,19 @@ fn pump(
     };
     let writer = tokio::task::spawn_local(async move {
         while let Some((at, bytes)) = rx.recv().await {
-            let dir = if up { &link.up } else { &link.down };
-            deliver_when_due(dir, at).await;
-            let written = to.write_all(&bytes).await.is_ok();
-            if up {
-                account.sub_up(bytes.len());
-            } else {
-                account.sub_down(bytes.len());
+            deliver_when_due(pump.direction(), at).await;
+            if pump.dead.get() {
+                pump.sub(bytes.len());
+                continue;
             }
+            let written = to.write_all(&bytes).await.is_ok();
+            pump.sub(bytes.len());
             if !written {
                 return;
             }
         }
+        // `from` ended: so does what `to` is told.
+        let _ = to.shutdown().await;
     });
     (reader, writer)
 }
@@ -292,24 +348,17 @@ async fn proxy(
     let (server_rd, server_wr) = upstream.into_split();
     let dead = Rc::new(Cell::new(false));
     let (reset_tx, mut reset_rx) = watch::channel(false);
-    let (up_read, up_write) = pump(
-        link.clone(),
-        true,
-        client_rd,
-        server_wr,
-        dead.clone(),
-        reset_tx.clone(),
-        account.clone(),
-    );
-    let (down_read, down_write) = pump(
-        link,
-        false,
-        server_rd,
-        client_wr,
-        dead,
-        reset_tx.clone(),
-        account.clone(),
-    );
+    let direction = |up: bool| Pump {
+        link: link.clone(),
+        up,
+        dead: dead.clone(),
+        reset_tx: reset_tx.clone(),
+        account: account.clone(),
+        hangup: None,
+        closing: None,
+    };
+    let (up_read, up_write) = pump(direction(true), client_rd, server_wr);
+    let (down_read, down_write) = pump(direction(false), server_rd, client_wr);
     let aborts = [
         up_read.abort_handle(),
         up_write.abort_handle(),
@@ -387,83 +436,30 @@ async fn engine_connection(
     let dead = Rc::new(Cell::new(false));
     // After a protocol error: what the client still sends is read and thrown away.
     let closing = Rc::new(Cell::new(false));
-    let (mut rd, mut wr) = stream.into_split();
-    let (up_tx, mut up_rx) = mpsc::unbounded_channel::<(Instant, Bytes)>();
-    let (down_tx, mut down_rx) = mpsc::unbounded_channel::<(Instant, Bytes)>();
+    let (rd, wr) = stream.into_split();
     let (reset_tx, mut reset_rx) = watch::channel(false);
     // Set once the client's socket reached its end (a blocked command is then abandoned).
     let (hangup_tx, hangup_rx) = watch::channel(false);
     // The link's end and the server loop's end of the connection.
     let (link_end, loop_end) = tokio::io::duplex(CHUNK_BYTES);
-    let (mut from_server, mut to_server) = tokio::io::split(link_end);
+    let (from_server, to_server) = tokio::io::split(link_end);
 
-    // Reader: socket → client→server direction. Bytes are counted as they arrive; nothing is
-    // allocated for what a command declares.
-    let mut reader = {
-        let link = link.clone();
-        let dead = dead.clone();
-        let closing = closing.clone();
-        let reset_tx = reset_tx.clone();
-        let account = account.clone();
-        tokio::task::spawn_local(async move {
-            let mut buf = vec![0u8; CHUNK_BYTES];
-            loop {
-                let n = match rd.read(&mut buf).await {
-                    Ok(0) | Err(_) => {
-                        let _ = hangup_tx.send(true);
-                        return;
-                    }
-                    Ok(n) => n,
-                };
-                if closing.get() {
-                    continue;
-                }
-                match enter(&link, &link.up, &dead) {
-                    Entry::Pass(at) => {
-                        if !account.add_up(n) {
-                            let _ = reset_tx.send(true);
-                            return;
-                        }
-                        if up_tx.send((at, Bytes::copy_from_slice(&buf[..n]))).is_err() {
-                            account.sub_up(n);
-                            if closing.get() {
-                                continue;
-                            }
-                            return;
-                        }
-                    }
-                    Entry::Drop => {}
-                    Entry::Reset => {
-                        let _ = reset_tx.send(true);
-                        return;
-                    }
-                }
-            }
-        })
-    };
-
-    // Delivery: the client→server direction → the server loop's input, once due (and released).
-    let delivery = {
-        let link = link.clone();
-        let dead = dead.clone();
-        let account = account.clone();
-        tokio::task::spawn_local(async move {
-            while let Some((at, chunk)) = up_rx.recv().await {
-                deliver_when_due(&link.up, at).await;
-                if dead.get() {
-                    account.sub_up(chunk.len());
-                    continue;
-                }
-                let written = to_server.write_all(&chunk).await.is_ok();
-                account.sub_up(chunk.len());
-                if !written {
-                    return;
-                }
-            }
-            // The client's input ended: so does the server's.
-            let _ = to_server.shutdown().await;
-        })
-    };
+    // Client → server: the socket's bytes, counted as they arrive (nothing is allocated for
+    // what a command declares), into the server loop's input once due; the client's hang-up is
+    // told to the server loop (a blocked command is then abandoned).
+    let (mut reader, delivery) = pump(
+        Pump {
+            link: link.clone(),
+            up: true,
+            dead: dead.clone(),
+            reset_tx: reset_tx.clone(),
+            account: account.clone(),
+            hangup: Some(hangup_tx),
+            closing: Some(closing.clone()),
+        },
+        rd,
+        to_server,
+    );
 
     // Server: the one server loop on the other end of the in-memory stream.
     let mut server_task = {
@@ -518,54 +514,22 @@ async fn engine_connection(
         })
     };
 
-    // Replies: the server loop's output → the server→client direction, counted as it is queued.
-    let replies = {
-        let link = link.clone();
-        let dead = dead.clone();
-        let account = account.clone();
-        let reset_tx = reset_tx.clone();
-        tokio::task::spawn_local(async move {
-            let mut buf = vec![0u8; CHUNK_BYTES];
-            loop {
-                let n = match from_server.read(&mut buf).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => n,
-                };
-                match enter(&link, &link.down, &dead) {
-                    Entry::Pass(at) => {
-                        if !account.add_down(n) {
-                            let _ = reset_tx.send(true);
-                            return;
-                        }
-                        let _ = down_tx.send((at, Bytes::copy_from_slice(&buf[..n])));
-                    }
-                    Entry::Drop => {}
-                    Entry::Reset => {
-                        let _ = reset_tx.send(true);
-                        return;
-                    }
-                }
-            }
-        })
-    };
-
-    // Writer: server→client direction → socket; once the server side is done, the write side is
-    // shut (the client reads the end after the last reply).
-    let mut writer = {
-        let link = link.clone();
-        let account = account.clone();
-        tokio::task::spawn_local(async move {
-            while let Some((at, bytes)) = down_rx.recv().await {
-                deliver_when_due(&link.down, at).await;
-                let written = wr.write_all(&bytes).await.is_ok();
-                account.sub_down(bytes.len());
-                if !written {
-                    return;
-                }
-            }
-            let _ = wr.shutdown().await;
-        })
-    };
+    // Server → client: the server loop's replies, counted as they are queued, to the socket;
+    // once the server side is done, the socket's write side is shut (the client reads the end
+    // after the last reply).
+    let (replies, mut writer) = pump(
+        Pump {
+            link: link.clone(),
+            up: false,
+            dead,
+            reset_tx: reset_tx.clone(),
+            account: account.clone(),
+            hangup: None,
+            closing: None,
+        },
+        from_server,
+        wr,
+    );
 
     let aborts = [
         reader.abort_handle(),

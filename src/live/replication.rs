@@ -19,6 +19,7 @@
 
 use super::link::Link;
 use super::server::Server;
+use lockstep_sim::redis::record::replicated_command;
 use lockstep_sim::redis::replication::{apply_stream, full_sync_note, Due, Replication};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -110,7 +111,7 @@ impl LiveReplication {
                 for effects in batches {
                     let mut keyspace = engine.borrow().keyspace().clone();
                     apply_stream(&mut keyspace, std::slice::from_ref(&effects), &mut |args| {
-                        target.record_stream_command(args)
+                        target.record(replicated_command(args))
                     });
                     engine.borrow_mut().restore(keyspace);
                 }

@@ -29,8 +29,9 @@ use super::real::RealRedis;
 use super::recorder::LiveRecorder;
 use bytes::Bytes;
 use lockstep_sim::clock::NodeClock;
+use lockstep_sim::history::{bound_text, MAX_EVENT_ARG_BYTES};
 use lockstep_sim::redis::replication::Replication;
-use lockstep_sim::redis::server::{render_reply, Control, LocalFuture, RecordedCommand, RedisHost, RedisServer};
+use lockstep_sim::redis::server::{Control, LocalFuture, RecordedCommand, RedisHost, RedisServer};
 use lockstep_sim::redis::{EngineConfig, Keyspace, RedisEngine, Reply};
 use lockstep_sim::resource::FencedStore;
 use lockstep_sim::{DelayClock, EventKind, FencingMode, MasterSetup, Persistence};
@@ -64,8 +65,8 @@ struct MasterState {
 }
 
 /// A live server as the host of the one Redis server loop ([`lockstep_sim::redis::server`]): its clock
-/// read at the run's real time, tokio's sleeps, its pause, and the run's history (long arguments,
-/// replies and keys cut to [`HISTORY_TEXT_MAX`]).
+/// read at the run's real time, tokio's sleeps, its pause, and the run's history (commands
+/// recorded as every host records them, [`RecordedCommand::event`]).
 #[derive(Clone)]
 pub struct LiveHost {
     name: String,
@@ -96,24 +97,12 @@ impl RedisHost for LiveHost {
         Box::pin(tokio::time::sleep(std::time::Duration::from_micros(real_us)))
     }
 
-    fn record(&self, mut event: EventKind) {
-        if let EventKind::Expired { key } = &mut event {
-            *key = clip(std::mem::take(key));
-        }
+    fn record(&self, event: EventKind) {
         self.rec.record(&self.name, event);
     }
 
     fn record_command(&self, c: RecordedCommand<'_>) {
-        self.rec.record(
-            &self.name,
-            EventKind::Command {
-                conn: c.conn,
-                args: c.args.iter().map(|a| history_arg(a)).collect(),
-                reply: clip(render_reply(c.reply)),
-                effects: c.effects,
-                client: Some(c.peer.to_string()),
-            },
-        );
+        self.rec.record(&self.name, c.event());
     }
 
     fn is_paused(&self) -> bool {
@@ -358,18 +347,9 @@ impl Server {
         self.rec.record(&self.name, EventKind::Note { text });
     }
 
-    /// Records a command of the replication stream applied on this replica (connection 0).
-    pub(crate) fn record_stream_command(&self, args: Vec<String>) {
-        self.rec.record(
-            &self.name,
-            EventKind::Command {
-                conn: 0,
-                args: args.into_iter().map(clip).collect(),
-                reply: "+OK".to_string(),
-                effects: Vec::new(),
-                client: None,
-            },
-        );
+    /// Records an event of this server.
+    pub(crate) fn record(&self, event: EventKind) {
+        self.rec.record(&self.name, event);
     }
 
     /// Executes one command of the resource from `peer`, records it, and returns the reply (a
@@ -512,39 +492,6 @@ impl Server {
     }
 }
 
-/// The longest argument, key or reply an event keeps, bytes: the history stays in memory for
-/// the whole run, and a client may send values of many megabytes (a lock client sends keys,
-/// tokens and scripts of a few hundred bytes).
-pub(crate) const HISTORY_TEXT_MAX: usize = 4096;
-
-/// An argument as a command event shows it: lossy UTF-8, cut after [`HISTORY_TEXT_MAX`] bytes
-/// with its length said (`…(N bytes)`), without converting what is cut.
-fn history_arg(arg: &[u8]) -> String {
-    if arg.len() <= HISTORY_TEXT_MAX {
-        return String::from_utf8_lossy(arg).into_owned();
-    }
-    format!(
-        "{}…({} bytes)",
-        String::from_utf8_lossy(&arg[..HISTORY_TEXT_MAX]),
-        arg.len()
-    )
-}
-
-/// A rendered reply cut as [`history_arg`] cuts an argument.
-fn clip(mut text: String) -> String {
-    if text.len() <= HISTORY_TEXT_MAX {
-        return text;
-    }
-    let len = text.len();
-    let mut at = HISTORY_TEXT_MAX;
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    text.truncate(at);
-    text.push_str(&format!("…({len} bytes)"));
-    text
-}
-
 /// The resource's commands, served exactly as the simulated resource serves them
 /// ([`lockstep_sim::resource::execute`]), with the writer named by the link it came in on; live
 /// clients also send `INFO` and `HELLO` while connecting.
@@ -559,32 +506,10 @@ fn resource_command(rec: &LiveRecorder, node: &str, store: &RefCell<FencedStore>
         "HELLO" => Reply::Error("NOPROTO this server speaks RESP2 only".into()),
         _ => lockstep_sim::resource::execute(store, peer, args, &mut |mut event| {
             if let EventKind::ResourceWrite { key, .. } | EventKind::ResourceRead { key, .. } = &mut event {
-                *key = clip(std::mem::take(key));
+                // A client may name a key of many megabytes: kept as the history keeps an argument.
+                bound_text(key, MAX_EVENT_ARG_BYTES);
             }
             rec.record(node, event);
         }),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{clip, history_arg, HISTORY_TEXT_MAX};
-
-    #[test]
-    fn long_history_texts_are_cut_with_their_length() {
-        assert_eq!(history_arg(b"lock"), "lock");
-        let long = vec![b'x'; HISTORY_TEXT_MAX + 10];
-        let shown = history_arg(&long);
-        assert!(shown.starts_with(&"x".repeat(HISTORY_TEXT_MAX)));
-        assert!(shown.ends_with(&format!("…({} bytes)", HISTORY_TEXT_MAX + 10)));
-        // A cut inside a character backs off to its start.
-        let text = format!("{}é{}", "a".repeat(HISTORY_TEXT_MAX - 1), "b".repeat(100));
-        let cut = clip(text.clone());
-        assert!(
-            cut.starts_with(&"a".repeat(HISTORY_TEXT_MAX - 1)) && !cut.contains('é'),
-            "{cut}"
-        );
-        assert!(cut.ends_with(&format!("…({} bytes)", text.len())));
-        assert_eq!(clip("+OK".to_string()), "+OK");
     }
 }

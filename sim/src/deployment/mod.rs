@@ -68,6 +68,7 @@ use crate::redis::master::{self, REDIS_PORT};
 use crate::serve::serve_redis;
 use lockstep_history::fault::Fault;
 use lockstep_history::history::EventKind;
+use lockstep_redis::record::replicated_command;
 use lockstep_redis::replication::{apply_stream, full_sync_note, Due, Replication, SharedReplication};
 use lockstep_redis::{EngineConfig, Keyspace, RedisEngine, WorldLua};
 use std::cell::RefCell;
@@ -413,7 +414,7 @@ impl Deployment {
     /// deadline, a replication stream entry, the Sentinel's timeout), as of `now_us`. Reads the
     /// deadlines as the last step hook filed them: nothing moves them between a hook and the
     /// next step.
-    pub(crate) fn next_due_us(&self, now_us: u64) -> Option<u64> {
+    fn next_deadline_us(&self, now_us: u64) -> Option<u64> {
         debug_assert!(
             self.moved.borrow().is_empty(),
             "simulator invariant: deadlines read before they were filed again"
@@ -513,13 +514,7 @@ impl Deployment {
                 for effects in batches {
                     let mut keyspace = target.engine.borrow().keyspace().clone();
                     apply_stream(&mut keyspace, std::slice::from_ref(&effects), &mut |args| {
-                        target.node.record(EventKind::Command {
-                            conn: 0,
-                            args,
-                            reply: "+OK".to_string(),
-                            effects: Vec::new(),
-                            client: None,
-                        });
+                        target.node.record(replicated_command(args));
                     });
                     target.engine.borrow_mut().restore(keyspace);
                 }
@@ -563,6 +558,10 @@ impl Component for Deployment {
         self.start_due(hosts);
         self.sentinel();
         self.refile();
+    }
+
+    fn next_due_us(&self, now_us: u64) -> Option<u64> {
+        self.next_deadline_us(now_us)
     }
 
     fn after_step(&mut self, _hosts: &mut Hosts<'_>) {

@@ -9,17 +9,16 @@
 //! What the server does — sessions, `MULTI`/`WATCH`, `WAIT` (blocking until enough replicas
 //! acknowledged, by the master's monotonic clock), `BLPOP`/`BRPOP` blocking until a push or their
 //! timeout on the node's wall clock, pub/sub pushes, replicas answering writes with `READONLY` —
-//! is described in [`lockstep_redis::server`]. A `WAIT` and a blocking pop that blocked are logged without
-//! the client's name (as they always were: the history digests pin it). A client that disconnects
+//! is described in [`lockstep_redis::server`]. Commands are recorded as every host records them
+//! ([`lockstep_redis::server::RecordedCommand::event`]). A client that disconnects
 //! while blocked stays blocked until its timeout; Redis would unblock it at once. The replication
 //! stream a replica applies is logged as commands on connection 0.
 
 use crate::node::Node;
-use bytes::Bytes;
-use lockstep_history::history::{bounded_lossy, cut_with_note, EventKind, MAX_EVENT_ARG_BYTES, MAX_EVENT_TEXT_BYTES};
+use lockstep_history::history::EventKind;
 use lockstep_redis::replication::SharedReplication;
-use lockstep_redis::server::{render_reply, LocalFuture, RecordedCommand, RedisHost, RedisServer};
-use lockstep_redis::{RedisEngine, Reply};
+use lockstep_redis::server::{LocalFuture, RecordedCommand, RedisHost, RedisServer};
+use lockstep_redis::RedisEngine;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -41,99 +40,6 @@ pub(crate) fn expire_due(node: &Node, engine: &RefCell<RedisEngine>, repl: &Shar
         });
     }
     publish_expired(repl, node.name(), expired, node.true_time_us());
-}
-
-/// Logs a command and its reply, with what the command did to the keys it changed and the node
-/// that sent it. Long arguments and replies are cut as the history cuts them
-/// ([`lockstep_history::history::MAX_EVENT_ARG_BYTES`], [`lockstep_history::history::MAX_EVENT_TEXT_BYTES`]) without
-/// rendering them whole first: a script may return or raise tens of megabytes.
-fn record_with(
-    node: &Node,
-    conn: u64,
-    args: &[Bytes],
-    reply: &Reply,
-    effects: Vec<lockstep_history::history::KeyEffect>,
-    client: Option<&str>,
-) {
-    node.record(EventKind::Command {
-        conn,
-        args: args.iter().map(|a| bounded_lossy(a, MAX_EVENT_ARG_BYTES)).collect(),
-        reply: render_reply_bounded(reply, MAX_EVENT_TEXT_BYTES),
-        effects,
-        client: client.map(str::to_string),
-    });
-}
-
-/// The length of `bytes` as lossy UTF-8 (`String::from_utf8_lossy(bytes).len()`), without
-/// converting them.
-fn lossy_len(bytes: &[u8]) -> usize {
-    bytes
-        .utf8_chunks()
-        .map(|chunk| chunk.valid().len() + if chunk.invalid().is_empty() { 0 } else { 3 })
-        .sum()
-}
-
-/// The length of [`render_reply`]'s text for `reply`, without rendering it.
-fn rendered_len(reply: &Reply) -> usize {
-    match reply {
-        Reply::Status(s) | Reply::Error(s) => 1 + s.len(),
-        Reply::Integer(i) => 1 + usize::from(*i < 0) + i.unsigned_abs().checked_ilog10().unwrap_or(0) as usize + 1,
-        Reply::Bulk(None) | Reply::Array(None) => "(nil)".len(),
-        Reply::Bulk(Some(b)) => 2 + lossy_len(b),
-        Reply::Array(Some(items)) => {
-            2 + items.iter().map(rendered_len).sum::<usize>() + 2 * items.len().saturating_sub(1)
-        }
-    }
-}
-
-/// Appends [`render_reply`]'s text for `reply` to `out`, stopping once `out` holds `room` bytes.
-fn render_prefix(reply: &Reply, out: &mut String, room: usize) {
-    if out.len() >= room {
-        return;
-    }
-    match reply {
-        Reply::Bulk(Some(b)) => {
-            out.push('"');
-            let take = b.len().min(room.saturating_sub(out.len()));
-            out.push_str(&String::from_utf8_lossy(&b[..take]));
-            out.push('"');
-        }
-        Reply::Array(Some(items)) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if out.len() >= room {
-                    return;
-                }
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                render_prefix(item, out, room);
-            }
-            out.push(']');
-        }
-        Reply::Status(s) | Reply::Error(s) if s.len() > room => {
-            out.push(if matches!(reply, Reply::Status(_)) { '+' } else { '-' });
-            let mut cut = room.min(s.len());
-            while !s.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            out.push_str(&s[..cut]);
-        }
-        other => out.push_str(&render_reply(other)),
-    }
-}
-
-/// [`render_reply`], cut to at most `max` bytes ending with `… (N bytes)` (`N`: the length of
-/// the whole text) when it is longer.
-fn render_reply_bounded(reply: &Reply, max: usize) -> String {
-    let total = rendered_len(reply);
-    if total <= max {
-        return render_reply(reply);
-    }
-    let mut out = String::new();
-    render_prefix(reply, &mut out, max);
-    cut_with_note(&mut out, max, total);
-    out
 }
 
 /// A simulated node as the host of a Redis server: its clocks, its sleeps by its clock rate, its
@@ -179,8 +85,7 @@ impl RedisHost for NodeHost {
     }
 
     fn record_command(&self, c: RecordedCommand<'_>) {
-        let client = (!c.blocking).then_some(c.peer);
-        record_with(&self.node, c.conn, c.args, c.reply, c.effects, client);
+        self.node.record(c.event());
     }
 
     fn before_command(&self) {
@@ -204,50 +109,4 @@ pub(crate) fn server(
     on_command: Rc<dyn Fn()>,
 ) -> Rc<RedisServer<NodeHost>> {
     RedisServer::new(NodeHost::new(node, Some(on_command)), engine, Some(repl))
-}
-
-#[cfg(test)]
-mod render_tests {
-    use super::*;
-
-    #[test]
-    fn replies_render_as_before_until_they_are_too_long_and_then_are_cut() {
-        let small = [
-            Reply::Status("OK".into()),
-            Reply::error("ERR no"),
-            Reply::Integer(-42),
-            Reply::Integer(0),
-            Reply::Integer(i64::MIN),
-            Reply::Integer(1_000_000),
-            Reply::Bulk(None),
-            Reply::Array(None),
-            Reply::Bulk(Some(Bytes::from_static(b"a\xffb\xc3"))),
-            Reply::Array(Some(vec![
-                Reply::Bulk(Some(Bytes::from_static(b"k"))),
-                Reply::Array(Some(vec![Reply::Integer(1), Reply::Bulk(None)])),
-            ])),
-            Reply::Array(Some(Vec::new())),
-        ];
-        for reply in &small {
-            assert_eq!(rendered_len(reply), render_reply(reply).len(), "{reply:?}");
-            assert_eq!(render_reply_bounded(reply, MAX_EVENT_TEXT_BYTES), render_reply(reply));
-        }
-        let big = [
-            Reply::Error(format!("ERR {}", "e".repeat(1_000_000))),
-            Reply::Bulk(Some(Bytes::from(vec![b'v'; 10_000_000]))),
-            Reply::Array(Some(vec![Reply::Bulk(Some(Bytes::from(vec![0xff; 5_000]))); 1_000])),
-        ];
-        for reply in &big {
-            let full = render_reply(reply);
-            let cut = render_reply_bounded(reply, MAX_EVENT_TEXT_BYTES);
-            assert!(cut.len() <= MAX_EVENT_TEXT_BYTES, "{}", cut.len());
-            assert!(
-                cut.ends_with(&format!("… ({} bytes)", full.len())),
-                "{}",
-                &cut[cut.len() - 40..]
-            );
-            let kept = cut.split('…').next().unwrap_or_default();
-            assert!(full.starts_with(kept));
-        }
-    }
 }

@@ -273,7 +273,7 @@ fn run_guided(
         let mut batch = Vec::new();
         std::thread::scope(|scope| {
             let (sender, receiver) = mpsc::channel();
-            let wall = lockstep_sim::stop::current();
+            let wall = lockstep_history::stop::current();
             for _ in 0..jobs.min(cases.len()) {
                 let sender = sender.clone();
                 let (next, cases, first_bad, wall, topo) = (&next, &cases, &first_bad, wall.clone(), &topo);

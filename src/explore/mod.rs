@@ -163,7 +163,7 @@ pub fn shrink_reserve_of(time_limit: Duration) -> Duration {
 /// Runs `body` under `config.time_limit` as a wall-clock budget that also reaches inside the
 /// runs: a timer thread sets a flag when the limit passes since `started`, and every run on this
 /// thread — and on the workers it starts, which watch the same flag
-/// (`lockstep_sim::stop::current`) — stops at its next simulated step. A seed that never ends
+/// (`lockstep_history::stop::current`) — stops at its next simulated step. A seed that never ends
 /// cannot hold an exploration past its limit. Without a limit, `body` runs as it is.
 pub(crate) fn with_time_limit<T>(config: &ExploreConfig, started: Instant, body: impl FnOnce() -> T) -> T {
     let Some(limit) = config.time_limit else {
@@ -179,7 +179,7 @@ pub(crate) fn with_time_limit<T>(config: &ExploreConfig, started: Instant, body:
                 timer_flag.store(true, Ordering::Relaxed);
             }
         });
-        let _stop = lockstep_sim::stop::stop_when(flag);
+        let _stop = lockstep_history::stop::stop_when(flag);
         let out = body();
         drop(done); // ends the timer
         out
@@ -187,9 +187,9 @@ pub(crate) fn with_time_limit<T>(config: &ExploreConfig, started: Instant, body:
 }
 
 /// On a worker thread: watch the flag its starter watched (`wall`, from
-/// `lockstep_sim::stop::current` on the starting thread).
-fn watch(wall: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) -> Option<lockstep_sim::stop::StopGuard> {
-    wall.map(lockstep_sim::stop::stop_when)
+/// `lockstep_history::stop::current` on the starting thread).
+fn watch(wall: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) -> Option<lockstep_history::stop::StopGuard> {
+    wall.map(lockstep_history::stop::stop_when)
 }
 
 impl Default for ExploreConfig {
@@ -404,7 +404,7 @@ fn explore_random(
     let jobs = config.jobs.max(1);
     std::thread::scope(|scope| {
         let (sender, receiver) = mpsc::channel::<SeedOutcome>();
-        let wall = lockstep_sim::stop::current();
+        let wall = lockstep_history::stop::current();
         for _ in 0..jobs {
             let sender = sender.clone();
             let (next, topo, wall) = (&next, &topo, wall.clone());

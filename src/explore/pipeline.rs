@@ -19,7 +19,7 @@ use lockstep_sim::Seed;
 /// Whether the wall budget stopped this seed's run (or its reference's) before it ended: such a
 /// seed has no verdict and is not counted.
 pub(super) fn cut_by_wall_budget(outcome: &SeedOutcome) -> bool {
-    let stopped = |message: &str| message.contains(lockstep_sim::stop::STOPPED);
+    let stopped = |message: &str| message.contains(lockstep_history::stop::STOPPED);
     match outcome {
         SeedOutcome::Error { message, .. } => stopped(message),
         SeedOutcome::Judged { reference, .. } => matches!(reference, Some(Err(message)) if stopped(message)),

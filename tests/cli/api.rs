@@ -58,8 +58,8 @@ fn moved_items_still_resolve_where_they_were() {
 
 /// lockstep's Redis and the history's vocabulary moved to crates of their own (issue 54:
 /// `lockstep-redis`, `lockstep-history`); every path of `lockstep_sim` they had still resolves
-/// (compiled, not run).
-#[allow(dead_code)]
+/// (compiled, not run; deprecated, each item on its own, until 0.3.0).
+#[allow(dead_code, deprecated)]
 fn the_paths_of_lockstep_sim_before_the_crate_split_resolve() {
     use lockstep_sim::redis::server::{RedisHost, RedisServer};
     use lockstep_sim::redis::{ClientSession, CommandReader, EngineConfig, RedisEngine, Reply};

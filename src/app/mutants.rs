@@ -34,12 +34,18 @@
 //! Leaves out shrinking (a kill names its seed: `lockstep run` of the
 //! mutant's scenario with that seed's plan replays it).
 
-use super::{AppError, Outcome};
-use crate::checker::{CheckerName, Verdict};
+use super::AppError;
+use crate::checker::CheckerName;
 use crate::explore::assumptions::{Assumptions, Broken};
-use crate::explore::generate::{case_strategy, case_tree, ExploreCase, FaultProfile, GenFault, Topology};
-use crate::explore::{case_scenario, run_guarded, topology};
+use crate::explore::generate::{case_strategy, case_tree, ExploreCase};
+use crate::explore::kinds::GenFault;
+use crate::explore::kinds::Topology;
+use crate::explore::{case_scenario, topology};
+use crate::model::fault::FaultProfile;
 use crate::model::Scenario;
+use crate::model::Verdict;
+use crate::run::expect::Outcome;
+use crate::run::guard::run_guarded;
 use crate::scenario::mutants::{self, Catalogue};
 use proptest::strategy::BoxedStrategy;
 use serde::Serialize;

@@ -42,20 +42,34 @@ pub mod subject;
 pub mod summary;
 pub mod sweep;
 
+use crate::explore::kinds::Topology;
+use crate::model::fault::FaultProfile;
 use crate::run::RESOURCE_NODE;
 use crate::scenario::Scenario;
-use generate::{case_strategy, ExploreCase, FaultProfile, Topology};
+use generate::{case_strategy, ExploreCase};
 use pipeline::{aggregate, cut_by_wall_budget, explore_seed, judge_case, seed_record, SeedOutcome};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 // The panic guard lives with the runs (`crate::run::guard`), the standard template with the
-// scenarios (`crate::scenario::standard`); both are named here too, where callers found them.
+// scenarios (`crate::scenario::standard`); their old paths here go in 0.3.0.
 #[cfg(feature = "cli")]
 pub(crate) use crate::run::guard::guarded;
 pub(crate) use crate::run::guard::history_guarded;
-pub use crate::run::guard::run_guarded;
+/// [`crate::run::guard::run_guarded`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::run::guard::run_guarded`; removed in 0.3.0"
+)]
+pub fn run_guarded(
+    scenario: &crate::scenario::Scenario,
+    factory: Option<&crate::run::LockFactory>,
+) -> Result<crate::run::ScenarioRun, String> {
+    crate::run::guard::run_guarded(scenario, factory)
+}
+/// [`crate::scenario::standard::standard_template`], under its old path: it moves there in 0.3.0.
+/// Not deprecated yet: the `live` module still names it here.
 pub use crate::scenario::standard::standard_template;
 pub use subject::{FactoryMaker, LockChoice, LockRef, UserLock};
 pub use summary::ExploreSummary;
@@ -377,7 +391,7 @@ pub fn explore_with(
 ) -> ExploreSummary {
     let started = Instant::now();
     with_time_limit(config, started, || {
-        if config.profile.strategy != generate::PlacementStrategy::Random {
+        if config.profile.strategy != crate::model::fault::PlacementStrategy::Random {
             return guided::explore_guided(template, config, (subject, reference), on_seed);
         }
         explore_random(template, config, (subject, reference), on_seed, started)

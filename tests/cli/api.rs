@@ -82,9 +82,9 @@ fn the_paths_of_lockstep_sim_before_the_crate_split_resolve() {
 #[allow(dead_code)]
 fn issue_42_harness_api(file: &Path) -> Result<(), HarnessError> {
     use lockstep::harness::{
-        default_counterexample_dir, Bounds, ExhaustiveResult, Gate, LockTokens, Overrides, PlacementStrategy,
-        SearchArgs,
+        default_counterexample_dir, Bounds, ExhaustiveResult, Gate, LockTokens, Overrides, SearchArgs,
     };
+    use lockstep::model::fault::PlacementStrategy;
     let dir: std::path::PathBuf = default_counterexample_dir("my-lock");
     let run: HarnessRun = Harness::new("my-lock", MyLock::new)
         .tokens(LockTokens::Durable)

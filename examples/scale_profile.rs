@@ -28,7 +28,7 @@ fn main() -> anyhow::Result<()> {
     }
     if shape == "standard" {
         // The bench's standard Redlock world (its floor line), run `nodes` times (default 200).
-        let mut scenario = lockstep::explore::standard_template(
+        let mut scenario = lockstep::scenario::standard::standard_template(
             lockstep::model::Algorithm::Redlock,
             lockstep::model::Fencing::Incr,
             lockstep_sim::FencingMode::Fenced,

@@ -2,10 +2,10 @@
 //! judgement, each `[explore]` block's summary with its judgement, and the TTL sweep. Produced
 //! by `crate::app::ci`; `report/` builds the report from it.
 
-use crate::explore::generate::FaultProfile;
 use crate::explore::summary::ExploreSummary;
 use crate::explore::sweep::TtlSweep;
 use crate::explore::Shard;
+use crate::model::fault::FaultProfile;
 use crate::run::expect::Status;
 use crate::run::ScenarioRun;
 use crate::scenario::{ExploreExpect, Scenario};

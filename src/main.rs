@@ -8,11 +8,11 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use lockstep::app::exploration::{self, Shrunk};
-use lockstep::app::{args::*, ci, error, files, run, search, sweep, AppError, Outcome};
-use lockstep::emit;
+use lockstep::app::{args::*, ci, error, exploration, files, run, search, sweep, AppError};
+use lockstep::explore::shrink::Shrunk;
 use lockstep::report::merge::{merge_texts, Merged};
 use lockstep::report::{console, write_atomic, write_json, write_report_with, write_shrunk, Report};
+use lockstep::{emit, run::expect::Outcome};
 use lockstep_sim::History;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -5,8 +5,9 @@
 //! including what each Redis command did to each key), the faults a plan can hold ([`fault`]),
 //! the roles of nodes ([`role`]) and the request from outside to stop a run ([`stop`]).
 //!
-//! It depends on no other crate of lockstep. `lockstep-sim` re-exports every module at the path
-//! it had (`lockstep_sim::history`, `lockstep_sim::fault`, ...): use those.
+//! It depends on no other crate of lockstep. The paths these items had in `lockstep-sim`
+//! (`lockstep_sim::history::…`, `lockstep_sim::fault::…`, ...) are deprecated and go in 0.3.0: name
+//! them here (or by `lockstep-sim`'s crate-root re-exports, `lockstep_sim::{Event, Fault, ...}`).
 
 #![warn(missing_docs)]
 

@@ -19,6 +19,8 @@ use std::cell::Cell;
 const PPM: i128 = 1_000_000;
 
 pub(crate) use lockstep_history::fault::MIN_DRIFT_PPM;
+/// Moved to `lockstep_history::fault`; this path goes in 0.3.0. Not deprecated item by item yet:
+/// the world still names `check_drift_ppm` here.
 pub use lockstep_history::fault::{check_drift_ppm, MAX_DRIFT_PPM};
 
 /// The largest wall-clock offset from true time, either way (`offset_ms`, a replica's

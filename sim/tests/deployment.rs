@@ -3,11 +3,11 @@
 //! replication with absolute expiry times; `WAIT`; Sentinel-like failover with clients following
 //! the new master; and the demotion of the old one.
 
-use lockstep_sim::history::{Event, EventKind};
 use lockstep_sim::{
     ClockSpec, DelayClock, Fault, FaultPlan, LinkTimeouts, MasterSetup, Node, Persistence, RedisLink, ScheduledFault,
     World, WorldConfig, READONLY_ERROR, REDIS_PORT,
 };
+use lockstep_sim::{Event, EventKind};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The world's promises, tested end to end through real redis-rs clients: clocks, pauses,
 //! expiry by each node's own wall clock, the fenced resource over the network, bad input.
 
-use lockstep_sim::history::EventKind;
+use lockstep_sim::EventKind;
 use lockstep_sim::{
     ClockSpec, Fault, FaultPlan, FencingMode, LinkTimeouts, Node, RedisLink, ResourceClient, ScheduledFault, World,
     WorldConfig, WriteOutcome, REDIS_PORT,

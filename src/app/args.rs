@@ -186,7 +186,7 @@ pub struct SearchArgs {
     /// Fault placement: anchored (around the lock's own events), random, or mixed (default
     /// without an `[explore]` block; a block keeps random).
     #[arg(long)]
-    pub strategy: Option<crate::explore::generate::PlacementStrategy>,
+    pub strategy: Option<crate::model::fault::PlacementStrategy>,
     /// Bounded-exhaustive mode: run every fault placement on the grid around the anchors (with
     /// the template's seed; `--against` counts only schedules where the template's lock alone
     /// fails).

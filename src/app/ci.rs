@@ -13,7 +13,21 @@ use super::sweep::{ttl_sweep, SweepOptions};
 use super::AppError;
 use crate::checker::NAMES;
 use crate::explore::{ExploreConfig, LockChoice, Shard};
-pub use crate::gate::{CiRun, ExplorationOutcome, ScenarioOutcome};
+/// [`crate::gate::CiRun`], under its old path.
+#[deprecated(since = "0.1.0", note = "moved to `lockstep::gate::CiRun`; removed in 0.3.0")]
+pub type CiRun = crate::gate::CiRun;
+/// [`crate::gate::ExplorationOutcome`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::gate::ExplorationOutcome`; removed in 0.3.0"
+)]
+pub type ExplorationOutcome = crate::gate::ExplorationOutcome;
+/// [`crate::gate::ScenarioOutcome`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::gate::ScenarioOutcome`; removed in 0.3.0"
+)]
+pub type ScenarioOutcome = crate::gate::ScenarioOutcome;
 use crate::run::expect::{self, Status};
 use crate::scenario::Scenario;
 use std::path::PathBuf;
@@ -103,7 +117,7 @@ fn row_words(checks: &[Status]) -> String {
 
 /// The raw history of each scenario run of `ci`, by scenario name (for `history.jsonl` and
 /// the interactive timelines of the report).
-pub fn histories(ci: &CiRun) -> std::collections::BTreeMap<String, lockstep_sim::History> {
+pub fn histories(ci: &crate::gate::CiRun) -> std::collections::BTreeMap<String, lockstep_sim::History> {
     ci.scenarios
         .iter()
         .filter_map(|s| {
@@ -116,9 +130,9 @@ pub fn histories(ci: &CiRun) -> std::collections::BTreeMap<String, lockstep_sim:
 }
 
 /// Runs the gate over `inputs`.
-pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiRun, AppError> {
+pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<crate::gate::CiRun, AppError> {
     let started = Instant::now();
-    let mut ci = CiRun {
+    let mut ci = crate::gate::CiRun {
         run_id: run_identity(inputs, options),
         shard: options.shard,
         // The whole set, as every shard's rows name it (file and scenario name).
@@ -186,7 +200,7 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
                 path.display()
             ));
         }
-        ci.scenarios.push(ScenarioOutcome {
+        ci.scenarios.push(crate::gate::ScenarioOutcome {
             path: path.clone(),
             // As the lock ran it: a user lock's scenario names it (`rust_lock`) for the report.
             scenario: subject.scenario(scenario).into_owned(),
@@ -234,7 +248,7 @@ pub fn run_ci(inputs: &[(PathBuf, Scenario)], options: &CiOptions) -> Result<CiR
                 words, summary.scenario, summary.seeds_run, summary.seeds_violating
             ));
         }
-        ci.explorations.push(ExplorationOutcome {
+        ci.explorations.push(crate::gate::ExplorationOutcome {
             path: path.clone(),
             seeds: config.seeds,
             shard: options.shard,

@@ -5,7 +5,12 @@
 //! hold (or an exploration found something); 2 — bad input, a run that could not be carried
 //! out, or an I/O failure. Leaves out: how errors are printed (the CLI prints `error: {e}`).
 
-pub use crate::run::expect::Outcome;
+/// [`crate::run::expect::Outcome`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::run::expect::Outcome`; removed in 0.3.0"
+)]
+pub type Outcome = crate::run::expect::Outcome;
 use thiserror::Error;
 
 /// Why a command could not do its work. Every variant exits with code 2.
@@ -32,7 +37,7 @@ impl AppError {
 }
 
 /// The exit code of a command's result: the one mapping from results to codes.
-pub fn exit_code(result: &Result<Outcome, AppError>) -> u8 {
+pub fn exit_code(result: &Result<crate::run::expect::Outcome, AppError>) -> u8 {
     match result {
         Ok(outcome) => outcome.exit_code(),
         Err(e) => e.exit_code(),

@@ -14,12 +14,21 @@
 //! Leaves out: running seeds, generating faults and shrinking itself (that is `crate::explore`).
 
 use super::error::AppError;
-use crate::explore::generate::{ExploreCase, FaultProfile, PlacementStrategy, GENERATED_KINDS};
+use crate::explore::generate::ExploreCase;
 use crate::explore::record::SeedRecord;
 use crate::explore::shrink;
-pub use crate::explore::shrink::Shrunk;
+use crate::model::fault::FaultProfile;
+use crate::model::fault::PlacementStrategy;
+use crate::model::fault::GENERATED_KINDS;
+/// [`crate::explore::shrink::Shrunk`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::explore::shrink::Shrunk`; removed in 0.3.0"
+)]
+pub type Shrunk = crate::explore::shrink::Shrunk;
 use crate::explore::summary::FailingSeed;
-use crate::explore::{standard_template, ExploreConfig, ExploreSummary, LockChoice, LockRef, Shard};
+use crate::explore::{ExploreConfig, ExploreSummary, LockChoice, LockRef, Shard};
+use crate::scenario::standard::standard_template;
 use crate::scenario::{Algorithm, Scenario, MAX_EXPLORE_FAULTS};
 use std::io::Write;
 use std::ops::Range;
@@ -711,7 +720,7 @@ pub fn shrink_failures<'a>(
     budget: (usize, usize, Option<std::time::Instant>),
     out: Option<&'a Path>,
     wanted: &'a dyn Fn(&str) -> bool,
-) -> impl Iterator<Item = Shrunk> + 'a {
+) -> impl Iterator<Item = crate::explore::shrink::Shrunk> + 'a {
     let distinct = shrink_distinct((template, profile), (summary, locks), budget, out, wanted, &mut |_| {});
     distinct
         .groups
@@ -725,7 +734,7 @@ pub fn shrink_failures<'a>(
 #[derive(Debug)]
 pub struct DistinctBugs {
     /// The groups, in the order they were found.
-    pub groups: Vec<crate::explore::groups::DistinctGroup<Shrunk>>,
+    pub groups: Vec<crate::explore::groups::DistinctGroup<crate::explore::shrink::Shrunk>>,
     /// Whether the groups are implementation bugs.
     pub bugs: bool,
 }
@@ -751,12 +760,18 @@ impl DistinctBugs {
         let seeds = |n: u64| format!("{n} seed{}", if n == 1 { "" } else { "s" });
         for (i, group) in shrunk.iter().enumerate() {
             let found = match &group.shrunk {
-                Some((_, Shrunk::Found { file, .. })) if out.is_some() => format!("counterexample {}", file.display()),
-                Some((_, Shrunk::Found { counterexample, .. })) => {
+                Some((_, crate::explore::shrink::Shrunk::Found { file, .. })) if out.is_some() => {
+                    format!("counterexample {}", file.display())
+                }
+                Some((_, crate::explore::shrink::Shrunk::Found { counterexample, .. })) => {
                     format!("counterexample {}.toml (printed above)", counterexample.scenario.name)
                 }
-                Some((seed, Shrunk::NotReproduced { .. })) => format!("seed {seed} did not fail again on its own"),
-                Some((seed, Shrunk::OutOfTime { .. })) => format!("seed {seed} not shrunk: the time limit ran out"),
+                Some((seed, crate::explore::shrink::Shrunk::NotReproduced { .. })) => {
+                    format!("seed {seed} did not fail again on its own")
+                }
+                Some((seed, crate::explore::shrink::Shrunk::OutOfTime { .. })) => {
+                    format!("seed {seed} not shrunk: the time limit ran out")
+                }
                 None => String::new(),
             };
             text.push_str(&format!(
@@ -815,7 +830,7 @@ impl DistinctBugs {
     }
 
     /// The shrinks' results, in order (the `counterexamples` of `--json`).
-    pub fn shrunk(&self) -> impl Iterator<Item = &Shrunk> {
+    pub fn shrunk(&self) -> impl Iterator<Item = &crate::explore::shrink::Shrunk> {
         self.groups.iter().filter_map(|g| g.shrunk.as_ref().map(|(_, s)| s))
     }
 }
@@ -838,7 +853,7 @@ pub fn shrink_distinct(
     (count, runs, deadline): (usize, usize, Option<std::time::Instant>),
     out: Option<&Path>,
     wanted: &dyn Fn(&str) -> bool,
-    on_shrunk: &mut dyn FnMut(&Shrunk),
+    on_shrunk: &mut dyn FnMut(&crate::explore::shrink::Shrunk),
 ) -> DistinctBugs {
     let (seeds, bugs) = shrinkable(summary, locks);
     let groups = match bugs {
@@ -867,7 +882,9 @@ pub fn shrink_distinct(
         let shrunk = shrink_seed(template, profile, failing, (&checker, locks), (runs, deadline), out);
         on_shrunk(&shrunk);
         let kinds = match &shrunk {
-            Shrunk::Found { counterexample, .. } => Some(crate::explore::groups::kinds_of(&counterexample.case.faults)),
+            crate::explore::shrink::Shrunk::Found { counterexample, .. } => {
+                Some(crate::explore::groups::kinds_of(&counterexample.case.faults))
+            }
             _ => None,
         };
         (shrunk, kinds)
@@ -911,9 +928,9 @@ fn shrink_seed(
     (checker, locks): (&str, &Locks),
     (runs, deadline): (usize, Option<std::time::Instant>),
     out: Option<&Path>,
-) -> Shrunk {
+) -> crate::explore::shrink::Shrunk {
     if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-        return Shrunk::OutOfTime {
+        return crate::explore::shrink::Shrunk::OutOfTime {
             seed: failing.seed,
             checker: checker.to_string(),
         };
@@ -937,14 +954,19 @@ fn shrink_seed(
 }
 
 /// A shrink's result as a [`Shrunk`], its file named in `out`.
-fn found_or_not(found: Option<shrink::Counterexample>, seed: u64, checker: &str, out: Option<&Path>) -> Shrunk {
+fn found_or_not(
+    found: Option<shrink::Counterexample>,
+    seed: u64,
+    checker: &str,
+    out: Option<&Path>,
+) -> crate::explore::shrink::Shrunk {
     match found {
-        Some(cx) => Shrunk::Found {
+        Some(cx) => crate::explore::shrink::Shrunk::Found {
             file: out.unwrap_or(Path::new("")).join(format!("{}.toml", cx.scenario.name)),
             toml: shrink::counterexample_toml(&cx),
             counterexample: Box::new(cx),
         },
-        None => Shrunk::NotReproduced {
+        None => crate::explore::shrink::Shrunk::NotReproduced {
             seed,
             checker: checker.to_string(),
         },
@@ -1069,7 +1091,7 @@ fn fault_free_seed(
     let checkers: Vec<String> = run
         .results
         .iter()
-        .filter(|r| r.verdict == crate::checker::Verdict::Invalid)
+        .filter(|r| r.verdict == crate::model::Verdict::Invalid)
         .map(|r| r.checker.clone())
         .collect();
     (!checkers.is_empty()).then(|| FaultFree {
@@ -1083,7 +1105,7 @@ fn fault_free_seed(
 
 /// `lockstep explore --json`'s document when the fault-free check stopped it: no summary (no
 /// seed was explored), the failure and its counterexample.
-pub fn fault_free_json(failure: &FaultFree, shrunk: &Shrunk, written: bool) -> String {
+pub fn fault_free_json(failure: &FaultFree, shrunk: &crate::explore::shrink::Shrunk, written: bool) -> String {
     let counterexample = shrunk.json(written);
     let doc = serde_json::json!({
         "format": "lockstep-explore",
@@ -1119,7 +1141,7 @@ pub fn fault_free_counterexample(
     locks: &Locks,
     (runs, deadline): (usize, Option<std::time::Instant>),
     out: Option<&Path>,
-) -> Shrunk {
+) -> crate::explore::shrink::Shrunk {
     let checker = &failure.checkers[0];
     let case = fault_free_case(template);
     let found = shrink::shrink_case(

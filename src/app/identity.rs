@@ -11,9 +11,9 @@
 //! how fast seeds run, not what a seed does).
 
 use super::exploration::Locks;
-use crate::explore::generate::PlacementStrategy;
 use crate::explore::summary::{ExploreSummary, RunSpan, RunStrategy, SeedSpan};
 use crate::explore::ExploreConfig;
+use crate::model::fault::PlacementStrategy;
 use crate::scenario::Scenario;
 
 /// SHA-256 (hex) of what defines an exploration apart from its seeds.

@@ -33,4 +33,7 @@ pub mod run;
 pub mod search;
 pub mod sweep;
 
-pub use error::{AppError, Outcome};
+/// [`crate::run::expect::Outcome`], under its old path: it moves there in 0.3.0. Not deprecated
+/// yet: the `live` module still names it here.
+pub use crate::run::expect::Outcome;
+pub use error::AppError;

@@ -34,12 +34,18 @@
 //! Leaves out shrinking (a kill names its seed: `lockstep run` of the
 //! mutant's scenario with that seed's plan replays it).
 
-use super::{AppError, Outcome};
-use crate::checker::{CheckerName, Verdict};
+use super::AppError;
+use crate::checker::CheckerName;
 use crate::explore::assumptions::{Assumptions, Broken};
-use crate::explore::generate::{case_strategy, case_tree, ExploreCase, FaultProfile, GenFault, Topology};
-use crate::explore::{case_scenario, run_guarded, topology};
+use crate::explore::generate::{case_strategy, case_tree, ExploreCase};
+use crate::explore::kinds::GenFault;
+use crate::explore::kinds::Topology;
+use crate::explore::{case_scenario, topology};
+use crate::model::fault::FaultProfile;
 use crate::model::Scenario;
+use crate::model::Verdict;
+use crate::run::expect::Outcome;
+use crate::run::guard::run_guarded;
 use crate::scenario::mutants::{self, Catalogue};
 use proptest::strategy::BoxedStrategy;
 use serde::Serialize;
@@ -532,7 +538,7 @@ enum Task {
 }
 
 /// The suite's time bounds at work: the suite's deadline, and each worker's seed in flight with
-/// its deadline and the stop flag its run watches (`lockstep_sim::stop`). A watchdog (the thread
+/// its deadline and the stop flag its run watches (`lockstep_history::stop`). A watchdog (the thread
 /// that started the workers) sets the flags ([`Watch::tick`]); the world stops at its next step.
 struct Watch {
     bounds: TimeBounds,
@@ -586,7 +592,7 @@ impl Watch {
 
     /// Runs one seed's work `f` on `worker` under the bounds: `TimedOut` when the suite's limit
     /// had passed before it started, or when a bound stopped one of its runs (`f`'s runs
-    /// answer `Err` with [`lockstep_sim::stop::STOPPED`] then).
+    /// answer `Err` with [`lockstep_history::stop::STOPPED`] then).
     fn seed<T>(&self, worker: usize, f: impl FnOnce() -> Result<T, String>) -> Ran<Result<T, String>> {
         if self.suite_over() {
             return Ran::TimedOut(self.why());
@@ -598,12 +604,12 @@ impl Watch {
             .and_then(|limit| Instant::now().checked_add(limit));
         self.slot(worker, Some((deadline, flag.clone())));
         let out = {
-            let _stop = lockstep_sim::stop::stop_when(flag.clone());
+            let _stop = lockstep_history::stop::stop_when(flag.clone());
             f()
         };
         self.slot(worker, None);
         match out {
-            Err(message) if flag.load(Ordering::Relaxed) && message.contains(lockstep_sim::stop::STOPPED) => {
+            Err(message) if flag.load(Ordering::Relaxed) && message.contains(lockstep_history::stop::STOPPED) => {
                 Ran::TimedOut(self.why())
             }
             out => Ran::Done(out),
@@ -842,7 +848,7 @@ fn explore_mutant(
         result.seeds = seed + 1;
         // A parent's run stopped by the bound stops the mutant's exploration too.
         if let Some(Err(message)) = &kept {
-            if message.contains(lockstep_sim::stop::STOPPED) {
+            if message.contains(lockstep_history::stop::STOPPED) {
                 result.seeds = seed;
                 result.timed_out = Some((seed, watch.why()));
                 break;

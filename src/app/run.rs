@@ -53,7 +53,7 @@ pub fn run_files(
     options: RunOptions,
     history: Option<&Path>,
     done: &mut dyn FnMut(FileRun) -> Result<(), AppError>,
-) -> Result<super::Outcome, AppError> {
+) -> Result<crate::run::expect::Outcome, AppError> {
     if history.is_some() && files.len() != 1 {
         return Err(AppError::BadInput(format!(
             "--history FILE takes one scenario file, not {}",
@@ -103,7 +103,7 @@ pub fn run_files(
         })?;
     }
     if bad_input {
-        return Ok(super::Outcome::RunFailed);
+        return Ok(crate::run::expect::Outcome::RunFailed);
     }
-    Ok(super::Outcome::held_if(all_expected))
+    Ok(crate::run::expect::Outcome::held_if(all_expected))
 }

@@ -11,9 +11,21 @@
 //! stores and draws it.
 
 use super::AppError;
-use crate::explore::generate::FaultProfile;
-pub use crate::explore::sweep::{TtlPoint, TtlSweep};
-use crate::explore::{explore, standard_template, ExploreConfig};
+use crate::model::fault::FaultProfile;
+/// [`crate::explore::sweep::TtlPoint`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::explore::sweep::TtlPoint`; removed in 0.3.0"
+)]
+pub type TtlPoint = crate::explore::sweep::TtlPoint;
+/// [`crate::explore::sweep::TtlSweep`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::explore::sweep::TtlSweep`; removed in 0.3.0"
+)]
+pub type TtlSweep = crate::explore::sweep::TtlSweep;
+use crate::explore::{explore, ExploreConfig};
+use crate::scenario::standard::standard_template;
 
 /// The TTLs swept by default, ms: 100 ms to 60 s, the range teams use (5–30 s is common).
 pub(crate) const DEFAULT_TTLS_MS: [u64; 13] = [
@@ -68,7 +80,7 @@ impl Default for SweepOptions {
 
 /// Runs the sweep. The script lock (which has no standard form) or an empty or zero TTL is
 /// bad input.
-pub fn ttl_sweep(options: &SweepOptions) -> Result<TtlSweep, AppError> {
+pub fn ttl_sweep(options: &SweepOptions) -> Result<crate::explore::sweep::TtlSweep, AppError> {
     let bad = AppError::BadInput;
     let algorithm = options.algorithm;
     if options.ttls_ms.is_empty() || options.ttls_ms.contains(&0) {
@@ -101,9 +113,9 @@ pub fn ttl_sweep(options: &SweepOptions) -> Result<TtlSweep, AppError> {
             progress: options.progress,
             ..ExploreConfig::default()
         };
-        points.push(TtlPoint::of(ttl, &explore(&template, &config)));
+        points.push(crate::explore::sweep::TtlPoint::of(ttl, &explore(&template, &config)));
     }
-    Ok(TtlSweep {
+    Ok(crate::explore::sweep::TtlSweep {
         algorithm: options.algorithm.name().to_string(),
         template: base.name,
         seeds: options.seeds,

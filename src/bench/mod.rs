@@ -24,9 +24,10 @@
 mod floor;
 
 use crate::app::AppError;
-use crate::explore::{explore, standard_template, ExploreConfig};
+use crate::explore::{explore, ExploreConfig};
 use crate::model::{Algorithm, Fencing};
 use crate::run::run_scenario;
+use crate::scenario::standard::standard_template;
 use crate::scenario::Scenario;
 use lockstep_sim::{ClockWork, FencingMode};
 use std::time::Instant;
@@ -166,7 +167,7 @@ fn event_clock(tick_ms: u64, scenarios: u64) -> anyhow::Result<String> {
     let template = standard_template(Algorithm::Redlock, Fencing::None, FencingMode::Unfenced, tick_ms)?;
     let strategy = crate::explore::generate::case_strategy(
         &crate::explore::topology(&template),
-        &crate::explore::generate::FaultProfile::default(),
+        &crate::model::fault::FaultProfile::default(),
     );
     let (mut totals_us, mut steps, mut ticks) = ([0.0; 2], 0, 0);
     let seeds = scenarios.clamp(1, 40);

@@ -46,7 +46,8 @@
 //! (a crash left the key in doubt, a script this reader does not know touched it). A violation
 //! wins over unknowns. With no grant at all it is valid.
 
-use super::{count, seconds, token_text, witness, CheckResult, Checker, CheckerName, Verdict};
+use super::{count, seconds, token_text, witness, CheckResult, Checker, CheckerName};
+use crate::model::Verdict;
 use crate::history::lease::{lease, ClockTracks, Downtimes};
 use crate::history::{Belief, Hold, LockOp, OpData, OpHistory, OpName, StepKind};
 use lockstep_sim::Event;

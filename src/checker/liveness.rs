@@ -56,7 +56,8 @@
 //! persistence after a restart (its setter is not known: not judged), and keys other than the
 //! lock keys the acquisitions named (fencing counters, wait lists).
 
-use super::{count, seconds, witness, CheckResult, Checker, CheckerName, Verdict};
+use super::{count, seconds, witness, CheckResult, Checker, CheckerName};
+use crate::model::Verdict;
 use crate::history::{LockOp, OpHistory, OpName, Outcome, StepKind};
 use lockstep_sim::{Event, Fault, KeyState};
 use std::collections::{BTreeMap, BTreeSet};

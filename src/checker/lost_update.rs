@@ -12,7 +12,8 @@
 //! which grant (that is [`stale-write`](super::stale_write)), and writes whose outcome the client
 //! never learned: the resource's own record decides.
 
-use super::{count, witness, CheckResult, Checker, CheckerName, Verdict};
+use super::{count, witness, CheckResult, Checker, CheckerName};
+use crate::model::Verdict;
 use crate::history::OpHistory;
 use lockstep_sim::Event;
 use std::collections::{BTreeMap, BTreeSet};

@@ -23,6 +23,8 @@ use crate::history::OpHistory;
 use lockstep_sim::Event;
 use serde::{Deserialize, Serialize};
 
+/// [`crate::model::Verdict`], under its old path: it moves there in 0.3.0 (name
+/// `lockstep::model::Verdict`). Not deprecated yet: the `live` module still names it here.
 pub use crate::model::Verdict;
 
 /// One checker's result on one history.
@@ -31,7 +33,7 @@ pub struct CheckResult {
     /// The checker's name (`mutual-exclusion`, ...).
     pub checker: String,
     /// The verdict.
-    pub verdict: Verdict,
+    pub verdict: crate::model::Verdict,
     /// One line saying why.
     pub explanation: String,
     /// The events that prove a violation (empty when valid).
@@ -40,7 +42,12 @@ pub struct CheckResult {
 
 impl CheckResult {
     /// `checker`'s judgement: `verdict`, why, and the events that prove a violation.
-    pub fn new(checker: CheckerName, verdict: Verdict, explanation: String, witness: Vec<Event>) -> CheckResult {
+    pub fn new(
+        checker: CheckerName,
+        verdict: crate::model::Verdict,
+        explanation: String,
+        witness: Vec<Event>,
+    ) -> CheckResult {
         CheckResult {
             checker: checker.as_str().to_string(),
             verdict,
@@ -236,11 +243,11 @@ mod tests {
 
     #[test]
     fn the_kleppmann_story_verdicts() {
-        let verdicts = |fenced| -> Vec<Verdict> {
+        let verdicts = |fenced| -> Vec<crate::model::Verdict> {
             let history = testkit::kleppmann(fenced).0;
             check_all(&OpHistory::new(&history)).iter().map(|r| r.verdict).collect()
         };
-        use Verdict::*;
+        use crate::model::Verdict::*;
         // The hand-built story records no master commands nor validity instants: lease-validity,
         // ownership and liveness cannot judge it; nobody reports a loss.
         assert_eq!(
@@ -363,7 +370,10 @@ mod tests {
                 let result = checker.check(&history);
                 let seqs: Vec<u64> = result.witness.iter().map(|e| e.seq).collect();
                 assert!(seqs.windows(2).all(|w| w[0] < w[1]), "witness out of order: {seqs:?}");
-                assert_eq!(result.verdict == Verdict::Invalid, !result.witness.is_empty());
+                assert_eq!(
+                    result.verdict == crate::model::Verdict::Invalid,
+                    !result.witness.is_empty()
+                );
                 seen.insert((checker.name(), result.verdict));
             }
         }
@@ -374,10 +384,13 @@ mod tests {
             .filter(|&c| c != CheckerName::LeaseValidity && c != CheckerName::Liveness)
         {
             assert!(
-                seen.contains(&(name, Verdict::Invalid)),
+                seen.contains(&(name, crate::model::Verdict::Invalid)),
                 "{name} never invalid: {seen:?}"
             );
-            assert!(seen.contains(&(name, Verdict::Valid)), "{name} never valid: {seen:?}");
+            assert!(
+                seen.contains(&(name, crate::model::Verdict::Valid)),
+                "{name} never valid: {seen:?}"
+            );
         }
     }
 

@@ -27,7 +27,8 @@
 //! [`lost-update`](super::lost_update)). Ops whose data does not decode play no part (the
 //! history reader lists them as anomalies). The holds are the [`OpHistory`]'s.
 
-use super::{count, seconds, token_text, witness, CheckResult, Checker, CheckerName, Verdict};
+use super::{count, seconds, token_text, witness, CheckResult, Checker, CheckerName};
+use crate::model::Verdict;
 use crate::history::{Hold, OpHistory};
 use std::collections::BTreeMap;
 

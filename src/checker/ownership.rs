@@ -53,7 +53,8 @@
 //! ask for it. Left out: two tasks of one process extending at the same instant hide one
 //! another's foreign extension (a violation can be missed, never invented).
 
-use super::{count, grant_text, seconds, witness, CheckResult, Checker, CheckerName, Verdict};
+use super::{count, grant_text, seconds, witness, CheckResult, Checker, CheckerName};
+use crate::model::Verdict;
 use crate::history::{Hold, HoldEndKind, LockOp, OpHistory, OpName, Outcome, StepKind};
 use lockstep_sim::{Event, KeyState};
 use std::collections::{BTreeMap, BTreeSet};

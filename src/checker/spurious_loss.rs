@@ -20,7 +20,8 @@
 //! confirmed may honestly say "lost"), and what the holder does with the report (the other
 //! checkers judge its writes). Ops whose data does not decode play no part.
 
-use super::{count, witness, CheckResult, Checker, CheckerName, Verdict};
+use super::{count, witness, CheckResult, Checker, CheckerName};
+use crate::model::Verdict;
 use crate::history::{LockOp, OpData, OpHistory, OpName, OpStep, StepKind};
 use lockstep_sim::Event;
 use std::collections::BTreeMap;

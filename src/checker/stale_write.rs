@@ -16,7 +16,8 @@
 //! [`lost-update`](super::lost_update)). Ops whose data does not decode play no part (the
 //! history reader lists them as anomalies). The attribution is the [`OpHistory`]'s.
 
-use super::{count, seconds, token_text, witness, CheckResult, Checker, CheckerName, Verdict};
+use super::{count, seconds, token_text, witness, CheckResult, Checker, CheckerName};
+use crate::model::Verdict;
 use crate::history::{OpHistory, WriteRecord};
 use std::collections::BTreeMap;
 

@@ -15,7 +15,8 @@
 //! [`stale-write`](super::stale_write)), and whether the resource enforced them. Ops whose data
 //! does not decode play no part (the history reader lists them as anomalies).
 
-use super::{count, witness, CheckResult, Checker, CheckerName, Verdict};
+use super::{count, witness, CheckResult, Checker, CheckerName};
+use crate::model::Verdict;
 use crate::history::{Hold, OpHistory};
 use std::collections::BTreeMap;
 

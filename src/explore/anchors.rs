@@ -60,10 +60,24 @@
 mod steps;
 pub use steps::{step_case_try, step_delay_max_ms, step_gaps, StepGap, STEP_ATTEMPTS};
 
-pub use super::generate::WorkloadShape;
-use super::generate::{ExploreCase, FaultProfile, GenFault, Topology, DEFAULT_KINDS};
+/// [`crate::explore::generate::WorkloadShape`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::explore::generate::WorkloadShape`; removed in 0.3.0"
+)]
+pub type WorkloadShape = crate::explore::generate::WorkloadShape;
+use super::generate::ExploreCase;
 use super::kinds::pick_one as pick;
-pub use super::kinds::NEAR_MS;
+use crate::explore::kinds::GenFault;
+use crate::explore::kinds::Topology;
+use crate::model::fault::FaultProfile;
+use crate::model::fault::DEFAULT_KINDS;
+/// [`crate::explore::kinds::NEAR_MS`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::explore::kinds::NEAR_MS`; removed in 0.3.0"
+)]
+pub const NEAR_MS: [u64; 4] = crate::explore::kinds::NEAR_MS;
 use super::kinds::{Aim, OperationAim};
 use crate::history::{OpHistory, OpName, StepKind};
 use crate::scenario::{Scenario, WorkMs};
@@ -179,7 +193,7 @@ impl OpWindow {
         cuts.extend(self.commands.iter().map(|(at, _)| *at));
         cuts.push(self.end_ms.max(self.start_ms));
         // And just after it: the client's next step (a renewal due, the work) not yet taken.
-        cuts.push(self.end_ms.max(self.start_ms) + NEAR_MS[1]);
+        cuts.push(self.end_ms.max(self.start_ms) + crate::explore::kinds::NEAR_MS[1]);
         cuts.sort_unstable();
         cuts
     }
@@ -459,13 +473,13 @@ fn contract_work_ms_max(template: &Scenario) -> u64 {
 /// Draws a workload shape from `rng` within `bounds`: 2 to 4 clients, think time 0 to TTL/2,
 /// critical sections `[lo, hi]` with `hi` one of the bounds' four choices and `lo` between 1 ms
 /// and `hi`.
-pub fn draw_shape(rng: &mut ChaCha8Rng, bounds: &ShapeBounds) -> WorkloadShape {
+pub fn draw_shape(rng: &mut ChaCha8Rng, bounds: &ShapeBounds) -> crate::explore::generate::WorkloadShape {
     let ttl = bounds.ttl_ms.max(10);
     let clients = rng.random_range(2..=4usize);
     let think_ms = rng.random_range(0..=ttl / 2);
     let work_ms_max = bounds.work_ms_choices[rng.random_range(0..4usize)].max(1);
     let work_ms_min = rng.random_range(1..=work_ms_max);
-    WorkloadShape {
+    crate::explore::generate::WorkloadShape {
         clients,
         think_ms,
         work_ms_min,
@@ -476,7 +490,7 @@ pub fn draw_shape(rng: &mut ChaCha8Rng, bounds: &ShapeBounds) -> WorkloadShape {
 /// Applies a shape to a scenario: its clients (cloned from the first, renamed `client-N`, when
 /// more are needed), think time and critical-section lengths (which a template working
 /// `until-validity` does not use: its work stays the validity the lock claims, less the margin).
-pub(crate) fn apply_shape(scenario: &mut Scenario, shape: &WorkloadShape) {
+pub(crate) fn apply_shape(scenario: &mut Scenario, shape: &crate::explore::generate::WorkloadShape) {
     let Some(first) = scenario.clients.first().cloned() else {
         return;
     };
@@ -516,7 +530,7 @@ fn kinds_of(profile: &FaultProfile) -> Vec<String> {
 /// the window up to the next anchor.
 fn place(rng: &mut ChaCha8Rng, anchors: &[Anchor], i: usize, horizon_ms: u64) -> u64 {
     let at = anchors[i].at_ms;
-    let near = NEAR_MS[rng.random_range(0..NEAR_MS.len())];
+    let near = crate::explore::kinds::NEAR_MS[rng.random_range(0..crate::explore::kinds::NEAR_MS.len())];
     let t = match rng.random_range(0..3u8) {
         0 => at.saturating_sub(near),
         1 => at + near,
@@ -769,7 +783,9 @@ pub fn late_case_try(
     let horizon_ms = topo.horizon_ms();
     let timeout_ms = topo.request_timeout_ms.max(1);
     let ops = &anchors.operations;
-    let ours = |w: &OpWindow| topo.clients.contains(&w.client) && w.start_ms > NEAR_MS[1] && w.start_ms < horizon_ms;
+    let ours = |w: &OpWindow| {
+        topo.clients.contains(&w.client) && w.start_ms > crate::explore::kinds::NEAR_MS[1] && w.start_ms < horizon_ms
+    };
     // Late requests: a release or an extension, then the same client's next grant and the end
     // of that grant's turn (its next release, or the lease's end).
     let mut late: Vec<(&OpWindow, u64, u64)> = Vec::new();
@@ -836,10 +852,12 @@ pub fn late_case_try(
         let Some(server) = server else {
             return Vec::new();
         };
-        let at_ms = w.start_ms.saturating_sub(NEAR_MS[rng.random_range(0..2usize)]);
+        let at_ms = w
+            .start_ms
+            .saturating_sub(crate::explore::kinds::NEAR_MS[rng.random_range(0..2usize)]);
         // The request's own timeout (and a retry's delay) moves the next grant later than the
         // fault-free run had it.
-        let from_ms = grant_ms + 2 * timeout_ms + NEAR_MS[3];
+        let from_ms = grant_ms + 2 * timeout_ms + crate::explore::kinds::NEAR_MS[3];
         let lands_ms = if turn_end_ms > from_ms {
             rng.random_range(from_ms..turn_end_ms)
         } else {
@@ -860,8 +878,10 @@ pub fn late_case_try(
         .into()];
     }
     let (w, next_ms) = straddles[rng.random_range(0..straddles.len())];
-    let at_ms = w.start_ms.saturating_sub(NEAR_MS[rng.random_range(0..3usize)]);
-    let past_ms = NEAR_MS[rng.random_range(0..NEAR_MS.len())];
+    let at_ms = w
+        .start_ms
+        .saturating_sub(crate::explore::kinds::NEAR_MS[rng.random_range(0..3usize)]);
+    let past_ms = crate::explore::kinds::NEAR_MS[rng.random_range(0..crate::explore::kinds::NEAR_MS.len())];
     vec![Pause {
         at_ms,
         node: w.client.clone(),
@@ -886,7 +906,7 @@ mod tests {
     use crate::explore::kinds::{ClockJump, Hold, Latency, Pause};
 
     fn template() -> Scenario {
-        super::super::standard_template(
+        crate::scenario::standard::standard_template(
             crate::model::Algorithm::TokenRelease,
             crate::model::Fencing::None,
             lockstep_sim::FencingMode::Unfenced,
@@ -954,7 +974,9 @@ mod tests {
             anchors
                 .operations
                 .iter()
-                .filter(|w| w.client == client && w.start_ms <= at_ms && at_ms <= w.end_ms + NEAR_MS[1])
+                .filter(|w| {
+                    w.client == client && w.start_ms <= at_ms && at_ms <= w.end_ms + crate::explore::kinds::NEAR_MS[1]
+                })
                 .map(|w| w.lease_end_ms.unwrap_or(w.end_ms + topo.ttl_ms))
                 .min()
         };
@@ -1083,7 +1105,10 @@ mod tests {
                 due += last - before;
             }
             let resumes = at_ms + duration_ms;
-            assert!(resumes > due && resumes <= due + NEAR_MS[3], "{faults:?} (due {due})");
+            assert!(
+                resumes > due && resumes <= due + crate::explore::kinds::NEAR_MS[3],
+                "{faults:?} (due {due})"
+            );
             straddled += 1;
         }
         assert_eq!(straddled, 40);
@@ -1094,7 +1119,7 @@ mod tests {
     /// its sections inside half its validity.
     #[test]
     fn renewing_templates_draw_multi_ttl_sections_and_others_do_not() {
-        let renewing = super::super::standard_template(
+        let renewing = crate::scenario::standard::standard_template(
             crate::model::Algorithm::Watchdog,
             crate::model::Fencing::None,
             lockstep_sim::FencingMode::Unfenced,
@@ -1108,7 +1133,8 @@ mod tests {
         for (scenario, multi_ttl) in [(&renewing, true), (&plain, false)] {
             let ttl_ms = scenario.lock.ttl_ms;
             let bounds = ShapeBounds::contract(scenario);
-            let draws: Vec<WorkloadShape> = (0..200).map(|_| draw_shape(&mut rng, &bounds)).collect();
+            let draws: Vec<crate::explore::generate::WorkloadShape> =
+                (0..200).map(|_| draw_shape(&mut rng, &bounds)).collect();
             let beyond = draws.iter().filter(|s| s.work_ms_max >= 2 * ttl_ms).count();
             let inside = draws
                 .iter()
@@ -1149,7 +1175,7 @@ mod tests {
         assert!(shape_applies(&scenario));
         apply_shape(
             &mut scenario,
-            &WorkloadShape {
+            &crate::explore::generate::WorkloadShape {
                 clients: 4,
                 think_ms: 10,
                 work_ms_min: 5,

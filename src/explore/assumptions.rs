@@ -37,9 +37,11 @@
 //! at the first failover; the generator offers failover only to templates with replicas),
 //! per-turn timing (the budget is per client over the whole run, which only over-approximates).
 
-use super::generate::{ExploreCase, FaultProfile, GenFault};
+use super::generate::ExploreCase;
 use super::kinds::{Effect, StopKind};
 use crate::checker::CheckerName;
+use crate::explore::kinds::GenFault;
+use crate::model::fault::FaultProfile;
 use crate::model::units::seconds_of_ms as seconds;
 use crate::model::{AlgorithmSpec, Fencing, Scenario, WorkMode};
 use lockstep_sim::{FencingMode, Persistence};

@@ -13,9 +13,13 @@
 //! cases are fixed by the seeds and the template, whatever the number of workers. A shard keeps
 //! its own corpus (shards of a guided exploration are not the unsharded run split).
 
-use super::anchors::{aimed_fault, Anchors, NEAR_MS};
-use super::generate::{ExploreCase, FaultProfile, GenFault, Topology};
+use super::anchors::{aimed_fault, Anchors};
+use super::generate::ExploreCase;
+use crate::explore::kinds::GenFault;
+use crate::explore::kinds::Topology;
+use crate::explore::kinds::NEAR_MS;
 use crate::history::{OpHistory, StepKind};
+use crate::model::fault::FaultProfile;
 use lockstep_sim::Phase;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -293,7 +297,9 @@ fn scale(fault: &mut GenFault, stronger: bool) {
 mod tests {
     use super::*;
     use crate::explore::kinds::Pause;
-    use crate::explore::{anchors, run_guarded, standard_template, topology};
+    use crate::explore::{anchors, topology};
+    use crate::run::guard::run_guarded;
+    use crate::scenario::standard::standard_template;
 
     #[test]
     fn equal_runs_share_a_signature_and_a_pause_past_the_ttl_changes_it() {

@@ -33,11 +33,12 @@
 //! reference does not break on the same schedule.
 
 use super::anchors::{self, Anchor};
-use super::generate::{ExploreCase, GenFault};
+use super::generate::ExploreCase;
 use super::kinds::Grid;
 use super::subject::{LockRef, PreparedLock};
 use super::{case_scenario, topology};
-use crate::checker::Verdict;
+use crate::explore::kinds::GenFault;
+use crate::model::Verdict;
 use crate::scenario::Scenario;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -439,7 +440,7 @@ mod tests {
 
     #[test]
     fn the_grid_aims_the_lease_model_faults_at_the_anchors() {
-        let template = super::super::standard_template(
+        let template = crate::scenario::standard::standard_template(
             crate::model::Algorithm::TokenRelease,
             crate::model::Fencing::None,
             lockstep_sim::FencingMode::Unfenced,

@@ -23,5 +23,5 @@ pub struct FailingSeed {
     /// violation does not need (an implementation bug only without them): the counterexample
     /// says which it dropped.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub drawn: Vec<super::generate::GenFault>,
+    pub drawn: Vec<crate::explore::kinds::GenFault>,
 }

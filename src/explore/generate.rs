@@ -36,8 +36,48 @@ use proptest::strategy::{BoxedStrategy, Union, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde::{Deserialize, Serialize};
 
-pub use super::kinds::{GenFault, Spike, Topology};
-pub use crate::model::fault::{FaultProfile, PlacementStrategy, DEFAULT_KINDS, GENERATED_KINDS};
+/// [`crate::explore::kinds::GenFault`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::explore::kinds::GenFault`; removed in 0.3.0"
+)]
+pub type GenFault = crate::explore::kinds::GenFault;
+/// [`crate::explore::kinds::Spike`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::explore::kinds::Spike`; removed in 0.3.0"
+)]
+pub type Spike = crate::explore::kinds::Spike;
+/// [`crate::explore::kinds::Topology`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::explore::kinds::Topology`; removed in 0.3.0"
+)]
+pub type Topology = crate::explore::kinds::Topology;
+/// [`crate::model::fault::FaultProfile`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::model::fault::FaultProfile`; removed in 0.3.0"
+)]
+pub type FaultProfile = crate::model::fault::FaultProfile;
+/// [`crate::model::fault::PlacementStrategy`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::model::fault::PlacementStrategy`; removed in 0.3.0"
+)]
+pub type PlacementStrategy = crate::model::fault::PlacementStrategy;
+/// [`crate::model::fault::DEFAULT_KINDS`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::model::fault::DEFAULT_KINDS`; removed in 0.3.0"
+)]
+pub const DEFAULT_KINDS: &[&str] = crate::model::fault::DEFAULT_KINDS;
+/// [`crate::model::fault::GENERATED_KINDS`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::model::fault::GENERATED_KINDS`; removed in 0.3.0"
+)]
+pub const GENERATED_KINDS: &[&str] = crate::model::fault::GENERATED_KINDS;
 
 /// What one seed explores: how many of the template's clients take part, and the faults.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -45,7 +85,7 @@ pub struct ExploreCase {
     /// The first `clients` clients of the template run.
     pub clients: usize,
     /// The faults.
-    pub faults: Vec<GenFault>,
+    pub faults: Vec<crate::explore::kinds::GenFault>,
     /// A generated workload shape (anchored and mixed strategies only; `None`: the template's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<WorkloadShape>,
@@ -58,7 +98,7 @@ impl ExploreCase {
             .faults
             .iter()
             .filter(|f| f.nodes().iter().all(|n| present.iter().any(|p| p == n)))
-            .flat_map(GenFault::expand)
+            .flat_map(crate::explore::kinds::GenFault::expand)
             .collect();
         faults.sort_by_key(|f| f.at_ms);
         FaultPlan::new(faults)
@@ -85,12 +125,15 @@ pub struct WorkloadShape {
 }
 
 /// The strategy of one seed's case: a swarm of kinds, then faults of those kinds in time.
-pub fn case_strategy(topo: &Topology, profile: &FaultProfile) -> BoxedStrategy<ExploreCase> {
-    let kinds: Vec<BoxedStrategy<GenFault>> = match super::kinds::Draw::new(topo, profile) {
+pub fn case_strategy(
+    topo: &crate::explore::kinds::Topology,
+    profile: &crate::model::fault::FaultProfile,
+) -> BoxedStrategy<ExploreCase> {
+    let kinds: Vec<BoxedStrategy<crate::explore::kinds::GenFault>> = match super::kinds::Draw::new(topo, profile) {
         Some(draw) => profile
             .kinds
             .iter()
-            .filter_map(|k| GenFault::strategy(k, &draw))
+            .filter_map(|k| crate::explore::kinds::GenFault::strategy(k, &draw))
             .collect(),
         None => Vec::new(),
     };
@@ -109,7 +152,8 @@ pub fn case_strategy(topo: &Topology, profile: &FaultProfile) -> BoxedStrategy<E
     // Swarm: a non-empty subset of the kinds is on for this seed.
     proptest::sample::subsequence((0..kind_count).collect::<Vec<_>>(), 1..=kind_count)
         .prop_flat_map(move |on| {
-            let chosen: Vec<BoxedStrategy<GenFault>> = on.iter().map(|&i| kinds[i].clone()).collect();
+            let chosen: Vec<BoxedStrategy<crate::explore::kinds::GenFault>> =
+                on.iter().map(|&i| kinds[i].clone()).collect();
             let faults = proptest::collection::vec(Union::new(chosen), 1..=faults_max);
             // Every client takes part; `explore`'s shrinker tries fewer clients on its own, since a
             // proptest range would start from a random count rather than the template's.

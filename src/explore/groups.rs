@@ -294,7 +294,7 @@ fn is_lock_op(op: &str) -> bool {
 }
 
 /// The sorted, deduplicated fault kinds of `faults`.
-pub fn kinds_of(faults: &[super::generate::GenFault]) -> Vec<String> {
+pub fn kinds_of(faults: &[crate::explore::kinds::GenFault]) -> Vec<String> {
     let mut kinds: Vec<String> = faults.iter().map(|f| f.kind().to_string()).collect();
     kinds.sort();
     kinds.dedup();
@@ -475,7 +475,7 @@ mod tests {
         let result = |seq: usize| {
             CheckResult::new(
                 crate::checker::CheckerName::Ownership,
-                crate::checker::Verdict::Invalid,
+                crate::model::Verdict::Invalid,
                 String::new(),
                 vec![history[seq].clone()],
             )
@@ -487,7 +487,7 @@ mod tests {
         // Without commands: the operations that completed in the witness, not a hold's end.
         let grants = CheckResult::new(
             crate::checker::CheckerName::MutualExclusion,
-            crate::checker::Verdict::Invalid,
+            crate::model::Verdict::Invalid,
             String::new(),
             vec![history[2].clone(), history[5].clone()],
         );

@@ -31,14 +31,15 @@
 
 use super::anchors::{self, Anchors, ShapeBounds};
 use super::coverage::{self, Corpus, CoverageSummary};
-use super::generate::{case_strategy, case_tree, ExploreCase, PlacementStrategy};
+use super::generate::{case_strategy, case_tree, ExploreCase};
 use super::subject::LockRef;
 use super::summary::ExploreSummary;
 use super::{
     aggregate, finish_throughput, judge_case, new_summary, record, seed_record, shard_len, shard_seed, topology,
     ExploreConfig, Progress, SeedOutcome,
 };
-use crate::checker::Verdict;
+use crate::model::fault::PlacementStrategy;
+use crate::model::Verdict;
 use crate::scenario::Scenario;
 use lockstep_sim::Seed;
 use rand::Rng;
@@ -63,7 +64,7 @@ fn guided_case(
     seed: u64,
     strategy: PlacementStrategy,
     random: &proptest::strategy::BoxedStrategy<ExploreCase>,
-    topo: &super::generate::Topology,
+    topo: &crate::explore::kinds::Topology,
     config: &ExploreConfig,
     anchors: &Anchors,
     corpus: &Corpus,
@@ -113,7 +114,7 @@ fn aims_at_own_run(
     template: &Scenario,
     case: ExploreCase,
     seed: u64,
-    topo: &super::generate::Topology,
+    topo: &crate::explore::kinds::Topology,
     config: &ExploreConfig,
     subject: &super::subject::PreparedLock,
 ) -> Vec<ExploreCase> {
@@ -273,7 +274,7 @@ fn run_guided(
         let mut batch = Vec::new();
         std::thread::scope(|scope| {
             let (sender, receiver) = mpsc::channel();
-            let wall = lockstep_sim::stop::current();
+            let wall = lockstep_history::stop::current();
             for _ in 0..jobs.min(cases.len()) {
                 let sender = sender.clone();
                 let (next, cases, first_bad, wall, topo) = (&next, &cases, &first_bad, wall.clone(), &topo);

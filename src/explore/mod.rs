@@ -42,20 +42,34 @@ pub mod subject;
 pub mod summary;
 pub mod sweep;
 
+use crate::explore::kinds::Topology;
+use crate::model::fault::FaultProfile;
 use crate::run::RESOURCE_NODE;
 use crate::scenario::Scenario;
-use generate::{case_strategy, ExploreCase, FaultProfile, Topology};
+use generate::{case_strategy, ExploreCase};
 use pipeline::{aggregate, cut_by_wall_budget, explore_seed, judge_case, seed_record, SeedOutcome};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 // The panic guard lives with the runs (`crate::run::guard`), the standard template with the
-// scenarios (`crate::scenario::standard`); both are named here too, where callers found them.
+// scenarios (`crate::scenario::standard`); their old paths here go in 0.3.0.
 #[cfg(feature = "cli")]
 pub(crate) use crate::run::guard::guarded;
 pub(crate) use crate::run::guard::history_guarded;
-pub use crate::run::guard::run_guarded;
+/// [`crate::run::guard::run_guarded`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::run::guard::run_guarded`; removed in 0.3.0"
+)]
+pub fn run_guarded(
+    scenario: &crate::scenario::Scenario,
+    factory: Option<&crate::run::LockFactory>,
+) -> Result<crate::run::ScenarioRun, String> {
+    crate::run::guard::run_guarded(scenario, factory)
+}
+/// [`crate::scenario::standard::standard_template`], under its old path: it moves there in 0.3.0.
+/// Not deprecated yet: the `live` module still names it here.
 pub use crate::scenario::standard::standard_template;
 pub use subject::{FactoryMaker, LockChoice, LockRef, UserLock};
 pub use summary::ExploreSummary;
@@ -163,7 +177,7 @@ pub fn shrink_reserve_of(time_limit: Duration) -> Duration {
 /// Runs `body` under `config.time_limit` as a wall-clock budget that also reaches inside the
 /// runs: a timer thread sets a flag when the limit passes since `started`, and every run on this
 /// thread — and on the workers it starts, which watch the same flag
-/// (`lockstep_sim::stop::current`) — stops at its next simulated step. A seed that never ends
+/// (`lockstep_history::stop::current`) — stops at its next simulated step. A seed that never ends
 /// cannot hold an exploration past its limit. Without a limit, `body` runs as it is.
 pub(crate) fn with_time_limit<T>(config: &ExploreConfig, started: Instant, body: impl FnOnce() -> T) -> T {
     let Some(limit) = config.time_limit else {
@@ -179,7 +193,7 @@ pub(crate) fn with_time_limit<T>(config: &ExploreConfig, started: Instant, body:
                 timer_flag.store(true, Ordering::Relaxed);
             }
         });
-        let _stop = lockstep_sim::stop::stop_when(flag);
+        let _stop = lockstep_history::stop::stop_when(flag);
         let out = body();
         drop(done); // ends the timer
         out
@@ -187,9 +201,9 @@ pub(crate) fn with_time_limit<T>(config: &ExploreConfig, started: Instant, body:
 }
 
 /// On a worker thread: watch the flag its starter watched (`wall`, from
-/// `lockstep_sim::stop::current` on the starting thread).
-fn watch(wall: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) -> Option<lockstep_sim::stop::StopGuard> {
-    wall.map(lockstep_sim::stop::stop_when)
+/// `lockstep_history::stop::current` on the starting thread).
+fn watch(wall: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) -> Option<lockstep_history::stop::StopGuard> {
+    wall.map(lockstep_history::stop::stop_when)
 }
 
 impl Default for ExploreConfig {
@@ -377,7 +391,7 @@ pub fn explore_with(
 ) -> ExploreSummary {
     let started = Instant::now();
     with_time_limit(config, started, || {
-        if config.profile.strategy != generate::PlacementStrategy::Random {
+        if config.profile.strategy != crate::model::fault::PlacementStrategy::Random {
             return guided::explore_guided(template, config, (subject, reference), on_seed);
         }
         explore_random(template, config, (subject, reference), on_seed, started)
@@ -404,7 +418,7 @@ fn explore_random(
     let jobs = config.jobs.max(1);
     std::thread::scope(|scope| {
         let (sender, receiver) = mpsc::channel::<SeedOutcome>();
-        let wall = lockstep_sim::stop::current();
+        let wall = lockstep_history::stop::current();
         for _ in 0..jobs {
             let sender = sender.clone();
             let (next, topo, wall) = (&next, &topo, wall.clone());

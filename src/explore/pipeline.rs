@@ -9,17 +9,17 @@
 //! Left out: which seeds run, on which threads, and where faults are placed (the parent module
 //! and [`super::guided`]).
 
-use super::generate::{self, case_tree, ExploreCase};
+use super::generate::{case_tree, ExploreCase};
 use super::subject::PreparedLock;
 use super::{assumptions, case_scenario, coverage, groups, record, summary, ExploreSummary, LockNames};
-use crate::checker::Verdict;
+use crate::model::Verdict;
 use crate::scenario::Scenario;
 use lockstep_sim::Seed;
 
 /// Whether the wall budget stopped this seed's run (or its reference's) before it ended: such a
 /// seed has no verdict and is not counted.
 pub(super) fn cut_by_wall_budget(outcome: &SeedOutcome) -> bool {
-    let stopped = |message: &str| message.contains(lockstep_sim::stop::STOPPED);
+    let stopped = |message: &str| message.contains(lockstep_history::stop::STOPPED);
     match outcome {
         SeedOutcome::Error { message, .. } => stopped(message),
         SeedOutcome::Judged { reference, .. } => matches!(reference, Some(Err(message)) if stopped(message)),
@@ -252,7 +252,7 @@ fn reduce_to_bug(
     // A fault that breaks a hard assumption on its own (a clock, a master's keys) leaves only
     // `ownership` promised: it goes. Timing faults stay (under them the lease's own checkers
     // are still promised), and so do faults that break nothing (a client's wall-clock step).
-    let innocent = |f: &generate::GenFault| {
+    let innocent = |f: &crate::explore::kinds::GenFault| {
         assumptions
             .classify(&ExploreCase {
                 clients,
@@ -262,7 +262,7 @@ fn reduce_to_bug(
             .iter()
             .all(|b| b.assumption == assumptions::Assumption::Timing)
     };
-    let kept: Vec<generate::GenFault> = case.faults.iter().filter(|f| innocent(f)).cloned().collect();
+    let kept: Vec<crate::explore::kinds::GenFault> = case.faults.iter().filter(|f| innocent(f)).cloned().collect();
     if kept.is_empty() || kept.len() == case.faults.len() {
         return None;
     }
@@ -460,7 +460,7 @@ pub(super) fn seed_record(template: &Scenario, names: &LockNames, outcome: &Seed
 
 #[cfg(test)]
 mod tests {
-    use crate::checker::Verdict;
+    use crate::model::Verdict;
     use crate::scenario::Scenario;
 
     /// Issue 42: a request of an operation that already ended, delivered late. client-1's
@@ -475,7 +475,7 @@ mod tests {
     /// deletes nothing.
     #[test]
     fn a_late_deletion_of_an_ended_release_is_a_bug_on_a_later_grant_and_nothing_on_its_own() {
-        use super::generate::GenFault;
+        use crate::explore::kinds::GenFault;
         use crate::explore::kinds::{Latency, Spike};
         let file = |name: &str| {
             let path = format!("{}/scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
@@ -483,7 +483,7 @@ mod tests {
             template.faults = Default::default();
             template
         };
-        let spike = |latency_ms: u64| super::generate::ExploreCase {
+        let spike = |latency_ms: u64| super::ExploreCase {
             clients: 2,
             faults: vec![GenFault::from(Latency {
                 at_ms: 3_020,
@@ -533,7 +533,7 @@ mod tests {
     /// timing alone), its case without the crash; the counterexample says the crash was dropped.
     #[test]
     fn a_violation_is_classified_by_the_faults_it_needs_not_the_plan_as_drawn() {
-        use super::generate::GenFault;
+        use crate::explore::kinds::GenFault;
         use crate::explore::kinds::{ClockJump, Crash, Hold};
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/bug-validity-wall-clock.toml");
         let mut template = Scenario::from_file(std::path::Path::new(path)).unwrap();
@@ -558,7 +558,7 @@ mod tests {
         });
         let mut faults = needed.clone();
         faults.push(crash.clone());
-        let drawn = super::generate::ExploreCase {
+        let drawn = super::ExploreCase {
             clients: 2,
             faults,
             shape: None,

@@ -4,8 +4,9 @@
 //!
 //! Leaves out: writing (the application layer owns the file) and the summary's counts.
 
-use super::generate::{GenFault, WorkloadShape};
-use crate::checker::Verdict;
+use super::generate::WorkloadShape;
+use crate::explore::kinds::GenFault;
+use crate::model::Verdict;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

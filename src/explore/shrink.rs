@@ -23,10 +23,12 @@
 //! not the lock's bug; a violation under a plan that broke nothing is an implementation bug.
 
 use super::assumptions::{Assumption, Assumptions, Broken};
-use super::generate::{case_strategy, case_tree, ExploreCase, FaultProfile, GenFault};
+use super::generate::{case_strategy, case_tree, ExploreCase};
 use super::subject::{LockRef, PreparedLock};
 use super::{case_scenario, topology};
-use crate::checker::Verdict;
+use crate::explore::kinds::GenFault;
+use crate::model::fault::FaultProfile;
+use crate::model::Verdict;
 use crate::run::ScenarioRun;
 use crate::scenario::Scenario;
 use std::path::PathBuf;
@@ -660,7 +662,8 @@ fn counterexample_name(template: &str, seed: u64, checker: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{counterexample_name, size, ExploreCase, GenFault};
+    use super::{counterexample_name, size, ExploreCase};
+    use crate::explore::kinds::GenFault;
     use crate::explore::kinds::{ClockJump, Failover, PowerLoss};
     use crate::scenario::SCENARIO_NAME_MAX;
 

@@ -6,8 +6,8 @@
 //!
 //! Leaves out: running seeds (`super`) and shrinking (`super::shrink`).
 
-use super::run_guarded;
 use crate::model::{Algorithm, AlgorithmSpec};
+use crate::run::guard::run_guarded;
 use crate::run::{LockFactory, ScenarioRun};
 use crate::scenario::Scenario;
 use std::borrow::Cow;
@@ -293,7 +293,7 @@ mod tests {
 
     #[test]
     fn presets_replace_the_algorithm_and_name_themselves() {
-        let template = super::super::standard_template(
+        let template = crate::scenario::standard::standard_template(
             crate::model::Algorithm::Naive,
             crate::model::Fencing::None,
             lockstep_sim::FencingMode::Unfenced,

@@ -7,8 +7,9 @@
 //! what pruning all seeds at once keeps. With a reference lock (the differential oracle), the
 //! [`Differential`] counts per checker the seeds where only the lock under test fails.
 
-use crate::checker::{self, Verdict};
+use crate::checker;
 use crate::liveness::percentile;
+use crate::model::Verdict;
 use crate::run::expect::{exploration_check, Status};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

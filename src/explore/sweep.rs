@@ -2,9 +2,9 @@
 //! same seeds at several TTLs, one [`TtlPoint`] per TTL. Plain data: run by
 //! `crate::app::sweep`, stored in `report.json`, drawn by the report's charts.
 
-use super::generate::FaultProfile;
 use super::summary::ExploreSummary;
 use crate::checker::CheckerName;
+use crate::model::fault::FaultProfile;
 use serde::{Deserialize, Serialize};
 
 /// The figures at one TTL.

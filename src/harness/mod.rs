@@ -63,15 +63,16 @@ use crate::app::files::load_inputs;
 pub use crate::app::search::SearchArgs;
 pub use crate::app::AppError as HarnessError;
 pub use crate::explore::exhaustive::{Bounds, ExhaustiveReport};
-pub use crate::explore::generate::PlacementStrategy;
 use crate::explore::shrink::{Counterexample, Shrunk};
-use crate::explore::{standard_template, ExploreConfig, ExploreSummary, LockChoice, UserLock};
+use crate::explore::{ExploreConfig, ExploreSummary, LockChoice, UserLock};
 use crate::gate::{CiRun, ExplorationOutcome};
 use crate::lock::{LockClient, LockEnv};
+pub use crate::model::fault::PlacementStrategy;
 use crate::model::ExploreExpect;
 pub use crate::model::LockTokens;
 use crate::report::{prepare_out, write_report_with, Report};
 use crate::run::{require_tokio_unstable, run_with_lock, LockFactory, ScenarioRun};
+use crate::scenario::standard::standard_template;
 use crate::scenario::Scenario;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -967,7 +968,7 @@ impl HarnessRun {
                 // A failure with no failing checker (a vacuous run, say) is told by its row's
                 // explanation: the line never ends on an empty reason.
                 let why = s.error.clone().unwrap_or_else(|| match why.is_empty() {
-                    true => crate::report::markdown::row_explanation(s),
+                    true => crate::report::headline::row_explanation(s),
                     false => why.join(", "),
                 });
                 out.push(format!("scenario {} ({}): {why}", s.name, s.file));

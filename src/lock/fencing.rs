@@ -82,7 +82,7 @@ impl LockClient for IncrFencing {
         self.inner.on_extend_failure()
     }
 
-    fn renewal_after_release(&self) -> super::RenewalAfterRelease {
+    fn renewal_after_release(&self) -> crate::model::RenewalAfterRelease {
         self.inner.renewal_after_release()
     }
 

@@ -19,7 +19,12 @@ pub mod fencing;
 pub mod script;
 pub mod using;
 
-pub use crate::model::RenewalAfterRelease;
+/// [`crate::model::RenewalAfterRelease`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::model::RenewalAfterRelease`; removed in 0.3.0"
+)]
+pub type RenewalAfterRelease = crate::model::RenewalAfterRelease;
 use crate::model::{AlgorithmSpec, Fencing, Grant, LockSpec};
 use async_trait::async_trait;
 pub use env::LockEnv;
@@ -127,8 +132,8 @@ pub trait LockClient {
     }
     /// What becomes of a renewal already armed when the holder stops the renewal to release
     /// the lock (by default it is cancelled: nothing is sent after the release).
-    fn renewal_after_release(&self) -> RenewalAfterRelease {
-        RenewalAfterRelease::Cancelled
+    fn renewal_after_release(&self) -> crate::model::RenewalAfterRelease {
+        crate::model::RenewalAfterRelease::Cancelled
     }
     /// How many concurrent tasks of the client run the workload loop with this lock (1 by
     /// default).

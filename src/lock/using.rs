@@ -7,8 +7,9 @@
 //! check `signal.aborted()` before each step that needs the lock — and must not trust it across
 //! a pause, which is the whole point of fencing.
 
-use super::{AutoExtend, ExtendFailure, LockClient, LockEnv, LockError, RenewalAfterRelease};
+use super::{AutoExtend, ExtendFailure, LockClient, LockEnv, LockError};
 use crate::model::op::{names, Grant, GrantRef};
+use crate::model::RenewalAfterRelease;
 use crate::ops::{to_data, Recorder};
 use lockstep_sim::{Node, Phase};
 use serde_json::json;

@@ -5,13 +5,14 @@
 
 use super::model::*;
 use super::timeline;
-use crate::checker::{CheckResult, Verdict};
+use crate::checker::CheckResult;
 use crate::emit::shell_word;
-use crate::explore::generate::FaultProfile;
 use crate::explore::ExploreSummary;
 use crate::gate::{CiRun, ExplorationOutcome, ScenarioOutcome};
 use crate::history::OpHistory;
 use crate::liveness::{self, percentile};
+use crate::model::fault::FaultProfile;
+use crate::model::Verdict;
 use crate::run::expect::{self, Outcome};
 use crate::run::ScenarioRun;
 use crate::scenario::{ExploreExpect, Scenario};

@@ -15,7 +15,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use super::headline::match_words;
-use crate::checker::Verdict;
+use crate::model::Verdict;
 use anstyle::{AnsiColor, Style};
 
 /// The terminal style of a verdict: valid green, invalid bold red, unknown yellow.
@@ -357,7 +357,7 @@ pub fn list_text(scenarios: Option<(&Path, &[(PathBuf, Scenario)])>) -> String {
         // A generated kind that is no `[[fault]]` kind says what it does itself (the generator
         // composes it from the world's faults).
         let about = lockstep_sim::Fault::summary(kind)
-            .or_else(|| crate::explore::generate::GenFault::about(kind))
+            .or_else(|| crate::explore::kinds::GenFault::about(kind))
             .unwrap_or("");
         let _ = writeln!(out, "  {kind:<width$} {in_file:<9} {generated:<8} {about}");
     }

@@ -9,9 +9,10 @@
 
 use super::model::{CheckReport, HistoryReport, LivenessReport, Report, ScenarioReport, Status};
 use super::timeline::TimelineData;
-use crate::checker::{CheckResult, Verdict};
+use crate::checker::CheckResult;
 use crate::history::OpHistory;
 use crate::liveness::{self, percentile};
+use crate::model::Verdict;
 use crate::run::expect;
 use lockstep_sim::{History, ScheduledFault};
 use std::collections::BTreeMap;

@@ -3,7 +3,7 @@
 //! the Markdown summary and the HTML page all print this one model, so they cannot disagree.
 
 use super::{ExplorationReport, Report, ScenarioReport, ShardInfo, Status, Totals};
-use crate::checker::Verdict;
+use crate::model::Verdict;
 use crate::scenario::LIVENESS;
 
 /// How one row of a report (a scenario run or an exploration) came out, in the words of the

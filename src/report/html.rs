@@ -8,7 +8,8 @@
 
 use super::headline::{match_words, row_explanation, verdict_colour, verdict_css, RowOutcome};
 use super::{chart_stems, slug, Headline, Report, ScenarioReport, Status};
-use crate::checker::{Verdict, NAMES};
+use crate::checker::NAMES;
+use crate::model::Verdict;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 

@@ -20,9 +20,10 @@
 use super::html::escape;
 use super::timeline::TimelineData;
 use super::CheckReport;
-use crate::checker::{CheckerName, Verdict};
+use crate::checker::CheckerName;
 use crate::history::OpHistory;
 use crate::model::units::seconds;
+use crate::model::Verdict;
 use lockstep_sim::{Event, EventKind, Phase};
 use serde::Serialize;
 use serde_json::Value;

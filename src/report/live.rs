@@ -4,9 +4,9 @@
 //! everywhere: real time is not reproducible, so the "replay" command reruns the scenario, and a
 //! digest identifies a history without predicting the next one.
 
-use crate::checker::Verdict;
 use crate::live::output::{LiveSummary, Render, ReportExtra};
 use crate::live::LiveRun;
+use crate::model::Verdict;
 use crate::report::narrative as timeline;
 use crate::report::{self, Report};
 use crate::run::{expect, ScenarioRun};

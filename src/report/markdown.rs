@@ -8,10 +8,18 @@
 //! explanation and the command that replays it. The same for explorations, then the TTL
 //! trade-off table, then the witnesses of what failed.
 
-pub use super::headline::row_explanation;
+/// [`crate::report::headline::row_explanation`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::report::headline::row_explanation`; removed in 0.3.0"
+)]
+pub fn row_explanation(s: &ScenarioReport) -> String {
+    crate::report::headline::row_explanation(s)
+}
 use super::headline::RowOutcome;
 use super::{Headline, Report, ScenarioReport, Status};
-use crate::checker::{Verdict, NAMES};
+use crate::checker::NAMES;
+use crate::model::Verdict;
 use std::fmt::Write;
 
 /// Escapes text for a Markdown table cell.
@@ -203,7 +211,7 @@ pub fn summary(report: &Report) -> String {
                 out,
                 "- {}{also}: {}{}",
                 inline_code(&s.name),
-                cell(&row_explanation(s)),
+                cell(&crate::report::headline::row_explanation(s)),
                 // A real-time run has nothing to replay: no command offered.
                 if s.replay.is_empty() {
                     String::new()

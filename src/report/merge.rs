@@ -7,8 +7,9 @@
 //! twice, overlapping seed ranges and summaries of different runs are refused. Summaries of
 //! older builds (no identity) merge with a warning, unless two are identical.
 
-use super::{outcome_digest, prepare_out, Report, ScenarioReport, ShardInfo, ShardSet, Status, FORMAT};
+use super::{outcome_digest, prepare_out, Report, ScenarioReport, ShardInfo, Status, FORMAT};
 use crate::explore::summary::{ExploreSummary, RunSpan, SeedSpan};
+use crate::gate::ShardSet;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -58,7 +58,9 @@ pub mod sweep;
 pub mod timeline;
 pub mod verdict;
 
-pub use crate::gate::ShardSet;
+/// [`crate::gate::ShardSet`], under its old path.
+#[deprecated(since = "0.1.0", note = "moved to `lockstep::gate::ShardSet`; removed in 0.3.0")]
+pub type ShardSet = crate::gate::ShardSet;
 pub use atomic::{
     check_out_dir, check_outputs, check_writable_file, write_atomic, write_into_out, write_json, write_shrunk,
 };

@@ -4,12 +4,11 @@
 //! gate run is [`super::build`]; merging shard reports is [`super::merge`]; writing the directory
 //! is [`super::staging`].
 
-use super::sweep;
 use super::timeline;
-use crate::checker::Verdict;
-use crate::explore::generate::FaultProfile;
 use crate::explore::summary::FailingSeed;
 use crate::explore::ExploreSummary;
+use crate::model::fault::FaultProfile;
+use crate::model::Verdict;
 use crate::run::expect;
 use crate::scenario::ExploreExpect;
 use lockstep_sim::{Event, ScheduledFault};
@@ -104,7 +103,7 @@ pub struct Report {
     /// The explorations, in input order.
     pub explorations: Vec<ExplorationReport>,
     /// The TTL trade-off sweep, when asked for.
-    pub ttl_sweep: Option<sweep::TtlSweep>,
+    pub ttl_sweep: Option<crate::explore::sweep::TtlSweep>,
     /// Wall seconds the whole run took (not deterministic).
     pub wall_s: f64,
 }

@@ -12,11 +12,12 @@
 //! held, read with the lease reader's command table); this module only puts them on lanes and
 //! words.
 
-use crate::checker::{CheckerName, Verdict};
+use crate::checker::CheckerName;
 use crate::history::key_life::{self, KeyLifeEnd, NodeStop};
 use crate::history::lease::ClockTracks;
 use crate::history::{OpHistory, OpName, StepKind};
 use crate::model::units::short_value as short;
+use crate::model::Verdict;
 use crate::run::ScenarioRun;
 use crate::scenario::Scenario;
 use lockstep_sim::{Fault, Phase};

@@ -12,7 +12,7 @@
 //! the classification from the run (the explorer's generated faults are not in the file).
 
 use super::{ScenarioReport, Status};
-use crate::checker::Verdict;
+use crate::model::Verdict;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

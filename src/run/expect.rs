@@ -8,7 +8,8 @@
 //!
 //! Leaves out: how a judgement is explained or drawn (that is `report/`).
 
-use crate::checker::{CheckResult, Verdict};
+use crate::checker::CheckResult;
+use crate::model::Verdict;
 use crate::scenario::{ExploreExpect, LIVENESS};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -8,9 +8,10 @@
 pub mod expect;
 pub mod guard;
 
-use crate::checker::{self, CheckResult, CheckerName, Verdict};
+use crate::checker::{self, CheckResult, CheckerName};
 use crate::history::OpHistory;
 use crate::lock::{self, LockClient, LockEnv};
+use crate::model::Verdict;
 use crate::scenario::Scenario;
 use crate::workload::{self, ClientPlan};
 use lockstep_sim::{

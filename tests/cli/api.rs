@@ -58,8 +58,8 @@ fn moved_items_still_resolve_where_they_were() {
 
 /// lockstep's Redis and the history's vocabulary moved to crates of their own (issue 54:
 /// `lockstep-redis`, `lockstep-history`); every path of `lockstep_sim` they had still resolves
-/// (compiled, not run).
-#[allow(dead_code)]
+/// (compiled, not run; deprecated, each item on its own, until 0.3.0).
+#[allow(dead_code, deprecated)]
 fn the_paths_of_lockstep_sim_before_the_crate_split_resolve() {
     use lockstep_sim::redis::server::{RedisHost, RedisServer};
     use lockstep_sim::redis::{ClientSession, CommandReader, EngineConfig, RedisEngine, Reply};
@@ -82,9 +82,9 @@ fn the_paths_of_lockstep_sim_before_the_crate_split_resolve() {
 #[allow(dead_code)]
 fn issue_42_harness_api(file: &Path) -> Result<(), HarnessError> {
     use lockstep::harness::{
-        default_counterexample_dir, Bounds, ExhaustiveResult, Gate, LockTokens, Overrides, PlacementStrategy,
-        SearchArgs,
+        default_counterexample_dir, Bounds, ExhaustiveResult, Gate, LockTokens, Overrides, SearchArgs,
     };
+    use lockstep::model::fault::PlacementStrategy;
     let dir: std::path::PathBuf = default_counterexample_dir("my-lock");
     let run: HarnessRun = Harness::new("my-lock", MyLock::new)
         .tokens(LockTokens::Durable)

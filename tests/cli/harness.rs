@@ -389,7 +389,8 @@ fn a_user_lock_that_forgets_its_acquisition_time_is_an_implementation_bug() {
 // every counterexample it names, and says what a reference file is.
 
 use lockstep::explore::shrink::Shrunk;
-use lockstep::harness::{Bounds, Gate, LockTokens, Overrides, PlacementStrategy};
+use lockstep::harness::{Bounds, Gate, LockTokens, Overrides};
+use lockstep::model::fault::PlacementStrategy;
 
 fn correct(name: &str) -> Harness {
     Harness::new(name, MyLock::new)

@@ -51,7 +51,7 @@ fn report() -> &'static Report {
         wrong.name = "kleppmann-wrong-expectation".to_string();
         wrong
             .expect
-            .insert("stale-write".into(), lockstep::checker::Verdict::Valid);
+            .insert("stale-write".into(), lockstep::model::Verdict::Valid);
         inputs.push((dir.join("kleppmann-gc-pause.toml"), wrong));
         let options = CiOptions {
             ttl_sweep: Some(small_sweep()),
@@ -468,7 +468,7 @@ fn the_committed_example_report_reproduces_its_history_digests() {
 /// colour, and a cell's class is its verdict's.
 #[test]
 fn verdict_colours_differ_by_verdict() {
-    use lockstep::checker::Verdict;
+    use lockstep::model::Verdict;
     use lockstep::report::headline::{verdict_colour, verdict_css};
     let verdicts = [Verdict::Valid, Verdict::Invalid, Verdict::Unknown];
     let colours: std::collections::BTreeSet<_> = verdicts.iter().map(|v| verdict_colour(*v)).collect();

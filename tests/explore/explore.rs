@@ -2,12 +2,14 @@
 //! counterexamples, leaves the safe one alone, shards exactly, checks determinism, and survives
 //! a panicking lock.
 
-use lockstep::checker::Verdict;
-use lockstep::explore::generate::{case_strategy, FaultProfile};
+use lockstep::explore::generate::case_strategy;
 use lockstep::explore::shrink::{counterexample_toml, shrink};
-use lockstep::explore::{explore, explore_with_lock, standard_template, topology, ExploreConfig, Shard};
+use lockstep::explore::{explore, explore_with_lock, topology, ExploreConfig, Shard};
 use lockstep::lock::{LockClient, LockEnv};
+use lockstep::model::fault::FaultProfile;
+use lockstep::model::Verdict;
 use lockstep::run::{run_scenario, LockFactory};
+use lockstep::scenario::standard::standard_template;
 use lockstep::scenario::Scenario;
 use proptest::prelude::*;
 use std::rc::Rc;

@@ -16,11 +16,13 @@
 //!   `INCR` before the `SET NX` (two steps a delay under the request timeout pulls apart), are
 //!   found with default flags; their twins are not flagged.
 
-use lockstep::checker::Verdict;
 use lockstep::explore::assumptions::Assumptions;
-use lockstep::explore::generate::{ExploreCase, GenFault};
+use lockstep::explore::case_scenario;
+use lockstep::explore::generate::ExploreCase;
+use lockstep::explore::kinds::GenFault;
 use lockstep::explore::kinds::Loss;
-use lockstep::explore::{case_scenario, run_guarded};
+use lockstep::model::Verdict;
+use lockstep::run::guard::run_guarded;
 use lockstep::scenario::Scenario;
 
 use crate::common;

@@ -16,9 +16,11 @@ use lockstep::explore::anchors::{aims_at_operation, anchored_case, operation_cas
 use lockstep::explore::assumptions::Assumptions;
 use lockstep::explore::coverage::mutate;
 use lockstep::explore::exhaustive::{schedules, Bounds};
-use lockstep::explore::generate::{case_strategy, case_tree, ExploreCase, FaultProfile};
+use lockstep::explore::generate::{case_strategy, case_tree, ExploreCase};
 use lockstep::explore::shrink::describe;
-use lockstep::explore::{standard_template, topology, LockRef};
+use lockstep::explore::{topology, LockRef};
+use lockstep::model::fault::FaultProfile;
+use lockstep::scenario::standard::standard_template;
 use lockstep::scenario::Scenario;
 use std::fmt::Write;
 use std::path::Path;

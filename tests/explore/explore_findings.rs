@@ -10,10 +10,12 @@
 //! - `--bounded` shrinks implementation-bug seeds only, each for a checker the lock promised.
 //! - Every counterexample says which assumption each of its faults broke.
 
-use lockstep::checker::Verdict;
 use lockstep::explore::anchors::{draw_shape, ShapeBounds};
+use lockstep::explore::case_scenario;
 use lockstep::explore::generate::ExploreCase;
-use lockstep::explore::{case_scenario, run_guarded, standard_template};
+use lockstep::model::Verdict;
+use lockstep::run::guard::run_guarded;
+use lockstep::scenario::standard::standard_template;
 
 use crate::common;
 use common::lockstep;
@@ -107,7 +109,7 @@ fn contract_shapes_are_safe_without_faults_for_every_correct_lock() {
     let case = ExploreCase {
         clients: 3,
         faults: Vec::new(),
-        shape: Some(lockstep::explore::anchors::WorkloadShape {
+        shape: Some(lockstep::explore::generate::WorkloadShape {
             clients: 3,
             think_ms: 0,
             work_ms_min: longest,

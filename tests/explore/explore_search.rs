@@ -7,11 +7,11 @@
 //! as the default `lockstep explore FILE`, no seed started after the first failing one).
 
 use lockstep::app::exploration::{explore_config, Overrides, DEFAULT_STRATEGY};
-use lockstep::checker::Verdict;
 use lockstep::explore::exhaustive::{explore_exhaustive, Bounds};
-use lockstep::explore::generate::PlacementStrategy;
 use lockstep::explore::guided::explore_until_violation;
 use lockstep::explore::LockRef;
+use lockstep::model::fault::PlacementStrategy;
+use lockstep::model::Verdict;
 use lockstep::scenario::Scenario;
 
 fn shipped() -> Vec<Scenario> {

@@ -28,7 +28,8 @@
 //! The explorations run the binary as a user does, with `--summary` for the counts.
 
 use lockstep::explore::assumptions::{Assumption, Assumptions};
-use lockstep::explore::generate::{ExploreCase, GenFault};
+use lockstep::explore::generate::ExploreCase;
+use lockstep::explore::kinds::GenFault;
 use lockstep::explore::kinds::Pause;
 use lockstep::prelude::*;
 use std::path::Path;

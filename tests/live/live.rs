@@ -507,7 +507,7 @@ fn real_redis_servers_crash_restart_and_are_gone_afterwards() {
     };
     let agreed = (0..2).any(|_| {
         let run = lockstep::live::run_live(&scenario, &options).expect("the live run works");
-        run.verdict("mutual-exclusion") == Some(lockstep::checker::Verdict::Invalid)
+        run.verdict("mutual-exclusion") == Some(lockstep::model::Verdict::Invalid)
     });
     assert!(
         agreed,
@@ -707,7 +707,7 @@ fn assert_client_crash_story(client: &str) {
     };
     let run = lockstep::live::run_file(&file, &options).expect("the run works");
     assert!(run.as_expected(), "{:?}", run.mismatches);
-    assert_eq!(run.verdict("mutual-exclusion"), Some(lockstep::checker::Verdict::Valid));
+    assert_eq!(run.verdict("mutual-exclusion"), Some(lockstep::model::Verdict::Valid));
     let first = first_at(&run, |e| is_grant(e, "client-1")).expect("client-1 got the lock");
     let crash = first_at(&run, |e| is_fault(e, "crash", "client-1")).unwrap();
     let second = first_at(&run, |e| is_grant(e, "client-2")).expect("client-2 got the lock");
@@ -887,7 +887,7 @@ fn a_failover_to_a_lagging_replica_loses_the_lock_live() {
                     .starts_with("promoted to master of `redis-1` by the sentinel: `redis-1` unreachable for 400 ms")),
             "{notes:?}"
         );
-        if run.verdict("mutual-exclusion") == Some(lockstep::checker::Verdict::Invalid) && run.as_expected() {
+        if run.verdict("mutual-exclusion") == Some(lockstep::model::Verdict::Invalid) && run.as_expected() {
             lost += 1;
         }
     }
@@ -956,7 +956,7 @@ fn a_forced_failover_repoints_the_clients_and_unsupported_replica_settings_are_r
             .find(|r| r.checker == "mutual-exclusion")
             .unwrap()
             .verdict,
-        lockstep::checker::Verdict::Invalid
+        lockstep::model::Verdict::Invalid
     );
 
     // A partition of a client's link to a replicated master: the live link follows the group.

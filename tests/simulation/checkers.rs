@@ -3,9 +3,9 @@
 //! the built-in locks refuse a grant whose validity ran out; a Redlock that forgets to subtract
 //! its acquisition time lies about its lease while the correct one never does.
 
-use lockstep::checker::Verdict;
 use lockstep::history::OpHistory;
 use lockstep::model::Fencing;
+use lockstep::model::Verdict;
 use lockstep::prelude::*;
 use lockstep::run::ScenarioRun;
 use lockstep::sim::FencingMode;

@@ -4,10 +4,10 @@
 //! safe variants stay safe over a CI-sized sample (the 10,000-seed runs are in
 //! docs/deployment-faults.md).
 
-use lockstep::checker::Verdict;
-use lockstep::explore::generate::FaultProfile;
 use lockstep::explore::{explore, ExploreConfig};
 use lockstep::history::OpHistory;
+use lockstep::model::fault::FaultProfile;
+use lockstep::model::Verdict;
 use lockstep::run::{run_scenario, ScenarioRun};
 use lockstep::scenario::Scenario;
 use lockstep::sim::EventKind;

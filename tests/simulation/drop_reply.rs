@@ -2,8 +2,8 @@
 //! the command that ran and the reply that was lost, the client's acquire is outcome-unknown, the
 //! orphaned key blocks everyone until it expires, and every checker says what the file expects.
 
-use lockstep::checker::Verdict;
 use lockstep::history::OpHistory;
+use lockstep::model::Verdict;
 use lockstep::run::run_scenario;
 use lockstep::scenario::Scenario;
 use lockstep::sim::{EventKind, Fault, Phase};

@@ -2,9 +2,12 @@
 //! stepping every tick makes it — for every shipped scenario, and for generated fault plans of
 //! every kind over templates with persistence, delayed restarts, replicas and the Sentinel.
 
-use lockstep::explore::generate::{case_strategy, case_tree, FaultProfile, GENERATED_KINDS};
-use lockstep::explore::{case_scenario, standard_template, topology};
+use lockstep::explore::generate::{case_strategy, case_tree};
+use lockstep::explore::{case_scenario, topology};
+use lockstep::model::fault::FaultProfile;
+use lockstep::model::fault::GENERATED_KINDS;
 use lockstep::run::run_scenario;
+use lockstep::scenario::standard::standard_template;
 use lockstep::scenario::{load_dir, Scenario};
 use std::path::Path;
 

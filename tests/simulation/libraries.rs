@@ -7,8 +7,8 @@
 
 use lockstep::app::ci::{run_ci, CiOptions};
 use lockstep::app::files::load_inputs;
-use lockstep::checker::Verdict;
 use lockstep::model::ExploreExpect;
+use lockstep::model::Verdict;
 use lockstep::run::expect::Status;
 use lockstep::sim::{EventKind, History, Phase};
 use std::collections::{BTreeMap, BTreeSet};

@@ -8,13 +8,17 @@
 //! replays. The kind is opt-in (the default kinds draw what they drew), and live runs accept
 //! its world faults.
 
-use lockstep::checker::Verdict;
 use lockstep::explore::assumptions::Assumption;
-use lockstep::explore::generate::{ExploreCase, FaultProfile, GenFault, DEFAULT_KINDS, GENERATED_KINDS};
+use lockstep::explore::generate::ExploreCase;
+use lockstep::explore::kinds::GenFault;
 use lockstep::explore::kinds::ReplicaClock;
 use lockstep::explore::shrink::{counterexample_toml, shrink};
 use lockstep::explore::{explore, ExploreConfig};
 use lockstep::live::faults::{refusal, LiveNodes};
+use lockstep::model::fault::FaultProfile;
+use lockstep::model::fault::DEFAULT_KINDS;
+use lockstep::model::fault::GENERATED_KINDS;
+use lockstep::model::Verdict;
 use lockstep::run::run_scenario;
 use lockstep::scenario::Scenario;
 

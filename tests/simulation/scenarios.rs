@@ -1,7 +1,7 @@
 //! Every shipped scenario, run as a user would: its verdicts must match its `[expect]` table,
 //! and the witnesses must tell the story the file comments tell.
 
-use lockstep::checker::Verdict;
+use lockstep::model::Verdict;
 use lockstep::run::{run_scenario, ScenarioRun};
 use lockstep::scenario::{load_dir, Scenario};
 use lockstep::sim::EventKind;

@@ -2,7 +2,7 @@
 //! with its expectations — the unsafe file invalid on the checker its story is about, the safe
 //! twin valid on it — and bad script-lock input is a clear error naming file, line and field.
 
-use lockstep::checker::Verdict;
+use lockstep::model::Verdict;
 use lockstep::run::{run_scenario, ScenarioRun};
 use lockstep::scenario::{Scenario, ScenarioError};
 use lockstep::sim::{EventKind, Phase};

@@ -3,8 +3,8 @@
 //! work that lasts until the validity, the tasks the checkers name, the reads and writes of a
 //! turn — plus the default workload writing exactly what it always wrote.
 
-use lockstep::checker::Verdict;
 use lockstep::history::{OpData, OpHistory, OpName, Outcome};
+use lockstep::model::Verdict;
 use lockstep::ops::{OpError, TASK_FIELD};
 use lockstep::run::{run_scenario, ScenarioRun};
 use lockstep::scenario::Scenario;

@@ -23,9 +23,11 @@
 //! different masters (a quorum's commands run in parallel, not in sequence: the operation aims
 //! stall those), and steps separated by the client's own sleeps (a retry's delay).
 
-use super::super::generate::{FaultProfile, GenFault, Topology};
 use super::super::kinds::{Hold, Latency, Pause, Spike};
 use super::{Anchors, OpWindow};
+use crate::explore::kinds::GenFault;
+use crate::explore::kinds::Topology;
+use crate::model::fault::FaultProfile;
 use lockstep_sim::Seed;
 use rand::Rng;
 

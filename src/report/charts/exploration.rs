@@ -12,7 +12,7 @@ const WIDTH: f64 = 1200.0;
 const ROW: f64 = 40.0;
 const AMBER: &str = "#e08a00";
 /// Violations and failures, in the verdict colour of `invalid` everywhere.
-const RED: &str = crate::report::headline::verdict_colour(crate::checker::Verdict::Invalid);
+const RED: &str = crate::report::headline::verdict_colour(crate::model::Verdict::Invalid);
 const GREY: &str = "#9a9a9a";
 const LIGHT: &str = "#c8c8c8";
 const DARK: &str = "#555";

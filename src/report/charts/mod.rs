@@ -18,9 +18,9 @@ pub mod svg;
 pub mod timeline;
 pub mod ttl;
 
-use super::sweep::TtlSweep;
 use super::timeline::TimelineData;
 use super::{ExplorationReport, Report};
+use crate::explore::sweep::TtlSweep;
 
 /// One chart of a report.
 #[derive(Debug, Clone, Copy)]

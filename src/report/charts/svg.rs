@@ -19,7 +19,14 @@ use std::sync::OnceLock;
 /// The font family the charts name: the embedded DejaVu Sans first, then any sans-serif.
 pub(crate) const FONT_FAMILY: &str = "DejaVu Sans, sans-serif";
 
-pub use crate::report::html::escape;
+/// [`crate::report::html::escape`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::report::html::escape`; removed in 0.3.0"
+)]
+pub fn escape(text: &str) -> String {
+    crate::report::html::escape(text)
+}
 
 struct Metrics {
     regular: Vec<f32>,
@@ -154,7 +161,9 @@ pub struct Svg {
 }
 
 fn tooltip(title: Option<&str>) -> String {
-    title.map_or(String::new(), |t| format!("<title>{}</title>", escape(t)))
+    title.map_or(String::new(), |t| {
+        format!("<title>{}</title>", crate::report::html::escape(t))
+    })
 }
 
 fn element(out: &mut String, tag: &str, attrs: &str, title: Option<&str>) {
@@ -240,7 +249,7 @@ impl Svg {
             font.size,
             font.color,
             tooltip(title),
-            escape(text)
+            crate::report::html::escape(text)
         );
     }
 

@@ -27,7 +27,7 @@ const PALETTE: [&str; 8] = [
     "#3465a4", "#e08a00", "#4e9a06", "#8a4fb0", "#0a8f99", "#b5487a", "#6b7f1a", "#7a5c3a",
 ];
 /// Violations and failures, in the verdict colour of `invalid` everywhere.
-const RED: &str = crate::report::headline::verdict_colour(crate::checker::Verdict::Invalid);
+const RED: &str = crate::report::headline::verdict_colour(crate::model::Verdict::Invalid);
 const GREEN: &str = "#2a9d3a";
 const PAUSE: &str = "#8c8c8c";
 const DOWN: &str = "#7b1e1e";

@@ -6,7 +6,7 @@
 
 use super::svg::{wrap, Anchor, Font, Svg};
 use super::{number, ticks};
-use crate::report::sweep::TtlSweep;
+use crate::explore::sweep::TtlSweep;
 
 const WIDTH: f64 = 1000.0;
 const LEFT: f64 = 90.0;
@@ -14,7 +14,7 @@ const RIGHT: f64 = 30.0;
 const PANEL: f64 = 200.0;
 const GAP: f64 = 46.0;
 /// Violations and failures, in the verdict colour of `invalid` everywhere.
-const RED: &str = crate::report::headline::verdict_colour(crate::checker::Verdict::Invalid);
+const RED: &str = crate::report::headline::verdict_colour(crate::model::Verdict::Invalid);
 const BLUE: &str = "#3465a4";
 const DOT: f64 = 5.0;
 
@@ -38,7 +38,7 @@ fn ttl_label(ms: f64) -> String {
 fn workload(s: &TtlSweep) -> String {
     let p = &s.profile;
     let template = crate::model::Algorithm::from_name(&s.algorithm).and_then(|algorithm| {
-        crate::explore::standard_template(
+        crate::scenario::standard::standard_template(
             algorithm,
             crate::model::Fencing::None,
             lockstep_sim::FencingMode::Unfenced,

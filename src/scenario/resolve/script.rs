@@ -216,7 +216,7 @@ fn sanitised(path: &str) -> Result<PathBuf, String> {
 /// string).
 fn short(message: &str) -> String {
     let mut text = message.to_string();
-    lockstep_sim::history::bound_text(&mut text, 1024);
+    lockstep_history::history::bound_text(&mut text, 1024);
     text
 }
 

@@ -17,7 +17,7 @@ use crate::recording::{OpRecorder, Recording};
 use crate::schedule::{FaultSchedule, Trigger};
 use crate::server::{Server, StopKind};
 use lockstep::checker::CheckResult;
-use lockstep_sim::clock::check_drift_ppm;
+use lockstep_history::fault::check_drift_ppm;
 use lockstep_sim::{
     ClockSpec, EventKind, Fault, FaultTargets, FencingMode, History, Persistence, Phase, Role, ScheduledFault,
     WorldConfig,

@@ -104,7 +104,8 @@ pub const TOKIO_UNSTABLE: bool = cfg!(tokio_unstable);
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/turmoil.md")]
 pub struct TurmoilGuide;
-pub use lockstep::checker::{CheckResult, Verdict};
+pub use lockstep::checker::CheckResult;
+pub use lockstep::model::Verdict;
 pub use lockstep::ops::Grant;
 pub use lockstep_sim::{ClockSpec, History, Persistence};
 pub use recording::{OpRecorder, Recording};

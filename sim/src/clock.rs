@@ -19,9 +19,22 @@ use std::cell::Cell;
 const PPM: i128 = 1_000_000;
 
 pub(crate) use lockstep_history::fault::MIN_DRIFT_PPM;
-/// Moved to `lockstep_history::fault`; this path goes in 0.3.0. Not deprecated item by item yet:
-/// the world still names `check_drift_ppm` here.
-pub use lockstep_history::fault::{check_drift_ppm, MAX_DRIFT_PPM};
+
+/// [`lockstep_history::fault::MAX_DRIFT_PPM`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep_history::fault::MAX_DRIFT_PPM`; removed in 0.3.0"
+)]
+pub const MAX_DRIFT_PPM: i64 = lockstep_history::fault::MAX_DRIFT_PPM;
+
+/// [`lockstep_history::fault::check_drift_ppm`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep_history::fault::check_drift_ppm`; removed in 0.3.0"
+)]
+pub fn check_drift_ppm(drift_ppm: i64) -> Result<(), String> {
+    lockstep_history::fault::check_drift_ppm(drift_ppm)
+}
 
 /// The largest wall-clock offset from true time, either way (`offset_ms`, a replica's
 /// `replica_offset_ms`), and the largest single clock jump (`delta_ms`): 100 years of 365.25
@@ -50,11 +63,11 @@ pub fn check_clock_offset_ms(offset_ms: i64) -> Result<(), String> {
     }
 }
 
-/// `drift_ppm` brought inside the range [`check_drift_ppm`] accepts. Validation refuses a drift
+/// `drift_ppm` brought inside the range [`lockstep_history::fault::check_drift_ppm`] accepts. Validation refuses a drift
 /// outside it before a clock is made; a caller of the sim's API that skips validation gets the
 /// nearest clock that is one, never a panic or a reading that wraps around.
 fn clamp_drift_ppm(drift_ppm: i64) -> i64 {
-    drift_ppm.clamp(MIN_DRIFT_PPM + 1, MAX_DRIFT_PPM)
+    drift_ppm.clamp(MIN_DRIFT_PPM + 1, lockstep_history::fault::MAX_DRIFT_PPM)
 }
 
 /// `value` as an `i64`, saturating at its bounds.
@@ -83,7 +96,7 @@ impl NodeClock {
     /// A clock whose wall time at true time 0 reads `epoch_ms + offset_ms`, running at
     /// `1 + drift_ppm / 1e6` times true time.
     ///
-    /// A `drift_ppm` outside the range of [`check_drift_ppm`] (a clock that stands still or runs
+    /// A `drift_ppm` outside the range of [`lockstep_history::fault::check_drift_ppm`] (a clock that stands still or runs
     /// backwards is not a clock; scenario validation and the world reject it before it gets
     /// here) is brought to the nearest end of that range. Every reading saturates at the bounds
     /// of an `i64` rather than wrap, so the monotonic clock never reads less than before
@@ -158,7 +171,7 @@ impl NodeClock {
     }
 
     /// Changes the rate from true time `sim_us` on, keeping both readings continuous. A
-    /// `drift_ppm` outside the range of [`check_drift_ppm`] is brought to its nearest end (as in
+    /// `drift_ppm` outside the range of [`lockstep_history::fault::check_drift_ppm`] is brought to its nearest end (as in
     /// [`NodeClock::new`]).
     pub fn set_drift(&self, sim_us: u64, drift_ppm: i64) {
         let drift_ppm = clamp_drift_ppm(drift_ppm);
@@ -217,6 +230,7 @@ impl NodeClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lockstep_history::fault::{check_drift_ppm, MAX_DRIFT_PPM};
 
     #[test]
     fn the_instant_a_reading_is_reached_is_never_late_and_at_most_a_microsecond_early() {

@@ -33,10 +33,13 @@
 pub mod clock;
 pub mod component;
 pub mod deployment;
-/// [`lockstep_history::role`], under its old path. Not deprecated item by item yet (lockstep's
-/// own `live` module still names it here); it goes in 0.3.0 with the other old paths: name
-/// [`lockstep_history::role::Role`] (or `lockstep_sim::Role`).
-pub use lockstep_history::role;
+/// The node roles, moved to [`lockstep_history::role`]. Each item is deprecated on its own; the
+/// module goes in 0.3.0.
+pub mod role {
+    /// [`lockstep_history::role::Role`], under its old path (or `lockstep_sim::Role`).
+    #[deprecated(since = "0.1.0", note = "moved to `lockstep_history::role::Role`; removed in 0.3.0")]
+    pub type Role = lockstep_history::role::Role;
+}
 mod machine;
 pub mod node;
 pub mod pause;

@@ -26,7 +26,7 @@
 //! names, goes to each component in turn; each runs before and after every step; a jump over
 //! idle time stops at what any of them has due.
 
-use crate::clock::{check_drift_ppm, NodeClock};
+use crate::clock::NodeClock;
 use crate::component::{Component, Components, Hosts};
 use crate::deployment::{replica_name, Deployment, MasterSetup};
 use crate::machine::{Engine, Machines};
@@ -36,7 +36,7 @@ use crate::resource::{self, FencedStore, FencingMode, RESOURCE_PORT};
 use crate::seed::Seed;
 use crate::serve::serve;
 use crate::wire::Wire;
-use lockstep_history::fault::{Fault, FaultError, FaultPlan, FaultTargets};
+use lockstep_history::fault::{check_drift_ppm, Fault, FaultError, FaultPlan, FaultTargets};
 use lockstep_history::history::{EventKind, History, HistoryCap, HistoryHandle};
 use lockstep_redis::{EngineConfig, Keyspace, MemoryPool, WorldLua, DEFAULT_WORLD_MEMORY_BYTES};
 use serde::{Deserialize, Serialize};

@@ -33,7 +33,10 @@ pub mod run;
 pub mod search;
 pub mod sweep;
 
-/// [`crate::run::expect::Outcome`], under its old path: it moves there in 0.3.0. Not deprecated
-/// yet: the `live` module still names it here.
-pub use crate::run::expect::Outcome;
+/// [`crate::run::expect::Outcome`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::run::expect::Outcome`; removed in 0.3.0"
+)]
+pub type Outcome = crate::run::expect::Outcome;
 pub use error::AppError;

@@ -23,9 +23,9 @@ use crate::history::OpHistory;
 use lockstep_sim::Event;
 use serde::{Deserialize, Serialize};
 
-/// [`crate::model::Verdict`], under its old path: it moves there in 0.3.0 (name
-/// `lockstep::model::Verdict`). Not deprecated yet: the `live` module still names it here.
-pub use crate::model::Verdict;
+/// [`crate::model::Verdict`], under its old path.
+#[deprecated(since = "0.1.0", note = "moved to `lockstep::model::Verdict`; removed in 0.3.0")]
+pub type Verdict = crate::model::Verdict;
 
 /// One checker's result on one history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

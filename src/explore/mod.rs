@@ -68,9 +68,19 @@ pub fn run_guarded(
 ) -> Result<crate::run::ScenarioRun, String> {
     crate::run::guard::run_guarded(scenario, factory)
 }
-/// [`crate::scenario::standard::standard_template`], under its old path: it moves there in 0.3.0.
-/// Not deprecated yet: the `live` module still names it here.
-pub use crate::scenario::standard::standard_template;
+/// [`crate::scenario::standard::standard_template`], under its old path.
+#[deprecated(
+    since = "0.1.0",
+    note = "moved to `lockstep::scenario::standard::standard_template`; removed in 0.3.0"
+)]
+pub fn standard_template(
+    algorithm: crate::model::Algorithm,
+    fencing: crate::model::Fencing,
+    resource: lockstep_sim::FencingMode,
+    tick_ms: u64,
+) -> Result<crate::scenario::Scenario, crate::scenario::ScenarioError> {
+    crate::scenario::standard::standard_template(algorithm, fencing, resource, tick_ms)
+}
 pub use subject::{FactoryMaker, LockChoice, LockRef, UserLock};
 pub use summary::ExploreSummary;
 

@@ -31,9 +31,9 @@
 use super::faults::{self, LiveNodes, Targets};
 use super::recorder::LiveRecorder;
 use bytes::Bytes;
+use lockstep_history::role::Role;
 use lockstep_sim::redis::server::Control;
 use lockstep_sim::redis::Reply;
-use lockstep_sim::role::Role;
 use lockstep_sim::{EventKind, Fault, FaultTargets};
 use std::collections::BTreeMap;
 use std::rc::Rc;

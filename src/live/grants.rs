@@ -559,7 +559,7 @@ mod tests {
         }
     }
 
-    fn verdict(history: &History, checker: &str) -> crate::checker::Verdict {
+    fn verdict(history: &History, checker: &str) -> crate::model::Verdict {
         let ops = OpHistory::new(history);
         crate::checker::check_all(&ops)
             .into_iter()
@@ -598,9 +598,9 @@ mod tests {
         // The release came over another connection but named the value: the holder's own.
         assert_eq!(
             verdict(&inferred.history, "mutual-exclusion"),
-            crate::checker::Verdict::Valid
+            crate::model::Verdict::Valid
         );
-        assert_eq!(verdict(&inferred.history, "ownership"), crate::checker::Verdict::Valid);
+        assert_eq!(verdict(&inferred.history, "ownership"), crate::model::Verdict::Valid);
     }
 
     #[test]
@@ -622,7 +622,7 @@ mod tests {
         let inferred = infer(&s.0, &["redis-1".to_string()]);
         assert_eq!(
             verdict(&inferred.history, "mutual-exclusion"),
-            crate::checker::Verdict::Invalid
+            crate::model::Verdict::Invalid
         );
         // After the validity ran out, the same grant is no conflict.
         let mut later = Served::new();
@@ -641,7 +641,7 @@ mod tests {
         let inferred = infer(&later.0, &["redis-1".to_string()]);
         assert_eq!(
             verdict(&inferred.history, "mutual-exclusion"),
-            crate::checker::Verdict::Valid
+            crate::model::Verdict::Valid
         );
     }
 
@@ -651,16 +651,13 @@ mod tests {
         s.command(10, "redis-1", 1, &NX, "lock", None, Some("v1"), 1000)
             .command(20, "redis-1", 2, &["DEL", "lock"], "lock", Some("v1"), None, 0);
         let inferred = infer(&s.0, &["redis-1".to_string()]);
-        assert_eq!(
-            verdict(&inferred.history, "ownership"),
-            crate::checker::Verdict::Invalid
-        );
+        assert_eq!(verdict(&inferred.history, "ownership"), crate::model::Verdict::Invalid);
         // Over the granting connection, the same DEL is the holder's release.
         let mut own = Served::new();
         own.command(10, "redis-1", 1, &NX, "lock", None, Some("v1"), 1000)
             .command(20, "redis-1", 1, &["DEL", "lock"], "lock", Some("v1"), None, 0);
         let inferred = infer(&own.0, &["redis-1".to_string()]);
-        assert_eq!(verdict(&inferred.history, "ownership"), crate::checker::Verdict::Valid);
+        assert_eq!(verdict(&inferred.history, "ownership"), crate::model::Verdict::Valid);
     }
 
     #[test]
@@ -687,7 +684,7 @@ mod tests {
         assert_eq!(inferred.grants, 1);
         assert_eq!(
             verdict(&inferred.history, "mutual-exclusion"),
-            crate::checker::Verdict::Valid
+            crate::model::Verdict::Valid
         );
     }
 
@@ -786,7 +783,7 @@ mod tests {
         assert_eq!(inferred.holders, ["app", "app #2"]);
         assert_eq!(
             verdict(&inferred.history, "mutual-exclusion"),
-            crate::checker::Verdict::Invalid
+            crate::model::Verdict::Invalid
         );
         // A holder that never renewed gave up at its validity's end: the second grant is
         // another acquisition, its renewal its own.
@@ -794,14 +791,14 @@ mod tests {
         let inferred = infer(&h, &["redis-1".to_string()]);
         assert_eq!(
             verdict(&inferred.history, "mutual-exclusion"),
-            crate::checker::Verdict::Valid
+            crate::model::Verdict::Valid
         );
         // A renewal that failed after the lapse told the first holder it lost the key.
         let h = shared_value(true, &[("SET lock V XX PX 1000", "$-1")]);
         let inferred = infer(&h, &["redis-1".to_string()]);
         assert_eq!(
             verdict(&inferred.history, "mutual-exclusion"),
-            crate::checker::Verdict::Valid
+            crate::model::Verdict::Valid
         );
     }
 
@@ -837,7 +834,7 @@ mod tests {
             .command(30, "redis-1", 3, &["DEL", "lock"], "lock", Some("v1"), None, 0);
         let inferred = infer(&s.0, &["redis-1".to_string()]);
         assert_eq!(inferred.holders, ["test_crash"]);
-        assert_eq!(verdict(&inferred.history, "ownership"), crate::checker::Verdict::Valid);
+        assert_eq!(verdict(&inferred.history, "ownership"), crate::model::Verdict::Valid);
         let ops = OpHistory::new(&inferred.history);
         assert_eq!(ops.holds().len(), 1);
     }

@@ -47,7 +47,8 @@ pub mod serve;
 pub mod serve_notes;
 pub mod server;
 
-use crate::checker::{self, CheckResult, Verdict};
+use crate::checker::{self, CheckResult};
+use crate::model::Verdict;
 use crate::run::{Mismatch, RESOURCE_NODE};
 use crate::scenario::Scenario;
 use driver::{Driver, DriverError, LivePlan};
@@ -685,13 +686,13 @@ pub struct LiveArgs {
     pub verbose: bool,
 }
 
-/// Runs `lockstep live`: [`Outcome::Held`](crate::app::Outcome) when every run was as expected
+/// Runs `lockstep live`: [`Outcome::Held`](crate::run::expect::Outcome) when every run was as expected
 /// (exit 0), not held when some run differed from the scenario's expectations (exit 1); an
 /// error is bad input or a misbehaving adapter (exit 2; the message says which), mapped to exit
 /// codes by `app::error` as every command's are.
-pub fn main(args: &LiveArgs, render: &dyn output::Render) -> Result<crate::app::Outcome, crate::app::AppError> {
+pub fn main(args: &LiveArgs, render: &dyn output::Render) -> Result<crate::run::expect::Outcome, crate::app::AppError> {
     let held = run_command(args, render).map_err(crate::app::AppError::BadInput)?;
-    Ok(crate::app::Outcome::held_if(held))
+    Ok(crate::run::expect::Outcome::held_if(held))
 }
 
 /// `lockstep live` itself: whether every run was as expected, or why it could not run.

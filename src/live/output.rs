@@ -3,8 +3,9 @@
 //! application layer hands its runs to the renderers without importing them.
 
 use super::{LiveOptions, LiveRun};
-use crate::checker::{self, Verdict};
+use crate::checker;
 use crate::emit::shell_word;
+use crate::model::Verdict;
 use crate::scenario::Scenario;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -37,7 +37,8 @@ use super::recorder::{HistoryCap, LiveRecorder, SharedHistory};
 use super::replication::LiveReplication;
 use super::serve_notes::{JunitNotes, ServeNotes, SuiteEnd, SuiteNotes};
 use super::{grants, LiveError, LiveOptions, LiveRun};
-use crate::app::{AppError, Outcome};
+use crate::app::AppError;
+use crate::run::expect::Outcome;
 use crate::run::RESOURCE_NODE;
 use crate::scenario::Scenario;
 use lockstep_sim::{EventKind, History};
@@ -156,7 +157,7 @@ fn scenario_of(args: &ServeArgs) -> Result<(Scenario, Vec<RelativeFault>), AppEr
         None => {
             // The standard template's deployment, with one client name (`app`): one port per
             // server. Its lock and workload are not used.
-            let mut scenario = crate::explore::standard_template(
+            let mut scenario = crate::scenario::standard::standard_template(
                 crate::model::Algorithm::Naive,
                 crate::model::Fencing::None,
                 lockstep_sim::FencingMode::Unfenced,
@@ -753,7 +754,7 @@ impl Outputs<'_> {
         scenario.description = format!("{SERVED_DESCRIPTION} {}", scenario.description);
         scenario.expect = grants::CHECKERS
             .iter()
-            .map(|c| (c.to_string(), crate::checker::Verdict::Valid))
+            .map(|c| (c.to_string(), crate::model::Verdict::Valid))
             .collect();
         if let Some(template) = scenario.clients.first().cloned() {
             if !inferred.holders.is_empty() {
@@ -774,7 +775,7 @@ impl Outputs<'_> {
             .filter(|r| grants::CHECKERS.contains(&r.checker.as_str()))
             .collect();
         drop(ops);
-        let clean = results.iter().all(|r| r.verdict != crate::checker::Verdict::Invalid);
+        let clean = results.iter().all(|r| r.verdict != crate::model::Verdict::Invalid);
         let (suite_notes, cases) = match suite {
             Some(end) => {
                 let (notes, cases) = self.suite_notes(end);
@@ -790,10 +791,10 @@ impl Outputs<'_> {
         if inferred.grants == 0 {
             scenario
                 .expect
-                .insert(crate::scenario::LIVENESS.to_string(), crate::checker::Verdict::Valid);
+                .insert(crate::scenario::LIVENESS.to_string(), crate::model::Verdict::Valid);
             results.push(crate::checker::CheckResult {
                 checker: crate::scenario::LIVENESS.to_string(),
-                verdict: crate::checker::Verdict::Invalid,
+                verdict: crate::model::Verdict::Invalid,
                 explanation: format!(
                     "no lock grant was read off the {} served: nothing was checked, the safety verdicts are \
                      vacuous (not a pass)",

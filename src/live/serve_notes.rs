@@ -10,7 +10,8 @@
 
 use super::attribution::Labels;
 use super::junit_in::{Case, CaseResult};
-use crate::checker::{CheckResult, Verdict};
+use crate::checker::CheckResult;
+use crate::model::Verdict;
 use lockstep_sim::{EventKind, History};
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -28,8 +28,8 @@
 use super::real::RealRedis;
 use super::recorder::LiveRecorder;
 use bytes::Bytes;
+use lockstep_history::history::{bound_text, MAX_EVENT_ARG_BYTES};
 use lockstep_sim::clock::NodeClock;
-use lockstep_sim::history::{bound_text, MAX_EVENT_ARG_BYTES};
 use lockstep_sim::redis::replication::Replication;
 use lockstep_sim::redis::server::{Control, LocalFuture, RecordedCommand, RedisHost, RedisServer};
 use lockstep_sim::redis::{EngineConfig, Keyspace, RedisEngine, Reply};

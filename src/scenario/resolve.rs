@@ -12,7 +12,8 @@ use crate::model::{
     Algorithm, AlgorithmSpec, ClientSpec, ExploreSpec, KeyError, LockKeys, LockSpec, NetworkSpec, NodeSpec, Scenario,
     WorkMs, CHECKERS, GENERATED_KINDS, MAX_EXPLORE_FAULTS, MAX_EXPLORE_SEEDS, RESOURCE_NODE,
 };
-use lockstep_sim::clock::{check_clock_offset_ms, check_drift_ppm};
+use lockstep_history::fault::check_drift_ppm;
+use lockstep_sim::clock::check_clock_offset_ms;
 use lockstep_sim::{
     replica_name, ClockSpec, Fault, FaultError, FaultPlan, FaultTargets, MasterSetup, Role, ScheduledFault,
     RESERVED_NODE_NAMES,

@@ -76,6 +76,18 @@ fn the_paths_of_lockstep_sim_before_the_crate_split_resolve() {
         lockstep_sim::lua_syntax::check_lua_syntax;
     let _ = lockstep_sim::stop::STOPPED;
     let _ = lockstep_sim::clock::check_drift_ppm(0);
+    let _ = lockstep_sim::clock::MAX_DRIFT_PPM;
+    // The items of lockstep that moved: each old path is an alias or wrapper of the new item.
+    let verdict: lockstep::checker::Verdict = lockstep::model::Verdict::Valid;
+    let outcome: Option<lockstep::app::Outcome> = None::<lockstep::run::expect::Outcome>;
+    let template: fn(
+        lockstep::model::Algorithm,
+        lockstep::model::Fencing,
+        lockstep_sim::FencingMode,
+        u64,
+    ) -> Result<lockstep::scenario::Scenario, lockstep::scenario::ScenarioError> = lockstep::explore::standard_template;
+    let role: lockstep_sim::role::Role = lockstep_sim::Role::Master;
+    let _ = (verdict, outcome, template, role);
 }
 
 /// The issue-42 harness API, every signature a user compiles against (compiled, not run).

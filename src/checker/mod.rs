@@ -138,14 +138,13 @@ pub(crate) fn check_all(history: &OpHistory<'_>) -> Vec<CheckResult> {
     CheckerName::ALL.iter().map(|c| c.checker().check(history)).collect()
 }
 
-/// Every checker: `mutual-exclusion`, `stale-write`, `lost-update`, `token-order`,
-/// `lease-validity`, `ownership`, `spurious-loss`, `liveness`, in that order.
+/// Every checker, in [`CheckerName::ALL`] order (the registry's, which [`NAMES`] lists).
 pub fn all() -> Vec<&'static dyn Checker> {
     CheckerName::ALL.iter().map(|c| c.checker()).collect()
 }
 
-#[cfg(test)]
 /// The checker called `name` (one of [`NAMES`]), if there is one.
+#[cfg(test)]
 pub(crate) fn by_name(name: &str) -> Option<&'static dyn Checker> {
     name.parse::<CheckerName>().ok().map(CheckerName::checker)
 }

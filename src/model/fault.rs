@@ -10,29 +10,69 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The fault kinds the generator knows (what `--kinds` and `[explore] kinds` accept): the
-/// default kinds, then the [`OPT_IN_KINDS`]. Each is a file of `explore::kinds`, whose registry
-/// a test keeps equal to this list.
-pub const GENERATED_KINDS: &[&str] = &[
-    "pause",
-    "clock-jump",
-    "drift",
-    "partition",
-    "hold",
-    "latency",
-    "loss",
-    "crash",
-    "power-loss",
-    "failover",
-    "rolling-restart",
-    "drop-reply",
-    "replica-clock",
-];
+/// The one list of the fault kinds the explorer generates: each kind's module and type under
+/// `explore::kinds`, its name, and its one-line description; the default kinds first, then the
+/// opt-in ones. It hands the list to the macro it is given (`generated_kinds!(callback)`): here
+/// it makes [`GENERATED_KINDS`] and [`OPT_IN_KINDS`], in `explore::kinds` the registry of the
+/// kinds themselves (`GenFault` and its dispatch), so the names are written once.
+///
+/// A kind added after the explorer's first digests were committed is opt-in, so that a seed's
+/// plan under the default kinds stays what it was.
+macro_rules! generated_kinds {
+    ($callback:ident) => {
+        $callback! {
+            default {
+                /// Freeze a node.
+                pause::Pause = "pause",
+                /// Step a node's wall clock.
+                clock_jump::ClockJump = "clock-jump",
+                /// Change a node's clock rate.
+                drift::Drift = "drift",
+                /// Cut a link for a while.
+                partition::Partition = "partition",
+                /// Hold every message on a link for a while (delayed packets).
+                hold::Hold = "hold",
+                /// Set a link's latency.
+                latency::Latency = "latency",
+                /// Make a link lossy.
+                loss::Loss = "loss",
+                /// Crash a Redis server and restart it later (with what its persistence kept).
+                crash::Crash = "crash",
+                /// Cut a Redis server's power (unsynced AOF writes are lost) and restart it later.
+                power_loss::PowerLoss = "power-loss",
+                /// Force a failover of a master's replication group.
+                failover::Failover = "failover",
+                /// Shut down and restart every master in turn.
+                rolling_restart::RollingRestart = "rolling-restart",
+            }
+            opt_in {
+                /// A server runs a client's next requests and loses their replies.
+                drop_reply::DropReply = "drop-reply",
+                /// Step a replica's wall clock ahead, then fail its group over to it.
+                replica_clock::ReplicaClock = "replica-clock",
+            }
+        }
+    };
+}
+pub(crate) use generated_kinds;
 
-/// The kinds switched on by name only, last in [`GENERATED_KINDS`]: a kind added after the
-/// explorer's first digests were committed is one of them, so that a seed's plan under the
-/// default kinds stays what it was.
-pub const OPT_IN_KINDS: &[&str] = &["drop-reply", "replica-clock"];
+/// Makes the name lists from [`generated_kinds`]'s list.
+macro_rules! kind_names {
+    (
+        default { $($(#[$d:meta])* $dm:ident::$dk:ident = $dn:literal,)* }
+        opt_in { $($(#[$o:meta])* $om:ident::$ok:ident = $on:literal,)* }
+    ) => {
+        /// The fault kinds the generator knows (what `--kinds` and `[explore] kinds` accept): the
+        /// default kinds, then the [`OPT_IN_KINDS`] (read from the one list, `generated_kinds!`).
+        pub const GENERATED_KINDS: &[&str] = &[$($dn,)* $($on,)*];
+
+        /// The kinds switched on by name only, last in [`GENERATED_KINDS`]: a kind added after the
+        /// explorer's first digests were committed is one of them, so that a seed's plan under the
+        /// default kinds stays what it was.
+        pub const OPT_IN_KINDS: &[&str] = &[$($on,)*];
+    };
+}
+generated_kinds!(kind_names);
 
 /// The kinds on when none are named: [`GENERATED_KINDS`] without the [`OPT_IN_KINDS`].
 pub const DEFAULT_KINDS: &[&str] = GENERATED_KINDS.split_at(GENERATED_KINDS.len() - OPT_IN_KINDS.len()).0;

@@ -8,15 +8,17 @@
 //! aimed at an anchor of the fault-free run ([`Kind::aim`]) or at one of the lock's operations
 //! ([`Kind::aim_at_operation`]), and on the bounded-exhaustive grid ([`Kind::exhaustive`]).
 //!
-//! The `registry!` invocation below is the only place that lists the kinds:
-//! it makes [`GenFault`] (`enum GenFault { Pause(Pause), … }`, serialized with the kind's name
+//! The kinds are listed once, in `crate::model::fault`'s `generated_kinds!` (default kinds, then
+//! opt-in ones; the model reads its name lists from it, as it sits below the explorer); `registry!`
+//! here makes from that list [`GenFault`] (`enum GenFault { Pause(Pause), … }`, serialized with the kind's name
 //! as its `kind` tag) and the one dispatch from a fault, or a kind's name, to its kind. The
 //! explorer's algorithms (`generate`, `anchors`, `coverage`, `shrink`, `exhaustive`,
 //! `assumptions`) call these and never match on a kind.
 //!
-//! Adding a kind: its file here (the struct, its `Kind` impl, a unit test), one line in the
-//! registry, and its name in `crate::model::fault::GENERATED_KINDS` (the names the scenario
-//! front end and `--kinds` accept; a test keeps the two lists equal). The world's effect comes
+//! Adding a kind: its file here (the struct, its `Kind` impl, a unit test) and one line in
+//! `generated_kinds!` (in `src/model/fault.rs`, at the end of its opt-in group: a kind added to
+//! the default group would move every committed exploration); a compile-time check keeps each
+//! kind's `NAME` the list's. The world's effect comes
 //! from the sim's faults it expands into: a kind that needs a new one adds it to
 //! `lockstep-history/src/fault.rs`. Live runs judge and apply the expanded world faults
 //! (`crate::live::faults::refusal`), so a kind built from faults live runs support runs live
@@ -126,7 +128,17 @@ struct Entry {
 
 /// Makes [`GenFault`] of the listed kinds and the one dispatch to them.
 macro_rules! registry {
-    ($($(#[$doc:meta])* $module:ident::$kind:ident,)*) => {
+    // The one list (`crate::model::fault::generated_kinds!`): default kinds, then opt-in ones.
+    (default { $($default:tt)* } opt_in { $($opt_in:tt)* }) => {
+        registry! { $($default)* $($opt_in)* }
+    };
+    ($($(#[$doc:meta])* $module:ident::$kind:ident = $name:literal,)*) => {
+        // Each kind's own name is the one the list gives it.
+        $(const _: () = assert!(
+            same_str(<$kind as Kind>::NAME, $name),
+            concat!("the list names `", stringify!($kind), "` otherwise than its NAME")
+        );)*
+
         $(mod $module;
         pub use $module::$kind;)*
 
@@ -218,33 +230,22 @@ macro_rules! registry {
     };
 }
 
-registry! {
-    /// Freeze a node.
-    pause::Pause,
-    /// Step a node's wall clock.
-    clock_jump::ClockJump,
-    /// Change a node's clock rate.
-    drift::Drift,
-    /// Cut a link for a while.
-    partition::Partition,
-    /// Hold every message on a link for a while (delayed packets).
-    hold::Hold,
-    /// Set a link's latency.
-    latency::Latency,
-    /// Make a link lossy.
-    loss::Loss,
-    /// Crash a Redis server and restart it later (with what its persistence kept).
-    crash::Crash,
-    /// Cut a Redis server's power (unsynced AOF writes are lost) and restart it later.
-    power_loss::PowerLoss,
-    /// Shut down and restart every master in turn.
-    rolling_restart::RollingRestart,
-    /// Force a failover of a master's replication group.
-    failover::Failover,
-    /// A server runs a client's next requests and loses their replies.
-    drop_reply::DropReply,
-    /// Step a replica's wall clock ahead, then fail its group over to it.
-    replica_clock::ReplicaClock,
+crate::model::fault::generated_kinds!(registry);
+
+/// Whether two texts are the same, at compile time.
+const fn same_str(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 fn entry(kind: &str) -> Option<&'static Entry> {
@@ -373,11 +374,8 @@ mod tests {
     #[test]
     fn the_registry_and_the_model_list_the_same_names_and_serialize_with_them() {
         let names: Vec<&str> = GenFault::kinds().collect();
-        let mut sorted = names.clone();
-        sorted.sort_unstable();
-        let mut model = GENERATED_KINDS.to_vec();
-        model.sort_unstable();
-        assert_eq!(sorted, model, "GENERATED_KINDS and the registry differ");
+        // Both come from the one list, in its order.
+        assert_eq!(names, GENERATED_KINDS, "GENERATED_KINDS and the registry differ");
         for (fault, name) in one_of_each().iter().zip(&names) {
             assert_eq!(fault.kind(), *name);
             let json = serde_json::to_value(fault).expect("serializes");

@@ -167,8 +167,8 @@ impl CommandReader {
     }
 
     /// The bytes this reader holds: unconsumed input, plus the elements already read of a command
-    /// still arriving (their payload and their handles). The link compares it with
-    /// [`QUERY_BUFFER_MAX`].
+    /// still arriving (their payload and their handles). A host bounds it through
+    /// [`crate::server::ConnectionBudget`] (`lockstep live`'s link: 64 MiB per connection).
     pub fn buffered(&self) -> usize {
         self.buf.len() + self.args_bytes + self.args.len() * std::mem::size_of::<Bytes>()
     }

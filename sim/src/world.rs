@@ -2,7 +2,7 @@
 //!
 //! One [`WorldConfig::seed`] fixes everything: the network's delays and losses
 //! ([`crate::wire`]), the scheduler's random choices (tokio's RNG, seeded since the crate is built
-//! with `--cfg tokio_unstable`; see [`crate::machine`]) and every ChaCha stream of ours. The step
+//! with `--cfg tokio_unstable`; see `machine.rs`) and every ChaCha stream of ours. The step
 //! loop is the scheduler: before each step it applies the faults that are due and logs
 //! resumptions; it then advances true time by one tick, delivers the segments due by then and
 //! runs every task that is ready. Nothing here knows about locks or checkers.
@@ -12,11 +12,11 @@
 //! next fault, the next segment's delivery, the next timer the software armed, the end of a
 //! pause, the deployment's next deadline (a key's expiry by its server's clock, an fsync, a
 //! replication entry, a delayed restart, the Sentinel's timeout) — and jumps straight to the
-//! tick before it ([`World::skip_idle`]). Only ticks in which nothing would have happened are
+//! tick before it (`World::skip_idle`). Only ticks in which nothing would have happened are
 //! left out, so the history is the one stepping every tick gives ([`WorldConfig::skip_idle`]
 //! turns the jumps off; `tests/simulation/event_clock.rs` runs every shipped scenario both ways). A
 //! 40-second story with a 15-second pause is a few hundred steps, not 40,000. The whole loop runs
-//! as one future on the machines' runtime ([`crate::machine`]'s `Engine::drive`): one entry into
+//! as one future on the machines' runtime (`machine.rs`'s `Engine::drive`): one entry into
 //! the runtime per run, not one per step.
 //!
 //! The world owns true time, the nodes, their pause gates and clocks, the network and the fault

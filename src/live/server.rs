@@ -14,11 +14,11 @@
 //! by the chosen clock. A `pause` of a server freezes its command processing.
 //!
 //! Added for real client libraries: the resource answers `CLIENT`, `SELECT`, `PING`, `INFO` and
-//! `HELLO 2` (clients send them while connecting). `WAIT` blocks the connection here
-//! ([`Server::wait`]), as the simulated master does.
+//! `HELLO 2` (clients send them while connecting). `WAIT` blocks the connection in the one server
+//! loop ([`lockstep_sim::redis::server`]), as on the simulated master.
 //!
 //! Replicas are servers of the same kind sharing one [`Replication`] with their master (the
-//! simulation's bookkeeping, [`lockstep_sim::deployment::replication`]): a command runs as the
+//! simulation's bookkeeping, [`lockstep_sim::redis::replication`]): a command runs as the
 //! server's role says ([`lockstep_sim::redis::master::execute_member`]: a replica answers writes with
 //! `READONLY`, a master with replicas publishes each command's effects and each expiry), a stop
 //! drops what was not yet delivered and a start resynchronises; [`super::replication`] delivers the

@@ -5,8 +5,8 @@
 //! - [`stdout`] is the tool's result (verdicts, summaries, JSON). A failure to write it is an
 //!   error the caller returns (exit 2), except a closed pipe (`lockstep … | head`): the reader has
 //!   what it wanted, so the rest is dropped quietly and the run still ends with its own exit code.
-//! - [`stderr`] is progress and diagnostics: best effort, a failure is ignored (there is nowhere
-//!   left to report it).
+//! - [`stderr_line`] is progress and diagnostics: best effort, a failure is ignored (there is
+//!   nowhere left to report it).
 //!
 //! Colours reach a terminal only (anstream strips them for pipes, files and `NO_COLOR`; without
 //! the `cli` feature the streams are written as they are).

@@ -16,7 +16,7 @@
 //! A client running several tasks adds `"task": n` (1, 2, …; [`TASK_FIELD`]) to every invoke's
 //! data, so the history knows which task ran each operation; completions pair by id. A write
 //! the holder refused itself (its validity ran out, `refuse_write_after_validity`) is a `write`
-//! invoke and a `fail` whose error begins with [`HOLDER_REFUSAL`]; it never reaches the resource.
+//! invoke and a `fail` whose error begins with `HOLDER_REFUSAL`; it never reaches the resource.
 
 use lockstep_sim::{Node, Phase};
 use serde::Serialize;

@@ -19,7 +19,7 @@
 //!   counts, one during it does not lengthen it);
 //! - `refuse_write_after_validity`: just before each write the holder compares its monotonic
 //!   clock with the validity (the latest renewal's, if any) and, once it has run out, refuses the
-//!   write itself — recorded as a `write` that fails with [`HOLDER_REFUSAL`] — and writes no
+//!   write itself — recorded as a `write` that fails with `HOLDER_REFUSAL` — and writes no
 //!   more this turn. Like the abort signal, a pause between the check and the write defeats it;
 //! - `reads_per_turn` reads, then the work, then `writes_per_turn` writes of the value read plus
 //!   1, plus 2, … back to back, each with the grant's fencing token;

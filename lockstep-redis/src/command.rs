@@ -191,7 +191,7 @@ impl RedisEngine {
     ///
     /// Inside `MULTI` a command is queued (`+QUEUED`), or refused (which makes `EXEC` answer
     /// `EXECABORT`). `SUBSCRIBE`/`UNSUBSCRIBE`, which may answer several replies, and the
-    /// restrictions of subscribed mode are in [`RedisEngine::execute_conn`].
+    /// restrictions of subscribed mode are in `RedisEngine::execute_conn`.
     pub fn execute_as(&mut self, session: &mut ClientSession, args: &[Bytes], now_wall_ms: i64) -> Reply {
         self.db.ks.begin_journal();
         let reply = self.execute_one(session, args, now_wall_ms);

@@ -1,9 +1,9 @@
 //! The HyperLogLog value (Redis's `hyperloglog.c` format), kept as the bytes of a string so that
 //! `GET`, `SET`, `DUMP` and `APPEND` see what they see on Redis.
 //!
-//! Written from the documentation (https://redis.io/docs/data-types/probabilistic/hyperloglogs/,
-//! https://redis.io/commands/pfadd/, https://redis.io/commands/pfdebug/), the format described
-//! in antirez's "Redis new data structure: the HyperLogLog" (http://antirez.com/news/75), the
+//! Written from the documentation (<https://redis.io/docs/data-types/probabilistic/hyperloglogs/>,
+//! <https://redis.io/commands/pfadd/>, <https://redis.io/commands/pfdebug/>), the format described
+//! in antirez's "Redis new data structure: the HyperLogLog" (<http://antirez.com/news/75>), the
 //! papers (Flajolet et al., "HyperLogLog: the analysis of a near-optimal cardinality estimation
 //! algorithm", 2007; Ertl, "New cardinality estimation algorithms for HyperLogLog sketches",
 //! arXiv:1702.01284, 2017, whose improved raw estimator Redis 7.0 uses) and Austin Appleby's

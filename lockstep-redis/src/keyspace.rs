@@ -45,11 +45,11 @@ pub(crate) use super::cost::{ENTRY_OVERHEAD_BYTES, ITEM_OVERHEAD_BYTES};
 
 impl Value {
     /// The bytes this value counts for in [`Keyspace::used_bytes`]: a string's length; a list's
-    /// elements, a hash's fields and values and a set's members, plus [`ITEM_OVERHEAD_BYTES`]
-    /// each; a sorted set's members plus [`ITEM_OVERHEAD_BYTES`] and 8 (the score) each, kept
+    /// elements, a hash's fields and values and a set's members, plus `ITEM_OVERHEAD_BYTES`
+    /// each; a sorted set's members plus `ITEM_OVERHEAD_BYTES` and 8 (the score) each, kept
     /// by the [`ZSet`] so that reading it costs O(1).
     /// a stream's entries and groups as [`Stream::used_bytes`] counts them (field and value
-    /// bytes with [`ITEM_OVERHEAD_BYTES`] per pair, and a small fixed cost per entry, group,
+    /// bytes with `ITEM_OVERHEAD_BYTES` per pair, and a small fixed cost per entry, group,
     /// consumer and pending entry).
     pub fn used_bytes(&self) -> usize {
         match self {
@@ -113,16 +113,16 @@ pub const DATABASES: usize = 16;
 /// no key is due. Cloning gives a snapshot (for persistence modes); equality compares contents.
 ///
 /// A keyspace holds the node's [`DATABASES`] databases: its own entries are database 0, and
-/// databases 1 to 15 are keyspaces of their own inside it ([`Keyspace::db_mut`]), made when
+/// databases 1 to 15 are keyspaces of their own inside it (`Keyspace::db_mut`), made when
 /// first written. The methods on keys (`get`, `insert`, `iter`, `len`, ...) are database 0's,
 /// or the database's they are called on; [`Keyspace::used_bytes`], [`Keyspace::next_expiry_ms`],
-/// [`Keyspace::remove_expired`] and equality cover them all, so a snapshot, a restore, active
+/// `Keyspace::remove_expired` and equality cover them all, so a snapshot, a restore, active
 /// expiry and the memory limit see every database. A node that only uses database 0 holds and
 /// does exactly what it did before databases existed.
 ///
 /// Every mutation also notes the key as *touched* (Redis' `signalModifiedKey`, which `WATCH`
 /// observes): a write that stores, deletes (expiry included) or changes the TTL of a key, even to
-/// the same value. [`Keyspace::take_touched`] drains the notes; they take no part in equality.
+/// the same value. `Keyspace::take_touched` drains the notes; they take no part in equality.
 ///
 /// The keyspace also keeps an approximate count of the memory its data takes
 /// ([`Keyspace::used_bytes`]), what Redis' `maxmemory` is compared with.
@@ -232,7 +232,7 @@ impl Keyspace {
 
     /// The memory the data takes, approximately: for every stored key (expired or not) of
     /// every database, its name, its value ([`Value::used_bytes`]) and
-    /// [`ENTRY_OVERHEAD_BYTES`]. Kept up to date by every change, so reading it costs nothing.
+    /// `ENTRY_OVERHEAD_BYTES`. Kept up to date by every change, so reading it costs nothing.
     pub fn used_bytes(&self) -> usize {
         self.others
             .values()
@@ -332,7 +332,7 @@ impl Keyspace {
         self.entries.get(key)
     }
 
-    /// Like [`Keyspace::peek`], but reclaims the key if it is expired (lazy expiry).
+    /// Like `Keyspace::peek`, but reclaims the key if it is expired (lazy expiry).
     pub fn lookup(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
         self.expire_if_needed(key, now_ms);
         self.entries.get(key)

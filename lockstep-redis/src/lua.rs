@@ -174,7 +174,7 @@ thread_local! {
 /// Sets, for the scripts run on this thread from now on, a wall-clock guard: a script still
 /// running `limit` after it started is stopped with `ERR Script killed: it ran past the
 /// wall-clock guard of N ms`, checked by the same hook as the instruction budget (every
-/// [`HOOK_EVERY`] instructions, and by the built-ins that charge the budget). Redis' own answer
+/// `HOOK_EVERY` instructions, and by the built-ins that charge the budget). Redis' own answer
 /// to a long script is wall time too (`busy-reply-threshold`, 5 s, after which other clients get
 /// `BUSY`), and a real-time server (`lockstep serve`, `lockstep live`'s servers) serves every
 /// client from one thread: a script that does work no budget counts (the VM's own `..` and `<`
@@ -374,7 +374,7 @@ pub(crate) type ScriptCall<D> = fn(&mut D, &[Bytes], i64) -> Result<Reply, &'sta
 /// and every `EVAL` ran in a different, cold one. Nothing of a run stays in the VM for the
 /// next one to see (a fresh sandbox environment per run, `cjson`'s settings reset, the
 /// instruction count restarted), and each server keeps its own script cache
-/// ([`ScriptRuntime`]), so a server sees what it would see with a VM of its own, except what
+/// (`ScriptRuntime`), so a server sees what it would see with a VM of its own, except what
 /// is a property of the whole VM: its memory (`used_memory_lua`, `gcinfo`,
 /// `collectgarbage('count')`, the memory cap), its garbage collector (`collectgarbage`
 /// settings, when a `newproxy` userdata's `__gc` runs) and `math.random`'s sequence, which

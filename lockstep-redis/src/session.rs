@@ -8,6 +8,9 @@ use std::collections::BTreeSet;
 /// Connection-scoped state (`CLIENT SETNAME`, `CLIENT SETINFO`, `HELLO`). The engine keeps one
 /// default session for [`RedisEngine::execute`]; a server that wants per-connection names uses
 /// [`RedisEngine::execute_as`] with one session per connection.
+///
+/// [`RedisEngine::execute`]: crate::RedisEngine::execute
+/// [`RedisEngine::execute_as`]: crate::RedisEngine::execute_as
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClientSession {
     /// The id `CLIENT ID` and `HELLO` report.

@@ -311,8 +311,8 @@ pub type KeysHandler = fn(&mut Keyspace, &[Bytes], i64) -> Reply;
 /// A handler over every database and the pub/sub state (lockstep's own commands only).
 pub(crate) type DbHandler = fn(&mut Db, &[Bytes], i64) -> Reply;
 
-/// How a command runs. A command [`register`]ed from outside the crate runs on the keyspace
-/// ([`Handler::Keys`]).
+/// How a command runs. A command [`register`](crate::table::register)ed from outside the crate
+/// runs on the keyspace ([`Handler::Keys`]).
 #[derive(Clone, Copy)]
 #[non_exhaustive]
 pub enum Handler {

@@ -154,8 +154,10 @@ pub(crate) fn entry_cost(fields: &[(Bytes, Bytes)]) -> usize {
 
 impl Stream {
     /// The bytes it counts for in [`Keyspace::used_bytes`]: each entry's fields and values with
-    /// [`ITEM_OVERHEAD_BYTES`] per pair and a fixed cost per entry, and a fixed cost plus the
+    /// `ITEM_OVERHEAD_BYTES` per pair and a fixed cost per entry, and a fixed cost plus the
     /// name per group and consumer and a fixed cost per pending entry.
+    ///
+    /// [`Keyspace::used_bytes`]: crate::Keyspace::used_bytes
     pub fn used_bytes(&self) -> usize {
         let groups: usize = self
             .groups

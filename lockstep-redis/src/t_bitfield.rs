@@ -3,8 +3,8 @@
 //! `INCRBY` under the `OVERFLOW` mode in force (`WRAP`, `SAT`, or `FAIL`, which answers nil and
 //! leaves the field alone).
 //!
-//! Written from the documentation (https://redis.io/commands/bitfield/,
-//! https://redis.io/commands/bitfield_ro/) and behaviour observed on redis-server 7.0: every
+//! Written from the documentation (<https://redis.io/commands/bitfield/>,
+//! <https://redis.io/commands/bitfield_ro/>) and behaviour observed on redis-server 7.0: every
 //! operation is parsed before any runs (an error anywhere answers only the error), offsets take
 //! the `#N` form (N times the type's width), fields are big-endian with bit 0 the most
 //! significant bit of the first byte (as `SETBIT`), and a write grows the string with zero bytes

@@ -3,7 +3,7 @@
 //! (`GETREG`, `DECODE`, `ENCODING`, `TODENSE`) and `PFSELFTEST`, over string values in Redis's
 //! format ([`super::hll`]).
 //!
-//! From https://redis.io/commands/pfadd/, /pfcount/, /pfmerge/, /pfdebug/, /pfselftest/ and
+//! From <https://redis.io/commands/pfadd/>, /pfcount/, /pfmerge/, /pfdebug/, /pfselftest/ and
 //! behaviour observed on redis-server 7.0: a string that is not a HyperLogLog answers
 //! `WRONGTYPE Key is not a valid HyperLogLog string value.`, one whose sparse runs do not cover
 //! exactly 16,384 registers `INVALIDOBJ Corrupted HLL object detected`. `PFMERGE` raises the

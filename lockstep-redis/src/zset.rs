@@ -292,6 +292,8 @@ impl RankIndex {
 /// Two indexes that always agree: member → score (a `BTreeMap`) and the ordered set of
 /// `(score, member)` (a `BTreeSet`), plus the members by a hash for `ZSCAN` and the members'
 /// total length for [`Value::used_bytes`]. Scores are never NaN and never `-0` ([`ZSet::insert`] makes it `0`).
+///
+/// [`Value::used_bytes`]: crate::Value::used_bytes
 #[derive(Clone, Debug, Default)]
 pub struct ZSet {
     pub(crate) scores: BTreeMap<Bytes, f64>,
@@ -431,7 +433,9 @@ impl ZSet {
     }
 
     /// What this set counts for in [`Value::used_bytes`]: each member's bytes,
-    /// [`ITEM_OVERHEAD_BYTES`] and 8 for its score. O(1).
+    /// `ITEM_OVERHEAD_BYTES` and 8 for its score. O(1).
+    ///
+    /// [`Value::used_bytes`]: crate::Value::used_bytes
     pub fn used_bytes(&self) -> usize {
         self.member_bytes + self.len() * (ITEM_OVERHEAD_BYTES + SCORE_BYTES)
     }

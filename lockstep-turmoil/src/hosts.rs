@@ -426,7 +426,7 @@ impl RedisHosts {
     }
 
     /// Applies `fault` now (between two `Sim::step`s), recorded in the history: what each kind
-    /// does is in the [module](self) docs. Refused, with nothing applied or recorded, when it
+    /// does is in the `hosts` module docs. Refused, with nothing applied or recorded, when it
     /// does not fit the simulation ([`RedisHosts::check_fault`]).
     pub fn apply(&self, sim: &mut Sim<'_>, fault: &Fault) -> Result<(), Error> {
         self.check_fault(sim, fault)?;

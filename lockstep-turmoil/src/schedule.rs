@@ -85,8 +85,8 @@ pub struct PlannedFault {
     pub fault: Fault,
 }
 
-/// Faults with their triggers, applied by [`crate::RedisHosts::step`] (see the [module](self)
-/// docs).
+/// Faults with their triggers, applied by [`crate::RedisHosts::step`] (see the `schedule`
+/// module docs).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FaultSchedule {
     faults: Vec<PlannedFault>,
@@ -176,9 +176,9 @@ impl FaultSchedule {
     }
 
     /// The `[[fault]]` tables of `text` (a TOML text with nothing else), read as a scenario
-    /// file's are, with this crate's `when_holds` and `after` keys (see the [module](self) docs).
-    /// The error names the table and key at fault (with line and column where the reader knows
-    /// them). The nodes named are checked against the simulation by
+    /// file's are, with this crate's `when_holds` and `after` keys (see the `schedule` module
+    /// docs). The error names the table and key at fault (with line and column where the reader
+    /// knows them). The nodes named are checked against the simulation by
     /// [`crate::RedisHosts::schedule`].
     pub fn from_toml(text: &str) -> Result<FaultSchedule, Error> {
         let tables = lockstep::scenario::fault_tables(text, "fault schedule", &AnyNode, TRIGGER_KEYS)

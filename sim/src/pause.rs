@@ -2,7 +2,7 @@
 //!
 //! A runtime has no notion of a paused process, so a node's tasks (its main future, its
 //! connection drivers, everything it spawns through [`crate::node::Node::spawn`]) are wrapped in
-//! [`Gated`]. While the gate is closed, a gated future is not polled at all: it registers one
+//! `Gated`. While the gate is closed, a gated future is not polled at all: it registers one
 //! timer for the end of the pause and returns `Pending`. Bytes sent to the node wait in its socket
 //! buffers; its own timers expire but are only observed when it resumes, exactly as a frozen
 //! process finds its timers overdue when it wakes.

@@ -14,7 +14,7 @@
 //! **Software the simulator does not see.** A task that sleeps on the runtime directly
 //! (`tokio::time::sleep` in a user's lock) arms a timer nobody registered. The jump still
 //! advances the runtime's clock, so that timer fires at its instant; the task it wakes is held
-//! back by its node's pause gate ([`crate::pause::Gated`]), the jump stops there, and the world
+//! back by its node's pause gate (`crate::pause::Gated`), the jump stops there, and the world
 //! steps normally from the tick that timer falls in. Such a task runs at the right true time,
 //! but not necessarily in the same order among the other tasks of that tick as without
 //! skipping; [`crate::world::ClockWork::jumps_stopped`] counts these stops.

@@ -21,7 +21,7 @@
 //! mean 1/5, so most delays are short and a few reach the maximum, the shape of real network
 //! delay (the curve of turmoil, the simulator lockstep ran on before this module). Delivery happens at the world's
 //! step boundaries; the next segment's due time is one of the deadlines the world's event clock
-//! jumps to ([`Wire::next_due_us`]). Each direction of each link draws its delays and losses from a ChaCha stream
+//! jumps to (`Wire::next_due_us`). Each direction of each link draws its delays and losses from a ChaCha stream
 //! of its own (`network/FROM/TO` of the run's seed): what one client sends never shifts the draws
 //! of another client's link, so two locks compared on one seed meet the same network wherever
 //! their own traffic does not differ.

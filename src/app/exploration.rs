@@ -3,7 +3,7 @@
 //! overrides into an [`ExploreConfig`] (used by both `lockstep explore` and `lockstep ci`), the
 //! fault-free check `lockstep explore` runs first ([`fault_free_check`]: a template that fails
 //! without any fault is reported as such, not explored), and shrinking the first failing seeds
-//! — under the assumption-bounded profile, the first implementation-bug seeds ([`shrinkable`]) —
+//! — under the assumption-bounded profile, the first implementation-bug seeds (`shrinkable`) —
 //! into counterexample files.
 //!
 //! The locks of an exploration ([`Locks`]: the template's algorithm, a built-in preset or a
@@ -839,7 +839,7 @@ impl DistinctBugs {
 /// `count` shrinks, each spending at most `runs` scenario runs, none started after `deadline`:
 /// `--time-limit` covers shrinking too), with the exploration's `locks` — with a reference,
 /// shrunk while only the subject fails; `on_shrunk` sees each result as it comes. The groups
-/// are the implementation-bug classes when some seed is one ([`shrinkable`]'s choice), else the
+/// are the implementation-bug classes when some seed is one (`shrinkable`'s choice), else the
 /// violating seeds' classes (none under the assumption-bounded profile without a reference);
 /// a class whose plan holds the fault kinds of a group already shrunk with its checker and
 /// operations joins it unshrunk ([`crate::explore::groups::Distinct::build`]). Each shrink is for
@@ -1047,7 +1047,7 @@ impl FaultFree {
 }
 
 /// Runs `template` (as the exploration's cases run it: all of its clients, no faults, no shape)
-/// with the subject lock on the first [`FAULT_FREE_SEEDS`] seeds of the exploration's range; the
+/// with the subject lock on the first `FAULT_FREE_SEEDS` seeds of the exploration's range; the
 /// first seed that violates a checker, if any. A seed that cannot run is left to the
 /// exploration, which reports it.
 pub fn fault_free_check(template: &Scenario, config: &ExploreConfig, locks: &Locks) -> Option<FaultFree> {

@@ -63,7 +63,7 @@ fn run_span(template: &Scenario, config: &ExploreConfig, locks: &Locks) -> RunSp
     run_span_of(template, config, locks, None)
 }
 
-/// Stamps `summary` with its run and span ([`run_span_of`]); when the time limit stopped it
+/// Stamps `summary` with its run and span (`run_span_of`); when the time limit stopped it
 /// (`seeds_planned`), the span ends after the last seed run, so a merge never counts the seeds
 /// it did not run as covered; then sets the summary's seeds to the first bug
 /// ([`ExploreSummary::refresh_first_bug`]).

@@ -1,5 +1,5 @@
 //! Scenario files run for `lockstep run`: each through [`crate::run::run_scenario`], under the
-//! panic guard ([`crate::explore::guarded`]): a world that cannot run one, or a panic inside
+//! panic guard (`crate::explore::guarded`): a world that cannot run one, or a panic inside
 //! it, is that file's error, and the other files still run. A run stopped by its history cap
 //! (`history_events_max`) is the file asking for more than lockstep records: bad input, exit 2.
 

@@ -6,7 +6,7 @@
 //!   time both ways. The histories are the same (`tests/simulation/event_clock.rs`).
 //! - **Floor**: the standard Redlock world (5 masters, 3 clients, the resource; no faults,
 //!   clients always busy) against its own packets routed again by the bare network, with no
-//!   Redis, client library, lock, history or checkers behind them ([`floor`]): CPU time of the
+//!   Redis, client library, lock, history or checkers behind them (`floor`): CPU time of the
 //!   world against CPU time of its traffic alone, on one thread.
 //! - **Scaling**: the same exploration on 1 job and on all cores.
 //! - **Scenarios per minute** on the standard exploration profile (10 simulated seconds,
@@ -287,7 +287,7 @@ impl Stopwatch {
 /// What one run of a scaling world cost.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct WorldCost {
-    /// µs of the whole run (the simulation and the checkers), CPU time ([`Stopwatch`]).
+    /// µs of the whole run (the simulation and the checkers), CPU time (`Stopwatch`).
     pub wall_us: f64,
     /// µs of the analysis after the simulation (typed history, checkers, liveness, digest).
     pub analysis_us: f64,

@@ -11,14 +11,14 @@
 //! belief and the explanation counts them all.
 //!
 //! Both clock conversions are bounds, not estimates
-//! ([`ClockTrack::true_us_range`](crate::history::lease::ClockTrack::true_us_range)): a claim
+//! (`ClockTrack::true_us_range`): a claim
 //! is placed at the earliest instant the client's clock can have reached its deadline, a key's
 //! natural expiry at the latest instant the master's clock can have reached it. A rate
 //! extrapolated from millisecond readings can be a thousand ppm off, which over the seconds after
 //! a client's last event made a correct lock look 2–3 ms past its lease (explore seed 61 of
 //! token-release, bounded profile).
 //!
-//! **Tolerance: [`TOLERANCE_US`] (2 ms)**, for the millisecond resolution of the lock's own
+//! **Tolerance: `TOLERANCE_US` (2 ms)**, for the millisecond resolution of the lock's own
 //! arithmetic (its elapsed time and the TTL are whole milliseconds). Nothing more is allowed for
 //! clock drift: both sides are measured in true time with each node's actual clock rate, so the
 //! drift an algorithm allows for must already be inside its own validity (Redlock subtracts

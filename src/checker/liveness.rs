@@ -55,6 +55,9 @@
 //! then it is a master whose life started without a command: not judged), a key restored from
 //! persistence after a restart (its setter is not known: not judged), and keys other than the
 //! lock keys the acquisitions named (fencing counters, wait lists).
+//!
+//! [`SLACK_MS`]: crate::checker::liveness::SLACK_MS
+//! [`UNAVAILABLE_TTLS`]: crate::checker::liveness::UNAVAILABLE_TTLS
 
 use super::{count, seconds, witness, CheckResult, Checker, CheckerName};
 use crate::model::Verdict;

@@ -9,8 +9,8 @@
 //! order) and counts the keys that are off.
 //!
 //! Left out: rejected writes, reads (a read-only history is valid: "no writes"), who wrote and under
-//! which grant (that is [`stale-write`](super::stale_write)), and writes whose outcome the client
-//! never learned: the resource's own record decides.
+//! which grant (that is [`stale-write`](crate::checker::stale_write)), and writes whose outcome the
+//! client never learned: the resource's own record decides.
 
 use super::{count, witness, CheckResult, Checker, CheckerName};
 use crate::model::Verdict;

@@ -14,7 +14,7 @@
 //! vacuous run) is not a checker's verdict: the run's judgement (`crate::run`) decides it.
 //!
 //! The registry: every checker has a [`CheckerName`]; [`CheckerName::ALL`] lists them in report
-//! order, [`check_all`] runs them all over one [`OpHistory`]. The list is written once, in
+//! order, `check_all` runs them all over one [`OpHistory`]. The list is written once, in
 //! `crate::model::checker_registry!` (beside the scenario's expectations, which name checkers
 //! and sit below this module): adding a checker is one file implementing [`Checker`] plus one
 //! line there.

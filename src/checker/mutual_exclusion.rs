@@ -23,9 +23,11 @@
 //! Left out: the grant's validity (a client past it that has not released still counts as inside:
 //! that is exactly the paused client of the Kleppmann story), acquires with an unknown outcome
 //! (`info`: the client does not act as a holder), `extend`, and whether anyone actually touched the
-//! resource while overlapping (that is [`stale-write`](super::stale_write) and
-//! [`lost-update`](super::lost_update)). Ops whose data does not decode play no part (the
+//! resource while overlapping (that is [`stale-write`](crate::checker::stale_write) and
+//! [`lost-update`](crate::checker::lost_update)). Ops whose data does not decode play no part (the
 //! history reader lists them as anomalies). The holds are the [`OpHistory`]'s.
+//!
+//! [`Hold::turn_end`]: crate::history::Hold::turn_end
 
 use super::{count, seconds, token_text, witness, CheckResult, Checker, CheckerName};
 use crate::model::Verdict;

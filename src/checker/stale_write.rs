@@ -12,9 +12,9 @@
 //! Left out: rejected writes (they are what fencing is for), writes that cannot be attributed (no
 //! matching invoke, or no grant before it: ignored, but if any exist and no violation is found the
 //! verdict is unknown rather than valid), whether the grant was still held when the write was sent
-//! (that is [`mutual-exclusion`](super::mutual_exclusion)), and the written values (that is
-//! [`lost-update`](super::lost_update)). Ops whose data does not decode play no part (the
-//! history reader lists them as anomalies). The attribution is the [`OpHistory`]'s.
+//! (that is [`mutual-exclusion`](crate::checker::mutual_exclusion)), and the written values (that
+//! is [`lost-update`](crate::checker::lost_update)). Ops whose data does not decode play no part
+//! (the history reader lists them as anomalies). The attribution is the [`OpHistory`]'s.
 
 use super::{count, seconds, token_text, witness, CheckResult, Checker, CheckerName};
 use crate::model::Verdict;

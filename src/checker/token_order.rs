@@ -12,8 +12,11 @@
 //!
 //! Left out: grants without a token (skipped), acquires whose outcome is unknown (`info`: a token
 //! the client never saw), gaps between tokens (allowed), tokens sent with writes (that is
-//! [`stale-write`](super::stale_write)), and whether the resource enforced them. Ops whose data
-//! does not decode play no part (the history reader lists them as anomalies).
+//! [`stale-write`](crate::checker::stale_write)), and whether the resource enforced them. Ops whose
+//! data does not decode play no part (the history reader lists them as anomalies).
+//!
+//! [`Hold::master_grant`]: crate::history::Hold::master_grant
+//! [`Hold`]: crate::history::Hold
 
 use super::{count, witness, CheckResult, Checker, CheckerName};
 use crate::model::Verdict;

@@ -392,7 +392,7 @@ impl ShapeBounds {
     /// Shapes inside `template`'s lock's contract (the default): the longest critical section is
     /// one of W/10, W/4, W/2 and W, where W is half the validity the lock claims after its safety
     /// margins — the TTL less the lock's drift allowance, the two resource round trips of a turn
-    /// (read and write, each up to the resource timeout) and [`SHAPE_MARGIN_MS`]. For the
+    /// (read and write, each up to the resource timeout) and `SHAPE_MARGIN_MS`. For the
     /// standard template (TTL 2 s, resource timeout 50 ms) W is 925 ms (914 ms for Redlock,
     /// whose drift allowance is 22 ms).
     ///
@@ -670,7 +670,7 @@ pub fn aims_at_operation(seed: u64, profile: &FaultProfile) -> bool {
 }
 
 /// The faults of an operation-aimed case: one fault aimed at one of the lock's operations of
-/// the seed's own fault-free run (`anchors`, see [`operation_fault`]) — an operation kind first
+/// the seed's own fault-free run (`anchors`, see `operation_fault`) — an operation kind first
 /// (acquisitions outnumber the rest), then one of its successful windows three times in four —
 /// plus, with probability 0.3, an aimed fault of any kind (bugs that need two faults to
 /// coincide). Empty when the run had no operation to aim at.

@@ -8,7 +8,7 @@
 //! same way, with the same outcomes for the same holders, share a signature, whatever their
 //! exact times. Times, values and tokens are left out on purpose: they differ on every seed.
 //!
-//! Determinism: the exploration runs seeds in batches of [`BATCH`]; a batch's cases see the
+//! Determinism: the exploration runs seeds in batches of `BATCH`; a batch's cases see the
 //! corpus as it stood after the previous batch (its new signatures added in seed order), so the
 //! cases are fixed by the seeds and the template, whatever the number of workers. A shard keeps
 //! its own corpus (shards of a guided exploration are not the unsharded run split).

@@ -3,7 +3,7 @@
 //! guarantee at lockstep's fidelity (one seed: the template's own).
 //!
 //! The grid ([`schedules`]): the template without its faults, its first `clients_max` clients;
-//! the anchors of its fault-free run ([`anchors`](super::anchors)), one per distinct (event,
+//! the anchors of its fault-free run ([`anchors`]), one per distinct (event,
 //! client, server) in time order, the first `anchors_max` of them; at each, three instants —
 //! just before (1 ms), just after (1 ms), and halfway to the next anchor; at each instant, every
 //! fault of the *lease-model* vocabulary below aimed at the anchor's client and master; then

@@ -3,7 +3,7 @@
 //!
 //! Before the first seed, the template runs once without faults and its anchors are recorded
 //! ([`anchors::record`], with the user's lock when there is one). Seeds then run in batches of
-//! [`coverage::BATCH`]. Each seed's case is drawn from its own stream (`explore/guided`): a
+//! `coverage::BATCH`. Each seed's case is drawn from its own stream (`explore/guided`): a
 //! quarter of the seeds, once the corpus holds something, mutate a corpus case; under `mixed`
 //! half of the others are placed at random exactly as `--strategy random` places them (plus a
 //! workload shape when the template loops: inside the lock's contract, or with
@@ -12,7 +12,7 @@
 //! the others around the anchors. After a batch, the cases that reached a new signature join the
 //! corpus in seed order, so every case is fixed by the seeds and the template, whatever the
 //! number of workers (see [`coverage`]). Failing seeds keep their case in the summary, since
-//! their seed alone no longer regenerates it; [`super::shrink::shrink_case`] shrinks it with the
+//! their seed alone no longer regenerates it; `super::shrink::shrink_case` shrinks it with the
 //! exploration's locks.
 //!
 //! The subject lock (the template's algorithm, a preset, or a user's Rust lock) is the one whose

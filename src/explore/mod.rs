@@ -3,7 +3,7 @@
 //!
 //! Each seed builds its own world on a worker thread (`jobs` of them); results stream to the
 //! aggregating thread, which keeps counts, not histories. What one seed does — run, judge,
-//! classify, aggregate, record — is the per-seed pipeline ([`pipeline`]); this module schedules
+//! classify, aggregate, record — is the per-seed pipeline (`pipeline`); this module schedules
 //! seeds over workers and shards. The summary's text is `crate::report`'s. Seeds can be split into shards for CI
 //! matrices ([`Shard`]); shard summaries merge into the summary of the unsharded run.
 //!

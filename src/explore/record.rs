@@ -61,7 +61,7 @@ impl LockRun {
 /// the reference's run of the same case.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeedRecord {
-    /// [`RECORD_VERSION`].
+    /// `RECORD_VERSION`.
     pub v: u32,
     /// The template scenario's name.
     pub scenario: String,

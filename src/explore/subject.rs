@@ -191,7 +191,7 @@ impl LockChoice {
 }
 
 /// A lock an exploration runs, borrowed (what [`super::explore_with`] and
-/// [`super::shrink::shrink_with`] take).
+/// `super::shrink::shrink_with` take).
 #[derive(Clone, Copy)]
 pub enum LockRef<'a> {
     /// The algorithm the template names.

@@ -1,7 +1,7 @@
 //! The exploration summary: counts that stream in seed by seed (memory does not grow with the
 //! number of seeds), merge across shards, and print.
 //!
-//! Failing seeds are kept per checker: the [`KEEP_FIRST`] smallest seeds of every checker (a seed
+//! Failing seeds are kept per checker: the `KEEP_FIRST` smallest seeds of every checker (a seed
 //! appears once, with all its checkers), so a checker that fails only late still has its first
 //! seeds. The rule is stable under merging: pruning each shard, then the union, keeps exactly
 //! what pruning all seeds at once keeps. With a reference lock (the differential oracle), the
@@ -990,7 +990,7 @@ pub(crate) fn check_strategies(parts: &[(String, ExploreSummary)]) -> Result<(),
 
 /// The seeds one exploration process ran: shard `shard_index` of `shard_count` (1 of 1: all)
 /// of `seeds_start..seeds_end`, that is the seeds at positions `i` with
-/// `i % shard_count == shard_index - 1` (as [`crate::explore::shard_seed`] deals them).
+/// `i % shard_count == shard_index - 1` (as `crate::explore::shard_seed` deals them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct SeedSpan {
     /// The first seed of the range.

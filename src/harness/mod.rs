@@ -50,7 +50,7 @@
 //! run.assert_safe();
 //! ```
 //!
-//! The build must have `--cfg tokio_unstable` (see [`crate::run::require_tokio_unstable`]): the
+//! The build must have `--cfg tokio_unstable` (see `crate::run::require_tokio_unstable`): the
 //! harness says how to set it instead of running non-deterministically.
 //!
 //! Leaves out: anything the application layer does not already do — the harness only chooses
@@ -152,7 +152,7 @@ pub enum Gate {
     #[default]
     Classification,
     /// The per-checker expectations ([`Harness::expect`]; without a call to it, stale-write and
-    /// lost-update `none-invalid`, [`DEFAULT_EXPECT`]): the gate before the classification was.
+    /// lost-update `none-invalid`, `DEFAULT_EXPECT`): the gate before the classification was.
     Expectations,
 }
 
@@ -309,7 +309,7 @@ impl Harness {
     }
 
     /// Changes what every exploration of the harness expects of `checker` (see
-    /// [`DEFAULT_EXPECT`]); `None` only reports it. The expectations become the gate
+    /// `DEFAULT_EXPECT`); `None` only reports it. The expectations become the gate
     /// ([`Gate::Expectations`]) in place of the classification.
     pub fn expect(mut self, checker: &str, expect: Option<ExploreExpect>) -> Harness {
         match expect {

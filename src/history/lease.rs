@@ -51,11 +51,11 @@
 //! unknown.
 //!
 //! Clocks: a node's monotonic reading is known, to the millisecond, at each of its events.
-//! [`ClockTrack::true_us_range`] bounds the true instant at which it read a given value: the
+//! `ClockTrack::true_us_range` bounds the true instant at which it read a given value: the
 //! clock's rate is constant between its drift changes (the `drift` faults of the node, which state
 //! the new rate), it starts at 0 at true time 0 (the simulator's clocks), and every reading is
 //! the floor of the microsecond clock; every instant consistent with all the readings of that
-//! stretch is inside the range (a sound bound, not a guess). [`ClockTrack::true_us_at`] is the
+//! stretch is inside the range (a sound bound, not a guess). `ClockTrack::true_us_at` is the
 //! older point estimate (interpolated, after the last event extrapolated at the rate seen over
 //! the node's last second), kept for display: from millisecond readings its rate can be off by
 //! a thousand ppm, which over the seconds after a client's last event is milliseconds.

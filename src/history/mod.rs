@@ -3,7 +3,7 @@
 //!
 //! The world records one flat log of events; client operations are `Op` events with free-form
 //! JSON data (see [`crate::ops`]). [`OpHistory::new`] reads that log in one pass and keeps:
-//! - every event as a typed [`Step`] (same order, same `seq`), op data decoded by [`op::decode`];
+//! - every event as a typed [`Step`] (same order, same `seq`), op data decoded by `op::decode`;
 //! - [`Operation`]s: each invoke paired with its completion (`ok`, `fail`, `info`) by process and
 //!   id, or still open at the end of the history;
 //! - [`Hold`]s, one per grant (an `acquire` `ok`), in grant order: the true-time interval its

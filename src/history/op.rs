@@ -2,7 +2,7 @@
 //!
 //! [`crate::ops`] fixes what the workload writes into an `Op` event's JSON `data`; this module
 //! reads it back as types, once: an operation's name ([`OpName`]), what was invoked ([`LockOp`])
-//! and what each completion carried ([`OpData`]). [`decode`] is the only place op data is parsed;
+//! and what each completion carried ([`OpData`]). `decode` is the only place op data is parsed;
 //! data that does not fit is an error naming what was expected (the builder records it as an
 //! anomaly). Left out: any interpretation across events (pairing, grants, holds): that is the
 //! [`OpHistory`](super::OpHistory) builder.

@@ -91,7 +91,7 @@ pub struct OpStep {
 pub struct Expiry<'h> {
     /// The key.
     pub key: &'h str,
-    /// Whether it is a fencing-token counter ([`fencing::COUNTER_KEY_PREFIX`]) rather than a
+    /// Whether it is a fencing-token counter (`fencing::COUNTER_KEY_PREFIX`) rather than a
     /// lock key.
     pub fencing_counter: bool,
 }

@@ -3,11 +3,11 @@
 //! Any local process can connect to a live run's ports, so what a connection buffers is counted
 //! as it arrives and bounded: per connection, what its client sent and the server has not yet
 //! executed (bytes in the link, the query buffer, the arguments of a command still arriving:
-//! [`super::resp::QUERY_BUFFER_MAX`]) and the replies not yet written to its socket
-//! ([`super::resp::OUTPUT_BUFFER_MAX`]); over the whole run, the sum of both over every connection
-//! ([`super::resp::RUN_BUFFER_MAX`]), past which the connection holding the most is closed — the
+//! `super::resp::QUERY_BUFFER_MAX`) and the replies not yet written to its socket
+//! (`super::resp::OUTPUT_BUFFER_MAX`); over the whole run, the sum of both over every connection
+//! (`super::resp::RUN_BUFFER_MAX`), past which the connection holding the most is closed — the
 //! flooding one, not a lock client with a few bytes in flight; and the number of connections
-//! ([`super::resp::MAX_CONNECTIONS`]). A closed connection is just closed: nothing of it reaches
+//! (`super::resp::MAX_CONNECTIONS`). A closed connection is just closed: nothing of it reaches
 //! the history, and the run goes on.
 //!
 //! Everything here lives on the run's single thread (the servers run in one `LocalSet`).

@@ -16,7 +16,7 @@
 //!
 //! A link to a replicated master is the client's address for the replication group (named after
 //! the master it was defined with), as a Sentinel-aware client's: a promotion re-points it to the
-//! promoted replica ([`Link::repoint`]) and closes its open connections, as a failover does; the
+//! promoted replica (`Link::repoint`) and closes its open connections, as a failover does; the
 //! connections opened afterwards reach the new master.
 //!
 //! A connection to a server lockstep serves is served by the one server loop of the simulation

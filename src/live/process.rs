@@ -3,17 +3,17 @@
 //! so that a shell wrapper and whatever the adapter starts go too.
 //!
 //! A crash fault kills the group (SIGKILL) and a restart starts the same command again, with the
-//! same name and environment, in a new group ([`ClientProcess::respawn`]); the [`GroupControl`]
+//! same name and environment, in a new group (`ClientProcess::respawn`); the [`GroupControl`]
 //! shared with the fault schedule follows the new group.
 //!
-//! Nothing is left behind: a [`ClientProcess`] kills its group when dropped (at the end of a run,
+//! Nothing is left behind: a `ClientProcess` kills its group when dropped (at the end of a run,
 //! on an error, and while a panic unwinds), and SIGINT/SIGTERM to lockstep kill every group still
 //! registered before lockstep exits. stdout is read by one thread per client and handed to the
 //! run's (single) thread over a channel; stderr is kept (its last lines go into error messages)
 //! and, with `echo`, copied to lockstep's stderr prefixed with the client's name.
 //!
 //! Not even when lockstep is killed with SIGKILL, which it cannot catch (Linux): every process it
-//! starts ([`spawn_tied`], also the real `redis-server`s) has `PR_SET_PDEATHSIG` = SIGKILL, so the
+//! starts (`spawn_tied`, also the real `redis-server`s) has `PR_SET_PDEATHSIG` = SIGKILL, so the
 //! kernel kills it when lockstep goes; and a guardian process forked at the first registration
 //! (`register`) learns every process group over a pipe and, when the pipe's write end closes
 //! because lockstep is gone, kills the groups still registered — what an adapter started in its
@@ -71,7 +71,7 @@ pub enum ProcessError {
         /// The last lines of its stderr.
         stderr: String,
     },
-    /// The process wrote a stdout line lockstep cannot take: longer than [`LINE_BYTES_MAX`], or
+    /// The process wrote a stdout line lockstep cannot take: longer than `LINE_BYTES_MAX`, or
     /// not UTF-8.
     #[error("{client}: while lockstep waited for {waiting_for}, the client wrote {what}")]
     BadOutput {

@@ -18,7 +18,7 @@
 //!
 //! **Test labels** (`serve`): a command `ECHO lockstep:test:NAME` (or `CLIENT SETNAME NAME`)
 //! labels its connection; the recorder appends, after the command, a note on the server naming
-//! the test and the connection ([`label_note`]), so the history says which test ran from there.
+//! the test and the connection (`label_note`), so the history says which test ran from there.
 //!
 //! This is the one place of lockstep that reads `std::time` for a run: live runs are real time
 //! and not reproducible; the fault plan's seed is kept, the history's digest is not.

@@ -1,7 +1,7 @@
 //! The limits of a live run's connections (`lockstep live`, `lockstep serve`), on top of the
 //! Redis framing limits of [`lockstep_sim::redis::CommandReader`] (Redis' own texts; the reader
 //! is the one server loop's, [`lockstep_sim::redis::server`]). How much a connection may hold at once
-//! ([`QUERY_BUFFER_MAX`], [`OUTPUT_BUFFER_MAX`], [`RUN_BUFFER_MAX`], [`MAX_CONNECTIONS`]) is
+//! (`QUERY_BUFFER_MAX`, `OUTPUT_BUFFER_MAX`, `RUN_BUFFER_MAX`, `MAX_CONNECTIONS`) is
 //! enforced by [`super::link`] and [`super::buffers`], which read [`CommandReader::buffered`].
 
 /// Redis' `string2ll`, as the simulated server reads integers (one rule for both servers).

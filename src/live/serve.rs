@@ -20,7 +20,7 @@
 //! with `ECHO lockstep:test:NAME` ([`super::recorder::TEST_MARKER`]). Real time: nothing here is
 //! reproducible but the fault plan.
 //!
-//! **Stopping.** Signals are watched on a thread of their own ([`watchdog`]), so a serving thread
+//! **Stopping.** Signals are watched on a thread of their own (`watchdog`), so a serving thread
 //! stuck in a long command (a script looping inside a built-in) or flooded by a client cannot
 //! delay them: the serving loop is told at once and normally stops within milliseconds; if it
 //! has not taken over the writing within [`GRACE_MS`], the watchdog writes the history and the

@@ -186,7 +186,7 @@ macro_rules! clients {
         )*
 
         /// Builds the algorithm `spec` names for one client (without fencing: see
-        /// [`with_fencing`], which the runner applies to built-in and user-written locks alike).
+        /// `with_fencing`, which the runner applies to built-in and user-written locks alike).
         pub fn build(spec: &LockSpec, env: LockEnv) -> Rc<dyn LockClient> {
             match &spec.algorithm {
                 $(AlgorithmSpec::$variant(settings) => settings.build_client(env),)*

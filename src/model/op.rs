@@ -121,7 +121,7 @@ pub struct OpError {
 }
 
 impl OpError {
-    /// Whether this is the error of a write the holder refused itself ([`HOLDER_REFUSAL`]).
+    /// Whether this is the error of a write the holder refused itself (`HOLDER_REFUSAL`).
     pub fn is_holder_refusal(&self) -> bool {
         self.error.starts_with(HOLDER_REFUSAL)
     }

@@ -34,7 +34,7 @@ fn check_replaceable(path: &Path) -> Result<(), String> {
 /// Writes `bytes` to `path` atomically: a uniquely named temporary file beside it (created
 /// exclusively, so no file or symlink of the user's is ever followed or truncated), synced, then
 /// renamed over `path`, readable by all (0644 on Unix, as the files of a report directory).
-/// `path` must be a regular file or not exist ([`check_replaceable`]). Creates the directory if
+/// `path` must be a regular file or not exist (`check_replaceable`). Creates the directory if
 /// needed. The one atomic write: the CLI's summaries, histories and counterexamples.
 ///
 /// A file written into a report directory (`OUT/live.json`, `OUT/counterexamples/x.toml`: a
@@ -43,6 +43,8 @@ fn check_replaceable(path: &Path) -> Result<(), String> {
 /// only once the file is in place (issue 40): a write that fails (a name too long, a full disk,
 /// a kill) leaves nothing listed, so a file of the user's later put at that name is never taken
 /// for lockstep's and removed with the report.
+///
+/// [`MANIFEST_FILE`]: crate::report::MANIFEST_FILE
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     check_replaceable(path)?;
     write_file_atomically(path, bytes)?;

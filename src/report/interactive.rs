@@ -1,10 +1,10 @@
 //! The raw history of a run and its interactive timeline, as Jepsen's store keeps them.
 //!
-//! - [`history_jsonl`]: `history.jsonl`, one event a line in its canonical JSON — exactly the
+//! - `history_jsonl`: `history.jsonl`, one event a line in its canonical JSON — exactly the
 //!   lines the history digest is computed over, so [`digest_of_jsonl`] recomputes the run's
 //!   digest from the file alone (other tools can read and verify it).
-//! - [`timeline_html`]: `timeline.html`, a page holding one run's data (inline, as a JSON block)
-//!   that the report's one viewer — [`VIEWER_JS`] and [`VIEWER_CSS`], written once at the root
+//! - `timeline_html`: `timeline.html`, a page holding one run's data (inline, as a JSON block)
+//!   that the report's one viewer — [`VIEWER_JS`] and `VIEWER_CSS`, written once at the root
 //!   of the report directory and loaded by a relative path — draws with every node as a lane:
 //!   each client operation as a bar from its invoke to its completion (ok, fail, info, or never
 //!   completed), every other event (a command a master applied, a key expiry, a write at the
@@ -603,7 +603,7 @@ fn data_block(data: &PageData) -> String {
         .replace('&', "\\u0026")
 }
 
-/// The viewer's script, written once at the root of a report as [`VIEWER_JS_FILE`]: it reads a
+/// The viewer's script, written once at the root of a report as `VIEWER_JS_FILE`: it reads a
 /// timeline page's data block and draws it (an SVG, hover, zoom). Written for lockstep (no library).
 pub const VIEWER_JS: &str = include_str!("viewer.js");
 

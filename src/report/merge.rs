@@ -46,7 +46,7 @@ impl Merged {
 
 /// Each run's history, by scenario name, read back from its shard's report directory
 /// (`runs/NAME/history.jsonl` beside the shard's `report.json`) when it is there and its digest
-/// is the run's: what the merged directory's `runs/` is written from ([`shard_histories`]).
+/// is the run's: what the merged directory's `runs/` is written from (`shard_histories`).
 #[derive(Debug, Clone, Default)]
 pub struct ShardRuns {
     /// The histories, by scenario name.

@@ -76,9 +76,9 @@ pub struct Totals {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Report {
-    /// Always [`FORMAT`].
+    /// Always `FORMAT`.
     pub format: String,
-    /// Always [`SCHEMA_VERSION`] for reports this build writes.
+    /// Always `SCHEMA_VERSION` for reports this build writes.
     pub schema_version: u32,
     /// The program that wrote it.
     pub tool: Tool,
@@ -314,7 +314,7 @@ impl Report {
     }
 
     /// Checks what the schema says beyond the JSON types: scenario and exploration names are
-    /// `[a-z0-9-]+` (at most [`NAME_MAX`] bytes: they name chart files), shards are `1 ≤ K ≤ N`.
+    /// `[a-z0-9-]+` (at most `NAME_MAX` bytes: they name chart files), shards are `1 ≤ K ≤ N`.
     /// A report read from a file is data, never a path: this is checked before anything is built
     /// from it.
     pub fn validate(&self) -> Result<(), String> {
@@ -439,7 +439,7 @@ pub(crate) fn slug(name: &str) -> String {
 }
 
 /// The chart files of a report, relative to its directory: `(stem, title)`; each exists as
-/// `charts/{stem}.svg` and `charts/{stem}.png`. Stems are slugs ([`slug`]), made unique by a
+/// `charts/{stem}.svg` and `charts/{stem}.png`. Stems are slugs (`slug`), made unique by a
 /// numeric suffix: no stem is a path, and no two charts share a file.
 pub fn chart_stems(report: &Report) -> Vec<(String, String)> {
     let mut stems = Vec::new();

@@ -1,6 +1,6 @@
 //! Running one scenario: scenario → seeded world (masters deployed with their persistence,
 //! restart delay, replicas and failover) → history → checkers → verdicts compared with the
-//! scenario's expectations ([`expect`]), and the plain results of the gate ([`gate`]).
+//! scenario's expectations ([`expect`]), and the plain results of the gate ([`gate`](crate::gate)).
 //!
 //! This module sits beside the application layer (`crate::app`) on the same floor: the app
 //! orchestrates many runs; `report/` may read the results defined here (never run them).
@@ -70,7 +70,7 @@ pub struct ScenarioRun {
     pub results: Vec<CheckResult>,
     /// Expectations that did not hold.
     pub mismatches: Vec<Mismatch>,
-    /// The liveness verdict ([`expect::liveness_check`]): present when the run is vacuous
+    /// The liveness verdict (`expect::liveness_check`): present when the run is vacuous
     /// (clients wanted the lock, nobody got it) or the scenario expects one.
     pub liveness: Option<CheckResult>,
 }
@@ -157,7 +157,7 @@ pub(crate) fn require_tokio_unstable(enabled: bool) -> Result<(), WorldError> {
 }
 
 /// Runs `scenario` with a user-supplied lock algorithm. An error (naming the fix) when the
-/// build lacks `--cfg tokio_unstable` ([`require_tokio_unstable`]).
+/// build lacks `--cfg tokio_unstable` (`require_tokio_unstable`).
 pub fn run_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFactory) -> Result<ScenarioRun, WorldError> {
     let (mut world, used_seed) = scenario_world(scenario, seed, factory)?;
     let end = world.run(&scenario.faults)?;
@@ -190,7 +190,7 @@ pub fn history_with_lock(scenario: &Scenario, seed: Option<u64>, factory: LockFa
 
 /// The world of `scenario` with `factory`'s lock, built and not run yet, with the seed it uses
 /// (`seed` overrides the file's). An error (naming the fix) when the build lacks
-/// `--cfg tokio_unstable` ([`require_tokio_unstable`]).
+/// `--cfg tokio_unstable` (`require_tokio_unstable`).
 pub fn scenario_world(
     scenario: &Scenario,
     seed: Option<u64>,

@@ -16,9 +16,9 @@
 //! **Reconnect backoff.** A client that keeps reconnecting to a server it is cut off from would
 //! fill a day-long run's history with failed connects (the simulator it first ran on, turmoil
 //! 0.7.2, even ran out of ephemeral ports that way). Real clients back off instead (ioredis' `retryStrategy`,
-//! redis-py's `Retry` with exponential backoff), so after [`BACKOFF_AFTER_FAILURES`]
+//! redis-py's `Retry` with exponential backoff), so after `BACKOFF_AFTER_FAILURES`
 //! consecutive failed connects a link waits — doubling from 100 ms up to
-//! [`BACKOFF_MAX_MS`] of true time — before it tries again; a request in the meantime fails at
+//! `BACKOFF_MAX_MS` of true time — before it tries again; a request in the meantime fails at
 //! once, certainly not sent. The threshold is high enough that no shipped scenario reaches it,
 //! and the bound keeps a day-long partition to a few thousand attempts.
 

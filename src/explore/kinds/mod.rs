@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 /// One generated fault kind: everything the explorer knows about it.
 ///
 /// Its struct has an `at_ms` field, when it starts (its first world fault), true ms: the
-/// registry reads and moves it ([`GenFault::at_ms_mut`]).
+/// registry reads and moves it (`GenFault::at_ms_mut`).
 ///
 /// The associated functions without `self` are how faults of the kind are made; they are called
 /// by name through the registry ([`GenFault::strategy`], [`GenFault::aim`], ...).

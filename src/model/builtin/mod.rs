@@ -1,4 +1,4 @@
-//! The registry of built-in lock algorithms: one line each in [`builtin_locks!`], and one file
+//! The registry of built-in lock algorithms: one line each in `builtin_locks!`, and one file
 //! each here holding the algorithm's settings and what they mean (a [`Preset`]): their defaults
 //! for a TTL, how they are read from and written back to a `[lock]` table's keys, what the lock
 //! promises the explorer ([`LockClaims`]), how they follow a TTL sweep, and how many masters

@@ -7,7 +7,7 @@ use serde::Serialize;
 /// The watchdog's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct WatchdogSpec {
-    /// Extension period, ms, by the client's clock ([`WatchdogSpec::default_period_ms`] unless
+    /// Extension period, ms, by the client's clock (`WatchdogSpec::default_period_ms` unless
     /// written; > 0).
     pub extend_every_ms: u64,
 }

@@ -19,7 +19,7 @@ pub(super) const MANIFEST_MAX_BYTES: u64 = 64 << 20;
 pub struct Manifest {
     /// Always [`MANIFEST_FORMAT`].
     pub format: String,
-    /// The schema version of the `report.json` beside it ([`super::super::SCHEMA_VERSION`]).
+    /// The schema version of the `report.json` beside it (`super::super::SCHEMA_VERSION`).
     pub schema_version: u32,
     /// The program that wrote it.
     pub tool: super::super::Tool,

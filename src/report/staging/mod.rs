@@ -90,13 +90,13 @@ pub fn prepare_out(out: &Path) -> Result<(), String> {
 
 /// Writes the whole report directory — `report.json`, `summary.md`, `junit.xml`, the charts
 /// (SVG and PNG), `index.html` and the manifest — consistent as a whole: everything is built in
-/// a new, uniquely named directory beside `out`, synced, then swapped in (see [`swap_in`]: on
+/// a new, uniquely named directory beside `out`, synced, then swapped in (see `swap_in`: on
 /// Linux the two directories trade places in one atomic step), and the old report removed,
 /// exactly the entries its manifest lists. A reader sees the old report or the new one, never
 /// a mix; charts of scenarios no longer in the report disappear; on an error nothing of `out`
 /// has changed and no temporary file survives. `out` must be what [`prepare_out`] accepts.
 /// Hidden directories of `out` left by a run that was killed are removed first, never one a
-/// live run uses ([`staging`]). Returns the paths written.
+/// live run uses (`staging`). Returns the paths written.
 pub fn write_report(report: &Report, out: &Path) -> Result<Vec<PathBuf>, String> {
     write_report_with(report, out, &BTreeMap::new())
 }

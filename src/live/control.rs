@@ -216,6 +216,10 @@ impl Controller {
 
     /// Records a test label given out of band: the test `name` starts now, for every client.
     pub fn label(&self, name: &str) {
+        // A test's name is a line; a client may send megabytes: kept as the history keeps a
+        // command's argument.
+        let mut name = name.to_string();
+        lockstep_history::history::bound_text(&mut name, lockstep_history::history::MAX_EVENT_ARG_BYTES);
         self.rec.record(
             "world",
             EventKind::Note {

@@ -126,7 +126,7 @@ async fn read_request(stream: &mut TcpStream) -> Result<Request, String> {
             }
         }
     }
-    if head_end + length > REQUEST_MAX_BYTES {
+    if head_end.saturating_add(length) > REQUEST_MAX_BYTES {
         return Err(format!("the request is larger than {REQUEST_MAX_BYTES} bytes"));
     }
     while buf.len() < head_end + length {
@@ -255,5 +255,27 @@ mod tests {
         );
         assert_eq!(decode("%4"), "%4");
         assert_eq!(decode("100%"), "100%");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_content_length_past_any_size_is_refused_not_a_panic() {
+        use tokio::io::AsyncWriteExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("binds");
+        let addr = listener.local_addr().expect("an address");
+        for length in ["18446744073709551615", "65537", "18446744073709551616"] {
+            let client = tokio::spawn(async move {
+                let mut s = TcpStream::connect(addr).await.expect("connects");
+                let head = format!("POST /fault HTTP/1.1\r\nContent-Length: {length}\r\n\r\n{{}}");
+                s.write_all(head.as_bytes()).await.expect("writes");
+                s
+            });
+            let (mut server, _) = listener.accept().await.expect("accepts");
+            let refused = read_request(&mut server).await.err().expect("refused");
+            assert!(
+                refused.contains("larger than") || refused.contains("not a number"),
+                "{length}: {refused}"
+            );
+            drop(client.await);
+        }
     }
 }

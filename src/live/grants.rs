@@ -113,10 +113,14 @@ fn acquires(args: &[String], value: &str) -> bool {
     }
 }
 
-/// Whether `args` clears whole databases.
-fn flushes(args: &[String]) -> bool {
+/// Whether `args` acts on whole databases rather than on keys it names (`FLUSHALL`, `FLUSHDB`,
+/// `SWAPDB`: a test suite's teardown), as lockstep's command table says: a command whose row moves
+/// keys' state without naming a key. A lock removed that way was not taken by another holder.
+fn whole_database(args: &[String]) -> bool {
+    use lockstep_sim::redis::table::{self, KeySpec, LeaseEffect};
     args.first()
-        .is_some_and(|a| a.eq_ignore_ascii_case("flushall") || a.eq_ignore_ascii_case("flushdb"))
+        .and_then(|name| table::command(name.as_bytes()))
+        .is_some_and(|spec| spec.lease == LeaseEffect::Moves && matches!(spec.keys, KeySpec::None))
 }
 
 /// A lane for a new holder: `base`, or `base #2`, `#3`, ... — the first not in `busy`.
@@ -270,7 +274,7 @@ pub fn infer(raw: &History, masters: &[String]) -> Inferred {
             // The value it held: removed, or its expiry changed.
             if let Some(v) = old {
                 if let Some(hold) = holds.get_mut(&(key.to_string(), v.to_string())) {
-                    let own = hold.conns.contains(&here) || args.iter().skip(1).any(|a| a == v) || flushes(args);
+                    let own = hold.conns.contains(&here) || args.iter().skip(1).any(|a| a == v) || whole_database(args);
                     let process = hold.process.clone().unwrap_or_default();
                     if new != Some(v) {
                         hold.masters.remove(&e.node);
@@ -658,6 +662,29 @@ mod tests {
             .command(20, "redis-1", 1, &["DEL", "lock"], "lock", Some("v1"), None, 0);
         let inferred = infer(&own.0, &["redis-1".to_string()]);
         assert_eq!(verdict(&inferred.history, "ownership"), crate::model::Verdict::Valid);
+    }
+
+    #[test]
+    fn a_whole_database_command_from_another_connection_is_a_teardown_not_a_foreign_deletion() {
+        for teardown in [&["FLUSHALL"][..], &["flushdb", "ASYNC"], &["SWAPDB", "0", "1"]] {
+            let mut s = Served::new();
+            s.command(10, "redis-1", 1, &NX, "lock", None, Some("v1"), 1000)
+                .command(20, "redis-1", 2, teardown, "lock", Some("v1"), None, 0);
+            let inferred = infer(&s.0, &["redis-1".to_string()]);
+            assert_eq!(
+                verdict(&inferred.history, "ownership"),
+                crate::model::Verdict::Valid,
+                "{teardown:?}"
+            );
+        }
+        // A command naming the key is not one (the table says so, not the name's spelling).
+        assert!(!whole_database(&["DEL".to_string(), "lock".to_string()]));
+        assert!(!whole_database(&[
+            "RENAME".to_string(),
+            "lock".to_string(),
+            "x".to_string()
+        ]));
+        assert!(!whole_database(&["NO-SUCH-COMMAND".to_string()]));
     }
 
     #[test]

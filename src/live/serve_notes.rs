@@ -104,15 +104,12 @@ pub struct TestRow {
     pub violations: Vec<String>,
 }
 
-/// Whether `args` is a control command the report lists with the faults (the server loop's own:
-/// `CLIENT PAUSE`, `CLIENT UNPAUSE`, `CLIENT KILL`).
+/// Whether `args` is a control command the report lists with the faults: one the server loop
+/// runs on other clients, which lockstep's command table files as an administrative command of
+/// the connection group (`CLIENT PAUSE`, `UNPAUSE`, `KILL`, `UNBLOCK`, `NO-EVICT`).
 fn control_command(args: &[String]) -> bool {
-    match args {
-        [client, sub, ..] if client.eq_ignore_ascii_case("client") => {
-            ["pause", "unpause", "kill"].iter().any(|s| sub.eq_ignore_ascii_case(s))
-        }
-        _ => false,
-    }
+    use lockstep_sim::redis::table::{self, Flags, Group};
+    table::resolve(args).is_some_and(|spec| spec.group == Group::Connection && spec.flags.has(Flags::ADMIN))
 }
 
 /// How the suite ended.
@@ -507,4 +504,33 @@ fn esc(text: &str) -> String {
 /// A Markdown table cell's text: pipes escaped, on one line.
 fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::control_command;
+
+    fn args(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn the_control_commands_listed_with_the_faults_are_the_tables_administrative_client_commands() {
+        for listed in [
+            &["CLIENT", "PAUSE", "100"][..],
+            &["client", "kill", "ID", "3"],
+            &["Client", "UNPAUSE"],
+        ] {
+            assert!(control_command(&args(listed)), "{listed:?}");
+        }
+        for not in [
+            &["CLIENT", "SETNAME", "x"][..],
+            &["CLIENT"],
+            &["GET", "k"],
+            &["CONFIG", "SET", "a", "b"],
+            &[],
+        ] {
+            assert!(!control_command(&args(not)), "{not:?}");
+        }
+    }
 }
